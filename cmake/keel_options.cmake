@@ -1,0 +1,32 @@
+# Warning and sanitizer flags shared by every keel target (applied through keel_options).
+add_library(keel_options INTERFACE)
+target_compile_options(keel_options INTERFACE -Wall -Wextra -Wpedantic -Wno-missing-field-initializers)
+if(KEEL_WERROR)
+  target_compile_options(keel_options INTERFACE -Werror)
+endif()
+if(KEEL_SANITIZE)
+  target_compile_options(keel_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
+                                                -fno-sanitize-recover=undefined)
+  target_link_options(keel_options INTERFACE -fsanitize=address,undefined)
+endif()
+target_include_directories(keel_options INTERFACE ${CMAKE_SOURCE_DIR}/src)
+
+# keel_add_module(NAME SOURCES... DEPS ...): one static library per module, named keel_NAME.
+function(keel_add_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(keel_${name} STATIC ${ARG_SOURCES})
+  target_link_libraries(keel_${name} PUBLIC keel_options ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+endfunction()
+
+# keel_add_test(NAME SOURCES... DEPS ...): one GoogleTest binary registered with CTest.
+function(keel_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE keel_options keel_test_support ${ARG_DEPS}
+                        GTest::gmock GTest::gtest_main)
+  if(ARG_LABELS)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
+  endif()
+endfunction()

@@ -1,0 +1,102 @@
+// GgufFile: a parsed GGUF v2/v3 file — metadata, tensor infos and, depending on DataMode, the
+// tensor bytes read into the process's own memory (default), memory-mapped, or not loaded.
+//
+// Validation is strict: a truncated file, bad magic, unknown version, out-of-range offsets or
+// sizes, absurd counts, duplicate names, unknown tensor types or misaligned data give a Status
+// naming the file and the problem. Nothing is read outside the file.
+//
+// Thread safety: immutable after open(); tensor_data() may be called from any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/buffer.h"
+#include "core/dtype.h"
+#include "core/file_system.h"
+#include "core/result.h"
+#include "gguf/value.h"
+
+namespace keel::gguf {
+
+inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian uint32
+inline constexpr uint64_t kDefaultAlignment = 32;
+inline constexpr int kMaxDims = 4;
+
+struct TensorInfo {
+  std::string name;
+  std::vector<int64_t> shape;  // GGML order: shape[0] is the contiguous (innermost) dimension
+  DType dtype = DType::kF32;
+  uint64_t offset = 0;  // from the start of the data section; a multiple of the alignment
+  int64_t num_elements = 0;
+  uint64_t num_bytes = 0;
+};
+
+enum class DataMode {
+  kRead,  // copy tensor data into an aligned anonymous buffer (the default for weights)
+  kMmap,  // map the file read-only; tensor views point into the mapping
+  kNone,  // metadata and tensor infos only (vocab files, `keel info`)
+};
+
+struct ReadOptions {
+  DataMode mode = DataMode::kRead;
+  FileSystem* fs = nullptr;  // nullptr: a PosixFileSystem
+  // Called while tensor data is read (kRead only) with bytes done and bytes total.
+  std::function<void(uint64_t done, uint64_t total)> progress;
+};
+
+class GgufFile {
+ public:
+  static Result<GgufFile> open(const std::string& path, const ReadOptions& options = {});
+
+  GgufFile(GgufFile&&) noexcept = default;
+  GgufFile& operator=(GgufFile&&) noexcept = default;
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] uint32_t version() const { return version_; }
+  [[nodiscard]] uint64_t alignment() const { return alignment_; }
+  [[nodiscard]] uint64_t file_size() const { return file_size_; }
+  [[nodiscard]] uint64_t data_offset() const { return data_offset_; }  // file offset of data
+
+  [[nodiscard]] const std::vector<KeyValue>& metadata() const { return metadata_; }
+  // The value for `key`, or nullptr.
+  [[nodiscard]] const Value* find(std::string_view key) const;
+  // Typed getters: NotFound when absent, InvalidArgument (naming key and type) when mistyped.
+  [[nodiscard]] Result<int64_t> get_int(std::string_view key) const;
+  [[nodiscard]] Result<double> get_float(std::string_view key) const;
+  [[nodiscard]] Result<bool> get_bool(std::string_view key) const;
+  [[nodiscard]] Result<std::string> get_string(std::string_view key) const;
+  [[nodiscard]] Result<const Array*> get_array(std::string_view key) const;
+
+  [[nodiscard]] const std::vector<TensorInfo>& tensors() const { return tensors_; }
+  [[nodiscard]] const TensorInfo* find_tensor(std::string_view name) const;
+  // The tensor's bytes; empty when opened with DataMode::kNone.
+  [[nodiscard]] std::span<const std::byte> tensor_data(const TensorInfo& info) const;
+  [[nodiscard]] bool has_data() const { return data_ != nullptr; }
+
+ private:
+  GgufFile() = default;
+  friend class HeaderParser;
+
+  std::string path_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = kDefaultAlignment;
+  uint64_t file_size_ = 0;
+  uint64_t data_offset_ = 0;
+  std::vector<KeyValue> metadata_;
+  std::unordered_map<std::string, size_t> metadata_index_;
+  std::vector<TensorInfo> tensors_;
+  std::unordered_map<std::string, size_t> tensor_index_;
+  AlignedBuffer owned_data_;               // DataMode::kRead
+  std::unique_ptr<MappedRegion> mapping_;  // DataMode::kMmap
+  const std::byte* data_ = nullptr;        // start of the data section, or null
+};
+
+}  // namespace keel::gguf

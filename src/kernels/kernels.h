@@ -1,0 +1,99 @@
+// The kernel interface used by the model: a weight-matrix view, the instruction-set tiers, and
+// Ops — the per-engine bundle of the dispatch table chosen once at start-up, the thread pool and
+// scratch memory. Every op has a scalar reference; SIMD variants must agree with it (tested).
+//
+// Thread safety: an Ops object belongs to one thread (the engine thread); its methods use the
+// pool internally. The free functions are pure and thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace keel::kernels {
+
+// A row-major weight matrix as stored in GGUF: `rows` rows of `cols` elements, each row
+// `row_bytes` bytes of `dtype` blocks. (GGUF shape: ne0 = cols, ne1 = rows.)
+struct Matrix {
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const std::byte* data = nullptr;
+  size_t row_bytes = 0;
+};
+
+// Instruction-set tiers, lowest first. A tier is usable when the CPU has all its features:
+//   kAvx2:   AVX2 + FMA + F16C
+//   kAvx512: AVX-512 F/BW/VL/DQ + VNNI (BF16 used when present)
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
+
+std::string_view isa_name(Isa isa);
+std::optional<Isa> isa_from_name(std::string_view name);  // "scalar", "avx2", "avx512"
+bool isa_supported(Isa isa, const CpuFeatures& cpu);
+Isa best_isa(const CpuFeatures& cpu);
+
+// Weight types matmul() and dequantize_row() accept.
+bool matmul_supports(DType dtype);
+
+// Converts n elements of one row (n a multiple of the block size) to float. Scalar reference;
+// bit-exact with ggml's dequantize_row_* functions.
+void dequantize_row(DType dtype, const std::byte* src, float* dst, int64_t n);
+
+struct RopeParams {
+  int64_t n_rot = 0;  // rotated dimensions per head (≤ head_dim, even)
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;  // 1 / linear scaling factor
+  bool neox = false;        // false: rotate pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
+  const float* freq_factors = nullptr;  // optional [n_rot/2] divisors (llama3 rope_freqs)
+};
+
+struct KernelTable;  // the dispatch table (internal; see dispatch.h)
+
+class Ops {
+ public:
+  // `pool` must outlive the Ops.
+  Ops(Isa isa, ThreadPool* pool);
+  Ops(const Ops&) = delete;
+  Ops& operator=(const Ops&) = delete;
+  ~Ops();
+
+  [[nodiscard]] Isa isa() const { return isa_; }
+  [[nodiscard]] ThreadPool& pool() { return *pool_; }
+
+  // y[t][r] = Σ_k w[r][k] · x[t][k]   x: [n_tokens][w.cols]   y: [n_tokens][w.rows]
+  // Quantized weights may quantize x internally (as llama.cpp does); rows split across threads.
+  void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y);
+
+  // out[t] = x[t] / rms(x[t]) * weight   (rows of `dim`; out may alias x)
+  void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t dim, float eps,
+                float* out);
+  // Rotates, in place, the first n_rot dims of each of n_heads heads of each token.
+  // x: [n_tokens][row_stride] with head h at x[t*row_stride + h*head_dim]; positions: [n_tokens]
+  void rope(const RopeParams& p, const int32_t* positions, int64_t n_tokens, int64_t n_heads,
+            int64_t head_dim, int64_t row_stride, float* x);
+  // out[i] = silu(gate[i]) * up[i]   (out may alias gate)
+  void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+  // y[i] += x[i]
+  void add(const float* x, int64_t n, float* y);
+
+  // Causal attention of one query token over n_kv cached positions of its sequence.
+  // q: [n_heads][head_dim]; k, v: n_kv rows of [n_kv_heads][head_dim] floats, `kv_stride` floats
+  // apart; out: [n_heads][head_dim]. Query head h uses KV head h / (n_heads / n_kv_heads).
+  void attention(const float* q, const float* k, const float* v, int64_t n_kv, int64_t kv_stride,
+                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale, float* out);
+
+ private:
+  Isa isa_;
+  ThreadPool* pool_;
+  const KernelTable* table_;
+  struct Scratch;
+  std::unique_ptr<Scratch> scratch_;
+};
+
+}  // namespace keel::kernels
