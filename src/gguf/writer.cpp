@@ -1,6 +1,8 @@
 // GgufWriter serialization: little-endian encoding of every value type, then aligned tensor data.
 #include "gguf/writer.h"
 
+#include <unistd.h>
+
 #include <cstring>
 
 #include "gguf/reader.h"
@@ -157,7 +159,8 @@ Status GgufWriter::write(const std::string& path, FileSystem* fs,
                          const ProgressFn& progress) const {
   PosixFileSystem posix;
   if (!fs) fs = &posix;
-  const std::string tmp = path + ".tmp";
+  // A per-process temporary name: concurrent writers of one path never share a temporary file.
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs->open_writable(tmp));
   Status s = serialize([&file](std::span<const std::byte> b) { return file->append(b); }, progress);
   if (s.ok()) s = file->close();

@@ -1,0 +1,254 @@
+// write_random_model: shape table, seeded weight streams, vocab (generated or copied), GGUF output.
+#include "model/random_model.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "core/fp16.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+#include "kernels/kernels.h"
+#include "model/byte_vocab.h"
+
+namespace keel::model {
+namespace {
+
+const std::vector<ModelShape>& shapes() {
+  // name, embd, layers, heads, kv heads, ffn, vocab, ctx, rope base, eps, tied, llama3 rope
+  static const std::vector<ModelShape> kShapes = {
+      {"tiny", 256, 4, 4, 2, 768, 0, 2048, 10000.0f, 1e-5f, false, false},
+      {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false},
+      {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, true},
+      {"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, false},
+  };
+  return kShapes;
+}
+
+// splitmix64: turns (seed, stream id) into well-mixed 64-bit states.
+uint64_t splitmix64(uint64_t& x) {
+  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t hash_name(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// A deterministic stream of standard normals (Box–Muller over splitmix64 uniforms).
+class NormalStream {
+ public:
+  explicit NormalStream(uint64_t seed) : state_(seed) {}
+  float next() {
+    if (has_spare_) {
+      has_spare_ = false;
+      return spare_;
+    }
+    const double u1 = (static_cast<double>(splitmix64(state_) >> 11) + 1.0) * 0x1p-53;
+    const double u2 = static_cast<double>(splitmix64(state_) >> 11) * 0x1p-53;
+    const double r = std::sqrt(-2.0 * std::log(u1));
+    spare_ = static_cast<float>(r * std::sin(2.0 * std::numbers::pi * u2));
+    has_spare_ = true;
+    return static_cast<float>(r * std::cos(2.0 * std::numbers::pi * u2));
+  }
+
+ private:
+  uint64_t state_;
+  float spare_ = 0.0f;
+  bool has_spare_ = false;
+};
+
+struct TensorPlan {
+  std::string name;
+  std::vector<int64_t> shape;  // GGML order
+  DType dtype;
+  float mean;  // values are mean + std · N(0,1)
+  float std;
+};
+
+// Fills one tensor: rows generated in parallel, each from its own seeded stream.
+Status fill_tensor(const TensorPlan& t, uint64_t seed, ThreadPool& pool, std::span<std::byte> out) {
+  const int64_t cols = t.shape[0];
+  const int64_t rows = t.shape.size() > 1 ? t.shape[1] : 1;
+  const size_t row_bytes = dtype_row_bytes(t.dtype, cols);
+  if (out.size() != row_bytes * static_cast<size_t>(rows)) {
+    return Status::internal("tensor '" + t.name + "' size mismatch");
+  }
+  const uint64_t base = seed ^ hash_name(t.name);
+  pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = begin; r < end; ++r) {
+      uint64_t s = base + static_cast<uint64_t>(r);
+      NormalStream normal(splitmix64(s));
+      for (auto& v : row) v = t.mean + t.std * normal.next();
+      kernels::quantize_row(t.dtype, row.data(), out.data() + static_cast<size_t>(r) * row_bytes,
+                            cols);
+    }
+  });
+  return {};
+}
+
+std::vector<float> llama3_rope_factors(int64_t head_dim, float base) {
+  constexpr double kFactor = 32.0, kLow = 1.0, kHigh = 4.0, kOrigCtx = 8192.0;
+  std::vector<float> out;
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double freq = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) /
+                                                                static_cast<double>(head_dim));
+    const double wavelen = 2.0 * std::numbers::pi / freq;
+    double f;
+    if (wavelen < kOrigCtx / kHigh) {
+      f = 1.0;
+    } else if (wavelen > kOrigCtx / kLow) {
+      f = kFactor;
+    } else {
+      const double smooth = (kOrigCtx / wavelen - kLow) / (kHigh - kLow);
+      f = 1.0 / ((1.0 - smooth) / kFactor + smooth);
+    }
+    out.push_back(static_cast<float>(f));
+  }
+  return out;
+}
+
+// Copies every tokenizer.* key of another GGUF; returns its vocabulary size.
+Result<int64_t> copy_vocab(const std::string& from, gguf::GgufWriter& w) {
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile src,
+                        gguf::GgufFile::open(from, {.mode = gguf::DataMode::kNone}));
+  KEEL_ASSIGN_OR_RETURN(const gguf::Array* tokens, src.get_array("tokenizer.ggml.tokens"));
+  for (const auto& kv : src.metadata()) {
+    if (kv.key.rfind("tokenizer.", 0) == 0) w.set(kv.key, kv.value);
+  }
+  if (tokens->items.empty()) return Status::invalid_argument(from + ": empty vocabulary");
+  return static_cast<int64_t>(tokens->items.size());
+}
+
+int32_t file_type(DType t) {  // llama.cpp's general.file_type numbering
+  switch (t) {
+    case DType::kF32: return 0;
+    case DType::kF16: return 1;
+    case DType::kQ4_0: return 2;
+    case DType::kQ8_0: return 7;
+    case DType::kBF16: return 32;
+    default: return 0;
+  }
+}
+
+std::vector<TensorPlan> plan_tensors(const RandomModelSpec& spec, int64_t n_vocab) {
+  const ModelShape& s = spec.shape;
+  const int64_t hd = s.n_embd / s.n_head;
+  const DType wt = spec.weight_type;
+  const float proj = 1.0f / std::sqrt(static_cast<float>(s.n_embd));
+  const float down = 1.0f / std::sqrt(static_cast<float>(s.n_ff));
+  std::vector<TensorPlan> p;
+  p.push_back({"token_embd.weight", {s.n_embd, n_vocab}, wt, 0.0f, 1.0f});
+  for (int64_t l = 0; l < s.n_layer; ++l) {
+    const std::string b = "blk." + std::to_string(l) + ".";
+    p.push_back({b + "attn_norm.weight", {s.n_embd}, DType::kF32, 1.0f, 0.0f});
+    p.push_back({b + "attn_q.weight", {s.n_embd, s.n_head * hd}, wt, 0.0f, proj});
+    p.push_back({b + "attn_k.weight", {s.n_embd, s.n_head_kv * hd}, wt, 0.0f, proj});
+    p.push_back({b + "attn_v.weight", {s.n_embd, s.n_head_kv * hd}, wt, 0.0f, proj});
+    if (spec.arch == "qwen2") {
+      p.push_back({b + "attn_q.bias", {s.n_head * hd}, DType::kF32, 0.0f, 0.02f});
+      p.push_back({b + "attn_k.bias", {s.n_head_kv * hd}, DType::kF32, 0.0f, 0.02f});
+      p.push_back({b + "attn_v.bias", {s.n_head_kv * hd}, DType::kF32, 0.0f, 0.02f});
+    }
+    if (spec.arch == "qwen3") {
+      p.push_back({b + "attn_q_norm.weight", {hd}, DType::kF32, 1.0f, 0.0f});
+      p.push_back({b + "attn_k_norm.weight", {hd}, DType::kF32, 1.0f, 0.0f});
+    }
+    p.push_back({b + "attn_output.weight", {s.n_head * hd, s.n_embd}, wt, 0.0f, proj});
+    p.push_back({b + "ffn_norm.weight", {s.n_embd}, DType::kF32, 1.0f, 0.0f});
+    p.push_back({b + "ffn_gate.weight", {s.n_embd, s.n_ff}, wt, 0.0f, proj});
+    p.push_back({b + "ffn_up.weight", {s.n_embd, s.n_ff}, wt, 0.0f, proj});
+    p.push_back({b + "ffn_down.weight", {s.n_ff, s.n_embd}, wt, 0.0f, down});
+  }
+  p.push_back({"output_norm.weight", {s.n_embd}, DType::kF32, 1.0f, 0.0f});
+  if (!s.tied_output) p.push_back({"output.weight", {s.n_embd, n_vocab}, wt, 0.0f, proj});
+  return p;
+}
+
+void set_hparams(const RandomModelSpec& spec, gguf::GgufWriter& w) {
+  const ModelShape& s = spec.shape;
+  const std::string& a = spec.arch;
+  const int64_t hd = s.n_embd / s.n_head;
+  w.set("general.architecture", a);
+  w.set("general.name", spec.name.empty() ? "keel " + s.name + " " +
+                                                std::string(dtype_name(spec.weight_type)) +
+                                                " (random weights)"
+                                          : spec.name);
+  w.set("general.description",
+        std::string("random weights written by keel make-model; its text is noise"));
+  w.set("general.file_type", uint32_t(file_type(spec.weight_type)));
+  w.set("keel.random_weights", true);
+  w.set("keel.random_seed", uint64_t{spec.seed});
+  w.set(a + ".context_length", uint32_t(s.n_ctx));
+  w.set(a + ".embedding_length", uint32_t(s.n_embd));
+  w.set(a + ".block_count", uint32_t(s.n_layer));
+  w.set(a + ".feed_forward_length", uint32_t(s.n_ff));
+  w.set(a + ".attention.head_count", uint32_t(s.n_head));
+  w.set(a + ".attention.head_count_kv", uint32_t(s.n_head_kv));
+  w.set(a + ".attention.layer_norm_rms_epsilon", s.rms_eps);
+  w.set(a + ".rope.freq_base", s.rope_base);
+  w.set(a + ".rope.dimension_count", uint32_t(hd));
+  if (a == "qwen3") {
+    w.set(a + ".attention.key_length", uint32_t(hd));
+    w.set(a + ".attention.value_length", uint32_t(hd));
+  }
+}
+
+}  // namespace
+
+std::optional<ModelShape> find_model_shape(const std::string& name) {
+  for (const auto& s : shapes()) {
+    if (s.name == name) return s;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> model_shape_names() {
+  std::vector<std::string> out;
+  for (const auto& s : shapes()) out.push_back(s.name);
+  return out;
+}
+
+Status write_random_model(const RandomModelSpec& spec, const std::string& path, ThreadPool& pool,
+                          const std::function<void(size_t, size_t)>& progress) {
+  if (spec.arch != "llama" && spec.arch != "qwen2" && spec.arch != "qwen3") {
+    return Status::invalid_argument("unknown architecture '" + spec.arch +
+                                    "' (expected llama, qwen2 or qwen3)");
+  }
+  if (!kernels::quantize_supports(spec.weight_type)) {
+    return Status::invalid_argument("cannot write weights of type " +
+                                    std::string(dtype_name(spec.weight_type)));
+  }
+  const ModelShape& s = spec.shape;
+  const int64_t block = dtype_info(spec.weight_type).block_size;
+  if (s.n_embd % s.n_head != 0 || s.n_head % s.n_head_kv != 0 || s.n_embd % block != 0 ||
+      s.n_ff % block != 0) {
+    return Status::invalid_argument("shape " + s.name + " does not fit weight type " +
+                                    std::string(dtype_name(spec.weight_type)));
+  }
+  gguf::GgufWriter w;
+  set_hparams(spec, w);
+  int64_t n_vocab = 0;
+  if (spec.vocab_from.empty() || spec.vocab_from == "byte") {
+    n_vocab = add_byte_vocab(w, s.n_vocab);
+  } else {
+    KEEL_ASSIGN_OR_RETURN(n_vocab, copy_vocab(spec.vocab_from, w));
+  }
+  for (const TensorPlan& t : plan_tensors(spec, n_vocab)) {
+    KEEL_TRY(w.add_tensor(t.name, t.dtype, t.shape, [t, &spec, &pool](std::span<std::byte> out) {
+      return fill_tensor(t, spec.seed, pool, out);
+    }));
+  }
+  if (s.llama3_rope) {
+    const std::vector<float> f = llama3_rope_factors(s.n_embd / s.n_head, s.rope_base);
+    KEEL_TRY(w.add_tensor("rope_freqs.weight", DType::kF32, {static_cast<int64_t>(f.size())},
+                          std::as_bytes(std::span<const float>(f))));
+  }
+  return w.write(path, nullptr, progress);
+}
+
+}  // namespace keel::model

@@ -1,0 +1,75 @@
+// keel: the single binary. Parses the command line (CLI11) into a subcommand's options struct and
+// calls its entry point. Usage errors exit 2; command failures exit 1 with one line on stderr.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+#include "commands.h"
+#include "core/log.h"
+
+namespace {
+
+void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o) {
+  cmd->add_option("-t,--threads", o->threads, "Compute threads (0 = all hardware threads)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--isa", o->isa, "Force a kernel table: scalar, avx2 or avx512")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  cmd->add_flag("--mmap", o->use_mmap, "Map the model file instead of reading it into memory");
+  cmd->add_flag("--verbose", o->verbose, "Print load time and token rates to stderr");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  keel::init_logging(keel::LogLevel::kWarn);
+  CLI::App app{"keel: a serverless LLM serving system (CPU inference, OpenAI-compatible API)"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "keel 0.1.0");
+
+  keel::cli::RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
+  run_cmd->add_option("-m,--model", run.model_path,
+                      "GGUF model file (default: the built-in random-weight model)");
+  run_cmd->add_option("-p,--prompt", run.prompt, "Prompt text")->required();
+  run_cmd->add_option("-n,--n-predict", run.n_predict, "Tokens to generate (-1 = until EOS)")
+      ->check(CLI::Range(-1, 1 << 30));
+  run_cmd->add_option("--temp", run.temperature, "Sampling temperature (0 = greedy)");
+  run_cmd->add_option("--top-k", run.top_k, "Top-k (0 = off)");
+  run_cmd->add_option("--top-p", run.top_p, "Top-p / nucleus (1 = off)");
+  run_cmd->add_option("--min-p", run.min_p, "Min-p (0 = off)");
+  run_cmd->add_option("--repeat-penalty", run.repeat_penalty, "Repetition penalty (1 = off)");
+  run_cmd->add_option("--seed", run.seed, "Random seed (same seed, same text)");
+  run_cmd->add_option("-c,--ctx-size", run.ctx_size, "Context length (0 = the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  run_cmd->add_flag("--ignore-eos", run.ignore_eos, "Keep generating after end-of-generation");
+  run_cmd->add_flag("--echo", run.echo_prompt, "Print the prompt before the continuation");
+  add_compute_options(run_cmd, &run.compute);
+
+  keel::cli::InfoOptions info;
+  CLI::App* info_cmd = app.add_subcommand("info", "Describe a GGUF model and this CPU");
+  info_cmd->add_option("model", info.model_path, "GGUF model file")->required();
+  info_cmd->add_flag("--tensors", info.list_tensors, "List every tensor");
+
+  keel::cli::MakeModelOptions mk;
+  CLI::App* mk_cmd = app.add_subcommand(
+      "make-model", "Write a GGUF with seeded random weights in a real model's shape");
+  mk_cmd->add_option("--arch", mk.arch, "Architecture")
+      ->check(CLI::IsMember({"llama", "qwen2", "qwen3"}));
+  mk_cmd->add_option("--shape", mk.shape, "Model shape")
+      ->check(CLI::IsMember({"tiny", "tinyllama-1.1b", "llama-3.2-1b", "qwen2.5-0.5b"}));
+  mk_cmd->add_option("--type", mk.type, "Weight type")
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
+  mk_cmd->add_option("--vocab", mk.vocab, "'byte' or a GGUF file to copy the tokenizer from");
+  mk_cmd->add_option("--seed", mk.seed, "Random seed");
+  mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (run_cmd->parsed()) return keel::cli::run_run(run);
+  if (info_cmd->parsed()) return keel::cli::run_info(info);
+  if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
+  return 2;
+}

@@ -1,0 +1,147 @@
+// `keel run`: load a model (or the built-in default), tokenize the prompt, prefill it in one
+// batch, then sample and stream tokens to stdout through the incremental detokenizer.
+// --verbose prints load time and prompt / generation rates to stderr.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "compute_setup.h"
+#include "default_model.h"
+#include "model/context.h"
+#include "model/kv_cache.h"
+#include "model/model.h"
+#include "progress.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct Loaded {
+  std::unique_ptr<model::Model> model;
+  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+};
+
+Result<Loaded> load(const RunOptions& opts, ThreadPool& pool) {
+  std::string path = opts.model_path;
+  if (path.empty()) {
+    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+  }
+  ProgressReporter progress("loading " + path, "B", opts.compute.verbose);
+  gguf::ReadOptions read;
+  read.mode = opts.compute.use_mmap ? gguf::DataMode::kMmap : gguf::DataMode::kRead;
+  read.progress = [&progress](uint64_t done, uint64_t total) { progress.update(done, total); };
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, read));
+  progress.finish();
+  KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(file));
+  model::ModelOptions mopts;
+  mopts.n_ctx = opts.ctx_size;
+  mopts.max_seqs = 1;
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
+                        model::Model::load(std::move(file), mopts));
+  return Loaded{std::move(model), std::make_unique<tokenizer::Tokenizer>(std::move(tok))};
+}
+
+sampling::SamplingParams sampling_params(const RunOptions& opts) {
+  sampling::SamplingParams p;
+  p.temperature = opts.temperature;
+  p.top_k = opts.top_k;
+  p.top_p = opts.top_p;
+  p.min_p = opts.min_p;
+  p.repetition_penalty = opts.repeat_penalty;
+  p.seed = opts.seed;
+  return p;
+}
+
+Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
+  const auto t_load = Clock::now();
+  KEEL_ASSIGN_OR_RETURN(Loaded loaded, load(opts, pool));
+  const double load_s = seconds_since(t_load);
+  const model::Model& model = *loaded.model;
+  const tokenizer::Tokenizer& tok = *loaded.tokenizer;
+
+  const std::vector<int32_t> prompt = tok.encode(opts.prompt, true, true);
+  const int64_t n_ctx = model.n_ctx();
+  if (prompt.empty()) return Status::invalid_argument("the prompt is empty");
+  if (static_cast<int64_t>(prompt.size()) >= n_ctx) {
+    return Status::out_of_range("the prompt is " + std::to_string(prompt.size()) +
+                                " tokens, but the context holds " + std::to_string(n_ctx) +
+                                " (use a shorter prompt or --ctx-size)");
+  }
+  KEEL_ASSIGN_OR_RETURN(sampling::Sampler sampler,
+                        sampling::Sampler::create(sampling_params(opts), tok.vocab_size()));
+  sampler.set_prompt(prompt);
+
+  kernels::Ops ops(isa, &pool);
+  KEEL_ASSIGN_OR_RETURN(model::KvCache cache, model::KvCache::for_model(model));
+  model::Context ctx(model, static_cast<int64_t>(prompt.size()));
+  model::Batch batch;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    batch.tokens.push_back(prompt[i]);
+    batch.positions.push_back(static_cast<int32_t>(i));
+    batch.seq_slots.push_back(0);
+    batch.logits.push_back(i + 1 == prompt.size());
+  }
+  std::vector<float> logits;
+  const auto t_prompt = Clock::now();
+  KEEL_TRY(ctx.forward(batch, cache, ops, &logits));
+  const double prompt_s = seconds_since(t_prompt);
+
+  if (opts.echo_prompt) std::fputs(opts.prompt.c_str(), stdout);
+  tokenizer::IncrementalDecoder decoder(tok, false);
+  int64_t pos = static_cast<int64_t>(prompt.size());
+  int32_t generated = 0;
+  const auto t_gen = Clock::now();
+  while (opts.n_predict < 0 || generated < opts.n_predict) {
+    const int32_t next = sampler.sample(logits);
+    if (tok.is_eog(next) && !opts.ignore_eos) break;
+    sampler.accept(next);
+    ++generated;
+    const std::string text = decoder.push(next);
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    if (pos >= n_ctx) break;  // context full
+    if (opts.n_predict >= 0 && generated == opts.n_predict) break;
+    batch.tokens = {next};
+    batch.positions = {static_cast<int32_t>(pos++)};
+    batch.seq_slots = {0};
+    batch.logits = {1};
+    KEEL_TRY(ctx.forward(batch, cache, ops, &logits));
+  }
+  const std::string rest = decoder.finish();
+  std::fwrite(rest.data(), 1, rest.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  const double gen_s = seconds_since(t_gen);
+  if (opts.compute.verbose) {
+    std::fprintf(stderr, "load: %.3f s\n", load_s);
+    std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tokens/s)\n", prompt.size(),
+                 prompt_s, static_cast<double>(prompt.size()) / prompt_s);
+    std::fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tokens/s)\n", generated, gen_s,
+                 generated > 0 ? generated / gen_s : 0.0);
+    std::fprintf(stderr, "threads: %d, kernels: %s\n", pool.num_threads(),
+                 std::string(kernels::isa_name(isa)).c_str());
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_run(const RunOptions& opts) {
+  auto setup = setup_compute(opts.compute);
+  if (!setup) return report_error(setup.error());
+  ThreadPool pool(setup->threads);
+  Status s = generate(opts, pool, setup->isa);
+  if (!s.ok()) return report_error(s);
+  return 0;
+}
+
+}  // namespace keel::cli
