@@ -1,0 +1,96 @@
+// Sampler: turns one sequence's logits into the next token, per request. It owns the request's
+// validated SamplingParams, its seeded Rng, its TokenHistory (for the penalties) and scratch
+// buffers reused across steps (no allocation per step after the first).
+//
+// Order of operations in sample(), each stage skipped when neutral:
+//   1. logit_bias            additive, on the raw logits
+//   2. penalties             repetition (prompt + output), then presence / frequency (output)
+//   3. greedy                if temperature < kGreedyTemperature (i.e. 0): argmax, ties → lowest id
+//   4. temperature           logits / T
+//   5. top-k → 6. top-p → 7. min-p
+//   8. sample                one draw from softmax over the survivors
+// Why this order (as in vLLM and HF): logit_bias and penalties express what the *request* wants
+// (ban, force, discourage) and must hold for greedy decoding too, so they come before argmax; a
+// bias is applied to the model's own scale, before penalties rescale it. Temperature comes before
+// truncation because top-p and min-p are defined on the distribution that is actually sampled (T
+// changes which tokens make up p of the mass; top-k is unaffected by T). top-p is computed on the
+// distribution renormalised over the top-k survivors (HF/vLLM). min-p last: it is relative to the
+// most likely token, which survives every earlier stage. (vLLM v1 runs min-p before top-k/top-p;
+// results differ only when min-p removes tokens inside the top-p nucleus.)
+//
+// Reproducibility: each non-greedy sample() consumes exactly one 64-bit draw from the Rng
+// (xoshiro256**, sampling/rng.h), greedy steps consume none; candidate order is canonical (token
+// id order, or logit-descending/id-ascending). So the same seed, the same logits and the same
+// parameters give the same tokens on any thread or process. (Floating-point exp() comes from the
+// platform's libm; a 1-ulp difference changes a draw only if the uniform lands within ~1e-7 of a
+// boundary between two tokens.)
+//
+// Thread safety: one Sampler per request, used by one thread at a time (the engine thread).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/result.h"
+#include "sampling/logprobs.h"
+#include "sampling/rng.h"
+#include "sampling/sampling_params.h"
+#include "sampling/token_history.h"
+#include "sampling/truncation.h"
+
+namespace keel::sampling {
+
+// A sampled token and, when SamplingParams::logprobs asked for them, its logprobs.
+struct SampleOutput {
+  int32_t token = 0;
+  std::optional<Logprobs> logprobs;
+};
+
+class Sampler {
+ public:
+  // params must pass params.validate(vocab_size) (checked; aborts otherwise). Requests from
+  // users go through create() instead.
+  Sampler(const SamplingParams& params, int32_t vocab_size);
+  // Validates params, then constructs.
+  static Result<Sampler> create(const SamplingParams& params, int32_t vocab_size);
+
+  // Records the prompt's tokens for the repetition penalty (replacing an earlier prompt). Ids must
+  // be in [0, vocab_size) — the engine validates user-supplied token ids before they get here.
+  void set_prompt(std::span<const int32_t> prompt_tokens);
+
+  // Samples the next token from logits ([vocab_size]). The span is scratch: on return it holds the
+  // processed logits — bias and penalties applied, and for non-greedy sampling also divided by the
+  // temperature, with tokens removed by top-k/top-p/min-p set to -inf. Does not record the token:
+  // call accept() once the engine keeps it.
+  int32_t sample(std::span<float> logits);
+
+  // sample(), plus logprobs when params().logprobs is set: top params().logprobs alternatives,
+  // from the raw logits (default; costs one copy of the logits into a scratch buffer) or from the
+  // processed ones, per params().logprobs_source.
+  SampleOutput sample_with_logprobs(std::span<float> logits);
+
+  // Records a generated token for the penalties. Must be in [0, vocab_size).
+  void accept(int32_t token);
+
+  [[nodiscard]] const SamplingParams& params() const { return params_; }
+  [[nodiscard]] int32_t vocab_size() const { return vocab_size_; }
+  // The seed in use (the drawn one when params().seed was nullopt), for logs and replays.
+  [[nodiscard]] uint64_t seed() const { return rng_.seed(); }
+  [[nodiscard]] const TokenHistory& history() const { return history_; }
+
+ private:
+  // Softmax draw over the surviving tokens with uniform u in [0, 1).
+  static int32_t draw(std::span<const Candidate> survivors, float max_logit, double u);
+  static int32_t draw(std::span<const float> logits, float max_logit, double u);
+
+  SamplingParams params_;
+  int32_t vocab_size_;
+  Rng rng_;
+  TokenHistory history_;
+  std::vector<Candidate> candidates_;  // scratch for top-k / top-p
+  std::vector<float> raw_logits_;      // scratch copy for raw logprobs
+};
+
+}  // namespace keel::sampling
