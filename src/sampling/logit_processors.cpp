@@ -1,8 +1,5 @@
-// Logit processors: logit_bias, penalties, temperature, argmax.
+// Logit processors: logit_bias and penalties.
 #include "sampling/logit_processors.h"
-
-#include <cmath>
-#include <limits>
 
 #include "core/check.h"
 
@@ -32,25 +29,6 @@ void apply_penalties(std::span<float> logits, const TokenHistory& history, float
       logit -= presence + frequency * static_cast<float>(e.output_count);
     }
   }
-}
-
-void apply_temperature(std::span<float> logits, float temperature) {
-  KEEL_CHECK(temperature > 0.0f);
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-  for (float& logit : logits) logit = std::isnan(logit) ? kNegInf : logit / temperature;
-}
-
-int32_t argmax(std::span<const float> logits) {
-  KEEL_CHECK(!logits.empty());
-  size_t best_idx = 0;
-  float best = -std::numeric_limits<float>::infinity();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (logits[i] > best) {  // strict: the first maximum wins; NaN never compares greater
-      best = logits[i];
-      best_idx = i;
-    }
-  }
-  return static_cast<int32_t>(best_idx);
 }
 
 }  // namespace keel::sampling

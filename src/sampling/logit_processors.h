@@ -1,5 +1,5 @@
-// Logit processors: the stages of sampling that rewrite logits in place — logit_bias, the
-// repetition / presence / frequency penalties, temperature — plus argmax. Each is a plain function
+// Logit processors: the stages of sampling that rewrite raw logits in place before any softmax —
+// logit_bias and the repetition / presence / frequency penalties. Each is a plain function
 // over a span of one sequence's logits ([vocab_size] floats); the Sampler calls them in the order
 // documented in sampling/sampler.h. Exposed separately so they can be tested by exact amounts.
 //
@@ -25,13 +25,5 @@ void apply_logit_bias(std::span<float> logits, std::span<const std::pair<int32_t
 // Neutral values (1, 0, 0) leave the logits untouched. Cost: O(distinct ids in the history).
 void apply_penalties(std::span<float> logits, const TokenHistory& history, float repetition,
                      float presence, float frequency);
-
-// logits[i] /= temperature for every i, and NaN → -inf (a NaN logit can never be sampled).
-// temperature must be > 0.
-void apply_temperature(std::span<float> logits, float temperature);
-
-// The index of the largest logit, ties to the lowest index; NaN entries are ignored. Returns 0
-// when every entry is -inf or NaN. logits must not be empty.
-int32_t argmax(std::span<const float> logits);
 
 }  // namespace keel::sampling

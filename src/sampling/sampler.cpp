@@ -2,19 +2,13 @@
 // min-p → draw (see sampler.h for the reasons behind the order).
 #include "sampling/sampler.h"
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "core/check.h"
 #include "sampling/logit_processors.h"
+#include "sampling/softmax_math.h"
 
 namespace keel::sampling {
-namespace {
-
-constexpr float kInf = std::numeric_limits<float>::infinity();
-
-}  // namespace
 
 Sampler::Sampler(const SamplingParams& params, int32_t vocab_size)
     : params_(params),
@@ -47,20 +41,17 @@ int32_t Sampler::sample(std::span<float> logits) {
   if (params_.is_greedy()) return argmax(logits);
 
   const double u = rng_.next_double();  // exactly one draw per non-greedy step
-  if (params_.temperature != 1.0f) {
-    apply_temperature(logits, params_.temperature);
-  } else {
-    for (float& x : logits) x = std::isnan(x) ? -kInf : x;
-  }
-  const float max_logit = *std::max_element(logits.begin(), logits.end());
-  // Nothing finite to sample from (all banned), or +inf logits: deterministic argmax.
+  const float max_logit = prepare_logits(logits, params_.temperature);
+  // Nothing finite to sample from (everything banned), or +inf logits: deterministic argmax.
   if (!std::isfinite(max_logit)) return argmax(logits);
 
+  weights_.resize(logits.size());
+  compute_weights(logits, max_logit, weights_);
   const TruncationParams truncation{params_.top_k, params_.top_p, params_.min_p};
-  if (truncate(logits, max_logit, truncation, &candidates_)) {
-    return draw(candidates_, max_logit, u);
-  }
-  return draw(logits, max_logit, u);
+  if (truncator_.apply(logits, weights_, max_logit, truncation)) return draw_from_survivors(u);
+  block_sums_.resize((logits.size() + kWeightBlockSize - 1) / kWeightBlockSize);
+  const double total = sum_weight_blocks(weights_, block_sums_);
+  return pick_weighted(weights_, block_sums_, u * total);
 }
 
 SampleOutput Sampler::sample_with_logprobs(std::span<float> logits) {
@@ -75,37 +66,22 @@ SampleOutput Sampler::sample_with_logprobs(std::span<float> logits) {
   return SampleOutput{token, compute_logprobs(logits, token, top_n)};
 }
 
-int32_t Sampler::draw(std::span<const Candidate> survivors, float max_logit, double u) {
+int32_t Sampler::draw_from_survivors(double u) const {
+  const std::span<const Candidate> survivors = truncator_.survivors();
   KEEL_CHECK(!survivors.empty());
   double total = 0.0;
-  for (const Candidate& c : survivors) total += std::exp(c.logit - max_logit);
+  for (const Candidate& c : survivors) total += static_cast<double>(weights_[c.token_id]);
   const double target = u * total;
   double cumulative = 0.0;
   int32_t last_possible = survivors.front().token_id;  // the most likely: weight 1
   for (const Candidate& c : survivors) {
-    const float weight = std::exp(c.logit - max_logit);
+    const float weight = weights_[c.token_id];
     if (weight == 0.0f) continue;
-    cumulative += weight;
+    cumulative += static_cast<double>(weight);
     last_possible = c.token_id;
     if (cumulative > target) return c.token_id;
   }
   return last_possible;  // rounding left the sum just short of target
-}
-
-int32_t Sampler::draw(std::span<const float> logits, float max_logit, double u) {
-  double total = 0.0;
-  for (float x : logits) total += std::exp(x - max_logit);
-  const double target = u * total;
-  double cumulative = 0.0;
-  size_t last_possible = 0;
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float weight = std::exp(logits[i] - max_logit);
-    if (weight == 0.0f) continue;
-    cumulative += weight;
-    last_possible = i;
-    if (cumulative > target) return static_cast<int32_t>(i);
-  }
-  return static_cast<int32_t>(last_possible);  // rounding left the sum just short of target
 }
 
 }  // namespace keel::sampling

@@ -1,11 +1,15 @@
 // Truncation: top-k, top-p (nucleus) and min-p, applied in that order to temperature-scaled
-// logits. Tokens removed are set to -inf in the logits, so after truncate() the span holds the
-// processed logits that the token is drawn from.
+// logits. Removed tokens become -inf in the logits (and 0 in the weights), so afterwards the
+// logits are the processed logits the token is drawn from.
 //
-// Invariant: candidates are ordered by ranks_before() (higher logit first, ties to the lower id), a
-// strict total order, so the selected set and its order are the same with every standard library
-// (nth_element and sort are not stable, but with a total order their results are unique).
-// Thread safety: pure functions; the caller owns the scratch vector.
+// Selection never sorts the vocabulary: one pass builds a histogram of the finite logits by their
+// distance below the maximum (buckets 1/32 logit wide), which locates the bucket where the k-th
+// token or the top_p mass boundary falls; only that bucket is sorted. Cost O(V) plus sorting one
+// bucket (and, for top-k, the k survivors).
+//
+// Invariant: "better" is ranks_before() (higher logit first, ties to the lower id), a strict total
+// order, so the surviving set and the survivors' order are unique — the same with every standard
+// library. Thread safety: a Truncator is scratch owned by one Sampler.
 #pragma once
 
 #include <cstdint>
@@ -25,24 +29,42 @@ inline bool ranks_before(const Candidate& a, const Candidate& b) {
 }
 
 struct TruncationParams {
-  int32_t top_k = 0;   // <= 0 or >= vocabulary: disabled
+  int32_t top_k = 0;   // <= 0, or >= the number of finite logits: disabled
   float top_p = 1.0f;  // 1: disabled
   float min_p = 0.0f;  // 0: disabled
 };
 
-// Applies top-k → top-p → min-p to `logits` (temperature already applied, no NaN) whose largest
-// value is `max_logit` (finite). top-p is computed on the distribution renormalised over the
-// top-k survivors; min-p is relative to the most likely token, which survives every stage.
-//
-// Returns true when top-k or top-p ran: *candidates then holds exactly the surviving tokens in
-// ranks_before order. Returns false when no list was built (only min-p, or nothing, was active):
-// the survivors are the tokens whose logit is not -inf. Either way, removed tokens are -inf in
-// `logits`.
-//
-// Cost: O(V) without top-k/top-p. top-k: O(V + k log k). top-p alone: selects growing prefixes
-// (128, 512, 2048, ...) with nth_element until they hold probability mass >= top_p, then sorts only
-// that prefix — no full sort of the vocabulary unless the nucleus is the whole of it.
-bool truncate(std::span<float> logits, float max_logit, const TruncationParams& params,
-              std::vector<Candidate>* candidates);
+class Truncator {
+ public:
+  // Applies top-k → top-p → min-p. Preconditions: logits are NaN-free with finite maximum
+  // max_logit, and weights come from compute_weights(logits, max_logit, ...) (softmax_math.h).
+  // top-p is computed on the distribution renormalised over the top-k survivors; min-p keeps
+  // tokens whose probability is at least min_p times the most likely one's (weight >= min_p), the
+  // most likely token surviving every stage.
+  //
+  // Returns true when top-k ran: survivors() then lists exactly the surviving tokens, in
+  // ranks_before order. Returns false otherwise (no list is built; survivors are the tokens whose
+  // weight is non-zero).
+  bool apply(std::span<float> logits, std::span<float> weights, float max_logit,
+             const TruncationParams& params);
+
+  // The survivors after an apply() that returned true.
+  [[nodiscard]] std::span<const Candidate> survivors() const { return survivors_; }
+
+ private:
+  void compute_keys(std::span<const float> logits, float max_logit);
+  void build_counts();
+  void build_masses(std::span<const float> weights);
+  void select_top_k(std::span<const float> logits, size_t k);
+  void keep_nucleus_of_survivors(float max_logit, float top_p);
+  void apply_dense_top_p(std::span<float> logits, std::span<float> weights, float top_p);
+
+  std::vector<uint16_t> keys_;        // [vocab] bucket of each token; kNumBuckets for -inf
+  std::vector<uint32_t> counts_;      // finite tokens per bucket (+ the excluded count)
+  std::vector<double> masses_;        // sum of weights per bucket (dense top-p only)
+  size_t num_finite_ = 0;             // finite logits
+  std::vector<Candidate> bucket_;     // the tokens of the boundary bucket
+  std::vector<Candidate> survivors_;  // top-k survivors, ranks_before order
+};
 
 }  // namespace keel::sampling

@@ -76,22 +76,5 @@ TEST(PenaltiesTest, NeutralLeavesLogitsUntouched) {
   EXPECT_EQ(logits, (std::vector<float>{3.0f, -2.0f}));
 }
 
-TEST(TemperatureTest, DividesAndSanitizesNaN) {
-  std::vector<float> logits = {2.0f, -1.0f, std::nanf(""), -kInf};
-  apply_temperature(logits, 0.5f);
-  EXPECT_FLOAT_EQ(logits[0], 4.0f);
-  EXPECT_FLOAT_EQ(logits[1], -2.0f);
-  EXPECT_EQ(logits[2], -kInf);
-  EXPECT_EQ(logits[3], -kInf);
-}
-
-TEST(ArgmaxTest, PicksLargestWithTiesToLowestId) {
-  EXPECT_EQ(argmax(std::vector<float>{1.0f, 3.0f, 2.0f}), 1);
-  EXPECT_EQ(argmax(std::vector<float>{1.0f, 3.0f, 3.0f, 0.0f}), 1);
-  EXPECT_EQ(argmax(std::vector<float>{std::nanf(""), -5.0f, std::nanf("")}), 1);
-  EXPECT_EQ(argmax(std::vector<float>{-kInf, -kInf}), 0);
-  EXPECT_EQ(argmax(std::vector<float>{-kInf, kInf, kInf}), 1);
-}
-
 }  // namespace
 }  // namespace keel::sampling

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include "sampling/logit_processors.h"
+#include "sampling/softmax_math.h"
 
 namespace keel::sampling {
 namespace {

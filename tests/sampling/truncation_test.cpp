@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sampling/rng.h"
+#include "sampling/softmax_math.h"
 
 namespace keel::sampling {
 namespace {
@@ -31,15 +32,23 @@ std::set<int32_t> survivors(const std::vector<float>& logits) {
 }
 
 std::set<int32_t> run(std::vector<float> logits, TruncationParams params) {
-  std::vector<Candidate> scratch;
-  const float max_logit = *std::max_element(logits.begin(), logits.end());
-  const bool listed = truncate(logits, max_logit, params, &scratch);
+  const float max_logit = prepare_logits(logits, 1.0f);
+  std::vector<float> weights(logits.size());
+  compute_weights(logits, max_logit, weights);
+  Truncator truncator;
+  const bool listed = truncator.apply(logits, weights, max_logit, params);
   const std::set<int32_t> kept = survivors(logits);
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (logits[i] == kNegInf) {
+      EXPECT_EQ(weights[i], 0.0f) << "removed token keeps a weight";
+    }
+  }
   if (listed) {
     std::set<int32_t> from_list;
-    for (const Candidate& c : scratch) from_list.insert(c.token_id);
-    EXPECT_EQ(from_list, kept) << "candidate list and masked logits disagree";
-    EXPECT_TRUE(std::is_sorted(scratch.begin(), scratch.end(), ranks_before));
+    for (const Candidate& c : truncator.survivors()) from_list.insert(c.token_id);
+    EXPECT_EQ(from_list, kept) << "survivor list and masked logits disagree";
+    EXPECT_TRUE(
+        std::is_sorted(truncator.survivors().begin(), truncator.survivors().end(), ranks_before));
   }
   return kept;
 }
@@ -161,18 +170,53 @@ TEST(TruncationTest, MatchesFullSortReferenceOnLargeVocabulary) {
   }
 }
 
-TEST(TruncationTest, ListIsPlatformIndependentOrder) {
+TEST(TruncationTest, SurvivorListIsInRanksBeforeOrder) {
   // Survivors come back in ranks_before order, a strict total order: the result is unique.
   std::vector<float> logits = {1.0f, 3.0f, 3.0f, 2.0f, 3.0f};
-  std::vector<Candidate> scratch;
-  ASSERT_TRUE(truncate(logits, 3.0f, {4, 1.0f, 0.0f}, &scratch));
-  ASSERT_EQ(scratch.size(), 4u);
-  EXPECT_EQ(scratch[0].token_id, 1);
-  EXPECT_EQ(scratch[1].token_id, 2);
-  EXPECT_EQ(scratch[2].token_id, 4);
-  EXPECT_EQ(scratch[3].token_id, 3);
+  std::vector<float> weights(logits.size());
+  compute_weights(logits, 3.0f, weights);
+  Truncator truncator;
+  ASSERT_TRUE(truncator.apply(logits, weights, 3.0f, {4, 1.0f, 0.0f}));
+  const auto s = truncator.survivors();
+  ASSERT_EQ(s.size(), 4u);
+  EXPECT_EQ(s[0].token_id, 1);
+  EXPECT_EQ(s[1].token_id, 2);
+  EXPECT_EQ(s[2].token_id, 4);
+  EXPECT_EQ(s[3].token_id, 3);
   EXPECT_EQ(logits[0], kNegInf);
+  EXPECT_EQ(weights[0], 0.0f);
   EXPECT_EQ(logits[3], 2.0f);
+}
+
+TEST(TruncationTest, ManyTokensInOneBucket) {
+  // 10000 logits within 1/32 of each other share the boundary bucket: it alone is sorted.
+  std::vector<float> logits(10000);
+  for (size_t i = 0; i < logits.size(); ++i) logits[i] = 1.0f - static_cast<float>(i % 97) * 1e-4f;
+  const auto k = run(logits, {150, 1.0f, 0.0f});
+  const auto expected = reference(logits, {150, 1.0f, 0.0f});
+  EXPECT_EQ(k, expected);
+  EXPECT_EQ(run(logits, {0, 0.3f, 0.0f}), reference(logits, {0, 0.3f, 0.0f}));
+}
+
+TEST(TruncationTest, TopKLargerThanFiniteCountIsNoOp) {
+  std::vector<float> logits = {1.0f, kNegInf, 0.0f, kNegInf};
+  EXPECT_EQ(run(logits, {3, 1.0f, 0.0f}), (std::set<int32_t>{0, 2}));
+  // top-k is then skipped, and top-p runs on its own (over all finite tokens).
+  const auto probs = logits_of(kProbs);
+  std::vector<float> padded(probs.begin(), probs.end());
+  padded.resize(20, kNegInf);
+  Truncator truncator;  // reused across calls, as in a Sampler
+  for (int repeat = 0; repeat < 2; ++repeat) {
+    std::vector<float> l = padded;
+    std::vector<float> w(l.size());
+    const float max_logit = prepare_logits(l, 1.0f);
+    compute_weights(l, max_logit, w);
+    EXPECT_FALSE(truncator.apply(l, w, max_logit, {10, 0.69f, 0.0f}));
+    EXPECT_EQ(survivors(l), (std::set<int32_t>{1, 3}));
+    std::vector<float> l2 = padded;
+    compute_weights(l2, max_logit, w);
+    EXPECT_TRUE(truncator.apply(l2, w, max_logit, {2, 1.0f, 0.0f}));
+  }
 }
 
 }  // namespace
