@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "sampling/logit_processors.h"
 #include "sampling/softmax_math.h"
+#include "sampling/truncation.h"
 
 namespace keel::sampling {
 
@@ -33,7 +34,41 @@ void Sampler::accept(int32_t token) {
   history_.add_output(token);
 }
 
-int32_t Sampler::sample(std::span<float> logits) {
+SamplingWorkspace& Sampler::own_workspace() {
+  if (!own_workspace_) own_workspace_ = std::make_unique<SamplingWorkspace>();
+  return *own_workspace_;
+}
+
+int32_t Sampler::sample(std::span<float> logits) { return sample(logits, own_workspace()); }
+
+SampleOutput Sampler::sample_with_logprobs(std::span<float> logits) {
+  return sample_with_logprobs(logits, own_workspace());
+}
+
+namespace {
+
+// Softmax draw over the top-k survivors (ranks_before order) with uniform u in [0, 1).
+int32_t draw_from_survivors(std::span<const Candidate> survivors, std::span<const float> weights,
+                            double u) {
+  KEEL_CHECK(!survivors.empty());
+  auto weight = [&](const Candidate& c) { return weights[static_cast<size_t>(c.token_id)]; };
+  double total = 0.0;
+  for (const Candidate& c : survivors) total += static_cast<double>(weight(c));
+  const double target = u * total;
+  double cumulative = 0.0;
+  int32_t last_possible = survivors.front().token_id;  // the most likely: weight 1
+  for (const Candidate& c : survivors) {
+    if (weight(c) == 0.0f) continue;
+    cumulative += static_cast<double>(weight(c));
+    last_possible = c.token_id;
+    if (cumulative > target) return c.token_id;
+  }
+  return last_possible;  // rounding left the sum just short of target
+}
+
+}  // namespace
+
+int32_t Sampler::sample(std::span<float> logits, SamplingWorkspace& ws) {
   KEEL_CHECK(logits.size() == static_cast<size_t>(vocab_size_));
   apply_logit_bias(logits, params_.logit_bias);
   apply_penalties(logits, history_, params_.repetition_penalty, params_.presence_penalty,
@@ -45,43 +80,27 @@ int32_t Sampler::sample(std::span<float> logits) {
   // Nothing finite to sample from (everything banned), or +inf logits: deterministic argmax.
   if (!std::isfinite(max_logit)) return argmax(logits);
 
-  weights_.resize(logits.size());
-  compute_weights(logits, max_logit, weights_);
+  ws.weights.resize(logits.size());
+  compute_weights(logits, max_logit, ws.weights);
   const TruncationParams truncation{params_.top_k, params_.top_p, params_.min_p};
-  if (truncator_.apply(logits, weights_, max_logit, truncation)) return draw_from_survivors(u);
-  block_sums_.resize((logits.size() + kWeightBlockSize - 1) / kWeightBlockSize);
-  const double total = sum_weight_blocks(weights_, block_sums_);
-  return pick_weighted(weights_, block_sums_, u * total);
+  if (ws.truncator.apply(logits, ws.weights, max_logit, truncation)) {
+    return draw_from_survivors(ws.truncator.survivors(), ws.weights, u);
+  }
+  ws.block_sums.resize((logits.size() + kWeightBlockSize - 1) / kWeightBlockSize);
+  const double total = sum_weight_blocks(ws.weights, ws.block_sums);
+  return pick_weighted(ws.weights, ws.block_sums, u * total);
 }
 
-SampleOutput Sampler::sample_with_logprobs(std::span<float> logits) {
-  if (!params_.logprobs.has_value()) return SampleOutput{sample(logits), std::nullopt};
+SampleOutput Sampler::sample_with_logprobs(std::span<float> logits, SamplingWorkspace& ws) {
+  if (!params_.logprobs.has_value()) return SampleOutput{sample(logits, ws), std::nullopt};
   const int32_t top_n = *params_.logprobs;
   if (params_.logprobs_source == LogprobsSource::kRaw) {
-    raw_logits_.assign(logits.begin(), logits.end());
-    const int32_t token = sample(logits);
-    return SampleOutput{token, compute_logprobs(raw_logits_, token, top_n)};
+    ws.raw_logits.assign(logits.begin(), logits.end());
+    const int32_t token = sample(logits, ws);
+    return SampleOutput{token, compute_logprobs(ws.raw_logits, token, top_n)};
   }
-  const int32_t token = sample(logits);
+  const int32_t token = sample(logits, ws);
   return SampleOutput{token, compute_logprobs(logits, token, top_n)};
-}
-
-int32_t Sampler::draw_from_survivors(double u) const {
-  const std::span<const Candidate> survivors = truncator_.survivors();
-  KEEL_CHECK(!survivors.empty());
-  double total = 0.0;
-  for (const Candidate& c : survivors) total += static_cast<double>(weights_[c.token_id]);
-  const double target = u * total;
-  double cumulative = 0.0;
-  int32_t last_possible = survivors.front().token_id;  // the most likely: weight 1
-  for (const Candidate& c : survivors) {
-    const float weight = weights_[c.token_id];
-    if (weight == 0.0f) continue;
-    cumulative += static_cast<double>(weight);
-    last_possible = c.token_id;
-    if (cumulative > target) return c.token_id;
-  }
-  return last_possible;  // rounding left the sum just short of target
 }
 
 }  // namespace keel::sampling

@@ -1,6 +1,7 @@
 // Sampler: turns one sequence's logits into the next token, per request. It owns the request's
-// validated SamplingParams, its seeded Rng, its TokenHistory (for the penalties) and scratch
-// buffers reused across steps (no allocation per step after the first).
+// validated SamplingParams, its seeded Rng and its TokenHistory (for the penalties). Scratch
+// memory comes from a SamplingWorkspace: the Sampler's own (created on first use, reused across
+// steps) or one lent by the caller, so that an engine with many requests keeps one per thread.
 //
 // Order of operations in sample(), each stage skipped when neutral:
 //   1. logit_bias            additive, on the raw logits
@@ -31,6 +32,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -39,9 +41,8 @@
 #include "sampling/logprobs.h"
 #include "sampling/rng.h"
 #include "sampling/sampling_params.h"
-#include "sampling/softmax_math.h"
+#include "sampling/sampling_workspace.h"
 #include "sampling/token_history.h"
-#include "sampling/truncation.h"
 
 namespace keel::sampling {
 
@@ -66,13 +67,16 @@ class Sampler {
   // Samples the next token from logits ([vocab_size]). The span is scratch: on return it holds the
   // processed logits — bias and penalties applied, and for non-greedy sampling also divided by the
   // temperature, with tokens removed by top-k/top-p/min-p set to -inf. Does not record the token:
-  // call accept() once the engine keeps it.
+  // call accept() once the engine keeps it. Uses the Sampler's own workspace.
   int32_t sample(std::span<float> logits);
+  // The same with a borrowed workspace (same result; the workspace is only used during the call).
+  int32_t sample(std::span<float> logits, SamplingWorkspace& workspace);
 
   // sample(), plus logprobs when params().logprobs is set: top params().logprobs alternatives,
-  // from the raw logits (default; costs one copy of the logits into a scratch buffer) or from the
+  // from the raw logits (default; costs one copy of the logits into the workspace) or from the
   // processed ones, per params().logprobs_source.
   SampleOutput sample_with_logprobs(std::span<float> logits);
+  SampleOutput sample_with_logprobs(std::span<float> logits, SamplingWorkspace& workspace);
 
   // Records a generated token for the penalties. Must be in [0, vocab_size).
   void accept(int32_t token);
@@ -84,18 +88,13 @@ class Sampler {
   [[nodiscard]] const TokenHistory& history() const { return history_; }
 
  private:
-  // Softmax draw over the top-k survivors with uniform u in [0, 1).
-  int32_t draw_from_survivors(double u) const;
+  SamplingWorkspace& own_workspace();
 
   SamplingParams params_;
   int32_t vocab_size_;
   Rng rng_;
   TokenHistory history_;
-  // Scratch reused across steps (sized on first use, no allocation per step afterwards).
-  std::vector<float> weights_;      // [vocab_size] exp(logit - max), see softmax_math.h
-  std::vector<double> block_sums_;  // [ceil(vocab_size / kWeightBlockSize)]
-  Truncator truncator_;
-  std::vector<float> raw_logits_;  // [vocab_size] copy for raw logprobs
+  std::unique_ptr<SamplingWorkspace> own_workspace_;  // created by the first sample() without one
 };
 
 }  // namespace keel::sampling

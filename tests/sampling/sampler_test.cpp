@@ -205,6 +205,33 @@ TEST(SamplerTest, DifferentSeedsGiveDifferentSequences) {
   EXPECT_LT(same, 100);  // ~1% expected for independent draws over a flat-ish 100-token vocab
 }
 
+TEST(SamplerTest, BorrowedWorkspaceGivesTheSameTokens) {
+  SamplingParams p = seeded(404);
+  p.top_p = 0.85f;
+  SamplingParams q = seeded(505);
+  q.top_k = 20;
+  q.logprobs = 3;
+  Sampler own_p(p, 2000);
+  Sampler own_q(q, 2000);
+  Sampler lent_p(p, 2000);
+  Sampler lent_q(q, 2000);
+  SamplingWorkspace shared;  // lent to two requests in turn, as an engine thread would
+  for (uint64_t step = 0; step < 50; ++step) {
+    const auto logits = random_logits(2000, 600 + step);
+    auto a = logits;
+    auto b = logits;
+    EXPECT_EQ(own_p.sample(a), lent_p.sample(b, shared));
+    EXPECT_EQ(a, b);  // same processed logits
+    a = logits;
+    b = logits;
+    const SampleOutput own = own_q.sample_with_logprobs(a);
+    const SampleOutput lent = lent_q.sample_with_logprobs(b, shared);
+    EXPECT_EQ(own.token, lent.token);
+    ASSERT_TRUE(own.logprobs.has_value() && lent.logprobs.has_value());
+    EXPECT_EQ(own.logprobs->chosen.logprob, lent.logprobs->chosen.logprob);
+  }
+}
+
 TEST(SamplerTest, UnseededSamplersDrawTheirOwnSeeds) {
   Sampler a(SamplingParams{}, 10);
   Sampler b(SamplingParams{}, 10);
