@@ -2,6 +2,8 @@
 // (constants and rotations as in the papers), no code copied.
 #include "sampling/rng.h"
 
+#include <chrono>
+#include <exception>
 #include <random>
 
 namespace keel::sampling {
@@ -20,11 +22,20 @@ uint64_t splitmix64_next(uint64_t* state) {
 }
 
 uint64_t random_seed() {
-  std::random_device device;
-  // random_device yields 32-bit values; combine two.
-  const uint64_t hi = device();
-  const uint64_t lo = device();
-  return (hi << 32) ^ lo;
+  try {
+    std::random_device device;
+    // random_device yields 32-bit values; combine two.
+    const uint64_t hi = device();
+    const uint64_t lo = device();
+    return (hi << 32) ^ lo;
+  } catch (const std::exception&) {
+    // No entropy source (std::random_device throws): fall back to the clock and an address.
+    int local = 0;
+    uint64_t state = static_cast<uint64_t>(
+                         std::chrono::high_resolution_clock::now().time_since_epoch().count()) ^
+                     reinterpret_cast<uintptr_t>(&local);
+    return splitmix64_next(&state);
+  }
 }
 
 Rng::Rng(uint64_t seed) : seed_(seed) {

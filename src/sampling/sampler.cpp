@@ -81,7 +81,6 @@ int32_t Sampler::sample(std::span<float> logits, SamplingWorkspace& ws) {
   if (!std::isfinite(max_logit)) return argmax(logits);
 
   ws.weights.resize(logits.size());
-  compute_weights(logits, max_logit, ws.weights);
   const TruncationParams truncation{params_.top_k, params_.top_p, params_.min_p};
   if (ws.truncator.apply(logits, ws.weights, max_logit, truncation)) {
     return draw_from_survivors(ws.truncator.survivors(), ws.weights, u);

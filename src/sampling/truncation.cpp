@@ -123,7 +123,6 @@ bool Truncator::apply(std::span<float> logits, std::span<float> weights, float m
     compute_keys(logits, max_logit);
     build_counts();
     top_k_on = top_k_on && static_cast<size_t>(params.top_k) < num_finite_;
-    if (top_p_on && !top_k_on) build_masses(weights);
   }
 
   if (top_k_on) {
@@ -143,7 +142,11 @@ bool Truncator::apply(std::span<float> logits, std::span<float> weights, float m
     return true;
   }
 
-  if (top_p_on) apply_dense_top_p(logits, weights, params.top_p);
+  compute_weights(logits, max_logit, weights);
+  if (top_p_on) {
+    build_masses(weights);
+    apply_dense_top_p(logits, weights, params.top_p);
+  }
   if (min_p_on) {
     for (size_t i = 0; i < logits.size(); ++i) {
       const bool keep = weights[i] >= params.min_p;

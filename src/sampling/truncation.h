@@ -9,7 +9,7 @@
 //
 // Invariant: "better" is ranks_before() (higher logit first, ties to the lower id), a strict total
 // order, so the surviving set and the survivors' order are unique — the same with every standard
-// library. Thread safety: a Truncator is scratch owned by one Sampler.
+// library. Thread safety: a Truncator is scratch inside a SamplingWorkspace; one apply() at a time.
 #pragma once
 
 #include <cstdint>
@@ -36,11 +36,12 @@ struct TruncationParams {
 
 class Truncator {
  public:
-  // Applies top-k → top-p → min-p. Preconditions: logits are NaN-free with finite maximum
-  // max_logit, and weights come from compute_weights(logits, max_logit, ...) (softmax_math.h).
-  // top-p is computed on the distribution renormalised over the top-k survivors; min-p keeps
-  // tokens whose probability is at least min_p times the most likely one's (weight >= min_p), the
-  // most likely token surviving every stage.
+  // Applies top-k → top-p → min-p. logits must be NaN-free with finite maximum max_logit.
+  // On return weights ([vocab], scratch) holds exp(logit - max_logit) (compute_weights in
+  // softmax_math.h) for the survivors and 0 for removed tokens. top-p is computed on the
+  // distribution renormalised over the top-k survivors; min-p keeps tokens whose probability is at
+  // least min_p times the most likely one's (weight >= min_p), the most likely token surviving
+  // every stage.
   //
   // Returns true when top-k ran: survivors() then lists exactly the surviving tokens, in
   // ranks_before order. Returns false otherwise (no list is built; survivors are the tokens whose
