@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <new>
+#include <optional>
 
 #include "core/check.h"
 
@@ -298,16 +299,21 @@ class HeaderParser {
     const Value* v = out_.find("general.alignment");
     if (!v) return {};
     context_ = "metadata key 'general.alignment'";
-    const auto a = v->as_int();
-    if (!a) {
-      return corrupt("has type " + std::string(value_type_name(v->type())) +
-                     ", expected an integer power of two");
+    std::optional<uint64_t> a;
+    if (const auto* u = std::get_if<uint64_t>(&v->data)) {
+      a = *u;
+    } else if (const auto i = v->as_int(); i && *i >= 0) {
+      a = static_cast<uint64_t>(*i);
     }
-    if (*a <= 0 || (*a & (*a - 1)) != 0 || static_cast<uint64_t>(*a) > kMaxAlignment) {
-      return corrupt("alignment " + std::to_string(*a) + " is not a power of two from 1 to " +
-                     std::to_string(kMaxAlignment));
+    if (!a || *a == 0 || (*a & (*a - 1)) != 0 || *a > kMaxAlignment) {
+      const auto i = v->as_int();
+      const std::string got = a   ? std::to_string(*a)
+                              : i ? std::to_string(*i)
+                                  : "a " + std::string(value_type_name(v->type()));
+      return corrupt("alignment must be a power of two from 1 to " + std::to_string(kMaxAlignment) +
+                     ", got " + got);
     }
-    out_.alignment_ = static_cast<uint64_t>(*a);
+    out_.alignment_ = *a;
     context_.clear();
     return {};
   }
