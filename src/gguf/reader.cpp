@@ -120,12 +120,12 @@ class HeaderParser {
     if (num_kv > rem / kMinPairBytes) {
       return corrupt("metadata count " + std::to_string(num_kv) +
                      " is larger than the file can hold (" + std::to_string(rem) +
-                     " bytes follow the header)");
+                     " bytes follow the header; truncated file?)");
     }
     if (num_tensors > (rem - num_kv * kMinPairBytes) / kMinTensorInfoBytes) {
       return corrupt("tensor count " + std::to_string(num_tensors) +
                      " is larger than the file can hold (" + std::to_string(rem) +
-                     " bytes follow the header)");
+                     " bytes follow the header; truncated file?)");
     }
     KEEL_TRY(parse_metadata(num_kv));
     KEEL_TRY(parse_alignment());
@@ -169,7 +169,7 @@ class HeaderParser {
     if (!cur_.has(len)) {
       return corrupt(std::string(what) + " of length " + std::to_string(len) + " at offset " +
                      std::to_string(cur_.position() - 8) + " runs past the end of the file (" +
-                     std::to_string(cur_.remaining()) + " bytes remain)");
+                     std::to_string(cur_.remaining()) + " bytes remain; truncated file?)");
     }
     out->resize(static_cast<size_t>(len));
     return read_bytes(out->data(), len, what);
@@ -263,7 +263,7 @@ class HeaderParser {
       return corrupt("array of " + std::to_string(count) + " " +
                      std::string(value_type_name(arr.type)) + " values at offset " +
                      std::to_string(cur_.position() - 12) + " is larger than the file can hold (" +
-                     std::to_string(cur_.remaining()) + " bytes remain)");
+                     std::to_string(cur_.remaining()) + " bytes remain; truncated file?)");
     }
     KEEL_TRY(count_values(count));
     arr.items.reserve(reserve_size(count));
@@ -414,7 +414,7 @@ class HeaderParser {
         return corrupt("tensor '" + t.name + "' (" + std::to_string(t.num_bytes) +
                        " bytes at data offset " + std::to_string(t.offset) +
                        ") lies outside the file's " + std::to_string(data_size) +
-                       "-byte data section (truncated?)");
+                       "-byte data section (truncated file?)");
       }
     }
     return {};

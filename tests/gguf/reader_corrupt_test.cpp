@@ -83,7 +83,8 @@ TEST_F(GgufCorruptTest, AbsurdCounts) {
   expect_fails(ByteBuilder().header(3, max, max), StatusCode::kCorrupt, "metadata count");
   // Each count alone would fit, both together do not: 2 pairs (≥ 26 bytes) + 1 tensor (≥ 32).
   expect_fails(ByteBuilder().header(3, 1, 2).zeros(40), StatusCode::kCorrupt,
-               "tensor count 1 is larger than the file can hold (40 bytes follow the header)");
+               "tensor count 1 is larger than the file can hold (40 bytes follow the header; "
+               "truncated file?)");
 }
 
 TEST_F(GgufCorruptTest, AbsurdStringLengths) {
@@ -103,7 +104,7 @@ TEST_F(GgufCorruptTest, AbsurdArrayLengths) {
   expect_fails(ByteBuilder().header(3, 0, 1).str("k").u32(kArr).u32(kU8).u64(huge).zeros(8),
                StatusCode::kCorrupt,
                "metadata key 'k': array of 4611686018427387904 uint8 values at offset 37 is "
-               "larger than the file can hold (8 bytes remain)");
+               "larger than the file can hold (8 bytes remain; truncated file?)");
   expect_fails(ByteBuilder().header(3, 0, 1).str("k").u32(kArr).u32(kStr).u64(huge),
                StatusCode::kCorrupt, "array of 4611686018427387904 string values");
   expect_fails(ByteBuilder().header(3, 0, 1).str("k").u32(kArr).u32(kArr).u64(huge),
