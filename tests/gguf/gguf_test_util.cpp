@@ -83,6 +83,13 @@ GgufWriter small_model(uint32_t version) {
   return w;
 }
 
+std::string write_small_model(const std::string& dir) {
+  const std::string path = dir + "/small.gguf";
+  const Status s = small_model().write(path);
+  EXPECT_TRUE(s.ok()) << s.to_string();
+  return path;
+}
+
 ::testing::AssertionResult values_equal(const Value& a, const Value& b) {
   if (a.type() != b.type()) {
     return ::testing::AssertionFailure()

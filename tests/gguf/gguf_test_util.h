@@ -57,6 +57,8 @@ std::vector<std::byte> read_bytes(const std::string& path);
 // A small valid model: metadata (scalars, a string array, a nested array) and three tensors
 // "a" (F32 4x2), "b" (Q8_0 32x1) and "c" (F32 3, so the file ends in padding).
 GgufWriter small_model(uint32_t version = 3);
+// Writes small_model() to "<dir>/small.gguf" and returns the path.
+std::string write_small_model(const std::string& dir);
 
 // Deep equality of values: same type at every level, floats compared bit for bit.
 ::testing::AssertionResult values_equal(const Value& a, const Value& b);
