@@ -18,7 +18,7 @@ Status check_array_types(const Value& v, const std::string& where) {
     const Value& item = a->items[i];
     const std::string item_where = where + "[" + std::to_string(i) + "]";
     if (item.type() != a->type) {
-      return Status::invalid_argument(item_where + " is a " +
+      return Status::invalid_argument(item_where + " has type " +
                                       std::string(value_type_name(item.type())) +
                                       " in an array of " + std::string(value_type_name(a->type)));
     }

@@ -7,7 +7,7 @@
 #include <iterator>
 #include <variant>
 
-namespace keel::gguf::testing {
+namespace keel::gguf::test_util {
 
 ByteBuilder& ByteBuilder::str(std::string_view s) {
   u64(s.size());
@@ -155,4 +155,4 @@ std::string write_small_model(const std::string& dir) {
   return ::testing::AssertionSuccess() << msg;
 }
 
-}  // namespace keel::gguf::testing
+}  // namespace keel::gguf::test_util

@@ -16,7 +16,7 @@
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 
-namespace keel::gguf::testing {
+namespace keel::gguf::test_util {
 
 // Appends raw GGUF encodings; nothing is validated, so any broken layout can be written.
 class ByteBuilder {
@@ -68,4 +68,4 @@ std::string write_small_model(const std::string& dir);
 ::testing::AssertionResult fails_with(const Result<GgufFile>& r, StatusCode code,
                                       const std::string& path, std::string_view needle);
 
-}  // namespace keel::gguf::testing
+}  // namespace keel::gguf::test_util

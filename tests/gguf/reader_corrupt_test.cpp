@@ -16,8 +16,8 @@
 namespace keel::gguf {
 namespace {
 
-using testing::ByteBuilder;
-using testing::fails_with;
+using test_util::ByteBuilder;
+using test_util::fails_with;
 
 constexpr uint32_t kU8 = static_cast<uint32_t>(ValueType::kUint8);
 constexpr uint32_t kU32 = static_cast<uint32_t>(ValueType::kUint32);
@@ -33,7 +33,7 @@ class GgufCorruptTest : public ::testing::Test {
   void expect_fails(const ByteBuilder& b, StatusCode code, std::string_view needle,
                     ReadOptions options = {}) {
     const std::string path = dir_ + "/f" + std::to_string(count_++) + ".gguf";
-    testing::write_bytes(path, b.bytes());
+    test_util::write_bytes(path, b.bytes());
     for (DataMode mode : {DataMode::kRead, DataMode::kMmap, DataMode::kNone}) {
       options.mode = mode;
       EXPECT_TRUE(fails_with(GgufFile::open(path, options), code, path, needle))
@@ -159,7 +159,7 @@ TEST_F(GgufCorruptTest, ArraysNestedTooDeep) {
     return b.u32(kU8).u64(0);
   };
   const std::string ok_path = dir_ + "/deep-ok.gguf";
-  testing::write_bytes(ok_path, nest(kMaxArrayDepth).bytes());
+  test_util::write_bytes(ok_path, nest(kMaxArrayDepth).bytes());
   auto f = GgufFile::open(ok_path);
   ASSERT_TRUE(f.ok()) << f.error().to_string();
   const Value* v = f->find("k");
@@ -218,7 +218,7 @@ TEST_F(GgufCorruptTest, MetadataValueLimit) {
                opts);
   opts.max_metadata_values = 21;  // the pair itself and its 20 elements
   const std::string path = dir_ + "/limit.gguf";
-  testing::write_bytes(path, raw.bytes());
+  test_util::write_bytes(path, raw.bytes());
   EXPECT_TRUE(GgufFile::open(path, opts).ok());
 }
 
@@ -226,7 +226,7 @@ TEST_F(GgufCorruptTest, HeaderOnlyFilesAreValid) {
   // No tensors and no metadata: valid, even though the (empty) data section would start past
   // the end of the file.
   const std::string path = dir_ + "/empty-model.gguf";
-  testing::write_bytes(path, ByteBuilder().header(2, 0, 0).bytes());
+  test_util::write_bytes(path, ByteBuilder().header(2, 0, 0).bytes());
   for (DataMode mode : {DataMode::kRead, DataMode::kMmap, DataMode::kNone}) {
     auto f = GgufFile::open(path, {.mode = mode});
     ASSERT_TRUE(f.ok()) << f.error().to_string();

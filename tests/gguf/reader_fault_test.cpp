@@ -19,9 +19,9 @@
 namespace keel::gguf {
 namespace {
 
-using testing::fails_with;
-using testing::FaultFileSystem;
-using testing::FaultPlan;
+using test_util::fails_with;
+using test_util::FaultFileSystem;
+using test_util::FaultPlan;
 
 // A file whose header spans several 1 MiB reader buffers and whose data takes a while to read.
 std::string write_big_model(const std::string& dir) {
@@ -44,7 +44,7 @@ Result<GgufFile> open_with(FaultFileSystem* fs, const std::string& path, DataMod
 }
 
 TEST(GgufFaultTest, OpenFailurePropagates) {
-  const std::string path = testing::write_small_model(keel::testing::make_temp_dir("gguf-fault"));
+  const std::string path = test_util::write_small_model(keel::testing::make_temp_dir("gguf-fault"));
   PosixFileSystem posix;
   FaultFileSystem fs(&posix, {.fail_open = true});
   EXPECT_TRUE(fails_with(open_with(&fs, path, DataMode::kRead), StatusCode::kIoError, path,
@@ -77,7 +77,7 @@ TEST(GgufFaultTest, ReadFailuresAnywherePropagateAsIoError) {
 }
 
 TEST(GgufFaultTest, MmapFailurePropagates) {
-  const std::string path = testing::write_small_model(keel::testing::make_temp_dir("gguf-fault"));
+  const std::string path = test_util::write_small_model(keel::testing::make_temp_dir("gguf-fault"));
   PosixFileSystem posix;
   FaultFileSystem fs(&posix, {.fail_map = true});
   EXPECT_TRUE(fails_with(open_with(&fs, path, DataMode::kMmap), StatusCode::kIoError, path,
@@ -88,7 +88,7 @@ TEST(GgufFaultTest, MmapFailurePropagates) {
 }
 
 TEST(GgufFaultTest, ShortMappingIsRejected) {
-  const std::string path = testing::write_small_model(keel::testing::make_temp_dir("gguf-fault"));
+  const std::string path = test_util::write_small_model(keel::testing::make_temp_dir("gguf-fault"));
   PosixFileSystem posix;
   FaultFileSystem fs(&posix, {.short_map = true});
   const uint64_t size = std::filesystem::file_size(path);
@@ -113,27 +113,27 @@ TEST(GgufFaultTest, ProgressReportsTheWholeDataSection) {
 TEST(GgufFaultTest, WriterFailuresLeaveNoFile) {
   const std::string dir = keel::testing::make_temp_dir("gguf-fault-write");
   const std::string path = dir + "/out.gguf";
-  auto bytes = testing::small_model().to_bytes();
+  auto bytes = test_util::small_model().to_bytes();
   ASSERT_TRUE(bytes.ok());
   PosixFileSystem posix;
   for (uint64_t limit : {uint64_t{0}, uint64_t{10}, uint64_t{200}, bytes->size() - 1}) {
     FaultFileSystem fs(&posix, {.fail_writes_after = limit});
-    const Status s = testing::small_model().write(path, &fs);
+    const Status s = test_util::small_model().write(path, &fs);
     EXPECT_EQ(s.code(), StatusCode::kIoError) << s.to_string();
     EXPECT_EQ(s.message().rfind(path + ".tmp: injected write error", 0), 0u) << s.message();
     EXPECT_FALSE(std::filesystem::exists(path));
     EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   }
   FaultFileSystem close_fails(&posix, {.fail_close = true});
-  const Status s = testing::small_model().write(path, &close_fails);
+  const Status s = test_util::small_model().write(path, &close_fails);
   EXPECT_EQ(s.code(), StatusCode::kIoError) << s.to_string();
   EXPECT_NE(s.message().find("injected close failure"), std::string::npos) << s.message();
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
   // With room for every byte the write succeeds and matches to_bytes().
   FaultFileSystem enough(&posix, {.fail_writes_after = bytes->size()});
-  ASSERT_TRUE(testing::small_model().write(path, &enough).ok());
-  EXPECT_EQ(testing::read_bytes(path), *bytes);
+  ASSERT_TRUE(test_util::small_model().write(path, &enough).ok());
+  EXPECT_EQ(test_util::read_bytes(path), *bytes);
 }
 
 }  // namespace

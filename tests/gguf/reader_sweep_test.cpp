@@ -22,7 +22,7 @@ namespace {
 constexpr DataMode kModes[] = {DataMode::kRead, DataMode::kMmap, DataMode::kNone};
 
 std::vector<std::byte> small_model_bytes(uint32_t version = 3) {
-  auto bytes = testing::small_model(version).to_bytes();
+  auto bytes = test_util::small_model(version).to_bytes();
   EXPECT_TRUE(bytes.ok());
   return bytes.ok() ? *bytes : std::vector<std::byte>{};
 }
@@ -70,7 +70,7 @@ TEST(GgufSweepTest, EveryPrefixFailsCleanlyUntilTheLastTensorIsComplete) {
     const std::vector<std::byte> full = small_model_bytes(version);
     const std::string dir = keel::testing::make_temp_dir("gguf-truncate");
     const std::string full_path = dir + "/full.gguf";
-    testing::write_bytes(full_path, full);
+    test_util::write_bytes(full_path, full);
     auto whole = GgufFile::open(full_path);
     ASSERT_TRUE(whole.ok()) << whole.error().to_string();
     ASSERT_EQ(whole->tensors().size(), 3u);
@@ -83,13 +83,13 @@ TEST(GgufSweepTest, EveryPrefixFailsCleanlyUntilTheLastTensorIsComplete) {
     const std::string path = dir + "/prefix.gguf";
     int failures = 0, successes = 0;
     for (size_t len = 0; len < full.size(); ++len) {
-      testing::write_bytes(path, std::vector<std::byte>(full.begin(), full.begin() + len));
+      test_util::write_bytes(path, std::vector<std::byte>(full.begin(), full.begin() + len));
       for (DataMode mode : kModes) {
         auto f = GgufFile::open(path, {.mode = mode});
         if (len < required) {
           // Metadata, tensor infos or tensor bytes are cut: the same error in every mode.
           ASSERT_FALSE(f.ok()) << "prefix " << len << " mode " << static_cast<int>(mode);
-          ASSERT_TRUE(testing::fails_with(f, StatusCode::kCorrupt, path, "truncated"))
+          ASSERT_TRUE(test_util::fails_with(f, StatusCode::kCorrupt, path, "truncated"))
               << "prefix " << len;
           ++failures;
         } else {
@@ -153,7 +153,7 @@ void mutate(std::vector<std::byte>& bytes, uint64_t header_end, std::mt19937_64&
 
 TEST(GgufSweepTest, RandomMutationsParseOrFailCleanly) {
   const std::vector<std::byte> original = small_model_bytes();
-  testing::MemoryFileSystem fs;
+  test_util::MemoryFileSystem fs;
   fs.put("/mem/original.gguf", original);
   auto clean = GgufFile::open("/mem/original.gguf", {.fs = &fs});
   ASSERT_TRUE(clean.ok()) << clean.error().to_string();

@@ -16,8 +16,8 @@
 namespace keel::gguf {
 namespace {
 
-using testing::ByteBuilder;
-using testing::fails_with;
+using test_util::ByteBuilder;
+using test_util::fails_with;
 
 constexpr uint32_t kF32 = 0;
 constexpr uint32_t kQ4_0 = 2;
@@ -31,7 +31,7 @@ class GgufTensorCorruptTest : public ::testing::Test {
 
   std::string write(const ByteBuilder& b) {
     const std::string path = dir_ + "/f" + std::to_string(count_++) + ".gguf";
-    testing::write_bytes(path, b.bytes());
+    test_util::write_bytes(path, b.bytes());
     return path;
   }
 

@@ -127,7 +127,7 @@ TEST(GgufReaderTest, RewritingStoriesReproducesTheFileExactly) {
   }
   auto bytes = w.to_bytes();
   ASSERT_TRUE(bytes.ok()) << bytes.error().to_string();
-  const std::vector<std::byte> original = testing::read_bytes(path);
+  const std::vector<std::byte> original = test_util::read_bytes(path);
   ASSERT_EQ(bytes->size(), original.size());
   EXPECT_TRUE(*bytes == original);
 }
@@ -135,28 +135,28 @@ TEST(GgufReaderTest, RewritingStoriesReproducesTheFileExactly) {
 TEST(GgufReaderTest, DamagedStoriesCopiesFailClearly) {
   KEEL_REQUIRE_SHARED();
   const std::vector<std::byte> original =
-      testing::read_bytes(keel::testing::shared_path("models/stories260K/stories260K.gguf"));
+      test_util::read_bytes(keel::testing::shared_path("models/stories260K/stories260K.gguf"));
   ASSERT_GT(original.size(), 1000u);
   const std::string dir = keel::testing::make_temp_dir("gguf-stories-damaged");
 
   const std::string half = dir + "/half.gguf";
-  testing::write_bytes(
+  test_util::write_bytes(
       half, std::vector<std::byte>(original.begin(),
                                    original.begin() + static_cast<long>(original.size() / 2)));
   for (DataMode mode : kModes) {
-    EXPECT_TRUE(testing::fails_with(GgufFile::open(half, {.mode = mode}), StatusCode::kCorrupt,
-                                    half, "lies outside the file's"))
+    EXPECT_TRUE(test_util::fails_with(GgufFile::open(half, {.mode = mode}), StatusCode::kCorrupt,
+                                      half, "lies outside the file's"))
         << static_cast<int>(mode);
   }
 
   std::vector<std::byte> flipped = original;
   flipped[0] ^= std::byte{0xff};
   const std::string bad_magic = dir + "/bad-magic.gguf";
-  testing::write_bytes(bad_magic, flipped);
+  test_util::write_bytes(bad_magic, flipped);
   for (DataMode mode : kModes) {
-    EXPECT_TRUE(testing::fails_with(GgufFile::open(bad_magic, {.mode = mode}), StatusCode::kCorrupt,
-                                    bad_magic,
-                                    "bad magic: not a GGUF file (first bytes 0x465547b8)"))
+    EXPECT_TRUE(test_util::fails_with(GgufFile::open(bad_magic, {.mode = mode}),
+                                      StatusCode::kCorrupt, bad_magic,
+                                      "bad magic: not a GGUF file (first bytes 0x465547b8)"))
         << static_cast<int>(mode);
   }
 }

@@ -17,7 +17,7 @@
 namespace keel::gguf {
 namespace {
 
-using testing::values_equal;
+using test_util::values_equal;
 
 template <typename T>
 Value array_of(ValueType type, std::vector<T> items) {

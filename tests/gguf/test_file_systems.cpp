@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace keel::gguf::testing {
+namespace keel::gguf::test_util {
 namespace {
 
 // An anonymous read-only mapping holding a copy of `n` bytes at `src`.
@@ -169,4 +169,4 @@ Result<std::unique_ptr<WritableFile>> FaultFileSystem::open_writable(const std::
   return std::unique_ptr<WritableFile>(new FaultWritableFile(this, path, std::move(base)));
 }
 
-}  // namespace keel::gguf::testing
+}  // namespace keel::gguf::test_util

@@ -18,7 +18,7 @@
 
 #include "core/file_system.h"
 
-namespace keel::gguf::testing {
+namespace keel::gguf::test_util {
 
 class MemoryFileSystem final : public FileSystem {
  public:
@@ -77,4 +77,4 @@ class FaultFileSystem final : public FileSystem {
   uint64_t bytes_written_ = 0;
 };
 
-}  // namespace keel::gguf::testing
+}  // namespace keel::gguf::test_util
