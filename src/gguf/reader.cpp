@@ -91,6 +91,36 @@ uint64_t min_encoded_size(ValueType t) {
 
 size_t reserve_size(uint64_t count) { return static_cast<size_t>(std::min(count, kMaxReserve)); }
 
+// A key or tensor name from the file as it may appear in a message: quoted, at most 96 bytes,
+// control and non-ASCII bytes escaped as \xNN (names are ASCII by the spec).
+std::string quoted(std::string_view name) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  constexpr size_t kMaxShown = 96;
+  std::string out = "'";
+  for (size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += static_cast<char>(c);
+    } else {
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 0xf]};
+    }
+  }
+  out += name.size() > kMaxShown ? "'... (" + std::to_string(name.size()) + " bytes)" : "'";
+  return out;
+}
+
+// The first four bytes of a file, as hex in file order ("47 47 55 46").
+std::string hex_bytes(uint32_t v) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string s;
+  for (int i = 0; i < 4; ++i) {
+    const unsigned b = (v >> (8 * i)) & 0xff;
+    if (i > 0) s += ' ';
+    s += {kHex[b >> 4], kHex[b & 0xf]};
+  }
+  return s;
+}
+
 }  // namespace
 
 // Parses header, metadata and tensor infos into a GgufFile (a friend, so it can fill it).
@@ -103,7 +133,7 @@ class HeaderParser {
     uint32_t magic = 0;
     KEEL_TRY(read_pod(&magic, "magic"));
     if (magic != kMagic) {
-      return corrupt("bad magic: not a GGUF file (first bytes " + hex(magic) + ")");
+      return corrupt("bad magic: not a GGUF file (first bytes " + hex_bytes(magic) + ")");
     }
     KEEL_TRY(read_pod(&out_.version_, "version"));
     if (out_.version_ == 1) {
@@ -140,13 +170,6 @@ class HeaderParser {
                             : s.with_prefix(context_).with_prefix(file_.path());
   }
   Status corrupt(const std::string& msg) const { return error(Status::corrupt(msg)); }
-
-  static std::string hex(uint32_t v) {
-    static constexpr char kDigits[] = "0123456789abcdef";
-    std::string s = "0x";
-    for (int shift = 28; shift >= 0; shift -= 4) s += kDigits[(v >> shift) & 0xf];
-    return s;
-  }
 
   // Reads n bytes, or fails (kCorrupt) without reading when fewer remain.
   Status read_bytes(void* dst, uint64_t n, std::string_view what) {
@@ -280,7 +303,7 @@ class HeaderParser {
       context_ = "metadata pair " + std::to_string(i);
       KeyValue kv;
       KEEL_TRY(read_string(&kv.key, "metadata key"));
-      context_ = "metadata key '" + kv.key + "'";
+      context_ = "metadata key " + quoted(kv.key);
       ValueType type{};
       KEEL_TRY(read_value_type(&type, "metadata value type"));
       KEEL_TRY(count_values(1));
@@ -378,7 +401,7 @@ class HeaderParser {
       context_ = "tensor info " + std::to_string(i);
       TensorInfo t;
       KEEL_TRY(read_string(&t.name, "tensor name"));
-      context_ = "tensor '" + t.name + "'";
+      context_ = "tensor " + quoted(t.name);
       KEEL_TRY(read_shape(&t));
       KEEL_TRY(read_dtype(&t));
       KEEL_TRY(read_pod(&t.offset, "tensor offset"));
@@ -411,7 +434,7 @@ class HeaderParser {
         out_.data_offset_ <= file_.size() ? file_.size() - out_.data_offset_ : 0;
     for (const auto& t : out_.tensors_) {
       if (t.offset > data_size || t.num_bytes > data_size - t.offset) {
-        return corrupt("tensor '" + t.name + "' (" + std::to_string(t.num_bytes) +
+        return corrupt("tensor " + quoted(t.name) + " (" + std::to_string(t.num_bytes) +
                        " bytes at data offset " + std::to_string(t.offset) +
                        ") lies outside the file's " + std::to_string(data_size) +
                        "-byte data section (truncated file?)");

@@ -52,7 +52,7 @@ TEST_F(GgufCorruptTest, EmptyFile) {
 
 TEST_F(GgufCorruptTest, BadMagic) {
   expect_fails(ByteBuilder().u32(0x47475546).u32(3).u64(0).u64(0), StatusCode::kCorrupt,
-               "bad magic: not a GGUF file (first bytes 0x47475546)");
+               "bad magic: not a GGUF file (first bytes 46 55 47 47)");
   expect_fails(ByteBuilder().u32(0), StatusCode::kCorrupt, "bad magic");
 }
 
@@ -174,6 +174,16 @@ TEST_F(GgufCorruptTest, DuplicateKeys) {
   expect_fails(ByteBuilder().header(3, 0, 3).kv_u32("a", 1).kv_u32("b", 2).kv_u32("a", 3),
                StatusCode::kCorrupt,
                "metadata key 'a': duplicate metadata key, first defined by metadata pair 0");
+}
+
+TEST_F(GgufCorruptTest, NamesInMessagesAreEscapedAndShortened) {
+  // Control bytes are escaped; a long name is cut (the message stays readable and one line).
+  expect_fails(ByteBuilder().header(3, 0, 2).kv_u32("a\nb\x01", 1).kv_u32("a\nb\x01", 2),
+               StatusCode::kCorrupt, "metadata key 'a\\x0ab\\x01': duplicate metadata key");
+  const std::string long_key(300, 'k');
+  expect_fails(ByteBuilder().header(3, 0, 2).kv_u32(long_key, 1).kv_u32(long_key, 2),
+               StatusCode::kCorrupt,
+               "metadata key '" + std::string(96, 'k') + "'... (300 bytes): duplicate");
 }
 
 TEST_F(GgufCorruptTest, BadAlignmentValues) {

@@ -156,7 +156,7 @@ TEST(GgufReaderTest, DamagedStoriesCopiesFailClearly) {
   for (DataMode mode : kModes) {
     EXPECT_TRUE(test_util::fails_with(GgufFile::open(bad_magic, {.mode = mode}),
                                       StatusCode::kCorrupt, bad_magic,
-                                      "bad magic: not a GGUF file (first bytes 0x465547b8)"))
+                                      "bad magic: not a GGUF file (first bytes b8 47 55 46)"))
         << static_cast<int>(mode);
   }
 }

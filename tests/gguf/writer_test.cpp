@@ -1,3 +1,6 @@
+// GgufWriter: round trips through GgufFile, v2 output, in-place replacement of keys, and the
+// checks that keep it from writing unreadable files (mistyped arrays, shapes that overflow,
+// tensors whose fill fails or gives the wrong number of bytes, unusable alignments).
 #include "gguf/writer.h"
 
 #include <gtest/gtest.h>
@@ -35,12 +38,6 @@ TEST(GgufWriterTest, RoundTripsMetadataAndTensors) {
   ASSERT_EQ(bytes.size(), 24u);
   EXPECT_EQ(std::memcmp(bytes.data(), data.data(), 24), 0);
 }
-
-}  // namespace
-}  // namespace keel::gguf
-
-namespace keel::gguf {
-namespace {
 
 TEST(GgufWriterTest, WritesVersion2) {
   GgufWriter w(2);
@@ -87,7 +84,8 @@ TEST(GgufWriterTest, RejectsArraysWithMistypedElements) {
   w2.set("nested", Value(outer));
   auto b2 = w2.to_bytes();
   ASSERT_FALSE(b2.ok());
-  EXPECT_EQ(b2.error().message(), "metadata key 'nested'[1][1] has type int64 in an array of int32");
+  EXPECT_EQ(b2.error().message(),
+            "metadata key 'nested'[1][1] has type int64 in an array of int32");
 }
 
 TEST(GgufWriterTest, RejectsBadShapesWithoutOverflow) {
