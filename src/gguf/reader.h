@@ -3,7 +3,11 @@
 //
 // Validation is strict: a truncated file, bad magic, unknown version, out-of-range offsets or
 // sizes, absurd counts, duplicate names, unknown tensor types or misaligned data give a Status
-// naming the file and the problem. Nothing is read outside the file.
+// naming the file and the problem. Nothing is read outside the file. Every count is checked
+// against the bytes left in the file before anything is allocated, so parsing memory stays
+// proportional to the file (and metadata values are capped by ReadOptions::max_metadata_values).
+// Tensors may overlap or alias each other's bytes (llama.cpp accepts this too); each must lie
+// wholly inside the data section, in every DataMode (kNone included).
 //
 // Thread safety: immutable after open(); tensor_data() may be called from any thread.
 #pragma once
@@ -29,6 +33,8 @@ namespace keel::gguf {
 inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian uint32
 inline constexpr uint64_t kDefaultAlignment = 32;
 inline constexpr int kMaxDims = 4;
+inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 30;  // largest general.alignment accepted
+inline constexpr int kMaxArrayDepth = 8;  // arrays nested deeper than this are rejected
 
 struct TensorInfo {
   std::string name;
@@ -50,10 +56,17 @@ struct ReadOptions {
   FileSystem* fs = nullptr;  // nullptr: a PosixFileSystem
   // Called while tensor data is read (kRead only) with bytes done and bytes total.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // Most metadata values (array elements included) accepted before open() fails with
+  // kOutOfRange; bounds parsing memory (~40 bytes per value) for hostile files. Real tokenizers
+  // hold ~1M values.
+  uint64_t max_metadata_values = uint64_t{1} << 24;
 };
 
 class GgufFile {
  public:
+  // Errors: kCorrupt (malformed or truncated file), kUnsupported (GGUF v1, unknown version or
+  // tensor type), kOutOfRange (max_metadata_values exceeded), kIoError / kNotFound from the file
+  // system, kResourceExhausted when memory runs out. Every message starts with the path.
   static Result<GgufFile> open(const std::string& path, const ReadOptions& options = {});
 
   GgufFile(GgufFile&&) noexcept = default;
@@ -77,7 +90,7 @@ class GgufFile {
 
   [[nodiscard]] const std::vector<TensorInfo>& tensors() const { return tensors_; }
   [[nodiscard]] const TensorInfo* find_tensor(std::string_view name) const;
-  // The tensor's bytes; empty when opened with DataMode::kNone.
+  // The tensor's bytes; empty when opened with DataMode::kNone. `info` must come from tensors().
   [[nodiscard]] std::span<const std::byte> tensor_data(const TensorInfo& info) const;
   [[nodiscard]] bool has_data() const { return data_ != nullptr; }
 

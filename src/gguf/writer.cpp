@@ -4,11 +4,30 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <limits>
 
 #include "gguf/reader.h"
 
 namespace keel::gguf {
 namespace {
+
+// Checks that every element of every array (nested ones included) has the array's declared
+// type; a mismatch would encode a file no reader can parse. `where` names the value.
+Status check_array_types(const Value& v, const std::string& where) {
+  const Array* a = v.as_array();
+  if (!a) return {};
+  for (size_t i = 0; i < a->items.size(); ++i) {
+    const Value& item = a->items[i];
+    const std::string item_where = where + "[" + std::to_string(i) + "]";
+    if (item.type() != a->type) {
+      return Status::invalid_argument(item_where + " has type " +
+                                      std::string(value_type_name(item.type())) +
+                                      " in an array of " + std::string(value_type_name(a->type)));
+    }
+    KEEL_TRY(check_array_types(item, item_where));
+  }
+  return {};
+}
 
 class Encoder {
  public:
@@ -59,7 +78,9 @@ uint64_t GgufWriter::alignment() const {
   for (const auto& kv : metadata_) {
     if (kv.key == "general.alignment") {
       auto a = kv.value.as_int();
-      if (a && *a > 0) return static_cast<uint64_t>(*a);
+      if (a && *a > 0 && static_cast<uint64_t>(*a) <= kMaxAlignment) {
+        return static_cast<uint64_t>(*a);
+      }
     }
   }
   return kDefaultAlignment;
@@ -71,21 +92,24 @@ Status GgufWriter::add_tensor(const std::string& name, DType dtype, std::vector<
     if (t.name == name) return Status::invalid_argument("duplicate tensor name '" + name + "'");
   }
   const DTypeInfo& info = dtype_info(dtype);
+  int64_t elements = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return Status::invalid_argument("tensor '" + name + "' has a negative dimension");
+    if (d != 0 && elements > std::numeric_limits<int64_t>::max() / d) {
+      return Status::invalid_argument("tensor '" + name + "' has too many elements");
+    }
+    elements *= d;
+  }
   if (shape.empty() || shape.size() > static_cast<size_t>(kMaxDims) || shape[0] % info.block_size) {
     return Status::invalid_argument("tensor '" + name + "' has a shape " + std::string(info.name) +
                                     " cannot store");
   }
-  int64_t elements = 1;
-  for (int64_t d : shape) {
-    if (d < 0) return Status::invalid_argument("tensor '" + name + "' has a negative dimension");
-    elements *= d;
+  const auto blocks = static_cast<uint64_t>(elements / info.block_size);
+  const auto block_bytes = static_cast<uint64_t>(info.block_bytes);
+  if (blocks > (std::numeric_limits<uint64_t>::max() >> 1) / block_bytes) {
+    return Status::invalid_argument("tensor '" + name + "' is too large");
   }
-  PendingTensor t{name,
-                  dtype,
-                  std::move(shape),
-                  static_cast<uint64_t>(elements / info.block_size * info.block_bytes),
-                  0,
-                  std::move(fill)};
+  PendingTensor t{name, dtype, std::move(shape), blocks * block_bytes, 0, std::move(fill)};
   t.offset = data_size_;  // re-aligned in serialize() once the alignment is final
   data_size_ += t.num_bytes;
   tensors_.push_back(std::move(t));
@@ -109,6 +133,9 @@ Status GgufWriter::add_tensor(const std::string& name, DType dtype, std::vector<
 }
 
 Status GgufWriter::serialize(const Sink& sink, const ProgressFn& progress) const {
+  for (const auto& kv : metadata_) {
+    KEEL_TRY(check_array_types(kv.value, "metadata key '" + kv.key + "'"));
+  }
   const uint64_t align = alignment();
   auto pad_to = [align](uint64_t n) { return (n + align - 1) / align * align; };
   Encoder e;

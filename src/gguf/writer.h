@@ -2,7 +2,10 @@
 // and deliberately broken files) and by `keel make-model`. Tensor bytes may be supplied up front or
 // produced at write time by a fill callback, so multi-gigabyte models never sit in memory whole.
 // Layout: header, metadata in insertion order, tensor infos, padding to `general.alignment`
-// (default 32), then each tensor's bytes padded to the alignment.
+// (default 32), then each tensor's bytes padded to the alignment. Metadata is written as given
+// (tests use this to make broken files: a bad version, a non-power-of-two alignment); only a
+// `general.alignment` outside 1..kMaxAlignment is ignored for the layout, which then uses 32.
+// Arrays whose elements do not all have the declared element type are rejected at write time.
 //
 // Thread safety: none; one owner.
 #pragma once
@@ -38,7 +41,8 @@ class GgufWriter {
   Status add_tensor(const std::string& name, DType dtype, std::vector<int64_t> shape,
                     std::span<const std::byte> data);
 
-  // The whole file in memory.
+  // The whole file in memory. InvalidArgument for an array holding an element of another type;
+  // a fill callback's error is returned prefixed with the tensor name.
   [[nodiscard]] Result<std::vector<std::byte>> to_bytes() const;
   // Writes `path` atomically (a temporary file renamed into place).
   [[nodiscard]] Status write(const std::string& path, FileSystem* fs = nullptr,
