@@ -115,7 +115,8 @@ TEST(PreTokenizerTest, Starcoder) {
 
 TEST(PreTokenizerTest, PiecesAlwaysConcatenateToTheInput) {
   const std::string text =
-      "Mixed: ÄÖÜ äöü ß, 日本語テキスト, Ελληνικά, עברית, \t tabs\r\n\r\n 🦙🦙 "
+      "Mixed: ÄÖÜ äöü ß, 日本語テキスト, Ελληνικά, עברית, \t tabs\r\n\r\n "
+      "🦙🦙 "
       "1,234.5e-6 "
       "~`|^";
   for (const PreTokenizerSpec& spec : known_pre_tokenizers()) {
