@@ -1,8 +1,6 @@
 // Special-token partitioning (see special_partition.h).
 #include "tokenizer/special_partition.h"
 
-#include <algorithm>
-
 namespace keel::tokenizer {
 namespace {
 
@@ -52,8 +50,9 @@ void split_on(const std::vector<Fragment>& in, std::string_view text, TokenId sp
 
 SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) {
   nodes_.emplace_back();  // root
-  for (TokenId id : vocab.special_cache) {
-    const std::string& text = vocab.tokens[static_cast<size_t>(id)].text;
+  num_specials_ = vocab.special_cache.size();
+  for (size_t index = 0; index < num_specials_; ++index) {
+    const std::string& text = vocab.tokens[static_cast<size_t>(vocab.special_cache[index])].text;
     int32_t node = 0;
     for (size_t i = 0; i < text.size(); ++i) {
       const uint8_t b = static_cast<uint8_t>(text[i]);
@@ -69,7 +68,7 @@ SpecialTokenMatcher::SpecialTokenMatcher(const Vocab& vocab) {
       }
       node = next;
     }
-    nodes_[static_cast<size_t>(node)].token = id;
+    nodes_[static_cast<size_t>(node)].special = static_cast<int32_t>(index);
   }
 }
 
@@ -81,21 +80,23 @@ int32_t SpecialTokenMatcher::child(int32_t node, uint8_t b) const {
   return 0;
 }
 
-std::vector<TokenId> SpecialTokenMatcher::occurring(std::string_view text) const {
-  std::vector<TokenId> found;
-  if (nodes_.size() <= 1) return found;
+bool SpecialTokenMatcher::occurring(std::string_view text, std::vector<uint8_t>* present) const {
+  present->assign(num_specials_, 0);
+  bool any = false;
+  if (nodes_.size() <= 1) return false;
   for (size_t start = 0; start < text.size(); ++start) {
     int32_t node = root_[static_cast<uint8_t>(text[start])];
     for (size_t i = start + 1; node != 0; ++i) {
-      const TokenId t = nodes_[static_cast<size_t>(node)].token;
-      if (t != kNoToken) found.push_back(t);
+      const int32_t special = nodes_[static_cast<size_t>(node)].special;
+      if (special >= 0) {
+        (*present)[static_cast<size_t>(special)] = 1;
+        any = true;
+      }
       if (i >= text.size()) break;
       node = child(node, static_cast<uint8_t>(text[i]));
     }
   }
-  std::sort(found.begin(), found.end());
-  found.erase(std::unique(found.begin(), found.end()), found.end());
-  return found;
+  return any;
 }
 
 std::vector<Fragment> SpecialTokenMatcher::partition(const Vocab& vocab, std::string_view text,
@@ -103,12 +104,13 @@ std::vector<Fragment> SpecialTokenMatcher::partition(const Vocab& vocab, std::st
   std::vector<Fragment> fragments;
   if (text.empty()) return fragments;
   fragments.push_back({kNoToken, 0, text.size()});
-  const std::vector<TokenId> present = occurring(text);
-  if (present.empty()) return fragments;
+  std::vector<uint8_t> present;
+  if (!occurring(text, &present)) return fragments;
   const uint32_t parse_only = bit(TokenAttr::kControl) | bit(TokenAttr::kUnknown);
   std::vector<Fragment> next;
-  for (TokenId id : vocab.special_cache) {  // longest text first
-    if (!std::binary_search(present.begin(), present.end(), id)) continue;
+  for (size_t i = 0; i < vocab.special_cache.size(); ++i) {  // longest text first
+    if (!present[i]) continue;
+    const TokenId id = vocab.special_cache[i];
     const TokenData& t = vocab.tokens[static_cast<size_t>(id)];
     if (!parse_special && (t.attrs & parse_only)) continue;
     next.clear();

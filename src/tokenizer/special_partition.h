@@ -36,15 +36,16 @@ class SpecialTokenMatcher {
 
  private:
   struct Node {
-    TokenId token = kNoToken;                        // token whose text ends here
+    int32_t special = -1;  // index into Vocab::special_cache of the token whose text ends here
     std::vector<std::pair<uint8_t, int32_t>> edges;  // byte -> child node index
   };
-  // Ids of the special tokens that occur somewhere in `text` (unordered, unique).
-  [[nodiscard]] std::vector<TokenId> occurring(std::string_view text) const;
+  // Sets (*present)[i] when special_cache[i] occurs somewhere in `text`; false when none does.
+  bool occurring(std::string_view text, std::vector<uint8_t>* present) const;
   [[nodiscard]] int32_t child(int32_t node, uint8_t b) const;
 
   std::array<int32_t, 256> root_{};  // root edges (0 = none; node 0 is the root)
   std::vector<Node> nodes_;
+  size_t num_specials_ = 0;
 };
 
 }  // namespace keel::tokenizer

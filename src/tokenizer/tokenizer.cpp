@@ -76,6 +76,35 @@ std::string make_piece(const Vocab& v, const TokenData& t) {
   return "";  // unused / undefined tokens
 }
 
+// The invariants of a loaded Vocab (see vocab.h), checked for vocabularies built by hand.
+Status check_vocab(const Vocab& v) {
+  const auto bad = [](const std::string& what) {
+    return Status::invalid_argument("tokenizer: inconsistent vocabulary: " + what);
+  };
+  if (v.tokens.empty()) return bad("no tokens");
+  if (v.token_to_id.size() != v.tokens.size()) return bad("token_to_id does not match tokens");
+  for (const auto& [text, id] : v.token_to_id) {
+    if (!v.valid(id) || v.tokens[static_cast<size_t>(id)].text != text) {
+      return bad("token_to_id maps '" + text + "' wrongly");
+    }
+  }
+  const SpecialTokenIds& s = v.special;
+  for (TokenId id : {s.bos, s.eos, s.eot, s.eom, s.unk, s.sep, s.pad, s.mask, s.fim_pre, s.fim_suf,
+                     s.fim_mid, s.fim_pad, s.fim_rep, s.fim_sep}) {
+    if (id != kNoToken && !v.valid(id)) return bad("special id " + std::to_string(id));
+  }
+  for (TokenId id : v.eog_ids) {
+    if (!v.valid(id)) return bad("EOG id " + std::to_string(id));
+  }
+  if (!std::is_sorted(v.eog_ids.begin(), v.eog_ids.end())) return bad("eog_ids not sorted");
+  for (TokenId id : v.special_cache) {
+    if (!v.valid(id)) return bad("special-cache id " + std::to_string(id));
+  }
+  if (v.add_bos && s.bos == kNoToken) return bad("add_bos without a BOS token");
+  if (v.add_eos && s.eos == kNoToken) return bad("add_eos without an EOS token");
+  return Status();
+}
+
 ByteTokens make_byte_tokens(const Vocab& v) {
   ByteTokens table{};
   for (int b = 0; b < 256; ++b) {
@@ -100,7 +129,7 @@ Result<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
   auto impl = std::make_shared<Impl>();
   impl->vocab = std::move(vocab);
   const Vocab& v = impl->vocab;
-  if (v.tokens.empty()) return Status::invalid_argument("tokenizer: empty vocabulary");
+  KEEL_TRY(check_vocab(v));
   if (v.type == VocabType::kBpe) {
     KEEL_ASSIGN_OR_RETURN(PreTokenizer pt, PreTokenizer::create(v.pre_kind));
     impl->pre_tokenizer = std::move(pt);

@@ -38,7 +38,8 @@ class Tokenizer {
   // Builds a tokenizer from the file's metadata (tensor data is not used; open vocab-only files
   // with DataMode::kNone). Errors as load_vocab().
   static Result<Tokenizer> from_gguf(const gguf::GgufFile& file);
-  // Builds a tokenizer from an already loaded vocabulary.
+  // Builds a tokenizer from an already loaded vocabulary; InvalidArgument when `vocab` breaks
+  // the invariants load_vocab() guarantees (see vocab.h).
   static Result<Tokenizer> from_vocab(Vocab vocab);
 
   // Text -> ids. Never fails: any byte string is encodable (invalid UTF-8 as llama.cpp does).

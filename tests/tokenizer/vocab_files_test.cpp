@@ -159,6 +159,25 @@ TEST(VocabFileInventoryTest, WordPieceVocabIsRefusedClearly) {
   EXPECT_NE(tok.error().message().find("WordPiece"), std::string::npos) << tok.error().message();
 }
 
+// As llama.cpp (and Hugging Face), user-defined tokens are matched in the text even without
+// parse_special: MPT's runs of spaces are user-defined tokens.
+TEST(VocabFileInventoryTest, UserDefinedTokensMatchWithoutParseSpecial) {
+  KEEL_REQUIRE_SHARED();
+  auto mpt = load("mpt");
+  ASSERT_TRUE(mpt.ok()) << mpt.error().to_string();
+  const TokenId two_spaces = mpt->find_token("  ");
+  ASSERT_NE(two_spaces, kNoToken);
+  EXPECT_TRUE(mpt->vocab().has_attr(two_spaces, TokenAttr::kUserDefined));
+  EXPECT_EQ(mpt->encode("  Hello", false, false),
+            (std::vector<TokenId>{two_spaces, mpt->find_token("Hello")}));
+  // Control tokens are not: "<|endoftext|>" stays text unless parse_special.
+  const TokenId eot = mpt->find_token("<|endoftext|>");
+  EXPECT_EQ(mpt->encode("<|endoftext|>", false, true), std::vector<TokenId>{eot});
+  const auto as_text = mpt->encode("<|endoftext|>", false, false);
+  EXPECT_GT(as_text.size(), 1u);
+  EXPECT_EQ(mpt->decode(as_text, false), "<|endoftext|>");
+}
+
 // Vocabularies without test cases still load, with the expected kind of tokenizer.
 TEST(VocabFileInventoryTest, VocabsWithoutCasesLoad) {
   KEEL_REQUIRE_SHARED();

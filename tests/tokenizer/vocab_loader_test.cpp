@@ -242,5 +242,19 @@ TEST(VocabLoaderTest, OddTokenTypesLoadAsUndefined) {
   EXPECT_EQ(tok->token_to_piece(weird, true), "");
 }
 
+TEST(VocabLoaderTest, FromVocabRejectsInconsistentVocabularies) {
+  auto tok = load_tokenizer(spm_base());
+  ASSERT_TRUE(tok.ok()) << tok.error().to_string();
+  Vocab v = tok->vocab();
+  EXPECT_TRUE(Tokenizer::from_vocab(v).ok());
+  Vocab bad_bos = v;
+  bad_bos.special.bos = 100000;
+  EXPECT_EQ(Tokenizer::from_vocab(bad_bos).error().code(), StatusCode::kInvalidArgument);
+  Vocab bad_map = v;
+  bad_map.token_to_id["<s>"] = 2;
+  EXPECT_EQ(Tokenizer::from_vocab(bad_map).error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tokenizer::from_vocab(Vocab{}).error().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace keel::tokenizer
