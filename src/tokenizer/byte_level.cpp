@@ -1,4 +1,7 @@
-// GPT-2 byte-level alphabet tables, built at compile time (see byte_level.h).
+// GPT-2 byte-level alphabet: the byte <-> code point tables are built at compile time; encoding
+// and decoding are table lookups (see byte_level.h for the mapping and llama.cpp's decoding of
+// code points outside the alphabet).
+// Thread safety: constant tables, pure functions.
 #include "tokenizer/byte_level.h"
 
 #include <array>

@@ -1,5 +1,7 @@
-// IncrementalDecoder: pieces -> (first-space strip) -> clean_spaces stream -> UTF-8 repair
-// (see incremental_decoder.h).
+// IncrementalDecoder: pieces -> (first-space strip) -> clean_spaces stream -> UTF-8 repair. The
+// same stages as Tokenizer::decode, in streaming form, so the outputs agree byte for byte (see
+// incremental_decoder.h).
+// Thread safety: one owner.
 #include "tokenizer/incremental_decoder.h"
 
 namespace keel::tokenizer {

@@ -1,4 +1,7 @@
-// Batch and streaming clean_spaces (see space_cleaner.h).
+// clean_spaces: the batch form transcribes llama.cpp's three in-place passes; the streaming form
+// runs the same passes as a pipeline of three small state machines, each holding back only the
+// bytes whose fate depends on input not seen yet (see space_cleaner.h).
+// Thread safety: batch is pure; a StreamingSpaceCleaner has one owner.
 #include "tokenizer/space_cleaner.h"
 
 namespace keel::tokenizer {

@@ -1,4 +1,7 @@
-// Special-token partitioning (see special_partition.h).
+// Special-token partitioning (see special_partition.h): a byte trie marks which special texts
+// occur in the input, then llama.cpp's longest-first splitting runs for those tokens only.
+// Fragments are byte ranges into the caller's text; nothing is copied.
+// Thread safety: the matcher is immutable; partition() keeps its state on the stack.
 #include "tokenizer/special_partition.h"
 
 namespace keel::tokenizer {

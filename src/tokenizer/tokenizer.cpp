@@ -1,4 +1,7 @@
-// Tokenizer: the public encode/decode entry points (see tokenizer.h).
+// Tokenizer: loading (vocabulary, pre-tokenizer, special-token trie, piece cache), encode
+// (partition, then SPM or BPE per raw fragment, then BOS/EOS), and decode (pieces, first-space
+// strip, clean_spaces, UTF-8 repair). See tokenizer.h for the contract.
+// Thread safety: Impl is immutable after from_vocab(); all methods are const.
 #include "tokenizer/tokenizer.h"
 
 #include <algorithm>

@@ -1,4 +1,7 @@
-// UTF-8 helpers: lenient llama.cpp-style decoding and a streaming sanitizer (see utf8.h).
+// UTF-8 helpers: llama.cpp-compatible lenient decoding (for regex input), encoding, and the
+// streaming sanitizer that replaces maximal ill-formed subparts with U+FFFD (see utf8.h for the
+// exact rules).
+// Thread safety: free functions are pure; a Utf8Sanitizer has one owner.
 #include "tokenizer/utf8.h"
 
 namespace keel::tokenizer {

@@ -1,4 +1,6 @@
-// Test helper: synthetic GGUF vocabularies (see synthetic_vocab.h).
+// Test helper: synthetic GGUF vocabularies (see synthetic_vocab.h). Files go to a fresh
+// directory under the build tree's test-tmp folder, one per load, so tests never share state.
+// Thread safety: none needed (tests call it from their own thread).
 #include "synthetic_vocab.h"
 
 #include <cstdio>

@@ -1,5 +1,6 @@
-// Loading vocabularies from GGUF metadata: llama.cpp's defaults, and clear errors (never crashes)
-// for missing or malformed metadata.
+// Loading vocabularies from GGUF metadata: llama.cpp's defaults (BOS/EOS, add_bos, pre-tokenizer
+// flags), and clear errors, never crashes, for missing or malformed metadata: missing keys,
+// mistyped values, length mismatches, duplicates, malformed merges, special ids out of range.
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
