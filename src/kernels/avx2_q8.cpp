@@ -11,6 +11,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/blocks.h"
 #include "kernels/isa_kernels.h"
@@ -61,23 +62,27 @@ struct Q4_0Format {
   }
 };
 
-// The fp16 scales of block b of the 8 rows, as floats.
+// The fp16 scales of block b of the 8 rows, as floats (packed four per 64-bit integer register
+// with scalar loads, which beats a gather and runs on the integer ALUs).
 template <class F>
-inline __m256 load_row_scales(const std::byte* row0, __m256i offsets, int64_t b) {
-  const __m256i raw =
-      _mm256_i32gather_epi32(reinterpret_cast<const int*>(row0 + b * F::kBytes), offsets, 1);
-  const __m256i low16 = _mm256_shuffle_epi8(
-      raw, _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1, 0, 1, 4, 5, 8,
-                            9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1));
-  return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(low16, 0x08)));
+inline __m256 load_row_scales(const std::byte* const* rows, int64_t b) {
+  uint64_t packed[2];
+  for (int g = 0; g < 2; ++g) {
+    uint64_t v = 0;
+    for (int j = 0; j < 4; ++j) {
+      uint16_t h;
+      std::memcpy(&h, rows[4 * g + j] + b * F::kBytes, 2);
+      v |= static_cast<uint64_t>(h) << (16 * j);
+    }
+    packed[g] = v;
+  }
+  return _mm256_cvtph_ps(
+      _mm_set_epi64x(static_cast<int64_t>(packed[1]), static_cast<int64_t>(packed[0])));
 }
 
 template <class F, int kT>
 void tile(const MatmulTask& task, const std::byte* const* rows, int64_t t0, float* y, int valid) {
   const int64_t cols = task.w.cols, nb = cols / kQK;
-  alignas(32) int32_t off[kRows];
-  for (int i = 0; i < kRows; ++i) off[i] = static_cast<int32_t>(rows[i] - rows[0]);
-  const __m256i offsets = _mm256_load_si256(reinterpret_cast<const __m256i*>(off));
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[kT];
   for (int t = 0; t < kT; ++t) acc[t] = _mm256_setzero_ps();
@@ -87,7 +92,7 @@ void tile(const MatmulTask& task, const std::byte* const* rows, int64_t t0, floa
       w[i] = F::load(rows[i] + b * F::kBytes);
       wp[i] = F::prepare(w[i]);
     }
-    const __m256 dw = load_row_scales<F>(rows[0], offsets, b);
+    const __m256 dw = load_row_scales<F>(rows, b);
     for (int t = 0; t < kT; ++t) {
       const int64_t ab = (t0 + t) * nb + b;
       const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(task.q8.qs + ab * kQK));
