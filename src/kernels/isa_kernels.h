@@ -30,6 +30,9 @@ void axpy(float a, const float* x, int64_t n, float* y);
 }  // namespace scalar
 
 namespace avx2 {
+void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_f32(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_f16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
@@ -44,6 +47,9 @@ void axpy(float a, const float* x, int64_t n, float* y);
 }  // namespace avx2
 
 namespace avx512 {
+void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_f32(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_f16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
