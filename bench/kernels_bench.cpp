@@ -70,8 +70,7 @@ class WeightSlot {
       bytes_.clear();
       bytes_.shrink_to_fit();
       const std::vector<std::byte> one = random_rows(dtype, shape.rows, shape.cols);
-      copies_ =
-          shape.n_tokens == 1 ? static_cast<int>((kStreamBytes + one.size() - 1) / one.size()) : 1;
+      copies_ = shape.stream ? static_cast<int>((kStreamBytes + one.size() - 1) / one.size()) : 1;
       bytes_.reserve(one.size() * static_cast<size_t>(copies_));
       for (int c = 0; c < copies_; ++c) bytes_.insert(bytes_.end(), one.begin(), one.end());
       key_ = key;

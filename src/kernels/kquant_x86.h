@@ -79,10 +79,14 @@ inline void unpack_k4_k5(const std::byte* blk, Unpacked& u) {
       w[1] & 0x3f3f3f3fu,
       ((w[2] >> 4) & 0x0f0f0f0fu) | ((w[1] >> 6) & 0x03030303u) << 4,
   };
-  uint8_t sc[16];
-  std::memcpy(sc, packed, 16);
-  for (int j = 0; j < 8; ++j) u.s[j] = _mm256_set1_epi16(sc[j]);
-  const __m128i m16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sc + 8)));
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(packed));
+  // Scale j broadcast to all 16 int16 lanes: one byte shuffle each from the 8 scales as int16.
+  const __m256i sc16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(bytes));
+  for (int j = 0; j < 8; ++j) {
+    u.s[j] = _mm256_shuffle_epi8(sc16,
+                                 _mm256_set1_epi16(static_cast<int16_t>(2 * j | (2 * j + 1) << 8)));
+  }
+  const __m128i m16 = _mm_cvtepu8_epi16(_mm_unpackhi_epi64(bytes, bytes));
   u.mins = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_unpacklo_epi16(m16, m16)),
                                    _mm_unpackhi_epi16(m16, m16), 1);
   const std::byte* qs = blk + (kQ5 ? 48 : 16);
