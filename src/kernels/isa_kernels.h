@@ -30,6 +30,7 @@ void axpy(float a, const float* x, int64_t n, float* y);
 }  // namespace scalar
 
 namespace avx2 {
+void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
 void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
@@ -47,6 +48,7 @@ void axpy(float a, const float* x, int64_t n, float* y);
 }  // namespace avx2
 
 namespace avx512 {
+void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
 void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);

@@ -149,6 +149,9 @@ TEST(QuantizeTest, ActivationQuantizersAreBitIdenticalAcrossTables) {
   for (int j = 0; j < 32; ++j) x[512 + j] = static_cast<float>(j - 16) + 0.5f;  // ties, amax 15.5
   x[544] = 127.0f;  // d = 1 for the next block: x/d = x exactly
   for (int j = 1; j < 32; ++j) x[544 + j] = static_cast<float>(j % 7) - 3.5f;
+  for (int j = 1024; j < 1280; ++j) x[j] *= 0.1f;  // last super-block: ±3 tie for the max,
+  x[1030] = -3.0f;                                 // the first (negative) one sets the sign
+  x[1040] = 3.0f;
   std::vector<int8_t> qs_ref(n), qs(n);
   std::vector<float> d_ref(n / 32), d(n / 32);
   std::vector<int32_t> sum_ref(n / 32), sum(n / 32);
@@ -170,6 +173,9 @@ TEST(QuantizeTest, ActivationQuantizersAreBitIdenticalAcrossTables) {
     EXPECT_EQ(bs, bs_ref) << t->name;
   }
   EXPECT_EQ(dk_ref[1], 0.0f);  // all-zero super-block
+  EXPECT_GT(dk_ref[4], 0.0f);  // max = −3 → d = 3/127
+  EXPECT_EQ(qk_ref[1030], -127);
+  EXPECT_EQ(qk_ref[1040], 127);
 }
 
 TEST(QuantizeTest, Q8KMatchesGgmlDefinition) {
