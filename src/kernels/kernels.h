@@ -2,6 +2,14 @@
 // Ops — the per-engine bundle of the dispatch table chosen once at start-up, the thread pool and
 // scratch memory. Every op has a scalar reference; SIMD variants must agree with it (tested).
 //
+// Numerics of matmul per weight type (identical in every tier up to float summation order):
+//   F32        f32 activations, f32 accumulation.
+//   F16, BF16  activations rounded to the weight's 16-bit type first (as llama.cpp does), exact
+//              products accumulated in f32 (AVX512-BF16 uses vdpbf16ps).
+//   Q8_0, Q4_0 activations quantized once per call to 8 bits per 32 elements (ggml's Q8_0, scale
+//              rounded to fp16); exact integer block dots, scaled and summed in f32.
+//   Q4_K, Q5_K, Q6_K  the same with ggml's Q8_K activations (256 elements, f32 scale, bsums).
+//
 // Thread safety: an Ops object belongs to one thread (the engine thread); its methods use the
 // pool internally. The free functions are pure and thread-safe.
 #pragma once
@@ -14,6 +22,7 @@
 
 #include "core/cpu_features.h"
 #include "core/dtype.h"
+#include "core/result.h"
 #include "core/thread_pool.h"
 
 namespace keel::kernels {
@@ -38,12 +47,26 @@ std::optional<Isa> isa_from_name(std::string_view name);  // "scalar", "avx2", "
 bool isa_supported(Isa isa, const CpuFeatures& cpu);
 Isa best_isa(const CpuFeatures& cpu);
 
+// The tier to run: `forced` ("scalar", "avx2", "avx512"; e.g. from a CLI flag) when given and
+// non-empty, else best_isa(cpu). InvalidArgument for an unknown name, Unsupported when this CPU
+// lacks the forced tier (the message names the missing features).
+Result<Isa> choose_isa(const CpuFeatures& cpu, std::optional<std::string_view> forced);
+// choose_isa() with the KEEL_ISA environment variable as `forced` (unset or empty: the best).
+Result<Isa> choose_isa_from_env(const CpuFeatures& cpu);
+
 // Weight types matmul() and dequantize_row() accept.
 bool matmul_supports(DType dtype);
 
 // Converts n elements of one row (n a multiple of the block size) to float. Scalar reference;
-// bit-exact with ggml's dequantize_row_* functions.
+// bit-exact with ggml's dequantize_row_* functions. Accepts every matmul_supports() type.
 void dequantize_row(DType dtype, const std::byte* src, float* dst, int64_t n);
+
+// Weight types quantize_row() accepts: F32, F16, BF16, Q8_0, Q4_0.
+bool quantize_supports(DType dtype);
+// Converts n floats (a multiple of the block size) to one row of `dtype`
+// (dtype_row_bytes(dtype, n) bytes), bit-exact with ggml's reference quantizers
+// (quantize_row_q8_0_ref, quantize_row_q4_0_ref, round-to-nearest-even f16/bf16).
+void quantize_row(DType dtype, const float* src, std::byte* dst, int64_t n);
 
 struct RopeParams {
   int64_t n_rot = 0;  // rotated dimensions per head (≤ head_dim, even)
@@ -57,7 +80,10 @@ struct KernelTable;  // the dispatch table (internal; see dispatch.h)
 
 class Ops {
  public:
-  // `pool` must outlive the Ops.
+  // `pool` must outlive the Ops. Aborts if `cpu` lacks the tier (check isa_supported() first).
+  // The AVX-512 tier uses AVX512-BF16 kernels when `cpu` has the extension.
+  Ops(Isa isa, ThreadPool* pool, const CpuFeatures& cpu);
+  // As above with detect_cpu_features().
   Ops(Isa isa, ThreadPool* pool);
   Ops(const Ops&) = delete;
   Ops& operator=(const Ops&) = delete;
@@ -65,6 +91,8 @@ class Ops {
 
   [[nodiscard]] Isa isa() const { return isa_; }
   [[nodiscard]] ThreadPool& pool() { return *pool_; }
+  // The dispatch table in use: "scalar", "avx2", "avx512" or "avx512-bf16".
+  [[nodiscard]] std::string_view kernel_name() const;
 
   // y[t][r] = Σ_k w[r][k] · x[t][k]   x: [n_tokens][w.cols]   y: [n_tokens][w.rows]
   // Quantized weights may quantize x internally (as llama.cpp does); rows split across threads.

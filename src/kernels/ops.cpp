@@ -1,87 +1,141 @@
-// Ops: scalar baseline implementations of every op (the reference the SIMD tables must match).
+// Ops: runs each op through the dispatch table chosen at construction. matmul prepares the
+// activations once per call (rounded to f16/bf16, or quantized to Q8_0 / Q8_K blocks) into the
+// Ops' scratch, shared read-only by all threads, then splits the output rows into contiguous
+// ranges (multiples of the table's row tile) across the pool. Every row's value is computed by
+// the same per-row arithmetic whatever the split, so results do not depend on the thread count.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/check.h"
+#include "core/fp16.h"
+#include "kernels/dispatch.h"
 #include "kernels/kernels.h"
 
 namespace keel::kernels {
 
-struct Ops::Scratch {};
+struct Ops::Scratch {
+  std::vector<float> x;        // rounded activations (F16/BF16 weights)
+  std::vector<uint16_t> x16;   // the same as raw bits
+  std::vector<int8_t> qs;      // quantized activations
+  std::vector<float> d;        // their block scales
+  std::vector<int32_t> sum;    // Q8_0: Σq per block
+  std::vector<int16_t> bsums;  // Q8_K: Σq per 16
+};
 
-std::string_view isa_name(Isa isa) {
-  switch (isa) {
-    case Isa::kScalar:
-      return "scalar";
-    case Isa::kAvx2:
-      return "avx2";
-    case Isa::kAvx512:
-      return "avx512";
-  }
-  return "unknown";
+namespace {
+
+// Element-wise ops are split across threads only above this many elements.
+constexpr int64_t kParallelElements = 1 << 16;
+
+template <typename T>
+T* grow(std::vector<T>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
 }
 
-std::optional<Isa> isa_from_name(std::string_view name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-    if (isa_name(isa) == name) return isa;
-  }
-  return std::nullopt;
-}
+}  // namespace
 
-bool isa_supported(Isa isa, const CpuFeatures& cpu) {
-  switch (isa) {
-    case Isa::kScalar:
-      return true;
-    case Isa::kAvx2:
-      return cpu.avx2 && cpu.fma && cpu.f16c;
-    case Isa::kAvx512:
-      return isa_supported(Isa::kAvx2, cpu) && cpu.avx512f && cpu.avx512bw && cpu.avx512vl &&
-             cpu.avx512dq && cpu.avx512vnni;
-  }
-  return false;
-}
-
-Isa best_isa(const CpuFeatures& cpu) {
-  for (Isa isa : {Isa::kAvx512, Isa::kAvx2}) {
-    if (isa_supported(isa, cpu)) return isa;
-  }
-  return Isa::kScalar;
-}
-
-Ops::Ops(Isa isa, ThreadPool* pool)
-    : isa_(isa), pool_(pool), table_(nullptr), scratch_(std::make_unique<Scratch>()) {
+Ops::Ops(Isa isa, ThreadPool* pool, const CpuFeatures& cpu)
+    : isa_(isa),
+      pool_(pool),
+      table_(&kernel_table(isa, cpu)),
+      scratch_(std::make_unique<Scratch>()) {
   KEEL_CHECK(pool_ != nullptr);
 }
 
+Ops::Ops(Isa isa, ThreadPool* pool) : Ops(isa, pool, detect_cpu_features()) {}
+
 Ops::~Ops() = default;
 
+std::string_view Ops::kernel_name() const { return table_->name; }
+
 void Ops::matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y) {
-  KEEL_CHECK(matmul_supports(w.dtype));
-  pool_->parallel_for(w.rows, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> row(static_cast<size_t>(w.cols));
-    for (int64_t r = begin; r < end; ++r) {
-      dequantize_row(w.dtype, w.data + static_cast<size_t>(r) * w.row_bytes, row.data(), w.cols);
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        const float* xt = x + t * w.cols;
-        float sum = 0.0f;
-        for (int64_t k = 0; k < w.cols; ++k) sum += row[static_cast<size_t>(k)] * xt[k];
-        y[t * w.rows + r] = sum;
-      }
+  KEEL_CHECK_MSG(matmul_supports(w.dtype), "matmul: unsupported weight type");
+  KEEL_CHECK(n_tokens >= 0 && w.rows >= 0 && w.cols >= 0);
+  KEEL_CHECK(w.row_bytes >= dtype_row_bytes(w.dtype, w.cols));
+  if (n_tokens == 0 || w.rows == 0) return;
+
+  MatmulTask task;
+  task.w = w;
+  task.n_tokens = n_tokens;
+  task.y = y;
+  const int64_t cols = w.cols;
+  const int64_t n = n_tokens * cols;
+  Scratch& s = *scratch_;
+  // Runs fn(t) for every token, split across threads when there are several tokens.
+  auto per_token = [&](auto&& fn) {
+    if (n_tokens == 1) {
+      fn(0);
+      return;
     }
-  });
+    pool_->parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) fn(t);
+    });
+  };
+
+  switch (w.dtype) {
+    case DType::kF16:
+    case DType::kBF16: {
+      const bool f16 = w.dtype == DType::kF16;
+      float* xr = grow(s.x, n);
+      uint16_t* x16 = grow(s.x16, n);
+      per_token([&](int64_t t) {
+        for (int64_t i = t * cols; i < (t + 1) * cols; ++i) {
+          x16[i] = f16 ? fp32_to_fp16(x[i]) : fp32_to_bf16(x[i]);
+          xr[i] = f16 ? fp16_to_fp32(x16[i]) : bf16_to_fp32(x16[i]);
+        }
+      });
+      task.x = xr;
+      task.x16 = x16;
+      break;
+    }
+    case DType::kQ8_0:
+    case DType::kQ4_0: {
+      const int64_t nb = cols / 32;
+      int8_t* qs = grow(s.qs, n);
+      float* d = grow(s.d, n_tokens * nb);
+      int32_t* sum = grow(s.sum, n_tokens * nb);
+      per_token([&](int64_t t) {
+        table_->quantize_q8_0(x + t * cols, cols, qs + t * cols, d + t * nb, sum + t * nb);
+      });
+      task.q8 = {qs, d, sum};
+      break;
+    }
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K: {
+      const int64_t nb = cols / 256;
+      int8_t* qs = grow(s.qs, n);
+      float* d = grow(s.d, n_tokens * nb);
+      int16_t* bsums = grow(s.bsums, n / 16);
+      per_token([&](int64_t t) {
+        table_->quantize_q8_k(x + t * cols, cols, qs + t * cols, d + t * nb,
+                              bsums + t * (cols / 16));
+      });
+      task.q8k = {qs, d, bsums};
+      break;
+    }
+    default:
+      task.x = x;
+      break;
+  }
+
+  const MatmulFn fn = matmul_kernel(*table_, w.dtype);
+  pool_->parallel_for(w.rows, table_->row_tile,
+                      [&](int64_t begin, int64_t end) { fn(task, begin, end); });
 }
 
 void Ops::rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t dim, float eps,
                    float* out) {
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const float* xr = x + r * dim;
-    float* o = out + r * dim;
-    double ss = 0.0;
-    for (int64_t i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
-    const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(dim)) + eps);
-    for (int64_t i = 0; i < dim; ++i) o[i] = xr[i] * scale * weight[i];
+  const auto kernel = table_->rms_norm;
+  if (n_rows > 1 && n_rows * dim >= kParallelElements) {
+    pool_->parallel_for(n_rows, 1, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) kernel(x + r * dim, weight, dim, eps, out + r * dim);
+    });
+    return;
   }
+  for (int64_t r = 0; r < n_rows; ++r) kernel(x + r * dim, weight, dim, eps, out + r * dim);
 }
 
 void Ops::rope(const RopeParams& p, const int32_t* positions, int64_t n_tokens, int64_t n_heads,
@@ -113,31 +167,38 @@ void Ops::rope(const RopeParams& p, const int32_t* positions, int64_t n_tokens, 
 }
 
 void Ops::silu_mul(const float* gate, const float* up, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  const auto kernel = table_->silu_mul;
+  if (n >= kParallelElements) {
+    pool_->parallel_for(n, 1024,
+                        [&](int64_t b, int64_t e) { kernel(gate + b, up + b, e - b, out + b); });
+    return;
   }
+  kernel(gate, up, n, out);
 }
 
 void Ops::add(const float* x, int64_t n, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+  const auto kernel = table_->add;
+  if (n >= kParallelElements) {
+    pool_->parallel_for(n, 1024, [&](int64_t b, int64_t e) { kernel(x + b, e - b, y + b); });
+    return;
+  }
+  kernel(x, n, y);
 }
 
 void Ops::attention(const float* q, const float* k, const float* v, int64_t n_kv, int64_t kv_stride,
                     int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
                     float* out) {
-  KEEL_CHECK(n_kv > 0 && n_heads % n_kv_heads == 0);
+  KEEL_CHECK(n_kv > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0);
   const int64_t group = n_heads / n_kv_heads;
+  const auto dot = table_->dot;
+  const auto axpy = table_->axpy;
   std::vector<float> scores(static_cast<size_t>(n_kv));
   for (int64_t h = 0; h < n_heads; ++h) {
     const float* qh = q + h * head_dim;
     const int64_t kvh = h / group;
     float max_s = -INFINITY;
     for (int64_t j = 0; j < n_kv; ++j) {
-      const float* kj = k + j * kv_stride + kvh * head_dim;
-      float s = 0.0f;
-      for (int64_t d = 0; d < head_dim; ++d) s += qh[d] * kj[d];
-      s *= scale;
+      const float s = dot(qh, k + j * kv_stride + kvh * head_dim, head_dim) * scale;
       scores[static_cast<size_t>(j)] = s;
       max_s = std::max(max_s, s);
     }
@@ -149,9 +210,7 @@ void Ops::attention(const float* q, const float* k, const float* v, int64_t n_kv
     float* oh = out + h * head_dim;
     std::fill(oh, oh + head_dim, 0.0f);
     for (int64_t j = 0; j < n_kv; ++j) {
-      const float p = scores[static_cast<size_t>(j)] / sum;
-      const float* vj = v + j * kv_stride + kvh * head_dim;
-      for (int64_t d = 0; d < head_dim; ++d) oh[d] += p * vj[d];
+      axpy(scores[static_cast<size_t>(j)] / sum, v + j * kv_stride + kvh * head_dim, head_dim, oh);
     }
   }
 }

@@ -1,0 +1,99 @@
+// KernelTable: the dispatch table of plain function pointers, one per op and weight type, that an
+// Ops object selects once from the instruction-set tier. Tables: scalar (the reference), AVX2
+// (AVX2+FMA+F16C), AVX-512 (F/BW/VL/DQ+VNNI) and AVX-512 with BF16. A table for a tier may only be
+// called on a CPU that has the tier (kernel_table() checks it); SIMD code lives in per-ISA files
+// compiled with their own target flags and runs only through these tables.
+//
+// Internal to the kernels module (and its tests / benchmarks). Tables are immutable constants;
+// every kernel is a pure function, safe to call from any thread on disjoint outputs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/cpu_features.h"
+#include "core/dtype.h"
+#include "kernels/kernels.h"
+
+namespace keel::kernels {
+
+// Activations quantized per 32 elements as ggml's Q8_0 does (for Q8_0 and Q4_0 weights).
+struct Q8Acts {
+  const int8_t* qs = nullptr;  // [n_tokens][cols]
+  const float* d = nullptr;    // [n_tokens][cols/32] block scales, fp16-rounded as ggml stores them
+  const int32_t* sum = nullptr;  // [n_tokens][cols/32] Σ qs over each block
+};
+
+// Activations quantized per 256 elements as ggml's Q8_K does (for K-quant weights).
+struct Q8KActs {
+  const int8_t* qs = nullptr;      // [n_tokens][cols]
+  const float* d = nullptr;        // [n_tokens][cols/256] (negative whenever the signed max is > 0)
+  const int16_t* bsums = nullptr;  // [n_tokens][cols/16] Σ qs over each 16 elements
+};
+
+// One matmul call as the row kernels see it: y[t][r] = Σ_k w[r][k] · x[t][k].
+struct MatmulTask {
+  Matrix w;
+  int64_t n_tokens = 0;
+  // F32 weights: the caller's activations. F16/BF16 weights: activations rounded to the weight's
+  // type (as llama.cpp does), stored as floats. [n_tokens][w.cols]
+  const float* x = nullptr;
+  const uint16_t* x16 = nullptr;  // F16/BF16 weights: the same rounded activations as raw bits
+  Q8Acts q8;                      // Q8_0/Q4_0 weights
+  Q8KActs q8k;                    // Q4_K/Q5_K/Q6_K weights
+  float* y = nullptr;             // [n_tokens][w.rows]
+};
+
+// Computes y[t][r] for every token and every r in [row_begin, row_end).
+using MatmulFn = void (*)(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+// Quantizes n floats (a multiple of 32) to Q8_0-style activations: qs[n], d[n/32], sum[n/32].
+using QuantizeQ8Fn = void (*)(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum);
+// Quantizes n floats (a multiple of 256) to Q8_K-style activations: qs[n], d[n/256], bsums[n/16].
+using QuantizeQ8KFn = void (*)(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
+
+struct KernelTable {
+  const char* name;  // "scalar", "avx2", "avx512", "avx512-bf16"
+  Isa isa;           // the tier whose features the table needs
+  bool needs_bf16;   // additionally needs AVX512-BF16
+  int64_t row_tile;  // matmul row ranges handed to threads are multiples of this (except the last)
+
+  MatmulFn matmul_f32;
+  MatmulFn matmul_f16;
+  MatmulFn matmul_bf16;
+  MatmulFn matmul_q8_0;
+  MatmulFn matmul_q4_0;
+  MatmulFn matmul_q4_k;
+  MatmulFn matmul_q5_k;
+  MatmulFn matmul_q6_k;
+
+  QuantizeQ8Fn quantize_q8_0;
+  QuantizeQ8KFn quantize_q8_k;
+
+  // out = x / rms(x) * weight over one row of `dim` (out may alias x).
+  void (*rms_norm)(const float* x, const float* weight, int64_t dim, float eps, float* out);
+  // out[i] = silu(gate[i]) * up[i] (out may alias gate or up).
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
+  // y[i] += x[i]
+  void (*add)(const float* x, int64_t n, float* y);
+  // Σ a[i]·b[i]
+  float (*dot)(const float* a, const float* b, int64_t n);
+  // y[i] += a·x[i]
+  void (*axpy)(float a, const float* x, int64_t n, float* y);
+};
+
+const KernelTable& scalar_table();
+const KernelTable& avx2_table();
+const KernelTable& avx512_table();
+const KernelTable& avx512_bf16_table();
+
+// True when `cpu` can run every kernel of `table`.
+bool table_supported(const KernelTable& table, const CpuFeatures& cpu);
+// The table Ops uses for `isa` on `cpu`: the AVX-512 tier picks the BF16 variant when the CPU has
+// AVX512-BF16. Aborts (KEEL_CHECK) when the CPU lacks the tier.
+const KernelTable& kernel_table(Isa isa, const CpuFeatures& cpu);
+// Every table, lowest first (tests and benchmarks loop over them).
+std::vector<const KernelTable*> all_tables();
+// The table's matmul kernel for a weight type (nullptr when the type is not supported).
+MatmulFn matmul_kernel(const KernelTable& table, DType dtype);
+
+}  // namespace keel::kernels

@@ -1,0 +1,72 @@
+// Declarations of every kernel the dispatch tables point at, one namespace per instruction set.
+// Functions in avx2:: / avx512:: / avx512bf16:: are defined in files compiled with that ISA's
+// target flags and must only be reached through a table whose tier the CPU supports.
+//
+// Pure functions; callable from any thread on disjoint outputs.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/dispatch.h"
+
+namespace keel::kernels {
+
+namespace scalar {
+void matmul_f32(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_f16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum);
+void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
+void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void add(const float* x, int64_t n, float* y);
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float a, const float* x, int64_t n, float* y);
+}  // namespace scalar
+
+namespace avx2 {
+void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
+void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_f32(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_f16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum);
+void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void add(const float* x, int64_t n, float* y);
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float a, const float* x, int64_t n, float* y);
+}  // namespace avx2
+
+namespace avx512 {
+void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
+void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_f32(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_f16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void matmul_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum);
+void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+void add(const float* x, int64_t n, float* y);
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float a, const float* x, int64_t n, float* y);
+}  // namespace avx512
+
+namespace avx512bf16 {
+void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+}  // namespace avx512bf16
+
+}  // namespace keel::kernels

@@ -1,0 +1,227 @@
+// Matmul across every dispatch table the CPU supports and every weight type:
+//  - SIMD vs the scalar twin. Both see the same prepared activations (rounded to f16/bf16 or
+//    quantized to Q8_0/Q8_K bit-identically), so only f32 summation order differs. Bound:
+//    |Δ| ≤ tol · S with S = Σ_k |w[r][k]·x'[t][k]| (x' = the activations as the kernels use them);
+//    tol = 1e-5 for the float paths and 1e-6 for the int8 paths (exact integer block dots).
+//  - Every table vs a double-precision dot over dequantized weights and the caller's f32
+//    activations, within the error the activation rounding / quantization can cause (see
+//    reference_bound()).
+//  - Results bit-identical with 1, 2 and 3 threads.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/thread_pool.h"
+#include "kernel_test_util.h"
+#include "kernels/isa_kernels.h"
+
+namespace keel::kernels {
+namespace {
+
+using testing::dequantize_matrix;
+using testing::matmul_types;
+using testing::random_activations;
+using testing::random_matrix;
+using testing::runnable_tables;
+using testing::test_cols;
+
+struct Shape {
+  int64_t rows;
+  int64_t n_tokens;
+};
+// Rows not multiples of the thread count or the SIMD tile (8 / 16), tokens 1..17.
+const Shape kShapes[] = {{1, 1}, {13, 1}, {37, 2}, {16, 3}, {45, 4}, {7, 5}, {33, 7}, {20, 17}};
+
+// The CPU features to hand Ops so that it picks exactly `table`.
+CpuFeatures features_for(const KernelTable& table, CpuFeatures cpu) {
+  if (!table.needs_bf16) cpu.avx512bf16 = false;
+  return cpu;
+}
+
+std::vector<float> run_matmul(const KernelTable& table, const CpuFeatures& cpu, int threads,
+                              const Matrix& w, const std::vector<float>& x, int64_t n_tokens) {
+  ThreadPool pool(threads);
+  Ops ops(table.isa, &pool, features_for(table, cpu));
+  EXPECT_EQ(ops.kernel_name(), table.name);
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), NAN);
+  ops.matmul(w, x.data(), n_tokens, y.data());
+  return y;
+}
+
+bool int8_path(DType dtype) {
+  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_K ||
+         dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+}
+
+// The activations as the kernels use them: rounded to f16/bf16, or quantized and dequantized.
+std::vector<float> effective_activations(DType dtype, const std::vector<float>& x, int64_t cols) {
+  std::vector<float> out(x.size());
+  const int64_t n_tokens = static_cast<int64_t>(x.size()) / cols;
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* xt = x.data() + t * cols;
+    float* ot = out.data() + t * cols;
+    std::vector<int8_t> qs(static_cast<size_t>(cols));
+    std::vector<float> d(static_cast<size_t>(cols / 32 + 1));
+    std::vector<int32_t> sum(d.size());
+    std::vector<int16_t> bsums(static_cast<size_t>(cols / 16 + 1));
+    switch (dtype) {
+      case DType::kF16:
+        for (int64_t k = 0; k < cols; ++k) ot[k] = fp16_to_fp32(fp32_to_fp16(xt[k]));
+        break;
+      case DType::kBF16:
+        for (int64_t k = 0; k < cols; ++k) ot[k] = bf16_to_fp32(fp32_to_bf16(xt[k]));
+        break;
+      case DType::kQ8_0:
+      case DType::kQ4_0:
+        scalar::quantize_q8_0(xt, cols, qs.data(), d.data(), sum.data());
+        for (int64_t k = 0; k < cols; ++k) ot[k] = qs[k] * d[k / 32];
+        break;
+      case DType::kQ4_K:
+      case DType::kQ5_K:
+      case DType::kQ6_K:
+        scalar::quantize_q8_k(xt, cols, qs.data(), d.data(), bsums.data());
+        for (int64_t k = 0; k < cols; ++k) ot[k] = qs[k] * d[k / 256];
+        break;
+      default:
+        std::copy(xt, xt + cols, ot);
+        break;
+    }
+  }
+  return out;
+}
+
+// S[t][r] = Σ_k |w[r][k]·x[t][k]|.
+std::vector<double> abs_dot(const std::vector<float>& w, const std::vector<float>& x, int64_t rows,
+                            int64_t cols, int64_t n_tokens) {
+  std::vector<double> s(static_cast<size_t>(n_tokens * rows));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double acc = 0;
+      for (int64_t k = 0; k < cols; ++k)
+        acc += std::fabs(double(w[r * cols + k]) * x[t * cols + k]);
+      s[t * rows + r] = acc;
+    }
+  }
+  return s;
+}
+
+// Worst-case |y − Σ w·x| caused by preparing the activations, plus 1e-5·S for f32 arithmetic:
+//   F16 / BF16: rounding x costs ≤ 2^-11 / 2^-8 relative per element.
+//   Q8_0 / Q4_0: |x − x_q| ≤ amax_block / 254 per element, and the fp16 block scale adds
+//     ≤ 2^-11 relative to every term.   K-quants: |x − x_q| ≤ amax_256 / 254 (f32 scale).
+double reference_bound(DType dtype, const float* w_row, const float* x_row, int64_t cols,
+                       double s) {
+  double bound = 1e-5 * s;
+  if (dtype == DType::kF16) bound += s * std::ldexp(1.0, -11);
+  if (dtype == DType::kBF16) bound += s * std::ldexp(1.0, -8);
+  if (!int8_path(dtype)) return bound;
+  const int64_t block = dtype == DType::kQ8_0 || dtype == DType::kQ4_0 ? 32 : 256;
+  for (int64_t b = 0; b < cols; b += block) {
+    double amax = 0, wsum = 0;
+    for (int64_t k = b; k < b + block; ++k) {
+      amax = std::max(amax, double(std::fabs(x_row[k])));
+      wsum += std::fabs(w_row[k]);
+    }
+    bound += amax / 254.0 * wsum * 1.0001;
+  }
+  if (block == 32) bound += s * std::ldexp(1.0, -11) * 1.01;
+  return bound;
+}
+
+class MatmulTest : public ::testing::Test {
+ protected:
+  CpuFeatures cpu_ = detect_cpu_features();
+};
+
+TEST_F(MatmulTest, EveryTableMatchesScalarTwin) {
+  std::mt19937 rng(1234);
+  for (DType dtype : matmul_types()) {
+    double worst = 0;  // max |Δ| / S seen, reported below
+    for (int64_t cols : test_cols(dtype)) {
+      for (const Shape& shape : kShapes) {
+        const auto w = random_matrix(rng, dtype, shape.rows, cols);
+        const auto x = random_activations(rng, shape.n_tokens, cols);
+        const auto ref = run_matmul(scalar_table(), cpu_, 1, w.m, x, shape.n_tokens);
+        const auto s = abs_dot(dequantize_matrix(w.m), effective_activations(dtype, x, cols),
+                               shape.rows, cols, shape.n_tokens);
+        const double tol = int8_path(dtype) ? 1e-6 : 1e-5;
+        for (const KernelTable* table : runnable_tables(cpu_)) {
+          const auto y = run_matmul(*table, cpu_, 2, w.m, x, shape.n_tokens);
+          for (size_t i = 0; i < y.size(); ++i) {
+            const double diff = std::fabs(double(y[i]) - ref[i]);
+            ASSERT_LE(diff, tol * s[i] + 1e-30)
+                << table->name << " " << dtype_name(dtype) << " rows=" << shape.rows
+                << " cols=" << cols << " tokens=" << shape.n_tokens << " index " << i << ": simd "
+                << y[i] << " scalar " << ref[i];
+            if (s[i] > 0) worst = std::max(worst, diff / s[i]);
+          }
+        }
+      }
+    }
+    std::printf("[   info   ] %s: max |simd - scalar| / S = %.3g\n",
+                std::string(dtype_name(dtype)).c_str(), worst);
+  }
+}
+
+TEST_F(MatmulTest, EveryTableMatchesDequantizedReference) {
+  std::mt19937 rng(99);
+  for (DType dtype : matmul_types()) {
+    for (int64_t cols : test_cols(dtype)) {
+      const Shape shape{19, 3};
+      const auto w = random_matrix(rng, dtype, shape.rows, cols);
+      const auto x = random_activations(rng, shape.n_tokens, cols);
+      const auto wf = dequantize_matrix(w.m);
+      const auto s = abs_dot(wf, x, shape.rows, cols, shape.n_tokens);
+      for (const KernelTable* table : runnable_tables(cpu_)) {
+        const auto y = run_matmul(*table, cpu_, 2, w.m, x, shape.n_tokens);
+        for (int64_t t = 0; t < shape.n_tokens; ++t) {
+          for (int64_t r = 0; r < shape.rows; ++r) {
+            double ref = 0;
+            for (int64_t k = 0; k < cols; ++k) ref += double(wf[r * cols + k]) * x[t * cols + k];
+            const size_t i = static_cast<size_t>(t * shape.rows + r);
+            const double bound =
+                reference_bound(dtype, &wf[r * cols], &x[t * cols], cols, s[i]) + 1e-30;
+            ASSERT_LE(std::fabs(y[i] - ref), bound)
+                << table->name << " " << dtype_name(dtype) << " cols=" << cols << " t=" << t
+                << " r=" << r << ": got " << y[i] << " want " << ref;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(MatmulTest, ResultsDoNotDependOnThreadCount) {
+  std::mt19937 rng(7);
+  for (DType dtype : matmul_types()) {
+    const int64_t cols = test_cols(dtype)[1];
+    for (const Shape& shape : {Shape{37, 1}, Shape{50, 5}}) {
+      const auto w = random_matrix(rng, dtype, shape.rows, cols);
+      const auto x = random_activations(rng, shape.n_tokens, cols);
+      for (const KernelTable* table : runnable_tables(cpu_)) {
+        const auto y1 = run_matmul(*table, cpu_, 1, w.m, x, shape.n_tokens);
+        for (int threads : {2, 3}) {
+          const auto yn = run_matmul(*table, cpu_, threads, w.m, x, shape.n_tokens);
+          ASSERT_EQ(0, std::memcmp(y1.data(), yn.data(), y1.size() * sizeof(float)))
+              << table->name << " " << dtype_name(dtype) << " with " << threads << " threads";
+        }
+      }
+    }
+  }
+}
+
+TEST_F(MatmulTest, ZeroTokensOrRowsWriteNothing) {
+  std::mt19937 rng(3);
+  const auto w = random_matrix(rng, DType::kQ8_0, 4, 64);
+  const std::vector<float> x(64, 1.0f);
+  ThreadPool pool(2);
+  Ops ops(Isa::kScalar, &pool, cpu_);
+  std::vector<float> y(4, 42.0f);
+  ops.matmul(w.m, x.data(), 0, y.data());
+  EXPECT_EQ(y, std::vector<float>(4, 42.0f));
+}
+
+}  // namespace
+}  // namespace keel::kernels
