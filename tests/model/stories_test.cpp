@@ -133,5 +133,77 @@ TEST(StoriesTest, MmapGivesTheSameLogits) {
   EXPECT_EQ(max_abs_diff(logits, std::vector<float>(ref.end() - 512, ref.end())), 0.0);
 }
 
+// Batch invariance: sequences sharing one flat batch get the same logits as when run alone.
+// Each token's row is computed independently, so the scalar kernels agree exactly; the asserted
+// tolerance leaves room for batched SIMD kernels.
+constexpr double kBatchTolerance = 1e-5;
+const std::vector<int32_t> kPromptA = {1, 403, 407, 261, 378};
+const std::vector<int32_t> kPromptB = {1, 317, 269, 274, 287, 263, 377, 267, 265, 282, 295, 433};
+
+TEST(StoriesBatchTest, TwoPromptsInOneBatchEqualEachAlone) {
+  KEEL_REQUIRE_SHARED();
+  Runner r(stories("stories260K.gguf"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const std::vector<float> alone_a = r.feed(kPromptA, 0);
+  const std::vector<float> alone_b = r.feed(kPromptB, 1);
+  r.cache().clear(0);
+  r.cache().clear(1);
+  // Interleave the two prompts: B's tokens at even places, A's after B's first tokens.
+  Batch b;
+  size_t ia = 0, ib = 0;
+  std::vector<int> owner;
+  while (ia < kPromptA.size() || ib < kPromptB.size()) {
+    if (ib < kPromptB.size()) {
+      b.add(kPromptB[ib], static_cast<int32_t>(ib), 2, true);
+      owner.push_back(1);
+      ++ib;
+    }
+    if (ia < kPromptA.size() && ib > 2) {
+      b.add(kPromptA[ia], static_cast<int32_t>(ia), 3, true);
+      owner.push_back(0);
+      ++ia;
+    }
+  }
+  std::vector<float> logits;
+  ASSERT_TRUE(r.forward(b, &logits).ok());
+  ASSERT_EQ(logits.size(), (kPromptA.size() + kPromptB.size()) * 512);
+  size_t na = 0, nb = 0;
+  double worst = 0.0;
+  for (size_t i = 0; i < owner.size(); ++i) {
+    const float* ref = owner[i] == 0 ? alone_a.data() + 512 * na++ : alone_b.data() + 512 * nb++;
+    worst = std::max(worst, max_abs_diff(logits.data() + 512 * i, ref, 512));
+  }
+  std::printf("two prompts in one batch vs alone: max |dlogit| = %.3g\n", worst);
+  EXPECT_LE(worst, kBatchTolerance);
+}
+
+TEST(StoriesBatchTest, DecodeMixedWithPrefillEqualsSeparateRuns) {
+  KEEL_REQUIRE_SHARED();
+  Runner r(stories("stories260K.gguf"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  // Separate: A prefilled then one decode step; B prefilled alone.
+  r.feed(kPromptA, 0);
+  const std::vector<float> decode_alone = r.feed({432}, 0, 5);
+  const std::vector<float> prefill_alone = r.feed(kPromptB, 1);
+  // Mixed: A prefilled in slot 2; then one batch with A's decode step and B's whole prefill.
+  r.feed(kPromptA, 2);
+  Batch b;
+  b.add(432, 5, 2, true);
+  for (size_t i = 0; i < kPromptB.size(); ++i) {
+    b.add(kPromptB[i], static_cast<int32_t>(i), 3, i + 1 == kPromptB.size());
+  }
+  std::vector<float> logits;
+  ASSERT_TRUE(r.forward(b, &logits).ok());
+  ASSERT_EQ(logits.size(), 2u * 512);
+  const double d_decode = max_abs_diff(logits.data(), decode_alone.data(), 512);
+  const double d_prefill =
+      max_abs_diff(logits.data() + 512, prefill_alone.data() + prefill_alone.size() - 512, 512);
+  std::printf("mixed batch vs separate: decode %.3g, prefill %.3g\n", d_decode, d_prefill);
+  EXPECT_LE(d_decode, kBatchTolerance);
+  EXPECT_LE(d_prefill, kBatchTolerance);
+  EXPECT_EQ(r.cache().length(2), 6);
+  EXPECT_EQ(r.cache().length(3), static_cast<int64_t>(kPromptB.size()));
+}
+
 }  // namespace
 }  // namespace keel::model::testing
