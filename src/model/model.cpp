@@ -30,8 +30,9 @@ Result<std::unique_ptr<Model>> Model::load(gguf::GgufFile file, const ModelOptio
   KEEL_ASSIGN_OR_RETURN(m->hparams_, parse_hparams(m->file_));
   KEEL_ASSIGN_OR_RETURN(m->hparams_.n_vocab, read_vocab_size(m->file_, m->hparams_));
   KEEL_ASSIGN_OR_RETURN(m->weights_, load_weights(m->file_, m->hparams_));
-  if (!m->weights_.rope_freqs.empty())
+  if (!m->weights_.rope_freqs.empty()) {
     m->hparams_.rope.freq_factors = m->weights_.rope_freqs.data();
+  }
   m->n_ctx_ = options.n_ctx > 0 ? options.n_ctx : m->hparams_.n_ctx_train;
   m->max_seqs_ = options.max_seqs;
   return m;

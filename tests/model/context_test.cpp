@@ -21,6 +21,7 @@ struct Case {
   const char* name;
   TinySpec spec;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 TinySpec spec_with(const std::function<void(TinySpec&)>& fn) {
   TinySpec s;

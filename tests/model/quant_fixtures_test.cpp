@@ -77,6 +77,7 @@ struct TypeCase {
   const char* type;
   double tolerance;
 };
+void PrintTo(const TypeCase& c, std::ostream* os) { *os << c.type; }
 
 class QuantFixturesTypeTest : public ::testing::TestWithParam<TypeCase> {};
 
@@ -105,6 +106,7 @@ struct KQuantCase {
   const char* first_unsupported;  // "<tensor> has type <T>"
   std::vector<DType> needs;       // the types the file needs beyond F32/Q4_0
 };
+void PrintTo(const KQuantCase& c, std::ostream* os) { *os << c.type; }
 
 class QuantFixturesKQuantTest : public ::testing::TestWithParam<KQuantCase> {};
 

@@ -22,6 +22,7 @@ struct RopeCase {
   float linear_factor;  // 0: none
   std::vector<float> freq_factors;
 };
+void PrintTo(const RopeCase& c, std::ostream* os) { *os << c.name; }
 
 TinySpec rope_spec(const RopeCase& c) {
   TinySpec s;

@@ -94,7 +94,7 @@ TEST(StoriesTest, LogitsOnceUponATime) {
 TEST(StoriesTest, LogitsAfterEveryPrompt) {
   KEEL_REQUIRE_SHARED();
   const json ref = load_json(stories("reference/logits_after_prompt.json"));
-  Runner r(stories("stories260K.gguf"));
+  Runner r(stories("stories260K.gguf"), {}, /*threads=*/2);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(ref["results"].size(), 5u);
   double worst = 0.0, worst_f64 = 0.0;
@@ -142,7 +142,7 @@ const std::vector<int32_t> kPromptB = {1, 317, 269, 274, 287, 263, 377, 267, 265
 
 TEST(StoriesBatchTest, TwoPromptsInOneBatchEqualEachAlone) {
   KEEL_REQUIRE_SHARED();
-  Runner r(stories("stories260K.gguf"));
+  Runner r(stories("stories260K.gguf"), {}, /*threads=*/2);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   const std::vector<float> alone_a = r.feed(kPromptA, 0);
   const std::vector<float> alone_b = r.feed(kPromptB, 1);

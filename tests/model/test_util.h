@@ -38,8 +38,9 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
 
 class Runner {
  public:
-  // Loads `path`; check ok() before use.
-  explicit Runner(const std::string& path, ModelOptions options = {}, int threads = 2,
+  // Loads `path`; check ok() before use. One thread by default: the 2 shared CPUs of CI make
+  // pool hand-offs slow; tests that want the pool exercised pass 2.
+  explicit Runner(const std::string& path, ModelOptions options = {}, int threads = 1,
                   int64_t max_batch = 64)
       : pool_(threads), ops_(kernels::Isa::kScalar, &pool_) {
     auto m = Model::open(path, options);
