@@ -153,6 +153,15 @@ Result<int64_t> read_vocab_size(const gguf::GgufFile& file, const HParams& hp) {
                                     shape_string(info->shape) + ", expected [" +
                                     std::to_string(hp.n_embd) + ", n_vocab]");
   }
+  const std::string vocab_key = std::string(arch_name(hp.arch)) + ".vocab_size";
+  if (file.find(vocab_key)) {
+    KEEL_ASSIGN_OR_RETURN(int64_t declared, file.get_int(vocab_key));
+    if (declared != info->shape[1]) {
+      return Status::invalid_argument(
+          file.path() + ": " + vocab_key + " (" + std::to_string(declared) + ") differs from the " +
+          std::to_string(info->shape[1]) + " rows of token_embd.weight");
+    }
+  }
   return info->shape[1];
 }
 

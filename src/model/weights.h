@@ -45,7 +45,8 @@ struct Weights {
   std::vector<LayerWeights> layers;  // [n_layer]
 };
 
-// The vocabulary size: the row count of token_embd.weight (whose row width must be n_embd).
+// The vocabulary size: the row count of token_embd.weight (whose row width must be n_embd). An
+// `<arch>.vocab_size` key, when present, must agree.
 Result<int64_t> read_vocab_size(const gguf::GgufFile& file, const HParams& hp);
 
 // Builds views of every tensor and validates presence, shape and type. `hp.n_vocab` must be set.

@@ -91,6 +91,18 @@ TEST(WeightsTest, WrongEmbeddingWidthIsNamed) {
                               "n_vocab]");
 }
 
+TEST(WeightsTest, DeclaredVocabularySizeMustMatchEmbedding) {
+  TinySpec s;
+  s.extra_keys = {{"llama.vocab_size", uint32_t{41}}};
+  const TinyModel m = write_tiny_model(s);
+  const Status st = load_error(m);
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(),
+            m.path + ": llama.vocab_size (41) differs from the 40 rows of token_embd.weight");
+  s.extra_keys = {{"llama.vocab_size", uint32_t{40}}};
+  EXPECT_TRUE(Model::open(write_tiny_model(s).path).ok());
+}
+
 TEST(WeightsTest, OutputVocabularyMustMatchEmbedding) {
   TinySpec s;
   s.shape_override = {{"output.weight", {32, 41}}};
