@@ -1,0 +1,53 @@
+// Hyper-parameters of a Llama-family model, read from GGUF metadata (`<arch>.*` keys) and checked
+// for consistency. Supported architectures: llama (Llama 2/3, TinyLlama, Mistral, llama2.c
+// stories; RoPE on adjacent pairs), qwen2 (QKV bias; NeoX RoPE) and qwen3 (per-head QK RMSNorm;
+// NeoX RoPE; head_dim may differ from n_embd / n_head). Anything else is a clear Unsupported error.
+//
+// Invariants of a parsed HParams: all counts > 0, n_head % n_head_kv == 0, rope.n_rot even and
+// ≤ head_dim. The vocabulary size comes from token_embd.weight (see weights.h), not metadata.
+// Thread safety: plain data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+#include "gguf/reader.h"
+#include "kernels/kernels.h"
+
+namespace keel::model {
+
+enum class Arch { kLlama, kQwen2, kQwen3 };
+
+// "llama", "qwen2", "qwen3" — the `general.architecture` value and the metadata key prefix.
+std::string_view arch_name(Arch arch);
+
+struct HParams {
+  Arch arch = Arch::kLlama;
+  int64_t n_vocab = 0;      // rows of token_embd.weight
+  int64_t n_embd = 0;       // <arch>.embedding_length
+  int64_t n_layer = 0;      // <arch>.block_count
+  int64_t n_head = 0;       // <arch>.attention.head_count
+  int64_t n_head_kv = 0;    // <arch>.attention.head_count_kv (default n_head)
+  int64_t head_dim = 0;     // <arch>.attention.key_length (default n_embd / n_head)
+  int64_t n_ff = 0;         // <arch>.feed_forward_length
+  int64_t n_ctx_train = 0;  // <arch>.context_length
+  float rms_eps = 0.0f;     // <arch>.attention.layer_norm_rms_epsilon
+  // n_rot (<arch>.rope.dimension_count, default head_dim), freq_base (<arch>.rope.freq_base,
+  // default 10000), freq_scale (1 / <arch>.rope.scaling.factor for linear scaling), neox (by
+  // architecture). freq_factors stays null here; the Model points it at rope_freqs.weight.
+  kernels::RopeParams rope;
+  bool qkv_bias = false;  // attn_{q,k,v}.bias required (qwen2)
+  bool qk_norm = false;   // attn_{q,k}_norm.weight required (qwen3)
+
+  [[nodiscard]] int64_t q_dim() const { return n_head * head_dim; }      // query row width
+  [[nodiscard]] int64_t kv_dim() const { return n_head_kv * head_dim; }  // key/value row width
+};
+
+// Reads and validates the hyper-parameters (everything except n_vocab). Errors name the file and
+// the key at fault: NotFound for a missing required key, InvalidArgument for a mistyped or
+// inconsistent value, Unsupported for an unknown architecture or RoPE scaling type.
+Result<HParams> parse_hparams(const gguf::GgufFile& file);
+
+}  // namespace keel::model

@@ -1,0 +1,49 @@
+// Model::load: hyper-parameters, vocabulary size, weight views, and the options that size the
+// KV cache.
+#include "model/model.h"
+
+#include <string>
+
+namespace keel::model {
+namespace {
+
+constexpr int64_t kMaxContext = int64_t{1} << 24;
+constexpr int32_t kMaxSeqs = 1024;
+
+}  // namespace
+
+Status ModelOptions::validate() const {
+  if (n_ctx < 0 || n_ctx > kMaxContext) {
+    return Status::invalid_argument("model option n_ctx = " + std::to_string(n_ctx) +
+                                    " is out of range [0, " + std::to_string(kMaxContext) + "]");
+  }
+  if (max_seqs < 1 || max_seqs > kMaxSeqs) {
+    return Status::invalid_argument("model option max_seqs = " + std::to_string(max_seqs) +
+                                    " is out of range [1, " + std::to_string(kMaxSeqs) + "]");
+  }
+  return Status();
+}
+
+Result<std::unique_ptr<Model>> Model::load(gguf::GgufFile file, const ModelOptions& options) {
+  KEEL_TRY(options.validate());
+  std::unique_ptr<Model> m(new Model(std::move(file)));
+  KEEL_ASSIGN_OR_RETURN(m->hparams_, parse_hparams(m->file_));
+  KEEL_ASSIGN_OR_RETURN(m->hparams_.n_vocab, read_vocab_size(m->file_, m->hparams_));
+  KEEL_ASSIGN_OR_RETURN(m->weights_, load_weights(m->file_, m->hparams_));
+  if (!m->weights_.rope_freqs.empty()) {
+    m->hparams_.rope.freq_factors = m->weights_.rope_freqs.data();
+  }
+  m->n_ctx_ = options.n_ctx > 0 ? options.n_ctx : m->hparams_.n_ctx_train;
+  m->max_seqs_ = options.max_seqs;
+  return m;
+}
+
+Result<std::unique_ptr<Model>> Model::open(const std::string& path, const ModelOptions& options,
+                                           gguf::DataMode mode) {
+  gguf::ReadOptions read;
+  read.mode = mode;
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, read));
+  return load(std::move(file), options);
+}
+
+}  // namespace keel::model
