@@ -269,6 +269,12 @@ Status read_special_ids(const GgufFile& f, Vocab* v) {
   }
   KEEL_TRY(read_optional_bool(f, "add_bos_token", &v->add_bos));
   KEEL_TRY(read_optional_bool(f, "add_eos_token", &v->add_eos));
+  bool add_sep = false;
+  KEEL_TRY(read_optional_bool(f, "add_sep_token", &add_sep));
+  if (add_sep) {
+    KEEL_LOG_WARN("{}: {} is set, but keel does not append SEP tokens (encoder-only models)",
+                  f.path(), key_of("add_sep_token"));
+  }
   if (v->add_bos && v->special.bos == kNoToken) {
     return corrupt(f, key_of("add_bos_token") + " is true but there is no BOS token");
   }
