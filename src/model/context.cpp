@@ -60,13 +60,17 @@ Status Context::validate(const Batch& batch, const KvCache& cache) const {
       return Status::invalid_argument(token_prefix(i) + "sequence slot " + std::to_string(slot) +
                                       " is outside [0, " + std::to_string(cache.n_slots()) + ")");
     }
+    if (pos < 0) {
+      return Status::invalid_argument(token_prefix(i) + "position " + std::to_string(pos) +
+                                      " is negative");
+    }
     if (pos >= cache.n_ctx()) {
       return Status::out_of_range(token_prefix(i) + "position " + std::to_string(pos) +
                                   " is beyond the context size " + std::to_string(cache.n_ctx()));
     }
     int64_t& expected = next[sz(slot)];
     const bool first = expected < 0;
-    if (pos < 0 || (first && pos > cache.length(slot)) || (!first && pos != expected)) {
+    if ((first && pos > cache.length(slot)) || (!first && pos != expected)) {
       return Status::invalid_argument(
           token_prefix(i) + "position " + std::to_string(pos) + " in slot " + std::to_string(slot) +
           " leaves a gap or goes backwards (slot holds " + std::to_string(cache.length(slot)) +

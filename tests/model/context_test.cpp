@@ -229,7 +229,9 @@ TEST_F(ContextTest, MalformedBatchesAreRejectedPrecisely) {
   EXPECT_EQ(st.message(),
             "batch token 1: position 2 in slot 0 leaves a gap or goes backwards (slot holds 0 "
             "positions; expected 1)");
-  EXPECT_EQ(run(batch({-1})).code(), StatusCode::kInvalidArgument);
+  st = run(batch({-1}));
+  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(st.message(), "batch token 0: position -1 is negative");
   EXPECT_EQ(runner_->cache().length(0), 0);
 }
 
