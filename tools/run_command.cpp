@@ -14,6 +14,7 @@
 #include "model/model.h"
 #include "progress.h"
 #include "sampling/sampler.h"
+#include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::cli {
