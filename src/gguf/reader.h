@@ -34,7 +34,7 @@ inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian 
 inline constexpr uint64_t kDefaultAlignment = 32;
 inline constexpr int kMaxDims = 4;
 inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 30;  // largest general.alignment accepted
-inline constexpr int kMaxArrayDepth = 8;  // arrays nested deeper than this are rejected
+inline constexpr int kMaxArrayDepth = 8;  // most levels of arrays within arrays accepted
 
 struct TensorInfo {
   std::string name;
@@ -47,7 +47,8 @@ struct TensorInfo {
 
 enum class DataMode {
   kRead,  // copy tensor data into an aligned anonymous buffer (the default for weights)
-  kMmap,  // map the file read-only; tensor views point into the mapping
+  kMmap,  // map the file read-only; tensor views point into the mapping (the file must not
+          // shrink while mapped: reading a page past its new end raises SIGBUS)
   kNone,  // metadata and tensor infos only (vocab files, `keel info`)
 };
 
@@ -57,8 +58,8 @@ struct ReadOptions {
   // Called while tensor data is read (kRead only) with bytes done and bytes total.
   std::function<void(uint64_t done, uint64_t total)> progress;
   // Most metadata values (array elements included) accepted before open() fails with
-  // kOutOfRange; bounds parsing memory (~40 bytes per value) for hostile files. Real tokenizers
-  // hold ~1M values.
+  // kOutOfRange; bounds parsing memory (~40 bytes per value) for hostile files. A 256k-token
+  // vocabulary with merges holds about 1M values.
   uint64_t max_metadata_values = uint64_t{1} << 24;
 };
 

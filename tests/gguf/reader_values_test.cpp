@@ -184,9 +184,9 @@ TEST_P(AlignmentTest, TensorsAreLaidOutAtTheFileAlignment) {
   GgufWriter w;
   w.set("general.alignment", align);
   std::vector<std::vector<float>> data = {{1, 2, 3}, {4}, {5, 6, 7, 8, 9}};
+  const std::vector<std::string> names = {"t0", "t1", "t2"};
   for (size_t i = 0; i < data.size(); ++i) {
-    ASSERT_TRUE(w.add_tensor("t" + std::to_string(i), DType::kF32,
-                             {static_cast<int64_t>(data[i].size())},
+    ASSERT_TRUE(w.add_tensor(names[i], DType::kF32, {static_cast<int64_t>(data[i].size())},
                              std::as_bytes(std::span(data[i])))
                     .ok());
   }
@@ -198,7 +198,7 @@ TEST_P(AlignmentTest, TensorsAreLaidOutAtTheFileAlignment) {
     EXPECT_EQ(f->alignment(), align);
     EXPECT_EQ(f->data_offset() % align, 0u);
     for (size_t i = 0; i < data.size(); ++i) {
-      const TensorInfo* t = f->find_tensor("t" + std::to_string(i));
+      const TensorInfo* t = f->find_tensor(names[i]);
       ASSERT_NE(t, nullptr);
       EXPECT_EQ(t->offset % align, 0u);
       EXPECT_EQ(t->num_elements, static_cast<int64_t>(data[i].size()));
