@@ -11,10 +11,10 @@ namespace keel::cli {
 
 // Options every command that computes shares.
 struct ComputeOptions {
-  int threads = 0;          // 0 = all hardware threads
-  std::string isa;          // "" = best for this CPU; else scalar | avx2 | avx512
-  bool use_mmap = false;    // map weights instead of reading them into memory
-  bool verbose = false;     // timings and details on stderr
+  int threads = 0;        // 0 = all hardware threads
+  std::string isa;        // "" = best for this CPU; else scalar | avx2 | avx512
+  bool use_mmap = false;  // map weights instead of reading them into memory
+  bool verbose = false;   // timings and details on stderr
 };
 
 struct InfoOptions {
@@ -25,26 +25,26 @@ int run_info(const InfoOptions& opts);
 
 struct RunOptions {
   ComputeOptions compute;
-  std::string model_path;    // "" = the built-in default model (random weights)
+  std::string model_path;  // "" = the built-in default model (random weights)
   std::string prompt;
-  int32_t n_predict = 128;   // tokens to generate; -1 = until end of generation or context full
+  int32_t n_predict = 128;  // tokens to generate; -1 = until end of generation or context full
   float temperature = 0.8f;
   int32_t top_k = 40;
   float top_p = 0.95f;
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
   std::optional<uint64_t> seed;
-  int64_t ctx_size = 0;      // 0 = from the model
+  int64_t ctx_size = 0;  // 0 = from the model
   bool ignore_eos = false;
   bool echo_prompt = false;  // print the prompt before the continuation
 };
 int run_run(const RunOptions& opts);
 
 struct MakeModelOptions {
-  std::string arch = "llama";   // llama | qwen2 | qwen3
-  std::string shape = "tiny";   // tiny | tinyllama-1.1b | llama-3.2-1b | qwen2.5-0.5b
-  std::string type = "f32";     // f32 | f16 | bf16 | q8_0 | q4_0
-  std::string vocab = "byte";   // byte | PATH.gguf to copy the tokenizer from
+  std::string arch = "llama";  // llama | qwen2 | qwen3
+  std::string shape = "tiny";  // tiny | tinyllama-1.1b | llama-3.2-1b | qwen2.5-0.5b
+  std::string type = "f32";    // f32 | f16 | bf16 | q8_0 | q4_0
+  std::string vocab = "byte";  // byte | PATH.gguf to copy the tokenizer from
   uint64_t seed = 42;
   std::string output_path;
 };

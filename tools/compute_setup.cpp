@@ -1,8 +1,8 @@
 // setup_compute / report_error.
 #include "compute_setup.h"
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <thread>
 
 #include "core/cpu_features.h"
@@ -11,8 +11,8 @@ namespace keel::cli {
 
 Result<ComputeSetup> setup_compute(const ComputeOptions& opts) {
   const CpuFeatures cpu = detect_cpu_features();
-  Result<kernels::Isa> isa = opts.isa.empty() ? kernels::choose_isa_from_env(cpu)
-                                              : kernels::choose_isa(cpu, opts.isa);
+  Result<kernels::Isa> isa =
+      opts.isa.empty() ? kernels::choose_isa_from_env(cpu) : kernels::choose_isa(cpu, opts.isa);
   if (!isa) return isa.error();
   int threads = opts.threads;
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

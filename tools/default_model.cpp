@@ -11,12 +11,14 @@
 namespace keel::cli {
 namespace {
 
-constexpr const char* kDefaultFile = "default-tiny-f32-v1.gguf";
+constexpr const char* kDefaultFile = "default-tiny-f32-v2.gguf";
 
 std::string cache_dir() {
   if (const char* home = std::getenv("KEEL_HOME"); home && *home) return home;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) return std::string(xdg) + "/keel";
-  if (const char* home = std::getenv("HOME"); home && *home) return std::string(home) + "/.cache/keel";
+  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/keel";
+  if (const char* home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/keel";
   return "/tmp/keel";
 }
 
@@ -37,8 +39,9 @@ Result<std::string> ensure_default_model(ThreadPool& pool) {
       progress.update(done, total);
     }));
   }
-  KEEL_LOG_WARN("no model given: using the built-in default model {} — random weights, its text is noise",
-                path);
+  KEEL_LOG_WARN(
+      "no model given: using the built-in default model {} — random weights, its text is noise",
+      path);
   return path;
 }
 

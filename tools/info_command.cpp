@@ -57,8 +57,8 @@ int run_info(const InfoOptions& opts) {
     std::fprintf(stderr, "keel: %s\n", file.error().message().c_str());
     return 1;
   }
-  std::printf("file: %s (GGUF v%u, %s, alignment %llu)\n", opts.model_path.c_str(),
-              file->version(), human_bytes(file->file_size()).c_str(),
+  std::printf("file: %s (GGUF v%u, %s, alignment %llu)\n", opts.model_path.c_str(), file->version(),
+              human_bytes(file->file_size()).c_str(),
               static_cast<unsigned long long>(file->alignment()));
   auto arch = file->get_string("general.architecture");
   std::printf("architecture: %s\n", arch ? arch->c_str() : "(missing)");
@@ -89,7 +89,8 @@ int run_info(const InfoOptions& opts) {
   std::printf("\ntensors: %zu, %.3f M parameters\n", file->tensors().size(),
               static_cast<double>(params) / 1e6);
   for (const auto& [name, s] : by_type) {
-    std::printf("  %-6s %5zu tensors  %12s  %s\n", name.c_str(), s.count, human_bytes(s.bytes).c_str(),
+    std::printf("  %-6s %5zu tensors  %12s  %s\n", name.c_str(), s.count,
+                human_bytes(s.bytes).c_str(),
                 kernels::matmul_supports(*dtype_from_name(name)) ? "" : "(no matmul kernel)");
   }
   if (opts.list_tensors) {
@@ -98,14 +99,16 @@ int run_info(const InfoOptions& opts) {
       for (size_t i = 0; i < t.shape.size(); ++i) {
         shape += (i ? " x " : "") + std::to_string(t.shape[i]);
       }
-      std::printf("  %-40s %-6s [%s] %s\n", t.name.c_str(), std::string(dtype_name(t.dtype)).c_str(),
-                  shape.c_str(), human_bytes(t.num_bytes).c_str());
+      std::printf("  %-40s %-6s [%s] %s\n", t.name.c_str(),
+                  std::string(dtype_name(t.dtype)).c_str(), shape.c_str(),
+                  human_bytes(t.num_bytes).c_str());
     }
   }
 
   const CpuFeatures cpu = detect_cpu_features();
   std::printf("\ncpu: %s\n  features: %s\n  kernels: %s\n", cpu.model_name.c_str(),
-              cpu.to_string().c_str(), std::string(kernels::isa_name(kernels::best_isa(cpu))).c_str());
+              cpu.to_string().c_str(),
+              std::string(kernels::isa_name(kernels::best_isa(cpu))).c_str());
   return 0;
 }
 

@@ -25,10 +25,9 @@ int run_make_model(const MakeModelOptions& opts) {
   spec.seed = opts.seed;
   ThreadPool pool(0);
   ProgressReporter progress("writing " + opts.output_path, "");
-  Status s = model::write_random_model(spec, opts.output_path, pool,
-                                       [&progress](size_t done, size_t total) {
-                                         progress.update(done, total);
-                                       });
+  Status s = model::write_random_model(
+      spec, opts.output_path, pool,
+      [&progress](size_t done, size_t total) { progress.update(done, total); });
   progress.finish();
   if (!s.ok()) {
     std::fprintf(stderr, "keel: %s\n", s.message().c_str());

@@ -124,8 +124,8 @@ Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
   const double gen_s = seconds_since(t_gen);
   if (opts.compute.verbose) {
     std::fprintf(stderr, "load: %.3f s\n", load_s);
-    std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tokens/s)\n", prompt.size(),
-                 prompt_s, static_cast<double>(prompt.size()) / prompt_s);
+    std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tokens/s)\n", prompt.size(), prompt_s,
+                 static_cast<double>(prompt.size()) / prompt_s);
     std::fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tokens/s)\n", generated, gen_s,
                  generated > 0 ? generated / gen_s : 0.0);
     std::fprintf(stderr, "threads: %d, kernels: %s\n", pool.num_threads(),

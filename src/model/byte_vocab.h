@@ -10,8 +10,13 @@
 
 namespace keel::model {
 
+struct ByteVocabInfo {
+  int64_t n_vocab;      // tokens written
+  int64_t words_begin;  // [words_begin, words_end): the text pieces (characters and words);
+  int64_t words_end;    // before them specials and bytes, after them <unused_N> padding
+};
+
 // Writes tokenizer.ggml.* keys into `w`; pads with <unused_N> tokens up to `min_size` tokens.
-// Returns the vocabulary size.
-int64_t add_byte_vocab(gguf::GgufWriter& w, int64_t min_size);
+ByteVocabInfo add_byte_vocab(gguf::GgufWriter& w, int64_t min_size);
 
 }  // namespace keel::model

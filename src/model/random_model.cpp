@@ -67,6 +67,10 @@ struct TensorPlan {
   DType dtype;
   float mean;  // values are mean + std · N(0,1)
   float std;
+  // Rows outside [rows_begin, rows_end) are zero (when rows_end > 0): the output head of a
+  // generated vocabulary gives its byte, control and padding tokens logit 0, far below the words'.
+  int64_t rows_begin = 0;
+  int64_t rows_end = 0;
 };
 
 // Fills one tensor: rows generated in parallel, each from its own seeded stream.
@@ -83,7 +87,8 @@ Status fill_tensor(const TensorPlan& t, uint64_t seed, ThreadPool& pool, std::sp
     for (int64_t r = begin; r < end; ++r) {
       uint64_t s = base + static_cast<uint64_t>(r);
       NormalStream normal(splitmix64(s));
-      for (auto& v : row) v = t.mean + t.std * normal.next();
+      const bool zero = t.rows_end > 0 && (r < t.rows_begin || r >= t.rows_end);
+      for (auto& v : row) v = zero ? 0.0f : t.mean + t.std * normal.next();
       kernels::quantize_row(t.dtype, row.data(), out.data() + static_cast<size_t>(r) * row_bytes,
                             cols);
     }
@@ -95,8 +100,8 @@ std::vector<float> llama3_rope_factors(int64_t head_dim, float base) {
   constexpr double kFactor = 32.0, kLow = 1.0, kHigh = 4.0, kOrigCtx = 8192.0;
   std::vector<float> out;
   for (int64_t i = 0; i < head_dim / 2; ++i) {
-    const double freq = std::pow(static_cast<double>(base), -2.0 * static_cast<double>(i) /
-                                                                static_cast<double>(head_dim));
+    const double freq = std::pow(static_cast<double>(base),
+                                 -2.0 * static_cast<double>(i) / static_cast<double>(head_dim));
     const double wavelen = 2.0 * std::numbers::pi / freq;
     double f;
     if (wavelen < kOrigCtx / kHigh) {
@@ -126,16 +131,24 @@ Result<int64_t> copy_vocab(const std::string& from, gguf::GgufWriter& w) {
 
 int32_t file_type(DType t) {  // llama.cpp's general.file_type numbering
   switch (t) {
-    case DType::kF32: return 0;
-    case DType::kF16: return 1;
-    case DType::kQ4_0: return 2;
-    case DType::kQ8_0: return 7;
-    case DType::kBF16: return 32;
-    default: return 0;
+    case DType::kF32:
+      return 0;
+    case DType::kF16:
+      return 1;
+    case DType::kQ4_0:
+      return 2;
+    case DType::kQ8_0:
+      return 7;
+    case DType::kBF16:
+      return 32;
+    default:
+      return 0;
   }
 }
 
-std::vector<TensorPlan> plan_tensors(const RandomModelSpec& spec, int64_t n_vocab) {
+// `words` (generated vocabularies only) marks the token rows the output head should favour.
+std::vector<TensorPlan> plan_tensors(const RandomModelSpec& spec, int64_t n_vocab,
+                                     const std::optional<ByteVocabInfo>& words) {
   const ModelShape& s = spec.shape;
   const int64_t hd = s.n_embd / s.n_head;
   const DType wt = spec.weight_type;
@@ -166,6 +179,14 @@ std::vector<TensorPlan> plan_tensors(const RandomModelSpec& spec, int64_t n_voca
   }
   p.push_back({"output_norm.weight", {s.n_embd}, DType::kF32, 1.0f, 0.0f});
   if (!s.tied_output) p.push_back({"output.weight", {s.n_embd, n_vocab}, wt, 0.0f, proj});
+  if (words) {
+    // Logits with a spread of several units for words and exactly 0 for everything else, so
+    // sampled text stays words. (A tied head is the embedding, whose std 1 is spread enough.)
+    TensorPlan& head = s.tied_output ? p.front() : p.back();
+    if (!s.tied_output) head.std = 4.0f / std::sqrt(static_cast<float>(s.n_embd));
+    head.rows_begin = words->words_begin;
+    head.rows_end = words->words_end;
+  }
   return p;
 }
 
@@ -174,10 +195,10 @@ void set_hparams(const RandomModelSpec& spec, gguf::GgufWriter& w) {
   const std::string& a = spec.arch;
   const int64_t hd = s.n_embd / s.n_head;
   w.set("general.architecture", a);
-  w.set("general.name", spec.name.empty() ? "keel " + s.name + " " +
-                                                std::string(dtype_name(spec.weight_type)) +
-                                                " (random weights)"
-                                          : spec.name);
+  w.set("general.name", spec.name.empty()
+                            ? "keel " + s.name + " " + std::string(dtype_name(spec.weight_type)) +
+                                  " (random weights)"
+                            : spec.name);
   w.set("general.description",
         std::string("random weights written by keel make-model; its text is noise"));
   w.set("general.file_type", uint32_t(file_type(spec.weight_type)));
@@ -233,12 +254,14 @@ Status write_random_model(const RandomModelSpec& spec, const std::string& path, 
   gguf::GgufWriter w;
   set_hparams(spec, w);
   int64_t n_vocab = 0;
+  std::optional<ByteVocabInfo> words;
   if (spec.vocab_from.empty() || spec.vocab_from == "byte") {
-    n_vocab = add_byte_vocab(w, s.n_vocab);
+    words = add_byte_vocab(w, s.n_vocab);
+    n_vocab = words->n_vocab;
   } else {
     KEEL_ASSIGN_OR_RETURN(n_vocab, copy_vocab(spec.vocab_from, w));
   }
-  for (const TensorPlan& t : plan_tensors(spec, n_vocab)) {
+  for (const TensorPlan& t : plan_tensors(spec, n_vocab, words)) {
     KEEL_TRY(w.add_tensor(t.name, t.dtype, t.shape, [t, &spec, &pool](std::span<std::byte> out) {
       return fill_tensor(t, spec.seed, pool, out);
     }));

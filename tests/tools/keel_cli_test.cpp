@@ -1,0 +1,151 @@
+// End-to-end tests of the keel binary: run, info and make-model, and the one-line errors for bad
+// input (a GGUF cut in half, a flipped magic, a missing file, a prompt longer than the context).
+// Built with the sanitizers in the test preset, so a crash or sanitizer report fails the test.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "gguf/reader.h"
+#include "support/test_support.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::testing {
+namespace {
+
+const std::string kStories = "models/stories260K/stories260K.gguf";
+
+// Expects a clean failure: non-zero exit, exactly one stderr line naming `needle`, no sanitizer.
+void expect_one_line_error(const CliResult& r, const std::string& needle) {
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_LT(r.exit_code, 128) << "killed by a signal";
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("Sanitizer"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("runtime error"), std::string::npos) << r.err;
+}
+
+std::string write_copy(const std::string& src, const std::string& name, size_t keep_bytes,
+                       bool flip_magic) {
+  std::string bytes = read_file(src);
+  bytes.resize(std::min(bytes.size(), keep_bytes));
+  if (flip_magic) bytes[0] = static_cast<char>(bytes[0] ^ 0xff);
+  const std::string path = make_temp_dir("cli-corrupt") + "/" + name;
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return path;
+}
+
+TEST(KeelCliTest, GreedyStoriesMatchesLlamaCpp) {
+  KEEL_REQUIRE_SHARED();
+  const auto ref =
+      nlohmann::json::parse(read_file(shared_path("models/stories260K/reference/greedy.json")));
+  const auto& first = ref["results"][0];
+  ASSERT_EQ(first["prompt"], "Once upon a time");
+  // The reference text of the first 32 generated ids, decoded by keel's tokenizer.
+  auto file = gguf::GgufFile::open(shared_path(kStories), {.mode = gguf::DataMode::kNone});
+  ASSERT_TRUE(file.ok());
+  auto tok = tokenizer::Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tok.ok());
+  std::vector<int32_t> ids = first["gen_ids"].get<std::vector<int32_t>>();
+  ids.resize(32);
+  const std::string expected = tok->decode(ids, false);
+  ASSERT_EQ(first["gen_text"].get<std::string>().rfind(expected, 0), 0u);
+
+  CliResult r = run_keel({"run", "-m", shared_path(kStories), "-p", "Once upon a time", "-n", "32",
+                          "--temp", "0", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, expected + "\n");
+}
+
+TEST(KeelCliTest, SameSeedSameText) {
+  KEEL_REQUIRE_SHARED();
+  std::vector<std::string> args = {"run",
+                                   "-m",
+                                   shared_path(kStories),
+                                   "-p",
+                                   "The little dog",
+                                   "-n",
+                                   "24",
+                                   "--seed",
+                                   "7",
+                                   "--temp",
+                                   "1.0",
+                                   "-t",
+                                   "1"};
+  CliResult a = run_keel(args), b = run_keel(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  args[9] = "8";
+  CliResult c = run_keel(args);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST(KeelCliTest, CorruptModelsGiveOneLineErrors) {
+  KEEL_REQUIRE_SHARED();
+  const std::string src = shared_path(kStories);
+  const size_t size = std::filesystem::file_size(src);
+  const std::string half = write_copy(src, "half.gguf", size / 2, false);
+  const std::string flipped = write_copy(src, "flipped.gguf", size, true);
+  expect_one_line_error(run_keel({"run", "-m", half, "-p", "hi", "-n", "4"}), "truncated");
+  expect_one_line_error(run_keel({"run", "-m", flipped, "-p", "hi", "-n", "4"}), "bad magic");
+  expect_one_line_error(run_keel({"info", half}), "truncated");
+  expect_one_line_error(run_keel({"run", "-m", "/nonexistent/model.gguf", "-p", "hi"}),
+                        "/nonexistent/model.gguf");
+}
+
+TEST(KeelCliTest, PromptLongerThanContextIsAnError) {
+  KEEL_REQUIRE_SHARED();
+  std::string prompt;
+  for (int i = 0; i < 40; ++i) prompt += "Once upon a time ";
+  expect_one_line_error(
+      run_keel({"run", "-m", shared_path(kStories), "-p", prompt, "-c", "32", "-n", "4"}),
+      "context");
+}
+
+TEST(KeelCliTest, MakeModelInfoAndRun) {
+  const std::string dir = make_temp_dir("cli-make");
+  const std::string path = dir + "/tiny-q8.gguf";
+  CliResult mk = run_keel({"make-model", "--arch", "qwen2", "--shape", "tiny", "--type", "q8_0",
+                           "--seed", "3", "-o", path});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  CliResult info = run_keel({"info", path});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  EXPECT_NE(info.out.find("architecture: qwen2"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("Q8_0"), std::string::npos);
+  EXPECT_NE(info.out.find("(random weights)"), std::string::npos);
+  EXPECT_NE(info.out.find("kernels:"), std::string::npos);
+  CliResult run =
+      run_keel({"run", "-m", path, "-p", "Once upon a time", "-n", "8", "-t", "1", "--ignore-eos"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_GT(run.out.size(), 1u);
+  // Same seed, same bytes.
+  const std::string again = dir + "/again.gguf";
+  ASSERT_EQ(run_keel({"make-model", "--arch", "qwen2", "--shape", "tiny", "--type", "q8_0",
+                      "--seed", "3", "-o", again})
+                .exit_code,
+            0);
+  EXPECT_EQ(read_file(path), read_file(again));
+}
+
+TEST(KeelCliTest, DefaultModelIsCreatedAndLabelled) {
+  const std::string home = make_temp_dir("cli-home");
+  CliResult r = run_keel({"run", "-p", "Hello", "-n", "8", "-t", "1"}, {"KEEL_HOME=" + home});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(r.out.size(), 1u);
+  EXPECT_NE(r.err.find("random weights"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::is_empty(home));
+}
+
+TEST(KeelCliTest, UsageErrorsAreReported) {
+  CliResult r = run_keel({"run"});  // no prompt
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("prompt"), std::string::npos) << r.err;
+  CliResult isa = run_keel({"run", "-p", "x", "--isa", "sse9"});
+  EXPECT_NE(isa.exit_code, 0);
+}
+
+}  // namespace
+}  // namespace keel::testing
