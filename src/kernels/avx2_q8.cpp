@@ -80,13 +80,27 @@ inline __m256 load_row_scales(const std::byte* const* rows, int64_t b) {
       _mm_set_epi64x(static_cast<int64_t>(packed[1]), static_cast<int64_t>(packed[0])));
 }
 
+// Streams the next tile's rows (contiguous in memory) into the cache, the b-th of nb slices per
+// block step. Without it the 8 interleaved row streams defeat the hardware prefetchers and
+// decode runs at about half the memory bandwidth.
+inline void prefetch_next_tile(const std::byte* next, int64_t tile_bytes, int64_t b, int64_t nb) {
+  const char* p = reinterpret_cast<const char*>(next);
+  for (int64_t off = tile_bytes * b / nb; off < tile_bytes * (b + 1) / nb; off += 64) {
+    _mm_prefetch(p + off, _MM_HINT_T0);
+  }
+}
+
 template <class F, int kT>
 void tile(const MatmulTask& task, const std::byte* const* rows, int64_t t0, float* y, int valid) {
   const int64_t cols = task.w.cols, nb = cols / kQK;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[kT];
   for (int t = 0; t < kT; ++t) acc[t] = _mm256_setzero_ps();
+  // The first token group of a tile pulls in the next tile (rows are contiguous in memory).
+  const std::byte* next = t0 == 0 ? rows[0] + kRows * task.w.row_bytes : nullptr;
+  const int64_t tile_bytes = kRows * static_cast<int64_t>(task.w.row_bytes);
   for (int64_t b = 0; b < nb; ++b) {
+    if (next != nullptr) prefetch_next_tile(next, tile_bytes, b, nb);
     __m256i w[kRows], wp[kRows];
     for (int i = 0; i < kRows; ++i) {
       w[i] = F::load(rows[i] + b * F::kBytes);

@@ -117,4 +117,31 @@ void axpy(float a, const float* x, int64_t n, float* y) {
   }
 }
 
+// F16C conversion rounds to nearest-even like fp32_to_fp16 (NaN payloads may differ).
+void round_f16(const float* x, int64_t n, uint16_t* bits, float* rounded) {
+  int64_t i = 0;
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m256i h = _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm256_mask_storeu_epi16(bits + i, m, h);
+    _mm512_mask_storeu_ps(rounded + i, m, _mm512_cvtph_ps(h));
+  }
+}
+
+// (u + 0x7fff + ((u >> 16) & 1)) >> 16, NaNs made quiet: fp32_to_bf16 in integer lanes.
+void round_bf16(const float* x, int64_t n, uint16_t* bits, float* rounded) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
+    const __m512i u = _mm512_maskz_loadu_epi32(m, x + i);
+    const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(
+        _mm512_add_epi32(u, _mm512_add_epi32(odd, _mm512_set1_epi32(0x7fff))), 16);
+    const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(u, abs_mask), inf);
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(64));
+    _mm256_mask_storeu_epi16(bits + i, m, _mm512_cvtepi32_epi16(r));
+    _mm512_mask_storeu_ps(rounded + i, m, _mm512_castsi512_ps(_mm512_slli_epi32(r, 16)));
+  }
+}
+
 }  // namespace keel::kernels::avx512

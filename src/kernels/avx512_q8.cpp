@@ -104,6 +104,16 @@ inline __m512 load_row_scales(const std::byte* const* rows, int64_t b) {
 }
 
 // One tile: 16 rows (pointers, some repeated past the end) × kT tokens starting at t0.
+// Streams the next tile's rows (contiguous in memory) into the cache, the b-th of nb slices per
+// block step. Without it the 16 interleaved row streams defeat the hardware prefetchers and
+// decode runs at about half the memory bandwidth.
+inline void prefetch_next_tile(const std::byte* next, int64_t tile_bytes, int64_t b, int64_t nb) {
+  const char* p = reinterpret_cast<const char*>(next);
+  for (int64_t off = tile_bytes * b / nb; off < tile_bytes * (b + 1) / nb; off += 64) {
+    _mm_prefetch(p + off, _MM_HINT_T0);
+  }
+}
+
 template <class F, int kT>
 void tile(const MatmulTask& task, const std::byte* const* rows, int64_t t0, float* y,
           __mmask16 store_mask) {
@@ -118,7 +128,11 @@ void tile(const MatmulTask& task, const std::byte* const* rows, int64_t t0, floa
     as[t] = task.q8.sum + (t0 + t) * nb;
     acc[t] = _mm512_setzero_ps();
   }
+  // The first token group of a tile pulls in the next tile (rows are contiguous in memory).
+  const std::byte* next = t0 == 0 ? rows[0] + kRows * task.w.row_bytes : nullptr;
+  const int64_t tile_bytes = kRows * static_cast<int64_t>(task.w.row_bytes);
   for (int64_t b = 0; b < nb; ++b) {
+    if (next != nullptr) prefetch_next_tile(next, tile_bytes, b, nb);
     __m512i w[8];
     for (int i = 0; i < 8; ++i) {
       w[i] = F::load_pair(rows[lo_row(i)] + b * F::kBytes, rows[lo_row(i) + 4] + b * F::kBytes);

@@ -50,6 +50,9 @@ using MatmulFn = void (*)(const MatmulTask& task, int64_t row_begin, int64_t row
 using QuantizeQ8Fn = void (*)(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum);
 // Quantizes n floats (a multiple of 256) to Q8_K-style activations: qs[n], d[n/256], bsums[n/16].
 using QuantizeQ8KFn = void (*)(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
+// Rounds n floats to f16 or bf16 (nearest-even; bit-exact with fp32_to_fp16 / fp32_to_bf16 for
+// every non-NaN input): bits[i] = the 16-bit value, rounded[i] = it widened back to f32.
+using RoundHalfFn = void (*)(const float* x, int64_t n, uint16_t* bits, float* rounded);
 
 struct KernelTable {
   const char* name;  // "scalar", "avx2", "avx512", "avx512-bf16"
@@ -68,6 +71,8 @@ struct KernelTable {
 
   QuantizeQ8Fn quantize_q8_0;
   QuantizeQ8KFn quantize_q8_k;
+  RoundHalfFn round_f16;
+  RoundHalfFn round_bf16;
 
   // out = x / rms(x) * weight over one row of `dim` (out may alias x).
   void (*rms_norm)(const float* x, const float* weight, int64_t dim, float eps, float* out);

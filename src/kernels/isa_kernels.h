@@ -12,6 +12,8 @@
 namespace keel::kernels {
 
 namespace scalar {
+void round_f16(const float* x, int64_t n, uint16_t* bits, float* rounded);
+void round_bf16(const float* x, int64_t n, uint16_t* bits, float* rounded);
 void matmul_f32(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_f16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
@@ -30,6 +32,8 @@ void axpy(float a, const float* x, int64_t n, float* y);
 }  // namespace scalar
 
 namespace avx2 {
+void round_f16(const float* x, int64_t n, uint16_t* bits, float* rounded);
+void round_bf16(const float* x, int64_t n, uint16_t* bits, float* rounded);
 void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
 void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
@@ -48,6 +52,8 @@ void axpy(float a, const float* x, int64_t n, float* y);
 }  // namespace avx2
 
 namespace avx512 {
+void round_f16(const float* x, int64_t n, uint16_t* bits, float* rounded);
+void round_bf16(const float* x, int64_t n, uint16_t* bits, float* rounded);
 void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsums);
 void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);

@@ -101,7 +101,8 @@ class Ops {
   // out[t] = x[t] / rms(x[t]) * weight   (rows of `dim`; out may alias x)
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t dim, float eps,
                 float* out);
-  // Rotates, in place, the first n_rot dims of each of n_heads heads of each token.
+  // Rotates, in place, the first n_rot dims of each of n_heads heads of each token. Uses neither
+  // the pool nor the scratch: may run concurrently on one Ops (e.g. inside pool jobs).
   // x: [n_tokens][row_stride] with head h at x[t*row_stride + h*head_dim]; positions: [n_tokens]
   void rope(const RopeParams& p, const int32_t* positions, int64_t n_tokens, int64_t n_heads,
             int64_t head_dim, int64_t row_stride, float* x);
@@ -110,7 +111,8 @@ class Ops {
   // y[i] += x[i]
   void add(const float* x, int64_t n, float* y);
 
-  // Causal attention of one query token over n_kv cached positions of its sequence.
+  // Causal attention of one query token over n_kv cached positions of its sequence. Uses neither
+  // the pool nor the scratch: may run concurrently on one Ops (e.g. one pool job per token).
   // q: [n_heads][head_dim]; k, v: n_kv rows of [n_kv_heads][head_dim] floats, `kv_stride` floats
   // apart; out: [n_heads][head_dim]. Query head h uses KV head h / (n_heads / n_kv_heads).
   void attention(const float* q, const float* k, const float* v, int64_t n_kv, int64_t kv_stride,

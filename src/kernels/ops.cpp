@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "core/check.h"
-#include "core/fp16.h"
 #include "kernels/dispatch.h"
 #include "kernels/kernels.h"
 
@@ -77,15 +76,10 @@ void Ops::matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y) {
   switch (w.dtype) {
     case DType::kF16:
     case DType::kBF16: {
-      const bool f16 = w.dtype == DType::kF16;
+      const RoundHalfFn round = w.dtype == DType::kF16 ? table_->round_f16 : table_->round_bf16;
       float* xr = grow(s.x, n);
       uint16_t* x16 = grow(s.x16, n);
-      per_token([&](int64_t t) {
-        for (int64_t i = t * cols; i < (t + 1) * cols; ++i) {
-          x16[i] = f16 ? fp32_to_fp16(x[i]) : fp32_to_bf16(x[i]);
-          xr[i] = f16 ? fp16_to_fp32(x16[i]) : bf16_to_fp32(x16[i]);
-        }
-      });
+      per_token([&](int64_t t) { round(x + t * cols, cols, x16 + t * cols, xr + t * cols); });
       task.x = xr;
       task.x16 = x16;
       break;

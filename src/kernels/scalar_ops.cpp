@@ -1,4 +1,5 @@
-// Scalar reference kernels for everything but matmul: the Q8_0 activation quantizer, RMSNorm,
+// Scalar reference kernels for everything but matmul: the Q8_0 activation quantizer, f16/bf16
+// rounding of activations, RMSNorm,
 // SiLU·mul, add, and the dot / axpy loops of attention.
 //
 // Pure functions; thread-safe.
@@ -25,6 +26,20 @@ void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum
       s += qs[j];
     }
     sum[b] = s;
+  }
+}
+
+void round_f16(const float* x, int64_t n, uint16_t* bits, float* rounded) {
+  for (int64_t i = 0; i < n; ++i) {
+    bits[i] = fp32_to_fp16(x[i]);
+    rounded[i] = fp16_to_fp32(bits[i]);
+  }
+}
+
+void round_bf16(const float* x, int64_t n, uint16_t* bits, float* rounded) {
+  for (int64_t i = 0; i < n; ++i) {
+    bits[i] = fp32_to_bf16(x[i]);
+    rounded[i] = bf16_to_fp32(bits[i]);
   }
 }
 

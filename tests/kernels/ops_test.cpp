@@ -117,6 +117,29 @@ TEST_F(OpsTest, AttentionMatchesScalar) {
   }
 }
 
+// attention() may be called from pool jobs concurrently (the model parallelises over tokens).
+TEST_F(OpsTest, AttentionRunsConcurrentlyFromPoolJobs) {
+  const int64_t n_tokens = 6, n_heads = 4, n_kv_heads = 2, head_dim = 32, n_kv = 20;
+  const int64_t stride = n_kv_heads * head_dim;
+  const auto q = testing::random_floats(rng_, n_tokens * n_heads * head_dim, 1.0f);
+  const auto k = testing::random_floats(rng_, n_kv * stride, 1.0f);
+  const auto v = testing::random_floats(rng_, n_kv * stride, 1.0f);
+  ThreadPool pool(3);
+  Ops ops(best_isa(cpu_), &pool, cpu_);
+  std::vector<float> serial(q.size()), parallel(q.size());
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    ops.attention(&q[t * n_heads * head_dim], k.data(), v.data(), t + 1, stride, n_heads,
+                  n_kv_heads, head_dim, 0.125f, &serial[t * n_heads * head_dim]);
+  }
+  pool.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      ops.attention(&q[t * n_heads * head_dim], k.data(), v.data(), t + 1, stride, n_heads,
+                    n_kv_heads, head_dim, 0.125f, &parallel[t * n_heads * head_dim]);
+    }
+  });
+  EXPECT_EQ(serial, parallel);
+}
+
 TEST_F(OpsTest, DotAndAxpyMatchScalar) {
   for (const KernelTable* t : testing::runnable_tables(cpu_)) {
     for (int64_t n : {1, 7, 8, 31, 33, 128, 1000}) {

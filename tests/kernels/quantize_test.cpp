@@ -178,6 +178,51 @@ TEST(QuantizeTest, ActivationQuantizersAreBitIdenticalAcrossTables) {
   EXPECT_EQ(qk_ref[1040], 127);
 }
 
+// Activation rounding for F16 / BF16 weights: every table bit-identical to fp32_to_fp16 /
+// fp32_to_bf16, including subnormals, overflow to inf, ties, signed zeros; NaN stays NaN.
+TEST(QuantizeTest, HalfRoundingIsBitIdenticalAcrossTables) {
+  std::mt19937 rng(21);
+  std::vector<float> x = testing::random_floats(rng, 1000, 3.0f);
+  const float edge[] = {0.0f,
+                        -0.0f,
+                        1e-6f,
+                        -3e-7f,
+                        1e-40f,
+                        65504.0f,
+                        65519.0f,
+                        65520.0f,
+                        -70000.0f,
+                        1e30f,
+                        INFINITY,
+                        -INFINITY,
+                        1.0f + std::ldexp(1.0f, -11),
+                        1.0f + 3 * std::ldexp(1.0f, -11),
+                        1.0f + std::ldexp(1.0f, -8),
+                        3.0e38f,
+                        std::ldexp(1.0f, -130)};
+  std::copy(std::begin(edge), std::end(edge), x.begin());
+  x[100] = NAN;
+  const int64_t n = static_cast<int64_t>(x.size()) - 3;  // odd length: exercises the tails
+  for (bool bf16 : {false, true}) {
+    std::vector<uint16_t> want(n);
+    for (int64_t i = 0; i < n; ++i) want[i] = bf16 ? fp32_to_bf16(x[i]) : fp32_to_fp16(x[i]);
+    for (const KernelTable* t : testing::runnable_tables(detect_cpu_features())) {
+      std::vector<uint16_t> bits(n);
+      std::vector<float> rounded(n);
+      (bf16 ? t->round_bf16 : t->round_f16)(x.data(), n, bits.data(), rounded.data());
+      for (int64_t i = 0; i < n; ++i) {
+        const float back = bf16 ? bf16_to_fp32(want[i]) : fp16_to_fp32(want[i]);
+        if (std::isnan(x[i])) {
+          EXPECT_TRUE(std::isnan(rounded[i])) << t->name;
+          continue;
+        }
+        ASSERT_EQ(bits[i], want[i]) << t->name << (bf16 ? " bf16 " : " f16 ") << "x=" << x[i];
+        ASSERT_EQ(std::memcmp(&rounded[i], &back, 4), 0) << t->name << " x=" << x[i];
+      }
+    }
+  }
+}
+
 TEST(QuantizeTest, Q8KMatchesGgmlDefinition) {
   // max is the signed value of largest magnitude: here −4 (first), so d = 1/(−127/−4) > 0.
   std::vector<float> x(256, 1.0f);
