@@ -20,6 +20,10 @@ const std::vector<int32_t> kTokens = {1, 17, 5, 39, 22, 8, 30};
 struct Case {
   const char* name;
   TinySpec spec;
+  // Max |Δlogit| against the double-precision reference. F32 weights: float rounding only.
+  // F16/BF16 weights: matmul rounds the activations to the weight's type first (as llama.cpp
+  // does), a relative error of 2^-11 (f16) or 2^-8 (bf16) per element on logits of a few units.
+  double tolerance = 1e-4;
 };
 void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
@@ -48,12 +52,13 @@ std::vector<Case> reference_cases() {
          s.arch = "qwen3";
          s.head_dim = 16;
        })},
-      {"llama_f16", spec_with([](TinySpec& s) { s.matrix_dtype = DType::kF16; })},
+      {"llama_f16", spec_with([](TinySpec& s) { s.matrix_dtype = DType::kF16; }), 5e-3},
       {"qwen2_bf16", spec_with([](TinySpec& s) {
          s.arch = "qwen2";
          s.matrix_dtype = DType::kBF16;
          s.norm_dtype = DType::kBF16;
-       })},
+       }),
+       4e-2},
   };
 }
 
@@ -71,7 +76,7 @@ TEST_P(ForwardReferenceTest, AllPositionsMatchDoublePrecisionReference) {
     worst = std::max(worst, max_abs_diff(got.data() + t * 40, ref[t].data(), 40));
     for (float v : ref[t]) spread = std::max(spread, std::fabs(double{v}));
   }
-  EXPECT_LE(worst, 1e-4) << GetParam().name;
+  EXPECT_LE(worst, GetParam().tolerance) << GetParam().name;
   EXPECT_GT(spread, 0.5) << "logits too small for the comparison to mean anything";
   // Token by token into another slot gives the same logits.
   const std::vector<float> step = r.feed(kTokens, 1, 0, /*one_by_one=*/true);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 #include "model/batch.h"
@@ -36,13 +37,20 @@ inline double max_abs_diff(const std::vector<float>& a, const std::vector<float>
   return max_abs_diff(a.data(), b.data(), std::min(a.size(), b.size()));
 }
 
+inline kernels::Isa test_isa() {
+  auto isa = kernels::choose_isa_from_env(detect_cpu_features());
+  KEEL_CHECK_MSG(isa.ok(), "KEEL_ISA names a kernel table this CPU cannot run");
+  return *isa;
+}
+
 class Runner {
  public:
   // Loads `path`; check ok() before use. One thread by default: the 2 shared CPUs of CI make
-  // pool hand-offs slow; tests that want the pool exercised pass 2.
+  // pool hand-offs slow; tests that want the pool exercised pass 2. Kernels: the best table for
+  // this CPU, or the one KEEL_ISA names (the test command runs the suite under each).
   explicit Runner(const std::string& path, ModelOptions options = {}, int threads = 1,
                   int64_t max_batch = 64)
-      : pool_(threads), ops_(kernels::Isa::kScalar, &pool_) {
+      : pool_(threads), ops_(test_isa(), &pool_) {
     auto m = Model::open(path, options);
     if (!m.ok()) {
       status_ = m.error();
