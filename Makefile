@@ -10,7 +10,7 @@ deps:
 
 release: deps
 	@cmake --preset release >/dev/null
-	@cmake --build --preset release
+	@cmake --build --preset release --target keel
 
 asan: deps
 	@cmake --preset debug-asan >/dev/null
