@@ -1,0 +1,70 @@
+// The messages between the server (or any front end) and the engine: a GenerationRequest in, a
+// stream of TokenEvents out through an OutputSink, EngineStats for /metrics. Plain data; the
+// server depends on the engine through these types and the EngineClient interface only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sampling/logprobs.h"
+#include "sampling/sampling_params.h"
+
+namespace keel::engine {
+
+// The engine's handle for a submitted request (unique for the engine's lifetime).
+using RequestKey = int64_t;
+
+enum class FinishReason {
+  kStop,    // end-of-generation token, a stop token id, or a stop string (matched by the server)
+  kLength,  // max_tokens reached, or the context is full
+  kAbort,   // cancelled (client disconnect, server drain)
+  kError,   // the engine failed to run the request; TokenEvent::error says why
+};
+std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
+
+struct GenerationRequest {
+  std::string request_id;               // for logs and metrics
+  std::vector<int32_t> prompt_tokens;   // already tokenized (never on the engine thread); non-empty
+  sampling::SamplingParams sampling;    // includes seed and logprobs (top-N alternatives, 0..20)
+  int32_t max_tokens = 16;              // ≥ 1
+  bool ignore_eos = false;              // keep going past end-of-generation tokens
+  std::vector<int32_t> stop_token_ids;  // finish with kStop on these, besides the model's EOG ids
+  std::string cache_salt;        // prefix-cache isolation: blocks are shared only within a salt
+  bool return_logprobs = false;  // fill TokenEvent::logprobs
+};
+
+struct TokenEvent {
+  std::vector<int32_t> tokens;               // new tokens since the previous event (usually 1)
+  std::vector<sampling::Logprobs> logprobs;  // parallel to `tokens` when return_logprobs
+  std::optional<FinishReason> finish;        // set on the request's last event only
+  std::string error;                         // when finish == kError
+  int32_t num_prompt_tokens = 0;             // usage: prompt length
+  int32_t num_cached_tokens = 0;             // usage: prompt tokens served by the prefix cache
+};
+
+// Receives one request's events, in order. Called on the engine thread, so it must not block
+// (post to an io_context, push to a queue). Exactly one event carries `finish`; none follows it.
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual void on_event(TokenEvent event) = 0;
+};
+
+// A snapshot of the engine's state and counters (for /metrics and /health).
+struct EngineStats {
+  int32_t num_running = 0;
+  int32_t num_waiting = 0;
+  float kv_usage = 0.0f;  // fraction of KV blocks in use, 0..1
+  int64_t kv_capacity_tokens = 0;
+  int64_t prefix_queries_tokens = 0;  // prompt tokens looked up in the prefix cache
+  int64_t prefix_hits_tokens = 0;     // of which found
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+  int64_t num_preemptions_total = 0;
+  int64_t steps_total = 0;
+};
+
+}  // namespace keel::engine
