@@ -28,17 +28,16 @@ std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "abor
 struct GenerationRequest {
   std::string request_id;               // for logs and metrics
   std::vector<int32_t> prompt_tokens;   // already tokenized (never on the engine thread); non-empty
-  sampling::SamplingParams sampling;    // includes seed and logprobs (top-N alternatives, 0..20)
+  sampling::SamplingParams sampling;    // includes seed; sampling.logprobs set → TokenEvent logprobs
   int32_t max_tokens = 16;              // ≥ 1
   bool ignore_eos = false;              // keep going past end-of-generation tokens
   std::vector<int32_t> stop_token_ids;  // finish with kStop on these, besides the model's EOG ids
   std::string cache_salt;        // prefix-cache isolation: blocks are shared only within a salt
-  bool return_logprobs = false;  // fill TokenEvent::logprobs
 };
 
 struct TokenEvent {
   std::vector<int32_t> tokens;               // new tokens since the previous event (usually 1)
-  std::vector<sampling::Logprobs> logprobs;  // parallel to `tokens` when return_logprobs
+  std::vector<sampling::Logprobs> logprobs;  // parallel to `tokens` when sampling.logprobs is set
   std::optional<FinishReason> finish;        // set on the request's last event only
   std::string error;                         // when finish == kError
   int32_t num_prompt_tokens = 0;             // usage: prompt length
