@@ -45,6 +45,43 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--echo", run.echo_prompt, "Print the prompt before the continuation");
   add_compute_options(run_cmd, &run.compute);
 
+  keel::cli::ServeOptions serve;
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a model over the OpenAI HTTP API");
+  serve_cmd->add_option("-m,--model", serve.model_path,
+                        "GGUF model file (default: the built-in random-weight model)");
+  serve_cmd->add_option("--host", serve.host, "Address to listen on");
+  serve_cmd->add_option("--port", serve.port, "Port (0 = pick a free one)")
+      ->check(CLI::Range(0, 65535));
+  serve_cmd->add_option("--served-model-name", serve.served_model_name,
+                        "Model id in the API (default: the file's stem)");
+  serve_cmd->add_option("--api-key", serve.api_key, "Require 'Authorization: Bearer KEY'");
+  serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes, "Largest request body")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
+  serve_cmd->add_option("-c,--ctx-size", serve.ctx_size, "Max model length (0 = the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  serve_cmd->add_option("--max-num-seqs", serve.max_num_seqs, "Sequences decoded together")
+      ->check(CLI::Range(1, 4096));
+  serve_cmd->add_option("--max-batched-tokens", serve.max_batched_tokens,
+                        "Token budget per step (chunked prefill)")
+      ->check(CLI::Range(1, 1 << 20));
+  serve_cmd->add_option("--max-waiting", serve.max_waiting, "Waiting requests before 429")
+      ->check(CLI::Range(0, 1 << 20));
+  serve_cmd->add_option("--block-size", serve.block_size, "Tokens per KV block")
+      ->check(CLI::Range(1, 1024));
+  serve_cmd->add_option("--kv-cache-bytes", serve.kv_cache_bytes,
+                        "KV cache size (0 = room for max-num-seqs full contexts, capped)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  serve_cmd->add_option("--kv-type", serve.kv_type, "KV cache element type")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  serve_cmd->add_flag("--no-prefix-cache", serve.no_prefix_cache, "Disable prefix caching");
+  serve_cmd->add_flag("--no-schedule-ahead", serve.no_schedule_ahead,
+                      "Plan each step only after the previous one finished");
+  serve_cmd->add_option("--drain-timeout", serve.drain_timeout_s,
+                        "Seconds to finish in-flight requests on SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0));
+  serve_cmd->add_option("--io-threads", serve.io_threads, "HTTP threads")->check(CLI::Range(1, 64));
+  add_compute_options(serve_cmd, &serve.compute);
+
   keel::cli::InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Describe a GGUF model and this CPU");
   info_cmd->add_option("model", info.model_path, "GGUF model file")->required();
@@ -69,6 +106,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   if (run_cmd->parsed()) return keel::cli::run_run(run);
+  if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
   return 2;

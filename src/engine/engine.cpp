@@ -1,0 +1,370 @@
+// Engine: admission, the engine-thread step cycle with schedule-ahead, finish rules, events and
+// metrics. See engine.h for the cycle.
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/log.h"
+
+namespace keel::engine {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+double seconds_between(int64_t from_ns, int64_t to_ns) {
+  return static_cast<double>(to_ns - from_ns) * 1e-9;
+}
+
+// The model's identity for prefix-cache keys: architecture, shapes and types of every tensor.
+kv::BlockHash model_identity(const model::Model& model) {
+  std::string id = "keel-model-v1|" + std::string(model::arch_name(model.hparams().arch));
+  for (const auto& t : model.file().tensors()) {
+    id += "|" + t.name + ":" + std::to_string(static_cast<int>(t.dtype)) + ":" +
+          std::to_string(t.offset) + ":" + std::to_string(t.num_bytes);
+  }
+  id += "|" + std::to_string(model.file().file_size());
+  return kv::hash_bytes(std::as_bytes(std::span<const char>(id.data(), id.size())));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config) {
+  KEEL_TRY(config.validate());
+  const int64_t max_len = config.scheduler.max_model_len > 0
+                              ? std::min<int64_t>(config.scheduler.max_model_len, model.n_ctx())
+                              : model.n_ctx();
+  config.scheduler.max_model_len = static_cast<int32_t>(max_len);
+  const model::KvLayout layout =
+      model::KvLayout::for_model(model.hparams(), config.block_size, config.kv_dtype);
+  int64_t bytes = config.kv_cache_bytes;
+  if (bytes == 0) {
+    const int64_t blocks_per_seq = (max_len + config.block_size - 1) / config.block_size;
+    bytes = std::min<int64_t>(EngineConfig::kDefaultKvCacheCapBytes,
+                              blocks_per_seq * config.scheduler.max_num_seqs *
+                                  static_cast<int64_t>(layout.block_bytes()));
+  }
+  const int32_t num_blocks =
+      model::KvStorage::blocks_for_bytes(layout, static_cast<size_t>(bytes));
+  if (num_blocks < 2) {
+    return Status::invalid_argument("--kv-cache-bytes " + std::to_string(bytes) +
+                                    " holds fewer than 2 KV blocks of " +
+                                    std::to_string(layout.block_bytes()) + " bytes");
+  }
+  KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
+  return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage), num_blocks));
+}
+
+Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
+               int32_t num_blocks)
+    : model_(model),
+      config_(std::move(config)),
+      max_model_len_(config_.scheduler.max_model_len),
+      num_blocks_(num_blocks),
+      model_key_(model_identity(model)),
+      storage_(std::move(storage)),
+      kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache}),
+      scheduler_(config_.scheduler, &kv_) {
+  executor_ = std::make_unique<StepExecutor>(model_, &storage_, config_.isa, config_.threads,
+                                             config_.scheduler.max_batched_tokens);
+  counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
+  publish_stats();
+  thread_ = std::thread([this] { run(); });
+}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(mu_);
+    stop_.store(true);
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<OutputSink> sink) {
+  if (draining_.load() || stop_.load()) {
+    return Status::unavailable("the server is shutting down");
+  }
+  if (request.prompt_tokens.empty()) return Status::invalid_argument("the prompt is empty");
+  const int64_t n_vocab = model_.hparams().n_vocab;
+  for (int32_t t : request.prompt_tokens) {
+    if (t < 0 || t >= n_vocab) {
+      return Status::invalid_argument("token id " + std::to_string(t) +
+                                      " is outside the vocabulary [0, " +
+                                      std::to_string(n_vocab) + ")");
+    }
+  }
+  if (request.max_tokens < 1) return Status::invalid_argument("max_tokens must be at least 1");
+  const int64_t total = static_cast<int64_t>(request.prompt_tokens.size()) + request.max_tokens;
+  if (total > max_model_len_) {
+    return Status::out_of_range(
+        "this model's maximum context length is " + std::to_string(max_model_len_) +
+        " tokens, but the request needs " + std::to_string(request.prompt_tokens.size()) +
+        " prompt tokens + " + std::to_string(request.max_tokens) + " completion tokens");
+  }
+  KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
+  if (num_waiting_.load() >= config_.scheduler.max_waiting) {
+    return Status::resource_exhausted("too many requests are waiting (" +
+                                      std::to_string(config_.scheduler.max_waiting) +
+                                      "); retry later");
+  }
+  const RequestKey key = next_key_.fetch_add(1);
+  num_waiting_.fetch_add(1);
+  num_active_.fetch_add(1);
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(Submit{key, std::move(request), std::move(sink), now_ns()});
+  }
+  wake_.notify_all();
+  return key;
+}
+
+void Engine::abort(RequestKey key) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(Abort{key});
+  }
+  wake_.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void Engine::drain(std::chrono::milliseconds timeout) {
+  draining_.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (num_active_.load() > 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  if (num_active_.load() == 0) return;
+  KEEL_LOG_WARN("drain timeout: cancelling {} in-flight requests", num_active_.load());
+  {
+    std::lock_guard lock(mu_);
+    // Key -1: abort everything the engine thread knows of (each gets FinishReason::kAbort).
+    inbox_.push_back(Abort{-1});
+  }
+  wake_.notify_all();
+  const auto hard_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (num_active_.load() > 0 && std::chrono::steady_clock::now() < hard_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+bool Engine::idle() const { return active_.empty() && !executor_->busy(); }
+
+void Engine::process_inbox(bool wait) {
+  std::deque<Message> batch;
+  {
+    std::unique_lock lock(mu_);
+    if (wait) wake_.wait(lock, [this] { return stop_.load() || !inbox_.empty(); });
+    batch.swap(inbox_);
+  }
+  for (Message& m : batch) {
+    if (auto* s = std::get_if<Submit>(&m)) {
+      admit(std::move(*s));
+    } else {
+      const RequestKey key = std::get<Abort>(m).key;
+      if (key >= 0) {
+        cancel(key);
+      } else {
+        std::vector<RequestKey> all;
+        for (const auto& [k, a] : active_) all.push_back(k);
+        for (RequestKey k : all) cancel(k);
+      }
+    }
+  }
+}
+
+void Engine::admit(Submit s) {
+  Active a;
+  a.arrival_ns = s.arrival_ns;
+  a.sink = std::move(s.sink);
+  a.sampler = std::make_unique<sampling::Sampler>(s.request.sampling,
+                                                   static_cast<int32_t>(model_.hparams().n_vocab));
+  a.sampler->set_prompt(s.request.prompt_tokens);
+  a.tokens = s.request.prompt_tokens;
+  const kv::BlockHash extra = kv::request_extra_key(model_key_, s.request.cache_salt);
+  scheduler_.add(s.key, s.request.prompt_tokens, s.request.max_tokens, extra);
+  a.request = std::move(s.request);
+  active_.emplace(s.key, std::move(a));
+}
+
+void Engine::cancel(RequestKey key) {
+  auto it = active_.find(key);
+  if (it == active_.end() || it->second.finished) return;
+  finish(key, it->second, FinishReason::kAbort, TokenEvent{});
+}
+
+void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event) {
+  if (a.num_cached_tokens < 0) num_waiting_.fetch_sub(1);  // never scheduled
+  scheduler_.finish(key);  // frees its blocks (a no-op for requests the scheduler dropped)
+  a.finished = true;
+  const int64_t t = now_ns();
+  event.finish = reason;
+  event.num_prompt_tokens = static_cast<int32_t>(a.request.prompt_tokens.size());
+  event.num_cached_tokens = std::max(0, a.num_cached_tokens);
+  metrics_.count_finished(reason);
+  metrics_.e2e_request_latency_seconds.observe(seconds_between(a.arrival_ns, t));
+  metrics_.request_prompt_tokens.observe(static_cast<double>(a.request.prompt_tokens.size()));
+  metrics_.request_generation_tokens.observe(a.num_generated);
+  a.sink->on_event(std::move(event));
+  num_active_.fetch_sub(1);
+  release_if_done(key);
+}
+
+void Engine::release_if_done(RequestKey key) {
+  auto it = active_.find(key);
+  if (it != active_.end() && it->second.finished && it->second.in_flight == 0) active_.erase(it);
+}
+
+bool Engine::launch(StepPlan& plan) {
+  // Drop sequences whose request finished or was aborted after the plan was made.
+  std::erase_if(plan.seqs, [this](const ScheduledSeq& s) {
+    auto it = active_.find(s.key);
+    return it == active_.end() || it->second.finished;
+  });
+  if (plan.seqs.empty()) return false;
+  for (const auto& [src, dst] : plan.copies) storage_.copy_block(src, dst);
+  StepInput in;
+  const int64_t t = now_ns();
+  for (const ScheduledSeq& s : plan.seqs) {
+    Active& a = active_.at(s.key);
+    if (a.num_cached_tokens < 0) {  // first time scheduled: the prefix hit is its start
+      a.num_cached_tokens = s.start_pos;
+      num_waiting_.fetch_sub(1);
+      metrics_.request_queue_time_seconds.observe(seconds_between(a.arrival_ns, t));
+    }
+    ++a.in_flight;
+    const auto seq_index = static_cast<int32_t>(in.batch.seqs.size());
+    in.batch.seqs.push_back(model::BatchSeq{s.block_table});
+    for (int32_t i = 0; i < s.num_tokens; ++i) {
+      const int32_t pos = s.start_pos + i;
+      const bool last = i + 1 == s.num_tokens;
+      in.batch.tokens.push_back(a.tokens[static_cast<size_t>(pos)]);
+      in.batch.positions.push_back(pos);
+      in.batch.seq_index.push_back(seq_index);
+      in.batch.logits.push_back(last && s.samples ? 1 : 0);
+    }
+    if (s.samples) in.samples.push_back({s.key, a.sampler.get()});
+  }
+  executor_->launch(std::move(in));
+  return true;
+}
+
+void Engine::apply(const StepPlan& plan, StepOutput& out) {
+  for (const ScheduledSeq& s : plan.seqs) {
+    auto it = active_.find(s.key);
+    if (it != active_.end()) --it->second.in_flight;
+  }
+  if (!out.status.ok()) {
+    KEEL_LOG_ERROR("forward pass failed: {}", out.status.to_string());
+    for (const ScheduledSeq& s : plan.seqs) {
+      auto it = active_.find(s.key);
+      if (it == active_.end() || it->second.finished) continue;
+      TokenEvent ev;
+      ev.error = out.status.to_string();
+      finish(s.key, it->second, FinishReason::kError, std::move(ev));
+    }
+    return;
+  }
+  std::vector<SeqResult> results;
+  for (const StepOutput::Token& t : out.tokens) results.push_back({t.key, t.token});
+  scheduler_.update(plan, results);
+  ++counters_.steps_total;
+  const int64_t t = now_ns();
+  for (StepOutput::Token& tok : out.tokens) {
+    auto it = active_.find(tok.key);
+    if (it == active_.end()) continue;
+    Active& a = it->second;
+    if (a.finished) {  // aborted while the step ran: its token is discarded
+      release_if_done(tok.key);
+      continue;
+    }
+    a.tokens.push_back(tok.token);
+    ++a.num_generated;
+    ++counters_.generation_tokens_total;
+    if (a.first_token_ns == 0) {
+      a.first_token_ns = t;
+      counters_.prompt_tokens_total += static_cast<int64_t>(a.request.prompt_tokens.size());
+      metrics_.time_to_first_token_seconds.observe(seconds_between(a.arrival_ns, t));
+    } else {
+      metrics_.inter_token_latency_seconds.observe(seconds_between(a.last_token_ns, t));
+    }
+    a.last_token_ns = t;
+    TokenEvent ev;
+    ev.tokens.push_back(tok.token);
+    if (tok.logprobs) ev.logprobs.push_back(std::move(*tok.logprobs));
+    const GenerationRequest& r = a.request;
+    const bool eog = std::find(config_.eog_token_ids.begin(), config_.eog_token_ids.end(),
+                               tok.token) != config_.eog_token_ids.end();
+    const bool stop_id = std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), tok.token) !=
+                         r.stop_token_ids.end();
+    if ((eog && !r.ignore_eos) || stop_id) {
+      finish(tok.key, a, FinishReason::kStop, std::move(ev));
+    } else if (a.num_generated >= r.max_tokens ||
+               static_cast<int64_t>(a.tokens.size()) >= max_model_len_) {
+      finish(tok.key, a, FinishReason::kLength, std::move(ev));
+    } else {
+      ev.num_prompt_tokens = static_cast<int32_t>(r.prompt_tokens.size());
+      ev.num_cached_tokens = a.num_cached_tokens;
+      a.sink->on_event(std::move(ev));
+    }
+  }
+}
+
+void Engine::publish_stats() {
+  EngineStats s = counters_;
+  s.num_running = static_cast<int32_t>(scheduler_.num_running());
+  s.num_waiting = static_cast<int32_t>(scheduler_.num_waiting());
+  s.kv_usage = kv_.usage();
+  s.prefix_queries_tokens = kv_.prefix_queries_tokens();
+  s.prefix_hits_tokens = kv_.prefix_hits_tokens();
+  s.num_preemptions_total = scheduler_.num_preemptions();
+  std::lock_guard lock(mu_);
+  stats_ = s;
+}
+
+void Engine::run() {
+  std::optional<StepPlan> inflight;
+  while (!stop_.load() || !idle()) {
+    if (stop_.load() && !active_.empty() && !inflight) {
+      std::vector<RequestKey> all;
+      for (const auto& [k, a] : active_) all.push_back(k);
+      for (RequestKey k : all) cancel(k);
+    }
+    process_inbox(/*wait=*/!inflight && active_.empty() && !stop_.load());
+    if (!inflight) {
+      StepPlan plan = scheduler_.schedule();
+      if (launch(plan)) inflight = std::move(plan);
+      publish_stats();
+      if (!inflight) {
+        if (!active_.empty()) {
+          // Requests exist but nothing could be scheduled (should not happen: the scheduler
+          // always makes progress when it has requests); avoid a busy loop.
+          std::unique_lock lock(mu_);
+          wake_.wait_for(lock, std::chrono::milliseconds(1));
+        }
+        continue;
+      }
+    }
+    std::optional<StepPlan> next;
+    if (config_.schedule_ahead) {
+      process_inbox(false);
+      next = scheduler_.schedule();
+    }
+    StepOutput out = executor_->wait();
+    apply(*inflight, out);
+    process_inbox(false);
+    inflight.reset();
+    if (next && launch(*next)) inflight = std::move(next);
+    publish_stats();
+  }
+}
+
+}  // namespace keel::engine

@@ -1,0 +1,125 @@
+// Engine: one model served to many concurrent requests. A thread-safe facade (EngineClient) over
+// an engine thread that owns every piece of mutable engine state — the scheduler, the KV cache
+// manager and storage, the active requests — and learns of submits and aborts through an inbox.
+// The forward pass and sampling of a step run on a separate executor thread (StepExecutor), so
+// that with schedule-ahead the engine thread plans step N+1 while step N computes (FlowServe).
+//
+// Step cycle (engine thread):
+//   inbox → scheduler.add/abort;  plan N = schedule();  launch N on the executor;
+//   [schedule-ahead] plan N+1 = schedule() assuming every sampling seq of N yields a token;
+//   wait N → update(N) → finish checks (EOG, stop ids, max_tokens, context) → TokenEvents;
+//   prune plan N+1 of requests that finished or were aborted; launch N+1.
+// A request that finishes at step N never has a token of step N+1 emitted.
+//
+// Thread safety: every public method may be called from any thread. OutputSink callbacks run on
+// the engine thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <variant>
+
+#include "engine/engine_client.h"
+#include "engine/engine_config.h"
+#include "engine/scheduler.h"
+#include "engine/step_executor.h"
+#include "kv/kv_cache_manager.h"
+#include "model/kv_storage.h"
+#include "model/model.h"
+
+namespace keel::engine {
+
+class Engine final : public EngineClient {
+ public:
+  // Sizes the KV cache, starts the engine and executor threads. `model` must outlive the engine.
+  static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config);
+  ~Engine() override;  // aborts whatever is left and joins the threads
+
+  Result<RequestKey> submit(GenerationRequest request, std::shared_ptr<OutputSink> sink) override;
+  void abort(RequestKey key) override;
+  [[nodiscard]] EngineStats stats() const override;
+  [[nodiscard]] const Metrics& metrics() const override { return metrics_; }
+  void drain(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
+
+  [[nodiscard]] const EngineConfig& config() const { return config_; }
+  [[nodiscard]] int32_t num_kv_blocks() const { return num_blocks_; }
+
+ private:
+  struct Submit {
+    RequestKey key;
+    GenerationRequest request;
+    std::shared_ptr<OutputSink> sink;
+    int64_t arrival_ns;
+  };
+  struct Abort {
+    RequestKey key;
+  };
+  using Message = std::variant<Submit, Abort>;
+
+  // Engine-side record of a request (engine thread only).
+  struct Active {
+    GenerationRequest request;
+    std::shared_ptr<OutputSink> sink;
+    std::unique_ptr<sampling::Sampler> sampler;
+    std::vector<int32_t> tokens;  // prompt + generated
+    int32_t num_generated = 0;
+    int32_t num_cached_tokens = -1;  // prompt tokens from the prefix cache; -1 until scheduled
+    int64_t arrival_ns = 0;
+    int64_t first_token_ns = 0;
+    int64_t last_token_ns = 0;
+    int in_flight = 0;       // launched steps that include this request
+    bool finished = false;   // its final event was sent
+  };
+
+  Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
+         int32_t num_blocks);
+
+  void run();  // the engine thread
+  // Applies queued messages; with `wait`, blocks until at least one arrives or stop is asked.
+  void process_inbox(bool wait);
+  void admit(Submit s);
+  void cancel(RequestKey key);
+  // Fills in token ids, removes finished requests, copies COW blocks, hands the step over.
+  bool launch(StepPlan& plan);
+  void apply(const StepPlan& plan, StepOutput& out);
+  void finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event);
+  void release_if_done(RequestKey key);
+  void publish_stats();
+  [[nodiscard]] bool idle() const;
+
+  const model::Model& model_;
+  EngineConfig config_;
+  int64_t max_model_len_;
+  int32_t num_blocks_;
+  kv::BlockHash model_key_;
+  Metrics metrics_;
+
+  // Engine-thread state.
+  model::KvStorage storage_;
+  kv::KvCacheManager kv_;
+  Scheduler scheduler_;
+  std::unordered_map<RequestKey, Active> active_;
+  std::unique_ptr<StepExecutor> executor_;
+  EngineStats counters_;  // cumulative counters kept on the engine thread
+
+  // Shared with other threads.
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<Message> inbox_;          // guarded by mu_
+  EngineStats stats_;                  // guarded by mu_: last published snapshot
+  std::atomic<int64_t> next_key_{1};
+  std::atomic<int32_t> num_waiting_{0};  // submitted, not yet scheduled (admission control)
+  std::atomic<int32_t> num_active_{0};  // submitted and not finished
+  std::atomic<bool> draining_{false};
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace keel::engine

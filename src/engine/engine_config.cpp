@@ -1,0 +1,22 @@
+// EngineConfig::validate.
+#include "engine/engine_config.h"
+
+#include <string>
+
+namespace keel::engine {
+
+Status EngineConfig::validate() const {
+  KEEL_TRY(scheduler.validate());
+  if (block_size < 1 || block_size > 1024) {
+    return Status::invalid_argument("--block-size must be in [1, 1024], got " +
+                                    std::to_string(block_size));
+  }
+  if (kv_cache_bytes < 0) return Status::invalid_argument("--kv-cache-bytes must be ≥ 0");
+  if (kv_dtype != DType::kF32 && kv_dtype != DType::kF16) {
+    return Status::invalid_argument("--kv-type must be f32 or f16");
+  }
+  if (threads < 0) return Status::invalid_argument("--threads must be ≥ 0");
+  return {};
+}
+
+}  // namespace keel::engine

@@ -1,0 +1,87 @@
+// StepExecutor: a mailbox of one step between the engine thread and the executor thread.
+#include "engine/step_executor.h"
+
+#include <chrono>
+#include <span>
+
+namespace keel::engine {
+
+StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
+                           kernels::Isa isa, int threads, int64_t max_batch_tokens)
+    : model_(model),
+      storage_(storage),
+      isa_(isa),
+      threads_(threads),
+      max_batch_tokens_(max_batch_tokens),
+      thread_([this] { run(); }) {}
+
+StepExecutor::~StepExecutor() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void StepExecutor::launch(StepInput input) {
+  KEEL_CHECK(!busy_);
+  busy_ = true;
+  {
+    std::lock_guard lock(mu_);
+    input_ = std::move(input);
+  }
+  cv_.notify_all();
+}
+
+StepOutput StepExecutor::wait() {
+  KEEL_CHECK(busy_);
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return output_.has_value(); });
+  StepOutput out = std::move(*output_);
+  output_.reset();
+  busy_ = false;
+  return out;
+}
+
+void StepExecutor::run() {
+  // The pool, ops and scratch live on this thread: it is the pool's only caller.
+  ThreadPool pool(threads_);
+  kernels::Ops ops(isa_, &pool);
+  model::Context ctx(model_, max_batch_tokens_);
+  std::vector<float> logits;
+  for (;;) {
+    StepInput input;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || input_.has_value(); });
+      if (stop_) return;
+      input = std::move(*input_);
+      input_.reset();
+    }
+    StepOutput out;
+    const auto t0 = std::chrono::steady_clock::now();
+    out.status = ctx.forward(input.batch, *storage_, ops, &logits);
+    out.forward_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (out.status.ok()) {
+      const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+      KEEL_CHECK(logits.size() == input.samples.size() * n_vocab);
+      out.tokens.reserve(input.samples.size());
+      for (size_t i = 0; i < input.samples.size(); ++i) {
+        sampling::Sampler& sampler = *input.samples[i].sampler;
+        std::span<float> row(logits.data() + i * n_vocab, n_vocab);
+        sampling::SampleOutput s = sampler.sample_with_logprobs(row);
+        sampler.accept(s.token);
+        out.tokens.push_back({input.samples[i].key, s.token, std::move(s.logprobs)});
+      }
+    }
+    {
+      std::lock_guard lock(mu_);
+      output_ = std::move(out);
+    }
+    cv_.notify_all();
+  }
+}
+
+}  // namespace keel::engine

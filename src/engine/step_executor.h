@@ -1,0 +1,81 @@
+// StepExecutor: runs one step's forward pass and sampling on its own thread (which owns the
+// compute thread pool), so the engine thread can plan the next step meanwhile. One step at a
+// time: launch() then wait().
+//
+// Thread safety: launch() and wait() are called by the engine thread only. While a step runs,
+// the executor reads the KV storage and the samplers named in its input; the engine must not
+// touch or destroy those until wait() returns.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "engine/types.h"
+#include "kernels/kernels.h"
+#include "model/batch.h"
+#include "model/context.h"
+#include "model/kv_storage.h"
+#include "model/model.h"
+#include "sampling/sampler.h"
+
+namespace keel::engine {
+
+struct StepInput {
+  model::Batch batch;
+  // One entry per logits row of the batch (tokens with logits = 1), in batch order.
+  struct Sample {
+    RequestKey key;
+    sampling::Sampler* sampler;  // owned by the engine; alive until wait() returns
+  };
+  std::vector<Sample> samples;
+};
+
+struct StepOutput {
+  Status status;  // a failed forward pass: no tokens
+  struct Token {
+    RequestKey key;
+    int32_t token;
+    std::optional<sampling::Logprobs> logprobs;  // when the sampler's params ask for them
+  };
+  std::vector<Token> tokens;  // one per StepInput::samples entry
+  double forward_seconds = 0.0;
+};
+
+class StepExecutor {
+ public:
+  StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa,
+               int threads, int64_t max_batch_tokens);
+  StepExecutor(const StepExecutor&) = delete;
+  StepExecutor& operator=(const StepExecutor&) = delete;
+  ~StepExecutor();
+
+  void launch(StepInput input);
+  StepOutput wait();
+  [[nodiscard]] bool busy() const { return busy_; }
+
+ private:
+  void run();
+  StepOutput execute(StepInput& input);
+
+  const model::Model& model_;
+  model::KvStorage* storage_;
+  kernels::Isa isa_;
+  int threads_;
+  int64_t max_batch_tokens_;
+  bool busy_ = false;  // engine thread only
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<StepInput> input_;    // guarded by mu_
+  std::optional<StepOutput> output_;  // guarded by mu_
+  bool stop_ = false;                 // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace keel::engine

@@ -1,0 +1,289 @@
+// End-to-end tests of `keel serve` over real HTTP on 127.0.0.1: the OpenAI endpoints, streaming,
+// n > 1, stop strings, logprobs, usage, every error code, disconnects in each request state,
+// concurrent greedy streams equal to one-at-a-time results, schedule-ahead on/off equality, and
+// prefix-cache hits in /metrics. Models: stories260K (real weights, ../shared) and the built-in
+// default model (random weights, created in a scratch KEEL_HOME).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "serve_process.h"
+#include "support/test_support.h"
+
+namespace keel::testing {
+namespace {
+
+using nlohmann::json;
+
+const std::string kStories = "models/stories260K/stories260K.gguf";
+
+std::string stories() { return shared_path(kStories); }
+
+// A metric's value from /metrics text (first sample whose name and labels match `pattern`).
+double metric(int port, const std::string& pattern) {
+  const HttpResponse r = http_request(port, "GET", "/metrics");
+  std::smatch m;
+  const std::regex re("\\n" + pattern + " ([0-9.eE+-]+)");
+  const std::string text = "\n" + r.body;
+  if (!std::regex_search(text, m, re)) return -1.0;
+  return std::stod(m[1].str());
+}
+
+// Polls until `pred()` or the timeout; returns pred()'s last value.
+template <typename Pred>
+bool eventually(Pred pred, int timeout_ms = 5000) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+json completion(int port, json body) {
+  const HttpResponse r = http_request(port, "POST", "/v1/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return json::parse(r.body, nullptr, false);
+}
+
+class StoriesServer : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!have_shared()) return;
+    server_ = new ServeProcess({"-m", stories(), "-t", "1", "--served-model-name", "stories",
+                                "--max-num-seqs", "8", "--max-waiting", "64"});
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+  }
+  void SetUp() override {
+    KEEL_REQUIRE_SHARED();
+    ASSERT_TRUE(server_->ok()) << server_->error();
+  }
+  static int port() { return server_->port(); }
+  static ServeProcess* server_;
+};
+ServeProcess* StoriesServer::server_ = nullptr;
+
+TEST_F(StoriesServer, CompletionMatchesLlamaCppGreedy) {
+  const auto ref =
+      json::parse(read_file(shared_path("models/stories260K/reference/greedy.json")))["results"][0];
+  const json body = completion(port(), {{"model", "stories"},
+                                        {"prompt", "Once upon a time"},
+                                        {"max_tokens", 64},
+                                        {"temperature", 0},
+                                        {"ignore_eos", true}});
+  ASSERT_TRUE(body.is_object());
+  EXPECT_EQ(body["object"], "text_completion");
+  EXPECT_EQ(body["model"], "stories");
+  EXPECT_EQ(body["choices"][0]["text"], ref["gen_text"]);
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(body["usage"]["prompt_tokens"], 5);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 64);
+  EXPECT_EQ(body["usage"]["total_tokens"], 69);
+}
+
+TEST_F(StoriesServer, ChatNonStreamedAndStreamedAgree) {
+  const json req = {{"model", "stories"},
+                    {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}},
+                    {"max_tokens", 24},
+                    {"temperature", 0}};
+  const HttpResponse plain = http_request(port(), "POST", "/v1/chat/completions", req.dump());
+  ASSERT_EQ(plain.status, 200) << plain.body;
+  const json p = json::parse(plain.body);
+  EXPECT_EQ(p["object"], "chat.completion");
+  EXPECT_EQ(p["choices"][0]["message"]["role"], "assistant");
+  const std::string text = p["choices"][0]["message"]["content"];
+
+  json sreq = req;
+  sreq["stream"] = true;
+  const HttpResponse streamed = http_request(port(), "POST", "/v1/chat/completions", sreq.dump());
+  ASSERT_EQ(streamed.status, 200);
+  EXPECT_NE(streamed.headers.at("content-type").find("text/event-stream"), std::string::npos);
+  const auto events = sse_events(streamed.body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string joined;
+  std::string finish;
+  bool saw_role = false;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    const json e = json::parse(events[i]);
+    EXPECT_EQ(e["object"], "chat.completion.chunk");
+    EXPECT_FALSE(e.contains("usage") && !e["usage"].is_null()) << "usage only when asked";
+    const json& c = e["choices"][0];
+    if (c["delta"].contains("role")) saw_role = true;
+    if (c["delta"].contains("content")) joined += c["delta"]["content"].get<std::string>();
+    if (!c["finish_reason"].is_null()) finish = c["finish_reason"];
+  }
+  EXPECT_TRUE(saw_role);
+  EXPECT_EQ(joined, text);
+  EXPECT_EQ(finish, p["choices"][0]["finish_reason"]);
+}
+
+TEST_F(StoriesServer, IncludeUsageAddsFinalUsageChunk) {
+  const json req = {{"prompt", "The little dog"},
+                    {"max_tokens", 8},
+                    {"temperature", 0},
+                    {"ignore_eos", true},
+                    {"stream", true},
+                    {"stream_options", {{"include_usage", true}}}};
+  const HttpResponse r = http_request(port(), "POST", "/v1/completions", req.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  const auto events = sse_events(r.body);
+  ASSERT_GE(events.size(), 3u);
+  const json usage = json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 8);
+  EXPECT_EQ(usage["usage"]["prompt_tokens"], 4);
+}
+
+TEST_F(StoriesServer, TwoChoicesWithSeedsAreReproducible) {
+  const json req = {{"prompt", "Lily and Tom went to the park"},
+                    {"max_tokens", 16},
+                    {"temperature", 1.0},
+                    {"seed", 11},
+                    {"n", 2}};
+  const json a = completion(port(), req), b = completion(port(), req);
+  ASSERT_EQ(a["choices"].size(), 2u);
+  EXPECT_EQ(a["choices"][0]["index"], 0);
+  EXPECT_EQ(a["choices"][1]["index"], 1);
+  EXPECT_EQ(a["choices"], b["choices"]);
+  EXPECT_NE(a["choices"][0]["text"], a["choices"][1]["text"]);
+}
+
+TEST_F(StoriesServer, StopStringIsNeverEmitted) {
+  // Greedy "Once upon a time" continues ", there was a little girl named Lily." — stop inside it.
+  const json req = {{"prompt", "Once upon a time"},
+                    {"max_tokens", 40},
+                    {"temperature", 0},
+                    {"stop", {"girl named"}}};
+  const json body = completion(port(), req);
+  EXPECT_EQ(body["choices"][0]["text"], ", there was a little ");
+  EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  json sreq = req;
+  sreq["stream"] = true;
+  const HttpResponse r = http_request(port(), "POST", "/v1/completions", sreq.dump());
+  std::string joined;
+  for (const auto& e : sse_events(r.body)) {
+    if (e == "[DONE]") break;
+    const json j = json::parse(e);
+    if (!j["choices"].empty()) joined += j["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(joined, ", there was a little ");
+}
+
+TEST_F(StoriesServer, LogprobsHaveTheOpenAiShape) {
+  const json chat = json::parse(
+      http_request(port(), "POST", "/v1/chat/completions",
+                   json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                        {"max_tokens", 4},
+                        {"temperature", 0},
+                        {"logprobs", true},
+                        {"top_logprobs", 3}}
+                       .dump())
+          .body);
+  const json& content = chat["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(content.size(), chat["usage"]["completion_tokens"].get<size_t>());
+  for (const json& t : content) {
+    EXPECT_LE(t["logprob"].get<double>(), 0.0);
+    ASSERT_EQ(t["top_logprobs"].size(), 3u);
+    // Greedy: the chosen token is the most likely one.
+    EXPECT_EQ(t["top_logprobs"][0]["token"], t["token"]);
+  }
+  const json comp = completion(port(), {{"prompt", "The little dog"},
+                                        {"max_tokens", 3},
+                                        {"temperature", 0},
+                                        {"logprobs", 2}});
+  const json& lp = comp["choices"][0]["logprobs"];
+  EXPECT_EQ(lp["tokens"].size(), 3u);
+  EXPECT_EQ(lp["token_logprobs"].size(), 3u);
+  EXPECT_EQ(lp["top_logprobs"].size(), 3u);
+  EXPECT_EQ(lp["text_offset"].size(), 3u);
+}
+
+TEST_F(StoriesServer, ErrorsAreOpenAiErrorObjects) {
+  auto expect_error = [&](const std::string& path, const std::string& body, int status,
+                          const std::string& method = "POST") {
+    const HttpResponse r = http_request(port(), method, path, body);
+    EXPECT_EQ(r.status, status) << path << " " << body << " → " << r.body;
+    const json j = json::parse(r.body, nullptr, false);
+    ASSERT_TRUE(j.is_object() && j.contains("error")) << r.body;
+    EXPECT_TRUE(j["error"]["message"].is_string());
+    EXPECT_TRUE(j["error"].contains("type"));
+    EXPECT_TRUE(j["error"].contains("param"));
+    EXPECT_TRUE(j["error"].contains("code"));
+  };
+  expect_error("/v1/completions", "{not json", 400);
+  expect_error("/v1/completions", R"({"prompt": 5})", 400);
+  expect_error("/v1/completions", R"({"prompt": "x", "temperature": 3})", 400);
+  expect_error("/v1/completions", R"({"prompt": "x", "max_tokens": "many"})", 400);
+  expect_error("/v1/chat/completions", R"({"messages": "hi"})", 400);
+  std::string long_prompt;
+  for (int i = 0; i < 300; ++i) long_prompt += "Once upon a time ";
+  expect_error("/v1/completions", json{{"prompt", long_prompt}, {"max_tokens", 16}}.dump(), 400);
+  expect_error("/v1/completions", R"({"prompt": "x", "model": "gpt-9"})", 404);
+  expect_error("/v1/nothing", "{}", 404);
+  expect_error("/v1/models", "", 405, "DELETE");
+  // The server is still fine afterwards.
+  EXPECT_EQ(completion(port(), {{"prompt", "x"}, {"max_tokens", 1}})["object"], "text_completion");
+}
+
+TEST_F(StoriesServer, ModelsHealthTokenize) {
+  const json models = json::parse(http_request(port(), "GET", "/v1/models").body);
+  EXPECT_EQ(models["object"], "list");
+  EXPECT_EQ(models["data"][0]["id"], "stories");
+  EXPECT_EQ(http_request(port(), "GET", "/health").status, 200);
+  const json tok = json::parse(
+      http_request(port(), "POST", "/tokenize", R"({"prompt": "Hello world"})").body);
+  EXPECT_EQ(tok["tokens"], json::parse("[1, 346, 306, 414, 263, 304, 341]"));
+  const json detok = json::parse(
+      http_request(port(), "POST", "/detokenize", R"({"tokens": [346, 306, 414, 263, 304, 341]})")
+          .body);
+  EXPECT_EQ(detok["prompt"], " Hello world");
+}
+
+TEST_F(StoriesServer, ConcurrentGreedyStreamsEqualOneAtATime) {
+  const std::vector<std::string> prompts = {"Once upon a time", "The little dog",
+                                            "Lily and Tom went to the park",
+                                            "One day, a boy named Tim"};
+  auto req = [](const std::string& p) {
+    return json{{"prompt", p}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true}};
+  };
+  std::vector<std::string> alone;
+  for (const auto& p : prompts) alone.push_back(completion(port(), req(p))["choices"][0]["text"]);
+  std::vector<std::string> together(32);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 32; ++i) {
+    threads.emplace_back([&, i] {
+      json r = req(prompts[static_cast<size_t>(i) % prompts.size()]);
+      r["stream"] = true;
+      const HttpResponse resp = http_request(port(), "POST", "/v1/completions", r.dump());
+      for (const auto& e : sse_events(resp.body)) {
+        if (e == "[DONE]") break;
+        const json j = json::parse(e);
+        if (!j["choices"].empty()) together[static_cast<size_t>(i)] += j["choices"][0]["text"];
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t i = 0; i < together.size(); ++i) {
+    EXPECT_EQ(together[i], alone[i % prompts.size()]) << "stream " << i;
+  }
+}
+
+TEST_F(StoriesServer, PrefixCacheHitShowsInMetrics) {
+  std::string system;
+  for (int i = 0; i < 12; ++i) system += "Once upon a time there was a little girl. ";
+  const double hits_before = metric(port(), "keel:prefix_cache_hits_total\\{[^}]*\\}");
+  completion(port(), {{"prompt", system + "She liked"}, {"max_tokens", 2}});
+  const json second = completion(port(), {{"prompt", system + "He saw"}, {"max_tokens", 2}});
+  EXPECT_GT(second["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 0);
+  const double hits_after = metric(port(), "keel:prefix_cache_hits_total\\{[^}]*\\}");
+  EXPECT_GT(hits_after, hits_before);
+}
+
+}  // namespace
+}  // namespace keel::testing

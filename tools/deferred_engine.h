@@ -1,0 +1,49 @@
+// DeferredEngine: an EngineClient that answers Unavailable until the real engine is attached, so
+// `keel serve` can listen (and report 503 on /health) while the weights load.
+//
+// Thread safety: attach() once from the loading thread; every other method from any thread.
+#pragma once
+
+#include <atomic>
+
+#include "engine/engine_client.h"
+
+namespace keel::cli {
+
+class DeferredEngine final : public engine::EngineClient {
+ public:
+  void attach(engine::EngineClient* engine) { engine_.store(engine, std::memory_order_release); }
+
+  Result<engine::RequestKey> submit(engine::GenerationRequest request,
+                                    std::shared_ptr<engine::OutputSink> sink) override {
+    if (auto* e = get()) return e->submit(std::move(request), std::move(sink));
+    return Status::unavailable("the model is still loading");
+  }
+  void abort(engine::RequestKey key) override {
+    if (auto* e = get()) e->abort(key);
+  }
+  [[nodiscard]] engine::EngineStats stats() const override {
+    if (auto* e = get()) return e->stats();
+    return {};
+  }
+  [[nodiscard]] const engine::Metrics& metrics() const override {
+    if (auto* e = get()) return e->metrics();
+    return empty_metrics_;
+  }
+  void drain(std::chrono::milliseconds timeout) override {
+    if (auto* e = get()) e->drain(timeout);
+  }
+  [[nodiscard]] int64_t max_model_len() const override {
+    if (auto* e = get()) return e->max_model_len();
+    return 0;
+  }
+
+ private:
+  [[nodiscard]] engine::EngineClient* get() const {
+    return engine_.load(std::memory_order_acquire);
+  }
+  std::atomic<engine::EngineClient*> engine_{nullptr};
+  engine::Metrics empty_metrics_;
+};
+
+}  // namespace keel::cli

@@ -1,0 +1,162 @@
+// `keel serve`: listens at once (503 on /health while the weights load), then loads the model,
+// starts the engine and serves the OpenAI-compatible API until SIGTERM/SIGINT, when it stops
+// accepting, lets in-flight requests finish for --drain-timeout, cancels the rest and exits 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.h"
+#include "compute_setup.h"
+#include "core/cpu_features.h"
+#include "core/log.h"
+#include "default_model.h"
+#include "deferred_engine.h"
+#include "engine/engine.h"
+#include "gguf/reader.h"
+#include "model/model.h"
+#include "progress.h"
+#include "server/server.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::cli {
+namespace {
+
+// Blocks SIGTERM and SIGINT in this thread and every thread it starts; main waits for them.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& compute,
+                                   const tokenizer::Tokenizer& tok) {
+  engine::EngineConfig c;
+  c.scheduler.max_num_seqs = o.max_num_seqs;
+  c.scheduler.max_batched_tokens = o.max_batched_tokens;
+  c.scheduler.max_waiting = o.max_waiting;
+  c.scheduler.max_model_len = static_cast<int32_t>(o.ctx_size);
+  c.block_size = o.block_size;
+  c.kv_cache_bytes = o.kv_cache_bytes;
+  c.kv_dtype = o.kv_type == "f16" ? DType::kF16 : DType::kF32;
+  c.enable_prefix_cache = !o.no_prefix_cache;
+  c.schedule_ahead = !o.no_schedule_ahead;
+  c.threads = compute.threads;
+  c.isa = compute.isa;
+  c.eog_token_ids = tok.eog_ids();
+  return c;
+}
+
+server::ServerConfig server_config(const ServeOptions& o, const std::string& name) {
+  server::ServerConfig c;
+  c.host = o.host;
+  c.port = o.port;
+  c.api_key = o.api_key;
+  c.served_model_name = name;
+  c.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
+  c.io_threads = o.io_threads;
+  return c;
+}
+
+// Messages → prompt text through the model's chat template. The tokenizer adds BOS itself when
+// the vocabulary says so, so a BOS the template rendered is removed here: never a double BOS.
+server::ChatFormatter make_chat_formatter(std::shared_ptr<const tokenizer::ChatTemplate> tmpl,
+                                          const tokenizer::Tokenizer* tok) {
+  const std::string bos = tok->bos_id() >= 0 ? tok->token_text(tok->bos_id()) : "";
+  const std::string eos = tok->eos_id() >= 0 ? tok->token_text(tok->eos_id()) : "";
+  const bool strip_bos = tok->add_bos() && !bos.empty();
+  return [tmpl, bos, eos, strip_bos](std::span<const server::ChatMessage> messages,
+                                     bool add_generation_prompt) -> Result<std::string> {
+    std::vector<tokenizer::ChatMessage> msgs;
+    msgs.reserve(messages.size());
+    for (const auto& m : messages) msgs.push_back({m.role, m.content});
+    KEEL_ASSIGN_OR_RETURN(std::string text, tmpl->render(msgs, add_generation_prompt, bos, eos));
+    if (strip_bos && text.starts_with(bos)) text.erase(0, bos.size());
+    return text;
+  };
+}
+
+std::string default_served_name(const std::string& path, bool is_default) {
+  if (is_default) return "keel-default";
+  return std::filesystem::path(path).stem().string();
+}
+
+Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
+  KEEL_ASSIGN_OR_RETURN(ComputeSetup compute, setup_compute(opts.compute));
+  const CpuFeatures cpu = detect_cpu_features();
+  std::string path = opts.model_path;
+  if (path.empty()) {
+    ThreadPool pool(compute.threads);
+    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+  }
+  // Metadata first: the tokenizer and chat template, so the server can listen during the load.
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile meta,
+                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
+  KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok_value, tokenizer::Tokenizer::from_gguf(meta));
+  const auto tok = std::make_unique<const tokenizer::Tokenizer>(std::move(tok_value));
+  auto tmpl = std::make_shared<const tokenizer::ChatTemplate>(tokenizer::ChatTemplate::from_gguf(meta));
+  const bool random_weights =
+      meta.find("keel.random_weights") && meta.find("keel.random_weights")->as_bool().value_or(false);
+  const std::string name = opts.served_model_name.empty()
+                               ? default_served_name(path, opts.model_path.empty())
+                               : opts.served_model_name;
+
+  DeferredEngine deferred;
+  std::atomic<bool> ready{false};
+  server::ServerDeps deps{&deferred, tok.get(), make_chat_formatter(tmpl, tok.get()), &ready};
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
+                        server::Server::start(server_config(opts, name), std::move(deps)));
+  KEEL_LOG_INFO("listening on http://{}:{} (model '{}' loading)", opts.host, srv->port(), name);
+
+  model::ModelOptions mopts;
+  mopts.n_ctx = opts.ctx_size;
+  ProgressReporter progress("loading " + path, "B");
+  gguf::ReadOptions read;
+  read.mode = opts.compute.use_mmap ? gguf::DataMode::kMmap : gguf::DataMode::kRead;
+  read.progress = [&progress](uint64_t done, uint64_t total) { progress.update(done, total); };
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, read));
+  progress.finish();
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
+                        model::Model::load(std::move(file), mopts));
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> eng,
+                        engine::Engine::start(*model, engine_config(opts, compute, *tok)));
+  deferred.attach(eng.get());
+  ready.store(true);
+  KEEL_LOG_INFO("model '{}' from {}{}", name, path,
+                random_weights ? " — RANDOM WEIGHTS: its text is noise" : "");
+  KEEL_LOG_INFO("cpu: {} ({}); kernels: {}; threads: {}", cpu.model_name, cpu.to_string(),
+                kernels::isa_name(compute.isa), compute.threads);
+  KEEL_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({}), max model length {}",
+                eng->num_kv_blocks(), opts.block_size,
+                int64_t{eng->num_kv_blocks()} * opts.block_size, opts.kv_type, eng->max_model_len());
+  KEEL_LOG_INFO("ready: listening on http://{}:{}", opts.host, srv->port());
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  KEEL_LOG_INFO("received {}: draining (up to {:.1f} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+                opts.drain_timeout_s);
+  srv->stop_accepting();
+  eng->drain(std::chrono::milliseconds(static_cast<int64_t>(opts.drain_timeout_s * 1000)));
+  srv->shutdown();
+  KEEL_LOG_INFO("stopped");
+  return {};
+}
+
+}  // namespace
+
+int run_serve(const ServeOptions& opts) {
+  const sigset_t stop_signals = block_stop_signals();
+  spdlog::set_level(spdlog::level::info);
+  const Status s = serve(opts, stop_signals);
+  if (!s.ok()) return report_error(s);
+  return 0;
+}
+
+}  // namespace keel::cli
