@@ -1,6 +1,6 @@
 // AVX2 twins of the scalar element-wise kernels: RMSNorm (squares summed in double, as the scalar
-// reference does), SiLU·mul (a polynomial exp within ~2 ulp of std::exp), add, and the dot / axpy
-// loops of attention. Tails run scalar code.
+// reference does), SiLU·mul (a polynomial exp within ~2 ulp of std::exp), add, and f16 / bf16
+// rounding. Tails run scalar code.
 //
 // Pure functions; thread-safe.
 #include <immintrin.h>
@@ -8,46 +8,10 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/avx2_math.h"
 #include "kernels/isa_kernels.h"
 
 namespace keel::kernels::avx2 {
-namespace {
-
-// e^x for x clamped to [-87.3, 88.3] (so 2^n stays a normal float): x = n·ln2 + r, a degree-6
-// polynomial for e^r, 2^n built in the exponent bits. Below the clamp the result is ~1e-38
-// instead of a subnormal or zero; callers here only add it to 1 or divide by it.
-inline __m256 exp_ps(__m256 x) {
-  x = _mm256_max_ps(_mm256_set1_ps(-87.3f), _mm256_min_ps(_mm256_set1_ps(88.3f), x));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
-inline float exp_scalar(float x) {
-  alignas(32) float buf[8] = {x};
-  _mm256_store_ps(buf, exp_ps(_mm256_load_ps(buf)));
-  return buf[0];
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
-}
-
-}  // namespace
 
 void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out) {
   __m256d acc0 = _mm256_setzero_pd(), acc1 = _mm256_setzero_pd();
@@ -90,29 +54,6 @@ void add(const float* x, int64_t n, float* y) {
     _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
   }
   for (; i < n; ++i) y[i] += x[i];
-}
-
-float dot(const float* a, const float* b, int64_t n) {
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
-  }
-  for (; i + 8 <= n; i += 8)
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  float s = hsum(_mm256_add_ps(acc0, acc1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-void axpy(float a, const float* x, int64_t n, float* y) {
-  const __m256 va = _mm256_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
-  }
-  for (; i < n; ++i) y[i] += a * x[i];
 }
 
 // F16C conversion rounds to nearest-even like fp32_to_fp16 (NaN payloads may differ).

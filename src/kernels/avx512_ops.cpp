@@ -1,36 +1,17 @@
 // AVX-512 twins of the scalar element-wise kernels: RMSNorm (squares summed in double, as the
-// scalar reference does), SiLU·mul (a polynomial exp within ~2 ulp of std::exp), add, and the
-// dot / axpy loops of attention. Tails use masked loads and stores.
+// scalar reference does), SiLU·mul (a polynomial exp within ~2 ulp of std::exp), add, and f16 /
+// bf16 rounding. Tails use masked loads and stores.
 //
 // Pure functions; thread-safe.
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "kernels/avx512_math.h"
 #include "kernels/isa_kernels.h"
 
 namespace keel::kernels::avx512 {
 namespace {
-
-inline __mmask16 tail_mask(int64_t left) { return static_cast<__mmask16>((1u << left) - 1); }
-
-// e^x: x = n·ln2 + r with |r| ≤ ln2/2, a degree-6 polynomial for e^r, then scalef by 2^n
-// (which handles overflow to inf and underflow through the subnormals).
-inline __m512 exp_ps(__m512 x) {
-  x = _mm512_max_ps(_mm512_set1_ps(-104.0f), _mm512_min_ps(_mm512_set1_ps(89.0f), x));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
 
 inline __m512 silu_mul_ps(__m512 g, __m512 u) {
   const __m512 e = exp_ps(_mm512_sub_ps(_mm512_setzero_ps(), g));
@@ -86,34 +67,6 @@ void add(const float* x, int64_t n, float* y) {
     const __mmask16 m = tail_mask(n - i);
     _mm512_mask_storeu_ps(
         y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
-  }
-}
-
-float dot(const float* a, const float* b, int64_t n) {
-  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
-  }
-  for (; i < n; i += 16) {
-    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xffff) : tail_mask(n - i);
-    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
-}
-
-void axpy(float a, const float* x, int64_t n, float* y) {
-  const __m512 va = _mm512_set1_ps(a);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_ps(y + i, _mm512_fmadd_ps(va, _mm512_loadu_ps(x + i), _mm512_loadu_ps(y + i)));
-  }
-  if (i < n) {
-    const __mmask16 m = tail_mask(n - i);
-    _mm512_mask_storeu_ps(
-        y + i, m,
-        _mm512_fmadd_ps(va, _mm512_maskz_loadu_ps(m, x + i), _mm512_maskz_loadu_ps(m, y + i)));
   }
 }
 

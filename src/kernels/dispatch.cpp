@@ -32,8 +32,8 @@ constexpr KernelTable kScalarTable = {
     .rms_norm = scalar::rms_norm,
     .silu_mul = scalar::silu_mul,
     .add = scalar::add,
-    .dot = scalar::dot,
-    .axpy = scalar::axpy,
+    .paged_attention_f32 = scalar::paged_attention_f32,
+    .paged_attention_f16 = scalar::paged_attention_f16,
 };
 
 constexpr KernelTable kAvx2Table = {
@@ -56,8 +56,8 @@ constexpr KernelTable kAvx2Table = {
     .rms_norm = avx2::rms_norm,
     .silu_mul = avx2::silu_mul,
     .add = avx2::add,
-    .dot = avx2::dot,
-    .axpy = avx2::axpy,
+    .paged_attention_f32 = avx2::paged_attention_f32,
+    .paged_attention_f16 = avx2::paged_attention_f16,
 };
 
 constexpr KernelTable kAvx512Table = {
@@ -80,8 +80,8 @@ constexpr KernelTable kAvx512Table = {
     .rms_norm = avx512::rms_norm,
     .silu_mul = avx512::silu_mul,
     .add = avx512::add,
-    .dot = avx512::dot,
-    .axpy = avx512::axpy,
+    .paged_attention_f32 = avx512::paged_attention_f32,
+    .paged_attention_f16 = avx512::paged_attention_f16,
 };
 
 constexpr KernelTable kAvx512Bf16Table = {
@@ -104,8 +104,8 @@ constexpr KernelTable kAvx512Bf16Table = {
     .rms_norm = avx512::rms_norm,
     .silu_mul = avx512::silu_mul,
     .add = avx512::add,
-    .dot = avx512::dot,
-    .axpy = avx512::axpy,
+    .paged_attention_f32 = avx512::paged_attention_f32,
+    .paged_attention_f16 = avx512::paged_attention_f16,
 };
 
 // Space-separated names of the features `isa` needs that `cpu` lacks.

@@ -54,6 +54,28 @@ using QuantizeQ8KFn = void (*)(const float* x, int64_t n, int8_t* qs, float* d, 
 // every non-NaN input): bits[i] = the 16-bit value, rounded[i] = it widened back to f32.
 using RoundHalfFn = void (*)(const float* x, int64_t n, uint16_t* bits, float* rounded);
 
+// Positions per softmax tile in the paged-attention kernels: scores of a tile are computed for
+// every head of the group, then folded into the running max / sum at once.
+inline constexpr int32_t kAttentionTile = 32;
+
+// One paged-attention work unit: the `group` = n_heads / n_kv_heads query heads of one token that
+// share KV head `kv_head`, over positions [kv_begin, kv_end) of one sequence. The kernel leaves
+// the unnormalised online-softmax state: with s_j = scale·q·k_j per head,
+//   m = max_j s_j,  l = Σ_j e^(s_j − m),  acc = Σ_j e^(s_j − m)·v_j.
+struct PagedAttentionTask {
+  const float* q = nullptr;              // [group][head_dim] query heads of kv_head
+  const int32_t* block_table = nullptr;  // block ids of the sequence
+  int64_t kv_head = 0;
+  int32_t kv_begin = 0;  // 0 ≤ kv_begin < kv_end
+  int32_t kv_end = 0;
+  float* acc = nullptr;      // out: [group][head_dim]
+  float* m = nullptr;        // out: [group]
+  float* l = nullptr;        // out: [group]
+  float* scratch = nullptr;  // group * kAttentionTile floats, owned by the calling thread
+};
+using PagedAttentionFn = void (*)(const PagedKv& kv, const AttentionHeads& heads,
+                                  const PagedAttentionTask& task);
+
 struct KernelTable {
   const char* name;  // "scalar", "avx2", "avx512", "avx512-bf16"
   Isa isa;           // the tier whose features the table needs
@@ -80,10 +102,9 @@ struct KernelTable {
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
   // y[i] += x[i]
   void (*add)(const float* x, int64_t n, float* y);
-  // Σ a[i]·b[i]
-  float (*dot)(const float* a, const float* b, int64_t n);
-  // y[i] += a·x[i]
-  void (*axpy)(float a, const float* x, int64_t n, float* y);
+  // One paged-attention work unit per KV dtype (see PagedAttentionTask).
+  PagedAttentionFn paged_attention_f32;
+  PagedAttentionFn paged_attention_f16;
 };
 
 const KernelTable& scalar_table();

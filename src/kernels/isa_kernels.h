@@ -27,8 +27,10 @@ void quantize_q8_k(const float* x, int64_t n, int8_t* qs, float* d, int16_t* bsu
 void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void add(const float* x, int64_t n, float* y);
-float dot(const float* a, const float* b, int64_t n);
-void axpy(float a, const float* x, int64_t n, float* y);
+void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
+                         const PagedAttentionTask& task);
+void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
+                         const PagedAttentionTask& task);
 }  // namespace scalar
 
 namespace avx2 {
@@ -47,8 +49,10 @@ void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum
 void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void add(const float* x, int64_t n, float* y);
-float dot(const float* a, const float* b, int64_t n);
-void axpy(float a, const float* x, int64_t n, float* y);
+void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
+                         const PagedAttentionTask& task);
+void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
+                         const PagedAttentionTask& task);
 }  // namespace avx2
 
 namespace avx512 {
@@ -67,8 +71,10 @@ void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum
 void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 void add(const float* x, int64_t n, float* y);
-float dot(const float* a, const float* b, int64_t n);
-void axpy(float a, const float* x, int64_t n, float* y);
+void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
+                         const PagedAttentionTask& task);
+void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
+                         const PagedAttentionTask& task);
 }  // namespace avx512
 
 namespace avx512bf16 {

@@ -76,6 +76,47 @@ struct RopeParams {
   const float* freq_factors = nullptr;  // optional [n_rot/2] divisors (llama3 rope_freqs)
 };
 
+// One layer's view of paged KV storage: memory in blocks of `block_size` positions. Block b holds
+// this layer's K rows at base + b*block_stride + p*row_bytes (p in [0, block_size), row_bytes =
+// kv_dim * element size) and its V rows `v_offset` bytes after its K rows. A row is
+// [n_kv_heads][head_dim] elements of `dtype`.
+struct PagedKv {
+  const std::byte* base = nullptr;  // block 0's K rows of this layer
+  size_t block_stride = 0;          // bytes between consecutive blocks
+  size_t v_offset = 0;              // bytes from a block's K rows to its V rows
+  int32_t block_size = 0;           // positions per block (≥ 1)
+  int64_t kv_dim = 0;               // elements per row: n_kv_heads * head_dim
+  DType dtype = DType::kF32;        // kF32 or kF16 (read back as f32)
+};
+
+// The head layout of an attention call.
+struct AttentionHeads {
+  int64_t n_heads = 0;     // query heads
+  int64_t n_kv_heads = 0;  // KV heads; n_heads is a multiple
+  int64_t head_dim = 0;    // elements per head
+  float scale = 0.0f;      // score = scale * q·k (usually 1 / sqrt(head_dim))
+};
+
+// The query tokens of one paged_attention call. Token i's query row is q + i*q_stride and its
+// output row out + i*out_stride, both [n_heads][head_dim] floats; it attends to positions
+// [0, n_kv[i]) (n_kv[i] ≥ 1) of the sequence whose block ids are block_tables[i] (position p lives
+// in block block_tables[i][p / block_size]; tokens of one sequence may share one table). The
+// caller guarantees every block id is in range and those positions hold K/V.
+struct PagedQueries {
+  int64_t n_q = 0;
+  const float* q = nullptr;
+  int64_t q_stride = 0;                          // floats
+  const int32_t* n_kv = nullptr;                 // [n_q]
+  const int32_t* const* block_tables = nullptr;  // [n_q]
+  float* out = nullptr;
+  int64_t out_stride = 0;  // floats
+};
+
+// Positions per paged-attention work unit: a token attending to more positions is split into
+// chunks computed in parallel and merged (flash-decoding), so one long sequence keeps every
+// thread busy.
+inline constexpr int32_t kPagedKvChunk = 256;
+
 struct KernelTable;  // the dispatch table (internal; see dispatch.h)
 
 class Ops {
@@ -111,12 +152,15 @@ class Ops {
   // y[i] += x[i]
   void add(const float* x, int64_t n, float* y);
 
-  // Causal attention of one query token over n_kv cached positions of its sequence. Uses neither
-  // the pool nor the scratch: may run concurrently on one Ops (e.g. one pool job per token).
-  // q: [n_heads][head_dim]; k, v: n_kv rows of [n_kv_heads][head_dim] floats, `kv_stride` floats
-  // apart; out: [n_heads][head_dim]. Query head h uses KV head h / (n_heads / n_kv_heads).
-  void attention(const float* q, const float* k, const float* v, int64_t n_kv, int64_t kv_stride,
-                 int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale, float* out);
+  // Causal attention of a batch of query tokens over paged KV storage (see PagedKv), reading
+  // K/V rows in place through each token's block table. Token i attends to positions
+  // [0, queries.n_kv[i]) of its sequence; query head h uses KV head h / (n_heads / n_kv_heads), and
+  // all query heads of one KV head are computed together (each K/V row is read once per group).
+  // Softmax is online (running max and sum), so any n_kv works in fixed memory. Work is split
+  // across the pool by (token, KV head, chunk of kPagedKvChunk positions); the result of a token
+  // depends only on its own inputs, not on the batch or the thread count.
+  // Uses the pool and the scratch: call from the Ops owner thread only.
+  void paged_attention(const PagedKv& kv, const AttentionHeads& heads, const PagedQueries& queries);
 
  private:
   Isa isa_;

@@ -10,28 +10,14 @@
 #include "core/check.h"
 #include "kernels/dispatch.h"
 #include "kernels/kernels.h"
+#include "kernels/ops_scratch.h"
 
 namespace keel::kernels {
-
-struct Ops::Scratch {
-  std::vector<float> x;        // rounded activations (F16/BF16 weights)
-  std::vector<uint16_t> x16;   // the same as raw bits
-  std::vector<int8_t> qs;      // quantized activations
-  std::vector<float> d;        // their block scales
-  std::vector<int32_t> sum;    // Q8_0: Σq per block
-  std::vector<int16_t> bsums;  // Q8_K: Σq per 16
-};
 
 namespace {
 
 // Element-wise ops are split across threads only above this many elements.
 constexpr int64_t kParallelElements = 1 << 16;
-
-template <typename T>
-T* grow(std::vector<T>& v, int64_t n) {
-  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
-  return v.data();
-}
 
 }  // namespace
 
@@ -177,36 +163,6 @@ void Ops::add(const float* x, int64_t n, float* y) {
     return;
   }
   kernel(x, n, y);
-}
-
-void Ops::attention(const float* q, const float* k, const float* v, int64_t n_kv, int64_t kv_stride,
-                    int64_t n_heads, int64_t n_kv_heads, int64_t head_dim, float scale,
-                    float* out) {
-  KEEL_CHECK(n_kv > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0);
-  const int64_t group = n_heads / n_kv_heads;
-  const auto dot = table_->dot;
-  const auto axpy = table_->axpy;
-  std::vector<float> scores(static_cast<size_t>(n_kv));
-  for (int64_t h = 0; h < n_heads; ++h) {
-    const float* qh = q + h * head_dim;
-    const int64_t kvh = h / group;
-    float max_s = -INFINITY;
-    for (int64_t j = 0; j < n_kv; ++j) {
-      const float s = dot(qh, k + j * kv_stride + kvh * head_dim, head_dim) * scale;
-      scores[static_cast<size_t>(j)] = s;
-      max_s = std::max(max_s, s);
-    }
-    float sum = 0.0f;
-    for (auto& s : scores) {
-      s = std::exp(s - max_s);
-      sum += s;
-    }
-    float* oh = out + h * head_dim;
-    std::fill(oh, oh + head_dim, 0.0f);
-    for (int64_t j = 0; j < n_kv; ++j) {
-      axpy(scores[static_cast<size_t>(j)] / sum, v + j * kv_stride + kvh * head_dim, head_dim, oh);
-    }
-  }
 }
 
 }  // namespace keel::kernels

@@ -1,6 +1,5 @@
-// Scalar reference kernels for everything but matmul: the Q8_0 activation quantizer, f16/bf16
-// rounding of activations, RMSNorm,
-// SiLU·mul, add, and the dot / axpy loops of attention.
+// Scalar reference kernels for the element-wise ops: the Q8_0 activation quantizer, f16/bf16
+// rounding of activations, RMSNorm, SiLU·mul and add.
 //
 // Pure functions; thread-safe.
 #include <cmath>
@@ -59,16 +58,6 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
 
 void add(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
-}
-
-float dot(const float* a, const float* b, int64_t n) {
-  float s = 0.0f;
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
-void axpy(float a, const float* x, int64_t n, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
 
 }  // namespace keel::kernels::scalar

@@ -1,11 +1,11 @@
-// Batch: one flat forward-pass batch — tokens of one or more sequences, each with its own
-// position and KV-cache slot, so decode steps and (chunked) prefills share one pass. Plain data;
-// Context::forward validates it (sizes, ranges, contiguity) before touching the cache.
+// Batch: one flat forward-pass batch — tokens of one or more sequences, each token with its own
+// position and each sequence with its own block table, so decode steps and (chunked) prefills
+// share one pass. Plain data; validate_batch() checks it before the forward pass touches memory.
 //
-// Within a slot, the first token's position is at most the slot's current length (a smaller one
-// rewrites from there on, dropping later positions) and the slot's next tokens follow at
-// consecutive positions. A token attends to positions [0, pos] of its slot, including earlier
-// tokens of the same slot in the same batch.
+// Within one sequence tokens have consecutive positions (in batch order). Positions [0, first) of
+// the sequence must already hold valid K/V in its blocks (written by earlier passes, or shared
+// from the prefix cache); the pass writes the K/V of its token at position p into block
+// block_table[p / block_size], row p % block_size, then that token attends to [0, p].
 // Thread safety: plain data.
 #pragma once
 
@@ -13,29 +13,60 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/status.h"
+
 namespace keel::model {
+
+// One sequence in a batch.
+struct BatchSeq {
+  std::vector<int32_t> block_table;  // KV block ids covering positions [0, ...) of this sequence
+};
 
 struct Batch {
   std::vector<int32_t> tokens;     // [n_tokens] token ids, in [0, n_vocab)
   std::vector<int32_t> positions;  // [n_tokens] position in its sequence, in [0, n_ctx)
-  std::vector<int32_t> seq_slots;  // [n_tokens] KV-cache slot, in [0, max_seqs)
+  std::vector<int32_t> seq_index;  // [n_tokens] index into `seqs`
   std::vector<uint8_t> logits;     // [n_tokens] 1 = return logits for this token
+  std::vector<BatchSeq> seqs;      // [n_seqs]
 
   [[nodiscard]] size_t size() const { return tokens.size(); }
   [[nodiscard]] bool empty() const { return tokens.empty(); }
 
-  void add(int32_t token, int32_t position, int32_t seq_slot, bool want_logits) {
+  // Appends a sequence; returns its index.
+  int32_t add_seq(std::vector<int32_t> block_table) {
+    seqs.push_back(BatchSeq{std::move(block_table)});
+    return static_cast<int32_t>(seqs.size()) - 1;
+  }
+  void add(int32_t token, int32_t position, int32_t seq, bool want_logits) {
     tokens.push_back(token);
     positions.push_back(position);
-    seq_slots.push_back(seq_slot);
+    seq_index.push_back(seq);
     logits.push_back(want_logits ? 1 : 0);
   }
-  void clear() {
+  // Removes the tokens, keeps the sequences.
+  void clear_tokens() {
     tokens.clear();
     positions.clear();
-    seq_slots.clear();
+    seq_index.clear();
     logits.clear();
   }
 };
+
+// What a batch is checked against.
+struct BatchLimits {
+  int64_t max_tokens = 0;  // tokens per batch (the Context's scratch)
+  int64_t n_vocab = 0;     // token ids in [0, n_vocab)
+  int64_t n_ctx = 0;       // positions in [0, n_ctx)
+  int32_t block_size = 0;  // positions per KV block
+  int32_t num_blocks = 0;  // block ids in [0, num_blocks)
+};
+
+// OK when the batch is well formed. InvalidArgument (the message names the batch token and
+// sequence at fault): fields of different lengths, no tokens or more than max_tokens, a token id
+// out of the vocabulary, a sequence index out of range, a negative position, positions of a
+// sequence that are not consecutive, a block table too short for a position, a block id out of
+// range (any entry covering [0, position]), two tokens writing the same block row. OutOfRange: a
+// position ≥ n_ctx.
+Status validate_batch(const Batch& batch, const BatchLimits& limits);
 
 }  // namespace keel::model

@@ -10,8 +10,6 @@ namespace {
 
 size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
-std::string token_prefix(size_t i) { return "batch token " + std::to_string(i) + ": "; }
-
 }  // namespace
 
 Context::Context(const Model& model, int64_t max_batch_tokens)
@@ -27,71 +25,37 @@ Context::Context(const Model& model, int64_t max_batch_tokens)
   proj_.resize(t * sz(hp_.n_embd));
   gate_.resize(t * sz(hp_.n_ff));
   up_.resize(t * sz(hp_.n_ff));
+  n_kv_.resize(t);
+  block_tables_.resize(t);
 }
 
-Status Context::validate(const Batch& batch, const KvCache& cache) const {
-  const size_t n = batch.tokens.size();
-  if (batch.positions.size() != n || batch.seq_slots.size() != n || batch.logits.size() != n) {
-    return Status::invalid_argument("batch fields differ in length: tokens " + std::to_string(n) +
-                                    ", positions " + std::to_string(batch.positions.size()) +
-                                    ", seq_slots " + std::to_string(batch.seq_slots.size()) +
-                                    ", logits " + std::to_string(batch.logits.size()));
+Status Context::validate(const Batch& batch, const KvStorage& kv) const {
+  const KvLayout& layout = kv.layout();
+  if (layout.n_layer != hp_.n_layer || layout.kv_dim != hp_.kv_dim()) {
+    return Status::invalid_argument("KV storage layout (" + std::to_string(layout.n_layer) +
+                                    " layers, rows of " + std::to_string(layout.kv_dim) +
+                                    ") does not match the model (" + std::to_string(hp_.n_layer) +
+                                    " layers, rows of " + std::to_string(hp_.kv_dim()) + ")");
   }
-  if (n == 0 || static_cast<int64_t>(n) > max_tokens_) {
-    return Status::invalid_argument("batch has " + std::to_string(n) +
-                                    " tokens; this context takes 1 to " +
-                                    std::to_string(max_tokens_));
-  }
-  if (cache.n_layer() != hp_.n_layer || cache.row_width() != hp_.kv_dim()) {
-    return Status::invalid_argument("KV cache shape (" + std::to_string(cache.n_layer()) +
-                                    " layers, rows of " + std::to_string(cache.row_width()) +
-                                    ") does not match the model");
-  }
-  // next[s]: the position the next token of slot s must have; -1 before its first token.
-  std::vector<int64_t> next(sz(cache.n_slots()), -1);
-  for (size_t i = 0; i < n; ++i) {
-    const int32_t tok = batch.tokens[i], pos = batch.positions[i], slot = batch.seq_slots[i];
-    if (tok < 0 || tok >= hp_.n_vocab) {
-      return Status::invalid_argument(token_prefix(i) + "token id " + std::to_string(tok) +
-                                      " is outside the vocabulary [0, " +
-                                      std::to_string(hp_.n_vocab) + ")");
-    }
-    if (slot < 0 || slot >= cache.n_slots()) {
-      return Status::invalid_argument(token_prefix(i) + "sequence slot " + std::to_string(slot) +
-                                      " is outside [0, " + std::to_string(cache.n_slots()) + ")");
-    }
-    if (pos < 0) {
-      return Status::invalid_argument(token_prefix(i) + "position " + std::to_string(pos) +
-                                      " is negative");
-    }
-    if (pos >= cache.n_ctx()) {
-      return Status::out_of_range(token_prefix(i) + "position " + std::to_string(pos) +
-                                  " is beyond the context size " + std::to_string(cache.n_ctx()));
-    }
-    int64_t& expected = next[sz(slot)];
-    const bool first = expected < 0;
-    if ((first && pos > cache.length(slot)) || (!first && pos != expected)) {
-      return Status::invalid_argument(
-          token_prefix(i) + "position " + std::to_string(pos) + " in slot " + std::to_string(slot) +
-          " leaves a gap or goes backwards (slot holds " + std::to_string(cache.length(slot)) +
-          " positions" +
-          (first ? std::string(")") : "; expected " + std::to_string(expected) + ")"));
-    }
-    expected = pos + 1;
-  }
-  return Status();
+  BatchLimits limits;
+  limits.max_tokens = max_tokens_;
+  limits.n_vocab = hp_.n_vocab;
+  limits.n_ctx = model_.n_ctx();
+  limits.block_size = layout.block_size;
+  limits.num_blocks = kv.num_blocks();
+  return validate_batch(batch, limits);
 }
 
-Status Context::forward(const Batch& batch, KvCache& cache, kernels::Ops& ops,
+Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                         std::vector<float>* logits) {
-  KEEL_TRY(validate(batch, cache));
-  embed(batch);
-  run_layers(batch, cache, ops);
-  if (logits) output_logits(batch, ops, logits);
-  // Commit: a slot's length ends after its last token in this batch.
-  for (size_t i = 0; i < batch.size(); ++i) {
-    cache.set_length(batch.seq_slots[i], int64_t{batch.positions[i]} + 1);
+  KEEL_TRY(validate(batch, kv));
+  for (size_t t = 0; t < batch.size(); ++t) {
+    n_kv_[t] = batch.positions[t] + 1;
+    block_tables_[t] = batch.seqs[sz(batch.seq_index[t])].block_table.data();
   }
+  embed(batch);
+  run_layers(batch, kv, ops);
+  if (logits) output_logits(batch, ops, logits);
   return Status();
 }
 
@@ -103,14 +67,14 @@ void Context::embed(const Batch& batch) {
   }
 }
 
-void Context::run_layers(const Batch& batch, KvCache& cache, kernels::Ops& ops) {
+void Context::run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
   for (int64_t il = 0; il < hp_.n_layer; ++il) {
-    attention_block(il, batch, cache, ops);
+    attention_block(il, batch, kv, ops);
     ffn_block(il, static_cast<int64_t>(batch.size()), ops);
   }
 }
 
-void Context::attention_block(int64_t il, const Batch& batch, KvCache& cache, kernels::Ops& ops) {
+void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
   const LayerWeights& w = model_.weights().layers[sz(il)];
   const auto n = static_cast<int64_t>(batch.size());
   const int64_t q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
@@ -130,8 +94,8 @@ void Context::attention_block(int64_t il, const Batch& batch, KvCache& cache, ke
   }
   ops.rope(hp_.rope, batch.positions.data(), n, hp_.n_head, hp_.head_dim, q_dim, q_.data());
   ops.rope(hp_.rope, batch.positions.data(), n, hp_.n_head_kv, hp_.head_dim, kv_dim, k_.data());
-  write_kv(il, batch, cache);
-  attend(il, batch, cache, ops);
+  write_kv(il, batch, kv);
+  attend(il, batch, kv, ops);
   ops.matmul(w.wo, attn_.data(), n, proj_.data());
   for (int64_t t = 0; t < n; ++t) {
     if (!w.bo.empty()) ops.add(w.bo.data(), hp_.n_embd, proj_.data() + t * hp_.n_embd);
@@ -149,24 +113,39 @@ void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
   ops.add(proj_.data(), n_tokens * hp_.n_embd, x_.data());
 }
 
-void Context::write_kv(int64_t il, const Batch& batch, KvCache& cache) const {
-  const size_t row = sz(hp_.kv_dim());
+void Context::write_kv(int64_t il, const Batch& batch, KvStorage& kv) const {
+  const KvLayout& layout = kv.layout();
+  const int64_t kv_dim = hp_.kv_dim();
+  const size_t k_off = layout.k_offset(il), v_off = layout.v_offset(il);
   for (size_t t = 0; t < batch.size(); ++t) {
-    const int32_t slot = batch.seq_slots[t], pos = batch.positions[t];
-    std::memcpy(cache.k(il, slot, pos), k_.data() + t * row, row * sizeof(float));
-    std::memcpy(cache.v(il, slot, pos), v_.data() + t * row, row * sizeof(float));
+    const int32_t pos = batch.positions[t];
+    std::byte* block = kv.block(block_tables_[t][pos / layout.block_size]);
+    const size_t row = sz(pos % layout.block_size) * layout.row_bytes();
+    const float* k = k_.data() + t * sz(kv_dim);
+    const float* v = v_.data() + t * sz(kv_dim);
+    if (layout.dtype == DType::kF16) {  // round to nearest-even, as fp32_to_fp16
+      kernels::quantize_row(DType::kF16, k, block + k_off + row, kv_dim);
+      kernels::quantize_row(DType::kF16, v, block + v_off + row, kv_dim);
+    } else {
+      std::memcpy(block + k_off + row, k, layout.row_bytes());
+      std::memcpy(block + v_off + row, v, layout.row_bytes());
+    }
   }
 }
 
-void Context::attend(int64_t il, const Batch& batch, KvCache& cache, kernels::Ops& ops) {
+void Context::attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops) {
   const int64_t q_dim = hp_.q_dim();
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hp_.head_dim));
-  for (size_t t = 0; t < batch.size(); ++t) {
-    const int32_t slot = batch.seq_slots[t], pos = batch.positions[t];
-    ops.attention(q_.data() + t * sz(q_dim), cache.k(il, slot, 0), cache.v(il, slot, 0),
-                  int64_t{pos} + 1, cache.row_width(), hp_.n_head, hp_.n_head_kv, hp_.head_dim,
-                  scale, attn_.data() + t * sz(q_dim));
-  }
+  const kernels::AttentionHeads heads{hp_.n_head, hp_.n_head_kv, hp_.head_dim,
+                                      1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+  kernels::PagedQueries queries;
+  queries.n_q = static_cast<int64_t>(batch.size());
+  queries.q = q_.data();
+  queries.q_stride = q_dim;
+  queries.n_kv = n_kv_.data();
+  queries.block_tables = block_tables_.data();
+  queries.out = attn_.data();
+  queries.out_stride = q_dim;
+  ops.paged_attention(kv.paged(il), heads, queries);
 }
 
 void Context::output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits) {

@@ -1,9 +1,10 @@
-// Context: the forward pass of a Model over a flat Batch, with per-engine scratch buffers sized
-// once for a maximum batch. Data flow per call:
-//   validate(batch) → embed → run_layers (attention block, FFN block per layer; K/V of all batch
-//   tokens written to the KvCache before any token attends) → output norm + head for the tokens
-//   that asked for logits → commit slot lengths.
-// A batch that fails validation changes nothing (neither the cache nor the outputs).
+// Context: the forward pass of a Model over a flat Batch and a paged KvStorage, with per-engine
+// scratch buffers sized once for a maximum batch. Data flow per call:
+//   validate (layout, batch) → embed → run_layers (attention block, FFN block per layer; K/V of
+//   all batch tokens written into their blocks before any token attends, then
+//   Ops::paged_attention reads them in place through the block tables) → output norm + head for
+//   the tokens that asked for logits.
+// A batch that fails validation changes nothing (neither the KV storage nor the outputs).
 //
 // Thread safety: one Context per engine thread; the Model it borrows must outlive it and may be
 // shared with other Contexts. Parallelism comes from kernels::Ops (its thread pool).
@@ -15,7 +16,7 @@
 #include "core/result.h"
 #include "kernels/kernels.h"
 #include "model/batch.h"
-#include "model/kv_cache.h"
+#include "model/kv_storage.h"
 #include "model/model.h"
 
 namespace keel::model {
@@ -27,23 +28,24 @@ class Context {
 
   [[nodiscard]] int64_t max_batch_tokens() const { return max_tokens_; }
 
-  // Runs the batch, writing its K/V into `cache` (which must be shaped for the model) and, when
-  // `logits` is not null, replacing *logits with [n_outputs][n_vocab] floats: one row per token
-  // with logits[i] = 1, in batch order. Errors: InvalidArgument (malformed batch, token id out of
-  // vocabulary, slot out of range, a gap in a slot's positions, too many tokens), OutOfRange
-  // (position ≥ the cache's n_ctx).
-  Status forward(const Batch& batch, KvCache& cache, kernels::Ops& ops, std::vector<float>* logits);
+  // Runs the batch, writing its K/V into the blocks of `kv` (whose layout must have the model's
+  // n_layer and kv_dim) and, when `logits` is not null, replacing *logits with
+  // [n_outputs][n_vocab] floats: one row per token with logits[i] = 1, in batch order.
+  // Errors: InvalidArgument for a KV layout that does not fit the model and every malformed batch
+  // of validate_batch() (batch.h); OutOfRange for a position ≥ the model's n_ctx.
+  Status forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops, std::vector<float>* logits);
 
  private:
-  Status validate(const Batch& batch, const KvCache& cache) const;
+  Status validate(const Batch& batch, const KvStorage& kv) const;
   void embed(const Batch& batch);
   // Every layer in order; the single place a per-layer hook (early exit) will go.
-  void run_layers(const Batch& batch, KvCache& cache, kernels::Ops& ops);
-  void attention_block(int64_t il, const Batch& batch, KvCache& cache, kernels::Ops& ops);
+  void run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops);
+  void attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops);
   void ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops);
-  // The KV cache access: store this layer's K/V rows, then attend over [0, pos] of each slot.
-  void write_kv(int64_t il, const Batch& batch, KvCache& cache) const;
-  void attend(int64_t il, const Batch& batch, KvCache& cache, kernels::Ops& ops);
+  // The KV access: store this layer's K/V rows (converted to the storage's type) in their
+  // blocks, then attend over [0, pos] of each token's sequence.
+  void write_kv(int64_t il, const Batch& batch, KvStorage& kv) const;
+  void attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops);
   void output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits);
 
   const Model& model_;
@@ -59,6 +61,9 @@ class Context {
   std::vector<float> proj_;  // [T][n_embd] block output before the residual add
   std::vector<float> gate_;  // [T][n_ff]
   std::vector<float> up_;    // [T][n_ff]
+  // Per token of the current batch: positions attended (pos + 1) and its sequence's block table.
+  std::vector<int32_t> n_kv_;                 // [T]
+  std::vector<const int32_t*> block_tables_;  // [T]
 };
 
 }  // namespace keel::model

@@ -1,5 +1,4 @@
-// Model::load: hyper-parameters, vocabulary size, weight views, and the options that size the
-// KV cache.
+// Model::load: hyper-parameters, vocabulary size, weight views, and the maximum sequence length.
 #include "model/model.h"
 
 #include <string>
@@ -8,7 +7,6 @@ namespace keel::model {
 namespace {
 
 constexpr int64_t kMaxContext = int64_t{1} << 24;
-constexpr int32_t kMaxSeqs = 1024;
 
 }  // namespace
 
@@ -16,10 +14,6 @@ Status ModelOptions::validate() const {
   if (n_ctx < 0 || n_ctx > kMaxContext) {
     return Status::invalid_argument("model option n_ctx = " + std::to_string(n_ctx) +
                                     " is out of range [0, " + std::to_string(kMaxContext) + "]");
-  }
-  if (max_seqs < 1 || max_seqs > kMaxSeqs) {
-    return Status::invalid_argument("model option max_seqs = " + std::to_string(max_seqs) +
-                                    " is out of range [1, " + std::to_string(kMaxSeqs) + "]");
   }
   return Status();
 }
@@ -34,7 +28,6 @@ Result<std::unique_ptr<Model>> Model::load(gguf::GgufFile file, const ModelOptio
     m->hparams_.rope.freq_factors = m->weights_.rope_freqs.data();
   }
   m->n_ctx_ = options.n_ctx > 0 ? options.n_ctx : m->hparams_.n_ctx_train;
-  m->max_seqs_ = options.max_seqs;
   return m;
 }
 

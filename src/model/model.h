@@ -1,6 +1,7 @@
 // Model: a loaded Llama-family model — the GgufFile it came from (owned), its hyper-parameters
-// and views of its weights. The forward pass lives in Context (context.h); the KV cache in
-// KvCache (kv_cache.h). A Model is immutable after load() and may be shared by several Contexts.
+// and views of its weights. The forward pass lives in Context (context.h); the KV memory in
+// KvStorage (kv_storage.h). A Model is immutable after load() and may be shared by several
+// Contexts.
 //
 // Invariants: weights() views point into file()'s bytes, and hparams().rope.freq_factors points
 // into weights().rope_freqs (or is null); both live as long as the Model, which is never moved
@@ -20,11 +21,9 @@
 namespace keel::model {
 
 struct ModelOptions {
-  // KV capacity per sequence slot, in tokens; 0 = the model's training context (n_ctx_train).
-  // The CLI exposes it as --ctx-size.
+  // Maximum sequence length (positions are < n_ctx); 0 = the model's training context
+  // (n_ctx_train). The CLI exposes it as --ctx-size.
   int64_t n_ctx = 0;
-  // Number of sequence slots in the KV cache (sequences decoded at once).
-  int32_t max_seqs = 4;
 
   [[nodiscard]] Status validate() const;
 };
@@ -45,9 +44,8 @@ class Model {
   [[nodiscard]] const HParams& hparams() const { return hparams_; }
   [[nodiscard]] const Weights& weights() const { return weights_; }
   [[nodiscard]] const gguf::GgufFile& file() const { return file_; }
-  // KV capacity per slot: options.n_ctx, or n_ctx_train when that was 0.
+  // Maximum sequence length: options.n_ctx, or n_ctx_train when that was 0.
   [[nodiscard]] int64_t n_ctx() const { return n_ctx_; }
-  [[nodiscard]] int32_t max_seqs() const { return max_seqs_; }
 
  private:
   explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}
@@ -56,7 +54,6 @@ class Model {
   HParams hparams_;
   Weights weights_;
   int64_t n_ctx_ = 0;
-  int32_t max_seqs_ = 0;
 };
 
 }  // namespace keel::model

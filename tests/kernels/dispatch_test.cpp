@@ -82,8 +82,8 @@ TEST(DispatchTest, TablesAreCompleteAndSelectedByFeatures) {
     EXPECT_NE(t->rms_norm, nullptr);
     EXPECT_NE(t->silu_mul, nullptr);
     EXPECT_NE(t->add, nullptr);
-    EXPECT_NE(t->dot, nullptr);
-    EXPECT_NE(t->axpy, nullptr);
+    EXPECT_NE(t->paged_attention_f32, nullptr);
+    EXPECT_NE(t->paged_attention_f16, nullptr);
     EXPECT_GE(t->row_tile, 1);
   }
   EXPECT_STREQ(kernel_table(Isa::kAvx512, avx512_full()).name, "avx512-bf16");

@@ -1,9 +1,9 @@
-// The element-wise ops and attention of every SIMD table against the scalar table:
+// The element-wise ops of every SIMD table against the scalar table:
 //   rms_norm   |Δ| ≤ 1e-6·|ref|       (squares summed in double in both; normally bit-equal)
 //   silu_mul   |Δ| ≤ 1e-6·|ref| + 1e-30 (polynomial exp vs std::exp), incl. ±large, ±0
 //   add        bit-equal
-//   attention  |Δ| ≤ 1e-5·max|v|       (dot / axpy summation order)
-// plus RoPE identities and the parallel (many-row / long-vector) code paths.
+// plus RoPE identities and the parallel (many-row / long-vector) code paths. Paged attention has
+// its own suite (paged_attention_test.cpp).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -80,80 +80,6 @@ TEST_F(OpsTest, AddIsExact) {
       for (int64_t i = 0; i < n; ++i) want[i] += x[i];
       ops.add(x.data(), n, got.data());
       EXPECT_EQ(got, want) << t->name << " n " << n;
-    }
-  }
-}
-
-TEST_F(OpsTest, AttentionMatchesScalar) {
-  const int64_t n_heads = 4, n_kv_heads = 2;
-  for (const KernelTable* t : testing::runnable_tables(cpu_)) {
-    Ops ops(t->isa, &pool_, features_for(*t, cpu_));
-    for (int64_t head_dim : {17, 64}) {
-      for (int64_t n_kv : {1, 5, 37}) {
-        const int64_t stride = n_kv_heads * head_dim + 3;  // padded rows
-        const auto q = testing::random_floats(rng_, n_heads * head_dim, 1.0f);
-        const auto k = testing::random_floats(rng_, n_kv * stride, 1.0f);
-        const auto v = testing::random_floats(rng_, n_kv * stride, 1.0f);
-        float vmax = 0;
-        for (float f : v) vmax = std::max(vmax, std::fabs(f));
-        std::vector<float> ref(static_cast<size_t>(n_heads * head_dim)), got(ref.size());
-        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-        scalar_.attention(q.data(), k.data(), v.data(), n_kv, stride, n_heads, n_kv_heads, head_dim,
-                          scale, ref.data());
-        ops.attention(q.data(), k.data(), v.data(), n_kv, stride, n_heads, n_kv_heads, head_dim,
-                      scale, got.data());
-        for (size_t i = 0; i < ref.size(); ++i) {
-          ASSERT_NEAR(got[i], ref[i], 1e-5f * vmax) << t->name << " n_kv " << n_kv;
-        }
-        if (n_kv == 1) {  // one position: the output is that position's V row per head
-          for (int64_t h = 0; h < n_heads; ++h) {
-            for (int64_t d = 0; d < head_dim; ++d) {
-              EXPECT_FLOAT_EQ(got[h * head_dim + d], v[(h / 2) * head_dim + d]);
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-// attention() may be called from pool jobs concurrently (the model parallelises over tokens).
-TEST_F(OpsTest, AttentionRunsConcurrentlyFromPoolJobs) {
-  const int64_t n_tokens = 6, n_heads = 4, n_kv_heads = 2, head_dim = 32, n_kv = 20;
-  const int64_t stride = n_kv_heads * head_dim;
-  const auto q = testing::random_floats(rng_, n_tokens * n_heads * head_dim, 1.0f);
-  const auto k = testing::random_floats(rng_, n_kv * stride, 1.0f);
-  const auto v = testing::random_floats(rng_, n_kv * stride, 1.0f);
-  ThreadPool pool(3);
-  Ops ops(best_isa(cpu_), &pool, cpu_);
-  std::vector<float> serial(q.size()), parallel(q.size());
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    ops.attention(&q[t * n_heads * head_dim], k.data(), v.data(), t + 1, stride, n_heads,
-                  n_kv_heads, head_dim, 0.125f, &serial[t * n_heads * head_dim]);
-  }
-  pool.parallel_for(n_tokens, 1, [&](int64_t b, int64_t e) {
-    for (int64_t t = b; t < e; ++t) {
-      ops.attention(&q[t * n_heads * head_dim], k.data(), v.data(), t + 1, stride, n_heads,
-                    n_kv_heads, head_dim, 0.125f, &parallel[t * n_heads * head_dim]);
-    }
-  });
-  EXPECT_EQ(serial, parallel);
-}
-
-TEST_F(OpsTest, DotAndAxpyMatchScalar) {
-  for (const KernelTable* t : testing::runnable_tables(cpu_)) {
-    for (int64_t n : {1, 7, 8, 31, 33, 128, 1000}) {
-      const auto a = testing::random_floats(rng_, n, 1.0f);
-      const auto b = testing::random_floats(rng_, n, 1.0f);
-      double sabs = 0;
-      for (int64_t i = 0; i < n; ++i) sabs += std::fabs(a[i] * b[i]);
-      EXPECT_NEAR(t->dot(a.data(), b.data(), n), scalar_table().dot(a.data(), b.data(), n),
-                  1e-5 * sabs)
-          << t->name << " n " << n;
-      std::vector<float> y1 = b, y2 = b;
-      t->axpy(0.37f, a.data(), n, y1.data());
-      scalar_table().axpy(0.37f, a.data(), n, y2.data());
-      for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y1[i], y2[i], 1e-6f * (std::fabs(y2[i]) + 1));
     }
   }
 }

@@ -1,7 +1,8 @@
 // The forward pass on tiny synthetic models: agreement with an independent double-precision
 // reference for every architecture feature, invariants that tie the architectures together
 // (qwen2 with zero bias = llama with Q/K rows reordered; qwen3 QK-norm scale invariance), output
-// selection, KV slot reuse, and a precise Status for every malformed batch.
+// selection, rewriting a sequence's suffix, and a precise Status (and no change to the KV
+// storage) for every malformed batch.
 #include "model/context.h"
 
 #include <gmock/gmock.h>
@@ -78,7 +79,7 @@ TEST_P(ForwardReferenceTest, AllPositionsMatchDoublePrecisionReference) {
   }
   EXPECT_LE(worst, GetParam().tolerance) << GetParam().name;
   EXPECT_GT(spread, 0.5) << "logits too small for the comparison to mean anything";
-  // Token by token into another slot gives the same logits.
+  // Token by token into another sequence (other blocks) gives the same logits.
   const std::vector<float> step = r.feed(kTokens, 1, 0, /*one_by_one=*/true);
   EXPECT_LE(max_abs_diff(step, got), 1e-5);
 }
@@ -161,18 +162,30 @@ class ContextTest : public ::testing::Test {
     model_ = write_tiny_model(TinySpec());
     ModelOptions o;
     o.n_ctx = 8;
-    o.max_seqs = 2;
-    runner_ = std::make_unique<Runner>(model_.path, o, 2, /*max_batch=*/6);
+    RunnerKv kv;
+    kv.block_size = 4;
+    kv.n_seqs = 2;
+    kv.spare_blocks = 1;
+    runner_ = std::make_unique<Runner>(model_.path, o, 2, /*max_batch=*/6, kv);
     ASSERT_TRUE(runner_->ok()) << runner_->status().to_string();
   }
   Status run(const Batch& b) {
     logits_ = {42.0f};
     return runner_->forward(b, &logits_);
   }
-  static Batch batch(std::vector<int32_t> positions, int32_t slot = 0) {
-    Batch b;
-    for (int32_t p : positions) b.add(3, p, slot, true);
+  Batch batch(std::vector<int32_t> positions, int32_t seq = 0) const {
+    Batch b = runner_->batch();
+    for (int32_t p : positions) b.add(3, p, seq, true);
     return b;
+  }
+  // Runs a batch that must fail with `code` and `message`, leaving storage and logits alone.
+  void expect_rejected(const Batch& b, StatusCode code, const std::string& message) {
+    const std::vector<std::byte> before = runner_->snapshot();
+    const Status st = run(b);
+    EXPECT_EQ(st.code(), code) << st.to_string();
+    EXPECT_EQ(st.message(), message);
+    EXPECT_EQ(logits_, std::vector<float>{42.0f}) << "a failed forward must not touch outputs";
+    EXPECT_TRUE(runner_->snapshot() == before) << "a failed forward must not touch the KV storage";
   }
 
   TinyModel model_;
@@ -183,91 +196,107 @@ class ContextTest : public ::testing::Test {
 TEST_F(ContextTest, PositionAtContextSizeIsOutOfRange) {
   ASSERT_TRUE(run(batch({0, 1, 2, 3, 4, 5})).ok());
   ASSERT_TRUE(run(batch({6, 7})).ok());
-  EXPECT_EQ(runner_->cache().length(0), 8);
-  const Status st = run(batch({8}));
-  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(st.message(), "batch token 0: position 8 is beyond the context size 8");
-  EXPECT_EQ(logits_, std::vector<float>{42.0f}) << "a failed forward must not touch outputs";
+  expect_rejected(batch({8}), StatusCode::kOutOfRange,
+                  "batch token 0: position 8 is beyond the context size 8");
 }
 
-TEST_F(ContextTest, FailedBatchLeavesTheCacheAlone) {
+TEST_F(ContextTest, FailedBatchLeavesTheStorageAlone) {
   ASSERT_TRUE(run(batch({0, 1, 2, 3, 4})).ok());
   const std::vector<float> before = logits_;
-  const Status st = run(batch({5, 6, 7, 8}));  // crosses n_ctx at its last token
-  EXPECT_EQ(st.code(), StatusCode::kOutOfRange);
-  EXPECT_EQ(st.message(), "batch token 3: position 8 is beyond the context size 8");
-  EXPECT_EQ(runner_->cache().length(0), 5);
+  // Crosses n_ctx at its last token, after three tokens that would write rows.
+  expect_rejected(batch({5, 6, 7, 8}), StatusCode::kOutOfRange,
+                  "batch token 3: position 8 is beyond the context size 8");
   // Re-running position 4 (a rewrite) gives the same logits as before.
   ASSERT_TRUE(run(batch({4})).ok());
   EXPECT_EQ(max_abs_diff(logits_.data(), before.data() + 4 * 40, 40), 0.0);
 }
 
 TEST_F(ContextTest, MalformedBatchesAreRejectedPrecisely) {
+  ASSERT_TRUE(run(batch({0, 1, 2, 3, 4})).ok());  // non-zero storage for the snapshots
+  const StatusCode kInvalid = StatusCode::kInvalidArgument;
   Batch b = batch({0});
   b.tokens[0] = 40;
-  Status st = run(b);
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(st.message(), "batch token 0: token id 40 is outside the vocabulary [0, 40)");
+  expect_rejected(b, kInvalid, "batch token 0: token id 40 is outside the vocabulary [0, 40)");
   b.tokens[0] = -1;
-  EXPECT_EQ(run(b).code(), StatusCode::kInvalidArgument);
-  st = run(batch({0}, /*slot=*/2));
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(st.message(), "batch token 0: sequence slot 2 is outside [0, 2)");
+  expect_rejected(b, kInvalid, "batch token 0: token id -1 is outside the vocabulary [0, 40)");
+  expect_rejected(batch({0}, /*seq=*/2), kInvalid,
+                  "batch token 0: sequence index 2 is outside [0, 2)");
   b = batch({0, 1});
   b.logits.pop_back();
-  st = run(b);
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(st.message(), HasSubstr("batch fields differ in length"));
-  st = run(Batch());
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(st.message(), "batch has 0 tokens; this context takes 1 to 6");
-  st = run(batch({0, 1, 2, 3, 4, 5, 6}));
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(st.message(), "batch has 7 tokens; this context takes 1 to 6");
-  st = run(batch({1}));
+  expect_rejected(b, kInvalid,
+                  "batch fields differ in length: tokens 2, positions 2, seq_index 2, logits 1");
+  expect_rejected(Batch(), kInvalid, "batch has 0 tokens; this context takes 1 to 6");
+  expect_rejected(batch({0, 1, 2, 3, 4, 5, 6}), kInvalid,
+                  "batch has 7 tokens; this context takes 1 to 6");
+  expect_rejected(batch({0, 2}), kInvalid,
+                  "batch token 1: position 2 of sequence 0 does not follow position 0 (positions "
+                  "within a sequence must be consecutive)");
+  expect_rejected(batch({3, 2}), kInvalid,
+                  "batch token 1: position 2 of sequence 0 does not follow position 3 (positions "
+                  "within a sequence must be consecutive)");
+  expect_rejected(batch({-1}), kInvalid, "batch token 0: position -1 is negative");
+  b = batch({5});
+  b.seqs[0].block_table.resize(1);
+  expect_rejected(b, kInvalid,
+                  "batch token 0: position 5 of sequence 0 needs block table entry 1, but the "
+                  "table has 1 entries (block size 4)");
+  // Every entry up to the position's block is checked, not only the one written.
+  b = batch({5});
+  b.seqs[0].block_table[0] = 5;
+  expect_rejected(b, kInvalid,
+                  "batch token 0: sequence 0's block table entry 0 is block 5, outside [0, 5)");
+  b.seqs[0].block_table[0] = -1;
+  expect_rejected(b, kInvalid,
+                  "batch token 0: sequence 0's block table entry 0 is block -1, outside [0, 5)");
+  // Two sequences sharing a block may not both write a row of it.
+  b = batch({4});
+  b.seqs[1].block_table = b.seqs[0].block_table;
+  b.add(3, 4, 1, true);
+  expect_rejected(b, kInvalid,
+                  "batch tokens 0 and 1 write the same KV row (block " +
+                      std::to_string(b.seqs[0].block_table[1]) + ", row 0)");
+  b.positions[1] = 3;  // different rows of one shared block: fine
+  EXPECT_TRUE(run(b).ok());
+}
+
+TEST_F(ContextTest, StorageMustFitTheModel) {
+  auto other = KvStorage::create(KvLayout{2, 8, 4, DType::kF32}, 4);  // tiny model: kv_dim 16
+  ASSERT_TRUE(other.ok()) << other.error().to_string();
+  Context ctx(runner_->model(), 4);
+  Batch b;
+  b.add_seq({0});
+  b.add(3, 0, 0, true);
+  std::vector<float> logits;
+  const Status st = ctx.forward(b, *other, runner_->ops(), &logits);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(st.message(),
-            "batch token 0: position 1 in slot 0 leaves a gap or goes backwards (slot holds 0 "
-            "positions)");
-  st = run(batch({0, 2}));
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(st.message(),
-            "batch token 1: position 2 in slot 0 leaves a gap or goes backwards (slot holds 0 "
-            "positions; expected 1)");
-  st = run(batch({-1}));
-  EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(st.message(), "batch token 0: position -1 is negative");
-  EXPECT_EQ(runner_->cache().length(0), 0);
+            "KV storage layout (2 layers, rows of 8) does not match the model (2 layers, rows of "
+            "16)");
 }
 
 TEST_F(ContextTest, LogitsOnlyForTokensThatAskInBatchOrder) {
   const std::vector<float> all = runner_->feed({4, 9, 13, 2, 31}, 0);
-  runner_->cache().clear(0);
-  Batch b;
+  Batch b = runner_->batch();
   const std::vector<int32_t> toks = {4, 9, 13, 2, 31};
   for (int32_t i = 0; i < 5; ++i) b.add(toks[static_cast<size_t>(i)], i, 0, i == 1 || i == 4);
   ASSERT_TRUE(run(b).ok());
   ASSERT_EQ(logits_.size(), 80u);
   EXPECT_EQ(max_abs_diff(logits_.data(), all.data() + 40, 40), 0.0);
   EXPECT_EQ(max_abs_diff(logits_.data() + 40, all.data() + 160, 40), 0.0);
-  runner_->cache().clear(0);
   for (auto& l : b.logits) l = 0;
   ASSERT_TRUE(run(b).ok());
   EXPECT_TRUE(logits_.empty());
-  runner_->cache().clear(0);
   EXPECT_TRUE(runner_->forward(b, nullptr).ok());
-  EXPECT_EQ(runner_->cache().length(0), 5);
 }
 
-TEST_F(ContextTest, ClearedAndTruncatedSlotsRecompute) {
+// A sequence's positions may be recomputed from any point whose prefix is valid (what a
+// preempted or rolled-back request does): the rewritten suffix gives the same logits.
+TEST_F(ContextTest, RewritingASuffixGivesTheSameLogits) {
   const std::vector<int32_t> toks = {4, 9, 13, 2, 31, 7};
   const std::vector<float> first = runner_->feed(toks, 1);
-  runner_->cache().truncate(1, 3);
-  EXPECT_EQ(runner_->cache().length(1), 3);
+  runner_->feed({5, 5}, 1, 3);  // overwrite positions 3 and 4 with other tokens
   const std::vector<float> tail = runner_->feed({2, 31, 7}, 1, 3);
   EXPECT_EQ(max_abs_diff(tail.data(), first.data() + 3 * 40, 3 * 40), 0.0);
-  runner_->cache().clear(1);
-  EXPECT_EQ(runner_->cache().length(1), 0);
   EXPECT_EQ(max_abs_diff(runner_->feed(toks, 1), first), 0.0);
 }
 

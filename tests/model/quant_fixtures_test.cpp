@@ -46,7 +46,6 @@ std::vector<Prompt> load_reference(const std::string& type) {
 double logits_max_diff(Runner& r, const std::vector<Prompt>& ref, bool check_top1) {
   double worst = 0.0;
   for (const Prompt& p : ref) {
-    r.cache().clear(0);
     const std::vector<float> all = r.feed(p.ids, 0);
     const std::vector<float> last(all.end() - r.n_vocab(), all.end());
     worst = std::max(worst, max_abs_diff(last, p.logits_after));

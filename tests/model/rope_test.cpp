@@ -69,14 +69,14 @@ TEST_P(RopeTest, CachedKeysAreRotatedByTheFormula) {
   const TinyModel m = write_tiny_model(rope_spec(c));
   Runner r(m.path, {}, 2, /*max_batch=*/kPositions);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
-  Batch b;
+  Batch b = r.batch();
   for (int32_t p = 0; p < kPositions; ++p) b.add((p * 7 + 3) % 40, p, 0, p + 1 == kPositions);
   ASSERT_TRUE(r.forward(b, nullptr).ok());
   double worst = 0.0, moved = 0.0;
   for (int32_t p = 0; p < kPositions; ++p) {
     const std::vector<double> want = expected_k(m, c, b.tokens[static_cast<size_t>(p)], p);
     const std::vector<double> unrotated = expected_k(m, c, b.tokens[static_cast<size_t>(p)], 0);
-    const float* got = r.cache().k(0, 0, p);
+    const std::vector<float> got = r.k_row(0, 0, p);
     for (size_t d = 0; d < want.size(); ++d) {
       worst = std::max(worst, std::fabs(got[d] - want[d]));
       moved = std::max(moved, std::fabs(want[d] - unrotated[d]));
