@@ -1,0 +1,57 @@
+// RequestState: the scheduler's record of one request — its tokens (prompt + generated), how far
+// its KV is computed and scheduled, and the chunks of it in plans not yet updated (schedule-ahead).
+//
+// Invariants: 0 ≤ num_computed ≤ num_scheduled ≤ num_tokens() + num_pending_samples;
+// num_pending_samples = the in-flight chunks with samples; the non-stale in-flight chunks cover
+// exactly [num_computed, num_scheduled) in order. A waiting request has num_computed =
+// num_scheduled = 0 and no KV blocks (its stale chunks, if it was preempted, may still be
+// in flight).
+// Thread safety: none; owned by the Scheduler on the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "engine/types.h"
+#include "kv/block_hash.h"
+
+namespace keel::engine {
+
+enum class RequestPhase {
+  kWaiting,  // queued (new, or preempted and waiting to be recomputed); holds no KV blocks
+  kRunning,  // admitted: holds KV blocks, is prefilling in chunks or decoding
+};
+
+// A chunk of a request in a plan whose update() has not run yet.
+struct InFlightChunk {
+  int32_t start_pos = 0;
+  int32_t num_tokens = 0;
+  bool samples = false;
+  bool stale = false;  // the request was preempted after this chunk was planned: its KV is lost,
+                       // but its sampled token (if any) is still valid and kept
+};
+
+struct RequestState {
+  RequestKey key = 0;
+  std::vector<int32_t> tokens;  // prompt then generated tokens known so far
+  int32_t num_prompt_tokens = 0;
+  int32_t max_tokens = 0;   // generated tokens allowed (the caller finishes the request)
+  kv::BlockHash extra_key;  // prefix-cache key of the model and cache salt
+  RequestPhase phase = RequestPhase::kWaiting;
+  int32_t num_computed = 0;   // positions [0, num_computed) hold valid KV (cache hit or updated)
+  int32_t num_scheduled = 0;  // positions [0, num_scheduled) computed or in a pending plan
+  int32_t num_pending_samples = 0;      // samples planned but not yet updated (tokens unknown)
+  std::deque<InFlightChunk> in_flight;  // pending chunks, in plan order
+  bool preempted = false;         // preempted once: re-admission needs blocks for all its tokens
+  bool admitted_once = false;     // the prefix-cache query was counted at first admission
+  int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache at first admission
+  int32_t num_preemptions = 0;
+
+  [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  [[nodiscard]] int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }
+  // Length counting the samples not known yet.
+  [[nodiscard]] int32_t effective_len() const { return num_tokens() + num_pending_samples; }
+};
+
+}  // namespace keel::engine

@@ -1,0 +1,370 @@
+// Scheduler implementation (see scheduler.h for the policy). Thread safety: engine thread only.
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "core/check.h"
+
+namespace keel::engine {
+namespace {
+
+std::string key_str(RequestKey key) { return "request " + std::to_string(key); }
+
+}  // namespace
+
+// Scratch state of one schedule() call.
+struct Scheduler::StepBuilder {
+  StepPlan plan;
+  std::vector<ScheduledSeq> decodes;   // running requests' 1-token steps, admission order
+  std::vector<ScheduledSeq> prefills;  // partial prefills, then admissions, in order
+  int32_t budget = 0;                  // tokens left this step
+  int32_t decodes_left = 0;  // decode-ready running requests not served yet (budget reserved)
+};
+
+Status SchedulerConfig::validate() const {
+  if (max_num_seqs < 1) {
+    return Status::invalid_argument("scheduler: max_num_seqs must be ≥ 1, got " +
+                                    std::to_string(max_num_seqs));
+  }
+  if (max_batched_tokens < 1) {
+    return Status::invalid_argument("scheduler: max_batched_tokens must be ≥ 1, got " +
+                                    std::to_string(max_batched_tokens));
+  }
+  if (max_batched_tokens < max_num_seqs) {
+    return Status::invalid_argument("scheduler: max_batched_tokens (" +
+                                    std::to_string(max_batched_tokens) +
+                                    ") must be ≥ max_num_seqs (" + std::to_string(max_num_seqs) +
+                                    ") so that every running request can decode each step");
+  }
+  if (max_waiting < 1) {
+    return Status::invalid_argument("scheduler: max_waiting must be ≥ 1, got " +
+                                    std::to_string(max_waiting));
+  }
+  if (max_model_len < 0) {
+    return Status::invalid_argument("scheduler: max_model_len must be ≥ 0, got " +
+                                    std::to_string(max_model_len));
+  }
+  return Status::ok_status();
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, kv::KvCacheManager* kv)
+    : config_(config), kv_(kv) {
+  KEEL_CHECK_MSG(config.validate().ok(), "invalid SchedulerConfig");
+  KEEL_CHECK(kv != nullptr);
+}
+
+Status Scheduler::validate_request(size_t num_prompt_tokens, int32_t max_tokens) const {
+  if (num_prompt_tokens == 0) return Status::invalid_argument("the prompt is empty");
+  if (max_tokens < 1) {
+    return Status::invalid_argument("max_tokens must be ≥ 1, got " + std::to_string(max_tokens));
+  }
+  const int64_t total = static_cast<int64_t>(num_prompt_tokens) + max_tokens;
+  if (config_.max_model_len > 0 && total > config_.max_model_len) {
+    return Status::out_of_range("prompt (" + std::to_string(num_prompt_tokens) +
+                                " tokens) + max_tokens (" + std::to_string(max_tokens) +
+                                ") exceeds the context length " +
+                                std::to_string(config_.max_model_len));
+  }
+  // Every position but the last generated token's holds KV at some point.
+  const int32_t blocks = kv_->blocks_for(total - 1);
+  if (blocks > kv_->num_blocks()) {
+    return Status::out_of_range("the request needs " + std::to_string(blocks) +
+                                " KV blocks, the whole pool has " +
+                                std::to_string(kv_->num_blocks()));
+  }
+  return Status::ok_status();
+}
+
+void Scheduler::add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens,
+                    kv::BlockHash extra_key) {
+  KEEL_CHECK_MSG(validate_request(prompt.size(), max_tokens).ok(),
+                 "Scheduler::add of a request that validate_request() rejects");
+  KEEL_CHECK_MSG(!requests_.contains(key), "Scheduler::add of a key already in use");
+  RequestState r;
+  r.key = key;
+  r.num_prompt_tokens = static_cast<int32_t>(prompt.size());
+  r.tokens = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.extra_key = extra_key;
+  requests_.emplace(key, std::move(r));
+  waiting_.push_back(key);
+}
+
+void Scheduler::abort(RequestKey key) { remove(key); }
+
+void Scheduler::finish(RequestKey key) { remove(key); }
+
+void Scheduler::remove(RequestKey key) {
+  const auto it = requests_.find(key);
+  if (it == requests_.end()) return;
+  if (it->second.phase == RequestPhase::kWaiting) {
+    waiting_.erase(std::find(waiting_.begin(), waiting_.end(), key));
+  } else {
+    running_.erase(std::find(running_.begin(), running_.end(), key));
+  }
+  kv_->free(key);
+  requests_.erase(it);
+}
+
+const RequestState* Scheduler::find(RequestKey key) const {
+  const auto it = requests_.find(key);
+  return it == requests_.end() ? nullptr : &it->second;
+}
+
+RequestState& Scheduler::state(RequestKey key) {
+  const auto it = requests_.find(key);
+  KEEL_CHECK_MSG(it != requests_.end(), "scheduler queue holds an unknown request");
+  return it->second;
+}
+
+int32_t Scheduler::tokens_wanted(const RequestState& r) const {
+  // Done (the caller will finish it): its last allowed token is sampled or being sampled.
+  if (r.num_generated() + r.num_pending_samples >= r.max_tokens) return 0;
+  int32_t want = r.effective_len() - r.num_scheduled;
+  if (config_.max_model_len > 0) want = std::min(want, config_.max_model_len - r.num_scheduled);
+  return std::max(want, 0);
+}
+
+StepPlan Scheduler::schedule() {
+  StepBuilder b;
+  b.plan.step_id = next_step_id_++;
+  b.budget = config_.max_batched_tokens;
+  schedule_running(b);
+  if (b.plan.preempted.empty()) schedule_waiting(b);
+  b.plan.seqs = std::move(b.decodes);
+  for (ScheduledSeq& s : b.prefills) b.plan.seqs.push_back(std::move(s));
+  return std::move(b.plan);
+}
+
+void Scheduler::schedule_running(StepBuilder& b) {
+  for (RequestKey key : running_) {
+    if (tokens_wanted(state(key)) == 1) ++b.decodes_left;
+  }
+  // Admission order: an earlier request gets blocks first and is never preempted for a later one.
+  for (size_t i = 0; i < running_.size(); ++i) {
+    RequestState& r = state(running_[i]);
+    const int32_t want = tokens_wanted(r);
+    if (want == 0) continue;
+    const bool decode = want == 1;
+    if (decode) --b.decodes_left;
+    const int32_t n = decode ? std::min(1, b.budget) : std::min(want, b.budget - b.decodes_left);
+    if (n <= 0) continue;
+    const int32_t got = reserve_running(b, i, n, decode);
+    if (got == 0) continue;  // stalled, or preempted itself (then it was the last one)
+    (decode ? b.decodes : b.prefills).push_back(make_seq(r, got));
+    b.budget -= got;
+  }
+}
+
+// Blocks for n more tokens of running_[idx], preempting later-admitted requests if needed.
+// Returns the tokens it may compute: n, fewer for a prefill when blocks are short, or 0.
+int32_t Scheduler::reserve_running(StepBuilder& b, size_t idx, int32_t n, bool decode) {
+  const RequestKey key = running_[idx];
+  const RequestState& r = state(key);
+  while (true) {
+    if (kv_->allocate(key, r.num_scheduled + n).has_value()) return n;
+    if (!decode) {  // a prefill chunk first shrinks to the free blocks
+      const int64_t fit =
+          static_cast<int64_t>(kv_->block_table(key).size() + kv_->num_free_blocks()) *
+              kv_->block_size() -
+          r.num_scheduled;
+      if (fit > 0) {
+        n = static_cast<int32_t>(std::min<int64_t>(n, fit));
+        continue;
+      }
+    }
+    if (running_.size() > idx + 1) {
+      const RequestKey victim = running_.back();
+      if (tokens_wanted(state(victim)) == 1) --b.decodes_left;
+      preempt(b, victim);
+      continue;
+    }
+    // Nobody later to preempt. A decode gives way (its blocks help earlier requests); a prefill
+    // keeps its blocks and waits: earlier requests preempt it when they need them.
+    if (decode) preempt(b, key);
+    return 0;
+  }
+}
+
+void Scheduler::preempt(StepBuilder& b, RequestKey key) {
+  RequestState& r = state(key);
+  kv_->free(key);
+  for (InFlightChunk& c : r.in_flight) c.stale = true;
+  r.num_computed = 0;
+  r.num_scheduled = 0;
+  r.phase = RequestPhase::kWaiting;
+  r.preempted = true;
+  ++r.num_preemptions;
+  ++num_preemptions_;
+  running_.erase(std::find(running_.begin(), running_.end(), key));
+  waiting_.push_front(key);
+  b.plan.preempted.push_back(key);
+}
+
+void Scheduler::schedule_waiting(StepBuilder& b) {
+  while (b.budget > 0 && running_.size() < static_cast<size_t>(config_.max_num_seqs) &&
+         !waiting_.empty()) {
+    RequestState& r = state(waiting_.front());
+    if (r.num_pending_samples > 0) break;          // preempted; its last token is not known yet
+    if (r.num_generated() >= r.max_tokens) break;  // complete: the caller finishes it
+    if (!admit(b, r)) break;                       // FCFS: nobody overtakes the head
+  }
+}
+
+// Admits the head of the waiting queue if its blocks fit; schedules its first chunk.
+bool Scheduler::admit(StepBuilder& b, RequestState& r) {
+  const int32_t len = r.num_tokens();
+  const kv::KvCacheManager::PrefixHit hit = kv_->lookup_prefix(r.tokens, r.extra_key);
+  const int32_t start = hit.num_tokens;
+  const int32_t n = std::min(len - start, b.budget);
+  // A preempted request reserves blocks for everything it had, so it cannot thrash.
+  const int32_t reserve = r.preempted ? len : start + n;
+  if (!kv_->allocate(r.key, reserve, &hit).has_value()) return false;
+  if (start % kv_->block_size() != 0) {
+    // The hit ends inside its last block, whose rows from `start` on are recomputed.
+    const kv::KvCacheManager::WritableResult w = kv_->make_writable(r.key, start);
+    if (w.no_room) {
+      kv_->free(r.key);
+      return false;
+    }
+    if (w.copy.has_value()) b.plan.copies.push_back(*w.copy);
+  }
+  if (!r.admitted_once) {
+    r.admitted_once = true;
+    r.num_cached_tokens = start;
+    kv_->record_prefix_query(len, start);
+  }
+  waiting_.pop_front();
+  running_.push_back(r.key);
+  r.phase = RequestPhase::kRunning;
+  r.num_computed = start;
+  r.num_scheduled = start;
+  b.prefills.push_back(make_seq(r, n));
+  b.budget -= n;
+  return true;
+}
+
+ScheduledSeq Scheduler::make_seq(RequestState& r, int32_t n) {
+  ScheduledSeq s;
+  s.key = r.key;
+  s.start_pos = r.num_scheduled;
+  s.num_tokens = n;
+  s.samples = r.num_scheduled + n == r.effective_len();
+  s.tokens.reserve(n);
+  for (int32_t p = s.start_pos; p < s.start_pos + n; ++p) {
+    s.tokens.push_back(p < r.num_tokens() ? r.tokens[p] : kPlaceholderToken);
+  }
+  const std::span<const kv::BlockId> table = kv_->block_table(r.key);
+  s.block_table.assign(table.begin(), table.end());
+  r.num_scheduled += n;
+  if (s.samples) ++r.num_pending_samples;
+  r.in_flight.push_back(InFlightChunk{s.start_pos, n, s.samples, false});
+  return s;
+}
+
+void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results) {
+  KEEL_CHECK_MSG(plan.step_id == next_update_id_,
+                 "Scheduler::update must take plans in the order schedule() made them");
+  ++next_update_id_;
+  for (const ScheduledSeq& s : plan.seqs) {
+    const auto it = requests_.find(s.key);
+    if (it == requests_.end()) continue;  // finished or aborted since the plan was made
+    RequestState& r = it->second;
+    KEEL_CHECK_MSG(!r.in_flight.empty(), "update of a seq that is not in flight");
+    const InFlightChunk c = r.in_flight.front();
+    KEEL_CHECK_MSG(
+        c.start_pos == s.start_pos && c.num_tokens == s.num_tokens && c.samples == s.samples,
+        "update: the plan's seq does not match the scheduler's record");
+    r.in_flight.pop_front();
+    if (c.samples) {
+      const auto res = std::find_if(results.begin(), results.end(),
+                                    [&](const SeqResult& x) { return x.key == s.key; });
+      KEEL_CHECK_MSG(res != results.end(), "update: no result for a seq with samples = true");
+      KEEL_CHECK(r.num_tokens() == c.start_pos + c.num_tokens);
+      r.tokens.push_back(res->token);
+      --r.num_pending_samples;
+    }
+    if (c.stale) continue;  // preempted since: its KV is gone, the token above is still valid
+    KEEL_CHECK(r.num_computed == c.start_pos);
+    r.num_computed += c.num_tokens;
+    kv_->publish_full_blocks(r.key, r.tokens, r.num_computed, r.extra_key);
+  }
+}
+
+void Scheduler::resolve_plan(StepPlan* plan) const {
+  std::erase_if(plan->seqs, [&](const ScheduledSeq& s) { return !requests_.contains(s.key); });
+  for (ScheduledSeq& s : plan->seqs) {
+    const RequestState& r = requests_.at(s.key);
+    for (int32_t i = 0; i < s.num_tokens; ++i) {
+      const int32_t pos = s.start_pos + i;
+      if (s.tokens[i] == kPlaceholderToken && pos < r.num_tokens()) s.tokens[i] = r.tokens[pos];
+    }
+  }
+}
+
+namespace {
+
+// The RequestState invariants (request_state.h).
+Status check_request(const RequestState& r) {
+  if (r.num_computed < 0 || r.num_computed > r.num_scheduled ||
+      r.num_scheduled > r.effective_len()) {
+    return Status::internal(key_str(r.key) + ": computed " + std::to_string(r.num_computed) +
+                            ", scheduled " + std::to_string(r.num_scheduled) +
+                            ", effective length " + std::to_string(r.effective_len()));
+  }
+  int32_t samples = 0;
+  int32_t pos = r.num_computed;
+  for (const InFlightChunk& c : r.in_flight) {
+    if (c.samples) ++samples;
+    if (c.stale) continue;
+    if (c.start_pos != pos || c.num_tokens < 1) {
+      return Status::internal(key_str(r.key) + ": in-flight chunks are not contiguous");
+    }
+    pos += c.num_tokens;
+  }
+  if (pos != r.num_scheduled) {
+    return Status::internal(key_str(r.key) + ": in-flight chunks end at " + std::to_string(pos) +
+                            ", scheduled is " + std::to_string(r.num_scheduled));
+  }
+  if (samples != r.num_pending_samples) {
+    return Status::internal(key_str(r.key) + ": pending samples do not match in-flight chunks");
+  }
+  return Status::ok_status();
+}
+
+}  // namespace
+
+Status Scheduler::check_invariants() const {
+  if (running_.size() > static_cast<size_t>(config_.max_num_seqs)) {
+    return Status::internal("more running requests than max_num_seqs");
+  }
+  if (running_.size() + waiting_.size() != requests_.size()) {
+    return Status::internal("a request is in no queue or in two");
+  }
+  for (RequestKey key : waiting_) {
+    const RequestState* r = find(key);
+    if (r == nullptr || r->phase != RequestPhase::kWaiting) {
+      return Status::internal(key_str(key) + " is queued as waiting but is not");
+    }
+    if (r->num_scheduled != 0 || !kv_->block_table(key).empty()) {
+      return Status::internal(key_str(key) + " is waiting but holds KV");
+    }
+  }
+  for (RequestKey key : running_) {
+    const RequestState* r = find(key);
+    if (r == nullptr || r->phase != RequestPhase::kRunning) {
+      return Status::internal(key_str(key) + " is queued as running but is not");
+    }
+    if (static_cast<int64_t>(kv_->block_table(key).size()) < kv_->blocks_for(r->num_scheduled)) {
+      return Status::internal(key_str(key) + " has too few blocks for its scheduled tokens");
+    }
+  }
+  for (const auto& [key, r] : requests_) {
+    if (Status s = check_request(r); !s.ok()) return s;
+  }
+  return kv_->check_invariants();
+}
+
+}  // namespace keel::engine

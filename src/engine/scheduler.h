@@ -1,0 +1,110 @@
+// Scheduler: continuous batching as a step function (vLLM v1 style). schedule() reads the request
+// queues and the KV cache manager and returns a plain StepPlan; update() applies the step's
+// sampled tokens. Finishing (EOS, stop, length) is the caller's decision: it calls finish().
+//
+// Policy: one token budget per step (max_batched_tokens). Running requests are served in
+// admission order (their priority): decodes get 1 token each and are budgeted first, partial
+// prefills take chunks of the rest; then waiting requests are admitted FCFS (head-of-line: the
+// first one that does not fit stops admission), at most max_num_seqs running. A new request looks
+// up the prefix cache; hit tokens count as computed. When a running request cannot get a block,
+// the most recently admitted running request is preempted by recompute (blocks freed, back to the
+// FRONT of the waiting queue with prompt + generated tokens); an older request is never preempted
+// for a newer one. A preempted request is re-admitted only when blocks for all its tokens fit, so
+// it is not preempted again before its recompute completes (no thrash). No admission happens in a
+// step that preempted.
+//
+// Schedule-ahead: schedule() for step N+1 may run before update() for step N; each seq of N with
+// samples = true then counts as one more token (kPlaceholderToken in the plan). update() must see
+// plans in the order they were made. A request finished or aborted after a plan was made is
+// skipped by update(); resolve_plan() drops it from a plan not yet executed and fills in
+// placeholder tokens.
+//
+// Thread safety: none; owned by the engine thread. The KvCacheManager must outlive it and is
+// used by nobody else while the scheduler runs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/request_state.h"
+#include "engine/step_plan.h"
+#include "kv/kv_cache_manager.h"
+
+namespace keel::engine {
+
+struct SchedulerConfig {
+  int32_t max_num_seqs = 16;  // --max-num-seqs: running (admitted) requests at most
+  int32_t max_batched_tokens =
+      512;                    // --max-batched-tokens: tokens computed per step (≥ max_num_seqs)
+  int32_t max_waiting = 256;  // --max-waiting: admission queue cap (enforced by Engine)
+  int32_t max_model_len = 0;  // context length: positions < max_model_len; 0 = no limit
+  [[nodiscard]] Status validate() const;
+};
+
+class Scheduler {
+ public:
+  // `kv` is borrowed; config must validate().
+  Scheduler(const SchedulerConfig& config, kv::KvCacheManager* kv);
+
+  // InvalidArgument / OutOfRange when a request could never run: empty prompt, max_tokens < 1,
+  // prompt + max_tokens over max_model_len, or more KV blocks than the whole pool. The engine
+  // checks this before add().
+  [[nodiscard]] Status validate_request(size_t num_prompt_tokens, int32_t max_tokens) const;
+  // Queues a new request (key unused so far; validate_request() must hold).
+  void add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens,
+           kv::BlockHash extra_key);
+  // Removes a request wherever it is (waiting, prefilling, running) and frees its blocks now.
+  // Unknown keys are ignored. finish() is the same for a request that completed.
+  void abort(RequestKey key);
+  void finish(RequestKey key);
+
+  // Plans the next step (see the policy above).
+  [[nodiscard]] StepPlan schedule();
+  // Applies a step's results: advances computed positions, appends sampled tokens (one per seq
+  // with samples = true; `results` may list them in any order) and publishes newly full blocks
+  // in the prefix cache. Seqs of requests finished or aborted since the plan are skipped.
+  void update(const StepPlan& plan, std::span<const SeqResult> results);
+  // For a plan made ahead (before the previous step's update): drops seqs of requests that are
+  // gone and fills placeholder tokens that are known now. Call after that update().
+  void resolve_plan(StepPlan* plan) const;
+
+  [[nodiscard]] size_t num_waiting() const { return waiting_.size(); }
+  [[nodiscard]] size_t num_running() const { return running_.size(); }
+  [[nodiscard]] int64_t num_preemptions() const { return num_preemptions_; }
+  [[nodiscard]] bool has_requests() const { return !requests_.empty(); }
+  // The request's state, or nullptr when unknown (finished, aborted, never added).
+  [[nodiscard]] const RequestState* find(RequestKey key) const;
+  [[nodiscard]] const SchedulerConfig& config() const { return config_; }
+  // Verifies the RequestState invariants, queue membership, block coverage and the KV manager's
+  // own invariants. For tests.
+  [[nodiscard]] Status check_invariants() const;
+
+ private:
+  struct StepBuilder;  // per-schedule() scratch state (scheduler.cpp)
+
+  RequestState& state(RequestKey key);
+  [[nodiscard]] int32_t tokens_wanted(const RequestState& r) const;
+  void schedule_running(StepBuilder& b);
+  int32_t reserve_running(StepBuilder& b, size_t idx, int32_t n, bool decode);
+  void schedule_waiting(StepBuilder& b);
+  bool admit(StepBuilder& b, RequestState& r);
+  void preempt(StepBuilder& b, RequestKey key);
+  ScheduledSeq make_seq(RequestState& r, int32_t n);
+  void remove(RequestKey key);
+
+  SchedulerConfig config_;
+  kv::KvCacheManager* kv_;  // borrowed
+  std::unordered_map<RequestKey, RequestState> requests_;
+  std::deque<RequestKey> waiting_;   // FCFS; preempted requests go to the front
+  std::vector<RequestKey> running_;  // admission order (oldest first)
+  int64_t next_step_id_ = 0;
+  int64_t next_update_id_ = 0;
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace keel::engine

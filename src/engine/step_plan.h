@@ -1,0 +1,57 @@
+// StepPlan: what the scheduler decided for one engine step, as plain data — the sequences to
+// compute (decodes first, then prefill chunks, FCFS), the requests it preempted and the KV block
+// copies (copy-on-write) to perform before the forward pass. SeqResult carries a sampled token
+// back into Scheduler::update().
+//
+// Invariants (of a plan returned by Scheduler::schedule()): num_tokens() ≤ max_batched_tokens;
+// at most max_num_seqs seqs, each request at most once; every seq's block_table covers positions
+// [0, start_pos + num_tokens).
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/types.h"
+#include "kv/block_hash.h"
+#include "kv/kv_cache_manager.h"
+
+namespace keel::engine {
+
+// Stands in a plan for a token sampled by an earlier step whose result is not known yet
+// (schedule-ahead). Scheduler::resolve_plan() replaces it once that step's update() ran.
+inline constexpr int32_t kPlaceholderToken = -1;
+
+// One sequence's work in a step.
+struct ScheduledSeq {
+  RequestKey key = 0;
+  int32_t start_pos = 0;   // first position computed this step (tokens before it are computed or
+                           // computing in an earlier step)
+  int32_t num_tokens = 0;  // positions [start_pos, start_pos + num_tokens): decode 1, prefill ≥ 1
+  bool samples = false;    // the chunk reaches the end of the sequence's tokens: sample one token
+                           // from the logits of its last position
+  std::vector<int32_t> tokens;  // [num_tokens] token ids at those positions; kPlaceholderToken
+                                // where an earlier step's sample is not known yet
+  std::vector<kv::BlockId> block_table;  // snapshot: KV blocks of positions [0, ...)
+};
+
+struct StepPlan {
+  int64_t step_id = 0;                // consecutive from 0; update() takes plans in this order
+  std::vector<ScheduledSeq> seqs;     // running decodes first, then prefill chunks, FCFS
+  std::vector<RequestKey> preempted;  // preempted (by recompute) in this schedule() call
+  std::vector<kv::BlockCopy> copies;  // {src, dst} block copies to do before the forward pass
+  [[nodiscard]] int32_t num_tokens() const {  // tokens computed this step
+    int32_t n = 0;
+    for (const ScheduledSeq& s : seqs) n += s.num_tokens;
+    return n;
+  }
+  [[nodiscard]] bool empty() const { return seqs.empty(); }  // nothing to compute
+};
+
+// The token sampled for a seq with samples = true.
+struct SeqResult {
+  RequestKey key = 0;
+  int32_t token = 0;
+};
+
+}  // namespace keel::engine

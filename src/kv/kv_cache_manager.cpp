@@ -1,0 +1,204 @@
+// KvCacheManager implementation (see kv_cache_manager.h). Thread safety: none; engine thread only.
+#include "kv/kv_cache_manager.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/check.h"
+
+namespace keel::kv {
+
+Status KvCacheConfig::validate() const {
+  if (num_blocks < 1) {
+    return Status::invalid_argument("kv cache: num_blocks must be ≥ 1, got " +
+                                    std::to_string(num_blocks));
+  }
+  if (block_size < 1 || block_size > 4096) {
+    return Status::invalid_argument("kv cache: block_size must be in [1, 4096], got " +
+                                    std::to_string(block_size));
+  }
+  return Status::ok_status();
+}
+
+KvCacheManager::KvCacheManager(const KvCacheConfig& config)
+    : config_(config), pool_(config.num_blocks) {
+  KEEL_CHECK_MSG(config.validate().ok(), "invalid KvCacheConfig");
+}
+
+int32_t KvCacheManager::blocks_for(int64_t num_tokens) const {
+  return static_cast<int32_t>((num_tokens + config_.block_size - 1) / config_.block_size);
+}
+
+float KvCacheManager::usage() const {
+  return static_cast<float>(num_blocks() - num_free_blocks()) / static_cast<float>(num_blocks());
+}
+
+KvCacheManager::PrefixHit KvCacheManager::lookup_prefix(std::span<const int32_t> tokens,
+                                                        const BlockHash& extra_key) const {
+  PrefixHit hit;
+  if (!config_.enable_prefix_cache || tokens.empty()) return hit;
+  const size_t bs = static_cast<size_t>(config_.block_size);
+  BlockHash parent = kRootHash;
+  for (size_t i = 0; (i + 1) * bs <= tokens.size(); ++i) {
+    const BlockHash h = hash_block(parent, tokens.subspan(i * bs, bs), extra_key);
+    const std::optional<BlockId> b = pool_.lookup(h);
+    if (!b.has_value()) break;
+    hit.blocks.push_back(*b);
+    hit.hashes.push_back(h);
+    parent = h;
+  }
+  // Leave at least the last token to compute; keep only the blocks the capped run touches.
+  const int64_t covered = static_cast<int64_t>(hit.blocks.size()) * config_.block_size;
+  hit.num_tokens = static_cast<int32_t>(std::min<int64_t>(covered, tokens.size() - 1));
+  const size_t keep = static_cast<size_t>(blocks_for(hit.num_tokens));
+  hit.blocks.resize(keep);
+  hit.hashes.resize(keep);
+  return hit;
+}
+
+void KvCacheManager::record_prefix_query(int64_t query_tokens, int64_t hit_tokens) {
+  if (!config_.enable_prefix_cache) return;
+  queries_tokens_ += query_tokens;
+  hits_tokens_ += hit_tokens;
+}
+
+KvCacheManager::PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> tokens,
+                                                      const BlockHash& extra_key) {
+  PrefixHit hit = lookup_prefix(tokens, extra_key);
+  record_prefix_query(static_cast<int64_t>(tokens.size()), hit.num_tokens);
+  return hit;
+}
+
+std::optional<std::span<const BlockId>> KvCacheManager::allocate(RequestKey id,
+                                                                 int32_t num_tokens_total,
+                                                                 const PrefixHit* hit) {
+  KEEL_CHECK(num_tokens_total >= 0);
+  const auto it = tables_.find(id);
+  const int32_t have = it == tables_.end() ? 0 : static_cast<int32_t>(it->second.blocks.size());
+  const bool use_hit = hit != nullptr && !hit->blocks.empty();
+  int32_t hit_blocks = 0;
+  int32_t hit_free = 0;  // hit blocks now on the free list: taking them uses up free blocks
+  if (use_hit) {
+    KEEL_CHECK_MSG(have == 0, "a prefix hit is only for a request without blocks");
+    KEEL_CHECK(hit->num_tokens <= num_tokens_total && hit->hashes.size() == hit->blocks.size());
+    hit_blocks = static_cast<int32_t>(hit->blocks.size());
+    for (int32_t i = 0; i < hit_blocks; ++i) {
+      const BlockHash* h = pool_.hash_of(hit->blocks[i]);
+      KEEL_CHECK_MSG(h != nullptr && *h == hit->hashes[i], "stale prefix hit");
+      if (pool_.is_free(hit->blocks[i])) ++hit_free;
+    }
+  }
+  const int32_t fresh = std::max(0, blocks_for(num_tokens_total) - have - hit_blocks);
+  if (pool_.num_free() - hit_free < fresh) return std::nullopt;
+
+  Table& table = tables_[id];
+  if (use_hit) {
+    for (BlockId b : hit->blocks) {
+      pool_.acquire(b);
+      table.blocks.push_back(b);
+    }
+    // Only the fully covered blocks count as published for this request: the last one may be
+    // partially recomputed (make_writable) and is re-published afterwards.
+    const size_t full = static_cast<size_t>(hit->num_tokens / config_.block_size);
+    table.hashes.assign(hit->hashes.begin(), hit->hashes.begin() + full);
+  }
+  for (int32_t i = 0; i < fresh; ++i) {
+    const std::optional<BlockId> b = pool_.take_free();
+    KEEL_CHECK(b.has_value());
+    table.blocks.push_back(*b);
+  }
+  return std::span<const BlockId>(table.blocks);
+}
+
+void KvCacheManager::publish_full_blocks(RequestKey id, std::span<const int32_t> tokens,
+                                         int32_t num_computed, const BlockHash& extra_key) {
+  if (!config_.enable_prefix_cache) return;
+  const auto it = tables_.find(id);
+  if (it == tables_.end()) return;
+  Table& table = it->second;
+  KEEL_CHECK(num_computed >= 0 && static_cast<size_t>(num_computed) <= tokens.size());
+  const size_t bs = static_cast<size_t>(config_.block_size);
+  const size_t full = std::min(static_cast<size_t>(num_computed) / bs, table.blocks.size());
+  for (size_t i = table.hashes.size(); i < full; ++i) {
+    const BlockHash parent = i == 0 ? kRootHash : table.hashes[i - 1];
+    const BlockHash h = hash_block(parent, tokens.subspan(i * bs, bs), extra_key);
+    table.hashes.push_back(h);
+    const BlockId b = table.blocks[i];
+    if (const BlockHash* current = pool_.hash_of(b)) {
+      KEEL_CHECK_MSG(*current == h, "a published block's tokens changed");
+      continue;
+    }
+    pool_.publish(b, h);  // false: another block already holds h; this one stays private
+  }
+}
+
+KvCacheManager::WritableResult KvCacheManager::make_writable(RequestKey id, int32_t pos) {
+  const auto it = tables_.find(id);
+  KEEL_CHECK_MSG(it != tables_.end(), "make_writable for a request without blocks");
+  Table& table = it->second;
+  KEEL_CHECK(pos >= 0);
+  const size_t idx = static_cast<size_t>(pos / config_.block_size);
+  KEEL_CHECK_MSG(idx < table.blocks.size(), "make_writable past the end of the block table");
+  const BlockId b = table.blocks[idx];
+  WritableResult result;
+  if (pool_.ref_count(b) == 1) {
+    pool_.unpublish(b);  // ours alone: its hash would no longer describe rows being rewritten
+  } else {
+    const std::optional<BlockId> dst = pool_.take_free();
+    if (!dst.has_value()) {
+      result.no_room = true;
+      return result;
+    }
+    pool_.release(b);
+    table.blocks[idx] = *dst;
+    result.copy = BlockCopy{b, *dst};
+  }
+  if (table.hashes.size() > idx) table.hashes.resize(idx);
+  return result;
+}
+
+void KvCacheManager::free(RequestKey id) {
+  const auto it = tables_.find(id);
+  if (it == tables_.end()) return;
+  const std::vector<BlockId>& blocks = it->second.blocks;
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);
+  tables_.erase(it);
+}
+
+std::span<const BlockId> KvCacheManager::block_table(RequestKey id) const {
+  const auto it = tables_.find(id);
+  if (it == tables_.end()) return {};
+  return it->second.blocks;
+}
+
+void KvCacheManager::reset_prefix_cache() {
+  pool_.clear_index();
+  // Tables keep their hash cursors: already published blocks are simply no longer shared.
+}
+
+Status KvCacheManager::check_invariants() const {
+  if (Status s = pool_.check_invariants(); !s.ok()) return s;
+  std::vector<int32_t> refs(pool_.num_blocks(), 0);
+  for (const auto& [id, table] : tables_) {
+    if (table.hashes.size() > table.blocks.size()) {
+      return Status::internal("request " + std::to_string(id) + " has more hashes than blocks");
+    }
+    for (BlockId b : table.blocks) {
+      if (b < 0 || b >= pool_.num_blocks()) {
+        return Status::internal("request " + std::to_string(id) + " holds bad block " +
+                                std::to_string(b));
+      }
+      ++refs[b];
+    }
+  }
+  for (BlockId b = 0; b < pool_.num_blocks(); ++b) {
+    if (refs[b] != pool_.ref_count(b)) {
+      return Status::internal("block " + std::to_string(b) + " has ref count " +
+                              std::to_string(pool_.ref_count(b)) + " but " +
+                              std::to_string(refs[b]) + " tables hold it");
+    }
+  }
+  return Status::ok_status();
+}
+
+}  // namespace keel::kv

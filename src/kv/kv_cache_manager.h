@@ -1,0 +1,112 @@
+// KvCacheManager: per-request block tables over one BlockPool, plus the prefix cache (lookup at
+// admission, publication of full computed blocks). It hands out block ids only; the engine owns
+// the KV bytes (model::KvStorage) and performs the copies make_writable() asks for.
+//
+// Invariants: every block in a table holds one reference for that table (a block shared by k
+// tables has ref_count k); a block with a hash is full, computed and never written — the only
+// writes that can land in one are covered by make_writable(). Copy-on-write arises in keel in one
+// case only: a prefix hit that covers every block of a block-aligned sequence stops one token
+// short (the last token must be computed for its logits), so that token's row lies in the last
+// hit block; make_writable() then copies it (when shared) or un-publishes it (when it is the only
+// reference) before the row is rewritten. Partial blocks are never shared, so decode never copies.
+// Thread safety: none; owned by the engine thread.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+#include "kv/block_hash.h"
+#include "kv/block_pool.h"
+
+namespace keel::kv {
+
+struct KvCacheConfig {
+  int32_t num_blocks = 0;           // blocks in the pool (the engine derives it from a byte size)
+  int32_t block_size = 16;          // tokens per block
+  bool enable_prefix_cache = true;  // false: no lookup, no publication
+  [[nodiscard]] Status validate() const;
+};
+
+using BlockCopy = std::pair<BlockId, BlockId>;  // {src, dst}: copy src's bytes into dst
+
+class KvCacheManager {
+ public:
+  explicit KvCacheManager(const KvCacheConfig& config);  // config must validate()
+
+  // A run of cached blocks covering a sequence's first num_tokens tokens.
+  struct PrefixHit {
+    std::vector<BlockId> blocks;    // ceil(num_tokens / block_size) blocks, in order
+    std::vector<BlockHash> hashes;  // their hashes (parallel to blocks)
+    int32_t num_tokens = 0;         // tokens covered (≤ tokens.size() - 1)
+  };
+
+  // The longest run of cached full blocks for `tokens` under `extra_key`, capped so that at least
+  // one token is left to compute (so the caller gets logits). Takes no references; the hit is
+  // valid until the pool changes. Empty when the prefix cache is disabled. Counts a query.
+  PrefixHit find_prefix(std::span<const int32_t> tokens, const BlockHash& extra_key);
+  // find_prefix without counting; the caller counts with record_prefix_query() once it uses it.
+  [[nodiscard]] PrefixHit lookup_prefix(std::span<const int32_t> tokens,
+                                        const BlockHash& extra_key) const;
+  void record_prefix_query(int64_t query_tokens, int64_t hit_tokens);
+
+  // Gives request `id` blocks covering num_tokens_total tokens, taking `hit`'s blocks first
+  // (only for a request that has no blocks yet; the hit must come from this pool's current
+  // state). Returns the table, or nullopt — with no change at all — when too few blocks are free.
+  std::optional<std::span<const BlockId>> allocate(RequestKey id, int32_t num_tokens_total,
+                                                   const PrefixHit* hit = nullptr);
+
+  // Publishes `id`'s full blocks among tokens [0, num_computed) in the prefix index (incremental:
+  // blocks published before are skipped). A block whose hash already names another block stays
+  // private. No-op when the prefix cache is disabled.
+  void publish_full_blocks(RequestKey id, std::span<const int32_t> tokens, int32_t num_computed,
+                           const BlockHash& extra_key);
+
+  // Makes the block holding position `pos` of `id` safe to write: a block shared with other
+  // tables is replaced in `id`'s table by a fresh copy (the caller copies the bytes before
+  // writing); a published block held by `id` alone is un-published in place.
+  struct WritableResult {
+    bool no_room = false;           // a copy was needed but no block was free; nothing changed
+    std::optional<BlockCopy> copy;  // the copy to perform before the write
+  };
+  WritableResult make_writable(RequestKey id, int32_t pos);
+
+  // Releases `id`'s blocks (last block first, so a sequence's earlier blocks are evicted last);
+  // released blocks keep their hash and stay findable until evicted. No-op for unknown ids.
+  void free(RequestKey id);
+
+  [[nodiscard]] std::span<const BlockId> block_table(RequestKey id) const;  // empty if unknown
+  [[nodiscard]] int32_t num_free_blocks() const { return pool_.num_free(); }
+  [[nodiscard]] int32_t num_blocks() const { return pool_.num_blocks(); }
+  [[nodiscard]] int32_t block_size() const { return config_.block_size; }
+  [[nodiscard]] bool prefix_cache_enabled() const { return config_.enable_prefix_cache; }
+  [[nodiscard]] float usage() const;  // fraction of blocks referenced, 0..1
+  // Blocks needed to hold num_tokens tokens.
+  [[nodiscard]] int32_t blocks_for(int64_t num_tokens) const;
+  [[nodiscard]] int64_t prefix_queries_tokens() const { return queries_tokens_; }
+  [[nodiscard]] int64_t prefix_hits_tokens() const { return hits_tokens_; }
+  // Forgets every cached hash (blocks in use keep working; they are just no longer shared).
+  void reset_prefix_cache();
+
+  [[nodiscard]] const BlockPool& pool() const { return pool_; }
+  // Pool invariants plus: each block's ref count equals the number of tables holding it.
+  [[nodiscard]] Status check_invariants() const;
+
+ private:
+  struct Table {
+    std::vector<BlockId> blocks;
+    std::vector<BlockHash> hashes;  // hashes of blocks [0, hashes.size()), chained
+  };
+
+  KvCacheConfig config_;
+  BlockPool pool_;
+  std::unordered_map<RequestKey, Table> tables_;
+  int64_t queries_tokens_ = 0;
+  int64_t hits_tokens_ = 0;
+};
+
+}  // namespace keel::kv
