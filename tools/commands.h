@@ -42,22 +42,22 @@ int run_run(const RunOptions& opts);
 
 struct ServeOptions {
   ComputeOptions compute;
-  std::string model_path;          // "" = the built-in default model (random weights)
+  std::string model_path;  // "" = the built-in default model (random weights)
   std::string host = "127.0.0.1";
-  int port = 8080;                 // 0 = an ephemeral port (logged)
-  std::string served_model_name;   // "" = the model file's stem
-  std::string api_key;             // "" = no authentication
+  int port = 8080;                // 0 = an ephemeral port (logged)
+  std::string served_model_name;  // "" = the model file's stem
+  std::string api_key;            // "" = no authentication
   int64_t max_body_bytes = int64_t{8} << 20;
-  int64_t ctx_size = 0;            // max model length; 0 = the model's context length
+  int64_t ctx_size = 0;  // max model length; 0 = the model's context length
   int32_t max_num_seqs = 16;
   int32_t max_batched_tokens = 512;
   int32_t max_waiting = 256;
   int32_t block_size = 16;
-  int64_t kv_cache_bytes = 0;      // 0 = enough for max_num_seqs full contexts (capped)
-  std::string kv_type = "f32";     // f32 | f16
+  int64_t kv_cache_bytes = 0;   // 0 = enough for max_num_seqs full contexts (capped)
+  std::string kv_type = "f32";  // f32 | f16
   bool no_prefix_cache = false;
   bool no_schedule_ahead = false;
-  double drain_timeout_s = 30.0;   // SIGTERM: finish in-flight requests for this long, then cancel
+  double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
 };
 int run_serve(const ServeOptions& opts);

@@ -61,23 +61,26 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   serve_cmd->add_option("--max-num-seqs", serve.max_num_seqs, "Sequences decoded together")
       ->check(CLI::Range(1, 4096));
-  serve_cmd->add_option("--max-batched-tokens", serve.max_batched_tokens,
-                        "Token budget per step (chunked prefill)")
+  serve_cmd
+      ->add_option("--max-batched-tokens", serve.max_batched_tokens,
+                   "Token budget per step (chunked prefill)")
       ->check(CLI::Range(1, 1 << 20));
   serve_cmd->add_option("--max-waiting", serve.max_waiting, "Waiting requests before 429")
       ->check(CLI::Range(0, 1 << 20));
   serve_cmd->add_option("--block-size", serve.block_size, "Tokens per KV block")
       ->check(CLI::Range(1, 1024));
-  serve_cmd->add_option("--kv-cache-bytes", serve.kv_cache_bytes,
-                        "KV cache size (0 = room for max-num-seqs full contexts, capped)")
+  serve_cmd
+      ->add_option("--kv-cache-bytes", serve.kv_cache_bytes,
+                   "KV cache size (0 = room for max-num-seqs full contexts, capped)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   serve_cmd->add_option("--kv-type", serve.kv_type, "KV cache element type")
       ->check(CLI::IsMember({"f32", "f16"}));
   serve_cmd->add_flag("--no-prefix-cache", serve.no_prefix_cache, "Disable prefix caching");
   serve_cmd->add_flag("--no-schedule-ahead", serve.no_schedule_ahead,
                       "Plan each step only after the previous one finished");
-  serve_cmd->add_option("--drain-timeout", serve.drain_timeout_s,
-                        "Seconds to finish in-flight requests on SIGTERM")
+  serve_cmd
+      ->add_option("--drain-timeout", serve.drain_timeout_s,
+                   "Seconds to finish in-flight requests on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   serve_cmd->add_option("--io-threads", serve.io_threads, "HTTP threads")->check(CLI::Range(1, 64));
   add_compute_options(serve_cmd, &serve.compute);

@@ -101,9 +101,10 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
                         gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
   KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok_value, tokenizer::Tokenizer::from_gguf(meta));
   const auto tok = std::make_unique<const tokenizer::Tokenizer>(std::move(tok_value));
-  auto tmpl = std::make_shared<const tokenizer::ChatTemplate>(tokenizer::ChatTemplate::from_gguf(meta));
-  const bool random_weights =
-      meta.find("keel.random_weights") && meta.find("keel.random_weights")->as_bool().value_or(false);
+  auto tmpl =
+      std::make_shared<const tokenizer::ChatTemplate>(tokenizer::ChatTemplate::from_gguf(meta));
+  const bool random_weights = meta.find("keel.random_weights") &&
+                              meta.find("keel.random_weights")->as_bool().value_or(false);
   const std::string name = opts.served_model_name.empty()
                                ? default_served_name(path, opts.model_path.empty())
                                : opts.served_model_name;
@@ -135,7 +136,8 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
                 kernels::isa_name(compute.isa), compute.threads);
   KEEL_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({}), max model length {}",
                 eng->num_kv_blocks(), opts.block_size,
-                int64_t{eng->num_kv_blocks()} * opts.block_size, opts.kv_type, eng->max_model_len());
+                int64_t{eng->num_kv_blocks()} * opts.block_size, opts.kv_type,
+                eng->max_model_len());
   KEEL_LOG_INFO("ready: listening on http://{}:{}", opts.host, srv->port());
 
   int sig = 0;

@@ -48,15 +48,15 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                               blocks_per_seq * config.scheduler.max_num_seqs *
                                   static_cast<int64_t>(layout.block_bytes()));
   }
-  const int32_t num_blocks =
-      model::KvStorage::blocks_for_bytes(layout, static_cast<size_t>(bytes));
+  const int32_t num_blocks = model::KvStorage::blocks_for_bytes(layout, static_cast<size_t>(bytes));
   if (num_blocks < 2) {
     return Status::invalid_argument("--kv-cache-bytes " + std::to_string(bytes) +
                                     " holds fewer than 2 KV blocks of " +
                                     std::to_string(layout.block_bytes()) + " bytes");
   }
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
-  return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage), num_blocks));
+  return std::unique_ptr<Engine>(
+      new Engine(model, std::move(config), std::move(storage), num_blocks));
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -94,19 +94,21 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   for (int32_t t : request.prompt_tokens) {
     if (t < 0 || t >= n_vocab) {
       return Status::invalid_argument("token id " + std::to_string(t) +
-                                      " is outside the vocabulary [0, " +
-                                      std::to_string(n_vocab) + ")");
+                                      " is outside the vocabulary [0, " + std::to_string(n_vocab) +
+                                      ")");
     }
   }
   if (request.max_tokens < 1) return Status::invalid_argument("max_tokens must be at least 1");
   const int64_t total = static_cast<int64_t>(request.prompt_tokens.size()) + request.max_tokens;
   if (total > max_model_len_) {
-    return Status::out_of_range(
-        "this model's maximum context length is " + std::to_string(max_model_len_) +
-        " tokens, but the request needs " + std::to_string(request.prompt_tokens.size()) +
-        " prompt tokens + " + std::to_string(request.max_tokens) + " completion tokens");
+    return Status::out_of_range("this model's maximum context length is " +
+                                std::to_string(max_model_len_) + " tokens, but the request needs " +
+                                std::to_string(request.prompt_tokens.size()) + " prompt tokens + " +
+                                std::to_string(request.max_tokens) + " completion tokens");
   }
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
+  // Reads only configuration fixed at construction: safe from any thread.
+  KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_tokens));
   if (num_waiting_.load() >= config_.scheduler.max_waiting) {
     return Status::resource_exhausted("too many requests are waiting (" +
                                       std::to_string(config_.scheduler.max_waiting) +
@@ -186,9 +188,8 @@ void Engine::admit(Submit s) {
   a.arrival_ns = s.arrival_ns;
   a.sink = std::move(s.sink);
   a.sampler = std::make_unique<sampling::Sampler>(s.request.sampling,
-                                                   static_cast<int32_t>(model_.hparams().n_vocab));
+                                                  static_cast<int32_t>(model_.hparams().n_vocab));
   a.sampler->set_prompt(s.request.prompt_tokens);
-  a.tokens = s.request.prompt_tokens;
   const kv::BlockHash extra = kv::request_extra_key(model_key_, s.request.cache_salt);
   scheduler_.add(s.key, s.request.prompt_tokens, s.request.max_tokens, extra);
   a.request = std::move(s.request);
@@ -224,7 +225,8 @@ void Engine::release_if_done(RequestKey key) {
 }
 
 bool Engine::launch(StepPlan& plan) {
-  // Drop sequences whose request finished or was aborted after the plan was made.
+  // Drop sequences whose request finished or was aborted after the plan was made (the scheduler's
+  // resolve_plan() did so already; this also covers aborts the engine applied since).
   std::erase_if(plan.seqs, [this](const ScheduledSeq& s) {
     auto it = active_.find(s.key);
     return it == active_.end() || it->second.finished;
@@ -243,10 +245,13 @@ bool Engine::launch(StepPlan& plan) {
     ++a.in_flight;
     const auto seq_index = static_cast<int32_t>(in.batch.seqs.size());
     in.batch.seqs.push_back(model::BatchSeq{s.block_table});
+    KEEL_CHECK(static_cast<int32_t>(s.tokens.size()) == s.num_tokens);
     for (int32_t i = 0; i < s.num_tokens; ++i) {
       const int32_t pos = s.start_pos + i;
       const bool last = i + 1 == s.num_tokens;
-      in.batch.tokens.push_back(a.tokens[static_cast<size_t>(pos)]);
+      KEEL_CHECK_MSG(s.tokens[static_cast<size_t>(i)] != kPlaceholderToken,
+                     "a plan was launched before resolve_plan()");
+      in.batch.tokens.push_back(s.tokens[static_cast<size_t>(i)]);
       in.batch.positions.push_back(pos);
       in.batch.seq_index.push_back(seq_index);
       in.batch.logits.push_back(last && s.samples ? 1 : 0);
@@ -263,6 +268,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     if (it != active_.end()) --it->second.in_flight;
   }
   if (!out.status.ok()) {
+    // Finish every request of the step first, so update() skips them (no tokens to apply).
     KEEL_LOG_ERROR("forward pass failed: {}", out.status.to_string());
     for (const ScheduledSeq& s : plan.seqs) {
       auto it = active_.find(s.key);
@@ -271,6 +277,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
       ev.error = out.status.to_string();
       finish(s.key, it->second, FinishReason::kError, std::move(ev));
     }
+    scheduler_.update(plan, {});
     return;
   }
   std::vector<SeqResult> results;
@@ -286,7 +293,6 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
       release_if_done(tok.key);
       continue;
     }
-    a.tokens.push_back(tok.token);
     ++a.num_generated;
     ++counters_.generation_tokens_total;
     if (a.first_token_ns == 0) {
@@ -308,7 +314,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     if ((eog && !r.ignore_eos) || stop_id) {
       finish(tok.key, a, FinishReason::kStop, std::move(ev));
     } else if (a.num_generated >= r.max_tokens ||
-               static_cast<int64_t>(a.tokens.size()) >= max_model_len_) {
+               static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
       finish(tok.key, a, FinishReason::kLength, std::move(ev));
     } else {
       ev.num_prompt_tokens = static_cast<int32_t>(r.prompt_tokens.size());
@@ -331,6 +337,8 @@ void Engine::publish_stats() {
 }
 
 void Engine::run() {
+  // Every plan schedule() makes goes back through scheduler_.update(), in order — also plans that
+  // end up empty (nothing to do, or every request finished before launch).
   std::optional<StepPlan> inflight;
   while (!stop_.load() || !idle()) {
     if (stop_.load() && !active_.empty() && !inflight) {
@@ -341,12 +349,13 @@ void Engine::run() {
     process_inbox(/*wait=*/!inflight && active_.empty() && !stop_.load());
     if (!inflight) {
       StepPlan plan = scheduler_.schedule();
-      if (launch(plan)) inflight = std::move(plan);
-      publish_stats();
-      if (!inflight) {
+      if (launch(plan)) {
+        inflight = std::move(plan);
+      } else {
+        scheduler_.update(plan, {});
+        publish_stats();
         if (!active_.empty()) {
-          // Requests exist but nothing could be scheduled (should not happen: the scheduler
-          // always makes progress when it has requests); avoid a busy loop.
+          // Requests exist but none could run this step (e.g. waiting for blocks); retry shortly.
           std::unique_lock lock(mu_);
           wake_.wait_for(lock, std::chrono::milliseconds(1));
         }
@@ -362,7 +371,14 @@ void Engine::run() {
     apply(*inflight, out);
     process_inbox(false);
     inflight.reset();
-    if (next && launch(*next)) inflight = std::move(next);
+    if (next) {
+      scheduler_.resolve_plan(&*next);  // drops finished requests, fills the tokens just sampled
+      if (launch(*next)) {
+        inflight = std::move(next);
+      } else {
+        scheduler_.update(*next, {});
+      }
+    }
     publish_stats();
   }
 }

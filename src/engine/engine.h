@@ -68,14 +68,13 @@ class Engine final : public EngineClient {
     GenerationRequest request;
     std::shared_ptr<OutputSink> sink;
     std::unique_ptr<sampling::Sampler> sampler;
-    std::vector<int32_t> tokens;  // prompt + generated
     int32_t num_generated = 0;
     int32_t num_cached_tokens = -1;  // prompt tokens from the prefix cache; -1 until scheduled
     int64_t arrival_ns = 0;
     int64_t first_token_ns = 0;
     int64_t last_token_ns = 0;
-    int in_flight = 0;       // launched steps that include this request
-    bool finished = false;   // its final event was sent
+    int in_flight = 0;      // launched steps that include this request
+    bool finished = false;  // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -86,7 +85,7 @@ class Engine final : public EngineClient {
   void process_inbox(bool wait);
   void admit(Submit s);
   void cancel(RequestKey key);
-  // Fills in token ids, removes finished requests, copies COW blocks, hands the step over.
+  // Removes finished requests, copies COW blocks, builds the batch, hands the step over.
   bool launch(StepPlan& plan);
   void apply(const StepPlan& plan, StepOutput& out);
   void finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event);
@@ -112,11 +111,11 @@ class Engine final : public EngineClient {
   // Shared with other threads.
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::deque<Message> inbox_;          // guarded by mu_
-  EngineStats stats_;                  // guarded by mu_: last published snapshot
+  std::deque<Message> inbox_;  // guarded by mu_
+  EngineStats stats_;          // guarded by mu_: last published snapshot
   std::atomic<int64_t> next_key_{1};
   std::atomic<int32_t> num_waiting_{0};  // submitted, not yet scheduled (admission control)
-  std::atomic<int32_t> num_active_{0};  // submitted and not finished
+  std::atomic<int32_t> num_active_{0};   // submitted and not finished
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;

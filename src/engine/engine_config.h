@@ -14,14 +14,14 @@
 namespace keel::engine {
 
 struct EngineConfig {
-  SchedulerConfig scheduler;         // --max-num-seqs, --max-batched-tokens, --max-waiting
-  int32_t block_size = 16;           // --block-size: tokens per KV block
-  int64_t kv_cache_bytes = 0;        // --kv-cache-bytes; 0 = room for max_num_seqs full contexts,
-                                     // capped at kDefaultKvCacheCapBytes
-  DType kv_dtype = DType::kF32;      // --kv-type f32 | f16
-  bool enable_prefix_cache = true;   // --no-prefix-cache turns it off
-  bool schedule_ahead = true;        // plan step N+1 while step N computes (--no-schedule-ahead)
-  int threads = 0;                   // compute threads; 0 = all hardware threads
+  SchedulerConfig scheduler;        // --max-num-seqs, --max-batched-tokens, --max-waiting
+  int32_t block_size = 16;          // --block-size: tokens per KV block
+  int64_t kv_cache_bytes = 0;       // --kv-cache-bytes; 0 = room for max_num_seqs full contexts,
+                                    // capped at kDefaultKvCacheCapBytes
+  DType kv_dtype = DType::kF32;     // --kv-type f32 | f16
+  bool enable_prefix_cache = true;  // --no-prefix-cache turns it off
+  bool schedule_ahead = true;       // plan step N+1 while step N computes (--no-schedule-ahead)
+  int threads = 0;                  // compute threads; 0 = all hardware threads
   kernels::Isa isa = kernels::Isa::kScalar;  // kernel table (the CLI picks the best supported)
   std::vector<int32_t> eog_token_ids;        // end-of-generation tokens of the vocabulary
 

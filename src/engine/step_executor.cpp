@@ -6,8 +6,8 @@
 
 namespace keel::engine {
 
-StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
-                           kernels::Isa isa, int threads, int64_t max_batch_tokens)
+StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa,
+                           int threads, int64_t max_batch_tokens)
     : model_(model),
       storage_(storage),
       isa_(isa),

@@ -49,8 +49,8 @@ struct StepOutput {
 
 class StepExecutor {
  public:
-  StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa,
-               int threads, int64_t max_batch_tokens);
+  StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
+               int64_t max_batch_tokens);
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();

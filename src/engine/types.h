@@ -26,13 +26,13 @@ enum class FinishReason {
 std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
 
 struct GenerationRequest {
-  std::string request_id;               // for logs and metrics
-  std::vector<int32_t> prompt_tokens;   // already tokenized (never on the engine thread); non-empty
-  sampling::SamplingParams sampling;    // includes seed; sampling.logprobs set → TokenEvent logprobs
-  int32_t max_tokens = 16;              // ≥ 1
-  bool ignore_eos = false;              // keep going past end-of-generation tokens
+  std::string request_id;              // for logs and metrics
+  std::vector<int32_t> prompt_tokens;  // already tokenized (never on the engine thread); non-empty
+  sampling::SamplingParams sampling;  // includes seed; sampling.logprobs set → TokenEvent logprobs
+  int32_t max_tokens = 16;            // ≥ 1
+  bool ignore_eos = false;            // keep going past end-of-generation tokens
   std::vector<int32_t> stop_token_ids;  // finish with kStop on these, besides the model's EOG ids
-  std::string cache_salt;        // prefix-cache isolation: blocks are shared only within a salt
+  std::string cache_salt;  // prefix-cache isolation: blocks are shared only within a salt
 };
 
 struct TokenEvent {

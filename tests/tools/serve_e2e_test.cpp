@@ -176,15 +176,15 @@ TEST_F(StoriesServer, StopStringIsNeverEmitted) {
 }
 
 TEST_F(StoriesServer, LogprobsHaveTheOpenAiShape) {
-  const json chat = json::parse(
-      http_request(port(), "POST", "/v1/chat/completions",
-                   json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
-                        {"max_tokens", 4},
-                        {"temperature", 0},
-                        {"logprobs", true},
-                        {"top_logprobs", 3}}
-                       .dump())
-          .body);
+  const json chat =
+      json::parse(http_request(port(), "POST", "/v1/chat/completions",
+                               json{{"messages", {{{"role", "user"}, {"content", "Hi"}}}},
+                                    {"max_tokens", 4},
+                                    {"temperature", 0},
+                                    {"logprobs", true},
+                                    {"top_logprobs", 3}}
+                                   .dump())
+                      .body);
   const json& content = chat["choices"][0]["logprobs"]["content"];
   ASSERT_EQ(content.size(), chat["usage"]["completion_tokens"].get<size_t>());
   for (const json& t : content) {
@@ -193,10 +193,9 @@ TEST_F(StoriesServer, LogprobsHaveTheOpenAiShape) {
     // Greedy: the chosen token is the most likely one.
     EXPECT_EQ(t["top_logprobs"][0]["token"], t["token"]);
   }
-  const json comp = completion(port(), {{"prompt", "The little dog"},
-                                        {"max_tokens", 3},
-                                        {"temperature", 0},
-                                        {"logprobs", 2}});
+  const json comp = completion(
+      port(),
+      {{"prompt", "The little dog"}, {"max_tokens", 3}, {"temperature", 0}, {"logprobs", 2}});
   const json& lp = comp["choices"][0]["logprobs"];
   EXPECT_EQ(lp["tokens"].size(), 3u);
   EXPECT_EQ(lp["token_logprobs"].size(), 3u);
@@ -236,8 +235,8 @@ TEST_F(StoriesServer, ModelsHealthTokenize) {
   EXPECT_EQ(models["object"], "list");
   EXPECT_EQ(models["data"][0]["id"], "stories");
   EXPECT_EQ(http_request(port(), "GET", "/health").status, 200);
-  const json tok = json::parse(
-      http_request(port(), "POST", "/tokenize", R"({"prompt": "Hello world"})").body);
+  const json tok =
+      json::parse(http_request(port(), "POST", "/tokenize", R"({"prompt": "Hello world"})").body);
   EXPECT_EQ(tok["tokens"], json::parse("[1, 346, 306, 414, 263, 304, 341]"));
   const json detok = json::parse(
       http_request(port(), "POST", "/detokenize", R"({"tokens": [346, 306, 414, 263, 304, 341]})")

@@ -59,14 +59,14 @@ TEST(ServeLifecycleTest, ApiKeyAndBodyLimit) {
   ASSERT_TRUE(s.ok()) << s.error();
   const std::string body = R"({"prompt": "hi", "max_tokens": 2})";
   EXPECT_EQ(http_request(s.port(), "POST", "/v1/completions", body).status, 401);
-  EXPECT_EQ(http_request(s.port(), "POST", "/v1/completions", body,
-                         {{"Authorization", "Bearer wrong"}})
-                .status,
-            401);
-  EXPECT_EQ(http_request(s.port(), "POST", "/v1/completions", body,
-                         {{"Authorization", "Bearer sekret"}})
-                .status,
-            200);
+  EXPECT_EQ(
+      http_request(s.port(), "POST", "/v1/completions", body, {{"Authorization", "Bearer wrong"}})
+          .status,
+      401);
+  EXPECT_EQ(
+      http_request(s.port(), "POST", "/v1/completions", body, {{"Authorization", "Bearer sekret"}})
+          .status,
+      200);
   const std::string big = json{{"prompt", std::string(5000, 'a')}}.dump();
   const HttpResponse r =
       http_request(s.port(), "POST", "/v1/completions", big, {{"Authorization", "Bearer sekret"}});
@@ -77,8 +77,7 @@ TEST(ServeLifecycleTest, ApiKeyAndBodyLimit) {
 
 TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) {
   // One running sequence at a time, small prefill chunks: a long prompt prefills over many steps.
-  ServeProcess s({"--max-num-seqs", "1", "--max-batched-tokens", "16", "-t", "1"},
-                 default_env());
+  ServeProcess s({"--max-num-seqs", "1", "--max-batched-tokens", "16", "-t", "1"}, default_env());
   ASSERT_TRUE(s.ok()) << s.error();
   const int port = s.port();
   const double aborted_before = std::max(0.0, aborted(port));
@@ -93,8 +92,8 @@ TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) 
                       20000);
   // Queued behind it (max-num-seqs 1).
   HttpConnection queued(port);
-  ASSERT_TRUE(queued.send_post("/v1/completions",
-                               json{{"prompt", "queued"}, {"max_tokens", 4}}.dump()));
+  ASSERT_TRUE(
+      queued.send_post("/v1/completions", json{{"prompt", "queued"}, {"max_tokens", 4}}.dump()));
   ASSERT_TRUE(eventually([&] { return waiting(port) >= 1; })) << "request never queued";
   queued.close();
   ASSERT_TRUE(eventually([&] { return waiting(port) == 0; })) << "queued request not cancelled";
@@ -116,9 +115,9 @@ TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) 
   EXPECT_GE(aborted(port) - aborted_before, 3.0);
 
   // The server still serves.
-  EXPECT_EQ(http_request(port, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})")
-                .status,
-            200);
+  EXPECT_EQ(
+      http_request(port, "POST", "/v1/completions", R"({"prompt":"hi","max_tokens":2})").status,
+      200);
 }
 
 TEST(ServeLifecycleTest, FullQueueGives429AndDrainGives503ThenExitZero) {
@@ -149,11 +148,13 @@ TEST(ServeLifecycleTest, ScheduleAheadOnAndOffGiveIdenticalGreedyOutputs) {
     outputs[mode].resize(8);
     for (int i = 0; i < 8; ++i) {
       threads.emplace_back([&, i] {
-        const json req = {{"prompt", "story number " + std::to_string(i) + " " + long_prompt(i * 9)},
-                          {"max_tokens", 12 + 5 * i},
-                          {"temperature", 0}};
+        const json req = {
+            {"prompt", "story number " + std::to_string(i) + " " + long_prompt(i * 9)},
+            {"max_tokens", 12 + 5 * i},
+            {"temperature", 0}};
         const HttpResponse r = http_request(s.port(), "POST", "/v1/completions", req.dump());
-        outputs[mode][static_cast<size_t>(i)] = r.body.empty() ? "" : json::parse(r.body)["choices"][0]["text"].get<std::string>();
+        outputs[mode][static_cast<size_t>(i)] =
+            r.body.empty() ? "" : json::parse(r.body)["choices"][0]["text"].get<std::string>();
       });
     }
     for (auto& t : threads) t.join();

@@ -104,9 +104,8 @@ HttpResponse parse_response(const std::string& raw) {
   }
   const std::string body = raw.substr(head_end + 4);
   auto te = r.headers.find("transfer-encoding");
-  r.body = te != r.headers.end() && te->second.find("chunked") != std::string::npos
-               ? dechunk(body)
-               : body;
+  r.body = te != r.headers.end() && te->second.find("chunked") != std::string::npos ? dechunk(body)
+                                                                                    : body;
   return r;
 }
 
