@@ -1,24 +1,9 @@
 // Scheduler: continuous batching as a step function (vLLM v1 style). schedule() reads the request
 // queues and the KV cache manager and returns a plain StepPlan; update() applies the step's
-// sampled tokens. Finishing (EOS, stop, length) is the caller's decision: it calls finish().
-//
-// Policy: one token budget per step (max_batched_tokens). Running requests are served in
-// admission order (their priority): decodes get 1 token each and are budgeted first, partial
-// prefills take chunks of the rest; then waiting requests are admitted FCFS (head-of-line: the
-// first one that does not fit stops admission), at most max_num_seqs running. A new request looks
-// up the prefix cache; hit tokens count as computed. When a running request cannot get a block,
-// the most recently admitted running request is preempted by recompute (blocks freed, back to the
-// FRONT of the waiting queue with prompt + generated tokens); an older request is never preempted
-// for a newer one. A preempted request is re-admitted only when blocks for all its tokens fit, so
-// it is not preempted again before its recompute completes (no thrash). No admission happens in a
-// step that preempted.
-//
-// Schedule-ahead: schedule() for step N+1 may run before update() for step N; each seq of N with
-// samples = true then counts as one more token (kPlaceholderToken in the plan). update() must see
-// plans in the order they were made. A request finished or aborted after a plan was made is
-// skipped by update(); resolve_plan() drops it from a plan not yet executed and fills in
-// placeholder tokens.
-//
+// sampled tokens; finishing (EOS, stop, length) is the caller's decision (finish()). The policy
+// and the schedule-ahead contract are described at the class.
+// Invariants: RequestState's (request_state.h); every request is in exactly one of the waiting
+// queue and the running list; running ≤ max_num_seqs; only running requests hold KV blocks.
 // Thread safety: none; owned by the engine thread. The KvCacheManager must outlive it and is
 // used by nobody else while the scheduler runs.
 #pragma once
@@ -46,6 +31,28 @@ struct SchedulerConfig {
   [[nodiscard]] Status validate() const;
 };
 
+// Policy: one token budget per step (max_batched_tokens). Running requests are served in
+// admission order (their priority): decodes get 1 token each and are budgeted first, partial
+// prefills take chunks of the rest (a chunk shrinks to the free blocks rather than preempting);
+// then waiting requests are admitted FCFS (the first one that does not fit stops admission), at
+// most max_num_seqs running. A new request looks up the prefix cache; hit tokens count as
+// computed. When a running request cannot get a block, the most recently admitted running
+// request is preempted by recompute (blocks freed, back to the FRONT of the waiting queue with
+// prompt + generated tokens); an older request is never preempted for a newer one. A preempted
+// request is re-admitted only when blocks for all its tokens fit, so it is not preempted again
+// before its recompute completes (no thrash). No admission happens in a step that preempted.
+//
+// Schedule-ahead: schedule() for step N+1 may run before update() for step N; each seq of N with
+// samples = true then counts as one more token (kPlaceholderToken in the plan). update() must see
+// plans in the order they were made. A request finished or aborted after a plan was made is
+// skipped by update(); resolve_plan() drops it from a plan not yet executed and fills in
+// placeholder tokens (call it after update(N), and again right before executing if an abort may
+// have landed in between — a seq left in is harmless, its result is ignored).
+//
+// KV blocks of a request finished, aborted or preempted while a plan that writes them is in
+// flight may be handed out by a LATER plan only. The engine executes plans strictly in order
+// (plan N+1's copies after plan N's forward pass), so such stale writes land before the new
+// owner's and never in a published (hashed) block: they are harmless.
 class Scheduler {
  public:
   // `kv` is borrowed; config must validate().

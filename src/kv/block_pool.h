@@ -1,14 +1,9 @@
 // BlockPool: the ref-counted KV block ids of one pool, their eviction-ordered free list and the
-// prefix index (block hash → block). It manages ids only; the KV bytes live in model::KvStorage.
-//
-// Invariants (check_invariants() verifies them all):
-//   - ref_count(b) ≥ 0; b is on the free list ⇔ ref_count(b) == 0; num_free() + used = total.
-//   - The free list is in eviction order: take_free() pops the head; a released block with a hash
-//     (still in the prefix index) goes to the tail (least recently used first), one without a hash
-//     to the head (nothing to lose by reusing it first).
-//   - A block has at most one hash and the index maps that hash back to it (one block per hash).
-//     Taking a cached free block evicts its hash. A block with a hash is never written (it is
-//     full and computed); writers un-publish or copy first (see KvCacheManager::make_writable).
+// prefix index (block hash → block). Ids only; the KV bytes live in model::KvStorage.
+// Invariants (check_invariants() verifies them): ref_count ≥ 0; on the free list ⇔ ref_count 0;
+// num_free + used = total. take_free() pops the head; a released block with a hash goes to the
+// tail (LRU eviction), one without to the head (reused first). One block per hash, one hash per
+// block; taking a cached free block evicts its hash; a block with a hash is never written.
 // Thread safety: none; owned by the engine thread.
 #pragma once
 

@@ -1,14 +1,9 @@
 // KvCacheManager: per-request block tables over one BlockPool, plus the prefix cache (lookup at
 // admission, publication of full computed blocks). It hands out block ids only; the engine owns
 // the KV bytes (model::KvStorage) and performs the copies make_writable() asks for.
-//
-// Invariants: every block in a table holds one reference for that table (a block shared by k
-// tables has ref_count k); a block with a hash is full, computed and never written — the only
-// writes that can land in one are covered by make_writable(). Copy-on-write arises in keel in one
-// case only: a prefix hit that covers every block of a block-aligned sequence stops one token
-// short (the last token must be computed for its logits), so that token's row lies in the last
-// hit block; make_writable() then copies it (when shared) or un-publishes it (when it is the only
-// reference) before the row is rewritten. Partial blocks are never shared, so decode never copies.
+// Invariants: every block in a table holds one reference for that table (a block in k tables has
+// ref_count k); a block with a hash is full, computed and never written (see make_writable() for
+// when copy-on-write happens in keel).
 // Thread safety: none; owned by the engine thread.
 #pragma once
 
@@ -69,6 +64,10 @@ class KvCacheManager {
   // Makes the block holding position `pos` of `id` safe to write: a block shared with other
   // tables is replaced in `id`'s table by a fresh copy (the caller copies the bytes before
   // writing); a published block held by `id` alone is un-published in place.
+  // When it arises in keel: only full blocks are shared, so decode never needs it. The one case
+  // is a prefix hit that covers every block of a block-aligned sequence: the hit stops one token
+  // short (the last token is computed for its logits), so that token's row lies in the last hit
+  // block — Scheduler admission calls make_writable() for it.
   struct WritableResult {
     bool no_room = false;           // a copy was needed but no block was free; nothing changed
     std::optional<BlockCopy> copy;  // the copy to perform before the write

@@ -29,9 +29,12 @@ SimRequest random_request(std::mt19937& rng, RequestKey key, int32_t max_stem, i
   SimRequest r;
   r.key = key;
   const int stem = pick(0, 2);
-  const int stem_len = pick(0, max_stem);
+  // One in four prompts is a bare block-aligned stem: identical prompts that are fully cached,
+  // the copy-on-write case.
+  const bool bare = pick(0, 3) == 0;
+  const int stem_len = bare ? 4 * pick(1, max_stem / 4) : pick(0, max_stem);
   for (int i = 0; i < stem_len; ++i) r.prompt.push_back(1 + (stem * 7 + i) % (kVocab - 1));
-  const int tail = pick(1, max_tail);
+  const int tail = bare ? 0 : pick(1, max_tail);
   for (int i = 0; i < tail; ++i) r.prompt.push_back(pick(1, kVocab - 1));
   r.max_tokens = pick(1, max_tokens);
   r.extra_key = kv::request_extra_key(kv::BlockHash{9, 9}, pick(0, 3) == 0 ? "tenant" : "");
@@ -125,6 +128,7 @@ TEST_P(SchedulerSimTest, AllRequestsCompleteWithTheTokensOfUnlimitedMemory) {
   EXPECT_EQ(kv.num_free_blocks(), kv.num_blocks());
   if (c.prefix) {
     EXPECT_GT(kv.prefix_hits_tokens(), 0);
+    EXPECT_GT(model.num_copies(), 0);
   } else {
     EXPECT_EQ(kv.prefix_hits_tokens(), 0);
   }
@@ -138,45 +142,51 @@ INSTANTIATE_TEST_SUITE_P(Loops, SchedulerSimTest,
                                   (info.param.prefix ? "Prefix" : "NoPrefix");
                          });
 
-// Two requests that each fit alone but not together. The newer is preempted once; it is not
-// re-admitted (in small chunks) while the older still grows, so it is never preempted again.
+// Two requests that each fit alone but not together. The newer one is preempted once; it is not
+// re-admitted in small chunks while the older one still grows, so it is never preempted again
+// (re-admitting it as soon as a chunk fits would preempt it three times here).
 TEST(SchedulerNoThrashTest, SqueezedPairPreemptsOnce) {
   for (bool ahead : {false, true}) {
-    SCOPED_TRACE(ahead ? "ahead" : "plain");
-    const SchedulerConfig sc{2, 8, 256, 0};
-    kv::KvCacheManager kv(kv::KvCacheConfig{10, kBlockSize, true});
-    Scheduler sched(sc, &kv);
-    FakeKvModel model(10, kBlockSize, kVocab);
-    SimEngine engine(&sched, &model, /*eos=*/-1, ahead);
-    Checker checker(&sched, kBlockSize);
-    checker.attach(engine);
-    std::vector<SimRequest> requests;
-    for (RequestKey k = 1; k <= 2; ++k) {
-      SimRequest r;
-      r.key = k;
-      for (int i = 0; i < 12; ++i) r.prompt.push_back(1 + (static_cast<int>(k) * 13 + i) % 40);
-      r.max_tokens = 16;  // 27 positions: 7 blocks each, 10 in the pool
-      requests.push_back(r);
-      engine.submit(r);
-    }
-    engine.run(500);
-    EXPECT_EQ(sched.num_preemptions(), 1);
-    EXPECT_EQ(model.num_errors(), 0);
-    for (const SimRequest& r : requests) {
-      EXPECT_EQ(engine.outputs().at(r.key),
-                testing::reference_output(r.prompt, r.max_tokens, kVocab, -1));
+    for (bool prefix : {false, true}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (ahead ? "ahead" : "plain") << (prefix ? " prefix" : " no prefix"));
+      const SchedulerConfig sc{2, 8, 256, 0};
+      kv::KvCacheManager kv(kv::KvCacheConfig{10, kBlockSize, prefix});
+      Scheduler sched(sc, &kv);
+      FakeKvModel model(10, kBlockSize, kVocab);
+      SimEngine engine(&sched, &model, /*eos=*/-1, ahead);
+      Checker checker(&sched, kBlockSize);
+      checker.attach(engine);
+      std::vector<SimRequest> requests;
+      for (RequestKey k = 1; k <= 2; ++k) {
+        SimRequest r;
+        r.key = k;
+        for (int i = 0; i < 4; ++i) r.prompt.push_back(1 + (static_cast<int>(k) * 13 + i) % 40);
+        r.max_tokens = 30;  // 33 positions: 9 blocks each, 10 in the pool
+        requests.push_back(r);
+        engine.submit(r);
+      }
+      engine.run(500);
+      EXPECT_EQ(sched.num_preemptions(), 1);
+      EXPECT_EQ(model.num_errors(), 0);
+      for (const SimRequest& r : requests) {
+        EXPECT_EQ(engine.outputs().at(r.key),
+                  testing::reference_output(r.prompt, r.max_tokens, kVocab, -1));
+      }
     }
   }
 }
 
 TEST(SchedulerStressTest, RandomArrivalsAbortsAndEosKeepInvariants) {
-  for (uint32_t seed : {7u, 8u, 9u}) {
+  int64_t total_preemptions = 0;
+  int64_t total_copies = 0;
+  for (uint32_t seed : {7u, 8u, 9u, 10u, 11u}) {
     for (bool ahead : {false, true}) {
       SCOPED_TRACE(::testing::Message() << "seed " << seed << (ahead ? " ahead" : " plain"));
       std::mt19937 rng(seed);
       auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-      const SchedulerConfig sc{pick(1, 6), pick(8, 32), 256, 0};
-      const int32_t num_blocks = pick(16, 40);
+      const SchedulerConfig sc{pick(2, 8), pick(8, 32), 256, 0};
+      const int32_t num_blocks = pick(12, 20);
       kv::KvCacheManager kv(kv::KvCacheConfig{num_blocks, kBlockSize, true});
       Scheduler sched(sc, &kv);
       FakeKvModel model(num_blocks, kBlockSize, kVocab);
@@ -189,12 +199,12 @@ TEST(SchedulerStressTest, RandomArrivalsAbortsAndEosKeepInvariants) {
       RequestKey next_key = 1;
       for (int step = 0; step < 3000 && (next_key <= 60 || sched.has_requests()); ++step) {
         for (int n = pick(0, 2); n > 0 && next_key <= 60; --n) {
-          SimRequest r = random_request(rng, next_key++, 20, 16, 24);
+          SimRequest r = random_request(rng, next_key++, 16, 12, 20);
           if (!sched.validate_request(r.prompt.size(), r.max_tokens).ok()) continue;
           submitted[r.key] = r;
           engine.submit(r);
         }
-        if (!engine.active().empty() && pick(0, 19) == 0) {
+        if (!engine.active().empty() && pick(0, 39) == 0) {
           auto it = engine.active().begin();
           std::advance(it, pick(0, static_cast<int>(engine.active().size()) - 1));
           const RequestKey victim = *it;
@@ -209,6 +219,8 @@ TEST(SchedulerStressTest, RandomArrivalsAbortsAndEosKeepInvariants) {
       EXPECT_EQ(model.num_errors(), 0);
       EXPECT_EQ(kv.num_free_blocks(), kv.num_blocks());
       EXPECT_GT(checker.num_checks(), 100);
+      total_preemptions += sched.num_preemptions();
+      total_copies += model.num_copies();
       for (const auto& [key, r] : submitted) {
         if (aborted.contains(key)) continue;
         EXPECT_EQ(engine.outputs().at(key),
@@ -217,6 +229,8 @@ TEST(SchedulerStressTest, RandomArrivalsAbortsAndEosKeepInvariants) {
       }
     }
   }
+  EXPECT_GT(total_preemptions, 10) << "the workload should exercise preemption";
+  EXPECT_GT(total_copies, 0) << "the workload should exercise copy-on-write";
 }
 
 }  // namespace

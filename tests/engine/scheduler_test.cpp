@@ -300,6 +300,44 @@ TEST_F(SchedulerTest, CopyOnWriteWhenAFullyCachedPromptIsShared) {
   EXPECT_TRUE(sched_->check_invariants().ok());
 }
 
+// A partial prefill short of blocks shrinks its chunk, then stalls (keeping its blocks) rather
+// than preempt an older request; the older request preempts it when it needs a block itself.
+TEST_F(SchedulerTest, PrefillShrinksThenStallsThenYieldsToAnOlderRequest) {
+  init_default(/*num_blocks=*/8, /*budget=*/16, /*max_seqs=*/4);
+  add(1, iota_tokens(8, 100), 8);  // older: decodes
+  add(2, iota_tokens(24, 200), 2);
+  StepPlan p0 = schedule();
+  ASSERT_EQ(p0.seqs.size(), 2u);
+  EXPECT_EQ(p0.seqs[1].num_tokens, 8);  // 16 - 8
+  update(p0);
+  // Request 1 decodes at position 8 (a third block); request 2 wants 15 (= 16 - 1 decode) but
+  // only 3 blocks are free: 12 tokens.
+  StepPlan p1 = schedule();
+  ASSERT_EQ(p1.seqs.size(), 2u);
+  EXPECT_EQ(p1.seqs[0].key, 1);
+  EXPECT_EQ(p1.seqs[1].key, 2);
+  EXPECT_EQ(p1.seqs[1].start_pos, 8);
+  EXPECT_EQ(p1.seqs[1].num_tokens, 12);
+  EXPECT_EQ(kv_->num_free_blocks(), 0);
+  update(p1);
+  // No block left for request 2's last 4 tokens: it stalls; request 1 still fits its block.
+  StepPlan p2 = schedule();
+  ASSERT_EQ(p2.seqs.size(), 1u);
+  EXPECT_EQ(p2.seqs[0].key, 1);
+  EXPECT_TRUE(p2.preempted.empty());
+  update(p2);
+  update(schedule());
+  update(schedule());
+  // Request 1 reaches position 12 and needs a fourth block: request 2 (newer) is preempted.
+  StepPlan p5 = schedule();
+  EXPECT_EQ(p5.preempted, (std::vector<RequestKey>{2}));
+  ASSERT_EQ(p5.seqs.size(), 1u);
+  EXPECT_EQ(p5.seqs[0].key, 1);
+  EXPECT_EQ(p5.seqs[0].start_pos, 12);
+  EXPECT_EQ(sched_->find(2)->phase, RequestPhase::kWaiting);
+  EXPECT_EQ(sched_->num_preemptions(), 1);
+}
+
 class SchedulerAbortTest : public SchedulerTest {
  protected:
   void expect_all_free() {

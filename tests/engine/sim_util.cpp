@@ -57,6 +57,7 @@ std::vector<SeqResult> FakeKvModel::execute(const StepPlan& plan) {
     return &rows_[static_cast<size_t>(s.block_table[idx]) * block_size_ + pos % block_size_];
   };
   for (const auto& [src, dst] : plan.copies) {
+    ++num_copies_;
     std::copy_n(rows_.begin() + static_cast<ptrdiff_t>(src) * block_size_, block_size_,
                 rows_.begin() + static_cast<ptrdiff_t>(dst) * block_size_);
   }

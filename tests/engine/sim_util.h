@@ -25,12 +25,14 @@ class FakeKvModel {
   // Rows read that were never written, and placeholder tokens executed (both must stay 0).
   [[nodiscard]] int64_t num_errors() const { return num_errors_; }
   [[nodiscard]] int32_t vocab() const { return vocab_; }
+  [[nodiscard]] int64_t num_copies() const { return num_copies_; }  // block copies performed
 
  private:
   int32_t block_size_;
   int32_t vocab_;
   std::vector<int32_t> rows_;  // [num_blocks * block_size]; kUnwritten until written
   int64_t num_errors_ = 0;
+  int64_t num_copies_ = 0;
 };
 
 // The deterministic "model": next token after `context`, in [0, vocab).
