@@ -1,5 +1,5 @@
 // keel_kernels_bench: matmul throughput per dispatch table, weight type and shape, through Ops
-// (activation preparation and threading included).
+// (activation preparation and threading included); paged attention (paged_attention_bench.cpp).
 //
 // Shapes: decode (1 token) 2048x2048 and 5632x2048, prefill 64 tokens x 2048x2048; 1 and 2
 // threads. Decode rotates over enough copies of the weights (≥ 160 MiB) that every call streams
@@ -19,6 +19,7 @@
 #include "core/thread_pool.h"
 #include "kernels/dispatch.h"
 #include "kernels/kernels.h"
+#include "paged_attention_bench.h"
 
 namespace keel::kernels {
 namespace {
@@ -140,6 +141,7 @@ int main(int argc, char** argv) {
       }
     }
   }
+  register_paged_attention_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

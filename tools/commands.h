@@ -34,7 +34,8 @@ struct RunOptions {
   float min_p = 0.05f;
   float repeat_penalty = 1.0f;
   std::optional<uint64_t> seed;
-  int64_t ctx_size = 0;  // 0 = from the model
+  int64_t ctx_size = 0;         // 0 = from the model
+  std::string kv_type = "f32";  // KV storage element type: f32 | f16
   bool ignore_eos = false;
   bool echo_prompt = false;  // print the prompt before the continuation
 };

@@ -41,6 +41,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Random seed (same seed, same text)");
   run_cmd->add_option("-c,--ctx-size", run.ctx_size, "Context length (0 = the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  run_cmd->add_option("--kv-type", run.kv_type, "KV cache element type: f32 or f16")
+      ->check(CLI::IsMember({"f32", "f16"}));
   run_cmd->add_flag("--ignore-eos", run.ignore_eos, "Keep generating after end-of-generation");
   run_cmd->add_flag("--echo", run.echo_prompt, "Print the prompt before the continuation");
   add_compute_options(run_cmd, &run.compute);

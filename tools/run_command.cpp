@@ -1,16 +1,21 @@
 // `keel run`: load a model (or the built-in default), tokenize the prompt, prefill it in one
-// batch, then sample and stream tokens to stdout through the incremental detokenizer.
+// batch into paged KV blocks of one sequence (--kv-type f32 or f16), then sample and stream tokens
+// to stdout through the incremental detokenizer.
 // --verbose prints load time and prompt / generation rates to stderr.
 #include <chrono>
 #include <cstdio>
+#include <limits>
+#include <numeric>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "commands.h"
 #include "compute_setup.h"
+#include "core/dtype.h"
 #include "default_model.h"
 #include "model/context.h"
-#include "model/kv_cache.h"
+#include "model/kv_storage.h"
 #include "model/model.h"
 #include "progress.h"
 #include "sampling/sampler.h"
@@ -45,10 +50,31 @@ Result<Loaded> load(const RunOptions& opts, ThreadPool& pool) {
   KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(file));
   model::ModelOptions mopts;
   mopts.n_ctx = opts.ctx_size;
-  mopts.max_seqs = 1;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
                         model::Model::load(std::move(file), mopts));
   return Loaded{std::move(model), std::make_unique<tokenizer::Tokenizer>(std::move(tok))};
+}
+
+// KV blocks of kBlockSize positions for one sequence of up to n_ctx positions, block table 0..n-1.
+constexpr int32_t kBlockSize = 16;
+
+Result<model::KvStorage> kv_for_one_sequence(const model::Model& model, const std::string& type,
+                                             std::vector<int32_t>* block_table) {
+  const std::optional<DType> dtype = dtype_from_name(type);
+  if (!dtype.has_value() || (*dtype != DType::kF32 && *dtype != DType::kF16)) {
+    return Status::invalid_argument("unknown KV type '" + type + "' (expected f32 or f16)");
+  }
+  const int64_t n_blocks = (model.n_ctx() + kBlockSize - 1) / kBlockSize;
+  if (n_blocks > std::numeric_limits<int32_t>::max()) {
+    return Status::out_of_range("context of " + std::to_string(model.n_ctx()) +
+                                " positions needs too many KV blocks");
+  }
+  const model::KvLayout layout = model::KvLayout::for_model(model.hparams(), kBlockSize, *dtype);
+  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
+                        model::KvStorage::create(layout, static_cast<int32_t>(n_blocks)));
+  block_table->resize(static_cast<size_t>(n_blocks));
+  std::iota(block_table->begin(), block_table->end(), 0);
+  return kv;
 }
 
 sampling::SamplingParams sampling_params(const RunOptions& opts) {
@@ -82,18 +108,17 @@ Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
   sampler.set_prompt(prompt);
 
   kernels::Ops ops(isa, &pool);
-  KEEL_ASSIGN_OR_RETURN(model::KvCache cache, model::KvCache::for_model(model));
-  model::Context ctx(model, static_cast<int64_t>(prompt.size()));
   model::Batch batch;
+  batch.seqs.resize(1);
+  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
+                        kv_for_one_sequence(model, opts.kv_type, &batch.seqs[0].block_table));
+  model::Context ctx(model, static_cast<int64_t>(prompt.size()));
   for (size_t i = 0; i < prompt.size(); ++i) {
-    batch.tokens.push_back(prompt[i]);
-    batch.positions.push_back(static_cast<int32_t>(i));
-    batch.seq_slots.push_back(0);
-    batch.logits.push_back(i + 1 == prompt.size());
+    batch.add(prompt[i], static_cast<int32_t>(i), 0, i + 1 == prompt.size());
   }
   std::vector<float> logits;
   const auto t_prompt = Clock::now();
-  KEEL_TRY(ctx.forward(batch, cache, ops, &logits));
+  KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
   const double prompt_s = seconds_since(t_prompt);
 
   if (opts.echo_prompt) std::fputs(opts.prompt.c_str(), stdout);
@@ -111,11 +136,9 @@ Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
     std::fflush(stdout);
     if (pos >= n_ctx) break;  // context full
     if (opts.n_predict >= 0 && generated == opts.n_predict) break;
-    batch.tokens = {next};
-    batch.positions = {static_cast<int32_t>(pos++)};
-    batch.seq_slots = {0};
-    batch.logits = {1};
-    KEEL_TRY(ctx.forward(batch, cache, ops, &logits));
+    batch.clear_tokens();
+    batch.add(next, static_cast<int32_t>(pos++), 0, true);
+    KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
   }
   const std::string rest = decoder.finish();
   std::fwrite(rest.data(), 1, rest.size(), stdout);
@@ -128,8 +151,10 @@ Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
                  static_cast<double>(prompt.size()) / prompt_s);
     std::fprintf(stderr, "generation: %d tokens in %.3f s (%.1f tokens/s)\n", generated, gen_s,
                  generated > 0 ? generated / gen_s : 0.0);
-    std::fprintf(stderr, "threads: %d, kernels: %s\n", pool.num_threads(),
-                 std::string(kernels::isa_name(isa)).c_str());
+    std::fprintf(stderr, "threads: %d, kernels: %s, KV: %s in %d blocks of %d (%.1f MiB)\n",
+                 pool.num_threads(), std::string(kernels::isa_name(isa)).c_str(),
+                 opts.kv_type.c_str(), kv.num_blocks(), kBlockSize,
+                 static_cast<double>(kv.bytes()) / (1 << 20));
   }
   return {};
 }

@@ -58,6 +58,11 @@ TEST(KeelCliTest, GreedyStoriesMatchesLlamaCpp) {
                           "--temp", "0", "-t", "1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, expected + "\n");
+  // f16 KV: the same greedy text (model_test checks all 5 prompts × 64 ids).
+  CliResult f16 = run_keel({"run", "-m", shared_path(kStories), "-p", "Once upon a time", "-n",
+                            "32", "--temp", "0", "-t", "1", "--kv-type", "f16"});
+  ASSERT_EQ(f16.exit_code, 0) << f16.err;
+  EXPECT_EQ(f16.out, expected + "\n");
 }
 
 TEST(KeelCliTest, SameSeedSameText) {
@@ -145,6 +150,9 @@ TEST(KeelCliTest, UsageErrorsAreReported) {
   EXPECT_NE(r.err.find("prompt"), std::string::npos) << r.err;
   CliResult isa = run_keel({"run", "-p", "x", "--isa", "sse9"});
   EXPECT_NE(isa.exit_code, 0);
+  CliResult kv = run_keel({"run", "-p", "x", "--kv-type", "q8_0"});
+  EXPECT_NE(kv.exit_code, 0);
+  EXPECT_NE(kv.err.find("--kv-type"), std::string::npos) << kv.err;
 }
 
 }  // namespace
