@@ -52,16 +52,16 @@ struct Expr {
 };
 
 enum class NodeKind {
-  kText,       // text
-  kOutput,     // {{ expr }}
-  kIf,         // branches: (condition, body)...; the else branch has a null condition
-  kFor,        // for targets in expr [if condition] : body [else else_body]
-  kSet,        // set targets (or targets[0].attr) = expr
-  kSetBlock,   // set targets[0] %} body {% endset
-  kMacro,      // macro name(targets = defaults) : body
-  kBreak,      // break (loop controls)
-  kContinue,   // continue
-  kGeneration, // {% generation %} body {% endgeneration %}: rendered as is
+  kText,        // text
+  kOutput,      // {{ expr }}
+  kIf,          // branches: (condition, body)...; the else branch has a null condition
+  kFor,         // for targets in expr [if condition] : body [else else_body]
+  kSet,         // set targets (or targets[0].attr) = expr
+  kSetBlock,    // set targets[0] %} body {% endset
+  kMacro,       // macro name(targets = defaults) : body
+  kBreak,       // break (loop controls)
+  kContinue,    // continue
+  kGeneration,  // {% generation %} body {% endgeneration %}: rendered as is
 };
 
 struct Node;
@@ -72,16 +72,16 @@ struct Node {
   NodeKind kind = NodeKind::kText;
   int line = 0;
   int column = 0;
-  std::string text;                  // kText
-  std::string name;                  // kMacro name
-  std::string attr;                  // kSet: non-empty for `set ns.attr = ...`
-  std::vector<std::string> targets;  // kFor / kSet names; kMacro parameter names
-  ExprPtr expr;                      // kOutput, kFor iterable, kSet value
-  ExprPtr condition;                 // kFor: the `if` filter (may be null)
+  std::string text;                                    // kText
+  std::string name;                                    // kMacro name
+  std::string attr;                                    // kSet: non-empty for `set ns.attr = ...`
+  std::vector<std::string> targets;                    // kFor / kSet names; kMacro parameter names
+  ExprPtr expr;                                        // kOutput, kFor iterable, kSet value
+  ExprPtr condition;                                   // kFor: the `if` filter (may be null)
   std::vector<std::pair<ExprPtr, NodeList>> branches;  // kIf
-  NodeList body;                     // kFor, kSetBlock, kMacro, kGeneration
-  NodeList else_body;                // kFor
-  std::vector<ExprPtr> defaults;     // kMacro: per parameter, null when none
+  NodeList body;                                       // kFor, kSetBlock, kMacro, kGeneration
+  NodeList else_body;                                  // kFor
+  std::vector<ExprPtr> defaults;                       // kMacro: per parameter, null when none
 };
 
 }  // namespace keel::tokenizer::jinja

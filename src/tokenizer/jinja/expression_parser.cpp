@@ -90,9 +90,8 @@ Result<ExprPtr> ExpressionParser::parse_compare() {
   while (true) {
     std::string op;
     const Token& t = ts_->peek();
-    if (t.kind == TokenKind::kOperator &&
-        (t.text == "==" || t.text == "!=" || t.text == "<" || t.text == "<=" || t.text == ">" ||
-         t.text == ">=")) {
+    if (t.kind == TokenKind::kOperator && (t.text == "==" || t.text == "!=" || t.text == "<" ||
+                                           t.text == "<=" || t.text == ">" || t.text == ">=")) {
       op = ts_->next().text;
     } else if (ts_->skip_name("in")) {
       op = "in";

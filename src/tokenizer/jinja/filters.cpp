@@ -17,8 +17,10 @@ using FilterFn = Result<Value> (*)(const Value& v, CallArgs& args, BuiltinContex
 // The items of an iterable as Jinja's filters see them (dict -> keys, str -> characters).
 Result<Value::List> items_of(std::string_view fn, const Value& v) {
   switch (v.kind()) {
-    case ValueKind::kUndefined: return Value::List{};
-    case ValueKind::kList: return v.as_list();
+    case ValueKind::kUndefined:
+      return Value::List{};
+    case ValueKind::kList:
+      return v.as_list();
     case ValueKind::kDict: {
       Value::List keys;
       for (const auto& e : v.as_dict().entries) keys.emplace_back(e.first);
@@ -28,7 +30,8 @@ Result<Value::List> items_of(std::string_view fn, const Value& v) {
       const std::string& s = v.as_string();
       std::vector<size_t> off = codepoint_offsets(s);
       Value::List chars;
-      for (size_t i = 0; i + 1 < off.size(); ++i) chars.emplace_back(s.substr(off[i], off[i + 1] - off[i]));
+      for (size_t i = 0; i + 1 < off.size(); ++i)
+        chars.emplace_back(s.substr(off[i], off[i + 1] - off[i]));
       return chars;
     }
     default:
@@ -56,11 +59,15 @@ Result<Value> f_trim(const Value& v, CallArgs& args, BuiltinContext& ctx) {
 Result<Value> f_length(const Value& v, CallArgs& args, BuiltinContext&) {
   KEEL_TRY(ArgBinder::bind("length", args, {}).status());
   switch (v.kind()) {
-    case ValueKind::kUndefined: return Value(0);
-    case ValueKind::kString: return Value(static_cast<int64_t>(codepoint_count(v.as_string())));
-    case ValueKind::kList: return Value(static_cast<int64_t>(v.as_list().size()));
+    case ValueKind::kUndefined:
+      return Value(0);
+    case ValueKind::kString:
+      return Value(static_cast<int64_t>(codepoint_count(v.as_string())));
+    case ValueKind::kList:
+      return Value(static_cast<int64_t>(v.as_list().size()));
     case ValueKind::kDict:
-    case ValueKind::kNamespace: return Value(static_cast<int64_t>(v.as_dict().entries.size()));
+    case ValueKind::kNamespace:
+      return Value(static_cast<int64_t>(v.as_dict().entries.size()));
     default:
       return Status::invalid_argument("length: object of type '" + std::string(v.type_name()) +
                                       "' has no len()");
@@ -68,8 +75,9 @@ Result<Value> f_length(const Value& v, CallArgs& args, BuiltinContext&) {
 }
 
 Result<Value> f_tojson(const Value& v, CallArgs& args, BuiltinContext& ctx) {
-  KEEL_ASSIGN_OR_RETURN(ArgBinder b, ArgBinder::bind("tojson", args, {"indent", "ensure_ascii",
-                                                                       "separators", "sort_keys"}));
+  KEEL_ASSIGN_OR_RETURN(
+      ArgBinder b,
+      ArgBinder::bind("tojson", args, {"indent", "ensure_ascii", "separators", "sort_keys"}));
   KEEL_ASSIGN_OR_RETURN(auto indent, b.opt_int(0));
   if (b.bool_or(1, false)) return Status::unsupported("tojson: ensure_ascii=true is not supported");
   if (b.get(2) && !b.get(2)->is_none()) {
@@ -275,14 +283,29 @@ Result<Value> apply_more_filter(std::string_view name, const Value& value, CallA
 Result<Value> apply_filter(std::string_view name, const Value& value, CallArgs& args,
                            BuiltinContext& ctx) {
   static const std::unordered_map<std::string_view, FilterFn> kFilters = {
-      {"trim", f_trim},         {"length", f_length},         {"count", f_length},
-      {"tojson", f_tojson},     {"upper", f_upper},           {"lower", f_lower},
-      {"title", f_title},       {"capitalize", f_capitalize}, {"default", f_default},
-      {"d", f_default},         {"join", f_join},             {"replace", f_replace},
-      {"items", f_items},       {"list", f_list},             {"string", f_string},
-      {"first", f_first},       {"last", f_last},             {"reverse", f_reverse},
-      {"select", f_select},     {"reject", f_reject},         {"selectattr", f_selectattr},
-      {"rejectattr", f_rejectattr}, {"map", f_map},
+      {"trim", f_trim},
+      {"length", f_length},
+      {"count", f_length},
+      {"tojson", f_tojson},
+      {"upper", f_upper},
+      {"lower", f_lower},
+      {"title", f_title},
+      {"capitalize", f_capitalize},
+      {"default", f_default},
+      {"d", f_default},
+      {"join", f_join},
+      {"replace", f_replace},
+      {"items", f_items},
+      {"list", f_list},
+      {"string", f_string},
+      {"first", f_first},
+      {"last", f_last},
+      {"reverse", f_reverse},
+      {"select", f_select},
+      {"reject", f_reject},
+      {"selectattr", f_selectattr},
+      {"rejectattr", f_rejectattr},
+      {"map", f_map},
   };
   auto it = kFilters.find(name);
   if (it != kFilters.end()) return it->second(value, args, ctx);

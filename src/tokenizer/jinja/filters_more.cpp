@@ -47,12 +47,13 @@ Status sort_values(std::vector<std::pair<Value, Value>>* keyed, bool reverse) {
 }
 
 Result<Value> f_sort(const Value& v, CallArgs& args, BuiltinContext& ctx) {
-  KEEL_ASSIGN_OR_RETURN(ArgBinder b, ArgBinder::bind("sort", args, {"reverse", "case_sensitive",
-                                                                     "attribute"}));
+  KEEL_ASSIGN_OR_RETURN(ArgBinder b,
+                        ArgBinder::bind("sort", args, {"reverse", "case_sensitive", "attribute"}));
   KEEL_ASSIGN_OR_RETURN(Value::List items, list_of("sort", v));
   KEEL_ASSIGN_OR_RETURN(auto attr, b.opt_string(2));
   std::vector<std::pair<Value, Value>> keyed;
-  for (const Value& item : items) keyed.emplace_back(sort_key(item, attr, b.bool_or(1, false)), item);
+  for (const Value& item : items)
+    keyed.emplace_back(sort_key(item, attr, b.bool_or(1, false)), item);
   KEEL_TRY(sort_values(&keyed, b.bool_or(0, false)));
   KEEL_TRY(ctx.charge(16 * keyed.size()));
   Value::List out;
@@ -61,8 +62,8 @@ Result<Value> f_sort(const Value& v, CallArgs& args, BuiltinContext& ctx) {
 }
 
 Result<Value> f_dictsort(const Value& v, CallArgs& args, BuiltinContext& ctx) {
-  KEEL_ASSIGN_OR_RETURN(ArgBinder b, ArgBinder::bind("dictsort", args, {"case_sensitive", "by",
-                                                                         "reverse"}));
+  KEEL_ASSIGN_OR_RETURN(ArgBinder b,
+                        ArgBinder::bind("dictsort", args, {"case_sensitive", "by", "reverse"}));
   if (!v.is_dict()) return Status::invalid_argument("dictsort: expected a dict");
   KEEL_ASSIGN_OR_RETURN(std::string by, b.string_or(1, "key"));
   std::vector<std::pair<Value, Value>> keyed;
@@ -79,8 +80,8 @@ Result<Value> f_dictsort(const Value& v, CallArgs& args, BuiltinContext& ctx) {
 }
 
 Result<Value> f_unique(const Value& v, CallArgs& args, BuiltinContext& ctx) {
-  KEEL_ASSIGN_OR_RETURN(ArgBinder b, ArgBinder::bind("unique", args, {"case_sensitive",
-                                                                       "attribute"}));
+  KEEL_ASSIGN_OR_RETURN(ArgBinder b,
+                        ArgBinder::bind("unique", args, {"case_sensitive", "attribute"}));
   KEEL_ASSIGN_OR_RETURN(Value::List items, list_of("unique", v));
   KEEL_ASSIGN_OR_RETURN(auto attr, b.opt_string(1));
   Value::List out;
@@ -111,8 +112,12 @@ Result<Value> f_minmax(std::string_view fn, const Value& v, CallArgs& args, bool
   return items[best];
 }
 
-Result<Value> f_min(const Value& v, CallArgs& a, BuiltinContext&) { return f_minmax("min", v, a, false); }
-Result<Value> f_max(const Value& v, CallArgs& a, BuiltinContext&) { return f_minmax("max", v, a, true); }
+Result<Value> f_min(const Value& v, CallArgs& a, BuiltinContext&) {
+  return f_minmax("min", v, a, false);
+}
+Result<Value> f_max(const Value& v, CallArgs& a, BuiltinContext&) {
+  return f_minmax("max", v, a, true);
+}
 
 Result<Value> f_sum(const Value& v, CallArgs& args, BuiltinContext& ctx) {
   KEEL_ASSIGN_OR_RETURN(ArgBinder b, ArgBinder::bind("sum", args, {"attribute", "start"}));
@@ -120,8 +125,8 @@ Result<Value> f_sum(const Value& v, CallArgs& args, BuiltinContext& ctx) {
   KEEL_ASSIGN_OR_RETURN(auto attr, b.opt_string(0));
   Value total = b.value_or(1, Value(0));
   for (const Value& item : items) {
-    KEEL_ASSIGN_OR_RETURN(total, binary_op("+", total, attr ? lookup_attribute_path(item, *attr)
-                                                            : item, ctx));
+    KEEL_ASSIGN_OR_RETURN(
+        total, binary_op("+", total, attr ? lookup_attribute_path(item, *attr) : item, ctx));
   }
   return total;
 }
@@ -198,12 +203,23 @@ Result<Value> f_escape(const Value& v, CallArgs& args, BuiltinContext& ctx) {
   std::string out;
   for (char c : v.to_str()) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   KEEL_TRY(ctx.charge(out.size()));
@@ -271,10 +287,14 @@ Result<Value> apply_more_filter(std::string_view name, const Value& value, CallA
                                 BuiltinContext& ctx, bool* found) {
   using FilterFn = Result<Value> (*)(const Value&, CallArgs&, BuiltinContext&);
   static constexpr std::pair<std::string_view, FilterFn> kFilters[] = {
-      {"sort", f_sort},     {"dictsort", f_dictsort}, {"unique", f_unique}, {"min", f_min},
-      {"max", f_max},       {"sum", f_sum},           {"abs", f_abs},       {"int", f_int},
-      {"float", f_float},   {"round", f_round},       {"safe", f_safe},     {"escape", f_escape},
-      {"e", f_escape},      {"indent", f_indent},     {"center", f_center}, {"wordcount", f_wordcount},
+      {"sort", f_sort},     {"dictsort", f_dictsort},
+      {"unique", f_unique}, {"min", f_min},
+      {"max", f_max},       {"sum", f_sum},
+      {"abs", f_abs},       {"int", f_int},
+      {"float", f_float},   {"round", f_round},
+      {"safe", f_safe},     {"escape", f_escape},
+      {"e", f_escape},      {"indent", f_indent},
+      {"center", f_center}, {"wordcount", f_wordcount},
       {"attr", f_attr},
   };
   for (const auto& [n, fn] : kFilters) {

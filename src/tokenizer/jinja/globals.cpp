@@ -28,8 +28,8 @@ Result<Value> g_range(CallArgs& args, BuiltinContext& ctx) {
   int64_t step = v[2];
   if (step == 0) return Status::invalid_argument("range: step must not be zero");
   // Count without overflow: long double holds every int64 difference exactly enough here.
-  long double span = step > 0 ? static_cast<long double>(stop) - start
-                              : static_cast<long double>(start) - stop;
+  long double span =
+      step > 0 ? static_cast<long double>(stop) - start : static_cast<long double>(start) - stop;
   long double stride = step > 0 ? static_cast<long double>(step) : -static_cast<long double>(step);
   long double count_ld = span <= 0 ? 0 : (span + stride - 1) / stride;
   if (count_ld > static_cast<long double>(ctx.max_work / 16)) {
@@ -90,7 +90,8 @@ Dict make_globals(BuiltinContext* ctx) {
           KEEL_ASSIGN_OR_RETURN(Dict d, keyword_dict("dict", a));
           return Value(std::move(d));
         }));
-  g.set("raise_exception", Value::make_callable("raise_exception", [](CallArgs& a) -> Result<Value> {
+  g.set("raise_exception",
+        Value::make_callable("raise_exception", [](CallArgs& a) -> Result<Value> {
           std::string msg = a.positional.empty() ? "" : a.positional[0].to_str();
           return Status::invalid_argument("raised by template: " + msg);
         }));

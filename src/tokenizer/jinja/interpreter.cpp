@@ -19,7 +19,8 @@ Status locate(const Status& s, int line, int column) {
 
 Status undefined_error(const Value& v) {
   const std::string& name = v.undefined_name();
-  return Status::invalid_argument(name.empty() ? "value is undefined" : "'" + name + "' is undefined");
+  return Status::invalid_argument(name.empty() ? "value is undefined"
+                                               : "'" + name + "' is undefined");
 }
 
 }  // namespace
@@ -161,8 +162,8 @@ Dict loop_info(const Value::List& items, size_t i) {
   loop.entries.emplace_back("depth", Value(1));
   loop.entries.emplace_back("depth0", Value(0));
   loop.entries.emplace_back("previtem", i > 0 ? items[i - 1] : Value::undefined("loop.previtem"));
-  loop.entries.emplace_back("nextitem", i + 1 < items.size() ? items[i + 1]
-                                                             : Value::undefined("loop.nextitem"));
+  loop.entries.emplace_back(
+      "nextitem", i + 1 < items.size() ? items[i + 1] : Value::undefined("loop.nextitem"));
   loop.entries.emplace_back(
       "cycle", Value::make_callable("loop.cycle", [i](CallArgs& args) -> Result<Value> {
         if (args.positional.empty()) return Status::invalid_argument("loop.cycle: no items");

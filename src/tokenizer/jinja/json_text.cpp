@@ -12,13 +12,27 @@ void append_json_string(const std::string& s, std::string* out) {
   *out += '"';
   for (char c : s) {
     switch (c) {
-      case '"': *out += "\\\""; break;
-      case '\\': *out += "\\\\"; break;
-      case '\n': *out += "\\n"; break;
-      case '\r': *out += "\\r"; break;
-      case '\t': *out += "\\t"; break;
-      case '\b': *out += "\\b"; break;
-      case '\f': *out += "\\f"; break;
+      case '"':
+        *out += "\\\"";
+        break;
+      case '\\':
+        *out += "\\\\";
+        break;
+      case '\n':
+        *out += "\\n";
+        break;
+      case '\r':
+        *out += "\\r";
+        break;
+      case '\t':
+        *out += "\\t";
+        break;
+      case '\b':
+        *out += "\\b";
+        break;
+      case '\f':
+        *out += "\\f";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char buf[8];
@@ -43,19 +57,32 @@ class JsonWriter {
                                         " bytes");
     }
     switch (v.kind()) {
-      case ValueKind::kNone: out_ += "null"; return Status();
-      case ValueKind::kBool: out_ += v.as_bool() ? "true" : "false"; return Status();
-      case ValueKind::kInt: out_ += std::to_string(v.as_int()); return Status();
+      case ValueKind::kNone:
+        out_ += "null";
+        return Status();
+      case ValueKind::kBool:
+        out_ += v.as_bool() ? "true" : "false";
+        return Status();
+      case ValueKind::kInt:
+        out_ += std::to_string(v.as_int());
+        return Status();
       case ValueKind::kFloat: {
         double d = v.as_double();
-        if (std::isnan(d)) out_ += "NaN";
-        else if (std::isinf(d)) out_ += d > 0 ? "Infinity" : "-Infinity";
-        else out_ += format_python_float(d);
+        if (std::isnan(d))
+          out_ += "NaN";
+        else if (std::isinf(d))
+          out_ += d > 0 ? "Infinity" : "-Infinity";
+        else
+          out_ += format_python_float(d);
         return Status();
       }
-      case ValueKind::kString: append_json_string(v.as_string(), &out_); return Status();
-      case ValueKind::kList: return write_list(v.as_list(), level);
-      case ValueKind::kDict: return write_dict(v.as_dict(), level);
+      case ValueKind::kString:
+        append_json_string(v.as_string(), &out_);
+        return Status();
+      case ValueKind::kList:
+        return write_list(v.as_list(), level);
+      case ValueKind::kDict:
+        return write_dict(v.as_dict(), level);
       case ValueKind::kUndefined:
       case ValueKind::kNamespace:
       case ValueKind::kCallable:
@@ -132,16 +159,21 @@ template <typename Json>
 Result<Value> convert(const Json& j, int depth_left) {
   if (depth_left < 0) return Status::invalid_argument("JSON value nests too deeply");
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value::none();
-    case nlohmann::json::value_t::boolean: return Value(j.template get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(j.template get<int64_t>());
+    case nlohmann::json::value_t::null:
+      return Value::none();
+    case nlohmann::json::value_t::boolean:
+      return Value(j.template get<bool>());
+    case nlohmann::json::value_t::number_integer:
+      return Value(j.template get<int64_t>());
     case nlohmann::json::value_t::number_unsigned: {
       auto u = j.template get<uint64_t>();
       if (u <= static_cast<uint64_t>(INT64_MAX)) return Value(static_cast<int64_t>(u));
       return Value(static_cast<double>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value(j.template get<double>());
-    case nlohmann::json::value_t::string: return Value(j.template get<std::string>());
+    case nlohmann::json::value_t::number_float:
+      return Value(j.template get<double>());
+    case nlohmann::json::value_t::string:
+      return Value(j.template get<std::string>());
     case nlohmann::json::value_t::array: {
       Value::List items;
       items.reserve(j.size());

@@ -16,9 +16,7 @@ bool is_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 std::string normalize_source(std::string_view source) {
@@ -133,8 +131,8 @@ class Lexer {
   size_t after_closer(size_t pos, char modifier, bool is_block_or_comment) const {
     if (modifier == '-') {
       while (pos < src_.size() && is_space(src_[pos])) ++pos;
-    } else if (modifier != '+' && is_block_or_comment && options_.trim_blocks && pos < src_.size() &&
-               src_[pos] == '\n') {
+    } else if (modifier != '+' && is_block_or_comment && options_.trim_blocks &&
+               pos < src_.size() && src_[pos] == '\n') {
       ++pos;
     }
     return pos;
@@ -143,9 +141,8 @@ class Lexer {
   Result<size_t> lex_comment(size_t open, size_t body) {
     size_t close = src_.find("#}", body);
     if (close == std::string::npos) return error_at(open, "unterminated comment");
-    char modifier = close > body && (src_[close - 1] == '-' || src_[close - 1] == '+')
-                        ? src_[close - 1]
-                        : '\0';
+    char modifier =
+        close > body && (src_[close - 1] == '-' || src_[close - 1] == '+') ? src_[close - 1] : '\0';
     return after_closer(close + 2, modifier, true);
   }
 
@@ -307,18 +304,40 @@ class Lexer {
   Result<size_t> read_escape(size_t pos, std::string* out) {
     char e = src_[pos];
     switch (e) {
-      case '\n': return pos + 1;
-      case '\\': *out += '\\'; return pos + 1;
-      case '\'': *out += '\''; return pos + 1;
-      case '"': *out += '"'; return pos + 1;
-      case 'a': *out += '\a'; return pos + 1;
-      case 'b': *out += '\b'; return pos + 1;
-      case 'f': *out += '\f'; return pos + 1;
-      case 'n': *out += '\n'; return pos + 1;
-      case 'r': *out += '\r'; return pos + 1;
-      case 't': *out += '\t'; return pos + 1;
-      case 'v': *out += '\v'; return pos + 1;
-      default: break;
+      case '\n':
+        return pos + 1;
+      case '\\':
+        *out += '\\';
+        return pos + 1;
+      case '\'':
+        *out += '\'';
+        return pos + 1;
+      case '"':
+        *out += '"';
+        return pos + 1;
+      case 'a':
+        *out += '\a';
+        return pos + 1;
+      case 'b':
+        *out += '\b';
+        return pos + 1;
+      case 'f':
+        *out += '\f';
+        return pos + 1;
+      case 'n':
+        *out += '\n';
+        return pos + 1;
+      case 'r':
+        *out += '\r';
+        return pos + 1;
+      case 't':
+        *out += '\t';
+        return pos + 1;
+      case 'v':
+        *out += '\v';
+        return pos + 1;
+      default:
+        break;
     }
     if (e >= '0' && e <= '7') {
       uint32_t cp = 0;

@@ -42,7 +42,7 @@ struct Token {
 };
 
 struct LexOptions {
-  bool trim_blocks = true;    // Hugging Face renders chat templates with both enabled
+  bool trim_blocks = true;  // Hugging Face renders chat templates with both enabled
   bool lstrip_blocks = true;
   size_t max_tokens = 1 << 20;  // longer token streams are refused (OutOfRange)
 };

@@ -53,7 +53,8 @@ Result<Value> m_endswith(const Value& self, CallArgs& args, BuiltinContext&) {
   KEEL_ASSIGN_OR_RETURN(auto suffixes, affixes("endswith", b));
   const std::string& s = self.as_string();
   for (const std::string& p : suffixes) {
-    if (s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0) return Value(true);
+    if (s.size() >= p.size() && s.compare(s.size() - p.size(), p.size(), p) == 0)
+      return Value(true);
   }
   return Value(false);
 }
@@ -113,7 +114,8 @@ Result<Value> m_replace(const Value& self, CallArgs& args, BuiltinContext& ctx) 
       cuts.push_back(p);
     }
   }
-  if (count >= 0 && cuts.size() > static_cast<uint64_t>(count)) cuts.resize(static_cast<size_t>(count));
+  if (count >= 0 && cuts.size() > static_cast<uint64_t>(count))
+    cuts.resize(static_cast<size_t>(count));
   KEEL_TRY(ctx.charge(s.size() + cuts.size() * new_s.size()));
   std::string out;
   size_t pos = 0;
@@ -251,21 +253,32 @@ Method find_method(ValueKind kind, std::string_view name) {
     Method fn;
   };
   static constexpr Entry kMethods[] = {
-      {ValueKind::kString, "startswith", m_startswith}, {ValueKind::kString, "endswith", m_endswith},
-      {ValueKind::kString, "split", m_split},           {ValueKind::kString, "rsplit", m_rsplit},
-      {ValueKind::kString, "strip", m_strip},           {ValueKind::kString, "lstrip", m_lstrip},
-      {ValueKind::kString, "rstrip", m_rstrip},         {ValueKind::kString, "replace", m_replace},
-      {ValueKind::kString, "upper", m_upper},           {ValueKind::kString, "lower", m_lower},
-      {ValueKind::kString, "title", m_title},           {ValueKind::kString, "capitalize", m_capitalize},
-      {ValueKind::kString, "find", m_find},             {ValueKind::kString, "rfind", m_rfind},
-      {ValueKind::kString, "count", m_count},           {ValueKind::kString, "join", m_join},
+      {ValueKind::kString, "startswith", m_startswith},
+      {ValueKind::kString, "endswith", m_endswith},
+      {ValueKind::kString, "split", m_split},
+      {ValueKind::kString, "rsplit", m_rsplit},
+      {ValueKind::kString, "strip", m_strip},
+      {ValueKind::kString, "lstrip", m_lstrip},
+      {ValueKind::kString, "rstrip", m_rstrip},
+      {ValueKind::kString, "replace", m_replace},
+      {ValueKind::kString, "upper", m_upper},
+      {ValueKind::kString, "lower", m_lower},
+      {ValueKind::kString, "title", m_title},
+      {ValueKind::kString, "capitalize", m_capitalize},
+      {ValueKind::kString, "find", m_find},
+      {ValueKind::kString, "rfind", m_rfind},
+      {ValueKind::kString, "count", m_count},
+      {ValueKind::kString, "join", m_join},
       {ValueKind::kString, "isdigit", char_class<is_digit_c>},
       {ValueKind::kString, "isalpha", char_class<is_alpha_c>},
       {ValueKind::kString, "isalnum", char_class<is_alnum_c>},
       {ValueKind::kString, "isspace", char_class<is_space_c>},
-      {ValueKind::kDict, "items", m_items},             {ValueKind::kDict, "keys", m_keys},
-      {ValueKind::kDict, "values", m_values},           {ValueKind::kDict, "get", m_get},
-      {ValueKind::kList, "index", m_list_index},        {ValueKind::kList, "count", m_list_count},
+      {ValueKind::kDict, "items", m_items},
+      {ValueKind::kDict, "keys", m_keys},
+      {ValueKind::kDict, "values", m_values},
+      {ValueKind::kDict, "get", m_get},
+      {ValueKind::kList, "index", m_list_index},
+      {ValueKind::kList, "count", m_list_count},
   };
   for (const Entry& e : kMethods) {
     if (e.kind == kind && e.name == name) return e.fn;
@@ -278,9 +291,8 @@ Method find_method(ValueKind kind, std::string_view name) {
 Value get_method(const Value& obj, std::string_view name, BuiltinContext* ctx) {
   Method fn = find_method(obj.kind(), name);
   if (fn == nullptr) return Value::undefined(std::string(name));
-  return Value::make_callable(std::string(name), [obj, fn, ctx](CallArgs& args) {
-    return fn(obj, args, *ctx);
-  });
+  return Value::make_callable(std::string(name),
+                              [obj, fn, ctx](CallArgs& args) { return fn(obj, args, *ctx); });
 }
 
 }  // namespace keel::tokenizer::jinja

@@ -59,7 +59,8 @@ Result<Value> int_op(std::string_view op, int64_t x, int64_t y) {
   }
   if (op == "//" || op == "%") {
     if (y == 0) return Status::invalid_argument("integer division or modulo by zero");
-    if (x == INT64_MIN && y == -1) return op == "%" ? Value(int64_t{0}) : Result<Value>(overflow(op));
+    if (x == INT64_MIN && y == -1)
+      return op == "%" ? Value(int64_t{0}) : Result<Value>(overflow(op));
     int64_t q = x / y;
     int64_t m = x % y;
     if (m != 0 && ((m < 0) != (y < 0))) {

@@ -76,8 +76,8 @@ class StatementParser {
             expected += std::string(e) + "'";
           }
           return TokenStream::error_at(opener, "'" + std::string(opener_name) +
-                                                   "' block is never closed (expected " +
-                                                   expected + ")");
+                                                   "' block is never closed (expected " + expected +
+                                                   ")");
         }
         default:
           return ts_.error("unexpected " + ts_.describe());
@@ -105,8 +105,8 @@ class StatementParser {
       return make(keyword == "break" ? NodeKind::kBreak : NodeKind::kContinue, at);
     }
     static constexpr std::string_view kUnsupported[] = {
-        "include", "import", "from", "extends", "block", "call", "filter", "with", "do",
-        "autoescape", "trans"};
+        "include", "import", "from", "extends",    "block", "call",
+        "filter",  "with",   "do",   "autoescape", "trans"};
     for (std::string_view u : kUnsupported) {
       if (keyword == u) return TokenStream::error_at(at, "unsupported tag '" + keyword + "'");
     }
@@ -121,7 +121,8 @@ class StatementParser {
     KEEL_TRY(end_tag());
     while (true) {
       std::string matched;
-      KEEL_ASSIGN_OR_RETURN(NodeList body, parse_body({"elif", "else", "endif"}, &matched, at, "if"));
+      KEEL_ASSIGN_OR_RETURN(NodeList body,
+                            parse_body({"elif", "else", "endif"}, &matched, at, "if"));
       n->branches.emplace_back(std::move(cond), std::move(body));
       if (matched == "elif") {
         KEEL_ASSIGN_OR_RETURN(cond, expr_.parse_tuple(false));
@@ -153,7 +154,8 @@ class StatementParser {
   Result<NodePtr> parse_for(const Token& at) {
     NodePtr n = make(NodeKind::kFor, at);
     KEEL_ASSIGN_OR_RETURN(n->targets, parse_targets());
-    if (!ts_.skip_name("in")) return ts_.error("expected 'in' in for loop, found " + ts_.describe());
+    if (!ts_.skip_name("in"))
+      return ts_.error("expected 'in' in for loop, found " + ts_.describe());
     KEEL_ASSIGN_OR_RETURN(n->expr, expr_.parse_tuple(false));
     if (ts_.skip_name("if")) {
       KEEL_ASSIGN_OR_RETURN(n->condition, expr_.parse_expression(true));

@@ -219,7 +219,8 @@ std::string py_title(std::string_view s) {
 
 std::string py_capitalize(std::string_view s) {
   std::string out = py_lower(s);
-  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z') out[0] = static_cast<char>(out[0] - 'a' + 'A');
+  if (!out.empty() && out[0] >= 'a' && out[0] <= 'z')
+    out[0] = static_cast<char>(out[0] - 'a' + 'A');
   return out;
 }
 

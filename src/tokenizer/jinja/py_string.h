@@ -23,8 +23,7 @@ size_t codepoint_count(std::string_view s);
 // Python slice semantics: the indices selected by [start:stop:step] from a sequence of length n.
 // InvalidArgument when step is 0.
 Result<std::vector<size_t>> slice_indices(size_t n, std::optional<int64_t> start,
-                                          std::optional<int64_t> stop,
-                                          std::optional<int64_t> step);
+                                          std::optional<int64_t> stop, std::optional<int64_t> step);
 
 // str.strip / lstrip / rstrip: `chars` absent strips Python whitespace.
 std::string py_strip(std::string_view s, const std::optional<std::string>& chars, bool left,

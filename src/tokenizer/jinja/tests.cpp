@@ -78,8 +78,8 @@ Value lookup_attribute_path(const Value& item, std::string_view path) {
   size_t pos = 0;
   while (true) {
     size_t dot = path.find('.', pos);
-    std::string part(path.substr(pos, dot == std::string_view::npos ? std::string_view::npos
-                                                                     : dot - pos));
+    std::string part(
+        path.substr(pos, dot == std::string_view::npos ? std::string_view::npos : dot - pos));
     if (cur.is_dict() || cur.is_namespace()) {
       const Value* v = cur.as_dict().find(part);
       if (v == nullptr) return Value::undefined(part);
@@ -110,8 +110,8 @@ Result<bool> compare_test(std::string_view name, const Value& a, const Value& b)
 }
 
 bool is_comparison(std::string_view n) {
-  for (std::string_view c : {"eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le", "<=",
-                             "gt", "greaterthan", ">", "ge", ">="}) {
+  for (std::string_view c : {"eq", "equalto", "==", "ne", "!=", "lt", "lessthan", "<", "le",
+                             "<=", "gt", "greaterthan", ">", "ge", ">="}) {
     if (n == c) return true;
   }
   return false;

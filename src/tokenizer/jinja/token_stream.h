@@ -56,17 +56,27 @@ class TokenStream {
   [[nodiscard]] std::string describe() const {
     const Token& t = peek();
     switch (t.kind) {
-      case TokenKind::kText: return "template text";
-      case TokenKind::kVarBegin: return "'{{'";
-      case TokenKind::kVarEnd: return "'}}'";
-      case TokenKind::kBlockBegin: return "'{%'";
-      case TokenKind::kBlockEnd: return "'%}'";
-      case TokenKind::kName: return "'" + t.text + "'";
-      case TokenKind::kString: return "string literal";
+      case TokenKind::kText:
+        return "template text";
+      case TokenKind::kVarBegin:
+        return "'{{'";
+      case TokenKind::kVarEnd:
+        return "'}}'";
+      case TokenKind::kBlockBegin:
+        return "'{%'";
+      case TokenKind::kBlockEnd:
+        return "'%}'";
+      case TokenKind::kName:
+        return "'" + t.text + "'";
+      case TokenKind::kString:
+        return "string literal";
       case TokenKind::kInt:
-      case TokenKind::kFloat: return "number " + t.text;
-      case TokenKind::kOperator: return "'" + t.text + "'";
-      case TokenKind::kEnd: return "end of template";
+      case TokenKind::kFloat:
+        return "number " + t.text;
+      case TokenKind::kOperator:
+        return "'" + t.text + "'";
+      case TokenKind::kEnd:
+        return "end of template";
     }
     return "token";
   }

@@ -68,14 +68,14 @@ class Value {
   Value() : data_(Undefined{}) {}  // undefined
   static Value undefined(std::string name) { return Value(Data(Undefined{std::move(name)})); }
   static Value none() { return Value(Data(nullptr)); }
-  Value(bool b) : data_(b) {}                                          // NOLINT(implicit)
-  Value(int64_t i) : data_(i) {}                                       // NOLINT(implicit)
-  Value(int i) : data_(int64_t{i}) {}                                  // NOLINT(implicit)
-  Value(double d) : data_(d) {}                                        // NOLINT(implicit)
+  Value(bool b) : data_(b) {}          // NOLINT(implicit)
+  Value(int64_t i) : data_(i) {}       // NOLINT(implicit)
+  Value(int i) : data_(int64_t{i}) {}  // NOLINT(implicit)
+  Value(double d) : data_(d) {}        // NOLINT(implicit)
   Value(std::string s) : data_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT
-  Value(std::string_view s) : Value(std::string(s)) {}  // NOLINT(implicit)
-  Value(const char* s) : Value(std::string(s)) {}       // NOLINT(implicit)
-  Value(List items) : data_(std::make_shared<const List>(std::move(items))) {}  // NOLINT
+  Value(std::string_view s) : Value(std::string(s)) {}                           // NOLINT(implicit)
+  Value(const char* s) : Value(std::string(s)) {}                                // NOLINT(implicit)
+  Value(List items) : data_(std::make_shared<const List>(std::move(items))) {}   // NOLINT
   Value(Dict dict) : data_(DictRef{std::make_shared<Dict>(std::move(dict))}) {}  // NOLINT
   static Value make_namespace(Dict attrs);
   static Value make_callable(std::string name, std::function<Result<Value>(CallArgs&)> fn);
@@ -123,9 +123,8 @@ class Value {
   };
   // Alternative order must match ValueKind.
   using Data = std::variant<Undefined, std::nullptr_t, bool, int64_t, double,
-                            std::shared_ptr<const std::string>,
-                            std::shared_ptr<const List>, DictRef, NamespaceRef,
-                            std::shared_ptr<const Callable>>;
+                            std::shared_ptr<const std::string>, std::shared_ptr<const List>,
+                            DictRef, NamespaceRef, std::shared_ptr<const Callable>>;
   explicit Value(Data data) : data_(std::move(data)) {}
 
   Data data_;
