@@ -273,6 +273,8 @@ Result<ExprPtr> ExpressionParser::parse_postfix(ExprPtr node) {
       KEEL_ASSIGN_OR_RETURN(node, parse_subscript(std::move(node)));
     } else if (ts_->at_op("(")) {
       ExprPtr call = make(ExprKind::kCall, ts_->peek());
+      call->line = node->line;  // errors of a call point at its callee
+      call->column = node->column;
       call->children.push_back(std::move(node));
       KEEL_TRY(parse_call_args(call.get()));
       node = std::move(call);
@@ -314,6 +316,8 @@ Result<ExprPtr> ExpressionParser::parse_filter_expr(ExprPtr node) {
       node = std::move(test);
     } else if (ts_->at_op("(")) {
       ExprPtr call = make(ExprKind::kCall, ts_->peek());
+      call->line = node->line;  // errors of a call point at its callee
+      call->column = node->column;
       call->children.push_back(std::move(node));
       KEEL_TRY(parse_call_args(call.get()));
       node = std::move(call);

@@ -186,7 +186,10 @@ Result<Value> f_round(const Value& v, CallArgs& args, BuiltinContext&) {
   precision = std::clamp<int64_t>(precision, -300, 300);
   double scale = std::pow(10.0, static_cast<double>(precision));
   double x = v.as_double() * scale;
-  double r = method == "ceil" ? std::ceil(x) : method == "floor" ? std::floor(x) : std::round(x);
+  // "common" rounds half to even, as Python's round().
+  double r = method == "ceil"    ? std::ceil(x)
+             : method == "floor" ? std::floor(x)
+                                 : std::nearbyint(x);
   if (method != "common" && method != "ceil" && method != "floor") {
     return Status::invalid_argument("round: method must be common, ceil or floor");
   }

@@ -238,8 +238,10 @@ class Lexer {
     if (c == '(' || c == '[' || c == '{') brackets->push_back(c);
     if (c == ')' || c == ']' || c == '}') {
       char want = c == ')' ? '(' : (c == ']' ? '[' : '{');
-      if (brackets->empty() || brackets->back() != want) {
-        return error_at(pos, std::string("unexpected '") + c + "'");
+      if (brackets->empty()) return error_at(pos, std::string("unexpected '") + c + "'");
+      if (brackets->back() != want) {
+        char expected = brackets->back() == '(' ? ')' : (brackets->back() == '[' ? ']' : '}');
+        return error_at(pos, std::string("unexpected '") + c + "', expected '" + expected + "'");
       }
       brackets->pop_back();
     }
