@@ -4,6 +4,7 @@
 // catch-all at each entry point turns anything unexpected (bad_alloc, ...) into a failed record.
 #include "loadgen/http_client.h"
 
+#include <fmt/format.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -67,8 +68,8 @@ struct HttpClient::Impl {
 
   std::string describe(const error_code& ec, const char* op) const {
     if (ec == beast::error::timeout) {
-      return std::string(op) + ": timed out (no progress for " +
-             std::to_string(static_cast<int64_t>(config.request_timeout_s)) + " s)";
+      return fmt::format("{} {}: timed out (no progress for {:g} s)", op, where(),
+                         config.request_timeout_s);
     }
     return std::string(op) + " " + where() + ": " + ec.message();
   }

@@ -69,8 +69,10 @@ awaitable<void> drive(Run* run) {
   }
   const LoadConfig& load = run->config->load;
   net::steady_timer arrival(co_await net::this_coro::executor);
-  const SteadyTp start_tp = std::chrono::steady_clock::now();
+  // start_s is read first, so every timer deadline (from start_tp) is at or after the planned
+  // arrival recorded from start_s: no request is ever sent before its scheduled_s.
   run->start_s = run->client->now_s();
+  const SteadyTp start_tp = std::chrono::steady_clock::now();
   run->last_end_s = run->start_s;
   for (size_t i = 0; i < run->records.size(); ++i) {
     const double offset = run->schedule[i];
