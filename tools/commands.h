@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace keel::cli {
 
@@ -72,5 +73,41 @@ struct MakeModelOptions {
   std::string output_path;
 };
 int run_make_model(const MakeModelOptions& opts);
+
+// `keel bench-serve`: a streaming load generator for OpenAI-compatible servers, mirroring
+// `vllm bench serve` (see docs/cli.md). Flag values are checked by the loadgen module.
+struct BenchServeOptions {
+  std::string base_url = "http://127.0.0.1:8000";
+  std::string endpoint = "/v1/completions";  // or /v1/chat/completions
+  std::string model;                         // "" = the first model of GET /v1/models
+  std::string api_key;                       // "" = $OPENAI_API_KEY when set, else none
+  std::vector<std::string> headers;          // extra request headers, "Name=value" each
+  std::string dataset = "random";            // random | shared-prefix
+  std::string prompt_format = "auto";        // auto | token-ids | text (auto: text for chat)
+  int64_t input_len = 512;
+  int64_t output_len = 128;
+  double range_ratio = 0.0;
+  int64_t vocab_size = 32000;  // token ids are drawn from [min_token_id, vocab_size)
+  int64_t min_token_id = 3;
+  int64_t num_groups = 10;   // shared-prefix
+  int64_t prefix_len = 256;  // shared-prefix
+  int64_t suffix_len = 256;  // shared-prefix
+  int64_t num_prompts = 1000;
+  std::string request_rate = "inf";  // requests/s or "inf"
+  double burstiness = 1.0;
+  int64_t max_concurrency = 0;  // 0 = unlimited
+  uint64_t seed = 0;
+  double temperature = 0.0;
+  bool ignore_eos = true;
+  std::string extra_body;            // JSON object merged into every request
+  std::vector<std::string> goodput;  // "ttft:MS", "tpot:MS", "e2el:MS"
+  std::string percentile_metrics = "ttft,tpot,itl,e2el";
+  std::string metric_percentiles = "90,99";
+  std::string save_result;  // JSON output path; "" = none
+  bool save_detailed = false;
+  double request_timeout_s = 600.0;
+  bool skip_test_request = false;
+};
+int run_bench_serve(const BenchServeOptions& opts);
 
 }  // namespace keel::cli

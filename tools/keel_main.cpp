@@ -18,6 +18,53 @@ void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o) {
   cmd->add_flag("--verbose", o->verbose, "Print load time and token rates to stderr");
 }
 
+void add_bench_serve_options(CLI::App* cmd, keel::cli::BenchServeOptions* o) {
+  cmd->option_defaults()->always_capture_default();
+  cmd->add_option("--base-url", o->base_url, "Server URL, http://host:port[/prefix]");
+  cmd->add_option("--endpoint", o->endpoint, "API path: /v1/completions or /v1/chat/completions");
+  cmd->add_option("--model", o->model, "Model name (default: the first of GET /v1/models)");
+  cmd->add_option("--api-key", o->api_key, "Bearer token (default: $OPENAI_API_KEY)");
+  cmd->add_option("--header", o->headers, "Extra request header Name=value (repeatable)");
+  cmd->add_option("--dataset-name", o->dataset, "Workload")
+      ->check(CLI::IsMember({"random", "shared-prefix"}));
+  cmd->add_option("--prompt-format", o->prompt_format,
+                  "token-ids or text (auto: token ids for completions, text for chat)")
+      ->check(CLI::IsMember({"auto", "token-ids", "text"}));
+  cmd->add_option("--input-len", o->input_len, "random: prompt tokens (or words)");
+  cmd->add_option("--output-len", o->output_len, "max_tokens of every request");
+  cmd->add_option("--range-ratio", o->range_ratio,
+                  "Spread lengths uniformly over [len*(1-r), len*(1+r)], 0 <= r < 1");
+  cmd->add_option("--vocab-size", o->vocab_size, "Token ids are drawn below this");
+  cmd->add_option("--min-token-id", o->min_token_id, "Token ids are drawn from here up");
+  cmd->add_option("--num-groups", o->num_groups, "shared-prefix: number of distinct prefixes");
+  cmd->add_option("--prefix-len", o->prefix_len, "shared-prefix: tokens (words) per prefix");
+  cmd->add_option("--suffix-len", o->suffix_len, "shared-prefix: unique tokens (words) after it");
+  cmd->add_option("--num-prompts", o->num_prompts, "Requests to send");
+  cmd->add_option("--request-rate", o->request_rate,
+                  "Requests per second, Poisson arrivals; inf = all at once");
+  cmd->add_option("--burstiness", o->burstiness,
+                  "Gamma shape of the inter-arrival gaps (1 = Poisson, <1 burstier)");
+  cmd->add_option("--max-concurrency", o->max_concurrency,
+                  "Requests in flight at most (0 = no limit)");
+  cmd->add_option("--seed", o->seed, "Seed of prompts and arrival times");
+  cmd->add_option("--temperature", o->temperature, "Sampling temperature sent with each request");
+  cmd->add_flag("--ignore-eos,!--no-ignore-eos", o->ignore_eos,
+                "Send ignore_eos so every request generates output-len tokens (default on)");
+  cmd->add_option("--extra-body", o->extra_body, "JSON object merged into every request body");
+  cmd->add_option("--goodput", o->goodput, "SLOs for goodput: ttft:MS tpot:MS e2el:MS");
+  cmd->add_option("--percentile-metrics", o->percentile_metrics,
+                  "Latency sections to print: comma list of ttft,tpot,itl,e2el");
+  cmd->add_option("--metric-percentiles", o->metric_percentiles,
+                  "Percentiles to report besides mean/median/std, comma list");
+  cmd->add_option("--save-result", o->save_result, "Write the result as JSON to this file");
+  cmd->add_flag("--save-detailed", o->save_detailed,
+                "Add per-request arrays (and generated texts) to the JSON");
+  cmd->add_option("--request-timeout", o->request_timeout_s,
+                  "Fail a request that makes no progress for this many seconds");
+  cmd->add_flag("--skip-test-request", o->skip_test_request,
+                "Do not send the first prompt alone before the run");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -105,14 +152,25 @@ int main(int argc, char** argv) {
   mk_cmd->add_option("--seed", mk.seed, "Random seed");
   mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();
 
+  keel::cli::BenchServeOptions bs;
+  CLI::App* bs_cmd = app.add_subcommand(
+      "bench-serve", "Benchmark an OpenAI-compatible server with streamed requests (like vLLM's)");
+  add_bench_serve_options(bs_cmd, &bs);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
+    // bench-serve reports a bad flag on one line; other commands keep CLI11's message.
+    if (e.get_exit_code() != 0 && bs_cmd->parsed()) {
+      std::fprintf(stderr, "keel: bench-serve: %s (see keel bench-serve --help)\n", e.what());
+      return e.get_exit_code();
+    }
     return app.exit(e);
   }
   if (run_cmd->parsed()) return keel::cli::run_run(run);
   if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
+  if (bs_cmd->parsed()) return keel::cli::run_bench_serve(bs);
   return 2;
 }

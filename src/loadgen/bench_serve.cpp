@@ -1,0 +1,124 @@
+// run_bench_serve: the steps of a benchmark run in order; see the header.
+#include "loadgen/bench_serve.h"
+
+#include <cmath>
+#include <ctime>
+
+#include <fmt/format.h>
+
+namespace keel::loadgen {
+namespace {
+
+std::string local_date() {
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+Result<std::vector<PlannedRequest>> plan(const BenchServeConfig& c,
+                                         const std::vector<PromptSpec>& prompts) {
+  RequestBodyOptions opts;
+  opts.api = api_kind_for(c.endpoint);
+  opts.model = c.model;
+  opts.temperature = c.temperature;
+  opts.ignore_eos = c.ignore_eos;
+  opts.extra_body = c.extra_body;
+  std::vector<PlannedRequest> out;
+  out.reserve(prompts.size());
+  for (const PromptSpec& p : prompts) {
+    PlannedRequest r;
+    KEEL_ASSIGN_OR_RETURN(r.body, build_request_body(p, opts));
+    r.prompt_len = p.prompt_len;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace
+
+Status BenchServeConfig::validate() const {
+  KEEL_TRY(parse_base_url(base_url).status());
+  if (endpoint.empty() || endpoint.front() != '/') {
+    return Status::invalid_argument("endpoint must start with '/', got '" + endpoint + "'");
+  }
+  if (!(request_timeout_s > 0.0)) {
+    return Status::invalid_argument("request-timeout must be > 0 seconds");
+  }
+  KEEL_TRY(workload.validate());
+  KEEL_TRY(load.validate());
+  if (api_kind_for(endpoint) == ApiKind::kChatCompletions &&
+      workload.format == PromptFormat::kTokenIds) {
+    return Status::invalid_argument(
+        "token-id prompts cannot be sent to a chat endpoint; use --prompt-format text");
+  }
+  if (!(temperature >= 0.0)) {
+    return Status::invalid_argument("temperature must be >= 0");
+  }
+  if (!extra_body.is_object()) return Status::invalid_argument("extra-body must be a JSON object");
+  for (double p : percentiles) {
+    if (!(p >= 0.0 && p <= 100.0)) {
+      return Status::invalid_argument(fmt::format("percentile {} is outside [0, 100]", p));
+    }
+  }
+  for (const auto* slo : {&goodput.ttft_ms, &goodput.tpot_ms, &goodput.e2el_ms}) {
+    if (*slo && !(**slo >= 0.0)) return Status::invalid_argument("goodput SLOs must be >= 0 ms");
+  }
+  return Status();
+}
+
+Result<BenchServeResult> run_bench_serve(BenchServeConfig config, const NoteSink& note) {
+  auto say = [&](const std::string& s) {
+    if (note) note(s);
+  };
+  KEEL_TRY(config.validate());
+  BenchServeResult result;
+  result.date = local_date();
+  RunnerConfig runner;
+  KEEL_ASSIGN_OR_RETURN(runner.client.target, parse_base_url(config.base_url));
+  runner.client.api_key = config.api_key;
+  runner.client.headers = config.headers;
+  runner.client.request_timeout_s = config.request_timeout_s;
+  runner.endpoint = config.endpoint;
+  runner.chat = api_kind_for(config.endpoint) == ApiKind::kChatCompletions;
+  runner.keep_text = config.keep_text;
+  runner.load = config.load;
+  runner.request_id_prefix = fmt::format("keel-bench-{}-", result.date);
+
+  if (config.model.empty()) {
+    auto model = fetch_first_model(runner.client);
+    if (!model.ok()) return model.error().with_prefix("cannot find a model at " + config.base_url);
+    config.model = *model;
+    say("Model: " + config.model + " (first of GET /v1/models)");
+  }
+  KEEL_ASSIGN_OR_RETURN(std::vector<PromptSpec> prompts, generate_workload(config.workload));
+  KEEL_ASSIGN_OR_RETURN(std::vector<PlannedRequest> planned, plan(config, prompts));
+
+  if (config.initial_test) {
+    say("Starting initial single prompt test run...");
+    RunnerConfig test = runner;
+    test.load = LoadConfig{};
+    test.request_id_prefix += "test-";
+    KEEL_ASSIGN_OR_RETURN(RunOutput out, run_load(test, {planned.front()}));
+    if (!out.records.front().success) {
+      return Status::unavailable("initial test request failed: " + out.records.front().error);
+    }
+    say("Initial test run completed. Starting main benchmark run...");
+  }
+  say(fmt::format("Traffic request rate: {}", config.load.request_rate));
+  say(fmt::format("Burstiness factor: {} ({})", config.load.burstiness,
+                  config.load.burstiness == 1.0 ? "Poisson process" : "Gamma distribution"));
+  say(config.load.max_concurrency > 0
+          ? fmt::format("Maximum request concurrency: {}", config.load.max_concurrency)
+          : std::string("Maximum request concurrency: None"));
+  KEEL_ASSIGN_OR_RETURN(RunOutput out, run_load(runner, planned));
+  result.metrics = compute_metrics(out.records, out.duration_s, config.percentiles, config.goodput);
+  result.records = std::move(out.records);
+  result.connections_opened = out.connections_opened;
+  result.config = std::move(config);
+  return result;
+}
+
+}  // namespace keel::loadgen
