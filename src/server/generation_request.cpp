@@ -1,0 +1,278 @@
+// parse_chat_request / parse_completion_request (see generation_request.h): the fields both
+// endpoints share (sampling, stop, n, streaming, extras) are read by parse_common(); each endpoint
+// then reads its own (messages / prompt, token limits, logprobs flavour).
+#include "server/generation_request.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <limits>
+
+#include "server/json_fields.h"
+
+namespace keel::server {
+namespace {
+
+constexpr int64_t kMaxTokensCap = std::numeric_limits<int32_t>::max();
+constexpr double kMaxLogitBias = 100.0;
+constexpr size_t kMaxCacheSaltBytes = 1024;
+
+MaybeError parse_stop(const Json& body, const ParseLimits& limits, GenerationSpec* spec) {
+  const Json* stop = field(body, "stop");
+  if (stop == nullptr) return std::nullopt;
+  std::vector<std::string> stops;
+  if (stop->is_string()) {
+    stops.push_back(stop->get<std::string>());
+  } else if (stop->is_array()) {
+    for (size_t i = 0; i < stop->size(); ++i) {
+      if (!(*stop)[i].is_string()) {
+        return type_error(fmt::format("stop[{}]", i), "a string", (*stop)[i]);
+      }
+      stops.push_back((*stop)[i].get<std::string>());
+    }
+  } else {
+    return type_error("stop", "a string or an array of strings", *stop);
+  }
+  if (stops.size() > static_cast<size_t>(limits.max_stop_strings)) {
+    return ApiError::bad_request(fmt::format("`stop` may hold at most {} strings, got {}",
+                                             limits.max_stop_strings, stops.size()),
+                                 "stop");
+  }
+  for (std::string& s : stops) {
+    if (s.size() > static_cast<size_t>(limits.max_stop_string_bytes)) {
+      return ApiError::bad_request(fmt::format("each `stop` string may be at most {} bytes, got {}",
+                                               limits.max_stop_string_bytes, s.size()),
+                                   "stop");
+    }
+    if (!s.empty()) spec->stop.push_back(std::move(s));
+  }
+  return std::nullopt;
+}
+
+MaybeError parse_token_id_list(const Json& body, std::string_view name, int32_t vocab_size,
+                               std::vector<int32_t>* out) {
+  const Json* list = field(body, name);
+  if (list == nullptr) return std::nullopt;
+  if (!list->is_array()) return type_error(name, "an array of token ids", *list);
+  for (const Json& v : *list) {
+    const std::optional<int64_t> id = as_integer(v);
+    if (!v.is_number() || !id || *id < 0 || *id >= vocab_size) {
+      return ApiError::bad_request(fmt::format("`{}` must hold token ids in [0, {}), got {}", name,
+                                               vocab_size, describe_value(v)),
+                                   std::string(name));
+    }
+    out->push_back(static_cast<int32_t>(*id));
+  }
+  return std::nullopt;
+}
+
+MaybeError parse_logit_bias(const Json& body, int32_t vocab_size, sampling::SamplingParams* sp) {
+  const Json* bias = field(body, "logit_bias");
+  if (bias == nullptr) return std::nullopt;
+  if (!bias->is_object()) return type_error("logit_bias", "an object", *bias);
+  for (const auto& [key, value] : bias->items()) {
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= vocab_size) {
+      return ApiError::bad_request(
+          fmt::format("`logit_bias` keys must be token ids in [0, {}), got \"{}\"", vocab_size,
+                      key.substr(0, 64)),
+          "logit_bias");
+    }
+    if (!value.is_number() || !(value.get<double>() >= -kMaxLogitBias) ||
+        !(value.get<double>() <= kMaxLogitBias)) {
+      return ApiError::bad_request(
+          fmt::format("`logit_bias` values must be numbers in [-100, 100], got {} for token {}",
+                      describe_value(value), key.substr(0, 64)),
+          "logit_bias");
+    }
+    sp->logit_bias.emplace_back(static_cast<int32_t>(id), value.get<float>());
+  }
+  return std::nullopt;
+}
+
+MaybeError parse_sampling(const Json& body, sampling::SamplingParams* sp) {
+  std::optional<double> d;
+  KEEL_API_TRY(read_number(body, "temperature", 0.0, 2.0, false, &d));
+  if (d) sp->temperature = static_cast<float>(*d);
+  d.reset();
+  KEEL_API_TRY(read_number(body, "top_p", 0.0, 1.0, true, &d));
+  if (d) sp->top_p = static_cast<float>(*d);
+  d.reset();
+  KEEL_API_TRY(read_number(body, "min_p", 0.0, 1.0, false, &d));
+  if (d) sp->min_p = static_cast<float>(*d);
+  d.reset();
+  KEEL_API_TRY(read_number(body, "presence_penalty", -2.0, 2.0, false, &d));
+  if (d) sp->presence_penalty = static_cast<float>(*d);
+  d.reset();
+  KEEL_API_TRY(read_number(body, "frequency_penalty", -2.0, 2.0, false, &d));
+  if (d) sp->frequency_penalty = static_cast<float>(*d);
+  d.reset();
+  KEEL_API_TRY(read_number(body, "repetition_penalty", 0.0, 1e6, true, &d));
+  if (d) sp->repetition_penalty = static_cast<float>(*d);
+  std::optional<int64_t> i;
+  KEEL_API_TRY(read_int(body, "top_k", -1, std::numeric_limits<int32_t>::max(), &i));
+  if (i) sp->top_k = static_cast<int32_t>(*i);
+  i.reset();
+  KEEL_API_TRY(read_int(body, "seed", std::numeric_limits<int64_t>::min(),
+                        std::numeric_limits<int64_t>::max(), &i));
+  if (i) sp->seed = static_cast<uint64_t>(*i);
+  return std::nullopt;
+}
+
+MaybeError parse_streaming(const Json& body, GenerationSpec* spec) {
+  KEEL_API_TRY(read_bool(body, "stream", &spec->stream));
+  const Json* opts = field(body, "stream_options");
+  if (opts == nullptr) return std::nullopt;
+  if (!spec->stream) {
+    return ApiError::bad_request("Stream options can only be defined when `stream=True`.",
+                                 "stream_options");
+  }
+  if (!opts->is_object()) return type_error("stream_options", "an object", *opts);
+  const Json* usage = field(*opts, "include_usage");
+  if (usage != nullptr) {
+    if (!usage->is_boolean())
+      return type_error("stream_options.include_usage", "a boolean", *usage);
+    spec->include_usage = usage->get<bool>();
+  }
+  return std::nullopt;
+}
+
+MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationSpec* spec) {
+  std::optional<std::string> s;
+  KEEL_API_TRY(read_string(body, "model", &s));
+  if (s) spec->model = std::move(*s);
+  std::optional<int64_t> n;
+  KEEL_API_TRY(read_int(body, "n", 1, limits.max_n, &n));
+  if (n) spec->n = static_cast<int32_t>(*n);
+  KEEL_API_TRY(parse_sampling(body, &spec->sampling));
+  KEEL_API_TRY(parse_logit_bias(body, limits.vocab_size, &spec->sampling));
+  KEEL_API_TRY(parse_stop(body, limits, spec));
+  KEEL_API_TRY(
+      parse_token_id_list(body, "stop_token_ids", limits.vocab_size, &spec->stop_token_ids));
+  KEEL_API_TRY(read_bool(body, "ignore_eos", &spec->ignore_eos));
+  KEEL_API_TRY(parse_streaming(body, spec));
+  s.reset();
+  KEEL_API_TRY(read_string(body, "cache_salt", &s));
+  if (s) {
+    if (s->empty() || s->size() > kMaxCacheSaltBytes) {
+      return ApiError::bad_request("`cache_salt` must be a string of 1 to 1024 bytes",
+                                   "cache_salt");
+    }
+    spec->cache_salt = std::move(*s);
+  }
+  return std::nullopt;
+}
+
+// Fields that change the output's form in ways keel does not implement: refuse rather than
+// silently ignore.
+MaybeError refuse_unsupported_chat(const Json& body) {
+  if (const Json* rf = field(body, "response_format")) {
+    const Json* type = rf->is_object() ? field(*rf, "type") : nullptr;
+    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
+      return ApiError::bad_request("only `response_format` {\"type\": \"text\"} is supported",
+                                   "response_format", "unsupported_value");
+    }
+  }
+  const Json* tools = field(body, "tools");
+  const Json* choice = field(body, "tool_choice");
+  const bool choice_none = choice != nullptr && choice->is_string() && *choice == "none";
+  if (tools != nullptr && !(tools->is_array() && tools->empty()) && !choice_none) {
+    return ApiError::bad_request("tool calling is not supported", "tools", "unsupported_value");
+  }
+  return std::nullopt;
+}
+
+MaybeError check_choice_count(const GenerationSpec& spec, const ParseLimits& limits) {
+  const int64_t total = static_cast<int64_t>(spec.num_prompts()) * spec.n;
+  if (total > limits.max_choices) {
+    return ApiError::bad_request(
+        fmt::format("prompts × n = {} exceeds the limit of {} choices per request", total,
+                    limits.max_choices),
+        "n");
+  }
+  return std::nullopt;
+}
+
+MaybeError finish_sampling(GenerationSpec* spec, const ParseLimits& limits) {
+  if (spec->logprobs) spec->sampling.logprobs = spec->top_logprobs;
+  const Status st = spec->sampling.validate(limits.vocab_size);
+  if (!st.ok()) return ApiError::bad_request(st.message());
+  return std::nullopt;
+}
+
+ApiResult<GenerationSpec> parse_chat(const Json& body, const ParseLimits& limits) {
+  GenerationSpec spec;
+  spec.kind = ApiKind::kChat;
+  const Json* messages = field(body, "messages");
+  if (messages == nullptr) return ApiError::bad_request("`messages` is required", "messages");
+  ApiResult<std::vector<ChatMessage>> parsed = parse_messages(*messages);
+  if (!parsed.ok()) return parsed.error();
+  spec.messages = std::move(parsed.value());
+  KEEL_API_TRY(parse_common(body, limits, &spec));
+  KEEL_API_TRY(refuse_unsupported_chat(body));
+  std::optional<int64_t> max_tokens, max_completion_tokens, top_logprobs;
+  KEEL_API_TRY(read_int(body, "max_tokens", 1, kMaxTokensCap, &max_tokens));
+  KEEL_API_TRY(read_int(body, "max_completion_tokens", 1, kMaxTokensCap, &max_completion_tokens));
+  if (max_completion_tokens) max_tokens = max_completion_tokens;
+  if (max_tokens) spec.max_tokens = static_cast<int32_t>(*max_tokens);
+  KEEL_API_TRY(read_bool(body, "logprobs", &spec.logprobs));
+  KEEL_API_TRY(read_int(body, "top_logprobs", 0, sampling::kMaxLogprobs, &top_logprobs));
+  if (top_logprobs) {
+    if (*top_logprobs > 0 && !spec.logprobs) {
+      return ApiError::bad_request("`top_logprobs` requires `logprobs` to be true", "top_logprobs");
+    }
+    spec.top_logprobs = static_cast<int32_t>(*top_logprobs);
+  }
+  KEEL_API_TRY(read_bool(body, "add_generation_prompt", &spec.add_generation_prompt));
+  KEEL_API_TRY(check_choice_count(spec, limits));
+  KEEL_API_TRY(finish_sampling(&spec, limits));
+  return spec;
+}
+
+ApiResult<GenerationSpec> parse_completion(const Json& body, const ParseLimits& limits) {
+  GenerationSpec spec;
+  spec.kind = ApiKind::kCompletion;
+  const Json* prompt = field(body, "prompt");
+  if (prompt == nullptr) return ApiError::bad_request("`prompt` is required", "prompt");
+  ApiResult<std::vector<PromptInput>> prompts = parse_prompt(*prompt, limits.vocab_size);
+  if (!prompts.ok()) return prompts.error();
+  spec.prompts = std::move(prompts.value());
+  KEEL_API_TRY(parse_common(body, limits, &spec));
+  std::optional<int64_t> max_tokens, logprobs, best_of;
+  KEEL_API_TRY(read_int(body, "max_tokens", 1, kMaxTokensCap, &max_tokens));
+  spec.max_tokens = max_tokens ? static_cast<int32_t>(*max_tokens) : 16;
+  KEEL_API_TRY(read_int(body, "logprobs", 0, sampling::kMaxLogprobs, &logprobs));
+  if (logprobs) {
+    spec.logprobs = true;
+    spec.top_logprobs = static_cast<int32_t>(*logprobs);
+  }
+  KEEL_API_TRY(read_bool(body, "echo", &spec.echo));
+  std::optional<std::string> suffix;
+  KEEL_API_TRY(read_string(body, "suffix", &suffix));
+  if (suffix && !suffix->empty()) {
+    return ApiError::bad_request("`suffix` is not supported", "suffix", "unsupported_value");
+  }
+  KEEL_API_TRY(read_int(body, "best_of", 1, kMaxTokensCap, &best_of));
+  if (best_of && *best_of != 1 && *best_of != spec.n) {
+    return ApiError::bad_request("`best_of` other than 1 (or n) is not supported", "best_of",
+                                 "unsupported_value");
+  }
+  KEEL_API_TRY(check_choice_count(spec, limits));
+  KEEL_API_TRY(finish_sampling(&spec, limits));
+  return spec;
+}
+
+}  // namespace
+
+ApiResult<GenerationSpec> parse_chat_request(const Json& body, const ParseLimits& limits) {
+  if (!body.is_object()) return type_error("body", "a JSON object", body);
+  return parse_chat(body, limits);
+}
+
+ApiResult<GenerationSpec> parse_completion_request(const Json& body, const ParseLimits& limits) {
+  if (!body.is_object()) return type_error("body", "a JSON object", body);
+  return parse_completion(body, limits);
+}
+
+}  // namespace keel::server

@@ -1,0 +1,78 @@
+// GenerationSpec: a validated /v1/chat/completions or /v1/completions request, before
+// tokenization. parse_chat_request / parse_completion_request check every field's type and range
+// (400 with `param` on failure) and ignore unknown fields, as vLLM does. Decisions:
+//   - `stop`: at most ParseLimits::max_stop_strings (OpenAI's 4 by default); empty strings are
+//     ignored; each at most max_stop_string_bytes.
+//   - chat max tokens: max_completion_tokens, else max_tokens, else unset (= the rest of the
+//     context, decided after tokenization); completions: max_tokens, default 16.
+//   - completions `logprobs`: 0..20 (vLLM's cap; OpenAI documents 5).
+//   - text content parts are joined with "\n" (vLLM); other part types are refused (400).
+//   - `stream_options` without `stream: true` is a 400; usage is streamed only when
+//     stream_options.include_usage is true.
+//
+// Thread safety: pure functions over their arguments.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sampling/sampling_params.h"
+#include "server/api_error.h"
+#include "server/chat_formatter.h"
+
+namespace keel::server {
+
+enum class ApiKind { kChat, kCompletion };
+
+// One prompt of a completions request: text to tokenize, or token ids given by the client.
+struct PromptInput {
+  bool is_tokens = false;
+  std::string text;             // when !is_tokens
+  std::vector<int32_t> tokens;  // when is_tokens (ids already checked against the vocabulary)
+};
+
+struct GenerationSpec {
+  ApiKind kind = ApiKind::kChat;
+  std::string model;                  // as sent; "" when absent
+  std::vector<ChatMessage> messages;  // chat only (non-empty)
+  bool add_generation_prompt = true;  // chat only (vLLM extension)
+  std::vector<PromptInput> prompts;   // completions only (non-empty)
+  int32_t n = 1;                      // choices per prompt
+  std::optional<int32_t> max_tokens;  // ≥ 1; chat: unset = rest of the context
+  sampling::SamplingParams sampling;  // logprobs = top-N alternatives when logprobs requested
+  bool logprobs = false;              // return logprobs (chat `logprobs: true`, completions int)
+  int32_t top_logprobs = 0;           // alternatives per position (chat top_logprobs, completions
+                                      // `logprobs`)
+  std::vector<std::string> stop;      // stop strings (non-empty strings)
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool echo = false;           // completions: prepend the prompt text
+  std::string cache_salt;
+
+  [[nodiscard]] size_t num_prompts() const { return kind == ApiKind::kChat ? 1 : prompts.size(); }
+};
+
+struct ParseLimits {
+  int32_t vocab_size = 0;  // token ids (prompts, logit_bias, stop_token_ids) must be below it
+  int32_t max_n = 128;
+  int32_t max_choices = 256;  // prompts × n
+  int32_t max_stop_strings = 4;
+  int32_t max_stop_string_bytes = 1024;
+};
+
+ApiResult<GenerationSpec> parse_chat_request(const nlohmann::json& body, const ParseLimits& limits);
+ApiResult<GenerationSpec> parse_completion_request(const nlohmann::json& body,
+                                                   const ParseLimits& limits);
+
+// Shared with /tokenize: the `messages` array (param names "messages[i]...").
+ApiResult<std::vector<ChatMessage>> parse_messages(const nlohmann::json& messages);
+// Shared with /tokenize: the `prompt` union (string, strings, ids, id arrays).
+ApiResult<std::vector<PromptInput>> parse_prompt(const nlohmann::json& prompt, int32_t vocab_size);
+
+}  // namespace keel::server

@@ -1,0 +1,314 @@
+// HttpConnection (see http_connection.h): the Boost.Beast side of the server.
+#include "server/http_connection.h"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <chrono>
+
+#include "core/log.h"
+#include "server/generation_handler.h"
+#include "server/router.h"
+
+namespace keel::server {
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+
+namespace {
+
+// A pipelining client may send this much while a generation request runs; beyond it the peer
+// watch stops reading (the bytes are kept) and disconnects are noticed on the next write only.
+constexpr size_t kMaxPipelinedBytes = 64 * 1024;
+// At most this much of an erroneous request is read and discarded before closing.
+constexpr size_t kMaxLingerBytes = size_t{1} << 20;
+
+std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
+
+// Errors of the HTTP parser that deserve a 400 (a clean or abrupt close does not).
+bool is_parse_error(const error_code& ec) {
+  return ec.category() == http::make_error_code(http::error::bad_target).category() &&
+         ec != http::error::end_of_stream && ec != http::error::partial_message;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+HttpRequest to_request(http::request<http::string_body>&& msg) {
+  HttpRequest req;
+  req.method = std::string(msg.method_string());
+  req.target = std::string(msg.target());
+  req.path = req.target.substr(0, req.target.find('?'));
+  for (const auto& f : msg)
+    req.headers.emplace_back(lower(sv(f.name_string())), std::string(f.value()));
+  req.keep_alive = msg.keep_alive();
+  req.body = std::move(msg.body());
+  return req;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+template <class Message>
+void add_headers(Message& m, const HeaderList& headers) {
+  m.set(http::field::server, "keel");
+  for (const auto& [name, value] : headers) m.set(name, value);
+}
+
+}  // namespace
+
+struct HttpConnection::Impl {
+  explicit Impl(tcp::socket socket) : stream(std::move(socket)) {}
+
+  beast::tcp_stream stream;
+  beast::flat_buffer buffer;
+  bool keep_alive = true;  // of the current exchange
+  bool http10 = false;     // the current request is HTTP/1.0 (no chunked streaming)
+  bool closed = false;
+  bool linger = false;  // an error reply was sent: drain the client's input before closing
+  std::array<char, 4096> scratch{};
+  // Peer watch.
+  bool watch_active = false;
+  bool watch_stop = false;
+  bool peer_closed = false;
+  AsyncSignal* watch_signal = nullptr;
+};
+
+HttpConnection::HttpConnection(tcp::socket socket, ServerContext* ctx,
+                               net::any_io_executor tokenize_executor)
+    : ctx_(ctx),
+      tokenize_ex_(std::move(tokenize_executor)),
+      impl_(std::make_unique<Impl>(std::move(socket))) {}
+
+HttpConnection::~HttpConnection() = default;
+
+net::any_io_executor HttpConnection::executor() const { return impl_->stream.get_executor(); }
+
+void HttpConnection::close() {
+  Impl& s = *impl_;
+  s.closed = true;
+  s.keep_alive = false;
+  error_code ec;
+  s.stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+  s.stream.close();
+}
+
+net::awaitable<void> HttpConnection::reject(int status, std::string message) {
+  Impl& s = *impl_;
+  ApiError e = ApiError::bad_request(std::move(message));
+  e.status = status;
+  HttpResponse r = HttpResponse::error(e);
+  r.headers.emplace_back("x-request-id", ctx_->ids.next());
+  r.close = true;
+  s.keep_alive = false;
+  s.linger = true;
+  co_await write_response(std::move(r));
+}
+
+net::awaitable<void> HttpConnection::run() {
+  auto self = shared_from_this();  // keeps the connection alive for the loop
+  Impl& s = *impl_;
+  const ServerConfig& cfg = ctx_->config;
+  while (!s.closed) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(cfg.max_header_bytes);
+    parser.body_limit(cfg.max_body_bytes);
+    error_code ec;
+    s.stream.expires_after(std::chrono::milliseconds(cfg.idle_timeout_ms));
+    co_await http::async_read_header(s.stream, s.buffer, parser,
+                                     net::redirect_error(net::use_awaitable, ec));
+    if (ec == http::error::header_limit) {
+      co_await reject(431, "The request headers are too large.");
+      break;
+    }
+    if (ec) {
+      if (is_parse_error(ec)) co_await reject(400, "Malformed HTTP request: " + ec.message());
+      break;
+    }
+    const auto content_length = parser.content_length();
+    if (content_length && *content_length > cfg.max_body_bytes) {
+      co_await reject(413, ApiError::payload_too_large(cfg.max_body_bytes).message);
+      break;
+    }
+    if (iequals(sv(parser.get()[http::field::expect]), "100-continue")) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      co_await net::async_write(s.stream, net::buffer(kContinue.data(), kContinue.size()),
+                                net::redirect_error(net::use_awaitable, ec));
+      if (ec) break;
+    }
+    co_await http::async_read(s.stream, s.buffer, parser,
+                              net::redirect_error(net::use_awaitable, ec));
+    if (ec == http::error::body_limit) {
+      co_await reject(413, ApiError::payload_too_large(cfg.max_body_bytes).message);
+      break;
+    }
+    if (ec) {
+      if (is_parse_error(ec)) co_await reject(400, "Malformed HTTP request: " + ec.message());
+      break;
+    }
+    s.stream.expires_never();
+    s.http10 = parser.get().version() < 11;
+    HttpRequest req = to_request(parser.release());
+    s.keep_alive = req.keep_alive && !ctx_->draining.load(std::memory_order_acquire);
+    if (!co_await handle(std::move(req))) break;
+    if (!s.keep_alive) break;
+  }
+  if (!s.closed) {
+    error_code ec;
+    s.stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    if (s.linger) {
+      // After an error reply the client may still be sending (an oversize body): read and
+      // discard for a moment so that closing does not reset the connection before the client
+      // has read the reply.
+      s.stream.expires_after(std::chrono::seconds(1));
+      size_t discarded = 0;
+      while (discarded < kMaxLingerBytes) {
+        const size_t n = co_await s.stream.async_read_some(
+            net::buffer(s.scratch), net::redirect_error(net::use_awaitable, ec));
+        if (ec) break;
+        discarded += n;
+      }
+    }
+    s.stream.close();
+    s.closed = true;
+  }
+}
+
+net::awaitable<bool> HttpConnection::handle(HttpRequest request) {
+  const std::string request_id = request_id_for(*ctx_, request);
+  HeaderList headers = common_headers(*ctx_, request, request_id);
+  RouteOutcome outcome = route_request(*ctx_, request);
+  if (HttpResponse* response = std::get_if<HttpResponse>(&outcome)) {
+    response->headers.insert(response->headers.begin(), headers.begin(), headers.end());
+    co_return co_await write_response(std::move(*response));
+  }
+  GenerationCall& call = std::get<GenerationCall>(outcome);
+  co_return co_await run_generation(*this, std::move(call.spec), std::move(headers), request_id);
+}
+
+net::awaitable<bool> HttpConnection::write_response(HttpResponse r) {
+  Impl& s = *impl_;
+  if (s.closed) co_return false;
+  http::response<http::string_body> res{static_cast<http::status>(r.status), s.http10 ? 10 : 11};
+  add_headers(res, r.headers);
+  if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
+  res.body() = std::move(r.body);
+  if (r.close) s.keep_alive = false;
+  res.keep_alive(s.keep_alive);
+  res.prepare_payload();
+  error_code ec;
+  s.stream.expires_after(std::chrono::milliseconds(ctx_->config.write_timeout_ms));
+  co_await http::async_write(s.stream, res, net::redirect_error(net::use_awaitable, ec));
+  s.stream.expires_never();
+  if (ec) {
+    s.keep_alive = false;
+    co_return false;
+  }
+  co_return true;
+}
+
+net::awaitable<bool> HttpConnection::begin_stream(const HeaderList& headers) {
+  Impl& s = *impl_;
+  if (s.closed) co_return false;
+  http::response<http::empty_body> res{http::status::ok, s.http10 ? 10 : 11};
+  add_headers(res, headers);
+  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::cache_control, "no-cache");
+  if (s.http10) s.keep_alive = false;  // HTTP/1.0: no chunking; the body ends at close
+  res.keep_alive(s.keep_alive);
+  if (!s.http10) res.chunked(true);
+  http::response_serializer<http::empty_body> serializer{res};
+  error_code ec;
+  s.stream.expires_after(std::chrono::milliseconds(ctx_->config.write_timeout_ms));
+  co_await http::async_write_header(s.stream, serializer,
+                                    net::redirect_error(net::use_awaitable, ec));
+  s.stream.expires_never();
+  if (ec) s.keep_alive = false;
+  co_return !ec;
+}
+
+net::awaitable<bool> HttpConnection::write_stream(std::string_view data) {
+  Impl& s = *impl_;
+  if (s.closed) co_return false;
+  error_code ec;
+  s.stream.expires_after(std::chrono::milliseconds(ctx_->config.write_timeout_ms));
+  if (s.http10) {
+    co_await net::async_write(s.stream, net::buffer(data.data(), data.size()),
+                              net::redirect_error(net::use_awaitable, ec));
+  } else {
+    co_await net::async_write(s.stream, http::make_chunk(net::buffer(data.data(), data.size())),
+                              net::redirect_error(net::use_awaitable, ec));
+  }
+  s.stream.expires_never();
+  if (ec) s.keep_alive = false;
+  co_return !ec;
+}
+
+net::awaitable<bool> HttpConnection::end_stream() {
+  Impl& s = *impl_;
+  if (s.closed) co_return false;
+  if (s.http10) co_return true;
+  error_code ec;
+  s.stream.expires_after(std::chrono::milliseconds(ctx_->config.write_timeout_ms));
+  co_await net::async_write(s.stream, http::make_chunk_last(),
+                            net::redirect_error(net::use_awaitable, ec));
+  s.stream.expires_never();
+  if (ec) s.keep_alive = false;
+  co_return !ec;
+}
+
+void HttpConnection::watch_peer(AsyncSignal* signal) {
+  Impl& s = *impl_;
+  s.watch_signal = signal;
+  s.watch_stop = false;
+  s.peer_closed = false;
+  if (s.closed) {
+    s.peer_closed = true;
+    return;
+  }
+  s.watch_active = true;
+  net::co_spawn(executor(), watch_loop(shared_from_this()), net::detached);
+}
+
+net::awaitable<void> HttpConnection::watch_loop(std::shared_ptr<HttpConnection> self) {
+  Impl& s = *self->impl_;
+  while (!s.watch_stop && s.buffer.size() < kMaxPipelinedBytes) {
+    error_code ec;
+    const size_t n = co_await s.stream.socket().async_read_some(
+        s.buffer.prepare(4096), net::redirect_error(net::use_awaitable, ec));
+    s.buffer.commit(n);
+    if (ec) {
+      if (!s.watch_stop) s.peer_closed = true;
+      break;
+    }
+  }
+  s.watch_active = false;
+  if (s.watch_signal != nullptr) s.watch_signal->notify();
+}
+
+bool HttpConnection::peer_closed() const { return impl_->peer_closed; }
+
+net::awaitable<void> HttpConnection::unwatch_peer() {
+  Impl& s = *impl_;
+  s.watch_stop = true;
+  if (s.watch_active) {
+    error_code ec;
+    s.stream.socket().cancel(ec);
+  }
+  while (s.watch_active) co_await s.watch_signal->wait();
+  s.watch_signal = nullptr;
+}
+
+}  // namespace keel::server

@@ -1,0 +1,68 @@
+// HttpConnection: one accepted TCP connection speaking HTTP/1.1 with keep-alive, run as a C++20
+// coroutine on its own strand. run() reads a request (Content-Length checked against
+// max_body_bytes before the body is read; the body parser is capped too), routes it, and either
+// writes the response or hands the exchange to the generation handler, which uses the
+// streaming/peer-watch calls below. Boost.Beast stays inside http_connection.cpp.
+//
+// Peer watch: while a generation request waits for the engine, a concurrent read on the socket
+// notices the client closing (EOF/reset) so the request can be aborted — streaming or not. Bytes
+// a pipelining client sends meanwhile are kept for the next request.
+//
+// Thread safety: every member function must be called on the connection's strand (executor()),
+// except that the object itself is shared (shared_ptr) between the server's registry and the
+// coroutines.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "server/async_signal.h"
+#include "server/http_message.h"
+#include "server/net.h"
+#include "server/server_context.h"
+
+namespace keel::server {
+
+class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
+ public:
+  // `socket` must use a strand executor. `tokenize_executor` (may be empty) runs prompt
+  // tokenization off the io threads.
+  HttpConnection(tcp::socket socket, ServerContext* ctx, net::any_io_executor tokenize_executor);
+  ~HttpConnection();
+  HttpConnection(const HttpConnection&) = delete;
+  HttpConnection& operator=(const HttpConnection&) = delete;
+
+  // The keep-alive request loop; returns when the connection is closed.
+  net::awaitable<void> run();
+  // Closes the socket; pending operations fail and run() returns.
+  void close();
+  [[nodiscard]] net::any_io_executor executor() const;
+  [[nodiscard]] ServerContext& context() const { return *ctx_; }
+  [[nodiscard]] const net::any_io_executor& tokenize_executor() const { return tokenize_ex_; }
+
+  // --- for the handler of the current exchange (false: the connection failed) ---
+  // A complete response; adds Server and keep-alive handling.
+  net::awaitable<bool> write_response(HttpResponse response);
+  // 200 text/event-stream headers (chunked transfer), then events, then the terminating chunk.
+  net::awaitable<bool> begin_stream(const HeaderList& headers);
+  net::awaitable<bool> write_stream(std::string_view data);
+  net::awaitable<bool> end_stream();
+  // Starts watching for the peer closing; `signal` is notified when the watch ends.
+  void watch_peer(AsyncSignal* signal);
+  [[nodiscard]] bool peer_closed() const;
+  // Stops the watch and waits until its read has completed.
+  net::awaitable<void> unwatch_peer();
+
+ private:
+  struct Impl;
+  net::awaitable<bool> handle(HttpRequest request);
+  net::awaitable<void> reject(int status, std::string message);
+  static net::awaitable<void> watch_loop(std::shared_ptr<HttpConnection> self);
+
+  ServerContext* ctx_;
+  net::any_io_executor tokenize_ex_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace keel::server

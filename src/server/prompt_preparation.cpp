@@ -1,0 +1,77 @@
+// prepare_prompts (see prompt_preparation.h).
+#include "server/prompt_preparation.h"
+
+#include <fmt/format.h>
+
+namespace keel::server {
+
+ApiError context_length_error(ApiKind kind, int64_t max_model_len, int64_t prompt_tokens,
+                              std::optional<int64_t> max_tokens) {
+  const char* what = kind == ApiKind::kChat ? "messages" : "prompt";
+  std::string message;
+  if (max_tokens) {
+    message = fmt::format(
+        "This model's maximum context length is {} tokens. However, you requested {} tokens ({} "
+        "in the {}, {} in the completion). Please reduce the length of the {} or completion.",
+        max_model_len, prompt_tokens + *max_tokens, prompt_tokens, what, *max_tokens, what);
+  } else {
+    message = fmt::format(
+        "This model's maximum context length is {} tokens. However, your {} resulted in {} tokens, "
+        "which leaves no room for the completion. Please reduce the length of the {}.",
+        max_model_len, what, prompt_tokens, what);
+  }
+  return ApiError::bad_request(std::move(message), what, "context_length_exceeded");
+}
+
+PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& spec) {
+  PreparedPrompts out;
+  const tokenizer::Tokenizer& tok = *ctx.deps.tokenizer;
+  if (spec.kind == ApiKind::kChat) {
+    Result<std::string> text = ctx.deps.chat(spec.messages, spec.add_generation_prompt);
+    if (!text.ok()) {
+      out.error = ApiError::from_status(text.error(), "messages");
+      return out;
+    }
+    PreparedPrompt p;
+    p.tokens = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+    p.text = std::move(text.value());
+    out.prompts.push_back(std::move(p));
+  } else {
+    for (const PromptInput& in : spec.prompts) {
+      PreparedPrompt p;
+      if (in.is_tokens) {
+        p.tokens = in.tokens;
+        if (spec.echo) p.text = tok.decode(in.tokens, /*render_special=*/false);
+      } else {
+        p.tokens = tok.encode(in.text, /*add_special=*/true, /*parse_special=*/true);
+        p.text = in.text;
+      }
+      out.prompts.push_back(std::move(p));
+    }
+  }
+  const int64_t max_len = ctx.deps.engine->max_model_len();
+  for (PreparedPrompt& p : out.prompts) {
+    const int64_t len = static_cast<int64_t>(p.tokens.size());
+    if (len == 0) {
+      out.error = ApiError::bad_request("The prompt is empty (it tokenizes to no tokens).",
+                                        spec.kind == ApiKind::kChat ? "messages" : "prompt");
+      return out;
+    }
+    if (spec.max_tokens) {
+      if (len + *spec.max_tokens > max_len) {
+        out.error = context_length_error(spec.kind, max_len, len, *spec.max_tokens);
+        return out;
+      }
+      p.max_tokens = *spec.max_tokens;
+    } else {
+      if (len >= max_len) {
+        out.error = context_length_error(spec.kind, max_len, len, std::nullopt);
+        return out;
+      }
+      p.max_tokens = static_cast<int32_t>(std::min<int64_t>(max_len - len, INT32_MAX));
+    }
+  }
+  return out;
+}
+
+}  // namespace keel::server

@@ -1,0 +1,40 @@
+// Prompt preparation for a generation request, off the engine thread: chat messages go through
+// the ChatFormatter and are tokenized (add_special, parse_special); completion prompts are
+// tokenized the same way or taken as given ids. Then each prompt's token budget is fixed:
+// explicit max_tokens must fit (prompt + max_tokens ≤ max_model_len, else 400
+// context_length_exceeded with OpenAI's wording); chat without a limit gets the rest of the
+// context.
+//
+// Thread safety: reentrant (the Tokenizer and the ChatFormatter are thread-safe).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/generation_request.h"
+#include "server/server_context.h"
+
+namespace keel::server {
+
+struct PreparedPrompt {
+  std::vector<int32_t> tokens;  // non-empty
+  std::string text;             // the prompt as text (for echo)
+  int32_t max_tokens = 0;       // ≥ 1
+};
+
+struct PreparedPrompts {  // default-constructible (crosses a co_spawn)
+  std::vector<PreparedPrompt> prompts;
+  std::optional<ApiError> error;
+};
+
+PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& spec);
+
+// The 400 for a prompt that does not fit (exposed for tests). max_tokens nullopt: the chat
+// default (rest of the context) had no room at all.
+ApiError context_length_error(ApiKind kind, int64_t max_model_len, int64_t prompt_tokens,
+                              std::optional<int64_t> max_tokens);
+
+}  // namespace keel::server

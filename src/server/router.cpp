@@ -1,0 +1,229 @@
+// route_request and the request-level checks (see router.h).
+#include "server/router.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "server/json_fields.h"
+
+namespace keel::server {
+namespace {
+
+constexpr std::string_view kChatPath = "/v1/chat/completions";
+constexpr std::string_view kCompletionsPath = "/v1/completions";
+constexpr std::string_view kModelsPath = "/v1/models";
+constexpr std::string_view kModelsPrefix = "/v1/models/";
+
+bool needs_auth(std::string_view path) {
+  return path.starts_with("/v1/") || path == "/v1" || path == "/tokenize" || path == "/detokenize";
+}
+
+bool equal_ignore_case(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Constant-time comparison (the key's length is not secret).
+bool same_key(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+bool authorized(const ServerContext& ctx, const HttpRequest& req) {
+  if (ctx.config.api_key.empty()) return true;
+  std::string_view auth = req.header("authorization");
+  constexpr std::string_view kBearer = "bearer ";
+  if (auth.size() < kBearer.size() || !equal_ignore_case(auth.substr(0, kBearer.size()), kBearer)) {
+    return false;
+  }
+  auth.remove_prefix(kBearer.size());
+  while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
+  return same_key(auth, ctx.config.api_key);
+}
+
+// Decodes %XX escapes (model ids may contain '/', sent as %2F).
+std::string percent_decode(std::string_view s) {
+  auto hex = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
+      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+HttpResponse preflight(const HttpRequest& req) {
+  HttpResponse r;
+  r.status = 204;
+  r.content_type.clear();
+  r.headers.emplace_back("access-control-allow-methods", "GET, POST, OPTIONS");
+  std::string_view asked = req.header("access-control-request-headers");
+  r.headers.emplace_back(
+      "access-control-allow-headers",
+      asked.empty() ? std::string("authorization, content-type") : std::string(asked));
+  r.headers.emplace_back("access-control-max-age", "600");
+  return r;
+}
+
+// The route's allowed method, or "" for an unknown path.
+std::string_view allowed_method(std::string_view path) {
+  if (path == "/health" || path == "/metrics" || path == kModelsPath ||
+      (path.starts_with(kModelsPrefix) && path.size() > kModelsPrefix.size())) {
+    return "GET";
+  }
+  if (path == kChatPath || path == kCompletionsPath || path == "/tokenize" ||
+      path == "/detokenize") {
+    return "POST";
+  }
+  return {};
+}
+
+ApiResult<nlohmann::json> parse_body(const HttpRequest& req) {
+  if (json_nesting_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth) {
+    return ApiError::bad_request(
+        fmt::format("The request body nests arrays/objects deeper than {} levels", kMaxJsonDepth));
+  }
+  try {
+    return nlohmann::json::parse(req.body);
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    if (what.size() > 300) what = what.substr(0, 300) + "...";
+    return ApiError::bad_request(fmt::format("Malformed JSON body: {}", what));
+  }
+}
+
+RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKind kind) {
+  ApiResult<nlohmann::json> body = parse_body(req);
+  if (!body.ok()) return HttpResponse::error(body.error());
+  const ParseLimits limits{.vocab_size = ctx.deps.tokenizer->vocab_size(),
+                           .max_n = ctx.config.max_n,
+                           .max_choices = ctx.config.max_choices_per_request,
+                           .max_stop_strings = ctx.config.max_stop_strings,
+                           .max_stop_string_bytes = ctx.config.max_stop_string_bytes};
+  ApiResult<GenerationSpec> spec = kind == ApiKind::kChat
+                                       ? parse_chat_request(body.value(), limits)
+                                       : parse_completion_request(body.value(), limits);
+  if (!spec.ok()) return HttpResponse::error(spec.error());
+  if (auto e = check_model(ctx, spec.value().model)) return HttpResponse::error(*e);
+  if (ctx.draining.load(std::memory_order_acquire)) {
+    return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
+  }
+  if (!ctx.ready()) return HttpResponse::error(ApiError::unavailable("The model is loading."));
+  if (kind == ApiKind::kChat && !ctx.deps.chat) {
+    return HttpResponse::error(
+        ApiError::bad_request("This server has no chat template; use /v1/completions."));
+  }
+  return GenerationCall{std::move(spec.value())};
+}
+
+HttpResponse route_json(const ServerContext& ctx, const HttpRequest& req,
+                        HttpResponse (*handler)(const ServerContext&, const nlohmann::json&)) {
+  ApiResult<nlohmann::json> body = parse_body(req);
+  if (!body.ok()) return HttpResponse::error(body.error());
+  if (!body.value().is_object()) {
+    return HttpResponse::error(type_error("body", "a JSON object", body.value()));
+  }
+  return handler(ctx, body.value());
+}
+
+}  // namespace
+
+int json_nesting_depth(std::string_view text, int limit) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      max_depth = std::max(max_depth, ++depth);
+      if (max_depth > limit) return max_depth;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return max_depth;
+}
+
+std::optional<ApiError> check_model(const ServerContext& ctx, std::string_view model) {
+  if (model.empty() || model == ctx.config.served_model_name) return std::nullopt;
+  return ApiError::model_not_found(model);
+}
+
+std::string request_id_for(ServerContext& ctx, const HttpRequest& req) {
+  std::string_view given = req.header("x-request-id");
+  bool printable = !given.empty() && given.size() <= 128;
+  for (char c : given) printable = printable && c > 0x20 && c < 0x7F;
+  return printable ? std::string(given) : ctx.ids.next();
+}
+
+HeaderList common_headers(const ServerContext& ctx, const HttpRequest& req,
+                          std::string_view request_id) {
+  HeaderList h;
+  h.emplace_back("x-request-id", std::string(request_id));
+  std::string_view origin = req.header("origin");
+  if (origin.empty()) return h;
+  for (const std::string& allowed : ctx.config.cors_allowed_origins) {
+    if (allowed == "*" || allowed == origin) {
+      h.emplace_back("access-control-allow-origin", allowed == "*" ? "*" : std::string(origin));
+      if (allowed != "*") h.emplace_back("vary", "Origin");
+      h.emplace_back("access-control-expose-headers", "x-request-id");
+      break;
+    }
+  }
+  return h;
+}
+
+RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
+  if (req.method == "OPTIONS") return preflight(req);
+  const std::string& path = req.path;
+  if (needs_auth(path) && !authorized(ctx, req))
+    return HttpResponse::error(ApiError::unauthorized());
+  const std::string_view method = allowed_method(path);
+  if (method.empty()) return HttpResponse::error(ApiError::path_not_found(req.method, path));
+  if (req.method != method) {
+    HttpResponse r = HttpResponse::error(ApiError::method_not_allowed(req.method, path));
+    r.headers.emplace_back("allow", std::string(method) + ", OPTIONS");
+    return r;
+  }
+  if (path == "/health") return handle_health(ctx);
+  if (path == "/metrics") return handle_metrics(ctx);
+  if (path == kModelsPath) return handle_models(ctx, "");
+  if (path.starts_with(kModelsPrefix)) {
+    return handle_models(ctx, percent_decode(std::string_view(path).substr(kModelsPrefix.size())));
+  }
+  if (path == kChatPath) return route_generation(ctx, req, ApiKind::kChat);
+  if (path == kCompletionsPath) return route_generation(ctx, req, ApiKind::kCompletion);
+  if (path == "/tokenize") return route_json(ctx, req, handle_tokenize);
+  return route_json(ctx, req, handle_detokenize);
+}
+
+}  // namespace keel::server

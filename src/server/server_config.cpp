@@ -1,0 +1,58 @@
+// ServerConfig::validate: one check per field, each message naming the field and its value.
+#include "server/server_config.h"
+
+#include <fmt/format.h>
+
+namespace keel::server {
+namespace {
+
+Status bad(std::string_view field, std::string_view value, std::string_view rule) {
+  return Status::invalid_argument(
+      fmt::format("server config: {} must be {}, got {}", field, rule, value));
+}
+
+}  // namespace
+
+Status ServerConfig::validate() const {
+  if (host.empty()) return bad("host", "\"\"", "a non-empty address");
+  if (port < 0 || port > 65535) return bad("port", std::to_string(port), "in [0, 65535]");
+  if (served_model_name.empty()) return bad("served_model_name", "\"\"", "non-empty");
+  if (max_body_bytes < 1024) {
+    return bad("max_body_bytes", std::to_string(max_body_bytes), ">= 1024");
+  }
+  if (max_header_bytes < 1024) {
+    return bad("max_header_bytes", std::to_string(max_header_bytes), ">= 1024");
+  }
+  if (io_threads < 1 || io_threads > 1024) {
+    return bad("io_threads", std::to_string(io_threads), "in [1, 1024]");
+  }
+  if (tokenizer_threads < 0 || tokenizer_threads > 1024) {
+    return bad("tokenizer_threads", std::to_string(tokenizer_threads), "in [0, 1024]");
+  }
+  if (idle_timeout_ms <= 0) return bad("idle_timeout_ms", std::to_string(idle_timeout_ms), "> 0");
+  if (write_timeout_ms <= 0) {
+    return bad("write_timeout_ms", std::to_string(write_timeout_ms), "> 0");
+  }
+  if (request_timeout_ms < 0) {
+    return bad("request_timeout_ms", std::to_string(request_timeout_ms), ">= 0 (0 disables)");
+  }
+  if (max_n < 1) return bad("max_n", std::to_string(max_n), ">= 1");
+  if (max_choices_per_request < max_n) {
+    return bad("max_choices_per_request", std::to_string(max_choices_per_request), ">= max_n");
+  }
+  if (max_stop_strings < 0) {
+    return bad("max_stop_strings", std::to_string(max_stop_strings), ">= 0");
+  }
+  if (max_stop_string_bytes < 1) {
+    return bad("max_stop_string_bytes", std::to_string(max_stop_string_bytes), ">= 1");
+  }
+  for (const std::string& origin : cors_allowed_origins) {
+    if (origin.empty()) return bad("cors_allowed_origins", "\"\"", "a list of non-empty origins");
+  }
+  if (shutdown_timeout_ms < 0) {
+    return bad("shutdown_timeout_ms", std::to_string(shutdown_timeout_ms), ">= 0");
+  }
+  return Status();
+}
+
+}  // namespace keel::server

@@ -1,0 +1,59 @@
+// ServerConfig: every knob of the HTTP front end, documented where declared, with validate().
+// Defaults suit a local `keel serve`; the CLI maps its flags onto these fields.
+//
+// Thread safety: a plain value; the server keeps its own const copy.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace keel::server {
+
+struct ServerConfig {
+  // Address to listen on (IPv4 or IPv6 literal, or "localhost").
+  std::string host = "127.0.0.1";
+  // TCP port; 0 picks an ephemeral port (Server::port() reports the bound one).
+  int32_t port = 8000;
+  // When non-empty, every /v1/*, /tokenize and /detokenize request needs
+  // `Authorization: Bearer <api_key>` (401 otherwise). /health, /metrics and OPTIONS stay open.
+  std::string api_key;
+  // The model id clients must name (`model` may also be omitted) and /v1/models lists.
+  std::string served_model_name = "keel";
+  // Request bodies above this many bytes get 413 (checked on Content-Length before the body is
+  // read, and enforced by the body parser for chunked bodies).
+  size_t max_body_bytes = size_t{8} << 20;
+  // Limit on the request line plus headers (431-style overflows answer 400 and close).
+  uint32_t max_header_bytes = 16 * 1024;
+  // Threads running the io_context (HTTP parsing, routing, tokenization, detokenization).
+  int32_t io_threads = 2;
+  // Threads of the prompt tokenization pool; 0 tokenizes on the io threads.
+  int32_t tokenizer_threads = 1;
+  // A keep-alive connection may idle this long between requests, and a request's headers and
+  // body must arrive within it.
+  int64_t idle_timeout_ms = 60'000;
+  // Limit on writing one response or SSE chunk to a slow client.
+  int64_t write_timeout_ms = 30'000;
+  // Wall-clock limit on one generation request (queue + prefill + decode); on expiry the engine
+  // requests are aborted and the client gets 408 (or an SSE error). 0 disables.
+  int64_t request_timeout_ms = 0;
+  // Largest `n` (choices per prompt) accepted.
+  int32_t max_n = 128;
+  // Largest number of engine requests one HTTP request may expand into (prompts × n).
+  int32_t max_choices_per_request = 256;
+  // Largest number of stop strings (OpenAI allows 4; vLLM has no limit) and their byte length.
+  int32_t max_stop_strings = 4;
+  int32_t max_stop_string_bytes = 1024;
+  // Origins allowed by CORS; {"*"} allows any origin, {} disables CORS headers.
+  std::vector<std::string> cors_allowed_origins = {"*"};
+  // shutdown() waits this long for open connections to finish before stopping the io threads.
+  int64_t shutdown_timeout_ms = 5'000;
+
+  // Ok, or InvalidArgument naming the first bad field and its value.
+  [[nodiscard]] Status validate() const;
+};
+
+}  // namespace keel::server

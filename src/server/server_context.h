@@ -1,0 +1,52 @@
+// ServerDeps (what the server is given) and ServerContext (what every connection shares): the
+// config, the engine and tokenizer, the chat formatter, readiness and draining state, and the
+// request-id source. Created by Server::start and alive until the server is destroyed.
+//
+// Thread safety: everything here is immutable after start or atomic; EngineClient, Tokenizer and
+// the ChatFormatter are thread-safe by contract.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "engine/engine_client.h"
+#include "server/chat_formatter.h"
+#include "server/server_config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::server {
+
+struct ServerDeps {
+  engine::EngineClient* engine = nullptr;           // required; must outlive the Server
+  const tokenizer::Tokenizer* tokenizer = nullptr;  // required; must outlive the Server
+  ChatFormatter chat;  // required for /v1/chat/completions and /tokenize with messages
+  // Optional readiness flag (e.g. false while the model loads): when false, /health answers 503
+  // and generation routes 503. nullptr means always ready. Must outlive the Server.
+  const std::atomic<bool>* ready = nullptr;
+};
+
+// 128-bit random-looking hex ids: a per-server random salt mixed with a counter (no lock).
+class RequestIdSource {
+ public:
+  RequestIdSource();
+  [[nodiscard]] std::string next();
+
+ private:
+  uint64_t salt_;
+  std::atomic<uint64_t> counter_{0};
+};
+
+struct ServerContext {
+  ServerConfig config;
+  ServerDeps deps;
+  int64_t created_unix = 0;           // reported as the model's `created`
+  std::atomic<bool> draining{false};  // stop_accepting() called
+  RequestIdSource ids;
+
+  [[nodiscard]] bool ready() const {
+    return deps.ready == nullptr || deps.ready->load(std::memory_order_acquire);
+  }
+};
+
+}  // namespace keel::server

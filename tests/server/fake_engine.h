@@ -1,0 +1,110 @@
+// FakeEngine: a deterministic EngineClient for the server tests. Its own "engine thread" emits
+// each request's scripted tokens (one per event, interleaved across requests, an optional delay
+// between tokens) and calls the sinks from that thread, as the real engine does. A script can hold
+// a request in the queue or in "prefill" (no events) or stall it mid-decode, so tests can
+// disconnect at each stage; abort() is counted per key and answered with a final kAbort event.
+// submit() can be told to fail with ResourceExhausted (queue full) or Unavailable (draining).
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "engine/engine_client.h"
+
+namespace keel::server::testing {
+
+struct FakeScript {
+  enum class Stall { kNone, kQueued, kPrefill, kDecode };
+  std::vector<int32_t> tokens;  // emitted one per event (capped at the request's max_tokens)
+  // How the last event ends when all tokens are out (kLength is forced when max_tokens cut the
+  // script short).
+  engine::FinishReason finish = engine::FinishReason::kStop;
+  std::string error;  // for kError
+  // kQueued/kPrefill: no event at all until aborted; kDecode: emit `stall_after` tokens, then
+  // nothing until aborted.
+  Stall stall = Stall::kNone;
+  size_t stall_after = 1;
+  std::chrono::milliseconds token_delay{0};
+  int32_t num_cached_tokens = 0;
+};
+
+class FakeEngine final : public engine::EngineClient {
+ public:
+  using ScriptFn = std::function<FakeScript(const engine::GenerationRequest&)>;
+
+  explicit FakeEngine(int64_t max_model_len = 256);
+  ~FakeEngine() override;
+
+  Result<engine::RequestKey> submit(engine::GenerationRequest request,
+                                    std::shared_ptr<engine::OutputSink> sink) override;
+  void abort(engine::RequestKey key) override;
+  [[nodiscard]] engine::EngineStats stats() const override;
+  [[nodiscard]] const engine::Metrics& metrics() const override { return metrics_; }
+  void drain(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
+
+  // --- test controls ---
+  void set_script(ScriptFn fn);
+  void set_queue_full(bool full) { queue_full_ = full; }
+  void set_unavailable(bool unavailable) { unavailable_ = unavailable; }
+  engine::Metrics& mutable_metrics() { return metrics_; }
+
+  [[nodiscard]] std::vector<engine::GenerationRequest> submitted() const;
+  [[nodiscard]] std::vector<engine::RequestKey> keys() const;
+  [[nodiscard]] int abort_count(engine::RequestKey key) const;
+  [[nodiscard]] int total_aborts() const;
+  [[nodiscard]] size_t num_active() const;
+  // Block until the condition holds or `timeout` passes; return whether it holds.
+  bool wait_for_submits(size_t n, std::chrono::milliseconds timeout) const;
+  bool wait_for_aborted(engine::RequestKey key, std::chrono::milliseconds timeout) const;
+  bool wait_for_idle(std::chrono::milliseconds timeout) const;  // no active requests
+
+ private:
+  struct Active {
+    engine::RequestKey key = 0;
+    engine::GenerationRequest request;
+    std::shared_ptr<engine::OutputSink> sink;
+    FakeScript script;
+    size_t next = 0;  // tokens emitted
+    std::chrono::steady_clock::time_point due;
+    bool aborted = false;
+  };
+  void loop();
+  // Under mu_: the next event of `a`, or nullopt when it is not due / stalled.
+  std::optional<engine::TokenEvent> next_event(Active& a, std::chrono::steady_clock::time_point now,
+                                               bool* done);
+
+  const int64_t max_model_len_;
+  engine::Metrics metrics_;
+  std::atomic<bool> queue_full_{false};
+  std::atomic<bool> unavailable_{false};
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;  // state changes (tests wait on it)
+  std::condition_variable work_cv_;     // wakes the engine thread
+  ScriptFn script_;
+  std::map<engine::RequestKey, Active> active_;
+  std::vector<engine::GenerationRequest> submitted_;
+  std::vector<engine::RequestKey> keys_;
+  std::map<engine::RequestKey, int> aborts_;
+  engine::RequestKey next_key_ = 100;
+  int64_t generated_ = 0;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+// Fake logprobs for token `id` at output position `pos`: chosen logprob -(pos+1)/8, and `top`
+// alternatives id, id+1, ... with decreasing logprobs.
+sampling::Logprobs fake_logprobs(int32_t id, size_t pos, int32_t top);
+
+}  // namespace keel::server::testing

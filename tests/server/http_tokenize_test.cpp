@@ -1,0 +1,103 @@
+// /tokenize and /detokenize (vLLM shapes) and /metrics over HTTP: with the synthetic vocabulary,
+// and with the real stories260K tokenizer (shared data) for a tokenize → detokenize round trip.
+#include <gtest/gtest.h>
+
+#include "gguf/reader.h"
+#include "server_harness.h"
+#include "support/test_support.h"
+
+namespace keel::server::testing {
+namespace {
+
+using Json = nlohmann::json;
+
+TEST(TokenizeHttpTest, SyntheticVocabularyShapesAndErrors) {
+  ServerHarness h;
+  HttpResult r = post_json(h.port(), "/tokenize", Json{{"prompt", "Hello world"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  Json j = r.json();
+  EXPECT_EQ(j["tokens"], Json::array({kBos, kHello, kWorld}));
+  EXPECT_EQ(j["count"], 3);
+  EXPECT_EQ(j["max_model_len"], 256);
+  EXPECT_FALSE(j.contains("token_strs"));
+
+  r = post_json(h.port(), "/tokenize",
+                Json{{"prompt", "Hello world"},
+                     {"add_special_tokens", false},
+                     {"return_token_strs", true},
+                     {"model", "test-model"}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.json()["tokens"], Json::array({kHello, kWorld}));
+  EXPECT_EQ(r.json()["token_strs"], Json::array({" Hello", " world"}));
+
+  Json messages = Json::array({Json{{"role", "user"}, {"content", "Hi"}}});
+  r = post_json(h.port(), "/tokenize", Json{{"messages", messages}});
+  ASSERT_EQ(r.status, 200);
+  std::vector<ChatMessage> m = {{.role = "user", .content = "Hi"}};
+  EXPECT_EQ(r.json()["count"], h.tokenizer().encode(*chatml(m, true), true, true).size());
+
+  r = post_json(h.port(), "/detokenize", Json{{"tokens", Json::array({kHello, kWorld, kBang})}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.json()["prompt"], "Hello world!");
+
+  EXPECT_EQ(post_json(h.port(), "/detokenize", Json{{"tokens", Json::array({kVocabSize})}}).status,
+            400);
+  EXPECT_EQ(post_json(h.port(), "/detokenize", Json{{"tokens", "abc"}}).status, 400);
+  EXPECT_EQ(post_json(h.port(), "/tokenize", Json{{"prompt", "a"}, {"messages", messages}}).status,
+            400);
+  EXPECT_EQ(post_json(h.port(), "/tokenize", Json::object()).status, 400);
+  EXPECT_EQ(post_json(h.port(), "/tokenize", Json{{"prompt", "a"}, {"model", "x"}}).status, 404);
+  Json bad_template = Json::array({Json{{"role", "user"}, {"content", "__template_error__"}}});
+  HttpResult t = post_json(h.port(), "/tokenize", Json{{"messages", bad_template}});
+  EXPECT_EQ(t.status, 400);
+  EXPECT_EQ(t.json()["error"]["param"], "messages");
+}
+
+TEST(TokenizeHttpTest, Stories260KRoundTrip) {
+  KEEL_REQUIRE_SHARED();
+  Result<gguf::GgufFile> file =
+      gguf::GgufFile::open(keel::testing::shared_path("models/stories260K/stories260K.gguf"),
+                           {.mode = gguf::DataMode::kNone});
+  ASSERT_TRUE(file.ok()) << file.status().to_string();
+  Result<tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  ServerHarness h(test_config(), 512, &tok.value());
+  for (const std::string text : {"Once upon a time, there was a little girl.",
+                                 "The cat sat on the mat. It was happy!", "Lily and Ben"}) {
+    HttpResult r = post_json(h.port(), "/tokenize", Json{{"prompt", text}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    Json j = r.json();
+    const std::vector<int32_t> expected = tok->encode(text, true, true);
+    EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), expected);
+    EXPECT_EQ(j["count"], expected.size());
+    EXPECT_EQ(j["tokens"][0], tok->bos_id());
+    EXPECT_EQ(j["max_model_len"], 512);
+
+    Json plain =
+        post_json(h.port(), "/tokenize", Json{{"prompt", text}, {"add_special_tokens", false}})
+            .json();
+    HttpResult d = post_json(h.port(), "/detokenize", Json{{"tokens", plain["tokens"]}});
+    ASSERT_EQ(d.status, 200);
+    EXPECT_EQ(d.json()["prompt"], text);
+  }
+}
+
+TEST(MetricsHttpTest, ServesPrometheusText) {
+  ServerHarness h;
+  h.engine().mutable_metrics().time_to_first_token_seconds.observe(0.05);
+  h.engine().mutable_metrics().count_finished(engine::FinishReason::kStop);
+  HttpResult r = http_request(h.port(), "GET", "/metrics");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.header("content-type").rfind("text/plain", 0), 0u);
+  EXPECT_NE(r.body.find("# TYPE keel:time_to_first_token_seconds histogram"), std::string::npos);
+  EXPECT_NE(r.body.find("keel:time_to_first_token_seconds_count{model_name=\"test-model\"} 1"),
+            std::string::npos);
+  EXPECT_NE(r.body.find(
+                "keel:request_success_total{model_name=\"test-model\",finished_reason=\"stop\"} 1"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("keel:kv_cache_usage_perc{model_name=\"test-model\"} 0.25"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace keel::server::testing

@@ -1,0 +1,152 @@
+// Prometheus exposition: every sample line parses, carries the model_name label, follows its
+// # HELP / # TYPE lines; histogram buckets are cumulative (monotone) and end at +Inf = _count.
+#include "server/metrics_text.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <regex>
+#include <sstream>
+
+namespace keel::server {
+namespace {
+
+struct Sample {
+  std::string name;
+  std::string labels;
+  double value = 0;
+};
+
+std::vector<Sample> parse_exposition(const std::string& text,
+                                     std::map<std::string, std::string>* types) {
+  std::vector<Sample> out;
+  const std::regex sample_re(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+)$)");
+  const std::regex type_re(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram)$)");
+  const std::regex help_re(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$)");
+  std::istringstream in(text);
+  std::string line;
+  std::string last_help;
+  while (std::getline(in, line)) {
+    std::smatch m;
+    if (std::regex_match(line, m, help_re)) {
+      last_help = m[1];
+    } else if (std::regex_match(line, m, type_re)) {
+      EXPECT_EQ(last_help, m[1].str()) << "TYPE without HELP: " << line;
+      (*types)[m[1]] = m[2];
+    } else if (std::regex_match(line, m, sample_re)) {
+      const double v = m[3] == "+Inf" ? INFINITY : std::stod(m[3]);
+      out.push_back({m[1], m[2], v});
+    } else {
+      ADD_FAILURE() << "unparseable line: " << line;
+    }
+  }
+  return out;
+}
+
+std::string family_of(const std::string& sample, const std::map<std::string, std::string>& types) {
+  for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+    const std::string s(suffix);
+    if (sample.size() > s.size() && sample.compare(sample.size() - s.size(), s.size(), s) == 0) {
+      const std::string base = sample.substr(0, sample.size() - s.size());
+      if (types.count(base) && types.at(base) == "histogram") return base;
+    }
+  }
+  return sample;
+}
+
+TEST(MetricsTextTest, RendersParsableExpositionWithVllmNames) {
+  engine::Metrics m;
+  for (double v : {0.002, 0.03, 0.03, 1.5, 5000.0}) m.time_to_first_token_seconds.observe(v);
+  m.request_prompt_tokens.observe(12);
+  m.count_finished(engine::FinishReason::kStop);
+  m.count_finished(engine::FinishReason::kStop);
+  m.count_finished(engine::FinishReason::kLength);
+  engine::EngineStats stats;
+  stats.num_running = 3;
+  stats.num_waiting = 2;
+  stats.kv_usage = 0.5f;
+  stats.prefix_queries_tokens = 100;
+  stats.prefix_hits_tokens = 40;
+  stats.prompt_tokens_total = 500;
+  stats.generation_tokens_total = 77;
+  stats.num_preemptions_total = 1;
+  const std::string text = render_metrics(stats, m, "my \"model\"");
+
+  std::map<std::string, std::string> types;
+  const std::vector<Sample> samples = parse_exposition(text, &types);
+  ASSERT_FALSE(samples.empty());
+  std::map<std::string, double> plain;
+  for (const Sample& s : samples) {
+    EXPECT_NE(s.labels.find(R"(model_name="my \"model\"")"), std::string::npos) << s.name;
+    EXPECT_TRUE(types.count(family_of(s.name, types))) << "no TYPE for " << s.name;
+    if (s.labels.find(',') == std::string::npos) plain[s.name] = s.value;
+  }
+  EXPECT_EQ(types["keel:num_requests_running"], "gauge");
+  EXPECT_EQ(plain["keel:num_requests_running"], 3);
+  EXPECT_EQ(plain["keel:num_requests_waiting"], 2);
+  EXPECT_EQ(plain["keel:kv_cache_usage_perc"], 0.5);
+  EXPECT_EQ(types["keel:prefix_cache_queries_total"], "counter");
+  EXPECT_EQ(plain["keel:prefix_cache_queries_total"], 100);
+  EXPECT_EQ(plain["keel:prefix_cache_hits_total"], 40);
+  EXPECT_EQ(plain["keel:prompt_tokens_total"], 500);
+  EXPECT_EQ(plain["keel:generation_tokens_total"], 77);
+  EXPECT_EQ(plain["keel:num_preemptions_total"], 1);
+  for (const char* h :
+       {"time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds",
+        "request_queue_time_seconds", "request_prompt_tokens", "request_generation_tokens"}) {
+    EXPECT_EQ(types[std::string("keel:") + h], "histogram") << h;
+  }
+  std::map<std::string, double> success;
+  for (const Sample& s : samples) {
+    if (s.name != "keel:request_success_total") continue;
+    const size_t p = s.labels.find("finished_reason=\"");
+    ASSERT_NE(p, std::string::npos);
+    success[s.labels.substr(p + 17, s.labels.find('"', p + 17) - p - 17)] = s.value;
+  }
+  EXPECT_EQ(success["stop"], 2);
+  EXPECT_EQ(success["length"], 1);
+  EXPECT_EQ(success["abort"], 0);
+}
+
+TEST(MetricsTextTest, HistogramBucketsAreCumulativeAndEndAtCount) {
+  engine::Metrics m;
+  const double values[] = {0.0005, 0.002, 0.03, 0.03, 1.5, 5000.0};
+  double sum = 0;
+  for (double v : values) {
+    m.time_to_first_token_seconds.observe(v);
+    sum += v;
+  }
+  const std::string text = render_metrics(engine::EngineStats{}, m, "m");
+  std::map<std::string, std::string> types;
+  const std::vector<Sample> samples = parse_exposition(text, &types);
+  std::vector<std::pair<double, double>> buckets;  // (le, count)
+  double count = -1, total = -1;
+  for (const Sample& s : samples) {
+    if (s.name == "keel:time_to_first_token_seconds_bucket") {
+      const size_t p = s.labels.find("le=\"");
+      ASSERT_NE(p, std::string::npos);
+      const std::string le = s.labels.substr(p + 4, s.labels.find('"', p + 4) - p - 4);
+      buckets.emplace_back(le == "+Inf" ? INFINITY : std::stod(le), s.value);
+    } else if (s.name == "keel:time_to_first_token_seconds_count") {
+      count = s.value;
+    } else if (s.name == "keel:time_to_first_token_seconds_sum") {
+      total = s.value;
+    }
+  }
+  ASSERT_GE(buckets.size(), 2u);
+  for (size_t i = 1; i < buckets.size(); ++i) {
+    EXPECT_LT(buckets[i - 1].first, buckets[i].first);
+    EXPECT_LE(buckets[i - 1].second, buckets[i].second);
+  }
+  EXPECT_TRUE(std::isinf(buckets.back().first));
+  EXPECT_EQ(buckets.back().second, 6);
+  EXPECT_EQ(count, 6);
+  EXPECT_NEAR(total, sum, 1e-9);
+  // le=0.001 holds only the 0.0005 observation; le=0.005 also the 0.002 one.
+  EXPECT_EQ(buckets[0].first, 0.001);
+  EXPECT_EQ(buckets[0].second, 1);
+  EXPECT_EQ(buckets[1].second, 2);
+}
+
+}  // namespace
+}  // namespace keel::server

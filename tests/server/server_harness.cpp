@@ -1,0 +1,96 @@
+// Server test fixtures (see server_harness.h).
+#include "server_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "core/check.h"
+#include "tokenizer/vocab.h"
+
+namespace keel::server::testing {
+
+tokenizer::Tokenizer make_test_tokenizer() {
+  using tokenizer::TokenAttr;
+  tokenizer::Vocab v;
+  v.type = tokenizer::VocabType::kSpm;
+  v.model = "llama";
+  auto add = [&v](std::string text, TokenAttr attr, float score = 0.0f) {
+    v.token_to_id.emplace(text, static_cast<int32_t>(v.tokens.size()));
+    v.tokens.push_back({std::move(text), score, tokenizer::bit(attr)});
+  };
+  add("<unk>", TokenAttr::kUnknown);
+  add("<s>", TokenAttr::kControl);
+  add("</s>", TokenAttr::kControl);
+  for (int b = 0; b < 256; ++b) {
+    char hex[8];
+    std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
+    add(hex, TokenAttr::kByte);
+  }
+  const char* words[] = {"\xE2\x96\x81Hello",
+                         "\xE2\x96\x81world",
+                         "!",
+                         "\xE2\x96\x81The",
+                         "\xE2\x96\x81"
+                         "end",
+                         "ST",
+                         "OP",
+                         "\xE2\x96\x81more"};
+  for (const char* w : words) add(w, TokenAttr::kNormal, -1.0f);
+  v.special.unk = kUnk;
+  v.special.bos = kBos;
+  v.special.eos = kEos;
+  v.add_bos = true;
+  v.add_space_prefix = true;
+  v.escape_whitespaces = true;
+  tokenizer::finalize_special_tokens(&v);
+  Result<tokenizer::Tokenizer> tok = tokenizer::Tokenizer::from_vocab(std::move(v));
+  KEEL_CHECK_MSG(tok.ok(), tok.status().to_string().c_str());
+  KEEL_CHECK(tok->vocab_size() == kVocabSize);
+  return std::move(tok).value();
+}
+
+Result<std::string> chatml(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  std::string out;
+  for (const ChatMessage& m : messages) {
+    if (m.content == "__template_error__") return Status::invalid_argument("template rejected");
+    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  }
+  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  return out;
+}
+
+ServerConfig test_config() {
+  ServerConfig c;
+  c.host = "127.0.0.1";
+  c.port = 0;
+  c.served_model_name = "test-model";
+  c.io_threads = 2;
+  c.tokenizer_threads = 1;
+  c.max_body_bytes = 64 * 1024;
+  c.shutdown_timeout_ms = 2000;
+  return c;
+}
+
+ServerHarness::ServerHarness(ServerConfig config, int64_t max_model_len,
+                             const tokenizer::Tokenizer* tokenizer)
+    : engine_(std::make_unique<FakeEngine>(max_model_len)),
+      own_tokenizer_(make_test_tokenizer()),
+      tokenizer_(tokenizer != nullptr ? tokenizer : &own_tokenizer_) {
+  ServerDeps deps;
+  deps.engine = engine_.get();
+  deps.tokenizer = tokenizer_;
+  deps.chat = chatml;
+  deps.ready = &ready_;
+  Result<std::unique_ptr<Server>> s = Server::start(std::move(config), std::move(deps));
+  KEEL_CHECK_MSG(s.ok(), s.status().to_string().c_str());
+  server_ = std::move(s).value();
+}
+
+ServerHarness::~ServerHarness() {
+  server_->shutdown();
+  server_.reset();
+  engine_.reset();
+}
+
+}  // namespace keel::server::testing
