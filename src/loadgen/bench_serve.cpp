@@ -1,8 +1,10 @@
 // run_bench_serve: the steps of a benchmark run in order; see the header.
 #include "loadgen/bench_serve.h"
 
+#include <chrono>
 #include <cmath>
 #include <ctime>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -35,6 +37,27 @@ Result<std::vector<PlannedRequest>> plan(const BenchServeConfig& c,
     out.push_back(std::move(r));
   }
   return out;
+}
+
+constexpr std::chrono::seconds kProgressEvery{5};
+
+// A progress line at most every kProgressEvery, and one when the last request ends.
+std::function<void(const RequestRecord&)> progress_reporter(int64_t total, const NoteSink& note) {
+  struct State {
+    int64_t done = 0;
+    int64_t failed = 0;
+    std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  };
+  auto state = std::make_shared<State>();
+  return [state, total, note](const RequestRecord& r) {
+    ++state->done;
+    if (!r.success) ++state->failed;
+    const auto now = std::chrono::steady_clock::now();
+    if (state->done == total || now - state->last >= kProgressEvery) {
+      state->last = now;
+      note(fmt::format("  {}/{} requests done ({} failed)", state->done, total, state->failed));
+    }
+  };
 }
 
 }  // namespace
@@ -113,6 +136,7 @@ Result<BenchServeResult> run_bench_serve(BenchServeConfig config, const NoteSink
   say(config.load.max_concurrency > 0
           ? fmt::format("Maximum request concurrency: {}", config.load.max_concurrency)
           : std::string("Maximum request concurrency: None"));
+  if (note) runner.on_complete = progress_reporter(config.workload.num_prompts, note);
   KEEL_ASSIGN_OR_RETURN(RunOutput out, run_load(runner, planned));
   result.metrics = compute_metrics(out.records, out.duration_s, config.percentiles, config.goodput);
   result.records = std::move(out.records);

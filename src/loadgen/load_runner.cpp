@@ -57,6 +57,13 @@ awaitable<void> one_request(Run* run, size_t idx) {
     rec.error = std::string("client error: ") + e.what();
   }
   run->last_end_s = std::max(run->last_end_s, run->client->now_s());
+  if (run->config->on_complete) {
+    try {
+      run->config->on_complete(rec);
+    } catch (...) {
+      // progress reporting must not break the run
+    }
+  }
   --run->in_flight;
   run->wake->cancel();
 }

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -48,6 +49,9 @@ struct RunnerConfig {
   bool keep_text = false;                    // keep generated text in the records
   std::string request_id_prefix;             // x-request-id = prefix + index ("" = none sent)
   LoadConfig load;
+  // Called on the load thread after each request finishes (for progress); may be empty. It must
+  // be quick: it runs between socket reads.
+  std::function<void(const RequestRecord&)> on_complete;
 };
 
 struct RunOutput {

@@ -83,8 +83,11 @@ TEST(BenchServeE2eTest, RequestBodiesAndIdsAreWhatVllmSends) {
   c.model = "given-model";
   c.initial_test = false;
   c.extra_body = {{"top_k", 1}};
-  auto r = run_bench_serve(c);
+  std::vector<std::string> notes;
+  auto r = run_bench_serve(c, [&](const std::string& s) { notes.push_back(s); });
   ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_FALSE(notes.empty());
+  EXPECT_TRUE(contains(notes.back(), "3/3 requests done (0 failed)")) << notes.back();
   const auto bodies = server.bodies();
   ASSERT_EQ(bodies.size(), 3u);
   for (const std::string& b : bodies) {

@@ -32,6 +32,7 @@ TEST(BenchServeCliTest, RunPrintsTheTableAndSavesJson) {
   EXPECT_NE(r.out.find("Successful requests:                     4"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Request goodput (req/s):"), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("Model: fake-model"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("4/4 requests done (0 failed)"), std::string::npos) << r.err;
   const auto j = nlohmann::json::parse(read_file(out));
   EXPECT_EQ(j["completed"], 4);
   EXPECT_EQ(j["failed"], 0);
