@@ -50,7 +50,7 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
   c.schedule_ahead = !o.no_schedule_ahead;
   c.threads = compute.threads;
   c.isa = compute.isa;
-  c.eog_token_ids = tok.eog_ids();
+  c.eog_token_ids.assign(tok.eog_ids().begin(), tok.eog_ids().end());
   return c;
 }
 
@@ -65,21 +65,23 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   return c;
 }
 
-// Messages → prompt text through the model's chat template. The tokenizer adds BOS itself when
-// the vocabulary says so, so a BOS the template rendered is removed here: never a double BOS.
+// Messages → prompt text through the model's chat template; a BOS the template rendered is
+// dropped when the tokenizer adds one itself (tokenizer::prompt_for_tokenizer): never a double BOS.
 server::ChatFormatter make_chat_formatter(std::shared_ptr<const tokenizer::ChatTemplate> tmpl,
                                           const tokenizer::Tokenizer* tok) {
-  const std::string bos = tok->bos_id() >= 0 ? tok->token_text(tok->bos_id()) : "";
-  const std::string eos = tok->eos_id() >= 0 ? tok->token_text(tok->eos_id()) : "";
-  const bool strip_bos = tok->add_bos() && !bos.empty();
-  return [tmpl, bos, eos, strip_bos](std::span<const server::ChatMessage> messages,
-                                     bool add_generation_prompt) -> Result<std::string> {
+  return [tmpl, tok, bos = tokenizer::bos_text(*tok), eos = tokenizer::eos_text(*tok)](
+             std::span<const server::ChatMessage> messages,
+             bool add_generation_prompt) -> Result<std::string> {
     std::vector<tokenizer::ChatMessage> msgs;
     msgs.reserve(messages.size());
-    for (const auto& m : messages) msgs.push_back({m.role, m.content});
+    for (const auto& m : messages) {
+      tokenizer::ChatMessage c{m.role, m.content, nullptr};
+      if (!m.name.empty()) c.extra["name"] = m.name;
+      if (!m.tool_call_id.empty()) c.extra["tool_call_id"] = m.tool_call_id;
+      msgs.push_back(std::move(c));
+    }
     KEEL_ASSIGN_OR_RETURN(std::string text, tmpl->render(msgs, add_generation_prompt, bos, eos));
-    if (strip_bos && text.starts_with(bos)) text.erase(0, bos.size());
-    return text;
+    return std::string(tokenizer::prompt_for_tokenizer(text, *tok));
   };
 }
 
