@@ -52,7 +52,7 @@ void Ops::paged_attention(const PagedKv& kv, const AttentionHeads& heads,
   float* ml = grow(s.ml, n_units * 2 * group);
   float* partial = grow(s.partial, int64_t{n_partial} * group * dim);
   const int nth = n_units > 1 ? pool_->num_threads() : 1;
-  const int64_t per_thread = group * kAttentionTile;
+  const int64_t per_thread = paged_attention_scratch_floats(group, dim);
   float* thread_scratch = grow(s.thread, nth * per_thread);
   if (s.pending_size < s.splits.size()) {
     s.pending = std::make_unique<std::atomic<int32_t>[]>(s.splits.size());
