@@ -95,19 +95,37 @@ inline float exp_tile(float* p, int32_t n, float m_new) {
   return hsum(sum);
 }
 
-// acc[0, 8·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 8·kChunks) with v_j = vrows[j].
+// acc[0, 8·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 8·kChunks) with v_j = vrows[j]. Positions
+// alternate between kStreams sets of accumulators so that at least 8 FMA chains are in flight.
 template <int kChunks>
 inline void weighted_v(float* acc, float alpha, const float* p, int32_t n,
                        const float* const* vrows, int64_t d0) {
-  __m256 a[kChunks];
-  const __m256 va = _mm256_set1_ps(alpha);
-  for (int c = 0; c < kChunks; ++c) a[c] = _mm256_mul_ps(_mm256_loadu_ps(acc + 8 * c), va);
-  for (int32_t j = 0; j < n; ++j) {
-    const __m256 pj = _mm256_broadcast_ss(p + j);
-    const float* v = vrows[j] + d0;
-    for (int c = 0; c < kChunks; ++c) a[c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[c]);
+  constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
+  __m256 a[kStreams][kChunks];
+  for (int s = 0; s < kStreams; ++s) {
+    for (int c = 0; c < kChunks; ++c) a[s][c] = _mm256_setzero_ps();
   }
-  for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(acc + 8 * c, a[c]);
+  int32_t j = 0;
+  for (; j + kStreams <= n; j += kStreams) {
+    for (int s = 0; s < kStreams; ++s) {
+      const __m256 pj = _mm256_broadcast_ss(p + j + s);
+      const float* v = vrows[j + s] + d0;
+      for (int c = 0; c < kChunks; ++c)
+        a[s][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[s][c]);
+    }
+  }
+  for (; j < n; ++j) {
+    const auto pj = _mm256_broadcast_ss(p + j);
+    const float* v = vrows[j] + d0;
+    for (int c = 0; c < kChunks; ++c)
+      a[0][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[0][c]);
+  }
+  const __m256 va = _mm256_set1_ps(alpha);
+  for (int c = 0; c < kChunks; ++c) {
+    __m256 sum = a[0][c];
+    for (int s = 1; s < kStreams; ++s) sum = _mm256_add_ps(sum, a[s][c]);
+    _mm256_storeu_ps(acc + 8 * c, _mm256_fmadd_ps(_mm256_loadu_ps(acc + 8 * c), va, sum));
+  }
 }
 
 void accumulate_v(float* acc, float alpha, const float* p, int32_t n, const float* const* vrows,

@@ -94,21 +94,37 @@ inline float exp_tile(float* p, int32_t n, float m_new) {
   return _mm512_reduce_add_ps(sum);
 }
 
-// acc[0, 16·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 16·kChunks) with v_j = vrows[j].
+// acc[0, 16·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 16·kChunks) with v_j = vrows[j]. Positions
+// alternate between kStreams sets of accumulators so that at least 8 FMA chains are in flight.
 template <int kChunks>
 inline void weighted_v(float* acc, float alpha, const float* p, int32_t n,
                        const float* const* vrows, int64_t d0) {
-  __m512 a[kChunks];
-  const __m512 va = _mm512_set1_ps(alpha);
-  for (int c = 0; c < kChunks; ++c) a[c] = _mm512_mul_ps(_mm512_loadu_ps(acc + 16 * c), va);
-  for (int32_t j = 0; j < n; ++j) {
-    const __m512 pj = _mm512_set1_ps(p[j]);
-    const float* v = vrows[j] + d0;
-    for (int c = 0; c < kChunks; ++c) {
-      a[c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[c]);
+  constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
+  __m512 a[kStreams][kChunks];
+  for (int s = 0; s < kStreams; ++s) {
+    for (int c = 0; c < kChunks; ++c) a[s][c] = _mm512_setzero_ps();
+  }
+  int32_t j = 0;
+  for (; j + kStreams <= n; j += kStreams) {
+    for (int s = 0; s < kStreams; ++s) {
+      const __m512 pj = _mm512_set1_ps(p[j + s]);
+      const float* v = vrows[j + s] + d0;
+      for (int c = 0; c < kChunks; ++c)
+        a[s][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[s][c]);
     }
   }
-  for (int c = 0; c < kChunks; ++c) _mm512_storeu_ps(acc + 16 * c, a[c]);
+  for (; j < n; ++j) {
+    const auto pj = _mm512_set1_ps(p[j]);
+    const float* v = vrows[j] + d0;
+    for (int c = 0; c < kChunks; ++c)
+      a[0][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[0][c]);
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
+  for (int c = 0; c < kChunks; ++c) {
+    __m512 sum = a[0][c];
+    for (int s = 1; s < kStreams; ++s) sum = _mm512_add_ps(sum, a[s][c]);
+    _mm512_storeu_ps(acc + 16 * c, _mm512_fmadd_ps(_mm512_loadu_ps(acc + 16 * c), va, sum));
+  }
 }
 
 // The last, partial chunk of a head: lanes of `m` only.
