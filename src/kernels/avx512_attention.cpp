@@ -167,12 +167,20 @@ void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttention
   std::fill(t.acc, t.acc + group * dim, 0.0f);
   std::fill(t.m, t.m + group, -INFINITY);
   std::fill(t.l, t.l + group, 0.0f);
-  const std::byte* rows[kAttentionTile];
+  const std::byte* tile_rows[2][kAttentionTile];
   const float* krows[kAttentionTile];
   const float* vrows[kAttentionTile];
-  for (int32_t j0 = t.kv_begin; j0 < t.kv_end; j0 += kAttentionTile) {
+  const size_t head_bytes = static_cast<size_t>(dim) * (kF16 ? 2 : 4);
+  paged_k_rows(kv, t.block_table, t.kv_head, dim, t.kv_begin,
+               std::min(kAttentionTile, t.kv_end - t.kv_begin), tile_rows[0]);
+  for (int32_t j0 = t.kv_begin, tile = 0; j0 < t.kv_end; j0 += kAttentionTile, tile ^= 1) {
     const int32_t n = std::min(kAttentionTile, t.kv_end - j0);
-    paged_k_rows(kv, t.block_table, t.kv_head, dim, j0, n, rows);
+    const std::byte* const* rows = tile_rows[tile];
+    if (const int32_t j1 = j0 + kAttentionTile; j1 < t.kv_end) {  // the next tile's rows
+      const int32_t n1 = std::min(kAttentionTile, t.kv_end - j1);
+      paged_k_rows(kv, t.block_table, t.kv_head, dim, j1, n1, tile_rows[tile ^ 1]);
+      prefetch_rows(tile_rows[tile ^ 1], n1, kv.v_offset, head_bytes);
+    }
     for (int32_t j = 0; j < n; ++j) {
       if constexpr (kF16) {
         widen(rows[j], dim, k_tile + j * dim);
