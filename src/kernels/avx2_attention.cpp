@@ -1,8 +1,10 @@
-// AVX2 paged-attention work unit, the twin of scalar_attention.cpp: the same tiles of
-// kAttentionTile positions and online-softmax updates, with 8-wide FMA dot products (q·k), a
-// polynomial e^x (avx2_math.h) over each tile's scores, and the weighted V sum held in up to 8
-// independent accumulators (64 floats of a head) per pass over the tile. f16 rows are widened
-// with F16C. head_dim tails run scalar code.
+// AVX2 paged-attention work unit, the twin of scalar_attention.cpp (same tiles of kAttentionTile
+// positions and online-softmax updates). Per tile: f16 K/V rows of the KV head are widened once
+// into scratch (F16C); scores of each query head are computed 8 positions at a time (8 dot-product
+// accumulators sharing the query chunk, then one transpose-reduction to the 8 scores); a
+// polynomial e^x (avx2_math.h) turns a head's scores into weights; the weighted V sum keeps up to
+// 64 floats of the head's accumulator in registers per pass over the tile. head_dim tails run
+// scalar code.
 //
 // Pure functions; thread-safe.
 #include <immintrin.h>
@@ -18,44 +20,46 @@
 namespace keel::kernels::avx2 {
 namespace {
 
-// 8 elements of a row starting at element d, widened to f32.
-template <bool kF16>
-inline __m256 load8(const std::byte* row, int64_t d) {
-  if constexpr (kF16) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + d * 2)));
-  } else {
-    return _mm256_loadu_ps(reinterpret_cast<const float*>(row + d * 4));
+constexpr int32_t kLanes = 8;
+static_assert(kAttentionTile % kLanes == 0);
+
+// Lane i of the result = the sum of the lanes of a[i].
+inline __m256 reduce8(const __m256* a) {
+  __m256 b[4];
+  for (int i = 0; i < 4; ++i) {  // per 128-bit half: [a0₀+a0₂, a1₀+a1₂, a0₁+a0₃, a1₁+a1₃]
+    b[i] = _mm256_add_ps(_mm256_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                         _mm256_unpackhi_ps(a[2 * i], a[2 * i + 1]));
   }
+  __m256 c[2];
+  for (int i = 0; i < 2; ++i) {  // per 128-bit half: the half-sums of a[4i .. 4i+3]
+    c[i] = _mm256_add_ps(_mm256_shuffle_ps(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm256_shuffle_ps(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  return _mm256_add_ps(_mm256_permute2f128_ps(c[0], c[1], 0x20),
+                       _mm256_permute2f128_ps(c[0], c[1], 0x31));
 }
 
-template <bool kF16>
-inline float load1(const std::byte* row, int64_t d) {
-  if constexpr (kF16) {
-    uint16_t h;
-    std::memcpy(&h, row + d * 2, 2);
-    return _cvtsh_ss(h);
-  } else {
-    float f;
-    std::memcpy(&f, row + d * 4, 4);
-    return f;
-  }
-}
-
-template <bool kF16>
-inline float dot(const float* q, const std::byte* k, int64_t dim) {
-  __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+// s[i] = scale · q·k_i for the 8 rows k_i = krows[i].
+inline void scores8(const float* q, const float* const* krows, int64_t dim, float scale, float* s) {
+  __m256 acc[kLanes];
+  for (auto& a : acc) a = _mm256_setzero_ps();
   int64_t d = 0;
-  for (; d + 16 <= dim; d += 16) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8<kF16>(k, d), a0);
-    a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d + 8), load8<kF16>(k, d + 8), a1);
+  for (; d + 8 <= dim; d += 8) {
+    const __m256 qc = _mm256_loadu_ps(q + d);
+    for (int i = 0; i < kLanes; ++i) {
+      acc[i] = _mm256_fmadd_ps(qc, _mm256_loadu_ps(krows[i] + d), acc[i]);
+    }
   }
-  if (d + 8 <= dim) {
-    a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8<kF16>(k, d), a0);
-    d += 8;
+  __m256 r = reduce8(acc);
+  if (d < dim) {
+    alignas(32) float t[kLanes];
+    _mm256_store_ps(t, r);
+    for (int i = 0; i < kLanes; ++i) {
+      for (int64_t e = d; e < dim; ++e) t[i] += q[e] * krows[i][e];
+    }
+    r = _mm256_load_ps(t);
   }
-  float s = hsum(_mm256_add_ps(a0, a1));
-  for (; d < dim; ++d) s += q[d] * load1<kF16>(k, d);
-  return s;
+  _mm256_storeu_ps(s, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
 }
 
 inline float hmax(__m256 v) {
@@ -65,13 +69,23 @@ inline float hmax(__m256 v) {
   return _mm_cvtss_f32(m);
 }
 
-// Turns the n scores of a tile into weights p = e^(s − m_new) (zero past n) in place; returns
-// their sum. Entries [n, kAttentionTile) of p are overwritten.
+// The largest of the n scores p[0, n).
+inline float tile_max(const float* p, int32_t n) {
+  __m256 mx = _mm256_set1_ps(-INFINITY);
+  int32_t j = 0;
+  for (; j + kLanes <= n; j += kLanes) mx = _mm256_max_ps(mx, _mm256_loadu_ps(p + j));
+  float m = hmax(mx);
+  for (; j < n; ++j) m = std::max(m, p[j]);
+  return m;
+}
+
+// Turns the n scores of a tile into weights p = e^(s − m_new) in place (zero in [n, n rounded up
+// to 8)); returns their sum.
 inline float exp_tile(float* p, int32_t n, float m_new) {
   const __m256 vm = _mm256_set1_ps(m_new);
   const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
   __m256 sum = _mm256_setzero_ps();
-  for (int32_t j = 0; j < kAttentionTile; j += 8) {
+  for (int32_t j = 0; j < n; j += kLanes) {
     const __m256 keep = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(j))),
                                       _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ);
     const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_loadu_ps(p + j), vm)), keep);
@@ -81,37 +95,67 @@ inline float exp_tile(float* p, int32_t n, float m_new) {
   return hsum(sum);
 }
 
-// acc[0, 8·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 8·kChunks), v_j = rows[j] + v_offset.
-template <int kChunks, bool kF16>
+// acc[0, 8·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 8·kChunks) with v_j = vrows[j]. Positions
+// alternate between kStreams sets of accumulators so that at least 8 FMA chains are in flight.
+template <int kChunks>
 inline void weighted_v(float* acc, float alpha, const float* p, int32_t n,
-                       const std::byte* const* rows, size_t v_offset, int64_t d0) {
-  __m256 a[kChunks];
-  const __m256 va = _mm256_set1_ps(alpha);
-  for (int c = 0; c < kChunks; ++c) a[c] = _mm256_mul_ps(_mm256_loadu_ps(acc + 8 * c), va);
-  for (int32_t j = 0; j < n; ++j) {
-    const __m256 pj = _mm256_set1_ps(p[j]);
-    const std::byte* v = rows[j] + v_offset;
-    for (int c = 0; c < kChunks; ++c) {
-      a[c] = _mm256_fmadd_ps(pj, load8<kF16>(v, d0 + 8 * c), a[c]);
+                       const float* const* vrows, int64_t d0) {
+  constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
+  __m256 a[kStreams][kChunks];
+  for (int s = 0; s < kStreams; ++s) {
+    for (int c = 0; c < kChunks; ++c) a[s][c] = _mm256_setzero_ps();
+  }
+  int32_t j = 0;
+  for (; j + kStreams <= n; j += kStreams) {
+    for (int s = 0; s < kStreams; ++s) {
+      const __m256 pj = _mm256_broadcast_ss(p + j + s);
+      const float* v = vrows[j + s] + d0;
+      for (int c = 0; c < kChunks; ++c)
+        a[s][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[s][c]);
     }
   }
-  for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(acc + 8 * c, a[c]);
+  for (; j < n; ++j) {
+    const auto pj = _mm256_broadcast_ss(p + j);
+    const float* v = vrows[j] + d0;
+    for (int c = 0; c < kChunks; ++c)
+      a[0][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[0][c]);
+  }
+  const __m256 va = _mm256_set1_ps(alpha);
+  for (int c = 0; c < kChunks; ++c) {
+    __m256 sum = a[0][c];
+    for (int s = 1; s < kStreams; ++s) sum = _mm256_add_ps(sum, a[s][c]);
+    _mm256_storeu_ps(acc + 8 * c, _mm256_fmadd_ps(_mm256_loadu_ps(acc + 8 * c), va, sum));
+  }
 }
 
-template <bool kF16>
-void accumulate_v(float* acc, float alpha, const float* p, int32_t n, const std::byte* const* rows,
-                  size_t v_offset, int64_t dim) {
+void accumulate_v(float* acc, float alpha, const float* p, int32_t n, const float* const* vrows,
+                  int64_t dim) {
   int64_t d = 0;
-  for (; d + 64 <= dim; d += 64) weighted_v<8, kF16>(acc + d, alpha, p, n, rows, v_offset, d);
+  for (; d + 64 <= dim; d += 64) weighted_v<8>(acc + d, alpha, p, n, vrows, d);
   if (d + 32 <= dim) {
-    weighted_v<4, kF16>(acc + d, alpha, p, n, rows, v_offset, d);
+    weighted_v<4>(acc + d, alpha, p, n, vrows, d);
     d += 32;
   }
-  for (; d + 8 <= dim; d += 8) weighted_v<1, kF16>(acc + d, alpha, p, n, rows, v_offset, d);
+  for (; d + 8 <= dim; d += 8) weighted_v<1>(acc + d, alpha, p, n, vrows, d);
   for (; d < dim; ++d) {
     float s = acc[d] * alpha;
-    for (int32_t j = 0; j < n; ++j) s += p[j] * load1<kF16>(rows[j] + v_offset, d);
+    for (int32_t j = 0; j < n; ++j) s += p[j] * vrows[j][d];
     acc[d] = s;
+  }
+}
+
+// dim f16 values at src → f32 at dst.
+inline void widen(const std::byte* src, int64_t dim, float* dst) {
+  const auto* h = reinterpret_cast<const uint16_t*>(src);
+  int64_t d = 0;
+  for (; d + 8 <= dim; d += 8) {
+    _mm256_storeu_ps(dst + d,
+                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + d))));
+  }
+  for (; d < dim; ++d) {
+    uint16_t x;
+    std::memcpy(&x, h + d, 2);
+    dst[d] = _cvtsh_ss(x);
   }
 }
 
@@ -119,30 +163,49 @@ template <bool kF16>
 void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttentionTask& t) {
   const int64_t group = heads.n_heads / heads.n_kv_heads;
   const int64_t dim = heads.head_dim;
+  float* const scores = t.scratch;                               // [group][kAttentionTile]
+  float* const k_tile = scores + group * kAttentionTile;         // [kAttentionTile][dim] (f16)
+  float* const v_tile = k_tile + int64_t{kAttentionTile} * dim;  // [kAttentionTile][dim] (f16)
   std::fill(t.acc, t.acc + group * dim, 0.0f);
   std::fill(t.m, t.m + group, -INFINITY);
   std::fill(t.l, t.l + group, 0.0f);
-  const std::byte* rows[kAttentionTile];
-  for (int32_t j0 = t.kv_begin; j0 < t.kv_end; j0 += kAttentionTile) {
+  const std::byte* tile_rows[2][kAttentionTile];
+  const float* krows[kAttentionTile];
+  const float* vrows[kAttentionTile];
+  const size_t head_bytes = static_cast<size_t>(dim) * (kF16 ? 2 : 4);
+  paged_k_rows(kv, t.block_table, t.kv_head, dim, t.kv_begin,
+               std::min(kAttentionTile, t.kv_end - t.kv_begin), tile_rows[0]);
+  for (int32_t j0 = t.kv_begin, tile = 0; j0 < t.kv_end; j0 += kAttentionTile, tile ^= 1) {
     const int32_t n = std::min(kAttentionTile, t.kv_end - j0);
-    paged_k_rows(kv, t.block_table, t.kv_head, dim, j0, n, rows);
+    const std::byte* const* rows = tile_rows[tile];
+    if (const int32_t j1 = j0 + kAttentionTile; j1 < t.kv_end) {  // the next tile's rows
+      const int32_t n1 = std::min(kAttentionTile, t.kv_end - j1);
+      paged_k_rows(kv, t.block_table, t.kv_head, dim, j1, n1, tile_rows[tile ^ 1]);
+      prefetch_rows(tile_rows[tile ^ 1], n1, kv.v_offset, head_bytes);
+    }
     for (int32_t j = 0; j < n; ++j) {
-      for (int64_t g = 0; g < group; ++g) {
-        t.scratch[g * kAttentionTile + j] = dot<kF16>(t.q + g * dim, rows[j], dim) * heads.scale;
+      if constexpr (kF16) {
+        widen(rows[j], dim, k_tile + j * dim);
+        widen(rows[j] + kv.v_offset, dim, v_tile + j * dim);
+        krows[j] = k_tile + j * dim;
+        vrows[j] = v_tile + j * dim;
+      } else {
+        krows[j] = reinterpret_cast<const float*>(rows[j]);
+        vrows[j] = reinterpret_cast<const float*>(rows[j] + kv.v_offset);
       }
     }
+    const int32_t n_blocks = (n + kLanes - 1) / kLanes;
+    for (int32_t j = n; j < n_blocks * kLanes; ++j) krows[j] = krows[0];  // scores ignored
     for (int64_t g = 0; g < group; ++g) {
-      float* p = t.scratch + g * kAttentionTile;
-      __m256 mx = _mm256_set1_ps(-INFINITY);
-      int32_t j = 0;
-      for (; j + 8 <= n; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(p + j));
-      float tile_max = hmax(mx);
-      for (; j < n; ++j) tile_max = std::max(tile_max, p[j]);
-      const float m_new = std::max(t.m[g], tile_max);
+      float* p = scores + g * kAttentionTile;
+      for (int32_t b = 0; b < n_blocks; ++b) {
+        scores8(t.q + g * dim, krows + b * kLanes, dim, heads.scale, p + b * kLanes);
+      }
+      const float m_new = std::max(t.m[g], tile_max(p, n));
       const float alpha = t.m[g] == -INFINITY ? 0.0f : std::exp(t.m[g] - m_new);
       t.l[g] = t.l[g] * alpha + exp_tile(p, n, m_new);
       t.m[g] = m_new;
-      accumulate_v<kF16>(t.acc + g * dim, alpha, p, n, rows, kv.v_offset, dim);
+      accumulate_v(t.acc + g * dim, alpha, p, n, vrows, dim);
     }
   }
 }

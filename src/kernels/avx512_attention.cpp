@@ -1,8 +1,10 @@
-// AVX-512 paged-attention work unit, the twin of scalar_attention.cpp: the same tiles of
-// kAttentionTile positions and online-softmax updates, with 16-wide FMA dot products (q·k), a
-// polynomial e^x (avx512_math.h) over each tile's scores, and the weighted V sum held in up to 8
-// independent accumulators (128 floats of a head) per pass over the tile. f16 rows are widened
-// with vcvtph2ps; head_dim tails use masked loads and stores.
+// AVX-512 paged-attention work unit, the twin of scalar_attention.cpp (same tiles of
+// kAttentionTile positions and online-softmax updates). Per tile: f16 K/V rows of the KV head are
+// widened once into scratch (vcvtph2ps); scores of each query head are computed 16 positions at a
+// time (16 dot-product accumulators sharing the query chunk, then one transpose-reduction to the
+// 16 scores); a polynomial e^x (avx512_math.h) turns a head's scores into weights; the weighted V
+// sum keeps up to 128 floats of the head's accumulator in registers per pass over the tile.
+// head_dim tails use masked loads and stores.
 //
 // Pure functions; thread-safe.
 #include <immintrin.h>
@@ -17,85 +19,141 @@
 namespace keel::kernels::avx512 {
 namespace {
 
+constexpr int32_t kLanes = 16;
 constexpr __mmask16 kAll = 0xffff;
+static_assert(kAttentionTile % kLanes == 0);
 
-// 16 elements of a row starting at element d (lanes outside `mask` are zero), widened to f32.
-template <bool kF16>
-inline __m512 load16(const std::byte* row, int64_t d, __mmask16 mask = kAll) {
-  if constexpr (kF16) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, row + d * 2));
-  } else {
-    return _mm512_maskz_loadu_ps(mask, row + d * 4);
+// Lane i of the result = the sum of the lanes of a[i].
+inline __m512 reduce16(const __m512* a) {
+  __m512 b[8];
+  for (int i = 0; i < 8; ++i) {  // per 128-bit lane: pair sums of a[2i] and a[2i+1]
+    b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]),
+                         _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
   }
+  __m512 c[4];
+  for (int i = 0; i < 4; ++i) {  // per 128-bit lane: the lane sums of a[4i .. 4i+3]
+    c[i] = _mm512_add_ps(_mm512_shuffle_ps(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_ps(b[2 * i], b[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  __m512 d[2];
+  for (int i = 0; i < 2; ++i) {  // lanes (0+2, 1+3) of c[2i], then of c[2i+1]
+    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                         _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-template <bool kF16>
-inline float dot(const float* q, const std::byte* k, int64_t dim) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+// s[i] = scale · q·k_i for the 16 rows k_i = krows[i].
+inline void scores16(const float* q, const float* const* krows, int64_t dim, float scale,
+                     float* s) {
+  __m512 acc[kLanes];
+  for (auto& a : acc) a = _mm512_setzero_ps();
   int64_t d = 0;
-  for (; d + 32 <= dim; d += 32) {
-    a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d), load16<kF16>(k, d), a0);
-    a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + d + 16), load16<kF16>(k, d + 16), a1);
+  for (; d + 16 <= dim; d += 16) {
+    const __m512 qc = _mm512_loadu_ps(q + d);
+    for (int i = 0; i < kLanes; ++i) {
+      acc[i] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(krows[i] + d), acc[i]);
+    }
   }
-  for (; d < dim; d += 16) {
-    const __mmask16 m = dim - d >= 16 ? kAll : tail_mask(dim - d);
-    a0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16<kF16>(k, d, m), a0);
+  if (d < dim) {
+    const __mmask16 m = tail_mask(dim - d);
+    const __m512 qc = _mm512_maskz_loadu_ps(m, q + d);
+    for (int i = 0; i < kLanes; ++i) {
+      acc[i] = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m, krows[i] + d), acc[i]);
+    }
   }
-  return _mm512_reduce_add_ps(_mm512_add_ps(a0, a1));
+  _mm512_storeu_ps(s, _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale)));
 }
 
-// Turns the n scores of a tile into weights p = e^(s − m_new) (zero past n) in place; returns
-// their sum. Entries [n, kAttentionTile) of p are overwritten.
+inline __mmask16 lanes_below(int32_t n, int32_t j) {
+  return n - j >= kLanes ? kAll : (n > j ? tail_mask(n - j) : static_cast<__mmask16>(0));
+}
+
+// The largest of the n scores p[0, n).
+inline float tile_max(const float* p, int32_t n) {
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  for (int32_t j = 0; j < n; j += kLanes) {
+    const __mmask16 m = lanes_below(n, j);
+    mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, p + j));
+  }
+  return _mm512_reduce_max_ps(mx);
+}
+
+// Turns the n scores of a tile into weights p = e^(s − m_new) in place (zero in [n, n rounded up
+// to 16)); returns their sum.
 inline float exp_tile(float* p, int32_t n, float m_new) {
-  static_assert(kAttentionTile % 16 == 0);
   const __m512 vm = _mm512_set1_ps(m_new);
   __m512 sum = _mm512_setzero_ps();
-  for (int32_t j = 0; j < kAttentionTile; j += 16) {
-    const __mmask16 keep = n - j >= 16 ? kAll : (n > j ? tail_mask(n - j) : 0);
-    const __m512 e = _mm512_maskz_mov_ps(keep, exp_ps(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
+  for (int32_t j = 0; j < n; j += kLanes) {
+    const __m512 e =
+        _mm512_maskz_mov_ps(lanes_below(n, j), exp_ps(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
     _mm512_storeu_ps(p + j, e);
     sum = _mm512_add_ps(sum, e);
   }
   return _mm512_reduce_add_ps(sum);
 }
 
-// acc[0, 16·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 16·kChunks), v_j = rows[j] + v_offset;
-// the last chunk covers only the lanes of `last`.
-template <int kChunks, bool kF16>
+// acc[0, 16·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 16·kChunks) with v_j = vrows[j]. Positions
+// alternate between kStreams sets of accumulators so that at least 8 FMA chains are in flight.
+template <int kChunks>
 inline void weighted_v(float* acc, float alpha, const float* p, int32_t n,
-                       const std::byte* const* rows, size_t v_offset, int64_t d0,
-                       __mmask16 last = kAll) {
-  __m512 a[kChunks];
-  const __m512 va = _mm512_set1_ps(alpha);
-  for (int c = 0; c < kChunks; ++c) {
-    const __mmask16 m = c + 1 == kChunks ? last : kAll;
-    a[c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + 16 * c), va);
+                       const float* const* vrows, int64_t d0) {
+  constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
+  __m512 a[kStreams][kChunks];
+  for (int s = 0; s < kStreams; ++s) {
+    for (int c = 0; c < kChunks; ++c) a[s][c] = _mm512_setzero_ps();
   }
-  for (int32_t j = 0; j < n; ++j) {
-    const __m512 pj = _mm512_set1_ps(p[j]);
-    const std::byte* v = rows[j] + v_offset;
-    for (int c = 0; c < kChunks; ++c) {
-      const __mmask16 m = c + 1 == kChunks ? last : kAll;
-      a[c] = _mm512_fmadd_ps(pj, load16<kF16>(v, d0 + 16 * c, m), a[c]);
+  int32_t j = 0;
+  for (; j + kStreams <= n; j += kStreams) {
+    for (int s = 0; s < kStreams; ++s) {
+      const __m512 pj = _mm512_set1_ps(p[j + s]);
+      const float* v = vrows[j + s] + d0;
+      for (int c = 0; c < kChunks; ++c)
+        a[s][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[s][c]);
     }
   }
+  for (; j < n; ++j) {
+    const auto pj = _mm512_set1_ps(p[j]);
+    const float* v = vrows[j] + d0;
+    for (int c = 0; c < kChunks; ++c)
+      a[0][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[0][c]);
+  }
+  const __m512 va = _mm512_set1_ps(alpha);
   for (int c = 0; c < kChunks; ++c) {
-    _mm512_mask_storeu_ps(acc + 16 * c, c + 1 == kChunks ? last : kAll, a[c]);
+    __m512 sum = a[0][c];
+    for (int s = 1; s < kStreams; ++s) sum = _mm512_add_ps(sum, a[s][c]);
+    _mm512_storeu_ps(acc + 16 * c, _mm512_fmadd_ps(_mm512_loadu_ps(acc + 16 * c), va, sum));
   }
 }
 
-template <bool kF16>
-void accumulate_v(float* acc, float alpha, const float* p, int32_t n, const std::byte* const* rows,
-                  size_t v_offset, int64_t dim) {
+// The last, partial chunk of a head: lanes of `m` only.
+inline void weighted_v_tail(float* acc, float alpha, const float* p, int32_t n,
+                            const float* const* vrows, int64_t d0, __mmask16 m) {
+  __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc), _mm512_set1_ps(alpha));
+  for (int32_t j = 0; j < n; ++j) {
+    a = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, vrows[j] + d0), a);
+  }
+  _mm512_mask_storeu_ps(acc, m, a);
+}
+
+void accumulate_v(float* acc, float alpha, const float* p, int32_t n, const float* const* vrows,
+                  int64_t dim) {
   int64_t d = 0;
-  for (; d + 128 <= dim; d += 128) weighted_v<8, kF16>(acc + d, alpha, p, n, rows, v_offset, d);
+  for (; d + 128 <= dim; d += 128) weighted_v<8>(acc + d, alpha, p, n, vrows, d);
   if (d + 64 <= dim) {
-    weighted_v<4, kF16>(acc + d, alpha, p, n, rows, v_offset, d);
+    weighted_v<4>(acc + d, alpha, p, n, vrows, d);
     d += 64;
   }
-  for (; d < dim; d += 16) {
+  for (; d + 16 <= dim; d += 16) weighted_v<1>(acc + d, alpha, p, n, vrows, d);
+  if (d < dim) weighted_v_tail(acc + d, alpha, p, n, vrows, d, tail_mask(dim - d));
+}
+
+// dim f16 values at src → f32 at dst.
+inline void widen(const std::byte* src, int64_t dim, float* dst) {
+  for (int64_t d = 0; d < dim; d += 16) {
     const __mmask16 m = dim - d >= 16 ? kAll : tail_mask(dim - d);
-    weighted_v<1, kF16>(acc + d, alpha, p, n, rows, v_offset, d, m);
+    _mm512_mask_storeu_ps(dst + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + d * 2)));
   }
 }
 
@@ -103,30 +161,49 @@ template <bool kF16>
 void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttentionTask& t) {
   const int64_t group = heads.n_heads / heads.n_kv_heads;
   const int64_t dim = heads.head_dim;
+  float* const scores = t.scratch;                               // [group][kAttentionTile]
+  float* const k_tile = scores + group * kAttentionTile;         // [kAttentionTile][dim] (f16)
+  float* const v_tile = k_tile + int64_t{kAttentionTile} * dim;  // [kAttentionTile][dim] (f16)
   std::fill(t.acc, t.acc + group * dim, 0.0f);
   std::fill(t.m, t.m + group, -INFINITY);
   std::fill(t.l, t.l + group, 0.0f);
-  const std::byte* rows[kAttentionTile];
-  for (int32_t j0 = t.kv_begin; j0 < t.kv_end; j0 += kAttentionTile) {
+  const std::byte* tile_rows[2][kAttentionTile];
+  const float* krows[kAttentionTile];
+  const float* vrows[kAttentionTile];
+  const size_t head_bytes = static_cast<size_t>(dim) * (kF16 ? 2 : 4);
+  paged_k_rows(kv, t.block_table, t.kv_head, dim, t.kv_begin,
+               std::min(kAttentionTile, t.kv_end - t.kv_begin), tile_rows[0]);
+  for (int32_t j0 = t.kv_begin, tile = 0; j0 < t.kv_end; j0 += kAttentionTile, tile ^= 1) {
     const int32_t n = std::min(kAttentionTile, t.kv_end - j0);
-    paged_k_rows(kv, t.block_table, t.kv_head, dim, j0, n, rows);
+    const std::byte* const* rows = tile_rows[tile];
+    if (const int32_t j1 = j0 + kAttentionTile; j1 < t.kv_end) {  // the next tile's rows
+      const int32_t n1 = std::min(kAttentionTile, t.kv_end - j1);
+      paged_k_rows(kv, t.block_table, t.kv_head, dim, j1, n1, tile_rows[tile ^ 1]);
+      prefetch_rows(tile_rows[tile ^ 1], n1, kv.v_offset, head_bytes);
+    }
     for (int32_t j = 0; j < n; ++j) {
-      for (int64_t g = 0; g < group; ++g) {
-        t.scratch[g * kAttentionTile + j] = dot<kF16>(t.q + g * dim, rows[j], dim) * heads.scale;
+      if constexpr (kF16) {
+        widen(rows[j], dim, k_tile + j * dim);
+        widen(rows[j] + kv.v_offset, dim, v_tile + j * dim);
+        krows[j] = k_tile + j * dim;
+        vrows[j] = v_tile + j * dim;
+      } else {
+        krows[j] = reinterpret_cast<const float*>(rows[j]);
+        vrows[j] = reinterpret_cast<const float*>(rows[j] + kv.v_offset);
       }
     }
+    const int32_t n_blocks = (n + kLanes - 1) / kLanes;
+    for (int32_t j = n; j < n_blocks * kLanes; ++j) krows[j] = krows[0];  // scores ignored
     for (int64_t g = 0; g < group; ++g) {
-      float* p = t.scratch + g * kAttentionTile;
-      __m512 mx = _mm512_set1_ps(-INFINITY);
-      for (int32_t j = 0; j < n; j += 16) {
-        const __mmask16 m = n - j >= 16 ? kAll : tail_mask(n - j);
-        mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, p + j));
+      float* p = scores + g * kAttentionTile;
+      for (int32_t b = 0; b < n_blocks; ++b) {
+        scores16(t.q + g * dim, krows + b * kLanes, dim, heads.scale, p + b * kLanes);
       }
-      const float m_new = std::max(t.m[g], _mm512_reduce_max_ps(mx));
+      const float m_new = std::max(t.m[g], tile_max(p, n));
       const float alpha = t.m[g] == -INFINITY ? 0.0f : std::exp(t.m[g] - m_new);
       t.l[g] = t.l[g] * alpha + exp_tile(p, n, m_new);
       t.m[g] = m_new;
-      accumulate_v<kF16>(t.acc + g * dim, alpha, p, n, rows, kv.v_offset, dim);
+      accumulate_v(t.acc + g * dim, alpha, p, n, vrows, dim);
     }
   }
 }

@@ -71,8 +71,14 @@ struct PagedAttentionTask {
   float* acc = nullptr;      // out: [group][head_dim]
   float* m = nullptr;        // out: [group]
   float* l = nullptr;        // out: [group]
-  float* scratch = nullptr;  // group * kAttentionTile floats, owned by the calling thread
+  float* scratch = nullptr;  // paged_attention_scratch_floats() floats of the calling thread
 };
+
+// Scratch a paged-attention kernel needs: the tile's scores of every head of the group, and the
+// tile's K and V rows of one KV head widened to f32 (f16 storage).
+inline int64_t paged_attention_scratch_floats(int64_t group, int64_t head_dim) {
+  return group * kAttentionTile + 2 * kAttentionTile * head_dim;
+}
 using PagedAttentionFn = void (*)(const PagedKv& kv, const AttentionHeads& heads,
                                   const PagedAttentionTask& task);
 

@@ -42,7 +42,7 @@ struct Ops::Scratch {
   std::vector<AttentionSplit> splits;
   std::vector<float> ml;       // [units][2·group] each unit's running max, then sum
   std::vector<float> partial;  // [units of split tokens][group·head_dim] partial accumulators
-  std::vector<float> thread;   // [threads][group·kAttentionTile] kernel scratch
+  std::vector<float> thread;   // [threads][paged_attention_scratch_floats()] kernel scratch
   std::unique_ptr<std::atomic<int32_t>[]> pending;  // [splits] units left to finish
   size_t pending_size = 0;
 };

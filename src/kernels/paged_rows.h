@@ -1,5 +1,6 @@
 // Address arithmetic of paged KV storage shared by the paged-attention kernels of every
-// instruction set: the K row addresses of a run of consecutive positions of one sequence. Plain
+// instruction set: the K row addresses of a run of consecutive positions of one sequence, and a
+// prefetch of those rows. Plain
 // C++ with internal linkage, so the per-ISA files (different target flags) never share a symbol.
 #pragma once
 
@@ -30,6 +31,17 @@ inline void paged_k_rows(const PagedKv& kv, const int32_t* block_table, int64_t 
     if (++r == kv.block_size && i + 1 < n) {
       r = 0;
       block = kv.base + static_cast<size_t>(block_table[++b]) * kv.block_stride;
+    }
+  }
+}
+
+// Asks for the K and V rows of one KV head (`bytes` each) at rows[0, n) to be brought into the
+// cache, so the next tile's memory arrives while this one computes.
+inline void prefetch_rows(const std::byte* const* rows, int32_t n, size_t v_offset, size_t bytes) {
+  for (int32_t i = 0; i < n; ++i) {
+    for (size_t off = 0; off < bytes; off += 64) {
+      __builtin_prefetch(rows[i] + off);
+      __builtin_prefetch(rows[i] + v_offset + off);
     }
   }
 }
