@@ -1,5 +1,6 @@
 // EventRelay (see event_relay.h). The post happens under mu_, so close() — which takes mu_ —
-// cannot return while a post is in flight.
+// cannot return while a post is in flight, and after close() the relay references nothing of
+// the io_context.
 #include "server/event_relay.h"
 
 namespace keel::server {
@@ -40,6 +41,9 @@ void EventRelay::close() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
+    // Drop the strand: the engine may keep this relay (through its sinks) after the server and
+    // its io_context are gone, and a strand must not be released after its io_context.
+    strand_ = net::any_io_executor();
   }
   signal_ = nullptr;
   queue_.clear();

@@ -44,9 +44,9 @@ class EventRelay : public std::enable_shared_from_this<EventRelay> {
   class Sink;
   void deliver(size_t choice, engine::TokenEvent event);  // any thread
 
-  net::any_io_executor strand_;
   std::mutex mu_;
-  bool closed_ = false;  // guarded by mu_
+  net::any_io_executor strand_;  // guarded by mu_; empty once closed
+  bool closed_ = false;          // guarded by mu_
   // Strand-confined:
   AsyncSignal* signal_;  // null once closed
   std::deque<Item> queue_;

@@ -117,6 +117,18 @@ net::awaitable<void> HttpConnection::reject(int status, std::string message) {
   co_await write_response(std::move(r));
 }
 
+net::awaitable<void> HttpConnection::reject_read_error(const error_code& ec) {
+  // Beast reports an over-limit Content-Length while parsing the header, a chunked body when the
+  // limit is crossed.
+  if (ec == http::error::body_limit) {
+    co_await reject(413, ApiError::payload_too_large(ctx_->config.max_body_bytes).message);
+  } else if (ec == http::error::header_limit) {
+    co_await reject(431, "The request headers are too large.");
+  } else if (is_parse_error(ec)) {
+    co_await reject(400, "Malformed HTTP request: " + ec.message());
+  }  // else: the client closed or timed out; nothing to answer
+}
+
 net::awaitable<void> HttpConnection::run() {
   auto self = shared_from_this();  // keeps the connection alive for the loop
   Impl& s = *impl_;
@@ -129,12 +141,8 @@ net::awaitable<void> HttpConnection::run() {
     s.stream.expires_after(std::chrono::milliseconds(cfg.idle_timeout_ms));
     co_await http::async_read_header(s.stream, s.buffer, parser,
                                      net::redirect_error(net::use_awaitable, ec));
-    if (ec == http::error::header_limit) {
-      co_await reject(431, "The request headers are too large.");
-      break;
-    }
     if (ec) {
-      if (is_parse_error(ec)) co_await reject(400, "Malformed HTTP request: " + ec.message());
+      co_await reject_read_error(ec);
       break;
     }
     const auto content_length = parser.content_length();
@@ -150,12 +158,8 @@ net::awaitable<void> HttpConnection::run() {
     }
     co_await http::async_read(s.stream, s.buffer, parser,
                               net::redirect_error(net::use_awaitable, ec));
-    if (ec == http::error::body_limit) {
-      co_await reject(413, ApiError::payload_too_large(cfg.max_body_bytes).message);
-      break;
-    }
     if (ec) {
-      if (is_parse_error(ec)) co_await reject(400, "Malformed HTTP request: " + ec.message());
+      co_await reject_read_error(ec);
       break;
     }
     s.stream.expires_never();

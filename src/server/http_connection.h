@@ -58,6 +58,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   struct Impl;
   net::awaitable<bool> handle(HttpRequest request);
   net::awaitable<void> reject(int status, std::string message);
+  net::awaitable<void> reject_read_error(const error_code& ec);
   static net::awaitable<void> watch_loop(std::shared_ptr<HttpConnection> self);
 
   ServerContext* ctx_;

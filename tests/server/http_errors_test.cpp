@@ -30,8 +30,12 @@ void expect_error(const HttpResult& r, int status, const std::string& type,
   EXPECT_EQ(e["type"], type);
   EXPECT_TRUE(e.contains("param"));
   EXPECT_TRUE(e.contains("code"));
-  if (param) EXPECT_EQ(e["param"], *param);
-  if (code) EXPECT_EQ(e["code"], *code);
+  if (param) {
+    EXPECT_EQ(e["param"], *param);
+  }
+  if (code) {
+    EXPECT_EQ(e["code"], *code);
+  }
   EXPECT_FALSE(r.header("x-request-id").empty());
 }
 
@@ -162,7 +166,9 @@ TEST_F(ErrorsHttpTest, GarbageNeverTakesTheServerDown) {
     TestHttpClient c(h_.port());
     ASSERT_TRUE(c.send_raw(raw));
     std::optional<HttpResult> r = c.read_response();
-    if (r) EXPECT_EQ(r->status, 400) << raw;
+    if (r) {
+      EXPECT_EQ(r->status, 400) << raw;
+    }
     EXPECT_TRUE(c.wait_closed(5000));
   }
   EXPECT_EQ(http_request(h_.port(), "GET", "/health").status, 200);

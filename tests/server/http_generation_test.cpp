@@ -264,7 +264,8 @@ TEST_F(GenerationHttpTest, ChatLogprobsShape) {
   HttpResult r = post_json(h_.port(), "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(h_.engine().submitted().at(0).sampling.logprobs, 2);
-  const Json& lp = r.json()["choices"][0]["logprobs"];
+  const Json body_json = r.json();
+  const Json& lp = body_json["choices"][0]["logprobs"];
   ASSERT_TRUE(lp["content"].is_array());
   ASSERT_EQ(lp["content"].size(), 4u);
   const Json& first = lp["content"][0];
@@ -290,7 +291,8 @@ TEST_F(GenerationHttpTest, CompletionLogprobsShape) {
   Json body = {{"prompt", "Once"}, {"logprobs", 1}, {"echo", true}};
   HttpResult r = post_json(h_.port(), "/v1/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
-  const Json& lp = r.json()["choices"][0]["logprobs"];
+  const Json body_json = r.json();
+  const Json& lp = body_json["choices"][0]["logprobs"];
   ASSERT_EQ(lp["tokens"].size(), 4u);
   ASSERT_EQ(lp["token_logprobs"].size(), 4u);
   ASSERT_EQ(lp["top_logprobs"].size(), 4u);

@@ -4,8 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cmath>
 #include <map>
-#include <regex>
 #include <sstream>
 
 namespace keel::server {
@@ -17,27 +18,48 @@ struct Sample {
   double value = 0;
 };
 
+bool valid_name(const std::string& n) {
+  if (n.empty() || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+  for (char c : n) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != ':') return false;
+  }
+  return true;
+}
+
+// A strict little parser for the subset of the text format render_metrics emits:
+// "# HELP name text", "# TYPE name kind", "name{labels} value".
 std::vector<Sample> parse_exposition(const std::string& text,
                                      std::map<std::string, std::string>* types) {
   std::vector<Sample> out;
-  const std::regex sample_re(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+)$)");
-  const std::regex type_re(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram)$)");
-  const std::regex help_re(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+$)");
   std::istringstream in(text);
-  std::string line;
-  std::string last_help;
+  std::string line, last_help;
   while (std::getline(in, line)) {
-    std::smatch m;
-    if (std::regex_match(line, m, help_re)) {
-      last_help = m[1];
-    } else if (std::regex_match(line, m, type_re)) {
-      EXPECT_EQ(last_help, m[1].str()) << "TYPE without HELP: " << line;
-      (*types)[m[1]] = m[2];
-    } else if (std::regex_match(line, m, sample_re)) {
-      const double v = m[3] == "+Inf" ? INFINITY : std::stod(m[3]);
-      out.push_back({m[1], m[2], v});
+    if (line.rfind("# HELP ", 0) == 0) {
+      const size_t sp = line.find(' ', 7);
+      last_help = line.substr(7, sp == std::string::npos ? std::string::npos : sp - 7);
+      EXPECT_TRUE(valid_name(last_help) && sp != std::string::npos) << line;
+    } else if (line.rfind("# TYPE ", 0) == 0) {
+      const size_t sp = line.find(' ', 7);
+      if (sp == std::string::npos) {
+        ADD_FAILURE() << line;
+        continue;
+      }
+      const std::string name = line.substr(7, sp - 7), kind = line.substr(sp + 1);
+      EXPECT_EQ(last_help, name) << "TYPE without HELP: " << line;
+      EXPECT_TRUE(kind == "counter" || kind == "gauge" || kind == "histogram") << line;
+      (*types)[name] = kind;
     } else {
-      ADD_FAILURE() << "unparseable line: " << line;
+      const size_t open = line.find('{'), close = line.find("} ");
+      if (open == std::string::npos || close == std::string::npos || close < open) {
+        ADD_FAILURE() << "unparseable line: " << line;
+        continue;
+      }
+      Sample smp{line.substr(0, open), line.substr(open + 1, close - open - 1), 0};
+      const std::string value = line.substr(close + 2);
+      EXPECT_TRUE(valid_name(smp.name)) << line;
+      EXPECT_EQ(value.find(' '), std::string::npos) << line;
+      smp.value = value == "+Inf" ? HUGE_VAL : std::stod(value);
+      out.push_back(std::move(smp));
     }
   }
   return out;
@@ -126,7 +148,7 @@ TEST(MetricsTextTest, HistogramBucketsAreCumulativeAndEndAtCount) {
       const size_t p = s.labels.find("le=\"");
       ASSERT_NE(p, std::string::npos);
       const std::string le = s.labels.substr(p + 4, s.labels.find('"', p + 4) - p - 4);
-      buckets.emplace_back(le == "+Inf" ? INFINITY : std::stod(le), s.value);
+      buckets.emplace_back(le == "+Inf" ? HUGE_VAL : std::stod(le), s.value);
     } else if (s.name == "keel:time_to_first_token_seconds_count") {
       count = s.value;
     } else if (s.name == "keel:time_to_first_token_seconds_sum") {

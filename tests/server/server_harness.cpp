@@ -35,7 +35,8 @@ tokenizer::Tokenizer make_test_tokenizer() {
                          "end",
                          "ST",
                          "OP",
-                         "\xE2\x96\x81more"};
+                         "\xE2\x96\x81more",
+                         "\xE2\x96\x81"};
   for (const char* w : words) add(w, TokenAttr::kNormal, -1.0f);
   v.special.unk = kUnk;
   v.special.bos = kBos;

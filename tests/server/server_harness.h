@@ -25,7 +25,8 @@ inline constexpr int32_t kEnd = 263;    // "▁end"
 inline constexpr int32_t kSt = 264;     // "ST"
 inline constexpr int32_t kOp = 265;     // "OP"
 inline constexpr int32_t kMore = 266;   // "▁more"
-inline constexpr int32_t kVocabSize = 267;
+inline constexpr int32_t kSpace = 267;  // "▁" (so that encoded spaces decode back to spaces)
+inline constexpr int32_t kVocabSize = 268;
 inline constexpr int32_t byte_token(uint8_t b) { return 3 + b; }
 
 tokenizer::Tokenizer make_test_tokenizer();
