@@ -49,6 +49,15 @@ Status Interpreter::step() {
   return Status();
 }
 
+Status Interpreter::enter() {
+  if (++eval_depth_ > env_.limits.max_eval_depth) {
+    --eval_depth_;
+    return Status::resource_exhausted("template evaluation nests deeper than " +
+                                      std::to_string(env_.limits.max_eval_depth) + " levels");
+  }
+  return Status();
+}
+
 Status Interpreter::append(std::string* out, std::string_view text) const {
   if (out->size() + text.size() > env_.limits.max_output_bytes) {
     return Status::resource_exhausted("template output exceeds " +
@@ -80,6 +89,13 @@ Result<Interpreter::Flow> Interpreter::exec(const NodeList& nodes, std::string* 
 }
 
 Result<Interpreter::Flow> Interpreter::exec_node(const Node& node, std::string* out) {
+  KEEL_TRY(locate(enter(), node.line, node.column));
+  auto flow = exec_node_inner(node, out);
+  --eval_depth_;
+  return flow;
+}
+
+Result<Interpreter::Flow> Interpreter::exec_node_inner(const Node& node, std::string* out) {
   switch (node.kind) {
     case NodeKind::kText:
       KEEL_TRY(locate(append(out, node.text), node.line, node.column));
@@ -306,7 +322,9 @@ Result<Value> Interpreter::call_macro(const Node& node, CallArgs& args) {
 }
 
 Result<Value> Interpreter::eval(const Expr& e) {
+  KEEL_TRY(locate(enter(), e.line, e.column));
   auto r = eval_inner(e);
+  --eval_depth_;
   if (!r.ok()) return locate(r.error(), e.line, e.column);
   return r;
 }
