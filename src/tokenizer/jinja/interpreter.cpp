@@ -265,6 +265,10 @@ Status Interpreter::exec_set(const Node& node, std::string* out) {
     return Status::resource_exhausted(located_prefix(node.line, node.column) +
                                       ": value nests too deeply");
   }
+  if (holds_reference(value)) {
+    return Status::unsupported(located_prefix(node.line, node.column) +
+                               ": a namespace attribute cannot hold a namespace or a function");
+  }
   target.namespace_attrs().set(node.attr, std::move(value));
   return Status();
 }
