@@ -49,6 +49,7 @@ struct Expr {
   std::vector<std::string> ops;   // kCompare: == != < <= > >= in notin
   std::vector<std::pair<std::string, ExprPtr>> kwargs;  // kCall, kFilter, kTest
   bool negated = false;                                 // kTest: `is not`
+  int depth = 1;  // height of this subtree (set by the parser, bounded by kMaxExprDepth)
 };
 
 enum class NodeKind {

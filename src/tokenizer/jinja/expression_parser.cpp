@@ -2,7 +2,23 @@
 // header), so that templates written for Jinja2 group the same way here.
 #include "tokenizer/jinja/expression_parser.h"
 
+#include <algorithm>
+
 namespace keel::tokenizer::jinja {
+
+Status ExpressionParser::seal(Expr* e) const {
+  int depth = 0;
+  for (const ExprPtr& child : e->children) {
+    if (child) depth = std::max(depth, child->depth);
+  }
+  for (const auto& kw : e->kwargs) depth = std::max(depth, kw.second->depth);
+  e->depth = depth + 1;
+  if (e->depth > kMaxExprDepth) {
+    return TokenStream::error_at(
+        ts_->peek(), "expression nests deeper than " + std::to_string(kMaxExprDepth) + " levels");
+  }
+  return Status();
+}
 
 ExprPtr ExpressionParser::make(ExprKind kind, const Token& at) const {
   auto e = std::make_unique<Expr>();
@@ -28,6 +44,7 @@ Result<ExprPtr> ExpressionParser::parse_tuple(bool with_condexpr) {
     KEEL_ASSIGN_OR_RETURN(ExprPtr item, parse_expression(with_condexpr));
     tuple->children.push_back(std::move(item));
   }
+  KEEL_TRY(seal(tuple.get()));
   return tuple;
 }
 
@@ -44,6 +61,7 @@ Result<ExprPtr> ExpressionParser::parse_condexpr() {
     cond_node->children.push_back(std::move(expr));
     cond_node->children.push_back(std::move(cond));
     cond_node->children.push_back(std::move(otherwise));
+    KEEL_TRY(seal(cond_node.get()));
     expr = std::move(cond_node);
   }
   return expr;
@@ -56,6 +74,7 @@ Result<ExprPtr> ExpressionParser::parse_or() {
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
     node->children.push_back(std::move(left));
     node->children.push_back(std::move(right));
+    KEEL_TRY(seal(node.get()));
     left = std::move(node);
   }
   return left;
@@ -68,6 +87,7 @@ Result<ExprPtr> ExpressionParser::parse_and() {
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
     node->children.push_back(std::move(left));
     node->children.push_back(std::move(right));
+    KEEL_TRY(seal(node.get()));
     left = std::move(node);
   }
   return left;
@@ -80,6 +100,7 @@ Result<ExprPtr> ExpressionParser::parse_not() {
   ExprPtr node = make(ExprKind::kNot, ts_->next());
   KEEL_ASSIGN_OR_RETURN(ExprPtr operand, parse_not());
   node->children.push_back(std::move(operand));
+  KEEL_TRY(seal(node.get()));
   return node;
 }
 
@@ -110,7 +131,9 @@ Result<ExprPtr> ExpressionParser::parse_compare() {
     node->ops.push_back(op);
     node->children.push_back(std::move(rhs));
   }
-  return node ? std::move(node) : std::move(first);
+  if (!node) return first;
+  KEEL_TRY(seal(node.get()));
+  return node;
 }
 
 Result<ExprPtr> ExpressionParser::parse_math1() {
@@ -121,6 +144,7 @@ Result<ExprPtr> ExpressionParser::parse_math1() {
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_concat());
     node->children.push_back(std::move(left));
     node->children.push_back(std::move(right));
+    KEEL_TRY(seal(node.get()));
     left = std::move(node);
   }
   return left;
@@ -136,6 +160,7 @@ Result<ExprPtr> ExpressionParser::parse_concat() {
     KEEL_ASSIGN_OR_RETURN(ExprPtr next, parse_math2());
     node->children.push_back(std::move(next));
   }
+  KEEL_TRY(seal(node.get()));
   return node;
 }
 
@@ -147,6 +172,7 @@ Result<ExprPtr> ExpressionParser::parse_math2() {
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_pow());
     node->children.push_back(std::move(left));
     node->children.push_back(std::move(right));
+    KEEL_TRY(seal(node.get()));
     left = std::move(node);
   }
   return left;
@@ -160,6 +186,7 @@ Result<ExprPtr> ExpressionParser::parse_pow() {
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_unary(true));
     node->children.push_back(std::move(left));
     node->children.push_back(std::move(right));
+    KEEL_TRY(seal(node.get()));
     left = std::move(node);
   }
   return left;
@@ -174,6 +201,7 @@ Result<ExprPtr> ExpressionParser::parse_unary(bool with_filter) {
     node = make(at.text == "-" ? ExprKind::kNeg : ExprKind::kPos, at);
     KEEL_ASSIGN_OR_RETURN(ExprPtr operand, parse_unary(false));
     node->children.push_back(std::move(operand));
+    KEEL_TRY(seal(node.get()));
   } else {
     KEEL_ASSIGN_OR_RETURN(node, parse_primary());
   }
@@ -249,6 +277,7 @@ Result<ExprPtr> ExpressionParser::parse_sequence(std::string_view close, ExprPtr
     node->children.push_back(std::move(item));
   }
   KEEL_TRY(ts_->expect_op(close));
+  KEEL_TRY(seal(node.get()));
   return node;
 }
 
@@ -264,6 +293,7 @@ Result<ExprPtr> ExpressionParser::parse_dict() {
     node->children.push_back(std::move(value));
   }
   KEEL_TRY(ts_->expect_op("}"));
+  KEEL_TRY(seal(node.get()));
   return node;
 }
 
@@ -277,6 +307,7 @@ Result<ExprPtr> ExpressionParser::parse_postfix(ExprPtr node) {
       call->column = node->column;
       call->children.push_back(std::move(node));
       KEEL_TRY(parse_call_args(call.get()));
+      KEEL_TRY(seal(call.get()));
       node = std::move(call);
     } else {
       return node;
@@ -295,6 +326,7 @@ Result<ExprPtr> ExpressionParser::parse_filter_expr(ExprPtr node) {
       }
       filter->children.push_back(std::move(node));
       if (ts_->at_op("(")) KEEL_TRY(parse_call_args(filter.get()));
+      KEEL_TRY(seal(filter.get()));
       node = std::move(filter);
     } else if (ts_->at_name("is")) {
       ExprPtr test = make(ExprKind::kTest, ts_->next());
@@ -313,6 +345,7 @@ Result<ExprPtr> ExpressionParser::parse_filter_expr(ExprPtr node) {
         KEEL_ASSIGN_OR_RETURN(arg, parse_postfix(std::move(arg)));
         test->children.push_back(std::move(arg));
       }
+      KEEL_TRY(seal(test.get()));
       node = std::move(test);
     } else if (ts_->at_op("(")) {
       ExprPtr call = make(ExprKind::kCall, ts_->peek());
@@ -320,6 +353,7 @@ Result<ExprPtr> ExpressionParser::parse_filter_expr(ExprPtr node) {
       call->column = node->column;
       call->children.push_back(std::move(node));
       KEEL_TRY(parse_call_args(call.get()));
+      KEEL_TRY(seal(call.get()));
       node = std::move(call);
     } else {
       return node;
@@ -335,6 +369,7 @@ Result<ExprPtr> ExpressionParser::parse_subscript(ExprPtr node) {
       ExprPtr attr = make(ExprKind::kGetAttr, at);
       attr->name = ts_->next().text;
       attr->children.push_back(std::move(node));
+      KEEL_TRY(seal(attr.get()));
       return attr;
     }
     if (t.kind == TokenKind::kInt) {
@@ -343,6 +378,7 @@ Result<ExprPtr> ExpressionParser::parse_subscript(ExprPtr node) {
       index->literal = Value(ts_->next().int_value);
       item->children.push_back(std::move(node));
       item->children.push_back(std::move(index));
+      KEEL_TRY(seal(item.get()));
       return item;
     }
     return ts_->error("expected an attribute name after '.', found " + ts_->describe());
@@ -355,11 +391,13 @@ Result<ExprPtr> ExpressionParser::parse_subscript(ExprPtr node) {
     sub->line = at.line;
     sub->column = at.column;
     sub->children[0] = std::move(node);
+    KEEL_TRY(seal(sub.get()));
     return sub;
   }
   ExprPtr item = make(ExprKind::kGetItem, at);
   item->children.push_back(std::move(node));
   item->children.push_back(std::move(sub));
+  KEEL_TRY(seal(item.get()));
   return item;
 }
 

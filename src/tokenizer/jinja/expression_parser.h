@@ -13,6 +13,9 @@
 
 namespace keel::tokenizer::jinja {
 
+// Deepest expression tree accepted (a chain `a + b + c ...` is as deep as it is long).
+inline constexpr int kMaxExprDepth = 128;
+
 class ExpressionParser {
  public:
   explicit ExpressionParser(TokenStream* ts) : ts_(ts) {}
@@ -42,6 +45,9 @@ class ExpressionParser {
   // Parses `(args, key=value)` into node->children (after those present) and node->kwargs.
   Status parse_call_args(Expr* node);
   ExprPtr make(ExprKind kind, const Token& at) const;
+  // Sets e->depth from its children; fails past kMaxExprDepth, so that evaluating (and
+  // destroying) any tree stays within a fixed stack budget however the operators chain.
+  Status seal(Expr* e) const;
 
   TokenStream* ts_;
 };

@@ -84,6 +84,12 @@ Dict make_globals(BuiltinContext* ctx) {
   g.set("range", Value::make_callable("range", [ctx](CallArgs& a) { return g_range(a, *ctx); }));
   g.set("namespace", Value::make_callable("namespace", [](CallArgs& a) -> Result<Value> {
           KEEL_ASSIGN_OR_RETURN(Dict d, keyword_dict("namespace", a));
+          for (const auto& entry : d.entries) {
+            if (holds_reference(entry.second)) {
+              return Status::unsupported(
+                  "namespace: an attribute cannot hold a namespace or a function");
+            }
+          }
           return Value::make_namespace(std::move(d));
         }));
   g.set("dict", Value::make_callable("dict", [](CallArgs& a) -> Result<Value> {

@@ -49,6 +49,15 @@ Status Interpreter::step() {
   return Status();
 }
 
+Status Interpreter::enter() {
+  if (++eval_depth_ > env_.limits.max_eval_depth) {
+    --eval_depth_;
+    return Status::resource_exhausted("template evaluation nests deeper than " +
+                                      std::to_string(env_.limits.max_eval_depth) + " levels");
+  }
+  return Status();
+}
+
 Status Interpreter::append(std::string* out, std::string_view text) const {
   if (out->size() + text.size() > env_.limits.max_output_bytes) {
     return Status::resource_exhausted("template output exceeds " +
@@ -80,6 +89,13 @@ Result<Interpreter::Flow> Interpreter::exec(const NodeList& nodes, std::string* 
 }
 
 Result<Interpreter::Flow> Interpreter::exec_node(const Node& node, std::string* out) {
+  KEEL_TRY(locate(enter(), node.line, node.column));
+  auto flow = exec_node_inner(node, out);
+  --eval_depth_;
+  return flow;
+}
+
+Result<Interpreter::Flow> Interpreter::exec_node_inner(const Node& node, std::string* out) {
   switch (node.kind) {
     case NodeKind::kText:
       KEEL_TRY(locate(append(out, node.text), node.line, node.column));
@@ -249,6 +265,10 @@ Status Interpreter::exec_set(const Node& node, std::string* out) {
     return Status::resource_exhausted(located_prefix(node.line, node.column) +
                                       ": value nests too deeply");
   }
+  if (holds_reference(value)) {
+    return Status::unsupported(located_prefix(node.line, node.column) +
+                               ": a namespace attribute cannot hold a namespace or a function");
+  }
   target.namespace_attrs().set(node.attr, std::move(value));
   return Status();
 }
@@ -306,7 +326,9 @@ Result<Value> Interpreter::call_macro(const Node& node, CallArgs& args) {
 }
 
 Result<Value> Interpreter::eval(const Expr& e) {
+  KEEL_TRY(locate(enter(), e.line, e.column));
   auto r = eval_inner(e);
+  --eval_depth_;
   if (!r.ok()) return locate(r.error(), e.line, e.column);
   return r;
 }
@@ -480,104 +502,6 @@ Result<Value> Interpreter::eval_test(const Expr& e) {
   KEEL_TRY(eval_args(e, 1, &args));
   KEEL_ASSIGN_OR_RETURN(bool r, apply_test(e.name, v, args, ctx_));
   return Value(r != e.negated);
-}
-
-Result<Value> Interpreter::eval_slice(const Expr& e) {
-  KEEL_ASSIGN_OR_RETURN(Value obj, eval(*e.children[0]));
-  std::optional<int64_t> parts[3];
-  for (int i = 0; i < 3; ++i) {
-    const ExprPtr& child = e.children[static_cast<size_t>(i) + 1];
-    if (!child) continue;
-    KEEL_ASSIGN_OR_RETURN(Value v, eval(*child));
-    if (v.is_none()) continue;
-    if (!v.is_int() && !v.is_bool()) {
-      return Status::invalid_argument("slice indices must be integers or none, not " +
-                                      std::string(v.type_name()));
-    }
-    parts[i] = v.as_int();
-  }
-  if (obj.is_undefined()) return undefined_error(obj);
-  if (obj.is_list()) {
-    const Value::List& list = obj.as_list();
-    KEEL_ASSIGN_OR_RETURN(auto idx, slice_indices(list.size(), parts[0], parts[1], parts[2]));
-    KEEL_TRY(ctx_.charge(16 * idx.size()));
-    Value::List out;
-    out.reserve(idx.size());
-    for (size_t i : idx) out.push_back(list[i]);
-    return Value(std::move(out));
-  }
-  if (obj.is_string()) {
-    const std::string& s = obj.as_string();
-    std::vector<size_t> offsets = codepoint_offsets(s);
-    KEEL_ASSIGN_OR_RETURN(auto idx,
-                          slice_indices(offsets.size() - 1, parts[0], parts[1], parts[2]));
-    std::string out;
-    for (size_t i : idx) out.append(s, offsets[i], offsets[i + 1] - offsets[i]);
-    KEEL_TRY(ctx_.charge(out.size()));
-    return Value(std::move(out));
-  }
-  return Status::invalid_argument("'" + std::string(obj.type_name()) + "' object is not sliceable");
-}
-
-Result<Value> Interpreter::get_attr(const Value& obj, const std::string& name) {
-  switch (obj.kind()) {
-    case ValueKind::kUndefined:
-      return undefined_error(obj);
-    case ValueKind::kDict:
-    case ValueKind::kString:
-    case ValueKind::kList: {
-      Value method = get_method(obj, name, &ctx_);
-      if (!method.is_undefined() || !obj.is_dict()) return method;
-      const Value* v = obj.as_dict().find(name);
-      return v ? *v : Value::undefined(name);
-    }
-    case ValueKind::kNamespace: {
-      const Value* v = obj.as_dict().find(name);
-      return v ? *v : Value::undefined(name);
-    }
-    default:
-      return Value::undefined(name);
-  }
-}
-
-Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
-  switch (obj.kind()) {
-    case ValueKind::kUndefined:
-      return undefined_error(obj);
-    case ValueKind::kDict:
-    case ValueKind::kNamespace:
-      if (key.is_string()) {
-        const Value* v = obj.as_dict().find(key.as_string());
-        if (v) return *v;
-        if (obj.is_dict()) {
-          Value method = get_method(obj, key.as_string(), &ctx_);
-          if (!method.is_undefined()) return method;
-        }
-        return Value::undefined(key.as_string());
-      }
-      return Value::undefined(key.to_str());
-    case ValueKind::kList:
-    case ValueKind::kString: {
-      if (key.is_string()) return get_method(obj, key.as_string(), &ctx_);
-      if (!key.is_int() && !key.is_bool()) return Value::undefined(key.to_str());
-      int64_t i = key.as_int();
-      if (obj.is_list()) {
-        const auto n = static_cast<int64_t>(obj.as_list().size());
-        if (i < 0) i += n;
-        if (i < 0 || i >= n) return Value::undefined("index " + std::to_string(key.as_int()));
-        return obj.as_list()[static_cast<size_t>(i)];
-      }
-      const std::string& s = obj.as_string();
-      std::vector<size_t> offsets = codepoint_offsets(s);
-      const auto n = static_cast<int64_t>(offsets.size() - 1);
-      if (i < 0) i += n;
-      if (i < 0 || i >= n) return Value::undefined("index " + std::to_string(key.as_int()));
-      const auto u = static_cast<size_t>(i);
-      return Value(s.substr(offsets[u], offsets[u + 1] - offsets[u]));
-    }
-    default:
-      return Value::undefined(key.to_str());
-  }
 }
 
 }  // namespace keel::tokenizer::jinja

@@ -31,6 +31,9 @@ struct RenderLimits {
   uint64_t max_steps = 1'000'000;              // loop iterations plus macro calls
   int max_call_depth = 16;                     // nested macro calls
   int max_value_depth = 128;                   // nesting of lists/dicts held in variables
+  // Nested evaluation (expressions, statements and macro calls together): bounds the stack a
+  // render uses, about 3 KiB per level under ASan.
+  int max_eval_depth = 400;
 };
 
 struct RenderEnv {
@@ -57,6 +60,7 @@ class Interpreter {
 
   Result<Flow> exec(const NodeList& nodes, std::string* out);
   Result<Flow> exec_node(const Node& node, std::string* out);
+  Result<Flow> exec_node_inner(const Node& node, std::string* out);
   Result<Flow> exec_for(const Node& node, std::string* out);
   Status exec_set(const Node& node, std::string* out);
   Status bind_targets(const std::vector<std::string>& targets, const Value& value, const Node& at);
@@ -80,12 +84,14 @@ class Interpreter {
   Value lookup(const std::string& name) const;
   void assign(const std::string& name, Value value);
   Status step();
+  Status enter();  // counts one level of eval_depth_; pair with --eval_depth_
 
   const RenderEnv& env_;
   BuiltinContext ctx_;
   std::vector<Frame> frames_;  // [0]: globals and variables, [1]: template top level
   uint64_t steps_ = 0;
   int call_depth_ = 0;
+  int eval_depth_ = 0;  // current nesting of eval() and exec_node()
 };
 
 // Python binary operators on values: + - * / // % ** (name), with int overflow, division by zero

@@ -124,6 +124,20 @@ bool exceeds_depth(const Value& v, int max_depth) {
   return false;
 }
 
+bool holds_reference(const Value& v) {
+  if (v.is_namespace() || v.is_callable()) return true;
+  if (v.is_list()) {
+    for (const Value& item : v.as_list()) {
+      if (holds_reference(item)) return true;
+    }
+  } else if (v.is_dict()) {
+    for (const auto& entry : v.as_dict().entries) {
+      if (holds_reference(entry.second)) return true;
+    }
+  }
+  return false;
+}
+
 std::string format_python_float(double d) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";

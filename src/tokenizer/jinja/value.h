@@ -141,6 +141,11 @@ Result<int> compare_values(const Value& a, const Value& b);
 // depth 0). Stops descending past max_depth, so it is safe on any value.
 bool exceeds_depth(const Value& v, int max_depth);
 
+// True when `v` holds a namespace or a callable anywhere inside (lists and dicts are searched;
+// callables are not looked into). Namespace attributes may hold neither, which keeps the value
+// graph acyclic (namespaces are the only mutable objects), so reference counting frees it all.
+bool holds_reference(const Value& v);
+
 // Float formatting as Python's repr(float): shortest round-trip digits, "1.0", "1e+16", "nan".
 std::string format_python_float(double d);
 
