@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <regex>
 #include <thread>
 
 #include "serve_process.h"
@@ -22,13 +21,8 @@ std::vector<std::string> default_env() {
   return {"KEEL_HOME=" + home};
 }
 
-double metric(int port, const std::string& pattern) {
-  const HttpResponse r = http_request(port, "GET", "/metrics");
-  std::smatch m;
-  const std::regex re("\\n" + pattern + " ([0-9.eE+-]+)");
-  const std::string text = "\n" + r.body;
-  if (!std::regex_search(text, m, re)) return -1.0;
-  return std::stod(m[1].str());
+double metric(int port, const std::string& name, const std::string& label = "") {
+  return metric_value(http_request(port, "GET", "/metrics").body, name, label);
 }
 
 template <typename Pred>
@@ -47,11 +41,11 @@ std::string long_prompt(int words) {
   return p;
 }
 
-double running(int port) { return metric(port, "keel:num_requests_running\\{[^}]*\\}"); }
-double waiting(int port) { return metric(port, "keel:num_requests_waiting\\{[^}]*\\}"); }
-double kv_usage(int port) { return metric(port, "keel:kv_cache_usage_perc\\{[^}]*\\}"); }
+double running(int port) { return metric(port, "keel:num_requests_running"); }
+double waiting(int port) { return metric(port, "keel:num_requests_waiting"); }
+double kv_usage(int port) { return metric(port, "keel:kv_cache_usage_perc"); }
 double aborted(int port) {
-  return metric(port, "keel:request_success_total\\{[^}]*finished_reason=\"abort\"[^}]*\\}");
+  return metric(port, "keel:request_success_total", "finished_reason=\"abort\"");
 }
 
 TEST(ServeLifecycleTest, ApiKeyAndBodyLimit) {

@@ -15,7 +15,6 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -129,13 +128,13 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args,
     ::execv(KEEL_BINARY, argv.data());
     ::_exit(127);
   }
-  const std::regex listening("ready: listening on http://127\\.0\\.0\\.1:([0-9]+)");
+  const std::string listening = "ready: listening on http://127.0.0.1:";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
-    std::smatch m;
     const std::string text = slurp(log_path_);
-    if (std::regex_search(text, m, listening)) {
-      port_ = std::stoi(m[1].str());
+    const size_t at = text.find(listening);
+    if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
+      port_ = std::atoi(text.c_str() + at + listening.size());
       return;
     }
     int status = 0;
@@ -241,6 +240,24 @@ std::vector<std::string> sse_events(const std::string& body) {
     pos = end + 2;
   }
   return out;
+}
+
+double metric_value(const std::string& text, const std::string& name, const std::string& label) {
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.rfind(name, 0) != 0 || line.size() <= name.size()) continue;
+    const char next = line[name.size()];
+    if (next != '{' && next != ' ') continue;
+    const size_t value_at = line.rfind(' ');
+    const std::string labels = line.substr(name.size(), value_at - name.size());
+    if (!label.empty() && labels.find(label) == std::string::npos) continue;
+    return std::strtod(line.c_str() + value_at + 1, nullptr);
+  }
+  return -1.0;
 }
 
 }  // namespace keel::testing

@@ -66,6 +66,11 @@ class HttpConnection {
   std::string received_;
 };
 
+// The value of the first sample in Prometheus text `text` whose metric name is `name` and whose
+// label set contains `label` (any sample when empty); -1 when there is none.
+double metric_value(const std::string& text, const std::string& name,
+                    const std::string& label = "");
+
 // The `data:` payloads of an SSE body, in order ("[DONE]" included).
 std::vector<std::string> sse_events(const std::string& body);
 
