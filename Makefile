@@ -1,9 +1,9 @@
 # The two set-up commands of the README, plus helpers. Both install what they need first.
-#   make run    build (Release) and run the main job
+#   make run    build (Release) and serve the OpenAI API (keel serve $(ARGS))
 #   make test   build (Debug + ASan/UBSan), check formatting, run every test
 .PHONY: run test deps release asan format format-check clean
 
-ARGS ?= -p "Once upon a time" -n 64
+ARGS ?=
 
 deps:
 	@scripts/install-deps.sh
@@ -17,7 +17,7 @@ asan: deps
 	@cmake --build --preset debug-asan
 
 run: release
-	./build/release/tools/keel run $(ARGS)
+	./build/release/tools/keel serve $(ARGS)
 
 test: deps format-check asan
 	ctest --preset debug-asan

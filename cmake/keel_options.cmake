@@ -30,6 +30,11 @@ function(keel_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE keel_options keel_test_support ${ARG_DEPS}
                         GTest::gmock GTest::gtest_main)
+  if(KEEL_SANITIZE)
+    # Test code is compiled without optimization: it halves the sanitized build (GoogleTest macro
+    # expansions are costly to optimize) while the code under test keeps -O1.
+    target_compile_options(${name} PRIVATE -O0)
+  endif()
   if(ARG_LABELS)
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
   else()

@@ -77,7 +77,7 @@ int run_make_model(const MakeModelOptions& opts);
 // `keel bench-serve`: a streaming load generator for OpenAI-compatible servers, mirroring
 // `vllm bench serve` (see docs/cli.md). Flag values are checked by the loadgen module.
 struct BenchServeOptions {
-  std::string base_url = "http://127.0.0.1:8000";
+  std::string base_url = "http://127.0.0.1:8080";
   std::string endpoint = "/v1/completions";  // or /v1/chat/completions
   std::string model;                         // "" = the first model of GET /v1/models
   std::string api_key;                       // "" = $OPENAI_API_KEY when set, else none

@@ -54,12 +54,14 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
   return c;
 }
 
-server::ServerConfig server_config(const ServeOptions& o, const std::string& name) {
+server::ServerConfig server_config(const ServeOptions& o, const std::string& name,
+                                   bool random_weights) {
   server::ServerConfig c;
   c.host = o.host;
   c.port = o.port;
   c.api_key = o.api_key;
   c.served_model_name = name;
+  if (random_weights) c.model_description = "random weights (keel's built-in default model)";
   c.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
   c.io_threads = o.io_threads;
   return c;
@@ -114,8 +116,9 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   DeferredEngine deferred;
   std::atomic<bool> ready{false};
   server::ServerDeps deps{&deferred, tok.get(), make_chat_formatter(tmpl, tok.get()), &ready};
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
-                        server::Server::start(server_config(opts, name), std::move(deps)));
+  KEEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<server::Server> srv,
+      server::Server::start(server_config(opts, name, random_weights), std::move(deps)));
   KEEL_LOG_INFO("listening on http://{}:{} (model '{}' loading)", opts.host, srv->port(), name);
 
   model::ModelOptions mopts;

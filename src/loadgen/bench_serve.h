@@ -25,7 +25,7 @@
 namespace keel::loadgen {
 
 struct BenchServeConfig {
-  std::string base_url = "http://127.0.0.1:8000";  // http://host[:port][/prefix]
+  std::string base_url = "http://127.0.0.1:8080";  // http://host[:port][/prefix]
   std::string endpoint = "/v1/completions";        // or /v1/chat/completions
   std::string model;                               // "" = the first model of GET /v1/models
   std::string api_key;                             // "" = no Authorization header

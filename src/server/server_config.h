@@ -23,6 +23,9 @@ struct ServerConfig {
   std::string api_key;
   // The model id clients must name (`model` may also be omitted) and /v1/models lists.
   std::string served_model_name = "keel";
+  // When non-empty, /v1/models shows it as the model's `description` (keel serve says there that
+  // the built-in default model has random weights).
+  std::string model_description;
   // Request bodies above this many bytes get 413 (checked on Content-Length before the body is
   // read, and enforced by the body parser for chunked bodies).
   size_t max_body_bytes = size_t{8} << 20;

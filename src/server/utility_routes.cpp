@@ -11,13 +11,15 @@ namespace keel::server {
 namespace {
 
 Json model_object(const ServerContext& ctx) {
-  return Json{{"id", ctx.config.served_model_name},
-              {"object", "model"},
-              {"created", ctx.created_unix},
-              {"owned_by", "keel"},
-              {"root", ctx.config.served_model_name},
-              {"parent", nullptr},
-              {"max_model_len", ctx.deps.engine->max_model_len()}};
+  Json model{{"id", ctx.config.served_model_name},
+             {"object", "model"},
+             {"created", ctx.created_unix},
+             {"owned_by", "keel"},
+             {"root", ctx.config.served_model_name},
+             {"parent", nullptr},
+             {"max_model_len", ctx.deps.engine->max_model_len()}};
+  if (!ctx.config.model_description.empty()) model["description"] = ctx.config.model_description;
+  return model;
 }
 
 // The ids /tokenize returns for `prompt` or `messages`.

@@ -67,6 +67,12 @@ TEST(ServeLifecycleTest, ApiKeyAndBodyLimit) {
   EXPECT_EQ(r.status, 413);
   EXPECT_TRUE(json::parse(r.body, nullptr, false).contains("error")) << r.body;
   EXPECT_EQ(http_request(s.port(), "GET", "/health").status, 200);  // health needs no key
+  // The built-in default model says what it is.
+  const json models = json::parse(
+      http_request(s.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer sekret"}}).body);
+  EXPECT_EQ(models["data"][0]["id"], "keel-default");
+  EXPECT_NE(models["data"][0]["description"].get<std::string>().find("random weights"),
+            std::string::npos);
 }
 
 TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) {

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Starts `keel serve` on a free port of 127.0.0.1 and runs openai_sdk_test.cjs against it with the
+# official openai npm package that scripts/install-deps.sh installs.
+# Usage: run_openai_sdk_test.sh KEEL_BINARY MODEL.gguf
+set -euo pipefail
+keel="$1"
+model="$2"
+here="$(cd "$(dirname "$0")" && pwd)"
+npm_dir="${KEEL_NPM_DIR:-$HOME/.cache/keel/npm}"
+module="$npm_dir/node_modules/openai"
+if [ ! -d "$module" ]; then
+  echo "openai npm package missing at $module: run scripts/install-deps.sh" >&2
+  exit 1
+fi
+log="$(mktemp)"
+"$keel" serve -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories 2>"$log" &
+pid=$!
+trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
+port=""
+for _ in $(seq 1 600); do
+  port="$(sed -n 's/.*ready: listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
+  [ -n "$port" ] && break
+  kill -0 $pid 2>/dev/null || { echo "keel serve exited:" >&2; cat "$log" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$port" ] || { echo "keel serve did not start:" >&2; cat "$log" >&2; exit 1; }
+KEEL_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_MODULE="$module" node "$here/openai_sdk_test.cjs"
