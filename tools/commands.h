@@ -64,6 +64,20 @@ struct ServeOptions {
 };
 int run_serve(const ServeOptions& opts);
 
+// `keel bench`: prompt processing (pp) and token generation (tg) speed of one model, like
+// llama-bench, and with --roofline this machine's bandwidth and peaks and each test's efficiency.
+struct BenchOptions {
+  ComputeOptions compute;
+  std::string model_path;                 // "" = the built-in default model
+  std::vector<int32_t> n_prompt = {512};  // pp tests (0 = none)
+  std::vector<int32_t> n_gen = {128};     // tg tests (0 = none)
+  int32_t reps = 5;
+  std::string output = "md";  // md | json
+  bool roofline = false;
+  std::string kv_type = "f32";
+};
+int run_bench(const BenchOptions& opts);
+
 struct MakeModelOptions {
   std::string arch = "llama";  // llama | qwen2 | qwen3
   std::string shape = "tiny";  // tiny | tinyllama-1.1b | llama-3.2-1b | qwen2.5-0.5b

@@ -152,6 +152,26 @@ int main(int argc, char** argv) {
   mk_cmd->add_option("--seed", mk.seed, "Random seed");
   mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();
 
+  keel::cli::BenchOptions bench;
+  CLI::App* bench_cmd = app.add_subcommand(
+      "bench", "Prompt (pp) and generation (tg) speed of a model, like llama-bench");
+  bench_cmd->option_defaults()->always_capture_default();
+  bench_cmd->add_option("-m,--model", bench.model_path,
+                        "GGUF model file (default: the built-in random-weight model)");
+  bench_cmd->add_option("-p,--n-prompt", bench.n_prompt, "Prompt lengths of pp tests (0 = none)")
+      ->delimiter(',');
+  bench_cmd->add_option("-n,--n-gen", bench.n_gen, "Generated lengths of tg tests (0 = none)")
+      ->delimiter(',');
+  bench_cmd->add_option("-r,--repetitions", bench.reps, "Timed runs per test")
+      ->check(CLI::Range(1, 1000));
+  bench_cmd->add_option("-o,--output", bench.output, "Output format")
+      ->check(CLI::IsMember({"md", "json"}));
+  bench_cmd->add_flag("--roofline", bench.roofline,
+                      "Measure bandwidth and peaks first; report each test's efficiency");
+  bench_cmd->add_option("--kv-type", bench.kv_type, "KV cache element type")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  add_compute_options(bench_cmd, &bench.compute);
+
   keel::cli::BenchServeOptions bs;
   CLI::App* bs_cmd = app.add_subcommand(
       "bench-serve", "Benchmark an OpenAI-compatible server with streamed requests (like vLLM's)");
@@ -172,5 +192,6 @@ int main(int argc, char** argv) {
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
   if (bs_cmd->parsed()) return keel::cli::run_bench_serve(bs);
+  if (bench_cmd->parsed()) return keel::cli::run_bench(bench);
   return 2;
 }

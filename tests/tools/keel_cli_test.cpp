@@ -155,5 +155,39 @@ TEST(KeelCliTest, UsageErrorsAreReported) {
   EXPECT_NE(kv.err.find("--kv-type"), std::string::npos) << kv.err;
 }
 
+TEST(KeelCliTest, BenchPrintsLlamaBenchJson) {
+  KEEL_REQUIRE_SHARED();
+  const CliResult r = run_keel({"bench", "-m", shared_path(kStories), "-p", "16,8", "-n", "4", "-r",
+                                "2", "-o", "json", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array()) << r.out;
+  ASSERT_EQ(j.size(), 3u);
+  const std::vector<std::string> names = {"pp16", "pp8", "tg4"};
+  for (size_t i = 0; i < 3; ++i) {
+    const auto& t = j[i];
+    EXPECT_EQ(t["test"], names[i]);
+    EXPECT_EQ(t["n_prompt"], i < 2 ? (i == 0 ? 16 : 8) : 0);
+    EXPECT_EQ(t["n_gen"], i < 2 ? 0 : 4);
+    EXPECT_EQ(t["n_threads"], 1);
+    EXPECT_EQ(t["model_type"], "llama 293K F32");
+    EXPECT_GT(t["model_size"].get<int64_t>(), 1'000'000);
+    ASSERT_EQ(t["samples_ts"].size(), 2u);
+    EXPECT_GT(t["avg_ts"].get<double>(), 0.0);
+    EXPECT_GE(t["stddev_ts"].get<double>(), 0.0);
+    EXPECT_FALSE(t.contains("bound_ts"));  // only with --roofline
+  }
+}
+
+TEST(KeelCliTest, BenchBadInputIsOneLine) {
+  KEEL_REQUIRE_SHARED();
+  expect_one_line_error(run_keel({"bench", "-m", shared_path(kStories), "-p", "100000", "-n", "0"}),
+                        "does not fit the context");
+  expect_one_line_error(run_keel({"bench", "-m", "/nonexistent.gguf"}), "nonexistent.gguf");
+  const CliResult r = run_keel({"bench", "-m", shared_path(kStories), "-r", "0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err.find("Sanitizer"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace keel::testing

@@ -1,0 +1,291 @@
+// `keel bench`: llama-bench-style speed tests of one model. pp<N>: N random tokens prefilled as one
+// batch into an empty context; tg<N>: N tokens decoded one at a time from an empty context. Each
+// test runs once to warm up, then `reps` times; t/s is reported as mean ± sample sd over the reps.
+// With --roofline, this machine's bandwidth and peaks are measured first (kernels/roofline.h) and
+// each test gets a bound: tg — weight bytes streamed per token / read bandwidth; pp — FLOPs per
+// token / peak of the instructions the matmuls of this weight type use on this kernel table.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "compute_setup.h"
+#include "core/cpu_features.h"
+#include "kernels/roofline.h"
+#include "model/context.h"
+#include "model/kv_storage.h"
+#include "model_loading.h"
+
+namespace keel::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct TestResult {
+  std::string name;  // "pp512" / "tg128"
+  int32_t n_prompt = 0, n_gen = 0;
+  std::vector<double> samples_ts;
+  double avg_ts = 0, stddev_ts = 0;
+  double bound_ts = 0;  // 0 = unknown
+  std::string bound_by;
+};
+
+// What the model costs per token, from its tensors.
+struct ModelCost {
+  uint64_t size_bytes = 0;        // every tensor
+  uint64_t n_params = 0;          // every tensor
+  uint64_t decode_bytes = 0;      // streamed per decoded token: all but a gathered embedding table
+  double matmul_flops = 0;        // per prefill token: 2 × weights of the layer matmuls (no head)
+  DType main_type = DType::kF32;  // type holding most layer-matmul bytes
+};
+
+ModelCost model_cost(const model::Model& m) {
+  ModelCost c;
+  const auto& tensors = m.file().tensors();
+  const bool has_output = m.file().find_tensor("output.weight") != nullptr;
+  std::map<DType, uint64_t> bytes_by_type;
+  for (const auto& t : tensors) {
+    c.size_bytes += t.num_bytes;
+    c.n_params += static_cast<uint64_t>(t.num_elements);
+    const bool embd = t.name == "token_embd.weight";
+    if (!(embd && has_output)) c.decode_bytes += t.num_bytes;
+    if (t.shape.size() >= 2 && !embd && t.name != "output.weight") {
+      c.matmul_flops += 2.0 * static_cast<double>(t.num_elements);
+      bytes_by_type[t.dtype] += t.num_bytes;
+    }
+  }
+  uint64_t most = 0;
+  for (const auto& [type, bytes] : bytes_by_type) {
+    if (bytes > most) most = bytes, c.main_type = type;
+  }
+  return c;
+}
+
+// Attention FLOPs per token of a pp<n> test (QKᵀ and PV over on average (n + 1) / 2 positions).
+double attention_flops(const model::HParams& hp, int32_t n) {
+  return 4.0 * static_cast<double>(hp.n_layer * hp.n_head * hp.head_dim) * (n + 1) / 2.0;
+}
+
+bool is_quantized(DType t) {
+  return t == DType::kQ8_0 || t == DType::kQ4_0 || t == DType::kQ4_K || t == DType::kQ5_K ||
+         t == DType::kQ6_K;
+}
+
+// The peak (G ops/s) the prefill matmuls of `type` can reach on this table, and its name.
+std::pair<double, std::string> prefill_peak(const kernels::Roofline& r, DType type) {
+  if (is_quantized(type) && r.int8_gops > 0) return {r.int8_gops, r.int8_instruction};
+  if (type == DType::kBF16 && r.bf16_gflops > 0) return {r.bf16_gflops, "vdpbf16ps"};
+  return {r.fp32_gflops, "fp32 FMA"};
+}
+
+// Seconds of one run of a test: pp = one batch of n_prompt tokens; tg = n_gen single-token steps.
+Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
+                        int32_t n_prompt, int32_t n_gen, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
+  model::Batch batch;
+  batch.seqs.resize(1);
+  batch.seqs[0].block_table.resize(static_cast<size_t>(kv.num_blocks()));
+  for (int32_t b = 0; b < kv.num_blocks(); ++b) batch.seqs[0].block_table[b] = b;
+  std::vector<float> logits;
+  const auto start = Clock::now();
+  if (n_prompt > 0) {
+    model::Context ctx(m, n_prompt);
+    for (int32_t i = 0; i < n_prompt; ++i) batch.add(token(rng), i, 0, i + 1 == n_prompt);
+    KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
+  } else {
+    model::Context ctx(m, 1);
+    for (int32_t i = 0; i < n_gen; ++i) {
+      batch.clear_tokens();
+      batch.add(token(rng), i, 0, true);
+      KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
+    }
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+Result<TestResult> run_test(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
+                            int32_t n_prompt, int32_t n_gen, int32_t reps) {
+  TestResult r;
+  r.n_prompt = n_prompt;
+  r.n_gen = n_gen;
+  r.name = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  std::mt19937 rng(1234);
+  KEEL_TRY(run_once(m, kv, ops, n_prompt, n_gen, rng).status());  // warm-up
+  for (int32_t i = 0; i < reps; ++i) {
+    KEEL_ASSIGN_OR_RETURN(double s, run_once(m, kv, ops, n_prompt, n_gen, rng));
+    r.samples_ts.push_back((n_prompt > 0 ? n_prompt : n_gen) / s);
+  }
+  for (double v : r.samples_ts) r.avg_ts += v / reps;
+  double var = 0;
+  for (double v : r.samples_ts) var += (v - r.avg_ts) * (v - r.avg_ts);
+  r.stddev_ts = reps > 1 ? std::sqrt(var / (reps - 1)) : 0.0;
+  return r;
+}
+
+void add_bound(TestResult* t, const ModelCost& cost, const model::HParams& hp,
+               const kernels::Roofline& roof) {
+  if (t->n_prompt > 0) {
+    const auto [peak, what] = prefill_peak(roof, cost.main_type);
+    if (peak <= 0) return;
+    t->bound_ts = peak * 1e9 / (cost.matmul_flops + attention_flops(hp, t->n_prompt));
+    t->bound_by = fmt::format("{:.0f} G/s {}", peak, what);
+  } else {
+    t->bound_ts = roof.read_gbs * 1e9 / static_cast<double>(cost.decode_bytes);
+    t->bound_by = fmt::format("{:.1f} GB/s read", roof.read_gbs);
+  }
+}
+
+void print_roofline(std::FILE* out, const kernels::Roofline& r) {
+  std::fprintf(out, "roofline (%d threads; 1 thread in brackets):\n", r.threads);
+  std::fprintf(out, "  read   %7.1f GB/s  (%.1f)\n  triad  %7.1f GB/s  (%.1f)\n", r.read_gbs,
+               r.read_gbs_1t, r.triad_gbs, r.triad_gbs_1t);
+  std::fprintf(out, "  fp32   %7.0f GFLOP/s (%.0f)\n", r.fp32_gflops, r.fp32_gflops_1t);
+  if (r.bf16_gflops > 0) {
+    std::fprintf(out, "  bf16   %7.0f GFLOP/s (%.0f) vdpbf16ps\n", r.bf16_gflops, r.bf16_gflops_1t);
+  }
+  if (r.int8_gops > 0) {
+    std::fprintf(out, "  int8   %7.0f GOP/s   (%.0f) %s\n", r.int8_gops, r.int8_gops_1t,
+                 r.int8_instruction);
+  }
+  std::fprintf(out, "\n");
+}
+
+std::string model_type(const model::Model& m, const ModelCost& c) {
+  const double p = static_cast<double>(c.n_params);
+  const std::string size = p >= 1e9   ? fmt::format("{:.1f}B", p / 1e9)
+                           : p >= 1e6 ? fmt::format("{:.0f}M", p / 1e6)
+                                      : fmt::format("{:.0f}K", p / 1e3);
+  return fmt::format("{} {} {}", model::arch_name(m.hparams().arch), size, dtype_name(c.main_type));
+}
+
+json to_json(const TestResult& t, const LoadedModel& lm, const ModelCost& c, int threads,
+             kernels::Isa isa, const CpuFeatures& cpu) {
+  json j{{"model_filename", lm.path},
+         {"model_type", model_type(*lm.model, c)},
+         {"model_size", c.size_bytes},
+         {"model_n_params", c.n_params},
+         {"cpu_info", cpu.model_name},
+         {"backends", "CPU"},
+         {"kernels", std::string(kernels::isa_name(isa))},
+         {"n_threads", threads},
+         {"n_prompt", t.n_prompt},
+         {"n_gen", t.n_gen},
+         {"test", t.name},
+         {"avg_ts", t.avg_ts},
+         {"stddev_ts", t.stddev_ts},
+         {"samples_ts", t.samples_ts}};
+  if (t.bound_ts > 0) {
+    j["bound_ts"] = t.bound_ts;
+    j["efficiency"] = t.avg_ts / t.bound_ts;
+    j["bound_by"] = t.bound_by;
+  }
+  return j;
+}
+
+void print_markdown(const std::vector<TestResult>& tests, const LoadedModel& lm, const ModelCost& c,
+                    int threads, kernels::Isa isa) {
+  std::printf(
+      "| model | size | params | threads | kernels | test | t/s | bound t/s | efficiency |\n");
+  std::printf("|---|---:|---:|---:|---|---|---:|---:|---:|\n");
+  for (const TestResult& t : tests) {
+    const std::string bound =
+        t.bound_ts > 0 ? fmt::format("{:.1f} ({})", t.bound_ts, t.bound_by) : std::string("—");
+    const std::string eff =
+        t.bound_ts > 0 ? fmt::format("{:.0f}%", 100 * t.avg_ts / t.bound_ts) : std::string("—");
+    std::printf("| %s | %.2f MiB | %.2f M | %d | %s | %s | %.2f ± %.2f | %s | %s |\n",
+                model_type(*lm.model, c).c_str(), static_cast<double>(c.size_bytes) / (1 << 20),
+                static_cast<double>(c.n_params) / 1e6, threads,
+                std::string(kernels::isa_name(isa)).c_str(), t.name.c_str(), t.avg_ts, t.stddev_ts,
+                bound.c_str(), eff.c_str());
+  }
+}
+
+// The features a table may use: a forced lower table must not be measured with wider instructions.
+CpuFeatures features_for(CpuFeatures cpu, kernels::Isa isa) {
+  if (isa != kernels::Isa::kAvx512) {
+    cpu.avx512f = cpu.avx512bw = cpu.avx512vl = cpu.avx512dq = false;
+    cpu.avx512vnni = cpu.avx512bf16 = false;
+  }
+  if (isa == kernels::Isa::kScalar) cpu.avx2 = cpu.fma = false;
+  return cpu;
+}
+
+Status bench(const BenchOptions& opts, const ComputeSetup& setup) {
+  for (int32_t n : opts.n_prompt) {
+    if (n < 0) return Status::invalid_argument("-p must be ≥ 0");
+  }
+  for (int32_t n : opts.n_gen) {
+    if (n < 0) return Status::invalid_argument("-n must be ≥ 0");
+  }
+  if (opts.reps < 1) return Status::invalid_argument("-r must be ≥ 1");
+  const std::optional<DType> kv_type = dtype_from_name(opts.kv_type);
+  if (!kv_type || (*kv_type != DType::kF32 && *kv_type != DType::kF16)) {
+    return Status::invalid_argument("unknown KV type '" + opts.kv_type + "' (expected f32 or f16)");
+  }
+  ThreadPool pool(setup.threads);
+  const CpuFeatures cpu = detect_cpu_features();
+  KEEL_ASSIGN_OR_RETURN(LoadedModel lm, load_model(opts.model_path, opts.compute, {}, pool));
+  const model::Model& m = *lm.model;
+  int32_t longest = 1;
+  for (int32_t n : opts.n_prompt) longest = std::max(longest, n);
+  for (int32_t n : opts.n_gen) longest = std::max(longest, n);
+  if (longest > m.n_ctx()) {
+    return Status::out_of_range(
+        fmt::format("a test of {} tokens does not fit the context of {}", longest, m.n_ctx()));
+  }
+  const model::KvLayout layout = model::KvLayout::for_model(m.hparams(), 16, *kv_type);
+  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv, model::KvStorage::create(layout, (longest + 15) / 16));
+  const ModelCost cost = model_cost(m);
+
+  std::optional<kernels::Roofline> roof;
+  if (opts.roofline) {
+    KEEL_ASSIGN_OR_RETURN(roof, kernels::measure_roofline(features_for(cpu, setup.isa), pool));
+    // JSON mode keeps stdout for the JSON array.
+    print_roofline(opts.output == "md" ? stdout : stderr, *roof);
+  }
+  kernels::Ops ops(setup.isa, &pool);
+  std::vector<TestResult> tests;
+  for (int32_t n : opts.n_prompt) {
+    if (n == 0) continue;
+    KEEL_ASSIGN_OR_RETURN(TestResult t, run_test(m, kv, ops, n, 0, opts.reps));
+    tests.push_back(std::move(t));
+  }
+  for (int32_t n : opts.n_gen) {
+    if (n == 0) continue;
+    KEEL_ASSIGN_OR_RETURN(TestResult t, run_test(m, kv, ops, 0, n, opts.reps));
+    tests.push_back(std::move(t));
+  }
+  if (roof) {
+    for (TestResult& t : tests) add_bound(&t, cost, m.hparams(), *roof);
+  }
+  if (opts.output == "json") {
+    json out = json::array();
+    for (const TestResult& t : tests) {
+      out.push_back(to_json(t, lm, cost, setup.threads, setup.isa, cpu));
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+  } else {
+    print_markdown(tests, lm, cost, setup.threads, setup.isa);
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_bench(const BenchOptions& opts) {
+  auto setup = setup_compute(opts.compute);
+  if (!setup.ok()) return report_error(setup.status());
+  const Status s = bench(opts, *setup);
+  return s.ok() ? 0 : report_error(s);
+}
+
+}  // namespace keel::cli
