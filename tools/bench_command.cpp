@@ -6,6 +6,7 @@
 // token / peak of the instructions the matmuls of this weight type use on this kernel table.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -96,13 +97,12 @@ Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Op
   batch.seqs[0].block_table.resize(static_cast<size_t>(kv.num_blocks()));
   for (int32_t b = 0; b < kv.num_blocks(); ++b) batch.seqs[0].block_table[b] = b;
   std::vector<float> logits;
+  model::Context ctx(m, std::max(n_prompt, 1));  // scratch allocation is not timed
   const auto start = Clock::now();
   if (n_prompt > 0) {
-    model::Context ctx(m, n_prompt);
     for (int32_t i = 0; i < n_prompt; ++i) batch.add(token(rng), i, 0, i + 1 == n_prompt);
     KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
   } else {
-    model::Context ctx(m, 1);
     for (int32_t i = 0; i < n_gen; ++i) {
       batch.clear_tokens();
       batch.add(token(rng), i, 0, true);
