@@ -19,8 +19,10 @@ struct ComputeOptions {
 };
 
 struct InfoOptions {
-  std::string model_path;
+  std::string model_path;     // "" only with cpu_only
   bool list_tensors = false;  // print every tensor, not only the per-type summary
+  bool cpu_only = false;      // --cpu: only the CPU features and the kernel tables
+  std::string isa;            // --isa: the table a command would use when forced
 };
 int run_info(const InfoOptions& opts);
 

@@ -1,10 +1,12 @@
 // `keel info MODEL.gguf`: the file's format, architecture and hyper-parameters (its metadata),
 // tensor types and sizes, tokenizer, and the CPU features and kernel table keel would use.
+// `keel info --cpu [--isa T]`: only the CPU part, with every table and which one is in use.
 #include <cstdio>
 #include <map>
 #include <string>
 
 #include "commands.h"
+#include "compute_setup.h"
 #include "core/cpu_features.h"
 #include "gguf/reader.h"
 #include "kernels/kernels.h"
@@ -49,9 +51,36 @@ std::string render(const gguf::Value& v) {
   return "?";
 }
 
+// The CPU, its features, the kernel tables it supports and the one a command would use (the best,
+// or the one --isa / KEEL_ISA forces). Returns the exit code.
+int print_cpu(const InfoOptions& opts) {
+  const CpuFeatures cpu = detect_cpu_features();
+  ComputeOptions compute;
+  compute.isa = opts.isa;
+  auto setup = setup_compute(compute);
+  if (!setup.ok()) return report_error(setup.status());
+  std::string supported;
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (kernels::isa_supported(isa, cpu)) {
+      supported += (supported.empty() ? "" : ", ") + std::string(kernels::isa_name(isa));
+    }
+  }
+  std::printf(
+      "cpu: %s\n  features: %s\n  kernel tables: %s\n  kernels in use: %s%s\n",
+      cpu.model_name.c_str(), cpu.to_string().c_str(), supported.c_str(),
+      std::string(kernels::isa_name(setup->isa)).c_str(),
+      setup->isa == kernels::Isa::kAvx512 && cpu.avx512bf16 ? " (with AVX512-BF16 matmuls)" : "");
+  return 0;
+}
+
 }  // namespace
 
 int run_info(const InfoOptions& opts) {
+  if (opts.cpu_only) return print_cpu(opts);
+  if (opts.model_path.empty()) {
+    std::fprintf(stderr, "keel: info needs a model file (or --cpu)\n");
+    return 1;
+  }
   auto file = gguf::GgufFile::open(opts.model_path, {.mode = gguf::DataMode::kNone});
   if (!file) {
     std::fprintf(stderr, "keel: %s\n", file.error().message().c_str());
@@ -105,11 +134,8 @@ int run_info(const InfoOptions& opts) {
     }
   }
 
-  const CpuFeatures cpu = detect_cpu_features();
-  std::printf("\ncpu: %s\n  features: %s\n  kernels: %s\n", cpu.model_name.c_str(),
-              cpu.to_string().c_str(),
-              std::string(kernels::isa_name(kernels::best_isa(cpu))).c_str());
-  return 0;
+  std::printf("\n");
+  return print_cpu(opts);
 }
 
 }  // namespace keel::cli

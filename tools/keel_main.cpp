@@ -136,8 +136,11 @@ int main(int argc, char** argv) {
 
   keel::cli::InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Describe a GGUF model and this CPU");
-  info_cmd->add_option("model", info.model_path, "GGUF model file")->required();
+  info_cmd->add_option("model", info.model_path, "GGUF model file (not needed with --cpu)");
   info_cmd->add_flag("--tensors", info.list_tensors, "List every tensor");
+  info_cmd->add_flag("--cpu", info.cpu_only, "Only the CPU features and kernel tables");
+  info_cmd->add_option("--isa", info.isa, "Show the table a forced --isa would use")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
 
   keel::cli::MakeModelOptions mk;
   CLI::App* mk_cmd = app.add_subcommand(

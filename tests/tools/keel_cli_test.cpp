@@ -121,7 +121,7 @@ TEST(KeelCliTest, MakeModelInfoAndRun) {
   EXPECT_NE(info.out.find("architecture: qwen2"), std::string::npos) << info.out;
   EXPECT_NE(info.out.find("Q8_0"), std::string::npos);
   EXPECT_NE(info.out.find("(random weights)"), std::string::npos);
-  EXPECT_NE(info.out.find("kernels:"), std::string::npos);
+  EXPECT_NE(info.out.find("kernels in use:"), std::string::npos);
   CliResult run =
       run_keel({"run", "-m", path, "-p", "Once upon a time", "-n", "8", "-t", "1", "--ignore-eos"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
@@ -153,6 +153,21 @@ TEST(KeelCliTest, UsageErrorsAreReported) {
   CliResult kv = run_keel({"run", "-p", "x", "--kv-type", "q8_0"});
   EXPECT_NE(kv.exit_code, 0);
   EXPECT_NE(kv.err.find("--kv-type"), std::string::npos) << kv.err;
+}
+
+TEST(KeelCliTest, InfoCpuNamesTheTableInUse) {
+  // The best table by default; --isa and KEEL_ISA force a lower one (scalar runs everywhere).
+  CliResult r = run_keel({"info", "--cpu"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernel tables: scalar"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kernels in use: "), std::string::npos) << r.out;
+  r = run_keel({"info", "--cpu", "--isa", "scalar"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernels in use: scalar\n"), std::string::npos) << r.out;
+  r = run_keel({"info", "--cpu"}, {"KEEL_ISA=scalar"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kernels in use: scalar\n"), std::string::npos) << r.out;
+  expect_one_line_error(run_keel({"info"}), "needs a model file");
 }
 
 TEST(KeelCliTest, BenchPrintsLlamaBenchJson) {
