@@ -13,11 +13,10 @@
 #include "commands.h"
 #include "compute_setup.h"
 #include "core/dtype.h"
-#include "default_model.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
-#include "progress.h"
+#include "model_loading.h"
 #include "sampling/sampler.h"
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
@@ -29,30 +28,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-struct Loaded {
-  std::unique_ptr<model::Model> model;
-  std::unique_ptr<tokenizer::Tokenizer> tokenizer;
-};
-
-Result<Loaded> load(const RunOptions& opts, ThreadPool& pool) {
-  std::string path = opts.model_path;
-  if (path.empty()) {
-    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
-  }
-  ProgressReporter progress("loading " + path, "B", opts.compute.verbose);
-  gguf::ReadOptions read;
-  read.mode = opts.compute.use_mmap ? gguf::DataMode::kMmap : gguf::DataMode::kRead;
-  read.progress = [&progress](uint64_t done, uint64_t total) { progress.update(done, total); };
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, read));
-  progress.finish();
-  KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(file));
-  model::ModelOptions mopts;
-  mopts.n_ctx = opts.ctx_size;
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
-                        model::Model::load(std::move(file), mopts));
-  return Loaded{std::move(model), std::make_unique<tokenizer::Tokenizer>(std::move(tok))};
 }
 
 // KV blocks of kBlockSize positions for one sequence of up to n_ctx positions, block table 0..n-1.
@@ -89,9 +64,10 @@ sampling::SamplingParams sampling_params(const RunOptions& opts) {
 }
 
 Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
-  const auto t_load = Clock::now();
-  KEEL_ASSIGN_OR_RETURN(Loaded loaded, load(opts, pool));
-  const double load_s = seconds_since(t_load);
+  model::ModelOptions mopts;
+  mopts.n_ctx = opts.ctx_size;
+  KEEL_ASSIGN_OR_RETURN(LoadedModel loaded, load_model(opts.model_path, opts.compute, mopts, pool));
+  const double load_s = loaded.load_seconds;
   const model::Model& model = *loaded.model;
   const tokenizer::Tokenizer& tok = *loaded.tokenizer;
 
