@@ -34,7 +34,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # The openai npm package, pinned, outside the source tree.
-npm_dir="${KEEL_NPM_DIR:-$HOME/.cache/keel/npm}"
+npm_dir="${KEEL_NPM_DIR:-${HOME:-/tmp}/.cache/keel/npm}"
 openai_version="4.104.0"
 if ! grep -qs "\"version\": \"$openai_version\"" "$npm_dir/node_modules/openai/package.json"; then
   echo "install-deps: npm install openai@$openai_version into $npm_dir" >&2

@@ -11,7 +11,7 @@ if [ ! -f "$model" ]; then
   echo "skipped: $model not found (../shared absent)" >&2
   exit 77
 fi
-npm_dir="${KEEL_NPM_DIR:-$HOME/.cache/keel/npm}"
+npm_dir="${KEEL_NPM_DIR:-${HOME:-/tmp}/.cache/keel/npm}"
 module="$npm_dir/node_modules/openai"
 if [ ! -d "$module" ]; then
   echo "openai npm package missing at $module: run scripts/install-deps.sh" >&2
