@@ -83,7 +83,7 @@ int run_bench(const BenchOptions& opts);
 struct MakeModelOptions {
   std::string arch = "llama";  // llama | qwen2 | qwen3
   std::string shape = "tiny";  // tiny | tinyllama-1.1b | llama-3.2-1b | qwen2.5-0.5b
-  std::string type = "f32";    // f32 | f16 | bf16 | q8_0 | q4_0
+  std::string type = "f32";    // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k
   std::string vocab = "byte";  // byte | PATH.gguf to copy the tokenizer from
   uint64_t seed = 42;
   std::string output_path;

@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
   mk_cmd->add_option("--shape", mk.shape, "Model shape")
       ->check(CLI::IsMember({"tiny", "tinyllama-1.1b", "llama-3.2-1b", "qwen2.5-0.5b"}));
   mk_cmd->add_option("--type", mk.type, "Weight type")
-      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0"}));
+      ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k"}));
   mk_cmd->add_option("--vocab", mk.vocab, "'byte' or a GGUF file to copy the tokenizer from");
   mk_cmd->add_option("--seed", mk.seed, "Random seed");
   mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();

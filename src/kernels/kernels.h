@@ -61,11 +61,12 @@ bool matmul_supports(DType dtype);
 // bit-exact with ggml's dequantize_row_* functions. Accepts every matmul_supports() type.
 void dequantize_row(DType dtype, const std::byte* src, float* dst, int64_t n);
 
-// Weight types quantize_row() accepts: F32, F16, BF16, Q8_0, Q4_0.
+// Weight types quantize_row() accepts: F32, F16, BF16, Q8_0, Q4_0, Q4_K.
 bool quantize_supports(DType dtype);
 // Converts n floats (a multiple of the block size) to one row of `dtype`
 // (dtype_row_bytes(dtype, n) bytes), bit-exact with ggml's reference quantizers
-// (quantize_row_q8_0_ref, quantize_row_q4_0_ref, round-to-nearest-even f16/bf16).
+// (quantize_row_q8_0_ref, quantize_row_q4_0_ref, round-to-nearest-even f16/bf16). Q4_K is a
+// simple min–max quantizer (valid blocks, not llama-quantize's search; see quantize.cpp).
 void quantize_row(DType dtype, const float* src, std::byte* dst, int64_t n);
 
 struct RopeParams {

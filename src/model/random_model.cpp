@@ -141,6 +141,8 @@ int32_t file_type(DType t) {  // llama.cpp's general.file_type numbering
       return 7;
     case DType::kBF16:
       return 32;
+    case DType::kQ4_K:
+      return 14;  // MOSTLY_Q4_K_S: every matrix Q4_K
     default:
       return 0;
   }

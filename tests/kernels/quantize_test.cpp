@@ -4,6 +4,7 @@
 // Also the Q8_0 / Q8_K activation quantizers: SIMD tables bit-identical to the scalar ones.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -13,6 +14,7 @@
 #include "core/fp16.h"
 #include "gguf/reader.h"
 #include "kernel_test_util.h"
+#include "kernels/blocks.h"
 #include "kernels/isa_kernels.h"
 #include "support/test_support.h"
 
@@ -123,6 +125,42 @@ TEST(QuantizeTest, RoundTripErrorBounds) {
     }
     for (int j = 0; j < 32; ++j) EXPECT_EQ(y[j], 0.0f);
   }
+}
+
+TEST(QuantizeTest, Q4KRoundTripIsWithinHalfAStepPerSubBlock) {
+  // make-model's Q4_K: each 32-element sub-block gets its own 6-bit scale and offset, so a
+  // sub-block of small values keeps small errors next to one of large values, and the packing of
+  // scales and nibbles must match the dequantizer (a mixed-up index shows as a whole-range error).
+  std::mt19937 rng(11);
+  const int64_t n = kQKK * 4;
+  std::vector<float> x = testing::random_floats(rng, n, 1.0f);
+  for (int64_t i = 0; i < n; ++i) x[i] *= static_cast<float>(1 + (i / 32) % 8);  // 1× .. 8×
+  std::fill(x.begin() + kQKK, x.begin() + 2 * kQKK, 0.0f);  // an all-zero super-block
+  for (int64_t i = 2 * kQKK; i < 2 * kQKK + 32; ++i) x[i] = std::fabs(x[i]);  // no negatives
+  ASSERT_TRUE(quantize_supports(DType::kQ4_K));
+  std::vector<std::byte> q(dtype_row_bytes(DType::kQ4_K, n));
+  quantize_row(DType::kQ4_K, x.data(), q.data(), n);
+  std::vector<float> y(static_cast<size_t>(n));
+  dequantize_row(DType::kQ4_K, q.data(), y.data(), n);
+  for (int64_t b = 0; b < n / kQKK; ++b) {
+    float max_scale = 0, max_offset = 0, scale[8];
+    for (int s = 0; s < 8; ++s) {
+      const float* xs = x.data() + b * kQKK + 32 * s;
+      const float lo = std::min(0.0f, *std::min_element(xs, xs + 32));
+      const float hi = std::max(0.0f, *std::max_element(xs, xs + 32));
+      scale[s] = (hi - lo) / 15;
+      max_scale = std::max(max_scale, scale[s]);
+      max_offset = std::max(max_offset, -lo);
+    }
+    for (int s = 0; s < 8; ++s) {
+      const float bound = 0.5f * scale[s] + 2 * max_scale / 63 + max_offset / 63 + 1e-6f;
+      for (int l = 0; l < 32; ++l) {
+        const int64_t i = b * kQKK + 32 * s + l;
+        ASSERT_LE(std::fabs(x[i] - y[i]), bound) << "super-block " << b << " sub-block " << s;
+      }
+    }
+  }
+  for (int64_t i = kQKK; i < 2 * kQKK; ++i) EXPECT_EQ(y[i], 0.0f);
 }
 
 TEST(QuantizeTest, Q8_0TiesRoundAwayFromZero) {
