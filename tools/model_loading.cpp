@@ -1,4 +1,4 @@
-// load_model: default-model fallback, GGUF read with progress, tokenizer, model.
+// read_weights / load_model: default-model fallback, GGUF read with progress, tokenizer, model.
 #include "model_loading.h"
 
 #include <chrono>
@@ -9,6 +9,17 @@
 
 namespace keel::cli {
 
+Result<gguf::GgufFile> read_weights(const std::string& path, const ComputeOptions& compute,
+                                    bool show_progress) {
+  ProgressReporter progress("loading " + path, "B", show_progress);
+  gguf::ReadOptions read;
+  read.mode = compute.use_mmap ? gguf::DataMode::kMmap : gguf::DataMode::kRead;
+  read.progress = [&progress](uint64_t done, uint64_t total) { progress.update(done, total); };
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, read));
+  progress.finish();
+  return file;
+}
+
 Result<LoadedModel> load_model(const std::string& path, const ComputeOptions& compute,
                                const model::ModelOptions& options, ThreadPool& pool) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -17,12 +28,7 @@ Result<LoadedModel> load_model(const std::string& path, const ComputeOptions& co
   if (out.path.empty()) {
     KEEL_ASSIGN_OR_RETURN(out.path, ensure_default_model(pool));
   }
-  ProgressReporter progress("loading " + out.path, "B", compute.verbose);
-  gguf::ReadOptions read;
-  read.mode = compute.use_mmap ? gguf::DataMode::kMmap : gguf::DataMode::kRead;
-  read.progress = [&progress](uint64_t done, uint64_t total) { progress.update(done, total); };
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(out.path, read));
-  progress.finish();
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, read_weights(out.path, compute, compute.verbose));
   if (const gguf::Value* v = file.find("keel.random_weights")) {
     out.random_weights = v->as_bool().value_or(false);
   }

@@ -18,7 +18,7 @@
 #include "engine/engine.h"
 #include "gguf/reader.h"
 #include "model/model.h"
-#include "progress.h"
+#include "model_loading.h"
 #include "server/server.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -123,12 +123,8 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 
   model::ModelOptions mopts;
   mopts.n_ctx = opts.ctx_size;
-  ProgressReporter progress("loading " + path, "B");
-  gguf::ReadOptions read;
-  read.mode = opts.compute.use_mmap ? gguf::DataMode::kMmap : gguf::DataMode::kRead;
-  read.progress = [&progress](uint64_t done, uint64_t total) { progress.update(done, total); };
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, read));
-  progress.finish();
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
+                        read_weights(path, opts.compute, /*show_progress=*/true));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
                         model::Model::load(std::move(file), mopts));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> eng,
