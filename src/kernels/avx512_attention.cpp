@@ -14,7 +14,7 @@
 
 #include "kernels/avx512_math.h"
 #include "kernels/isa_kernels.h"
-#include "kernels/paged_rows.h"
+#include "kernels/paged_attention_tiles.h"
 
 namespace keel::kernels::avx512 {
 namespace {
@@ -157,67 +157,32 @@ inline void widen(const std::byte* src, int64_t dim, float* dst) {
   }
 }
 
-template <bool kF16>
-void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttentionTask& t) {
-  const int64_t group = heads.n_heads / heads.n_kv_heads;
-  const int64_t dim = heads.head_dim;
-  float* const scores = t.scratch;                               // [group][kAttentionTile]
-  float* const k_tile = scores + group * kAttentionTile;         // [kAttentionTile][dim] (f16)
-  float* const v_tile = k_tile + int64_t{kAttentionTile} * dim;  // [kAttentionTile][dim] (f16)
-  std::fill(t.acc, t.acc + group * dim, 0.0f);
-  std::fill(t.m, t.m + group, -INFINITY);
-  std::fill(t.l, t.l + group, 0.0f);
-  const std::byte* tile_rows[2][kAttentionTile];
-  const float* krows[kAttentionTile];
-  const float* vrows[kAttentionTile];
-  const size_t head_bytes = static_cast<size_t>(dim) * (kF16 ? 2 : 4);
-  paged_k_rows(kv, t.block_table, t.kv_head, dim, t.kv_begin,
-               std::min(kAttentionTile, t.kv_end - t.kv_begin), tile_rows[0]);
-  for (int32_t j0 = t.kv_begin, tile = 0; j0 < t.kv_end; j0 += kAttentionTile, tile ^= 1) {
-    const int32_t n = std::min(kAttentionTile, t.kv_end - j0);
-    const std::byte* const* rows = tile_rows[tile];
-    if (const int32_t j1 = j0 + kAttentionTile; j1 < t.kv_end) {  // the next tile's rows
-      const int32_t n1 = std::min(kAttentionTile, t.kv_end - j1);
-      paged_k_rows(kv, t.block_table, t.kv_head, dim, j1, n1, tile_rows[tile ^ 1]);
-      prefetch_rows(tile_rows[tile ^ 1], n1, kv.v_offset, head_bytes);
-    }
-    for (int32_t j = 0; j < n; ++j) {
-      if constexpr (kF16) {
-        widen(rows[j], dim, k_tile + j * dim);
-        widen(rows[j] + kv.v_offset, dim, v_tile + j * dim);
-        krows[j] = k_tile + j * dim;
-        vrows[j] = v_tile + j * dim;
-      } else {
-        krows[j] = reinterpret_cast<const float*>(rows[j]);
-        vrows[j] = reinterpret_cast<const float*>(rows[j] + kv.v_offset);
-      }
-    }
-    const int32_t n_blocks = (n + kLanes - 1) / kLanes;
-    for (int32_t j = n; j < n_blocks * kLanes; ++j) krows[j] = krows[0];  // scores ignored
-    for (int64_t g = 0; g < group; ++g) {
-      float* p = scores + g * kAttentionTile;
-      for (int32_t b = 0; b < n_blocks; ++b) {
-        scores16(t.q + g * dim, krows + b * kLanes, dim, heads.scale, p + b * kLanes);
-      }
-      const float m_new = std::max(t.m[g], tile_max(p, n));
-      const float alpha = t.m[g] == -INFINITY ? 0.0f : std::exp(t.m[g] - m_new);
-      t.l[g] = t.l[g] * alpha + exp_tile(p, n, m_new);
-      t.m[g] = m_new;
-      accumulate_v(t.acc + g * dim, alpha, p, n, vrows, dim);
-    }
+// This file's arithmetic for the shared tile loop (paged_attention_tiles.h).
+struct Tile {
+  static constexpr int32_t kLanes = avx512::kLanes;
+  static void scores(const float* q, const float* const* krows, int64_t dim, float scale,
+                     float* s) {
+    scores16(q, krows, dim, scale, s);
   }
-}
+  static float tile_max(const float* p, int32_t n) { return avx512::tile_max(p, n); }
+  static float exp_tile(float* p, int32_t n, float m_new) { return avx512::exp_tile(p, n, m_new); }
+  static void accumulate_v(float* acc, float alpha, const float* p, int32_t n,
+                           const float* const* vrows, int64_t dim) {
+    avx512::accumulate_v(acc, alpha, p, n, vrows, dim);
+  }
+  static void widen(const std::byte* src, int64_t dim, float* dst) { avx512::widen(src, dim, dst); }
+};
 
 }  // namespace
 
 void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend<false>(kv, heads, task);
+  attend_tiles<Tile, false>(kv, heads, task);
 }
 
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend<true>(kv, heads, task);
+  attend_tiles<Tile, true>(kv, heads, task);
 }
 
 }  // namespace keel::kernels::avx512
