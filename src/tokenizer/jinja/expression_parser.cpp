@@ -67,15 +67,19 @@ Result<ExprPtr> ExpressionParser::parse_condexpr() {
   return expr;
 }
 
+Result<ExprPtr> ExpressionParser::binary(ExprPtr node, ExprPtr left, ExprPtr right) const {
+  node->children.push_back(std::move(left));
+  node->children.push_back(std::move(right));
+  KEEL_TRY(seal(node.get()));
+  return node;
+}
+
 Result<ExprPtr> ExpressionParser::parse_or() {
   KEEL_ASSIGN_OR_RETURN(ExprPtr left, parse_and());
   while (ts_->at_name("or")) {
     ExprPtr node = make(ExprKind::kOr, ts_->next());
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_and());
-    node->children.push_back(std::move(left));
-    node->children.push_back(std::move(right));
-    KEEL_TRY(seal(node.get()));
-    left = std::move(node);
+    KEEL_ASSIGN_OR_RETURN(left, binary(std::move(node), std::move(left), std::move(right)));
   }
   return left;
 }
@@ -85,10 +89,7 @@ Result<ExprPtr> ExpressionParser::parse_and() {
   while (ts_->at_name("and")) {
     ExprPtr node = make(ExprKind::kAnd, ts_->next());
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_not());
-    node->children.push_back(std::move(left));
-    node->children.push_back(std::move(right));
-    KEEL_TRY(seal(node.get()));
-    left = std::move(node);
+    KEEL_ASSIGN_OR_RETURN(left, binary(std::move(node), std::move(left), std::move(right)));
   }
   return left;
 }
@@ -142,10 +143,7 @@ Result<ExprPtr> ExpressionParser::parse_math1() {
     ExprPtr node = make(ExprKind::kBinary, ts_->peek());
     node->name = ts_->next().text;
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_concat());
-    node->children.push_back(std::move(left));
-    node->children.push_back(std::move(right));
-    KEEL_TRY(seal(node.get()));
-    left = std::move(node);
+    KEEL_ASSIGN_OR_RETURN(left, binary(std::move(node), std::move(left), std::move(right)));
   }
   return left;
 }
@@ -170,10 +168,7 @@ Result<ExprPtr> ExpressionParser::parse_math2() {
     ExprPtr node = make(ExprKind::kBinary, ts_->peek());
     node->name = ts_->next().text;
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_pow());
-    node->children.push_back(std::move(left));
-    node->children.push_back(std::move(right));
-    KEEL_TRY(seal(node.get()));
-    left = std::move(node);
+    KEEL_ASSIGN_OR_RETURN(left, binary(std::move(node), std::move(left), std::move(right)));
   }
   return left;
 }
@@ -184,10 +179,7 @@ Result<ExprPtr> ExpressionParser::parse_pow() {
     ExprPtr node = make(ExprKind::kBinary, ts_->peek());
     node->name = ts_->next().text;
     KEEL_ASSIGN_OR_RETURN(ExprPtr right, parse_unary(true));
-    node->children.push_back(std::move(left));
-    node->children.push_back(std::move(right));
-    KEEL_TRY(seal(node.get()));
-    left = std::move(node);
+    KEEL_ASSIGN_OR_RETURN(left, binary(std::move(node), std::move(left), std::move(right)));
   }
   return left;
 }

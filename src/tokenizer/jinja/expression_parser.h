@@ -48,6 +48,8 @@ class ExpressionParser {
   // Sets e->depth from its children; fails past kMaxExprDepth, so that evaluating (and
   // destroying) any tree stays within a fixed stack budget however the operators chain.
   Status seal(Expr* e) const;
+  // `node` with children (left, right), sealed: the step of every left-associative operator loop.
+  Result<ExprPtr> binary(ExprPtr node, ExprPtr left, ExprPtr right) const;
 
   TokenStream* ts_;
 };
