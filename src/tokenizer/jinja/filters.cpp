@@ -14,32 +14,6 @@ namespace {
 
 using FilterFn = Result<Value> (*)(const Value& v, CallArgs& args, BuiltinContext& ctx);
 
-// The items of an iterable as Jinja's filters see them (dict -> keys, str -> characters).
-Result<Value::List> items_of(std::string_view fn, const Value& v) {
-  switch (v.kind()) {
-    case ValueKind::kUndefined:
-      return Value::List{};
-    case ValueKind::kList:
-      return v.as_list();
-    case ValueKind::kDict: {
-      Value::List keys;
-      for (const auto& e : v.as_dict().entries) keys.emplace_back(e.first);
-      return keys;
-    }
-    case ValueKind::kString: {
-      const std::string& s = v.as_string();
-      std::vector<size_t> off = codepoint_offsets(s);
-      Value::List chars;
-      for (size_t i = 0; i + 1 < off.size(); ++i)
-        chars.emplace_back(s.substr(off[i], off[i + 1] - off[i]));
-      return chars;
-    }
-    default:
-      return Status::invalid_argument(std::string(fn) + ": '" + std::string(v.type_name()) +
-                                      "' object is not iterable");
-  }
-}
-
 Result<Value> charged_string(std::string s, BuiltinContext& ctx) {
   KEEL_TRY(ctx.charge(s.size()));
   return Value(std::move(s));
@@ -124,7 +98,7 @@ Result<Value> f_join(const Value& v, CallArgs& args, BuiltinContext& ctx) {
   KEEL_ASSIGN_OR_RETURN(ArgBinder b, ArgBinder::bind("join", args, {"d", "attribute"}));
   KEEL_ASSIGN_OR_RETURN(std::string sep, b.string_or(0, ""));
   KEEL_ASSIGN_OR_RETURN(auto attr, b.opt_string(1));
-  KEEL_ASSIGN_OR_RETURN(Value::List items, items_of("join", v));
+  KEEL_ASSIGN_OR_RETURN(Value::List items, iterable_items(v, "join"));
   if (attr) {
     for (Value& item : items) item = lookup_attribute_path(item, *attr);
   }
@@ -155,7 +129,7 @@ Result<Value> f_items(const Value& v, CallArgs& args, BuiltinContext& ctx) {
 
 Result<Value> f_list(const Value& v, CallArgs& args, BuiltinContext& ctx) {
   KEEL_TRY(ArgBinder::bind("list", args, {}).status());
-  KEEL_ASSIGN_OR_RETURN(Value::List items, items_of("list", v));
+  KEEL_ASSIGN_OR_RETURN(Value::List items, iterable_items(v, "list"));
   return charged_list(std::move(items), ctx);
 }
 
@@ -167,19 +141,19 @@ Result<Value> f_string(const Value& v, CallArgs& args, BuiltinContext& ctx) {
 
 Result<Value> f_first(const Value& v, CallArgs& args, BuiltinContext&) {
   KEEL_TRY(ArgBinder::bind("first", args, {}).status());
-  KEEL_ASSIGN_OR_RETURN(Value::List items, items_of("first", v));
+  KEEL_ASSIGN_OR_RETURN(Value::List items, iterable_items(v, "first"));
   return items.empty() ? Value::undefined("first") : items.front();
 }
 
 Result<Value> f_last(const Value& v, CallArgs& args, BuiltinContext&) {
   KEEL_TRY(ArgBinder::bind("last", args, {}).status());
-  KEEL_ASSIGN_OR_RETURN(Value::List items, items_of("last", v));
+  KEEL_ASSIGN_OR_RETURN(Value::List items, iterable_items(v, "last"));
   return items.empty() ? Value::undefined("last") : items.back();
 }
 
 Result<Value> f_reverse(const Value& v, CallArgs& args, BuiltinContext& ctx) {
   KEEL_TRY(ArgBinder::bind("reverse", args, {}).status());
-  KEEL_ASSIGN_OR_RETURN(Value::List items, items_of("reverse", v));
+  KEEL_ASSIGN_OR_RETURN(Value::List items, iterable_items(v, "reverse"));
   std::reverse(items.begin(), items.end());
   if (v.is_string()) {
     KEEL_ASSIGN_OR_RETURN(std::string s, join_strings(items, "", ctx));
@@ -191,7 +165,7 @@ Result<Value> f_reverse(const Value& v, CallArgs& args, BuiltinContext& ctx) {
 // Jinja's select/reject (by test) and selectattr/rejectattr (by attribute, then test).
 Result<Value> select_impl(std::string_view fn, const Value& v, CallArgs& args, bool by_attr,
                           bool keep_when, BuiltinContext& ctx) {
-  KEEL_ASSIGN_OR_RETURN(Value::List items, items_of(fn, v));
+  KEEL_ASSIGN_OR_RETURN(Value::List items, iterable_items(v, fn));
   size_t next = 0;
   std::string attr;
   if (by_attr) {
@@ -238,7 +212,7 @@ Result<Value> f_rejectattr(const Value& v, CallArgs& a, BuiltinContext& c) {
 }
 
 Result<Value> f_map(const Value& v, CallArgs& args, BuiltinContext& ctx) {
-  KEEL_ASSIGN_OR_RETURN(Value::List items, items_of("map", v));
+  KEEL_ASSIGN_OR_RETURN(Value::List items, iterable_items(v, "map"));
   Value::List out;
   out.reserve(items.size());
   std::optional<std::string> attribute;

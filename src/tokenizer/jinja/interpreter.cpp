@@ -136,33 +136,6 @@ Result<Interpreter::Flow> Interpreter::exec_node_inner(const Node& node, std::st
 
 namespace {
 
-// The items a for loop walks: list elements, dict keys, string characters; undefined is empty.
-Result<Value::List> iteration_items(const Value& v) {
-  switch (v.kind()) {
-    case ValueKind::kUndefined:
-      return Value::List{};
-    case ValueKind::kList:
-      return v.as_list();
-    case ValueKind::kDict: {
-      Value::List keys;
-      for (const auto& entry : v.as_dict().entries) keys.emplace_back(entry.first);
-      return keys;
-    }
-    case ValueKind::kString: {
-      const std::string& s = v.as_string();
-      std::vector<size_t> offsets = codepoint_offsets(s);
-      Value::List chars;
-      for (size_t i = 0; i + 1 < offsets.size(); ++i) {
-        chars.emplace_back(s.substr(offsets[i], offsets[i + 1] - offsets[i]));
-      }
-      return chars;
-    }
-    default:
-      return Status::invalid_argument("'" + std::string(v.type_name()) +
-                                      "' object is not iterable");
-  }
-}
-
 Dict loop_info(const Value::List& items, size_t i) {
   const auto n = static_cast<int64_t>(items.size());
   const auto idx = static_cast<int64_t>(i);
@@ -192,7 +165,7 @@ Dict loop_info(const Value::List& items, size_t i) {
 
 Result<Interpreter::Flow> Interpreter::exec_for(const Node& node, std::string* out) {
   KEEL_ASSIGN_OR_RETURN(Value iterable, eval(*node.expr));
-  auto listed = iteration_items(iterable);
+  auto listed = iterable_items(iterable);
   if (!listed.ok()) return locate(listed.error(), node.expr->line, node.expr->column);
   Value::List items = std::move(*listed);
   KEEL_TRY(locate(ctx_.charge(16 * items.size()), node.line, node.column));

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "core/check.h"
+#include "tokenizer/jinja/py_string.h"
 
 namespace keel::tokenizer::jinja {
 
@@ -122,6 +123,32 @@ bool exceeds_depth(const Value& v, int max_depth) {
     if (exceeds_depth(entry.second, max_depth - 1)) return true;
   }
   return false;
+}
+
+Result<Value::List> iterable_items(const Value& v, std::string_view fn) {
+  switch (v.kind()) {
+    case ValueKind::kUndefined:
+      return Value::List{};
+    case ValueKind::kList:
+      return v.as_list();
+    case ValueKind::kDict: {
+      Value::List keys;
+      for (const auto& entry : v.as_dict().entries) keys.emplace_back(entry.first);
+      return keys;
+    }
+    case ValueKind::kString: {
+      const std::string& s = v.as_string();
+      const std::vector<size_t> offsets = codepoint_offsets(s);
+      Value::List chars;
+      for (size_t i = 0; i + 1 < offsets.size(); ++i) {
+        chars.emplace_back(s.substr(offsets[i], offsets[i + 1] - offsets[i]));
+      }
+      return chars;
+    }
+    default:
+      return Status::invalid_argument((fn.empty() ? "" : std::string(fn) + ": ") + "'" +
+                                      std::string(v.type_name()) + "' object is not iterable");
+  }
 }
 
 bool holds_reference(const Value& v) {

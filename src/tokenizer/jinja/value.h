@@ -141,6 +141,11 @@ Result<int> compare_values(const Value& a, const Value& b);
 // depth 0). Stops descending past max_depth, so it is safe on any value.
 bool exceeds_depth(const Value& v, int max_depth);
 
+// The items of an iterable as for loops and filters walk them: list elements, dict keys, string
+// characters (code points); undefined is empty. Anything else is InvalidArgument "'T' object is not
+// iterable", prefixed with "fn: " when `fn` is given.
+Result<Value::List> iterable_items(const Value& v, std::string_view fn = "");
+
 // True when `v` holds a namespace or a callable anywhere inside (lists and dicts are searched;
 // callables are not looked into). Namespace attributes may hold neither, which keeps the value
 // graph acyclic (namespaces are the only mutable objects), so reference counting frees it all.
