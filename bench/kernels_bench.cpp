@@ -1,7 +1,7 @@
 // keel_kernels_bench: matmul throughput per dispatch table, weight type and shape, through Ops
 // (activation preparation and threading included); paged attention (paged_attention_bench.cpp).
 //
-// Shapes: decode (1 token) 2048x2048 and 5632x2048, prefill 64 tokens x 2048x2048; 1 and 2
+// Shapes: decode (1 token) 2048x2048 and 5632x2048, prefill 64 and 512 tokens x 2048x2048; 1 and 2
 // threads. Decode rotates over enough copies of the weights (≥ 160 MiB) that every call streams
 // them from DRAM, as decoding a model larger than the caches does; decode_hot repeats one
 // cache-resident matrix (the kernel's compute ceiling). Counters: bytes_per_second =
@@ -34,7 +34,8 @@ struct Shape {
 constexpr Shape kShapes[] = {{"decode_2048x2048", 2048, 2048, 1, true},
                              {"decode_5632x2048", 5632, 2048, 1, true},
                              {"decode_hot_2048x2048", 2048, 2048, 1, false},
-                             {"prefill64_2048x2048", 2048, 2048, 64, false}};
+                             {"prefill64_2048x2048", 2048, 2048, 64, false},
+                             {"prefill512_2048x2048", 2048, 2048, 512, false}};
 
 std::vector<std::byte> random_rows(DType dtype, int64_t rows, int64_t cols) {
   std::mt19937 rng(42);

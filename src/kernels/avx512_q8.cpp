@@ -194,10 +194,12 @@ inline __m512 round_half_away(__m512 v) {
 }  // namespace
 
 void matmul_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  if (task.n_tokens >= kQ8GemmMinTokens) return gemm_q8_0(task, row_begin, row_end);
   matmul_q8<Q8_0Format>(task, row_begin, row_end);
 }
 
 void matmul_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  if (task.n_tokens >= kQ8GemmMinTokens) return gemm_q4_0(task, row_begin, row_end);
   matmul_q8<Q4_0Format>(task, row_begin, row_end);
 }
 

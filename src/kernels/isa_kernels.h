@@ -67,6 +67,11 @@ void matmul_f16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_bf16(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void matmul_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+// Packed prefill GEMMs (avx512_q8_gemm.cpp), bit-identical to the row kernels above; those
+// switch to them from kQ8GemmMinTokens tokens on.
+inline constexpr int64_t kQ8GemmMinTokens = 8;
+void gemm_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void gemm_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum);
 void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);

@@ -124,7 +124,7 @@ inline std::vector<float> dequantize_matrix(const Matrix& m) {
 inline std::vector<int64_t> test_cols(DType dtype) {
   const int64_t bs = dtype_info(dtype).block_size;
   if (bs == 1) return {1, 15, 17, 64, 100};
-  if (bs == 32) return {32, 96, 256, 544};
+  if (bs == 32) return {32, 96, 256, 544, 2080};  // 2080: past one 64-block GEMM chunk
   return {256, 512, 768};
 }
 

@@ -32,7 +32,8 @@ struct Shape {
   int64_t n_tokens;
 };
 // Rows not multiples of the thread count or the SIMD tile (8 / 16), tokens 1..17.
-const Shape kShapes[] = {{1, 1}, {13, 1}, {37, 2}, {16, 3}, {45, 4}, {7, 5}, {33, 7}, {20, 17}};
+const Shape kShapes[] = {{1, 1}, {13, 1}, {37, 2},  {16, 3}, {45, 4},
+                         {7, 5}, {33, 7}, {20, 17}, {50, 40}};
 
 // The CPU features to hand Ops so that it picks exactly `table`.
 CpuFeatures features_for(const KernelTable& table, CpuFeatures cpu) {
@@ -207,6 +208,26 @@ TEST_F(MatmulTest, ResultsDoNotDependOnThreadCount) {
           ASSERT_EQ(0, std::memcmp(y1.data(), yn.data(), y1.size() * sizeof(float)))
               << table->name << " " << dtype_name(dtype) << " with " << threads << " threads";
         }
+      }
+    }
+  }
+}
+
+// Q8_0 and Q4_0 switch to a packed GEMM for larger batches; a token's outputs must still be
+// bit-identical to computing it alone (the engine's batched and one-at-a-time runs agree).
+TEST_F(MatmulTest, Q8ResultsDoNotDependOnTheBatch) {
+  std::mt19937 rng(11);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+    const int64_t cols = 2080, rows = 37, n_tokens = 29;
+    const auto w = random_matrix(rng, dtype, rows, cols);
+    const auto x = random_activations(rng, n_tokens, cols);
+    for (const KernelTable* table : runnable_tables(cpu_)) {
+      const auto batch = run_matmul(*table, cpu_, 2, w.m, x, n_tokens);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const std::vector<float> xt(x.begin() + t * cols, x.begin() + (t + 1) * cols);
+        const auto alone = run_matmul(*table, cpu_, 2, w.m, xt, 1);
+        ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, rows * sizeof(float)))
+            << table->name << " " << dtype_name(dtype) << " token " << t;
       }
     }
   }
