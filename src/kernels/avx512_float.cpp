@@ -4,14 +4,16 @@
 // A tile is R rows × T tokens of 16-lane f32 accumulators, one per (row, token), walked along K in
 // steps of 16 with a masked tail; each accumulator is reduced horizontally once at the end. Decode
 // (one token) uses 8 rows per tile, prefill 4 rows × 4 tokens so every weight vector loaded feeds
-// 4 FMAs. The per-(row, token) arithmetic is the same in every tile shape, so results do not
-// depend on how rows are split across threads.
+// 4 FMAs; prefill walks rows in L2-sized blocks (float_matmul_blocks.h). The per-(row, token)
+// arithmetic is the same in every tile shape, so results do not depend on how rows are split across
+// threads.
 //
 // Pure functions; thread-safe.
 #include <immintrin.h>
 
 #include <cstdint>
 
+#include "kernels/float_matmul_blocks.h"
 #include "kernels/isa_kernels.h"
 
 namespace keel::kernels::avx512 {
@@ -82,46 +84,18 @@ void tile(const MatmulTask& task, const std::byte* const* rows, int valid, int64
   }
 }
 
-template <class W, int kR>
-void tiles_for_rows(const MatmulTask& task, const std::byte* const* rows, int valid, float* y) {
-  int64_t t = 0;
-  if (kR == 8) {  // decode shape: one token at a time
-    for (; t < task.n_tokens; ++t) tile<W, kR, 1>(task, rows, valid, t, y);
-    return;
+template <class W>
+struct Tiles {
+  template <int kR, int kT>
+  static void run(const MatmulTask& task, const std::byte* const* rows, int valid, int64_t t0,
+                  float* y) {
+    tile<W, kR, kT>(task, rows, valid, t0, y);
   }
-  for (; t + 4 <= task.n_tokens; t += 4) tile<W, kR, 4>(task, rows, valid, t, y);
-  switch (task.n_tokens - t) {
-    case 3:
-      tile<W, kR, 3>(task, rows, valid, t, y);
-      break;
-    case 2:
-      tile<W, kR, 2>(task, rows, valid, t, y);
-      break;
-    case 1:
-      tile<W, kR, 1>(task, rows, valid, t, y);
-      break;
-    default:
-      break;
-  }
-}
+};
 
 template <class W>
 void matmul_float(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
-  const bool decode = task.n_tokens == 1;
-  const int kr = decode ? 8 : 4;
-  const std::byte* rows[8];
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kr) {
-    const int valid = static_cast<int>(row_end - r0 < kr ? row_end - r0 : kr);
-    for (int i = 0; i < kr; ++i) {
-      const int64_t r = r0 + (i < valid ? i : valid - 1);
-      rows[i] = task.w.data + static_cast<size_t>(r) * task.w.row_bytes;
-    }
-    if (decode) {
-      tiles_for_rows<W, 8>(task, rows, valid, task.y + r0);
-    } else {
-      tiles_for_rows<W, 4>(task, rows, valid, task.y + r0);
-    }
-  }
+  matmul_float_blocked<Tiles<W>, 4, 4>(task, row_begin, row_end);
 }
 
 }  // namespace
