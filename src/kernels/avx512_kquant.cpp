@@ -11,14 +11,17 @@
 namespace keel::kernels::avx512 {
 
 void matmul_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  if (task.n_tokens >= kKQuantGemmMinTokens) return gemm_q4_k(task, row_begin, row_end);
   matmul_k<4>(task, row_begin, row_end);
 }
 
 void matmul_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  if (task.n_tokens >= kKQuantGemmMinTokens) return gemm_q5_k(task, row_begin, row_end);
   matmul_k<5>(task, row_begin, row_end);
 }
 
 void matmul_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  if (task.n_tokens >= kKQuantGemmMinTokens) return gemm_q6_k(task, row_begin, row_end);
   matmul_k<6>(task, row_begin, row_end);
 }
 

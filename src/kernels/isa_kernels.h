@@ -72,6 +72,12 @@ void matmul_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 inline constexpr int64_t kQ8GemmMinTokens = 8;
 void gemm_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void gemm_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+// Packed K-quant prefill GEMMs (avx512_kquant_gemm.cpp), bit-identical to the row kernels and
+// the scalar twins; used from kKQuantGemmMinTokens tokens on.
+inline constexpr int64_t kKQuantGemmMinTokens = 8;
+void gemm_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void gemm_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
+void gemm_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end);
 void quantize_q8_0(const float* x, int64_t n, int8_t* qs, float* d, int32_t* sum);
 void rms_norm(const float* x, const float* weight, int64_t dim, float eps, float* out);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);

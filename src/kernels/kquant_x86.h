@@ -8,7 +8,7 @@
 // from qh; Q6_K: 6-bit, value q − 32) with one int16 scale vector each; `maddubs` forms
 // q·a pair sums (no saturation: q ≤ 63, |a| ≤ 127) and `madd` with the scales accumulates exact
 // int32 sums. The Q4_K/Q5_K mins and the Q6_K −32 offset come from the activation block sums.
-// Each super-block ends with one convert + FMA per token; rows end with a horizontal sum.
+// Each super-block ends with exact integer totals, scaled in f32 as the scalar reference does.
 #pragma once
 
 #include <immintrin.h>
@@ -35,13 +35,6 @@ inline __m256i madd_acc(__m256i acc, __m256i p16, __m256i s) {
 #else
   return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, s));
 #endif
-}
-
-inline float hsum(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
-  s = _mm_add_ss(s, _mm_movehdup_ps(s));
-  return _mm_cvtss_f32(s);
 }
 
 inline float half_to_float(const std::byte* p) {
@@ -146,13 +139,24 @@ inline void unpack_q6_k(const std::byte* blk, Unpacked& u) {
   }
 }
 
-// kType: 4, 5 or 6. One row × kT tokens starting at t0.
+// The sums of the 8 int32 lanes of a and of b.
+inline void hsum2_epi32(__m256i a, __m256i b, int32_t* sa, int32_t* sb) {
+  const __m256i h = _mm256_hadd_epi32(a, b);  // [a01 a23 b01 b23 | a45 a67 b45 b67]
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  s = _mm_hadd_epi32(s, s);  // [a b a b]
+  *sa = _mm_cvtsi128_si32(s);
+  *sb = _mm_extract_epi32(s, 1);
+}
+
+// kType: 4, 5 or 6. One row × kT tokens starting at t0. Per super-block the exact integer
+// totals (sub-block dots times scales; the mins' or the −32 offset's activation-sum term) are
+// scaled and summed in f32 exactly as scalar_kquant.cpp does, so every x86 table, the scalar
+// reference and the AVX-512 GEMM (avx512_kquant_gemm.cpp) give bit-identical results.
 template <int kType, int kT>
 void row_tokens(const MatmulTask& task, const std::byte* row, int64_t r, int64_t t0) {
   constexpr int64_t kBytes = kType == 4 ? kQ4_KBytes : kType == 5 ? kQ5_KBytes : kQ6_KBytes;
   const int64_t cols = task.w.cols, nb = cols / kQKK;
-  __m256 acc[kT], accm[kT];
-  for (int t = 0; t < kT; ++t) acc[t] = accm[t] = _mm256_setzero_ps();
+  float sum[kT] = {};
   Unpacked u;
   for (int64_t b = 0; b < nb; ++b) {
     const std::byte* blk = row + b * kBytes;
@@ -169,17 +173,18 @@ void row_tokens(const MatmulTask& task, const std::byte* row, int64_t r, int64_t
       for (int j = 0; j < 8; ++j) {
         isum = madd_acc(isum, _mm256_maddubs_epi16(u.q[j], load256(a + 32 * j)), u.s[j]);
       }
+      // Q4_K/Q5_K: Σ m_j·bsum_j (the mins); Q6_K: Σ s_i·bsum_i (the −32 offset).
+      int32_t sumi, summ;
+      hsum2_epi32(isum, _mm256_madd_epi16(u.mins, bsums), &sumi, &summ);
       const float da = task.q8k.d[tb];
-      if constexpr (kType == 6) {  // Σ s·(q − 32)·a = Σ s·q·a − 32·Σ s_i·bsum_i
-        isum = _mm256_sub_epi32(isum, _mm256_slli_epi32(_mm256_madd_epi16(u.mins, bsums), 5));
+      if constexpr (kType == 6) {
+        sum[t] += u.d * da * static_cast<float>(sumi - 32 * summ);
       } else {
-        accm[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_madd_epi16(u.mins, bsums)),
-                                  _mm256_set1_ps(u.dmin * da), accm[t]);
+        sum[t] += u.d * da * static_cast<float>(sumi) - u.dmin * da * static_cast<float>(summ);
       }
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum), _mm256_set1_ps(u.d * da), acc[t]);
     }
   }
-  for (int t = 0; t < kT; ++t) task.y[(t0 + t) * task.w.rows + r] = hsum(acc[t]) - hsum(accm[t]);
+  for (int t = 0; t < kT; ++t) task.y[(t0 + t) * task.w.rows + r] = sum[t];
 }
 
 template <int kType>
