@@ -3,8 +3,8 @@
 //
 // A tile is R rows × T tokens of 16-lane f32 accumulators, one per (row, token), walked along K in
 // steps of 16 with a masked tail; each accumulator is reduced horizontally once at the end. Decode
-// (one token) uses 8 rows per tile, prefill 4 rows × 4 tokens so every weight vector loaded feeds
-// 4 FMAs; prefill walks rows in L2-sized blocks (float_matmul_blocks.h). The per-(row, token)
+// (one token) uses 8 rows per tile, prefill 4 rows × 6 tokens so every weight vector loaded feeds
+// 6 FMAs; prefill walks rows in L2-sized blocks (float_matmul_blocks.h). The per-(row, token)
 // arithmetic is the same in every tile shape, so results do not depend on how rows are split across
 // threads.
 //
@@ -95,7 +95,7 @@ struct Tiles {
 
 template <class W>
 void matmul_float(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
-  matmul_float_blocked<Tiles<W>, 4, 4>(task, row_begin, row_end);
+  matmul_float_blocked<Tiles<W>, 4, 6>(task, row_begin, row_end);
 }
 
 }  // namespace

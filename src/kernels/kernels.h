@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "core/cpu_features.h"
@@ -119,6 +120,7 @@ struct PagedQueries {
 inline constexpr int32_t kPagedKvChunk = 256;
 
 struct KernelTable;  // the dispatch table (internal; see dispatch.h)
+struct MatmulTask;   // one matmul call as the kernels see it (internal; see dispatch.h)
 
 class Ops {
  public:
@@ -139,6 +141,14 @@ class Ops {
   // y[t][r] = Σ_k w[r][k] · x[t][k]   x: [n_tokens][w.cols]   y: [n_tokens][w.rows]
   // Quantized weights may quantize x internally (as llama.cpp does); rows split across threads.
   void matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y);
+  // Up to kMaxMatmulMany matmuls over the same activations (equal cols): ys[i] = ws[i] · x, each
+  // exactly what matmul(ws[i], x, n_tokens, ys[i]) writes. When the weight types share an
+  // activation format (F16; BF16; Q8_0 and Q4_0; Q4_K, Q5_K and Q6_K; F32) x is prepared once
+  // and all rows run in one pool job (the fused QKV and gate/up projections); otherwise the
+  // matrices run one after another.
+  static constexpr size_t kMaxMatmulMany = 4;
+  void matmul_many(std::span<const Matrix> ws, const float* x, int64_t n_tokens,
+                   std::span<float* const> ys);
 
   // out[t] = x[t] / rms(x[t]) * weight   (rows of `dim`; out may alias x)
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t dim, float eps,
@@ -164,6 +174,9 @@ class Ops {
   void paged_attention(const PagedKv& kv, const AttentionHeads& heads, const PagedQueries& queries);
 
  private:
+  void prepare_activations(DType dtype, const float* x, int64_t n_tokens, int64_t cols,
+                           MatmulTask* task);
+
   Isa isa_;
   ThreadPool* pool_;
   const KernelTable* table_;
