@@ -149,6 +149,15 @@ class Ops {
   static constexpr size_t kMaxMatmulMany = 4;
   void matmul_many(std::span<const Matrix> ws, const float* x, int64_t n_tokens,
                    std::span<float* const> ys);
+  // matmul_many over rms_norm(x) (rows of ws[0].cols scaled by norm_weight, as rms_norm() does):
+  // each token's normalised row is computed while the activations are prepared and never written
+  // out. Equals rms_norm() into a buffer followed by matmul_many(), bit for bit.
+  void rms_norm_matmul_many(std::span<const Matrix> ws, const float* x, const float* norm_weight,
+                            float eps, int64_t n_tokens, std::span<float* const> ys);
+  // matmul over silu(gate)·up (both [n_tokens][w.cols]), fused the same way. Equals silu_mul()
+  // into a buffer followed by matmul() when w.cols is a multiple of the SIMD width (16).
+  void silu_mul_matmul(const Matrix& w, const float* gate, const float* up, int64_t n_tokens,
+                       float* y);
 
   // out[t] = x[t] / rms(x[t]) * weight   (rows of `dim`; out may alias x)
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t dim, float eps,
@@ -174,8 +183,11 @@ class Ops {
   void paged_attention(const PagedKv& kv, const AttentionHeads& heads, const PagedQueries& queries);
 
  private:
-  void prepare_activations(DType dtype, const float* x, int64_t n_tokens, int64_t cols,
+  struct RowSource;  // where a matmul's input rows come from (ops_matmul.cpp)
+  void prepare_activations(DType dtype, const RowSource& src, int64_t n_tokens, int64_t cols,
                            MatmulTask* task);
+  void run_matmuls(std::span<const Matrix> ws, const RowSource& src, int64_t n_tokens,
+                   std::span<float* const> ys);
 
   Isa isa_;
   ThreadPool* pool_;

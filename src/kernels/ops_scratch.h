@@ -37,6 +37,7 @@ struct Ops::Scratch {
   std::vector<float> d;        // their block scales
   std::vector<int32_t> sum;    // Q8_0: Σq per block
   std::vector<int16_t> bsums;  // Q8_K: Σq per 16
+  std::vector<float> rows;     // [threads][cols] fused matmuls' per-thread input row
   // paged_attention
   std::vector<AttentionUnit> units;
   std::vector<AttentionSplit> splits;

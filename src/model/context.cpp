@@ -78,10 +78,10 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
   const LayerWeights& w = model_.weights().layers[sz(il)];
   const auto n = static_cast<int64_t>(batch.size());
   const int64_t q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
-  ops.rms_norm(x_.data(), w.attn_norm.data(), n, hp_.n_embd, hp_.rms_eps, xn_.data());
-  const kernels::Matrix qkv[] = {w.wq, w.wk, w.wv};  // one activation pass, one pool job
+  // RMSNorm, activation preparation and Q/K/V in one pass: one pool job for the three matrices.
+  const kernels::Matrix qkv[] = {w.wq, w.wk, w.wv};
   float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
-  ops.matmul_many(qkv, xn_.data(), n, qkv_out);
+  ops.rms_norm_matmul_many(qkv, x_.data(), w.attn_norm.data(), hp_.rms_eps, n, qkv_out);
   for (int64_t t = 0; t < n; ++t) {
     if (!w.bq.empty()) ops.add(w.bq.data(), q_dim, q_.data() + t * q_dim);
     if (!w.bk.empty()) ops.add(w.bk.data(), kv_dim, k_.data() + t * kv_dim);
@@ -105,12 +105,11 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
 
 void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
   const LayerWeights& w = model_.weights().layers[sz(il)];
-  ops.rms_norm(x_.data(), w.ffn_norm.data(), n_tokens, hp_.n_embd, hp_.rms_eps, xn_.data());
   const kernels::Matrix gate_up[] = {w.w_gate, w.w_up};
   float* const gate_up_out[] = {gate_.data(), up_.data()};
-  ops.matmul_many(gate_up, xn_.data(), n_tokens, gate_up_out);
-  ops.silu_mul(gate_.data(), up_.data(), n_tokens * hp_.n_ff, gate_.data());
-  ops.matmul(w.w_down, gate_.data(), n_tokens, proj_.data());
+  ops.rms_norm_matmul_many(gate_up, x_.data(), w.ffn_norm.data(), hp_.rms_eps, n_tokens,
+                           gate_up_out);
+  ops.silu_mul_matmul(w.w_down, gate_.data(), up_.data(), n_tokens, proj_.data());
   ops.add(proj_.data(), n_tokens * hp_.n_embd, x_.data());
 }
 
@@ -160,8 +159,9 @@ void Context::output_logits(const Batch& batch, kernels::Ops& ops, std::vector<f
   logits->assign(sz(n_out) * sz(hp_.n_vocab), 0.0f);
   if (n_out == 0) return;
   const std::vector<float>& norm = model_.weights().output_norm;
-  ops.rms_norm(xn_.data(), norm.data(), n_out, hp_.n_embd, hp_.rms_eps, xn_.data());
-  ops.matmul(model_.weights().output, xn_.data(), n_out, logits->data());
+  float* const out[] = {logits->data()};
+  ops.rms_norm_matmul_many({&model_.weights().output, 1}, xn_.data(), norm.data(), hp_.rms_eps,
+                           n_out, out);
 }
 
 }  // namespace keel::model

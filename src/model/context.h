@@ -53,7 +53,7 @@ class Context {
   int64_t max_tokens_;
   // Scratch, each sized for max_tokens_ rows.
   std::vector<float> x_;     // [T][n_embd] residual stream
-  std::vector<float> xn_;    // [T][n_embd] normalized input of a block; gathered output rows
+  std::vector<float> xn_;    // [T][n_embd] the rows whose logits are wanted, gathered
   std::vector<float> q_;     // [T][q_dim]
   std::vector<float> k_;     // [T][kv_dim]
   std::vector<float> v_;     // [T][kv_dim]

@@ -282,6 +282,49 @@ TEST_F(MatmulTest, MatmulManyEqualsSeparateCalls) {
   }
 }
 
+// The fused forms (RMSNorm or SiLU·mul computed while the activations are prepared) write
+// exactly what the separate ops followed by the matmuls write, for every activation format.
+TEST_F(MatmulTest, FusedMatmulsEqualSeparateOps) {
+  std::mt19937 rng(8);
+  const int64_t cols = 512;
+  std::vector<float> norm_w(static_cast<size_t>(cols));
+  std::normal_distribution<float> dist(1.0f, 0.3f);
+  for (auto& v : norm_w) v = dist(rng);
+  for (DType dtype : matmul_types()) {
+    const auto w1 = random_matrix(rng, dtype, 23, cols);
+    const auto w2 = random_matrix(rng, dtype, 17, cols);
+    const Matrix ms[] = {w1.m, w2.m};
+    for (int64_t n_tokens : {1, 20}) {
+      const auto x = random_activations(rng, n_tokens, cols);
+      const auto up = random_activations(rng, n_tokens, cols);
+      for (const KernelTable* table : runnable_tables(cpu_)) {
+        ThreadPool pool(2);
+        Ops ops(table->isa, &pool, features_for(*table, cpu_));
+        const auto n = static_cast<size_t>(n_tokens * cols);
+        std::vector<float> xn(n), y1(static_cast<size_t>(n_tokens * 23)),
+            y2(static_cast<size_t>(n_tokens * 17));
+        ops.rms_norm(x.data(), norm_w.data(), n_tokens, cols, 1e-5f, xn.data());
+        std::vector<float> want1(y1.size()), want2(y2.size());
+        float* const want[] = {want1.data(), want2.data()};
+        ops.matmul_many(ms, xn.data(), n_tokens, want);
+        float* const got[] = {y1.data(), y2.data()};
+        ops.rms_norm_matmul_many(ms, x.data(), norm_w.data(), 1e-5f, n_tokens, got);
+        ASSERT_EQ(want1, y1) << table->name << " " << dtype_name(dtype) << " rms_norm, "
+                             << n_tokens;
+        ASSERT_EQ(want2, y2) << table->name << " " << dtype_name(dtype) << " rms_norm, "
+                             << n_tokens;
+
+        std::vector<float> act(n);
+        ops.silu_mul(x.data(), up.data(), static_cast<int64_t>(n), act.data());
+        ops.matmul(w1.m, act.data(), n_tokens, want1.data());
+        ops.silu_mul_matmul(w1.m, x.data(), up.data(), n_tokens, y1.data());
+        ASSERT_EQ(want1, y1) << table->name << " " << dtype_name(dtype) << " silu_mul, "
+                             << n_tokens;
+      }
+    }
+  }
+}
+
 TEST_F(MatmulTest, ZeroTokensOrRowsWriteNothing) {
   std::mt19937 rng(3);
   const auto w = random_matrix(rng, DType::kQ8_0, 4, 64);

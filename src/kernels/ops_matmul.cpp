@@ -1,0 +1,218 @@
+// Ops' matmuls. A call first prepares the activations once (rounded to f16/bf16, or quantized to
+// Q8_0 / Q8_K blocks) into the Ops' scratch, shared read-only by all threads, then splits the
+// output rows into contiguous ranges (multiples of the table's row tile) across the pool.
+// matmul_many does this for several matrices in one preparation and one job. The fused forms
+// produce their input rows (RMSNorm of x, or silu(gate)·up) token by token inside the preparation
+// job, into a per-thread row buffer, so the f32 rows are never written out (F32 weights, which
+// read f32 rows, get them materialised in the scratch).
+//
+// Every output is computed by the same per-row arithmetic whatever the split, fused or not, so
+// results depend neither on the thread count nor on fusion. Owner thread only (uses the pool and
+// the scratch).
+#include <algorithm>
+
+#include "core/check.h"
+#include "kernels/dispatch.h"
+#include "kernels/kernels.h"
+#include "kernels/ops_scratch.h"
+
+namespace keel::kernels {
+
+namespace {
+
+// What matmul does to the activations before the row kernels run; weight types with the same
+// format share one prepared copy.
+enum class ActFormat { kF32, kF16, kBF16, kQ8_0, kQ8_K };
+
+ActFormat act_format(DType dtype) {
+  switch (dtype) {
+    case DType::kF16:
+      return ActFormat::kF16;
+    case DType::kBF16:
+      return ActFormat::kBF16;
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+      return ActFormat::kQ8_0;
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+      return ActFormat::kQ8_K;
+    default:
+      return ActFormat::kF32;
+  }
+}
+
+void check_matrix(const Matrix& w, int64_t n_tokens) {
+  KEEL_CHECK_MSG(matmul_supports(w.dtype), "matmul: unsupported weight type");
+  KEEL_CHECK(n_tokens >= 0 && w.rows >= 0 && w.cols >= 0);
+  KEEL_CHECK(w.row_bytes >= dtype_row_bytes(w.dtype, w.cols));
+}
+
+}  // namespace
+
+// Where a matmul's input rows come from.
+struct Ops::RowSource {
+  enum class Kind { kRows, kRmsNorm, kSiluMul };
+  Kind kind = Kind::kRows;
+  const float* x = nullptr;      // kRows, kRmsNorm: [n_tokens][cols]; kSiluMul: gate
+  const float* other = nullptr;  // kRmsNorm: the norm weight [cols]; kSiluMul: up [n][cols]
+  float eps = 0.0f;              // kRmsNorm
+
+  // Token t's row: x's own row, or the transform computed into `buf` ([cols] floats).
+  const float* row(const KernelTable& table, int64_t t, int64_t cols, float* buf) const {
+    const float* in = x + t * cols;
+    switch (kind) {
+      case Kind::kRows:
+        return in;
+      case Kind::kRmsNorm:
+        table.rms_norm(in, other, cols, eps, buf);
+        return buf;
+      case Kind::kSiluMul:
+        table.silu_mul(in, other + t * cols, cols, buf);
+        return buf;
+    }
+    return in;
+  }
+};
+
+void Ops::prepare_activations(DType dtype, const RowSource& src, int64_t n_tokens, int64_t cols,
+                              MatmulTask* task) {
+  const int64_t n = n_tokens * cols;
+  Scratch& s = *scratch_;
+  const ActFormat format = act_format(dtype);
+  if (format == ActFormat::kF32 && src.kind == RowSource::Kind::kRows) {
+    task->x = src.x;
+    return;
+  }
+  const int threads = n_tokens == 1 ? 1 : pool_->num_threads();
+  float* bufs = grow(s.rows, threads * cols);
+  // Runs fn(t, row of t) for every token, split across threads when there are several.
+  auto per_token = [&](auto&& fn) {
+    auto job = [&](int idx, int nth) {
+      float* buf = bufs + idx * cols;
+      for (int64_t t = n_tokens * idx / nth; t < n_tokens * (idx + 1) / nth; ++t) {
+        fn(t, src.row(*table_, t, cols, buf));
+      }
+    };
+    if (threads == 1) return job(0, 1);
+    pool_->run(job);
+  };
+  switch (format) {
+    case ActFormat::kF32: {  // a transformed source: materialise its rows
+      float* xr = grow(s.x, n);
+      auto job = [&](int idx, int nth) {
+        for (int64_t t = n_tokens * idx / nth; t < n_tokens * (idx + 1) / nth; ++t) {
+          const float* row = src.row(*table_, t, cols, xr + t * cols);
+          if (row != xr + t * cols) std::copy(row, row + cols, xr + t * cols);
+        }
+      };
+      threads == 1 ? job(0, 1) : pool_->run(job);
+      task->x = xr;
+      break;
+    }
+    case ActFormat::kF16:
+    case ActFormat::kBF16: {
+      const RoundHalfFn round = format == ActFormat::kF16 ? table_->round_f16 : table_->round_bf16;
+      float* xr = grow(s.x, n);
+      uint16_t* x16 = grow(s.x16, n);
+      per_token(
+          [&](int64_t t, const float* row) { round(row, cols, x16 + t * cols, xr + t * cols); });
+      task->x = xr;
+      task->x16 = x16;
+      break;
+    }
+    case ActFormat::kQ8_0: {
+      const int64_t nb = cols / 32;
+      int8_t* qs = grow(s.qs, n);
+      float* d = grow(s.d, n_tokens * nb);
+      int32_t* sum = grow(s.sum, n_tokens * nb);
+      per_token([&](int64_t t, const float* row) {
+        table_->quantize_q8_0(row, cols, qs + t * cols, d + t * nb, sum + t * nb);
+      });
+      task->q8 = {qs, d, sum};
+      break;
+    }
+    case ActFormat::kQ8_K: {
+      const int64_t nb = cols / 256;
+      int8_t* qs = grow(s.qs, n);
+      float* d = grow(s.d, n_tokens * nb);
+      int16_t* bsums = grow(s.bsums, n / 16);
+      per_token([&](int64_t t, const float* row) {
+        table_->quantize_q8_k(row, cols, qs + t * cols, d + t * nb, bsums + t * (cols / 16));
+      });
+      task->q8k = {qs, d, bsums};
+      break;
+    }
+  }
+}
+
+void Ops::run_matmuls(std::span<const Matrix> ws, const RowSource& src, int64_t n_tokens,
+                      std::span<float* const> ys) {
+  KEEL_CHECK(ws.size() == ys.size() && ws.size() <= kMaxMatmulMany);
+  bool shared = true;
+  for (const Matrix& w : ws) {
+    check_matrix(w, n_tokens);
+    KEEL_CHECK(w.cols == ws[0].cols);
+    shared = shared && act_format(w.dtype) == act_format(ws[0].dtype);
+  }
+  if (!shared) {  // one preparation and one job per matrix
+    for (size_t i = 0; i < ws.size(); ++i) {
+      run_matmuls(ws.subspan(i, 1), src, n_tokens, ys.subspan(i, 1));
+    }
+    return;
+  }
+  if (n_tokens == 0 || ws.empty()) return;
+
+  MatmulTask tasks[kMaxMatmulMany];
+  MatmulFn fns[kMaxMatmulMany];
+  int64_t first_row[kMaxMatmulMany + 1] = {0};
+  prepare_activations(ws[0].dtype, src, n_tokens, ws[0].cols, &tasks[0]);
+  for (size_t i = 0; i < ws.size(); ++i) {
+    tasks[i] = tasks[0];  // the shared activations
+    tasks[i].w = ws[i];
+    tasks[i].n_tokens = n_tokens;
+    tasks[i].y = ys[i];
+    fns[i] = matmul_kernel(*table_, ws[i].dtype);
+    first_row[i + 1] = first_row[i] + ws[i].rows;
+  }
+  // One job over the matrices' rows laid end to end; each thread's range may span several.
+  const size_t count = ws.size();
+  pool_->parallel_for(first_row[count], table_->row_tile, [&](int64_t begin, int64_t end) {
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t b = std::max(begin, first_row[i]), e = std::min(end, first_row[i + 1]);
+      if (b < e) fns[i](tasks[i], b - first_row[i], e - first_row[i]);
+    }
+  });
+}
+
+void Ops::matmul(const Matrix& w, const float* x, int64_t n_tokens, float* y) {
+  matmul_many({&w, 1}, x, n_tokens, {&y, 1});
+}
+
+void Ops::matmul_many(std::span<const Matrix> ws, const float* x, int64_t n_tokens,
+                      std::span<float* const> ys) {
+  RowSource src;
+  src.x = x;
+  run_matmuls(ws, src, n_tokens, ys);
+}
+
+void Ops::rms_norm_matmul_many(std::span<const Matrix> ws, const float* x, const float* norm_weight,
+                               float eps, int64_t n_tokens, std::span<float* const> ys) {
+  RowSource src;
+  src.kind = RowSource::Kind::kRmsNorm;
+  src.x = x;
+  src.other = norm_weight;
+  src.eps = eps;
+  run_matmuls(ws, src, n_tokens, ys);
+}
+
+void Ops::silu_mul_matmul(const Matrix& w, const float* gate, const float* up, int64_t n_tokens,
+                          float* y) {
+  RowSource src;
+  src.kind = RowSource::Kind::kSiluMul;
+  src.x = gate;
+  src.other = up;
+  run_matmuls({&w, 1}, src, n_tokens, {&y, 1});
+}
+
+}  // namespace keel::kernels
