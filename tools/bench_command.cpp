@@ -145,7 +145,11 @@ void add_bound(TestResult* t, const ModelCost& cost, const model::HParams& hp,
 }
 
 void print_roofline(std::FILE* out, const kernels::Roofline& r) {
-  std::fprintf(out, "roofline (%d threads; 1 thread in brackets):\n", r.threads);
+  if (r.threads == 1) {
+    std::fprintf(out, "roofline (1 thread; the same probe again in brackets):\n");
+  } else {
+    std::fprintf(out, "roofline (%d threads; 1 thread in brackets):\n", r.threads);
+  }
   std::fprintf(out, "  read   %7.1f GB/s  (%.1f)\n  triad  %7.1f GB/s  (%.1f)\n", r.read_gbs,
                r.read_gbs_1t, r.triad_gbs, r.triad_gbs_1t);
   std::fprintf(out, "  fp32   %7.0f GFLOP/s (%.0f)\n", r.fp32_gflops, r.fp32_gflops_1t);
