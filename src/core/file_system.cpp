@@ -149,4 +149,19 @@ Status PosixFileSystem::remove(const std::string& path) {
   return {};
 }
 
+Result<std::vector<std::string>> PosixFileSystem::list_directory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec == std::errc::no_such_file_or_directory)
+    return Status::not_found(dir + ": no such directory");
+  if (ec) return Status::io_error(dir + ": cannot list directory: " + ec.message());
+  std::vector<std::string> names;
+  for (; it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    if (ec) return Status::io_error(dir + ": cannot list directory: " + ec.message());
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec)) names.push_back(it->path().filename().string());
+  }
+  return names;
+}
+
 }  // namespace keel

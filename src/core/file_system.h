@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 
@@ -61,6 +62,9 @@ class FileSystem {
   // Atomically replaces `to` with `from` (same file system).
   virtual Status rename(const std::string& from, const std::string& to) = 0;
   virtual Status remove(const std::string& path) = 0;
+  // The names (not paths) of the regular files directly in `dir`, in no particular order.
+  // NotFound when `dir` does not exist.
+  virtual Result<std::vector<std::string>> list_directory(const std::string& dir) = 0;
 };
 
 class PosixFileSystem final : public FileSystem {
@@ -71,6 +75,7 @@ class PosixFileSystem final : public FileSystem {
   Status create_directories(const std::string& path) override;
   Status rename(const std::string& from, const std::string& to) override;
   Status remove(const std::string& path) override;
+  Result<std::vector<std::string>> list_directory(const std::string& dir) override;
 };
 
 }  // namespace keel

@@ -99,6 +99,17 @@ Status MemoryFileSystem::remove(const std::string& path) {
   return {};
 }
 
+Result<std::vector<std::string>> MemoryFileSystem::list_directory(const std::string& dir) {
+  const std::string prefix = dir.empty() || dir.back() == '/' ? dir : dir + "/";
+  std::vector<std::string> names;
+  for (const auto& [path, bytes] : files_) {
+    if (path.compare(0, prefix.size(), prefix) != 0) continue;
+    const std::string rest = path.substr(prefix.size());
+    if (!rest.empty() && rest.find('/') == std::string::npos) names.push_back(rest);
+  }
+  return names;
+}
+
 class FaultRandomAccessFile final : public RandomAccessFile {
  public:
   FaultRandomAccessFile(FaultFileSystem* fs, std::unique_ptr<RandomAccessFile> base)

@@ -32,6 +32,7 @@ class MemoryFileSystem final : public FileSystem {
   Status create_directories(const std::string& path) override;
   Status rename(const std::string& from, const std::string& to) override;
   Status remove(const std::string& path) override;
+  Result<std::vector<std::string>> list_directory(const std::string& dir) override;
 
  private:
   std::map<std::string, std::shared_ptr<std::vector<std::byte>>> files_;
@@ -67,6 +68,9 @@ class FaultFileSystem final : public FileSystem {
     return base_->rename(from, to);
   }
   Status remove(const std::string& path) override { return base_->remove(path); }
+  Result<std::vector<std::string>> list_directory(const std::string& dir) override {
+    return base_->list_directory(dir);
+  }
 
  private:
   friend class FaultRandomAccessFile;

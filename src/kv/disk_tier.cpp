@@ -1,0 +1,215 @@
+// DiskTier: see disk_tier.h.
+#include "kv/disk_tier.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "core/check.h"
+#include "kv/block_file.h"
+
+namespace keel::kv {
+namespace {
+
+constexpr std::string_view kSuffix = ".kvb";
+constexpr std::string_view kTmpSuffix = ".kvb.tmp";
+
+bool ends_with(const std::string& s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Parses 32 hex digits (hi then lo) into a hash.
+bool parse_hex(std::string_view s, BlockHash* out) {
+  if (s.size() != 32) return false;
+  uint64_t part[2] = {0, 0};
+  for (size_t i = 0; i < 32; ++i) {
+    const char c = s[i];
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0) return false;
+    part[i / 16] = part[i / 16] << 4 | static_cast<uint64_t>(v);
+  }
+  *out = {part[1], part[0]};
+  return true;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DiskTier>> DiskTier::open(FileSystem* fs, const DiskTierConfig& config) {
+  KEEL_CHECK(fs != nullptr && config.payload_bytes > 0 && config.capacity_bytes >= 0);
+  std::string store_dir = config.dir + "/" + block_hash_hex(config.identity);
+  KEEL_TRY(fs->create_directories(store_dir));
+  std::unique_ptr<DiskTier> tier(new DiskTier(fs, config, std::move(store_dir)));
+  KEEL_TRY(tier->rebuild_index());
+  return tier;
+}
+
+DiskTier::DiskTier(FileSystem* fs, const DiskTierConfig& config, std::string store_dir)
+    : fs_(fs), config_(config), store_dir_(std::move(store_dir)) {
+  stats_.capacity_bytes = config.capacity_bytes;
+}
+
+std::string DiskTier::path_of(const BlockHash& key) const {
+  return store_dir_ + "/" + block_hash_hex(key) + std::string(kSuffix);
+}
+
+int64_t DiskTier::file_bytes() const {
+  return static_cast<int64_t>(kBlockFileHeaderBytes + config_.payload_bytes);
+}
+
+Status DiskTier::rebuild_index() {
+  KEEL_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->list_directory(store_dir_));
+  std::vector<std::pair<uint64_t, BlockHash>> found;  // (sequence, key)
+  for (const std::string& name : names) {
+    if (ends_with(name, kTmpSuffix)) {  // an interrupted write
+      (void)fs_->remove(store_dir_ + "/" + name);
+    } else if (ends_with(name, kSuffix)) {
+      index_file(name, &found);
+    }  // anything else is not ours: left alone
+  }
+  std::sort(found.begin(), found.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::lock_guard lock(mu_);
+  for (const auto& [sequence, key] : found) {
+    entries_.emplace(key, lru_.insert(lru_.end(), key));
+    stats_.used_bytes += file_bytes();
+    next_sequence_ = std::max(next_sequence_, sequence + 1);
+  }
+  while (stats_.used_bytes > stats_.capacity_bytes) drop_locked(lru_.front(), true);
+  return {};
+}
+
+void DiskTier::index_file(const std::string& name,
+                          std::vector<std::pair<uint64_t, BlockHash>>* found) {
+  const std::string path = store_dir_ + "/" + name;
+  auto reject = [&] {
+    ++stats_.corrupt;
+    (void)fs_->remove(path);
+  };
+  BlockHash named;
+  if (!parse_hex(std::string_view(name).substr(0, name.size() - kSuffix.size()), &named)) {
+    return reject();
+  }
+  Result<std::unique_ptr<RandomAccessFile>> file = fs_->open_readable(path);
+  if (!file.ok()) return reject();
+  if ((*file)->size() != static_cast<uint64_t>(file_bytes())) return reject();
+  std::vector<std::byte> header(kBlockFileHeaderBytes);
+  if (!(*file)->read_at(0, header.size(), header.data()).ok()) return reject();
+  Result<BlockFileHeader> h = decode_block_file_header(header, path);
+  if (!h.ok() || !(h->identity == config_.identity) || !(h->key == named) ||
+      h->payload_bytes != config_.payload_bytes) {
+    return reject();
+  }
+  found->emplace_back(h->sequence, named);
+}
+
+Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
+                     std::vector<EvictedBlock>* /*evicted: the last tier drops its evictions*/) {
+  if (payload.size() != config_.payload_bytes) {
+    return Status::invalid_argument("disk KV tier: payload of " + std::to_string(payload.size()) +
+                                    " bytes, expected " + std::to_string(config_.payload_bytes));
+  }
+  std::lock_guard lock(mu_);
+  if (auto it = entries_.find(key); it != entries_.end()) {
+    lru_.splice(lru_.end(), lru_, it->second);
+    return {};
+  }
+  if (file_bytes() > stats_.capacity_bytes) {
+    return Status::out_of_range("disk KV tier: a block file of " + std::to_string(file_bytes()) +
+                                " bytes exceeds the capacity of " +
+                                std::to_string(stats_.capacity_bytes) + " bytes");
+  }
+  while (stats_.used_bytes + file_bytes() > stats_.capacity_bytes) drop_locked(lru_.front(), true);
+
+  BlockFileHeader h;
+  h.identity = config_.identity;
+  h.key = key;
+  h.payload_bytes = payload.size();
+  h.payload_checksum = block_payload_checksum(payload);
+  h.sequence = next_sequence_++;
+  const std::string path = path_of(key);
+  const std::string tmp = path + ".tmp";
+  Status st = [&]() -> Status {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out, fs_->open_writable(tmp));
+    KEEL_TRY(out->append(encode_block_file_header(h)));
+    KEEL_TRY(out->append(payload));
+    KEEL_TRY(out->close());
+    return fs_->rename(tmp, path);
+  }();
+  if (!st.ok()) {
+    (void)fs_->remove(tmp);
+    return st;
+  }
+  entries_.emplace(key, lru_.insert(lru_.end(), key));
+  stats_.used_bytes += file_bytes();
+  stats_.bytes_in += static_cast<int64_t>(payload.size());
+  return {};
+}
+
+Status DiskTier::get(const BlockHash& key, std::span<std::byte> out) {
+  KEEL_CHECK(out.size() == config_.payload_bytes);
+  std::lock_guard lock(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) {
+    ++stats_.misses;
+    return Status::not_found("disk KV tier: block not held");
+  }
+  const std::string path = path_of(key);
+  auto corrupt = [&](const Status& why) {
+    ++stats_.corrupt;
+    drop_locked(key, false);
+    return Status::corrupt(why.message());
+  };
+  Result<std::unique_ptr<RandomAccessFile>> file = fs_->open_readable(path);
+  if (!file.ok()) return corrupt(file.status());
+  if ((*file)->size() != static_cast<uint64_t>(file_bytes())) {
+    return corrupt(Status::corrupt(path + ": KV block file has the wrong length"));
+  }
+  std::vector<std::byte> header(kBlockFileHeaderBytes);
+  if (Status st = (*file)->read_at(0, header.size(), header.data()); !st.ok()) return corrupt(st);
+  Result<BlockFileHeader> h = decode_block_file_header(header, path);
+  if (!h.ok()) return corrupt(h.status());
+  if (!(h->identity == config_.identity) || !(h->key == key)) {
+    return corrupt(Status::corrupt(path + ": KV block file of another model or block"));
+  }
+  if (Status st = (*file)->read_at(kBlockFileHeaderBytes, out.size(), out.data()); !st.ok()) {
+    return corrupt(st);
+  }
+  if (block_payload_checksum(out) != h->payload_checksum) {
+    return corrupt(Status::corrupt(path + ": KV block payload checksum mismatch"));
+  }
+  lru_.splice(lru_.end(), lru_, it->second);
+  ++stats_.hits;
+  stats_.bytes_out += static_cast<int64_t>(out.size());
+  return {};
+}
+
+bool DiskTier::contains(const BlockHash& key) const {
+  std::lock_guard lock(mu_);
+  return entries_.count(key) > 0;
+}
+
+void DiskTier::erase(const BlockHash& key) {
+  std::lock_guard lock(mu_);
+  if (entries_.count(key) > 0) drop_locked(key, false);
+}
+
+void DiskTier::drop_locked(const BlockHash& key, bool count_eviction) {
+  auto it = entries_.find(key);
+  KEEL_CHECK(it != entries_.end());
+  (void)fs_->remove(path_of(key));
+  lru_.erase(it->second);
+  entries_.erase(it);
+  stats_.used_bytes -= file_bytes();
+  if (count_eviction) ++stats_.evictions;
+}
+
+TierStats DiskTier::stats() const {
+  std::lock_guard lock(mu_);
+  TierStats s = stats_;
+  s.blocks = static_cast<int64_t>(entries_.size());
+  return s;
+}
+
+}  // namespace keel::kv

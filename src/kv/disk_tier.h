@@ -1,0 +1,73 @@
+// DiskTier (T2): block payloads as files (block_file.h) under `<dir>/<identity hex>/`, LRU within
+// a byte capacity (`--kv-disk-dir`, `--kv-disk-bytes`), persistent across restarts.
+//
+// Writes are atomic: a block is written to `<key>.kvb.tmp` and renamed to `<key>.kvb`. open()
+// rebuilds the index from the directory: leftover temporary files are removed; a file whose header
+// is damaged or truncated, whose identity, key or payload size differs from what its name and the
+// store expect, or whose length is wrong is counted as corrupt and removed. Payload checksums are
+// verified on every get(): a damaged payload is never served (Corrupt; the file is removed and
+// counted), so the caller recomputes. Entries are ordered for eviction by access in this process
+// and, across a restart, by their write sequence.
+//
+// Invariants: used_bytes = Σ file sizes of indexed entries ≤ capacity.
+// Thread safety: internal lock, held during file I/O; see TierStore.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "core/file_system.h"
+#include "core/result.h"
+#include "kv/tier_store.h"
+
+namespace keel::kv {
+
+struct DiskTierConfig {
+  std::string dir;             // root directory; this store uses <dir>/<identity hex>/
+  int64_t capacity_bytes = 0;  // limit on the files' total size, headers included
+  BlockHash identity;          // model, KV dtype and block size: other identities are never read
+  size_t payload_bytes = 0;    // the size of every payload (> 0)
+};
+
+class DiskTier final : public TierStore {
+ public:
+  // Opens (creating directories as needed) and rebuilds the index; `fs` must outlive the store.
+  // IoError when the directory cannot be created or listed.
+  static Result<std::unique_ptr<DiskTier>> open(FileSystem* fs, const DiskTierConfig& config);
+
+  [[nodiscard]] std::string_view name() const override { return "disk"; }
+  Status put(const BlockHash& key, std::span<const std::byte> payload,
+             std::vector<EvictedBlock>* evicted) override;
+  Status get(const BlockHash& key, std::span<std::byte> out) override;
+  [[nodiscard]] bool contains(const BlockHash& key) const override;
+  void erase(const BlockHash& key) override;
+  [[nodiscard]] TierStats stats() const override;
+
+  // The directory holding this store's files.
+  [[nodiscard]] const std::string& directory() const { return store_dir_; }
+  // The path of key's file (whether or not it exists).
+  [[nodiscard]] std::string path_of(const BlockHash& key) const;
+
+ private:
+  DiskTier(FileSystem* fs, const DiskTierConfig& config, std::string store_dir);
+  Status rebuild_index();
+  // Validates one file found by rebuild_index(); adds it to `found` with its sequence.
+  void index_file(const std::string& name, std::vector<std::pair<uint64_t, BlockHash>>* found);
+  void drop_locked(const BlockHash& key, bool count_eviction);
+  [[nodiscard]] int64_t file_bytes() const;
+
+  FileSystem* fs_;
+  DiskTierConfig config_;
+  std::string store_dir_;
+  mutable std::mutex mu_;
+  std::list<BlockHash> lru_;  // front: least recently used
+  std::unordered_map<BlockHash, std::list<BlockHash>::iterator, BlockHashHasher> entries_;
+  uint64_t next_sequence_ = 1;
+  TierStats stats_;
+};
+
+}  // namespace keel::kv
