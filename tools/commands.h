@@ -58,6 +58,9 @@ struct ServeOptions {
   int32_t max_waiting = 256;
   int32_t block_size = 16;
   int64_t kv_cache_bytes = 0;   // 0 = enough for max_num_seqs full contexts (capped)
+  int64_t kv_host_bytes = 0;    // T1 host-DRAM tier; 0 = none
+  std::string kv_disk_dir;      // T2 disk tier directory; empty = none
+  int64_t kv_disk_bytes = 0;    // T2 capacity
   std::string kv_type = "f32";  // f32 | f16
   bool no_prefix_cache = false;
   bool no_schedule_ahead = false;

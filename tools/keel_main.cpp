@@ -122,6 +122,14 @@ int main(int argc, char** argv) {
       ->add_option("--kv-cache-bytes", serve.kv_cache_bytes,
                    "KV cache size (0 = room for max-num-seqs full contexts, capped)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  serve_cmd
+      ->add_option("--kv-host-bytes", serve.kv_host_bytes,
+                   "Host-DRAM tier (T1) for KV blocks evicted from the cache (0 = none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 44));
+  serve_cmd->add_option("--kv-disk-dir", serve.kv_disk_dir,
+                        "Disk tier (T2) directory for KV blocks; persists across restarts");
+  serve_cmd->add_option("--kv-disk-bytes", serve.kv_disk_bytes, "Disk tier capacity")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   serve_cmd->add_option("--kv-type", serve.kv_type, "KV cache element type")
       ->check(CLI::IsMember({"f32", "f16"}));
   serve_cmd->add_flag("--no-prefix-cache", serve.no_prefix_cache, "Disable prefix caching");

@@ -45,6 +45,9 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
   c.scheduler.max_model_len = static_cast<int32_t>(o.ctx_size);
   c.block_size = o.block_size;
   c.kv_cache_bytes = o.kv_cache_bytes;
+  c.kv_host_bytes = o.kv_host_bytes;
+  c.kv_disk_dir = o.kv_disk_dir;
+  c.kv_disk_bytes = o.kv_disk_bytes;
   c.kv_dtype = o.kv_type == "f16" ? DType::kF16 : DType::kF32;
   c.enable_prefix_cache = !o.no_prefix_cache;
   c.schedule_ahead = !o.no_schedule_ahead;

@@ -3,9 +3,13 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "core/log.h"
+#include "kv/block_file.h"
+#include "kv/disk_tier.h"
+#include "kv/host_tier.h"
 
 namespace keel::engine {
 namespace {
@@ -31,7 +35,34 @@ kv::BlockHash model_identity(const model::Model& model) {
   return kv::hash_bytes(std::as_bytes(std::span<const char>(id.data(), id.size())));
 }
 
+// The identity of the KV bytes a tier stores: the model, the KV dtype and the block size. Disk
+// files of any other identity are never read.
+kv::BlockHash tier_identity(const kv::BlockHash& model_key, DType kv_dtype, int32_t block_size) {
+  const std::string id = "keel-kv-tier-v1|" + kv::block_hash_hex(model_key) + "|" +
+                         std::string(dtype_name(kv_dtype)) + "|" + std::to_string(block_size);
+  return kv::hash_bytes(std::as_bytes(std::span<const char>(id.data(), id.size())));
+}
+
 }  // namespace
+
+Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const model::Model& model,
+                                                        const EngineConfig& config,
+                                                        size_t block_bytes, FileSystem* fs) {
+  std::unique_ptr<kv::TierStore> host, disk;
+  if (config.kv_host_bytes > 0) {
+    host = std::make_unique<kv::HostTier>(config.kv_host_bytes, block_bytes);
+  }
+  if (!config.kv_disk_dir.empty()) {
+    kv::DiskTierConfig dc;
+    dc.dir = config.kv_disk_dir;
+    dc.capacity_bytes = config.kv_disk_bytes;
+    dc.identity = tier_identity(model_identity(model), config.kv_dtype, config.block_size);
+    dc.payload_bytes = block_bytes;
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::DiskTier> d, kv::DiskTier::open(fs, dc));
+    disk = std::move(d);
+  }
+  return std::make_unique<kv::KvTiers>(std::move(host), std::move(disk));
+}
 
 Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config) {
   KEEL_TRY(config.validate());
@@ -55,20 +86,28 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                                     std::to_string(layout.block_bytes()) + " bytes");
   }
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
-  return std::unique_ptr<Engine>(
-      new Engine(model, std::move(config), std::move(storage), num_blocks));
+  auto fs = std::make_unique<PosixFileSystem>();
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
+                        open_tiers(model, config, layout.block_bytes(), fs.get()));
+  return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage),
+                                            num_blocks, std::move(fs), std::move(tiers)));
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-               int32_t num_blocks)
+               int32_t num_blocks, std::unique_ptr<FileSystem> fs,
+               std::unique_ptr<kv::KvTiers> tiers)
     : model_(model),
       config_(std::move(config)),
       max_model_len_(config_.scheduler.max_model_len),
       num_blocks_(num_blocks),
       model_key_(model_identity(model)),
+      fs_(std::move(fs)),
+      tiers_(std::move(tiers)),
       storage_(std::move(storage)),
-      kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache}),
+      kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache,
+                            !tiers_->empty()}),
       scheduler_(config_.scheduler, &kv_) {
+  scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes());
   executor_ = std::make_unique<StepExecutor>(model_, &storage_, config_.isa, config_.threads,
                                              config_.scheduler.max_batched_tokens);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
@@ -232,7 +271,15 @@ bool Engine::launch(StepPlan& plan) {
     return it == active_.end() || it->second.finished;
   });
   if (plan.seqs.empty()) return false;
+  // Demotions read blocks that the copies and promotions below may overwrite: they go first.
+  const size_t block_bytes = storage_.layout().block_bytes();
+  for (const kv::EvictedCachedBlock& e : plan.demotions) {
+    tiers_->demote(e.hash, std::span<const std::byte>(storage_.block(e.block), block_bytes));
+  }
   for (const auto& [src, dst] : plan.copies) storage_.copy_block(src, dst);
+  for (const Promotion& p : plan.promotions) {
+    std::memcpy(storage_.block(p.block), p.payload.data(), block_bytes);
+  }
   StepInput in;
   const int64_t t = now_ns();
   for (const ScheduledSeq& s : plan.seqs) {
@@ -326,6 +373,14 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
 
 void Engine::publish_stats() {
   EngineStats s = counters_;
+  if (tiers_->host() != nullptr) {
+    s.host_tier_enabled = true;
+    s.host_tier = tiers_->host()->stats();
+  }
+  if (tiers_->disk() != nullptr) {
+    s.disk_tier_enabled = true;
+    s.disk_tier = tiers_->disk()->stats();
+  }
   s.num_running = static_cast<int32_t>(scheduler_.num_running());
   s.num_waiting = static_cast<int32_t>(scheduler_.num_waiting());
   s.kv_usage = kv_.usage();

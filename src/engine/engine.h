@@ -25,11 +25,13 @@
 #include <unordered_map>
 #include <variant>
 
+#include "core/file_system.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/scheduler.h"
 #include "engine/step_executor.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/kv_tiers.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
 
@@ -78,7 +80,12 @@ class Engine final : public EngineClient {
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-         int32_t num_blocks);
+         int32_t num_blocks, std::unique_ptr<FileSystem> fs, std::unique_ptr<kv::KvTiers> tiers);
+  // The tiers the config asks for (T1 host, T2 disk under the model's identity); the disk tier's
+  // index is rebuilt from its directory. IoError when that directory cannot be used.
+  static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const model::Model& model,
+                                                         const EngineConfig& config,
+                                                         size_t block_bytes, FileSystem* fs);
 
   void run();  // the engine thread
   // Applies queued messages; with `wait`, blocks until at least one arrives or stop is asked.
@@ -99,6 +106,8 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
+  std::unique_ptr<FileSystem> fs_;      // the disk tier's file system
+  std::unique_ptr<kv::KvTiers> tiers_;  // T1/T2 below the pool (possibly empty); thread-safe
 
   // Engine-thread state.
   model::KvStorage storage_;

@@ -16,6 +16,16 @@ Status EngineConfig::validate() const {
     return Status::invalid_argument("--kv-type must be f32 or f16");
   }
   if (threads < 0) return Status::invalid_argument("--threads must be ≥ 0");
+  if (kv_host_bytes < 0) return Status::invalid_argument("--kv-host-bytes must be ≥ 0");
+  if (kv_disk_bytes < 0) return Status::invalid_argument("--kv-disk-bytes must be ≥ 0");
+  if (kv_disk_dir.empty() != (kv_disk_bytes == 0)) {
+    return Status::invalid_argument("--kv-disk-dir and --kv-disk-bytes go together");
+  }
+  if ((kv_host_bytes > 0 || !kv_disk_dir.empty()) && !enable_prefix_cache) {
+    return Status::invalid_argument(
+        "the KV tiers (--kv-host-bytes, --kv-disk-dir) need the "
+        "prefix cache (drop --no-prefix-cache)");
+  }
   return {};
 }
 

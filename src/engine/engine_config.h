@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -20,6 +21,9 @@ struct EngineConfig {
                                     // capped at kDefaultKvCacheCapBytes
   DType kv_dtype = DType::kF32;     // --kv-type f32 | f16
   bool enable_prefix_cache = true;  // --no-prefix-cache turns it off
+  int64_t kv_host_bytes = 0;        // --kv-host-bytes: T1 host-DRAM tier size; 0 = no T1
+  std::string kv_disk_dir;          // --kv-disk-dir: T2 disk tier directory; empty = no T2
+  int64_t kv_disk_bytes = 0;        // --kv-disk-bytes: T2 capacity (needs a directory)
   bool schedule_ahead = true;       // plan step N+1 while step N computes (--no-schedule-ahead)
   int threads = 0;                  // compute threads; 0 = all hardware threads
   kernels::Isa isa = kernels::Isa::kScalar;  // kernel table (the CLI picks the best supported)

@@ -127,6 +127,11 @@ int32_t Scheduler::tokens_wanted(const RequestState& r) const {
   return std::max(want, 0);
 }
 
+void Scheduler::set_tiers(kv::KvTiers* tiers, size_t payload_bytes) {
+  tiers_ = tiers != nullptr && !tiers->empty() ? tiers : nullptr;
+  payload_bytes_ = payload_bytes;
+}
+
 StepPlan Scheduler::schedule() {
   StepBuilder b;
   b.plan.step_id = next_step_id_++;
@@ -135,7 +140,36 @@ StepPlan Scheduler::schedule() {
   if (b.plan.preempted.empty()) schedule_waiting(b);
   b.plan.seqs = std::move(b.decodes);
   for (ScheduledSeq& s : b.prefills) b.plan.seqs.push_back(std::move(s));
+  if (tiers_ != nullptr) b.plan.demotions = kv_->take_evictions();
   return std::move(b.plan);
+}
+
+std::vector<kv::BlockHash> Scheduler::tier_chain(const RequestState& r,
+                                                 const kv::KvCacheManager::PrefixHit& hit) const {
+  std::vector<kv::BlockHash> chain;
+  const int32_t bs = kv_->block_size();
+  if (tiers_ == nullptr || !kv_->prefix_cache_enabled() || hit.num_tokens % bs != 0) return chain;
+  kv::BlockHash parent = hit.hashes.empty() ? kv::kRootHash : hit.hashes.back();
+  // Leave at least one token to compute, for the logits.
+  for (int32_t b = hit.num_tokens / bs; (b + 1) * bs <= r.num_tokens() - 1; ++b) {
+    const std::span<const int32_t> tokens(r.tokens.data() + b * bs, static_cast<size_t>(bs));
+    const kv::BlockHash h = kv::hash_block(parent, tokens, r.extra_key);
+    if (!tiers_->contains(h)) break;
+    chain.push_back(h);
+    parent = h;
+  }
+  return chain;
+}
+
+std::vector<Promotion> Scheduler::fetch_from_tiers(std::span<const kv::BlockHash> chain) {
+  std::vector<Promotion> out;
+  for (const kv::BlockHash& h : chain) {
+    Promotion p;
+    p.payload.resize(payload_bytes_);
+    if (!tiers_->fetch(h, p.payload)) break;  // damaged or just evicted: recompute from here
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 void Scheduler::schedule_running(StepBuilder& b) {
@@ -217,11 +251,25 @@ void Scheduler::schedule_waiting(StepBuilder& b) {
 bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   const int32_t len = r.num_tokens();
   const kv::KvCacheManager::PrefixHit hit = kv_->lookup_prefix(r.tokens, r.extra_key);
-  const int32_t start = hit.num_tokens;
-  const int32_t n = std::min(len - start, b.budget);
   // A preempted request reserves blocks for everything it had, so it cannot thrash.
-  const int32_t reserve = r.preempted ? len : start + n;
-  if (!kv_->allocate(r.key, reserve, &hit).has_value()) return false;
+  auto reservation = [&](int32_t start) {
+    return r.preempted ? len : start + std::min(len - start, b.budget);
+  };
+  // Blocks after the pool hit that a lower tier holds are read only once the request fits (a
+  // shorter read, if a copy turns out damaged, needs no more blocks).
+  const std::vector<kv::BlockHash> chain = tier_chain(r, hit);
+  const int32_t bs = kv_->block_size();
+  const int32_t tier_start = hit.num_tokens + static_cast<int32_t>(chain.size()) * bs;
+  if (!kv_->can_allocate(r.key, reservation(tier_start), &hit)) return false;
+  std::vector<Promotion> promoted = fetch_from_tiers(chain);
+  const int32_t start = hit.num_tokens + static_cast<int32_t>(promoted.size()) * bs;
+  const int32_t n = std::min(len - start, b.budget);
+  const auto table = kv_->allocate(r.key, reservation(start), &hit);
+  if (!table.has_value()) return false;
+  for (size_t i = 0; i < promoted.size(); ++i) {  // fresh blocks right after the pool hit
+    promoted[i].block = (*table)[hit.blocks.size() + i];
+    b.plan.promotions.push_back(std::move(promoted[i]));
+  }
   if (start % kv_->block_size() != 0) {
     // The hit ends inside its last block, whose rows from `start` on are recomputed.
     const kv::KvCacheManager::WritableResult w = kv_->make_writable(r.key, start);

@@ -19,6 +19,7 @@
 #include "engine/request_state.h"
 #include "engine/step_plan.h"
 #include "kv/kv_cache_manager.h"
+#include "kv/kv_tiers.h"
 
 namespace keel::engine {
 
@@ -57,6 +58,12 @@ class Scheduler {
  public:
   // `kv` is borrowed; config must validate().
   Scheduler(const SchedulerConfig& config, kv::KvCacheManager* kv);
+  // Lower KV tiers (borrowed; null = none). With tiers, admission extends a pool prefix hit with
+  // the following full blocks found in a tier (their payloads read now, copied into fresh pool
+  // blocks by the engine before the forward pass: StepPlan::promotions), and every plan carries
+  // the cached blocks its allocations evicted (StepPlan::demotions; the KV manager must record
+  // evictions). `payload_bytes`: the bytes of one pool block.
+  void set_tiers(kv::KvTiers* tiers, size_t payload_bytes);
 
   // InvalidArgument / OutOfRange when a request could never run: empty prompt, max_tokens < 1,
   // prompt + max_tokens over max_model_len, or more KV blocks than the whole pool. The engine
@@ -100,12 +107,20 @@ class Scheduler {
   int32_t reserve_running(StepBuilder& b, size_t idx, int32_t n, bool decode);
   void schedule_waiting(StepBuilder& b);
   bool admit(StepBuilder& b, RequestState& r);
+  // Hashes of the full blocks right after a block-aligned pool hit that a lower tier holds (up to
+  // the first miss, one token short of the sequence's end).
+  [[nodiscard]] std::vector<kv::BlockHash> tier_chain(
+      const RequestState& r, const kv::KvCacheManager::PrefixHit& hit) const;
+  // Reads the chain's payloads, stopping at the first that cannot be read.
+  std::vector<Promotion> fetch_from_tiers(std::span<const kv::BlockHash> chain);
   void preempt(StepBuilder& b, RequestKey key);
   ScheduledSeq make_seq(RequestState& r, int32_t n);
   void remove(RequestKey key);
 
   SchedulerConfig config_;
-  kv::KvCacheManager* kv_;  // borrowed
+  kv::KvCacheManager* kv_;        // borrowed
+  kv::KvTiers* tiers_ = nullptr;  // borrowed; null = no lower tiers
+  size_t payload_bytes_ = 0;
   std::unordered_map<RequestKey, RequestState> requests_;
   std::deque<RequestKey> waiting_;   // FCFS; preempted requests go to the front
   std::vector<RequestKey> running_;  // admission order (oldest first)

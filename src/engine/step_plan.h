@@ -1,6 +1,7 @@
 // StepPlan: what the scheduler decided for one engine step, as plain data — the sequences to
 // compute (decodes first, then prefill chunks, FCFS), the requests it preempted and the KV block
-// copies (copy-on-write) to perform before the forward pass. SeqResult carries a sampled token
+// work to perform before the forward pass: demotions to the lower tiers, copy-on-write copies and
+// promotions from the tiers, in that order. SeqResult carries a sampled token
 // back into Scheduler::update().
 //
 // Invariants (of a plan returned by Scheduler::schedule()): num_tokens() ≤ max_batched_tokens;
@@ -9,6 +10,7 @@
 // Thread safety: plain values.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -35,11 +37,22 @@ struct ScheduledSeq {
   std::vector<kv::BlockId> block_table;  // snapshot: KV blocks of positions [0, ...)
 };
 
+// A block filled from a lower KV tier (T1/T2) at admission: its payload is copied into the pool
+// block before the forward pass, after which the block counts as computed.
+struct Promotion {
+  kv::BlockId block = 0;
+  std::vector<std::byte> payload;  // the block's bytes as the tier stored them
+};
+
 struct StepPlan {
   int64_t step_id = 0;                // consecutive from 0; update() takes plans in this order
   std::vector<ScheduledSeq> seqs;     // running decodes first, then prefill chunks, FCFS
   std::vector<RequestKey> preempted;  // preempted (by recompute) in this schedule() call
   std::vector<kv::BlockCopy> copies;  // {src, dst} block copies to do before the forward pass
+  // Cached blocks this schedule() evicted from the pool (with tiers only): copied down to the
+  // tiers first, before copies and promotions may overwrite them.
+  std::vector<kv::EvictedCachedBlock> demotions;
+  std::vector<Promotion> promotions;          // blocks to fill from the tiers, after the copies
   [[nodiscard]] int32_t num_tokens() const {  // tokens computed this step
     int32_t n = 0;
     for (const ScheduledSeq& s : seqs) n += s.num_tokens;

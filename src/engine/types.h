@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/tier_store.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 
@@ -64,6 +65,10 @@ struct EngineStats {
   int64_t generation_tokens_total = 0;
   int64_t num_preemptions_total = 0;
   int64_t steps_total = 0;
+  bool host_tier_enabled = false;  // T1 configured (--kv-host-bytes)
+  bool disk_tier_enabled = false;  // T2 configured (--kv-disk-dir)
+  kv::TierStats host_tier;         // T1 counters when enabled
+  kv::TierStats disk_tier;         // T2 counters when enabled
 };
 
 }  // namespace keel::engine

@@ -48,6 +48,7 @@ std::optional<BlockId> BlockPool::take_free() {
   if (num_free_ == 0) return std::nullopt;
   const BlockId b = next_[num_blocks()];
   unlink(b);
+  if (record_evictions_ && hashes_[b].has_value()) evictions_.push_back({b, *hashes_[b]});
   unpublish(b);  // evict: its contents are about to be overwritten
   ref_[b] = 1;
   return b;
@@ -153,6 +154,16 @@ Status BlockPool::check_invariants() const {
     }
   }
   return Status::ok_status();
+}
+
+}  // namespace keel::kv
+
+namespace keel::kv {
+
+std::vector<EvictedCachedBlock> BlockPool::take_evictions() {
+  std::vector<EvictedCachedBlock> out;
+  out.swap(evictions_);
+  return out;
 }
 
 }  // namespace keel::kv

@@ -17,6 +17,13 @@
 
 namespace keel::kv {
 
+// A cached block that take_free() evicted from the prefix index: its bytes are intact until the
+// next forward pass writes into it (the caller may copy them to a lower tier first).
+struct EvictedCachedBlock {
+  BlockId block = 0;
+  BlockHash hash;
+};
+
 class BlockPool {
  public:
   explicit BlockPool(int32_t num_blocks);  // all blocks free, in id order
@@ -48,6 +55,11 @@ class BlockPool {
   // Forgets every hash; free blocks stay free, in their current order.
   void clear_index();
 
+  // With `on`, take_free() logs every cached block it evicts until take_evictions() collects them.
+  void set_record_evictions(bool on) { record_evictions_ = on; }
+  // The evictions logged since the last call, oldest first.
+  std::vector<EvictedCachedBlock> take_evictions();
+
   // The free list from head (next taken) to tail. For tests and debugging.
   [[nodiscard]] std::vector<BlockId> free_list() const;
   // Verifies the invariants above; Internal error naming the first violation.
@@ -66,6 +78,8 @@ class BlockPool {
   std::vector<std::optional<BlockHash>> hashes_;  // [num_blocks] hash when in the index
   std::unordered_map<BlockHash, BlockId, BlockHashHasher> index_;
   int32_t num_free_ = 0;
+  bool record_evictions_ = false;
+  std::vector<EvictedCachedBlock> evictions_;
 };
 
 }  // namespace keel::kv

@@ -24,6 +24,7 @@ struct KvCacheConfig {
   int32_t num_blocks = 0;           // blocks in the pool (the engine derives it from a byte size)
   int32_t block_size = 16;          // tokens per block
   bool enable_prefix_cache = true;  // false: no lookup, no publication
+  bool record_evictions = false;    // log evicted cached blocks for demotion (take_evictions())
   [[nodiscard]] Status validate() const;
 };
 
@@ -54,6 +55,9 @@ class KvCacheManager {
   // state). Returns the table, or nullopt — with no change at all — when too few blocks are free.
   std::optional<std::span<const BlockId>> allocate(RequestKey id, int32_t num_tokens_total,
                                                    const PrefixHit* hit = nullptr);
+  // Whether allocate() with these arguments would succeed now (it changes nothing).
+  [[nodiscard]] bool can_allocate(RequestKey id, int32_t num_tokens_total,
+                                  const PrefixHit* hit = nullptr) const;
 
   // Publishes `id`'s full blocks among tokens [0, num_computed) in the prefix index (incremental:
   // blocks published before are skipped). A block whose hash already names another block stays
@@ -88,6 +92,9 @@ class KvCacheManager {
   [[nodiscard]] int32_t blocks_for(int64_t num_tokens) const;
   [[nodiscard]] int64_t prefix_queries_tokens() const { return queries_tokens_; }
   [[nodiscard]] int64_t prefix_hits_tokens() const { return hits_tokens_; }
+  // Cached blocks evicted from the pool since the last call (only with record_evictions): their
+  // bytes are intact until the next forward pass, so the engine can demote them to a lower tier.
+  std::vector<EvictedCachedBlock> take_evictions() { return pool_.take_evictions(); }
   // Forgets every cached hash (blocks in use keep working; they are just no longer shared).
   void reset_prefix_cache();
 

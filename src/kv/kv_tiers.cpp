@@ -1,0 +1,34 @@
+// KvTiers: see kv_tiers.h.
+#include "kv/kv_tiers.h"
+
+#include <utility>
+#include <vector>
+
+namespace keel::kv {
+
+KvTiers::KvTiers(std::unique_ptr<TierStore> host, std::unique_ptr<TierStore> disk)
+    : host_(std::move(host)), disk_(std::move(disk)) {}
+
+void KvTiers::demote(const BlockHash& key, std::span<const std::byte> payload) {
+  if (host_ != nullptr) {
+    std::vector<EvictedBlock> evicted;
+    const Status st = host_->put(key, payload, &evicted);
+    if (disk_ != nullptr) {
+      for (const EvictedBlock& e : evicted) (void)disk_->put(e.key, e.payload, nullptr);
+      if (!st.ok()) (void)disk_->put(key, payload, nullptr);
+    }
+    return;
+  }
+  if (disk_ != nullptr) (void)disk_->put(key, payload, nullptr);
+}
+
+bool KvTiers::contains(const BlockHash& key) const {
+  return (host_ != nullptr && host_->contains(key)) || (disk_ != nullptr && disk_->contains(key));
+}
+
+bool KvTiers::fetch(const BlockHash& key, std::span<std::byte> out) {
+  if (host_ != nullptr && host_->get(key, out).ok()) return true;
+  return disk_ != nullptr && disk_->get(key, out).ok();
+}
+
+}  // namespace keel::kv

@@ -1,0 +1,39 @@
+// KvTiers: the tiers below the engine pool as one unit — T1 (host DRAM) and T2 (disk), either
+// optional. demote() stores an evicted pool block in the highest tier present and moves that
+// tier's own evictions down (T1 → T2; T2 drops them); fetch() looks in T1, then T2. A damaged T2
+// copy is dropped and reported as a miss, so the caller recomputes.
+//
+// Thread safety: as TierStore (each tier locks internally).
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "kv/tier_store.h"
+
+namespace keel::kv {
+
+class KvTiers {
+ public:
+  // Either may be null; with both null the tiers hold nothing.
+  KvTiers(std::unique_ptr<TierStore> host, std::unique_ptr<TierStore> disk);
+
+  [[nodiscard]] bool empty() const { return host_ == nullptr && disk_ == nullptr; }
+  // Copies `payload` into the highest tier, demoting what that pushes out. A tier that refuses it
+  // (a block larger than its capacity, a disk error) passes it on to the next; errors below are
+  // not the caller's concern (the block is simply not cached).
+  void demote(const BlockHash& key, std::span<const std::byte> payload);
+  [[nodiscard]] bool contains(const BlockHash& key) const;
+  // Copies key's payload into `out` from the highest tier holding a valid copy. False when no tier
+  // has one (including a copy found corrupt, which is dropped).
+  bool fetch(const BlockHash& key, std::span<std::byte> out);
+
+  [[nodiscard]] const TierStore* host() const { return host_.get(); }
+  [[nodiscard]] const TierStore* disk() const { return disk_.get(); }
+
+ private:
+  std::unique_ptr<TierStore> host_;
+  std::unique_ptr<TierStore> disk_;
+};
+
+}  // namespace keel::kv

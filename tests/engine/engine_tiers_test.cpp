@@ -1,0 +1,121 @@
+// The KV tiers through the engine with a real model (stories260K): cached blocks evicted from a
+// small pool are demoted to the host tier and promoted back on a repeat of the prompt; the disk
+// tier brings them back after an engine restart; damaged disk files are never served. In every
+// case the greedy output equals the first, fully computed run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine_test_util.h"
+
+namespace keel::engine {
+namespace {
+
+constexpr int32_t kBlock = 16;
+
+// A 64-token prompt (4 blocks; a repeat can reuse the first 3, leaving one token to compute).
+std::vector<int32_t> prompt(int32_t base) {
+  std::vector<int32_t> p = {1};
+  for (int32_t i = 0; i < 63; ++i) p.push_back(base + i);
+  return p;
+}
+
+EngineConfig small_pool_config() {
+  EngineConfig c = base_config();
+  c.block_size = kBlock;
+  c.scheduler.max_num_seqs = 1;
+  // 12 blocks: a few other prompts push the first one's cached blocks out of the pool.
+  c.kv_cache_bytes = 12 * 5 * 2 * kBlock * 32 * 4;  // stories260K: 5 layers, kv_dim 32, f32
+  return c;
+}
+
+// Runs `other` prompts that evict every cached block of an earlier one from the pool.
+void churn(Engine& e) {
+  for (int32_t base : {100, 160, 220, 280}) run_one(e, greedy(prompt(base), 4));
+}
+
+TEST(EngineTiersTest, EvictedBlocksComeBackFromTheHostTier) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  EngineConfig c = small_pool_config();
+  c.kv_host_bytes = 64 << 20;
+  auto e = Engine::start(*model, c);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  Engine& engine = **e;
+  ASSERT_EQ(engine.num_kv_blocks(), 12);
+
+  auto first = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine.submit(greedy(prompt(300), 8), first).ok());
+  const std::vector<int32_t> want = first->wait();
+  churn(engine);
+  EXPECT_GT(engine.stats().host_tier.blocks, 0);
+  const int64_t hits_before = engine.stats().host_tier.hits;
+
+  auto again = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine.submit(greedy(prompt(300), 8), again).ok());
+  EXPECT_EQ(again->wait(), want);
+  EXPECT_EQ(again->cached(), 3 * kBlock);  // from T1: the pool no longer held them
+  EXPECT_GE(engine.stats().host_tier.hits - hits_before, 3);
+  EXPECT_TRUE(engine.stats().host_tier_enabled);
+  EXPECT_FALSE(engine.stats().disk_tier_enabled);
+}
+
+TEST(EngineTiersTest, DiskTierSurvivesARestartAndDamageIsRecomputed) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  EngineConfig c = small_pool_config();
+  c.kv_disk_dir = testing::make_temp_dir("engine_disk_tier");
+  c.kv_disk_bytes = 64 << 20;
+  std::vector<int32_t> want;
+  {
+    auto e = Engine::start(*model, c);
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    want = run_one(**e, greedy(prompt(300), 8));
+    churn(**e);
+    EXPECT_GT((*e)->stats().disk_tier.blocks, 0);
+  }
+  {  // a new engine (a restart): the prompt's blocks come from disk
+    auto e = Engine::start(*model, c);
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    EXPECT_GT((*e)->stats().disk_tier.blocks, 0);
+    auto sink = std::make_shared<CollectingSink>();
+    ASSERT_TRUE((*e)->submit(greedy(prompt(300), 8), sink).ok());
+    EXPECT_EQ(sink->wait(), want);
+    EXPECT_EQ(sink->cached(), 3 * kBlock);
+    EXPECT_GE((*e)->stats().disk_tier.hits, 3);
+  }
+  // Damage every stored block's payload between restarts: nothing may be served from disk.
+  for (const auto& dir : std::filesystem::recursive_directory_iterator(c.kv_disk_dir)) {
+    if (!dir.is_regular_file()) continue;
+    std::fstream f(dir.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x5a');
+  }
+  auto e = Engine::start(*model, c);
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE((*e)->submit(greedy(prompt(300), 8), sink).ok());
+  EXPECT_EQ(sink->wait(), want);
+  EXPECT_EQ(sink->cached(), 0);
+  EXPECT_GE((*e)->stats().disk_tier.corrupt, 1);
+  EXPECT_EQ((*e)->stats().disk_tier.hits, 0);
+}
+
+TEST(EngineTiersTest, TierFlagsAreValidated) {
+  EngineConfig c = base_config();
+  c.kv_disk_dir = "/tmp/x";
+  EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);  // no --kv-disk-bytes
+  c.kv_disk_bytes = 1 << 20;
+  EXPECT_TRUE(c.validate().ok());
+  c.enable_prefix_cache = false;
+  EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);
+  c = base_config();
+  c.kv_host_bytes = -1;
+  EXPECT_EQ(c.validate().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace keel::engine
