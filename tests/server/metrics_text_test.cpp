@@ -130,6 +130,35 @@ TEST(MetricsTextTest, RendersParsableExpositionWithVllmNames) {
   EXPECT_EQ(success["abort"], 0);
 }
 
+TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
+  engine::Metrics m;
+  engine::EngineStats stats;
+  std::map<std::string, std::string> types;
+  for (const Sample& s : parse_exposition(render_metrics(stats, m, "x"), &types)) {
+    EXPECT_EQ(s.name.find("kv_tier"), std::string::npos) << "no tiers configured: " << s.name;
+  }
+  stats.host_tier_enabled = true;
+  stats.host_tier.hits = 3;
+  stats.host_tier.blocks = 7;
+  stats.disk_tier_enabled = true;
+  stats.disk_tier.corrupt = 2;
+  stats.disk_tier.bytes_in = 4096;
+  std::map<std::string, double> v;
+  for (const Sample& s : parse_exposition(render_metrics(stats, m, "x"), &types)) {
+    const size_t p = s.labels.find("tier=\"");
+    if (s.name.find("kv_tier") == std::string::npos) continue;
+    ASSERT_NE(p, std::string::npos) << s.name;
+    v[s.name + "/" + s.labels.substr(p + 6, s.labels.find('"', p + 6) - p - 6)] = s.value;
+  }
+  EXPECT_EQ(v["keel:kv_tier_hits_total/host"], 3);
+  EXPECT_EQ(v["keel:kv_tier_blocks/host"], 7);
+  EXPECT_EQ(v["keel:kv_tier_corrupt_total/disk"], 2);
+  EXPECT_EQ(v["keel:kv_tier_bytes_in_total/disk"], 4096);
+  EXPECT_EQ(v.count("keel:kv_tier_evictions_total/disk"), 1u);
+  EXPECT_EQ(types["keel:kv_tier_hits_total"], "counter");
+  EXPECT_EQ(types["keel:kv_tier_used_bytes"], "gauge");
+}
+
 TEST(MetricsTextTest, HistogramBucketsAreCumulativeAndEndAtCount) {
   engine::Metrics m;
   const double values[] = {0.0005, 0.002, 0.03, 0.03, 1.5, 5000.0};
