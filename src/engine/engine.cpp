@@ -65,6 +65,11 @@ Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const model::Model& mode
 }
 
 Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config) {
+  return start(model, std::move(config), std::make_unique<PosixFileSystem>());
+}
+
+Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config,
+                                              std::unique_ptr<FileSystem> fs) {
   KEEL_TRY(config.validate());
   const int64_t max_len = config.scheduler.max_model_len > 0
                               ? std::min<int64_t>(config.scheduler.max_model_len, model.n_ctx())
@@ -86,9 +91,19 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                                     std::to_string(layout.block_bytes()) + " bytes");
   }
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
-  auto fs = std::make_unique<PosixFileSystem>();
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
                         open_tiers(model, config, layout.block_bytes(), fs.get()));
+  if (!tiers->empty()) {
+    if (Status st = tiers->measure(); !st.ok()) {
+      KEEL_LOG_WARN("KV tier read cost not measured ({}): tier hits are always fetched",
+                    st.to_string());
+    }
+    KEEL_LOG_INFO("KV tiers: host {} (read {:.1f} us/block), disk {} (read {:.1f} us/block)",
+                  config.kv_host_bytes > 0 ? "on" : "off",
+                  tiers->host_cost().read_seconds(layout.block_bytes()) * 1e6,
+                  config.kv_disk_dir.empty() ? "off" : config.kv_disk_dir,
+                  tiers->disk_cost().read_seconds(layout.block_bytes()) * 1e6);
+  }
   return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage),
                                             num_blocks, std::move(fs), std::move(tiers)));
 }
@@ -310,6 +325,12 @@ bool Engine::launch(StepPlan& plan) {
 }
 
 void Engine::apply(const StepPlan& plan, StepOutput& out) {
+  if (out.status.ok() && plan.num_tokens() >= 8) {  // prefill-sized: feeds the tier cost model
+    const double s = out.forward_seconds / plan.num_tokens();
+    prefill_seconds_per_token_ =
+        prefill_seconds_per_token_ <= 0 ? s : 0.8 * prefill_seconds_per_token_ + 0.2 * s;
+    scheduler_.set_prefill_seconds_per_token(prefill_seconds_per_token_);
+  }
   for (const ScheduledSeq& s : plan.seqs) {
     auto it = active_.find(s.key);
     if (it != active_.end()) --it->second.in_flight;
@@ -373,6 +394,8 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
 
 void Engine::publish_stats() {
   EngineStats s = counters_;
+  s.tier_blocks_fetched = scheduler_.tier_blocks_fetched();
+  s.tier_blocks_recomputed = scheduler_.tier_blocks_recomputed();
   if (tiers_->host() != nullptr) {
     s.host_tier_enabled = true;
     s.host_tier = tiers_->host()->stats();

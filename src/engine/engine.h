@@ -41,6 +41,9 @@ class Engine final : public EngineClient {
  public:
   // Sizes the KV cache, starts the engine and executor threads. `model` must outlive the engine.
   static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config);
+  // As above, with the file system the disk KV tier uses (tests inject slow or faulty ones).
+  static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config,
+                                               std::unique_ptr<FileSystem> fs);
   ~Engine() override;  // aborts whatever is left and joins the threads
 
   Result<RequestKey> submit(GenerationRequest request, std::shared_ptr<OutputSink> sink) override;
@@ -106,8 +109,9 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
-  std::unique_ptr<FileSystem> fs_;      // the disk tier's file system
-  std::unique_ptr<kv::KvTiers> tiers_;  // T1/T2 below the pool (possibly empty); thread-safe
+  std::unique_ptr<FileSystem> fs_;        // the disk tier's file system
+  std::unique_ptr<kv::KvTiers> tiers_;    // T1/T2 below the pool (possibly empty); thread-safe
+  double prefill_seconds_per_token_ = 0;  // engine thread: moving average over steps
 
   // Engine-thread state.
   model::KvStorage storage_;

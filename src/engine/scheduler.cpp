@@ -145,8 +145,11 @@ StepPlan Scheduler::schedule() {
 }
 
 std::vector<kv::BlockHash> Scheduler::tier_chain(const RequestState& r,
-                                                 const kv::KvCacheManager::PrefixHit& hit) const {
+                                                 const kv::KvCacheManager::PrefixHit& hit,
+                                                 int32_t* recomputed) const {
   std::vector<kv::BlockHash> chain;
+  std::vector<kv::TierKind> where;
+  *recomputed = 0;
   const int32_t bs = kv_->block_size();
   if (tiers_ == nullptr || !kv_->prefix_cache_enabled() || hit.num_tokens % bs != 0) return chain;
   kv::BlockHash parent = hit.hashes.empty() ? kv::kRootHash : hit.hashes.back();
@@ -154,10 +157,17 @@ std::vector<kv::BlockHash> Scheduler::tier_chain(const RequestState& r,
   for (int32_t b = hit.num_tokens / bs; (b + 1) * bs <= r.num_tokens() - 1; ++b) {
     const std::span<const int32_t> tokens(r.tokens.data() + b * bs, static_cast<size_t>(bs));
     const kv::BlockHash h = kv::hash_block(parent, tokens, r.extra_key);
-    if (!tiers_->contains(h)) break;
+    const kv::TierKind k = tiers_->where(h);
+    if (k == kv::TierKind::kNone) break;
     chain.push_back(h);
+    where.push_back(k);
     parent = h;
   }
+  // Fetch only the part of the run that is cheaper to read than to recompute.
+  const int32_t keep = kv::blocks_to_fetch(where, tiers_->host_cost(), tiers_->disk_cost(),
+                                           payload_bytes_, bs, prefill_seconds_per_token_);
+  *recomputed = static_cast<int32_t>(chain.size()) - keep;
+  chain.resize(static_cast<size_t>(keep));
   return chain;
 }
 
@@ -257,7 +267,8 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   };
   // Blocks after the pool hit that a lower tier holds are read only once the request fits (a
   // shorter read, if a copy turns out damaged, needs no more blocks).
-  const std::vector<kv::BlockHash> chain = tier_chain(r, hit);
+  int32_t recomputed = 0;
+  const std::vector<kv::BlockHash> chain = tier_chain(r, hit, &recomputed);
   const int32_t bs = kv_->block_size();
   const int32_t tier_start = hit.num_tokens + static_cast<int32_t>(chain.size()) * bs;
   if (!kv_->can_allocate(r.key, reservation(tier_start), &hit)) return false;
@@ -266,6 +277,8 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   const int32_t n = std::min(len - start, b.budget);
   const auto table = kv_->allocate(r.key, reservation(start), &hit);
   if (!table.has_value()) return false;
+  tier_blocks_fetched_ += static_cast<int64_t>(promoted.size());
+  tier_blocks_recomputed_ += recomputed + static_cast<int64_t>(chain.size() - promoted.size());
   for (size_t i = 0; i < promoted.size(); ++i) {  // fresh blocks right after the pool hit
     promoted[i].block = (*table)[hit.blocks.size() + i];
     b.plan.promotions.push_back(std::move(promoted[i]));

@@ -64,6 +64,12 @@ class Scheduler {
   // the cached blocks its allocations evicted (StepPlan::demotions; the KV manager must record
   // evictions). `payload_bytes`: the bytes of one pool block.
   void set_tiers(kv::KvTiers* tiers, size_t payload_bytes);
+  // The model's measured prefill cost, for the fetch-vs-recompute decision on tier hits
+  // (kv::blocks_to_fetch; ≤ 0 = not measured yet: fetch every tier hit).
+  void set_prefill_seconds_per_token(double s) { prefill_seconds_per_token_ = s; }
+  // Tier-held blocks that admissions fetched, and those they chose to recompute instead.
+  [[nodiscard]] int64_t tier_blocks_fetched() const { return tier_blocks_fetched_; }
+  [[nodiscard]] int64_t tier_blocks_recomputed() const { return tier_blocks_recomputed_; }
 
   // InvalidArgument / OutOfRange when a request could never run: empty prompt, max_tokens < 1,
   // prompt + max_tokens over max_model_len, or more KV blocks than the whole pool. The engine
@@ -109,8 +115,11 @@ class Scheduler {
   bool admit(StepBuilder& b, RequestState& r);
   // Hashes of the full blocks right after a block-aligned pool hit that a lower tier holds (up to
   // the first miss, one token short of the sequence's end).
-  [[nodiscard]] std::vector<kv::BlockHash> tier_chain(
-      const RequestState& r, const kv::KvCacheManager::PrefixHit& hit) const;
+  // Only the leading part that is cheaper to fetch than to recompute is returned; the number of
+  // tier-held blocks left to recompute goes to *recomputed.
+  [[nodiscard]] std::vector<kv::BlockHash> tier_chain(const RequestState& r,
+                                                      const kv::KvCacheManager::PrefixHit& hit,
+                                                      int32_t* recomputed) const;
   // Reads the chain's payloads, stopping at the first that cannot be read.
   std::vector<Promotion> fetch_from_tiers(std::span<const kv::BlockHash> chain);
   void preempt(StepBuilder& b, RequestKey key);
@@ -121,6 +130,9 @@ class Scheduler {
   kv::KvCacheManager* kv_;        // borrowed
   kv::KvTiers* tiers_ = nullptr;  // borrowed; null = no lower tiers
   size_t payload_bytes_ = 0;
+  double prefill_seconds_per_token_ = 0.0;
+  int64_t tier_blocks_fetched_ = 0;
+  int64_t tier_blocks_recomputed_ = 0;
   std::unordered_map<RequestKey, RequestState> requests_;
   std::deque<RequestKey> waiting_;   // FCFS; preempted requests go to the front
   std::vector<RequestKey> running_;  // admission order (oldest first)

@@ -65,10 +65,12 @@ struct EngineStats {
   int64_t generation_tokens_total = 0;
   int64_t num_preemptions_total = 0;
   int64_t steps_total = 0;
-  bool host_tier_enabled = false;  // T1 configured (--kv-host-bytes)
-  bool disk_tier_enabled = false;  // T2 configured (--kv-disk-dir)
-  kv::TierStats host_tier;         // T1 counters when enabled
-  kv::TierStats disk_tier;         // T2 counters when enabled
+  bool host_tier_enabled = false;      // T1 configured (--kv-host-bytes)
+  bool disk_tier_enabled = false;      // T2 configured (--kv-disk-dir)
+  kv::TierStats host_tier;             // T1 counters when enabled
+  kv::TierStats disk_tier;             // T2 counters when enabled
+  int64_t tier_blocks_fetched = 0;     // tier-held blocks admissions read back
+  int64_t tier_blocks_recomputed = 0;  // tier-held blocks recomputed (cheaper, or unreadable)
 };
 
 }  // namespace keel::engine

@@ -2,6 +2,7 @@
 #include "kv/disk_tier.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -203,6 +204,37 @@ void DiskTier::drop_locked(const BlockHash& key, bool count_eviction) {
   entries_.erase(it);
   stats_.used_bytes -= file_bytes();
   if (count_eviction) ++stats_.evictions;
+}
+
+Result<TierCost> DiskTier::measure_read() {
+  const std::string probe = store_dir_ + "/probe" + std::string(kTmpSuffix);  // removed at open
+  const size_t bytes = config_.payload_bytes + kBlockFileHeaderBytes;
+  const size_t small = std::min<size_t>(4096, bytes / 2);
+  {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out, fs_->open_writable(probe));
+    KEEL_TRY(out->append(std::vector<std::byte>(bytes, std::byte{0x5a})));
+    KEEL_TRY(out->close());
+  }
+  std::vector<std::byte> buf(bytes);
+  auto time_read = [&](size_t n) -> Result<double> {
+    double best = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      const auto t0 = std::chrono::steady_clock::now();
+      KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs_->open_readable(probe));
+      KEEL_TRY(f->read_at(0, n, buf.data()));
+      const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+      best = std::min(best, dt.count());
+    }
+    return best;
+  };
+  Result<double> t_small = time_read(small);
+  Result<double> t_full = t_small.ok() ? time_read(bytes) : t_small;
+  (void)fs_->remove(probe);
+  if (!t_full.ok()) return t_full.status();
+  TierCost c;
+  c.latency_seconds = *t_small;
+  c.seconds_per_byte = std::max(0.0, *t_full - *t_small) / static_cast<double>(bytes - small);
+  return c;
 }
 
 TierStats DiskTier::stats() const {

@@ -46,6 +46,7 @@ class DiskTier final : public TierStore {
   [[nodiscard]] bool contains(const BlockHash& key) const override;
   void erase(const BlockHash& key) override;
   [[nodiscard]] TierStats stats() const override;
+  Result<TierCost> measure_read() override;
 
   // The directory holding this store's files.
   [[nodiscard]] const std::string& directory() const { return store_dir_; }

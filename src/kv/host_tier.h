@@ -25,6 +25,7 @@ class HostTier final : public TierStore {
   [[nodiscard]] bool contains(const BlockHash& key) const override;
   void erase(const BlockHash& key) override;
   [[nodiscard]] TierStats stats() const override;
+  Result<TierCost> measure_read() override;
 
  private:
   struct Entry {

@@ -26,6 +26,27 @@ bool KvTiers::contains(const BlockHash& key) const {
   return (host_ != nullptr && host_->contains(key)) || (disk_ != nullptr && disk_->contains(key));
 }
 
+TierKind KvTiers::where(const BlockHash& key) const {
+  if (host_ != nullptr && host_->contains(key)) return TierKind::kHost;
+  if (disk_ != nullptr && disk_->contains(key)) return TierKind::kDisk;
+  return TierKind::kNone;
+}
+
+Status KvTiers::measure() {
+  Status first;
+  for (auto [tier, cost] :
+       {std::pair{host_.get(), &host_cost_}, std::pair{disk_.get(), &disk_cost_}}) {
+    if (tier == nullptr) continue;
+    Result<TierCost> c = tier->measure_read();
+    if (c.ok()) {
+      *cost = *c;
+    } else if (first.ok()) {
+      first = c.status();
+    }
+  }
+  return first;
+}
+
 bool KvTiers::fetch(const BlockHash& key, std::span<std::byte> out) {
   if (host_ != nullptr && host_->get(key, out).ok()) return true;
   return disk_ != nullptr && disk_->get(key, out).ok();

@@ -28,12 +28,22 @@ class KvTiers {
   // has one (including a copy found corrupt, which is dropped).
   bool fetch(const BlockHash& key, std::span<std::byte> out);
 
+  // The tier holding key's copy (host first), or kNone.
+  [[nodiscard]] TierKind where(const BlockHash& key) const;
+  // Measures each present tier's read cost (TierStore::measure_read()); a tier that fails to
+  // measure keeps the default cost (free), and the error is returned for the log.
+  Status measure();
+  [[nodiscard]] const TierCost& host_cost() const { return host_cost_; }
+  [[nodiscard]] const TierCost& disk_cost() const { return disk_cost_; }
+
   [[nodiscard]] const TierStore* host() const { return host_.get(); }
   [[nodiscard]] const TierStore* disk() const { return disk_.get(); }
 
  private:
   std::unique_ptr<TierStore> host_;
   std::unique_ptr<TierStore> disk_;
+  TierCost host_cost_;
+  TierCost disk_cost_;
 };
 
 }  // namespace keel::kv

@@ -14,8 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "core/result.h"
 #include "core/status.h"
 #include "kv/block_hash.h"
+#include "kv/tier_cost.h"
 
 namespace keel::kv {
 
@@ -62,6 +64,10 @@ class TierStore {
   // Drops `key` (no-op when absent).
   virtual void erase(const BlockHash& key) = 0;
   [[nodiscard]] virtual TierStats stats() const = 0;
+  // Times reads of a probe the size of one payload (and a small one, for the latency) through
+  // the same path get() uses; stores nothing and changes no counter. Disk: IoError when the
+  // probe cannot be written or read.
+  virtual Result<TierCost> measure_read() = 0;
 };
 
 }  // namespace keel::kv

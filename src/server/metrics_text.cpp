@@ -101,6 +101,12 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
       {"kv_tier_corrupt_total", "counter", "Damaged KV tier entries found and dropped.",
        &kv::TierStats::corrupt},
   };
+  w.header("kv_tier_decisions_total", "counter",
+           "Tier-held KV blocks by the fetch-vs-recompute decision at admission.");
+  w.sample("kv_tier_decisions_total", static_cast<double>(stats.tier_blocks_fetched),
+           "decision=\"fetch\"");
+  w.sample("kv_tier_decisions_total", static_cast<double>(stats.tier_blocks_recomputed),
+           "decision=\"recompute\"");
   for (const Series& s : kSeries) {
     w.header(s.name, s.type, s.help);
     for (const auto& [tier, st] : tiers) {
