@@ -122,7 +122,10 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache,
                             !tiers_->empty()}),
       scheduler_(config_.scheduler, &kv_) {
-  scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes());
+  if (!tiers_->empty()) {
+    transfer_ = std::make_unique<TierTransfer>(tiers_.get(), storage_.layout().block_bytes());
+  }
+  scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
   executor_ = std::make_unique<StepExecutor>(model_, &storage_, config_.isa, config_.threads,
                                              config_.scheduler.max_batched_tokens);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
@@ -188,8 +191,16 @@ void Engine::abort(RequestKey key) {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard lock(mu_);
-  return stats_;
+  EngineStats s;
+  {
+    std::lock_guard lock(mu_);
+    s = stats_;
+  }
+  // The tiers and the transfer thread are thread-safe: read them live (they change between steps).
+  if (tiers_->host() != nullptr) s.host_tier = tiers_->host()->stats();
+  if (tiers_->disk() != nullptr) s.disk_tier = tiers_->disk()->stats();
+  if (transfer_ != nullptr) s.tier_transfers_pending = static_cast<int64_t>(transfer_->pending());
+  return s;
 }
 
 void Engine::drain(std::chrono::milliseconds timeout) {
@@ -285,16 +296,22 @@ bool Engine::launch(StepPlan& plan) {
     auto it = active_.find(s.key);
     return it == active_.end() || it->second.finished;
   });
-  if (plan.seqs.empty()) return false;
-  // Demotions read blocks that the copies and promotions below may overwrite: they go first.
+  // The plan's block work runs even when no seq is left: a promotion belongs to a request that
+  // may compute in a later plan. (No step is in flight here.) Demotions read blocks that the
+  // copies and promotions may overwrite: they go first.
   const size_t block_bytes = storage_.layout().block_bytes();
-  for (const kv::EvictedCachedBlock& e : plan.demotions) {
-    tiers_->demote(e.hash, std::span<const std::byte>(storage_.block(e.block), block_bytes));
+  for (const kv::EvictedCachedBlock& e : plan.demotions) {  // copied out now, stored by transfer_
+    const std::byte* bytes = storage_.block(e.block);
+    transfer_->demote(e.hash, std::vector<std::byte>(bytes, bytes + block_bytes));
   }
   for (const auto& [src, dst] : plan.copies) storage_.copy_block(src, dst);
   for (const Promotion& p : plan.promotions) {
     std::memcpy(storage_.block(p.block), p.payload.data(), block_bytes);
   }
+  plan.demotions.clear();
+  plan.copies.clear();
+  plan.promotions.clear();
+  if (plan.seqs.empty()) return false;
   StepInput in;
   const int64_t t = now_ns();
   for (const ScheduledSeq& s : plan.seqs) {

@@ -30,6 +30,7 @@
 #include "engine/engine_config.h"
 #include "engine/scheduler.h"
 #include "engine/step_executor.h"
+#include "engine/tier_transfer.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_tiers.h"
 #include "model/kv_storage.h"
@@ -109,9 +110,10 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
-  std::unique_ptr<FileSystem> fs_;        // the disk tier's file system
-  std::unique_ptr<kv::KvTiers> tiers_;    // T1/T2 below the pool (possibly empty); thread-safe
-  double prefill_seconds_per_token_ = 0;  // engine thread: moving average over steps
+  std::unique_ptr<FileSystem> fs_;          // the disk tier's file system
+  std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
+  std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
+  double prefill_seconds_per_token_ = 0;    // engine thread: moving average over steps
 
   // Engine-thread state.
   model::KvStorage storage_;

@@ -19,8 +19,9 @@
 namespace keel::engine {
 
 enum class RequestPhase {
-  kWaiting,  // queued (new, or preempted and waiting to be recomputed); holds no KV blocks
-  kRunning,  // admitted: holds KV blocks, is prefilling in chunks or decoding
+  kWaiting,     // queued (new, or preempted and waiting to be recomputed); holds no KV blocks
+  kRunning,     // admitted: holds KV blocks, is prefilling in chunks or decoding
+  kPopulating,  // admitted: holds KV blocks, waits for blocks read back from a lower KV tier
 };
 
 // A chunk of a request in a plan whose update() has not run yet.
@@ -47,6 +48,12 @@ struct RequestState {
   bool admitted_once = false;     // the prefix-cache query was counted at first admission
   int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache at first admission
   int32_t num_preemptions = 0;
+  // While populating: the pool hit's tokens and blocks, the tier blocks being read, and the
+  // tier-held blocks the cost model chose to recompute.
+  int32_t tier_hit_tokens = 0;
+  int32_t tier_first_block = 0;
+  int32_t tier_chain_blocks = 0;
+  int32_t tier_recomputed = 0;
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   [[nodiscard]] int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }

@@ -101,6 +101,8 @@ void Scheduler::remove(RequestKey key) {
   if (it == requests_.end()) return;
   if (it->second.phase == RequestPhase::kWaiting) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), key));
+  } else if (it->second.phase == RequestPhase::kPopulating) {  // its reads' result is dropped
+    populating_.erase(std::find(populating_.begin(), populating_.end(), key));
   } else {
     running_.erase(std::find(running_.begin(), running_.end(), key));
   }
@@ -127,15 +129,47 @@ int32_t Scheduler::tokens_wanted(const RequestState& r) const {
   return std::max(want, 0);
 }
 
-void Scheduler::set_tiers(kv::KvTiers* tiers, size_t payload_bytes) {
+void Scheduler::set_tiers(kv::KvTiers* tiers, size_t payload_bytes, TierTransfer* transfer) {
   tiers_ = tiers != nullptr && !tiers->empty() ? tiers : nullptr;
   payload_bytes_ = payload_bytes;
+  transfer_ = tiers_ != nullptr ? transfer : nullptr;
+}
+
+void Scheduler::finish_populating(StepBuilder& b) {
+  if (transfer_ == nullptr) return;
+  const int32_t bs = kv_->block_size();
+  for (TierTransfer::Done& d : transfer_->poll()) {
+    const auto it = requests_.find(d.key);
+    if (it == requests_.end() || it->second.phase != RequestPhase::kPopulating) continue;
+    RequestState& r = it->second;
+    const std::span<const kv::BlockId> table = kv_->block_table(r.key);
+    const auto fetched = static_cast<int32_t>(d.promotions.size());
+    for (int32_t i = 0; i < fetched; ++i) {
+      d.promotions[static_cast<size_t>(i)].block =
+          table[static_cast<size_t>(r.tier_first_block + i)];
+      b.plan.promotions.push_back(std::move(d.promotions[static_cast<size_t>(i)]));
+    }
+    tier_blocks_fetched_ += fetched;
+    tier_blocks_recomputed_ += r.tier_recomputed + r.tier_chain_blocks - fetched;
+    const int32_t start = r.tier_hit_tokens + fetched * bs;
+    if (!r.admitted_once) {
+      r.admitted_once = true;
+      r.num_cached_tokens = start;
+      kv_->record_prefix_query(r.num_tokens(), start);
+    }
+    r.num_computed = start;
+    r.num_scheduled = start;
+    r.phase = RequestPhase::kRunning;
+    populating_.erase(std::find(populating_.begin(), populating_.end(), r.key));
+    running_.push_back(r.key);
+  }
 }
 
 StepPlan Scheduler::schedule() {
   StepBuilder b;
   b.plan.step_id = next_step_id_++;
   b.budget = config_.max_batched_tokens;
+  finish_populating(b);
   schedule_running(b);
   if (b.plan.preempted.empty()) schedule_waiting(b);
   b.plan.seqs = std::move(b.decodes);
@@ -248,7 +282,8 @@ void Scheduler::preempt(StepBuilder& b, RequestKey key) {
 }
 
 void Scheduler::schedule_waiting(StepBuilder& b) {
-  while (b.budget > 0 && running_.size() < static_cast<size_t>(config_.max_num_seqs) &&
+  while (b.budget > 0 &&
+         running_.size() + populating_.size() < static_cast<size_t>(config_.max_num_seqs) &&
          !waiting_.empty()) {
     RequestState& r = state(waiting_.front());
     if (r.num_pending_samples > 0) break;          // preempted; its last token is not known yet
@@ -272,6 +307,19 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   const int32_t bs = kv_->block_size();
   const int32_t tier_start = hit.num_tokens + static_cast<int32_t>(chain.size()) * bs;
   if (!kv_->can_allocate(r.key, reservation(tier_start), &hit)) return false;
+  if (transfer_ != nullptr && !chain.empty()) {  // read on the transfer thread; wait populating
+    const auto table = kv_->allocate(r.key, reservation(tier_start), &hit);
+    if (!table.has_value()) return false;
+    r.tier_hit_tokens = hit.num_tokens;
+    r.tier_first_block = static_cast<int32_t>(hit.blocks.size());
+    r.tier_chain_blocks = static_cast<int32_t>(chain.size());
+    r.tier_recomputed = recomputed;
+    r.phase = RequestPhase::kPopulating;
+    waiting_.pop_front();
+    populating_.push_back(r.key);
+    transfer_->submit(r.key, chain);
+    return true;
+  }
   std::vector<Promotion> promoted = fetch_from_tiers(chain);
   const int32_t start = hit.num_tokens + static_cast<int32_t>(promoted.size()) * bs;
   const int32_t n = std::min(len - start, b.budget);
@@ -401,8 +449,14 @@ Status Scheduler::check_invariants() const {
   if (running_.size() > static_cast<size_t>(config_.max_num_seqs)) {
     return Status::internal("more running requests than max_num_seqs");
   }
-  if (running_.size() + waiting_.size() != requests_.size()) {
+  if (running_.size() + waiting_.size() + populating_.size() != requests_.size()) {
     return Status::internal("a request is in no queue or in two");
+  }
+  for (RequestKey key : populating_) {
+    const RequestState* r = find(key);
+    if (r == nullptr || r->phase != RequestPhase::kPopulating) {
+      return Status::internal(key_str(key) + " is queued as populating but is not");
+    }
   }
   for (RequestKey key : waiting_) {
     const RequestState* r = find(key);

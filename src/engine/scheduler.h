@@ -18,6 +18,7 @@
 #include "core/status.h"
 #include "engine/request_state.h"
 #include "engine/step_plan.h"
+#include "engine/tier_transfer.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_tiers.h"
 
@@ -63,7 +64,10 @@ class Scheduler {
   // blocks by the engine before the forward pass: StepPlan::promotions), and every plan carries
   // the cached blocks its allocations evicted (StepPlan::demotions; the KV manager must record
   // evictions). `payload_bytes`: the bytes of one pool block.
-  void set_tiers(kv::KvTiers* tiers, size_t payload_bytes);
+  // With a `transfer` thread the reads happen there: the request waits as populating (holding
+  // its blocks, not scheduled) and joins the running ones at the first schedule() after its
+  // reads complete, with the promotions in that plan. Without one they happen in admission.
+  void set_tiers(kv::KvTiers* tiers, size_t payload_bytes, TierTransfer* transfer = nullptr);
   // The model's measured prefill cost, for the fetch-vs-recompute decision on tier hits
   // (kv::blocks_to_fetch; ≤ 0 = not measured yet: fetch every tier hit).
   void set_prefill_seconds_per_token(double s) { prefill_seconds_per_token_ = s; }
@@ -113,6 +117,8 @@ class Scheduler {
   int32_t reserve_running(StepBuilder& b, size_t idx, int32_t n, bool decode);
   void schedule_waiting(StepBuilder& b);
   bool admit(StepBuilder& b, RequestState& r);
+  // Moves populating requests whose tier reads finished to running, with their promotions.
+  void finish_populating(StepBuilder& b);
   // Hashes of the full blocks right after a block-aligned pool hit that a lower tier holds (up to
   // the first miss, one token short of the sequence's end).
   // Only the leading part that is cheaper to fetch than to recompute is returned; the number of
@@ -127,8 +133,10 @@ class Scheduler {
   void remove(RequestKey key);
 
   SchedulerConfig config_;
-  kv::KvCacheManager* kv_;        // borrowed
-  kv::KvTiers* tiers_ = nullptr;  // borrowed; null = no lower tiers
+  kv::KvCacheManager* kv_;              // borrowed
+  kv::KvTiers* tiers_ = nullptr;        // borrowed; null = no lower tiers
+  TierTransfer* transfer_ = nullptr;    // borrowed; null = read tiers during admission
+  std::vector<RequestKey> populating_;  // admitted, waiting for tier reads
   size_t payload_bytes_ = 0;
   double prefill_seconds_per_token_ = 0.0;
   int64_t tier_blocks_fetched_ = 0;

@@ -71,6 +71,7 @@ struct EngineStats {
   kv::TierStats disk_tier;             // T2 counters when enabled
   int64_t tier_blocks_fetched = 0;     // tier-held blocks admissions read back
   int64_t tier_blocks_recomputed = 0;  // tier-held blocks recomputed (cheaper, or unreadable)
+  int64_t tier_transfers_pending = 0;  // tier reads and demotions queued or running
 };
 
 }  // namespace keel::engine

@@ -111,74 +111,90 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
     return Status::invalid_argument("disk KV tier: payload of " + std::to_string(payload.size()) +
                                     " bytes, expected " + std::to_string(config_.payload_bytes));
   }
-  std::lock_guard lock(mu_);
-  if (auto it = entries_.find(key); it != entries_.end()) {
-    lru_.splice(lru_.end(), lru_, it->second);
-    return {};
-  }
-  if (file_bytes() > stats_.capacity_bytes) {
-    return Status::out_of_range("disk KV tier: a block file of " + std::to_string(file_bytes()) +
-                                " bytes exceeds the capacity of " +
-                                std::to_string(stats_.capacity_bytes) + " bytes");
-  }
-  while (stats_.used_bytes + file_bytes() > stats_.capacity_bytes) drop_locked(lru_.front(), true);
-
   BlockFileHeader h;
+  {  // reserve room (evicting) and a sequence number; the file is written without the lock
+    std::lock_guard lock(mu_);
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      lru_.splice(lru_.end(), lru_, it->second);
+      return {};
+    }
+    if (file_bytes() > stats_.capacity_bytes) {
+      return Status::out_of_range("disk KV tier: a block file of " + std::to_string(file_bytes()) +
+                                  " bytes exceeds the capacity of " +
+                                  std::to_string(stats_.capacity_bytes) + " bytes");
+    }
+    while (stats_.used_bytes + file_bytes() > stats_.capacity_bytes && !lru_.empty()) {
+      drop_locked(lru_.front(), true);
+    }
+    if (stats_.used_bytes + file_bytes() > stats_.capacity_bytes) {
+      return Status::resource_exhausted("disk KV tier: full of blocks being written");
+    }
+    stats_.used_bytes += file_bytes();  // reserved
+    h.sequence = next_sequence_++;
+  }
   h.identity = config_.identity;
   h.key = key;
   h.payload_bytes = payload.size();
   h.payload_checksum = block_payload_checksum(payload);
-  h.sequence = next_sequence_++;
   const std::string path = path_of(key);
-  const std::string tmp = path + ".tmp";
-  Status st = [&]() -> Status {
+  const std::string tmp = path + "." + std::to_string(h.sequence) + std::string(kTmpSuffix);
+  const Status st = [&]() -> Status {
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> out, fs_->open_writable(tmp));
     KEEL_TRY(out->append(encode_block_file_header(h)));
     KEEL_TRY(out->append(payload));
     KEEL_TRY(out->close());
     return fs_->rename(tmp, path);
   }();
-  if (!st.ok()) {
-    (void)fs_->remove(tmp);
+  std::lock_guard lock(mu_);
+  if (!st.ok() || entries_.count(key) > 0) {  // failed, or another put of this key won
+    if (!st.ok()) (void)fs_->remove(tmp);
+    stats_.used_bytes -= file_bytes();
     return st;
   }
   entries_.emplace(key, lru_.insert(lru_.end(), key));
-  stats_.used_bytes += file_bytes();
   stats_.bytes_in += static_cast<int64_t>(payload.size());
+  return {};
+}
+
+Status DiskTier::read_file(const BlockHash& key, std::span<std::byte> out) const {
+  const std::string path = path_of(key);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> file, fs_->open_readable(path));
+  if (file->size() != static_cast<uint64_t>(file_bytes())) {
+    return Status::corrupt(path + ": KV block file has the wrong length");
+  }
+  std::vector<std::byte> header(kBlockFileHeaderBytes);
+  KEEL_TRY(file->read_at(0, header.size(), header.data()));
+  KEEL_ASSIGN_OR_RETURN(BlockFileHeader h, decode_block_file_header(header, path));
+  if (!(h.identity == config_.identity) || !(h.key == key)) {
+    return Status::corrupt(path + ": KV block file of another model or block");
+  }
+  KEEL_TRY(file->read_at(kBlockFileHeaderBytes, out.size(), out.data()));
+  if (block_payload_checksum(out) != h.payload_checksum) {
+    return Status::corrupt(path + ": KV block payload checksum mismatch");
+  }
   return {};
 }
 
 Status DiskTier::get(const BlockHash& key, std::span<std::byte> out) {
   KEEL_CHECK(out.size() == config_.payload_bytes);
+  {
+    std::lock_guard lock(mu_);
+    if (entries_.count(key) == 0) {
+      ++stats_.misses;
+      return Status::not_found("disk KV tier: block not held");
+    }
+  }
+  const Status st = read_file(key, out);  // without the lock: other calls go on meanwhile
   std::lock_guard lock(mu_);
   auto it = entries_.find(key);
-  if (it == entries_.end()) {
+  if (it == entries_.end()) {  // evicted or erased during the read: a miss, whatever was read
     ++stats_.misses;
-    return Status::not_found("disk KV tier: block not held");
+    return Status::not_found("disk KV tier: block evicted during the read");
   }
-  const std::string path = path_of(key);
-  auto corrupt = [&](const Status& why) {
+  if (!st.ok()) {  // never served: dropped and counted
     ++stats_.corrupt;
     drop_locked(key, false);
-    return Status::corrupt(why.message());
-  };
-  Result<std::unique_ptr<RandomAccessFile>> file = fs_->open_readable(path);
-  if (!file.ok()) return corrupt(file.status());
-  if ((*file)->size() != static_cast<uint64_t>(file_bytes())) {
-    return corrupt(Status::corrupt(path + ": KV block file has the wrong length"));
-  }
-  std::vector<std::byte> header(kBlockFileHeaderBytes);
-  if (Status st = (*file)->read_at(0, header.size(), header.data()); !st.ok()) return corrupt(st);
-  Result<BlockFileHeader> h = decode_block_file_header(header, path);
-  if (!h.ok()) return corrupt(h.status());
-  if (!(h->identity == config_.identity) || !(h->key == key)) {
-    return corrupt(Status::corrupt(path + ": KV block file of another model or block"));
-  }
-  if (Status st = (*file)->read_at(kBlockFileHeaderBytes, out.size(), out.data()); !st.ok()) {
-    return corrupt(st);
-  }
-  if (block_payload_checksum(out) != h->payload_checksum) {
-    return corrupt(Status::corrupt(path + ": KV block payload checksum mismatch"));
+    return Status::corrupt(st.message());
   }
   lru_.splice(lru_.end(), lru_, it->second);
   ++stats_.hits;

@@ -1,16 +1,17 @@
 // DiskTier (T2): block payloads as files (block_file.h) under `<dir>/<identity hex>/`, LRU within
 // a byte capacity (`--kv-disk-dir`, `--kv-disk-bytes`), persistent across restarts.
 //
-// Writes are atomic: a block is written to `<key>.kvb.tmp` and renamed to `<key>.kvb`. open()
-// rebuilds the index from the directory: leftover temporary files are removed; a file whose header
-// is damaged or truncated, whose identity, key or payload size differs from what its name and the
-// store expect, or whose length is wrong is counted as corrupt and removed. Payload checksums are
-// verified on every get(): a damaged payload is never served (Corrupt; the file is removed and
-// counted), so the caller recomputes. Entries are ordered for eviction by access in this process
-// and, across a restart, by their write sequence.
+// Writes are atomic: a block is written to `<key>.kvb.<n>.kvb.tmp` and renamed to `<key>.kvb`.
+// open() rebuilds the index from the directory: leftover temporary files are removed; a file whose
+// header is damaged or truncated, whose identity, key or payload size differs from what its name
+// and the store expect, or whose length is wrong is counted as corrupt and removed. Payload
+// checksums are verified on every get(): a damaged payload is never served (Corrupt; the file is
+// removed and counted), so the caller recomputes. Entries are ordered for eviction by access in
+// this process and, across a restart, by their write sequence.
 //
-// Invariants: used_bytes = Σ file sizes of indexed entries ≤ capacity.
-// Thread safety: internal lock, held during file I/O; see TierStore.
+// Invariants: used_bytes = Σ file sizes of indexed entries and of writes in progress ≤ capacity.
+// Thread safety: internal lock, never held during a file read or write (an eviction's unlink
+// happens under it), so a slow disk does not stall contains() and the other calls; see TierStore.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +60,8 @@ class DiskTier final : public TierStore {
   // Validates one file found by rebuild_index(); adds it to `found` with its sequence.
   void index_file(const std::string& name, std::vector<std::pair<uint64_t, BlockHash>>* found);
   void drop_locked(const BlockHash& key, bool count_eviction);
+  // Reads and validates key's file into `out` (no lock needed: touches no member state).
+  Status read_file(const BlockHash& key, std::span<std::byte> out) const;
   [[nodiscard]] int64_t file_bytes() const;
 
   FileSystem* fs_;

@@ -101,6 +101,8 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
       {"kv_tier_corrupt_total", "counter", "Damaged KV tier entries found and dropped.",
        &kv::TierStats::corrupt},
   };
+  w.gauge("kv_tier_transfers_pending", "Tier reads and demotions queued or running.",
+          static_cast<double>(stats.tier_transfers_pending));
   w.header("kv_tier_decisions_total", "counter",
            "Tier-held KV blocks by the fetch-vs-recompute decision at admission.");
   w.sample("kv_tier_decisions_total", static_cast<double>(stats.tier_blocks_fetched),

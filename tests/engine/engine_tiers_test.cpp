@@ -1,13 +1,16 @@
 // The KV tiers through the engine with a real model (stories260K): cached blocks evicted from a
 // small pool are demoted to the host tier and promoted back on a repeat of the prompt; the disk
 // tier brings them back after an engine restart; damaged disk files are never served; a slow tier
-// makes the cost model recompute instead. In every case the greedy output equals the first,
+// makes the cost model recompute instead; a request whose tier reads are held back waits as
+// populating while another runs to completion. In every case the greedy output equals the first,
 // fully computed run.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "engine_test_util.h"
@@ -33,9 +36,11 @@ EngineConfig small_pool_config() {
   return c;
 }
 
-// Runs `other` prompts that evict every cached block of an earlier one from the pool.
+// Runs `other` prompts that evict every cached block of an earlier one from the pool, then waits
+// until the transfer thread has stored every demoted block.
 void churn(Engine& e) {
   for (int32_t base : {100, 160, 220, 280}) run_one(e, greedy(prompt(base), 4));
+  EXPECT_TRUE(eventually([&] { return e.stats().tier_transfers_pending == 0; }));
 }
 
 TEST(EngineTiersTest, EvictedBlocksComeBackFromTheHostTier) {
@@ -175,6 +180,100 @@ TEST(EngineTiersTest, SlowTierFlipsTheDecisionToRecompute) {
   EXPECT_GE((*e)->stats().tier_blocks_recomputed, 3);
   EXPECT_EQ((*e)->stats().tier_blocks_fetched, 0);
   EXPECT_EQ((*e)->stats().disk_tier.hits, 0);
+}
+
+// A file system whose reads wait while a gate is closed (the test holds a tier read).
+class GatedFileSystem final : public FileSystem {
+ public:
+  void close_gate() {
+    std::lock_guard lock(gate_->mu);
+    gate_->open = false;
+  }
+  void open_gate() {
+    {
+      std::lock_guard lock(gate_->mu);
+      gate_->open = true;
+    }
+    gate_->cv.notify_all();
+  }
+  Result<std::unique_ptr<RandomAccessFile>> open_readable(const std::string& path) override {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, base_.open_readable(path));
+    return std::unique_ptr<RandomAccessFile>(new GatedFile(std::move(f), gate_));
+  }
+  Result<std::unique_ptr<WritableFile>> open_writable(const std::string& path) override {
+    return base_.open_writable(path);
+  }
+  bool exists(const std::string& path) override { return base_.exists(path); }
+  Status create_directories(const std::string& path) override {
+    return base_.create_directories(path);
+  }
+  Status rename(const std::string& from, const std::string& to) override {
+    return base_.rename(from, to);
+  }
+  Status remove(const std::string& path) override { return base_.remove(path); }
+  Result<std::vector<std::string>> list_directory(const std::string& dir) override {
+    return base_.list_directory(dir);
+  }
+
+ private:
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = true;
+  };
+  class GatedFile final : public RandomAccessFile {
+   public:
+    GatedFile(std::unique_ptr<RandomAccessFile> f, std::shared_ptr<Gate> gate)
+        : f_(std::move(f)), gate_(std::move(gate)) {}
+    const std::string& path() const override { return f_->path(); }
+    uint64_t size() const override { return f_->size(); }
+    Status read_at(uint64_t offset, size_t n, void* dst) const override {
+      std::unique_lock lock(gate_->mu);
+      gate_->cv.wait(lock, [this] { return gate_->open; });
+      lock.unlock();
+      return f_->read_at(offset, n, dst);
+    }
+    Result<std::unique_ptr<MappedRegion>> map() const override { return f_->map(); }
+
+   private:
+    std::unique_ptr<RandomAccessFile> f_;
+    std::shared_ptr<Gate> gate_;
+  };
+  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
+  PosixFileSystem base_;
+};
+
+TEST(EngineTiersTest, OtherRequestsRunWhileOneIsPopulating) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  EngineConfig c = small_pool_config();
+  c.scheduler.max_num_seqs = 2;
+  c.kv_disk_dir = testing::make_temp_dir("engine_populating");
+  c.kv_disk_bytes = 64 << 20;
+  std::vector<int32_t> want_a, want_b;
+  {
+    auto e = Engine::start(*model, c);
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    want_a = run_one(**e, greedy(prompt(300), 8));
+    churn(**e);
+    want_b = run_one(**e, greedy({1, 50, 60, 70}, 6));
+  }
+  auto fs = std::make_unique<GatedFileSystem>();
+  GatedFileSystem* gate = fs.get();
+  auto e = Engine::start(*model, c, std::move(fs));
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  gate->close_gate();  // A's tier reads now wait until the gate opens
+  auto a = std::make_shared<CollectingSink>();
+  ASSERT_TRUE((*e)->submit(greedy(prompt(300), 8), a).ok());
+  auto b = std::make_shared<CollectingSink>();
+  ASSERT_TRUE((*e)->submit(greedy({1, 50, 60, 70}, 6), b).ok());
+  EXPECT_EQ(b->wait(), want_b);           // B ran to the end while A was populating
+  EXPECT_FALSE(a->finish().has_value());  // A is still waiting for its blocks
+  gate->open_gate();
+  EXPECT_EQ(a->wait(), want_a);
+  EXPECT_EQ(a->cached(), 3 * kBlock);
+  EXPECT_EQ((*e)->stats().tier_blocks_fetched, 3);
 }
 
 TEST(EngineTiersTest, TierFlagsAreValidated) {

@@ -145,12 +145,17 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   stats.disk_tier.bytes_in = 4096;
   stats.tier_blocks_fetched = 5;
   stats.tier_blocks_recomputed = 6;
+  stats.tier_transfers_pending = 2;
   std::map<std::string, double> v;
   for (const Sample& s : parse_exposition(render_metrics(stats, m, "x"), &types)) {
     if (s.name == "keel:kv_tier_decisions_total") {
       const size_t p = s.labels.find("decision=\"");
       ASSERT_NE(p, std::string::npos);
       v[s.labels.substr(p + 10, s.labels.find('"', p + 10) - p - 10)] = s.value;
+      continue;
+    }
+    if (s.name == "keel:kv_tier_transfers_pending") {
+      v["pending"] = s.value;
       continue;
     }
     const size_t p = s.labels.find("tier=\"");
@@ -165,6 +170,7 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   EXPECT_EQ(v.count("keel:kv_tier_evictions_total/disk"), 1u);
   EXPECT_EQ(v["fetch"], 5);
   EXPECT_EQ(v["recompute"], 6);
+  EXPECT_EQ(v["pending"], 2);
   EXPECT_EQ(types["keel:kv_tier_hits_total"], "counter");
   EXPECT_EQ(types["keel:kv_tier_used_bytes"], "gauge");
 }

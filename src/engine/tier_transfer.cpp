@@ -1,0 +1,85 @@
+// TierTransfer: see tier_transfer.h.
+#include "engine/tier_transfer.h"
+
+#include <utility>
+
+namespace keel::engine {
+
+TierTransfer::TierTransfer(kv::KvTiers* tiers, size_t payload_bytes)
+    : tiers_(tiers), payload_bytes_(payload_bytes), thread_([this] { run(); }) {}
+
+TierTransfer::~TierTransfer() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+}
+
+void TierTransfer::submit(RequestKey key, std::vector<kv::BlockHash> chain) {
+  Job job;
+  job.key = key;
+  job.chain = std::move(chain);
+  {
+    std::lock_guard lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+void TierTransfer::demote(const kv::BlockHash& key, std::vector<std::byte> payload) {
+  Job job;
+  job.demote_key = key;
+  job.payload = std::move(payload);
+  {
+    std::lock_guard lock(mu_);
+    jobs_.push_back(std::move(job));
+  }
+  cv_.notify_one();
+}
+
+size_t TierTransfer::pending() const {
+  std::lock_guard lock(mu_);
+  return jobs_.size() + (working_ ? 1 : 0);
+}
+
+std::vector<TierTransfer::Done> TierTransfer::poll() {
+  std::lock_guard lock(mu_);
+  std::vector<Done> out;
+  out.swap(done_);
+  return out;
+}
+
+void TierTransfer::run() {
+  while (true) {
+    Job job;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+      working_ = true;
+    }
+    if (job.chain.empty()) {
+      tiers_->demote(job.demote_key, job.payload);
+      std::lock_guard lock(mu_);
+      working_ = false;
+      continue;
+    }
+    Done done;
+    done.key = job.key;
+    for (const kv::BlockHash& h : job.chain) {
+      Promotion p;
+      p.payload.resize(payload_bytes_);
+      if (!tiers_->fetch(h, p.payload)) break;
+      done.promotions.push_back(std::move(p));
+    }
+    std::lock_guard lock(mu_);
+    done_.push_back(std::move(done));
+    working_ = false;
+  }
+}
+
+}  // namespace keel::engine

@@ -1,0 +1,68 @@
+// TierTransfer: the thread that moves KV blocks between the pool and the lower tiers (T1 host,
+// T2 disk), so the engine thread never waits on a tier: it reads blocks back for requests waiting
+// as "populating" (the other requests keep running), and stores demoted blocks, whose bytes the
+// engine has already copied out of the pool. Read payloads are staged in memory; the engine
+// copies them into the pool at the next plan's execution (never directly: a pool block may still
+// receive a stale write from the step in flight). Jobs run in submission order.
+//
+// Thread safety: submit() and poll() may be called from any thread (the engine thread does);
+// one worker thread runs the reads.
+#pragma once
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "engine/step_plan.h"
+#include "engine/types.h"
+#include "kv/kv_tiers.h"
+
+namespace keel::engine {
+
+class TierTransfer {
+ public:
+  // `tiers` must outlive this object.
+  TierTransfer(kv::KvTiers* tiers, size_t payload_bytes);
+  TierTransfer(const TierTransfer&) = delete;
+  TierTransfer& operator=(const TierTransfer&) = delete;
+  ~TierTransfer();  // finishes the read in progress, drops the queue, joins
+
+  // Queues reads of `chain` (consecutive blocks of one request) for `key`.
+  void submit(RequestKey key, std::vector<kv::BlockHash> chain);
+  // Queues a demotion: `payload` (a copy of a pool block) goes to the tiers under `key`.
+  void demote(const kv::BlockHash& key, std::vector<std::byte> payload);
+
+  struct Done {
+    RequestKey key = 0;
+    // The leading blocks of the chain that were read (a read that fails — a damaged copy, or a
+    // block evicted meanwhile — ends the run); Promotion::block is left for the caller to fill.
+    std::vector<Promotion> promotions;
+  };
+  // The transfers completed since the last call (non-blocking).
+  std::vector<Done> poll();
+  // Jobs (reads and demotions) queued or running.
+  [[nodiscard]] size_t pending() const;
+
+ private:
+  void run();
+
+  kv::KvTiers* tiers_;
+  size_t payload_bytes_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool working_ = false;  // guarded by mu_: a job is running
+  struct Job {
+    RequestKey key = 0;                // a read: the request
+    std::vector<kv::BlockHash> chain;  // a read: its blocks
+    kv::BlockHash demote_key;          // a demotion (when chain is empty)
+    std::vector<std::byte> payload;    // a demotion: the block's bytes
+  };
+  std::deque<Job> jobs_;    // guarded by mu_
+  std::vector<Done> done_;  // guarded by mu_
+  bool stop_ = false;       // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace keel::engine
