@@ -12,13 +12,13 @@ KvTiers::KvTiers(std::unique_ptr<TierStore> host, std::unique_ptr<TierStore> dis
 void KvTiers::demote(const BlockHash& key, std::span<const std::byte> payload) {
   if (host_ != nullptr) {
     std::vector<EvictedBlock> evicted;
-    const Status st = host_->put(key, payload, &evicted);
+    (void)host_->put(key, payload, &evicted);
+    // Blocks pushed out of T1 go down (already there when written through below: a refresh).
     if (disk_ != nullptr) {
       for (const EvictedBlock& e : evicted) (void)disk_->put(e.key, e.payload, nullptr);
-      if (!st.ok()) (void)disk_->put(key, payload, nullptr);
     }
-    return;
   }
+  // Write-through: T2 holds every demoted block, so the cache survives a restart or a crash.
   if (disk_ != nullptr) (void)disk_->put(key, payload, nullptr);
 }
 

@@ -1,7 +1,8 @@
 // KvTiers: the tiers below the engine pool as one unit — T1 (host DRAM) and T2 (disk), either
-// optional. demote() stores an evicted pool block in the highest tier present and moves that
-// tier's own evictions down (T1 → T2; T2 drops them); fetch() looks in T1, then T2. A damaged T2
-// copy is dropped and reported as a miss, so the caller recomputes.
+// optional. demote() stores an evicted pool block in T1 and writes it through to T2 (so the disk
+// copy survives a restart); T1's own evictions move down to T2, and T2 drops its LRU blocks.
+// fetch() looks in T1, then T2. A damaged T2 copy is dropped and reported as a miss, so the
+// caller recomputes.
 //
 // Thread safety: as TierStore (each tier locks internally).
 #pragma once
@@ -19,9 +20,8 @@ class KvTiers {
   KvTiers(std::unique_ptr<TierStore> host, std::unique_ptr<TierStore> disk);
 
   [[nodiscard]] bool empty() const { return host_ == nullptr && disk_ == nullptr; }
-  // Copies `payload` into the highest tier, demoting what that pushes out. A tier that refuses it
-  // (a block larger than its capacity, a disk error) passes it on to the next; errors below are
-  // not the caller's concern (the block is simply not cached).
+  // Copies `payload` into T1 and T2 (see above). A tier that refuses it (a block larger than
+  // its capacity, a disk error) simply does not hold it: not the caller's concern.
   void demote(const BlockHash& key, std::span<const std::byte> payload);
   [[nodiscard]] bool contains(const BlockHash& key) const;
   // Copies key's payload into `out` from the highest tier holding a valid copy. False when no tier

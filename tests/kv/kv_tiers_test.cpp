@@ -1,0 +1,75 @@
+// KvTiers: demotion writes T1 and through to T2, T1's evictions land in T2, fetch prefers T1 and
+// falls back to T2, where() names the tier, and a tier-less KvTiers holds nothing.
+#include "kv/kv_tiers.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/file_system.h"
+#include "kv/disk_tier.h"
+#include "kv/host_tier.h"
+#include "support/test_support.h"
+
+namespace keel::kv {
+namespace {
+
+constexpr size_t kPayload = 128;
+
+std::vector<std::byte> payload(int seed) {
+  return std::vector<std::byte>(kPayload, static_cast<std::byte>(seed));
+}
+
+BlockHash key(uint64_t i) { return {i, i + 100}; }
+
+std::unique_ptr<TierStore> disk(FileSystem* fs, const std::string& dir) {
+  DiskTierConfig c;
+  c.dir = dir;
+  c.capacity_bytes = 1 << 20;
+  c.identity = {1, 1};
+  c.payload_bytes = kPayload;
+  auto t = DiskTier::open(fs, c);
+  EXPECT_TRUE(t.ok());
+  return t.ok() ? std::unique_ptr<TierStore>(std::move(*t)) : nullptr;
+}
+
+TEST(KvTiersTest, WriteThroughEvictionDownAndFetchOrder) {
+  PosixFileSystem fs;
+  KvTiers tiers(std::make_unique<HostTier>(2 * kPayload, kPayload),
+                disk(&fs, testing::make_temp_dir("kv_tiers")));
+  for (uint64_t i = 1; i <= 3; ++i) tiers.demote(key(i), payload(static_cast<int>(i)));
+  // T1 holds the 2 most recent; T2 holds all 3 (write-through).
+  EXPECT_EQ(tiers.host()->stats().blocks, 2);
+  EXPECT_EQ(tiers.disk()->stats().blocks, 3);
+  EXPECT_EQ(tiers.where(key(1)), TierKind::kDisk);
+  EXPECT_EQ(tiers.where(key(3)), TierKind::kHost);
+  EXPECT_EQ(tiers.where(key(9)), TierKind::kNone);
+  std::vector<std::byte> out(kPayload);
+  ASSERT_TRUE(tiers.fetch(key(3), out));
+  EXPECT_EQ(out, payload(3));
+  EXPECT_EQ(tiers.host()->stats().hits, 1);
+  EXPECT_EQ(tiers.disk()->stats().hits, 0);
+  ASSERT_TRUE(tiers.fetch(key(1), out));  // only on disk
+  EXPECT_EQ(out, payload(1));
+  EXPECT_EQ(tiers.disk()->stats().hits, 1);
+  EXPECT_FALSE(tiers.fetch(key(9), out));
+}
+
+TEST(KvTiersTest, HostOnlyAndNone) {
+  KvTiers host(std::make_unique<HostTier>(kPayload, kPayload), nullptr);
+  host.demote(key(1), payload(1));
+  host.demote(key(2), payload(2));  // evicts 1: no T2 to take it
+  EXPECT_EQ(host.where(key(1)), TierKind::kNone);
+  EXPECT_TRUE(host.contains(key(2)));
+  KvTiers none(nullptr, nullptr);
+  EXPECT_TRUE(none.empty());
+  none.demote(key(1), payload(1));
+  EXPECT_FALSE(none.contains(key(1)));
+  std::vector<std::byte> out(kPayload);
+  EXPECT_FALSE(none.fetch(key(1), out));
+  EXPECT_TRUE(none.measure().ok());
+}
+
+}  // namespace
+}  // namespace keel::kv
