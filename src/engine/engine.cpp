@@ -199,7 +199,10 @@ EngineStats Engine::stats() const {
   // The tiers and the transfer thread are thread-safe: read them live (they change between steps).
   if (tiers_->host() != nullptr) s.host_tier = tiers_->host()->stats();
   if (tiers_->disk() != nullptr) s.disk_tier = tiers_->disk()->stats();
-  if (transfer_ != nullptr) s.tier_transfers_pending = static_cast<int64_t>(transfer_->pending());
+  if (transfer_ != nullptr) {
+    s.tier_transfers_pending = static_cast<int64_t>(transfer_->pending());
+    s.tier_demotions_dropped = transfer_->dropped_demotions();
+  }
   return s;
 }
 

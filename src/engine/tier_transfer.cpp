@@ -5,8 +5,12 @@
 
 namespace keel::engine {
 
-TierTransfer::TierTransfer(kv::KvTiers* tiers, size_t payload_bytes)
-    : tiers_(tiers), payload_bytes_(payload_bytes), thread_([this] { run(); }) {}
+TierTransfer::TierTransfer(kv::KvTiers* tiers, size_t payload_bytes,
+                           size_t max_queued_demotion_bytes)
+    : tiers_(tiers),
+      payload_bytes_(payload_bytes),
+      max_queued_demotion_bytes_(max_queued_demotion_bytes),
+      thread_([this] { run(); }) {}
 
 TierTransfer::~TierTransfer() {
   {
@@ -34,9 +38,19 @@ void TierTransfer::demote(const kv::BlockHash& key, std::vector<std::byte> paylo
   job.payload = std::move(payload);
   {
     std::lock_guard lock(mu_);
+    if (queued_demotion_bytes_ + job.payload.size() > max_queued_demotion_bytes_) {
+      ++dropped_demotions_;
+      return;
+    }
+    queued_demotion_bytes_ += job.payload.size();
     jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
+}
+
+int64_t TierTransfer::dropped_demotions() const {
+  std::lock_guard lock(mu_);
+  return dropped_demotions_;
 }
 
 size_t TierTransfer::pending() const {
@@ -61,6 +75,7 @@ void TierTransfer::run() {
       job = std::move(jobs_.front());
       jobs_.pop_front();
       working_ = true;
+      if (job.chain.empty()) queued_demotion_bytes_ -= job.payload.size();
     }
     if (job.chain.empty()) {
       tiers_->demote(job.demote_key, job.payload);

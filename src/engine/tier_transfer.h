@@ -23,16 +23,22 @@ namespace keel::engine {
 
 class TierTransfer {
  public:
-  // `tiers` must outlive this object.
-  TierTransfer(kv::KvTiers* tiers, size_t payload_bytes);
+  static constexpr size_t kDefaultMaxQueuedDemotionBytes = size_t{256} << 20;
+  // `tiers` must outlive this object. Demotions queued beyond `max_queued_demotion_bytes` (a tier
+  // slower than evictions) are dropped — those blocks are simply not cached — and counted.
+  TierTransfer(kv::KvTiers* tiers, size_t payload_bytes,
+               size_t max_queued_demotion_bytes = kDefaultMaxQueuedDemotionBytes);
   TierTransfer(const TierTransfer&) = delete;
   TierTransfer& operator=(const TierTransfer&) = delete;
   ~TierTransfer();  // finishes the read in progress, drops the queue, joins
 
   // Queues reads of `chain` (consecutive blocks of one request) for `key`.
   void submit(RequestKey key, std::vector<kv::BlockHash> chain);
-  // Queues a demotion: `payload` (a copy of a pool block) goes to the tiers under `key`.
+  // Queues a demotion: `payload` (a copy of a pool block) goes to the tiers under `key` (or is
+  // dropped when the queue is full, see above).
   void demote(const kv::BlockHash& key, std::vector<std::byte> payload);
+  // Demotions dropped because the queue was full.
+  [[nodiscard]] int64_t dropped_demotions() const;
 
   struct Done {
     RequestKey key = 0;
@@ -50,9 +56,12 @@ class TierTransfer {
 
   kv::KvTiers* tiers_;
   size_t payload_bytes_;
+  size_t max_queued_demotion_bytes_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  bool working_ = false;  // guarded by mu_: a job is running
+  bool working_ = false;              // guarded by mu_: a job is running
+  size_t queued_demotion_bytes_ = 0;  // guarded by mu_
+  int64_t dropped_demotions_ = 0;     // guarded by mu_
   struct Job {
     RequestKey key = 0;                // a read: the request
     std::vector<kv::BlockHash> chain;  // a read: its blocks

@@ -72,6 +72,7 @@ struct EngineStats {
   int64_t tier_blocks_fetched = 0;     // tier-held blocks admissions read back
   int64_t tier_blocks_recomputed = 0;  // tier-held blocks recomputed (cheaper, or unreadable)
   int64_t tier_transfers_pending = 0;  // tier reads and demotions queued or running
+  int64_t tier_demotions_dropped = 0;  // evicted blocks not cached: the demotion queue was full
 };
 
 }  // namespace keel::engine

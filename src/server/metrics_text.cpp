@@ -103,6 +103,9 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
   };
   w.gauge("kv_tier_transfers_pending", "Tier reads and demotions queued or running.",
           static_cast<double>(stats.tier_transfers_pending));
+  w.counter("kv_tier_demotions_dropped_total",
+            "Evicted KV blocks not cached because the demotion queue was full.",
+            static_cast<double>(stats.tier_demotions_dropped));
   w.header("kv_tier_decisions_total", "counter",
            "Tier-held KV blocks by the fetch-vs-recompute decision at admission.");
   w.sample("kv_tier_decisions_total", static_cast<double>(stats.tier_blocks_fetched),

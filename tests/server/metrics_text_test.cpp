@@ -146,6 +146,7 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   stats.tier_blocks_fetched = 5;
   stats.tier_blocks_recomputed = 6;
   stats.tier_transfers_pending = 2;
+  stats.tier_demotions_dropped = 4;
   std::map<std::string, double> v;
   for (const Sample& s : parse_exposition(render_metrics(stats, m, "x"), &types)) {
     if (s.name == "keel:kv_tier_decisions_total") {
@@ -154,8 +155,9 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
       v[s.labels.substr(p + 10, s.labels.find('"', p + 10) - p - 10)] = s.value;
       continue;
     }
-    if (s.name == "keel:kv_tier_transfers_pending") {
-      v["pending"] = s.value;
+    if (s.name == "keel:kv_tier_transfers_pending" ||
+        s.name == "keel:kv_tier_demotions_dropped_total") {
+      v[s.name] = s.value;
       continue;
     }
     const size_t p = s.labels.find("tier=\"");
@@ -170,7 +172,8 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   EXPECT_EQ(v.count("keel:kv_tier_evictions_total/disk"), 1u);
   EXPECT_EQ(v["fetch"], 5);
   EXPECT_EQ(v["recompute"], 6);
-  EXPECT_EQ(v["pending"], 2);
+  EXPECT_EQ(v["keel:kv_tier_transfers_pending"], 2);
+  EXPECT_EQ(v["keel:kv_tier_demotions_dropped_total"], 4);
   EXPECT_EQ(types["keel:kv_tier_hits_total"], "counter");
   EXPECT_EQ(types["keel:kv_tier_used_bytes"], "gauge");
 }
