@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
+
 namespace keel::engine::testing {
 namespace {
 
@@ -56,10 +59,20 @@ std::vector<SeqResult> FakeKvModel::execute(const StepPlan& plan) {
     if (idx >= s.block_table.size()) return nullptr;
     return &rows_[static_cast<size_t>(s.block_table[idx]) * block_size_ + pos % block_size_];
   };
+  for (const kv::EvictedCachedBlock& e : plan.demotions) {
+    if (tiers_ == nullptr) continue;
+    std::vector<std::byte> payload(payload_bytes());
+    std::memcpy(payload.data(), &rows_[static_cast<size_t>(e.block) * block_size_], payload.size());
+    tiers_->demote(e.hash, payload);
+  }
   for (const auto& [src, dst] : plan.copies) {
     ++num_copies_;
     std::copy_n(rows_.begin() + static_cast<ptrdiff_t>(src) * block_size_, block_size_,
                 rows_.begin() + static_cast<ptrdiff_t>(dst) * block_size_);
+  }
+  for (const Promotion& p : plan.promotions) {
+    std::memcpy(&rows_[static_cast<size_t>(p.block) * block_size_], p.payload.data(),
+                payload_bytes());
   }
   for (const ScheduledSeq& s : plan.seqs) {
     for (int32_t i = 0; i < s.num_tokens; ++i) {

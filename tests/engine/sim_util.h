@@ -1,8 +1,9 @@
 // Test doubles for the scheduler: FakeKvModel, a stand-in for the model whose "KV" rows record
 // the token written at each (block, row) and whose next token is a hash of the tokens it reads
 // back through a seq's block table — so a wrong block table, prefix hit, copy or placeholder
-// changes the output; reference_output(), the same generation with no scheduler at all; and
-// SimEngine, an engine loop (plain or schedule-ahead) driving a Scheduler to completion.
+// changes the output (demoted and promoted blocks carry those rows); reference_output(), the same
+// generation with no scheduler at all; and SimEngine, an engine loop (plain or schedule-ahead)
+// driving a Scheduler to completion.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +23,10 @@ class FakeKvModel {
   // Performs the plan's copies, writes every seq's tokens into its rows, then samples for each
   // seq with samples = true from the rows [0, last position] it reads back.
   std::vector<SeqResult> execute(const StepPlan& plan);
+  // With tiers, execute() first demotes the plan's evicted blocks (their rows as payload bytes,
+  // block_size × int32) to `tiers`, then copies, then writes the promotions' payloads back.
+  void set_tiers(kv::KvTiers* tiers) { tiers_ = tiers; }
+  [[nodiscard]] size_t payload_bytes() const { return static_cast<size_t>(block_size_) * 4; }
   // Rows read that were never written, and placeholder tokens executed (both must stay 0).
   [[nodiscard]] int64_t num_errors() const { return num_errors_; }
   [[nodiscard]] int32_t vocab() const { return vocab_; }
@@ -33,6 +38,7 @@ class FakeKvModel {
   std::vector<int32_t> rows_;  // [num_blocks * block_size]; kUnwritten until written
   int64_t num_errors_ = 0;
   int64_t num_copies_ = 0;
+  kv::KvTiers* tiers_ = nullptr;
 };
 
 // The deterministic "model": next token after `context`, in [0, vocab).
