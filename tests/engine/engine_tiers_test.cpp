@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <thread>
 
@@ -113,12 +114,14 @@ TEST(EngineTiersTest, DiskTierSurvivesARestartAndDamageIsRecomputed) {
   EXPECT_EQ((*e)->stats().disk_tier.hits, 0);
 }
 
-// A file system whose reads take 30 ms each: the disk tier's measured latency.
-class SlowReadFileSystem final : public FileSystem {
+// The real file system, with `before_read` run before every read (a delay or a gate).
+class HookedReadFileSystem final : public FileSystem {
  public:
+  explicit HookedReadFileSystem(std::function<void()> before_read)
+      : before_read_(std::make_shared<std::function<void()>>(std::move(before_read))) {}
   Result<std::unique_ptr<RandomAccessFile>> open_readable(const std::string& path) override {
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, base_.open_readable(path));
-    return std::unique_ptr<RandomAccessFile>(new SlowFile(std::move(f)));
+    return std::unique_ptr<RandomAccessFile>(new HookedFile(std::move(f), before_read_));
   }
   Result<std::unique_ptr<WritableFile>> open_writable(const std::string& path) override {
     return base_.open_writable(path);
@@ -136,21 +139,45 @@ class SlowReadFileSystem final : public FileSystem {
   }
 
  private:
-  class SlowFile final : public RandomAccessFile {
+  class HookedFile final : public RandomAccessFile {
    public:
-    explicit SlowFile(std::unique_ptr<RandomAccessFile> f) : f_(std::move(f)) {}
+    HookedFile(std::unique_ptr<RandomAccessFile> f, std::shared_ptr<std::function<void()>> hook)
+        : f_(std::move(f)), hook_(std::move(hook)) {}
     const std::string& path() const override { return f_->path(); }
     uint64_t size() const override { return f_->size(); }
     Status read_at(uint64_t offset, size_t n, void* dst) const override {
-      std::this_thread::sleep_for(std::chrono::milliseconds(30));
+      (*hook_)();
       return f_->read_at(offset, n, dst);
     }
     Result<std::unique_ptr<MappedRegion>> map() const override { return f_->map(); }
 
    private:
     std::unique_ptr<RandomAccessFile> f_;
+    std::shared_ptr<std::function<void()>> hook_;
   };
+  std::shared_ptr<std::function<void()>> before_read_;
   PosixFileSystem base_;
+};
+
+// A gate that reads wait at while it is closed (the test holds a tier read back).
+class Gate {
+ public:
+  void set_open(bool open) {
+    {
+      std::lock_guard lock(mu_);
+      open_ = open;
+    }
+    cv_.notify_all();
+  }
+  void wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return open_; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool open_ = true;
 };
 
 TEST(EngineTiersTest, SlowTierFlipsTheDecisionToRecompute) {
@@ -169,7 +196,9 @@ TEST(EngineTiersTest, SlowTierFlipsTheDecisionToRecompute) {
   }
   // Restart over a file system whose reads take 30 ms: fetching a 16-token block now costs more
   // than recomputing it (stories260K prefills a token in well under 1 ms).
-  auto e = Engine::start(*model, c, std::make_unique<SlowReadFileSystem>());
+  auto e = Engine::start(*model, c, std::make_unique<HookedReadFileSystem>([] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  }));
   ASSERT_TRUE(e.ok()) << e.error().to_string();
   ASSERT_GT((*e)->stats().disk_tier.blocks, 0);
   run_one(**e, greedy(prompt(400), 4));  // measures the prefill cost
@@ -181,67 +210,6 @@ TEST(EngineTiersTest, SlowTierFlipsTheDecisionToRecompute) {
   EXPECT_EQ((*e)->stats().tier_blocks_fetched, 0);
   EXPECT_EQ((*e)->stats().disk_tier.hits, 0);
 }
-
-// A file system whose reads wait while a gate is closed (the test holds a tier read).
-class GatedFileSystem final : public FileSystem {
- public:
-  void close_gate() {
-    std::lock_guard lock(gate_->mu);
-    gate_->open = false;
-  }
-  void open_gate() {
-    {
-      std::lock_guard lock(gate_->mu);
-      gate_->open = true;
-    }
-    gate_->cv.notify_all();
-  }
-  Result<std::unique_ptr<RandomAccessFile>> open_readable(const std::string& path) override {
-    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, base_.open_readable(path));
-    return std::unique_ptr<RandomAccessFile>(new GatedFile(std::move(f), gate_));
-  }
-  Result<std::unique_ptr<WritableFile>> open_writable(const std::string& path) override {
-    return base_.open_writable(path);
-  }
-  bool exists(const std::string& path) override { return base_.exists(path); }
-  Status create_directories(const std::string& path) override {
-    return base_.create_directories(path);
-  }
-  Status rename(const std::string& from, const std::string& to) override {
-    return base_.rename(from, to);
-  }
-  Status remove(const std::string& path) override { return base_.remove(path); }
-  Result<std::vector<std::string>> list_directory(const std::string& dir) override {
-    return base_.list_directory(dir);
-  }
-
- private:
-  struct Gate {
-    std::mutex mu;
-    std::condition_variable cv;
-    bool open = true;
-  };
-  class GatedFile final : public RandomAccessFile {
-   public:
-    GatedFile(std::unique_ptr<RandomAccessFile> f, std::shared_ptr<Gate> gate)
-        : f_(std::move(f)), gate_(std::move(gate)) {}
-    const std::string& path() const override { return f_->path(); }
-    uint64_t size() const override { return f_->size(); }
-    Status read_at(uint64_t offset, size_t n, void* dst) const override {
-      std::unique_lock lock(gate_->mu);
-      gate_->cv.wait(lock, [this] { return gate_->open; });
-      lock.unlock();
-      return f_->read_at(offset, n, dst);
-    }
-    Result<std::unique_ptr<MappedRegion>> map() const override { return f_->map(); }
-
-   private:
-    std::unique_ptr<RandomAccessFile> f_;
-    std::shared_ptr<Gate> gate_;
-  };
-  std::shared_ptr<Gate> gate_ = std::make_shared<Gate>();
-  PosixFileSystem base_;
-};
 
 TEST(EngineTiersTest, OtherRequestsRunWhileOneIsPopulating) {
   KEEL_REQUIRE_SHARED();
@@ -259,18 +227,18 @@ TEST(EngineTiersTest, OtherRequestsRunWhileOneIsPopulating) {
     churn(**e);
     want_b = run_one(**e, greedy({1, 50, 60, 70}, 6));
   }
-  auto fs = std::make_unique<GatedFileSystem>();
-  GatedFileSystem* gate = fs.get();
-  auto e = Engine::start(*model, c, std::move(fs));
+  auto gate = std::make_shared<Gate>();
+  auto e =
+      Engine::start(*model, c, std::make_unique<HookedReadFileSystem>([gate] { gate->wait(); }));
   ASSERT_TRUE(e.ok()) << e.error().to_string();
-  gate->close_gate();  // A's tier reads now wait until the gate opens
+  gate->set_open(false);  // A's tier reads now wait until the gate opens
   auto a = std::make_shared<CollectingSink>();
   ASSERT_TRUE((*e)->submit(greedy(prompt(300), 8), a).ok());
   auto b = std::make_shared<CollectingSink>();
   ASSERT_TRUE((*e)->submit(greedy({1, 50, 60, 70}, 6), b).ok());
   EXPECT_EQ(b->wait(), want_b);           // B ran to the end while A was populating
   EXPECT_FALSE(a->finish().has_value());  // A is still waiting for its blocks
-  gate->open_gate();
+  gate->set_open(true);
   EXPECT_EQ(a->wait(), want_a);
   EXPECT_EQ(a->cached(), 3 * kBlock);
   EXPECT_EQ((*e)->stats().tier_blocks_fetched, 3);
