@@ -48,12 +48,10 @@ struct RequestState {
   bool admitted_once = false;     // the prefix-cache query was counted at first admission
   int32_t num_cached_tokens = 0;  // prompt tokens served by the prefix cache at first admission
   int32_t num_preemptions = 0;
-  // While populating: the pool hit's tokens and blocks, the tier blocks being read, and the
-  // tier-held blocks the cost model chose to recompute.
+  // While populating: the pool hit's tokens and blocks, and the tier blocks being read.
   int32_t tier_hit_tokens = 0;
   int32_t tier_first_block = 0;
   int32_t tier_chain_blocks = 0;
-  int32_t tier_recomputed = 0;
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   [[nodiscard]] int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }

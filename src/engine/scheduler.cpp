@@ -131,12 +131,13 @@ int32_t Scheduler::tokens_wanted(const RequestState& r) const {
 
 void Scheduler::set_tiers(kv::KvTiers* tiers, size_t payload_bytes, TierTransfer* transfer) {
   tiers_ = tiers != nullptr && !tiers->empty() ? tiers : nullptr;
+  KEEL_CHECK_MSG(tiers_ == nullptr || transfer != nullptr, "KV tiers need a transfer thread");
   payload_bytes_ = payload_bytes;
-  transfer_ = tiers_ != nullptr ? transfer : nullptr;
+  transfer_ = transfer;
 }
 
 void Scheduler::finish_populating(StepBuilder& b) {
-  if (transfer_ == nullptr) return;
+  if (tiers_ == nullptr) return;
   const int32_t bs = kv_->block_size();
   for (TierTransfer::Done& d : transfer_->poll()) {
     const auto it = requests_.find(d.key);
@@ -150,7 +151,7 @@ void Scheduler::finish_populating(StepBuilder& b) {
       b.plan.promotions.push_back(std::move(d.promotions[static_cast<size_t>(i)]));
     }
     tier_blocks_fetched_ += fetched;
-    tier_blocks_recomputed_ += r.tier_recomputed + r.tier_chain_blocks - fetched;
+    tier_blocks_recomputed_ += r.tier_chain_blocks - fetched;  // unreadable: recomputed
     const int32_t start = r.tier_hit_tokens + fetched * bs;
     if (!r.admitted_once) {
       r.admitted_once = true;
@@ -203,17 +204,6 @@ std::vector<kv::BlockHash> Scheduler::tier_chain(const RequestState& r,
   *recomputed = static_cast<int32_t>(chain.size()) - keep;
   chain.resize(static_cast<size_t>(keep));
   return chain;
-}
-
-std::vector<Promotion> Scheduler::fetch_from_tiers(std::span<const kv::BlockHash> chain) {
-  std::vector<Promotion> out;
-  for (const kv::BlockHash& h : chain) {
-    Promotion p;
-    p.payload.resize(payload_bytes_);
-    if (!tiers_->fetch(h, p.payload)) break;  // damaged or just evicted: recompute from here
-    out.push_back(std::move(p));
-  }
-  return out;
 }
 
 void Scheduler::schedule_running(StepBuilder& b) {
@@ -300,37 +290,27 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   auto reservation = [&](int32_t start) {
     return r.preempted ? len : start + std::min(len - start, b.budget);
   };
-  // Blocks after the pool hit that a lower tier holds are read only once the request fits (a
-  // shorter read, if a copy turns out damaged, needs no more blocks).
+  // Full blocks after the pool hit that a lower tier holds (and that are cheaper to read than
+  // to recompute) are read by the transfer thread while the request waits as populating.
   int32_t recomputed = 0;
   const std::vector<kv::BlockHash> chain = tier_chain(r, hit, &recomputed);
-  const int32_t bs = kv_->block_size();
-  const int32_t tier_start = hit.num_tokens + static_cast<int32_t>(chain.size()) * bs;
-  if (!kv_->can_allocate(r.key, reservation(tier_start), &hit)) return false;
-  if (transfer_ != nullptr && !chain.empty()) {  // read on the transfer thread; wait populating
-    const auto table = kv_->allocate(r.key, reservation(tier_start), &hit);
-    if (!table.has_value()) return false;
+  const int32_t tier_start =
+      hit.num_tokens + static_cast<int32_t>(chain.size()) * kv_->block_size();
+  const auto table = kv_->allocate(r.key, reservation(tier_start), &hit);
+  if (!table.has_value()) return false;
+  tier_blocks_recomputed_ += recomputed;
+  if (!chain.empty()) {
     r.tier_hit_tokens = hit.num_tokens;
     r.tier_first_block = static_cast<int32_t>(hit.blocks.size());
     r.tier_chain_blocks = static_cast<int32_t>(chain.size());
-    r.tier_recomputed = recomputed;
     r.phase = RequestPhase::kPopulating;
     waiting_.pop_front();
     populating_.push_back(r.key);
     transfer_->submit(r.key, chain);
     return true;
   }
-  std::vector<Promotion> promoted = fetch_from_tiers(chain);
-  const int32_t start = hit.num_tokens + static_cast<int32_t>(promoted.size()) * bs;
+  const int32_t start = hit.num_tokens;
   const int32_t n = std::min(len - start, b.budget);
-  const auto table = kv_->allocate(r.key, reservation(start), &hit);
-  if (!table.has_value()) return false;
-  tier_blocks_fetched_ += static_cast<int64_t>(promoted.size());
-  tier_blocks_recomputed_ += recomputed + static_cast<int64_t>(chain.size() - promoted.size());
-  for (size_t i = 0; i < promoted.size(); ++i) {  // fresh blocks right after the pool hit
-    promoted[i].block = (*table)[hit.blocks.size() + i];
-    b.plan.promotions.push_back(std::move(promoted[i]));
-  }
   if (start % kv_->block_size() != 0) {
     // The hit ends inside its last block, whose rows from `start` on are recomputed.
     const kv::KvCacheManager::WritableResult w = kv_->make_writable(r.key, start);

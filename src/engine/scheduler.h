@@ -59,15 +59,14 @@ class Scheduler {
  public:
   // `kv` is borrowed; config must validate().
   Scheduler(const SchedulerConfig& config, kv::KvCacheManager* kv);
-  // Lower KV tiers (borrowed; null = none). With tiers, admission extends a pool prefix hit with
-  // the following full blocks found in a tier (their payloads read now, copied into fresh pool
-  // blocks by the engine before the forward pass: StepPlan::promotions), and every plan carries
-  // the cached blocks its allocations evicted (StepPlan::demotions; the KV manager must record
-  // evictions). `payload_bytes`: the bytes of one pool block.
-  // With a `transfer` thread the reads happen there: the request waits as populating (holding
-  // its blocks, not scheduled) and joins the running ones at the first schedule() after its
-  // reads complete, with the promotions in that plan. Without one they happen in admission.
-  void set_tiers(kv::KvTiers* tiers, size_t payload_bytes, TierTransfer* transfer = nullptr);
+  // Lower KV tiers and the thread that reads them (both borrowed; tiers null = none). With
+  // tiers, admission extends a pool prefix hit with the following full blocks a tier holds: the
+  // request takes its blocks and waits as populating while `transfer` reads them, and joins the
+  // running ones at the first schedule() after the reads complete, with their payloads in that
+  // plan (StepPlan::promotions, copied into the pool before the forward pass). Every plan also
+  // carries the cached blocks its allocations evicted (StepPlan::demotions; the KV manager must
+  // record evictions). `payload_bytes`: the bytes of one pool block.
+  void set_tiers(kv::KvTiers* tiers, size_t payload_bytes, TierTransfer* transfer);
   // The model's measured prefill cost, for the fetch-vs-recompute decision on tier hits
   // (kv::blocks_to_fetch; ≤ 0 = not measured yet: fetch every tier hit).
   void set_prefill_seconds_per_token(double s) { prefill_seconds_per_token_ = s; }
@@ -126,8 +125,6 @@ class Scheduler {
   [[nodiscard]] std::vector<kv::BlockHash> tier_chain(const RequestState& r,
                                                       const kv::KvCacheManager::PrefixHit& hit,
                                                       int32_t* recomputed) const;
-  // Reads the chain's payloads, stopping at the first that cannot be read.
-  std::vector<Promotion> fetch_from_tiers(std::span<const kv::BlockHash> chain);
   void preempt(StepBuilder& b, RequestKey key);
   ScheduledSeq make_seq(RequestState& r, int32_t n);
   void remove(RequestKey key);
@@ -135,7 +132,7 @@ class Scheduler {
   SchedulerConfig config_;
   kv::KvCacheManager* kv_;              // borrowed
   kv::KvTiers* tiers_ = nullptr;        // borrowed; null = no lower tiers
-  TierTransfer* transfer_ = nullptr;    // borrowed; null = read tiers during admission
+  TierTransfer* transfer_ = nullptr;    // borrowed; set whenever tiers_ is
   std::vector<RequestKey> populating_;  // admitted, waiting for tier reads
   size_t payload_bytes_ = 0;
   double prefill_seconds_per_token_ = 0.0;

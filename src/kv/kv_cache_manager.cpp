@@ -70,14 +70,16 @@ KvCacheManager::PrefixHit KvCacheManager::find_prefix(std::span<const int32_t> t
   return hit;
 }
 
-bool KvCacheManager::can_allocate(RequestKey id, int32_t num_tokens_total,
-                                  const PrefixHit* hit) const {
+std::optional<std::span<const BlockId>> KvCacheManager::allocate(RequestKey id,
+                                                                 int32_t num_tokens_total,
+                                                                 const PrefixHit* hit) {
   KEEL_CHECK(num_tokens_total >= 0);
   const auto it = tables_.find(id);
   const int32_t have = it == tables_.end() ? 0 : static_cast<int32_t>(it->second.blocks.size());
+  const bool use_hit = hit != nullptr && !hit->blocks.empty();
   int32_t hit_blocks = 0;
   int32_t hit_free = 0;  // hit blocks now on the free list: taking them uses up free blocks
-  if (hit != nullptr && !hit->blocks.empty()) {
+  if (use_hit) {
     KEEL_CHECK_MSG(have == 0, "a prefix hit is only for a request without blocks");
     KEEL_CHECK(hit->num_tokens <= num_tokens_total && hit->hashes.size() == hit->blocks.size());
     hit_blocks = static_cast<int32_t>(hit->blocks.size());
@@ -88,19 +90,7 @@ bool KvCacheManager::can_allocate(RequestKey id, int32_t num_tokens_total,
     }
   }
   const int32_t fresh = std::max(0, blocks_for(num_tokens_total) - have - hit_blocks);
-  return pool_.num_free() - hit_free >= fresh;
-}
-
-std::optional<std::span<const BlockId>> KvCacheManager::allocate(RequestKey id,
-                                                                 int32_t num_tokens_total,
-                                                                 const PrefixHit* hit) {
-  KEEL_CHECK(num_tokens_total >= 0);
-  if (!can_allocate(id, num_tokens_total, hit)) return std::nullopt;
-  const bool use_hit = hit != nullptr && !hit->blocks.empty();
-  const auto it = tables_.find(id);
-  const int32_t have = it == tables_.end() ? 0 : static_cast<int32_t>(it->second.blocks.size());
-  const int32_t hit_blocks = use_hit ? static_cast<int32_t>(hit->blocks.size()) : 0;
-  const int32_t fresh = std::max(0, blocks_for(num_tokens_total) - have - hit_blocks);
+  if (pool_.num_free() - hit_free < fresh) return std::nullopt;
 
   Table& table = tables_[id];
   if (use_hit) {

@@ -55,9 +55,6 @@ class KvCacheManager {
   // state). Returns the table, or nullopt — with no change at all — when too few blocks are free.
   std::optional<std::span<const BlockId>> allocate(RequestKey id, int32_t num_tokens_total,
                                                    const PrefixHit* hit = nullptr);
-  // Whether allocate() with these arguments would succeed now (it changes nothing).
-  [[nodiscard]] bool can_allocate(RequestKey id, int32_t num_tokens_total,
-                                  const PrefixHit* hit = nullptr) const;
 
   // Publishes `id`'s full blocks among tokens [0, num_computed) in the prefix index (incremental:
   // blocks published before are skipped). A block whose hash already names another block stays

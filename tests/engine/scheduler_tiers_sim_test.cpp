@@ -1,18 +1,21 @@
-// Scheduler simulations with a lower KV tier: a pool too small for the workload's repeated
-// prefixes evicts them, the FakeKvModel demotes their rows to a host tier and the scheduler
-// promotes them back — read during admission, or on the transfer thread while the request waits
-// as populating — in the plain and the schedule-ahead loop. Every request must produce exactly
-// the tokens of an unlimited-memory run, no unwritten row may be read, the invariants hold after
-// every schedule() and update(), and tier hits must actually have been used.
+// Scheduler simulations with lower KV tiers: a pool too small for the workload's repeated
+// prefixes evicts them, the FakeKvModel demotes their rows to a host tier (alone, or a small one
+// over a disk tier) and the scheduler promotes them back, read on the transfer thread while the
+// request waits as populating, in the plain and the schedule-ahead loop. Every request must produce
+// exactly the tokens of an unlimited-memory run, no unwritten row may be read, the invariants hold
+// after every schedule() and update(), and tier hits must actually have been used.
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <random>
 
+#include "core/file_system.h"
 #include "engine/scheduler.h"
 #include "engine/tier_transfer.h"
+#include "kv/disk_tier.h"
 #include "kv/host_tier.h"
 #include "sim_util.h"
+#include "support/test_support.h"
 
 namespace keel::engine {
 namespace {
@@ -39,7 +42,7 @@ SimRequest stem_request(std::mt19937& rng, RequestKey key) {
 
 struct TierCase {
   bool ahead;
-  bool transfer_thread;
+  bool disk;  // a host tier too small for the workload over a disk tier
 };
 
 class SchedulerTiersSimTest : public ::testing::TestWithParam<TierCase> {};
@@ -50,10 +53,23 @@ TEST_P(SchedulerTiersSimTest, PromotedBlocksGiveTheTokensOfUnlimitedMemory) {
   kv::KvCacheManager kv(kv::KvCacheConfig{14, kBlockSize, true, /*record_evictions=*/true});
   Scheduler sched(sc, &kv);
   FakeKvModel model(14, kBlockSize, kVocab);
-  kv::KvTiers tiers(std::make_unique<kv::HostTier>(1 << 20, model.payload_bytes()), nullptr);
-  std::unique_ptr<TierTransfer> transfer;
-  if (c.transfer_thread) transfer = std::make_unique<TierTransfer>(&tiers, model.payload_bytes());
-  sched.set_tiers(&tiers, model.payload_bytes(), transfer.get());
+  PosixFileSystem fs;
+  std::unique_ptr<kv::TierStore> disk;
+  if (c.disk) {
+    kv::DiskTierConfig dc;
+    dc.dir = keel::testing::make_temp_dir("sched_tiers_sim");
+    dc.capacity_bytes = 1 << 20;
+    dc.identity = {3, 4};
+    dc.payload_bytes = model.payload_bytes();
+    auto d = kv::DiskTier::open(&fs, dc);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    disk = std::move(*d);
+  }
+  const int64_t host_bytes = c.disk ? 4 * static_cast<int64_t>(model.payload_bytes()) : 1 << 20;
+  kv::KvTiers tiers(std::make_unique<kv::HostTier>(host_bytes, model.payload_bytes()),
+                    std::move(disk));
+  TierTransfer transfer(&tiers, model.payload_bytes());
+  sched.set_tiers(&tiers, model.payload_bytes(), &transfer);
   model.set_tiers(&tiers);
   SimEngine engine(&sched, &model, /*eos=*/0, c.ahead);
   engine.on_update = [&] { ASSERT_TRUE(sched.check_invariants().ok()); };
@@ -74,6 +90,9 @@ TEST_P(SchedulerTiersSimTest, PromotedBlocksGiveTheTokensOfUnlimitedMemory) {
   }
   EXPECT_GT(sched.tier_blocks_fetched(), 0) << "the workload is meant to hit the tier";
   EXPECT_GT(tiers.host()->stats().hits, 0);
+  if (c.disk) {
+    EXPECT_GT(tiers.disk()->stats().hits, 0) << "the small host tier is meant to spill";
+  }
   EXPECT_FALSE(sched.has_requests());
   EXPECT_EQ(kv.num_free_blocks(), kv.num_blocks());
 }
@@ -83,7 +102,7 @@ INSTANTIATE_TEST_SUITE_P(Loops, SchedulerTiersSimTest,
                                            TierCase{false, true}, TierCase{true, true}),
                          [](const ::testing::TestParamInfo<TierCase>& info) {
                            return std::string(info.param.ahead ? "Ahead" : "Plain") +
-                                  (info.param.transfer_thread ? "Transfer" : "Inline");
+                                  (info.param.disk ? "HostAndDisk" : "Host");
                          });
 
 }  // namespace
