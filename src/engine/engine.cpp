@@ -45,7 +45,7 @@ kv::BlockHash tier_identity(const kv::BlockHash& model_key, DType kv_dtype, int3
 
 }  // namespace
 
-Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const model::Model& model,
+Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& model_key,
                                                         const EngineConfig& config,
                                                         size_t block_bytes, FileSystem* fs) {
   std::unique_ptr<kv::TierStore> host, disk;
@@ -56,7 +56,7 @@ Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const model::Model& mode
     kv::DiskTierConfig dc;
     dc.dir = config.kv_disk_dir;
     dc.capacity_bytes = config.kv_disk_bytes;
-    dc.identity = tier_identity(model_identity(model), config.kv_dtype, config.block_size);
+    dc.identity = tier_identity(model_key, config.kv_dtype, config.block_size);
     dc.payload_bytes = block_bytes;
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::DiskTier> d, kv::DiskTier::open(fs, dc));
     disk = std::move(d);
@@ -91,8 +91,9 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                                     std::to_string(layout.block_bytes()) + " bytes");
   }
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
+  const kv::BlockHash model_key = model_identity(model);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
-                        open_tiers(model, config, layout.block_bytes(), fs.get()));
+                        open_tiers(model_key, config, layout.block_bytes(), fs.get()));
   if (!tiers->empty()) {
     if (Status st = tiers->measure(); !st.ok()) {
       KEEL_LOG_WARN("KV tier read cost not measured ({}): tier hits are always fetched",
@@ -105,17 +106,18 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                   tiers->disk_cost().read_seconds(layout.block_bytes()) * 1e6);
   }
   return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage),
-                                            num_blocks, std::move(fs), std::move(tiers)));
+                                            num_blocks, model_key, std::move(fs),
+                                            std::move(tiers)));
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-               int32_t num_blocks, std::unique_ptr<FileSystem> fs,
+               int32_t num_blocks, const kv::BlockHash& model_key, std::unique_ptr<FileSystem> fs,
                std::unique_ptr<kv::KvTiers> tiers)
     : model_(model),
       config_(std::move(config)),
       max_model_len_(config_.scheduler.max_model_len),
       num_blocks_(num_blocks),
-      model_key_(model_identity(model)),
+      model_key_(model_key),
       fs_(std::move(fs)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
@@ -196,9 +198,12 @@ EngineStats Engine::stats() const {
     std::lock_guard lock(mu_);
     s = stats_;
   }
-  // The tiers and the transfer thread are thread-safe: read them live (they change between steps).
-  if (tiers_->host() != nullptr) s.host_tier = tiers_->host()->stats();
-  if (tiers_->disk() != nullptr) s.disk_tier = tiers_->disk()->stats();
+  // The tiers and the transfer thread are thread-safe and change between steps: read them here,
+  // live, rather than in every step's publish_stats().
+  s.host_tier_enabled = tiers_->host() != nullptr;
+  s.disk_tier_enabled = tiers_->disk() != nullptr;
+  if (s.host_tier_enabled) s.host_tier = tiers_->host()->stats();
+  if (s.disk_tier_enabled) s.disk_tier = tiers_->disk()->stats();
   if (transfer_ != nullptr) {
     s.tier_transfers_pending = static_cast<int64_t>(transfer_->pending());
     s.tier_demotions_dropped = transfer_->dropped_demotions();
@@ -416,14 +421,6 @@ void Engine::publish_stats() {
   EngineStats s = counters_;
   s.tier_blocks_fetched = scheduler_.tier_blocks_fetched();
   s.tier_blocks_recomputed = scheduler_.tier_blocks_recomputed();
-  if (tiers_->host() != nullptr) {
-    s.host_tier_enabled = true;
-    s.host_tier = tiers_->host()->stats();
-  }
-  if (tiers_->disk() != nullptr) {
-    s.disk_tier_enabled = true;
-    s.disk_tier = tiers_->disk()->stats();
-  }
   s.num_running = static_cast<int32_t>(scheduler_.num_running());
   s.num_waiting = static_cast<int32_t>(scheduler_.num_waiting());
   s.kv_usage = kv_.usage();

@@ -84,10 +84,11 @@ class Engine final : public EngineClient {
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-         int32_t num_blocks, std::unique_ptr<FileSystem> fs, std::unique_ptr<kv::KvTiers> tiers);
+         int32_t num_blocks, const kv::BlockHash& model_key, std::unique_ptr<FileSystem> fs,
+         std::unique_ptr<kv::KvTiers> tiers);
   // The tiers the config asks for (T1 host, T2 disk under the model's identity); the disk tier's
   // index is rebuilt from its directory. IoError when that directory cannot be used.
-  static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const model::Model& model,
+  static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const kv::BlockHash& model_key,
                                                          const EngineConfig& config,
                                                          size_t block_bytes, FileSystem* fs);
 
