@@ -89,15 +89,7 @@ std::vector<int32_t> run_one(Engine& e, GenerationRequest r) {
   return key.ok() ? sink->wait() : std::vector<int32_t>{};
 }
 
-template <typename Pred>
-bool eventually(Pred pred, int timeout_ms = 10000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  return pred();
-}
+using keel::testing::eventually;
 
 }  // namespace
 }  // namespace keel::engine

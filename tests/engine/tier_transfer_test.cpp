@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "kv/host_tier.h"
+#include "support/test_support.h"
 
 namespace keel::engine {
 namespace {
@@ -19,15 +20,7 @@ constexpr size_t kPayload = 1024;
 
 kv::BlockHash key(uint64_t i) { return {i, 7}; }
 
-template <typename Pred>
-bool eventually(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return pred();
-}
+using keel::testing::eventually;
 
 // A tier whose put() waits while a gate is closed, and counts the puts.
 class GatedStore final : public kv::TierStore {

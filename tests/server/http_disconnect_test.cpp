@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "server_harness.h"
+#include "support/test_support.h"
 
 namespace keel::server::testing {
 namespace {
@@ -26,15 +27,6 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
                                                             : "Decode";
   return std::string(stage) + (info.param.stream ? "Stream" : "NonStream") +
          (info.param.reset ? "Reset" : "Close");
-}
-
-bool wait_until(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return cond();
 }
 
 class DisconnectTest : public ::testing::TestWithParam<Case> {};
@@ -69,7 +61,7 @@ TEST_P(DisconnectTest, AbortsTheEngineRequest) {
   EXPECT_TRUE(h.engine().wait_for_aborted(key, 5s)) << "no abort after the client went away";
   EXPECT_EQ(h.engine().abort_count(key), 1);
   EXPECT_TRUE(h.engine().wait_for_idle(5s));
-  EXPECT_TRUE(wait_until([&] { return h.server().num_connections() == 0; }, 5s));
+  EXPECT_TRUE(keel::testing::eventually([&] { return h.server().num_connections() == 0; }));
   // The server keeps serving.
   EXPECT_EQ(http_request(h.port(), "GET", "/health").status, 200);
 }

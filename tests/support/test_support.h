@@ -1,5 +1,5 @@
 // Helpers shared by keel's tests: where the shared reference data lives, a skip macro for tests
-// that need it, and scratch directories.
+// that need it, scratch directories, and polling for another thread's state.
 //
 // Shared data (../shared next to the repository, or $KEEL_SHARED_DIR) holds real models and
 // vocabularies. When the directory is absent — a user's machine — tests that need it skip with
@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace keel::testing {
 
@@ -22,6 +24,18 @@ std::string shared_path(const std::string& relative);
 std::string make_temp_dir(const std::string& tag);
 // Reads a whole file; fails the test (ADD_FAILURE) and returns "" if it cannot.
 std::string read_file(const std::string& path);
+
+// Polls pred() every few milliseconds until it holds or `timeout` passes; returns its last value.
+// For state another thread reaches (an engine, a server, a transfer thread), never for timing.
+template <typename Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return pred();
+}
 
 }  // namespace keel::testing
 

@@ -25,16 +25,7 @@ double metric(int port, const std::string& name, const std::string& label = "") 
   return metric_value(http_request(port, "GET", "/metrics").body, name, label);
 }
 
-// Polls until `pred()` or the timeout; returns pred()'s last value.
-template <typename Pred>
-bool eventually(Pred pred, int timeout_ms = 5000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
+using keel::testing::eventually;
 
 json completion(int port, json body) {
   const HttpResponse r = http_request(port, "POST", "/v1/completions", body.dump());

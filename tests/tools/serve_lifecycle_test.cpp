@@ -25,15 +25,7 @@ double metric(int port, const std::string& name, const std::string& label = "") 
   return metric_value(http_request(port, "GET", "/metrics").body, name, label);
 }
 
-template <typename Pred>
-bool eventually(Pred pred, int timeout_ms = 10000) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
+using keel::testing::eventually;
 
 std::string long_prompt(int words) {
   std::string p;
