@@ -44,6 +44,26 @@ void churn(Engine& e) {
   EXPECT_TRUE(eventually([&] { return e.stats().tier_transfers_pending == 0; }));
 }
 
+// small_pool_config() with a disk tier in a fresh directory named after `tag`.
+EngineConfig disk_config(const std::string& tag) {
+  EngineConfig c = small_pool_config();
+  c.kv_disk_dir = testing::make_temp_dir(tag);
+  c.kv_disk_bytes = 64 << 20;
+  return c;
+}
+
+// Runs prompt(300) on an engine over `c`, then churns its blocks out of the pool onto the disk
+// tier; returns the prompt's greedy output (the fully computed reference).
+std::vector<int32_t> seed_disk(const model::Model& model, const EngineConfig& c) {
+  auto e = Engine::start(model, c);
+  EXPECT_TRUE(e.ok()) << e.error().to_string();
+  if (!e.ok()) return {};
+  std::vector<int32_t> want = run_one(**e, greedy(prompt(300), 8));
+  churn(**e);
+  EXPECT_GT((*e)->stats().disk_tier.blocks, 0);
+  return want;
+}
+
 TEST(EngineTiersTest, EvictedBlocksComeBackFromTheHostTier) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
@@ -75,17 +95,8 @@ TEST(EngineTiersTest, DiskTierSurvivesARestartAndDamageIsRecomputed) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
   ASSERT_NE(model, nullptr);
-  EngineConfig c = small_pool_config();
-  c.kv_disk_dir = testing::make_temp_dir("engine_disk_tier");
-  c.kv_disk_bytes = 64 << 20;
-  std::vector<int32_t> want;
-  {
-    auto e = Engine::start(*model, c);
-    ASSERT_TRUE(e.ok()) << e.error().to_string();
-    want = run_one(**e, greedy(prompt(300), 8));
-    churn(**e);
-    EXPECT_GT((*e)->stats().disk_tier.blocks, 0);
-  }
+  const EngineConfig c = disk_config("engine_disk_tier");
+  const std::vector<int32_t> want = seed_disk(*model, c);
   {  // a new engine (a restart): the prompt's blocks come from disk
     auto e = Engine::start(*model, c);
     ASSERT_TRUE(e.ok()) << e.error().to_string();
@@ -184,16 +195,8 @@ TEST(EngineTiersTest, SlowTierFlipsTheDecisionToRecompute) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
   ASSERT_NE(model, nullptr);
-  EngineConfig c = small_pool_config();
-  c.kv_disk_dir = testing::make_temp_dir("engine_slow_tier");
-  c.kv_disk_bytes = 64 << 20;
-  std::vector<int32_t> want;
-  {  // a normal disk: the prompt's blocks land on disk
-    auto e = Engine::start(*model, c);
-    ASSERT_TRUE(e.ok()) << e.error().to_string();
-    want = run_one(**e, greedy(prompt(300), 8));
-    churn(**e);
-  }
+  const EngineConfig c = disk_config("engine_slow_tier");
+  const std::vector<int32_t> want = seed_disk(*model, c);  // a normal disk first
   // Restart over a file system whose reads take 30 ms: fetching a 16-token block now costs more
   // than recomputing it (stories260K prefills a token in well under 1 ms).
   auto e = Engine::start(*model, c, std::make_unique<HookedReadFileSystem>([] {
@@ -215,16 +218,13 @@ TEST(EngineTiersTest, OtherRequestsRunWhileOneIsPopulating) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
   ASSERT_NE(model, nullptr);
-  EngineConfig c = small_pool_config();
+  EngineConfig c = disk_config("engine_populating");
   c.scheduler.max_num_seqs = 2;
-  c.kv_disk_dir = testing::make_temp_dir("engine_populating");
-  c.kv_disk_bytes = 64 << 20;
-  std::vector<int32_t> want_a, want_b;
+  const std::vector<int32_t> want_a = seed_disk(*model, c);
+  std::vector<int32_t> want_b;
   {
-    auto e = Engine::start(*model, c);
+    auto e = Engine::start(*model, small_pool_config());
     ASSERT_TRUE(e.ok()) << e.error().to_string();
-    want_a = run_one(**e, greedy(prompt(300), 8));
-    churn(**e);
     want_b = run_one(**e, greedy({1, 50, 60, 70}, 6));
   }
   auto gate = std::make_shared<Gate>();
