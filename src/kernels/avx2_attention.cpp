@@ -39,140 +39,130 @@ inline __m256 reduce8(const __m256* a) {
                        _mm256_permute2f128_ps(c[0], c[1], 0x31));
 }
 
-// s[i] = scale · q·k_i for the 8 rows k_i = krows[i].
-inline void scores8(const float* q, const float* const* krows, int64_t dim, float scale, float* s) {
-  __m256 acc[kLanes];
-  for (auto& a : acc) a = _mm256_setzero_ps();
-  int64_t d = 0;
-  for (; d + 8 <= dim; d += 8) {
-    const __m256 qc = _mm256_loadu_ps(q + d);
-    for (int i = 0; i < kLanes; ++i) {
-      acc[i] = _mm256_fmadd_ps(qc, _mm256_loadu_ps(krows[i] + d), acc[i]);
-    }
-  }
-  __m256 r = reduce8(acc);
-  if (d < dim) {
-    alignas(32) float t[kLanes];
-    _mm256_store_ps(t, r);
-    for (int i = 0; i < kLanes; ++i) {
-      for (int64_t e = d; e < dim; ++e) t[i] += q[e] * krows[i][e];
-    }
-    r = _mm256_load_ps(t);
-  }
-  _mm256_storeu_ps(s, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
-}
-
-inline float hmax(__m256 v) {
-  __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-  m = _mm_max_ss(m, _mm_movehdup_ps(m));
-  return _mm_cvtss_f32(m);
-}
-
-// The largest of the n scores p[0, n).
-inline float tile_max(const float* p, int32_t n) {
-  __m256 mx = _mm256_set1_ps(-INFINITY);
-  int32_t j = 0;
-  for (; j + kLanes <= n; j += kLanes) mx = _mm256_max_ps(mx, _mm256_loadu_ps(p + j));
-  float m = hmax(mx);
-  for (; j < n; ++j) m = std::max(m, p[j]);
-  return m;
-}
-
-// Turns the n scores of a tile into weights p = e^(s − m_new) in place (zero in [n, n rounded up
-// to 8)); returns their sum.
-inline float exp_tile(float* p, int32_t n, float m_new) {
-  const __m256 vm = _mm256_set1_ps(m_new);
-  const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
-  __m256 sum = _mm256_setzero_ps();
-  for (int32_t j = 0; j < n; j += kLanes) {
-    const __m256 keep = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(j))),
-                                      _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ);
-    const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_loadu_ps(p + j), vm)), keep);
-    _mm256_storeu_ps(p + j, e);
-    sum = _mm256_add_ps(sum, e);
-  }
-  return hsum(sum);
-}
-
-// acc[0, 8·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 8·kChunks) with v_j = vrows[j]. Positions
-// alternate between kStreams sets of accumulators so that at least 8 FMA chains are in flight.
-template <int kChunks>
-inline void weighted_v(float* acc, float alpha, const float* p, int32_t n,
-                       const float* const* vrows, int64_t d0) {
-  constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
-  __m256 a[kStreams][kChunks];
-  for (int s = 0; s < kStreams; ++s) {
-    for (int c = 0; c < kChunks; ++c) a[s][c] = _mm256_setzero_ps();
-  }
-  int32_t j = 0;
-  for (; j + kStreams <= n; j += kStreams) {
-    for (int s = 0; s < kStreams; ++s) {
-      const __m256 pj = _mm256_broadcast_ss(p + j + s);
-      const float* v = vrows[j + s] + d0;
-      for (int c = 0; c < kChunks; ++c)
-        a[s][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[s][c]);
-    }
-  }
-  for (; j < n; ++j) {
-    const auto pj = _mm256_broadcast_ss(p + j);
-    const float* v = vrows[j] + d0;
-    for (int c = 0; c < kChunks; ++c)
-      a[0][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[0][c]);
-  }
-  const __m256 va = _mm256_set1_ps(alpha);
-  for (int c = 0; c < kChunks; ++c) {
-    __m256 sum = a[0][c];
-    for (int s = 1; s < kStreams; ++s) sum = _mm256_add_ps(sum, a[s][c]);
-    _mm256_storeu_ps(acc + 8 * c, _mm256_fmadd_ps(_mm256_loadu_ps(acc + 8 * c), va, sum));
-  }
-}
-
-void accumulate_v(float* acc, float alpha, const float* p, int32_t n, const float* const* vrows,
-                  int64_t dim) {
-  int64_t d = 0;
-  for (; d + 64 <= dim; d += 64) weighted_v<8>(acc + d, alpha, p, n, vrows, d);
-  if (d + 32 <= dim) {
-    weighted_v<4>(acc + d, alpha, p, n, vrows, d);
-    d += 32;
-  }
-  for (; d + 8 <= dim; d += 8) weighted_v<1>(acc + d, alpha, p, n, vrows, d);
-  for (; d < dim; ++d) {
-    float s = acc[d] * alpha;
-    for (int32_t j = 0; j < n; ++j) s += p[j] * vrows[j][d];
-    acc[d] = s;
-  }
-}
-
-// dim f16 values at src → f32 at dst.
-inline void widen(const std::byte* src, int64_t dim, float* dst) {
-  const auto* h = reinterpret_cast<const uint16_t*>(src);
-  int64_t d = 0;
-  for (; d + 8 <= dim; d += 8) {
-    _mm256_storeu_ps(dst + d,
-                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + d))));
-  }
-  for (; d < dim; ++d) {
-    uint16_t x;
-    std::memcpy(&x, h + d, 2);
-    dst[d] = _cvtsh_ss(x);
-  }
-}
-
 // This file's arithmetic for the shared tile loop (paged_attention_tiles.h).
 struct Tile {
   static constexpr int32_t kLanes = avx2::kLanes;
+
+  // s[i] = scale · q·k_i for the 8 rows k_i = krows[i].
   static void scores(const float* q, const float* const* krows, int64_t dim, float scale,
                      float* s) {
-    scores8(q, krows, dim, scale, s);
+    __m256 acc[kLanes];
+    for (auto& a : acc) a = _mm256_setzero_ps();
+    int64_t d = 0;
+    for (; d + 8 <= dim; d += 8) {
+      const __m256 qc = _mm256_loadu_ps(q + d);
+      for (int i = 0; i < kLanes; ++i) {
+        acc[i] = _mm256_fmadd_ps(qc, _mm256_loadu_ps(krows[i] + d), acc[i]);
+      }
+    }
+    __m256 r = reduce8(acc);
+    if (d < dim) {
+      alignas(32) float t[kLanes];
+      _mm256_store_ps(t, r);
+      for (int i = 0; i < kLanes; ++i) {
+        for (int64_t e = d; e < dim; ++e) t[i] += q[e] * krows[i][e];
+      }
+      r = _mm256_load_ps(t);
+    }
+    _mm256_storeu_ps(s, _mm256_mul_ps(r, _mm256_set1_ps(scale)));
   }
-  static float tile_max(const float* p, int32_t n) { return avx2::tile_max(p, n); }
-  static float exp_tile(float* p, int32_t n, float m_new) { return avx2::exp_tile(p, n, m_new); }
+
+  static float hmax(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_movehdup_ps(m));
+    return _mm_cvtss_f32(m);
+  }
+
+  // The largest of the n scores p[0, n).
+  static float tile_max(const float* p, int32_t n) {
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    int32_t j = 0;
+    for (; j + kLanes <= n; j += kLanes) mx = _mm256_max_ps(mx, _mm256_loadu_ps(p + j));
+    float m = hmax(mx);
+    for (; j < n; ++j) m = std::max(m, p[j]);
+    return m;
+  }
+
+  // Turns the n scores of a tile into weights p = e^(s − m_new) in place (zero in [n, n rounded up
+  // to 8)); returns their sum.
+  static float exp_tile(float* p, int32_t n, float m_new) {
+    const __m256 vm = _mm256_set1_ps(m_new);
+    const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256 sum = _mm256_setzero_ps();
+    for (int32_t j = 0; j < n; j += kLanes) {
+      const __m256 keep = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(j))),
+                                        _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ);
+      const __m256 e = _mm256_and_ps(exp_ps(_mm256_sub_ps(_mm256_loadu_ps(p + j), vm)), keep);
+      _mm256_storeu_ps(p + j, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    return hsum(sum);
+  }
+
+  // acc[0, 8·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 8·kChunks) with v_j = vrows[j]. Positions
+  // alternate between kStreams sets of accumulators so that at least 8 FMA chains are in flight.
+  template <int kChunks>
+  static void weighted_v(float* acc, float alpha, const float* p, int32_t n,
+                         const float* const* vrows, int64_t d0) {
+    constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
+    __m256 a[kStreams][kChunks];
+    for (int s = 0; s < kStreams; ++s) {
+      for (int c = 0; c < kChunks; ++c) a[s][c] = _mm256_setzero_ps();
+    }
+    int32_t j = 0;
+    for (; j + kStreams <= n; j += kStreams) {
+      for (int s = 0; s < kStreams; ++s) {
+        const __m256 pj = _mm256_broadcast_ss(p + j + s);
+        const float* v = vrows[j + s] + d0;
+        for (int c = 0; c < kChunks; ++c)
+          a[s][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[s][c]);
+      }
+    }
+    for (; j < n; ++j) {
+      const auto pj = _mm256_broadcast_ss(p + j);
+      const float* v = vrows[j] + d0;
+      for (int c = 0; c < kChunks; ++c)
+        a[0][c] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(v + 8 * c), a[0][c]);
+    }
+    const __m256 va = _mm256_set1_ps(alpha);
+    for (int c = 0; c < kChunks; ++c) {
+      __m256 sum = a[0][c];
+      for (int s = 1; s < kStreams; ++s) sum = _mm256_add_ps(sum, a[s][c]);
+      _mm256_storeu_ps(acc + 8 * c, _mm256_fmadd_ps(_mm256_loadu_ps(acc + 8 * c), va, sum));
+    }
+  }
+
   static void accumulate_v(float* acc, float alpha, const float* p, int32_t n,
                            const float* const* vrows, int64_t dim) {
-    avx2::accumulate_v(acc, alpha, p, n, vrows, dim);
+    int64_t d = 0;
+    for (; d + 64 <= dim; d += 64) weighted_v<8>(acc + d, alpha, p, n, vrows, d);
+    if (d + 32 <= dim) {
+      weighted_v<4>(acc + d, alpha, p, n, vrows, d);
+      d += 32;
+    }
+    for (; d + 8 <= dim; d += 8) weighted_v<1>(acc + d, alpha, p, n, vrows, d);
+    for (; d < dim; ++d) {
+      float s = acc[d] * alpha;
+      for (int32_t j = 0; j < n; ++j) s += p[j] * vrows[j][d];
+      acc[d] = s;
+    }
   }
-  static void widen(const std::byte* src, int64_t dim, float* dst) { avx2::widen(src, dim, dst); }
+
+  // dim f16 values at src → f32 at dst.
+  static void widen(const std::byte* src, int64_t dim, float* dst) {
+    const auto* h = reinterpret_cast<const uint16_t*>(src);
+    int64_t d = 0;
+    for (; d + 8 <= dim; d += 8) {
+      _mm256_storeu_ps(dst + d,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(h + d))));
+    }
+    for (; d < dim; ++d) {
+      uint16_t x;
+      std::memcpy(&x, h + d, 2);
+      dst[d] = _cvtsh_ss(x);
+    }
+  }
 };
 
 }  // namespace

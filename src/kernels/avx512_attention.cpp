@@ -44,133 +44,123 @@ inline __m512 reduce16(const __m512* a) {
                        _mm512_shuffle_f32x4(d[0], d[1], _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
-// s[i] = scale · q·k_i for the 16 rows k_i = krows[i].
-inline void scores16(const float* q, const float* const* krows, int64_t dim, float scale,
-                     float* s) {
-  __m512 acc[kLanes];
-  for (auto& a : acc) a = _mm512_setzero_ps();
-  int64_t d = 0;
-  for (; d + 16 <= dim; d += 16) {
-    const __m512 qc = _mm512_loadu_ps(q + d);
-    for (int i = 0; i < kLanes; ++i) {
-      acc[i] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(krows[i] + d), acc[i]);
-    }
-  }
-  if (d < dim) {
-    const __mmask16 m = tail_mask(dim - d);
-    const __m512 qc = _mm512_maskz_loadu_ps(m, q + d);
-    for (int i = 0; i < kLanes; ++i) {
-      acc[i] = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m, krows[i] + d), acc[i]);
-    }
-  }
-  _mm512_storeu_ps(s, _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale)));
-}
-
-inline __mmask16 lanes_below(int32_t n, int32_t j) {
-  return n - j >= kLanes ? kAll : (n > j ? tail_mask(n - j) : static_cast<__mmask16>(0));
-}
-
-// The largest of the n scores p[0, n).
-inline float tile_max(const float* p, int32_t n) {
-  __m512 mx = _mm512_set1_ps(-INFINITY);
-  for (int32_t j = 0; j < n; j += kLanes) {
-    const __mmask16 m = lanes_below(n, j);
-    mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, p + j));
-  }
-  return _mm512_reduce_max_ps(mx);
-}
-
-// Turns the n scores of a tile into weights p = e^(s − m_new) in place (zero in [n, n rounded up
-// to 16)); returns their sum.
-inline float exp_tile(float* p, int32_t n, float m_new) {
-  const __m512 vm = _mm512_set1_ps(m_new);
-  __m512 sum = _mm512_setzero_ps();
-  for (int32_t j = 0; j < n; j += kLanes) {
-    const __m512 e =
-        _mm512_maskz_mov_ps(lanes_below(n, j), exp_ps(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
-    _mm512_storeu_ps(p + j, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  return _mm512_reduce_add_ps(sum);
-}
-
-// acc[0, 16·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 16·kChunks) with v_j = vrows[j]. Positions
-// alternate between kStreams sets of accumulators so that at least 8 FMA chains are in flight.
-template <int kChunks>
-inline void weighted_v(float* acc, float alpha, const float* p, int32_t n,
-                       const float* const* vrows, int64_t d0) {
-  constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
-  __m512 a[kStreams][kChunks];
-  for (int s = 0; s < kStreams; ++s) {
-    for (int c = 0; c < kChunks; ++c) a[s][c] = _mm512_setzero_ps();
-  }
-  int32_t j = 0;
-  for (; j + kStreams <= n; j += kStreams) {
-    for (int s = 0; s < kStreams; ++s) {
-      const __m512 pj = _mm512_set1_ps(p[j + s]);
-      const float* v = vrows[j + s] + d0;
-      for (int c = 0; c < kChunks; ++c)
-        a[s][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[s][c]);
-    }
-  }
-  for (; j < n; ++j) {
-    const auto pj = _mm512_set1_ps(p[j]);
-    const float* v = vrows[j] + d0;
-    for (int c = 0; c < kChunks; ++c)
-      a[0][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[0][c]);
-  }
-  const __m512 va = _mm512_set1_ps(alpha);
-  for (int c = 0; c < kChunks; ++c) {
-    __m512 sum = a[0][c];
-    for (int s = 1; s < kStreams; ++s) sum = _mm512_add_ps(sum, a[s][c]);
-    _mm512_storeu_ps(acc + 16 * c, _mm512_fmadd_ps(_mm512_loadu_ps(acc + 16 * c), va, sum));
-  }
-}
-
-// The last, partial chunk of a head: lanes of `m` only.
-inline void weighted_v_tail(float* acc, float alpha, const float* p, int32_t n,
-                            const float* const* vrows, int64_t d0, __mmask16 m) {
-  __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc), _mm512_set1_ps(alpha));
-  for (int32_t j = 0; j < n; ++j) {
-    a = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, vrows[j] + d0), a);
-  }
-  _mm512_mask_storeu_ps(acc, m, a);
-}
-
-void accumulate_v(float* acc, float alpha, const float* p, int32_t n, const float* const* vrows,
-                  int64_t dim) {
-  int64_t d = 0;
-  for (; d + 128 <= dim; d += 128) weighted_v<8>(acc + d, alpha, p, n, vrows, d);
-  if (d + 64 <= dim) {
-    weighted_v<4>(acc + d, alpha, p, n, vrows, d);
-    d += 64;
-  }
-  for (; d + 16 <= dim; d += 16) weighted_v<1>(acc + d, alpha, p, n, vrows, d);
-  if (d < dim) weighted_v_tail(acc + d, alpha, p, n, vrows, d, tail_mask(dim - d));
-}
-
-// dim f16 values at src → f32 at dst.
-inline void widen(const std::byte* src, int64_t dim, float* dst) {
-  for (int64_t d = 0; d < dim; d += 16) {
-    const __mmask16 m = dim - d >= 16 ? kAll : tail_mask(dim - d);
-    _mm512_mask_storeu_ps(dst + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + d * 2)));
-  }
-}
-
 // This file's arithmetic for the shared tile loop (paged_attention_tiles.h).
 struct Tile {
   static constexpr int32_t kLanes = avx512::kLanes;
+
+  // s[i] = scale · q·k_i for the 16 rows k_i = krows[i].
   static void scores(const float* q, const float* const* krows, int64_t dim, float scale,
                      float* s) {
-    scores16(q, krows, dim, scale, s);
+    __m512 acc[kLanes];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+    int64_t d = 0;
+    for (; d + 16 <= dim; d += 16) {
+      const __m512 qc = _mm512_loadu_ps(q + d);
+      for (int i = 0; i < kLanes; ++i) {
+        acc[i] = _mm512_fmadd_ps(qc, _mm512_loadu_ps(krows[i] + d), acc[i]);
+      }
+    }
+    if (d < dim) {
+      const __mmask16 m = tail_mask(dim - d);
+      const __m512 qc = _mm512_maskz_loadu_ps(m, q + d);
+      for (int i = 0; i < kLanes; ++i) {
+        acc[i] = _mm512_fmadd_ps(qc, _mm512_maskz_loadu_ps(m, krows[i] + d), acc[i]);
+      }
+    }
+    _mm512_storeu_ps(s, _mm512_mul_ps(reduce16(acc), _mm512_set1_ps(scale)));
   }
-  static float tile_max(const float* p, int32_t n) { return avx512::tile_max(p, n); }
-  static float exp_tile(float* p, int32_t n, float m_new) { return avx512::exp_tile(p, n, m_new); }
+
+  static __mmask16 lanes_below(int32_t n, int32_t j) {
+    return n - j >= kLanes ? kAll : (n > j ? tail_mask(n - j) : static_cast<__mmask16>(0));
+  }
+
+  // The largest of the n scores p[0, n).
+  static float tile_max(const float* p, int32_t n) {
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int32_t j = 0; j < n; j += kLanes) {
+      const __mmask16 m = lanes_below(n, j);
+      mx = _mm512_mask_max_ps(mx, m, mx, _mm512_maskz_loadu_ps(m, p + j));
+    }
+    return _mm512_reduce_max_ps(mx);
+  }
+
+  // Turns the n scores of a tile into weights p = e^(s − m_new) in place (zero in [n, n rounded up
+  // to 16)); returns their sum.
+  static float exp_tile(float* p, int32_t n, float m_new) {
+    const __m512 vm = _mm512_set1_ps(m_new);
+    __m512 sum = _mm512_setzero_ps();
+    for (int32_t j = 0; j < n; j += kLanes) {
+      const __m512 e =
+          _mm512_maskz_mov_ps(lanes_below(n, j), exp_ps(_mm512_sub_ps(_mm512_loadu_ps(p + j), vm)));
+      _mm512_storeu_ps(p + j, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    return _mm512_reduce_add_ps(sum);
+  }
+
+  // acc[0, 16·kChunks) = alpha·acc + Σ_j p[j]·v_j[d0, d0 + 16·kChunks) with v_j = vrows[j].
+  // Positions alternate between kStreams sets of accumulators so that at least 8 FMA chains are in
+  // flight.
+  template <int kChunks>
+  static void weighted_v(float* acc, float alpha, const float* p, int32_t n,
+                         const float* const* vrows, int64_t d0) {
+    constexpr int kStreams = kChunks >= 8 ? 1 : 8 / kChunks;
+    __m512 a[kStreams][kChunks];
+    for (int s = 0; s < kStreams; ++s) {
+      for (int c = 0; c < kChunks; ++c) a[s][c] = _mm512_setzero_ps();
+    }
+    int32_t j = 0;
+    for (; j + kStreams <= n; j += kStreams) {
+      for (int s = 0; s < kStreams; ++s) {
+        const __m512 pj = _mm512_set1_ps(p[j + s]);
+        const float* v = vrows[j + s] + d0;
+        for (int c = 0; c < kChunks; ++c)
+          a[s][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[s][c]);
+      }
+    }
+    for (; j < n; ++j) {
+      const auto pj = _mm512_set1_ps(p[j]);
+      const float* v = vrows[j] + d0;
+      for (int c = 0; c < kChunks; ++c)
+        a[0][c] = _mm512_fmadd_ps(pj, _mm512_loadu_ps(v + 16 * c), a[0][c]);
+    }
+    const __m512 va = _mm512_set1_ps(alpha);
+    for (int c = 0; c < kChunks; ++c) {
+      __m512 sum = a[0][c];
+      for (int s = 1; s < kStreams; ++s) sum = _mm512_add_ps(sum, a[s][c]);
+      _mm512_storeu_ps(acc + 16 * c, _mm512_fmadd_ps(_mm512_loadu_ps(acc + 16 * c), va, sum));
+    }
+  }
+
+  // The last, partial chunk of a head: lanes of `m` only.
+  static void weighted_v_tail(float* acc, float alpha, const float* p, int32_t n,
+                              const float* const* vrows, int64_t d0, __mmask16 m) {
+    __m512 a = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc), _mm512_set1_ps(alpha));
+    for (int32_t j = 0; j < n; ++j) {
+      a = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(m, vrows[j] + d0), a);
+    }
+    _mm512_mask_storeu_ps(acc, m, a);
+  }
+
   static void accumulate_v(float* acc, float alpha, const float* p, int32_t n,
                            const float* const* vrows, int64_t dim) {
-    avx512::accumulate_v(acc, alpha, p, n, vrows, dim);
+    int64_t d = 0;
+    for (; d + 128 <= dim; d += 128) weighted_v<8>(acc + d, alpha, p, n, vrows, d);
+    if (d + 64 <= dim) {
+      weighted_v<4>(acc + d, alpha, p, n, vrows, d);
+      d += 64;
+    }
+    for (; d + 16 <= dim; d += 16) weighted_v<1>(acc + d, alpha, p, n, vrows, d);
+    if (d < dim) weighted_v_tail(acc + d, alpha, p, n, vrows, d, tail_mask(dim - d));
   }
-  static void widen(const std::byte* src, int64_t dim, float* dst) { avx512::widen(src, dim, dst); }
+
+  // dim f16 values at src → f32 at dst.
+  static void widen(const std::byte* src, int64_t dim, float* dst) {
+    for (int64_t d = 0; d < dim; d += 16) {
+      const __mmask16 m = dim - d >= 16 ? kAll : tail_mask(dim - d);
+      _mm512_mask_storeu_ps(dst + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + d * 2)));
+    }
+  }
 };
 
 }  // namespace
