@@ -85,38 +85,34 @@ void Ops::prepare_activations(DType dtype, const RowSource& src, int64_t n_token
     return;
   }
   const int threads = n_tokens == 1 ? 1 : pool_->num_threads();
-  float* bufs = grow(s.rows, threads * cols);
-  // Runs fn(t, row of t) for every token, split across threads when there are several.
-  auto per_token = [&](auto&& fn) {
+  // Produces every token's row into buf_of(t, thread) and hands it to fn(t, row), split across
+  // threads when there are several tokens.
+  auto per_token = [&](auto&& buf_of, auto&& fn) {
     auto job = [&](int idx, int nth) {
-      float* buf = bufs + idx * cols;
       for (int64_t t = n_tokens * idx / nth; t < n_tokens * (idx + 1) / nth; ++t) {
-        fn(t, src.row(*table_, t, cols, buf));
+        fn(t, src.row(*table_, t, cols, buf_of(t, idx)));
       }
     };
     if (threads == 1) return job(0, 1);
     pool_->run(job);
   };
+  if (format == ActFormat::kF32) {  // a transformed source: its rows are the activations
+    float* xr = grow(s.x, n);
+    per_token([&](int64_t t, int) { return xr + t * cols; }, [](int64_t, const float*) {});
+    task->x = xr;
+    return;
+  }
+  float* bufs = grow(s.rows, threads * cols);  // one scratch row per thread
+  auto thread_row = [&](int64_t, int idx) { return bufs + idx * cols; };
   switch (format) {
-    case ActFormat::kF32: {  // a transformed source: materialise its rows
-      float* xr = grow(s.x, n);
-      auto job = [&](int idx, int nth) {
-        for (int64_t t = n_tokens * idx / nth; t < n_tokens * (idx + 1) / nth; ++t) {
-          const float* row = src.row(*table_, t, cols, xr + t * cols);
-          if (row != xr + t * cols) std::copy(row, row + cols, xr + t * cols);
-        }
-      };
-      threads == 1 ? job(0, 1) : pool_->run(job);
-      task->x = xr;
-      break;
-    }
     case ActFormat::kF16:
     case ActFormat::kBF16: {
       const RoundHalfFn round = format == ActFormat::kF16 ? table_->round_f16 : table_->round_bf16;
       float* xr = grow(s.x, n);
       uint16_t* x16 = grow(s.x16, n);
-      per_token(
-          [&](int64_t t, const float* row) { round(row, cols, x16 + t * cols, xr + t * cols); });
+      per_token(thread_row, [&](int64_t t, const float* row) {
+        round(row, cols, x16 + t * cols, xr + t * cols);
+      });
       task->x = xr;
       task->x16 = x16;
       break;
@@ -126,7 +122,7 @@ void Ops::prepare_activations(DType dtype, const RowSource& src, int64_t n_token
       int8_t* qs = grow(s.qs, n);
       float* d = grow(s.d, n_tokens * nb);
       int32_t* sum = grow(s.sum, n_tokens * nb);
-      per_token([&](int64_t t, const float* row) {
+      per_token(thread_row, [&](int64_t t, const float* row) {
         table_->quantize_q8_0(row, cols, qs + t * cols, d + t * nb, sum + t * nb);
       });
       task->q8 = {qs, d, sum};
@@ -137,12 +133,14 @@ void Ops::prepare_activations(DType dtype, const RowSource& src, int64_t n_token
       int8_t* qs = grow(s.qs, n);
       float* d = grow(s.d, n_tokens * nb);
       int16_t* bsums = grow(s.bsums, n / 16);
-      per_token([&](int64_t t, const float* row) {
+      per_token(thread_row, [&](int64_t t, const float* row) {
         table_->quantize_q8_k(row, cols, qs + t * cols, d + t * nb, bsums + t * (cols / 16));
       });
       task->q8k = {qs, d, bsums};
       break;
     }
+    case ActFormat::kF32:  // handled above
+      break;
   }
 }
 
