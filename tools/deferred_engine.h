@@ -22,6 +22,9 @@ class DeferredEngine final : public engine::EngineClient {
   void abort(engine::RequestKey key) override {
     if (auto* e = get()) e->abort(key);
   }
+  void release_cache(const std::string& id) override {
+    if (auto* e = get()) e->release_cache(id);
+  }
   [[nodiscard]] engine::EngineStats stats() const override {
     if (auto* e = get()) return e->stats();
     return {};

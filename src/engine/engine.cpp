@@ -173,15 +173,39 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
                                       std::to_string(config_.scheduler.max_waiting) +
                                       "); retry later");
   }
+  int64_t cache_blocks = 0;
+  if (!request.retain_as.empty()) {
+    if (request.retain_ms <= 0) return Status::invalid_argument("a context cache needs a ttl > 0");
+    cache_blocks = (static_cast<int64_t>(request.prompt_tokens.size()) + config_.block_size - 1) /
+                   config_.block_size;
+    const int64_t cap = num_blocks_ / 2;
+    int64_t held = cache_blocks_reserved_.load();
+    do {
+      if (held + cache_blocks > cap) {
+        return Status::resource_exhausted("context caches may hold at most " + std::to_string(cap) +
+                                          " KV blocks (half the pool); " + std::to_string(held) +
+                                          " are held and this one needs " +
+                                          std::to_string(cache_blocks));
+      }
+    } while (!cache_blocks_reserved_.compare_exchange_weak(held, held + cache_blocks));
+  }
   const RequestKey key = next_key_.fetch_add(1);
   num_waiting_.fetch_add(1);
   num_active_.fetch_add(1);
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back(Submit{key, std::move(request), std::move(sink), now_ns()});
+    inbox_.push_back(Submit{key, std::move(request), std::move(sink), now_ns(), cache_blocks});
   }
   wake_.notify_all();
   return key;
+}
+
+void Engine::release_cache(const std::string& id) {
+  {
+    std::lock_guard lock(mu_);
+    inbox_.push_back(ReleaseCache{id});
+  }
+  wake_.notify_all();
 }
 
 void Engine::abort(RequestKey key) {
@@ -237,12 +261,23 @@ void Engine::process_inbox(bool wait) {
   std::deque<Message> batch;
   {
     std::unique_lock lock(mu_);
-    if (wait) wake_.wait(lock, [this] { return stop_.load() || !inbox_.empty(); });
+    const auto ready = [this] { return stop_.load() || !inbox_.empty(); };
+    if (wait && caches_.empty()) {
+      wake_.wait(lock, ready);
+    } else if (wait) {
+      int64_t deadline = INT64_MAX;
+      for (const auto& [id, c] : caches_) deadline = std::min(deadline, c.deadline_ns);
+      wake_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(0, deadline - now_ns())),
+                     ready);
+    }
     batch.swap(inbox_);
   }
+  expire_caches();
   for (Message& m : batch) {
     if (auto* s = std::get_if<Submit>(&m)) {
       admit(std::move(*s));
+    } else if (auto* r = std::get_if<ReleaseCache>(&m)) {
+      drop_cache(r->id);
     } else {
       const RequestKey key = std::get<Abort>(m).key;
       if (key >= 0) {
@@ -266,7 +301,32 @@ void Engine::admit(Submit s) {
   const kv::BlockHash extra = kv::request_extra_key(model_key_, s.request.cache_salt);
   scheduler_.add(s.key, s.request.prompt_tokens, s.request.max_tokens, extra);
   a.request = std::move(s.request);
+  a.cache_blocks = s.cache_blocks;
   active_.emplace(s.key, std::move(a));
+}
+
+void Engine::pin_cache(RequestKey key, const Active& a) {
+  drop_cache(a.request.retain_as);  // a cache of the same id is replaced
+  scheduler_.retain(key);
+  caches_[a.request.retain_as] =
+      ContextCache{key, now_ns() + a.request.retain_ms * 1'000'000, a.cache_blocks};
+}
+
+void Engine::drop_cache(const std::string& id) {
+  const auto it = caches_.find(id);
+  if (it == caches_.end()) return;
+  scheduler_.release_retained(it->second.key);
+  cache_blocks_reserved_.fetch_sub(it->second.reserved_blocks);
+  caches_.erase(it);
+}
+
+void Engine::expire_caches() {
+  const int64_t t = now_ns();
+  std::vector<std::string> expired;
+  for (const auto& [id, c] : caches_) {
+    if (c.deadline_ns <= t) expired.push_back(id);
+  }
+  for (const std::string& id : expired) drop_cache(id);
 }
 
 void Engine::cancel(RequestKey key) {
@@ -277,7 +337,13 @@ void Engine::cancel(RequestKey key) {
 
 void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event) {
   if (a.num_cached_tokens < 0) num_waiting_.fetch_sub(1);  // never scheduled
-  scheduler_.finish(key);  // frees its blocks (a no-op for requests the scheduler dropped)
+  if (!a.request.retain_as.empty() &&
+      (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
+    pin_cache(key, a);  // keeps its blocks
+  } else {
+    scheduler_.finish(key);  // frees its blocks (a no-op for requests the scheduler dropped)
+    cache_blocks_reserved_.fetch_sub(a.cache_blocks);
+  }
   a.finished = true;
   const int64_t t = now_ns();
   event.finish = reason;
@@ -427,6 +493,8 @@ void Engine::publish_stats() {
   s.prefix_queries_tokens = kv_.prefix_queries_tokens();
   s.prefix_hits_tokens = kv_.prefix_hits_tokens();
   s.num_preemptions_total = scheduler_.num_preemptions();
+  s.num_context_caches = static_cast<int32_t>(caches_.size());
+  s.context_cache_blocks = scheduler_.num_retained_blocks();
   std::lock_guard lock(mu_);
   stats_ = s;
 }

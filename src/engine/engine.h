@@ -21,6 +21,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <variant>
@@ -49,6 +50,7 @@ class Engine final : public EngineClient {
 
   Result<RequestKey> submit(GenerationRequest request, std::shared_ptr<OutputSink> sink) override;
   void abort(RequestKey key) override;
+  void release_cache(const std::string& id) override;
   [[nodiscard]] EngineStats stats() const override;
   [[nodiscard]] const Metrics& metrics() const override { return metrics_; }
   void drain(std::chrono::milliseconds timeout) override;
@@ -63,11 +65,22 @@ class Engine final : public EngineClient {
     GenerationRequest request;
     std::shared_ptr<OutputSink> sink;
     int64_t arrival_ns;
+    int64_t cache_blocks;  // retain_as: blocks reserved at submit
   };
   struct Abort {
     RequestKey key;
   };
-  using Message = std::variant<Submit, Abort>;
+  struct ReleaseCache {
+    std::string id;
+  };
+  using Message = std::variant<Submit, Abort, ReleaseCache>;
+  // A pinned context cache (GenerationRequest::retain_as): the finished request whose blocks the
+  // scheduler retains, until release or the deadline.
+  struct ContextCache {
+    RequestKey key = 0;
+    int64_t deadline_ns = 0;
+    int64_t reserved_blocks = 0;  // counted in cache_blocks_reserved_
+  };
 
   // Engine-side record of a request (engine thread only).
   struct Active {
@@ -79,8 +92,9 @@ class Engine final : public EngineClient {
     int64_t arrival_ns = 0;
     int64_t first_token_ns = 0;
     int64_t last_token_ns = 0;
-    int in_flight = 0;      // launched steps that include this request
-    bool finished = false;  // its final event was sent
+    int64_t cache_blocks = 0;  // retain_as: blocks reserved in cache_blocks_reserved_
+    int in_flight = 0;         // launched steps that include this request
+    bool finished = false;     // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -93,8 +107,13 @@ class Engine final : public EngineClient {
                                                          size_t block_bytes, FileSystem* fs);
 
   void run();  // the engine thread
-  // Applies queued messages; with `wait`, blocks until at least one arrives or stop is asked.
+  // Applies queued messages; with `wait`, blocks until at least one arrives, stop is asked or a
+  // context cache expires.
   void process_inbox(bool wait);
+  // Pins a finished request's blocks as context cache a.request.retain_as.
+  void pin_cache(RequestKey key, const Active& a);
+  void drop_cache(const std::string& id);
+  void expire_caches();
   void admit(Submit s);
   void cancel(RequestKey key);
   // Removes finished requests, copies COW blocks, builds the batch, hands the step over.
@@ -121,6 +140,7 @@ class Engine final : public EngineClient {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   std::unordered_map<RequestKey, Active> active_;
+  std::unordered_map<std::string, ContextCache> caches_;
   std::unique_ptr<StepExecutor> executor_;
   EngineStats counters_;  // cumulative counters kept on the engine thread
 
@@ -132,6 +152,8 @@ class Engine final : public EngineClient {
   std::atomic<int64_t> next_key_{1};
   std::atomic<int32_t> num_waiting_{0};  // submitted, not yet scheduled (admission control)
   std::atomic<int32_t> num_active_{0};   // submitted and not finished
+  // Blocks reserved by context caches and requests that will become one (at most half the pool).
+  std::atomic<int64_t> cache_blocks_reserved_{0};
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <string>
 
 #include "core/result.h"
 #include "engine/metrics.h"
@@ -26,6 +27,9 @@ class EngineClient {
   // one step and its sink receives a final event with FinishReason::kAbort (if it had not
   // finished already). Unknown or finished keys are ignored.
   virtual void abort(RequestKey key) = 0;
+  // Unpins context cache `id` (GenerationRequest::retain_as); its blocks go back to the pool as
+  // ordinary cached blocks. Unknown ids are ignored.
+  virtual void release_cache(const std::string& id) = 0;
   [[nodiscard]] virtual EngineStats stats() const = 0;
   // Histograms and counters for /metrics.
   [[nodiscard]] virtual const Metrics& metrics() const = 0;

@@ -96,7 +96,26 @@ void Scheduler::abort(RequestKey key) { remove(key); }
 
 void Scheduler::finish(RequestKey key) { remove(key); }
 
-void Scheduler::remove(RequestKey key) {
+void Scheduler::retain(RequestKey key) {
+  if (!requests_.contains(key)) return;
+  remove(key, /*keep_blocks=*/true);
+  retained_.push_back(key);
+}
+
+void Scheduler::release_retained(RequestKey key) {
+  const auto it = std::find(retained_.begin(), retained_.end(), key);
+  if (it == retained_.end()) return;
+  retained_.erase(it);
+  kv_->free(key);
+}
+
+int64_t Scheduler::num_retained_blocks() const {
+  int64_t n = 0;
+  for (RequestKey key : retained_) n += static_cast<int64_t>(kv_->block_table(key).size());
+  return n;
+}
+
+void Scheduler::remove(RequestKey key, bool keep_blocks) {
   const auto it = requests_.find(key);
   if (it == requests_.end()) return;
   if (it->second.phase == RequestPhase::kWaiting) {
@@ -106,7 +125,7 @@ void Scheduler::remove(RequestKey key) {
   } else {
     running_.erase(std::find(running_.begin(), running_.end(), key));
   }
-  kv_->free(key);
+  if (!keep_blocks) kv_->free(key);
   requests_.erase(it);
 }
 

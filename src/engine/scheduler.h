@@ -85,6 +85,12 @@ class Scheduler {
   // Unknown keys are ignored. finish() is the same for a request that completed.
   void abort(RequestKey key);
   void finish(RequestKey key);
+  // finish() that keeps the request's KV blocks (a pinned context cache): they stay allocated
+  // under `key` in the KV manager, outside every queue, until release_retained(key).
+  void retain(RequestKey key);
+  void release_retained(RequestKey key);
+  // Blocks held by retained requests.
+  [[nodiscard]] int64_t num_retained_blocks() const;
 
   // Plans the next step (see the policy above).
   [[nodiscard]] StepPlan schedule();
@@ -127,7 +133,7 @@ class Scheduler {
                                                       int32_t* recomputed) const;
   void preempt(StepBuilder& b, RequestKey key);
   ScheduledSeq make_seq(RequestState& r, int32_t n);
-  void remove(RequestKey key);
+  void remove(RequestKey key, bool keep_blocks = false);
 
   SchedulerConfig config_;
   kv::KvCacheManager* kv_;              // borrowed
@@ -139,8 +145,9 @@ class Scheduler {
   int64_t tier_blocks_fetched_ = 0;
   int64_t tier_blocks_recomputed_ = 0;
   std::unordered_map<RequestKey, RequestState> requests_;
-  std::deque<RequestKey> waiting_;   // FCFS; preempted requests go to the front
-  std::vector<RequestKey> running_;  // admission order (oldest first)
+  std::deque<RequestKey> waiting_;    // FCFS; preempted requests go to the front
+  std::vector<RequestKey> running_;   // admission order (oldest first)
+  std::vector<RequestKey> retained_;  // finished, blocks kept (context caches)
   int64_t next_step_id_ = 0;
   int64_t next_update_id_ = 0;
   int64_t num_preemptions_ = 0;

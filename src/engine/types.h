@@ -34,6 +34,12 @@ struct GenerationRequest {
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   std::vector<int32_t> stop_token_ids;  // finish with kStop on these, besides the model's EOG ids
   std::string cache_salt;  // prefix-cache isolation: blocks are shared only within a salt
+  // Explicit context caching (POST /v1/caches): when set, a request that finishes normally keeps
+  // its KV blocks pinned as context cache `retain_as` for retain_ms (never evicted; its full
+  // blocks stay findable by prefix) until EngineClient::release_cache or expiry. A cache with the
+  // same id is replaced.
+  std::string retain_as;
+  int64_t retain_ms = 0;
 };
 
 struct TokenEvent {
@@ -73,6 +79,8 @@ struct EngineStats {
   int64_t tier_blocks_recomputed = 0;  // tier-held blocks recomputed (cheaper, or unreadable)
   int64_t tier_transfers_pending = 0;  // tier reads and demotions queued or running
   int64_t tier_demotions_dropped = 0;  // evicted blocks not cached: the demotion queue was full
+  int32_t num_context_caches = 0;      // pinned context caches (retain_as)
+  int64_t context_cache_blocks = 0;    // KV blocks they hold
 };
 
 }  // namespace keel::engine

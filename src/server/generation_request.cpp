@@ -16,6 +16,7 @@ namespace {
 constexpr int64_t kMaxTokensCap = std::numeric_limits<int32_t>::max();
 constexpr double kMaxLogitBias = 100.0;
 constexpr size_t kMaxCacheSaltBytes = 1024;
+constexpr size_t kMaxCacheIdBytes = 128;
 
 MaybeError parse_stop(const Json& body, const ParseLimits& limits, GenerationSpec* spec) {
   const Json* stop = field(body, "stop");
@@ -160,6 +161,14 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
                                    "cache_salt");
     }
     spec->cache_salt = std::move(*s);
+  }
+  s.reset();
+  KEEL_API_TRY(read_string(body, "cache_id", &s));
+  if (s) {
+    if (s->empty() || s->size() > kMaxCacheIdBytes) {
+      return ApiError::bad_request("`cache_id` must be a string of 1 to 128 bytes", "cache_id");
+    }
+    spec->cache_id = std::move(*s);
   }
   return std::nullopt;
 }

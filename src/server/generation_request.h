@@ -9,6 +9,7 @@
 //   - text content parts are joined with "\n" (vLLM); other part types are refused (400).
 //   - `stream_options` without `stream: true` is a 400; usage is streamed only when
 //     stream_options.include_usage is true.
+//   - `cache_id` (keel extension): a context cache id from POST /v1/caches, 1-128 bytes.
 //
 // Thread safety: pure functions over their arguments.
 #pragma once
@@ -54,6 +55,10 @@ struct GenerationSpec {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: prepend the prompt text
   std::string cache_salt;
+  std::string cache_id;  // a context cache (POST /v1/caches) to extend; resolved by the router
+  // Completions with cache_id: the cache's tokens, placed before every prompt (whose text is then
+  // tokenized without special tokens). Chat caches prepend their messages instead.
+  std::vector<int32_t> prefix_tokens;
 
   [[nodiscard]] size_t num_prompts() const { return kind == ApiKind::kChat ? 1 : prompts.size(); }
 };

@@ -12,6 +12,7 @@
 #include <chrono>
 
 #include "core/log.h"
+#include "server/cache_handler.h"
 #include "server/generation_handler.h"
 #include "server/router.h"
 
@@ -197,6 +198,10 @@ net::awaitable<bool> HttpConnection::handle(HttpRequest request) {
   if (HttpResponse* response = std::get_if<HttpResponse>(&outcome)) {
     response->headers.insert(response->headers.begin(), headers.begin(), headers.end());
     co_return co_await write_response(std::move(*response));
+  }
+  if (CacheCall* cache = std::get_if<CacheCall>(&outcome)) {
+    co_return co_await run_cache_create(*this, std::move(cache->spec), std::move(headers),
+                                        request_id);
   }
   GenerationCall& call = std::get<GenerationCall>(outcome);
   co_return co_await run_generation(*this, std::move(call.spec), std::move(headers), request_id);

@@ -129,6 +129,9 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
           stats.num_running);
   w.gauge("num_requests_waiting", "Requests admitted but not yet scheduled.", stats.num_waiting);
   w.gauge("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0..1).", stats.kv_usage);
+  w.gauge("context_caches", "Context caches pinned (POST /v1/caches).", stats.num_context_caches);
+  w.gauge("context_cache_blocks", "KV blocks pinned by context caches.",
+          static_cast<double>(stats.context_cache_blocks));
   w.counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
             static_cast<double>(stats.prefix_queries_tokens));
   w.counter("prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",

@@ -39,11 +39,15 @@ PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& 
   } else {
     for (const PromptInput& in : spec.prompts) {
       PreparedPrompt p;
+      const bool extends_cache = !spec.prefix_tokens.empty();
+      p.tokens = spec.prefix_tokens;
       if (in.is_tokens) {
-        p.tokens = in.tokens;
+        p.tokens.insert(p.tokens.end(), in.tokens.begin(), in.tokens.end());
         if (spec.echo) p.text = tok.decode(in.tokens, /*render_special=*/false);
       } else {
-        p.tokens = tok.encode(in.text, /*add_special=*/true, /*parse_special=*/true);
+        const std::vector<int32_t> own =
+            tok.encode(in.text, /*add_special=*/!extends_cache, /*parse_special=*/true);
+        p.tokens.insert(p.tokens.end(), own.begin(), own.end());
         p.text = in.text;
       }
       out.prompts.push_back(std::move(p));

@@ -1,7 +1,8 @@
 // Prompt preparation for a generation request, off the engine thread: chat messages go through
 // the ChatFormatter and are tokenized (add_special, parse_special); completion prompts are
-// tokenized the same way or taken as given ids. Then each prompt's token budget is fixed:
-// explicit max_tokens must fit (prompt + max_tokens ≤ max_model_len, else 400
+// tokenized the same way or taken as given ids (after spec.prefix_tokens, a context cache's,
+// when set: the text is then tokenized without special tokens). Then each prompt's token budget is
+// fixed: explicit max_tokens must fit (prompt + max_tokens ≤ max_model_len, else 400
 // context_length_exceeded with OpenAI's wording); chat without a limit gets the rest of the
 // context.
 //

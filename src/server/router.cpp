@@ -15,6 +15,8 @@ constexpr std::string_view kChatPath = "/v1/chat/completions";
 constexpr std::string_view kCompletionsPath = "/v1/completions";
 constexpr std::string_view kModelsPath = "/v1/models";
 constexpr std::string_view kModelsPrefix = "/v1/models/";
+constexpr std::string_view kCachesPath = "/v1/caches";
+constexpr std::string_view kCachesPrefix = "/v1/caches/";
 
 bool needs_auth(std::string_view path) {
   return path.starts_with("/v1/") || path == "/v1" || path == "/tokenize" || path == "/detokenize";
@@ -75,7 +77,7 @@ HttpResponse preflight(const HttpRequest& req) {
   HttpResponse r;
   r.status = 204;
   r.content_type.clear();
-  r.headers.emplace_back("access-control-allow-methods", "GET, POST, OPTIONS");
+  r.headers.emplace_back("access-control-allow-methods", "GET, POST, DELETE, OPTIONS");
   std::string_view asked = req.header("access-control-request-headers");
   r.headers.emplace_back(
       "access-control-allow-headers",
@@ -84,8 +86,8 @@ HttpResponse preflight(const HttpRequest& req) {
   return r;
 }
 
-// The route's allowed method, or "" for an unknown path.
-std::string_view allowed_method(std::string_view path) {
+// The route's allowed methods ("GET", "GET, POST", ...), or "" for an unknown path.
+std::string_view allowed_methods(std::string_view path) {
   if (path == "/health" || path == "/metrics" || path == kModelsPath ||
       (path.starts_with(kModelsPrefix) && path.size() > kModelsPrefix.size())) {
     return "GET";
@@ -94,7 +96,19 @@ std::string_view allowed_method(std::string_view path) {
       path == "/detokenize") {
     return "POST";
   }
+  if (path == kCachesPath) return "GET, POST";
+  if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
   return {};
+}
+
+bool method_allowed(std::string_view methods, std::string_view method) {
+  while (!methods.empty()) {
+    const size_t comma = methods.find(',');
+    if (methods.substr(0, comma) == method) return true;
+    if (comma == std::string_view::npos) break;
+    methods.remove_prefix(comma + 2);  // ", "
+  }
+  return false;
 }
 
 ApiResult<nlohmann::json> parse_body(const HttpRequest& req) {
@@ -124,6 +138,7 @@ RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKin
                                        : parse_completion_request(body.value(), limits);
   if (!spec.ok()) return HttpResponse::error(spec.error());
   if (auto e = check_model(ctx, spec.value().model)) return HttpResponse::error(*e);
+  if (auto e = resolve_cache_id(ctx, &spec.value())) return HttpResponse::error(*e);
   if (ctx.draining.load(std::memory_order_acquire)) {
     return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
   }
@@ -133,6 +148,28 @@ RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKin
         ApiError::bad_request("This server has no chat template; use /v1/completions."));
   }
   return GenerationCall{std::move(spec.value())};
+}
+
+RouteOutcome route_cache_create(ServerContext& ctx, const HttpRequest& req) {
+  ApiResult<nlohmann::json> body = parse_body(req);
+  if (!body.ok()) return HttpResponse::error(body.error());
+  ApiResult<CacheSpec> spec = parse_cache_request(body.value(), ctx.deps.tokenizer->vocab_size());
+  if (!spec.ok()) return HttpResponse::error(spec.error());
+  if (auto e = check_model(ctx, spec.value().model)) return HttpResponse::error(*e);
+  if (ctx.draining.load(std::memory_order_acquire)) {
+    return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
+  }
+  if (!ctx.ready()) return HttpResponse::error(ApiError::unavailable("The model is loading."));
+  return CacheCall{std::move(spec.value())};
+}
+
+RouteOutcome route_caches(ServerContext& ctx, const HttpRequest& req) {
+  const std::string& path = req.path;
+  if (path == kCachesPath) {
+    return req.method == "POST" ? route_cache_create(ctx, req) : handle_cache_list(ctx);
+  }
+  const std::string id = percent_decode(std::string_view(path).substr(kCachesPrefix.size()));
+  return req.method == "DELETE" ? handle_cache_delete(ctx, id) : handle_cache_get(ctx, id);
 }
 
 HttpResponse route_json(const ServerContext& ctx, const HttpRequest& req,
@@ -207,11 +244,11 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   const std::string& path = req.path;
   if (needs_auth(path) && !authorized(ctx, req))
     return HttpResponse::error(ApiError::unauthorized());
-  const std::string_view method = allowed_method(path);
-  if (method.empty()) return HttpResponse::error(ApiError::path_not_found(req.method, path));
-  if (req.method != method) {
+  const std::string_view methods = allowed_methods(path);
+  if (methods.empty()) return HttpResponse::error(ApiError::path_not_found(req.method, path));
+  if (!method_allowed(methods, req.method)) {
     HttpResponse r = HttpResponse::error(ApiError::method_not_allowed(req.method, path));
-    r.headers.emplace_back("allow", std::string(method) + ", OPTIONS");
+    r.headers.emplace_back("allow", std::string(methods) + ", OPTIONS");
     return r;
   }
   if (path == "/health") return handle_health(ctx);
@@ -222,6 +259,7 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   }
   if (path == kChatPath) return route_generation(ctx, req, ApiKind::kChat);
   if (path == kCompletionsPath) return route_generation(ctx, req, ApiKind::kCompletion);
+  if (path.starts_with(kCachesPath)) return route_caches(ctx, req);
   if (path == "/tokenize") return route_json(ctx, req, handle_tokenize);
   return route_json(ctx, req, handle_detokenize);
 }

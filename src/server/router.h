@@ -10,6 +10,8 @@
 //   POST /v1/chat/completions      → GenerationSpec (kind kChat)
 //   POST /v1/completions           → GenerationSpec (kind kCompletion)
 //   POST /tokenize, /detokenize    vLLM shapes
+//   POST /v1/caches                → CacheCall (context caching, cache_routes.h)
+//   GET  /v1/caches[/{id}], DELETE /v1/caches/{id}
 // Known path with another method → 405 (with Allow); unknown path → 404.
 // With an api_key configured, /v1/*, /tokenize and /detokenize need `Authorization: Bearer`.
 //
@@ -20,6 +22,7 @@
 #include <string_view>
 #include <variant>
 
+#include "server/cache_routes.h"
 #include "server/generation_request.h"
 #include "server/http_message.h"
 #include "server/server_context.h"
@@ -29,8 +32,11 @@ namespace keel::server {
 struct GenerationCall {
   GenerationSpec spec;
 };
+struct CacheCall {
+  CacheSpec spec;
+};
 
-using RouteOutcome = std::variant<HttpResponse, GenerationCall>;
+using RouteOutcome = std::variant<HttpResponse, GenerationCall, CacheCall>;
 
 RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req);
 

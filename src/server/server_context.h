@@ -2,8 +2,8 @@
 // config, the engine and tokenizer, the chat formatter, readiness and draining state, and the
 // request-id source. Created by Server::start and alive until the server is destroyed.
 //
-// Thread safety: everything here is immutable after start or atomic; EngineClient, Tokenizer and
-// the ChatFormatter are thread-safe by contract.
+// Thread safety: everything here is immutable after start, atomic or internally locked;
+// EngineClient, Tokenizer and the ChatFormatter are thread-safe by contract.
 #pragma once
 
 #include <atomic>
@@ -12,6 +12,7 @@
 
 #include "engine/engine_client.h"
 #include "server/chat_formatter.h"
+#include "server/context_cache.h"
 #include "server/server_config.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,6 +44,7 @@ struct ServerContext {
   int64_t created_unix = 0;           // reported as the model's `created`
   std::atomic<bool> draining{false};  // stop_accepting() called
   RequestIdSource ids;
+  ContextCacheRegistry caches;  // POST /v1/caches (thread-safe)
 
   [[nodiscard]] bool ready() const {
     return deps.ready == nullptr || deps.ready->load(std::memory_order_acquire);

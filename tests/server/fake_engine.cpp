@@ -95,6 +95,16 @@ int FakeEngine::abort_count(engine::RequestKey key) const {
   return it == aborts_.end() ? 0 : it->second;
 }
 
+void FakeEngine::release_cache(const std::string& id) {
+  std::lock_guard lock(mu_);
+  released_caches_.push_back(id);
+}
+
+std::vector<std::string> FakeEngine::released_caches() const {
+  std::lock_guard lock(mu_);
+  return released_caches_;
+}
+
 int FakeEngine::total_aborts() const {
   std::lock_guard<std::mutex> lock(mu_);
   int n = 0;

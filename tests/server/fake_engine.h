@@ -48,6 +48,7 @@ class FakeEngine final : public engine::EngineClient {
   Result<engine::RequestKey> submit(engine::GenerationRequest request,
                                     std::shared_ptr<engine::OutputSink> sink) override;
   void abort(engine::RequestKey key) override;
+  void release_cache(const std::string& id) override;
   [[nodiscard]] engine::EngineStats stats() const override;
   [[nodiscard]] const engine::Metrics& metrics() const override { return metrics_; }
   void drain(std::chrono::milliseconds timeout) override;
@@ -63,6 +64,7 @@ class FakeEngine final : public engine::EngineClient {
   [[nodiscard]] std::vector<engine::RequestKey> keys() const;
   [[nodiscard]] int abort_count(engine::RequestKey key) const;
   [[nodiscard]] int total_aborts() const;
+  [[nodiscard]] std::vector<std::string> released_caches() const;
   [[nodiscard]] size_t num_active() const;
   // Block until the condition holds or `timeout` passes; return whether it holds.
   bool wait_for_submits(size_t n, std::chrono::milliseconds timeout) const;
@@ -97,6 +99,7 @@ class FakeEngine final : public engine::EngineClient {
   std::vector<engine::GenerationRequest> submitted_;
   std::vector<engine::RequestKey> keys_;
   std::map<engine::RequestKey, int> aborts_;
+  std::vector<std::string> released_caches_;
   engine::RequestKey next_key_ = 100;
   int64_t generated_ = 0;
   bool stop_ = false;

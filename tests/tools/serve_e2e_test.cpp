@@ -273,5 +273,37 @@ TEST_F(StoriesServer, PrefixCacheHitShowsInMetrics) {
   EXPECT_GT(hits_after, hits_before);
 }
 
+TEST_F(StoriesServer, ContextCacheByIdIsReusedThenDeleted) {
+  std::string context;
+  for (int i = 0; i < 8; ++i) context += "Lily and Ben went to the park to play with a red ball. ";
+  const HttpResponse made =
+      http_request(port(), "POST", "/v1/caches", json{{"prompt", context}, {"ttl", 120}}.dump());
+  ASSERT_EQ(made.status, 200) << made.body;
+  const json cache = json::parse(made.body);
+  const std::string id = cache["id"];
+  EXPECT_GT(cache["num_tokens"].get<int>(), 64);
+  EXPECT_EQ(metric(port(), "keel:context_caches"), 1);
+  EXPECT_GT(metric(port(), "keel:context_cache_blocks"), 0);
+  // The same tokens sent in full: the cached context's, then the question's without a BOS.
+  auto tokenize = [&](const json& body) {
+    return json::parse(http_request(port(), "POST", "/tokenize", body.dump()).body)["tokens"];
+  };
+  json ids = tokenize({{"prompt", context}});
+  for (const json& t : tokenize({{"prompt", " Then"}, {"add_special_tokens", false}})) {
+    ids.push_back(t);
+  }
+  const json full = completion(port(), {{"prompt", ids}, {"max_tokens", 6}, {"temperature", 0}});
+  const json via = completion(
+      port(), {{"prompt", " Then"}, {"cache_id", id}, {"max_tokens", 6}, {"temperature", 0}});
+  EXPECT_EQ(via["choices"][0]["text"], full["choices"][0]["text"]);
+  EXPECT_GE(via["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(),
+            cache["num_tokens"].get<int>() / 16 * 16);
+  EXPECT_EQ(http_request(port(), "DELETE", "/v1/caches/" + id).status, 200);
+  EXPECT_TRUE(eventually([&] { return metric(port(), "keel:context_caches") == 0; }));
+  const HttpResponse gone = http_request(port(), "POST", "/v1/completions",
+                                         json{{"prompt", "x"}, {"cache_id", id}}.dump());
+  EXPECT_EQ(gone.status, 404) << gone.body;
+}
+
 }  // namespace
 }  // namespace keel::testing

@@ -1,0 +1,138 @@
+// run_cache_create (see cache_handler.h).
+#include "server/cache_handler.h"
+
+#include <ctime>
+#include <memory>
+
+#include "server/async_signal.h"
+#include "server/context_cache.h"
+#include "server/event_relay.h"
+#include "server/prompt_preparation.h"
+
+namespace keel::server {
+namespace {
+
+struct Tokenized {  // default-constructible (crosses a co_spawn)
+  std::vector<int32_t> tokens;
+  std::optional<ApiError> error;
+};
+
+Tokenized tokenize(const ServerContext& ctx, const CacheSpec& spec) {
+  Tokenized out;
+  const tokenizer::Tokenizer& tok = *ctx.deps.tokenizer;
+  if (spec.kind == ApiKind::kChat) {
+    if (!ctx.deps.chat) {
+      out.error =
+          ApiError::bad_request("This server has no chat template; cache a `prompt`.", "messages");
+      return out;
+    }
+    Result<std::string> text = ctx.deps.chat(spec.messages, /*add_generation_prompt=*/false);
+    if (!text.ok()) {
+      out.error = ApiError::from_status(text.error(), "messages");
+      return out;
+    }
+    out.tokens = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+  } else if (spec.prompt.is_tokens) {
+    out.tokens = spec.prompt.tokens;
+  } else {
+    out.tokens = tok.encode(spec.prompt.text, /*add_special=*/true, /*parse_special=*/true);
+  }
+  const ApiKind kind = spec.kind;
+  const int64_t len = static_cast<int64_t>(out.tokens.size());
+  if (len == 0) {
+    out.error = ApiError::bad_request("The cached context is empty (it tokenizes to no tokens).",
+                                      kind == ApiKind::kChat ? "messages" : "prompt");
+  } else if (len + 1 > ctx.deps.engine->max_model_len()) {  // room for one more token at least
+    out.error = context_length_error(kind, ctx.deps.engine->max_model_len(), len, 1);
+  }
+  return out;
+}
+
+net::awaitable<Tokenized> tokenize_async(HttpConnection& conn, const CacheSpec& spec) {
+  const ServerContext& ctx = conn.context();
+  if (!conn.tokenize_executor()) co_return tokenize(ctx, spec);
+  co_return co_await net::co_spawn(
+      conn.tokenize_executor(),
+      [&ctx, &spec]() -> net::awaitable<Tokenized> { co_return tokenize(ctx, spec); },
+      net::use_awaitable);
+}
+
+HttpResponse with_headers(HttpResponse r, const HeaderList& headers) {
+  r.headers.insert(r.headers.begin(), headers.begin(), headers.end());
+  return r;
+}
+
+}  // namespace
+
+net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, HeaderList headers,
+                                      std::string request_id) {
+  ServerContext& ctx = conn.context();
+  Tokenized t = co_await tokenize_async(conn, spec);
+  if (t.error)
+    co_return co_await conn.write_response(with_headers(HttpResponse::error(*t.error), headers));
+
+  auto cache = std::make_shared<ContextCache>();
+  cache->id = "cache-" + ctx.ids.next();
+  cache->model = ctx.config.served_model_name;
+  cache->kind = spec.kind;
+  cache->messages = std::move(spec.messages);
+  cache->tokens = std::move(t.tokens);
+  cache->cache_salt = spec.cache_salt;
+  cache->ttl_seconds = spec.ttl_seconds;
+  // Set before the engine pins the blocks, so the entry expires no later than the pin does.
+  cache->created_unix = static_cast<int64_t>(std::time(nullptr));
+  cache->expires = ContextCache::Clock::now() + std::chrono::seconds(spec.ttl_seconds);
+
+  engine::GenerationRequest r;
+  r.request_id = request_id;
+  r.prompt_tokens = cache->tokens;
+  r.sampling.temperature = 0.0f;
+  r.max_tokens = 1;
+  r.ignore_eos = true;
+  r.cache_salt = spec.cache_salt;
+  r.retain_as = cache->id;
+  r.retain_ms = spec.ttl_seconds * 1000;
+
+  AsyncSignal signal(conn.executor());
+  auto relay = std::make_shared<EventRelay>(conn.executor(), &signal);
+  Result<engine::RequestKey> key = ctx.deps.engine->submit(std::move(r), relay->make_sink(0));
+  if (!key.ok()) {
+    relay->close();
+    co_return co_await conn.write_response(
+        with_headers(HttpResponse::error(ApiError::from_status(key.error())), headers));
+  }
+  conn.watch_peer(&signal);
+  std::optional<engine::TokenEvent> last;
+  bool gone = false;
+  while (!last) {
+    while (std::optional<EventRelay::Item> item = relay->pop()) {
+      if (item->event.finish) last = std::move(item->event);
+    }
+    if (last) break;
+    if (conn.peer_closed()) {
+      gone = true;
+      break;
+    }
+    co_await signal.wait();
+  }
+  relay->close();
+  co_await conn.unwatch_peer();
+  if (gone) {
+    ctx.deps.engine->abort(*key);  // finishes it as aborted: nothing stays pinned
+    co_return false;
+  }
+  const engine::FinishReason reason = *last->finish;
+  if (reason == engine::FinishReason::kAbort) {
+    co_return co_await conn.write_response(with_headers(
+        HttpResponse::error(ApiError::unavailable("The cache request was cancelled.")), headers));
+  }
+  if (reason == engine::FinishReason::kError) {
+    co_return co_await conn.write_response(
+        with_headers(HttpResponse::error(ApiError::internal(last->error)), headers));
+  }
+  const std::string body = cache->to_json().dump();
+  ctx.caches.put(std::move(cache));
+  co_return co_await conn.write_response(with_headers(HttpResponse::json(200, body), headers));
+}
+
+}  // namespace keel::server

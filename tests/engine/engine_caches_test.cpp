@@ -1,0 +1,143 @@
+// Explicit context caches through the engine with a real model (stories260K): a request with
+// retain_as keeps its KV blocks pinned after it finishes, so a later prompt that extends it reuses
+// them even after other prompts churned every unpinned block out of a small pool (and without
+// the pin it does not); release and expiry return the blocks; the pin budget (half the pool) is
+// enforced at submit. Outputs always equal the fully computed run.
+#include <gtest/gtest.h>
+
+#include "engine_test_util.h"
+
+namespace keel::engine {
+namespace {
+
+constexpr int32_t kBlock = 16;
+
+std::vector<int32_t> tokens(int32_t base, int32_t n) {
+  std::vector<int32_t> p = {1};
+  for (int32_t i = 1; i < n; ++i) p.push_back(base + i);
+  return p;
+}
+
+EngineConfig small_pool() {
+  EngineConfig c = base_config();
+  c.block_size = kBlock;
+  c.scheduler.max_num_seqs = 1;
+  c.kv_cache_bytes = 16 * 5 * 2 * kBlock * 32 * 4;  // 16 blocks (stories260K: 5 layers, 32, f32)
+  return c;
+}
+
+GenerationRequest cache_request(std::vector<int32_t> prompt, std::string id, int64_t ttl_ms) {
+  GenerationRequest r = greedy(std::move(prompt), 1);
+  r.retain_as = std::move(id);
+  r.retain_ms = ttl_ms;
+  return r;
+}
+
+// Prompts that together need more than the pool: every unpinned cached block is evicted.
+void churn(Engine& e) {
+  for (int32_t base : {10, 60, 110, 160, 210, 260}) run_one(e, greedy(tokens(base, 50), 4));
+}
+
+// The 48-token context, then a 20-token question: greedy output and cached prompt tokens.
+struct Outcome {
+  std::vector<int32_t> out;
+  int cached = 0;
+};
+Outcome ask(Engine& e) {
+  std::vector<int32_t> p = tokens(300, 48);
+  for (int32_t i = 0; i < 20; ++i) p.push_back(400 + i);
+  auto sink = std::make_shared<CollectingSink>();
+  EXPECT_TRUE(e.submit(greedy(p, 8), sink).ok());
+  Outcome o;
+  o.out = sink->wait();
+  o.cached = sink->cached();
+  return o;
+}
+
+TEST(EngineCachesTest, PinnedContextSurvivesChurnAndIsReused) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  EngineConfig plain = small_pool();
+  plain.enable_prefix_cache = false;
+  auto ref = Engine::start(*model, plain);
+  ASSERT_TRUE(ref.ok()) << ref.error().to_string();
+  const Outcome want = ask(**ref);
+  EXPECT_EQ(want.cached, 0);
+
+  for (const bool pin : {true, false}) {
+    SCOPED_TRACE(pin ? "pinned" : "not pinned");
+    auto e = Engine::start(*model, small_pool());
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    Engine& engine = **e;
+    ASSERT_EQ(engine.num_kv_blocks(), 16);
+    GenerationRequest r = greedy(tokens(300, 48), 1);
+    if (pin) r = cache_request(tokens(300, 48), "ctx", 60'000);
+    run_one(engine, r);
+    if (pin) {
+      EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 1; }));
+      EXPECT_EQ(engine.stats().context_cache_blocks, 3);  // 48 tokens (the sample needs no block)
+    }
+    churn(engine);
+    const Outcome got = ask(engine);
+    EXPECT_EQ(got.out, want.out);
+    EXPECT_EQ(got.cached, pin ? 48 : 0);
+    if (pin) {
+      engine.release_cache("ctx");
+      EXPECT_TRUE(eventually([&] {
+        const EngineStats s = engine.stats();
+        return s.num_context_caches == 0 && s.context_cache_blocks == 0 && s.kv_usage == 0.0f;
+      }));
+    }
+  }
+}
+
+TEST(EngineCachesTest, ExpiryReleasesTheBlocks) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  auto e = Engine::start(*model, small_pool());
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  Engine& engine = **e;
+  run_one(engine, cache_request(tokens(300, 40), "short", 200));
+  EXPECT_GT(engine.stats().kv_usage, 0.0f);
+  // Nothing else happens: the idle engine thread wakes up for the deadline by itself.
+  EXPECT_TRUE(eventually([&] {
+    const EngineStats s = engine.stats();
+    return s.num_context_caches == 0 && s.kv_usage == 0.0f;
+  }));
+  // A cache of the same id replaces the old one (its blocks are released, not leaked).
+  run_one(engine, cache_request(tokens(300, 40), "same", 60'000));
+  run_one(engine, cache_request(tokens(440, 40), "same", 60'000));
+  EXPECT_TRUE(eventually([&] { return engine.stats().context_cache_blocks == 3; }));
+  EXPECT_EQ(engine.stats().num_context_caches, 1);
+}
+
+TEST(EngineCachesTest, PinBudgetIsHalfThePool) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  auto e = Engine::start(*model, small_pool());
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  Engine& engine = **e;
+  auto sink = std::make_shared<CollectingSink>();
+  // 8 blocks fit (half of 16); then a 2-block cache does not.
+  EXPECT_TRUE(engine.submit(cache_request(tokens(300, 120), "a", 60'000), sink).ok());
+  sink->wait();
+  auto too_many = engine.submit(cache_request(tokens(200, 20), "b", 60'000),
+                                std::make_shared<CollectingSink>());
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_EQ(too_many.error().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(too_many.error().message().find("half the pool"), std::string::npos);
+  // A cache whose request is aborted gives its reservation back.
+  engine.release_cache("a");
+  EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 0; }));
+  EXPECT_TRUE(
+      engine.submit(cache_request(tokens(200, 20), "b", 60'000), std::make_shared<CollectingSink>())
+          .ok());
+  auto bad = cache_request(tokens(200, 20), "c", 0);
+  EXPECT_FALSE(engine.submit(bad, std::make_shared<CollectingSink>()).ok());
+}
+
+}  // namespace
+}  // namespace keel::engine
