@@ -55,11 +55,11 @@ Status validate_batch(const Batch& batch, const BatchLimits& limits) {
                                   " is beyond the context size " + std::to_string(limits.n_ctx));
     }
     const auto s = static_cast<size_t>(seq);
-    if (next[s] >= 0 && pos != next[s]) {
+    if (next[s] >= 0 && pos < next[s]) {
       return Status::invalid_argument(token_prefix(i) + "position " + std::to_string(pos) +
                                       " of sequence " + std::to_string(seq) +
                                       " does not follow position " + std::to_string(next[s] - 1) +
-                                      " (positions within a sequence must be consecutive)");
+                                      " (positions within a sequence must increase)");
     }
     next[s] = int64_t{pos} + 1;
     const std::vector<int32_t>& table = batch.seqs[s].block_table;

@@ -2,10 +2,12 @@
 // position and each sequence with its own block table, so decode steps and (chunked) prefills
 // share one pass. Plain data; validate_batch() checks it before the forward pass touches memory.
 //
-// Within one sequence tokens have consecutive positions (in batch order). Positions [0, first) of
-// the sequence must already hold valid K/V in its blocks (written by earlier passes, or shared
-// from the prefix cache); the pass writes the K/V of its token at position p into block
-// block_table[p / block_size], row p % block_size, then that token attends to [0, p].
+// Within one sequence tokens have increasing positions (in batch order): usually consecutive; a
+// PIC link recomputes scattered positions. Every position below a token's that the batch does
+// not compute must already hold valid K/V in the sequence's blocks (written by earlier passes,
+// shared from the prefix cache, or linked from a chunk); the pass writes the K/V of its token at
+// position p into block block_table[p / block_size], row p % block_size, then — layer by layer,
+// after every token of the batch wrote its row — that token attends to [0, p].
 // Thread safety: plain data.
 #pragma once
 
@@ -64,7 +66,7 @@ struct BatchLimits {
 // OK when the batch is well formed. InvalidArgument (the message names the batch token and
 // sequence at fault): fields of different lengths, no tokens or more than max_tokens, a token id
 // out of the vocabulary, a sequence index out of range, a negative position, positions of a
-// sequence that are not consecutive, a block table too short for a position, a block id out of
+// sequence that do not increase, a block table too short for a position, a block id out of
 // range (any entry covering [0, position]), two tokens writing the same block row. OutOfRange: a
 // position ≥ n_ctx.
 Status validate_batch(const Batch& batch, const BatchLimits& limits);

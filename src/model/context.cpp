@@ -59,6 +59,48 @@ Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
   return Status();
 }
 
+Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                                int64_t check_layer, std::vector<float>* deviation) {
+  if (check_layer < 0 || check_layer >= hp_.n_layer) {
+    return Status::invalid_argument("check layer " + std::to_string(check_layer) +
+                                    " is outside [0, " + std::to_string(hp_.n_layer) + ")");
+  }
+  KEEL_TRY(validate(batch, kv));
+  for (size_t t = 0; t < batch.size(); ++t) {
+    n_kv_[t] = batch.positions[t] + 1;
+    block_tables_[t] = batch.seqs[sz(batch.seq_index[t])].block_table.data();
+  }
+  embed(batch);
+  const auto n = static_cast<int64_t>(batch.size());
+  for (int64_t il = 0; il < check_layer; ++il) {
+    attention_block(il, batch, kv, ops);
+    ffn_block(il, n, ops);
+  }
+  const LayerWeights& w = model_.weights().layers[sz(check_layer)];
+  const int64_t kv_dim = hp_.kv_dim();
+  float* const v_out[] = {v_.data()};
+  ops.rms_norm_matmul_many({&w.wv, 1}, x_.data(), w.attn_norm.data(), hp_.rms_eps, n, v_out);
+  const KvLayout& layout = kv.layout();
+  std::vector<float> stored(sz(kv_dim));
+  deviation->assign(sz(n), 0.0f);
+  for (int64_t t = 0; t < n; ++t) {
+    float* v = v_.data() + t * kv_dim;
+    if (!w.bv.empty()) ops.add(w.bv.data(), kv_dim, v);
+    const int32_t pos = batch.positions[sz(t)];
+    const std::byte* row = kv.block(block_tables_[sz(t)][pos / layout.block_size]) +
+                           layout.v_offset(check_layer) +
+                           sz(pos % layout.block_size) * layout.row_bytes();
+    kernels::dequantize_row(layout.dtype, row, stored.data(), kv_dim);
+    double d = 0;
+    for (int64_t i = 0; i < kv_dim; ++i) {
+      const double e = static_cast<double>(v[i]) - stored[sz(i)];
+      d += e * e;
+    }
+    (*deviation)[sz(t)] = static_cast<float>(d);
+  }
+  return Status();
+}
+
 void Context::embed(const Batch& batch) {
   const kernels::Matrix& e = model_.weights().token_embd;
   for (size_t t = 0; t < batch.size(); ++t) {

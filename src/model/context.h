@@ -35,6 +35,14 @@ class Context {
   // of validate_batch() (batch.h); OutOfRange for a position ≥ the model's n_ctx.
   Status forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops, std::vector<float>* logits);
 
+  // CacheBlend's token selection probe: runs layers [0, check_layer) over the batch exactly as
+  // forward() does (their K/V rows are written), then computes layer check_layer's V rows of the
+  // batch tokens and replaces *deviation with, per token, the squared L2 distance to the V row
+  // stored at its position (e.g. linked from a chunk cache). Layer check_layer is not written.
+  // check_layer in [0, n_layer) (0 compares position-free V: all zeros for exact copies).
+  Status value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops& ops, int64_t check_layer,
+                         std::vector<float>* deviation);
+
  private:
   Status validate(const Batch& batch, const KvStorage& kv) const;
   void embed(const Batch& batch);

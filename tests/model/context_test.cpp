@@ -228,12 +228,12 @@ TEST_F(ContextTest, MalformedBatchesAreRejectedPrecisely) {
   expect_rejected(Batch(), kInvalid, "batch has 0 tokens; this context takes 1 to 6");
   expect_rejected(batch({0, 1, 2, 3, 4, 5, 6}), kInvalid,
                   "batch has 7 tokens; this context takes 1 to 6");
-  expect_rejected(batch({0, 2}), kInvalid,
-                  "batch token 1: position 2 of sequence 0 does not follow position 0 (positions "
-                  "within a sequence must be consecutive)");
+  expect_rejected(batch({3, 3}), kInvalid,
+                  "batch token 1: position 3 of sequence 0 does not follow position 3 (positions "
+                  "within a sequence must increase)");
   expect_rejected(batch({3, 2}), kInvalid,
                   "batch token 1: position 2 of sequence 0 does not follow position 3 (positions "
-                  "within a sequence must be consecutive)");
+                  "within a sequence must increase)");
   expect_rejected(batch({-1}), kInvalid, "batch token 0: position -1 is negative");
   b = batch({5});
   b.seqs[0].block_table.resize(1);
