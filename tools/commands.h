@@ -129,4 +129,23 @@ struct BenchServeOptions {
 };
 int run_bench_serve(const BenchServeOptions& opts);
 
+// `keel eval pic`: EPIC variants against full recompute on model-written multi-chunk prompts.
+struct EvalPicOptions {
+  ComputeOptions compute;
+  std::string model_path;  // "" = the built-in default model
+  int32_t prompts = 16;
+  int32_t chunks = 4;         // chunks per prompt (each with its own BOS)
+  int32_t chunk_len = 48;     // tokens per chunk, BOS included
+  int32_t query_len = 8;      // tokens after the last chunk
+  int32_t continuation = 32;  // greedy tokens compared
+  uint64_t seed = 1;
+  std::vector<std::string> variants = {"full",          "naive",         "legolink-1",
+                                       "legolink-2",    "legolink-4",    "legolink-8",
+                                       "legolink-16",   "cacheblend-5",  "cacheblend-10",
+                                       "cacheblend-15", "cacheblend-30", "cacheblend-50"};
+  bool json = false;
+  int32_t bos = 1, eos = 2;  // from the tokenizer (set by the command)
+};
+int run_eval_pic(const EvalPicOptions& opts);
+
 }  // namespace keel::cli

@@ -183,6 +183,30 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "f16"}));
   add_compute_options(bench_cmd, &bench.compute);
 
+  keel::cli::EvalPicOptions pic;
+  CLI::App* eval_cmd = app.add_subcommand("eval", "Accuracy of approximate methods against exact");
+  eval_cmd->require_subcommand(1);
+  CLI::App* pic_cmd = eval_cmd->add_subcommand(
+      "pic", "EPIC position-independent caching variants against full recompute");
+  pic_cmd->option_defaults()->always_capture_default();
+  pic_cmd->add_option("-m,--model", pic.model_path,
+                      "GGUF model file (default: the built-in random-weight model)");
+  pic_cmd->add_option("--prompts", pic.prompts, "Prompts")->check(CLI::Range(1, 10000));
+  pic_cmd->add_option("--chunks", pic.chunks, "Chunks per prompt")->check(CLI::Range(1, 64));
+  pic_cmd->add_option("--chunk-len", pic.chunk_len, "Tokens per chunk, BOS included")
+      ->check(CLI::Range(2, 8192));
+  pic_cmd->add_option("--query-len", pic.query_len, "Tokens after the last chunk")
+      ->check(CLI::Range(1, 8192));
+  pic_cmd->add_option("--continuation", pic.continuation, "Greedy tokens compared")
+      ->check(CLI::Range(1, 8192));
+  pic_cmd->add_option("--seed", pic.seed, "Seed of the prompts");
+  pic_cmd
+      ->add_option("--variants", pic.variants,
+                   "full, naive, legolink-K, cacheblend-R (comma-separated)")
+      ->delimiter(',');
+  pic_cmd->add_flag("--json", pic.json, "One JSON object per variant instead of a table");
+  add_compute_options(pic_cmd, &pic.compute);
+
   keel::cli::BenchServeOptions bs;
   CLI::App* bs_cmd = app.add_subcommand(
       "bench-serve", "Benchmark an OpenAI-compatible server with streamed requests (like vLLM's)");
@@ -204,5 +228,6 @@ int main(int argc, char** argv) {
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
   if (bs_cmd->parsed()) return keel::cli::run_bench_serve(bs);
   if (bench_cmd->parsed()) return keel::cli::run_bench(bench);
+  if (pic_cmd->parsed()) return keel::cli::run_eval_pic(pic);
   return 2;
 }
