@@ -10,6 +10,7 @@
 #include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"
+#include "model/kv_relocate.h"
 
 namespace keel::engine {
 namespace {
@@ -130,6 +131,9 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
   executor_ = std::make_unique<StepExecutor>(model_, &storage_, config_.isa, config_.threads,
                                              config_.scheduler.max_batched_tokens);
+  link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
+  const std::string root = "keel-pic-chunk-v1|" + kv::block_hash_hex(model_key_);
+  pic_root_ = kv::hash_bytes(std::as_bytes(std::span<const char>(root.data(), root.size())));
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
   publish_stats();
   thread_ = std::thread([this] { run(); });
@@ -166,6 +170,9 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
                                 std::to_string(request.max_tokens) + " completion tokens");
   }
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
+  KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
+                                   static_cast<int32_t>(request.prompt_tokens.size())));
+  if (request.pic_link) KEEL_TRY(engine_pic_variant(*request.pic_link));
   // Reads only configuration fixed at construction: safe from any thread.
   KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_tokens));
   if (num_waiting_.load() >= config_.scheduler.max_waiting) {
@@ -299,10 +306,85 @@ void Engine::admit(Submit s) {
                                                   static_cast<int32_t>(model_.hparams().n_vocab));
   a.sampler->set_prompt(s.request.prompt_tokens);
   const kv::BlockHash extra = kv::request_extra_key(model_key_, s.request.cache_salt);
-  scheduler_.add(s.key, s.request.prompt_tokens, s.request.max_tokens, extra);
+  a.pic_variant = s.request.pic_link.value_or(config_.pic_link);
+  if (!s.request.pic_chunks.empty() && a.pic_variant.mode != kv::PicMode::kFull &&
+      config_.enable_prefix_cache) {
+    for (const kv::PicChunk& c : s.request.pic_chunks) {
+      const std::span<const int32_t> tokens(s.request.prompt_tokens.data() + c.start,
+                                            static_cast<size_t>(c.len));
+      a.pic_children.push_back(start_compile(s.key, tokens, s.request.cache_salt));
+    }
+    a.pic_pending = static_cast<int>(a.pic_children.size());
+  } else {
+    scheduler_.add(s.key, s.request.prompt_tokens, s.request.max_tokens, extra);
+  }
   a.request = std::move(s.request);
   a.cache_blocks = s.cache_blocks;
   active_.emplace(s.key, std::move(a));
+}
+
+RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tokens,
+                                 const std::string& salt) {
+  const RequestKey key = next_key_.fetch_add(1);
+  Active c;
+  c.internal = true;
+  c.pic_parent = parent;
+  c.arrival_ns = now_ns();
+  c.request.prompt_tokens.assign(tokens.begin(), tokens.end());
+  c.request.max_tokens = 1;
+  c.request.ignore_eos = true;
+  c.request.sampling.temperature = 0.0f;
+  c.sampler = std::make_unique<sampling::Sampler>(c.request.sampling,
+                                                  static_cast<int32_t>(model_.hparams().n_vocab));
+  // Chunks are keyed by their own tokens under the PIC root (and the tenant's salt), whatever
+  // precedes them in a prompt.
+  scheduler_.add(key, c.request.prompt_tokens, 1, kv::request_extra_key(pic_root_, salt));
+  active_.emplace(key, std::move(c));
+  return key;
+}
+
+void Engine::finish_compile(RequestKey key, Active& a, FinishReason reason) {
+  const bool ok = reason == FinishReason::kStop || reason == FinishReason::kLength;
+  if (ok) {
+    scheduler_.retain(key);  // its table is read by the parent's link
+  } else {
+    scheduler_.finish(key);
+  }
+  a.finished = true;
+  const auto parent = active_.find(a.pic_parent);
+  if (parent != active_.end() && !parent->second.finished && parent->second.pic_pending > 0) {
+    parent->second.pic_failed = parent->second.pic_failed || !ok;
+    if (--parent->second.pic_pending == 0) link_parent(a.pic_parent, parent->second);
+  } else if (ok) {
+    scheduler_.release_retained(key);  // the parent is gone
+  }
+  release_if_done(key);
+}
+
+void Engine::link_parent(RequestKey key, Active& p) {
+  PicState pic;
+  if (p.pic_failed) {
+    for (RequestKey child : p.pic_children) scheduler_.release_retained(child);
+  } else {
+    pic.chunks = p.request.pic_chunks;
+    pic.sources = p.pic_children;
+    pic.variant = p.pic_variant;
+    ++counters_.pic_requests;
+  }
+  scheduler_.add(key, p.request.prompt_tokens, p.request.max_tokens,
+                 kv::request_extra_key(model_key_, p.request.cache_salt), std::move(pic));
+}
+
+void Engine::run_links(StepPlan& plan) {
+  std::vector<model::KvRowMove> moves;
+  moves.reserve(plan.links.size());
+  for (const RowLink& l : plan.links) {
+    moves.push_back({l.src_block, l.src_row, l.dst_block, l.dst_row, l.delta});
+  }
+  model::move_kv_rows(model_.hparams(), storage_, *link_ops_, moves);
+  for (RequestKey src : plan.link_sources) scheduler_.release_retained(src);
+  plan.links.clear();
+  plan.link_sources.clear();
 }
 
 void Engine::pin_cache(RequestKey key, const Active& a) {
@@ -336,6 +418,18 @@ void Engine::cancel(RequestKey key) {
 }
 
 void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event) {
+  if (a.internal) return finish_compile(key, a, reason);
+  if (a.pic_pending > 0) {  // ends while its chunks compile: they go too
+    a.pic_pending = 0;
+    for (RequestKey child : a.pic_children) {
+      const auto c = active_.find(child);
+      if (c != active_.end() && !c->second.finished) {
+        finish_compile(child, c->second, FinishReason::kAbort);
+      } else {
+        scheduler_.release_retained(child);
+      }
+    }
+  }
   if (a.num_cached_tokens < 0) num_waiting_.fetch_sub(1);  // never scheduled
   if (!a.request.retain_as.empty() &&
       (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
@@ -382,6 +476,7 @@ bool Engine::launch(StepPlan& plan) {
   for (const Promotion& p : plan.promotions) {
     std::memcpy(storage_.block(p.block), p.payload.data(), block_bytes);
   }
+  run_links(plan);
   plan.demotions.clear();
   plan.copies.clear();
   plan.promotions.clear();
@@ -390,7 +485,8 @@ bool Engine::launch(StepPlan& plan) {
   const int64_t t = now_ns();
   for (const ScheduledSeq& s : plan.seqs) {
     Active& a = active_.at(s.key);
-    if (a.num_cached_tokens < 0) {  // first time scheduled: the prefix hit is its start
+    if (a.num_cached_tokens < 0 &&
+        !a.internal) {  // first time scheduled: the prefix hit is its start
       a.num_cached_tokens = s.start_pos;
       num_waiting_.fetch_sub(1);
       metrics_.request_queue_time_seconds.observe(seconds_between(a.arrival_ns, t));
@@ -400,7 +496,7 @@ bool Engine::launch(StepPlan& plan) {
     in.batch.seqs.push_back(model::BatchSeq{s.block_table});
     KEEL_CHECK(static_cast<int32_t>(s.tokens.size()) == s.num_tokens);
     for (int32_t i = 0; i < s.num_tokens; ++i) {
-      const int32_t pos = s.start_pos + i;
+      const int32_t pos = s.position(i);
       const bool last = i + 1 == s.num_tokens;
       KEEL_CHECK_MSG(s.tokens[static_cast<size_t>(i)] != kPlaceholderToken,
                      "a plan was launched before resolve_plan()");
@@ -452,6 +548,10 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
       release_if_done(tok.key);
       continue;
     }
+    if (a.internal) {  // a compiled PIC chunk: its sample is not needed
+      finish_compile(tok.key, a, FinishReason::kLength);
+      continue;
+    }
     ++a.num_generated;
     ++counters_.generation_tokens_total;
     if (a.first_token_ns == 0) {
@@ -494,7 +594,11 @@ void Engine::publish_stats() {
   s.prefix_hits_tokens = kv_.prefix_hits_tokens();
   s.num_preemptions_total = scheduler_.num_preemptions();
   s.num_context_caches = static_cast<int32_t>(caches_.size());
-  s.context_cache_blocks = scheduler_.num_retained_blocks();
+  for (const auto& [id, c] : caches_) {
+    s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(c.key).size());
+  }
+  s.pic_tokens_linked = scheduler_.pic_tokens_linked();
+  s.pic_tokens_recomputed = scheduler_.pic_tokens_recomputed();
   std::lock_guard lock(mu_);
   stats_ = s;
 }

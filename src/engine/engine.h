@@ -21,12 +21,14 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <variant>
 
 #include "core/file_system.h"
+#include "core/thread_pool.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/scheduler.h"
@@ -93,8 +95,16 @@ class Engine final : public EngineClient {
     int64_t first_token_ns = 0;
     int64_t last_token_ns = 0;
     int64_t cache_blocks = 0;  // retain_as: blocks reserved in cache_blocks_reserved_
-    int in_flight = 0;         // launched steps that include this request
-    bool finished = false;     // its final event was sent
+    // PIC: a compile request (internal: no sink, no metrics) computes one chunk of its parent;
+    // the parent waits outside the scheduler until every child finished.
+    bool internal = false;
+    RequestKey pic_parent = 0;
+    std::vector<RequestKey> pic_children;
+    int pic_pending = 0;      // children not finished yet
+    bool pic_failed = false;  // a child did not complete: the parent is computed in full
+    kv::PicVariant pic_variant;
+    int in_flight = 0;      // launched steps that include this request
+    bool finished = false;  // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -115,6 +125,15 @@ class Engine final : public EngineClient {
   void drop_cache(const std::string& id);
   void expire_caches();
   void admit(Submit s);
+  // Starts the internal request computing `tokens` alone for PIC parent `parent`; returns its key.
+  RequestKey start_compile(RequestKey parent, std::span<const int32_t> tokens,
+                           const std::string& salt);
+  void finish_compile(RequestKey key, Active& a, FinishReason reason);
+  // Every child of a PIC parent is done: hands the parent (with its chunks, or without after a
+  // failure) to the scheduler.
+  void link_parent(RequestKey key, Active& p);
+  // Executes a plan's PIC row links, then releases their source tables.
+  void run_links(StepPlan& plan);
   void cancel(RequestKey key);
   // Removes finished requests, copies COW blocks, builds the batch, hands the step over.
   bool launch(StepPlan& plan);
@@ -142,7 +161,10 @@ class Engine final : public EngineClient {
   std::unordered_map<RequestKey, Active> active_;
   std::unordered_map<std::string, ContextCache> caches_;
   std::unique_ptr<StepExecutor> executor_;
-  EngineStats counters_;  // cumulative counters kept on the engine thread
+  EngineStats counters_;     // cumulative counters kept on the engine thread
+  kv::BlockHash pic_root_;   // root key of compiled PIC chunks (model identity + "pic")
+  ThreadPool link_pool_{1};  // the engine thread's RoPE for PIC links (no step is in flight then)
+  std::unique_ptr<kernels::Ops> link_ops_;
 
   // Shared with other threads.
   mutable std::mutex mu_;

@@ -2,8 +2,9 @@
 // its KV is computed and scheduled, and the chunks of it in plans not yet updated (schedule-ahead).
 //
 // Invariants: 0 ≤ num_computed ≤ num_scheduled ≤ num_tokens() + num_pending_samples;
-// num_pending_samples = the in-flight chunks with samples; the non-stale in-flight chunks cover
-// exactly [num_computed, num_scheduled) in order. A waiting request has num_computed =
+// num_pending_samples = the in-flight chunks with samples; the non-stale, non-relink in-flight
+// chunks cover exactly [num_computed, num_scheduled) in order; relink positions are below
+// num_computed. A waiting request has num_computed =
 // num_scheduled = 0 and no KV blocks (its stale chunks, if it was preempted, may still be
 // in flight).
 // Thread safety: none; owned by the Scheduler on the engine thread.
@@ -11,10 +12,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <vector>
 
 #include "engine/types.h"
 #include "kv/block_hash.h"
+#include "kv/pic.h"
 
 namespace keel::engine {
 
@@ -29,8 +32,16 @@ struct InFlightChunk {
   int32_t start_pos = 0;
   int32_t num_tokens = 0;
   bool samples = false;
-  bool stale = false;  // the request was preempted after this chunk was planned: its KV is lost,
-                       // but its sampled token (if any) is still valid and kept
+  bool stale = false;   // the request was preempted after this chunk was planned: its KV is lost,
+                        // but its sampled token (if any) is still valid and kept
+  bool relink = false;  // recomputes scattered positions below num_computed (PIC link)
+};
+
+// A request's EPIC position-independent chunks, until it is linked at admission.
+struct PicState {
+  std::vector<kv::PicChunk> chunks;  // spans of the prompt, each compiled alone
+  std::vector<RequestKey> sources;   // per chunk: the retained compile request holding its KV
+  kv::PicVariant variant;
 };
 
 struct RequestState {
@@ -52,6 +63,13 @@ struct RequestState {
   int32_t tier_hit_tokens = 0;
   int32_t tier_first_block = 0;
   int32_t tier_chain_blocks = 0;
+  // PIC: the chunks to link at admission (cleared once linked or abandoned), and the positions
+  // below num_computed still to recompute (ascending) before any other token of the request.
+  PicState pic;
+  std::vector<int32_t> relink;
+  // Positions from here on may hold linked (approximate) KV: their blocks are not published in
+  // the prefix cache, which must serve exact KV only.
+  int32_t publish_limit = std::numeric_limits<int32_t>::max();
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   [[nodiscard]] int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }

@@ -2,6 +2,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -78,7 +79,7 @@ Status Scheduler::validate_request(size_t num_prompt_tokens, int32_t max_tokens)
 }
 
 void Scheduler::add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens,
-                    kv::BlockHash extra_key) {
+                    kv::BlockHash extra_key, PicState pic) {
   KEEL_CHECK_MSG(validate_request(prompt.size(), max_tokens).ok(),
                  "Scheduler::add of a request that validate_request() rejects");
   KEEL_CHECK_MSG(!requests_.contains(key), "Scheduler::add of a key already in use");
@@ -88,6 +89,8 @@ void Scheduler::add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tok
   r.tokens = std::move(prompt);
   r.max_tokens = max_tokens;
   r.extra_key = extra_key;
+  KEEL_CHECK(pic.chunks.size() == pic.sources.size());
+  r.pic = std::move(pic);
   requests_.emplace(key, std::move(r));
   waiting_.push_back(key);
 }
@@ -109,12 +112,6 @@ void Scheduler::release_retained(RequestKey key) {
   kv_->free(key);
 }
 
-int64_t Scheduler::num_retained_blocks() const {
-  int64_t n = 0;
-  for (RequestKey key : retained_) n += static_cast<int64_t>(kv_->block_table(key).size());
-  return n;
-}
-
 void Scheduler::remove(RequestKey key, bool keep_blocks) {
   const auto it = requests_.find(key);
   if (it == requests_.end()) return;
@@ -126,6 +123,7 @@ void Scheduler::remove(RequestKey key, bool keep_blocks) {
     running_.erase(std::find(running_.begin(), running_.end(), key));
   }
   if (!keep_blocks) kv_->free(key);
+  for (RequestKey src : it->second.pic.sources) release_retained(src);  // never linked
   requests_.erase(it);
 }
 
@@ -227,11 +225,19 @@ std::vector<kv::BlockHash> Scheduler::tier_chain(const RequestState& r,
 
 void Scheduler::schedule_running(StepBuilder& b) {
   for (RequestKey key : running_) {
-    if (tokens_wanted(state(key)) == 1) ++b.decodes_left;
+    const RequestState& r = state(key);
+    if (r.relink.empty() && tokens_wanted(r) == 1) ++b.decodes_left;
   }
   // Admission order: an earlier request gets blocks first and is never preempted for a later one.
   for (size_t i = 0; i < running_.size(); ++i) {
     RequestState& r = state(running_[i]);
+    if (!r.relink.empty()) {  // a PIC link's recomputes come first (their blocks are held)
+      const int32_t n = std::min(static_cast<int32_t>(r.relink.size()), b.budget - b.decodes_left);
+      if (n <= 0) continue;
+      b.prefills.push_back(make_relink_seq(r, n));
+      b.budget -= n;
+      continue;
+    }
     const int32_t want = tokens_wanted(r);
     if (want == 0) continue;
     const bool decode = want == 1;
@@ -279,6 +285,8 @@ void Scheduler::preempt(StepBuilder& b, RequestKey key) {
   RequestState& r = state(key);
   kv_->free(key);
   for (InFlightChunk& c : r.in_flight) c.stale = true;
+  r.relink.clear();  // everything is recomputed, exactly
+  r.publish_limit = std::numeric_limits<int32_t>::max();
   r.num_computed = 0;
   r.num_scheduled = 0;
   r.phase = RequestPhase::kWaiting;
@@ -313,6 +321,12 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   // to recompute) are read by the transfer thread while the request waits as populating.
   int32_t recomputed = 0;
   const std::vector<kv::BlockHash> chain = tier_chain(r, hit, &recomputed);
+  if (!r.pic.chunks.empty()) {
+    const kv::PicLinkPlan link =
+        kv::plan_pic_link(len, hit.num_tokens, r.pic.chunks, r.pic.variant);
+    if (link.linked_end > hit.num_tokens && !r.preempted) return admit_linked(b, r, hit, link);
+    release_pic_sources(b, r);  // nothing to link: an ordinary admission
+  }
   const int32_t tier_start =
       hit.num_tokens + static_cast<int32_t>(chain.size()) * kv_->block_size();
   const auto table = kv_->allocate(r.key, reservation(tier_start), &hit);
@@ -352,6 +366,78 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   b.prefills.push_back(make_seq(r, n));
   b.budget -= n;
   return true;
+}
+
+void Scheduler::release_pic_sources(StepBuilder& b, RequestState& r) {
+  for (RequestKey src : r.pic.sources) b.plan.link_sources.push_back(src);
+  r.pic = PicState{};
+}
+
+bool Scheduler::admit_linked(StepBuilder& b, RequestState& r,
+                             const kv::KvCacheManager::PrefixHit& hit,
+                             const kv::PicLinkPlan& link) {
+  const int32_t len = r.num_tokens();
+  const int32_t bs = kv_->block_size();
+  // Every source must still hold its chunk (a compile request preempted at the end has none).
+  for (size_t i = 0; i < r.pic.chunks.size(); ++i) {
+    if (kv_->blocks_for(r.pic.chunks[i].len) >
+        static_cast<int32_t>(kv_->block_table(r.pic.sources[i]).size())) {
+      release_pic_sources(b, r);
+      return admit(b, r);
+    }
+  }
+  const int32_t end = link.linked_end;
+  const auto table = kv_->allocate(r.key, end + std::min(len - end, b.budget), &hit);
+  if (!table.has_value()) return false;
+  size_t c = 0;
+  for (int32_t p : link.linked) {
+    while (r.pic.chunks[c].start + r.pic.chunks[c].len <= p) ++c;
+    const int32_t j = p - r.pic.chunks[c].start;
+    const std::span<const kv::BlockId> src = kv_->block_table(r.pic.sources[c]);
+    b.plan.links.push_back(RowLink{src[static_cast<size_t>(j / bs)], j % bs,
+                                   (*table)[static_cast<size_t>(p / bs)], p % bs,
+                                   r.pic.chunks[c].start});
+  }
+  release_pic_sources(b, r);
+  const auto linked = static_cast<int32_t>(link.linked.size());
+  pic_tokens_linked_ += linked;
+  pic_tokens_recomputed_ += static_cast<int32_t>(link.recompute.size()) + (len - end);
+  if (!r.admitted_once) {
+    r.admitted_once = true;
+    r.num_cached_tokens = hit.num_tokens + linked;
+    kv_->record_prefix_query(len, hit.num_tokens);
+  }
+  waiting_.pop_front();
+  running_.push_back(r.key);
+  r.phase = RequestPhase::kRunning;
+  r.num_computed = end;
+  r.num_scheduled = end;
+  r.relink = link.recompute;
+  if (!link.linked.empty()) r.publish_limit = link.linked.front();
+  if (!r.relink.empty()) {
+    const int32_t n = std::min(static_cast<int32_t>(r.relink.size()), b.budget);
+    b.prefills.push_back(make_relink_seq(r, n));
+    b.budget -= n;
+  } else {
+    const int32_t n = std::min(len - end, b.budget);
+    b.prefills.push_back(make_seq(r, n));
+    b.budget -= n;
+  }
+  return true;
+}
+
+ScheduledSeq Scheduler::make_relink_seq(RequestState& r, int32_t n) {
+  ScheduledSeq s;
+  s.key = r.key;
+  s.positions.assign(r.relink.begin(), r.relink.begin() + n);
+  r.relink.erase(r.relink.begin(), r.relink.begin() + n);
+  s.start_pos = s.positions.front();
+  s.num_tokens = n;
+  for (int32_t p : s.positions) s.tokens.push_back(r.tokens[static_cast<size_t>(p)]);
+  const std::span<const kv::BlockId> table = kv_->block_table(r.key);
+  s.block_table.assign(table.begin(), table.end());
+  r.in_flight.push_back(InFlightChunk{s.start_pos, n, false, false, /*relink=*/true});
+  return s;
 }
 
 ScheduledSeq Scheduler::make_seq(RequestState& r, int32_t n) {
@@ -394,10 +480,11 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
       r.tokens.push_back(res->token);
       --r.num_pending_samples;
     }
-    if (c.stale) continue;  // preempted since: its KV is gone, the token above is still valid
+    if (c.stale || c.relink) continue;  // preempted since (KV gone), or below num_computed
     KEEL_CHECK(r.num_computed == c.start_pos);
     r.num_computed += c.num_tokens;
-    kv_->publish_full_blocks(r.key, r.tokens, r.num_computed, r.extra_key);
+    kv_->publish_full_blocks(r.key, r.tokens, std::min(r.num_computed, r.publish_limit),
+                             r.extra_key);
   }
 }
 
@@ -426,7 +513,7 @@ Status check_request(const RequestState& r) {
   int32_t pos = r.num_computed;
   for (const InFlightChunk& c : r.in_flight) {
     if (c.samples) ++samples;
-    if (c.stale) continue;
+    if (c.stale || c.relink) continue;
     if (c.start_pos != pos || c.num_tokens < 1) {
       return Status::internal(key_str(r.key) + ": in-flight chunks are not contiguous");
     }

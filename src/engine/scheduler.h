@@ -78,9 +78,17 @@ class Scheduler {
   // prompt + max_tokens over max_model_len, or more KV blocks than the whole pool. The engine
   // checks this before add().
   [[nodiscard]] Status validate_request(size_t num_prompt_tokens, int32_t max_tokens) const;
-  // Queues a new request (key unused so far; validate_request() must hold).
-  void add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens,
-           kv::BlockHash extra_key);
+  // Queues a new request (key unused so far; validate_request() must hold). With `pic` chunks
+  // (each compiled by a retained request, pic.sources): at admission the chunk positions after
+  // the prefix hit are linked from those tables (StepPlan::links, K re-rotated), the variant's
+  // positions are recomputed first (scattered seqs), then the rest as usual; the sources are
+  // released in the plan that reads them (StepPlan::link_sources) or when the request goes.
+  // A request preempted later recomputes everything (its link is not redone).
+  void add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens, kv::BlockHash extra_key,
+           PicState pic = {});
+  // Tokens linked from chunk caches and positions recomputed by links so far.
+  [[nodiscard]] int64_t pic_tokens_linked() const { return pic_tokens_linked_; }
+  [[nodiscard]] int64_t pic_tokens_recomputed() const { return pic_tokens_recomputed_; }
   // Removes a request wherever it is (waiting, prefilling, running) and frees its blocks now.
   // Unknown keys are ignored. finish() is the same for a request that completed.
   void abort(RequestKey key);
@@ -89,8 +97,6 @@ class Scheduler {
   // under `key` in the KV manager, outside every queue, until release_retained(key).
   void retain(RequestKey key);
   void release_retained(RequestKey key);
-  // Blocks held by retained requests.
-  [[nodiscard]] int64_t num_retained_blocks() const;
 
   // Plans the next step (see the policy above).
   [[nodiscard]] StepPlan schedule();
@@ -122,6 +128,13 @@ class Scheduler {
   int32_t reserve_running(StepBuilder& b, size_t idx, int32_t n, bool decode);
   void schedule_waiting(StepBuilder& b);
   bool admit(StepBuilder& b, RequestState& r);
+  // admit() for a request with PIC chunks whose link covers more than the prefix hit: blocks,
+  // row links, relink positions, first seq. False when its blocks do not fit.
+  bool admit_linked(StepBuilder& b, RequestState& r, const kv::KvCacheManager::PrefixHit& hit,
+                    const kv::PicLinkPlan& link);
+  // Hands r's PIC sources to the plan for release after its links (or drops the link).
+  void release_pic_sources(StepBuilder& b, RequestState& r);
+  ScheduledSeq make_relink_seq(RequestState& r, int32_t n);
   // Moves populating requests whose tier reads finished to running, with their promotions.
   void finish_populating(StepBuilder& b);
   // Hashes of the full blocks right after a block-aligned pool hit that a lower tier holds (up to
@@ -144,6 +157,8 @@ class Scheduler {
   double prefill_seconds_per_token_ = 0.0;
   int64_t tier_blocks_fetched_ = 0;
   int64_t tier_blocks_recomputed_ = 0;
+  int64_t pic_tokens_linked_ = 0;
+  int64_t pic_tokens_recomputed_ = 0;
   std::unordered_map<RequestKey, RequestState> requests_;
   std::deque<RequestKey> waiting_;    // FCFS; preempted requests go to the front
   std::vector<RequestKey> running_;   // admission order (oldest first)

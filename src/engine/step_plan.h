@@ -1,7 +1,7 @@
 // StepPlan: what the scheduler decided for one engine step, as plain data — the sequences to
 // compute (decodes first, then prefill chunks, FCFS), the requests it preempted and the KV block
-// work to perform before the forward pass: demotions to the lower tiers, copy-on-write copies and
-// promotions from the tiers, in that order. SeqResult carries a sampled token
+// work to perform before the forward pass: demotions to the lower tiers, copy-on-write copies,
+// promotions from the tiers and PIC row links, in that order. SeqResult carries a sampled token
 // back into Scheduler::update().
 //
 // Invariants (of a plan returned by Scheduler::schedule()): num_tokens() ≤ max_batched_tokens;
@@ -35,6 +35,22 @@ struct ScheduledSeq {
   std::vector<int32_t> tokens;  // [num_tokens] token ids at those positions; kPlaceholderToken
                                 // where an earlier step's sample is not known yet
   std::vector<kv::BlockId> block_table;  // snapshot: KV blocks of positions [0, ...)
+  // Explicit positions (ascending) when the seq recomputes scattered positions of a PIC link;
+  // empty = [start_pos, start_pos + num_tokens). Such a seq never samples.
+  std::vector<int32_t> positions;
+  [[nodiscard]] int32_t position(int32_t i) const {
+    return positions.empty() ? start_pos + i : positions[static_cast<size_t>(i)];
+  }
+};
+
+// A PIC link's row copy: a chunk-local K/V row of every layer into a request's block at the
+// chunk's real position, K rotated by delta (model::move_kv_rows).
+struct RowLink {
+  kv::BlockId src_block = 0;
+  int32_t src_row = 0;
+  kv::BlockId dst_block = 0;
+  int32_t dst_row = 0;
+  int32_t delta = 0;
 };
 
 // A block filled from a lower KV tier (T1/T2) at admission: its payload is copied into the pool
@@ -52,7 +68,10 @@ struct StepPlan {
   // Cached blocks this schedule() evicted from the pool (with tiers only): copied down to the
   // tiers first, before copies and promotions may overwrite them.
   std::vector<kv::EvictedCachedBlock> demotions;
-  std::vector<Promotion> promotions;          // blocks to fill from the tiers, after the copies
+  std::vector<Promotion> promotions;  // blocks to fill from the tiers, after the copies
+  std::vector<RowLink> links;         // PIC row copies, after the promotions
+  // Compiled-chunk requests whose retained blocks the links read: released once they are done.
+  std::vector<RequestKey> link_sources;
   [[nodiscard]] int32_t num_tokens() const {  // tokens computed this step
     int32_t n = 0;
     for (const ScheduledSeq& s : seqs) n += s.num_tokens;

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/pic.h"
 #include "kv/tier_store.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
@@ -40,6 +41,11 @@ struct GenerationRequest {
   // same id is replaced.
   std::string retain_as;
   int64_t retain_ms = 0;
+  // EPIC: spans of prompt_tokens that are position-independent chunks (each usually starting
+  // with its own BOS): their KV is computed alone, cached by their own tokens, and linked at
+  // their real positions. pic_link: the variant (unset = EngineConfig::pic_link).
+  std::vector<kv::PicChunk> pic_chunks;
+  std::optional<kv::PicVariant> pic_link;
 };
 
 struct TokenEvent {
@@ -81,6 +87,9 @@ struct EngineStats {
   int64_t tier_demotions_dropped = 0;  // evicted blocks not cached: the demotion queue was full
   int32_t num_context_caches = 0;      // pinned context caches (retain_as)
   int64_t context_cache_blocks = 0;    // KV blocks they hold
+  int64_t pic_requests = 0;            // requests linked from PIC chunk caches
+  int64_t pic_tokens_linked = 0;       // prompt tokens copied from chunk caches
+  int64_t pic_tokens_recomputed = 0;   // prompt tokens those requests computed
 };
 
 }  // namespace keel::engine

@@ -1,0 +1,163 @@
+// EPIC through the engine with a real model (stories260K): a request whose prompt holds
+// position-independent chunks has them compiled by internal requests (cached by their own
+// tokens), linked at their real positions and repaired per its variant. LegoLink with k ≥ every
+// chunk equals full recompute (also with a tiny token budget that splits the recomputes across
+// steps, and without schedule-ahead); naive linking gives what the direct pic_prefill gives; a
+// repeated chunk in another order is found in the chunk cache; every compiled table is released
+// (KV usage back to 0), also when the request is aborted while its chunks compile; bad chunk
+// spans and CacheBlend are refused at submit.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/thread_pool.h"
+#include "engine/pic_prefill.h"
+#include "engine_test_util.h"
+
+namespace keel::engine {
+namespace {
+
+struct PicPrompt {
+  std::vector<int32_t> tokens;
+  std::vector<kv::PicChunk> chunks;
+};
+
+class EnginePicTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KEEL_REQUIRE_SHARED();
+    model_ = load_stories();
+    ASSERT_NE(model_, nullptr);
+    auto e = Engine::start(*model_, base_config());
+    ASSERT_TRUE(e.ok());
+    for (int32_t first : {403, 300, 350, 420}) {  // story chunks: BOS, a word, greedy text
+      std::vector<int32_t> c = {1, first};
+      for (int32_t t : run_one(**e, greedy(c, 24 + first % 9))) c.push_back(t);
+      chunks_.push_back(c);
+    }
+  }
+  // Chunks in `order`, then a 5-token query.
+  PicPrompt prompt(std::vector<int> order) const {
+    PicPrompt p;
+    for (int i : order) {
+      p.chunks.push_back({static_cast<int32_t>(p.tokens.size()),
+                          static_cast<int32_t>(chunks_[static_cast<size_t>(i)].size())});
+      p.tokens.insert(p.tokens.end(), chunks_[static_cast<size_t>(i)].begin(),
+                      chunks_[static_cast<size_t>(i)].end());
+    }
+    for (int32_t t : {403, 407, 261, 378, 300}) p.tokens.push_back(t);
+    return p;
+  }
+  static GenerationRequest pic_request(const PicPrompt& p, const char* variant) {
+    GenerationRequest r = greedy(p.tokens, 8);
+    r.pic_chunks = p.chunks;
+    r.pic_link = *kv::PicVariant::parse(variant);
+    return r;
+  }
+  std::unique_ptr<model::Model> model_;
+  std::vector<std::vector<int32_t>> chunks_;
+};
+
+TEST_F(EnginePicTest, LegoLinkOverWholeChunksEqualsFullRecompute) {
+  const PicPrompt p = prompt({0, 1, 2});
+  for (const bool ahead : {true, false}) {
+    for (const int32_t budget : {512, 16}) {
+      SCOPED_TRACE(::testing::Message() << "schedule-ahead " << ahead << ", budget " << budget);
+      EngineConfig c = base_config();
+      c.schedule_ahead = ahead;
+      c.scheduler.max_batched_tokens = budget;
+      auto e = Engine::start(*model_, c);
+      ASSERT_TRUE(e.ok());
+      const std::vector<int32_t> full = run_one(**e, greedy(p.tokens, 8));
+      GenerationRequest r = pic_request(p, "legolink-64");
+      r.cache_salt = "other";  // no prefix hit on the full run's blocks
+      EXPECT_EQ(run_one(**e, r), full);
+      const EngineStats s = (*e)->stats();
+      EXPECT_EQ(s.pic_requests, 1);
+      EXPECT_EQ(s.pic_tokens_linked, p.chunks[0].len);  // only the leading chunk stays linked
+      EXPECT_EQ(s.pic_tokens_recomputed, static_cast<int64_t>(p.tokens.size()) - p.chunks[0].len);
+      EXPECT_TRUE(eventually([&] { return (*e)->stats().kv_usage == 0.0f; }));
+    }
+  }
+}
+
+TEST_F(EnginePicTest, NaiveLinkMatchesTheDirectComputationAndReusesChunks) {
+  auto e = Engine::start(*model_, base_config());
+  ASSERT_TRUE(e.ok());
+  Engine& engine = **e;
+  const PicPrompt p = prompt({2, 0, 1});
+  // The direct computation of the same link: its first greedy token.
+  ThreadPool pool(1);
+  kernels::Ops ops(base_config().isa, &pool);
+  model::Context ctx(*model_, 256);
+  auto kv =
+      model::KvStorage::create(model::KvLayout::for_model(model_->hparams(), 16, DType::kF32), 64);
+  ASSERT_TRUE(kv.ok());
+  std::vector<std::vector<int32_t>> tables;
+  int32_t next = 0;
+  for (const kv::PicChunk& c : p.chunks) {
+    tables.push_back({next, next + 1, next + 2});
+    next += 3;
+    const std::span<const int32_t> toks(p.tokens.data() + c.start, static_cast<size_t>(c.len));
+    ASSERT_TRUE(compile_chunk(ctx, *kv, ops, toks, tables.back()).ok());
+  }
+  std::vector<int32_t> seq_table(10);
+  std::iota(seq_table.begin(), seq_table.end(), next);
+  std::vector<float> logits;
+  ASSERT_TRUE(pic_prefill(*model_, ctx, *kv, ops, p.tokens, p.chunks, tables, seq_table,
+                          *kv::PicVariant::parse("naive"), &logits, nullptr)
+                  .ok());
+  const auto direct_first =
+      static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
+
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine.submit(pic_request(p, "naive"), sink).ok());
+  const std::vector<int32_t> out = sink->wait();
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out[0], direct_first);
+  int64_t chunk_tokens = 0;
+  for (const kv::PicChunk& c : p.chunks) chunk_tokens += c.len;
+  EXPECT_EQ(engine.stats().pic_tokens_linked, chunk_tokens);
+  EXPECT_EQ(engine.stats().pic_tokens_recomputed, 5);  // the query only
+  EXPECT_EQ(sink->cached(), chunk_tokens);             // usage reports linked tokens as cached
+  // The same chunks in another order: compiled chunks come from the chunk cache (whole blocks).
+  const int64_t hits = engine.stats().prefix_hits_tokens;
+  run_one(engine, pic_request(prompt({1, 2, 0}), "naive"));
+  EXPECT_GE(engine.stats().prefix_hits_tokens - hits, 3 * 16);
+  EXPECT_TRUE(eventually([&] { return engine.stats().kv_usage == 0.0f; }));
+}
+
+TEST_F(EnginePicTest, AbortWhileCompilingAndBadRequests) {
+  EngineConfig c = base_config();
+  c.scheduler.max_batched_tokens = 16;  // compiles take several steps
+  auto e = Engine::start(*model_, c);
+  ASSERT_TRUE(e.ok());
+  Engine& engine = **e;
+  auto sink = std::make_shared<CollectingSink>();
+  auto key = engine.submit(pic_request(prompt({0, 1, 2, 3}), "legolink-2"), sink);
+  ASSERT_TRUE(key.ok());
+  engine.abort(*key);
+  sink->wait();
+  EXPECT_EQ(sink->finish(), FinishReason::kAbort);
+  EXPECT_TRUE(eventually([&] {
+    const EngineStats s = engine.stats();
+    return s.kv_usage == 0.0f && s.num_running == 0 && s.num_waiting == 0;
+  }));
+  // The engine still serves PIC requests afterwards.
+  EXPECT_EQ(run_one(engine, pic_request(prompt({0}), "naive")).size(), 8u);
+
+  GenerationRequest bad = pic_request(prompt({0, 1}), "naive");
+  bad.pic_chunks[1].start = 3;  // overlaps chunk 0
+  EXPECT_EQ(engine.submit(bad, std::make_shared<CollectingSink>()).error().code(),
+            StatusCode::kInvalidArgument);
+  GenerationRequest blend = pic_request(prompt({0, 1}), "naive");
+  blend.pic_link = *kv::PicVariant::parse("cacheblend-15");
+  EXPECT_EQ(engine.submit(blend, std::make_shared<CollectingSink>()).error().code(),
+            StatusCode::kInvalidArgument);
+  EngineConfig cb = base_config();
+  cb.pic_link = *kv::PicVariant::parse("cacheblend-15");
+  EXPECT_FALSE(Engine::start(*model_, cb).ok());
+}
+
+}  // namespace
+}  // namespace keel::engine
