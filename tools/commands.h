@@ -64,6 +64,8 @@ struct ServeOptions {
   std::string kv_type = "f32";  // f32 | f16
   bool no_prefix_cache = false;
   bool no_schedule_ahead = false;
+  std::string pic = "marked";            // off | marked | auto: PIC chunks in chat prompts
+  std::string pic_link = "legolink-16";  // full | naive | legolink-K
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
 };

@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "core/log.h"
+#include "kv/pic.h"
 
 namespace {
 
@@ -135,6 +136,20 @@ int main(int argc, char** argv) {
   serve_cmd->add_flag("--no-prefix-cache", serve.no_prefix_cache, "Disable prefix caching");
   serve_cmd->add_flag("--no-schedule-ahead", serve.no_schedule_ahead,
                       "Plan each step only after the previous one finished");
+  serve_cmd
+      ->add_option("--pic", serve.pic,
+                   "Position-independent chunks in chat prompts: off, marked (parts with "
+                   "cache_control position_independent) or auto (also every message before the "
+                   "last user message)")
+      ->check(CLI::IsMember({"off", "marked", "auto"}));
+  serve_cmd
+      ->add_option("--pic-link", serve.pic_link,
+                   "How PIC chunks are linked: full, naive or legolink-K")
+      ->check([](const std::string& text) -> std::string {
+        const auto v = keel::kv::PicVariant::parse(text);
+        if (v.ok() && v->mode != keel::kv::PicMode::kCacheBlend) return {};
+        return "expected full, naive or legolink-K (K in [0, 4096])";
+      });
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")

@@ -54,6 +54,7 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
   c.threads = compute.threads;
   c.isa = compute.isa;
   c.eog_token_ids.assign(tok.eog_ids().begin(), tok.eog_ids().end());
+  if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
   return c;
 }
 
@@ -67,6 +68,7 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   if (random_weights) c.model_description = "random weights (keel's built-in default model)";
   c.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
   c.io_threads = o.io_threads;
+  c.pic_mode = o.pic;
   return c;
 }
 

@@ -487,7 +487,8 @@ bool Engine::launch(StepPlan& plan) {
     Active& a = active_.at(s.key);
     if (a.num_cached_tokens < 0 &&
         !a.internal) {  // first time scheduled: the prefix hit is its start
-      a.num_cached_tokens = s.start_pos;
+      const RequestState* r = scheduler_.find(s.key);
+      a.num_cached_tokens = r != nullptr ? r->num_cached_tokens : s.start_pos;
       num_waiting_.fetch_sub(1);
       metrics_.request_queue_time_seconds.observe(seconds_between(a.arrival_ns, t));
     }

@@ -127,6 +127,8 @@ engine::GenerationRequest GenerationRun::make_request(const Slot& slot) const {
   r.ignore_eos = spec_.ignore_eos;
   r.stop_token_ids = spec_.stop_token_ids;
   r.cache_salt = spec_.cache_salt;
+  r.pic_chunks = p.pic_chunks;
+  r.pic_link = spec_.pic_link;
   return r;
 }
 

@@ -170,6 +170,16 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
     }
     spec->cache_id = std::move(*s);
   }
+  s.reset();
+  KEEL_API_TRY(read_string(body, "pic_link", &s));
+  if (s) {
+    Result<kv::PicVariant> v = kv::PicVariant::parse(*s);
+    if (!v.ok() || v->mode == kv::PicMode::kCacheBlend) {
+      return ApiError::bad_request(
+          "`pic_link` must be \"full\", \"naive\" or \"legolink-K\" (K in [0, 4096])", "pic_link");
+    }
+    spec->pic_link = *v;
+  }
   return std::nullopt;
 }
 

@@ -10,6 +10,8 @@
 //   - `stream_options` without `stream: true` is a 400; usage is streamed only when
 //     stream_options.include_usage is true.
 //   - `cache_id` (keel extension): a context cache id from POST /v1/caches, 1-128 bytes.
+//   - `pic_link` (keel extension): "full", "naive" or "legolink-K" for this request's
+//     position-independent chunks (chat parts with cache_control position_independent).
 //
 // Thread safety: pure functions over their arguments.
 #pragma once
@@ -21,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kv/pic.h"
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
 #include "server/chat_formatter.h"
@@ -56,6 +59,7 @@ struct GenerationSpec {
   bool echo = false;           // completions: prepend the prompt text
   std::string cache_salt;
   std::string cache_id;  // a context cache (POST /v1/caches) to extend; resolved by the router
+  std::optional<kv::PicVariant> pic_link;  // `pic_link` (keel extension): how PIC chunks link
   // Completions with cache_id: the cache's tokens, placed before every prompt (whose text is then
   // tokenized without special tokens). Chat caches prepend their messages instead.
   std::vector<int32_t> prefix_tokens;

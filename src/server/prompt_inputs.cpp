@@ -6,12 +6,35 @@
 
 #include "server/generation_request.h"
 #include "server/json_fields.h"
+#include "server/pic_segments.h"
 
 namespace keel::server {
 namespace {
 
 constexpr std::array<std::string_view, 5> kRoles = {"system", "developer", "user", "assistant",
                                                     "tool"};
+
+ApiError reserved_marker(const std::string& param) {
+  return ApiError::bad_request(fmt::format("`{}` contains keel's reserved PIC marker", param),
+                               param);
+}
+
+// A part's `cache_control`: {"type": "position_independent"} marks it as a PIC chunk;
+// {"type": "ephemeral"} (Anthropic's prompt caching) is accepted and changes nothing.
+ApiResult<bool> position_independent(const Json& part, const std::string& part_param) {
+  const Json* cc = field(part, "cache_control");
+  if (cc == nullptr) return false;
+  const std::string param = part_param + ".cache_control";
+  if (!cc->is_object()) return type_error(param, "an object", *cc);
+  const Json* type = field(*cc, "type");
+  if (type != nullptr && type->is_string()) {
+    if (type->get<std::string>() == "position_independent") return true;
+    if (type->get<std::string>() == "ephemeral") return false;
+  }
+  return ApiError::bad_request(
+      fmt::format("`{}.type` must be \"position_independent\" or \"ephemeral\"", param),
+      param + ".type");
+}
 
 // `content`: a string, null (assistant/tool only) or an array of {"type":"text","text":...}.
 ApiResult<std::string> parse_content(const Json& msg, const std::string& where,
@@ -23,7 +46,10 @@ ApiResult<std::string> parse_content(const Json& msg, const std::string& where,
     return ApiError::bad_request(fmt::format("`{}` is required for role \"{}\"", param, role),
                                  param);
   }
-  if (content->is_string()) return content->get<std::string>();
+  if (content->is_string()) {
+    if (has_pic_marks(content->get_ref<const std::string&>())) return reserved_marker(param);
+    return content->get<std::string>();
+  }
   if (!content->is_array())
     return type_error(param, "a string or an array of content parts", *content);
   std::string text;
@@ -47,8 +73,11 @@ ApiResult<std::string> parse_content(const Json& msg, const std::string& where,
       return ApiError::bad_request(fmt::format("`{}.text` must be a string", part_param),
                                    part_param + ".text");
     }
+    if (has_pic_marks(t->get_ref<const std::string&>())) return reserved_marker(part_param);
+    ApiResult<bool> pic = position_independent(part, part_param);
+    if (!pic.ok()) return pic.error();
     if (j > 0) text += '\n';
-    text += t->get<std::string>();
+    text += pic.value() ? mark_pic(t->get<std::string>()) : t->get<std::string>();
   }
   return text;
 }
@@ -72,6 +101,7 @@ ApiResult<ChatMessage> parse_message(const Json& msg, size_t i) {
   }
   ApiResult<std::string> content = parse_content(msg, where, out.role);
   if (!content.ok()) return content.error();
+
   out.content = std::move(content.value());
   std::optional<std::string> name, tool_call_id;
   KEEL_API_TRY(read_string(msg, "name", &name));

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "server/pic_segments.h"
+
 namespace keel::server {
 
 ApiError context_length_error(ApiKind kind, int64_t max_model_len, int64_t prompt_tokens,
@@ -23,18 +25,49 @@ ApiError context_length_error(ApiKind kind, int64_t max_model_len, int64_t promp
   return ApiError::bad_request(std::move(message), what, "context_length_exceeded");
 }
 
+std::vector<ChatMessage> pic_marked_messages(const ServerContext& ctx,
+                                             const std::vector<ChatMessage>& messages) {
+  std::vector<ChatMessage> out = messages;
+  if (ctx.config.pic_mode == "off") {
+    for (ChatMessage& m : out) m.content = strip_pic_marks(m.content);
+  } else if (ctx.config.pic_mode == "auto") {
+    size_t last_user = 0;
+    for (size_t i = 0; i < out.size(); ++i) {
+      if (out[i].role == "user") last_user = i;
+    }
+    for (size_t i = 0; i < last_user; ++i) {
+      if (!has_pic_marks(out[i].content) && !out[i].content.empty()) {
+        out[i].content = mark_pic(out[i].content);
+      }
+    }
+  }
+  return out;
+}
+
 PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& spec) {
   PreparedPrompts out;
   const tokenizer::Tokenizer& tok = *ctx.deps.tokenizer;
   if (spec.kind == ApiKind::kChat) {
-    Result<std::string> text = ctx.deps.chat(spec.messages, spec.add_generation_prompt);
+    const std::vector<ChatMessage> messages = pic_marked_messages(ctx, spec.messages);
+    Result<std::string> text = ctx.deps.chat(messages, spec.add_generation_prompt);
     if (!text.ok()) {
       out.error = ApiError::from_status(text.error(), "messages");
       return out;
     }
     PreparedPrompt p;
-    p.tokens = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
-    p.text = std::move(text.value());
+    if (has_pic_marks(*text)) {
+      Result<PicTokens> pic = tokenize_pic(tok, *text);
+      if (!pic.ok()) {
+        out.error = ApiError::from_status(pic.error(), "messages");
+        return out;
+      }
+      p.tokens = std::move(pic->tokens);
+      p.pic_chunks = std::move(pic->chunks);
+      p.text = strip_pic_marks(*text);
+    } else {
+      p.tokens = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+      p.text = std::move(text.value());
+    }
     out.prompts.push_back(std::move(p));
   } else {
     for (const PromptInput& in : spec.prompts) {

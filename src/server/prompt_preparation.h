@@ -1,5 +1,6 @@
 // Prompt preparation for a generation request, off the engine thread: chat messages go through
-// the ChatFormatter and are tokenized (add_special, parse_special); completion prompts are
+// the ChatFormatter and are tokenized (add_special, parse_special; with position-independent
+// parts, piece by piece — pic_segments.h); completion prompts are
 // tokenized the same way or taken as given ids (after spec.prefix_tokens, a context cache's,
 // when set: the text is then tokenized without special tokens). Then each prompt's token budget is
 // fixed: explicit max_tokens must fit (prompt + max_tokens ≤ max_model_len, else 400
@@ -21,9 +22,10 @@
 namespace keel::server {
 
 struct PreparedPrompt {
-  std::vector<int32_t> tokens;  // non-empty
-  std::string text;             // the prompt as text (for echo)
-  int32_t max_tokens = 0;       // ≥ 1
+  std::vector<int32_t> tokens;           // non-empty
+  std::string text;                      // the prompt as text (for echo)
+  int32_t max_tokens = 0;                // ≥ 1
+  std::vector<kv::PicChunk> pic_chunks;  // position-independent spans of `tokens` (chat)
 };
 
 struct PreparedPrompts {  // default-constructible (crosses a co_spawn)
@@ -32,6 +34,11 @@ struct PreparedPrompts {  // default-constructible (crosses a co_spawn)
 };
 
 PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& spec);
+
+// The messages as the template should see them under ctx.config.pic_mode: marks stripped
+// ("off"), kept ("marked"), or added to every message before the last user message ("auto").
+std::vector<ChatMessage> pic_marked_messages(const ServerContext& ctx,
+                                             const std::vector<ChatMessage>& messages);
 
 // The 400 for a prompt that does not fit (exposed for tests). max_tokens nullopt: the chat
 // default (rest of the context) had no room at all.

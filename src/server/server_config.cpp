@@ -52,6 +52,9 @@ Status ServerConfig::validate() const {
   if (shutdown_timeout_ms < 0) {
     return bad("shutdown_timeout_ms", std::to_string(shutdown_timeout_ms), ">= 0");
   }
+  if (pic_mode != "off" && pic_mode != "marked" && pic_mode != "auto") {
+    return bad("pic_mode", pic_mode, "off, marked or auto");
+  }
   return Status();
 }
 

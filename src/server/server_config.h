@@ -55,6 +55,11 @@ struct ServerConfig {
   // shutdown() waits this long for open connections to finish before stopping the io threads.
   int64_t shutdown_timeout_ms = 5'000;
 
+  // Position-independent chunks in chat prompts (EPIC): "marked" honours content parts marked
+  // cache_control position_independent; "auto" also marks every message before the last user
+  // message; "off" ignores the marks.
+  std::string pic_mode = "marked";
+
   // Ok, or InvalidArgument naming the first bad field and its value.
   [[nodiscard]] Status validate() const;
 };

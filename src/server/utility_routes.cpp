@@ -4,6 +4,8 @@
 
 #include "server/json_fields.h"
 #include "server/metrics_text.h"
+#include "server/pic_segments.h"
+#include "server/prompt_preparation.h"
 #include "server/response_builder.h"
 #include "server/router.h"
 
@@ -41,7 +43,9 @@ ApiResult<std::vector<int32_t>> tokenize_body(const ServerContext& ctx, const Js
     if (!parsed.ok()) return parsed.error();
     if (!ctx.deps.chat)
       return ApiError::bad_request("This server has no chat template.", "messages");
-    Result<std::string> formatted = ctx.deps.chat(parsed.value(), add_generation_prompt);
+    Result<std::string> formatted =
+        ctx.deps.chat(pic_marked_messages(ctx, parsed.value()), add_generation_prompt);
+    if (formatted.ok()) formatted = strip_pic_marks(*formatted);
     if (!formatted.ok()) return ApiError::from_status(formatted.error(), "messages");
     text = std::move(formatted.value());
   }

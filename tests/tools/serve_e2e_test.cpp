@@ -305,5 +305,41 @@ TEST_F(StoriesServer, ContextCacheByIdIsReusedThenDeleted) {
   EXPECT_EQ(gone.status, 404) << gone.body;
 }
 
+TEST_F(StoriesServer, PositionIndependentChunksAreLinked) {
+  const std::vector<std::string> docs = {
+      "Lily went to the park. She saw a big red ball and played with it all day long.",
+      "Tom had a little dog. The dog liked to run and jump in the garden with Tom.",
+      "Sue found a shiny box under the tree. Inside the box there was a small toy car."};
+  auto chat = [&](const std::vector<int>& order, const std::string& link, const std::string& salt) {
+    json parts = json::array();
+    for (int i : order) {
+      parts.push_back({{"type", "text"},
+                       {"text", docs[static_cast<size_t>(i)]},
+                       {"cache_control", {{"type", "position_independent"}}}});
+    }
+    const json body = {
+        {"messages", json::array({json{{"role", "system"}, {"content", parts}},
+                                  json{{"role", "user"}, {"content", "Who had a dog?"}}})},
+        {"max_tokens", 8},
+        {"temperature", 0},
+        {"pic_link", link},
+        {"cache_salt", salt}};
+    const HttpResponse r = http_request(port(), "POST", "/v1/chat/completions", body.dump());
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body, nullptr, false);
+  };
+  // LegoLink recomputing whole chunks gives full recompute's output (separate salts: no prefix
+  // hits between the runs).
+  const json full = chat({0, 1, 2}, "full", "a");
+  const json lego = chat({0, 1, 2}, "legolink-4096", "b");
+  EXPECT_EQ(lego["choices"][0]["message"]["content"], full["choices"][0]["message"]["content"]);
+  // Naive: the chunks are linked (other orders reuse the compiled chunks).
+  const double linked = metric(port(), "keel:pic_tokens_linked_total");
+  const json naive = chat({2, 0, 1}, "naive", "c");
+  EXPECT_GT(naive["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 40);
+  EXPECT_GT(metric(port(), "keel:pic_tokens_linked_total"), linked + 40);
+  EXPECT_GE(metric(port(), "keel:pic_requests_total"), 2);
+}
+
 }  // namespace
 }  // namespace keel::testing
