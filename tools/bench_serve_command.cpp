@@ -80,6 +80,7 @@ Result<loadgen::BenchServeConfig> to_config(const BenchServeOptions& o) {
   c.request_timeout_s = o.request_timeout_s;
   loadgen::WorkloadConfig& w = c.workload;
   w.dataset = o.dataset == "shared-prefix" ? loadgen::DatasetKind::kSharedPrefix
+              : o.dataset == "rag"         ? loadgen::DatasetKind::kRag
                                            : loadgen::DatasetKind::kRandom;
   const bool chat = loadgen::api_kind_for(o.endpoint) == loadgen::ApiKind::kChatCompletions;
   const bool text = o.prompt_format == "text" || (o.prompt_format == "auto" && chat);
@@ -91,6 +92,10 @@ Result<loadgen::BenchServeConfig> to_config(const BenchServeOptions& o) {
   w.num_groups = o.num_groups;
   w.prefix_len = o.prefix_len;
   w.suffix_len = o.suffix_len;
+  w.rag_num_docs = o.rag_num_docs;
+  w.rag_docs_per_request = o.rag_docs_per_request;
+  w.rag_doc_len = o.rag_doc_len;
+  w.rag_question_len = o.rag_question_len;
   w.vocab_size = o.vocab_size;
   w.min_token_id = o.min_token_id;
   w.seed = o.seed;

@@ -26,8 +26,8 @@ void add_bench_serve_options(CLI::App* cmd, keel::cli::BenchServeOptions* o) {
   cmd->add_option("--model", o->model, "Model name (default: the first of GET /v1/models)");
   cmd->add_option("--api-key", o->api_key, "Bearer token (default: $OPENAI_API_KEY)");
   cmd->add_option("--header", o->headers, "Extra request header Name=value (repeatable)");
-  cmd->add_option("--dataset-name", o->dataset, "Workload")
-      ->check(CLI::IsMember({"random", "shared-prefix"}));
+  cmd->add_option("--dataset-name,--workload", o->dataset, "Workload")
+      ->check(CLI::IsMember({"random", "shared-prefix", "rag"}));
   cmd->add_option("--prompt-format", o->prompt_format,
                   "token-ids or text (auto: token ids for completions, text for chat)")
       ->check(CLI::IsMember({"auto", "token-ids", "text"}));
@@ -38,6 +38,11 @@ void add_bench_serve_options(CLI::App* cmd, keel::cli::BenchServeOptions* o) {
   cmd->add_option("--vocab-size", o->vocab_size, "Token ids are drawn below this");
   cmd->add_option("--min-token-id", o->min_token_id, "Token ids are drawn from here up");
   cmd->add_option("--num-groups", o->num_groups, "shared-prefix: number of distinct prefixes");
+  cmd->add_option("--rag-num-docs", o->rag_num_docs, "rag: documents in the pool");
+  cmd->add_option("--rag-docs-per-request", o->rag_docs_per_request,
+                  "rag: documents per request, in random order");
+  cmd->add_option("--rag-doc-len", o->rag_doc_len, "rag: words per document");
+  cmd->add_option("--rag-question-len", o->rag_question_len, "rag: words of the question");
   cmd->add_option("--prefix-len", o->prefix_len, "shared-prefix: tokens (words) per prefix");
   cmd->add_option("--suffix-len", o->suffix_len, "shared-prefix: unique tokens (words) after it");
   cmd->add_option("--num-prompts", o->num_prompts, "Requests to send");

@@ -80,7 +80,21 @@ Result<std::string> build_request_body(const PromptSpec& prompt, const RequestBo
   try {
     json body = json::object();
     body["model"] = opts.model;
-    if (chat) {
+    if (!prompt.documents.empty()) {
+      if (!chat) {
+        return Status::invalid_argument(
+            "the rag workload needs a chat endpoint "
+            "(--endpoint /v1/chat/completions)");
+      }
+      json parts = json::array();
+      for (const std::string& d : prompt.documents) {
+        parts.push_back(
+            {{"type", "text"}, {"text", d}, {"cache_control", {{"type", "position_independent"}}}});
+      }
+      body["messages"] = json::array({{{"role", "system"}, {"content", std::move(parts)}},
+                                      {{"role", "user"}, {"content", prompt.text}}});
+      body["max_completion_tokens"] = prompt.output_len;
+    } else if (chat) {
       body["messages"] = json::array({{{"role", "user"}, {"content", prompt.text}}});
       body["max_completion_tokens"] = prompt.output_len;
     } else if (!prompt.token_ids.empty()) {

@@ -60,6 +60,11 @@ json config_json(const BenchServeConfig& c) {
   };
   if (w.dataset == DatasetKind::kRandom) {
     j["input_len"] = w.input_len;
+  } else if (w.dataset == DatasetKind::kRag) {
+    j["rag_num_docs"] = w.rag_num_docs;
+    j["rag_docs_per_request"] = w.rag_docs_per_request;
+    j["rag_doc_len"] = w.rag_doc_len;
+    j["rag_question_len"] = w.rag_question_len;
   } else {
     j["num_groups"] = w.num_groups;
     j["prefix_len"] = w.prefix_len;

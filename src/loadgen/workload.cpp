@@ -96,6 +96,27 @@ std::vector<PromptSpec> shared_prefix_prompts(const WorkloadConfig& c, Rng& rng)
   return out;
 }
 
+std::vector<PromptSpec> rag_prompts(const WorkloadConfig& c, Rng& rng) {
+  std::vector<std::string> docs(static_cast<size_t>(c.rag_num_docs));
+  for (std::string& d : docs) append_words(rng, c.rag_doc_len, &d);
+  std::vector<PromptSpec> out(static_cast<size_t>(c.num_prompts));
+  std::vector<int64_t> pool(docs.size());
+  for (PromptSpec& p : out) {
+    for (size_t i = 0; i < pool.size(); ++i) pool[i] = static_cast<int64_t>(i);
+    // A partial Fisher-Yates shuffle: the first M entries are M distinct documents in random order.
+    for (int64_t i = 0; i < c.rag_docs_per_request; ++i) {
+      const auto j = static_cast<size_t>(rng.uniform_int(i, static_cast<int64_t>(pool.size()) - 1));
+      std::swap(pool[static_cast<size_t>(i)], pool[j]);
+      p.doc_ids.push_back(pool[static_cast<size_t>(i)]);
+      p.documents.push_back(docs[static_cast<size_t>(pool[static_cast<size_t>(i)])]);
+    }
+    p.output_len = draw_len(rng, c.output_len, c.range_ratio, 1);
+    append_words(rng, c.rag_question_len, &p.text);
+    p.prompt_len = c.rag_docs_per_request * c.rag_doc_len + c.rag_question_len;
+  }
+  return out;
+}
+
 Status check_len(const char* name, int64_t v, int64_t min) {
   if (v < min || v > kMaxLen) {
     return Status::invalid_argument(std::string(name) + " must be in [" + std::to_string(min) +
@@ -112,6 +133,8 @@ std::string_view dataset_kind_name(DatasetKind kind) {
       return "random";
     case DatasetKind::kSharedPrefix:
       return "shared-prefix";
+    case DatasetKind::kRag:
+      return "rag";
   }
   return "?";
 }
@@ -138,6 +161,21 @@ Status WorkloadConfig::validate() const {
   KEEL_TRY(check_len("output-len", output_len, 1));
   if (dataset == DatasetKind::kRandom) {
     KEEL_TRY(check_len("input-len", input_len, 1));
+  } else if (dataset == DatasetKind::kRag) {
+    KEEL_TRY(check_len("rag-doc-len", rag_doc_len, 1));
+    KEEL_TRY(check_len("rag-question-len", rag_question_len, 1));
+    if (rag_num_docs < 1 || rag_num_docs > 1'000'000) {
+      return Status::invalid_argument("rag-num-docs must be in [1, 1000000], got " +
+                                      std::to_string(rag_num_docs));
+    }
+    if (rag_docs_per_request < 1 || rag_docs_per_request > rag_num_docs) {
+      return Status::invalid_argument(
+          "rag-docs-per-request must be in [1, rag-num-docs=" + std::to_string(rag_num_docs) +
+          "], got " + std::to_string(rag_docs_per_request));
+    }
+    if (format != PromptFormat::kText) {
+      return Status::invalid_argument("the rag workload sends text (use --prompt-format text)");
+    }
   } else {
     KEEL_TRY(check_len("prefix-len", prefix_len, 0));
     KEEL_TRY(check_len("suffix-len", suffix_len, 1));
@@ -165,6 +203,8 @@ Result<std::vector<PromptSpec>> generate_workload(const WorkloadConfig& config) 
       return random_prompts(config, rng);
     case DatasetKind::kSharedPrefix:
       return shared_prefix_prompts(config, rng);
+    case DatasetKind::kRag:
+      return rag_prompts(config, rng);
   }
   return Status::internal("unknown dataset kind");
 }

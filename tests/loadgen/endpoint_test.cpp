@@ -89,5 +89,18 @@ TEST(EndpointTest, TokenIdsCannotGoToChat) {
   EXPECT_NE(body.error().message().find("--prompt-format text"), std::string::npos);
 }
 
+TEST(EndpointTest, RagBodyMarksEachDocumentPositionIndependent) {
+  PromptSpec p{.text = "who", .prompt_len = 3, .output_len = 2, .documents = {"a b", "c"}};
+  auto body = build_request_body(p, {.api = ApiKind::kChatCompletions, .model = "m"});
+  ASSERT_TRUE(body.ok());
+  const json j = json::parse(*body);
+  EXPECT_EQ(j["messages"], json::parse(R"([
+    {"role": "system", "content": [
+      {"type": "text", "text": "a b", "cache_control": {"type": "position_independent"}},
+      {"type": "text", "text": "c", "cache_control": {"type": "position_independent"}}]},
+    {"role": "user", "content": "who"}])"));
+  EXPECT_FALSE(build_request_body(p, {.api = ApiKind::kCompletions}).ok());
+}
+
 }  // namespace
 }  // namespace keel::loadgen

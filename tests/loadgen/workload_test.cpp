@@ -161,7 +161,49 @@ TEST(WorkloadTest, ValidationNamesTheField) {
   expect_bad({.dataset = DatasetKind::kSharedPrefix, .num_prompts = 4, .num_groups = 5},
              "num-groups");
   expect_bad({.dataset = DatasetKind::kSharedPrefix, .suffix_len = 0}, "suffix-len");
+  const WorkloadConfig rag{.dataset = DatasetKind::kRag, .format = PromptFormat::kText};
+  WorkloadConfig bad = rag;
+  bad.rag_docs_per_request = 17;
+  expect_bad(bad, "rag-docs-per-request");
+  bad = rag;
+  bad.rag_doc_len = 0;
+  expect_bad(bad, "rag-doc-len");
+  bad = rag;
+  bad.format = PromptFormat::kTokenIds;
+  expect_bad(bad, "text");
   EXPECT_TRUE((WorkloadConfig{.format = PromptFormat::kText, .vocab_size = 0}).validate().ok());
+}
+
+TEST(WorkloadTest, RagPromptsTakeDistinctDocumentsFromOnePool) {
+  WorkloadConfig c{
+      .dataset = DatasetKind::kRag, .format = PromptFormat::kText, .num_prompts = 40, .seed = 5};
+  c.rag_num_docs = 6;
+  c.rag_docs_per_request = 3;
+  c.rag_doc_len = 20;
+  c.rag_question_len = 4;
+  auto w = generate_workload(c);
+  ASSERT_TRUE(w.ok()) << w.error().to_string();
+  std::map<int64_t, std::string> pool;
+  std::set<std::vector<int64_t>> orders;
+  for (const PromptSpec& p : *w) {
+    ASSERT_EQ(p.documents.size(), 3u);
+    ASSERT_EQ(p.doc_ids.size(), 3u);
+    EXPECT_EQ(std::set<int64_t>(p.doc_ids.begin(), p.doc_ids.end()).size(), 3u);  // distinct
+    for (size_t i = 0; i < 3; ++i) {
+      EXPECT_EQ(words_of(p.documents[i]).size(), 20u);
+      // The same document id is the same text in every prompt.
+      auto [it, fresh] = pool.emplace(p.doc_ids[i], p.documents[i]);
+      if (!fresh) {
+        EXPECT_EQ(it->second, p.documents[i]);
+      }
+    }
+    EXPECT_EQ(words_of(p.text).size(), 4u);
+    EXPECT_EQ(p.prompt_len, 64);
+    orders.insert(p.doc_ids);
+  }
+  EXPECT_EQ(pool.size(), 6u);
+  EXPECT_GT(orders.size(), 20u);  // random selections and orders
+  EXPECT_EQ(generate_workload(c)->front().documents, w->front().documents);  // seeded
 }
 
 }  // namespace
