@@ -305,30 +305,66 @@ void Engine::admit(Submit s) {
   a.sampler = std::make_unique<sampling::Sampler>(s.request.sampling,
                                                   static_cast<int32_t>(model_.hparams().n_vocab));
   a.sampler->set_prompt(s.request.prompt_tokens);
-  const kv::BlockHash extra = kv::request_extra_key(model_key_, s.request.cache_salt);
   a.pic_variant = s.request.pic_link.value_or(config_.pic_link);
-  if (!s.request.pic_chunks.empty() && a.pic_variant.mode != kv::PicMode::kFull &&
-      config_.enable_prefix_cache) {
-    for (const kv::PicChunk& c : s.request.pic_chunks) {
-      const std::span<const int32_t> tokens(s.request.prompt_tokens.data() + c.start,
-                                            static_cast<size_t>(c.len));
-      a.pic_children.push_back(start_compile(s.key, tokens, s.request.cache_salt));
-    }
-    a.pic_pending = static_cast<int>(a.pic_children.size());
-  } else {
-    scheduler_.add(s.key, s.request.prompt_tokens, s.request.max_tokens, extra);
-  }
   a.request = std::move(s.request);
   a.cache_blocks = s.cache_blocks;
-  active_.emplace(s.key, std::move(a));
+  Active& r = active_.emplace(s.key, std::move(a)).first->second;
+  const GenerationRequest& q = r.request;
+  if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
+      !config_.enable_prefix_cache) {
+    scheduler_.add(s.key, q.prompt_tokens, q.max_tokens,
+                   kv::request_extra_key(model_key_, q.cache_salt));
+    return;
+  }
+  // Each chunk from the chunk index, or compiled by an internal request.
+  for (const kv::PicChunk& c : q.pic_chunks) {
+    const std::span<const int32_t> tokens(q.prompt_tokens.data() + c.start,
+                                          static_cast<size_t>(c.len));
+    const kv::BlockHash h = kv::hash_block(kv::kRootHash, tokens, chunk_extra_key(q.cache_salt));
+    const auto hit = chunk_index_.find(kv::block_hash_hex(h));
+    if (hit != chunk_index_.end() && scheduler_.acquire_retained(hit->second.key)) {
+      hit->second.used = ++chunk_clock_;
+      r.pic_children.push_back(hit->second.key);
+      ++counters_.pic_chunks_reused;
+    } else {
+      r.pic_children.push_back(start_compile(s.key, tokens, q.cache_salt, h));
+      ++r.pic_pending;
+    }
+  }
+  if (r.pic_pending == 0) link_parent(s.key, r);
+}
+
+kv::BlockHash Engine::chunk_extra_key(const std::string& salt) const {
+  return kv::request_extra_key(pic_root_, salt);
+}
+
+void Engine::index_chunk(const kv::BlockHash& hash, RequestKey key) {
+  const std::string id = kv::block_hash_hex(hash);
+  if (chunk_index_.contains(id) || !scheduler_.acquire_retained(key)) return;
+  const auto blocks = static_cast<int64_t>(kv_.block_table(key).size());
+  chunk_index_[id] = ChunkEntry{key, blocks, ++chunk_clock_};
+  chunk_index_blocks_ += blocks;
+  // At most a quarter of the pool: least recently used chunks go first (requests that took one
+  // as a source keep their own reference).
+  while (chunk_index_blocks_ > num_blocks_ / 4 && chunk_index_.size() > 1) {
+    auto lru = chunk_index_.begin();
+    for (auto it = chunk_index_.begin(); it != chunk_index_.end(); ++it) {
+      if (it->second.used < lru->second.used) lru = it;
+    }
+    chunk_index_blocks_ -= lru->second.blocks;
+    scheduler_.release_retained(lru->second.key);
+    chunk_index_.erase(lru);
+  }
 }
 
 RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tokens,
-                                 const std::string& salt) {
+                                 const std::string& salt, const kv::BlockHash& hash) {
   const RequestKey key = next_key_.fetch_add(1);
   Active c;
   c.internal = true;
   c.pic_parent = parent;
+  c.chunk_hash = hash;
+  ++counters_.pic_chunks_compiled;
   c.arrival_ns = now_ns();
   c.request.prompt_tokens.assign(tokens.begin(), tokens.end());
   c.request.max_tokens = 1;
@@ -338,7 +374,7 @@ RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tok
                                                   static_cast<int32_t>(model_.hparams().n_vocab));
   // Chunks are keyed by their own tokens under the PIC root (and the tenant's salt), whatever
   // precedes them in a prompt.
-  scheduler_.add(key, c.request.prompt_tokens, 1, kv::request_extra_key(pic_root_, salt));
+  scheduler_.add(key, c.request.prompt_tokens, 1, chunk_extra_key(salt));
   active_.emplace(key, std::move(c));
   return key;
 }
@@ -346,7 +382,8 @@ RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tok
 void Engine::finish_compile(RequestKey key, Active& a, FinishReason reason) {
   const bool ok = reason == FinishReason::kStop || reason == FinishReason::kLength;
   if (ok) {
-    scheduler_.retain(key);  // its table is read by the parent's link
+    scheduler_.retain(key);  // the parent's reference: its link reads the table
+    index_chunk(a.chunk_hash, key);
   } else {
     scheduler_.finish(key);
   }
@@ -598,6 +635,7 @@ void Engine::publish_stats() {
   for (const auto& [id, c] : caches_) {
     s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(c.key).size());
   }
+  s.pic_index_blocks = chunk_index_blocks_;
   s.pic_tokens_linked = scheduler_.pic_tokens_linked();
   s.pic_tokens_recomputed = scheduler_.pic_tokens_recomputed();
   std::lock_guard lock(mu_);

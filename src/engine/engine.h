@@ -103,8 +103,9 @@ class Engine final : public EngineClient {
     int pic_pending = 0;      // children not finished yet
     bool pic_failed = false;  // a child did not complete: the parent is computed in full
     kv::PicVariant pic_variant;
-    int in_flight = 0;      // launched steps that include this request
-    bool finished = false;  // its final event was sent
+    kv::BlockHash chunk_hash;  // a compile request: its chunk's key in the chunk index
+    int in_flight = 0;         // launched steps that include this request
+    bool finished = false;     // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -127,7 +128,11 @@ class Engine final : public EngineClient {
   void admit(Submit s);
   // Starts the internal request computing `tokens` alone for PIC parent `parent`; returns its key.
   RequestKey start_compile(RequestKey parent, std::span<const int32_t> tokens,
-                           const std::string& salt);
+                           const std::string& salt, const kv::BlockHash& hash);
+  // The prefix-cache key under which chunks of tenant `salt` are compiled.
+  [[nodiscard]] kv::BlockHash chunk_extra_key(const std::string& salt) const;
+  // Keeps a compiled chunk's table in the chunk index (one reference of its own).
+  void index_chunk(const kv::BlockHash& hash, RequestKey key);
   void finish_compile(RequestKey key, Active& a, FinishReason reason);
   // Every child of a PIC parent is done: hands the parent (with its chunks, or without after a
   // failure) to the scheduler.
@@ -161,8 +166,18 @@ class Engine final : public EngineClient {
   std::unordered_map<RequestKey, Active> active_;
   std::unordered_map<std::string, ContextCache> caches_;
   std::unique_ptr<StepExecutor> executor_;
-  EngineStats counters_;     // cumulative counters kept on the engine thread
-  kv::BlockHash pic_root_;   // root key of compiled PIC chunks (model identity + "pic")
+  EngineStats counters_;    // cumulative counters kept on the engine thread
+  kv::BlockHash pic_root_;  // root key of compiled PIC chunks (model identity + "pic")
+  // The chunk index (EPIC): compiled chunks by the hash of their tokens (hex), each a retained
+  // table holding a reference of its own, LRU-bounded to a quarter of the pool.
+  struct ChunkEntry {
+    RequestKey key = 0;
+    int64_t blocks = 0;
+    uint64_t used = 0;  // chunk_clock_ at the last use
+  };
+  std::unordered_map<std::string, ChunkEntry> chunk_index_;
+  int64_t chunk_index_blocks_ = 0;
+  uint64_t chunk_clock_ = 0;
   ThreadPool link_pool_{1};  // the engine thread's RoPE for PIC links (no step is in flight then)
   std::unique_ptr<kernels::Ops> link_ops_;
 

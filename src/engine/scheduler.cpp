@@ -102,12 +102,19 @@ void Scheduler::finish(RequestKey key) { remove(key); }
 void Scheduler::retain(RequestKey key) {
   if (!requests_.contains(key)) return;
   remove(key, /*keep_blocks=*/true);
-  retained_.push_back(key);
+  retained_[key] = 1;
+}
+
+bool Scheduler::acquire_retained(RequestKey key) {
+  const auto it = retained_.find(key);
+  if (it == retained_.end()) return false;
+  ++it->second;
+  return true;
 }
 
 void Scheduler::release_retained(RequestKey key) {
-  const auto it = std::find(retained_.begin(), retained_.end(), key);
-  if (it == retained_.end()) return;
+  const auto it = retained_.find(key);
+  if (it == retained_.end() || --it->second > 0) return;
   retained_.erase(it);
   kv_->free(key);
 }

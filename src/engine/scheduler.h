@@ -93,9 +93,12 @@ class Scheduler {
   // Unknown keys are ignored. finish() is the same for a request that completed.
   void abort(RequestKey key);
   void finish(RequestKey key);
-  // finish() that keeps the request's KV blocks (a pinned context cache): they stay allocated
-  // under `key` in the KV manager, outside every queue, until release_retained(key).
+  // finish() that keeps the request's KV blocks (a pinned context cache, a compiled PIC chunk):
+  // they stay allocated under `key` in the KV manager, outside every queue, with one reference;
+  // acquire_retained() adds one (false when `key` is not retained), release_retained() drops one
+  // and frees the blocks with the last.
   void retain(RequestKey key);
+  bool acquire_retained(RequestKey key);
   void release_retained(RequestKey key);
 
   // Plans the next step (see the policy above).
@@ -160,9 +163,9 @@ class Scheduler {
   int64_t pic_tokens_linked_ = 0;
   int64_t pic_tokens_recomputed_ = 0;
   std::unordered_map<RequestKey, RequestState> requests_;
-  std::deque<RequestKey> waiting_;    // FCFS; preempted requests go to the front
-  std::vector<RequestKey> running_;   // admission order (oldest first)
-  std::vector<RequestKey> retained_;  // finished, blocks kept (context caches)
+  std::deque<RequestKey> waiting_;                // FCFS; preempted requests go to the front
+  std::vector<RequestKey> running_;               // admission order (oldest first)
+  std::unordered_map<RequestKey, int> retained_;  // finished, blocks kept: reference counts
   int64_t next_step_id_ = 0;
   int64_t next_update_id_ = 0;
   int64_t num_preemptions_ = 0;

@@ -90,6 +90,9 @@ struct EngineStats {
   int64_t pic_requests = 0;            // requests linked from PIC chunk caches
   int64_t pic_tokens_linked = 0;       // prompt tokens copied from chunk caches
   int64_t pic_tokens_recomputed = 0;   // prompt tokens those requests computed
+  int64_t pic_chunks_compiled = 0;     // chunks computed alone (internal requests)
+  int64_t pic_chunks_reused = 0;       // chunks taken from the chunk index
+  int64_t pic_index_blocks = 0;        // KV blocks the chunk index holds
 };
 
 }  // namespace keel::engine

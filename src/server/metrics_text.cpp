@@ -130,12 +130,18 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
   w.gauge("num_requests_waiting", "Requests admitted but not yet scheduled.", stats.num_waiting);
   w.gauge("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0..1).", stats.kv_usage);
   w.gauge("context_caches", "Context caches pinned (POST /v1/caches).", stats.num_context_caches);
+  w.gauge("pic_index_blocks", "KV blocks held by the PIC chunk index.",
+          static_cast<double>(stats.pic_index_blocks));
   w.counter("pic_requests_total", "Requests linked from position-independent chunk caches.",
             static_cast<double>(stats.pic_requests));
   w.counter("pic_tokens_linked_total", "Prompt tokens copied from PIC chunk caches.",
             static_cast<double>(stats.pic_tokens_linked));
   w.counter("pic_tokens_recomputed_total", "Prompt tokens PIC-linked requests computed.",
             static_cast<double>(stats.pic_tokens_recomputed));
+  w.counter("pic_chunks_compiled_total", "PIC chunks computed alone.",
+            static_cast<double>(stats.pic_chunks_compiled));
+  w.counter("pic_chunks_reused_total", "PIC chunks taken from the chunk index.",
+            static_cast<double>(stats.pic_chunks_reused));
   w.gauge("context_cache_blocks", "KV blocks pinned by context caches.",
           static_cast<double>(stats.context_cache_blocks));
   w.counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",

@@ -3,11 +3,12 @@
 // tokens), linked at their real positions and repaired per its variant. LegoLink with k ≥ every
 // chunk equals full recompute (also with a tiny token budget that splits the recomputes across
 // steps, and without schedule-ahead); naive linking gives what the direct pic_prefill gives; a
-// repeated chunk in another order is found in the chunk cache; every compiled table is released
-// (KV usage back to 0), also when the request is aborted while its chunks compile; bad chunk
-// spans and CacheBlend are refused at submit.
+// repeated chunk in another order comes from the chunk index without a compile; nothing but the
+// chunk index holds blocks afterwards, also when a request is aborted while its chunks compile;
+// the index stays within a quarter of the pool; bad chunk spans and CacheBlend are refused.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <numeric>
 
 #include "core/thread_pool.h"
@@ -16,6 +17,13 @@
 
 namespace keel::engine {
 namespace {
+
+// KV usage is exactly the chunk index's blocks (nothing else leaked), within a quarter of the pool.
+bool only_the_index_holds_blocks(const Engine& e) {
+  const EngineStats s = e.stats();
+  const auto used = static_cast<int64_t>(std::lround(s.kv_usage * e.num_kv_blocks()));
+  return used == s.pic_index_blocks && s.pic_index_blocks <= e.num_kv_blocks() / 4;
+}
 
 struct PicPrompt {
   std::vector<int32_t> tokens;
@@ -76,7 +84,7 @@ TEST_F(EnginePicTest, LegoLinkOverWholeChunksEqualsFullRecompute) {
       EXPECT_EQ(s.pic_requests, 1);
       EXPECT_EQ(s.pic_tokens_linked, p.chunks[0].len);  // only the leading chunk stays linked
       EXPECT_EQ(s.pic_tokens_recomputed, static_cast<int64_t>(p.tokens.size()) - p.chunks[0].len);
-      EXPECT_TRUE(eventually([&] { return (*e)->stats().kv_usage == 0.0f; }));
+      EXPECT_TRUE(eventually([&] { return only_the_index_holds_blocks(**e); }));
     }
   }
 }
@@ -120,11 +128,13 @@ TEST_F(EnginePicTest, NaiveLinkMatchesTheDirectComputationAndReusesChunks) {
   EXPECT_EQ(engine.stats().pic_tokens_linked, chunk_tokens);
   EXPECT_EQ(engine.stats().pic_tokens_recomputed, 5);  // the query only
   EXPECT_EQ(sink->cached(), chunk_tokens);             // usage reports linked tokens as cached
-  // The same chunks in another order: compiled chunks come from the chunk cache (whole blocks).
-  const int64_t hits = engine.stats().prefix_hits_tokens;
+  EXPECT_EQ(engine.stats().pic_chunks_compiled, 3);
+  // The same chunks in another order: all three come from the chunk index, none is compiled.
   run_one(engine, pic_request(prompt({1, 2, 0}), "naive"));
-  EXPECT_GE(engine.stats().prefix_hits_tokens - hits, 3 * 16);
-  EXPECT_TRUE(eventually([&] { return engine.stats().kv_usage == 0.0f; }));
+  EXPECT_EQ(engine.stats().pic_chunks_compiled, 3);
+  EXPECT_EQ(engine.stats().pic_chunks_reused, 3);
+  EXPECT_EQ(engine.stats().pic_tokens_linked, 2 * chunk_tokens);
+  EXPECT_TRUE(eventually([&] { return only_the_index_holds_blocks(engine); }));
 }
 
 TEST_F(EnginePicTest, AbortWhileCompilingAndBadRequests) {
@@ -141,7 +151,7 @@ TEST_F(EnginePicTest, AbortWhileCompilingAndBadRequests) {
   EXPECT_EQ(sink->finish(), FinishReason::kAbort);
   EXPECT_TRUE(eventually([&] {
     const EngineStats s = engine.stats();
-    return s.kv_usage == 0.0f && s.num_running == 0 && s.num_waiting == 0;
+    return only_the_index_holds_blocks(engine) && s.num_running == 0 && s.num_waiting == 0;
   }));
   // The engine still serves PIC requests afterwards.
   EXPECT_EQ(run_one(engine, pic_request(prompt({0}), "naive")).size(), 8u);
@@ -157,6 +167,25 @@ TEST_F(EnginePicTest, AbortWhileCompilingAndBadRequests) {
   EngineConfig cb = base_config();
   cb.pic_link = *kv::PicVariant::parse("cacheblend-15");
   EXPECT_FALSE(Engine::start(*model_, cb).ok());
+}
+
+TEST_F(EnginePicTest, ChunkIndexEvictsLeastRecentlyUsedChunksBeyondAQuarterOfThePool) {
+  EngineConfig c = base_config();
+  c.kv_cache_bytes = 28 * 5 * 2 * 16 * 32 * 4;  // 28 blocks: the index keeps at most 7
+  auto e = Engine::start(*model_, c);
+  ASSERT_TRUE(e.ok());
+  Engine& engine = **e;
+  ASSERT_EQ(engine.num_kv_blocks(), 28);
+  const PicPrompt p = prompt({0, 1, 2, 3});  // 4 chunks of 2-3 blocks each
+  const std::vector<int32_t> first = run_one(engine, pic_request(p, "naive"));
+  EXPECT_TRUE(eventually([&] { return only_the_index_holds_blocks(engine); }));
+  EXPECT_LE(engine.stats().pic_index_blocks, 7);
+  EXPECT_GT(engine.stats().pic_index_blocks, 0);
+  // Evicted chunks are compiled again; the output does not change.
+  EXPECT_EQ(run_one(engine, pic_request(p, "naive")), first);
+  EXPECT_GT(engine.stats().pic_chunks_compiled, 4);
+  EXPECT_GT(engine.stats().pic_chunks_reused, 0);
+  EXPECT_TRUE(eventually([&] { return only_the_index_holds_blocks(engine); }));
 }
 
 }  // namespace
