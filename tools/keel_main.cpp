@@ -149,11 +149,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"off", "marked", "auto"}));
   serve_cmd
       ->add_option("--pic-link", serve.pic_link,
-                   "How PIC chunks are linked: full, naive or legolink-K")
+                   "How PIC chunks are linked: full, naive, legolink-K or cacheblend-R")
       ->check([](const std::string& text) -> std::string {
-        const auto v = keel::kv::PicVariant::parse(text);
-        if (v.ok() && v->mode != keel::kv::PicMode::kCacheBlend) return {};
-        return "expected full, naive or legolink-K (K in [0, 4096])";
+        if (keel::kv::PicVariant::parse(text).ok()) return {};
+        return "expected full, naive, legolink-K (K in [0, 4096]) or cacheblend-R (R in [0, 100])";
       });
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,

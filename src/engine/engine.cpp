@@ -172,7 +172,6 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
-  if (request.pic_link) KEEL_TRY(engine_pic_variant(*request.pic_link));
   // Reads only configuration fixed at construction: safe from any thread.
   KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_tokens));
   if (num_waiting_.load() >= config_.scheduler.max_waiting) {
@@ -517,8 +516,19 @@ bool Engine::launch(StepPlan& plan) {
   plan.demotions.clear();
   plan.copies.clear();
   plan.promotions.clear();
-  if (plan.seqs.empty()) return false;
   StepInput in;
+  if (plan.probe.has_value()) {
+    const auto it = active_.find(plan.probe->key);
+    if (it != active_.end() && !it->second.finished) {
+      const int32_t seq = in.probe.add_seq(plan.probe->block_table);
+      for (size_t i = 0; i < plan.probe->tokens.size(); ++i) {
+        in.probe.add(plan.probe->tokens[i], plan.probe->start + static_cast<int32_t>(i), seq,
+                     false);
+      }
+      in.probe_key = plan.probe->key;
+    }
+  }
+  if (plan.seqs.empty() && in.probe.empty()) return false;
   const int64_t t = now_ns();
   for (const ScheduledSeq& s : plan.seqs) {
     Active& a = active_.at(s.key);
@@ -559,6 +569,12 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   for (const ScheduledSeq& s : plan.seqs) {
     auto it = active_.find(s.key);
     if (it != active_.end()) --it->second.in_flight;
+  }
+  if (out.probe_key != 0 || plan.probe.has_value()) {
+    // An unfinished probe (failed step) selects nothing: the request goes on as naive.
+    scheduler_.apply_probe(
+        plan.probe.has_value() ? plan.probe->key : out.probe_key,
+        out.status.ok() ? std::span<const float>(out.deviation) : std::span<const float>());
   }
   if (!out.status.ok()) {
     // Finish every request of the step first, so update() skips them (no tokens to apply).

@@ -26,16 +26,6 @@ Status EngineConfig::validate() const {
         "the KV tiers (--kv-host-bytes, --kv-disk-dir) need the "
         "prefix cache (drop --no-prefix-cache)");
   }
-  return engine_pic_variant(pic_link);
-}
-
-Status engine_pic_variant(const kv::PicVariant& v) {
-  if (v.mode == kv::PicMode::kCacheBlend) {
-    return Status::invalid_argument(
-        v.name() +
-        ": CacheBlend is evaluated by `keel eval pic`; the engine links "
-        "with full, naive or legolink-K");
-  }
   return {};
 }
 

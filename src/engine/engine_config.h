@@ -30,15 +30,12 @@ struct EngineConfig {
   kernels::Isa isa = kernels::Isa::kScalar;  // kernel table (the CLI picks the best supported)
   std::vector<int32_t> eog_token_ids;        // end-of-generation tokens of the vocabulary
   // --pic-link: how requests with position-independent chunks are linked when they do not say
-  // (full, naive or legolink-K; CacheBlend is for `keel eval pic` only).
+  // (full, naive, legolink-K or cacheblend-R).
   kv::PicVariant pic_link;
 
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 
   [[nodiscard]] Status validate() const;
 };
-
-// InvalidArgument for a PIC variant the engine does not run (CacheBlend).
-Status engine_pic_variant(const kv::PicVariant& v);
 
 }  // namespace keel::engine

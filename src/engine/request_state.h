@@ -70,6 +70,13 @@ struct RequestState {
   // Positions from here on may hold linked (approximate) KV: their blocks are not published in
   // the prefix cache, which must serve exact KV only.
   int32_t publish_limit = std::numeric_limits<int32_t>::max();
+  // CacheBlend: linked positions the probe may choose from, the share it recomputes, and the
+  // probe's state (the request computes nothing while probing).
+  std::vector<int32_t> blend_candidates;
+  int32_t blend_percent = 0;
+  int32_t probe_start = 0;
+  bool probing = false;
+  bool probe_planned = false;
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   [[nodiscard]] int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }

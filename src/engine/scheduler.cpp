@@ -2,6 +2,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <utility>
@@ -233,11 +234,15 @@ std::vector<kv::BlockHash> Scheduler::tier_chain(const RequestState& r,
 void Scheduler::schedule_running(StepBuilder& b) {
   for (RequestKey key : running_) {
     const RequestState& r = state(key);
-    if (r.relink.empty() && tokens_wanted(r) == 1) ++b.decodes_left;
+    if (r.relink.empty() && !r.probing && tokens_wanted(r) == 1) ++b.decodes_left;
   }
   // Admission order: an earlier request gets blocks first and is never preempted for a later one.
   for (size_t i = 0; i < running_.size(); ++i) {
     RequestState& r = state(running_[i]);
+    if (r.probing) {  // CacheBlend: nothing to compute until the probe chose the recomputes
+      if (!r.probe_planned) plan_probe(b, r);
+      continue;
+    }
     if (!r.relink.empty()) {  // a PIC link's recomputes come first (their blocks are held)
       const int32_t n = std::min(static_cast<int32_t>(r.relink.size()), b.budget - b.decodes_left);
       if (n <= 0) continue;
@@ -293,6 +298,8 @@ void Scheduler::preempt(StepBuilder& b, RequestKey key) {
   kv_->free(key);
   for (InFlightChunk& c : r.in_flight) c.stale = true;
   r.relink.clear();  // everything is recomputed, exactly
+  r.probing = false;
+  r.blend_candidates.clear();
   r.publish_limit = std::numeric_limits<int32_t>::max();
   r.num_computed = 0;
   r.num_scheduled = 0;
@@ -393,6 +400,7 @@ bool Scheduler::admit_linked(StepBuilder& b, RequestState& r,
       return admit(b, r);
     }
   }
+  const kv::PicVariant variant = r.pic.variant;
   const int32_t end = link.linked_end;
   const auto table = kv_->allocate(r.key, end + std::min(len - end, b.budget), &hit);
   if (!table.has_value()) return false;
@@ -421,7 +429,14 @@ bool Scheduler::admit_linked(StepBuilder& b, RequestState& r,
   r.num_scheduled = end;
   r.relink = link.recompute;
   if (!link.linked.empty()) r.publish_limit = link.linked.front();
-  if (!r.relink.empty()) {
+  if (variant.mode == kv::PicMode::kCacheBlend && !link.blend_candidates.empty()) {
+    r.blend_candidates = link.blend_candidates;
+    r.blend_percent = variant.percent;
+    r.probe_start = hit.num_tokens;
+    r.probing = true;
+    r.probe_planned = false;
+    plan_probe(b, r);
+  } else if (!r.relink.empty()) {
     const int32_t n = std::min(static_cast<int32_t>(r.relink.size()), b.budget);
     b.prefills.push_back(make_relink_seq(r, n));
     b.budget -= n;
@@ -431,6 +446,41 @@ bool Scheduler::admit_linked(StepBuilder& b, RequestState& r,
     b.budget -= n;
   }
   return true;
+}
+
+void Scheduler::plan_probe(StepBuilder& b, RequestState& r) {
+  if (b.plan.probe.has_value()) return;
+  ProbePlan p;
+  p.key = r.key;
+  p.start = r.probe_start;
+  p.tokens.assign(r.tokens.begin() + r.probe_start, r.tokens.begin() + r.num_computed);
+  const std::span<const kv::BlockId> table = kv_->block_table(r.key);
+  p.block_table.assign(table.begin(), table.end());
+  b.plan.probe = std::move(p);
+  r.probe_planned = true;
+}
+
+void Scheduler::apply_probe(RequestKey key, std::span<const float> deviation) {
+  const auto it = requests_.find(key);
+  if (it == requests_.end() || !it->second.probing) return;  // gone, or preempted meanwhile
+  RequestState& r = it->second;
+  std::vector<float> dev;
+  for (int32_t p : r.blend_candidates) {
+    const auto i = static_cast<size_t>(p - r.probe_start);
+    dev.push_back(i < deviation.size() ? deviation[i] : 0.0f);
+  }
+  const std::vector<int32_t> pick =
+      deviation.empty() ? std::vector<int32_t>{}
+                        : kv::select_by_deviation(r.blend_candidates, dev, r.blend_percent);
+  std::vector<int32_t> merged;
+  std::merge(r.relink.begin(), r.relink.end(), pick.begin(), pick.end(),
+             std::back_inserter(merged));
+  r.relink = std::move(merged);
+  pic_tokens_recomputed_ += static_cast<int64_t>(pick.size());
+  pic_tokens_linked_ -= static_cast<int64_t>(pick.size());
+  r.num_cached_tokens -= static_cast<int32_t>(pick.size());
+  r.blend_candidates.clear();
+  r.probing = false;
 }
 
 ScheduledSeq Scheduler::make_relink_seq(RequestState& r, int32_t n) {

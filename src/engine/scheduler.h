@@ -107,6 +107,9 @@ class Scheduler {
   // with samples = true; `results` may list them in any order) and publishes newly full blocks
   // in the prefix cache. Seqs of requests finished or aborted since the plan are skipped.
   void update(const StepPlan& plan, std::span<const SeqResult> results);
+  // CacheBlend: the probe's layer-1 V deviations (parallel to the probe's positions; empty when
+  // it failed) add the top blend_percent of the request's candidates to its recomputes.
+  void apply_probe(RequestKey key, std::span<const float> deviation);
   // For a plan made ahead (before the previous step's update): drops seqs of requests that are
   // gone and fills placeholder tokens that are known now. Call after that update().
   void resolve_plan(StepPlan* plan) const;
@@ -138,6 +141,8 @@ class Scheduler {
   // Hands r's PIC sources to the plan for release after its links (or drops the link).
   void release_pic_sources(StepBuilder& b, RequestState& r);
   ScheduledSeq make_relink_seq(RequestState& r, int32_t n);
+  // Puts r's probe in the plan when the plan has none yet.
+  void plan_probe(StepBuilder& b, RequestState& r);
   // Moves populating requests whose tier reads finished to running, with their promotions.
   void finish_populating(StepBuilder& b);
   // Hashes of the full blocks right after a block-aligned pool hit that a lower tier holds (up to

@@ -1,6 +1,8 @@
 // StepExecutor: a mailbox of one step between the engine thread and the executor thread.
 #include "engine/step_executor.h"
 
+#include "engine/pic_prefill.h"
+
 #include <chrono>
 #include <span>
 
@@ -44,6 +46,22 @@ StepOutput StepExecutor::wait() {
   return out;
 }
 
+Status StepExecutor::run_probe(model::Context& ctx, kernels::Ops& ops, const model::Batch& probe,
+                               std::vector<float>* deviation) {
+  const auto piece = static_cast<size_t>(max_batch_tokens_);
+  std::vector<float> part;
+  for (size_t i = 0; i < probe.size(); i += piece) {
+    model::Batch b;
+    b.seqs = probe.seqs;
+    for (size_t j = i; j < std::min(probe.size(), i + piece); ++j) {
+      b.add(probe.tokens[j], probe.positions[j], probe.seq_index[j], false);
+    }
+    KEEL_TRY(ctx.value_deviation(b, *storage_, ops, kCacheBlendCheckLayer, &part));
+    deviation->insert(deviation->end(), part.begin(), part.end());
+  }
+  return Status();
+}
+
 void StepExecutor::run() {
   // The pool, ops and scratch live on this thread: it is the pool's only caller.
   ThreadPool pool(threads_);
@@ -61,9 +79,14 @@ void StepExecutor::run() {
     }
     StepOutput out;
     const auto t0 = std::chrono::steady_clock::now();
-    out.status = ctx.forward(input.batch, *storage_, ops, &logits);
+    logits.clear();
+    if (!input.batch.empty()) out.status = ctx.forward(input.batch, *storage_, ops, &logits);
     out.forward_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (out.status.ok() && !input.probe.empty()) {
+      out.probe_key = input.probe_key;
+      out.status = run_probe(ctx, ops, input.probe, &out.deviation);
+    }
     if (out.status.ok()) {
       const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
       KEEL_CHECK(logits.size() == input.samples.size() * n_vocab);

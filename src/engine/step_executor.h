@@ -34,6 +34,10 @@ struct StepInput {
     sampling::Sampler* sampler;  // owned by the engine; alive until wait() returns
   };
   std::vector<Sample> samples;
+  // CacheBlend's probe (one request; empty when none): run after the batch, through
+  // model::Context::value_deviation at the check layer, in pieces of the batch size.
+  model::Batch probe;
+  RequestKey probe_key = 0;
 };
 
 struct StepOutput {
@@ -44,6 +48,8 @@ struct StepOutput {
     std::optional<sampling::Logprobs> logprobs;  // when the sampler's params ask for them
   };
   std::vector<Token> tokens;  // one per StepInput::samples entry
+  RequestKey probe_key = 0;
+  std::vector<float> deviation;  // the probe's, per probe token (empty when it failed)
   double forward_seconds = 0.0;
 };
 
@@ -62,6 +68,8 @@ class StepExecutor {
  private:
   void run();
   StepOutput execute(StepInput& input);
+  Status run_probe(model::Context& ctx, kernels::Ops& ops, const model::Batch& probe,
+                   std::vector<float>* deviation);
 
   const model::Model& model_;
   model::KvStorage* storage_;

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/types.h"
@@ -60,6 +61,17 @@ struct Promotion {
   std::vector<std::byte> payload;  // the block's bytes as the tier stored them
 };
 
+// CacheBlend's probe of one linked request (model::Context::value_deviation): its positions
+// [start, start + tokens.size()) run through the first layer in context, then the layer-1 V
+// deviations from the linked rows choose which linked positions it recomputes
+// (Scheduler::apply_probe). Not a seq: it samples nothing and is not part of update().
+struct ProbePlan {
+  RequestKey key = 0;
+  int32_t start = 0;
+  std::vector<int32_t> tokens;
+  std::vector<kv::BlockId> block_table;
+};
+
 struct StepPlan {
   int64_t step_id = 0;                // consecutive from 0; update() takes plans in this order
   std::vector<ScheduledSeq> seqs;     // running decodes first, then prefill chunks, FCFS
@@ -72,6 +84,7 @@ struct StepPlan {
   std::vector<RowLink> links;         // PIC row copies, after the promotions
   // Compiled-chunk requests whose retained blocks the links read: released once they are done.
   std::vector<RequestKey> link_sources;
+  std::optional<ProbePlan> probe;             // at most one CacheBlend probe per step
   [[nodiscard]] int32_t num_tokens() const {  // tokens computed this step
     int32_t n = 0;
     for (const ScheduledSeq& s : seqs) n += s.num_tokens;

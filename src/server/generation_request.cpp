@@ -174,9 +174,11 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
   KEEL_API_TRY(read_string(body, "pic_link", &s));
   if (s) {
     Result<kv::PicVariant> v = kv::PicVariant::parse(*s);
-    if (!v.ok() || v->mode == kv::PicMode::kCacheBlend) {
+    if (!v.ok()) {
       return ApiError::bad_request(
-          "`pic_link` must be \"full\", \"naive\" or \"legolink-K\" (K in [0, 4096])", "pic_link");
+          "`pic_link` must be \"full\", \"naive\", \"legolink-K\" (K in [0, 4096]) or "
+          "\"cacheblend-R\" (R in [0, 100])",
+          "pic_link");
     }
     spec->pic_link = *v;
   }

@@ -10,7 +10,8 @@
 //   - `stream_options` without `stream: true` is a 400; usage is streamed only when
 //     stream_options.include_usage is true.
 //   - `cache_id` (keel extension): a context cache id from POST /v1/caches, 1-128 bytes.
-//   - `pic_link` (keel extension): "full", "naive" or "legolink-K" for this request's
+//   - `pic_link` (keel extension): "full", "naive", "legolink-K" or "cacheblend-R" for this
+//   request's
 //     position-independent chunks (chat parts with cache_control position_independent).
 //
 // Thread safety: pure functions over their arguments.

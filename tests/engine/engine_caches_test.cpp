@@ -99,8 +99,12 @@ TEST(EngineCachesTest, ExpiryReleasesTheBlocks) {
   auto e = Engine::start(*model, small_pool());
   ASSERT_TRUE(e.ok()) << e.error().to_string();
   Engine& engine = **e;
-  run_one(engine, cache_request(tokens(300, 40), "short", 200));
-  EXPECT_GT(engine.stats().kv_usage, 0.0f);
+  run_one(engine, cache_request(tokens(300, 40), "short", 1500));
+  // (Stats are published after the final event: wait for the pin to show.)
+  EXPECT_TRUE(eventually([&] {
+    const EngineStats s = engine.stats();
+    return s.num_context_caches == 1 && s.kv_usage > 0.0f;
+  }));
   // Nothing else happens: the idle engine thread wakes up for the deadline by itself.
   EXPECT_TRUE(eventually([&] {
     const EngineStats s = engine.stats();
@@ -108,6 +112,7 @@ TEST(EngineCachesTest, ExpiryReleasesTheBlocks) {
   }));
   // A cache of the same id replaces the old one (its blocks are released, not leaked).
   run_one(engine, cache_request(tokens(300, 40), "same", 60'000));
+  EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 1; }));
   run_one(engine, cache_request(tokens(440, 40), "same", 60'000));
   EXPECT_TRUE(eventually([&] { return engine.stats().context_cache_blocks == 3; }));
   EXPECT_EQ(engine.stats().num_context_caches, 1);
@@ -129,7 +134,9 @@ TEST(EngineCachesTest, PinBudgetIsHalfThePool) {
   ASSERT_FALSE(too_many.ok());
   EXPECT_EQ(too_many.error().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(too_many.error().message().find("half the pool"), std::string::npos);
-  // A cache whose request is aborted gives its reservation back.
+  // A released cache gives its reservation back (stats are published after the final event:
+  // see the pin first, so that the wait below sees the release).
+  EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 1; }));
   engine.release_cache("a");
   EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 0; }));
   EXPECT_TRUE(

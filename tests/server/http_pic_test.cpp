@@ -98,7 +98,7 @@ TEST_F(PicHttpTest, Errors) {
   Json marker = body(Json::array({part(std::string("a") + std::string(kPicBegin) + "b", false)}));
   Json marker_string = body(Json::array({part("x", false)}), std::string(kPicEnd));
   Json bad_link = body(Json::array({part("x", true)}));
-  bad_link["pic_link"] = "cacheblend-15";
+  bad_link["pic_link"] = "cacheblend-101";
   Json bad_link2 = bad_link;
   bad_link2["pic_link"] = 4;
   EXPECT_EQ(post_json(h_.port(), "/v1/chat/completions", ephemeral).status, 200);

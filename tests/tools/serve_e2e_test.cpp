@@ -282,8 +282,10 @@ TEST_F(StoriesServer, ContextCacheByIdIsReusedThenDeleted) {
   const json cache = json::parse(made.body);
   const std::string id = cache["id"];
   EXPECT_GT(cache["num_tokens"].get<int>(), 64);
-  EXPECT_EQ(metric(port(), "keel:context_caches"), 1);
-  EXPECT_GT(metric(port(), "keel:context_cache_blocks"), 0);
+  EXPECT_TRUE(eventually([&] {  // engine stats are published just after the request finishes
+    return metric(port(), "keel:context_caches") == 1 &&
+           metric(port(), "keel:context_cache_blocks") > 0;
+  }));
   // The same tokens sent in full: the cached context's, then the question's without a BOS.
   auto tokenize = [&](const json& body) {
     return json::parse(http_request(port(), "POST", "/tokenize", body.dump()).body)["tokens"];
