@@ -3,7 +3,8 @@
 # `keel serve` (TinyLlama-1.1B shape, Q8_0 random weights with the llama SPM vocabulary, 2 threads):
 # 8 documents of 256 words, each request 4 of them in random order plus a 16-word question,
 # 16 output tokens, one request at a time. Server configurations: prefix cache only (--pic off),
-# full recompute (--pic off --no-prefix-cache), and PIC linking (LegoLink-16, LegoLink-2, naive).
+# full recompute (--pic off --no-prefix-cache), and PIC linking (LegoLink-16, LegoLink-2, naive,
+# CacheBlend-15).
 # Prints mean TTFT over all requests and over the last ones (after every document was compiled
 # once), and output throughput. Figures: docs/benchmarks.md.
 #   bench/rag_ttft.sh [MODEL] [NUM_PROMPTS]
@@ -44,4 +45,5 @@ run full-recompute --pic off --no-prefix-cache
 run legolink-16 --pic marked --pic-link legolink-16
 run legolink-2 --pic marked --pic-link legolink-2
 run naive --pic marked --pic-link naive
+run cacheblend-15 --pic marked --pic-link cacheblend-15
 rm -rf "$OUT"
