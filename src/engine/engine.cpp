@@ -10,7 +10,6 @@
 #include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"
-#include "model/kv_relocate.h"
 
 namespace keel::engine {
 namespace {
@@ -206,14 +205,6 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   return key;
 }
 
-void Engine::release_cache(const std::string& id) {
-  {
-    std::lock_guard lock(mu_);
-    inbox_.push_back(ReleaseCache{id});
-  }
-  wake_.notify_all();
-}
-
 void Engine::abort(RequestKey key) {
   {
     std::lock_guard lock(mu_);
@@ -331,120 +322,6 @@ void Engine::admit(Submit s) {
     }
   }
   if (r.pic_pending == 0) link_parent(s.key, r);
-}
-
-kv::BlockHash Engine::chunk_extra_key(const std::string& salt) const {
-  return kv::request_extra_key(pic_root_, salt);
-}
-
-void Engine::index_chunk(const kv::BlockHash& hash, RequestKey key) {
-  const std::string id = kv::block_hash_hex(hash);
-  if (chunk_index_.contains(id) || !scheduler_.acquire_retained(key)) return;
-  const auto blocks = static_cast<int64_t>(kv_.block_table(key).size());
-  chunk_index_[id] = ChunkEntry{key, blocks, ++chunk_clock_};
-  chunk_index_blocks_ += blocks;
-  // At most a quarter of the pool: least recently used chunks go first (requests that took one
-  // as a source keep their own reference).
-  while (chunk_index_blocks_ > num_blocks_ / 4 && chunk_index_.size() > 1) {
-    auto lru = chunk_index_.begin();
-    for (auto it = chunk_index_.begin(); it != chunk_index_.end(); ++it) {
-      if (it->second.used < lru->second.used) lru = it;
-    }
-    chunk_index_blocks_ -= lru->second.blocks;
-    scheduler_.release_retained(lru->second.key);
-    chunk_index_.erase(lru);
-  }
-}
-
-RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tokens,
-                                 const std::string& salt, const kv::BlockHash& hash) {
-  const RequestKey key = next_key_.fetch_add(1);
-  Active c;
-  c.internal = true;
-  c.pic_parent = parent;
-  c.chunk_hash = hash;
-  ++counters_.pic_chunks_compiled;
-  c.arrival_ns = now_ns();
-  c.request.prompt_tokens.assign(tokens.begin(), tokens.end());
-  c.request.max_tokens = 1;
-  c.request.ignore_eos = true;
-  c.request.sampling.temperature = 0.0f;
-  c.sampler = std::make_unique<sampling::Sampler>(c.request.sampling,
-                                                  static_cast<int32_t>(model_.hparams().n_vocab));
-  // Chunks are keyed by their own tokens under the PIC root (and the tenant's salt), whatever
-  // precedes them in a prompt.
-  scheduler_.add(key, c.request.prompt_tokens, 1, chunk_extra_key(salt));
-  active_.emplace(key, std::move(c));
-  return key;
-}
-
-void Engine::finish_compile(RequestKey key, Active& a, FinishReason reason) {
-  const bool ok = reason == FinishReason::kStop || reason == FinishReason::kLength;
-  if (ok) {
-    scheduler_.retain(key);  // the parent's reference: its link reads the table
-    index_chunk(a.chunk_hash, key);
-  } else {
-    scheduler_.finish(key);
-  }
-  a.finished = true;
-  const auto parent = active_.find(a.pic_parent);
-  if (parent != active_.end() && !parent->second.finished && parent->second.pic_pending > 0) {
-    parent->second.pic_failed = parent->second.pic_failed || !ok;
-    if (--parent->second.pic_pending == 0) link_parent(a.pic_parent, parent->second);
-  } else if (ok) {
-    scheduler_.release_retained(key);  // the parent is gone
-  }
-  release_if_done(key);
-}
-
-void Engine::link_parent(RequestKey key, Active& p) {
-  PicState pic;
-  if (p.pic_failed) {
-    for (RequestKey child : p.pic_children) scheduler_.release_retained(child);
-  } else {
-    pic.chunks = p.request.pic_chunks;
-    pic.sources = p.pic_children;
-    pic.variant = p.pic_variant;
-    ++counters_.pic_requests;
-  }
-  scheduler_.add(key, p.request.prompt_tokens, p.request.max_tokens,
-                 kv::request_extra_key(model_key_, p.request.cache_salt), std::move(pic));
-}
-
-void Engine::run_links(StepPlan& plan) {
-  std::vector<model::KvRowMove> moves;
-  moves.reserve(plan.links.size());
-  for (const RowLink& l : plan.links) {
-    moves.push_back({l.src_block, l.src_row, l.dst_block, l.dst_row, l.delta});
-  }
-  model::move_kv_rows(model_.hparams(), storage_, *link_ops_, moves);
-  for (RequestKey src : plan.link_sources) scheduler_.release_retained(src);
-  plan.links.clear();
-  plan.link_sources.clear();
-}
-
-void Engine::pin_cache(RequestKey key, const Active& a) {
-  drop_cache(a.request.retain_as);  // a cache of the same id is replaced
-  scheduler_.retain(key);
-  caches_[a.request.retain_as] =
-      ContextCache{key, now_ns() + a.request.retain_ms * 1'000'000, a.cache_blocks};
-}
-
-void Engine::drop_cache(const std::string& id) {
-  const auto it = caches_.find(id);
-  if (it == caches_.end()) return;
-  scheduler_.release_retained(it->second.key);
-  cache_blocks_reserved_.fetch_sub(it->second.reserved_blocks);
-  caches_.erase(it);
-}
-
-void Engine::expire_caches() {
-  const int64_t t = now_ns();
-  std::vector<std::string> expired;
-  for (const auto& [id, c] : caches_) {
-    if (c.deadline_ns <= t) expired.push_back(id);
-  }
-  for (const std::string& id : expired) drop_cache(id);
 }
 
 void Engine::cancel(RequestKey key) {

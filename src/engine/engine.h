@@ -132,7 +132,7 @@ class Engine final : public EngineClient {
   // The prefix-cache key under which chunks of tenant `salt` are compiled.
   [[nodiscard]] kv::BlockHash chunk_extra_key(const std::string& salt) const;
   // Keeps a compiled chunk's table in the chunk index (one reference of its own).
-  void index_chunk(const kv::BlockHash& hash, RequestKey key);
+  void index_chunk(const kv::BlockHash& hash, RequestKey key, int32_t len);
   void finish_compile(RequestKey key, Active& a, FinishReason reason);
   // Every child of a PIC parent is done: hands the parent (with its chunks, or without after a
   // failure) to the scheduler.

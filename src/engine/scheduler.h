@@ -176,4 +176,13 @@ class Scheduler {
   int64_t num_preemptions_ = 0;
 };
 
+// Scratch state of one schedule() call.
+struct Scheduler::StepBuilder {
+  StepPlan plan;
+  std::vector<ScheduledSeq> decodes;   // running requests' 1-token steps, admission order
+  std::vector<ScheduledSeq> prefills;  // partial prefills, then admissions, in order
+  int32_t budget = 0;                  // tokens left this step
+  int32_t decodes_left = 0;  // decode-ready running requests not served yet (budget reserved)
+};
+
 }  // namespace keel::engine

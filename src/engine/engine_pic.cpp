@@ -1,0 +1,105 @@
+// Engine, EPIC part: chunks of a request are computed alone by internal compile requests (or
+// taken from the chunk index), then the parent is handed to the scheduler, which links them at
+// admission; the plan's row links run on the engine thread before the forward pass. See engine.h.
+#include <algorithm>
+
+#include "core/clock.h"
+#include "engine/engine.h"
+#include "kv/block_file.h"
+#include "model/kv_relocate.h"
+
+namespace keel::engine {
+
+kv::BlockHash Engine::chunk_extra_key(const std::string& salt) const {
+  return kv::request_extra_key(pic_root_, salt);
+}
+
+void Engine::index_chunk(const kv::BlockHash& hash, RequestKey key, int32_t len) {
+  const std::string id = kv::block_hash_hex(hash);
+  const auto blocks = static_cast<int64_t>(kv_.block_table(key).size());
+  // (A compile request preempted at its very end holds no table: nothing to keep.)
+  if (blocks < kv_.blocks_for(len) || chunk_index_.contains(id)) return;
+  if (!scheduler_.acquire_retained(key)) return;
+  chunk_index_[id] = ChunkEntry{key, blocks, ++chunk_clock_};
+  chunk_index_blocks_ += blocks;
+  // At most a quarter of the pool: least recently used chunks go first (requests that took one
+  // as a source keep their own reference).
+  while (chunk_index_blocks_ > num_blocks_ / 4 && chunk_index_.size() > 1) {
+    auto lru = chunk_index_.begin();
+    for (auto it = chunk_index_.begin(); it != chunk_index_.end(); ++it) {
+      if (it->second.used < lru->second.used) lru = it;
+    }
+    chunk_index_blocks_ -= lru->second.blocks;
+    scheduler_.release_retained(lru->second.key);
+    chunk_index_.erase(lru);
+  }
+}
+
+RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tokens,
+                                 const std::string& salt, const kv::BlockHash& hash) {
+  const RequestKey key = next_key_.fetch_add(1);
+  Active c;
+  c.internal = true;
+  c.pic_parent = parent;
+  c.chunk_hash = hash;
+  ++counters_.pic_chunks_compiled;
+  c.arrival_ns = SteadyClock().now_ns();
+  c.request.prompt_tokens.assign(tokens.begin(), tokens.end());
+  c.request.max_tokens = 1;
+  c.request.ignore_eos = true;
+  c.request.sampling.temperature = 0.0f;
+  c.sampler = std::make_unique<sampling::Sampler>(c.request.sampling,
+                                                  static_cast<int32_t>(model_.hparams().n_vocab));
+  // Chunks are keyed by their own tokens under the PIC root (and the tenant's salt), whatever
+  // precedes them in a prompt.
+  scheduler_.add(key, c.request.prompt_tokens, 1, chunk_extra_key(salt));
+  active_.emplace(key, std::move(c));
+  return key;
+}
+
+void Engine::finish_compile(RequestKey key, Active& a, FinishReason reason) {
+  const bool ok = reason == FinishReason::kStop || reason == FinishReason::kLength;
+  if (ok) {
+    scheduler_.retain(key);  // the parent's reference: its link reads the table
+    index_chunk(a.chunk_hash, key, static_cast<int32_t>(a.request.prompt_tokens.size()));
+  } else {
+    scheduler_.finish(key);
+  }
+  a.finished = true;
+  const auto parent = active_.find(a.pic_parent);
+  if (parent != active_.end() && !parent->second.finished && parent->second.pic_pending > 0) {
+    parent->second.pic_failed = parent->second.pic_failed || !ok;
+    if (--parent->second.pic_pending == 0) link_parent(a.pic_parent, parent->second);
+  } else if (ok) {
+    scheduler_.release_retained(key);  // the parent is gone
+  }
+  release_if_done(key);
+}
+
+void Engine::link_parent(RequestKey key, Active& p) {
+  PicState pic;
+  if (p.pic_failed) {
+    for (RequestKey child : p.pic_children) scheduler_.release_retained(child);
+  } else {
+    pic.chunks = p.request.pic_chunks;
+    pic.sources = p.pic_children;
+    pic.variant = p.pic_variant;
+    ++counters_.pic_requests;
+  }
+  scheduler_.add(key, p.request.prompt_tokens, p.request.max_tokens,
+                 kv::request_extra_key(model_key_, p.request.cache_salt), std::move(pic));
+}
+
+void Engine::run_links(StepPlan& plan) {
+  std::vector<model::KvRowMove> moves;
+  moves.reserve(plan.links.size());
+  for (const RowLink& l : plan.links) {
+    moves.push_back({l.src_block, l.src_row, l.dst_block, l.dst_row, l.delta});
+  }
+  model::move_kv_rows(model_.hparams(), storage_, *link_ops_, moves);
+  for (RequestKey src : plan.link_sources) scheduler_.release_retained(src);
+  plan.links.clear();
+  plan.link_sources.clear();
+}
+
+}  // namespace keel::engine
