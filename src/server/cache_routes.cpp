@@ -10,8 +10,6 @@
 namespace keel::server {
 namespace {
 
-constexpr size_t kMaxCacheSaltBytes = 1024;
-
 // `ttl`: integer seconds, or a string of integer seconds ending in "s" (Gemini's form).
 MaybeError parse_ttl(const Json& body, int64_t* out) {
   const Json* ttl = field(body, "ttl");
@@ -73,15 +71,7 @@ ApiResult<CacheSpec> parse_cache_request(const Json& body, int32_t vocab_size) {
     spec.prompt = std::move(p.value().front());
   }
   KEEL_API_TRY(parse_ttl(body, &spec.ttl_seconds));
-  s.reset();
-  KEEL_API_TRY(read_string(body, "cache_salt", &s));
-  if (s) {
-    if (s->empty() || s->size() > kMaxCacheSaltBytes) {
-      return ApiError::bad_request("`cache_salt` must be a string of 1 to 1024 bytes",
-                                   "cache_salt");
-    }
-    spec.cache_salt = std::move(*s);
-  }
+  KEEL_API_TRY(parse_cache_salt(body, &spec.cache_salt));
   return spec;
 }
 

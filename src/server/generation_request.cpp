@@ -153,15 +153,7 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
       parse_token_id_list(body, "stop_token_ids", limits.vocab_size, &spec->stop_token_ids));
   KEEL_API_TRY(read_bool(body, "ignore_eos", &spec->ignore_eos));
   KEEL_API_TRY(parse_streaming(body, spec));
-  s.reset();
-  KEEL_API_TRY(read_string(body, "cache_salt", &s));
-  if (s) {
-    if (s->empty() || s->size() > kMaxCacheSaltBytes) {
-      return ApiError::bad_request("`cache_salt` must be a string of 1 to 1024 bytes",
-                                   "cache_salt");
-    }
-    spec->cache_salt = std::move(*s);
-  }
+  KEEL_API_TRY(parse_cache_salt(body, &spec->cache_salt));
   s.reset();
   KEEL_API_TRY(read_string(body, "cache_id", &s));
   if (s) {
@@ -285,6 +277,19 @@ ApiResult<GenerationSpec> parse_completion(const Json& body, const ParseLimits& 
 }
 
 }  // namespace
+
+MaybeError parse_cache_salt(const Json& body, std::string* out) {
+  std::optional<std::string> s;
+  KEEL_API_TRY(read_string(body, "cache_salt", &s));
+  if (s) {
+    if (s->empty() || s->size() > kMaxCacheSaltBytes) {
+      return ApiError::bad_request("`cache_salt` must be a string of 1 to 1024 bytes",
+                                   "cache_salt");
+    }
+    *out = std::move(*s);
+  }
+  return std::nullopt;
+}
 
 ApiResult<GenerationSpec> parse_chat_request(const Json& body, const ParseLimits& limits) {
   if (!body.is_object()) return type_error("body", "a JSON object", body);

@@ -80,6 +80,9 @@ ApiResult<GenerationSpec> parse_chat_request(const nlohmann::json& body, const P
 ApiResult<GenerationSpec> parse_completion_request(const nlohmann::json& body,
                                                    const ParseLimits& limits);
 
+// Shared with POST /v1/caches: the optional `cache_salt` (1 to 1024 bytes).
+std::optional<ApiError> parse_cache_salt(const nlohmann::json& body, std::string* out);
+
 // Shared with /tokenize: the `messages` array (param names "messages[i]...").
 ApiResult<std::vector<ChatMessage>> parse_messages(const nlohmann::json& messages);
 // Shared with /tokenize: the `prompt` union (string, strings, ids, id arrays).

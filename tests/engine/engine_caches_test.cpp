@@ -54,6 +54,21 @@ Outcome ask(Engine& e) {
   return o;
 }
 
+// An engine over small_pool() (stories260K).
+class SmallPoolTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KEEL_REQUIRE_SHARED();
+    model_ = load_stories();
+    ASSERT_NE(model_, nullptr);
+    auto e = Engine::start(*model_, small_pool());
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    engine_ = std::move(e).value();
+  }
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<Engine> engine_;
+};
+
 TEST(EngineCachesTest, PinnedContextSurvivesChurnAndIsReused) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
@@ -92,13 +107,8 @@ TEST(EngineCachesTest, PinnedContextSurvivesChurnAndIsReused) {
   }
 }
 
-TEST(EngineCachesTest, ExpiryReleasesTheBlocks) {
-  KEEL_REQUIRE_SHARED();
-  auto model = load_stories();
-  ASSERT_NE(model, nullptr);
-  auto e = Engine::start(*model, small_pool());
-  ASSERT_TRUE(e.ok()) << e.error().to_string();
-  Engine& engine = **e;
+TEST_F(SmallPoolTest, ExpiryReleasesTheBlocks) {
+  Engine& engine = *engine_;
   run_one(engine, cache_request(tokens(300, 40), "short", 1500));
   // (Stats are published after the final event: wait for the pin to show.)
   EXPECT_TRUE(eventually([&] {
@@ -118,13 +128,8 @@ TEST(EngineCachesTest, ExpiryReleasesTheBlocks) {
   EXPECT_EQ(engine.stats().num_context_caches, 1);
 }
 
-TEST(EngineCachesTest, PinBudgetIsHalfThePool) {
-  KEEL_REQUIRE_SHARED();
-  auto model = load_stories();
-  ASSERT_NE(model, nullptr);
-  auto e = Engine::start(*model, small_pool());
-  ASSERT_TRUE(e.ok()) << e.error().to_string();
-  Engine& engine = **e;
+TEST_F(SmallPoolTest, PinBudgetIsHalfThePool) {
+  Engine& engine = *engine_;
   auto sink = std::make_shared<CollectingSink>();
   // 8 blocks fit (half of 16); then a 2-block cache does not.
   EXPECT_TRUE(engine.submit(cache_request(tokens(300, 120), "a", 60'000), sink).ok());
