@@ -3,6 +3,8 @@
 
 #include <ctime>
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "server/async_signal.h"
 #include "server/context_cache.h"
@@ -94,33 +96,40 @@ net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, Head
   r.retain_ms = spec.ttl_seconds * 1000;
 
   AsyncSignal signal(conn.executor());
-  auto relay = std::make_shared<EventRelay>(conn.executor(), &signal);
-  Result<engine::RequestKey> key = ctx.deps.engine->submit(std::move(r), relay->make_sink(0));
+  // Closes the relay however this frame ends (also when destroyed at shutdown); a request that
+  // did not report its end is aborted and its pin, if it got one already, released.
+  struct Guard {
+    std::shared_ptr<EventRelay> relay;
+    engine::EngineClient* engine;
+    std::optional<engine::RequestKey> key;
+    std::string id;
+    bool ended = false;
+    ~Guard() {
+      relay->close();
+      if (key && !ended) {
+        engine->abort(*key);
+        engine->release_cache(id);
+      }
+    }
+  } guard{std::make_shared<EventRelay>(conn.executor(), &signal), ctx.deps.engine, {}, cache->id};
+  Result<engine::RequestKey> key = ctx.deps.engine->submit(std::move(r), guard.relay->make_sink(0));
   if (!key.ok()) {
-    relay->close();
     co_return co_await conn.write_response(
         with_headers(HttpResponse::error(ApiError::from_status(key.error())), headers));
   }
+  guard.key = *key;
   conn.watch_peer(&signal);
   std::optional<engine::TokenEvent> last;
-  bool gone = false;
   while (!last) {
-    while (std::optional<EventRelay::Item> item = relay->pop()) {
+    while (std::optional<EventRelay::Item> item = guard.relay->pop()) {
       if (item->event.finish) last = std::move(item->event);
     }
-    if (last) break;
-    if (conn.peer_closed()) {
-      gone = true;
-      break;
-    }
+    if (last || conn.peer_closed()) break;
     co_await signal.wait();
   }
-  relay->close();
+  guard.ended = last.has_value();
   co_await conn.unwatch_peer();
-  if (gone) {
-    ctx.deps.engine->abort(*key);  // finishes it as aborted: nothing stays pinned
-    co_return false;
-  }
+  if (!last) co_return false;  // the client went away: the guard aborts and unpins
   const engine::FinishReason reason = *last->finish;
   if (reason == engine::FinishReason::kAbort) {
     co_return co_await conn.write_response(with_headers(

@@ -3,11 +3,13 @@
 // engine is told to release), requests naming cache_id get the cache's tokens or messages in
 // front of theirs and its salt; every error: unknown id, wrong endpoint for the cache, both or
 // neither of messages/prompt, bad ttl, conflicting salt, wrong method, a full pin budget, an
-// engine failure. The registry's expiry is tested on its own clock.
+// engine failure; a client gone while the KV is computed aborts the request and unpins it. The
+// registry's expiry is tested on its own clock.
 #include <gtest/gtest.h>
 
 #include "server/context_cache.h"
 #include "server_harness.h"
+#include "support/test_support.h"
 
 namespace keel::server::testing {
 namespace {
@@ -163,6 +165,25 @@ TEST_F(CachesHttpTest, Errors) {
   });
   EXPECT_EQ(post_json(h_.port(), "/v1/caches", {{"prompt", "x"}}).status, 500);
   EXPECT_EQ(http_request(h_.port(), "GET", "/v1/caches").json()["data"].size(), 1u);
+}
+
+TEST_F(CachesHttpTest, ClientGoneWhileComputingAbortsAndUnpins) {
+  h_.engine().set_script([](const engine::GenerationRequest&) {
+    FakeScript s;
+    s.stall = FakeScript::Stall::kPrefill;
+    return s;
+  });
+  TestHttpClient client(h_.port());
+  ASSERT_TRUE(client.send("POST", "/v1/caches", Json{{"prompt", "Hello world"}}.dump()));
+  ASSERT_TRUE(h_.engine().wait_for_submits(1, std::chrono::seconds(5)));
+  const engine::RequestKey key = h_.engine().keys().at(0);
+  client.close();
+  EXPECT_TRUE(h_.engine().wait_for_aborted(key, std::chrono::seconds(5)));
+  EXPECT_TRUE(keel::testing::eventually([&] {
+    const auto released = h_.engine().released_caches();
+    return released.size() == 1 && released[0] == h_.engine().submitted()[0].retain_as;
+  }));
+  EXPECT_TRUE(http_request(h_.port(), "GET", "/v1/caches").json()["data"].empty());
 }
 
 TEST(ContextCacheRegistryTest, EntriesExpireOnTheirDeadline) {
