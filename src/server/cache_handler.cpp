@@ -9,6 +9,7 @@
 #include "server/async_signal.h"
 #include "server/context_cache.h"
 #include "server/event_relay.h"
+#include "server/pic_segments.h"
 #include "server/prompt_preparation.h"
 
 namespace keel::server {
@@ -33,7 +34,8 @@ Tokenized tokenize(const ServerContext& ctx, const CacheSpec& spec) {
       out.error = ApiError::from_status(text.error(), "messages");
       return out;
     }
-    out.tokens = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
+    // A context cache is one exact prefix: position-independent marks do not apply to it.
+    out.tokens = tok.encode(strip_pic_marks(*text), /*add_special=*/true, /*parse_special=*/true);
   } else if (spec.prompt.is_tokens) {
     out.tokens = spec.prompt.tokens;
   } else {

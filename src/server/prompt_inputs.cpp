@@ -101,7 +101,6 @@ ApiResult<ChatMessage> parse_message(const Json& msg, size_t i) {
   }
   ApiResult<std::string> content = parse_content(msg, where, out.role);
   if (!content.ok()) return content.error();
-
   out.content = std::move(content.value());
   std::optional<std::string> name, tool_call_id;
   KEEL_API_TRY(read_string(msg, "name", &name));

@@ -113,6 +113,17 @@ TEST_F(CachesHttpTest, ChatExtendsAMessagesCache) {
   EXPECT_EQ(h_.engine().submitted().back().prompt_tokens, encode(*chatml(all, true), true));
 }
 
+TEST_F(CachesHttpTest, PositionIndependentMarksDoNotApplyToACache) {
+  const Json part = {{"type", "text"},
+                     {"text", "Hello world"},
+                     {"cache_control", {{"type", "position_independent"}}}};
+  create({{"messages", Json::array({Json{{"role", "system"}, {"content", Json::array({part})}}})}});
+  std::vector<ChatMessage> plain = {{.role = "system", .content = "Hello world"}};
+  const engine::GenerationRequest req = h_.engine().submitted().at(0);
+  EXPECT_EQ(req.prompt_tokens, encode(*chatml(plain, false), true));
+  EXPECT_TRUE(req.pic_chunks.empty());
+}
+
 TEST_F(CachesHttpTest, Errors) {
   const Json prompt_cache = create({{"prompt", "Hello"}, {"cache_salt", "s1"}});
   const Json chat_body = {{"messages", Json::array({Json{{"role", "user"}, {"content", "Hi"}}})}};
