@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_runner.h"
 #include "gguf/reader.h"
@@ -202,6 +204,38 @@ TEST(KeelCliTest, BenchBadInputIsOneLine) {
   const CliResult r = run_keel({"bench", "-m", shared_path(kStories), "-r", "0"});
   EXPECT_NE(r.exit_code, 0);
   EXPECT_EQ(r.err.find("Sanitizer"), std::string::npos) << r.err;
+}
+
+TEST(KeelCliTest, EvalPicReportsEveryVariantAgainstFullRecompute) {
+  KEEL_REQUIRE_SHARED();
+  CliResult r = run_keel({"eval", "pic", "-m", shared_path(kStories), "-t", "1", "--prompts", "2",
+                          "--chunks", "3", "--chunk-len", "24", "--continuation", "8", "--variants",
+                          "full,naive,legolink-4096,cacheblend-100", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(count_lines(r.out), 4) << r.out;
+  std::map<std::string, nlohmann::json> by_variant;
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    for (const char* key : {"variant", "k", "top1_agreement", "kl", "recompute_fraction", "ttft_ms",
+                            "greedy_match_tokens"}) {
+      EXPECT_TRUE(j.contains(key)) << key << " in " << line;
+    }
+    by_variant[j["variant"]] = j;
+  }
+  EXPECT_EQ(by_variant["full"]["top1_agreement"], 1.0);
+  EXPECT_EQ(by_variant["full"]["recompute_fraction"], 1.0);
+  // Recomputing every chunk token (but the leading chunk's, exact anyway) is full recompute.
+  for (const char* exact : {"legolink-4096", "cacheblend-100"}) {
+    EXPECT_EQ(by_variant[exact]["top1_agreement"], 1.0) << exact;
+    EXPECT_LT(by_variant[exact]["kl"].get<double>(), 1e-6) << exact;
+    EXPECT_EQ(by_variant[exact]["greedy_match_tokens"], 8.0) << exact;
+  }
+  EXPECT_LT(by_variant["naive"]["recompute_fraction"].get<double>(), 0.2);
+  EXPECT_GT(by_variant["naive"]["kl"].get<double>(), 0.0);
+  expect_one_line_error(
+      run_keel({"eval", "pic", "-m", shared_path(kStories), "--variants", "legolink-x"}),
+      "unknown PIC link variant");
 }
 
 }  // namespace
