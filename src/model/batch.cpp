@@ -81,6 +81,23 @@ Status validate_batch(const Batch& batch, const BatchLimits& limits) {
       }
     }
     writes.emplace_back(table[entry], pos % limits.block_size, i);
+    const std::vector<int32_t>& pages = batch.seqs[s].attend_pages;
+    if (!pages.empty() && static_cast<size_t>(pages.back()) != entry) {
+      return Status::invalid_argument(token_prefix(i) + "sequence " + std::to_string(seq) +
+                                      "'s attend_pages must end at its page " +
+                                      std::to_string(entry));
+    }
+  }
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    const std::vector<int32_t>& pages = batch.seqs[s].attend_pages;
+    for (size_t j = 0; j < pages.size(); ++j) {
+      if (pages[j] < 0 || static_cast<size_t>(pages[j]) >= batch.seqs[s].block_table.size() ||
+          (j > 0 && pages[j] <= pages[j - 1])) {
+        return Status::invalid_argument("sequence " + std::to_string(s) +
+                                        "'s attend_pages must be ascending indices into its "
+                                        "block table");
+      }
+    }
   }
   std::sort(writes.begin(), writes.end());
   for (size_t w = 1; w < writes.size(); ++w) {

@@ -22,6 +22,10 @@ namespace keel::model {
 // One sequence in a batch.
 struct BatchSeq {
   std::vector<int32_t> block_table;  // KV block ids covering positions [0, ...) of this sequence
+  // Sparse decode: the pages (indices into block_table, ascending) its tokens attend to instead
+  // of every page up to their position. The last must be the page of every token's position
+  // (the one being written); the others are full. Empty = dense.
+  std::vector<int32_t> attend_pages;
 };
 
 struct Batch {
@@ -67,7 +71,8 @@ struct BatchLimits {
 // sequence at fault): fields of different lengths, no tokens or more than max_tokens, a token id
 // out of the vocabulary, a sequence index out of range, a negative position, positions of a
 // sequence that do not increase, a block table too short for a position, a block id out of
-// range (any entry covering [0, position]), two tokens writing the same block row. OutOfRange: a
+// range (any entry covering [0, position]), two tokens writing the same block row, attend_pages
+// not ascending, out of the table, or not ending at a token's own page. OutOfRange: a
 // position ≥ n_ctx.
 Status validate_batch(const Batch& batch, const BatchLimits& limits);
 

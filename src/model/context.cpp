@@ -27,6 +27,7 @@ Context::Context(const Model& model, int64_t max_batch_tokens)
   up_.resize(t * sz(hp_.n_ff));
   n_kv_.resize(t);
   block_tables_.resize(t);
+  attend_tables_.resize(t);
 }
 
 Status Context::validate(const Batch& batch, const KvStorage& kv) const {
@@ -49,10 +50,7 @@ Status Context::validate(const Batch& batch, const KvStorage& kv) const {
 Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                         std::vector<float>* logits) {
   KEEL_TRY(validate(batch, kv));
-  for (size_t t = 0; t < batch.size(); ++t) {
-    n_kv_[t] = batch.positions[t] + 1;
-    block_tables_[t] = batch.seqs[sz(batch.seq_index[t])].block_table.data();
-  }
+  bind_tables(batch, kv.layout().block_size);
   embed(batch);
   run_layers(batch, kv, ops);
   if (logits) output_logits(batch, ops, logits);
@@ -66,10 +64,7 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
                                     " is outside [0, " + std::to_string(hp_.n_layer) + ")");
   }
   KEEL_TRY(validate(batch, kv));
-  for (size_t t = 0; t < batch.size(); ++t) {
-    n_kv_[t] = batch.positions[t] + 1;
-    block_tables_[t] = batch.seqs[sz(batch.seq_index[t])].block_table.data();
-  }
+  bind_tables(batch, kv.layout().block_size);
   embed(batch);
   const auto n = static_cast<int64_t>(batch.size());
   for (int64_t il = 0; il < check_layer; ++il) {
@@ -99,6 +94,28 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
     (*deviation)[sz(t)] = static_cast<float>(d);
   }
   return Status();
+}
+
+void Context::bind_tables(const Batch& batch, int32_t bs) {
+  compact_.resize(batch.seqs.size());
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    compact_[s].clear();
+    for (int32_t page : batch.seqs[s].attend_pages) {
+      compact_[s].push_back(batch.seqs[s].block_table[sz(page)]);
+    }
+  }
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const auto s = sz(batch.seq_index[t]);
+    const int32_t pos = batch.positions[t];
+    block_tables_[t] = batch.seqs[s].block_table.data();
+    if (compact_[s].empty()) {
+      n_kv_[t] = pos + 1;
+      attend_tables_[t] = block_tables_[t];
+    } else {  // every attended page but the token's own is full
+      n_kv_[t] = static_cast<int32_t>(compact_[s].size() - 1) * bs + pos % bs + 1;
+      attend_tables_[t] = compact_[s].data();
+    }
+  }
 }
 
 void Context::embed(const Batch& batch) {
@@ -184,7 +201,7 @@ void Context::attend(int64_t il, const Batch& batch, const KvStorage& kv, kernel
   queries.q = q_.data();
   queries.q_stride = q_dim;
   queries.n_kv = n_kv_.data();
-  queries.block_tables = block_tables_.data();
+  queries.block_tables = attend_tables_.data();
   queries.out = attn_.data();
   queries.out_stride = q_dim;
   ops.paged_attention(kv.paged(il), heads, queries);

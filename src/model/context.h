@@ -71,7 +71,14 @@ class Context {
   std::vector<float> up_;    // [T][n_ff]
   // Per token of the current batch: positions attended (pos + 1) and its sequence's block table.
   std::vector<int32_t> n_kv_;                 // [T]
-  std::vector<const int32_t*> block_tables_;  // [T]
+  std::vector<const int32_t*> block_tables_;  // [T] where the token's K/V row is written
+  // [T] the table attention reads: block_tables_, or for a sparse-decode sequence its attended
+  // pages' blocks compacted into compact_[seq] (keys carry their position in RoPE, and softmax
+  // does not depend on the order of the keys, so compaction changes nothing else).
+  std::vector<const int32_t*> attend_tables_;
+  std::vector<std::vector<int32_t>> compact_;
+  // Fills n_kv_, block_tables_ and attend_tables_ for the batch (bs: positions per block).
+  void bind_tables(const Batch& batch, int32_t bs);
 };
 
 }  // namespace keel::model
