@@ -91,6 +91,7 @@ void Engine::link_parent(RequestKey key, Active& p) {
 }
 
 void Engine::run_links(StepPlan& plan) {
+  if (plan.links.empty() && plan.link_sources.empty()) return;  // most steps
   std::vector<model::KvRowMove> moves;
   moves.reserve(plan.links.size());
   for (const RowLink& l : plan.links) {

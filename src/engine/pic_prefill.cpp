@@ -55,16 +55,14 @@ Status pic_prefill(const model::Model& model, model::Context& ctx, model::KvStor
   }
   kv::PicLinkPlan plan = kv::plan_pic_link(n, 0, chunks, variant);
   const int32_t bs = kv.layout().block_size;
-  // Every chunk position below L is copied (CacheBlend's probe compares against them; the
-  // recomputed ones are overwritten by the forward below).
+  // The linked rows are copied (CacheBlend's candidates among them: its probe compares them).
   std::vector<model::KvRowMove> moves;
-  for (size_t i = 0; i < chunks.size(); ++i) {
-    const kv::PicChunk& c = chunks[i];
-    for (int32_t j = 0; j < c.len && c.start + j < plan.linked_end; ++j) {
-      const int32_t p = c.start + j;
-      moves.push_back({chunk_tables[i][static_cast<size_t>(j / bs)], j % bs,
-                       table[static_cast<size_t>(p / bs)], p % bs, c.start});
-    }
+  size_t c = 0;
+  for (int32_t p : plan.linked) {
+    while (chunks[c].start + chunks[c].len <= p) ++c;
+    const int32_t j = p - chunks[c].start;
+    moves.push_back({chunk_tables[c][static_cast<size_t>(j / bs)], j % bs,
+                     table[static_cast<size_t>(p / bs)], p % bs, chunks[c].start});
   }
   model::move_kv_rows(model.hparams(), kv, ops, moves);
   if (variant.mode == kv::PicMode::kCacheBlend && !plan.blend_candidates.empty()) {

@@ -322,16 +322,16 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   auto reservation = [&](int32_t start) {
     return r.preempted ? len : start + std::min(len - start, b.budget);
   };
-  // Full blocks after the pool hit that a lower tier holds (and that are cheaper to read than
-  // to recompute) are read by the transfer thread while the request waits as populating.
-  int32_t recomputed = 0;
-  const std::vector<kv::BlockHash> chain = tier_chain(r, hit, &recomputed);
   if (!r.pic.chunks.empty()) {
     const kv::PicLinkPlan link =
         kv::plan_pic_link(len, hit.num_tokens, r.pic.chunks, r.pic.variant);
     if (link.linked_end > hit.num_tokens && !r.preempted) return admit_linked(b, r, hit, link);
     release_pic_sources(b, r);  // nothing to link: an ordinary admission
   }
+  // Full blocks after the pool hit that a lower tier holds (and that are cheaper to read than
+  // to recompute) are read by the transfer thread while the request waits as populating.
+  int32_t recomputed = 0;
+  const std::vector<kv::BlockHash> chain = tier_chain(r, hit, &recomputed);
   const int32_t tier_start =
       hit.num_tokens + static_cast<int32_t>(chain.size()) * kv_->block_size();
   const auto table = kv_->allocate(r.key, reservation(tier_start), &hit);

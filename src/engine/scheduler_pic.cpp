@@ -3,7 +3,6 @@
 // scattered-position seqs ahead of its other tokens, CacheBlend's probe — and the release of the
 // sources. Thread safety: engine thread only.
 #include <algorithm>
-#include <iterator>
 
 #include "engine/scheduler.h"
 
@@ -99,10 +98,7 @@ void Scheduler::apply_probe(RequestKey key, std::span<const float> deviation) {
   const std::vector<int32_t> pick =
       deviation.empty() ? std::vector<int32_t>{}
                         : kv::select_by_deviation(r.blend_candidates, dev, r.blend_percent);
-  std::vector<int32_t> merged;
-  std::merge(r.relink.begin(), r.relink.end(), pick.begin(), pick.end(),
-             std::back_inserter(merged));
-  r.relink = std::move(merged);
+  r.relink = kv::merge_positions(r.relink, pick);
   pic_tokens_recomputed_ += static_cast<int64_t>(pick.size());
   pic_tokens_linked_ -= static_cast<int64_t>(pick.size());
   r.num_cached_tokens -= static_cast<int32_t>(pick.size());

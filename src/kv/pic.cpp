@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <numeric>
 
 namespace keel::kv {
@@ -118,11 +119,13 @@ void recompute_also(PicLinkPlan* plan, std::span<const int32_t> positions) {
     if (!std::binary_search(positions.begin(), positions.end(), p)) linked.push_back(p);
   }
   plan->linked = std::move(linked);
+  plan->recompute = merge_positions(plan->recompute, positions);
+}
+
+std::vector<int32_t> merge_positions(std::span<const int32_t> a, std::span<const int32_t> b) {
   std::vector<int32_t> merged;
-  std::merge(plan->recompute.begin(), plan->recompute.end(), positions.begin(), positions.end(),
-             std::back_inserter(merged));
-  merged.erase(std::unique(merged.begin(), merged.end()), merged.end());
-  plan->recompute = std::move(merged);
+  std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(merged));
+  return merged;
 }
 
 }  // namespace keel::kv

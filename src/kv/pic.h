@@ -69,5 +69,7 @@ std::vector<int32_t> select_by_deviation(std::span<const int32_t> positions,
 
 // Moves the chosen positions from plan->linked to plan->recompute (both stay ascending).
 void recompute_also(PicLinkPlan* plan, std::span<const int32_t> positions);
+// The union of two ascending position lists, ascending.
+std::vector<int32_t> merge_positions(std::span<const int32_t> a, std::span<const int32_t> b);
 
 }  // namespace keel::kv
