@@ -24,7 +24,9 @@
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "model_loading.h"
+#include "sampling/logprobs.h"
 #include "sampling/sampler.h"
+#include "sampling/softmax_math.h"
 
 namespace keel::cli {
 namespace {
@@ -97,8 +99,9 @@ class PicEval {
     greedy->clear();
     auto pos = static_cast<int32_t>(p.tokens.size());
     for (int32_t i = 0; i < opts_.continuation; ++i) {
-      const int32_t next = forced.empty() ? argmax(logits) : forced[static_cast<size_t>(i)];
-      greedy->push_back(argmax(logits));
+      const int32_t top = sampling::argmax(logits);
+      const int32_t next = forced.empty() ? top : forced[static_cast<size_t>(i)];
+      greedy->push_back(top);
       if (i + 1 == opts_.continuation) break;
       model::Batch b;
       const int32_t seq = b.add_seq(seq_table_);
@@ -107,10 +110,6 @@ class PicEval {
       steps->push_back(logits);
     }
     return Status();
-  }
-
-  [[nodiscard]] static int32_t argmax(const std::vector<float>& v) {
-    return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
   }
 
  private:
@@ -133,11 +132,7 @@ class PicEval {
     while (static_cast<int32_t>(toks.size()) < n) {
       model::Batch b;
       const int32_t seq = b.add_seq(seq_table_);
-      if (toks.size() == 1) {
-        b.add(toks[0], 0, seq, true);
-      } else {
-        b.add(toks.back(), static_cast<int32_t>(toks.size()) - 1, seq, true);
-      }
+      b.add(toks.back(), static_cast<int32_t>(toks.size()) - 1, seq, true);
       KEEL_TRY(ctx_.forward(b, *kv_, ops_, &logits));
       int32_t next = sampler.sample(logits);
       if (next == opts_.eos || next == opts_.bos) next = argmax_excluding(logits);
@@ -149,7 +144,7 @@ class PicEval {
   int32_t argmax_excluding(std::vector<float> v) const {
     v[static_cast<size_t>(opts_.eos)] = -1e30f;
     v[static_cast<size_t>(opts_.bos)] = -1e30f;
-    return argmax(v);
+    return sampling::argmax(v);
   }
 
   const EvalPicOptions& opts_;
@@ -164,17 +159,12 @@ class PicEval {
 
 // KL(p ‖ q) of the softmaxes of two logit rows, in nats.
 double kl_divergence(const std::vector<float>& p_logits, const std::vector<float>& q_logits) {
-  auto log_softmax = [](const std::vector<float>& x) {
-    const float m = *std::max_element(x.begin(), x.end());
-    double z = 0;
-    for (float v : x) z += std::exp(static_cast<double>(v - m));
-    std::vector<double> out(x.size());
-    for (size_t i = 0; i < x.size(); ++i) out[i] = static_cast<double>(x[i] - m) - std::log(z);
-    return out;
-  };
-  const std::vector<double> lp = log_softmax(p_logits), lq = log_softmax(q_logits);
+  const double zp = sampling::log_sum_exp(p_logits), zq = sampling::log_sum_exp(q_logits);
   double kl = 0;
-  for (size_t i = 0; i < lp.size(); ++i) kl += std::exp(lp[i]) * (lp[i] - lq[i]);
+  for (size_t i = 0; i < p_logits.size(); ++i) {
+    const double lp = p_logits[i] - zp;
+    kl += std::exp(lp) * (lp - (q_logits[i] - zq));
+  }
   return std::max(kl, 0.0);
 }
 
@@ -206,7 +196,7 @@ Status evaluate(const EvalPicOptions& opts, const ComputeSetup& setup) {
       KEEL_TRY(eval.run(p, variants[v], ref_greedy, &steps, &greedy, &stats, &ms));
       for (size_t s = 0; s < steps.size(); ++s) {
         t.kl += kl_divergence(ref_steps[s], steps[s]);
-        t.top1 += PicEval::argmax(ref_steps[s]) == PicEval::argmax(steps[s]) ? 1 : 0;
+        t.top1 += sampling::argmax(ref_steps[s]) == sampling::argmax(steps[s]) ? 1 : 0;
         t.steps += 1;
       }
       KEEL_TRY(eval.run(p, variants[v], {}, &steps, &greedy, &stats, &ms));  // free-running
