@@ -52,28 +52,15 @@ Tokenized tokenize(const ServerContext& ctx, const CacheSpec& spec) {
   return out;
 }
 
-net::awaitable<Tokenized> tokenize_async(HttpConnection& conn, const CacheSpec& spec) {
-  const ServerContext& ctx = conn.context();
-  if (!conn.tokenize_executor()) co_return tokenize(ctx, spec);
-  co_return co_await net::co_spawn(
-      conn.tokenize_executor(),
-      [&ctx, &spec]() -> net::awaitable<Tokenized> { co_return tokenize(ctx, spec); },
-      net::use_awaitable);
-}
-
-HttpResponse with_headers(HttpResponse r, const HeaderList& headers) {
-  r.headers.insert(r.headers.begin(), headers.begin(), headers.end());
-  return r;
-}
-
 }  // namespace
 
 net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, HeaderList headers,
                                       std::string request_id) {
   ServerContext& ctx = conn.context();
-  Tokenized t = co_await tokenize_async(conn, spec);
+  Tokenized t =
+      co_await conn.on_tokenizer<Tokenized>([&ctx, &spec] { return tokenize(ctx, spec); });
   if (t.error)
-    co_return co_await conn.write_response(with_headers(HttpResponse::error(*t.error), headers));
+    co_return co_await conn.write_response(HttpResponse::error(*t.error).with_headers(headers));
 
   auto cache = std::make_shared<ContextCache>();
   cache->id = "cache-" + ctx.ids.next();
@@ -117,7 +104,7 @@ net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, Head
   Result<engine::RequestKey> key = ctx.deps.engine->submit(std::move(r), guard.relay->make_sink(0));
   if (!key.ok()) {
     co_return co_await conn.write_response(
-        with_headers(HttpResponse::error(ApiError::from_status(key.error())), headers));
+        HttpResponse::error(ApiError::from_status(key.error())).with_headers(headers));
   }
   guard.key = *key;
   conn.watch_peer(&signal);
@@ -134,16 +121,17 @@ net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, Head
   if (!last) co_return false;  // the client went away: the guard aborts and unpins
   const engine::FinishReason reason = *last->finish;
   if (reason == engine::FinishReason::kAbort) {
-    co_return co_await conn.write_response(with_headers(
-        HttpResponse::error(ApiError::unavailable("The cache request was cancelled.")), headers));
+    co_return co_await conn.write_response(
+        HttpResponse::error(ApiError::unavailable("The cache request was cancelled."))
+            .with_headers(headers));
   }
   if (reason == engine::FinishReason::kError) {
     co_return co_await conn.write_response(
-        with_headers(HttpResponse::error(ApiError::internal(last->error)), headers));
+        HttpResponse::error(ApiError::internal(last->error)).with_headers(headers));
   }
   const std::string body = cache->to_json().dump();
   ctx.caches.put(std::move(cache));
-  co_return co_await conn.write_response(with_headers(HttpResponse::json(200, body), headers));
+  co_return co_await conn.write_response(HttpResponse::json(200, body).with_headers(headers));
 }
 
 }  // namespace keel::server

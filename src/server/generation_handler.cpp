@@ -54,20 +54,6 @@ class InflightGuard {
   EventRelay* relay_;
 };
 
-net::awaitable<PreparedPrompts> prepare(HttpConnection& conn, const GenerationSpec& spec) {
-  const ServerContext& ctx = conn.context();
-  if (!conn.tokenize_executor()) co_return prepare_prompts(ctx, spec);
-  co_return co_await net::co_spawn(
-      conn.tokenize_executor(),
-      [&ctx, &spec]() -> net::awaitable<PreparedPrompts> { co_return prepare_prompts(ctx, spec); },
-      net::use_awaitable);
-}
-
-HttpResponse with_headers(HttpResponse r, const HeaderList& headers) {
-  r.headers.insert(r.headers.begin(), headers.begin(), headers.end());
-  return r;
-}
-
 class GenerationRun {
  public:
   GenerationRun(HttpConnection& conn, GenerationSpec spec, std::vector<PreparedPrompt> prompts,
@@ -233,12 +219,12 @@ net::awaitable<bool> GenerationRun::finish_ok() {
     choices.push_back(std::move(c));
   }
   co_return co_await conn_.write_response(
-      with_headers(HttpResponse::json(200, completion_body(meta_, choices, usage())), headers_));
+      HttpResponse::json(200, completion_body(meta_, choices, usage())).with_headers(headers_));
 }
 
 net::awaitable<bool> GenerationRun::finish_error(const ApiError& error, bool streaming_started) {
   if (!streaming_started) {
-    co_return co_await conn_.write_response(with_headers(HttpResponse::error(error), headers_));
+    co_return co_await conn_.write_response(HttpResponse::error(error).with_headers(headers_));
   }
   std::string tail = error_event(error);
   tail += kDoneEvent;
@@ -295,10 +281,12 @@ net::awaitable<bool> GenerationRun::execute() {
 
 net::awaitable<bool> run_generation(HttpConnection& conn, GenerationSpec spec, HeaderList headers,
                                     std::string request_id) {
-  PreparedPrompts prepared = co_await prepare(conn, spec);
+  const ServerContext& ctx = conn.context();
+  PreparedPrompts prepared = co_await conn.on_tokenizer<PreparedPrompts>(
+      [&ctx, &spec] { return prepare_prompts(ctx, spec); });
   if (prepared.error) {
     co_return co_await conn.write_response(
-        with_headers(HttpResponse::error(*prepared.error), headers));
+        HttpResponse::error(*prepared.error).with_headers(headers));
   }
   GenerationRun run(conn, std::move(spec), std::move(prepared.prompts), std::move(headers),
                     request_id, conn.executor());

@@ -196,8 +196,7 @@ net::awaitable<bool> HttpConnection::handle(HttpRequest request) {
   HeaderList headers = common_headers(*ctx_, request, request_id);
   RouteOutcome outcome = route_request(*ctx_, request);
   if (HttpResponse* response = std::get_if<HttpResponse>(&outcome)) {
-    response->headers.insert(response->headers.begin(), headers.begin(), headers.end());
-    co_return co_await write_response(std::move(*response));
+    co_return co_await write_response(std::move(*response).with_headers(headers));
   }
   if (CacheCall* cache = std::get_if<CacheCall>(&outcome)) {
     co_return co_await run_cache_create(*this, std::move(cache->spec), std::move(headers),

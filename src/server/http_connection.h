@@ -40,6 +40,14 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   [[nodiscard]] net::any_io_executor executor() const;
   [[nodiscard]] ServerContext& context() const { return *ctx_; }
   [[nodiscard]] const net::any_io_executor& tokenize_executor() const { return tokenize_ex_; }
+  // fn() (returning a default-constructible T) on the tokenization pool, or right here when the
+  // server has none.
+  template <typename T, typename Fn>
+  net::awaitable<T> on_tokenizer(Fn fn) {
+    if (!tokenize_ex_) co_return fn();
+    co_return co_await net::co_spawn(
+        tokenize_ex_, [&fn]() -> net::awaitable<T> { co_return fn(); }, net::use_awaitable);
+  }
 
   // --- for the handler of the current exchange (false: the connection failed) ---
   // A complete response; adds Server and keep-alive handling.

@@ -57,6 +57,11 @@ struct HttpResponse {
     if (e.retry_after_s) r.headers.emplace_back("retry-after", std::to_string(*e.retry_after_s));
     return r;
   }
+  // This response with `common` (x-request-id, CORS) in front of its own headers.
+  HttpResponse with_headers(const HeaderList& common) && {
+    headers.insert(headers.begin(), common.begin(), common.end());
+    return std::move(*this);
+  }
 };
 
 }  // namespace keel::server
