@@ -50,8 +50,8 @@ class Streaming final : public SparsePolicy {
   PageChoice select(std::span<const PageSummary> pages, const DecodeQuery&) override {
     if (pages.empty()) return {};
     const int32_t newest = pages.back().index;
-    const int32_t sink_pages = (c_.sink_tokens + c_.page_size - 1) / c_.page_size;
-    const int32_t window_pages = (c_.window_tokens + c_.page_size - 1) / c_.page_size;
+    const int32_t sink_pages = c_.sink_pages();
+    const int32_t window_pages = c_.window_pages();
     return keep_if(pages, [&](const PageSummary& p) {
       return p.index < sink_pages || p.index > newest - window_pages;
     });
@@ -68,7 +68,7 @@ class HeavyHitters final : public SparsePolicy {
   PageChoice select(std::span<const PageSummary> pages, const DecodeQuery&) override {
     if (pages.empty()) return {};
     const int32_t newest = pages.back().index;
-    const int32_t window_pages = (c_.window_tokens + c_.page_size - 1) / c_.page_size;
+    const int32_t window_pages = c_.window_pages();
     std::vector<const PageSummary*> older;
     for (const PageSummary& p : pages) {
       if (p.index <= newest - window_pages) older.push_back(&p);

@@ -40,6 +40,8 @@ struct SparseConfig {
   int32_t dense_layers = 2;     // the first layers attend every page (applied by the caller)
   [[nodiscard]] Status validate() const;
   [[nodiscard]] int32_t budget_pages() const { return budget / page_size; }
+  [[nodiscard]] int32_t sink_pages() const { return (sink_tokens + page_size - 1) / page_size; }
+  [[nodiscard]] int32_t window_pages() const { return (window_tokens + page_size - 1) / page_size; }
 };
 
 struct DecodeQuery {
