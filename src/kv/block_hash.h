@@ -16,7 +16,10 @@
 
 namespace keel::kv {
 
-using BlockId = int32_t;     // index of a block in the KV pool, [0, num_blocks)
+using BlockId = int32_t;  // index of a block in the KV pool, [0, num_blocks)
+// A released page in a block table (sparse decode gave its block back; its positions are never
+// read again).
+inline constexpr BlockId kNoBlock = -1;
 using RequestKey = int64_t;  // the engine's handle for a request (same as engine::RequestKey)
 
 struct BlockHash {

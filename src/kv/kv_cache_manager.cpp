@@ -121,6 +121,7 @@ void KvCacheManager::publish_full_blocks(RequestKey id, std::span<const int32_t>
   const size_t bs = static_cast<size_t>(config_.block_size);
   const size_t full = std::min(static_cast<size_t>(num_computed) / bs, table.blocks.size());
   for (size_t i = table.hashes.size(); i < full; ++i) {
+    if (table.blocks[i] == kNoBlock) return;  // the chain cannot go past a released page
     const BlockHash parent = i == 0 ? kRootHash : table.hashes[i - 1];
     const BlockHash h = hash_block(parent, tokens.subspan(i * bs, bs), extra_key);
     table.hashes.push_back(h);
@@ -162,8 +163,28 @@ void KvCacheManager::free(RequestKey id) {
   const auto it = tables_.find(id);
   if (it == tables_.end()) return;
   const std::vector<BlockId>& blocks = it->second.blocks;
-  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);
+  for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) {
+    if (*b != kNoBlock) pool_.release(*b);
+  }
   tables_.erase(it);
+}
+
+void KvCacheManager::release_block(RequestKey id, int32_t index) {
+  const auto it = tables_.find(id);
+  if (it == tables_.end()) return;
+  std::vector<BlockId>& blocks = it->second.blocks;
+  KEEL_CHECK_MSG(index >= 0 && static_cast<size_t>(index) + 1 < blocks.size(),
+                 "release_block: only pages below the last may be released");
+  BlockId& b = blocks[static_cast<size_t>(index)];
+  if (b == kNoBlock) return;
+  pool_.release(b);
+  b = kNoBlock;
+}
+
+int32_t KvCacheManager::num_held_blocks(RequestKey id) const {
+  const std::span<const BlockId> t = block_table(id);
+  return static_cast<int32_t>(
+      std::count_if(t.begin(), t.end(), [](BlockId b) { return b != kNoBlock; }));
 }
 
 std::span<const BlockId> KvCacheManager::block_table(RequestKey id) const {
@@ -185,6 +206,7 @@ Status KvCacheManager::check_invariants() const {
       return Status::internal("request " + std::to_string(id) + " has more hashes than blocks");
     }
     for (BlockId b : table.blocks) {
+      if (b == kNoBlock) continue;
       if (b < 0 || b >= pool_.num_blocks()) {
         return Status::internal("request " + std::to_string(id) + " holds bad block " +
                                 std::to_string(b));

@@ -2,9 +2,9 @@
 // admission, publication of full computed blocks). It hands out block ids only; the engine owns
 // the KV bytes (model::KvStorage) and performs the copies make_writable() asks for.
 // Invariants: every block in a table holds one reference for that table (a block in k tables has
-// ref_count k); a block with a hash is full, computed and never written (see make_writable() for
-// when copy-on-write happens in keel).
-// Thread safety: none; owned by the engine thread.
+// ref_count k; a released page, kNoBlock, holds none); a block with a hash is full, computed and
+// never written (see make_writable() for when copy-on-write happens in keel). Thread safety: none;
+// owned by the engine thread.
 #pragma once
 
 #include <cstdint>
@@ -74,6 +74,14 @@ class KvCacheManager {
     std::optional<BlockCopy> copy;  // the copy to perform before the write
   };
   WritableResult make_writable(RequestKey id, int32_t pos);
+
+  // Sparse decode: gives back the block of page `index` of `id`'s table (one reference dropped;
+  // the entry becomes kNoBlock, so positions keep their page numbers). The page must be full and
+  // below the table's last; a page released before, or an unknown id, is a no-op. Published
+  // hashes past a released page are no longer extended (publication stops at the first hole).
+  void release_block(RequestKey id, int32_t index);
+  // Blocks `id`'s table references (holes excluded).
+  [[nodiscard]] int32_t num_held_blocks(RequestKey id) const;
 
   // Releases `id`'s blocks (last block first, so a sequence's earlier blocks are evicted last);
   // released blocks keep their hash and stay findable until evicted. No-op for unknown ids.

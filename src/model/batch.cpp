@@ -71,8 +71,14 @@ Status validate_batch(const Batch& batch, const BatchLimits& limits) {
           ", but the table has " + std::to_string(table.size()) + " entries (block size " +
           std::to_string(limits.block_size) + ")");
     }
+    const std::vector<int32_t>& pages = batch.seqs[s].attend_pages;
     for (; checked[s] <= entry; ++checked[s]) {
       const int32_t id = table[checked[s]];
+      if (id == kReleasedBlock && checked[s] != entry &&
+          !std::binary_search(pages.begin(), pages.end(), static_cast<int32_t>(checked[s])) &&
+          !pages.empty()) {
+        continue;  // a released page this sequence does not attend
+      }
       if (id < 0 || id >= limits.num_blocks) {
         return Status::invalid_argument(token_prefix(i) + "sequence " + std::to_string(seq) +
                                         "'s block table entry " + std::to_string(checked[s]) +
@@ -81,7 +87,6 @@ Status validate_batch(const Batch& batch, const BatchLimits& limits) {
       }
     }
     writes.emplace_back(table[entry], pos % limits.block_size, i);
-    const std::vector<int32_t>& pages = batch.seqs[s].attend_pages;
     if (!pages.empty() && static_cast<size_t>(pages.back()) != entry) {
       return Status::invalid_argument(token_prefix(i) + "sequence " + std::to_string(seq) +
                                       "'s attend_pages must end at its page " +

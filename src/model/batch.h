@@ -19,6 +19,12 @@
 
 namespace keel::model {
 
+class PageSelector;  // page_selector.h
+
+// A block table entry whose page was released (sparse decode): never read or written. Allowed
+// only for pages a sequence's attend_pages leaves out. Same value as kv::kNoBlock.
+inline constexpr int32_t kReleasedBlock = -1;
+
 // One sequence in a batch.
 struct BatchSeq {
   std::vector<int32_t> block_table;  // KV block ids covering positions [0, ...) of this sequence
@@ -26,6 +32,9 @@ struct BatchSeq {
   // of every page up to their position. The last must be the page of every token's position
   // (the one being written); the others are full. Empty = dense.
   std::vector<int32_t> attend_pages;
+  // Batch::selector is asked for this sequence's pages at Batch::select_layer (see
+  // page_selector.h); layers before it attend attend_pages.
+  bool select_pages = false;
 };
 
 struct Batch {
@@ -34,6 +43,10 @@ struct Batch {
   std::vector<int32_t> seq_index;  // [n_tokens] index into `seqs`
   std::vector<uint8_t> logits;     // [n_tokens] 1 = return logits for this token
   std::vector<BatchSeq> seqs;      // [n_seqs]
+  // Sparse decode: asked at layer select_layer for the pages of each seq with select_pages
+  // (borrowed; null = none).
+  PageSelector* selector = nullptr;
+  int64_t select_layer = 0;
 
   [[nodiscard]] size_t size() const { return tokens.size(); }
   [[nodiscard]] bool empty() const { return tokens.empty(); }
@@ -71,8 +84,9 @@ struct BatchLimits {
 // sequence at fault): fields of different lengths, no tokens or more than max_tokens, a token id
 // out of the vocabulary, a sequence index out of range, a negative position, positions of a
 // sequence that do not increase, a block table too short for a position, a block id out of
-// range (any entry covering [0, position]), two tokens writing the same block row, attend_pages
-// not ascending, out of the table, or not ending at a token's own page. OutOfRange: a
+// range (any entry covering [0, position], except a kReleasedBlock page that attend_pages leaves
+// out), two tokens writing the same block row, attend_pages not ascending, out of the table, or
+// not ending at a token's own page. OutOfRange: a
 // position ≥ n_ctx.
 Status validate_batch(const Batch& batch, const BatchLimits& limits);
 

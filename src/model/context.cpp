@@ -1,6 +1,8 @@
 // Context::forward: the Llama-family layer stack over a flat batch (see context.h for the flow).
 #include "model/context.h"
 
+#include "model/page_selector.h"
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -98,16 +100,18 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
 
 void Context::bind_tables(const Batch& batch, int32_t bs) {
   compact_.resize(batch.seqs.size());
-  for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    compact_[s].clear();
-    for (int32_t page : batch.seqs[s].attend_pages) {
-      compact_[s].push_back(batch.seqs[s].block_table[sz(page)]);
-    }
-  }
   for (size_t t = 0; t < batch.size(); ++t) {
-    const auto s = sz(batch.seq_index[t]);
+    block_tables_[t] = batch.seqs[sz(batch.seq_index[t])].block_table.data();
+  }
+  for (size_t s = 0; s < batch.seqs.size(); ++s) bind_seq(batch, s, batch.seqs[s].attend_pages, bs);
+}
+
+void Context::bind_seq(const Batch& batch, size_t s, std::span<const int32_t> pages, int32_t bs) {
+  compact_[s].clear();
+  for (int32_t page : pages) compact_[s].push_back(batch.seqs[s].block_table[sz(page)]);
+  for (size_t t = 0; t < batch.size(); ++t) {
+    if (sz(batch.seq_index[t]) != s) continue;
     const int32_t pos = batch.positions[t];
-    block_tables_[t] = batch.seqs[s].block_table.data();
     if (compact_[s].empty()) {
       n_kv_[t] = pos + 1;
       attend_tables_[t] = block_tables_[t];
@@ -115,6 +119,38 @@ void Context::bind_tables(const Batch& batch, int32_t bs) {
       n_kv_[t] = static_cast<int32_t>(compact_[s].size() - 1) * bs + pos % bs + 1;
       attend_tables_[t] = compact_[s].data();
     }
+  }
+}
+
+void Context::select_pages(int64_t il, const Batch& batch, const KvStorage& kv) {
+  const int64_t q_dim = hp_.q_dim();
+  const int32_t bs = kv.layout().block_size;
+  std::vector<int32_t> positions;
+  for (size_t s = 0; s < batch.seqs.size(); ++s) {
+    if (!batch.seqs[s].select_pages) continue;
+    positions.clear();
+    select_q_.clear();
+    for (size_t t = 0; t < batch.size(); ++t) {
+      if (sz(batch.seq_index[t]) != s) continue;
+      positions.push_back(batch.positions[t]);
+      select_q_.insert(select_q_.end(), q_.begin() + static_cast<ptrdiff_t>(t * sz(q_dim)),
+                       q_.begin() + static_cast<ptrdiff_t>((t + 1) * sz(q_dim)));
+    }
+    if (positions.empty()) continue;
+    const std::vector<int32_t> pages = batch.selector->select(
+        static_cast<int32_t>(s), batch.seqs[s], positions, select_q_, kv, il);
+    if (pages.empty()) continue;
+    const std::vector<int32_t>& table = batch.seqs[s].block_table;
+    for (size_t j = 0; j < pages.size(); ++j) {
+      KEEL_CHECK_MSG(pages[j] >= 0 && sz(pages[j]) < table.size() &&
+                         (j == 0 || pages[j] > pages[j - 1]) &&
+                         table[sz(pages[j])] != kReleasedBlock,
+                     "PageSelector chose a page outside the held block table");
+    }
+    for (int32_t pos : positions) {
+      KEEL_CHECK_MSG(pages.back() == pos / bs, "PageSelector's pages must end at the token's page");
+    }
+    bind_seq(batch, s, pages, bs);
   }
 }
 
@@ -154,6 +190,7 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
   ops.rope(hp_.rope, batch.positions.data(), n, hp_.n_head, hp_.head_dim, q_dim, q_.data());
   ops.rope(hp_.rope, batch.positions.data(), n, hp_.n_head_kv, hp_.head_dim, kv_dim, k_.data());
   write_kv(il, batch, kv);
+  if (batch.selector != nullptr && il == batch.select_layer) select_pages(il, batch, kv);
   attend(il, batch, kv, ops);
   ops.matmul(w.wo, attn_.data(), n, proj_.data());
   for (int64_t t = 0; t < n; ++t) {

@@ -54,6 +54,8 @@ class Context {
   // blocks, then attend over [0, pos] of each token's sequence.
   void write_kv(int64_t il, const Batch& batch, KvStorage& kv) const;
   void attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops);
+  // At Batch::select_layer: asks the selector for each marked sequence's pages and rebinds them.
+  void select_pages(int64_t il, const Batch& batch, const KvStorage& kv);
   void output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits);
 
   const Model& model_;
@@ -77,8 +79,11 @@ class Context {
   // does not depend on the order of the keys, so compaction changes nothing else).
   std::vector<const int32_t*> attend_tables_;
   std::vector<std::vector<int32_t>> compact_;
+  std::vector<float> select_q_;  // the selector's query rows of one sequence
   // Fills n_kv_, block_tables_ and attend_tables_ for the batch (bs: positions per block).
   void bind_tables(const Batch& batch, int32_t bs);
+  // The attended table of sequence s's tokens from pages (empty = every page up to each token).
+  void bind_seq(const Batch& batch, size_t s, std::span<const int32_t> pages, int32_t bs);
 };
 
 }  // namespace keel::model

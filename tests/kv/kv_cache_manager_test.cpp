@@ -345,5 +345,33 @@ TEST(KvCacheManagerTest, ResetPrefixCacheForgetsEverything) {
   EXPECT_TRUE(kv.check_invariants().ok());
 }
 
+TEST(KvCacheManagerTest, ReleaseBlockLeavesAHoleAndFreesTheBlock) {
+  KvCacheManager kv = make(8, 4);
+  ASSERT_TRUE(kv.allocate(1, 14).has_value());  // 4 blocks
+  EXPECT_EQ(kv.num_free_blocks(), 4);
+  kv.release_block(1, 1);
+  kv.release_block(1, 1);  // twice: a no-op
+  EXPECT_EQ(kv.num_free_blocks(), 5);
+  EXPECT_EQ(kv.num_held_blocks(1), 3);
+  EXPECT_EQ(ids(kv.block_table(1)), (Ids{0, kNoBlock, 2, 3}));
+  EXPECT_FLOAT_EQ(kv.usage(), 3.0f / 8.0f);
+  // Growing keeps the hole and its page numbering; publication stops at it.
+  ASSERT_TRUE(kv.allocate(1, 17).has_value());
+  EXPECT_EQ(kv.block_table(1).size(), 5u);
+  kv.publish_full_blocks(1, iota_tokens(17), 16, kExtra);
+  EXPECT_EQ(kv.pool().num_cached(), 1);  // page 0 only
+  EXPECT_TRUE(kv.check_invariants().ok());
+  kv.free(1);
+  EXPECT_EQ(kv.num_free_blocks(), 8);
+  EXPECT_TRUE(kv.check_invariants().ok());
+  kv.release_block(7, 0);  // unknown: a no-op
+}
+
+TEST(KvCacheManagerDeathTest, ReleasingTheLastPageIsRefused) {
+  KvCacheManager kv = make(8, 4);
+  ASSERT_TRUE(kv.allocate(1, 8).has_value());
+  EXPECT_DEATH(kv.release_block(1, 1), "below the last");
+}
+
 }  // namespace
 }  // namespace keel::kv
