@@ -128,8 +128,9 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
     transfer_ = std::make_unique<TierTransfer>(tiers_.get(), storage_.layout().block_bytes());
   }
   scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
-  executor_ = std::make_unique<StepExecutor>(model_, &storage_, config_.isa, config_.threads,
-                                             config_.scheduler.max_batched_tokens);
+  executor_ = std::make_unique<StepExecutor>(
+      model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
+      sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   const std::string root = "keel-pic-chunk-v1|" + kv::block_hash_hex(model_key_);
   pic_root_ = kv::hash_bytes(std::as_bytes(std::span<const char>(root.data(), root.size())));
@@ -171,6 +172,10 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
+  if (request.sparse.has_value()) {
+    KEEL_TRY(make_sparse_sequence(*request.sparse, config_.sparse_tuning, config_.block_size, 1)
+                 .status());
+  }
   // Reads only configuration fixed at construction: safe from any thread.
   KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_tokens));
   if (num_waiting_.load() >= config_.scheduler.max_waiting) {
@@ -300,10 +305,19 @@ void Engine::admit(Submit s) {
   a.cache_blocks = s.cache_blocks;
   Active& r = active_.emplace(s.key, std::move(a)).first->second;
   const GenerationRequest& q = r.request;
+  const auto prompt_len = static_cast<int32_t>(q.prompt_tokens.size());
+  Result<std::unique_ptr<SparseSequence>> sparse = make_sparse_sequence(
+      q.sparse.value_or(config_.sparse), config_.sparse_tuning, config_.block_size, prompt_len);
+  KEEL_CHECK(sparse.ok());  // submit() and EngineConfig::validate() checked the parameters
+  r.sparse = std::move(sparse).value();
   if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
-      !config_.enable_prefix_cache) {
+      !config_.enable_prefix_cache || r.sparse != nullptr) {
     scheduler_.add(s.key, q.prompt_tokens, q.max_tokens,
                    kv::request_extra_key(model_key_, q.cache_salt));
+    if (r.sparse != nullptr) {
+      scheduler_.set_exact_limit(s.key, prompt_len);
+      ++counters_.sparse_requests;
+    }
     return;
   }
   // Each chunk from the chunk index, or compiled by an internal request.
@@ -419,6 +433,8 @@ bool Engine::launch(StepPlan& plan) {
     ++a.in_flight;
     const auto seq_index = static_cast<int32_t>(in.batch.seqs.size());
     in.batch.seqs.push_back(model::BatchSeq{s.block_table});
+    in.sparse.emplace_back();
+    if (a.sparse != nullptr) bind_sparse(s, a, &in.batch.seqs.back(), &in.sparse.back());
     KEEL_CHECK(static_cast<int32_t>(s.tokens.size()) == s.num_tokens);
     for (int32_t i = 0; i < s.num_tokens; ++i) {
       const int32_t pos = s.position(i);
@@ -469,6 +485,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   std::vector<SeqResult> results;
   for (const StepOutput::Token& t : out.tokens) results.push_back({t.key, t.token});
   scheduler_.update(plan, results);
+  release_sparse_pages(plan);
   ++counters_.steps_total;
   const int64_t t = now_ns();
   for (StepOutput::Token& tok : out.tokens) {
@@ -511,6 +528,42 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
       ev.num_cached_tokens = a.num_cached_tokens;
       a.sink->on_event(std::move(ev));
     }
+  }
+}
+
+void Engine::bind_sparse(const ScheduledSeq& s, Active& a, model::BatchSeq* seq,
+                         SparseSelector::Binding* binding) {
+  SparseSequence& st = *a.sparse;
+  const RequestState* r = scheduler_.find(s.key);
+  const int32_t epoch = r != nullptr ? r->num_preemptions : st.epoch;
+  *binding = {&st, epoch};
+  const int32_t pos = s.start_pos + s.num_tokens - 1;
+  if (s.num_tokens != 1 || !s.positions.empty() || pos < st.num_prompt_tokens) return;
+  seq->select_pages = true;
+  if (st.epoch != epoch || st.released.empty()) return;  // nothing released: every page
+  seq->attend_pages = st.held_pages(pos, config_.block_size);
+  for (int32_t page : st.released) {
+    // The plan's snapshot may predate the release: the block may already be someone else's.
+    if (static_cast<size_t>(page) < seq->block_table.size()) {
+      seq->block_table[static_cast<size_t>(page)] = model::kReleasedBlock;
+    }
+  }
+}
+
+void Engine::release_sparse_pages(const StepPlan& plan) {
+  for (const ScheduledSeq& s : plan.seqs) {
+    const auto it = active_.find(s.key);
+    if (it == active_.end() || it->second.sparse == nullptr) continue;
+    SparseSequence& st = *it->second.sparse;
+    st.max_pages_held = std::max(st.max_pages_held, kv_.num_held_blocks(s.key));
+    counters_.sparse_max_pages_held = std::max(counters_.sparse_max_pages_held, st.max_pages_held);
+    if (st.pending.empty()) continue;
+    const RequestState* r = scheduler_.find(s.key);
+    if (r != nullptr && r->num_preemptions == st.epoch) {  // not preempted since: still valid
+      scheduler_.release_pages(s.key, st.pending);
+      counters_.sparse_pages_released += static_cast<int64_t>(st.pending.size());
+    }
+    st.pending.clear();
   }
 }
 

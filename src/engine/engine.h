@@ -32,6 +32,7 @@
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/scheduler.h"
+#include "engine/sparse_decode.h"
 #include "engine/step_executor.h"
 #include "engine/tier_transfer.h"
 #include "kv/kv_cache_manager.h"
@@ -104,8 +105,9 @@ class Engine final : public EngineClient {
     bool pic_failed = false;  // a child did not complete: the parent is computed in full
     kv::PicVariant pic_variant;
     kv::BlockHash chunk_hash;  // a compile request: its chunk's key in the chunk index
-    int in_flight = 0;         // launched steps that include this request
-    bool finished = false;     // its final event was sent
+    std::unique_ptr<SparseSequence> sparse;  // sparse decode state; null = dense
+    int in_flight = 0;                       // launched steps that include this request
+    bool finished = false;                   // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -143,6 +145,12 @@ class Engine final : public EngineClient {
   // Removes finished requests, copies COW blocks, builds the batch, hands the step over.
   bool launch(StepPlan& plan);
   void apply(const StepPlan& plan, StepOutput& out);
+  // A sparse request's seq in a step: marks its decode token for page selection, masks its
+  // released pages and binds its state (sparse_decode.h).
+  void bind_sparse(const ScheduledSeq& s, Active& a, model::BatchSeq* seq,
+                   SparseSelector::Binding* binding);
+  // After a step: gives the pages its sparse requests released back to the pool.
+  void release_sparse_pages(const StepPlan& plan);
   void finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event);
   void release_if_done(RequestKey key);
   void publish_stats();

@@ -26,6 +26,18 @@ Status EngineConfig::validate() const {
         "the KV tiers (--kv-host-bytes, --kv-disk-dir) need the "
         "prefix cache (drop --no-prefix-cache)");
   }
+  sparse::SparseConfig sc = sparse_tuning;
+  sc.page_size = block_size;
+  sc.budget = sparse.budget;
+  if (sparse.budget < block_size) {
+    return Status::invalid_argument("--sparse-budget must be at least one KV block (" +
+                                    std::to_string(block_size) + " tokens), got " +
+                                    std::to_string(sparse.budget));
+  }
+  if (Result<std::unique_ptr<sparse::SparsePolicy>> p = sparse::make_policy(sparse.policy, sc);
+      !p.ok()) {
+    return p.error();
+  }
   return {};
 }
 

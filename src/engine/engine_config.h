@@ -12,6 +12,7 @@
 #include "engine/scheduler.h"
 #include "kernels/kernels.h"
 #include "kv/pic.h"
+#include "sparse/sparse_policy.h"
 
 namespace keel::engine {
 
@@ -32,6 +33,11 @@ struct EngineConfig {
   // --pic-link: how requests with position-independent chunks are linked when they do not say
   // (full, naive, legolink-K or cacheblend-R).
   kv::PicVariant pic_link;
+  // --sparse-policy / --sparse-budget: sparse decode for requests that do not say; the tuning's
+  // alpha, sink/window sizes and dense layers apply to every sparse request (its page_size is
+  // the block size and its budget the request's).
+  SparseParams sparse;
+  sparse::SparseConfig sparse_tuning;
 
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 

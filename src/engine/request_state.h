@@ -70,6 +70,8 @@ struct RequestState {
   // Positions from here on may hold linked (approximate) KV: their blocks are not published in
   // the prefix cache, which must serve exact KV only.
   int32_t publish_limit = std::numeric_limits<int32_t>::max();
+  // Sparse decode: positions from here on are always approximate (set once, kept on preemption).
+  int32_t exact_limit = std::numeric_limits<int32_t>::max();
   // CacheBlend: linked positions the probe may choose from, the share it recomputes, and the
   // probe's state (the request computes nothing while probing).
   std::vector<int32_t> blend_candidates;

@@ -87,6 +87,14 @@ void Scheduler::add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tok
   waiting_.push_back(key);
 }
 
+void Scheduler::set_exact_limit(RequestKey key, int32_t limit) { state(key).exact_limit = limit; }
+
+void Scheduler::release_pages(RequestKey key, std::span<const int32_t> pages) {
+  const auto it = requests_.find(key);
+  if (it == requests_.end() || it->second.phase != RequestPhase::kRunning) return;
+  for (int32_t page : pages) kv_->release_block(key, page);
+}
+
 void Scheduler::abort(RequestKey key) { remove(key); }
 
 void Scheduler::finish(RequestKey key) { remove(key); }
@@ -416,8 +424,8 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
     if (c.stale || c.relink) continue;  // preempted since (KV gone), or below num_computed
     KEEL_CHECK(r.num_computed == c.start_pos);
     r.num_computed += c.num_tokens;
-    kv_->publish_full_blocks(r.key, r.tokens, std::min(r.num_computed, r.publish_limit),
-                             r.extra_key);
+    kv_->publish_full_blocks(
+        r.key, r.tokens, std::min({r.num_computed, r.publish_limit, r.exact_limit}), r.extra_key);
   }
 }
 

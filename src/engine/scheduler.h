@@ -86,6 +86,12 @@ class Scheduler {
   // A request preempted later recomputes everything (its link is not redone).
   void add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens, kv::BlockHash extra_key,
            PicState pic = {});
+  // Sparse decode: positions from `limit` on are computed approximately (forever, also after a
+  // preemption), so their blocks are never published in the prefix cache.
+  void set_exact_limit(RequestKey key, int32_t limit);
+  // Sparse decode: gives back the blocks of `pages` (indices into the request's block table,
+  // each below its last page) to the pool. A request that is not running is left alone.
+  void release_pages(RequestKey key, std::span<const int32_t> pages);
   // Tokens linked from chunk caches and positions recomputed by links so far.
   [[nodiscard]] int64_t pic_tokens_linked() const { return pic_tokens_linked_; }
   [[nodiscard]] int64_t pic_tokens_recomputed() const { return pic_tokens_recomputed_; }

@@ -3,18 +3,20 @@
 
 #include "engine/pic_prefill.h"
 
+#include <algorithm>
 #include <chrono>
 #include <span>
 
 namespace keel::engine {
 
 StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa,
-                           int threads, int64_t max_batch_tokens)
+                           int threads, int64_t max_batch_tokens, int64_t select_layer)
     : model_(model),
       storage_(storage),
       isa_(isa),
       threads_(threads),
       max_batch_tokens_(max_batch_tokens),
+      select_layer_(select_layer),
       thread_([this] { run(); }) {}
 
 StepExecutor::~StepExecutor() {
@@ -80,6 +82,17 @@ void StepExecutor::run() {
     StepOutput out;
     const auto t0 = std::chrono::steady_clock::now();
     logits.clear();
+    std::optional<SparseSelector> selector;
+    if (std::any_of(input.sparse.begin(), input.sparse.end(),
+                    [](const SparseSelector::Binding& b) { return b.seq != nullptr; })) {
+      const model::HParams& hp = model_.hparams();
+      selector.emplace(
+          std::move(input.sparse),
+          sparse::QueryShape{static_cast<int32_t>(hp.n_head), static_cast<int32_t>(hp.n_head_kv),
+                             static_cast<int32_t>(hp.head_dim)});
+      input.batch.selector = &*selector;
+      input.batch.select_layer = select_layer_;
+    }
     if (!input.batch.empty()) out.status = ctx.forward(input.batch, *storage_, ops, &logits);
     out.forward_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "engine/sparse_decode.h"
 #include "engine/types.h"
 #include "kernels/kernels.h"
 #include "model/batch.h"
@@ -38,6 +39,9 @@ struct StepInput {
   // model::Context::value_deviation at the check layer, in pieces of the batch size.
   model::Batch probe;
   RequestKey probe_key = 0;
+  // Sparse decode: parallel to batch.seqs (all null = dense); the sequences are owned by the
+  // engine and used by the executor only until wait() returns.
+  std::vector<SparseSelector::Binding> sparse;
 };
 
 struct StepOutput {
@@ -55,8 +59,9 @@ struct StepOutput {
 
 class StepExecutor {
  public:
+  // select_layer: where sparse decode chooses pages (sparse_select_layer()).
   StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
-               int64_t max_batch_tokens);
+               int64_t max_batch_tokens, int64_t select_layer = 0);
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();
@@ -76,6 +81,7 @@ class StepExecutor {
   kernels::Isa isa_;
   int threads_;
   int64_t max_batch_tokens_;
+  int64_t select_layer_;
   bool busy_ = false;  // engine thread only
 
   std::mutex mu_;

@@ -27,6 +27,12 @@ enum class FinishReason {
 };
 std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
 
+// Sparse decode (RaaS and its baselines): the policy and its token budget L.
+struct SparseParams {
+  std::string policy = "dense";  // dense, streaming, h2o, quest or raas
+  int32_t budget = 1024;         // L: tokens attended per decode step (≥ one KV page)
+};
+
 struct GenerationRequest {
   std::string request_id;              // for logs and metrics
   std::vector<int32_t> prompt_tokens;  // already tokenized (never on the engine thread); non-empty
@@ -46,6 +52,9 @@ struct GenerationRequest {
   // their real positions. pic_link: the variant (unset = EngineConfig::pic_link).
   std::vector<kv::PicChunk> pic_chunks;
   std::optional<kv::PicVariant> pic_link;
+  // Sparse decode (unset = EngineConfig::sparse). A sparse request's PIC chunks are ignored (it
+  // is computed in full), and its generated positions are never published in the prefix cache.
+  std::optional<SparseParams> sparse;
 };
 
 struct TokenEvent {
@@ -93,6 +102,9 @@ struct EngineStats {
   int64_t pic_chunks_compiled = 0;     // chunks computed alone (internal requests)
   int64_t pic_chunks_reused = 0;       // chunks taken from the chunk index
   int64_t pic_index_blocks = 0;        // KV blocks the chunk index holds
+  int64_t sparse_requests = 0;         // requests decoded with a sparse policy
+  int64_t sparse_pages_released = 0;   // KV pages they gave back to the pool while decoding
+  int32_t sparse_max_pages_held = 0;   // the most KV pages one sparse request held at once
 };
 
 }  // namespace keel::engine

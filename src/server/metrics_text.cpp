@@ -142,6 +142,13 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
             static_cast<double>(stats.pic_chunks_compiled));
   w.counter("pic_chunks_reused_total", "PIC chunks taken from the chunk index.",
             static_cast<double>(stats.pic_chunks_reused));
+  w.counter("sparse_requests_total", "Requests decoded with a sparse attention policy.",
+            static_cast<double>(stats.sparse_requests));
+  w.counter("sparse_pages_released_total",
+            "KV pages sparse-decode requests gave back to the pool while decoding.",
+            static_cast<double>(stats.sparse_pages_released));
+  w.gauge("sparse_max_pages_held", "The most KV pages one sparse-decode request held at once.",
+          stats.sparse_max_pages_held);
   w.gauge("context_cache_blocks", "KV blocks pinned by context caches.",
           static_cast<double>(stats.context_cache_blocks));
   w.counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",

@@ -65,6 +65,7 @@ class HeavyHitters final : public SparsePolicy {
  public:
   explicit HeavyHitters(const SparseConfig& c) : c_(c) {}
   std::string_view name() const override { return "h2o"; }
+  bool wants_attention_mass() const override { return true; }
   PageChoice select(std::span<const PageSummary> pages, const DecodeQuery&) override {
     if (pages.empty()) return {};
     const int32_t newest = pages.back().index;
@@ -109,6 +110,7 @@ class Raas final : public SparsePolicy {
  public:
   explicit Raas(const SparseConfig& c) : c_(c) {}
   std::string_view name() const override { return "raas"; }
+  bool wants_attention_mass() const override { return true; }
   PageChoice select(std::span<const PageSummary> pages, const DecodeQuery& query) override {
     if (pages.empty()) return {};
     const PageSummary& newest = pages.back();

@@ -67,6 +67,8 @@ class SparsePolicy {
   // refreshes timestamps above alpha.
   virtual void observe(std::span<PageSummary> pages, std::span<const int32_t> attended,
                        std::span<const float> probability, int64_t step);
+  // Whether observe() uses the probabilities (h2o, raas): callers may skip computing them.
+  [[nodiscard]] virtual bool wants_attention_mass() const { return false; }
 };
 
 // "dense", "streaming", "h2o", "quest" or "raas"; InvalidArgument otherwise or for a bad config.

@@ -1,0 +1,169 @@
+// SparseSequence and SparseSelector (see sparse_decode.h).
+#include "engine/sparse_decode.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kernels/kernels.h"
+
+namespace keel::engine {
+namespace {
+
+size_t sz(int64_t n) { return static_cast<size_t>(n); }
+
+bool contains(const std::vector<int32_t>& sorted, int32_t v) {
+  return std::binary_search(sorted.begin(), sorted.end(), v);
+}
+
+// The K row of position `pos` at `layer`, dequantized into `out` ([kv_dim]).
+void read_k_row(const model::KvStorage& kv, const model::BatchSeq& s, int32_t pos, int64_t layer,
+                std::vector<float>* out) {
+  const model::KvLayout& l = kv.layout();
+  const int32_t block = s.block_table[sz(pos / l.block_size)];
+  const std::byte* row =
+      kv.block(block) + l.k_offset(layer) + sz(pos % l.block_size) * l.row_bytes();
+  out->resize(sz(l.kv_dim));
+  kernels::dequantize_row(l.dtype, row, out->data(), l.kv_dim);
+}
+
+}  // namespace
+
+std::vector<int32_t> SparseSequence::held_pages(int32_t pos, int32_t page_size) const {
+  std::vector<int32_t> out;
+  for (int32_t p = 0; p <= pos / page_size; ++p) {
+    if (!contains(released, p)) out.push_back(p);
+  }
+  return out;
+}
+
+void SparseSequence::reset(int32_t new_epoch) {
+  epoch = new_epoch;
+  folded = 0;
+  pages.clear();
+  released.clear();
+  pending.clear();
+  attended.clear();
+}
+
+Result<std::unique_ptr<SparseSequence>> make_sparse_sequence(const SparseParams& params,
+                                                             sparse::SparseConfig tuning,
+                                                             int32_t page_size,
+                                                             int32_t num_prompt_tokens) {
+  tuning.page_size = page_size;
+  tuning.budget = params.budget;
+  if (params.budget < page_size) {
+    return Status::invalid_argument("sparse budget " + std::to_string(params.budget) +
+                                    " is below one KV page (" + std::to_string(page_size) +
+                                    " tokens)");
+  }
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<sparse::SparsePolicy> policy,
+                        sparse::make_policy(params.policy, tuning));
+  if (params.policy == "dense") return std::unique_ptr<SparseSequence>();
+  auto st = std::make_unique<SparseSequence>();
+  st->policy = std::move(policy);
+  st->num_prompt_tokens = num_prompt_tokens;
+  return st;
+}
+
+int64_t sparse_select_layer(const sparse::SparseConfig& tuning, int64_t n_layer) {
+  return std::clamp<int64_t>(tuning.dense_layers, 0, n_layer - 1);
+}
+
+SparseSelector::SparseSelector(std::vector<Binding> bindings, sparse::QueryShape shape)
+    : bindings_(std::move(bindings)), shape_(shape) {}
+
+std::vector<int32_t> SparseSelector::select(int32_t seq, const model::BatchSeq& s,
+                                            std::span<const int32_t> positions,
+                                            std::span<const float> q, const model::KvStorage& kv,
+                                            int64_t layer) {
+  const Binding& b = bindings_[sz(seq)];
+  if (b.seq == nullptr) return {};
+  SparseSequence& st = *b.seq;
+  if (st.epoch != b.epoch) st.reset(b.epoch);
+  const int32_t pos = positions.back();
+  if (positions.size() != 1 || pos < st.num_prompt_tokens) return {};  // decode tokens only
+  const int32_t page_size = kv.layout().block_size;
+  const int32_t own = pos / page_size;
+  fold(st, s, pos, kv, layer);
+  ++st.step;
+  const sparse::DecodeQuery query{q, shape_, st.step};
+  sparse::PageChoice c = st.policy->select(st.pages, query);
+  // The token's own page is always attended and never released.
+  std::erase(c.release, own);
+  if (c.attend.empty() || c.attend.back() != own) c.attend.push_back(own);
+  for (int32_t r : c.release) {
+    std::erase_if(st.pages, [r](const sparse::PageSummary& p) { return p.index == r; });
+    st.released.insert(std::upper_bound(st.released.begin(), st.released.end(), r), r);
+    st.pending.push_back(r);
+    ++st.pages_released_total;
+  }
+  if (st.policy->wants_attention_mass()) {
+    const std::vector<float> mass = attention_mass(s, c.attend, pos, q, kv, layer);
+    st.policy->observe(st.pages, c.attend, mass, st.step);
+  }
+  st.attended = c.attend;
+  return std::move(c.attend);
+}
+
+void SparseSelector::fold(SparseSequence& st, const model::BatchSeq& s, int32_t last,
+                          const model::KvStorage& kv, int64_t layer) {
+  const int32_t page_size = kv.layout().block_size;
+  for (int32_t p = st.folded; p <= last; ++p) {
+    const int32_t page = p / page_size;
+    if (contains(st.released, page)) continue;
+    if (st.pages.empty() || st.pages.back().index != page) {
+      sparse::PageSummary fresh;
+      fresh.index = page;
+      fresh.last_attended = st.step;  // born now: RaaS ages it from here
+      st.pages.push_back(std::move(fresh));
+    }
+    sparse::PageSummary& summary = st.pages.back();
+    summary.prefill = summary.prefill || p < st.num_prompt_tokens;
+    read_k_row(kv, s, p, layer, &row_);
+    summary.add_key(row_);
+  }
+  st.folded = std::max(st.folded, last + 1);
+}
+
+std::vector<float> SparseSelector::attention_mass(const model::BatchSeq& s,
+                                                  std::span<const int32_t> pages, int32_t pos,
+                                                  std::span<const float> q,
+                                                  const model::KvStorage& kv, int64_t layer) {
+  const int32_t page_size = kv.layout().block_size;
+  const int32_t group = shape_.n_heads / shape_.n_kv_heads;
+  const auto dim = sz(shape_.head_dim);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
+  // scores[h][i] over the attended positions, in page order.
+  std::vector<int32_t> page_of;
+  std::vector<float> scores;
+  std::vector<std::vector<float>> per_head(sz(shape_.n_heads));
+  for (size_t j = 0; j < pages.size(); ++j) {
+    const int32_t first = pages[j] * page_size;
+    const int32_t end = std::min(first + page_size, pos + 1);
+    for (int32_t p = first; p < end; ++p) {
+      read_k_row(kv, s, p, layer, &row_);
+      for (int32_t h = 0; h < shape_.n_heads; ++h) {
+        const float* qh = q.data() + sz(h) * dim;
+        const float* kh = row_.data() + sz(h / group) * dim;
+        float dot = 0.0f;
+        for (size_t c = 0; c < dim; ++c) dot += qh[c] * kh[c];
+        per_head[sz(h)].push_back(dot * scale);
+      }
+      page_of.push_back(static_cast<int32_t>(j));
+    }
+  }
+  std::vector<float> mass(pages.size(), 0.0f);
+  for (const std::vector<float>& sc : per_head) {
+    const float mx = *std::max_element(sc.begin(), sc.end());
+    double total = 0.0;
+    for (float v : sc) total += std::exp(static_cast<double>(v - mx));
+    for (size_t i = 0; i < sc.size(); ++i) {
+      mass[sz(page_of[i])] +=
+          static_cast<float>(std::exp(static_cast<double>(sc[i] - mx)) / total / shape_.n_heads);
+    }
+  }
+  return mass;
+}
+
+}  // namespace keel::engine
