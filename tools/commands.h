@@ -66,6 +66,8 @@ struct ServeOptions {
   bool no_schedule_ahead = false;
   std::string pic = "marked";            // off | marked | auto: PIC chunks in chat prompts
   std::string pic_link = "legolink-16";  // full | naive | legolink-K
+  std::string sparse_policy = "dense";   // dense | streaming | h2o | quest | raas
+  int32_t sparse_budget = 1024;          // L, tokens attended per decode step
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
 };

@@ -155,6 +155,16 @@ int main(int argc, char** argv) {
         return "expected full, naive, legolink-K (K in [0, 4096]) or cacheblend-R (R in [0, 100])";
       });
   serve_cmd
+      ->add_option("--sparse-policy", serve.sparse_policy,
+                   "Sparse decode for requests that do not say (`sparse` in the body): dense, "
+                   "streaming, h2o, quest or raas")
+      ->check(CLI::IsMember({"dense", "streaming", "h2o", "quest", "raas"}));
+  serve_cmd
+      ->add_option("--sparse-budget", serve.sparse_budget,
+                   "Sparse decode budget L: tokens attended per decode step (at least one KV "
+                   "block)")
+      ->check(CLI::Range(1, 1 << 20));
+  serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));

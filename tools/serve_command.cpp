@@ -55,6 +55,7 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
   c.isa = compute.isa;
   c.eog_token_ids.assign(tok.eog_ids().begin(), tok.eog_ids().end());
   if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
+  c.sparse = engine::SparseParams{o.sparse_policy, o.sparse_budget};
   return c;
 }
 

@@ -173,6 +173,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
   if (request.sparse.has_value()) {
+    if (request.sparse->budget == 0) request.sparse->budget = config_.sparse.budget;
     KEEL_TRY(make_sparse_sequence(*request.sparse, config_.sparse_tuning, config_.block_size, 1)
                  .status());
   }

@@ -30,7 +30,8 @@ std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "abor
 // Sparse decode (RaaS and its baselines): the policy and its token budget L.
 struct SparseParams {
   std::string policy = "dense";  // dense, streaming, h2o, quest or raas
-  int32_t budget = 1024;         // L: tokens attended per decode step (≥ one KV page)
+  int32_t budget = 1024;         // L: tokens attended per decode step (≥ one KV page); in a
+                                 // request, 0 = EngineConfig::sparse's
 };
 
 struct GenerationRequest {

@@ -115,6 +115,8 @@ engine::GenerationRequest GenerationRun::make_request(const Slot& slot) const {
   r.cache_salt = spec_.cache_salt;
   r.pic_chunks = p.pic_chunks;
   r.pic_link = spec_.pic_link;
+  if (spec_.sparse_policy)
+    r.sparse = engine::SparseParams{*spec_.sparse_policy, spec_.sparse_budget};
   return r;
 }
 

@@ -139,6 +139,36 @@ MaybeError parse_streaming(const Json& body, GenerationSpec* spec) {
   return std::nullopt;
 }
 
+MaybeError parse_sparse(const Json& body, GenerationSpec* spec) {
+  const Json* sp = field(body, "sparse");
+  if (sp == nullptr) return std::nullopt;
+  if (!sp->is_object()) return type_error("sparse", "an object", *sp);
+  for (const auto& [key, value] : sp->items()) {
+    if (key != "policy" && key != "budget") {
+      return ApiError::bad_request("`sparse` takes only `policy` and `budget`", "sparse." + key);
+    }
+  }
+  const Json* policy = field(*sp, "policy");
+  if (policy == nullptr) return ApiError::bad_request("`sparse.policy` is required", "sparse");
+  static constexpr std::string_view kPolicies[] = {"dense", "streaming", "h2o", "quest", "raas"};
+  if (!policy->is_string() || std::find(std::begin(kPolicies), std::end(kPolicies),
+                                        policy->get<std::string>()) == std::end(kPolicies)) {
+    return ApiError::bad_request(
+        "`sparse.policy` must be \"dense\", \"streaming\", \"h2o\", \"quest\" or \"raas\"",
+        "sparse.policy");
+  }
+  spec->sparse_policy = policy->get<std::string>();
+  if (const Json* budget = field(*sp, "budget")) {
+    if (!budget->is_number_integer() || budget->get<int64_t>() < 1 ||
+        budget->get<int64_t>() > (int64_t{1} << 20)) {
+      return ApiError::bad_request("`sparse.budget` must be an integer in [1, 1048576]",
+                                   "sparse.budget");
+    }
+    spec->sparse_budget = static_cast<int32_t>(budget->get<int64_t>());
+  }
+  return std::nullopt;
+}
+
 MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationSpec* spec) {
   std::optional<std::string> s;
   KEEL_API_TRY(read_string(body, "model", &s));
@@ -174,7 +204,7 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
     }
     spec->pic_link = *v;
   }
-  return std::nullopt;
+  return parse_sparse(body, spec);
 }
 
 // Fields that change the output's form in ways keel does not implement: refuse rather than

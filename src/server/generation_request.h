@@ -11,8 +11,11 @@
 //     stream_options.include_usage is true.
 //   - `cache_id` (keel extension): a context cache id from POST /v1/caches, 1-128 bytes.
 //   - `pic_link` (keel extension): "full", "naive", "legolink-K" or "cacheblend-R" for this
-//   request's
-//     position-independent chunks (chat parts with cache_control position_independent).
+//     request's position-independent chunks (chat parts with cache_control
+//     position_independent).
+//   - `sparse` (keel extension): {"policy": "dense"|"streaming"|"h2o"|"quest"|"raas",
+//     "budget": L} — sparse decode for this request; policy required, budget optional (the
+//     server's --sparse-budget), an integer in [1, 1048576]; other keys are refused.
 //
 // Thread safety: pure functions over their arguments.
 #pragma once
@@ -60,7 +63,9 @@ struct GenerationSpec {
   bool echo = false;           // completions: prepend the prompt text
   std::string cache_salt;
   std::string cache_id;  // a context cache (POST /v1/caches) to extend; resolved by the router
-  std::optional<kv::PicVariant> pic_link;  // `pic_link` (keel extension): how PIC chunks link
+  std::optional<kv::PicVariant> pic_link;    // `pic_link` (keel extension): how PIC chunks link
+  std::optional<std::string> sparse_policy;  // `sparse.policy` (keel extension)
+  int32_t sparse_budget = 0;                 // `sparse.budget`; 0 = the server's default
   // Completions with cache_id: the cache's tokens, placed before every prompt (whose text is then
   // tokenized without special tokens). Chat caches prepend their messages instead.
   std::vector<int32_t> prefix_tokens;

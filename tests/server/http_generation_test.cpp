@@ -77,6 +77,24 @@ TEST_F(GenerationHttpTest, ChatNonStreamedBody) {
   EXPECT_EQ(reqs[0].max_tokens, 256 - static_cast<int32_t>(chat_prompt_tokens()));
 }
 
+TEST_F(GenerationHttpTest, SparseIsForwardedToTheEngine) {
+  Json b = chat();
+  b["sparse"] = {{"policy", "raas"}, {"budget", 512}};
+  ASSERT_EQ(post_json(h_.port(), "/v1/chat/completions", b).status, 200);
+  b["sparse"] = {{"policy", "h2o"}};
+  ASSERT_EQ(post_json(h_.port(), "/v1/chat/completions", b).status, 200);
+  ASSERT_EQ(post_json(h_.port(), "/v1/chat/completions", chat()).status, 200);
+  const std::vector<engine::GenerationRequest> reqs = h_.engine().submitted();
+  ASSERT_EQ(reqs.size(), 3u);
+  ASSERT_TRUE(reqs[0].sparse.has_value());
+  EXPECT_EQ(reqs[0].sparse->policy, "raas");
+  EXPECT_EQ(reqs[0].sparse->budget, 512);
+  ASSERT_TRUE(reqs[1].sparse.has_value());
+  EXPECT_EQ(reqs[1].sparse->policy, "h2o");
+  EXPECT_EQ(reqs[1].sparse->budget, 0);  // the engine's default
+  EXPECT_FALSE(reqs[2].sparse.has_value());
+}
+
 TEST_F(GenerationHttpTest, GeneratesARequestIdWhenNoneIsGiven) {
   HttpResult a = post_json(h_.port(), "/v1/chat/completions", chat());
   HttpResult b = post_json(h_.port(), "/v1/chat/completions", chat());

@@ -275,5 +275,44 @@ TEST(ServerConfigTest, ValidateNamesTheBadField) {
   EXPECT_NE(c.validate().message().find("max_body_bytes"), std::string::npos);
 }
 
+TEST(SparseRequestTest, PolicyAndBudgetAreRead) {
+  Json body = completion_body();
+  ApiResult<GenerationSpec> none = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.value().sparse_policy.has_value());
+  body["sparse"] = {{"policy", "raas"}, {"budget", 256}};
+  ApiResult<GenerationSpec> r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().sparse_policy, "raas");
+  EXPECT_EQ(r.value().sparse_budget, 256);
+  Json chat = chat_body();
+  chat["sparse"] = {{"policy", "quest"}};  // the server's budget
+  r = parse_chat_request(chat, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().sparse_policy, "quest");
+  EXPECT_EQ(r.value().sparse_budget, 0);
+}
+
+TEST(SparseRequestTest, BadShapesAre400sNamingTheField) {
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {"raas", "sparse"},
+      {Json::object(), "sparse"},
+      {{{"policy", "lru"}}, "sparse.policy"},
+      {{{"policy", 3}}, "sparse.policy"},
+      {{{"policy", "raas"}, {"budget", 0}}, "sparse.budget"},
+      {{{"policy", "raas"}, {"budget", 1.5}}, "sparse.budget"},
+      {{{"policy", "raas"}, {"budget", "1024"}}, "sparse.budget"},
+      {{{"policy", "raas"}, {"alpha", 0.1}}, "sparse.alpha"},
+  };
+  for (const auto& [value, param] : cases) {
+    Json body = completion_body();
+    body["sparse"] = value;
+    ApiResult<GenerationSpec> r = parse_completion_request(body, kLimits);
+    ASSERT_FALSE(r.ok()) << value.dump();
+    EXPECT_EQ(r.error().status, 400) << value.dump();
+    EXPECT_EQ(r.error().param.value_or("<null>"), param) << value.dump();
+  }
+}
+
 }  // namespace
 }  // namespace keel::server

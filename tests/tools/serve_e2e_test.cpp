@@ -343,5 +343,35 @@ TEST_F(StoriesServer, PositionIndependentChunksAreLinked) {
   EXPECT_GE(metric(port(), "keel:pic_requests_total"), 2);
 }
 
+TEST(SparseServer, RaasByDefaultGivesPagesBackAndRequestsMayOptOut) {
+  KEEL_REQUIRE_SHARED();
+  ServeProcess server({"-m", stories(), "-t", "1", "--block-size", "8", "--sparse-policy", "raas",
+                       "--sparse-budget", "32"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  // A request that asks for dense decoding is not sparse and gives nothing back.
+  const json dense = completion(server.port(), {{"prompt", "Once upon a time"},
+                                                {"max_tokens", 100},
+                                                {"ignore_eos", true},
+                                                {"sparse", {{"policy", "dense"}}}});
+  ASSERT_TRUE(dense.is_object());
+  EXPECT_EQ(metric(server.port(), "keel:sparse_requests_total"), 0);
+  EXPECT_EQ(metric(server.port(), "keel:sparse_pages_released_total"), 0);
+  // The server's default (RaaS, L = 32) holds at most its prefill page + 4 + 1.
+  const json body = completion(server.port(), {{"prompt", "Once upon a time"},
+                                               {"max_tokens", 300},
+                                               {"temperature", 0},
+                                               {"ignore_eos", true}});
+  ASSERT_TRUE(body.is_object());
+  EXPECT_EQ(body["usage"]["completion_tokens"], 300);
+  EXPECT_EQ(metric(server.port(), "keel:sparse_requests_total"), 1);
+  EXPECT_GT(metric(server.port(), "keel:sparse_pages_released_total"), 30);  // ~38 pages written
+  EXPECT_LE(metric(server.port(), "keel:sparse_max_pages_held"), 1 + 32 / 8 + 1);
+  // A budget below one KV block is a 400.
+  const HttpResponse bad =
+      http_request(server.port(), "POST", "/v1/completions",
+                   json{{"prompt", "x"}, {"sparse", {{"policy", "quest"}, {"budget", 4}}}}.dump());
+  EXPECT_EQ(bad.status, 400) << bad.body;
+}
+
 }  // namespace
 }  // namespace keel::testing
