@@ -157,17 +157,6 @@ class PicEval {
   int32_t next_block_ = 0;
 };
 
-// KL(p ‖ q) of the softmaxes of two logit rows, in nats.
-double kl_divergence(const std::vector<float>& p_logits, const std::vector<float>& q_logits) {
-  const double zp = sampling::log_sum_exp(p_logits), zq = sampling::log_sum_exp(q_logits);
-  double kl = 0;
-  for (size_t i = 0; i < p_logits.size(); ++i) {
-    const double lp = p_logits[i] - zp;
-    kl += std::exp(lp) * (lp - (q_logits[i] - zq));
-  }
-  return std::max(kl, 0.0);
-}
-
 Status evaluate(const EvalPicOptions& opts, const ComputeSetup& setup) {
   std::vector<kv::PicVariant> variants;
   for (const std::string& name : opts.variants) {
@@ -195,7 +184,7 @@ Status evaluate(const EvalPicOptions& opts, const ComputeSetup& setup) {
       Totals& t = totals[v];
       KEEL_TRY(eval.run(p, variants[v], ref_greedy, &steps, &greedy, &stats, &ms));
       for (size_t s = 0; s < steps.size(); ++s) {
-        t.kl += kl_divergence(ref_steps[s], steps[s]);
+        t.kl += sampling::kl_divergence(ref_steps[s], steps[s]);
         t.top1 += sampling::argmax(ref_steps[s]) == sampling::argmax(steps[s]) ? 1 : 0;
         t.steps += 1;
       }

@@ -52,6 +52,17 @@ double log_sum_exp(std::span<const float> logits) {
   return static_cast<double>(max_logit) + std::log(sum);
 }
 
+double kl_divergence(std::span<const float> p_logits, std::span<const float> q_logits) {
+  KEEL_CHECK(p_logits.size() == q_logits.size());
+  const double zp = log_sum_exp(p_logits), zq = log_sum_exp(q_logits);
+  double kl = 0;
+  for (size_t i = 0; i < p_logits.size(); ++i) {
+    const double lp = p_logits[i] - zp;
+    kl += std::exp(lp) * (lp - (q_logits[i] - zq));
+  }
+  return std::max(kl, 0.0);
+}
+
 Logprobs compute_logprobs(std::span<const float> logits, int32_t chosen, int32_t top_n) {
   KEEL_CHECK(chosen >= 0 && static_cast<size_t>(chosen) < logits.size());
   KEEL_CHECK(top_n >= 0);

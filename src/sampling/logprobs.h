@@ -28,6 +28,10 @@ struct Logprobs {
 // entry is +inf.
 double log_sum_exp(std::span<const float> logits);
 
+// KL(softmax(p_logits) ‖ softmax(q_logits)) in nats (≥ 0; the rows have the same length). For
+// comparing an approximate method's next-token distribution with the exact one.
+double kl_divergence(std::span<const float> p_logits, std::span<const float> q_logits);
+
 // The logprob of `chosen` and the top_n most likely tokens of softmax(logits). chosen must be in
 // [0, logits.size()); top_n >= 0 (clamped to the vocabulary size). Cost: O(V) plus, for top_n
 // <= 32, O(top_n) per entry that enters the running top list; larger top_n use nth_element.

@@ -51,7 +51,7 @@ class Streaming final : public SparsePolicy {
     if (pages.empty()) return {};
     const int32_t newest = pages.back().index;
     const int32_t sink_pages = c_.sink_pages();
-    const int32_t window_pages = c_.window_pages();
+    const int32_t window_pages = c_.window_pages(name());
     return keep_if(pages, [&](const PageSummary& p) {
       return p.index < sink_pages || p.index > newest - window_pages;
     });
@@ -69,7 +69,7 @@ class HeavyHitters final : public SparsePolicy {
   PageChoice select(std::span<const PageSummary> pages, const DecodeQuery&) override {
     if (pages.empty()) return {};
     const int32_t newest = pages.back().index;
-    const int32_t window_pages = c_.window_pages();
+    const int32_t window_pages = c_.window_pages(name());
     std::vector<const PageSummary*> older;
     for (const PageSummary& p : pages) {
       if (p.index <= newest - window_pages) older.push_back(&p);
@@ -172,6 +172,11 @@ Status SparseConfig::validate() const {
         "alpha in [0, 1] are required");
   }
   return Status::ok_status();
+}
+
+int32_t SparseConfig::window_pages(std::string_view policy) const {
+  if (window_tokens > 0) return (window_tokens + page_size - 1) / page_size;
+  return std::max(1, policy == "streaming" ? budget_pages() - sink_pages() : budget_pages() / 2);
 }
 
 void SparsePolicy::observe(std::span<PageSummary> pages, std::span<const int32_t> attended,

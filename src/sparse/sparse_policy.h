@@ -32,16 +32,20 @@
 namespace keel::sparse {
 
 struct SparseConfig {
-  int32_t page_size = 16;       // positions per page (the KV block size)
-  int32_t budget = 1024;        // L: tokens attended per step (quest, raas, h2o)
-  float alpha = 0.05f;          // raas: softmaxed page score that refreshes its timestamp
-  int32_t sink_tokens = 4;      // streaming
-  int32_t window_tokens = 256;  // streaming, h2o: the recent window
-  int32_t dense_layers = 2;     // the first layers attend every page (applied by the caller)
+  int32_t page_size = 16;   // positions per page (the KV block size)
+  int32_t budget = 1024;    // L: tokens attended per step (quest, raas, h2o)
+  float alpha = 0.05f;      // raas: softmaxed page score that refreshes its timestamp
+  int32_t sink_tokens = 4;  // streaming
+  // streaming, h2o: the recent window; 0 = from the budget, in whole pages (streaming: the
+  // budget's pages less the sink pages, as StreamingLLM spends the rest of its cache on the
+  // window; h2o: half the budget's pages, H2O's split between recent and heavy hitters).
+  int32_t window_tokens = 0;
+  int32_t dense_layers = 2;  // the first layers attend every page (applied by the caller)
   [[nodiscard]] Status validate() const;
   [[nodiscard]] int32_t budget_pages() const { return budget / page_size; }
   [[nodiscard]] int32_t sink_pages() const { return (sink_tokens + page_size - 1) / page_size; }
-  [[nodiscard]] int32_t window_pages() const { return (window_tokens + page_size - 1) / page_size; }
+  // The window of `policy` ("streaming" or "h2o") in pages, window_tokens == 0 resolved.
+  [[nodiscard]] int32_t window_pages(std::string_view policy) const;
 };
 
 struct DecodeQuery {

@@ -28,6 +28,25 @@ std::vector<float> random_logits(size_t n, uint64_t seed) {
   return logits;
 }
 
+TEST(LogprobsTest, KlDivergenceOfLogitRows) {
+  const std::vector<float> p = {1.0f, 2.0f, 0.5f}, q = {0.0f, 2.5f, 0.5f};
+  EXPECT_EQ(kl_divergence(p, p), 0.0);
+  const std::vector<float> shifted = {11.0f, 12.0f, 10.5f};  // softmax is shift-invariant
+  EXPECT_NEAR(kl_divergence(p, shifted), 0.0, 1e-12);
+  double zp = 0, zq = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    zp += std::exp(static_cast<double>(p[i]));
+    zq += std::exp(static_cast<double>(q[i]));
+  }
+  double want = 0;
+  for (size_t i = 0; i < 3; ++i) {
+    const double pi = std::exp(static_cast<double>(p[i])) / zp;
+    want += pi * std::log(pi / (std::exp(static_cast<double>(q[i])) / zq));
+  }
+  EXPECT_NEAR(kl_divergence(p, q), want, 1e-12);
+  EXPECT_GT(kl_divergence(p, q), 0.01);
+}
+
 TEST(LogprobsTest, MatchesDirectComputation) {
   const auto logits = random_logits(1000, 3);
   const Logprobs lp = compute_logprobs(logits, 17, 20);

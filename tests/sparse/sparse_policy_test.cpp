@@ -56,6 +56,21 @@ TEST(SparsePolicyTest, StreamingKeepsSinksAndTheWindow) {
   EXPECT_EQ(c.release, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7}));
 }
 
+TEST(SparsePolicyTest, WindowFollowsTheBudgetUnlessGiven) {
+  SparseConfig cfg;  // page 16, budget 1024, sink 4, window 0 = from the budget
+  EXPECT_EQ(cfg.window_pages("streaming"), 64 - 1);  // the budget's pages but the sink page
+  EXPECT_EQ(cfg.window_pages("h2o"), 32);            // half the budget's pages
+  cfg.window_tokens = 40;
+  EXPECT_EQ(cfg.window_pages("streaming"), 3);
+  EXPECT_EQ(cfg.window_pages("h2o"), 3);
+  cfg.budget = 64;
+  cfg.window_tokens = 0;
+  std::vector<PageSummary> pages;
+  for (int i = 0; i < 10; ++i) pages.push_back(page(i, 0, 0));
+  // Streaming at L = 64 (4 pages): the sink page plus 3 window pages.
+  EXPECT_EQ(policy("streaming", cfg)->select(pages, {}).attend, (std::vector<int32_t>{0, 7, 8, 9}));
+}
+
 TEST(SparsePolicyTest, H2OKeepsHeavyHittersAndTheWindow) {
   SparseConfig cfg;
   cfg.budget = 64;         // 4 pages
