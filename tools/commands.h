@@ -156,4 +156,24 @@ struct EvalPicOptions {
 };
 int run_eval_pic(const EvalPicOptions& opts);
 
+// `keel eval sparse`: sparse-decode policies against dense decoding on long model-written
+// generations (teacher-forced), with pages held and decode time per token.
+struct EvalSparseOptions {
+  ComputeOptions compute;
+  std::string model_path;   // "" = the built-in default model
+  int32_t prompts = 8;      // generations
+  int32_t prompt_len = 32;  // model-written prompt tokens, BOS included
+  int32_t max_len = 0;      // prompt + generation; 0 = the model's context
+  int32_t budget = 128;     // L, the same for every policy
+  int32_t page_size = 16;   // tokens per KV page
+  float alpha = 0.05f;      // RaaS
+  int32_t sink = 4;         // StreamingLLM sink tokens
+  int32_t window = 0;       // StreamingLLM / H2O window; 0 = from the budget
+  int32_t dense_layers = 2;
+  uint64_t seed = 1;
+  std::vector<std::string> policies = {"dense", "streaming", "h2o", "quest", "raas"};
+  bool json = false;
+};
+int run_eval_sparse(const EvalSparseOptions& opts);
+
 }  // namespace keel::cli

@@ -24,6 +24,7 @@
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "model_loading.h"
+#include "model_text.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampler.h"
 #include "sampling/softmax_math.h"
@@ -120,31 +121,9 @@ class PicEval {
     return t;
   }
 
-  // BOS then n-1 tokens sampled from the model (temperature 0.8, top-k 40, seeded).
   Result<std::vector<int32_t>> write(uint64_t seed, int32_t n) {
-    sampling::SamplingParams sp;
-    sp.temperature = 0.8f;
-    sp.top_k = 40;
-    sp.seed = seed + opts_.seed * 7919;
-    KEEL_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(sp, n_vocab_));
-    std::vector<int32_t> toks = {opts_.bos};
-    std::vector<float> logits;
-    while (static_cast<int32_t>(toks.size()) < n) {
-      model::Batch b;
-      const int32_t seq = b.add_seq(seq_table_);
-      b.add(toks.back(), static_cast<int32_t>(toks.size()) - 1, seq, true);
-      KEEL_TRY(ctx_.forward(b, *kv_, ops_, &logits));
-      int32_t next = sampler.sample(logits);
-      if (next == opts_.eos || next == opts_.bos) next = argmax_excluding(logits);
-      sampler.accept(next);
-      toks.push_back(next);
-    }
-    return toks;
-  }
-  int32_t argmax_excluding(std::vector<float> v) const {
-    v[static_cast<size_t>(opts_.eos)] = -1e30f;
-    v[static_cast<size_t>(opts_.bos)] = -1e30f;
-    return sampling::argmax(v);
+    return model_written_tokens(ctx_, *kv_, ops_, seq_table_, {opts_.bos, opts_.eos, n_vocab_},
+                                seed + opts_.seed * 7919, n);
   }
 
   const EvalPicOptions& opts_;

@@ -236,6 +236,40 @@ int main(int argc, char** argv) {
   pic_cmd->add_flag("--json", pic.json, "One JSON object per variant instead of a table");
   add_compute_options(pic_cmd, &pic.compute);
 
+  keel::cli::EvalSparseOptions sp;
+  CLI::App* sparse_cmd = eval_cmd->add_subcommand(
+      "sparse", "Sparse decode policies (StreamingLLM, H2O, Quest, RaaS) against dense decoding");
+  sparse_cmd->option_defaults()->always_capture_default();
+  sparse_cmd->add_option("-m,--model", sp.model_path,
+                         "GGUF model file (default: the built-in random-weight model)");
+  sparse_cmd->add_option("--prompts", sp.prompts, "Generations")->check(CLI::Range(1, 10000));
+  sparse_cmd->add_option("--prompt-len", sp.prompt_len, "Prompt tokens, BOS included")
+      ->check(CLI::Range(2, 1 << 20));
+  sparse_cmd
+      ->add_option("--max-len", sp.max_len,
+                   "Prompt + generated tokens (0 = the model's context length)")
+      ->check(CLI::Range(0, 1 << 20));
+  sparse_cmd->add_option("--budget", sp.budget, "L: tokens attended per step, every policy")
+      ->check(CLI::Range(1, 1 << 20));
+  sparse_cmd->add_option("--page-size", sp.page_size, "Tokens per KV page")
+      ->check(CLI::Range(1, 1024));
+  sparse_cmd->add_option("--alpha", sp.alpha, "RaaS: the softmaxed page score that refreshes it")
+      ->check(CLI::Range(0.0, 1.0));
+  sparse_cmd->add_option("--sink", sp.sink, "StreamingLLM sink tokens")
+      ->check(CLI::Range(0, 1 << 20));
+  sparse_cmd->add_option("--window", sp.window, "StreamingLLM/H2O window (0 = from the budget)")
+      ->check(CLI::Range(0, 1 << 20));
+  sparse_cmd->add_option("--dense-layers", sp.dense_layers, "First layers attending densely")
+      ->check(CLI::Range(0, 1024));
+  sparse_cmd->add_option("--seed", sp.seed, "Seed of the prompts and generations");
+  sparse_cmd
+      ->add_option("--policies", sp.policies,
+                   "dense, streaming, h2o, quest, raas (comma-separated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"dense", "streaming", "h2o", "quest", "raas"}));
+  sparse_cmd->add_flag("--json", sp.json, "One JSON object per policy instead of a table");
+  add_compute_options(sparse_cmd, &sp.compute);
+
   keel::cli::BenchServeOptions bs;
   CLI::App* bs_cmd = app.add_subcommand(
       "bench-serve", "Benchmark an OpenAI-compatible server with streamed requests (like vLLM's)");
@@ -258,5 +292,6 @@ int main(int argc, char** argv) {
   if (bs_cmd->parsed()) return keel::cli::run_bench_serve(bs);
   if (bench_cmd->parsed()) return keel::cli::run_bench(bench);
   if (pic_cmd->parsed()) return keel::cli::run_eval_pic(pic);
+  if (sparse_cmd->parsed()) return keel::cli::run_eval_sparse(sp);
   return 2;
 }

@@ -238,5 +238,57 @@ TEST(KeelCliTest, EvalPicReportsEveryVariantAgainstFullRecompute) {
       "unknown PIC link variant");
 }
 
+// Parses one JSON object per line, keyed by `key`.
+std::map<std::string, nlohmann::json> json_lines_by(const std::string& out, const char* key) {
+  std::map<std::string, nlohmann::json> by;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const nlohmann::json j = nlohmann::json::parse(line);
+    by[j[key].get<std::string>()] = j;
+  }
+  return by;
+}
+
+TEST(KeelCliTest, EvalSparseReportsEveryPolicyAgainstDense) {
+  KEEL_REQUIRE_SHARED();
+  CliResult r = run_keel({"eval", "sparse", "-m", shared_path(kStories), "-t", "1", "--prompts",
+                          "2", "--max-len", "300", "--budget", "64", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(count_lines(r.out), 5) << r.out;
+  auto by = json_lines_by(r.out, "policy");
+  for (const auto& [policy, j] : by) {
+    for (const char* key :
+         {"policy", "budget", "top1_agreement", "kl", "max_pages_held", "prefill_pages",
+          "generated_tokens", "pages_held_curve", "ms_per_token_by_quarter"}) {
+      EXPECT_TRUE(j.contains(key)) << key << " in " << j.dump();
+    }
+    EXPECT_EQ(j["generated_tokens"], 300 - 32);
+    EXPECT_EQ(j["prefill_pages"], 2);
+  }
+  EXPECT_EQ(by["dense"]["top1_agreement"], 1.0);
+  EXPECT_EQ(by["dense"]["kl"], 0.0);
+  EXPECT_EQ(by["dense"]["max_pages_held"], (300 - 1) / 16 + 1);  // every page
+  EXPECT_EQ(by["quest"]["max_pages_held"], (300 - 1) / 16 + 1);  // keeps every page
+  EXPECT_LE(by["raas"]["max_pages_held"], 2 + 64 / 16 + 1);      // prefill + L/16 + 1
+  EXPECT_LE(by["streaming"]["max_pages_held"], 64 / 16 + 1);
+  for (const char* approx : {"streaming", "h2o", "quest", "raas"}) {
+    EXPECT_GT(by[approx]["kl"].get<double>(), 0.0) << approx;
+    EXPECT_GT(by[approx]["top1_agreement"].get<double>(), 0.5) << approx;
+  }
+  // A budget covering the whole context is dense for every policy.
+  r = run_keel({"eval", "sparse", "-m", shared_path(kStories), "-t", "1", "--prompts", "1",
+                "--max-len", "200", "--budget", "512", "--window", "512", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& [policy, j] : json_lines_by(r.out, "policy")) {
+    EXPECT_EQ(j["top1_agreement"], 1.0) << policy;
+    EXPECT_EQ(j["kl"], 0.0) << policy;
+  }
+  expect_one_line_error(run_keel({"eval", "sparse", "-m", shared_path(kStories), "--budget", "8"}),
+                        "--budget must be at least --page-size");
+  expect_one_line_error(
+      run_keel({"eval", "sparse", "-m", shared_path(kStories), "--max-len", "100000"}),
+      "--max-len must be in");
+}
+
 }  // namespace
 }  // namespace keel::testing
