@@ -81,7 +81,12 @@ Result<loadgen::BenchServeConfig> to_config(const BenchServeOptions& o) {
   loadgen::WorkloadConfig& w = c.workload;
   w.dataset = o.dataset == "shared-prefix" ? loadgen::DatasetKind::kSharedPrefix
               : o.dataset == "rag"         ? loadgen::DatasetKind::kRag
+              : o.dataset == "long-decode" ? loadgen::DatasetKind::kLongDecode
                                            : loadgen::DatasetKind::kRandom;
+  c.length_bucket = o.length_bucket > 0                              ? o.length_bucket
+                    : w.dataset == loadgen::DatasetKind::kLongDecode ? 512
+                                                                     : 0;
+  c.kv_poll_s = o.kv_poll_interval_s;
   const bool chat = loadgen::api_kind_for(o.endpoint) == loadgen::ApiKind::kChatCompletions;
   const bool text = o.prompt_format == "text" || (o.prompt_format == "auto" && chat);
   w.format = text ? loadgen::PromptFormat::kText : loadgen::PromptFormat::kTokenIds;

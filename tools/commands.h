@@ -119,6 +119,8 @@ struct BenchServeOptions {
   int64_t rag_docs_per_request = 4;  // rag
   int64_t rag_doc_len = 256;         // rag (words)
   int64_t rag_question_len = 16;     // rag (words)
+  int64_t length_bucket = 0;         // by-output-length report; 0 = 512 for long-decode, else off
+  double kv_poll_interval_s = 0.25;  // /metrics reads for it
   int64_t num_prompts = 1000;
   std::string request_rate = "inf";  // requests/s or "inf"
   double burstiness = 1.0;

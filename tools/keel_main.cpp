@@ -27,7 +27,7 @@ void add_bench_serve_options(CLI::App* cmd, keel::cli::BenchServeOptions* o) {
   cmd->add_option("--api-key", o->api_key, "Bearer token (default: $OPENAI_API_KEY)");
   cmd->add_option("--header", o->headers, "Extra request header Name=value (repeatable)");
   cmd->add_option("--dataset-name,--workload", o->dataset, "Workload")
-      ->check(CLI::IsMember({"random", "shared-prefix", "rag"}));
+      ->check(CLI::IsMember({"random", "shared-prefix", "rag", "long-decode"}));
   cmd->add_option("--prompt-format", o->prompt_format,
                   "token-ids or text (auto: token ids for completions, text for chat)")
       ->check(CLI::IsMember({"auto", "token-ids", "text"}));
@@ -43,6 +43,13 @@ void add_bench_serve_options(CLI::App* cmd, keel::cli::BenchServeOptions* o) {
                   "rag: documents per request, in random order");
   cmd->add_option("--rag-doc-len", o->rag_doc_len, "rag: words per document");
   cmd->add_option("--rag-question-len", o->rag_question_len, "rag: words of the question");
+  cmd->add_option("--length-bucket", o->length_bucket,
+                  "Report ITL and the server's KV usage by output length in buckets of this many "
+                  "tokens (0: 512 for long-decode, off otherwise)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  cmd->add_option("--kv-poll-interval", o->kv_poll_interval_s,
+                  "Seconds between reads of the server's keel:kv_cache_usage_perc for it")
+      ->check(CLI::Range(0.01, 3600.0));
   cmd->add_option("--prefix-len", o->prefix_len, "shared-prefix: tokens (words) per prefix");
   cmd->add_option("--suffix-len", o->suffix_len, "shared-prefix: unique tokens (words) after it");
   cmd->add_option("--num-prompts", o->num_prompts, "Requests to send");

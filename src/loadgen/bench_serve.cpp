@@ -5,8 +5,11 @@
 #include <cmath>
 #include <ctime>
 #include <memory>
+#include <optional>
 
 #include <fmt/format.h>
+
+#include "loadgen/gauge_poller.h"
 
 namespace keel::loadgen {
 namespace {
@@ -80,6 +83,8 @@ Status BenchServeConfig::validate() const {
   if (!(temperature >= 0.0)) {
     return Status::invalid_argument("temperature must be >= 0");
   }
+  if (length_bucket < 0) return Status::invalid_argument("length-bucket must be >= 0");
+  if (!(kv_poll_s > 0.0)) return Status::invalid_argument("kv-poll-interval must be > 0 seconds");
   if (!extra_body.is_object()) return Status::invalid_argument("extra-body must be a JSON object");
   for (double p : percentiles) {
     if (!(p >= 0.0 && p <= 100.0)) {
@@ -137,7 +142,16 @@ Result<BenchServeResult> run_bench_serve(BenchServeConfig config, const NoteSink
           ? fmt::format("Maximum request concurrency: {}", config.load.max_concurrency)
           : std::string("Maximum request concurrency: None"));
   if (note) runner.on_complete = progress_reporter(config.workload.num_prompts, note);
+  std::optional<GaugePoller> poller;
+  if (config.length_bucket > 0) {
+    poller.emplace(runner.client, "keel:kv_cache_usage_perc", config.kv_poll_s);
+    poller->start();
+  }
   KEEL_ASSIGN_OR_RETURN(RunOutput out, run_load(runner, planned));
+  if (poller) {
+    const std::vector<GaugeSample> kv = poller->stop();
+    result.by_output_length = profile_by_output_length(out.records, config.length_bucket, kv);
+  }
   result.metrics = compute_metrics(out.records, out.duration_s, config.percentiles, config.goodput);
   result.records = std::move(out.records);
   result.connections_opened = out.connections_opened;

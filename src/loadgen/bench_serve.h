@@ -18,6 +18,7 @@
 
 #include "core/result.h"
 #include "loadgen/endpoint.h"
+#include "loadgen/length_profile.h"
 #include "loadgen/load_runner.h"
 #include "loadgen/metrics.h"
 #include "loadgen/workload.h"
@@ -40,6 +41,10 @@ struct BenchServeConfig {
   GoodputSlo goodput;
   bool initial_test = true;  // send the first prompt alone first; abort if it fails
   bool keep_text = false;    // keep generated texts in the records
+  // > 0: report per-token latency and the server's KV usage (keel:kv_cache_usage_perc, polled
+  // every kv_poll_s during the main run) by output length, in buckets of this many tokens.
+  int64_t length_bucket = 0;
+  double kv_poll_s = 0.25;
 
   // Ok, or invalid_argument naming the first bad field.
   [[nodiscard]] Status validate() const;
@@ -51,6 +56,7 @@ struct BenchServeResult {
   std::vector<RequestRecord> records;  // one per prompt, in workload order
   BenchmarkMetrics metrics;
   int64_t connections_opened = 0;
+  std::vector<LengthBucket> by_output_length;  // with config.length_bucket > 0
 };
 
 // Progress notes for a human ("Starting main benchmark run..."); may be empty.

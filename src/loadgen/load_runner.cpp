@@ -149,25 +149,30 @@ Result<RunOutput> run_load(const RunnerConfig& config,
   return out;
 }
 
-Result<std::string> fetch_first_model(const ClientConfig& config) {
+Result<std::string> http_get(const ClientConfig& config, const std::string& path) {
   net::io_context io(1);
   SteadyClock clock;
   HttpClient client(io.get_executor(), config, &clock, clock.now_ns());
-  Result<std::string> body = Status::internal("model query did not run");
-  auto query = [](HttpClient* c, Result<std::string>* out) -> awaitable<void> {
+  Result<std::string> body = Status::internal("GET " + path + " did not run");
+  auto query = [](HttpClient* c, std::string p, Result<std::string>* out) -> awaitable<void> {
     Status st = co_await c->resolve();
     if (!st.ok()) {
       *out = st;
       co_return;
     }
-    *out = co_await c->get("/v1/models");
+    *out = co_await c->get(std::move(p));
   };
-  net::co_spawn(io, query(&client, &body), net::detached);
+  net::co_spawn(io, query(&client, path, &body), net::detached);
   try {
     io.run();
   } catch (const std::exception& e) {
-    return Status::internal(std::string("model query: ") + e.what());
+    return Status::internal("GET " + path + ": " + e.what());
   }
+  return body;
+}
+
+Result<std::string> fetch_first_model(const ClientConfig& config) {
+  Result<std::string> body = http_get(config, "/v1/models");
   if (!body.ok()) return body.error();
   const auto list = nlohmann::json::parse(*body, nullptr, /*allow_exceptions=*/false);
   if (list.is_discarded() || !list.is_object() || !list.contains("data") ||

@@ -64,6 +64,9 @@ struct RunOutput {
 // recorded in the records; only an invalid config fails the call.
 Result<RunOutput> run_load(const RunnerConfig& config, const std::vector<PlannedRequest>& requests);
 
+// GET <base><path>: the body of a 200 response (blocks; its own connection).
+Result<std::string> http_get(const ClientConfig& config, const std::string& path);
+
 // GET <base>/v1/models and return data[0].id.
 Result<std::string> fetch_first_model(const ClientConfig& config);
 

@@ -58,7 +58,7 @@ json config_json(const BenchServeConfig& c) {
       {"extra_body", c.extra_body},
       {"metric_percentiles", c.percentiles},
   };
-  if (w.dataset == DatasetKind::kRandom) {
+  if (w.dataset == DatasetKind::kRandom || w.dataset == DatasetKind::kLongDecode) {
     j["input_len"] = w.input_len;
   } else if (w.dataset == DatasetKind::kRag) {
     j["rag_num_docs"] = w.rag_num_docs;
@@ -157,6 +157,16 @@ std::string format_report(const BenchServeResult& result, const std::vector<std:
     }
   }
   out += std::string(50, '=') + "\n";
+  if (!result.by_output_length.empty()) {
+    out += centered(" By output length ", '-');
+    out += "output tokens    mean ITL (ms)   KV usage (%)\n";
+    for (const LengthBucket& b : result.by_output_length) {
+      out +=
+          fmt::format("{:>6}-{:<9} {:>13.2f}   {:>12}\n", b.first_token, b.end_token - 1,
+                      b.mean_itl_ms, b.kv_usage ? fmt::format("{:.2f}", *b.kv_usage * 100.0) : "-");
+    }
+    out += std::string(50, '=') + "\n";
+  }
   if (m.num_output_from_chunks > 0) {
     out += fmt::format(
         "Note: {} of {} completed requests had no usage chunk; their output tokens are counted "
@@ -202,6 +212,17 @@ json result_to_json(const BenchServeResult& r, bool detailed) {
       j["p" + percentile_word(p) + "_" + name + "_ms"] = v;
   }
   j["first_errors"] = m.first_errors;
+  if (!r.by_output_length.empty()) {
+    json buckets = json::array();
+    for (const LengthBucket& b : r.by_output_length) {
+      buckets.push_back({{"first_token", b.first_token},
+                         {"end_token", b.end_token},
+                         {"itl_count", b.itl_count},
+                         {"mean_itl_ms", b.mean_itl_ms},
+                         {"kv_usage", b.kv_usage ? json(*b.kv_usage) : json(nullptr)}});
+    }
+    j["by_output_length"] = buckets;
+  }
   if (detailed) add_details(r, &j);
   return j;
 }

@@ -135,6 +135,8 @@ std::string_view dataset_kind_name(DatasetKind kind) {
       return "shared-prefix";
     case DatasetKind::kRag:
       return "rag";
+    case DatasetKind::kLongDecode:
+      return "long-decode";
   }
   return "?";
 }
@@ -159,7 +161,7 @@ Status WorkloadConfig::validate() const {
                                     std::to_string(range_ratio));
   }
   KEEL_TRY(check_len("output-len", output_len, 1));
-  if (dataset == DatasetKind::kRandom) {
+  if (dataset == DatasetKind::kRandom || dataset == DatasetKind::kLongDecode) {
     KEEL_TRY(check_len("input-len", input_len, 1));
   } else if (dataset == DatasetKind::kRag) {
     KEEL_TRY(check_len("rag-doc-len", rag_doc_len, 1));
@@ -200,6 +202,7 @@ Result<std::vector<PromptSpec>> generate_workload(const WorkloadConfig& config) 
   Rng rng(config.seed);
   switch (config.dataset) {
     case DatasetKind::kRandom:
+    case DatasetKind::kLongDecode:
       return random_prompts(config, rng);
     case DatasetKind::kSharedPrefix:
       return shared_prefix_prompts(config, rng);

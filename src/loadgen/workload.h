@@ -7,6 +7,8 @@
 //                  rag_docs_per_request distinct documents in random order plus a question of
 //                  rag_question_len words (text only; sent to chat endpoints as a system message
 //                  whose parts — one per document — are marked position-independent)
+//   long-decode    random prompts (short, typically) with long outputs: the report adds per-token
+//                  latency and the server's KV usage by output length (length_profile.h)
 // Token-id prompts draw ids uniformly from [min_token_id, vocab_size); text prompts draw words
 // from a fixed list of common English words (each close to one token in most vocabularies).
 //
@@ -24,10 +26,10 @@
 
 namespace keel::loadgen {
 
-enum class DatasetKind { kRandom, kSharedPrefix, kRag };
+enum class DatasetKind { kRandom, kSharedPrefix, kRag, kLongDecode };
 enum class PromptFormat { kTokenIds, kText };
 
-// Stable lower-case names ("random", "shared-prefix", "rag"; "token-ids", "text").
+// Stable lower-case names ("random", "shared-prefix", "rag", "long-decode"; "token-ids", "text").
 std::string_view dataset_kind_name(DatasetKind kind);
 std::string_view prompt_format_name(PromptFormat format);
 

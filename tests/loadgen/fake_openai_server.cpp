@@ -143,6 +143,19 @@ struct FakeOpenAiServer::Impl {
                    {"data", json::array({{{"id", options.model_id}, {"object", "model"}}})}};
       co_return co_await respond_json(s, http::status::ok, list.dump(), keep);
     }
+    if (req.method() == http::verb::get && req.target() == "/metrics") {
+      http::response<http::string_body> res{http::status::ok, 11};
+      res.set(http::field::content_type, "text/plain; version=0.0.4");
+      res.keep_alive(keep);
+      res.body() =
+          "# HELP keel:kv_cache_usage_perc Fraction of KV-cache blocks in use (0..1).\n"
+          "# TYPE keel:kv_cache_usage_perc gauge\n"
+          "keel:kv_cache_usage_perc{model_name=\"" +
+          options.model_id + "\"} 0.42\n";
+      res.prepare_payload();
+      co_await http::async_write(s, res, use_awaitable);
+      co_return keep;
+    }
     if (req.method() != http::verb::post) {
       co_return co_await respond_json(s, http::status::not_found, R"({"error":"no route"})", keep);
     }

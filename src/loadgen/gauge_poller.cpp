@@ -1,0 +1,41 @@
+// GaugePoller (see gauge_poller.h).
+#include "loadgen/gauge_poller.h"
+
+#include "loadgen/load_runner.h"
+
+namespace keel::loadgen {
+
+GaugePoller::GaugePoller(ClientConfig client, std::string metric, double interval_s)
+    : client_(std::move(client)), metric_(std::move(metric)), interval_(interval_s) {}
+
+GaugePoller::~GaugePoller() { stop(); }
+
+void GaugePoller::start() {
+  origin_ = std::chrono::steady_clock::now();
+  thread_ = std::thread([this] { run(); });
+}
+
+std::vector<GaugeSample> GaugePoller::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard lock(mu_);
+  return std::move(samples_);
+}
+
+void GaugePoller::run() {
+  for (;;) {
+    const auto t = std::chrono::steady_clock::now();
+    Result<std::string> body = http_get(client_, "/metrics");
+    std::optional<double> v;
+    if (body.ok()) v = parse_prometheus_gauge(*body, metric_);
+    std::unique_lock lock(mu_);
+    if (v) samples_.push_back({std::chrono::duration<double>(t - origin_).count(), *v});
+    if (cv_.wait_for(lock, interval_, [this] { return stop_; })) return;
+  }
+}
+
+}  // namespace keel::loadgen
