@@ -93,6 +93,7 @@ struct MakeModelOptions {
   std::string type = "f32";    // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k
   std::string vocab = "byte";  // byte | PATH.gguf to copy the tokenizer from
   uint64_t seed = 42;
+  int64_t ctx = 0;  // context length written to the file; 0 = the shape's
   std::string output_path;
 };
 int run_make_model(const MakeModelOptions& opts);

@@ -121,11 +121,7 @@ class SparseEval {
       b.add(ref.tokens[static_cast<size_t>(pos)], pos, seq, true);
       std::optional<engine::SparseSelector> selector;
       if (st != nullptr) {
-        b.seqs[0].select_pages = true;
-        if (!st->released.empty()) {
-          b.seqs[0].attend_pages = st->held_pages(pos, page);
-          for (int32_t r : st->released) b.seqs[0].block_table[static_cast<size_t>(r)] = -1;
-        }
+        st->prepare_decode(&b.seqs[0], pos, page);
         selector.emplace(std::vector<engine::SparseSelector::Binding>{{st.get(), 0}}, shape_);
         b.selector = &*selector;
         b.select_layer = select_layer;

@@ -197,6 +197,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k"}));
   mk_cmd->add_option("--vocab", mk.vocab, "'byte' or a GGUF file to copy the tokenizer from");
   mk_cmd->add_option("--seed", mk.seed, "Random seed");
+  mk_cmd->add_option("--ctx", mk.ctx, "Context length written to the file (0 = the shape's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();
 
   keel::cli::BenchOptions bench;

@@ -23,6 +23,7 @@ int run_make_model(const MakeModelOptions& opts) {
   spec.weight_type = *dtype;
   spec.vocab_from = opts.vocab == "byte" ? "" : opts.vocab;
   spec.seed = opts.seed;
+  if (opts.ctx > 0) spec.shape.n_ctx = opts.ctx;
   ThreadPool pool(0);
   ProgressReporter progress("writing " + opts.output_path, "");
   Status s = model::write_random_model(

@@ -540,14 +540,10 @@ void Engine::bind_sparse(const ScheduledSeq& s, Active& a, model::BatchSeq* seq,
   *binding = {&st, epoch};
   const int32_t pos = s.start_pos + s.num_tokens - 1;
   if (s.num_tokens != 1 || !s.positions.empty() || pos < st.num_prompt_tokens) return;
-  seq->select_pages = true;
-  if (st.epoch != epoch || st.released.empty()) return;  // nothing released: every page
-  seq->attend_pages = st.held_pages(pos, config_.block_size);
-  for (int32_t page : st.released) {
-    // The plan's snapshot may predate the release: the block may already be someone else's.
-    if (static_cast<size_t>(page) < seq->block_table.size()) {
-      seq->block_table[static_cast<size_t>(page)] = model::kReleasedBlock;
-    }
+  if (st.epoch == epoch) {
+    st.prepare_decode(seq, pos, config_.block_size);
+  } else {
+    seq->select_pages = true;  // preempted since: the selector starts the summaries over
   }
 }
 

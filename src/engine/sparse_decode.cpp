@@ -37,6 +37,15 @@ std::vector<int32_t> SparseSequence::held_pages(int32_t pos, int32_t page_size) 
   return out;
 }
 
+void SparseSequence::prepare_decode(model::BatchSeq* seq, int32_t pos, int32_t page_size) const {
+  seq->select_pages = true;
+  if (released.empty()) return;  // nothing released: every page
+  seq->attend_pages = held_pages(pos, page_size);
+  for (int32_t page : released) {
+    if (sz(page) < seq->block_table.size()) seq->block_table[sz(page)] = model::kReleasedBlock;
+  }
+}
+
 void SparseSequence::reset(int32_t new_epoch) {
   epoch = new_epoch;
   folded = 0;

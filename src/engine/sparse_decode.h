@@ -45,6 +45,10 @@ struct SparseSequence {
   // The sequence's page for a decode token at `pos`: the held pages up to and including its own
   // (pages past the last folded one are new, hence held). For the layers before the selection.
   [[nodiscard]] std::vector<int32_t> held_pages(int32_t pos, int32_t page_size) const;
+  // Marks `seq` — one decode token at `pos` — for page selection; once pages were released, the
+  // layers before the selection attend only the held ones, and the released entries of its block
+  // table (a snapshot that may predate the release) become kReleasedBlock holes.
+  void prepare_decode(model::BatchSeq* seq, int32_t pos, int32_t page_size) const;
   // Starts over (a new epoch after a preemption).
   void reset(int32_t new_epoch);
 };
