@@ -3,7 +3,8 @@
 //   validate (layout, batch) → embed → run_layers (attention block, FFN block per layer; K/V of
 //   all batch tokens written into their blocks before any token attends, then
 //   Ops::paged_attention reads them in place through the block tables) → output norm + head for
-//   the tokens that asked for logits.
+//   the tokens that asked for logits. Sparse decode: a sequence's attend_pages restrict its
+//   attention, and a Batch::selector (page_selector.h) may replace them at one layer.
 // A batch that fails validation changes nothing (neither the KV storage nor the outputs).
 //
 // Thread safety: one Context per engine thread; the Model it borrows must outlive it and may be

@@ -3,7 +3,8 @@
 // each sequence marked select_pages — its tokens' positions and queries — and may replace the
 // pages its tokens attend in this layer and every later one. Layers before it attend the
 // sequence's BatchSeq::attend_pages. The hook is how a decode step's query chooses its own pages
-// (Quest, RaaS) and how page summaries see every K row the pass writes.
+// (Quest, RaaS); the selector may read the sequence's K rows of that layer from the KV storage
+// (the engine folds them into its page summaries there).
 //
 // Thread safety: called on the thread running Context::forward, once per marked sequence.
 #pragma once
