@@ -1,12 +1,17 @@
 // GaugePoller (see gauge_poller.h).
 #include "loadgen/gauge_poller.h"
 
+#include <algorithm>
+
 #include "loadgen/load_runner.h"
 
 namespace keel::loadgen {
 
 GaugePoller::GaugePoller(ClientConfig client, std::string metric, double interval_s)
-    : client_(std::move(client)), metric_(std::move(metric)), interval_(interval_s) {}
+    : client_(std::move(client)), metric_(std::move(metric)), interval_(interval_s) {
+  // A read that hangs must not hold the run's end (stop() joins the thread).
+  client_.request_timeout_s = std::min(client_.request_timeout_s, 5.0);
+}
 
 GaugePoller::~GaugePoller() { stop(); }
 
