@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <numeric>
 #include <string>
+#include <utility>
 
 namespace keel::sparse {
 namespace {
@@ -21,18 +22,32 @@ PageChoice keep_if(std::span<const PageSummary> pages, const auto& keep) {
   return c;
 }
 
-// The `k` pages of `candidates` with the largest score (ties: the newer page), ascending.
-std::vector<int32_t> top_pages(std::vector<const PageSummary*> candidates, size_t k,
+// The `k` pages of `candidates` with the largest score (ties: the newer page), ascending. Each
+// score is computed once (a Quest bound costs n_heads * head_dim multiply-adds).
+std::vector<int32_t> top_pages(const std::vector<const PageSummary*>& candidates, size_t k,
                                const auto& score) {
-  std::stable_sort(candidates.begin(), candidates.end(),
-                   [&](const PageSummary* a, const PageSummary* b) {
-                     const float sa = score(*a), sb = score(*b);
-                     return sa != sb ? sa > sb : a->index > b->index;
-                   });
+  std::vector<std::pair<float, int32_t>> scored;  // (score, page index)
+  scored.reserve(candidates.size());
+  for (const PageSummary* p : candidates) scored.emplace_back(score(*p), p->index);
+  k = std::min(k, scored.size());
+  std::partial_sort(scored.begin(), scored.begin() + static_cast<ptrdiff_t>(k), scored.end(),
+                    [](const auto& a, const auto& b) {
+                      return a.first != b.first ? a.first > b.first : a.second > b.second;
+                    });
   std::vector<int32_t> out;
-  for (size_t i = 0; i < candidates.size() && i < k; ++i) out.push_back(candidates[i]->index);
+  for (size_t i = 0; i < k; ++i) out.push_back(scored[i].second);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Calls fn(page, probability) for each attended page held in `pages` (both ascending by index).
+void for_each_attended(std::span<PageSummary> pages, std::span<const int32_t> attended,
+                       std::span<const float> probability, const auto& fn) {
+  size_t j = 0;
+  for (size_t i = 0; i < attended.size(); ++i) {
+    while (j < pages.size() && pages[j].index < attended[i]) ++j;
+    if (j < pages.size() && pages[j].index == attended[i]) fn(pages[j], probability[i]);
+  }
 }
 
 class Dense final : public SparsePolicy {
@@ -149,13 +164,10 @@ class Raas final : public SparsePolicy {
   }
   void observe(std::span<PageSummary> pages, std::span<const int32_t> attended,
                std::span<const float> probability, int64_t step) override {
-    SparsePolicy::observe(pages, attended, probability, step);
-    for (size_t i = 0; i < attended.size(); ++i) {
-      if (probability[i] <= c_.alpha) continue;
-      for (PageSummary& p : pages) {
-        if (p.index == attended[i]) p.last_attended = step;
-      }
-    }
+    for_each_attended(pages, attended, probability, [&](PageSummary& p, float prob) {
+      p.mass += prob;
+      if (prob > c_.alpha) p.last_attended = step;
+    });
   }
 
  private:
@@ -181,11 +193,8 @@ int32_t SparseConfig::window_pages(std::string_view policy) const {
 
 void SparsePolicy::observe(std::span<PageSummary> pages, std::span<const int32_t> attended,
                            std::span<const float> probability, int64_t /*step*/) {
-  for (size_t i = 0; i < attended.size(); ++i) {
-    for (PageSummary& p : pages) {
-      if (p.index == attended[i]) p.mass += probability[i];
-    }
-  }
+  for_each_attended(pages, attended, probability,
+                    [](PageSummary& p, float prob) { p.mass += prob; });
 }
 
 Result<std::unique_ptr<SparsePolicy>> make_policy(std::string_view name, const SparseConfig& c) {

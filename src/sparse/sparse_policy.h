@@ -66,7 +66,8 @@ class SparsePolicy {
   // The choice for one decode step over the pages the sequence holds (ascending index; the last
   // is the newest, being written).
   virtual PageChoice select(std::span<const PageSummary> pages, const DecodeQuery& query) = 0;
-  // After attention: each attended page's softmax probability mass for this step (summed over
+  // After attention: each attended page's (ascending, as select() returned them; pages no longer
+  // held are skipped) softmax probability mass for this step (summed over
   // its positions, averaged over heads). Default: accumulate mass (H2O's statistic); raas also
   // refreshes timestamps above alpha.
   virtual void observe(std::span<PageSummary> pages, std::span<const int32_t> attended,
