@@ -100,43 +100,51 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
 
 void Context::bind_tables(const Batch& batch, int32_t bs) {
   compact_.resize(batch.seqs.size());
+  for (size_t s = 0; s < batch.seqs.size(); ++s) compact(batch, s, batch.seqs[s].attend_pages);
   for (size_t t = 0; t < batch.size(); ++t) {
     block_tables_[t] = batch.seqs[sz(batch.seq_index[t])].block_table.data();
+    bind_token(batch, t, bs);
   }
-  for (size_t s = 0; s < batch.seqs.size(); ++s) bind_seq(batch, s, batch.seqs[s].attend_pages, bs);
 }
 
-void Context::bind_seq(const Batch& batch, size_t s, std::span<const int32_t> pages, int32_t bs) {
+void Context::compact(const Batch& batch, size_t s, std::span<const int32_t> pages) {
   compact_[s].clear();
   for (int32_t page : pages) compact_[s].push_back(batch.seqs[s].block_table[sz(page)]);
-  for (size_t t = 0; t < batch.size(); ++t) {
-    if (sz(batch.seq_index[t]) != s) continue;
-    const int32_t pos = batch.positions[t];
-    if (compact_[s].empty()) {
-      n_kv_[t] = pos + 1;
-      attend_tables_[t] = block_tables_[t];
-    } else {  // every attended page but the token's own is full
-      n_kv_[t] = static_cast<int32_t>(compact_[s].size() - 1) * bs + pos % bs + 1;
-      attend_tables_[t] = compact_[s].data();
-    }
+}
+
+void Context::bind_token(const Batch& batch, size_t t, int32_t bs) {
+  const std::vector<int32_t>& pages = compact_[sz(batch.seq_index[t])];
+  const int32_t pos = batch.positions[t];
+  if (pages.empty()) {
+    n_kv_[t] = pos + 1;
+    attend_tables_[t] = block_tables_[t];
+  } else {  // every attended page but the token's own is full
+    n_kv_[t] = static_cast<int32_t>(pages.size() - 1) * bs + pos % bs + 1;
+    attend_tables_[t] = pages.data();
   }
 }
 
 void Context::select_pages(int64_t il, const Batch& batch, const KvStorage& kv) {
-  const int64_t q_dim = hp_.q_dim();
+  const auto q_dim = sz(hp_.q_dim());
   const int32_t bs = kv.layout().block_size;
+  // One pass: the tokens of each marked sequence, in batch order.
+  select_tokens_.resize(batch.seqs.size());
+  for (std::vector<size_t>& tokens : select_tokens_) tokens.clear();
+  for (size_t t = 0; t < batch.size(); ++t) {
+    const auto s = sz(batch.seq_index[t]);
+    if (batch.seqs[s].select_pages) select_tokens_[s].push_back(t);
+  }
   std::vector<int32_t> positions;
   for (size_t s = 0; s < batch.seqs.size(); ++s) {
-    if (!batch.seqs[s].select_pages) continue;
+    const std::vector<size_t>& tokens = select_tokens_[s];
+    if (tokens.empty()) continue;
     positions.clear();
     select_q_.clear();
-    for (size_t t = 0; t < batch.size(); ++t) {
-      if (sz(batch.seq_index[t]) != s) continue;
+    for (size_t t : tokens) {
       positions.push_back(batch.positions[t]);
-      select_q_.insert(select_q_.end(), q_.begin() + static_cast<ptrdiff_t>(t * sz(q_dim)),
-                       q_.begin() + static_cast<ptrdiff_t>((t + 1) * sz(q_dim)));
+      select_q_.insert(select_q_.end(), q_.begin() + static_cast<ptrdiff_t>(t * q_dim),
+                       q_.begin() + static_cast<ptrdiff_t>((t + 1) * q_dim));
     }
-    if (positions.empty()) continue;
     const std::vector<int32_t> pages = batch.selector->select(
         static_cast<int32_t>(s), batch.seqs[s], positions, select_q_, kv, il);
     if (pages.empty()) continue;
@@ -150,7 +158,8 @@ void Context::select_pages(int64_t il, const Batch& batch, const KvStorage& kv) 
     for (int32_t pos : positions) {
       KEEL_CHECK_MSG(pages.back() == pos / bs, "PageSelector's pages must end at the token's page");
     }
-    bind_seq(batch, s, pages, bs);
+    compact(batch, s, pages);
+    for (size_t t : tokens) bind_token(batch, t, bs);
   }
 }
 

@@ -80,11 +80,14 @@ class Context {
   // does not depend on the order of the keys, so compaction changes nothing else).
   std::vector<const int32_t*> attend_tables_;
   std::vector<std::vector<int32_t>> compact_;
-  std::vector<float> select_q_;  // the selector's query rows of one sequence
+  std::vector<float> select_q_;                     // the selector's query rows of one sequence
+  std::vector<std::vector<size_t>> select_tokens_;  // [seq] its batch tokens, when marked
   // Fills n_kv_, block_tables_ and attend_tables_ for the batch (bs: positions per block).
   void bind_tables(const Batch& batch, int32_t bs);
-  // The attended table of sequence s's tokens from pages (empty = every page up to each token).
-  void bind_seq(const Batch& batch, size_t s, std::span<const int32_t> pages, int32_t bs);
+  // compact_[s] = the blocks of sequence s's `pages` (empty = every page up to each token).
+  void compact(const Batch& batch, size_t s, std::span<const int32_t> pages);
+  // n_kv_[t] and attend_tables_[t] of token t from its sequence's compact_ entry.
+  void bind_token(const Batch& batch, size_t t, int32_t bs);
 };
 
 }  // namespace keel::model
