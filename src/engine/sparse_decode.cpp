@@ -5,8 +5,6 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/kernels.h"
-
 namespace keel::engine {
 namespace {
 
@@ -19,12 +17,9 @@ bool contains(const std::vector<int32_t>& sorted, int32_t v) {
 // The K row of position `pos` at `layer`, dequantized into `out` ([kv_dim]).
 void read_k_row(const model::KvStorage& kv, const model::BatchSeq& s, int32_t pos, int64_t layer,
                 std::vector<float>* out) {
-  const model::KvLayout& l = kv.layout();
-  const int32_t block = s.block_table[sz(pos / l.block_size)];
-  const std::byte* row =
-      kv.block(block) + l.k_offset(layer) + sz(pos % l.block_size) * l.row_bytes();
-  out->resize(sz(l.kv_dim));
-  kernels::dequantize_row(l.dtype, row, out->data(), l.kv_dim);
+  const int32_t bs = kv.layout().block_size;
+  out->resize(sz(kv.layout().kv_dim));
+  kv.read_row(kv.k_row(s.block_table[sz(pos / bs)], layer, pos % bs), out->data());
 }
 
 }  // namespace

@@ -84,10 +84,9 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
     float* v = v_.data() + t * kv_dim;
     if (!w.bv.empty()) ops.add(w.bv.data(), kv_dim, v);
     const int32_t pos = batch.positions[sz(t)];
-    const std::byte* row = kv.block(block_tables_[sz(t)][pos / layout.block_size]) +
-                           layout.v_offset(check_layer) +
-                           sz(pos % layout.block_size) * layout.row_bytes();
-    kernels::dequantize_row(layout.dtype, row, stored.data(), kv_dim);
+    kv.read_row(kv.v_row(block_tables_[sz(t)][pos / layout.block_size], check_layer,
+                         pos % layout.block_size),
+                stored.data());
     double d = 0;
     for (int64_t i = 0; i < kv_dim; ++i) {
       const double e = static_cast<double>(v[i]) - stored[sz(i)];
@@ -219,22 +218,13 @@ void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
 }
 
 void Context::write_kv(int64_t il, const Batch& batch, KvStorage& kv) const {
-  const KvLayout& layout = kv.layout();
-  const int64_t kv_dim = hp_.kv_dim();
-  const size_t k_off = layout.k_offset(il), v_off = layout.v_offset(il);
+  const int32_t bs = kv.layout().block_size;
+  const auto kv_dim = sz(hp_.kv_dim());
   for (size_t t = 0; t < batch.size(); ++t) {
     const int32_t pos = batch.positions[t];
-    std::byte* block = kv.block(block_tables_[t][pos / layout.block_size]);
-    const size_t row = sz(pos % layout.block_size) * layout.row_bytes();
-    const float* k = k_.data() + t * sz(kv_dim);
-    const float* v = v_.data() + t * sz(kv_dim);
-    if (layout.dtype == DType::kF16) {  // round to nearest-even, as fp32_to_fp16
-      kernels::quantize_row(DType::kF16, k, block + k_off + row, kv_dim);
-      kernels::quantize_row(DType::kF16, v, block + v_off + row, kv_dim);
-    } else {
-      std::memcpy(block + k_off + row, k, layout.row_bytes());
-      std::memcpy(block + v_off + row, v, layout.row_bytes());
-    }
+    const int32_t block = block_tables_[t][pos / bs];
+    kv.write_row(k_.data() + t * kv_dim, kv.k_row(block, il, pos % bs));
+    kv.write_row(v_.data() + t * kv_dim, kv.v_row(block, il, pos % bs));
   }
 }
 

@@ -69,6 +69,27 @@ class KvStorage {
   [[nodiscard]] const std::byte* block(int32_t b) const {
     return buffer_.data() + checked_offset(b);
   }
+  // Row `row` (in [0, block_size)) of layer `layer`'s K or V in block b: layout().row_bytes()
+  // bytes of layout().dtype.
+  [[nodiscard]] std::byte* k_row(int32_t b, int64_t layer, int32_t row) {
+    return block(b) + layout_.k_offset(layer) + row_offset(row);
+  }
+  [[nodiscard]] const std::byte* k_row(int32_t b, int64_t layer, int32_t row) const {
+    return block(b) + layout_.k_offset(layer) + row_offset(row);
+  }
+  [[nodiscard]] std::byte* v_row(int32_t b, int64_t layer, int32_t row) {
+    return block(b) + layout_.v_offset(layer) + row_offset(row);
+  }
+  [[nodiscard]] const std::byte* v_row(int32_t b, int64_t layer, int32_t row) const {
+    return block(b) + layout_.v_offset(layer) + row_offset(row);
+  }
+  // A row's kv_dim values as floats, and floats stored into a row (F16 rounded to nearest-even).
+  void read_row(const std::byte* row, float* out) const {
+    kernels::dequantize_row(layout_.dtype, row, out, layout_.kv_dim);
+  }
+  void write_row(const float* in, std::byte* row) const {
+    kernels::quantize_row(layout_.dtype, in, row, layout_.kv_dim);
+  }
   // Copies every layer's K and V rows of block src into block dst (copy-on-write support).
   void copy_block(int32_t src, int32_t dst);
 
@@ -77,6 +98,9 @@ class KvStorage {
 
  private:
   KvStorage() = default;
+  [[nodiscard]] size_t row_offset(int32_t row) const {
+    return static_cast<size_t>(row) * layout_.row_bytes();
+  }
   [[nodiscard]] size_t checked_offset(int32_t b) const {
     KEEL_CHECK(b >= 0 && b < num_blocks_);
     return static_cast<size_t>(b) * layout_.block_bytes();

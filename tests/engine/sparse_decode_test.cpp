@@ -51,10 +51,11 @@ class SparseDecodeTest : public ::testing::Test {
   }
   std::vector<float> k_row(int32_t pos, int64_t layer) const {
     const model::KvLayout& l = kv_->layout();
-    const std::byte* row = kv_->block(seq_.block_table[static_cast<size_t>(pos / kBlock)]) +
-                           l.k_offset(layer) + static_cast<size_t>(pos % kBlock) * l.row_bytes();
     std::vector<float> out(static_cast<size_t>(l.kv_dim));
-    std::memcpy(out.data(), row, l.row_bytes());
+    std::memcpy(
+        out.data(),
+        kv_->k_row(seq_.block_table[static_cast<size_t>(pos / kBlock)], layer, pos % kBlock),
+        l.row_bytes());
     return out;
   }
   std::unique_ptr<SparseSequence> sequence(const char* policy, int32_t budget) {

@@ -1,6 +1,6 @@
 // KvLayout / KvStorage: sizes and offsets as section A of the design fixes them, sizing errors,
 // blocks_for_bytes, block addresses, the kernels' per-layer view, and copy_block copying every
-// layer's K and V rows of a block and nothing else.
+// layer's K and V rows of a block and nothing else; row addressing and conversion.
 #include "model/kv_storage.h"
 
 #include <gmock/gmock.h>
@@ -9,6 +9,8 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+
+#include "core/fp16.h"
 
 namespace keel::model {
 namespace {
@@ -97,6 +99,23 @@ TEST(KvStorageTest, BlocksAndLayerViews) {
   EXPECT_EQ(kv.block_size, 4);
   EXPECT_EQ(kv.kv_dim, 6);
   EXPECT_EQ(kv.dtype, DType::kF16);
+}
+
+TEST(KvStorageTest, RowsAreAddressedByBlockLayerAndRowAndConverted) {
+  const KvLayout l{3, 6, 4, DType::kF16};
+  auto s = KvStorage::create(l, 5);
+  ASSERT_TRUE(s.ok()) << s.error().to_string();
+  EXPECT_EQ(s->k_row(3, 2, 1), s->block(3) + l.k_offset(2) + 1 * l.row_bytes());
+  EXPECT_EQ(s->v_row(3, 2, 1), s->block(3) + l.v_offset(2) + 1 * l.row_bytes());
+  const KvStorage& cs = *s;
+  EXPECT_EQ(cs.k_row(4, 0, 3), s->block(4) + 3 * l.row_bytes());
+  EXPECT_EQ(cs.v_row(0, 1, 0), s->block(0) + l.v_offset(1));
+  const float in[6] = {1.0f, -2.5f, 0.1f, 65504.0f, 1e-8f, 3.0f};
+  s->write_row(in, s->v_row(2, 1, 2));
+  float out[6];
+  s->read_row(s->v_row(2, 1, 2), out);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(out[i], fp16_to_fp32(fp32_to_fp16(in[i]))) << i;
+  EXPECT_NE(out[2], in[2]);  // really rounded to f16
 }
 
 TEST(KvStorageTest, CopyBlockCopiesEveryLayersKeysAndValues) {

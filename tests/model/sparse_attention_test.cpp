@@ -113,9 +113,8 @@ class FixedSelector final : public PageSelector {
     seen_layer = layer;
     seen_positions.assign(positions.begin(), positions.end());
     seen_q = std::vector<float>(q.begin(), q.end());
-    const KvLayout& l = kv.layout();  // the row of position 21 at this layer is written already
-    std::memcpy(&row21_k0, kv.block(5) + l.k_offset(layer) + (21 % kBlock) * l.row_bytes(),
-                sizeof(float));
+    // The row of position 21 at this layer is written already.
+    std::memcpy(&row21_k0, kv.k_row(5, layer, 21 % kBlock), sizeof(float));
     return pages_;
   }
   std::vector<int32_t> pages_;
