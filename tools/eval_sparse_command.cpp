@@ -54,10 +54,12 @@ class SparseEval {
  public:
   SparseEval(const EvalSparseOptions& opts, const model::Model& model, kernels::Ops& ops,
              TextSpec text)
-      : opts_(opts), model_(model), ops_(ops), text_(text), ctx_(model, opts.prompt_len) {
-    const model::HParams& hp = model.hparams();
-    shape_ = {static_cast<int32_t>(hp.n_head), static_cast<int32_t>(hp.n_head_kv),
-              static_cast<int32_t>(hp.head_dim)};
+      : opts_(opts),
+        model_(model),
+        ops_(ops),
+        text_(text),
+        ctx_(model, opts.prompt_len),
+        selector_(model.hparams()) {
     tuning_.alpha = opts.alpha;
     tuning_.sink_tokens = opts.sink;
     tuning_.window_tokens = opts.window;
@@ -119,11 +121,10 @@ class SparseEval {
       model::Batch b;
       const int32_t seq = b.add_seq(run_table_);
       b.add(ref.tokens[static_cast<size_t>(pos)], pos, seq, true);
-      std::optional<engine::SparseSelector> selector;
       if (st != nullptr) {
         st->prepare_decode(&b.seqs[0], pos, page);
-        selector.emplace(std::vector<engine::SparseSelector::Binding>{{st.get(), 0}}, shape_);
-        b.selector = &*selector;
+        selector_.bind({{st.get(), 0}});
+        b.selector = &selector_;
         b.select_layer = select_layer;
       }
       const auto t0 = Clock::now();
@@ -165,7 +166,7 @@ class SparseEval {
   kernels::Ops& ops_;
   TextSpec text_;
   model::Context ctx_;
-  sparse::QueryShape shape_;
+  engine::SparseSelector selector_;
   sparse::SparseConfig tuning_;
   std::unique_ptr<model::KvStorage> kv_;
   int32_t pages_ = 0;

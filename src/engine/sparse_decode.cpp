@@ -74,8 +74,15 @@ int64_t sparse_select_layer(const sparse::SparseConfig& tuning, int64_t n_layer)
   return std::clamp<int64_t>(tuning.dense_layers, 0, n_layer - 1);
 }
 
-SparseSelector::SparseSelector(std::vector<Binding> bindings, sparse::QueryShape shape)
-    : bindings_(std::move(bindings)), shape_(shape) {}
+SparseSelector::SparseSelector(const model::HParams& hp)
+    : shape_{static_cast<int32_t>(hp.n_head), static_cast<int32_t>(hp.n_head_kv),
+             static_cast<int32_t>(hp.head_dim)} {}
+
+bool SparseSelector::bind(std::vector<Binding> bindings) {
+  bindings_ = std::move(bindings);
+  return std::any_of(bindings_.begin(), bindings_.end(),
+                     [](const Binding& b) { return b.seq != nullptr; });
+}
 
 std::vector<int32_t> SparseSelector::select(int32_t seq, const model::BatchSeq& s,
                                             std::span<const int32_t> positions,
@@ -135,36 +142,42 @@ std::vector<float> SparseSelector::attention_mass(const model::BatchSeq& s,
                                                   std::span<const float> q,
                                                   const model::KvStorage& kv, int64_t layer) {
   const int32_t page_size = kv.layout().block_size;
-  const int32_t group = shape_.n_heads / shape_.n_kv_heads;
+  const auto heads = sz(shape_.n_heads);
+  const auto group = sz(shape_.n_heads / shape_.n_kv_heads);
   const auto dim = sz(shape_.head_dim);
   const float scale = 1.0f / std::sqrt(static_cast<float>(shape_.head_dim));
-  // scores[h][i] over the attended positions, in page order.
-  std::vector<int32_t> page_of;
-  std::vector<float> scores;
-  std::vector<std::vector<float>> per_head(sz(shape_.n_heads));
+  // scores_[i * heads + h]: head h's scaled q·k at the i-th attended position (page order).
+  scores_.clear();
+  page_of_.clear();
   for (size_t j = 0; j < pages.size(); ++j) {
     const int32_t first = pages[j] * page_size;
     const int32_t end = std::min(first + page_size, pos + 1);
     for (int32_t p = first; p < end; ++p) {
       read_k_row(kv, s, p, layer, &row_);
-      for (int32_t h = 0; h < shape_.n_heads; ++h) {
-        const float* qh = q.data() + sz(h) * dim;
-        const float* kh = row_.data() + sz(h / group) * dim;
+      for (size_t h = 0; h < heads; ++h) {
+        const float* qh = q.data() + h * dim;
+        const float* kh = row_.data() + (h / group) * dim;
         float dot = 0.0f;
         for (size_t c = 0; c < dim; ++c) dot += qh[c] * kh[c];
-        per_head[sz(h)].push_back(dot * scale);
+        scores_.push_back(dot * scale);
       }
-      page_of.push_back(static_cast<int32_t>(j));
+      page_of_.push_back(j);
     }
   }
+  // Per head: softmax over the positions, each probability added to its page's share.
   std::vector<float> mass(pages.size(), 0.0f);
-  for (const std::vector<float>& sc : per_head) {
-    const float mx = *std::max_element(sc.begin(), sc.end());
+  const size_t n = page_of_.size();
+  for (size_t h = 0; h < heads; ++h) {
+    float mx = -std::numeric_limits<float>::infinity();
+    for (size_t i = 0; i < n; ++i) mx = std::max(mx, scores_[i * heads + h]);
     double total = 0.0;
-    for (float v : sc) total += std::exp(static_cast<double>(v - mx));
-    for (size_t i = 0; i < sc.size(); ++i) {
-      mass[sz(page_of[i])] +=
-          static_cast<float>(std::exp(static_cast<double>(sc[i] - mx)) / total / shape_.n_heads);
+    for (size_t i = 0; i < n; ++i) {
+      float& e = scores_[i * heads + h];
+      e = static_cast<float>(std::exp(static_cast<double>(e - mx)));
+      total += e;
+    }
+    for (size_t i = 0; i < n; ++i) {
+      mass[page_of_[i]] += static_cast<float>(scores_[i * heads + h] / total / shape_.n_heads);
     }
   }
   return mass;

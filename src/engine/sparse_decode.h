@@ -71,8 +71,11 @@ class SparseSelector final : public model::PageSelector {
     SparseSequence* seq = nullptr;  // null: the batch seq is dense
     int32_t epoch = 0;
   };
-  // `bindings`: parallel to the batch's seqs. `shape`: the model's heads.
-  SparseSelector(std::vector<Binding> bindings, sparse::QueryShape shape);
+  // For a model of these hyper-parameters; keeps its scratch from step to step.
+  explicit SparseSelector(const model::HParams& hp);
+  // The sequences of the next forward pass: parallel to the batch's seqs. True when any is
+  // sparse (the batch needs the selector).
+  bool bind(std::vector<Binding> bindings);
   std::vector<int32_t> select(int32_t seq, const model::BatchSeq& s,
                               std::span<const int32_t> positions, std::span<const float> q,
                               const model::KvStorage& kv, int64_t layer) override;
@@ -89,7 +92,9 @@ class SparseSelector final : public model::PageSelector {
 
   std::vector<Binding> bindings_;
   sparse::QueryShape shape_;
-  std::vector<float> row_;  // one dequantized K row
+  std::vector<float> row_;       // one dequantized K row
+  std::vector<float> scores_;    // attention_mass's scores, then their exponentials
+  std::vector<size_t> page_of_;  // attention_mass: the page of each attended position
 };
 
 }  // namespace keel::engine

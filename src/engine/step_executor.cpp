@@ -3,7 +3,6 @@
 
 #include "engine/pic_prefill.h"
 
-#include <algorithm>
 #include <chrono>
 #include <span>
 
@@ -69,6 +68,7 @@ void StepExecutor::run() {
   ThreadPool pool(threads_);
   kernels::Ops ops(isa_, &pool);
   model::Context ctx(model_, max_batch_tokens_);
+  SparseSelector selector(model_.hparams());
   std::vector<float> logits;
   for (;;) {
     StepInput input;
@@ -82,15 +82,8 @@ void StepExecutor::run() {
     StepOutput out;
     const auto t0 = std::chrono::steady_clock::now();
     logits.clear();
-    std::optional<SparseSelector> selector;
-    if (std::any_of(input.sparse.begin(), input.sparse.end(),
-                    [](const SparseSelector::Binding& b) { return b.seq != nullptr; })) {
-      const model::HParams& hp = model_.hparams();
-      selector.emplace(
-          std::move(input.sparse),
-          sparse::QueryShape{static_cast<int32_t>(hp.n_head), static_cast<int32_t>(hp.n_head_kv),
-                             static_cast<int32_t>(hp.head_dim)});
-      input.batch.selector = &*selector;
+    if (selector.bind(std::move(input.sparse))) {
+      input.batch.selector = &selector;
       input.batch.select_layer = select_layer_;
     }
     if (!input.batch.empty()) out.status = ctx.forward(input.batch, *storage_, ops, &logits);

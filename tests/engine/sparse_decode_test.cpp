@@ -64,7 +64,9 @@ class SparseDecodeTest : public ::testing::Test {
     return st.ok() ? std::move(st).value() : nullptr;
   }
   std::vector<int32_t> select(SparseSequence* st, int32_t pos, int64_t layer, int32_t epoch = 0) {
-    SparseSelector sel({{st, epoch}}, shape_);
+    SparseSelector sel(model_->hparams());
+    EXPECT_TRUE(sel.bind({{st, epoch}}));
+    EXPECT_FALSE(SparseSelector(model_->hparams()).bind({{nullptr, 0}}));
     const int32_t positions[] = {pos};
     return sel.select(0, seq_, positions, q_, *kv_, layer);
   }
