@@ -26,9 +26,7 @@ std::vector<LengthBucket> profile_by_output_length(std::span<const RequestRecord
   };
   for (const RequestRecord& r : records) {
     if (!r.success || r.num_content_chunks == 0) continue;
-    // Arrival time of each content chunk (token), from the run start.
-    std::vector<double> t = {r.start_s + r.ttft_s};
-    for (double gap : r.itl_s) t.push_back(t.back() + gap);
+    const std::vector<double> t = r.chunk_times_s();  // one per content chunk (token)
     for (size_t k = 1; k < t.size(); ++k) {
       const auto b = static_cast<size_t>(static_cast<int64_t>(k) / bucket_tokens);
       LengthBucket& lb = bucket(b);

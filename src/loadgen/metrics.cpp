@@ -25,13 +25,10 @@ void compute_peaks(const std::vector<RequestRecord>& records, BenchmarkMetrics* 
   std::vector<std::pair<double, int>> events;
   for (const RequestRecord& r : records) {
     if (!r.success) continue;
-    double t = r.start_s + r.ttft_s;
-    auto add = [&](double when) {
+    for (double when : r.chunk_times_s()) {
       const auto b = static_cast<int64_t>(when - t0);
       if (b >= 0 && b < static_cast<int64_t>(buckets.size())) ++buckets[static_cast<size_t>(b)];
-    };
-    add(t);
-    for (double gap : r.itl_s) add(t += gap);
+    }
     events.emplace_back(r.start_s, +1);
     events.emplace_back(r.start_s + r.latency_s, -1);
   }

@@ -27,6 +27,13 @@ struct RequestRecord {
   std::optional<int64_t> usage_prompt_tokens;      // from the streamed usage, if any
   std::optional<int64_t> usage_completion_tokens;  // from the streamed usage, if any
   std::string generated_text;  // concatenated chunk text (kept only when asked for)
+
+  // Arrival time of each content chunk (seconds from the run start): start + TTFT, then the ITLs.
+  [[nodiscard]] std::vector<double> chunk_times_s() const {
+    std::vector<double> t = {start_s + ttft_s};
+    for (double gap : itl_s) t.push_back(t.back() + gap);
+    return t;
+  }
 };
 
 }  // namespace keel::loadgen
