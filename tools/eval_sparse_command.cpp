@@ -18,6 +18,7 @@
 #include "commands.h"
 #include "compute_setup.h"
 #include "core/thread_pool.h"
+#include "engine/pic_prefill.h"
 #include "engine/sparse_decode.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
@@ -88,7 +89,7 @@ class SparseEval {
     sp.seed = seed * 7919 + 2;
     KEEL_ASSIGN_OR_RETURN(sampling::Sampler sampler, sampling::Sampler::create(sp, text_.n_vocab));
     std::vector<float> logits;
-    KEEL_TRY(prefill(r.tokens, ref_table_, &logits));
+    KEEL_TRY(engine::compile_chunk(ctx_, *kv_, ops_, r.tokens, ref_table_, &logits));
     while (static_cast<int32_t>(r.tokens.size()) < opts_.max_len) {
       int32_t next = sampler.sample(logits);
       if (next == text_.eos || next == text_.bos) next = argmax_excluding(logits, text_);
@@ -112,7 +113,7 @@ class SparseEval {
     const int64_t select_layer = engine::sparse_select_layer(tuning_, model_.hparams().n_layer);
     std::vector<float> logits;
     const std::span<const int32_t> prompt(ref.tokens.data(), static_cast<size_t>(opts_.prompt_len));
-    KEEL_TRY(prefill(prompt, run_table_, &logits));
+    KEEL_TRY(engine::compile_chunk(ctx_, *kv_, ops_, prompt, run_table_, &logits));
     const int32_t page = opts_.page_size;
     t->prefill_pages = (opts_.prompt_len + page - 1) / page;
     const size_t n_steps = ref.logits.size();
@@ -151,16 +152,6 @@ class SparseEval {
   }
 
  private:
-  Status prefill(std::span<const int32_t> tokens, const std::vector<int32_t>& table,
-                 std::vector<float>* logits) {
-    model::Batch b;
-    const int32_t seq = b.add_seq(table);
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      b.add(tokens[i], static_cast<int32_t>(i), seq, i + 1 == tokens.size());
-    }
-    return ctx_.forward(b, *kv_, ops_, logits);
-  }
-
   const EvalSparseOptions& opts_;
   const model::Model& model_;
   kernels::Ops& ops_;

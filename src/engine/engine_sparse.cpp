@@ -6,6 +6,9 @@
 
 namespace keel::engine {
 
+// The engine's block tables (kv) become batch tables (model) as they are: one hole value.
+static_assert(kv::kNoBlock == model::kReleasedBlock);
+
 void Engine::bind_sparse(const ScheduledSeq& s, Active& a, model::BatchSeq* seq,
                          SparseSelector::Binding* binding) {
   SparseSequence& st = *a.sparse;

@@ -36,9 +36,10 @@ std::vector<int32_t> iota(int32_t a, int32_t b) {
 }  // namespace
 
 Status compile_chunk(model::Context& ctx, model::KvStorage& kv, kernels::Ops& ops,
-                     std::span<const int32_t> tokens, std::span<const int32_t> table) {
+                     std::span<const int32_t> tokens, std::span<const int32_t> table,
+                     std::vector<float>* logits) {
   const std::vector<int32_t> positions = iota(0, static_cast<int32_t>(tokens.size()));
-  return forward_positions(ctx, kv, ops, tokens, positions, table, nullptr);
+  return forward_positions(ctx, kv, ops, tokens, positions, table, logits);
 }
 
 Status pic_prefill(const model::Model& model, model::Context& ctx, model::KvStorage& kv,

@@ -59,13 +59,13 @@ class CollectingSink final : public OutputSink {
   int events_ = 0;
 };
 
-std::unique_ptr<model::Model> load_stories() {
+inline std::unique_ptr<model::Model> load_stories() {
   auto m = model::Model::open(testing::shared_path("models/stories260K/stories260K.gguf"));
   EXPECT_TRUE(m.ok()) << m.error().to_string();
   return m.ok() ? std::move(m).value() : nullptr;
 }
 
-EngineConfig base_config() {
+inline EngineConfig base_config() {
   EngineConfig c;
   c.threads = 1;
   c.isa = kernels::best_isa(detect_cpu_features());
@@ -73,7 +73,7 @@ EngineConfig base_config() {
   return c;
 }
 
-GenerationRequest greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
+inline GenerationRequest greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
   GenerationRequest r;
   r.prompt_tokens = std::move(prompt);
   r.max_tokens = max_tokens;
@@ -82,7 +82,7 @@ GenerationRequest greedy(std::vector<int32_t> prompt, int32_t max_tokens) {
   return r;
 }
 
-std::vector<int32_t> run_one(Engine& e, GenerationRequest r) {
+inline std::vector<int32_t> run_one(Engine& e, GenerationRequest r) {
   auto sink = std::make_shared<CollectingSink>();
   auto key = e.submit(std::move(r), sink);
   EXPECT_TRUE(key.ok()) << key.error().to_string();

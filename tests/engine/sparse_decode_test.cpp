@@ -11,12 +11,10 @@
 #include <cstring>
 #include <numeric>
 
-#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "engine/sparse_decode.h"
-#include "kernels/kernels.h"
+#include "engine_test_util.h"
 #include "model/context.h"
-#include "support/test_support.h"
 
 namespace keel::engine {
 namespace {
@@ -29,9 +27,8 @@ class SparseDecodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     KEEL_REQUIRE_SHARED();
-    auto m = model::Model::open(keel::testing::shared_path("models/stories260K/stories260K.gguf"));
-    ASSERT_TRUE(m.ok()) << m.error().to_string();
-    model_ = std::move(m).value();
+    model_ = load_stories();
+    ASSERT_NE(model_, nullptr);
     ops_ = std::make_unique<kernels::Ops>(kernels::best_isa(detect_cpu_features()), &pool_);
     model::Context ctx(*model_, 64);
     auto kv = model::KvStorage::create(
