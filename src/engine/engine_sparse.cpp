@@ -30,7 +30,8 @@ void Engine::release_sparse_pages(const StepPlan& plan) {
     if (it == active_.end() || it->second.sparse == nullptr) continue;
     SparseSequence& st = *it->second.sparse;
     st.max_pages_held = std::max(st.max_pages_held, kv_.num_held_blocks(s.key));
-    counters_.sparse_max_pages_held = std::max(counters_.sparse_max_pages_held, st.max_pages_held);
+    counters_.sparse_max_pages_held =
+        std::max<int64_t>(counters_.sparse_max_pages_held, st.max_pages_held);
     if (st.pending.empty()) continue;
     const RequestState* r = scheduler_.find(s.key);
     if (r != nullptr && r->num_preemptions == st.epoch) {  // not preempted since: still valid

@@ -105,7 +105,7 @@ struct EngineStats {
   int64_t pic_index_blocks = 0;        // KV blocks the chunk index holds
   int64_t sparse_requests = 0;         // requests decoded with a sparse policy
   int64_t sparse_pages_released = 0;   // KV pages they gave back to the pool while decoding
-  int32_t sparse_max_pages_held = 0;   // the most KV pages one sparse request held at once
+  int64_t sparse_max_pages_held = 0;   // the most KV pages one sparse request held at once
 };
 
 }  // namespace keel::engine

@@ -130,27 +130,41 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
   w.gauge("num_requests_waiting", "Requests admitted but not yet scheduled.", stats.num_waiting);
   w.gauge("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0..1).", stats.kv_usage);
   w.gauge("context_caches", "Context caches pinned (POST /v1/caches).", stats.num_context_caches);
-  w.gauge("pic_index_blocks", "KV blocks held by the PIC chunk index.",
-          static_cast<double>(stats.pic_index_blocks));
-  w.counter("pic_requests_total", "Requests linked from position-independent chunk caches.",
-            static_cast<double>(stats.pic_requests));
-  w.counter("pic_tokens_linked_total", "Prompt tokens copied from PIC chunk caches.",
-            static_cast<double>(stats.pic_tokens_linked));
-  w.counter("pic_tokens_recomputed_total", "Prompt tokens PIC-linked requests computed.",
-            static_cast<double>(stats.pic_tokens_recomputed));
-  w.counter("pic_chunks_compiled_total", "PIC chunks computed alone.",
-            static_cast<double>(stats.pic_chunks_compiled));
-  w.counter("pic_chunks_reused_total", "PIC chunks taken from the chunk index.",
-            static_cast<double>(stats.pic_chunks_reused));
-  w.counter("sparse_requests_total", "Requests decoded with a sparse attention policy.",
-            static_cast<double>(stats.sparse_requests));
-  w.counter("sparse_pages_released_total",
-            "KV pages sparse-decode requests gave back to the pool while decoding.",
-            static_cast<double>(stats.sparse_pages_released));
-  w.gauge("sparse_max_pages_held", "The most KV pages one sparse-decode request held at once.",
-          stats.sparse_max_pages_held);
-  w.gauge("context_cache_blocks", "KV blocks pinned by context caches.",
-          static_cast<double>(stats.context_cache_blocks));
+  // The PIC, sparse-decode and context-cache series: one sample each.
+  struct Series {
+    const char* name;
+    const char* type;
+    const char* help;
+    int64_t engine::EngineStats::*field;
+  };
+  static constexpr Series kEngineSeries[] = {
+      {"pic_index_blocks", "gauge", "KV blocks held by the PIC chunk index.",
+       &engine::EngineStats::pic_index_blocks},
+      {"pic_requests_total", "counter", "Requests linked from position-independent chunk caches.",
+       &engine::EngineStats::pic_requests},
+      {"pic_tokens_linked_total", "counter", "Prompt tokens copied from PIC chunk caches.",
+       &engine::EngineStats::pic_tokens_linked},
+      {"pic_tokens_recomputed_total", "counter", "Prompt tokens PIC-linked requests computed.",
+       &engine::EngineStats::pic_tokens_recomputed},
+      {"pic_chunks_compiled_total", "counter", "PIC chunks computed alone.",
+       &engine::EngineStats::pic_chunks_compiled},
+      {"pic_chunks_reused_total", "counter", "PIC chunks taken from the chunk index.",
+       &engine::EngineStats::pic_chunks_reused},
+      {"sparse_requests_total", "counter", "Requests decoded with a sparse attention policy.",
+       &engine::EngineStats::sparse_requests},
+      {"sparse_pages_released_total", "counter",
+       "KV pages sparse-decode requests gave back to the pool while decoding.",
+       &engine::EngineStats::sparse_pages_released},
+      {"sparse_max_pages_held", "gauge",
+       "The most KV pages one sparse-decode request held at once.",
+       &engine::EngineStats::sparse_max_pages_held},
+      {"context_cache_blocks", "gauge", "KV blocks pinned by context caches.",
+       &engine::EngineStats::context_cache_blocks},
+  };
+  for (const Series& e : kEngineSeries) {
+    w.header(e.name, e.type, e.help);
+    w.sample(e.name, static_cast<double>(stats.*e.field));
+  }
   w.counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
             static_cast<double>(stats.prefix_queries_tokens));
   w.counter("prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",
