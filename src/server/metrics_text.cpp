@@ -72,19 +72,22 @@ class Writer {
   std::string out_;
 };
 
+// A Prometheus series read from an int64_t field of a stats struct.
+template <typename Stats>
+struct Series {
+  const char* name;
+  const char* type;  // "gauge" or "counter"
+  const char* help;
+  int64_t Stats::*field;
+};
+
 // Per-tier series of the KV tiers below the cache (label tier="host" | "disk").
 void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
   std::vector<std::pair<std::string_view, const kv::TierStats*>> tiers;
   if (stats.host_tier_enabled) tiers.emplace_back("host", &stats.host_tier);
   if (stats.disk_tier_enabled) tiers.emplace_back("disk", &stats.disk_tier);
   if (tiers.empty()) return;
-  struct Series {
-    const char* name;
-    const char* type;
-    const char* help;
-    int64_t kv::TierStats::*field;
-  };
-  static constexpr Series kSeries[] = {
+  static constexpr Series<kv::TierStats> kSeries[] = {
       {"kv_tier_blocks", "gauge", "KV blocks held by a tier below the cache.",
        &kv::TierStats::blocks},
       {"kv_tier_used_bytes", "gauge", "Bytes held by a KV tier.", &kv::TierStats::used_bytes},
@@ -112,7 +115,7 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
            "decision=\"fetch\"");
   w.sample("kv_tier_decisions_total", static_cast<double>(stats.tier_blocks_recomputed),
            "decision=\"recompute\"");
-  for (const Series& s : kSeries) {
+  for (const Series<kv::TierStats>& s : kSeries) {
     w.header(s.name, s.type, s.help);
     for (const auto& [tier, st] : tiers) {
       w.sample(s.name, static_cast<double>(st->*s.field), fmt::format("tier=\"{}\"", tier));
@@ -131,13 +134,7 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
   w.gauge("kv_cache_usage_perc", "Fraction of KV-cache blocks in use (0..1).", stats.kv_usage);
   w.gauge("context_caches", "Context caches pinned (POST /v1/caches).", stats.num_context_caches);
   // The PIC, sparse-decode and context-cache series: one sample each.
-  struct Series {
-    const char* name;
-    const char* type;
-    const char* help;
-    int64_t engine::EngineStats::*field;
-  };
-  static constexpr Series kEngineSeries[] = {
+  static constexpr Series<engine::EngineStats> kEngineSeries[] = {
       {"pic_index_blocks", "gauge", "KV blocks held by the PIC chunk index.",
        &engine::EngineStats::pic_index_blocks},
       {"pic_requests_total", "counter", "Requests linked from position-independent chunk caches.",
@@ -161,7 +158,7 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
       {"context_cache_blocks", "gauge", "KV blocks pinned by context caches.",
        &engine::EngineStats::context_cache_blocks},
   };
-  for (const Series& e : kEngineSeries) {
+  for (const Series<engine::EngineStats>& e : kEngineSeries) {
     w.header(e.name, e.type, e.help);
     w.sample(e.name, static_cast<double>(stats.*e.field));
   }
