@@ -2,6 +2,7 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/check.h"
 
@@ -14,7 +15,24 @@ inline void cpu_relax() {
 #endif
 }
 
-constexpr int kSpinIterations = 1 << 14;  // roughly 10–50 µs before sleeping
+// How long a waiting thread spins before it sleeps: long enough to catch the next op of a
+// forward pass without a futex round trip, short enough that a thread waiting on a preempted
+// peer gives its core back within a fraction of a scheduler slice.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+constexpr int kSpinsPerClockRead = 64;
+
+// Spins until done() or kSpinTime has passed; returns done().
+template <typename Done>
+bool spin_until(Done&& done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < kSpinsPerClockRead; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
 
 }  // namespace
 
@@ -48,12 +66,9 @@ void ThreadPool::run_job(JobFn fn, void* ctx) {
 
   fn(ctx, 0, num_threads_);
 
-  for (int spin = 0; pending_.load(std::memory_order_acquire) != 0; ++spin) {
-    if (spin < kSpinIterations) {
-      cpu_relax();
-    } else {
-      int p = pending_.load(std::memory_order_acquire);
-      if (p != 0) pending_.wait(p, std::memory_order_acquire);
+  if (!spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    for (int p; (p = pending_.load(std::memory_order_acquire)) != 0;) {
+      pending_.wait(p, std::memory_order_acquire);
     }
   }
   running_ = false;
@@ -62,16 +77,12 @@ void ThreadPool::run_job(JobFn fn, void* ctx) {
 void ThreadPool::worker_loop(int thread_idx) {
   uint32_t seen = 0;  // the epoch's initial value: a job posted before this thread ran still counts
   for (;;) {
-    uint32_t now = epoch_.load(std::memory_order_acquire);
-    for (int spin = 0; now == seen; ++spin) {
-      if (spin < kSpinIterations) {
-        cpu_relax();
-      } else {
+    if (!spin_until([&] { return epoch_.load(std::memory_order_acquire) != seen; })) {
+      while (epoch_.load(std::memory_order_acquire) == seen) {
         epoch_.wait(seen, std::memory_order_acquire);
       }
-      now = epoch_.load(std::memory_order_acquire);
     }
-    seen = now;
+    seen = epoch_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_acquire)) return;
     job_fn_(job_ctx_, thread_idx, num_threads_);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) pending_.notify_one();

@@ -567,4 +567,10 @@ std::span<const std::byte> GgufFile::tensor_data(const TensorInfo& info) const {
   return {data_ + info.offset, static_cast<size_t>(info.num_bytes)};
 }
 
+std::span<std::byte> GgufFile::mutable_tensor_data(const TensorInfo& info) {
+  if (owned_data_.data() == nullptr || data_ != owned_data_.data()) return {};
+  const std::span<const std::byte> bytes = tensor_data(info);
+  return {owned_data_.data() + (bytes.data() - data_), bytes.size()};
+}
+
 }  // namespace keel::gguf

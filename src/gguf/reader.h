@@ -9,7 +9,8 @@
 // Tensors may overlap or alias each other's bytes (llama.cpp accepts this too); each must lie
 // wholly inside the data section, in every DataMode (kNone included).
 //
-// Thread safety: immutable after open(); tensor_data() may be called from any thread.
+// Thread safety: immutable after open() (but for mutable_tensor_data(), used by the owner before
+// sharing the file); tensor_data() may be called from any thread.
 #pragma once
 
 #include <cstddef>
@@ -93,6 +94,10 @@ class GgufFile {
   [[nodiscard]] const TensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes; empty when opened with DataMode::kNone. `info` must come from tensors().
   [[nodiscard]] std::span<const std::byte> tensor_data(const TensorInfo& info) const;
+  // The same bytes, writable: only with DataMode::kRead (the file's own copy), else empty. For the
+  // owner's load-time rewriting of tensors (model weights into the row-group layout) before the
+  // file is shared across threads; tensor_data() then returns the rewritten bytes.
+  [[nodiscard]] std::span<std::byte> mutable_tensor_data(const TensorInfo& info);
   [[nodiscard]] bool has_data() const { return data_ != nullptr; }
 
  private:

@@ -11,11 +11,18 @@
 // reduction), multiplies by the group scales (`vpmulld`) and adds into an exact int32 total per
 // row; the mins come from 4 `vpdpwssd` against the activation sums.
 //
+// Weights in the row-group layout (weight_layout.h) are packed from their quad vectors directly
+// (gemm_grouped_*), with the same packed form.
+//
 // Numerics: the exact integer totals per super-block are scaled and summed in f32 in the same
 // order as scalar_kquant.cpp and the row kernels, so results are bit-identical to both.
-// Pure functions; thread-safe (buffers are per call).
+// The helpers are always inlined so the GEMM loops make no calls (see avx512_q8_gemm.cpp: GCC 12
+// kept a value in an AVX-512 mask register across a call). Pure functions; thread-safe (buffers
+// are per call).
 #define KEEL_KQUANT_VNNI 1
 #include "kernels/kquant_x86.h"
+// (kquant_x86.h first: it needs KEEL_KQUANT_VNNI)
+#include "kernels/avx512_grouped_kquant.h"
 
 #include <algorithm>
 #include <vector>
@@ -48,7 +55,7 @@ struct alignas(64) PackedTokenBlock {
 };
 
 template <int kType>
-void pack_row(const std::byte* blk, int r, PackedSuperBlock* p) {
+[[gnu::always_inline]] inline void pack_row(const std::byte* blk, int r, PackedSuperBlock* p) {
   Unpacked u;
   if constexpr (kType == 6) {
     unpack_q6_k(blk, u);
@@ -76,8 +83,39 @@ void pack_row(const std::byte* blk, int r, PackedSuperBlock* p) {
   p->dmin[r] = u.dmin;
 }
 
+// One super-block of a 16-row group (avx512_grouped_kquant.h) into the same packed form.
 template <int kType>
-void pack_tokens(const MatmulTask& task, int64_t t0, std::vector<PackedTokenBlock>* out) {
+[[gnu::always_inline]] inline void pack_group(const std::byte* blk, PackedSuperBlock* p) {
+  if constexpr (kType == 6) {
+    for (int h = 0; h < 2; ++h) {
+      for (int j = 0; j < 8; ++j) {
+        __m512i v[4];
+        q6_values(blk, h, j, v);
+        for (int o = 0; o < 4; ++o) _mm512_store_si512(p->q[32 * h + 8 * o + j], v[o]);
+      }
+    }
+    for (int g = 0; g < 16; ++g) _mm512_store_si512(p->scale[g], q6_scale(blk, g));
+    _mm512_store_ps(p->d, load_half16(blk + 3328));
+    _mm512_store_ps(p->dmin, _mm512_setzero_ps());
+  } else {
+    for (int q = 0; q < 32; ++q) {
+      __m512i lo, hi;
+      k45_values<kType == 5>(blk, q, &lo, &hi);
+      _mm512_store_si512(p->q[16 * (q / 8) + q % 8], lo);
+      _mm512_store_si512(p->q[16 * (q / 8) + 8 + q % 8], hi);
+    }
+    GroupScalesK45 sc;
+    load_scales_k45(blk, &sc);
+    for (int g = 0; g < 8; ++g) _mm512_store_si512(p->scale[g], sc.sc[g]);
+    for (int pr = 0; pr < 4; ++pr) _mm512_store_si512(p->mins[pr], sc.mpair[pr]);
+    _mm512_store_ps(p->d, sc.d);
+    _mm512_store_ps(p->dmin, sc.dmin);
+  }
+}
+
+template <int kType>
+[[gnu::always_inline]] inline void pack_tokens(const MatmulTask& task, int64_t t0,
+                                               std::vector<PackedTokenBlock>* out) {
   const int64_t cols = task.w.cols, nb = cols / kQKK;
   const int64_t n_valid = std::min<int64_t>(kTokens, task.n_tokens - t0);
   for (int t = 0; t < kTokens; ++t) {
@@ -99,7 +137,8 @@ void pack_tokens(const MatmulTask& task, int64_t t0, std::vector<PackedTokenBloc
 
 // isum[t] += Σ over the super-block's scale groups of scale_g · (group dot + corr).
 template <int kType>
-inline void super_block_dots(const PackedSuperBlock& w, const PackedTokenBlock& a, __m512i* isum) {
+[[gnu::always_inline]] inline void super_block_dots(const PackedSuperBlock& w,
+                                                    const PackedTokenBlock& a, __m512i* isum) {
   constexpr int kGroups = kType == 6 ? 16 : 8;
   constexpr int kGroupQuads = kQuads / kGroups;  // 4 or 8
   for (int g = 0; g < kGroups; ++g) {
@@ -123,7 +162,8 @@ inline void super_block_dots(const PackedSuperBlock& w, const PackedTokenBlock& 
 
 // sum[t] (16 rows of token t) += the token tile's contribution over every super-block.
 template <int kType>
-void run_tile(const PackedSuperBlock* w, const PackedTokenBlock* a, int64_t nb, __m512* sum) {
+[[gnu::always_inline]] inline void run_tile(const PackedSuperBlock* w, const PackedTokenBlock* a,
+                                            int64_t nb, __m512* sum) {
   for (int64_t b = 0; b < nb; ++b) {
     __m512i isum[kTokens];
     for (int t = 0; t < kTokens; ++t) isum[t] = _mm512_setzero_si512();
@@ -148,7 +188,8 @@ void run_tile(const PackedSuperBlock* w, const PackedTokenBlock* a, int64_t nb, 
   }
 }
 
-template <int kType>
+// kGrouped: the weights are whole row groups (weight_layout.h), as the callers guarantee.
+template <int kType, bool kGrouped>
 void gemm(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
   constexpr int64_t kBytes = kType == 4 ? kQ4_KBytes : kType == 5 ? kQ5_KBytes : kQ6_KBytes;
   const int64_t nb = task.w.cols / kQKK, y_stride = task.w.rows;
@@ -158,6 +199,14 @@ void gemm(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
     int n_tiles = 0;
     for (int64_t tr = r0; tr < row_end && n_tiles < kTilesPerBlock; tr += kRows, ++n_tiles) {
       const int64_t valid = std::min<int64_t>(row_end - tr, kRows);
+      if constexpr (kGrouped) {
+        const std::byte* group = task.w.data + static_cast<size_t>(tr) * task.w.row_bytes;
+        for (int64_t b = 0; b < nb; ++b) {
+          pack_group<kType>(group + b * kRows * kBytes,
+                            &weights[static_cast<size_t>(n_tiles * nb + b)]);
+        }
+        continue;
+      }
       for (int r = 0; r < kRows; ++r) {
         const std::byte* row =
             task.w.data +
@@ -188,13 +237,22 @@ void gemm(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
 }  // namespace
 
 void gemm_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
-  gemm<4>(task, row_begin, row_end);
+  gemm<4, false>(task, row_begin, row_end);
 }
 void gemm_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
-  gemm<5>(task, row_begin, row_end);
+  gemm<5, false>(task, row_begin, row_end);
 }
 void gemm_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
-  gemm<6>(task, row_begin, row_end);
+  gemm<6, false>(task, row_begin, row_end);
+}
+void gemm_grouped_q4_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  gemm<4, true>(task, row_begin, row_end);
+}
+void gemm_grouped_q5_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  gemm<5, true>(task, row_begin, row_end);
+}
+void gemm_grouped_q6_k(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  gemm<6, true>(task, row_begin, row_end);
 }
 
 }  // namespace keel::kernels::avx512

@@ -10,6 +10,9 @@
 // horizontal reduction. The unsigned offset is removed by starting the accumulator at
 // −offset·Σa. kTokens tokens share each weight load.
 //
+// Weights in the row-group layout (weight_layout.h) pack the same way with one 64-byte load per
+// quad vector instead of 16 gathered rows (gemm_grouped_*).
+//
 // Numerics: per token and row, the same exact integer block dots scaled by (d_w·d_a) and summed
 // by FMA in block order as the row kernel in avx512_q8.cpp, so both give bit-identical results
 // (a partial sum crosses a chunk boundary through y, unchanged). Pure functions; thread-safe.
@@ -21,6 +24,7 @@
 
 #include "kernels/blocks.h"
 #include "kernels/isa_kernels.h"
+#include "kernels/weight_layout.h"
 
 namespace keel::kernels::avx512 {
 namespace {
@@ -44,6 +48,12 @@ struct Q8_0Pack {
       p->q[b][j][row] = v ^ 0x80808080u;
     }
   }
+  static void pack_grouped_block(const std::byte* quads, uint32_t (*q)[kRows]) {
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int j = 0; j < 8; ++j) {
+      _mm512_store_si512(q[j], _mm512_xor_si512(_mm512_loadu_si512(quads + 64 * j), flip));
+    }
+  }
 };
 
 struct Q4_0Pack {
@@ -58,16 +68,38 @@ struct Q4_0Pack {
       p->q[b][j + 4][row] = (v >> 4) & 0x0f0f0f0fu;
     }
   }
+  static void pack_grouped_block(const std::byte* quads, uint32_t (*q)[kRows]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i v = _mm512_loadu_si512(quads + 64 * j);
+      _mm512_store_si512(q[j], _mm512_and_si512(v, low4));
+      _mm512_store_si512(q[j + 4], _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+    }
+  }
 };
 
 template <class F>
-void pack_chunk(const std::byte* const* rows, int64_t b0, int64_t nb, PackedChunk* p) {
+[[gnu::always_inline]] inline void pack_chunk(const std::byte* const* rows, int64_t b0, int64_t nb,
+                                              PackedChunk* p) {
   for (int r = 0; r < kRows; ++r) {
     const std::byte* blk = rows[r] + b0 * F::kBytes;
     for (int64_t b = 0; b < nb; ++b, blk += F::kBytes) {
       p->d[b][r] = _cvtsh_ss(load_u16(blk));
       F::pack_block(blk, r, b, p);
     }
+  }
+}
+
+// The same chunk from one row group (weight_layout.h): per block 16 fp16 scales, then the quad
+// vectors of the 16 rows.
+template <class F>
+[[gnu::always_inline]] inline void pack_grouped_chunk(const std::byte* group, int64_t b0,
+                                                      int64_t nb, PackedChunk* p) {
+  const std::byte* blk = group + b0 * kGroupRows * F::kBytes;
+  for (int64_t b = 0; b < nb; ++b, blk += kGroupRows * F::kBytes) {
+    _mm512_store_ps(p->d[b],
+                    _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk))));
+    F::pack_grouped_block(blk + 32, p->q[b]);
   }
 }
 
@@ -79,8 +111,12 @@ struct alignas(64) PackedTokens {
   int32_t corr[kChunkBlocks][kTokens];  // −offset · Σ a of the block
 };
 
+// Always inlined: GCC 12 at -O1 and above kept a value of gemm() in an AVX-512 mask register
+// across an out-of-line call to this function (mask registers are call-clobbered), and the
+// GEMM returned zeros once two gemm() instantiations shared it. Keep the GEMM loops call-free.
 template <class F>
-void pack_tokens(const MatmulTask& task, int64_t t0, int64_t b0, int64_t nb, PackedTokens* p) {
+[[gnu::always_inline]] inline void pack_tokens(const MatmulTask& task, int64_t t0, int64_t b0,
+                                               int64_t nb, PackedTokens* p) {
   const int64_t cols = task.w.cols, nb_total = cols / kQK;
   const int64_t n_valid = std::min<int64_t>(kTokens, task.n_tokens - t0);
   for (int t = 0; t < kTokens; ++t) {
@@ -97,7 +133,8 @@ void pack_tokens(const MatmulTask& task, int64_t t0, int64_t b0, int64_t nb, Pac
 }
 
 // acc[t] (16 rows of token t) += the chunk's contribution, block by block.
-inline void run_chunk(const PackedChunk& w_tile, int64_t nb, const PackedTokens& a, __m512* acc) {
+[[gnu::always_inline]] inline void run_chunk(const PackedChunk& w_tile, int64_t nb,
+                                             const PackedTokens& a, __m512* acc) {
   for (int64_t b = 0; b < nb; ++b) {
     __m512i w[8];
 #pragma GCC unroll 8
@@ -130,8 +167,9 @@ struct RowBlock {
 };
 
 template <class F>
-void pack_row_block(const MatmulTask& task, int64_t r0, int64_t row_end, int64_t b0, int64_t nb,
-                    RowBlock* rb) {
+[[gnu::always_inline]] inline void pack_row_block(const MatmulTask& task, int64_t r0,
+                                                  int64_t row_end, int64_t b0, int64_t nb,
+                                                  RowBlock* rb) {
   rb->n_tiles = 0;
   for (int64_t tr = r0; tr < row_end && rb->n_tiles < kTilesPerBlock; tr += kRows) {
     const int64_t valid = std::min<int64_t>(row_end - tr, kRows);
@@ -147,7 +185,23 @@ void pack_row_block(const MatmulTask& task, int64_t r0, int64_t row_end, int64_t
   }
 }
 
+// The same from whole row groups (weight_layout.h), as the callers guarantee.
 template <class F>
+[[gnu::always_inline]] inline void pack_grouped_row_block(const MatmulTask& task, int64_t r0,
+                                                          int64_t row_end, int64_t b0, int64_t nb,
+                                                          RowBlock* rb) {
+  rb->n_tiles = 0;
+  for (int64_t tr = r0; tr < row_end && rb->n_tiles < kTilesPerBlock; tr += kRows) {
+    const int i = rb->n_tiles++;
+    pack_grouped_chunk<F>(task.w.data + static_cast<size_t>(tr) * task.w.row_bytes, b0, nb,
+                          &rb->tile[i]);
+    rb->mask[i] = static_cast<__mmask16>(0xffff);
+    rb->row0[i] = tr;
+  }
+}
+
+// kGrouped: the weights are whole row groups (weight_layout.h).
+template <class F, bool kGrouped>
 void gemm(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
   const int64_t nb_total = task.w.cols / kQK, n_tokens = task.n_tokens, y_stride = task.w.rows;
   RowBlock rb;
@@ -155,7 +209,11 @@ void gemm(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kRows * kTilesPerBlock) {
     for (int64_t b0 = 0; b0 < nb_total; b0 += kChunkBlocks) {
       const int64_t nb = std::min(kChunkBlocks, nb_total - b0);
-      pack_row_block<F>(task, r0, row_end, b0, nb, &rb);
+      if constexpr (kGrouped) {
+        pack_grouped_row_block<F>(task, r0, row_end, b0, nb, &rb);
+      } else {
+        pack_row_block<F>(task, r0, row_end, b0, nb, &rb);
+      }
       for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokens) {
         const int64_t n_valid = std::min<int64_t>(kTokens, n_tokens - t0);
         pack_tokens<F>(task, t0, b0, nb, &tokens);
@@ -178,11 +236,19 @@ void gemm(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
 }  // namespace
 
 void gemm_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
-  gemm<Q8_0Pack>(task, row_begin, row_end);
+  gemm<Q8_0Pack, false>(task, row_begin, row_end);
 }
 
 void gemm_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
-  gemm<Q4_0Pack>(task, row_begin, row_end);
+  gemm<Q4_0Pack, false>(task, row_begin, row_end);
+}
+
+void gemm_grouped_q8_0(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  gemm<Q8_0Pack, true>(task, row_begin, row_end);
+}
+
+void gemm_grouped_q4_0(const MatmulTask& task, int64_t row_begin, int64_t row_end) {
+  gemm<Q4_0Pack, true>(task, row_begin, row_end);
 }
 
 }  // namespace keel::kernels::avx512

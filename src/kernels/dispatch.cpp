@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "kernels/grouped_via_rows.h"
 #include "kernels/isa_kernels.h"
 
 namespace keel::kernels {
@@ -25,6 +26,11 @@ constexpr KernelTable kScalarTable = {
     .matmul_q4_k = scalar::matmul_q4_k,
     .matmul_q5_k = scalar::matmul_q5_k,
     .matmul_q6_k = scalar::matmul_q6_k,
+    .grouped_q8_0 = grouped_via_rows<scalar::matmul_q8_0>,
+    .grouped_q4_0 = grouped_via_rows<scalar::matmul_q4_0>,
+    .grouped_q4_k = grouped_via_rows<scalar::matmul_q4_k>,
+    .grouped_q5_k = grouped_via_rows<scalar::matmul_q5_k>,
+    .grouped_q6_k = grouped_via_rows<scalar::matmul_q6_k>,
     .quantize_q8_0 = scalar::quantize_q8_0,
     .quantize_q8_k = scalar::quantize_q8_k,
     .round_f16 = scalar::round_f16,
@@ -49,6 +55,11 @@ constexpr KernelTable kAvx2Table = {
     .matmul_q4_k = avx2::matmul_q4_k,
     .matmul_q5_k = avx2::matmul_q5_k,
     .matmul_q6_k = avx2::matmul_q6_k,
+    .grouped_q8_0 = avx2::grouped_q8_0,
+    .grouped_q4_0 = avx2::grouped_q4_0,
+    .grouped_q4_k = avx2::grouped_q4_k,
+    .grouped_q5_k = avx2::grouped_q5_k,
+    .grouped_q6_k = avx2::grouped_q6_k,
     .quantize_q8_0 = avx2::quantize_q8_0,
     .quantize_q8_k = avx2::quantize_q8_k,
     .round_f16 = avx2::round_f16,
@@ -73,6 +84,11 @@ constexpr KernelTable kAvx512Table = {
     .matmul_q4_k = avx512::matmul_q4_k,
     .matmul_q5_k = avx512::matmul_q5_k,
     .matmul_q6_k = avx512::matmul_q6_k,
+    .grouped_q8_0 = avx512::grouped_q8_0,
+    .grouped_q4_0 = avx512::grouped_q4_0,
+    .grouped_q4_k = avx512::grouped_q4_k,
+    .grouped_q5_k = avx512::grouped_q5_k,
+    .grouped_q6_k = avx512::grouped_q6_k,
     .quantize_q8_0 = avx512::quantize_q8_0,
     .quantize_q8_k = avx512::quantize_q8_k,
     .round_f16 = avx512::round_f16,
@@ -97,6 +113,11 @@ constexpr KernelTable kAvx512Bf16Table = {
     .matmul_q4_k = avx512::matmul_q4_k,
     .matmul_q5_k = avx512::matmul_q5_k,
     .matmul_q6_k = avx512::matmul_q6_k,
+    .grouped_q8_0 = avx512::grouped_q8_0,
+    .grouped_q4_0 = avx512::grouped_q4_0,
+    .grouped_q4_k = avx512::grouped_q4_k,
+    .grouped_q5_k = avx512::grouped_q5_k,
+    .grouped_q6_k = avx512::grouped_q6_k,
     .quantize_q8_0 = avx512::quantize_q8_0,
     .quantize_q8_k = avx512::quantize_q8_k,
     .round_f16 = avx512::round_f16,
@@ -208,7 +229,23 @@ std::vector<const KernelTable*> all_tables() {
   return {&kScalarTable, &kAvx2Table, &kAvx512Table, &kAvx512Bf16Table};
 }
 
-MatmulFn matmul_kernel(const KernelTable& table, DType dtype) {
+MatmulFn matmul_kernel(const KernelTable& table, DType dtype, WeightLayout layout) {
+  if (layout == WeightLayout::kGrouped16) {
+    switch (dtype) {
+      case DType::kQ8_0:
+        return table.grouped_q8_0;
+      case DType::kQ4_0:
+        return table.grouped_q4_0;
+      case DType::kQ4_K:
+        return table.grouped_q4_k;
+      case DType::kQ5_K:
+        return table.grouped_q5_k;
+      case DType::kQ6_K:
+        return table.grouped_q6_k;
+      default:
+        return nullptr;
+    }
+  }
   switch (dtype) {
     case DType::kF32:
       return table.matmul_f32;

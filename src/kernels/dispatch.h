@@ -96,6 +96,13 @@ struct KernelTable {
   MatmulFn matmul_q4_k;
   MatmulFn matmul_q5_k;
   MatmulFn matmul_q6_k;
+  // The same products for weights in the row-group layout (weight_layout.h). Row ranges start on
+  // a group boundary (a multiple of kGroupRows); rows past the last full group are row-major.
+  MatmulFn grouped_q8_0;
+  MatmulFn grouped_q4_0;
+  MatmulFn grouped_q4_k;
+  MatmulFn grouped_q5_k;
+  MatmulFn grouped_q6_k;
 
   QuantizeQ8Fn quantize_q8_0;
   QuantizeQ8KFn quantize_q8_k;
@@ -125,7 +132,8 @@ bool table_supported(const KernelTable& table, const CpuFeatures& cpu);
 const KernelTable& kernel_table(Isa isa, const CpuFeatures& cpu);
 // Every table, lowest first (tests and benchmarks loop over them).
 std::vector<const KernelTable*> all_tables();
-// The table's matmul kernel for a weight type (nullptr when the type is not supported).
-MatmulFn matmul_kernel(const KernelTable& table, DType dtype);
+// The table's matmul kernel for a weight type in a layout (nullptr when not supported).
+MatmulFn matmul_kernel(const KernelTable& table, DType dtype,
+                       WeightLayout layout = WeightLayout::kRows);
 
 }  // namespace keel::kernels

@@ -28,14 +28,22 @@
 
 namespace keel::kernels {
 
-// A row-major weight matrix as stored in GGUF: `rows` rows of `cols` elements, each row
-// `row_bytes` bytes of `dtype` blocks. (GGUF shape: ne0 = cols, ne1 = rows.)
+// How a weight matrix's bytes are ordered.
+enum class WeightLayout : uint8_t {
+  kRows,       // GGUF's row-major order: row r at data + r·row_bytes
+  kGrouped16,  // groups of 16 rows interleaved block by block (weight_layout.h; quantized types)
+};
+
+// A weight matrix: `rows` rows of `cols` elements, each row `row_bytes` bytes of `dtype` blocks,
+// in `layout` order (as stored in GGUF unless rewritten at load). (GGUF shape: ne0 = cols,
+// ne1 = rows.)
 struct Matrix {
   DType dtype = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   const std::byte* data = nullptr;
   size_t row_bytes = 0;
+  WeightLayout layout = WeightLayout::kRows;
 };
 
 // Instruction-set tiers, lowest first. A tier is usable when the CPU has all its features:

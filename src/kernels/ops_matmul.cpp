@@ -1,10 +1,11 @@
 // Ops' matmuls. A call first prepares the activations once (rounded to f16/bf16, or quantized to
 // Q8_0 / Q8_K blocks) into the Ops' scratch, shared read-only by all threads, then splits the
-// output rows into contiguous ranges (multiples of the table's row tile) across the pool.
-// matmul_many does this for several matrices in one preparation and one job. The fused forms
-// produce their input rows (RMSNorm of x, or silu(gate)·up) token by token inside the preparation
-// job, into a per-thread row buffer, so the f32 rows are never written out (F32 weights, which
-// read f32 rows, get them materialised in the scratch).
+// output rows into ranges of whole row groups (kGroupRows, a multiple of every table's row tile)
+// handed to the pool's threads dynamically. matmul_many does this for several matrices in one
+// preparation and one job. Each weight's kernel is the table's one for its type and layout. The
+// fused forms produce their input rows (RMSNorm of x, or silu(gate)·up) token by token inside the
+// preparation job, into a per-thread row buffer, so the f32 rows are never written out (F32
+// weights, which read f32 rows, get them materialised in the scratch).
 //
 // Every output is computed by the same per-row arithmetic whatever the split, fused or not, so
 // results depend neither on the thread count nor on fusion. Owner thread only (uses the pool and
@@ -15,6 +16,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/kernels.h"
 #include "kernels/ops_scratch.h"
+#include "kernels/weight_layout.h"
 
 namespace keel::kernels {
 
@@ -44,6 +46,8 @@ ActFormat act_format(DType dtype) {
 
 void check_matrix(const Matrix& w, int64_t n_tokens) {
   KEEL_CHECK_MSG(matmul_supports(w.dtype), "matmul: unsupported weight type");
+  KEEL_CHECK_MSG(w.layout == WeightLayout::kRows || grouped_layout_supports(w.dtype),
+                 "matmul: no row-group layout for this weight type");
   KEEL_CHECK(n_tokens >= 0 && w.rows >= 0 && w.cols >= 0);
   KEEL_CHECK(w.row_bytes >= dtype_row_bytes(w.dtype, w.cols));
 }
@@ -170,14 +174,16 @@ void Ops::run_matmuls(std::span<const Matrix> ws, const RowSource& src, int64_t 
     tasks[i].w = ws[i];
     tasks[i].n_tokens = n_tokens;
     tasks[i].y = ys[i];
-    fns[i] = matmul_kernel(*table_, ws[i].dtype);
-    first_row[i + 1] = first_row[i] + ws[i].rows;
+    fns[i] = matmul_kernel(*table_, ws[i].dtype, ws[i].layout);
+    // Each matrix starts on a group boundary of the joint range.
+    first_row[i + 1] = first_row[i] + (ws[i].rows + kGroupRows - 1) / kGroupRows * kGroupRows;
   }
-  // One job over the matrices' rows laid end to end; each thread's range may span several.
+  // One job over the matrices' rows laid end to end; a range may span several matrices.
   const size_t count = ws.size();
-  pool_->parallel_for(first_row[count], table_->row_tile, [&](int64_t begin, int64_t end) {
+  pool_->parallel_for(first_row[count], kGroupRows, [&](int64_t begin, int64_t end) {
     for (size_t i = 0; i < count; ++i) {
-      const int64_t b = std::max(begin, first_row[i]), e = std::min(end, first_row[i + 1]);
+      const int64_t b = std::max(begin, first_row[i]);
+      const int64_t e = std::min(end, first_row[i] + ws[i].rows);
       if (b < e) fns[i](tasks[i], b - first_row[i], e - first_row[i]);
     }
   });

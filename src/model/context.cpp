@@ -1,11 +1,12 @@
 // Context::forward: the Llama-family layer stack over a flat batch (see context.h for the flow).
 #include "model/context.h"
 
-#include "model/page_selector.h"
-
 #include <cmath>
 #include <cstring>
 #include <string>
+
+#include "kernels/weight_layout.h"
+#include "model/page_selector.h"
 
 namespace keel::model {
 namespace {
@@ -165,8 +166,7 @@ void Context::select_pages(int64_t il, const Batch& batch, const KvStorage& kv) 
 void Context::embed(const Batch& batch) {
   const kernels::Matrix& e = model_.weights().token_embd;
   for (size_t t = 0; t < batch.size(); ++t) {
-    kernels::dequantize_row(e.dtype, e.data + sz(batch.tokens[t]) * e.row_bytes,
-                            x_.data() + t * sz(hp_.n_embd), hp_.n_embd);
+    kernels::dequantize_matrix_row(e, batch.tokens[t], x_.data() + t * sz(hp_.n_embd));
   }
 }
 

@@ -3,10 +3,11 @@
 // KvStorage (kv_storage.h). A Model is immutable after load() and may be shared by several
 // Contexts.
 //
-// Invariants: weights() views point into file()'s bytes, and hparams().rope.freq_factors points
-// into weights().rope_freqs (or is null); both live as long as the Model, which is never moved
-// (it is handed out as a unique_ptr).
-// Thread safety: all methods are const and safe from any thread.
+// Invariants: weights() views point into file()'s bytes (quantized matrices rewritten into the
+// row-group layout at load unless ModelOptions::group_weights is off), and
+// hparams().rope.freq_factors points into weights().rope_freqs (or is null); both live as long as
+// the Model, which is never moved (it is handed out as a unique_ptr). Thread safety: all methods
+// are const and safe from any thread.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,11 @@ struct ModelOptions {
   // Maximum sequence length (positions are < n_ctx); 0 = the model's training context
   // (n_ctx_train). The CLI exposes it as --ctx-size.
   int64_t n_ctx = 0;
+  // Rewrite the quantized matrices into the row-group layout at load (kernels/weight_layout.h),
+  // the layout the decode kernels stream fastest. Only for tensor bytes read into memory
+  // (DataMode::kRead); a mapped file keeps the GGUF layout. The CLI's --weight-layout rows
+  // turns it off (for comparisons).
+  bool group_weights = true;
 
   [[nodiscard]] Status validate() const;
 };

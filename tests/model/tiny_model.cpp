@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/fp16.h"
+#include "kernels/kernels.h"
 #include "gguf/writer.h"
 #include "support/test_support.h"
 
@@ -71,7 +72,8 @@ std::vector<TensorDef> tensor_defs(const TinySpec& s) {
   return d;
 }
 
-// Rounds values to `dtype` (F32/F16/BF16) and returns the stored bytes; random bytes otherwise.
+// Rounds values to `dtype` (F32/F16/BF16) or quantizes them (Q8_0/Q4_0/Q4_K) and returns the
+// stored bytes; random bytes with small finite scales otherwise (Q5_K/Q6_K).
 std::vector<std::byte> encode(DType dtype, std::vector<float>& values, uint32_t seed) {
   std::vector<std::byte> out;
   if (dtype == DType::kF32) {
@@ -88,8 +90,19 @@ std::vector<std::byte> encode(DType dtype, std::vector<float>& values, uint32_t 
     const auto& info = dtype_info(dtype);
     const auto n = static_cast<int64_t>(values.size());
     out.resize(static_cast<size_t>((n + info.block_size - 1) / info.block_size * info.block_bytes));
-    std::mt19937 rng(seed);
-    for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
+    if (kernels::quantize_supports(dtype) && n % info.block_size == 0) {
+      kernels::quantize_row(dtype, values.data(), out.data(), n);  // blocks never straddle rows
+    } else {
+      std::mt19937 rng(seed);
+      for (auto& b : out) b = static_cast<std::byte>(rng() & 0xff);
+      if (dtype == DType::kQ5_K || dtype == DType::kQ6_K) {  // small finite super-block scales
+        for (size_t blk = 0; blk + info.block_bytes <= out.size(); blk += info.block_bytes) {
+          const uint16_t d = fp32_to_fp16(0.002f);
+          std::memcpy(out.data() + blk + (dtype == DType::kQ6_K ? 208 : 0), &d, 2);
+          if (dtype == DType::kQ5_K) std::memcpy(out.data() + blk + 2, &d, 2);
+        }
+      }
+    }
     values.clear();
   }
   return out;

@@ -1,0 +1,54 @@
+// The row-group weight layout: quantized matrices rewritten once at load so that decode reads
+// every weight byte in one sequential stream and one 64-byte load feeds 16 rows at once.
+//
+// In WeightLayout::kGrouped16 a matrix's rows come in groups of kGroupRows = 16. Group g (rows
+// 16g .. 16g+15) occupies exactly the bytes it occupies in GGUF's row-major order (16·row_bytes
+// from data + 16g·row_bytes); inside it, block (or super-block) b of the 16 rows comes first for
+// b = 0, 1, …, and each block's fields are interleaved across the rows: a field of L bytes at
+// offset o of a row's block, read in units of U bytes, is stored at 16·o within the group's
+// block as [L/U units][16 rows][U bytes]. The fields (offset, length, unit) per type:
+//   Q8_0 (34 B):  d (0, 2, 2), qs (2, 32, 4)
+//   Q4_0 (18 B):  d (0, 2, 2), qs (2, 16, 4)
+//   Q4_K (144 B): d (0, 2, 2), dmin (2, 2, 2), scales (4, 12, 1), qs (16, 128, 4)
+//   Q5_K (176 B): d (0, 2, 2), dmin (2, 2, 2), scales (4, 12, 1), qh (16, 32, 4), qs (48, 128, 4)
+//   Q6_K (210 B): ql (0, 128, 4), qh (128, 64, 4), scales (192, 16, 1), d (208, 2, 2)
+// So a 64-byte vector at a quant field holds 4 quant bytes of each of the 16 rows, the 16 rows'
+// fp16 scales are one 32-byte vector, and a K-quant's packed scale byte k of the 16 rows is one
+// 16-byte vector. The bytes are a permutation of the GGUF bytes: same size, nothing lost. Rows
+// past the last full group (rows % 16 of them) stay in row-major order after the groups.
+//
+// Pure functions; thread-safe on disjoint data.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+
+namespace keel::kernels {
+
+inline constexpr int64_t kGroupRows = 16;
+
+// True for the types that have a kGrouped16 form: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
+bool grouped_layout_supports(DType dtype);
+
+// Rows of `rows` that lie in full groups (the rest stay row-major).
+inline int64_t grouped_rows(int64_t rows) { return rows / kGroupRows * kGroupRows; }
+
+// Rewrites `rows` rows of `row_bytes` bytes at `data` from row-major to kGrouped16 order in place
+// (`pool`, when given, splits the groups across its threads). dtype must be supported.
+void group_rows_in_place(DType dtype, int64_t rows, size_t row_bytes, std::byte* data,
+                         ThreadPool* pool = nullptr);
+// The inverse: kGrouped16 back to row-major.
+void ungroup_rows_in_place(DType dtype, int64_t rows, size_t row_bytes, std::byte* data);
+
+// Copies row r of `m` in GGUF's row-major byte order (m.row_bytes bytes) to `out`, whatever
+// m.layout is.
+void read_row(const Matrix& m, int64_t r, std::byte* out);
+
+// Row r of `m` as floats (m.cols of them), whatever the layout (the embedding lookup).
+void dequantize_matrix_row(const Matrix& m, int64_t r, float* out);
+
+}  // namespace keel::kernels

@@ -1,0 +1,119 @@
+// Load-time grouping of quantized weights (model/group_weights.h): the matrices are marked
+// grouped, a mapped file keeps the GGUF layout, and the forward pass gives bit-identical logits
+// with and without grouping — prompt in one batch and token by token, tied embeddings included
+// (the embedding lookup then reads rows back out of the grouped layout).
+#include "model/group_weights.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "test_util.h"
+#include "tiny_model.h"
+
+namespace keel::model::testing {
+namespace {
+
+const std::vector<int32_t> kPrompt = {1, 17, 5, 39, 22, 8, 30};
+
+TinySpec quantized_spec(DType dtype, bool tied) {
+  TinySpec s;
+  s.matrix_dtype = dtype;
+  s.tied_output = tied;
+  s.n_ff = 64;                                // rows of 32
+  if (dtype_info(dtype).block_size == 256) {  // K-quants need rows of 256
+    s.n_embd = 256;
+    s.n_head = 4;
+    s.n_head_kv = 2;
+    s.n_ff = 256;
+  }
+  return s;
+}
+
+TEST(GroupWeightsTest, QuantizedMatricesAreGroupedAndLogitsUnchanged) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+    for (bool tied : {false, true}) {
+      const TinyModel m = write_tiny_model(quantized_spec(dtype, tied));
+      ModelOptions plain;
+      plain.group_weights = false;
+      Runner grouped(m.path), rows(m.path, plain);
+      ASSERT_TRUE(grouped.ok()) << grouped.status().to_string();
+      ASSERT_TRUE(rows.ok());
+      const Weights& gw = grouped.model().weights();
+      EXPECT_EQ(gw.layers[0].wq.layout, kernels::WeightLayout::kGrouped16);
+      EXPECT_EQ(gw.layers[1].w_down.layout, kernels::WeightLayout::kGrouped16);
+      EXPECT_EQ(gw.output.layout, kernels::WeightLayout::kGrouped16);
+      EXPECT_EQ(gw.token_embd.layout,
+                tied ? kernels::WeightLayout::kGrouped16 : kernels::WeightLayout::kRows);
+      EXPECT_EQ(rows.model().weights().layers[0].wq.layout, kernels::WeightLayout::kRows);
+      const auto want = rows.feed(kPrompt, 0);
+      const auto got = grouped.feed(kPrompt, 0);
+      ASSERT_EQ(want.size(), got.size());
+      size_t finite = 0;
+      for (float v : want) finite += std::isfinite(v) ? 1 : 0;
+      EXPECT_EQ(finite, want.size()) << dtype_name(dtype) << ": logits must be finite to compare";
+      EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)))
+          << dtype_name(dtype) << (tied ? " tied" : "");
+      const auto one = grouped.feed(kPrompt, 1, 0, true);
+      EXPECT_EQ(0, std::memcmp(want.data(), one.data(), want.size() * sizeof(float)))
+          << dtype_name(dtype) << (tied ? " tied" : "") << " token by token";
+    }
+  }
+}
+
+TEST(GroupWeightsTest, MappedFilesKeepTheGgufLayout) {
+  const TinyModel m = write_tiny_model(quantized_spec(DType::kQ8_0, false));
+  auto model = Model::open(m.path, {}, gguf::DataMode::kMmap);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  EXPECT_EQ((*model)->weights().layers[0].wq.layout, kernels::WeightLayout::kRows);
+}
+
+// Rewrites the GGUF at `path` so that tensor `alias` points at the bytes of tensor `target`
+// (same shape and type): the tensor-info record's offset field is patched in place.
+void alias_tensor(const std::string& path, const std::string& alias, const std::string& target) {
+  auto file = gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone});
+  ASSERT_TRUE(file.ok());
+  const uint64_t offset = file->find_tensor(target)->offset;
+  const gguf::TensorInfo* info = file->find_tensor(alias);
+  std::FILE* f = std::fopen(path.c_str(), "r+b");
+  ASSERT_NE(f, nullptr);
+  std::vector<char> bytes(static_cast<size_t>(file->data_offset()));
+  ASSERT_EQ(std::fread(bytes.data(), 1, bytes.size(), f), bytes.size());
+  // The record: u64 name length, name, u32 n_dims, u64 dims[n_dims], u32 type, u64 offset.
+  std::string key(8, '\0');
+  const uint64_t len = alias.size();
+  std::memcpy(key.data(), &len, 8);
+  key += alias;
+  const auto it = std::search(bytes.begin(), bytes.end(), key.begin(), key.end());
+  ASSERT_NE(it, bytes.end());
+  const size_t at =
+      static_cast<size_t>(it - bytes.begin()) + key.size() + 4 + 8 * info->shape.size() + 4;
+  std::fseek(f, static_cast<long>(at), SEEK_SET);
+  ASSERT_EQ(std::fwrite(&offset, 8, 1, f), 1u);
+  std::fclose(f);
+}
+
+// GGUF lets tensors share bytes; rewriting one in place would corrupt the other, so both stay
+// row-major, and the forward pass still matches the ungrouped load.
+TEST(GroupWeightsTest, AliasedTensorsAreLeftAlone) {
+  const TinyModel m = write_tiny_model(quantized_spec(DType::kQ8_0, false));
+  alias_tensor(m.path, "blk.0.attn_v.weight", "blk.0.attn_k.weight");
+  ModelOptions plain;
+  plain.group_weights = false;
+  Runner grouped(m.path), rows(m.path, plain);
+  ASSERT_TRUE(grouped.ok()) << grouped.status().to_string();
+  const LayerWeights& l = grouped.model().weights().layers[0];
+  EXPECT_EQ(l.wk.data, l.wv.data);
+  EXPECT_EQ(l.wk.layout, kernels::WeightLayout::kRows);
+  EXPECT_EQ(l.wv.layout, kernels::WeightLayout::kRows);
+  EXPECT_EQ(l.wq.layout, kernels::WeightLayout::kGrouped16);
+  const auto want = rows.feed(kPrompt, 0);
+  const auto got = grouped.feed(kPrompt, 0);
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+}
+
+}  // namespace
+}  // namespace keel::model::testing
