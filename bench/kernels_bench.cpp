@@ -4,7 +4,9 @@
 // Shapes: decode (1 token) 2048x2048 and 5632x2048, prefill 64 and 512 tokens x 2048x2048; 1 and 2
 // threads. Decode rotates over enough copies of the weights (≥ 160 MiB) that every call streams
 // them from DRAM, as decoding a model larger than the caches does; decode_hot repeats one
-// cache-resident matrix (the kernel's compute ceiling). Counters: bytes_per_second =
+// cache-resident matrix (the kernel's compute ceiling). Quantized types run in the GGUF row-major
+// layout ("rows") and in the row-group layout the model uses at run time ("grouped";
+// weight_layout.h). Counters: bytes_per_second =
 // weight bytes read per second; GFLOP/s = 2·rows·cols·tokens per second.
 //
 //   build/release/bench/keel_kernels_bench --benchmark_filter='avx512-bf16/Q8_0/decode'
@@ -19,6 +21,7 @@
 #include "core/thread_pool.h"
 #include "kernels/dispatch.h"
 #include "kernels/kernels.h"
+#include "kernels/weight_layout.h"
 #include "paged_attention_bench.h"
 
 namespace keel::kernels {
@@ -66,12 +69,15 @@ std::vector<std::byte> random_rows(DType dtype, int64_t rows, int64_t cols) {
 // shape, so one slot suffices): `copies` identical matrices back to back.
 class WeightSlot {
  public:
-  const std::vector<std::byte>& get(DType dtype, const Shape& shape, int* copies) {
-    const std::string key = std::string(dtype_name(dtype)) + shape.name;
+  const std::vector<std::byte>& get(DType dtype, const Shape& shape, bool grouped, int* copies) {
+    const std::string key = std::string(dtype_name(dtype)) + shape.name + (grouped ? "g" : "r");
     if (key != key_) {
       bytes_.clear();
       bytes_.shrink_to_fit();
-      const std::vector<std::byte> one = random_rows(dtype, shape.rows, shape.cols);
+      std::vector<std::byte> one = random_rows(dtype, shape.rows, shape.cols);
+      if (grouped) {
+        group_rows_in_place(dtype, shape.rows, dtype_row_bytes(dtype, shape.cols), one.data());
+      }
       copies_ = shape.stream ? static_cast<int>((kStreamBytes + one.size() - 1) / one.size()) : 1;
       bytes_.reserve(one.size() * static_cast<size_t>(copies_));
       for (int c = 0; c < copies_; ++c) bytes_.insert(bytes_.end(), one.begin(), one.end());
@@ -88,9 +94,9 @@ class WeightSlot {
 };
 
 void run_matmul(benchmark::State& state, const KernelTable* table, DType dtype, Shape shape,
-                int threads, WeightSlot* slot) {
+                bool grouped, int threads, WeightSlot* slot) {
   int copies = 1;
-  const std::vector<std::byte>* weights = &slot->get(dtype, shape, &copies);
+  const std::vector<std::byte>* weights = &slot->get(dtype, shape, grouped, &copies);
   CpuFeatures cpu = detect_cpu_features();
   if (!table->needs_bf16) cpu.avx512bf16 = false;
   ThreadPool pool(threads);
@@ -101,7 +107,12 @@ void run_matmul(benchmark::State& state, const KernelTable* table, DType dtype, 
   std::normal_distribution<float> dist(0.0f, 1.0f);
   for (auto& v : x) v = dist(rng);
   std::vector<float> y(static_cast<size_t>(shape.n_tokens * shape.rows));
-  Matrix w{dtype, shape.rows, shape.cols, nullptr, dtype_row_bytes(dtype, shape.cols)};
+  Matrix w{dtype,
+           shape.rows,
+           shape.cols,
+           nullptr,
+           dtype_row_bytes(dtype, shape.cols),
+           grouped ? WeightLayout::kGrouped16 : WeightLayout::kRows};
   int i = 0;
   for (auto _ : state) {
     w.data = weights->data() + matrix_bytes * static_cast<size_t>(i);
@@ -131,13 +142,17 @@ int main(int argc, char** argv) {
     for (DType dtype : types) {
       for (const KernelTable* table : all_tables()) {
         if (!table_supported(*table, cpu)) continue;
-        for (int threads : {1, 2}) {
-          const std::string name = std::string(table->name) + "/" + std::string(dtype_name(dtype)) +
-                                   "/" + shape.name + "/threads:" + std::to_string(threads);
-          benchmark::RegisterBenchmark(name.c_str(), run_matmul, table, dtype, shape, threads,
-                                       &slot)
-              ->UseRealTime()
-              ->Unit(benchmark::kMicrosecond);
+        for (bool grouped : {false, true}) {
+          if (grouped && !grouped_layout_supports(dtype)) continue;
+          for (int threads : {1, 2}) {
+            const std::string name =
+                std::string(table->name) + "/" + std::string(dtype_name(dtype)) + "/" + shape.name +
+                (grouped ? "/grouped" : "/rows") + "/threads:" + std::to_string(threads);
+            benchmark::RegisterBenchmark(name.c_str(), run_matmul, table, dtype, shape, grouped,
+                                         threads, &slot)
+                ->UseRealTime()
+                ->Unit(benchmark::kMicrosecond);
+          }
         }
       }
     }

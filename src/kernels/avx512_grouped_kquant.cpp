@@ -132,6 +132,7 @@ void group_tile(const MatmulTask& task, const std::byte* g, int64_t t0, float* y
   __m512 sum[kT];
   for (int t = 0; t < kT; ++t) sum[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_bytes(g + b * kBytes + kPrefetchAhead, kBytes);
     TokenBlock a[kT];
     for (int t = 0; t < kT; ++t) a[t] = token_block(task, t0 + t, b);
     if constexpr (kType == 6) {

@@ -7,7 +7,8 @@
 // Offsets inside a group's super-block are 16 × the field's offset in a row's block:
 //   Q4_K (2304 B): d @0, dmin @32, scale byte k of the 16 rows @64+16k, qs quads @256
 //   Q5_K (2816 B): d @0, dmin @32, scale bytes @64, qh quads @256, qs quads @768
-//   Q6_K (3360 B): ql quads @0, qh quads @2048, int8 scale s of the 16 rows @3072+16s, d @3328
+//   Q6_K (3360 B): for h, j the vectors ql quad 16h+j, ql quad 16h+8+j, qh quad 8h+j at
+//                  192·(8h+j) + 0, 64, 128; int8 scale s of the 16 rows @3072+16s; d @3328
 // Quad vector q of a Q4_K/Q5_K qs field covers chunk c = q / 8 (64 elements): its low nibbles are
 // elements 64c + 4(q%8) + 0..3 (sub-block 2c), its high nibbles 32 elements later (sub-block
 // 2c+1); Q5_K's qh quad q%8 adds bit 2c (low) or 2c+1 (high) as +16.
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/grouped_kquant_scales.h"
 #include "kernels/weight_layout.h"
 
 namespace keel::kernels::avx512 {
@@ -28,6 +30,17 @@ inline constexpr int64_t kGroupedQ5_KBytes = 2816;
 inline constexpr int64_t kGroupedQ6_KBytes = 3360;
 
 inline __m512i load512(const std::byte* p) { return _mm512_loadu_si512(p); }
+
+// Bytes ahead of the block being computed that the kernels prefetch: the hardware prefetchers
+// alone fall behind a stream consumed this fast.
+inline constexpr int64_t kPrefetchAhead = 2048;
+
+// Prefetches [p, p + bytes) into L1, one line at a time.
+inline void prefetch_bytes(const std::byte* p, int64_t bytes) {
+  for (int64_t off = 0; off < bytes; off += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
+  }
+}
 inline __m128i load128(const std::byte* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
@@ -46,18 +59,8 @@ struct GroupScalesK45 {
 };
 
 inline void load_scales_k45(const std::byte* blk, GroupScalesK45* out) {
-  __m128i s[12];
-  for (int k = 0; k < 12; ++k) s[k] = load128(blk + 64 + 16 * k);
-  const __m128i m6 = _mm_set1_epi8(63), m4 = _mm_set1_epi8(0x0f), m2 = _mm_set1_epi8(0x03);
   __m128i sc[8], m[8];
-  for (int j = 0; j < 4; ++j) {  // see unpack_k_scales() in blocks.h
-    sc[j] = _mm_and_si128(s[j], m6);
-    m[j] = _mm_and_si128(s[j + 4], m6);
-    const __m128i sc_hi = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(s[j], 6), m2), 4);
-    const __m128i m_hi = _mm_slli_epi16(_mm_and_si128(_mm_srli_epi16(s[j + 4], 6), m2), 4);
-    sc[j + 4] = _mm_or_si128(_mm_and_si128(s[j + 8], m4), sc_hi);
-    m[j + 4] = _mm_or_si128(_mm_and_si128(_mm_srli_epi16(s[j + 8], 4), m4), m_hi);
-  }
+  unpack_k45_scale_bytes(blk, sc, m);
   for (int j = 0; j < 8; ++j) out->sc[j] = _mm512_cvtepu8_epi32(sc[j]);
   for (int p = 0; p < 4; ++p) {
     const __m256i pairs =
@@ -97,9 +100,10 @@ inline __m512i q6_scale(const std::byte* blk, int s) {
 // The four value vectors of half h (0..1) and quad j (0..7) of a Q6_K group super-block:
 // v[o] holds elements 128h + 32o + 4j .. +3 (sub-block 8h + 2o + j/4), values 0..63.
 inline void q6_values(const std::byte* blk, int h, int j, __m512i* v) {
-  const __m512i la = load512(blk + 64 * (16 * h + j));
-  const __m512i lb = load512(blk + 64 * (16 * h + 8 + j));
-  const __m512i qh = load512(blk + 2048 + 64 * (8 * h + j));
+  const std::byte* p = blk + 192 * (8 * h + j);
+  const __m512i la = load512(p);
+  const __m512i lb = load512(p + 64);
+  const __m512i qh = load512(p + 128);
   const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
   v[0] = _mm512_or_si512(_mm512_and_si512(la, low4),
                          _mm512_and_si512(_mm512_slli_epi16(qh, 4), bits45));

@@ -12,37 +12,109 @@
 namespace keel::kernels {
 namespace {
 
-struct Field {
-  int offset;  // in a row's block
-  int length;  // bytes
-  int unit;    // bytes kept together per row
+// One stored vector of a group's block: bytes [offset, offset + unit) of each of the 16 rows'
+// blocks, stored row after row (16·unit bytes). A format lists its vectors in storage order.
+struct Vec {
+  int offset;
+  int unit;
 };
+
+constexpr int kMaxVecs = 96;
 
 struct GroupedFormat {
   int block_bytes = 0;  // bytes of one row's block
-  std::span<const Field> fields;
+  int n_vecs = 0;
+  Vec vecs[kMaxVecs] = {};
+
+  // `length` bytes from `offset` in vectors of `unit` bytes.
+  constexpr void field(int offset, int length, int unit) {
+    for (int k = 0; k < length / unit; ++k) vecs[n_vecs++] = {offset + k * unit, unit};
+  }
 };
 
-constexpr Field kQ8_0Fields[] = {{0, 2, 2}, {2, 32, 4}};
-constexpr Field kQ4_0Fields[] = {{0, 2, 2}, {2, 16, 4}};
-constexpr Field kQ4_KFields[] = {{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 128, 4}};
-constexpr Field kQ5_KFields[] = {{0, 2, 2}, {2, 2, 2}, {4, 12, 1}, {16, 32, 4}, {48, 128, 4}};
-constexpr Field kQ6_KFields[] = {{0, 128, 4}, {128, 64, 4}, {192, 16, 1}, {208, 2, 2}};
-
-GroupedFormat grouped_format(DType dtype) {
+constexpr GroupedFormat make_format(DType dtype) {
+  GroupedFormat f;
   switch (dtype) {
     case DType::kQ8_0:
-      return {34, kQ8_0Fields};
+      f.block_bytes = 34;
+      f.field(0, 2, 2);
+      f.field(2, 32, 4);
+      break;
     case DType::kQ4_0:
-      return {18, kQ4_0Fields};
+      f.block_bytes = 18;
+      f.field(0, 2, 2);
+      f.field(2, 16, 4);
+      break;
     case DType::kQ4_K:
-      return {144, kQ4_KFields};
+      f.block_bytes = 144;
+      f.field(0, 4, 2);  // d, dmin
+      f.field(4, 12, 1);
+      f.field(16, 128, 4);
+      break;
     case DType::kQ5_K:
-      return {176, kQ5_KFields};
-    case DType::kQ6_K:
-      return {210, kQ6_KFields};
+      f.block_bytes = 176;
+      f.field(0, 4, 2);
+      f.field(4, 12, 1);
+      f.field(16, 32, 4);  // qh
+      f.field(48, 128, 4);
+      break;
+    case DType::kQ6_K:  // quants in the order the kernels read them (weight_layout.h)
+      f.block_bytes = 210;
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 8; ++j) {
+          f.field(64 * h + 4 * j, 4, 4);        // ql quad 16h + j
+          f.field(64 * h + 32 + 4 * j, 4, 4);   // ql quad 16h + 8 + j
+          f.field(128 + 32 * h + 4 * j, 4, 4);  // qh quad 8h + j
+        }
+      }
+      f.field(192, 16, 1);
+      f.field(208, 2, 2);
+      break;
     default:
-      return {};
+      break;
+  }
+  return f;
+}
+
+constexpr GroupedFormat kQ8_0Format = make_format(DType::kQ8_0);
+constexpr GroupedFormat kQ4_0Format = make_format(DType::kQ4_0);
+constexpr GroupedFormat kQ4_KFormat = make_format(DType::kQ4_K);
+constexpr GroupedFormat kQ5_KFormat = make_format(DType::kQ5_K);
+constexpr GroupedFormat kQ6_KFormat = make_format(DType::kQ6_K);
+constexpr GroupedFormat kNoFormat{};
+
+const GroupedFormat& grouped_format(DType dtype) {
+  switch (dtype) {
+    case DType::kQ8_0:
+      return kQ8_0Format;
+    case DType::kQ4_0:
+      return kQ4_0Format;
+    case DType::kQ4_K:
+      return kQ4_KFormat;
+    case DType::kQ5_K:
+      return kQ5_KFormat;
+    case DType::kQ6_K:
+      return kQ6_KFormat;
+    default:
+      return kNoFormat;
+  }
+}
+
+// Copies row `r` of a group's block between its row-major block `rblk` and the group's block
+// `gblk` (to_grouped: rblk → gblk).
+void convert_row_block(const GroupedFormat& f, std::byte* rblk, std::byte* gblk, int r,
+                       bool to_grouped) {
+  int pos = 0;  // offset of the current vector in the group's block
+  for (int v = 0; v < f.n_vecs; ++v) {
+    const Vec& vec = f.vecs[v];
+    std::byte* g = gblk + pos + r * vec.unit;
+    std::byte* s = rblk + vec.offset;
+    if (to_grouped) {
+      std::memcpy(g, s, static_cast<size_t>(vec.unit));
+    } else {
+      std::memcpy(s, g, static_cast<size_t>(vec.unit));
+    }
+    pos += kGroupRows * vec.unit;
   }
 }
 
@@ -53,27 +125,16 @@ void convert_group(const GroupedFormat& f, size_t row_bytes, std::byte* rows, st
   const size_t nb = row_bytes / static_cast<size_t>(f.block_bytes);
   for (size_t b = 0; b < nb; ++b) {
     std::byte* gblk = grouped + b * kGroupRows * static_cast<size_t>(f.block_bytes);
-    for (const Field& field : f.fields) {
-      const int units = field.length / field.unit;
-      for (int r = 0; r < kGroupRows; ++r) {
-        std::byte* rblk = rows + static_cast<size_t>(r) * row_bytes + b * f.block_bytes;
-        for (int k = 0; k < units; ++k) {
-          std::byte* g = gblk + kGroupRows * field.offset + (k * kGroupRows + r) * field.unit;
-          std::byte* s = rblk + field.offset + k * field.unit;
-          if (to_grouped) {
-            std::memcpy(g, s, static_cast<size_t>(field.unit));
-          } else {
-            std::memcpy(s, g, static_cast<size_t>(field.unit));
-          }
-        }
-      }
+    for (int r = 0; r < kGroupRows; ++r) {
+      std::byte* rblk = rows + static_cast<size_t>(r) * row_bytes + b * f.block_bytes;
+      convert_row_block(f, rblk, gblk, r, to_grouped);
     }
   }
 }
 
 void convert_groups(DType dtype, int64_t rows, size_t row_bytes, std::byte* data, bool to_grouped,
                     int64_t g_begin, int64_t g_end) {
-  const GroupedFormat f = grouped_format(dtype);
+  const GroupedFormat& f = grouped_format(dtype);
   KEEL_CHECK_MSG(f.block_bytes > 0, "grouped layout: unsupported weight type");
   KEEL_CHECK(row_bytes % static_cast<size_t>(f.block_bytes) == 0);
   KEEL_CHECK(g_end <= rows / kGroupRows);
@@ -117,21 +178,17 @@ void read_row(const Matrix& m, int64_t r, std::byte* out) {
     std::memcpy(out, src, m.row_bytes);
     return;
   }
-  const GroupedFormat f = grouped_format(m.dtype);
+  const GroupedFormat& f = grouped_format(m.dtype);
   KEEL_CHECK(f.block_bytes > 0);
   const int64_t in_group = r % kGroupRows;
   const std::byte* group = m.data + static_cast<size_t>(r - in_group) * m.row_bytes;
   const size_t nb = m.row_bytes / static_cast<size_t>(f.block_bytes);
   for (size_t b = 0; b < nb; ++b) {
-    const std::byte* gblk = group + b * kGroupRows * static_cast<size_t>(f.block_bytes);
-    std::byte* rblk = out + b * static_cast<size_t>(f.block_bytes);
-    for (const Field& field : f.fields) {
-      for (int k = 0; k < field.length / field.unit; ++k) {
-        std::memcpy(rblk + field.offset + k * field.unit,
-                    gblk + kGroupRows * field.offset + (k * kGroupRows + in_group) * field.unit,
-                    static_cast<size_t>(field.unit));
-      }
-    }
+    // convert_row_block only reads the source side.
+    auto* gblk =
+        const_cast<std::byte*>(group + b * kGroupRows * static_cast<size_t>(f.block_bytes));
+    convert_row_block(f, out + b * static_cast<size_t>(f.block_bytes), gblk,
+                      static_cast<int>(in_group), false);
   }
 }
 

@@ -4,18 +4,21 @@
 // In WeightLayout::kGrouped16 a matrix's rows come in groups of kGroupRows = 16. Group g (rows
 // 16g .. 16g+15) occupies exactly the bytes it occupies in GGUF's row-major order (16·row_bytes
 // from data + 16g·row_bytes); inside it, block (or super-block) b of the 16 rows comes first for
-// b = 0, 1, …, and each block's fields are interleaved across the rows: a field of L bytes at
-// offset o of a row's block, read in units of U bytes, is stored at 16·o within the group's
-// block as [L/U units][16 rows][U bytes]. The fields (offset, length, unit) per type:
+// b = 0, 1, …, and each group block is a sequence of vectors: a vector takes the same U bytes at
+// offset o of each of the 16 rows' blocks, stored row after row (16·U bytes). The vectors, in
+// storage order ((o, length, U): length/U vectors of U bytes from o):
 //   Q8_0 (34 B):  d (0, 2, 2), qs (2, 32, 4)
 //   Q4_0 (18 B):  d (0, 2, 2), qs (2, 16, 4)
-//   Q4_K (144 B): d (0, 2, 2), dmin (2, 2, 2), scales (4, 12, 1), qs (16, 128, 4)
-//   Q5_K (176 B): d (0, 2, 2), dmin (2, 2, 2), scales (4, 12, 1), qh (16, 32, 4), qs (48, 128, 4)
-//   Q6_K (210 B): ql (0, 128, 4), qh (128, 64, 4), scales (192, 16, 1), d (208, 2, 2)
-// So a 64-byte vector at a quant field holds 4 quant bytes of each of the 16 rows, the 16 rows'
-// fp16 scales are one 32-byte vector, and a K-quant's packed scale byte k of the 16 rows is one
-// 16-byte vector. The bytes are a permutation of the GGUF bytes: same size, nothing lost. Rows
-// past the last full group (rows % 16 of them) stay in row-major order after the groups.
+//   Q4_K (144 B): d, dmin (0, 4, 2), scales (4, 12, 1), qs (16, 128, 4)
+//   Q5_K (176 B): d, dmin (0, 4, 2), scales (4, 12, 1), qh (16, 32, 4), qs (48, 128, 4)
+//   Q6_K (210 B): for h = 0, 1 and j = 0..7 the three quad vectors the kernel reads together —
+//                 ql (64h + 4j), ql (64h + 32 + 4j), qh (128 + 32h + 4j), each U = 4 — then
+//                 scales (192, 16, 1), d (208, 2, 2)
+// So a 64-byte vector of quants holds 4 quant bytes of each of the 16 rows, the 16 rows' fp16
+// scales are one 32-byte vector, a K-quant scale byte of the 16 rows is one 16-byte vector, and
+// a kernel reads each group block front to back. The bytes are a permutation of the GGUF bytes:
+// same size, nothing lost. Rows past the last full group (rows % 16 of them) stay in row-major
+// order after the groups.
 //
 // Pure functions; thread-safe on disjoint data.
 #pragma once

@@ -8,8 +8,8 @@
 #include <random>
 
 #include "core/fp16.h"
-#include "kernels/kernels.h"
 #include "gguf/writer.h"
+#include "kernels/kernels.h"
 #include "support/test_support.h"
 
 namespace keel::model::testing {
