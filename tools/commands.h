@@ -12,10 +12,11 @@ namespace keel::cli {
 
 // Options every command that computes shares.
 struct ComputeOptions {
-  int threads = 0;        // 0 = all hardware threads
-  std::string isa;        // "" = best for this CPU; else scalar | avx2 | avx512
-  bool use_mmap = false;  // map weights instead of reading them into memory
-  bool verbose = false;   // timings and details on stderr
+  int threads = 0;                        // 0 = all hardware threads
+  std::string isa;                        // "" = best for this CPU; else scalar | avx2 | avx512
+  bool use_mmap = false;                  // map weights instead of reading them into memory
+  bool verbose = false;                   // timings and details on stderr
+  std::string weight_layout = "grouped";  // grouped | rows (model::ModelOptions::group_weights)
 };
 
 struct InfoOptions {
@@ -55,6 +56,7 @@ struct ServeOptions {
   int64_t ctx_size = 0;  // max model length; 0 = the model's context length
   int32_t max_num_seqs = 16;
   int32_t max_batched_tokens = 512;
+  double step_time_target_ms = 0;  // --step-time-target-ms (0 = auto, < 0 = no limit)
   int32_t max_waiting = 256;
   int32_t block_size = 16;
   int64_t kv_cache_bytes = 0;   // 0 = enough for max_num_seqs full contexts (capped)

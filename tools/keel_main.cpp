@@ -16,6 +16,10 @@ void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o) {
   cmd->add_option("--isa", o->isa, "Force a kernel table: scalar, avx2 or avx512")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
   cmd->add_flag("--mmap", o->use_mmap, "Map the model file instead of reading it into memory");
+  cmd->add_option("--weight-layout", o->weight_layout,
+                  "Quantized weights: grouped (rewritten at load for the decode kernels) or rows "
+                  "(as stored in the file)")
+      ->check(CLI::IsMember({"grouped", "rows"}));
   cmd->add_flag("--verbose", o->verbose, "Print load time and token rates to stderr");
 }
 
@@ -127,6 +131,11 @@ int main(int argc, char** argv) {
       ->add_option("--max-batched-tokens", serve.max_batched_tokens,
                    "Token budget per step (chunked prefill)")
       ->check(CLI::Range(1, 1 << 20));
+  serve_cmd
+      ->add_option("--step-time-target-ms", serve.step_time_target_ms,
+                   "Time a decoding step may take with its prefill chunk (0 = auto, -1 = no "
+                   "limit)")
+      ->check(CLI::Range(-1.0, 1e6));
   serve_cmd->add_option("--max-waiting", serve.max_waiting, "Waiting requests before 429")
       ->check(CLI::Range(0, 1 << 20));
   serve_cmd->add_option("--block-size", serve.block_size, "Tokens per KV block")

@@ -34,7 +34,9 @@ Result<LoadedModel> load_model(const std::string& path, const ComputeOptions& co
   }
   KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(file));
   out.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));
-  KEEL_ASSIGN_OR_RETURN(out.model, model::Model::load(std::move(file), options));
+  model::ModelOptions mopts = options;
+  mopts.group_weights = compute.weight_layout != "rows";
+  KEEL_ASSIGN_OR_RETURN(out.model, model::Model::load(std::move(file), mopts));
   out.load_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -41,6 +41,7 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;
   c.scheduler.max_batched_tokens = o.max_batched_tokens;
+  c.step_time_target_s = o.step_time_target_ms / 1000.0;
   c.scheduler.max_waiting = o.max_waiting;
   c.scheduler.max_model_len = static_cast<int32_t>(o.ctx_size);
   c.block_size = o.block_size;

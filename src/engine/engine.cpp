@@ -453,6 +453,27 @@ bool Engine::launch(StepPlan& plan) {
   return true;
 }
 
+// Learns the step's cost and sizes the prompt tokens the next steps that decode may add.
+void Engine::update_prefill_budget(const StepPlan& plan, double seconds) {
+  int32_t prefill = 0, decodes = 0;
+  for (const ScheduledSeq& s : plan.seqs) {
+    if (s.num_tokens == 1 && s.positions.empty()) {
+      ++decodes;
+    } else {
+      prefill += s.num_tokens;
+    }
+  }
+  step_costs_.observe(prefill, decodes, seconds);
+  if (config_.step_time_target_s < 0) return;
+  const int32_t d = std::max(decodes, 1);
+  const double target = config_.step_time_target_s > 0
+                            ? config_.step_time_target_s
+                            : std::max(EngineConfig::kMinStepTargetSeconds,
+                                       EngineConfig::kAutoStepFactor * step_costs_.predict(0, d));
+  scheduler_.set_prefill_budget(step_costs_.prefill_budget(
+      d, target, EngineConfig::kMinPrefillChunk, config_.scheduler.max_batched_tokens));
+}
+
 void Engine::apply(const StepPlan& plan, StepOutput& out) {
   if (out.status.ok() && plan.num_tokens() >= 8) {  // prefill-sized: feeds the tier cost model
     const double s = out.forward_seconds / plan.num_tokens();
@@ -460,6 +481,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
         prefill_seconds_per_token_ <= 0 ? s : 0.8 * prefill_seconds_per_token_ + 0.2 * s;
     scheduler_.set_prefill_seconds_per_token(prefill_seconds_per_token_);
   }
+  if (out.status.ok()) update_prefill_budget(plan, out.forward_seconds);
   for (const ScheduledSeq& s : plan.seqs) {
     auto it = active_.find(s.key);
     if (it != active_.end()) --it->second.in_flight;
@@ -530,6 +552,9 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
       a.sink->on_event(std::move(ev));
     }
   }
+  // A request finished (aborted) while a chunk of it that samples nothing was in flight is
+  // released here, now that the step no longer uses its blocks.
+  for (const ScheduledSeq& s : plan.seqs) release_if_done(s.key);
 }
 
 void Engine::publish_stats() {
@@ -538,6 +563,7 @@ void Engine::publish_stats() {
   s.tier_blocks_recomputed = scheduler_.tier_blocks_recomputed();
   s.num_running = static_cast<int32_t>(scheduler_.num_running());
   s.num_waiting = static_cast<int32_t>(scheduler_.num_waiting());
+  s.num_tracked = static_cast<int32_t>(active_.size());
   s.kv_usage = kv_.usage();
   s.prefix_queries_tokens = kv_.prefix_queries_tokens();
   s.prefix_hits_tokens = kv_.prefix_hits_tokens();

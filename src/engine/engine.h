@@ -33,6 +33,7 @@
 #include "engine/engine_config.h"
 #include "engine/scheduler.h"
 #include "engine/sparse_decode.h"
+#include "engine/step_cost_model.h"
 #include "engine/step_executor.h"
 #include "engine/tier_transfer.h"
 #include "kv/kv_cache_manager.h"
@@ -154,6 +155,7 @@ class Engine final : public EngineClient {
   void finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event);
   void release_if_done(RequestKey key);
   void publish_stats();
+  void update_prefill_budget(const StepPlan& plan, double seconds);
   [[nodiscard]] bool idle() const;
 
   const model::Model& model_;
@@ -166,6 +168,7 @@ class Engine final : public EngineClient {
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
   double prefill_seconds_per_token_ = 0;    // engine thread: moving average over steps
+  StepCostModel step_costs_;                // engine thread: sizes the prefill budget
 
   // Engine-thread state.
   model::KvStorage storage_;

@@ -27,7 +27,15 @@ struct EngineConfig {
   std::string kv_disk_dir;          // --kv-disk-dir: T2 disk tier directory; empty = no T2
   int64_t kv_disk_bytes = 0;        // --kv-disk-bytes: T2 capacity (needs a directory)
   bool schedule_ahead = true;       // plan step N+1 while step N computes (--no-schedule-ahead)
-  int threads = 0;                  // compute threads; 0 = all hardware threads
+  // --step-time-target-ms: the time a step that decodes may take with its prefill chunk; the
+  // chunk is sized from measured step costs (StepCostModel). 0 = auto: kAutoStepFactor × the
+  // predicted decode-only step, at least kMinStepTargetSeconds. Negative: no limit (chunks
+  // take all that decodes leave of max_batched_tokens).
+  double step_time_target_s = 0;
+  static constexpr double kAutoStepFactor = 4.0;
+  static constexpr double kMinStepTargetSeconds = 0.05;
+  static constexpr int32_t kMinPrefillChunk = 16;
+  int threads = 0;                           // compute threads; 0 = all hardware threads
   kernels::Isa isa = kernels::Isa::kScalar;  // kernel table (the CLI picks the best supported)
   std::vector<int32_t> eog_token_ids;        // end-of-generation tokens of the vocabulary
   // --pic-link: how requests with position-independent chunks are linked when they do not say

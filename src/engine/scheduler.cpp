@@ -235,6 +235,7 @@ void Scheduler::schedule_running(StepBuilder& b) {
     const RequestState& r = state(key);
     if (r.relink.empty() && !r.probing && tokens_wanted(r) == 1) ++b.decodes_left;
   }
+  b.prefill_left = b.decodes_left > 0 ? prefill_budget_ : std::numeric_limits<int32_t>::max();
   // Admission order: an earlier request gets blocks first and is never preempted for a later one.
   for (size_t i = 0; i < running_.size(); ++i) {
     RequestState& r = state(running_[i]);
@@ -243,22 +244,35 @@ void Scheduler::schedule_running(StepBuilder& b) {
       continue;
     }
     if (!r.relink.empty()) {  // a PIC link's recomputes come first (their blocks are held)
-      const int32_t n = std::min(static_cast<int32_t>(r.relink.size()), b.budget - b.decodes_left);
+      const int32_t n = b.prefill_room(static_cast<int32_t>(r.relink.size()));
       if (n <= 0) continue;
       b.prefills.push_back(make_relink_seq(r, n));
-      b.budget -= n;
+      b.take_prefill(n);
+      // The last recomputes and the first tail chunk share the forward pass.
+      const int32_t tail = r.relink.empty() ? b.prefill_room(tokens_wanted(r)) : 0;
+      if (tail > 0) {
+        const int32_t got = reserve_running(b, i, tail, false);
+        if (got > 0) {
+          b.prefills.push_back(make_seq(r, got));
+          b.take_prefill(got);
+        }
+      }
       continue;
     }
     const int32_t want = tokens_wanted(r);
     if (want == 0) continue;
     const bool decode = want == 1;
     if (decode) --b.decodes_left;
-    const int32_t n = decode ? std::min(1, b.budget) : std::min(want, b.budget - b.decodes_left);
+    const int32_t n = decode ? std::min(1, b.budget) : b.prefill_room(want);
     if (n <= 0) continue;
     const int32_t got = reserve_running(b, i, n, decode);
     if (got == 0) continue;  // stalled, or preempted itself (then it was the last one)
     (decode ? b.decodes : b.prefills).push_back(make_seq(r, got));
-    b.budget -= got;
+    if (decode) {
+      b.budget -= got;
+    } else {
+      b.take_prefill(got);
+    }
   }
 }
 
@@ -312,7 +326,7 @@ void Scheduler::preempt(StepBuilder& b, RequestKey key) {
 }
 
 void Scheduler::schedule_waiting(StepBuilder& b) {
-  while (b.budget > 0 &&
+  while (b.budget > 0 && b.prefill_left > 0 &&
          running_.size() + populating_.size() < static_cast<size_t>(config_.max_num_seqs) &&
          !waiting_.empty()) {
     RequestState& r = state(waiting_.front());
@@ -328,7 +342,7 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   const kv::KvCacheManager::PrefixHit hit = kv_->lookup_prefix(r.tokens, r.extra_key);
   // A preempted request reserves blocks for everything it had, so it cannot thrash.
   auto reservation = [&](int32_t start) {
-    return r.preempted ? len : start + std::min(len - start, b.budget);
+    return r.preempted ? len : start + b.prefill_room(len - start);
   };
   if (!r.pic.chunks.empty()) {
     const kv::PicLinkPlan link =
@@ -356,7 +370,7 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
     return true;
   }
   const int32_t start = hit.num_tokens;
-  const int32_t n = std::min(len - start, b.budget);
+  const int32_t n = b.prefill_room(len - start);
   if (start % kv_->block_size() != 0) {
     // The hit ends inside its last block, whose rows from `start` on are recomputed.
     const kv::KvCacheManager::WritableResult w = kv_->make_writable(r.key, start);
@@ -377,7 +391,7 @@ bool Scheduler::admit(StepBuilder& b, RequestState& r) {
   r.num_computed = start;
   r.num_scheduled = start;
   b.prefills.push_back(make_seq(r, n));
-  b.budget -= n;
+  b.take_prefill(n);
   return true;
 }
 

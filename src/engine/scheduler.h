@@ -8,9 +8,11 @@
 // used by nobody else while the scheduler runs.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -35,7 +37,8 @@ struct SchedulerConfig {
 
 // Policy: one token budget per step (max_batched_tokens). Running requests are served in
 // admission order (their priority): decodes get 1 token each and are budgeted first, partial
-// prefills take chunks of the rest (a chunk shrinks to the free blocks rather than preempting);
+// prefills take chunks of the rest — at most prefill_budget() prompt tokens in all when the step
+// also decodes (a chunk also shrinks to the free blocks rather than preempting);
 // then waiting requests are admitted FCFS (the first one that does not fit stops admission), at
 // most max_num_seqs running. A new request looks up the prefix cache; hit tokens count as
 // computed. When a running request cannot get a block, the most recently admitted running
@@ -70,6 +73,11 @@ class Scheduler {
   // The model's measured prefill cost, for the fetch-vs-recompute decision on tier hits
   // (kv::blocks_to_fetch; ≤ 0 = not measured yet: fetch every tier hit).
   void set_prefill_seconds_per_token(double s) { prefill_seconds_per_token_ = s; }
+  // The most prompt tokens (prefill chunks, PIC recomputes) a step may compute when it also
+  // decodes — the engine sizes it from measured step costs so decode steps keep their pace
+  // (StepCostModel). Steps without decodes use the whole token budget. Default: no limit.
+  void set_prefill_budget(int32_t tokens) { prefill_budget_ = tokens < 1 ? 1 : tokens; }
+  [[nodiscard]] int32_t prefill_budget() const { return prefill_budget_; }
   // Tier-held blocks that admissions fetched, and those they chose to recompute instead.
   [[nodiscard]] int64_t tier_blocks_fetched() const { return tier_blocks_fetched_; }
   [[nodiscard]] int64_t tier_blocks_recomputed() const { return tier_blocks_recomputed_; }
@@ -169,6 +177,7 @@ class Scheduler {
   std::vector<RequestKey> populating_;  // admitted, waiting for tier reads
   size_t payload_bytes_ = 0;
   double prefill_seconds_per_token_ = 0.0;
+  int32_t prefill_budget_ = std::numeric_limits<int32_t>::max();
   int64_t tier_blocks_fetched_ = 0;
   int64_t tier_blocks_recomputed_ = 0;
   int64_t pic_tokens_linked_ = 0;
@@ -189,6 +198,16 @@ struct Scheduler::StepBuilder {
   std::vector<ScheduledSeq> prefills;  // partial prefills, then admissions, in order
   int32_t budget = 0;                  // tokens left this step
   int32_t decodes_left = 0;  // decode-ready running requests not served yet (budget reserved)
+  int32_t prefill_left = 0;  // prompt tokens left this step (prefill_budget_ when it decodes)
+
+  // Tokens a prefill of `want` may take now.
+  [[nodiscard]] int32_t prefill_room(int32_t want) const {
+    return std::min({want, budget - decodes_left, prefill_left});
+  }
+  void take_prefill(int32_t n) {
+    budget -= n;
+    prefill_left -= n;
+  }
 };
 
 }  // namespace keel::engine

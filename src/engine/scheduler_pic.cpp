@@ -28,7 +28,7 @@ bool Scheduler::admit_linked(StepBuilder& b, RequestState& r,
   }
   const kv::PicVariant variant = r.pic.variant;
   const int32_t end = link.linked_end;
-  const auto table = kv_->allocate(r.key, end + std::min(len - end, b.budget), &hit);
+  const auto table = kv_->allocate(r.key, end + b.prefill_room(len - end), &hit);
   if (!table.has_value()) return false;
   size_t c = 0;
   for (int32_t p : link.linked) {
@@ -62,14 +62,19 @@ bool Scheduler::admit_linked(StepBuilder& b, RequestState& r,
     r.probing = true;
     r.probe_planned = false;
     plan_probe(b, r);
-  } else if (!r.relink.empty()) {
-    const int32_t n = std::min(static_cast<int32_t>(r.relink.size()), b.budget);
-    b.prefills.push_back(make_relink_seq(r, n));
-    b.budget -= n;
   } else {
-    const int32_t n = std::min(len - end, b.budget);
-    b.prefills.push_back(make_seq(r, n));
-    b.budget -= n;
+    // The recomputes, and in the same forward pass as much of the tail as fits: the tail's
+    // tokens attend to recomputed rows written earlier in each layer of that pass.
+    if (!r.relink.empty()) {
+      const int32_t n = b.prefill_room(static_cast<int32_t>(r.relink.size()));
+      b.prefills.push_back(make_relink_seq(r, n));
+      b.take_prefill(n);
+    }
+    const int32_t m = r.relink.empty() ? b.prefill_room(len - end) : 0;
+    if (m > 0) {
+      b.prefills.push_back(make_seq(r, m));
+      b.take_prefill(m);
+    }
   }
   return true;
 }

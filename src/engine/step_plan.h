@@ -5,8 +5,9 @@
 // back into Scheduler::update().
 //
 // Invariants (of a plan returned by Scheduler::schedule()): num_tokens() ≤ max_batched_tokens;
-// at most max_num_seqs seqs, each request at most once; every seq's block_table covers positions
-// [0, start_pos + num_tokens).
+// each request at most once — except that a PIC link's last recompute seq may be followed
+// directly by the request's first tail chunk, computed in the same forward pass — so at most
+// max_num_seqs requests; every seq's block_table covers positions [0, start_pos + num_tokens).
 // Thread safety: plain values.
 #pragma once
 

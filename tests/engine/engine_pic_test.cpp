@@ -9,6 +9,9 @@
 // runs as its own step: CacheBlend-100 equals full recompute.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include <cmath>
 #include <numeric>
 
@@ -179,6 +182,26 @@ TEST_F(EnginePicTest, AbortWhileCompilingAndBadRequests) {
   bad.pic_chunks[1].start = 3;  // overlaps chunk 0
   EXPECT_EQ(engine.submit(bad, std::make_shared<CollectingSink>()).error().code(),
             StatusCode::kInvalidArgument);
+}
+
+// A request aborted while a step that samples nothing for it is in flight (here: chunk compiles,
+// aborted with their parent) is released once that step completes, so the engine goes idle. It
+// used to keep such requests forever: the engine loop kept spinning and never shut down.
+TEST_F(EnginePicTest, AbortedRequestsLeaveNothingTracked) {
+  EngineConfig c = base_config();
+  c.scheduler.max_batched_tokens = 16;
+  auto e = Engine::start(*model_, c);
+  ASSERT_TRUE(e.ok());
+  Engine& engine = **e;
+  for (int round = 0; round < 40; ++round) {
+    auto sink = std::make_shared<CollectingSink>();
+    auto key = engine.submit(pic_request(prompt({0, 1, 2, 3}), "legolink-2"), sink);
+    ASSERT_TRUE(key.ok());
+    if (round % 4 == 3) std::this_thread::sleep_for(std::chrono::microseconds(100 * round));
+    engine.abort(*key);
+    sink->wait();
+    ASSERT_TRUE(eventually([&] { return engine.stats().num_tracked == 0; })) << "round " << round;
+  }
 }
 
 TEST_F(EnginePicTest, ChunkIndexEvictsLeastRecentlyUsedChunksBeyondAQuarterOfThePool) {

@@ -172,6 +172,34 @@ TEST_F(SchedulerTest, DecodesComeFirstAndPrefillsTakeTheRestOfTheBudget) {
   EXPECT_EQ(p2.seqs[3].num_tokens, 5);
 }
 
+// With a prefill budget, a step that decodes takes at most that many prompt tokens in all
+// (partial prefills and admissions); a step without decodes still takes the whole token budget.
+TEST_F(SchedulerTest, PrefillBudgetBoundsPromptTokensOnlyInStepsThatDecode) {
+  init_default(64, /*budget=*/32, /*max_seqs=*/4);
+  sched_->set_prefill_budget(5);
+  add(1, iota_tokens(40));
+  StepPlan p0 = schedule();  // nothing decodes yet: the whole budget
+  ASSERT_EQ(p0.seqs.size(), 1u);
+  EXPECT_EQ(p0.seqs[0].num_tokens, 32);
+  update(p0);
+  StepPlan p1 = schedule();
+  EXPECT_EQ(p1.num_tokens(), 8);  // the rest of the prompt
+  update(p1);
+  add(2, iota_tokens(30, 500));
+  add(3, iota_tokens(30, 900));
+  StepPlan p2 = schedule();  // request 1 decodes: 5 prompt tokens for the newcomers in all
+  ASSERT_EQ(p2.seqs.size(), 2u);
+  EXPECT_EQ(p2.seqs[0].key, 1);
+  EXPECT_EQ(p2.seqs[0].num_tokens, 1);
+  EXPECT_EQ(p2.seqs[1].key, 2);
+  EXPECT_EQ(p2.seqs[1].num_tokens, 5);
+  update(p2);
+  StepPlan p3 = schedule();
+  int32_t prompt_tokens = 0;
+  for (const ScheduledSeq& s : p3.seqs) prompt_tokens += s.key == 1 ? 0 : s.num_tokens;
+  EXPECT_EQ(prompt_tokens, 5);
+}
+
 TEST_F(SchedulerTest, AtMostMaxNumSeqsRun) {
   init_default(64, 64, /*max_seqs=*/2);
   for (RequestKey k = 1; k <= 4; ++k) add(k, {1, 2, 3}, 2);
