@@ -239,6 +239,13 @@ size_t Server::num_connections() const {
   return impl_->connections.size();
 }
 
+size_t Server::num_idle_connections() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  size_t n = 0;
+  for (const auto& [ptr, weak] : impl_->connections) n += ptr->idle() ? 1 : 0;
+  return n;
+}
+
 void Server::stop_accepting() {
   Impl* impl = impl_.get();
   impl->ctx.draining.store(true, std::memory_order_release);

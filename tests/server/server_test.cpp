@@ -96,12 +96,14 @@ TEST(ServerLimitsTest, AtTheConnectionCapTheLongestIdleConnectionIsClosed) {
   config.max_connections = 3;
   ServerHarness h(config);
   std::vector<std::unique_ptr<TestHttpClient>> idle;
-  for (int i = 0; i < 3; ++i) {  // three keep-alive connections, idle after one request each
+  for (size_t i = 0; i < 3; ++i) {  // three keep-alive connections, idle after one request each
     idle.push_back(std::make_unique<TestHttpClient>(h.port()));
     ASSERT_TRUE(idle.back()->send("GET", "/health"));
     ASSERT_EQ(idle.back()->read_response()->status, 200);
+    // Idle in this order: the first is the longest idle.
+    ASSERT_TRUE(
+        keel::testing::eventually([&] { return h.server().num_idle_connections() == i + 1; }));
   }
-  EXPECT_TRUE(keel::testing::eventually([&] { return h.server().num_connections() == 3; }));
   HttpResult fresh = http_request(h.port(), "GET", "/health");  // a fourth: served
   EXPECT_EQ(fresh.status, 200);
   EXPECT_TRUE(idle[0]->wait_closed(5000));       // the oldest idle one made room
