@@ -233,14 +233,14 @@ net::awaitable<bool> HttpConnection::read_request(HttpRequest* out, BodyReservat
 net::awaitable<void> HttpConnection::run() {
   auto self = shared_from_this();  // keeps the connection alive for the loop
   Impl& s = *impl_;
-  while (!s.closed) {
+  while (!s.closed && !ctx_->closing.load(std::memory_order_acquire)) {
     if (!co_await await_request()) break;
     HttpRequest req;
     BodyReservation body(&ctx_->body_budget);
     if (!co_await read_request(&req, &body)) break;
     s.keep_alive = req.keep_alive && !ctx_->draining.load(std::memory_order_acquire);
     if (!co_await handle(std::move(req), &body)) break;
-    if (!s.keep_alive || ctx_->draining.load(std::memory_order_acquire)) break;
+    if (!s.keep_alive) break;
   }
   co_await finish();
 }

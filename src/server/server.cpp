@@ -266,7 +266,9 @@ void Server::shutdown() {
   stop_accepting();
   // Idle connections close now; a request in progress finishes first (its final events and
   // [DONE] reach the client; after it the connection closes because the server is draining).
-  // Whatever is still open after shutdown_timeout_ms is closed, cutting it.
+  // Whatever is still open after shutdown_timeout_ms is closed, cutting it. `closing` first: a
+  // connection that turns idle after the posts below closes by itself.
+  impl->ctx.closing.store(true, std::memory_order_release);
   impl->close_connections(/*idle_only=*/true);
   {
     std::unique_lock<std::mutex> lock(impl->mu);

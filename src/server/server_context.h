@@ -48,6 +48,9 @@ struct ServerContext {
   ServerDeps deps;
   int64_t created_unix = 0;           // reported as the model's `created`
   std::atomic<bool> draining{false};  // stop_accepting() called
+  // shutdown() started: a connection that becomes idle closes instead of waiting for a request
+  // (those idle already are closed by shutdown itself).
+  std::atomic<bool> closing{false};
   RequestIdSource ids;
   ContextCacheRegistry caches;  // POST /v1/caches (thread-safe)
   BodyBudget body_budget;       // request bodies held in memory (thread-safe)
