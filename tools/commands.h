@@ -72,6 +72,9 @@ struct ServeOptions {
   int32_t sparse_budget = 1024;          // L, tokens attended per decode step
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
+  int32_t max_connections = 1024;                        // open connections (idle ones shed first)
+  int64_t max_inflight_body_bytes = int64_t{128} << 20;  // request bodies buffered at once
+  std::vector<std::string> cors_origins;                 // CORS allow-list; empty = CORS off
 };
 int run_serve(const ServeOptions& opts);
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 
 #include "engine/engine_client.h"
 
@@ -39,6 +40,10 @@ class DeferredEngine final : public engine::EngineClient {
   [[nodiscard]] int64_t max_model_len() const override {
     if (auto* e = get()) return e->max_model_len();
     return 0;
+  }
+  [[nodiscard]] int64_t max_waiting() const override {
+    if (auto* e = get()) return e->max_waiting();
+    return INT64_MAX;  // unknown while loading: requests get 503 before this matters
   }
 
  private:

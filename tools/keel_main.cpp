@@ -185,6 +185,18 @@ int main(int argc, char** argv) {
                    "Seconds to finish in-flight requests on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
   serve_cmd->add_option("--io-threads", serve.io_threads, "HTTP threads")->check(CLI::Range(1, 64));
+  serve_cmd
+      ->add_option("--max-connections", serve.max_connections,
+                   "Open connections at most (idle keep-alive ones are closed first)")
+      ->check(CLI::Range(1, 1 << 20));
+  serve_cmd
+      ->add_option("--max-inflight-body-bytes", serve.max_inflight_body_bytes,
+                   "Request-body bytes held in memory at once, all connections together")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
+  serve_cmd
+      ->add_option("--cors-origins", serve.cors_origins,
+                   "Origins allowed by CORS, comma-separated ('*' = any); default: CORS off")
+      ->delimiter(',');
   add_compute_options(serve_cmd, &serve.compute);
 
   keel::cli::InfoOptions info;

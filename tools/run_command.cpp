@@ -98,7 +98,8 @@ Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
   const double prompt_s = seconds_since(t_prompt);
 
   if (opts.echo_prompt) std::fputs(opts.prompt.c_str(), stdout);
-  tokenizer::IncrementalDecoder decoder(tok, false);
+  // The output continues the prompt: its first piece keeps its space ("Tim" + " went").
+  tokenizer::IncrementalDecoder decoder(tok, false, tokenizer::DecodePosition::kContinuation);
   int64_t pos = static_cast<int64_t>(prompt.size());
   int32_t generated = 0;
   const auto t_gen = Clock::now();

@@ -1,9 +1,14 @@
 // `keel serve`: listens at once (503 on /health while the weights load), then loads the model,
-// starts the engine and serves the OpenAI-compatible API until SIGTERM/SIGINT, when it stops
-// accepting, lets in-flight requests finish for --drain-timeout, cancels the rest and exits 0.
+// starts the engine and serves the OpenAI-compatible API until SIGTERM, SIGINT or SIGHUP, when it
+// stops accepting, lets in-flight requests finish for --drain-timeout, cancels the rest and exits
+// 0. SIGPIPE is ignored, so a closed log pipe or socket is an error return, never a kill. At
+// start-up the soft descriptor limit is raised to the hard one and
+// --max-connections is kept below it.
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -26,14 +31,52 @@
 namespace keel::cli {
 namespace {
 
-// Blocks SIGTERM and SIGINT in this thread and every thread it starts; main waits for them.
+// Blocks SIGTERM, SIGINT and SIGHUP in this thread and every thread it starts; main waits for
+// them. SIGHUP (the terminal went away) drains like SIGTERM instead of killing the process.
 sigset_t block_stop_signals() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+const char* signal_name(int sig) {
+  switch (sig) {
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGINT:
+      return "SIGINT";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
+  }
+}
+
+// Descriptors kept free for everything but client sockets (the model file, logs, the epoll and
+// event descriptors, disk-tier files being written).
+constexpr int64_t kReservedDescriptors = 64;
+
+// Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force.
+int64_t raise_descriptor_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 1024;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  return lim.rlim_cur == RLIM_INFINITY ? int64_t{1} << 30 : static_cast<int64_t>(lim.rlim_cur);
+}
+
+// --max-connections, kept below the descriptor limit.
+int32_t connection_cap(int32_t wanted, int64_t descriptor_limit) {
+  int64_t room = descriptor_limit - kReservedDescriptors;
+  if (room < 16) room = std::max<int64_t>(1, descriptor_limit / 2);
+  return static_cast<int32_t>(std::min<int64_t>(wanted, room));
 }
 
 engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& compute,
@@ -61,7 +104,7 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
 }
 
 server::ServerConfig server_config(const ServeOptions& o, const std::string& name,
-                                   bool random_weights) {
+                                   bool random_weights, int64_t descriptor_limit) {
   server::ServerConfig c;
   c.host = o.host;
   c.port = o.port;
@@ -69,6 +112,10 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   c.served_model_name = name;
   if (random_weights) c.model_description = "random weights (keel's built-in default model)";
   c.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
+  c.max_inflight_body_bytes =
+      static_cast<size_t>(std::max(o.max_inflight_body_bytes, o.max_body_bytes));
+  c.max_connections = connection_cap(o.max_connections, descriptor_limit);
+  c.cors_allowed_origins = o.cors_origins;
   c.io_threads = o.io_threads;
   c.pic_mode = o.pic;
   return c;
@@ -80,7 +127,7 @@ server::ChatFormatter make_chat_formatter(std::shared_ptr<const tokenizer::ChatT
                                           const tokenizer::Tokenizer* tok) {
   return [tmpl, tok, bos = tokenizer::bos_text(*tok), eos = tokenizer::eos_text(*tok)](
              std::span<const server::ChatMessage> messages,
-             bool add_generation_prompt) -> Result<std::string> {
+             bool add_generation_prompt) -> Result<tokenizer::TrackedText> {
     std::vector<tokenizer::ChatMessage> msgs;
     msgs.reserve(messages.size());
     for (const auto& m : messages) {
@@ -89,8 +136,12 @@ server::ChatFormatter make_chat_formatter(std::shared_ptr<const tokenizer::ChatT
       if (!m.tool_call_id.empty()) c.extra["tool_call_id"] = m.tool_call_id;
       msgs.push_back(std::move(c));
     }
-    KEEL_ASSIGN_OR_RETURN(std::string text, tmpl->render(msgs, add_generation_prompt, bos, eos));
-    return std::string(tokenizer::prompt_for_tokenizer(text, *tok));
+    tokenizer::ChatRenderOptions options;
+    options.add_generation_prompt = add_generation_prompt;
+    options.bos_token = bos;
+    options.eos_token = eos;
+    KEEL_ASSIGN_OR_RETURN(tokenizer::TrackedText text, tmpl->render_tracked(msgs, options));
+    return tokenizer::prompt_for_tokenizer(std::move(text), *tok);
   };
 }
 
@@ -120,13 +171,17 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
                                ? default_served_name(path, opts.model_path.empty())
                                : opts.served_model_name;
 
+  const int64_t descriptor_limit = raise_descriptor_limit();
   DeferredEngine deferred;
   std::atomic<bool> ready{false};
   server::ServerDeps deps{&deferred, tok.get(), make_chat_formatter(tmpl, tok.get()), &ready};
   KEEL_ASSIGN_OR_RETURN(
       std::unique_ptr<server::Server> srv,
-      server::Server::start(server_config(opts, name, random_weights), std::move(deps)));
+      server::Server::start(server_config(opts, name, random_weights, descriptor_limit),
+                            std::move(deps)));
   KEEL_LOG_INFO("listening on http://{}:{} (model '{}' loading)", opts.host, srv->port(), name);
+  KEEL_LOG_INFO("connections: at most {} (descriptor limit {})",
+                connection_cap(opts.max_connections, descriptor_limit), descriptor_limit);
 
   model::ModelOptions mopts;
   mopts.n_ctx = opts.ctx_size;
@@ -150,8 +205,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  KEEL_LOG_INFO("received {}: draining (up to {:.1f} s)", sig == SIGTERM ? "SIGTERM" : "SIGINT",
-                opts.drain_timeout_s);
+  KEEL_LOG_INFO("received {}: draining (up to {:.1f} s)", signal_name(sig), opts.drain_timeout_s);
   srv->stop_accepting();
   eng->drain(std::chrono::milliseconds(static_cast<int64_t>(opts.drain_timeout_s * 1000)));
   srv->shutdown();
@@ -162,6 +216,8 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 }  // namespace
 
 int run_serve(const ServeOptions& opts) {
+  // A closed peer or log pipe must not kill the server: writes fail with EPIPE instead.
+  signal(SIGPIPE, SIG_IGN);
   const sigset_t stop_signals = block_stop_signals();
   spdlog::set_level(spdlog::level::info);
   const Status s = serve(opts, stop_signals);

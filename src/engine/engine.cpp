@@ -190,13 +190,20 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
     cache_blocks = (static_cast<int64_t>(request.prompt_tokens.size()) + config_.block_size - 1) /
                    config_.block_size;
     const int64_t cap = num_blocks_ / 2;
+    // Both are refusals a retry cannot fix (OutOfRange → 400): the cache is larger than the quota
+    // itself, or the quota is held by caches that stay until deleted or expired.
+    if (cache_blocks > cap) {
+      return Status::out_of_range("this context cache needs " + std::to_string(cache_blocks) +
+                                  " KV blocks, but context caches may hold at most " +
+                                  std::to_string(cap) + " (half the pool)");
+    }
     int64_t held = cache_blocks_reserved_.load();
     do {
       if (held + cache_blocks > cap) {
-        return Status::resource_exhausted("context caches may hold at most " + std::to_string(cap) +
-                                          " KV blocks (half the pool); " + std::to_string(held) +
-                                          " are held and this one needs " +
-                                          std::to_string(cache_blocks));
+        return Status::out_of_range("context caches may hold at most " + std::to_string(cap) +
+                                    " KV blocks (half the pool); " + std::to_string(held) +
+                                    " are held and this one needs " + std::to_string(cache_blocks) +
+                                    "; delete a context cache or wait for one to expire");
       }
     } while (!cache_blocks_reserved_.compare_exchange_weak(held, held + cache_blocks));
   }

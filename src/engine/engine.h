@@ -59,6 +59,7 @@ class Engine final : public EngineClient {
   [[nodiscard]] const Metrics& metrics() const override { return metrics_; }
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
+  [[nodiscard]] int64_t max_waiting() const override { return config_.scheduler.max_waiting; }
 
   [[nodiscard]] const EngineConfig& config() const { return config_; }
   [[nodiscard]] int32_t num_kv_blocks() const { return num_blocks_; }

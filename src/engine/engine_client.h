@@ -18,8 +18,9 @@ class EngineClient {
   virtual ~EngineClient() = default;
 
   // Queues a request. Errors: InvalidArgument (malformed: empty prompt, token id outside the
-  // vocabulary, prompt + max_tokens over the context), ResourceExhausted (the waiting queue is
-  // full → HTTP 429), Unavailable (draining or stopped → 503). On success the sink will receive
+  // vocabulary, prompt + max_tokens over the context; OutOfRange: a context cache over the pin
+  // quota → 400), ResourceExhausted (the waiting queue is full → HTTP 429), Unavailable
+  // (draining or stopped → 503). On success the sink will receive
   // the request's events; on error it receives nothing.
   virtual Result<RequestKey> submit(GenerationRequest request,
                                     std::shared_ptr<OutputSink> sink) = 0;
@@ -37,6 +38,9 @@ class EngineClient {
   virtual void drain(std::chrono::milliseconds timeout) = 0;
   // Largest prompt + max_tokens a request may use.
   [[nodiscard]] virtual int64_t max_model_len() const = 0;
+  // Most requests that may wait at once (--max-waiting): an HTTP request that expands into more
+  // engine requests (prompts × n) can never be queued whole.
+  [[nodiscard]] virtual int64_t max_waiting() const = 0;
 };
 
 }  // namespace keel::engine

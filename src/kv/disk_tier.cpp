@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/check.h"
+#include "core/log.h"
 #include "kv/block_file.h"
 
 namespace keel::kv {
@@ -39,6 +40,13 @@ bool parse_hex(std::string_view s, BlockHash* out) {
 
 Result<std::unique_ptr<DiskTier>> DiskTier::open(FileSystem* fs, const DiskTierConfig& config) {
   KEEL_CHECK(fs != nullptr && config.payload_bytes > 0 && config.capacity_bytes >= 0);
+  const int64_t block_file = static_cast<int64_t>(kBlockFileHeaderBytes + config.payload_bytes);
+  if (config.capacity_bytes < block_file) {
+    return Status::invalid_argument("disk KV tier: a capacity of " +
+                                    std::to_string(config.capacity_bytes) +
+                                    " bytes (--kv-disk-bytes) cannot hold one KV block file of " +
+                                    std::to_string(block_file) + " bytes");
+  }
   std::string store_dir = config.dir + "/" + block_hash_hex(config.identity);
   KEEL_TRY(fs->create_directories(store_dir));
   std::unique_ptr<DiskTier> tier(new DiskTier(fs, config, std::move(store_dir)));
@@ -146,10 +154,14 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
     return fs_->rename(tmp, path);
   }();
   std::lock_guard lock(mu_);
+  if (!st.ok()) note_write_failure(st);
   if (!st.ok() || entries_.count(key) > 0) {  // failed, or another put of this key won
     if (!st.ok()) (void)fs_->remove(tmp);
     stats_.used_bytes -= file_bytes();
     return st;
+  }
+  if (const int64_t failed = write_failures_.succeed(); failed > 0) {
+    KEEL_LOG_INFO("disk KV tier: writing to {} again after {} failed writes", store_dir_, failed);
   }
   entries_.emplace(key, lru_.insert(lru_.end(), key));
   stats_.bytes_in += static_cast<int64_t>(payload.size());
@@ -210,6 +222,17 @@ bool DiskTier::contains(const BlockHash& key) const {
 void DiskTier::erase(const BlockHash& key) {
   std::lock_guard lock(mu_);
   if (entries_.count(key) > 0) drop_locked(key, false);
+}
+
+void DiskTier::note_write_failure(const Status& st) {
+  ++stats_.write_errors;
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  if (write_failures_.fail(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
+    KEEL_LOG_WARN(
+        "disk KV tier: cannot write a block ({}); {} failed in a row, counted in "
+        "keel:kv_tier_write_errors_total; logged again at most once a minute",
+        st.message(), write_failures_.streak());
+  }
 }
 
 void DiskTier::drop_locked(const BlockHash& key, bool count_eviction) {

@@ -1,6 +1,10 @@
 // DiskTier (T2): block payloads as files (block_file.h) under `<dir>/<identity hex>/`, LRU within
 // a byte capacity (`--kv-disk-dir`, `--kv-disk-bytes`), persistent across restarts.
 //
+// A capacity below one block file is refused at open(). A failed write (e.g. the directory became
+// unwritable) is counted in TierStats::write_errors and logged once per failure streak (again at
+// most once a minute while it lasts; its end is logged too).
+//
 // Writes are atomic: a block is written to `<key>.kvb.<n>.kvb.tmp` and renamed to `<key>.kvb`.
 // open() rebuilds the index from the directory: leftover temporary files are removed; a file whose
 // header is damaged or truncated, whose identity, key or payload size differs from what its name
@@ -21,6 +25,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "core/failure_streak.h"
 #include "core/file_system.h"
 #include "core/result.h"
 #include "kv/tier_store.h"
@@ -60,6 +65,8 @@ class DiskTier final : public TierStore {
   // Validates one file found by rebuild_index(); adds it to `found` with its sequence.
   void index_file(const std::string& name, std::vector<std::pair<uint64_t, BlockHash>>* found);
   void drop_locked(const BlockHash& key, bool count_eviction);
+  // Under mu_: counts a failed write; logs the first of a streak, then at most once a minute.
+  void note_write_failure(const Status& st);
   // Reads and validates key's file into `out` (no lock needed: touches no member state).
   Status read_file(const BlockHash& key, std::span<std::byte> out) const;
   [[nodiscard]] int64_t file_bytes() const;
@@ -72,6 +79,7 @@ class DiskTier final : public TierStore {
   std::unordered_map<BlockHash, std::list<BlockHash>::iterator, BlockHashHasher> entries_;
   uint64_t next_sequence_ = 1;
   TierStats stats_;
+  FailureStreak write_failures_{std::chrono::minutes(1)};
 };
 
 }  // namespace keel::kv

@@ -29,16 +29,22 @@ Tokenized tokenize(const ServerContext& ctx, const CacheSpec& spec) {
           ApiError::bad_request("This server has no chat template; cache a `prompt`.", "messages");
       return out;
     }
-    Result<std::string> text = ctx.deps.chat(spec.messages, /*add_generation_prompt=*/false);
+    Result<tokenizer::TrackedText> text =
+        ctx.deps.chat(spec.messages, /*add_generation_prompt=*/false);
     if (!text.ok()) {
       out.error = ApiError::from_status(text.error(), "messages");
       return out;
     }
+    out.error = refuse_if_provably_long(ctx, ApiKind::kChat, text->text, 1);
+    if (out.error) return out;
     // A context cache is one exact prefix: position-independent marks do not apply to it.
+    // Message contents (plain spans) are text, never special tokens.
     out.tokens = tok.encode(strip_pic_marks(*text), /*add_special=*/true, /*parse_special=*/true);
   } else if (spec.prompt.is_tokens) {
     out.tokens = spec.prompt.tokens;
   } else {
+    out.error = refuse_if_provably_long(ctx, ApiKind::kCompletion, spec.prompt.text, 1);
+    if (out.error) return out;
     out.tokens = tok.encode(spec.prompt.text, /*add_special=*/true, /*parse_special=*/true);
   }
   const ApiKind kind = spec.kind;
@@ -103,8 +109,10 @@ net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, Head
   } guard{std::make_shared<EventRelay>(conn.executor(), &signal), ctx.deps.engine, {}, cache->id};
   Result<engine::RequestKey> key = ctx.deps.engine->submit(std::move(r), guard.relay->make_sink(0));
   if (!key.ok()) {
-    co_return co_await conn.write_response(
-        HttpResponse::error(ApiError::from_status(key.error())).with_headers(headers));
+    ApiError e = ApiError::from_status(key.error());
+    // OutOfRange here is the pin quota (the context length was checked above): 400, not 429.
+    if (key.error().code() == StatusCode::kOutOfRange) e.code = "cache_quota_exceeded";
+    co_return co_await conn.write_response(HttpResponse::error(e).with_headers(headers));
   }
   guard.key = *key;
   conn.watch_peer(&signal);

@@ -5,6 +5,7 @@
 
 #include <charconv>
 
+#include "server/http_framing.h"
 #include "server/json_fields.h"
 
 namespace keel::server {
@@ -75,21 +76,43 @@ ApiResult<CacheSpec> parse_cache_request(const Json& body, int32_t vocab_size) {
   return spec;
 }
 
-HttpResponse handle_cache_list(ServerContext& ctx) {
+std::string request_cache_salt(const HttpRequest& req) {
+  if (req.has_header("x-cache-salt")) return std::string(req.header("x-cache-salt"));
+  const size_t q = req.target.find('?');
+  if (q == std::string::npos) return {};
+  std::string_view query = std::string_view(req.target).substr(q + 1);
+  while (!query.empty()) {
+    const size_t amp = query.find('&');
+    const std::string_view pair = query.substr(0, amp);
+    if (pair.starts_with("cache_salt=")) return percent_decode(pair.substr(11));
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return {};
+}
+
+HttpResponse handle_cache_list(ServerContext& ctx, std::string_view salt) {
   Json data = Json::array();
-  for (const auto& c : ctx.caches.list(ContextCache::Clock::now())) data.push_back(c->to_json());
+  for (const auto& c : ctx.caches.list(ContextCache::Clock::now())) {
+    if (c->cache_salt == salt) data.push_back(c->to_json());
+  }
   return HttpResponse::json(200, Json{{"object", "list"}, {"data", std::move(data)}}.dump());
 }
 
-HttpResponse handle_cache_get(ServerContext& ctx, std::string_view id) {
+HttpResponse handle_cache_get(ServerContext& ctx, std::string_view id, std::string_view salt) {
   const auto cache = ctx.caches.find(id, ContextCache::Clock::now());
-  if (cache == nullptr) return HttpResponse::error(cache_not_found(id));
+  if (cache == nullptr || cache->cache_salt != salt)
+    return HttpResponse::error(cache_not_found(id));
   return HttpResponse::json(200, cache->to_json().dump());
 }
 
-HttpResponse handle_cache_delete(ServerContext& ctx, std::string_view id) {
-  const bool live = ctx.caches.erase(id, ContextCache::Clock::now());
-  ctx.deps.engine->release_cache(std::string(id));  // also when expired: frees nothing twice
+HttpResponse handle_cache_delete(ServerContext& ctx, std::string_view id, std::string_view salt) {
+  const auto now = ContextCache::Clock::now();
+  const auto cache = ctx.caches.find(id, now);
+  if (cache == nullptr || cache->cache_salt != salt)
+    return HttpResponse::error(cache_not_found(id));
+  const bool live = ctx.caches.erase(id, now);
+  ctx.deps.engine->release_cache(std::string(id));
   if (!live) return HttpResponse::error(cache_not_found(id));
   return HttpResponse::json(
       200, Json{{"id", id}, {"object", "cache.deleted"}, {"deleted", true}}.dump());
@@ -98,7 +121,10 @@ HttpResponse handle_cache_delete(ServerContext& ctx, std::string_view id) {
 std::optional<ApiError> resolve_cache_id(const ServerContext& ctx, GenerationSpec* spec) {
   if (spec->cache_id.empty()) return std::nullopt;
   const auto cache = ctx.caches.find(spec->cache_id, ContextCache::Clock::now());
-  if (cache == nullptr) return cache_not_found(spec->cache_id);
+  // A cache belongs to its salt: any other salt, or none, does not see it at all.
+  if (cache == nullptr || cache->cache_salt != spec->cache_salt) {
+    return cache_not_found(spec->cache_id);
+  }
   if (cache->kind != spec->kind) {
     return ApiError::bad_request(
         fmt::format("context cache `{}` was made from {}; use it with {}", cache->id,
@@ -106,11 +132,6 @@ std::optional<ApiError> resolve_cache_id(const ServerContext& ctx, GenerationSpe
                     cache->kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions"),
         "cache_id");
   }
-  if (!spec->cache_salt.empty() && spec->cache_salt != cache->cache_salt) {
-    return ApiError::bad_request(
-        "`cache_salt` differs from the context cache's; omit it to use the cache's", "cache_salt");
-  }
-  spec->cache_salt = cache->cache_salt;
   if (cache->kind == ApiKind::kChat) {
     spec->messages.insert(spec->messages.begin(), cache->messages.begin(), cache->messages.end());
   } else {

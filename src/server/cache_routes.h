@@ -6,8 +6,15 @@
 // A cache object: {id, object: "cache", model, source: "messages"|"prompt", num_tokens, ttl,
 // created, expires_at}. `ttl`: seconds, an integer in [1, 86400] (default 3600) or a string
 // like "300s". Generation requests name a cache with "cache_id"; resolve_cache_id() applies it
-// to their spec. The asynchronous half of POST (computing and pinning the KV) is
-// run_cache_create() in cache_handler.h.
+// to their spec.
+//
+// Ownership: a cache belongs to the `cache_salt` it was created with (none is a salt of its own).
+// Only requests with that same salt see it: GET/DELETE and the list take the salt from the
+// `X-Cache-Salt` header or the `cache_salt` query parameter, generation requests from their body;
+// any other salt gets 404 cache_not_found, as for an unknown id, and the list shows only the
+// caller's caches. (keel has one API key, so the key does not separate tenants; the salt does.) The
+// asynchronous half of POST (computing and pinning the KV) is run_cache_create() in
+// cache_handler.h.
 //
 // Thread safety: functions over a ServerContext whose registry is thread-safe.
 #pragma once
@@ -41,13 +48,16 @@ inline constexpr int64_t kMaxCacheTtlSeconds = 86400;
 
 ApiResult<CacheSpec> parse_cache_request(const nlohmann::json& body, int32_t vocab_size);
 
-HttpResponse handle_cache_list(ServerContext& ctx);
-HttpResponse handle_cache_get(ServerContext& ctx, std::string_view id);
-HttpResponse handle_cache_delete(ServerContext& ctx, std::string_view id);
+// The caller's salt on GET/DELETE: `X-Cache-Salt`, else the `cache_salt` query parameter, else "".
+std::string request_cache_salt(const HttpRequest& req);
 
-// Applies spec->cache_id: chat caches prepend their messages, prompt caches set prefix_tokens;
-// the cache's salt becomes the request's. 404 for an unknown or expired id, 400 when the cache's
-// kind does not match the endpoint or the request names another cache_salt.
+HttpResponse handle_cache_list(ServerContext& ctx, std::string_view salt);
+HttpResponse handle_cache_get(ServerContext& ctx, std::string_view id, std::string_view salt);
+HttpResponse handle_cache_delete(ServerContext& ctx, std::string_view id, std::string_view salt);
+
+// Applies spec->cache_id: chat caches prepend their messages, prompt caches set prefix_tokens.
+// 404 for an unknown or expired id or one of another salt (the request's cache_salt must equal
+// the cache's), 400 when the cache's kind does not match the endpoint.
 std::optional<ApiError> resolve_cache_id(const ServerContext& ctx, GenerationSpec* spec);
 
 ApiError cache_not_found(std::string_view id);

@@ -11,7 +11,8 @@ int64_t count_code_points(std::string_view s) {
 
 ChoiceOutput::ChoiceOutput(const tokenizer::Tokenizer& tokenizer, ChoiceOutputOptions options)
     : tokenizer_(tokenizer),
-      decoder_(tokenizer, /*render_special=*/false),
+      // Generated text continues the prompt: its first piece keeps its space.
+      decoder_(tokenizer, /*render_special=*/false, tokenizer::DecodePosition::kContinuation),
       matcher_(options.stops),
       stops_(options.stops),
       options_(std::move(options)) {}

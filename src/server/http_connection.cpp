@@ -10,10 +10,13 @@
 #include <array>
 #include <cctype>
 #include <chrono>
+#include <optional>
+#include <vector>
 
 #include "core/log.h"
 #include "server/cache_handler.h"
 #include "server/generation_handler.h"
+#include "server/http_framing.h"
 #include "server/router.h"
 
 namespace keel::server {
@@ -46,7 +49,7 @@ std::string lower(std::string_view s) {
 HttpRequest to_request(http::request<http::string_body>&& msg) {
   HttpRequest req;
   req.method = std::string(msg.method_string());
-  req.target = std::string(msg.target());
+  req.target = origin_form(sv(msg.target()));  // absolute-form accepted (RFC 9112 §3.2.2)
   req.path = req.target.substr(0, req.target.find('?'));
   for (const auto& f : msg)
     req.headers.emplace_back(lower(sv(f.name_string())), std::string(f.value()));
@@ -60,6 +63,17 @@ bool iequals(std::string_view a, std::string_view b) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
+}
+
+// Transfer-Encoding / Content-Length / version rules of http_framing.h.
+template <class Header>
+std::optional<FramingError> framing_error(const Header& h) {
+  std::vector<std::string_view> te;
+  for (auto [it, end] = h.equal_range(http::field::transfer_encoding); it != end; ++it) {
+    te.push_back(sv(it->value()));
+  }
+  return check_framing(static_cast<int>(h.version()), te,
+                       h.find(http::field::content_length) != h.end());
 }
 
 template <class Message>
@@ -107,9 +121,13 @@ void HttpConnection::close() {
 }
 
 net::awaitable<void> HttpConnection::reject(int status, std::string message) {
-  Impl& s = *impl_;
   ApiError e = ApiError::bad_request(std::move(message));
   e.status = status;
+  co_await reject(std::move(e));
+}
+
+net::awaitable<void> HttpConnection::reject(ApiError e) {
+  Impl& s = *impl_;
   HttpResponse r = HttpResponse::error(e);
   r.headers.emplace_back("x-request-id", ctx_->ids.next());
   r.close = true;
@@ -130,71 +148,138 @@ net::awaitable<void> HttpConnection::reject_read_error(const error_code& ec) {
   }  // else: the client closed or timed out; nothing to answer
 }
 
+bool HttpConnection::idle() const { return idle_since_ns_.load(std::memory_order_acquire) != 0; }
+
+int64_t HttpConnection::idle_since_ns() const {
+  return idle_since_ns_.load(std::memory_order_acquire);
+}
+
+void HttpConnection::close_if_idle() {
+  if (idle()) close();
+}
+
+net::awaitable<bool> HttpConnection::await_request() {
+  Impl& s = *impl_;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  idle_since_ns_.store(std::max<int64_t>(now, 1), std::memory_order_release);
+  bool ok = true;
+  if (s.buffer.size() == 0) {  // nothing pipelined: wait for the first byte of a request
+    error_code ec;
+    s.stream.expires_after(std::chrono::milliseconds(ctx_->config.idle_timeout_ms));
+    const size_t n = co_await s.stream.async_read_some(s.buffer.prepare(4096),
+                                                       net::redirect_error(net::use_awaitable, ec));
+    s.buffer.commit(n);
+    ok = !ec && !s.closed;
+  }
+  idle_since_ns_.store(0, std::memory_order_release);
+  co_return ok;
+}
+
+net::awaitable<bool> HttpConnection::read_request(HttpRequest* out, BodyReservation* body) {
+  Impl& s = *impl_;
+  const ServerConfig& cfg = ctx_->config;
+  http::request_parser<http::string_body> parser;
+  parser.header_limit(cfg.max_header_bytes);
+  parser.body_limit(cfg.max_body_bytes);
+  error_code ec;
+  s.stream.expires_after(std::chrono::milliseconds(cfg.idle_timeout_ms));
+  co_await http::async_read_header(s.stream, s.buffer, parser,
+                                   net::redirect_error(net::use_awaitable, ec));
+  if (ec) {
+    co_await reject_read_error(ec);
+    co_return false;
+  }
+  if (std::optional<FramingError> e = framing_error(parser.get())) {
+    co_await reject(e->status, std::move(e->message));
+    co_return false;
+  }
+  const auto content_length = parser.content_length();
+  if (content_length && *content_length > cfg.max_body_bytes) {
+    co_await reject(413, ApiError::payload_too_large(cfg.max_body_bytes).message);
+    co_return false;
+  }
+  const ApiError busy = ApiError::unavailable(
+      "The server holds too many request bodies in memory at once; retry later.");
+  if (!body->grow_to(static_cast<size_t>(content_length.value_or(0)))) {
+    co_await reject(busy);
+    co_return false;
+  }
+  if (iequals(sv(parser.get()[http::field::expect]), "100-continue")) {
+    static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    co_await net::async_write(s.stream, net::buffer(kContinue.data(), kContinue.size()),
+                              net::redirect_error(net::use_awaitable, ec));
+    if (ec) co_return false;
+  }
+  while (!parser.is_done()) {  // piece by piece, so a chunked body is charged as it grows
+    co_await http::async_read_some(s.stream, s.buffer, parser,
+                                   net::redirect_error(net::use_awaitable, ec));
+    if (ec) {
+      co_await reject_read_error(ec);
+      co_return false;
+    }
+    if (!body->grow_to(parser.get().body().size())) {
+      co_await reject(busy);
+      co_return false;
+    }
+  }
+  s.stream.expires_never();
+  s.http10 = parser.get().version() < 11;
+  *out = to_request(parser.release());
+  co_return true;
+}
+
 net::awaitable<void> HttpConnection::run() {
   auto self = shared_from_this();  // keeps the connection alive for the loop
   Impl& s = *impl_;
-  const ServerConfig& cfg = ctx_->config;
-  while (!s.closed) {
-    http::request_parser<http::string_body> parser;
-    parser.header_limit(cfg.max_header_bytes);
-    parser.body_limit(cfg.max_body_bytes);
-    error_code ec;
-    s.stream.expires_after(std::chrono::milliseconds(cfg.idle_timeout_ms));
-    co_await http::async_read_header(s.stream, s.buffer, parser,
-                                     net::redirect_error(net::use_awaitable, ec));
-    if (ec) {
-      co_await reject_read_error(ec);
-      break;
-    }
-    const auto content_length = parser.content_length();
-    if (content_length && *content_length > cfg.max_body_bytes) {
-      co_await reject(413, ApiError::payload_too_large(cfg.max_body_bytes).message);
-      break;
-    }
-    if (iequals(sv(parser.get()[http::field::expect]), "100-continue")) {
-      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-      co_await net::async_write(s.stream, net::buffer(kContinue.data(), kContinue.size()),
-                                net::redirect_error(net::use_awaitable, ec));
-      if (ec) break;
-    }
-    co_await http::async_read(s.stream, s.buffer, parser,
-                              net::redirect_error(net::use_awaitable, ec));
-    if (ec) {
-      co_await reject_read_error(ec);
-      break;
-    }
-    s.stream.expires_never();
-    s.http10 = parser.get().version() < 11;
-    HttpRequest req = to_request(parser.release());
+  while (!s.closed && !ctx_->closing.load(std::memory_order_acquire)) {
+    if (!co_await await_request()) break;
+    HttpRequest req;
+    BodyReservation body(&ctx_->body_budget);
+    if (!co_await read_request(&req, &body)) break;
     s.keep_alive = req.keep_alive && !ctx_->draining.load(std::memory_order_acquire);
-    if (!co_await handle(std::move(req))) break;
+    if (!co_await handle(std::move(req), &body)) break;
     if (!s.keep_alive) break;
   }
-  if (!s.closed) {
-    error_code ec;
-    s.stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-    if (s.linger) {
-      // After an error reply the client may still be sending (an oversize body): read and
-      // discard for a moment so that closing does not reset the connection before the client
-      // has read the reply.
-      s.stream.expires_after(std::chrono::seconds(1));
-      size_t discarded = 0;
-      while (discarded < kMaxLingerBytes) {
-        const size_t n = co_await s.stream.async_read_some(
-            net::buffer(s.scratch), net::redirect_error(net::use_awaitable, ec));
-        if (ec) break;
-        discarded += n;
-      }
-    }
-    s.stream.close();
-    s.closed = true;
-  }
+  co_await finish();
 }
 
-net::awaitable<bool> HttpConnection::handle(HttpRequest request) {
+net::awaitable<void> HttpConnection::refuse(ApiError error) {
+  auto self = shared_from_this();
+  co_await reject(std::move(error));
+  co_await finish();
+}
+
+net::awaitable<void> HttpConnection::finish() {
+  Impl& s = *impl_;
+  if (s.closed) co_return;
+  error_code ec;
+  s.stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+  if (s.linger) {
+    // After an error reply the client may still be sending (an oversize body): read and
+    // discard for a moment so that closing does not reset the connection before the client
+    // has read the reply.
+    s.stream.expires_after(std::chrono::seconds(1));
+    size_t discarded = 0;
+    while (discarded < kMaxLingerBytes) {
+      const size_t n = co_await s.stream.async_read_some(
+          net::buffer(s.scratch), net::redirect_error(net::use_awaitable, ec));
+      if (ec) break;
+      discarded += n;
+    }
+  }
+  s.stream.close();
+  s.closed = true;
+}
+
+net::awaitable<bool> HttpConnection::handle(HttpRequest request, BodyReservation* body) {
   const std::string request_id = request_id_for(*ctx_, request);
   HeaderList headers = common_headers(*ctx_, request, request_id);
   RouteOutcome outcome = route_request(*ctx_, request);
+  // Routing parsed the body into typed values: its bytes leave memory and the budget now.
+  std::string().swap(request.body);
+  body->reset();
   if (HttpResponse* response = std::get_if<HttpResponse>(&outcome)) {
     co_return co_await write_response(std::move(*response).with_headers(headers));
   }
@@ -213,7 +298,7 @@ net::awaitable<bool> HttpConnection::write_response(HttpResponse r) {
   add_headers(res, r.headers);
   if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
   res.body() = std::move(r.body);
-  if (r.close) s.keep_alive = false;
+  if (r.close || ctx_->draining.load(std::memory_order_acquire)) s.keep_alive = false;
   res.keep_alive(s.keep_alive);
   res.prepare_payload();
   error_code ec;
@@ -235,6 +320,7 @@ net::awaitable<bool> HttpConnection::begin_stream(const HeaderList& headers) {
   res.set(http::field::content_type, "text/event-stream");
   res.set(http::field::cache_control, "no-cache");
   if (s.http10) s.keep_alive = false;  // HTTP/1.0: no chunking; the body ends at close
+  if (ctx_->draining.load(std::memory_order_acquire)) s.keep_alive = false;
   res.keep_alive(s.keep_alive);
   if (!s.http10) res.chunked(true);
   http::response_serializer<http::empty_body> serializer{res};

@@ -13,11 +13,14 @@
 // coroutines.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
 
 #include "server/async_signal.h"
+#include "server/body_budget.h"
 #include "server/http_message.h"
 #include "server/net.h"
 #include "server/server_context.h"
@@ -35,8 +38,17 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   // The keep-alive request loop; returns when the connection is closed.
   net::awaitable<void> run();
+  // Instead of run(): answers `error` (e.g. 503 over the connection cap) and closes.
+  net::awaitable<void> refuse(ApiError error);
   // Closes the socket; pending operations fail and run() returns.
   void close();
+  // close() when the connection is idle (see idle()); a request in progress goes on.
+  void close_if_idle();
+  // True while the connection waits for the first byte of its next request (keep-alive, nothing
+  // pipelined): closing it then loses nothing. Any thread (an atomic).
+  [[nodiscard]] bool idle() const;
+  // steady_clock nanoseconds since the connection became idle, 0 while it is not. Any thread.
+  [[nodiscard]] int64_t idle_since_ns() const;
   [[nodiscard]] net::any_io_executor executor() const;
   [[nodiscard]] ServerContext& context() const { return *ctx_; }
   [[nodiscard]] const net::any_io_executor& tokenize_executor() const { return tokenize_ex_; }
@@ -64,13 +76,23 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
  private:
   struct Impl;
-  net::awaitable<bool> handle(HttpRequest request);
+  // Marks the connection idle and waits for the first byte of the next request; false when the
+  // peer closed, the idle timeout passed or close() was called.
+  net::awaitable<bool> await_request();
+  // Reads one request (framing checks, 413, the body-bytes budget, 100-continue); false after an
+  // error reply or a failed read.
+  net::awaitable<bool> read_request(HttpRequest* out, BodyReservation* body);
+  net::awaitable<bool> handle(HttpRequest request, BodyReservation* body);
   net::awaitable<void> reject(int status, std::string message);
+  net::awaitable<void> reject(ApiError error);
+  // Ends the connection: FIN, then (after an error reply) discards input for up to a second.
+  net::awaitable<void> finish();
   net::awaitable<void> reject_read_error(const error_code& ec);
   static net::awaitable<void> watch_loop(std::shared_ptr<HttpConnection> self);
 
   ServerContext* ctx_;
   net::any_io_executor tokenize_ex_;
+  std::atomic<int64_t> idle_since_ns_{0};
   std::unique_ptr<Impl> impl_;
 };
 

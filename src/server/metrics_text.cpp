@@ -103,6 +103,9 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
        &kv::TierStats::evictions},
       {"kv_tier_corrupt_total", "counter", "Damaged KV tier entries found and dropped.",
        &kv::TierStats::corrupt},
+      {"kv_tier_write_errors_total", "counter",
+       "Blocks a KV tier failed to store (e.g. an unwritable disk-tier directory).",
+       &kv::TierStats::write_errors},
   };
   w.gauge("kv_tier_transfers_pending", "Tier reads and demotions queued or running.",
           static_cast<double>(stats.tier_transfers_pending));

@@ -29,12 +29,35 @@ std::string strip_pic_marks(std::string_view text) {
   return out;
 }
 
-Result<PicTokens> tokenize_pic(const tokenizer::Tokenizer& tok, std::string_view rendered) {
+tokenizer::TrackedText strip_pic_marks(const tokenizer::TrackedText& text) {
+  tokenizer::TrackedText out;
+  std::string_view rest = text.text;
+  size_t pos = 0;  // offset of `rest` in text.text
+  while (!rest.empty()) {
+    const size_t b = rest.find(kPicBegin), e = rest.find(kPicEnd);
+    const size_t at = std::min(b, e);
+    const size_t keep = at == std::string_view::npos ? rest.size() : at;
+    tokenizer::append_spans(&out.plain, text.plain, pos, pos + keep, out.text.size());
+    out.text += rest.substr(0, keep);
+    if (at == std::string_view::npos) break;
+    const size_t skip = at + (at == b ? kPicBegin.size() : kPicEnd.size());
+    rest.remove_prefix(skip);
+    pos += skip;
+  }
+  return out;
+}
+
+Result<PicTokens> tokenize_pic(const tokenizer::Tokenizer& tok,
+                               const tokenizer::TrackedText& tracked) {
   PicTokens out;
   bool first = true;
+  std::string_view rendered = tracked.text;
   auto append = [&](std::string_view text, bool chunk) {
     if (text.empty()) return;
-    const std::vector<int32_t> t = tok.encode(text, /*add_special=*/first || chunk,
+    const size_t begin = static_cast<size_t>(text.data() - tracked.text.data());
+    const tokenizer::TrackedText piece =
+        tokenizer::tracked_substr(tracked, begin, begin + text.size());
+    const std::vector<int32_t> t = tok.encode(piece, /*add_special=*/first || chunk,
                                               /*parse_special=*/true);
     first = false;
     if (t.empty()) return;

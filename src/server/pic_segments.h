@@ -28,6 +28,8 @@ inline constexpr std::string_view kPicEnd = "\x1e</keel-pic>\x1e";
 std::string mark_pic(std::string_view text);
 // The text without any markers.
 std::string strip_pic_marks(std::string_view text);
+// The same for a rendered prompt: its plain spans follow the bytes that remain.
+tokenizer::TrackedText strip_pic_marks(const tokenizer::TrackedText& text);
 [[nodiscard]] bool has_pic_marks(std::string_view text);
 
 struct PicTokens {
@@ -35,8 +37,9 @@ struct PicTokens {
   std::vector<kv::PicChunk> chunks;  // spans of `tokens`, each starting with BOS when it has one
 };
 
-// Splits `rendered` at the markers and tokenizes it as described above. InvalidArgument for
-// unbalanced or nested markers.
-Result<PicTokens> tokenize_pic(const tokenizer::Tokenizer& tok, std::string_view rendered);
+// Splits `rendered` at the markers and tokenizes it as described above, control tokens parsed
+// only outside its plain spans. InvalidArgument for unbalanced or nested markers.
+Result<PicTokens> tokenize_pic(const tokenizer::Tokenizer& tok,
+                               const tokenizer::TrackedText& rendered);
 
 }  // namespace keel::server

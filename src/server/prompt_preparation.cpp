@@ -44,18 +44,39 @@ std::vector<ChatMessage> pic_marked_messages(const ServerContext& ctx,
   return out;
 }
 
+std::optional<ApiError> refuse_if_provably_long(const ServerContext& ctx, ApiKind kind,
+                                                std::string_view text, int64_t more_tokens) {
+  const int64_t max_len = ctx.deps.engine->max_model_len();
+  if (max_len <= 0) return std::nullopt;  // not known yet (the model is loading)
+  const auto at_least = static_cast<int64_t>(ctx.deps.tokenizer->min_tokens(text));
+  if (at_least + more_tokens <= max_len) return std::nullopt;
+  const char* what = kind == ApiKind::kChat ? "messages" : "prompt";
+  return ApiError::bad_request(
+      fmt::format("This model's maximum context length is {} tokens. However, your {} is {} bytes "
+                  "long, which is at least {} tokens. Please reduce the length of the {}.",
+                  max_len, what, text.size(), at_least, what),
+      what, "context_length_exceeded");
+}
+
 PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& spec) {
   PreparedPrompts out;
   const tokenizer::Tokenizer& tok = *ctx.deps.tokenizer;
   if (spec.kind == ApiKind::kChat) {
     const std::vector<ChatMessage> messages = pic_marked_messages(ctx, spec.messages);
-    Result<std::string> text = ctx.deps.chat(messages, spec.add_generation_prompt);
+    Result<tokenizer::TrackedText> text = ctx.deps.chat(messages, spec.add_generation_prompt);
     if (!text.ok()) {
       out.error = ApiError::from_status(text.error(), "messages");
       return out;
     }
+    // The completion needs max_tokens, or at least one token.
+    if (std::optional<ApiError> e =
+            refuse_if_provably_long(ctx, spec.kind, text->text, spec.max_tokens.value_or(1))) {
+      out.error = std::move(e);
+      return out;
+    }
     PreparedPrompt p;
-    if (has_pic_marks(*text)) {
+    // Message contents are the plain spans: tokenized as text, never as special tokens.
+    if (has_pic_marks(text->text)) {
       Result<PicTokens> pic = tokenize_pic(tok, *text);
       if (!pic.ok()) {
         out.error = ApiError::from_status(pic.error(), "messages");
@@ -63,10 +84,10 @@ PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& 
       }
       p.tokens = std::move(pic->tokens);
       p.pic_chunks = std::move(pic->chunks);
-      p.text = strip_pic_marks(*text);
+      p.text = strip_pic_marks(text->text);
     } else {
       p.tokens = tok.encode(*text, /*add_special=*/true, /*parse_special=*/true);
-      p.text = std::move(text.value());
+      p.text = std::move(text->text);
     }
     out.prompts.push_back(std::move(p));
   } else {
@@ -78,6 +99,12 @@ PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& 
         p.tokens.insert(p.tokens.end(), in.tokens.begin(), in.tokens.end());
         if (spec.echo) p.text = tok.decode(in.tokens, /*render_special=*/false);
       } else {
+        const auto known = static_cast<int64_t>(spec.prefix_tokens.size());
+        if (std::optional<ApiError> e = refuse_if_provably_long(
+                ctx, spec.kind, in.text, known + spec.max_tokens.value_or(1))) {
+          out.error = std::move(e);
+          return out;
+        }
         const std::vector<int32_t> own =
             tok.encode(in.text, /*add_special=*/!extends_cache, /*parse_special=*/true);
         p.tokens.insert(p.tokens.end(), own.begin(), own.end());

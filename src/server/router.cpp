@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "server/http_framing.h"
 #include "server/json_fields.h"
 
 namespace keel::server {
@@ -53,30 +54,24 @@ bool authorized(const ServerContext& ctx, const HttpRequest& req) {
   return same_key(auth, ctx.config.api_key);
 }
 
-// Decodes %XX escapes (model ids may contain '/', sent as %2F).
-std::string percent_decode(std::string_view s) {
-  auto hex = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '%' && i + 2 < s.size() && hex(s[i + 1]) >= 0 && hex(s[i + 2]) >= 0) {
-      out += static_cast<char>(hex(s[i + 1]) * 16 + hex(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
+// The allowed entry of ctx.config.cors_allowed_origins matching the request's Origin ("*" or the
+// origin itself), or "" when CORS does not apply (no Origin, CORS off, origin not listed).
+std::string_view allowed_origin(const ServerContext& ctx, const HttpRequest& req) {
+  std::string_view origin = req.header("origin");
+  if (origin.empty()) return {};
+  for (const std::string& allowed : ctx.config.cors_allowed_origins) {
+    if (allowed == "*" || allowed == origin) return allowed;
   }
-  return out;
+  return {};
 }
 
-HttpResponse preflight(const HttpRequest& req) {
+// A CORS preflight: 204, with the allow-* headers only for an allowed origin (the browser then
+// refuses the actual request for any other origin).
+HttpResponse preflight(const ServerContext& ctx, const HttpRequest& req) {
   HttpResponse r;
   r.status = 204;
   r.content_type.clear();
+  if (allowed_origin(ctx, req).empty()) return r;
   r.headers.emplace_back("access-control-allow-methods", "GET, POST, DELETE, OPTIONS");
   std::string_view asked = req.header("access-control-request-headers");
   r.headers.emplace_back(
@@ -112,9 +107,19 @@ bool method_allowed(std::string_view methods, std::string_view method) {
 }
 
 ApiResult<nlohmann::json> parse_body(const HttpRequest& req) {
-  if (json_nesting_depth(req.body, kMaxJsonDepth) > kMaxJsonDepth) {
+  // Counted before a JSON tree is built: a parsed value costs 16 to ~100 bytes however small its
+  // text ("{}," is 3 bytes), so the counts, not only the body size, bound the memory.
+  const JsonShape shape = json_shape(req.body, kMaxJsonDepth);
+  if (shape.max_depth > kMaxJsonDepth) {
     return ApiError::bad_request(
         fmt::format("The request body nests arrays/objects deeper than {} levels", kMaxJsonDepth));
+  }
+  if (shape.containers > kMaxJsonContainers || shape.values > kMaxJsonValues) {
+    return ApiError::bad_request(
+        fmt::format("The request body holds {} JSON values in {} arrays/objects; at most {} values "
+                    "in {} arrays/objects are accepted",
+                    shape.values, shape.containers, kMaxJsonValues, kMaxJsonContainers),
+        std::nullopt, "request_too_complex");
   }
   try {
     return nlohmann::json::parse(req.body);
@@ -123,6 +128,19 @@ ApiResult<nlohmann::json> parse_body(const HttpRequest& req) {
     if (what.size() > 300) what = what.substr(0, 300) + "...";
     return ApiError::bad_request(fmt::format("Malformed JSON body: {}", what));
   }
+}
+
+// prompts × n engine requests must fit the waiting queue at once, or the request could never be
+// admitted: a 400 rather than a 429 that invites retrying.
+std::optional<ApiError> check_queue_capacity(const ServerContext& ctx, const GenerationSpec& spec) {
+  const int64_t choices = static_cast<int64_t>(spec.num_prompts()) * spec.n;
+  const int64_t capacity = ctx.deps.engine->max_waiting();
+  if (choices <= capacity) return std::nullopt;
+  return ApiError::bad_request(
+      fmt::format("This request expands into {} generations (prompts × n), more than the {} this "
+                  "server can queue at once (--max-waiting); reduce `n` or the number of prompts.",
+                  choices, capacity),
+      "n", "too_many_choices");
 }
 
 RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKind kind) {
@@ -138,6 +156,7 @@ RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKin
                                        : parse_completion_request(body.value(), limits);
   if (!spec.ok()) return HttpResponse::error(spec.error());
   if (auto e = check_model(ctx, spec.value().model)) return HttpResponse::error(*e);
+  if (auto e = check_queue_capacity(ctx, spec.value())) return HttpResponse::error(*e);
   if (auto e = resolve_cache_id(ctx, &spec.value())) return HttpResponse::error(*e);
   if (ctx.draining.load(std::memory_order_acquire)) {
     return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
@@ -166,10 +185,13 @@ RouteOutcome route_cache_create(ServerContext& ctx, const HttpRequest& req) {
 RouteOutcome route_caches(ServerContext& ctx, const HttpRequest& req) {
   const std::string& path = req.path;
   if (path == kCachesPath) {
-    return req.method == "POST" ? route_cache_create(ctx, req) : handle_cache_list(ctx);
+    return req.method == "POST" ? route_cache_create(ctx, req)
+                                : handle_cache_list(ctx, request_cache_salt(req));
   }
   const std::string id = percent_decode(std::string_view(path).substr(kCachesPrefix.size()));
-  return req.method == "DELETE" ? handle_cache_delete(ctx, id) : handle_cache_get(ctx, id);
+  const std::string salt = request_cache_salt(req);
+  return req.method == "DELETE" ? handle_cache_delete(ctx, id, salt)
+                                : handle_cache_get(ctx, id, salt);
 }
 
 HttpResponse route_json(const ServerContext& ctx, const HttpRequest& req,
@@ -184,9 +206,11 @@ HttpResponse route_json(const ServerContext& ctx, const HttpRequest& req,
 
 }  // namespace
 
-int json_nesting_depth(std::string_view text, int limit) {
-  int depth = 0, max_depth = 0;
+JsonShape json_shape(std::string_view text, int depth_limit) {
+  JsonShape shape;
+  int depth = 0;
   bool in_string = false, escaped = false;
+  char prev = ',';  // the last structural character outside strings
   for (char c : text) {
     if (in_string) {
       if (escaped) {
@@ -198,16 +222,45 @@ int json_nesting_depth(std::string_view text, int limit) {
       }
       continue;
     }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      max_depth = std::max(max_depth, ++depth);
-      if (max_depth > limit) return max_depth;
-    } else if (c == ']' || c == '}') {
-      --depth;
+    switch (c) {
+      case '"':
+        in_string = true;
+        ++shape.values;
+        prev = '"';
+        break;
+      case '[':
+      case '{':
+        ++shape.values;
+        ++shape.containers;
+        shape.max_depth = std::max(shape.max_depth, ++depth);
+        if (shape.max_depth > depth_limit) return shape;
+        prev = c;
+        break;
+      case ']':
+      case '}':
+        --depth;
+        prev = c;
+        break;
+      case ',':
+      case ':':
+        prev = c;
+        break;
+      case ' ':
+      case '\t':
+      case '\n':
+      case '\r':
+        break;
+      default:  // a number or literal: counted at its first character
+        if (prev == ',' || prev == ':' || prev == '[' || prev == '{') ++shape.values;
+        prev = 'x';
+        break;
     }
   }
-  return max_depth;
+  return shape;
+}
+
+int json_nesting_depth(std::string_view text, int limit) {
+  return json_shape(text, limit).max_depth;
 }
 
 std::optional<ApiError> check_model(const ServerContext& ctx, std::string_view model) {
@@ -226,21 +279,17 @@ HeaderList common_headers(const ServerContext& ctx, const HttpRequest& req,
                           std::string_view request_id) {
   HeaderList h;
   h.emplace_back("x-request-id", std::string(request_id));
-  std::string_view origin = req.header("origin");
-  if (origin.empty()) return h;
-  for (const std::string& allowed : ctx.config.cors_allowed_origins) {
-    if (allowed == "*" || allowed == origin) {
-      h.emplace_back("access-control-allow-origin", allowed == "*" ? "*" : std::string(origin));
-      if (allowed != "*") h.emplace_back("vary", "Origin");
-      h.emplace_back("access-control-expose-headers", "x-request-id");
-      break;
-    }
-  }
+  const std::string_view allowed = allowed_origin(ctx, req);
+  if (allowed.empty()) return h;
+  h.emplace_back("access-control-allow-origin",
+                 allowed == "*" ? std::string("*") : std::string(req.header("origin")));
+  if (allowed != "*") h.emplace_back("vary", "Origin");
+  h.emplace_back("access-control-expose-headers", "x-request-id");
   return h;
 }
 
 RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
-  if (req.method == "OPTIONS") return preflight(req);
+  if (req.method == "OPTIONS") return preflight(ctx, req);
   const std::string& path = req.path;
   if (needs_auth(path) && !authorized(ctx, req))
     return HttpResponse::error(ApiError::unauthorized());

@@ -47,10 +47,23 @@ std::string request_id_for(ServerContext& ctx, const HttpRequest& req);
 HeaderList common_headers(const ServerContext& ctx, const HttpRequest& req,
                           std::string_view request_id);
 
-// Largest nesting depth of arrays/objects in `text` (strings skipped); stops counting past
-// `limit`. Bodies nested deeper than kMaxJsonDepth are refused before parsing.
+// What a JSON text would build, counted without building it (strings skipped): the deepest
+// nesting of arrays/objects, how many arrays/objects and how many values (scalars, keys and
+// containers). Counting stops once max_depth passes `depth_limit`. Malformed text gives some
+// counts; the parser then refuses it.
+struct JsonShape {
+  int max_depth = 0;
+  int64_t containers = 0;
+  int64_t values = 0;
+};
+JsonShape json_shape(std::string_view text, int depth_limit);
+// json_shape(text, limit).max_depth.
 int json_nesting_depth(std::string_view text, int limit);
+// Bodies past these are refused (400) before parsing: 64 levels, 65,536 arrays/objects (a message
+// is one to three), 524,288 values (token-id prompts, logit_bias entries).
 inline constexpr int kMaxJsonDepth = 64;
+inline constexpr int64_t kMaxJsonContainers = int64_t{1} << 16;
+inline constexpr int64_t kMaxJsonValues = int64_t{1} << 19;
 
 // Utility routes (utility_routes.cpp).
 HttpResponse handle_health(const ServerContext& ctx);

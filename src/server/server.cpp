@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/failure_streak.h"
 #include "core/log.h"
 #include "server/http_connection.h"
 #include "server/net.h"
@@ -22,10 +23,10 @@ namespace keel::server {
 
 struct Server::Impl {
   Impl(ServerConfig config, ServerDeps deps)
-      : acceptor_strand(net::make_strand(ioc)),
+      : ctx(std::move(config)),
+        acceptor_strand(net::make_strand(ioc)),
         acceptor(acceptor_strand),
         work(net::make_work_guard(ioc)) {
-    ctx.config = std::move(config);
     ctx.deps = std::move(deps);
     ctx.created_unix = static_cast<int64_t>(std::time(nullptr));
     if (ctx.config.tokenizer_threads > 0) {
@@ -36,8 +37,19 @@ struct Server::Impl {
   Status listen();
   void register_connection(const std::shared_ptr<HttpConnection>& conn);
   void unregister_connection(HttpConnection* conn);
+  // Posts close_if_idle() (or close()) to every open connection.
+  void close_connections(bool idle_only);
+  // Closes the connection that has been idle longest; false when none is idle.
+  bool shed_idle_connection();
+  // Open connections at or above config.max_connections.
+  bool at_capacity() const;
+  void note_accept_failure(const error_code& ec);
+  void note_accept_success();
   static net::awaitable<void> accept_loop(Impl* impl);
   static net::awaitable<void> serve(Impl* impl, std::shared_ptr<HttpConnection> conn);
+  static net::awaitable<void> refuse(std::shared_ptr<HttpConnection> conn, ApiError error) {
+    co_await conn->refuse(std::move(error));
+  }
 
   ServerContext ctx;
   net::io_context ioc;
@@ -52,8 +64,9 @@ struct Server::Impl {
   mutable std::mutex mu;
   std::condition_variable cv;
   std::unordered_map<HttpConnection*, std::weak_ptr<HttpConnection>> connections;  // mu
-  std::mutex shutdown_mu;  // serializes shutdown()
-  bool shut_down = false;  // mu; io threads joined
+  std::mutex shutdown_mu;                                   // serializes shutdown()
+  bool shut_down = false;                                   // mu; io threads joined
+  FailureStreak accept_failures{std::chrono::seconds(60)};  // acceptor strand only
 };
 
 Status Server::Impl::listen() {
@@ -102,6 +115,64 @@ net::awaitable<void> Server::Impl::serve(Impl* impl, std::shared_ptr<HttpConnect
   impl->unregister_connection(conn.get());
 }
 
+void Server::Impl::close_connections(bool idle_only) {
+  std::vector<std::shared_ptr<HttpConnection>> open;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [ptr, weak] : connections) {
+      if (auto conn = weak.lock()) open.push_back(std::move(conn));
+    }
+  }
+  for (auto& conn : open) {
+    net::post(conn->executor(), [conn, idle_only] {
+      if (idle_only) {
+        conn->close_if_idle();
+      } else {
+        conn->close();
+      }
+    });
+  }
+}
+
+bool Server::Impl::at_capacity() const {
+  std::lock_guard<std::mutex> lock(mu);
+  return connections.size() >= static_cast<size_t>(ctx.config.max_connections);
+}
+
+bool Server::Impl::shed_idle_connection() {
+  std::shared_ptr<HttpConnection> oldest;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    int64_t oldest_since = 0;
+    for (auto& [ptr, weak] : connections) {
+      const int64_t since = ptr->idle_since_ns();
+      if (since == 0 || (oldest_since != 0 && since >= oldest_since)) continue;
+      if (auto conn = weak.lock()) {
+        oldest = std::move(conn);
+        oldest_since = since;
+      }
+    }
+  }
+  if (oldest == nullptr) return false;
+  // Re-checked on its strand: a request that started meanwhile is not cut.
+  net::post(oldest->executor(), [oldest] { oldest->close_if_idle(); });
+  return true;
+}
+
+void Server::Impl::note_accept_failure(const error_code& ec) {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  if (accept_failures.fail(std::chrono::duration_cast<std::chrono::nanoseconds>(now).count())) {
+    KEEL_LOG_WARN("server: accept failed: {} ({} in a row; closing idle connections, retrying)",
+                  ec.message(), accept_failures.streak());
+  }
+}
+
+void Server::Impl::note_accept_success() {
+  if (const int64_t n = accept_failures.succeed(); n > 0) {
+    KEEL_LOG_INFO("server: accepting again after {} failed accepts", n);
+  }
+}
+
 net::awaitable<void> Server::Impl::accept_loop(Impl* impl) {
   const net::any_io_executor tokenize_ex =
       impl->tokenize_pool ? net::any_io_executor(impl->tokenize_pool->get_executor())
@@ -112,14 +183,24 @@ net::awaitable<void> Server::Impl::accept_loop(Impl* impl) {
     co_await impl->acceptor.async_accept(socket, net::redirect_error(net::use_awaitable, ec));
     if (!impl->acceptor.is_open() || !impl->accepting.load(std::memory_order_acquire)) break;
     if (ec) {
-      // E.g. out of file descriptors: back off briefly instead of spinning.
-      KEEL_LOG_WARN("server: accept failed: {}", ec.message());
+      // E.g. out of file descriptors: free one held by an idle connection and retry shortly,
+      // logging the first failure of a streak only.
+      impl->note_accept_failure(ec);
+      impl->shed_idle_connection();
       net::steady_timer pause(co_await net::this_coro::executor, std::chrono::milliseconds(50));
       co_await pause.async_wait(net::redirect_error(net::use_awaitable, ec));
       continue;
     }
+    impl->note_accept_success();
     socket.set_option(tcp::no_delay(true), ec);
     auto conn = std::make_shared<HttpConnection>(std::move(socket), &impl->ctx, tokenize_ex);
+    if (impl->at_capacity() && !impl->shed_idle_connection()) {
+      // Not registered: it answers 503 and closes within about a second.
+      ApiError busy = ApiError::unavailable("The server has too many open connections.");
+      busy.code = "too_many_connections";
+      net::co_spawn(conn->executor(), refuse(conn, std::move(busy)), net::detached);
+      continue;
+    }
     impl->register_connection(conn);
     net::co_spawn(conn->executor(), serve(impl, conn), net::detached);
   }
@@ -158,6 +239,13 @@ size_t Server::num_connections() const {
   return impl_->connections.size();
 }
 
+size_t Server::num_idle_connections() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  size_t n = 0;
+  for (const auto& [ptr, weak] : impl_->connections) n += ptr->idle() ? 1 : 0;
+  return n;
+}
+
 void Server::stop_accepting() {
   Impl* impl = impl_.get();
   impl->ctx.draining.store(true, std::memory_order_release);
@@ -176,19 +264,21 @@ void Server::shutdown() {
     if (impl->shut_down) return;
   }
   stop_accepting();
-  std::vector<std::shared_ptr<HttpConnection>> open;
-  {
-    std::lock_guard<std::mutex> lock(impl->mu);
-    for (auto& [ptr, weak] : impl->connections) {
-      if (auto conn = weak.lock()) open.push_back(std::move(conn));
-    }
-  }
-  for (auto& conn : open) net::post(conn->executor(), [conn] { conn->close(); });
-  open.clear();
+  // Idle connections close now; a request in progress finishes first (its final events and
+  // [DONE] reach the client; after it the connection closes because the server is draining).
+  // Whatever is still open after shutdown_timeout_ms is closed, cutting it. `closing` first: a
+  // connection that turns idle after the posts below closes by itself.
+  impl->ctx.closing.store(true, std::memory_order_release);
+  impl->close_connections(/*idle_only=*/true);
   {
     std::unique_lock<std::mutex> lock(impl->mu);
     impl->cv.wait_for(lock, std::chrono::milliseconds(impl->ctx.config.shutdown_timeout_ms),
                       [impl] { return impl->connections.empty(); });
+  }
+  impl->close_connections(/*idle_only=*/false);
+  {
+    std::unique_lock<std::mutex> lock(impl->mu);
+    impl->cv.wait_for(lock, std::chrono::seconds(1), [impl] { return impl->connections.empty(); });
   }
   if (impl->tokenize_pool) impl->tokenize_pool->join();
   impl->work.reset();

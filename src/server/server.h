@@ -41,6 +41,8 @@ class Server {
   void wait();
   // Number of open connections (for tests and /metrics-like introspection).
   [[nodiscard]] size_t num_connections() const;
+  // Of those, the ones idle between requests (HttpConnection::idle()).
+  [[nodiscard]] size_t num_idle_connections() const;
 
  private:
   struct Impl;

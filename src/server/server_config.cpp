@@ -20,6 +20,11 @@ Status ServerConfig::validate() const {
   if (max_body_bytes < 1024) {
     return bad("max_body_bytes", std::to_string(max_body_bytes), ">= 1024");
   }
+  if (max_inflight_body_bytes < max_body_bytes) {
+    return bad("max_inflight_body_bytes", std::to_string(max_inflight_body_bytes),
+               ">= max_body_bytes");
+  }
+  if (max_connections < 1) return bad("max_connections", std::to_string(max_connections), ">= 1");
   if (max_header_bytes < 1024) {
     return bad("max_header_bytes", std::to_string(max_header_bytes), ">= 1024");
   }

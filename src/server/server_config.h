@@ -29,6 +29,14 @@ struct ServerConfig {
   // Request bodies above this many bytes get 413 (checked on Content-Length before the body is
   // read, and enforced by the body parser for chunked bodies).
   size_t max_body_bytes = size_t{8} << 20;
+  // Request-body bytes all connections together may hold in memory at once (Content-Length is
+  // reserved before the body is read, chunked bodies as they arrive); a request that does not fit
+  // gets 503 and its connection closes. At least max_body_bytes.
+  size_t max_inflight_body_bytes = size_t{128} << 20;
+  // Open connections at most. At the cap a new connection closes the longest-idle keep-alive
+  // connection (one waiting for its next request); when none is idle the new one gets 503 and is
+  // closed. `keel serve` also keeps it below the process's descriptor limit.
+  int32_t max_connections = 1024;
   // Limit on the request line plus headers (431-style overflows answer 400 and close).
   uint32_t max_header_bytes = 16 * 1024;
   // Threads running the io_context (HTTP parsing, routing, tokenization, detokenization).
@@ -50,8 +58,10 @@ struct ServerConfig {
   // Largest number of stop strings (OpenAI allows 4; vLLM has no limit) and their byte length.
   int32_t max_stop_strings = 4;
   int32_t max_stop_string_bytes = 1024;
-  // Origins allowed by CORS; {"*"} allows any origin, {} disables CORS headers.
-  std::vector<std::string> cors_allowed_origins = {"*"};
+  // Origins allowed by CORS (`--cors-origins`): exact origins ("http://localhost:3000") or "*"
+  // for any. Empty (the default) sends no CORS headers at all, so a web page of another origin
+  // cannot read responses or send preflighted requests (JSON bodies, Authorization) to the server.
+  std::vector<std::string> cors_allowed_origins;
   // shutdown() waits this long for open connections to finish before stopping the io threads.
   int64_t shutdown_timeout_ms = 5'000;
 

@@ -9,8 +9,10 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "engine/engine_client.h"
+#include "server/body_budget.h"
 #include "server/chat_formatter.h"
 #include "server/context_cache.h"
 #include "server/server_config.h"
@@ -39,12 +41,19 @@ class RequestIdSource {
 };
 
 struct ServerContext {
+  explicit ServerContext(ServerConfig cfg)
+      : config(std::move(cfg)), body_budget(config.max_inflight_body_bytes) {}
+
   ServerConfig config;
   ServerDeps deps;
   int64_t created_unix = 0;           // reported as the model's `created`
   std::atomic<bool> draining{false};  // stop_accepting() called
+  // shutdown() started: a connection that becomes idle closes instead of waiting for a request
+  // (those idle already are closed by shutdown itself).
+  std::atomic<bool> closing{false};
   RequestIdSource ids;
   ContextCacheRegistry caches;  // POST /v1/caches (thread-safe)
+  BodyBudget body_budget;       // request bodies held in memory (thread-safe)
 
   [[nodiscard]] bool ready() const {
     return deps.ready == nullptr || deps.ready->load(std::memory_order_acquire);

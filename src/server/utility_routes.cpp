@@ -34,20 +34,26 @@ ApiResult<std::vector<int32_t>> tokenize_body(const ServerContext& ctx, const Js
   if ((prompt == nullptr) == (messages == nullptr)) {
     return ApiError::bad_request("exactly one of `prompt` and `messages` is required", "prompt");
   }
-  std::string text;
+  // A raw prompt parses special tokens (as llama-server and vLLM do); rendered messages only in
+  // the template's markup, their contents (the plain spans) are text.
+  tokenizer::TrackedText text;
   if (prompt != nullptr) {
     if (!prompt->is_string()) return type_error("prompt", "a string", *prompt);
-    text = prompt->get<std::string>();
+    text.text = prompt->get<std::string>();
   } else {
     ApiResult<std::vector<ChatMessage>> parsed = parse_messages(*messages);
     if (!parsed.ok()) return parsed.error();
     if (!ctx.deps.chat)
       return ApiError::bad_request("This server has no chat template.", "messages");
-    Result<std::string> formatted =
+    Result<tokenizer::TrackedText> formatted =
         ctx.deps.chat(pic_marked_messages(ctx, parsed.value()), add_generation_prompt);
-    if (formatted.ok()) formatted = strip_pic_marks(*formatted);
     if (!formatted.ok()) return ApiError::from_status(formatted.error(), "messages");
-    text = std::move(formatted.value());
+    text = strip_pic_marks(*formatted);
+  }
+  // Provably longer than the context: refused without tokenizing it.
+  if (auto e = refuse_if_provably_long(
+          ctx, prompt != nullptr ? ApiKind::kCompletion : ApiKind::kChat, text.text, 0)) {
+    return *e;
   }
   return ctx.deps.tokenizer->encode(text, add_special, /*parse_special=*/true);
 }

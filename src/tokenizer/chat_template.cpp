@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "core/log.h"
 #include "tokenizer/jinja/json_text.h"
+#include "tokenizer/jinja/plain_spans.h"
 
 namespace keel::tokenizer {
 namespace {
@@ -55,10 +56,11 @@ Result<jinja::Value> json_value(const nlohmann::ordered_json& j, std::string_vie
   return v;
 }
 
+// Everything but the role came from the request: plain text (see text_span.h).
 Result<jinja::Value> message_value(const ChatMessage& m, size_t index) {
   jinja::Dict d;
   d.set("role", jinja::Value(m.role));
-  d.set("content", jinja::Value(m.content));
+  d.set("content", jinja::Value::plain(m.content));
   if (!m.extra.is_null()) {
     if (!m.extra.is_object()) {
       return Status::invalid_argument("chat template: messages[" + std::to_string(index) +
@@ -69,7 +71,7 @@ Result<jinja::Value> message_value(const ChatMessage& m, size_t index) {
       KEEL_ASSIGN_OR_RETURN(jinja::Value v,
                             json_value(it.value(), "chat template: messages[" +
                                                        std::to_string(index) + "]." + it.key()));
-      d.set(it.key(), std::move(v));
+      d.set(it.key(), jinja::mark_plain(v));
     }
   }
   return jinja::Value(std::move(d));
@@ -116,6 +118,12 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
 
 Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
                                          const ChatRenderOptions& options) const {
+  KEEL_ASSIGN_OR_RETURN(TrackedText out, render_tracked(messages, options));
+  return std::move(out.text);
+}
+
+Result<TrackedText> ChatTemplate::render_tracked(std::span<const ChatMessage> messages,
+                                                 const ChatRenderOptions& options) const {
   jinja::Dict vars;
   if (!options.extra_context.is_null()) {
     if (!options.extra_context.is_object()) {
@@ -134,17 +142,17 @@ Result<std::string> ChatTemplate::render(std::span<const ChatMessage> messages,
   }
   vars.set("messages", jinja::Value(std::move(list)));
   KEEL_ASSIGN_OR_RETURN(jinja::Value tools, json_value(options.tools, "chat template: tools"));
-  vars.set("tools", std::move(tools));
+  vars.set("tools", jinja::mark_plain(tools));
   KEEL_ASSIGN_OR_RETURN(jinja::Value docs,
                         json_value(options.documents, "chat template: documents"));
-  vars.set("documents", std::move(docs));
+  vars.set("documents", jinja::mark_plain(docs));
   vars.set("add_generation_prompt", jinja::Value(options.add_generation_prompt));
   vars.set("bos_token", jinja::Value(options.bos_token));
   vars.set("eos_token", jinja::Value(options.eos_token));
   jinja::RenderEnv env;
   env.now = options.now;
   env.limits = options.limits;
-  auto out = tmpl_.render(vars, env);
+  auto out = tmpl_.render_tracked(vars, env);
   if (!out.ok()) return out.error().with_prefix("chat template");
   return out;
 }
@@ -168,6 +176,14 @@ std::string_view prompt_for_tokenizer(std::string_view prompt, const Tokenizer& 
     return prompt.substr(tokenizer.token_text(tokenizer.bos_id()).size());
   }
   return prompt;
+}
+
+TrackedText prompt_for_tokenizer(TrackedText prompt, const Tokenizer& tokenizer) {
+  const size_t cut = prompt.text.size() - prompt_for_tokenizer(prompt.text, tokenizer).size();
+  if (cut == 0) return prompt;
+  // A BOS written by the user (inside a plain span) is text, not the template's BOS: keep it.
+  if (overlaps(prompt.plain, 0, cut)) return prompt;
+  return tracked_substr(prompt, cut, prompt.text.size());
 }
 
 }  // namespace keel::tokenizer

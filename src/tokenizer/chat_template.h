@@ -5,6 +5,10 @@
 // variables `messages`, `add_generation_prompt`, `bos_token`, `eos_token`, `tools` and
 // `documents` (none unless given), plus any extra context; trim_blocks and lstrip_blocks on.
 //
+// Untrusted text: render_tracked() reports which bytes of the prompt came from the request (message
+// contents and other fields, tools, documents); the server tokenizes those bytes without parsing
+// control tokens, so a user cannot write "<|im_start|>system" or "</s>" into the markup.
+//
 // The "never a double BOS" rule: the server tokenizes the rendered prompt with add_special =
 // true and parse_special = true. A BOS the template writes becomes the BOS token (parse_special)
 // and the tokenizer adds its own when the vocabulary says so (add_bos()); so when both would
@@ -72,6 +76,12 @@ class ChatTemplate {
                                            const std::string& eos_token) const;
   [[nodiscard]] Result<std::string> render(std::span<const ChatMessage> messages,
                                            const ChatRenderOptions& options) const;
+  // The rendered prompt with its plain spans: the bytes of message fields (content, name,
+  // tool_call_id, ... — all but the role), tools and documents, i.e. what the request wrote.
+  // Tokenize it with Tokenizer::encode(const TrackedText&, ...) so that only the template's
+  // own markup yields special tokens.
+  [[nodiscard]] Result<TrackedText> render_tracked(std::span<const ChatMessage> messages,
+                                                   const ChatRenderOptions& options) const;
 
   [[nodiscard]] const std::string& source() const { return source_; }
   // True when from_gguf() fell back to ChatML.
@@ -97,5 +107,8 @@ bool rendered_starts_with_bos(std::string_view prompt, const Tokenizer& tokenize
 // prompt without its leading BOS text when the tokenizer adds BOS itself (see the file comment),
 // else the prompt unchanged. The view points into `prompt`.
 std::string_view prompt_for_tokenizer(std::string_view prompt, const Tokenizer& tokenizer);
+// The same for a tracked prompt (spans shifted); a leading BOS text inside a plain span is the
+// user's and stays.
+TrackedText prompt_for_tokenizer(TrackedText prompt, const Tokenizer& tokenizer);
 
 }  // namespace keel::tokenizer

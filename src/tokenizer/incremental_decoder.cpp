@@ -6,12 +6,15 @@
 
 namespace keel::tokenizer {
 
-IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, bool render_special)
-    : tokenizer_(tokenizer), render_special_(render_special) {}
+IncrementalDecoder::IncrementalDecoder(const Tokenizer& tokenizer, bool render_special,
+                                       DecodePosition position)
+    : tokenizer_(tokenizer),
+      render_special_(render_special),
+      strip_first_(position == DecodePosition::kSequenceStart && tokenizer.add_space_prefix()) {}
 
 std::string IncrementalDecoder::push(TokenId id) {
   std::string_view piece = tokenizer_.piece_view(id, render_special_);
-  if (first_ && tokenizer_.add_space_prefix() && !piece.empty() && piece.front() == ' ') {
+  if (first_ && strip_first_ && !piece.empty() && piece.front() == ' ') {
     piece.remove_prefix(1);
   }
   first_ = false;

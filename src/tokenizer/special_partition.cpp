@@ -11,9 +11,11 @@ bool is_ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
 }
 
-// Cuts every occurrence of `special` (text `stext`) out of the raw fragments of `in`.
+// Cuts every occurrence of `special` (text `stext`) out of the raw fragments of `in`, except
+// occurrences overlapping `plain` (when given): those stay raw text.
 void split_on(const std::vector<Fragment>& in, std::string_view text, TokenId special,
-              std::string_view stext, uint32_t attrs, std::vector<Fragment>* out) {
+              std::string_view stext, uint32_t attrs, const TextSpans* plain,
+              std::vector<Fragment>* out) {
   const bool lstrip = attrs & bit(TokenAttr::kLstrip);
   const bool rstrip = attrs & bit(TokenAttr::kRstrip);
   for (const Fragment& f : in) {
@@ -23,11 +25,16 @@ void split_on(const std::vector<Fragment>& in, std::string_view text, TokenId sp
     }
     size_t base = f.offset;
     size_t len = f.length;
+    size_t from = base;  // where the next search starts (past skipped occurrences)
     while (len > 0) {
-      const size_t match = text.substr(0, base + len).find(stext, base);
+      const size_t match = text.substr(0, base + len).find(stext, from);
       if (match == std::string_view::npos) {
         out->push_back({kNoToken, base, len});
         break;
+      }
+      if (plain != nullptr && overlaps(*plain, match, match + stext.size())) {
+        from = match + 1;  // written by the user: text, not the token
+        continue;
       }
       size_t left_len = match - base;
       if (lstrip) {
@@ -45,6 +52,7 @@ void split_on(const std::vector<Fragment>& in, std::string_view text, TokenId sp
       }
       base = right;
       len = right_len;
+      from = base;
     }
   }
 }
@@ -103,7 +111,8 @@ bool SpecialTokenMatcher::occurring(std::string_view text, std::vector<uint8_t>*
 }
 
 std::vector<Fragment> SpecialTokenMatcher::partition(const Vocab& vocab, std::string_view text,
-                                                     bool parse_special) const {
+                                                     bool parse_special,
+                                                     const TextSpans& plain) const {
   std::vector<Fragment> fragments;
   if (text.empty()) return fragments;
   fragments.push_back({kNoToken, 0, text.size()});
@@ -115,9 +124,11 @@ std::vector<Fragment> SpecialTokenMatcher::partition(const Vocab& vocab, std::st
     if (!present[i]) continue;
     const TokenId id = vocab.special_cache[i];
     const TokenData& t = vocab.tokens[static_cast<size_t>(id)];
-    if (!parse_special && (t.attrs & parse_only)) continue;
+    const bool parse_only_token = (t.attrs & parse_only) != 0;
+    if (!parse_special && parse_only_token) continue;
     next.clear();
-    split_on(fragments, text, id, t.text, t.attrs, &next);
+    split_on(fragments, text, id, t.text, t.attrs,
+             parse_only_token && !plain.empty() ? &plain : nullptr, &next);
     fragments.swap(next);
   }
   return fragments;

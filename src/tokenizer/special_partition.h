@@ -4,6 +4,8 @@
 // the raw fragments left by the longer ones. Control and unknown tokens take part only when
 // parse_special is true; user-defined tokens always do (as in Hugging Face tokenizers). A token
 // with the lstrip (rstrip) attribute also swallows the ASCII whitespace before (after) it.
+// Inside `plain` spans (text a user wrote, see text_span.h) control and unknown tokens are not
+// recognised, as if parse_special were false there; an occurrence overlapping a span stays text.
 //
 // A byte trie over the special texts first finds which of them occur at all, so text without
 // special tokens costs one pass, however many special tokens the vocabulary has.
@@ -15,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "tokenizer/text_span.h"
 #include "tokenizer/vocab.h"
 
 namespace keel::tokenizer {
@@ -32,7 +35,8 @@ class SpecialTokenMatcher {
   explicit SpecialTokenMatcher(const Vocab& vocab);
 
   [[nodiscard]] std::vector<Fragment> partition(const Vocab& vocab, std::string_view text,
-                                                bool parse_special) const;
+                                                bool parse_special,
+                                                const TextSpans& plain = {}) const;
 
  private:
   struct Node {

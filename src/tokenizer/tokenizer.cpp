@@ -24,6 +24,8 @@ struct Tokenizer::Impl {
   SpecialTokenMatcher matcher;
   ByteTokens byte_tokens{};         // SPM byte fallback
   std::vector<std::string> pieces;  // token_to_piece(id, render_special = true)
+  size_t max_token_bytes = 0;       // see token_cover_bound(); 0 = no bound
+  bool strip_specials = false;      // a special token swallows adjacent whitespace
 };
 
 namespace {
@@ -121,6 +123,41 @@ ByteTokens make_byte_tokens(const Vocab& v) {
   return table;
 }
 
+// The most input bytes one token of encode() can cover, or 0 when no bound holds. Each token
+// covers either a vocabulary text exactly — SPM: a piece of the input with spaces written as
+// U+2581 (3 bytes for 1), BPE: a piece of the byte-level text, 1 or 2 bytes per input byte,
+// special tokens: their own text — or a single byte (SPM byte fallback, BPE's per-byte fallback
+// for a merged symbol missing from the vocabulary), so its input is never longer than the
+// longest vocabulary text. (Server input is valid UTF-8, which the lenient normalization leaves
+// unchanged.) The bound fails where a byte can yield no token at all: an SPM vocabulary with
+// neither a byte token nor UNK for some byte, a BPE one missing a byte-level character (its
+// fallback drops the byte); then there is none.
+size_t token_cover_bound(const Vocab& v, const ByteTokens& byte_tokens) {
+  size_t longest = 1;
+  for (const TokenData& t : v.tokens) longest = std::max(longest, t.text.size());
+  if (v.type == VocabType::kSpm) {
+    for (TokenId id : byte_tokens) {
+      if (id == kNoToken) return 0;
+    }
+    return longest;
+  }
+  for (int b = 0; b < 256; ++b) {
+    const char byte = static_cast<char>(b);
+    std::string one;
+    byte_level_encode(std::string_view(&byte, 1), &one);
+    if (v.find(one) == kNoToken) return 0;
+  }
+  return longest;
+}
+
+bool has_strip_specials(const Vocab& v) {
+  const uint32_t strip = bit(TokenAttr::kLstrip) | bit(TokenAttr::kRstrip);
+  for (TokenId id : v.special_cache) {
+    if (v.tokens[static_cast<size_t>(id)].attrs & strip) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Result<Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& file) {
@@ -139,6 +176,8 @@ Result<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
   }
   impl->matcher = SpecialTokenMatcher(v);
   impl->byte_tokens = make_byte_tokens(v);
+  impl->max_token_bytes = token_cover_bound(v, impl->byte_tokens);
+  impl->strip_specials = has_strip_specials(v);
   impl->pieces.reserve(v.tokens.size());
   for (const TokenData& t : v.tokens) impl->pieces.push_back(make_piece(v, t));
   return Tokenizer(std::move(impl));
@@ -146,11 +185,34 @@ Result<Tokenizer> Tokenizer::from_vocab(Vocab vocab) {
 
 std::vector<TokenId> Tokenizer::encode(std::string_view text, bool add_special,
                                        bool parse_special) const {
+  return encode_spans(text, add_special, parse_special, {});
+}
+
+std::vector<TokenId> Tokenizer::encode(const TrackedText& text, bool add_special,
+                                       bool parse_special) const {
+  return encode_spans(text.text, add_special, parse_special, text.plain);
+}
+
+size_t Tokenizer::max_token_bytes() const { return impl_->max_token_bytes; }
+
+size_t Tokenizer::min_tokens(std::string_view text) const {
+  if (impl_->max_token_bytes == 0) return 0;
+  size_t n = text.size();
+  if (impl_->strip_specials) {  // whitespace swallowed by a special token costs no token
+    n = static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) {
+      return !(c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r');
+    }));
+  }
+  return n / impl_->max_token_bytes;
+}
+
+std::vector<TokenId> Tokenizer::encode_spans(std::string_view text, bool add_special,
+                                             bool parse_special, const TextSpans& plain) const {
   const Vocab& v = impl_->vocab;
   std::vector<TokenId> out;
   out.reserve(text.size() / 3 + 2);
   if (add_special && v.add_bos) out.push_back(v.special.bos);
-  const std::vector<Fragment> fragments = impl_->matcher.partition(v, text, parse_special);
+  const std::vector<Fragment> fragments = impl_->matcher.partition(v, text, parse_special, plain);
   bool prev_special = true;  // SPM: the first fragment gets the space prefix too
   std::string buffer;
   for (const Fragment& f : fragments) {

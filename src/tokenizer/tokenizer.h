@@ -29,6 +29,7 @@
 
 #include "core/result.h"
 #include "gguf/reader.h"
+#include "tokenizer/text_span.h"
 #include "tokenizer/vocab.h"
 
 namespace keel::tokenizer {
@@ -45,6 +46,18 @@ class Tokenizer {
   // Text -> ids. Never fails: any byte string is encodable (invalid UTF-8 as llama.cpp does).
   [[nodiscard]] std::vector<TokenId> encode(std::string_view text, bool add_special,
                                             bool parse_special) const;
+  // The same, except that control tokens are not parsed inside `plain` (text_span.h): a rendered
+  // chat prompt, whose markup yields special tokens and whose message contents never do. For
+  // text without control-token strings inside `plain` the ids equal encode()'s.
+  [[nodiscard]] std::vector<TokenId> encode(const TrackedText& text, bool add_special,
+                                            bool parse_special) const;
+
+  // A lower bound on encode(text, false, *).size() from the byte length alone, O(1) (O(n) for
+  // vocabularies with lstrip/rstrip special tokens): every token covers at most
+  // max_token_bytes() input bytes (see tokenizer.cpp). 0 when the vocabulary allows no bound.
+  [[nodiscard]] size_t min_tokens(std::string_view text) const;
+  // The most input bytes one token can cover; 0 when unbounded (see min_tokens).
+  [[nodiscard]] size_t max_token_bytes() const;
 
   // The bytes token `id` stands for (llama_token_to_piece with lstrip 0). Control and unknown
   // tokens give "" unless render_special. A byte token gives its single byte, which may be part
@@ -82,6 +95,8 @@ class Tokenizer {
   friend class IncrementalDecoder;
   struct Impl;
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+  [[nodiscard]] std::vector<TokenId> encode_spans(std::string_view text, bool add_special,
+                                                  bool parse_special, const TextSpans& plain) const;
   // token_to_piece without the copy; empty view for hidden tokens.
   [[nodiscard]] std::string_view piece_view(TokenId id, bool render_special) const;
 

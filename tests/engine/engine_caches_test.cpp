@@ -137,8 +137,14 @@ TEST_F(SmallPoolTest, PinBudgetIsHalfThePool) {
   auto too_many = engine.submit(cache_request(tokens(200, 20), "b", 60'000),
                                 std::make_shared<CollectingSink>());
   ASSERT_FALSE(too_many.ok());
-  EXPECT_EQ(too_many.error().code(), StatusCode::kResourceExhausted);
+  // A refusal a retry cannot fix: OutOfRange (400), not ResourceExhausted (429 "retry later").
+  EXPECT_EQ(too_many.error().code(), StatusCode::kOutOfRange);
   EXPECT_NE(too_many.error().message().find("half the pool"), std::string::npos);
+  // Larger than the whole quota: the same, whatever is held.
+  auto too_big = engine.submit(cache_request(tokens(100, 150), "big", 60'000),
+                               std::make_shared<CollectingSink>());
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.error().code(), StatusCode::kOutOfRange);
   // A released cache gives its reservation back (stats are published after the final event:
   // see the pin first, so that the wait below sees the release).
   EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 1; }));

@@ -1,7 +1,8 @@
 // DiskTier (T2) on the real file system in a scratch directory: round trips, restart persistence
 // (index rebuilt, LRU order from write sequence), capacity, and damage between restarts — flipped
 // payload or header bytes, truncation, a foreign identity, a misnamed file, a leftover temporary
-// file: each is detected, counted and never served.
+// file: each is detected, counted and never served; a capacity below one block file refused at
+// open; failed writes counted (and logged once per streak).
 #include "kv/disk_tier.h"
 
 #include <gtest/gtest.h>
@@ -159,8 +160,72 @@ TEST_F(DiskTierTest, RejectsWrongSizesAndTooSmallCapacity) {
   auto tier = open();
   EXPECT_EQ(tier->put(key(1), std::vector<std::byte>(kPayload - 1), nullptr).code(),
             StatusCode::kInvalidArgument);
-  auto tiny = open(kFile - 1);
-  EXPECT_EQ(tiny->put(key(1), payload(1), nullptr).code(), StatusCode::kOutOfRange);
+  // A capacity that cannot hold one block file is refused at open, naming the flag.
+  DiskTierConfig c;
+  c.dir = dir_;
+  c.capacity_bytes = kFile - 1;
+  c.identity = {7, 8};
+  c.payload_bytes = kPayload;
+  Result<std::unique_ptr<DiskTier>> tiny = DiskTier::open(&fs_, c);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_EQ(tiny.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(tiny.status().message().find("--kv-disk-bytes"), std::string::npos);
+  c.capacity_bytes = kFile;  // exactly one block file is enough
+  EXPECT_TRUE(DiskTier::open(&fs_, c).ok());
+}
+
+// The real file system, except that writes fail while `broken` (root ignores permissions, so a
+// read-only directory cannot stand in for this in tests).
+class BreakableFileSystem final : public FileSystem {
+ public:
+  Result<std::unique_ptr<RandomAccessFile>> open_readable(const std::string& path) override {
+    return base_.open_readable(path);
+  }
+  Result<std::unique_ptr<WritableFile>> open_writable(const std::string& path) override {
+    if (broken) return Status::io_error(path + ": Permission denied");
+    return base_.open_writable(path);
+  }
+  bool exists(const std::string& path) override { return base_.exists(path); }
+  Status create_directories(const std::string& path) override {
+    return base_.create_directories(path);
+  }
+  Status rename(const std::string& from, const std::string& to) override {
+    return base_.rename(from, to);
+  }
+  Status remove(const std::string& path) override { return base_.remove(path); }
+  Result<std::vector<std::string>> list_directory(const std::string& dir) override {
+    return base_.list_directory(dir);
+  }
+  bool broken = false;
+
+ private:
+  PosixFileSystem base_;
+};
+
+TEST_F(DiskTierTest, FailedWritesAreCountedAndTheTierRecovers) {
+  BreakableFileSystem fs;
+  DiskTierConfig c;
+  c.dir = dir_;
+  c.capacity_bytes = 8 * kFile;
+  c.identity = {7, 8};
+  c.payload_bytes = kPayload;
+  auto tier = DiskTier::open(&fs, c);
+  ASSERT_TRUE(tier.ok());
+  ASSERT_TRUE((*tier)->put(key(1), payload(1), nullptr).ok());
+  fs.broken = true;  // the directory became unwritable
+  for (uint64_t i = 2; i <= 4; ++i) {
+    EXPECT_EQ((*tier)->put(key(i), payload(static_cast<int>(i)), nullptr).code(),
+              StatusCode::kIoError);
+  }
+  TierStats s = (*tier)->stats();
+  EXPECT_EQ(s.write_errors, 3);
+  EXPECT_EQ(s.blocks, 1);
+  EXPECT_EQ(s.used_bytes, kFile);  // the failed writes' reservations were returned
+  fs.broken = false;
+  ASSERT_TRUE((*tier)->put(key(5), payload(5), nullptr).ok());
+  s = (*tier)->stats();
+  EXPECT_EQ(s.write_errors, 3);
+  EXPECT_EQ(s.blocks, 2);
 }
 
 TEST(BlockFileTest, HeaderRoundTripAndChecksum) {

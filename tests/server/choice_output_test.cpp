@@ -40,7 +40,7 @@ TEST_F(ChoiceOutputTest, DecodesTokenByTokenAndFinishes) {
   ChoiceOutput out(tok_, {.accumulate = true});
   ChoiceDelta a = out.consume(tokens({kHello}));
   EXPECT_TRUE(a.first_tokens);
-  EXPECT_EQ(a.text, "Hello");
+  EXPECT_EQ(a.text, " Hello");  // generated text continues the prompt: it keeps its space
   ChoiceDelta b = out.consume(tokens({kWorld, kBang}));
   EXPECT_FALSE(b.first_tokens);
   EXPECT_EQ(b.text, " world!");
@@ -48,7 +48,7 @@ TEST_F(ChoiceOutputTest, DecodesTokenByTokenAndFinishes) {
   EXPECT_EQ(c.text, "");
   EXPECT_EQ(c.finish, "stop");
   EXPECT_TRUE(out.finished());
-  EXPECT_EQ(out.text(), "Hello world!");
+  EXPECT_EQ(out.text(), " Hello world!");
   EXPECT_EQ(out.num_generated(), 4);
   EXPECT_EQ(out.num_prompt_tokens(), 7);
   EXPECT_EQ(out.num_cached_tokens(), 3);
@@ -58,7 +58,7 @@ TEST_F(ChoiceOutputTest, DecodesTokenByTokenAndFinishes) {
 TEST_F(ChoiceOutputTest, LengthFinish) {
   ChoiceOutput out(tok_, {});
   ChoiceDelta d = out.consume(tokens({kHello, kWorld}, engine::FinishReason::kLength));
-  EXPECT_EQ(d.text, "Hello world");
+  EXPECT_EQ(d.text, " Hello world");
   EXPECT_EQ(d.finish, "length");
 }
 
@@ -76,8 +76,8 @@ TEST_F(ChoiceOutputTest, StopStringSplitAcrossTokensIsNeverReleased) {
   streamed += d.text;
   EXPECT_TRUE(d.stopped_by_string);
   EXPECT_EQ(d.finish, "stop");
-  EXPECT_EQ(streamed, "The end");
-  EXPECT_EQ(out.text(), "The end");
+  EXPECT_EQ(streamed, " The end");
+  EXPECT_EQ(out.text(), " The end");
   EXPECT_EQ(out.stop_reason(), "STOP");
   EXPECT_EQ(out.num_generated(), 4);
   // The engine's answer to the abort (and anything else) is discarded.
@@ -89,12 +89,12 @@ TEST_F(ChoiceOutputTest, StopStringSplitAcrossTokensIsNeverReleased) {
 
 TEST_F(ChoiceOutputTest, HeldBackPrefixIsReleasedAtTheEnd) {
   ChoiceOutput out(tok_, {.stops = {"STOP"}, .accumulate = true});
-  EXPECT_EQ(out.consume(tokens({kThe, kSt})).text, "The");
+  EXPECT_EQ(out.consume(tokens({kThe, kSt})).text, " The");
   ChoiceDelta d = out.consume(tokens({}, engine::FinishReason::kLength));
   EXPECT_EQ(d.text, "ST");
   EXPECT_EQ(d.finish, "length");
   EXPECT_FALSE(d.stopped_by_string);
-  EXPECT_EQ(out.text(), "TheST");
+  EXPECT_EQ(out.text(), " TheST");
 }
 
 TEST_F(ChoiceOutputTest, MultiByteCharacterIsReleasedWhole) {
@@ -119,7 +119,7 @@ TEST_F(ChoiceOutputTest, LogprobEntriesCarryPiecesAlternativesAndOffsets) {
   EXPECT_EQ(d.logprobs[0].top[1].token, kHello + 1);
   EXPECT_EQ(d.logprobs[0].top[1].text, " world");
   EXPECT_EQ(d.logprobs[0].text_offset, 10);
-  EXPECT_EQ(d.logprobs[1].text_offset, 10 + 5);  // after "Hello"
+  EXPECT_EQ(d.logprobs[1].text_offset, 10 + 6);  // after " Hello"
   EXPECT_EQ(out.logprobs().size(), 2u);
 }
 

@@ -41,6 +41,12 @@ Result<engine::RequestKey> FakeEngine::submit(engine::GenerationRequest request,
   if (queue_full_) return Status::resource_exhausted("fake engine: the waiting queue is full");
   if (request.prompt_tokens.empty()) return Status::invalid_argument("fake engine: empty prompt");
   std::lock_guard<std::mutex> lock(mu_);
+  if (static_cast<int64_t>(active_.size()) >= max_waiting_) {
+    return Status::resource_exhausted("fake engine: more requests than max_waiting");
+  }
+  if (!request.retain_as.empty() && cache_quota_full_) {
+    return Status::out_of_range("fake engine: context caches may hold no more blocks");
+  }
   const engine::RequestKey key = next_key_++;
   Active a;
   a.key = key;
@@ -77,7 +83,15 @@ engine::EngineStats FakeEngine::stats() const {
   return s;
 }
 
-void FakeEngine::drain(std::chrono::milliseconds) { unavailable_ = true; }
+void FakeEngine::drain(std::chrono::milliseconds timeout) {
+  unavailable_ = true;
+  std::unique_lock<std::mutex> lock(mu_);
+  const auto quiet = [&] { return active_.empty() && delivering_ == 0; };
+  if (cv_.wait_for(lock, timeout, quiet)) return;
+  for (auto& [key, a] : active_) a.aborted = true;  // as the engine cancels at the deadline
+  work_cv_.notify_all();
+  cv_.wait_for(lock, std::chrono::seconds(10), quiet);
+}
 
 std::vector<engine::GenerationRequest> FakeEngine::submitted() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -182,10 +196,13 @@ void FakeEngine::loop() {
       it = done ? active_.erase(it) : std::next(it);
     }
     if (!out.empty()) {
+      ++delivering_;
       cv_.notify_all();
       lock.unlock();
       for (auto& [sink, ev] : out) sink->on_event(std::move(ev));
       lock.lock();
+      --delivering_;
+      cv_.notify_all();
       continue;
     }
     work_cv_.wait_until(lock, wake);

@@ -4,6 +4,8 @@
 // a request in the queue or in "prefill" (no events) or stall it mid-decode, so tests can
 // disconnect at each stage; abort() is counted per key and answered with a final kAbort event.
 // submit() can be told to fail with ResourceExhausted (queue full) or Unavailable (draining).
+// drain() behaves like the engine's: it returns once every request has finished and its last
+// event was handed to its sink, or, past the timeout, after aborting them all.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -53,11 +55,18 @@ class FakeEngine final : public engine::EngineClient {
   [[nodiscard]] const engine::Metrics& metrics() const override { return metrics_; }
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
+  [[nodiscard]] int64_t max_waiting() const override { return max_waiting_; }
 
   // --- test controls ---
   void set_script(ScriptFn fn);
   void set_queue_full(bool full) { queue_full_ = full; }
   void set_unavailable(bool unavailable) { unavailable_ = unavailable; }
+  // submit() fails with ResourceExhausted while this many requests are active (the real engine
+  // counts only waiting ones; here nothing waits long).
+  void set_max_waiting(int64_t n) { max_waiting_ = n; }
+  // submit() of a context-cache request (retain_as) fails with OutOfRange, as the real engine's
+  // pin quota does.
+  void set_cache_quota_full(bool full) { cache_quota_full_ = full; }
   engine::Metrics& mutable_metrics() { return metrics_; }
 
   [[nodiscard]] std::vector<engine::GenerationRequest> submitted() const;
@@ -90,6 +99,8 @@ class FakeEngine final : public engine::EngineClient {
   engine::Metrics metrics_;
   std::atomic<bool> queue_full_{false};
   std::atomic<bool> unavailable_{false};
+  std::atomic<int64_t> max_waiting_{int64_t{1} << 20};
+  std::atomic<bool> cache_quota_full_{false};
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;  // state changes (tests wait on it)
@@ -101,6 +112,7 @@ class FakeEngine final : public engine::EngineClient {
   std::map<engine::RequestKey, int> aborts_;
   std::vector<std::string> released_caches_;
   engine::RequestKey next_key_ = 100;
+  int delivering_ = 0;  // events taken from active_ but not yet handed to their sinks
   int64_t generated_ = 0;
   bool stop_ = false;
   std::thread thread_;

@@ -54,30 +54,67 @@ TEST_F(CachesHttpTest, CreateGetListDelete) {
   EXPECT_EQ(reqs[0].cache_salt, "s1");
   EXPECT_EQ(reqs[0].prompt_tokens, encode("Hello world", true));
 
-  HttpResult got = http_request(h_.port(), "GET", "/v1/caches/" + id);
+  const std::vector<std::string> salt = {"X-Cache-Salt: s1"};
+  HttpResult got = http_request(h_.port(), "GET", "/v1/caches/" + id, "", salt);
   ASSERT_EQ(got.status, 200) << got.body;
   EXPECT_EQ(got.json(), c);
-  HttpResult list = http_request(h_.port(), "GET", "/v1/caches");
+  HttpResult list = http_request(h_.port(), "GET", "/v1/caches", "", salt);
   ASSERT_EQ(list.status, 200);
   ASSERT_EQ(list.json()["data"].size(), 1u);
   EXPECT_EQ(list.json()["data"][0]["id"], id);
 
-  HttpResult del = http_request(h_.port(), "DELETE", "/v1/caches/" + id);
+  HttpResult del = http_request(h_.port(), "DELETE", "/v1/caches/" + id + "?cache_salt=s1");
   ASSERT_EQ(del.status, 200) << del.body;
   EXPECT_EQ(del.json()["deleted"], true);
   EXPECT_EQ(h_.engine().released_caches(), std::vector<std::string>{id});
-  HttpResult gone = http_request(h_.port(), "GET", "/v1/caches/" + id);
+  HttpResult gone = http_request(h_.port(), "GET", "/v1/caches/" + id, "", salt);
   EXPECT_EQ(gone.status, 404);
   EXPECT_EQ(gone.json()["error"]["code"], "cache_not_found");
-  EXPECT_EQ(http_request(h_.port(), "DELETE", "/v1/caches/" + id).status, 404);
-  EXPECT_TRUE(http_request(h_.port(), "GET", "/v1/caches").json()["data"].empty());
+  EXPECT_EQ(http_request(h_.port(), "DELETE", "/v1/caches/" + id, "", salt).status, 404);
+  EXPECT_TRUE(http_request(h_.port(), "GET", "/v1/caches", "", salt).json()["data"].empty());
+}
+
+TEST_F(CachesHttpTest, ACacheBelongsToItsSalt) {
+  const std::string a = create({{"prompt", "Hello world"}, {"cache_salt", "tenant-a"}})["id"];
+  const std::string open = create({{"prompt", "Hello"}})["id"];  // no salt: a tenant of its own
+  const size_t submits = h_.engine().submitted().size();
+  // Listed only to its own salt; the unsalted list shows only unsalted caches.
+  const Json mine =
+      http_request(h_.port(), "GET", "/v1/caches", "", {"X-Cache-Salt: tenant-a"}).json();
+  ASSERT_EQ(mine["data"].size(), 1u);
+  EXPECT_EQ(mine["data"][0]["id"], a);
+  const Json anon = http_request(h_.port(), "GET", "/v1/caches").json();
+  ASSERT_EQ(anon["data"].size(), 1u);
+  EXPECT_EQ(anon["data"][0]["id"], open);
+  EXPECT_TRUE(
+      http_request(h_.port(), "GET", "/v1/caches?cache_salt=tenant-b").json()["data"].empty());
+  // Another salt (or none) can neither read, use nor delete it: 404 as for an unknown id.
+  for (const std::vector<std::string>& who :
+       {std::vector<std::string>{}, std::vector<std::string>{"X-Cache-Salt: tenant-b"}}) {
+    EXPECT_EQ(http_request(h_.port(), "GET", "/v1/caches/" + a, "", who).status, 404);
+    EXPECT_EQ(http_request(h_.port(), "DELETE", "/v1/caches/" + a, "", who).status, 404);
+  }
+  for (const Json& body :
+       {Json{{"prompt", " more"}, {"cache_id", a}},
+        Json{{"prompt", " more"}, {"cache_id", a}, {"cache_salt", "tenant-b"}}}) {
+    HttpResult r = post_json(h_.port(), "/v1/completions", body);
+    EXPECT_EQ(r.status, 404) << r.body;
+    EXPECT_EQ(r.json()["error"]["code"], "cache_not_found");
+  }
+  EXPECT_EQ(h_.engine().submitted().size(), submits);  // nothing reached the engine
+  EXPECT_TRUE(h_.engine().released_caches().empty());
+  // The owner still has it.
+  EXPECT_EQ(
+      http_request(h_.port(), "GET", "/v1/caches/" + a, "", {"X-Cache-Salt: tenant-a"}).status,
+      200);
 }
 
 TEST_F(CachesHttpTest, CompletionsExtendAPromptCache) {
   const Json c = create({{"prompt", "Hello world"}, {"cache_salt", "s1"}});
   EXPECT_EQ(c["ttl"], 3600);  // the default
-  HttpResult r = post_json(h_.port(), "/v1/completions",
-                           {{"prompt", " more"}, {"cache_id", c["id"]}, {"max_tokens", 2}});
+  HttpResult r = post_json(
+      h_.port(), "/v1/completions",
+      {{"prompt", " more"}, {"cache_id", c["id"]}, {"cache_salt", "s1"}, {"max_tokens", 2}});
   ASSERT_EQ(r.status, 200) << r.body;
   const std::vector<engine::GenerationRequest> reqs = h_.engine().submitted();
   ASSERT_EQ(reqs.size(), 2u);
@@ -88,9 +125,11 @@ TEST_F(CachesHttpTest, CompletionsExtendAPromptCache) {
   EXPECT_TRUE(reqs[1].retain_as.empty());
   EXPECT_EQ(r.json()["usage"]["prompt_tokens"], want.size());
   // Token-id prompts are appended as given.
-  r = post_json(
-      h_.port(), "/v1/completions",
-      {{"prompt", Json::array({kMore, kBang})}, {"cache_id", c["id"]}, {"max_tokens", 1}});
+  r = post_json(h_.port(), "/v1/completions",
+                {{"prompt", Json::array({kMore, kBang})},
+                 {"cache_id", c["id"]},
+                 {"cache_salt", "s1"},
+                 {"max_tokens", 1}});
   ASSERT_EQ(r.status, 200) << r.body;
   want = encode("Hello world", true);
   want.push_back(kMore);
@@ -137,13 +176,14 @@ TEST_F(CachesHttpTest, Errors) {
   unknown["cache_id"] = "cache-nope";
   Json wrong_kind = chat_body;
   wrong_kind["cache_id"] = prompt_cache["id"];
+  wrong_kind["cache_salt"] = "s1";
   const std::vector<Case> cases = {
       {"/v1/chat/completions", unknown, 404, "cache_id"},
       {"/v1/chat/completions", wrong_kind, 400, "cache_id"},
       {"/v1/completions",
        {{"prompt", "x"}, {"cache_id", prompt_cache["id"]}, {"cache_salt", "other"}},
-       400,
-       "cache_salt"},
+       404,
+       "cache_id"},
       {"/v1/completions", {{"prompt", "x"}, {"cache_id", ""}}, 400, "cache_id"},
       {"/v1/completions", {{"prompt", "x"}, {"cache_id", 7}}, 400, "cache_id"},
       {"/v1/caches", {{"prompt", "x"}, {"messages", chat_body["messages"]}}, 400, "messages"},
@@ -164,10 +204,17 @@ TEST_F(CachesHttpTest, Errors) {
   EXPECT_EQ(http_request(h_.port(), "PUT", "/v1/caches").status, 405);
   EXPECT_EQ(http_request(h_.port(), "POST", "/v1/caches/x").status, 405);
   EXPECT_EQ(http_request(h_.port(), "POST", "/v1/caches", "{not json").status, 400);
-  // The engine refuses the pin (budget full): 429; the engine fails the request: 500, no entry.
+  // The waiting queue is full: 429 (retry later). The pin quota is full: 400 with its own code,
+  // since retrying cannot help. The engine fails the request: 500, no entry.
   h_.engine().set_queue_full(true);
   EXPECT_EQ(post_json(h_.port(), "/v1/caches", {{"prompt", "x"}}).status, 429);
   h_.engine().set_queue_full(false);
+  h_.engine().set_cache_quota_full(true);
+  HttpResult quota = post_json(h_.port(), "/v1/caches", {{"prompt", "x"}});
+  EXPECT_EQ(quota.status, 400) << quota.body;
+  EXPECT_EQ(quota.json()["error"]["code"], "cache_quota_exceeded");
+  EXPECT_EQ(quota.header("retry-after"), "");
+  h_.engine().set_cache_quota_full(false);
   h_.engine().set_script([](const engine::GenerationRequest&) {
     FakeScript s;
     s.finish = engine::FinishReason::kError;
@@ -175,7 +222,9 @@ TEST_F(CachesHttpTest, Errors) {
     return s;
   });
   EXPECT_EQ(post_json(h_.port(), "/v1/caches", {{"prompt", "x"}}).status, 500);
-  EXPECT_EQ(http_request(h_.port(), "GET", "/v1/caches").json()["data"].size(), 1u);
+  EXPECT_EQ(
+      http_request(h_.port(), "GET", "/v1/caches", "", {"X-Cache-Salt: s1"}).json()["data"].size(),
+      1u);
 }
 
 TEST_F(CachesHttpTest, ClientGoneWhileComputingAbortsAndUnpins) {

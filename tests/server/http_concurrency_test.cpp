@@ -59,7 +59,7 @@ TEST(ConcurrencyTest, ThirtyTwoStreamsAndSomePlainRequestsComplete) {
         id = j["id"];
         content = j["choices"][0]["message"]["content"];
       }
-      if (content != "Hello world! The end more") return fail("content: " + content);
+      if (content != " Hello world! The end more") return fail("content: " + content);
       std::lock_guard<std::mutex> lock(mu);
       ids.insert(id);
     });

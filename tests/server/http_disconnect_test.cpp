@@ -95,7 +95,9 @@ TEST(DisconnectNTest, EveryChoiceOfTheRequestIsAborted) {
 }
 
 TEST(ShutdownTest, ShutdownWithARequestInFlightAbortsItAndReturns) {
-  ServerHarness h;
+  ServerConfig config = test_config();
+  config.shutdown_timeout_ms = 200;  // the stalled request is cut after this
+  ServerHarness h(config);
   h.engine().set_script([](const engine::GenerationRequest&) {
     FakeScript s;
     s.tokens = {kHello, kWorld};

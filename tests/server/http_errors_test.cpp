@@ -86,6 +86,42 @@ TEST_F(ErrorsHttpTest, ContextLengthExceeded) {
   EXPECT_EQ(h_.engine().submitted().size(), 0u);
 }
 
+TEST_F(ErrorsHttpTest, ProvablyTooLongPromptsAreRefusedBeforeTokenizing) {
+  // 60 KB of text is at least thousands of tokens whatever it says: refused on its byte length.
+  const std::string text(60000, 'a');
+  for (const auto& [path, body] :
+       {std::pair{"/v1/completions", Json{{"prompt", text}}},
+        std::pair{"/v1/chat/completions",
+                  Json{{"messages", Json::array({Json{{"role", "user"}, {"content", text}}})}}}}) {
+    HttpResult r = post_json(h_.port(), path, body);
+    expect_error(r, 400, "invalid_request_error", std::nullopt, "context_length_exceeded");
+    EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("bytes long, which is at least"),
+              std::string::npos)
+        << r.body;
+  }
+  HttpResult t = post_json(h_.port(), "/tokenize", Json{{"prompt", text}});
+  expect_error(t, 400, "invalid_request_error", "prompt", "context_length_exceeded");
+  EXPECT_EQ(h_.engine().submitted().size(), 0u);
+}
+
+TEST(ErrorsConfigTest, JsonWithTooManyValuesIsRefusedBeforeItIsParsed) {
+  ServerConfig config = test_config();
+  config.max_body_bytes = size_t{2} << 20;
+  ServerHarness h(config);
+  // 100,000 empty objects: 300 KB of text, but some 10 MB as a parsed JSON tree.
+  std::string body = R"({"messages": [)";
+  for (int i = 0; i < 100000; ++i) body += "{},";
+  body += "{}]}";
+  HttpResult r = http_request(h.port(), "POST", "/v1/chat/completions", body);
+  expect_error(r, 400, "invalid_request_error", std::nullopt, "request_too_complex");
+  std::string ids = R"({"prompt": [)";  // 530,000 token ids: past the value limit too
+  for (int i = 0; i < 530000; ++i) ids += "1,";
+  ids += "1]}";
+  expect_error(http_request(h.port(), "POST", "/v1/completions", ids), 400, "invalid_request_error",
+               std::nullopt, "request_too_complex");
+  EXPECT_EQ(h.engine().submitted().size(), 0u);
+}
+
 TEST_F(ErrorsHttpTest, UnknownModelPathAndMethod) {
   Json body = chat();
   body["model"] = "gpt-4o";
@@ -137,16 +173,56 @@ TEST_F(ErrorsHttpTest, EngineUnavailableIs503) {
                "service_unavailable_error");
 }
 
-TEST_F(ErrorsHttpTest, CorsPreflightAndHeaders) {
+TEST_F(ErrorsHttpTest, CorsIsOffByDefault) {
+  // Without --cors-origins no origin is allowed: a web page elsewhere cannot drive the server.
   HttpResult r = http_request(h_.port(), "OPTIONS", "/v1/chat/completions", "",
-                              {"Origin: http://example.com", "Access-Control-Request-Method: POST",
+                              {"Origin: http://evil.example", "Access-Control-Request-Method: POST",
+                               "Access-Control-Request-Headers: authorization, content-type"});
+  EXPECT_EQ(r.status, 204);
+  EXPECT_EQ(r.header("access-control-allow-origin"), "");
+  EXPECT_EQ(r.header("access-control-allow-headers"), "");
+  EXPECT_EQ(r.header("access-control-allow-methods"), "");
+  HttpResult g = http_request(h_.port(), "GET", "/health", "", {"Origin: http://evil.example"});
+  EXPECT_EQ(g.status, 200);
+  EXPECT_EQ(g.header("access-control-allow-origin"), "");
+}
+
+TEST(ErrorsConfigTest, CorsAllowsOnlyTheConfiguredOrigins) {
+  ServerConfig config = test_config();
+  config.cors_allowed_origins = {"http://app.example"};
+  ServerHarness h(config);
+  HttpResult r = http_request(h.port(), "OPTIONS", "/v1/chat/completions", "",
+                              {"Origin: http://app.example", "Access-Control-Request-Method: POST",
                                "Access-Control-Request-Headers: authorization, x-stainless-os"});
   EXPECT_EQ(r.status, 204);
-  EXPECT_EQ(r.header("access-control-allow-origin"), "*");
+  EXPECT_EQ(r.header("access-control-allow-origin"), "http://app.example");
+  EXPECT_EQ(r.header("vary"), "Origin");
   EXPECT_NE(r.header("access-control-allow-methods").find("POST"), std::string::npos);
   EXPECT_NE(r.header("access-control-allow-headers").find("x-stainless-os"), std::string::npos);
-  HttpResult g = http_request(h_.port(), "GET", "/health", "", {"Origin: http://example.com"});
+  HttpResult other = http_request(h.port(), "OPTIONS", "/v1/chat/completions", "",
+                                  {"Origin: http://evil.example"});
+  EXPECT_EQ(other.header("access-control-allow-origin"), "");
+  EXPECT_EQ(other.header("access-control-allow-headers"), "");
+  // "*" must be asked for explicitly.
+  config.cors_allowed_origins = {"*"};
+  ServerHarness any(config);
+  HttpResult g = http_request(any.port(), "GET", "/health", "", {"Origin: http://example.com"});
   EXPECT_EQ(g.header("access-control-allow-origin"), "*");
+}
+
+TEST_F(ErrorsHttpTest, MoreChoicesThanTheQueueHoldsIs400) {
+  h_.engine().set_max_waiting(2);
+  Json body = chat();
+  body["n"] = 3;
+  HttpResult r = post_json(h_.port(), "/v1/chat/completions", body);
+  expect_error(r, 400, "invalid_request_error", "n", "too_many_choices");
+  EXPECT_EQ(r.header("retry-after"), "");
+  Json prompts = {{"prompt", Json::array({"a", "b", "c"})}, {"max_tokens", 1}};
+  expect_error(post_json(h_.port(), "/v1/completions", prompts), 400, "invalid_request_error", "n",
+               "too_many_choices");
+  EXPECT_EQ(h_.engine().submitted().size(), 0u);
+  body["n"] = 2;  // fits
+  EXPECT_EQ(post_json(h_.port(), "/v1/chat/completions", body).status, 200);
 }
 
 TEST_F(ErrorsHttpTest, GarbageNeverTakesTheServerDown) {

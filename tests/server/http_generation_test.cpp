@@ -62,7 +62,7 @@ TEST_F(GenerationHttpTest, ChatNonStreamedBody) {
   ASSERT_EQ(j["choices"].size(), 1u);
   EXPECT_EQ(j["choices"][0]["index"], 0);
   EXPECT_EQ(j["choices"][0]["message"]["role"], "assistant");
-  EXPECT_EQ(j["choices"][0]["message"]["content"], "Hello world!");
+  EXPECT_EQ(j["choices"][0]["message"]["content"], " Hello world!");
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
   EXPECT_TRUE(j["choices"][0]["logprobs"].is_null());
   EXPECT_EQ(j["usage"]["prompt_tokens"], chat_prompt_tokens());
@@ -132,7 +132,7 @@ TEST_F(GenerationHttpTest, ChatStreamWithUsage) {
       }
     }
   }
-  EXPECT_EQ(content, "Hello world!");
+  EXPECT_EQ(content, " Hello world!");
   const Json& finish = ev[ev.size() - 2];
   EXPECT_EQ(finish["choices"][0]["finish_reason"], "stop");
   EXPECT_TRUE(finish["choices"][0]["delta"].empty());
@@ -162,7 +162,7 @@ TEST_F(GenerationHttpTest, CompletionsNonStreamedWithMultiplePromptsAndN) {
   ASSERT_EQ(j["choices"].size(), 4u);
   for (int i = 0; i < 4; ++i) {
     EXPECT_EQ(j["choices"][i]["index"], i);
-    EXPECT_EQ(j["choices"][i]["text"], "Hello world!");
+    EXPECT_EQ(j["choices"][i]["text"], " Hello world!");
     EXPECT_EQ(j["choices"][i]["finish_reason"], "length");  // max_tokens 3 cut the script
   }
   EXPECT_EQ(j["usage"]["completion_tokens"], 12);
@@ -191,13 +191,13 @@ TEST_F(GenerationHttpTest, CompletionsStreamAndEcho) {
     EXPECT_FALSE(e["choices"][0].contains("delta"));
     text += e["choices"][0]["text"].get<std::string>();
   }
-  EXPECT_EQ(text, "OnceHello world!");
+  EXPECT_EQ(text, "Once Hello world!");
   EXPECT_EQ(ev.back()["choices"][0]["finish_reason"], "stop");
 
   body["stream"] = false;
   HttpResult plain = post_json(h_.port(), "/v1/completions", body);
   ASSERT_EQ(plain.status, 200);
-  EXPECT_EQ(plain.json()["choices"][0]["text"], "OnceHello world!");
+  EXPECT_EQ(plain.json()["choices"][0]["text"], "Once Hello world!");
 }
 
 TEST_F(GenerationHttpTest, TokenIdPromptIsPassedThrough) {
@@ -232,8 +232,8 @@ TEST_F(GenerationHttpTest, ChatStreamWithNTwoInterleavesChoices) {
     }
     if (!c["finish_reason"].is_null()) ++finish_seen[idx];
   }
-  EXPECT_EQ(content[0], "Hello world!");
-  EXPECT_EQ(content[1], "Hello world!");
+  EXPECT_EQ(content[0], " Hello world!");
+  EXPECT_EQ(content[1], " Hello world!");
   EXPECT_EQ(finish_seen[0], 1);
   EXPECT_EQ(finish_seen[1], 1);
 }
@@ -267,7 +267,7 @@ TEST_F(GenerationHttpTest, StopStringAcrossTokensIsNeverEmittedAndAbortsTheEngin
       EXPECT_EQ(j["choices"][0]["stop_reason"], "STOP");
       EXPECT_EQ(j["usage"]["completion_tokens"], 4);
     }
-    EXPECT_EQ(content, "The end") << "stream " << stream;
+    EXPECT_EQ(content, " The end") << "stream " << stream;
     EXPECT_EQ(finish, "stop");
     const engine::RequestKey key = h_.engine().keys().back();
     EXPECT_TRUE(h_.engine().wait_for_aborted(key, 5s));
@@ -319,8 +319,8 @@ TEST_F(GenerationHttpTest, CompletionLogprobsShape) {
   EXPECT_DOUBLE_EQ(lp["token_logprobs"][1].get<double>(), -0.25);
   EXPECT_TRUE(lp["top_logprobs"][1].is_object());
   EXPECT_TRUE(lp["top_logprobs"][1].contains(" world"));
-  EXPECT_EQ(lp["text_offset"][0], 4);  // after the echoed "Once"
-  EXPECT_EQ(lp["text_offset"][1], 9);  // after "OnceHello"
+  EXPECT_EQ(lp["text_offset"][0], 4);   // after the echoed "Once"
+  EXPECT_EQ(lp["text_offset"][1], 10);  // after "Once Hello"
 }
 
 TEST_F(GenerationHttpTest, KeepAliveServesSeveralRequestsOnOneConnection) {

@@ -6,6 +6,8 @@
 // text and bad pic_link values are 400s.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "server/pic_segments.h"
 #include "server_harness.h"
 
@@ -153,12 +155,26 @@ TEST(PicSegmentsTest, SplitAndStrip) {
   EXPECT_TRUE(has_pic_marks(text));
   EXPECT_FALSE(has_pic_marks("abcd"));
   const tokenizer::Tokenizer tok = make_test_tokenizer();
-  EXPECT_FALSE(tokenize_pic(tok, std::string(kPicEnd) + "x").ok());
-  EXPECT_FALSE(tokenize_pic(tok, std::string(kPicBegin) + "x").ok());
-  EXPECT_FALSE(tokenize_pic(tok, mark_pic(mark_pic("x"))).ok());
-  Result<PicTokens> t = tokenize_pic(tok, text);
+  using tokenizer::TrackedText;
+  EXPECT_FALSE(tokenize_pic(tok, TrackedText{std::string(kPicEnd) + "x", {}}).ok());
+  EXPECT_FALSE(tokenize_pic(tok, TrackedText{std::string(kPicBegin) + "x", {}}).ok());
+  EXPECT_FALSE(tokenize_pic(tok, TrackedText{mark_pic(mark_pic("x")), {}}).ok());
+  Result<PicTokens> t = tokenize_pic(tok, TrackedText{text, {}});
   ASSERT_TRUE(t.ok());
   EXPECT_EQ(t->chunks.size(), 1u);  // the empty chunk has no tokens
+  // Stripping the marks keeps each plain span on the bytes it covered.
+  const std::string marked = "<" + mark_pic("b</s>") + ">";
+  const size_t b = marked.find("b</s>");
+  const TrackedText stripped = strip_pic_marks(TrackedText{marked, {{b, b + 5}}});
+  EXPECT_EQ(stripped.text, "<b</s>>");
+  EXPECT_EQ(stripped.plain, (tokenizer::TextSpans{{1, 6}}));
+  // A chunk written by a user is text: its "</s>" is no EOS.
+  Result<PicTokens> chunk = tokenize_pic(tok, TrackedText{marked, {{b, b + 5}}});
+  ASSERT_TRUE(chunk.ok());
+  EXPECT_EQ(std::count(chunk->tokens.begin(), chunk->tokens.end(), kEos), 0);
+  Result<PicTokens> markup = tokenize_pic(tok, TrackedText{marked, {}});
+  ASSERT_TRUE(markup.ok());
+  EXPECT_EQ(std::count(markup->tokens.begin(), markup->tokens.end(), kEos), 1);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // and with the real stories260K tokenizer (shared data) for a tokenize → detokenize round trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "gguf/reader.h"
 #include "server_harness.h"
 #include "support/test_support.h"
@@ -10,6 +12,39 @@ namespace keel::server::testing {
 namespace {
 
 using Json = nlohmann::json;
+
+int64_t count_of(const std::vector<int32_t>& ids, int32_t id) {
+  return std::count(ids.begin(), ids.end(), id);
+}
+
+TEST(TokenizeHttpTest, MessageTextNeverYieldsSpecialTokensARawPromptDoes) {
+  ServerHarness h;
+  // A raw prompt parses special tokens, as llama-server and vLLM do.
+  HttpResult raw = post_json(h.port(), "/tokenize", Json{{"prompt", "</s><s>"}});
+  ASSERT_EQ(raw.status, 200) << raw.body;
+  const auto raw_ids = raw.json()["tokens"].get<std::vector<int32_t>>();
+  EXPECT_EQ(count_of(raw_ids, kEos), 1);
+  EXPECT_EQ(count_of(raw_ids, kBos), 2);
+  // The same text in a message of any role is text: only the tokenizer's own BOS.
+  for (const char* role : {"user", "system", "assistant", "tool"}) {
+    SCOPED_TRACE(role);
+    const Json messages = Json::array({Json{{"role", role}, {"content", "</s><s>"}}});
+    HttpResult r = post_json(h.port(), "/tokenize", Json{{"messages", messages}});
+    ASSERT_EQ(r.status, 200) << r.body;
+    const auto ids = r.json()["tokens"].get<std::vector<int32_t>>();
+    EXPECT_EQ(count_of(ids, kEos), 0);
+    EXPECT_EQ(count_of(ids, kBos), 1);
+    EXPECT_EQ(ids.front(), kBos);
+  }
+  // And in a chat completion: the engine gets no EOS/BOS from the user's text.
+  const Json chat = {
+      {"messages", Json::array({Json{{"role", "user"}, {"content", "hi</s><s>there"}}})},
+      {"max_tokens", 1}};
+  ASSERT_EQ(post_json(h.port(), "/v1/chat/completions", chat).status, 200);
+  const std::vector<int32_t> prompt = h.engine().submitted().back().prompt_tokens;
+  EXPECT_EQ(count_of(prompt, kEos), 0);
+  EXPECT_EQ(count_of(prompt, kBos), 1);
+}
 
 TEST(TokenizeHttpTest, SyntheticVocabularyShapesAndErrors) {
   ServerHarness h;

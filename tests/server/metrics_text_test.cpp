@@ -147,6 +147,7 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   stats.disk_tier_enabled = true;
   stats.disk_tier.corrupt = 2;
   stats.disk_tier.bytes_in = 4096;
+  stats.disk_tier.write_errors = 9;
   stats.tier_blocks_fetched = 5;
   stats.tier_blocks_recomputed = 6;
   stats.tier_transfers_pending = 2;
@@ -174,6 +175,8 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   EXPECT_EQ(v["keel:kv_tier_corrupt_total/disk"], 2);
   EXPECT_EQ(v["keel:kv_tier_bytes_in_total/disk"], 4096);
   EXPECT_EQ(v.count("keel:kv_tier_evictions_total/disk"), 1u);
+  EXPECT_EQ(v["keel:kv_tier_write_errors_total/disk"], 9);
+  EXPECT_EQ(v["keel:kv_tier_write_errors_total/host"], 0);
   EXPECT_EQ(v["fetch"], 5);
   EXPECT_EQ(v["recompute"], 6);
   EXPECT_EQ(v["keel:kv_tier_transfers_pending"], 2);

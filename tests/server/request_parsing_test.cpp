@@ -244,6 +244,10 @@ TEST(JsonDepthTest, CountsNestingOutsideStrings) {
   EXPECT_EQ(json_nesting_depth(R"({"a":"[[[[\"]]"})", 64), 1);
   EXPECT_EQ(json_nesting_depth("42", 64), 0);
   EXPECT_GT(json_nesting_depth(std::string(100000, '['), 64), 64);
+  const JsonShape shape = json_shape(R"({"a": [1, 2.5e3, "x,{[", true, null, {}], "b": -7})", 64);
+  EXPECT_EQ(shape.max_depth, 3);
+  EXPECT_EQ(shape.containers, 3);  // {, [, {}
+  EXPECT_EQ(shape.values, 11);     // 3 containers, keys "a" and "b", 6 scalars
 }
 
 TEST(ApiErrorTest, EnvelopeHasAllFields) {

@@ -51,14 +51,22 @@ tokenizer::Tokenizer make_test_tokenizer() {
   return std::move(tok).value();
 }
 
-Result<std::string> chatml(std::span<const ChatMessage> messages, bool add_generation_prompt) {
-  std::string out;
+Result<tokenizer::TrackedText> chatml_tracked(std::span<const ChatMessage> messages,
+                                              bool add_generation_prompt) {
+  tokenizer::TrackedText out;
   for (const ChatMessage& m : messages) {
     if (m.content == "__template_error__") return Status::invalid_argument("template rejected");
-    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    out.text += "<|im_start|>" + m.role + "\n";
+    tokenizer::append_span(&out.plain, out.text.size(), out.text.size() + m.content.size());
+    out.text += m.content + "<|im_end|>\n";
   }
-  if (add_generation_prompt) out += "<|im_start|>assistant\n";
+  if (add_generation_prompt) out.text += "<|im_start|>assistant\n";
   return out;
+}
+
+Result<std::string> chatml(std::span<const ChatMessage> messages, bool add_generation_prompt) {
+  KEEL_ASSIGN_OR_RETURN(tokenizer::TrackedText t, chatml_tracked(messages, add_generation_prompt));
+  return std::move(t.text);
 }
 
 ServerConfig test_config() {
@@ -81,7 +89,7 @@ ServerHarness::ServerHarness(ServerConfig config, int64_t max_model_len,
   ServerDeps deps;
   deps.engine = engine_.get();
   deps.tokenizer = tokenizer_;
-  deps.chat = chatml;
+  deps.chat = chatml_tracked;
   deps.ready = &ready_;
   Result<std::unique_ptr<Server>> s = Server::start(std::move(config), std::move(deps));
   KEEL_CHECK_MSG(s.ok(), s.status().to_string().c_str());

@@ -30,7 +30,11 @@ inline constexpr int32_t kVocabSize = 268;
 inline constexpr int32_t byte_token(uint8_t b) { return 3 + b; }
 
 tokenizer::Tokenizer make_test_tokenizer();
-// "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then "<|im_start|>assistant\n".
+// "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then "<|im_start|>assistant\n";
+// the contents are the plain spans (the harness's ChatFormatter).
+Result<tokenizer::TrackedText> chatml_tracked(std::span<const ChatMessage> messages,
+                                              bool add_generation_prompt);
+// chatml_tracked's text.
 Result<std::string> chatml(std::span<const ChatMessage> messages, bool add_generation_prompt);
 
 ServerConfig test_config();

@@ -3,6 +3,7 @@
 // for a token sequence concatenates to exactly the one-shot decode of that sequence.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
 
@@ -186,6 +187,31 @@ INSTANTIATE_TEST_SUITE_P(SharedVocabs, IncrementalDecoderVocabTest,
                            for (char& c : n) c = (c == '-') ? '_' : c;
                            return n;
                          });
+
+TEST(IncrementalDecoderTest, ContinuationMatchesLlamaCppGreedyTexts) {
+  // llama.cpp's generated texts keep the first piece's SentencePiece space (" went", " was",
+  // " Once"): generated ids continue the prompt. Only kSequenceStart (a text's first piece, as
+  // /detokenize and decode() see it) drops it.
+  KEEL_REQUIRE_SHARED();
+  auto file =
+      gguf::GgufFile::open(keel::testing::shared_path("models/stories260K/stories260K.gguf"),
+                           {.mode = gguf::DataMode::kNone});
+  ASSERT_TRUE(file.ok());
+  auto tok = Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tok.ok());
+  const auto ref = nlohmann::json::parse(keel::testing::read_file(
+      keel::testing::shared_path("models/stories260K/reference/greedy.json")));
+  IncrementalDecoder continuation(*tok, false, DecodePosition::kContinuation);
+  IncrementalDecoder start(*tok, false, DecodePosition::kSequenceStart);
+  for (const auto& r : ref["results"]) {
+    const auto ids = r["gen_ids"].get<std::vector<TokenId>>();
+    const std::string want = r["gen_text"];
+    EXPECT_EQ(stream(&continuation, ids), want) << r["prompt"];
+    const std::string first = stream(&start, ids);
+    EXPECT_EQ(first, tok->decode(ids, false));
+    EXPECT_EQ(first, want[0] == ' ' ? want.substr(1) : want) << r["prompt"];
+  }
+}
 
 TEST(IncrementalDecoderTest, HoldsByteFallbackCharactersUntilComplete) {
   KEEL_REQUIRE_SHARED();

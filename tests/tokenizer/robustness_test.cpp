@@ -78,6 +78,52 @@ TEST_P(RobustnessTest, LongMixedTextRoundTrips) {
   EXPECT_EQ(tok->decode(ids, false), tok->clean_spaces() ? clean_spaces_batch(text) : text);
 }
 
+// Tokenizer::min_tokens is a lower bound of the real count for any valid UTF-8 text: random
+// mixes, long runs of one character or of spaces (which long vocabulary pieces cover), special
+// tokens with and without parsing; and it grows with the text (an 8 MB prompt is refused before
+// it is tokenized).
+void check_min_tokens(const std::string& name) {
+  auto tok = load(name);
+  ASSERT_TRUE(tok.ok()) << tok.error().to_string();
+  if (tok->max_token_bytes() == 0) {
+    // Some byte has no token at all (mpt's vocabulary lacks byte-level characters, and BPE's
+    // fallback drops such bytes): no bound is sound, so none is claimed.
+    EXPECT_EQ(name, "mpt");
+    EXPECT_EQ(tok->min_tokens(std::string(100000, 'x')), 0u);
+    return;
+  }
+  std::mt19937 rng(17);
+  std::vector<std::string> texts;
+  for (int i = 0; i < 60; ++i) {
+    std::string t = random_bytes(&rng, rng() % 400, false);
+    if (is_valid_utf8(t)) texts.push_back(std::move(t));
+  }
+  for (const char* unit : {" ", "a", "\n", "=", "ab", "日", "<s>", "<|endoftext|>", "\t "}) {
+    std::string t;
+    while (t.size() < 3000) t += unit;
+    texts.push_back(std::move(t));
+  }
+  for (const std::string& t : texts) {
+    const size_t bound = tok->min_tokens(t);
+    for (bool parse_special : {false, true}) {
+      EXPECT_LE(bound, tok->encode(t, false, parse_special).size())
+          << name << ": " << t.substr(0, 40);
+    }
+  }
+  EXPECT_GT(tok->min_tokens(std::string(size_t{8} << 20, 'x')), size_t{8} << 20 >> 10);
+}
+
+TEST_P(RobustnessTest, MinTokensNeverExceedsTheRealCount) {
+  KEEL_REQUIRE_SHARED();
+  check_min_tokens(GetParam());
+}
+
+// Phi-3's special tokens swallow the whitespace after them: only other bytes count there.
+TEST(RobustnessSpmTest, MinTokensWithWhitespaceSwallowingSpecials) {
+  KEEL_REQUIRE_SHARED();
+  check_min_tokens("phi-3");
+}
+
 // SentencePiece stores spaces as U+2581, so a literal U+2581 in the input encodes like a space
 // and decodes as one (llama.cpp behaves the same).
 TEST(RobustnessSpmTest, SpmReadsU2581AsASpace) {

@@ -67,6 +67,22 @@ TEST(KeelCliTest, GreedyStoriesMatchesLlamaCpp) {
   EXPECT_EQ(f16.out, expected + "\n");
 }
 
+TEST(KeelCliTest, RunKeepsTheLeadingSpaceOfTheContinuation) {
+  KEEL_REQUIRE_SHARED();
+  const auto ref = nlohmann::json::parse(
+      read_file(shared_path("models/stories260K/reference/greedy.json")))["results"][3];
+  ASSERT_EQ(ref["prompt"], "One day, a boy named Tim");
+  CliResult r = run_keel({"run", "-m", shared_path(kStories), "-p", ref["prompt"], "-n", "8",
+                          "--temp", "0", "-t", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // llama.cpp's text starts " went to the park" (without the space, prompt + output would read
+  // "Timwent"); keel prints the first 8 tokens of it and a newline.
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.rfind(" went to the park", 0), 0u) << r.out;
+  EXPECT_EQ(ref["gen_text"].get<std::string>().rfind(r.out.substr(0, r.out.size() - 1), 0), 0u)
+      << r.out;
+}
+
 TEST(KeelCliTest, SameSeedSameText) {
   KEEL_REQUIRE_SHARED();
   std::vector<std::string> args = {"run",

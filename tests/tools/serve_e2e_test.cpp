@@ -71,6 +71,32 @@ TEST_F(StoriesServer, CompletionMatchesLlamaCppGreedy) {
   EXPECT_EQ(body["usage"]["total_tokens"], 69);
 }
 
+TEST_F(StoriesServer, ContinuationKeepsItsLeadingSpace) {
+  // llama.cpp (and vLLM) return " went to the park ...": the completion continues the prompt, so
+  // its first SentencePiece space is kept; only a text's very first piece drops it.
+  const auto ref =
+      json::parse(read_file(shared_path("models/stories260K/reference/greedy.json")))["results"][3];
+  ASSERT_EQ(ref["prompt"], "One day, a boy named Tim");
+  const std::string want = ref["gen_text"];
+  ASSERT_EQ(want.rfind(" went", 0), 0u);
+  const json req = {
+      {"prompt", ref["prompt"]}, {"max_tokens", 64}, {"temperature", 0}, {"ignore_eos", true}};
+  EXPECT_EQ(completion(port(), req)["choices"][0]["text"], want);
+  json echo = req;
+  echo["echo"] = true;
+  EXPECT_EQ(completion(port(), echo)["choices"][0]["text"],
+            ref["prompt"].get<std::string>() + want);
+  json streamed = req;
+  streamed["stream"] = true;
+  const HttpResponse r = http_request(port(), "POST", "/v1/completions", streamed.dump());
+  ASSERT_EQ(r.status, 200);
+  std::string text;
+  for (const std::string& e : sse_events(r.body)) {
+    if (e != "[DONE]") text += json::parse(e)["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, want);
+}
+
 TEST_F(StoriesServer, ChatNonStreamedAndStreamedAgree) {
   const json req = {{"model", "stories"},
                     {"messages", {{{"role", "user"}, {"content", "Tell me a story."}}}},

@@ -1,9 +1,13 @@
 // End-to-end tests of `keel serve` limits and request lifecycles: API keys (401), body limits
 // (413), a full waiting queue (429), draining (503 + SIGTERM exits 0), client disconnects while
 // queued / prefilling / decoding (the request is cancelled and its KV blocks freed), and
-// schedule-ahead on/off giving identical greedy outputs. Uses the built-in default model (random
-// weights) in a scratch KEEL_HOME, so it runs without shared data.
+// schedule-ahead on/off giving identical greedy outputs; SIGHUP drains with every stream ended
+// properly; a low descriptor limit and a closed log pipe do not stop the server. Uses the built-in
+// default model (random weights) in a scratch KEEL_HOME, so it runs without shared data.
 #include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/resource.h>
 
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -128,6 +132,59 @@ TEST(ServeLifecycleTest, FullQueueGives429AndDrainGives503ThenExitZero) {
   EXPECT_EQ(rejected.status, 429) << rejected.body;
   // SIGTERM: stop accepting, cancel in-flight after --drain-timeout, exit 0.
   EXPECT_EQ(s.terminate_and_wait(20000), 0) << s.log();
+}
+
+TEST(ServeLifecycleTest, SighupDrainsAndEveryStreamEndsProperly) {
+  // SIGHUP drains like SIGTERM (it used to kill the process at once, exit 129). Of 20 streams,
+  // the drain finishes some and cancels the rest after --drain-timeout: each must still end with
+  // its final chunk or an error event, then [DONE], then the end of the chunked body.
+  ServeProcess s({"--max-num-seqs", "4", "-t", "1", "--drain-timeout", "0.5"}, default_env());
+  ASSERT_TRUE(s.ok()) << s.error();
+  const int port = s.port();
+  std::vector<std::unique_ptr<HttpConnection>> streams;
+  for (int i = 0; i < 20; ++i) {
+    const int max_tokens = i % 2 == 0 ? 4 : 1500;  // short ones finish, long ones are cancelled
+    streams.push_back(std::make_unique<HttpConnection>(port));
+    ASSERT_TRUE(streams.back()->send_post(
+        "/v1/completions",
+        json{{"prompt", "hi"}, {"max_tokens", max_tokens}, {"ignore_eos", true}, {"stream", true}}
+            .dump()));
+  }
+  ASSERT_TRUE(eventually([&] { return running(port) + waiting(port) >= 10; }));
+  EXPECT_EQ(s.signal_and_wait(SIGHUP, 30000), 0) << s.log();
+  EXPECT_NE(s.log().find("received SIGHUP"), std::string::npos) << s.log();
+  for (auto& c : streams) {
+    const std::string raw = c->read_until([](const std::string&) { return false; }, 5000);
+    const std::vector<std::string> events = sse_events(raw);
+    ASSERT_GE(events.size(), 2u) << raw;
+    EXPECT_EQ(events.back(), "[DONE]") << raw;
+    const json last = json::parse(events[events.size() - 2]);
+    EXPECT_TRUE(last.contains("error") || !last["choices"][0]["finish_reason"].is_null()) << raw;
+    EXPECT_NE(raw.find("\r\n0\r\n\r\n"), std::string::npos) << "no final chunk: " << raw;
+  }
+}
+
+TEST(ServeLifecycleTest, LowDescriptorLimitAndAClosedLogPipeDoNotStopTheServer) {
+  rlimit lim{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < 1024) GTEST_SKIP() << "hard limit too low";
+  // Started with a soft limit of 64 descriptors: keel raises it to the hard limit, so 100 idle
+  // connections do not starve a real request (it used to fail accept() in a loop).
+  ServeProcess s({"-t", "1"}, default_env(),
+                 ServeProcessOptions{.stderr_pipe = true, .nofile_soft_limit = 64});
+  ASSERT_TRUE(s.ok()) << s.error();
+  std::vector<std::unique_ptr<HttpConnection>> idle;
+  for (int i = 0; i < 100; ++i) idle.push_back(std::make_unique<HttpConnection>(s.port()));
+  HttpConnection c(s.port());
+  ASSERT_TRUE(c.send_post("/v1/completions", json{{"prompt", "hi"}, {"max_tokens", 2}}.dump()));
+  const std::string reply = c.read_until(
+      [](const std::string& r) { return r.find("\"finish_reason\"") != std::string::npos; }, 10000);
+  EXPECT_EQ(reply.rfind("HTTP/1.1 200", 0), 0u) << reply;
+  idle.clear();
+  // Its log pipe closes (the reader went away): the next log line must not kill it (SIGPIPE).
+  s.close_log_pipe();
+  EXPECT_EQ(http_request(s.port(), "GET", "/health").status, 200);
+  EXPECT_EQ(s.terminate_and_wait(20000), 0);
 }
 
 TEST(ServeLifecycleTest, ScheduleAheadOnAndOffGiveIdenticalGreedyOutputs) {

@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -111,12 +112,29 @@ HttpResponse parse_response(const std::string& raw) {
 }  // namespace
 
 ServeProcess::ServeProcess(const std::vector<std::string>& args,
-                           const std::vector<std::string>& env) {
+                           const std::vector<std::string>& env,
+                           const ServeProcessOptions& options) {
   log_path_ = make_temp_dir("serve") + "/stderr.log";
+  int pipe_fds[2] = {-1, -1};
+  if (options.stderr_pipe && ::pipe(pipe_fds) != 0) {
+    error_ = "pipe() failed";
+    return;
+  }
   pid_ = ::fork();
   if (pid_ == 0) {
-    const int err = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(err, 2);
+    if (options.stderr_pipe) {
+      ::dup2(pipe_fds[1], 2);
+      ::close(pipe_fds[0]);
+    } else {
+      const int err = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(err, 2);
+    }
+    if (options.nofile_soft_limit > 0) {
+      rlimit lim{};
+      ::getrlimit(RLIMIT_NOFILE, &lim);
+      lim.rlim_cur = static_cast<rlim_t>(options.nofile_soft_limit);
+      ::setrlimit(RLIMIT_NOFILE, &lim);
+    }
     const int devnull = ::open("/dev/null", O_WRONLY);
     ::dup2(devnull, 1);
     for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
@@ -128,9 +146,21 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args,
     ::execv(KEEL_BINARY, argv.data());
     ::_exit(127);
   }
+  if (options.stderr_pipe) {
+    ::close(pipe_fds[1]);
+    log_pipe_ = pipe_fds[0];
+  }
   const std::string listening = "ready: listening on http://127.0.0.1:";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
+    if (log_pipe_ >= 0) {  // copy what the pipe holds into the log file
+      pollfd p{log_pipe_, POLLIN, 0};
+      if (::poll(&p, 1, 20) > 0) {
+        char buf[4096];
+        const ssize_t n = ::read(log_pipe_, buf, sizeof buf);
+        if (n > 0) std::ofstream(log_path_, std::ios::app).write(buf, n);
+      }
+    }
     const std::string text = slurp(log_path_);
     const size_t at = text.find(listening);
     if (at != std::string::npos && text.find('\n', at) != std::string::npos) {
@@ -153,11 +183,21 @@ ServeProcess::~ServeProcess() {
     ::kill(pid_, SIGKILL);
     ::waitpid(pid_, nullptr, 0);
   }
+  close_log_pipe();
+}
+
+void ServeProcess::close_log_pipe() {
+  if (log_pipe_ >= 0) ::close(log_pipe_);
+  log_pipe_ = -1;
 }
 
 int ServeProcess::terminate_and_wait(int timeout_ms) {
+  return signal_and_wait(SIGTERM, timeout_ms);
+}
+
+int ServeProcess::signal_and_wait(int sig, int timeout_ms) {
   if (pid_ <= 0) return -1;
-  ::kill(pid_, SIGTERM);
+  ::kill(pid_, sig);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (std::chrono::steady_clock::now() < deadline) {
     int status = 0;

@@ -14,11 +14,20 @@
 
 namespace keel::testing {
 
+struct ServeProcessOptions {
+  // stderr goes to a pipe instead of a file (its lines up to "ready" still reach log()), so that
+  // a test can close the reading end (close_log_pipe()).
+  bool stderr_pipe = false;
+  // When > 0, the child starts with this soft RLIMIT_NOFILE (the hard limit unchanged).
+  int nofile_soft_limit = 0;
+};
+
 class ServeProcess {
  public:
   // Runs `keel serve <args...> --host 127.0.0.1 --port 0`; check ok() and error().
   explicit ServeProcess(const std::vector<std::string>& args,
-                        const std::vector<std::string>& env = {});
+                        const std::vector<std::string>& env = {},
+                        const ServeProcessOptions& options = {});
   ~ServeProcess();
 
   [[nodiscard]] bool ok() const { return port_ > 0; }
@@ -26,12 +35,18 @@ class ServeProcess {
   [[nodiscard]] int port() const { return port_; }
   // Sends SIGTERM and waits for the exit code (-1 on timeout).
   int terminate_and_wait(int timeout_ms);
+  // Sends `sig` and waits for the exit code: the status, or 128 + the signal that killed it
+  // (-1 on timeout).
+  int signal_and_wait(int sig, int timeout_ms);
+  // With stderr_pipe: closes the pipe's reading end; the server's next log line meets EPIPE.
+  void close_log_pipe();
   // Everything the server wrote to stderr so far.
   [[nodiscard]] std::string log() const;
 
  private:
   pid_t pid_ = -1;
   int port_ = 0;
+  int log_pipe_ = -1;  // reading end, with stderr_pipe
   std::string log_path_;
   std::string error_;
 };

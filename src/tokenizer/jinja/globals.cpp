@@ -106,7 +106,9 @@ Dict make_globals(BuiltinContext* ctx) {
         }));
   g.set("joiner", Value::make_callable("joiner", [](CallArgs& a) -> Result<Value> {
           KEEL_ASSIGN_OR_RETURN(ArgBinder b, ArgBinder::bind("joiner", a, {"sep"}));
-          KEEL_ASSIGN_OR_RETURN(std::string sep, b.string_or(0, ", "));
+          KEEL_ASSIGN_OR_RETURN(std::string text, b.string_or(0, ", "));
+          // The separator itself, so that its plain spans (if any) travel with it.
+          Value sep = b.get(0) != nullptr && b.get(0)->is_string() ? *b.get(0) : Value(text);
           auto used = std::make_shared<bool>(false);
           return Value::make_callable("joiner", [sep, used](CallArgs&) -> Result<Value> {
             if (!*used) {

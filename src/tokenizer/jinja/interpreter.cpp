@@ -2,6 +2,7 @@
 // built-ins in filters.cpp, tests.cpp and methods.cpp).
 #include "tokenizer/jinja/interpreter.h"
 
+#include "tokenizer/jinja/plain_spans.h"
 #include "tokenizer/jinja/py_string.h"
 
 namespace keel::tokenizer::jinja {
@@ -33,8 +34,8 @@ Interpreter::Interpreter(const RenderEnv& env, const Dict& variables) : env_(env
   for (const auto& [name, value] : variables.entries) frames_[0].vars[name] = value;
 }
 
-Result<std::string> Interpreter::render(const NodeList& nodes) {
-  std::string out;
+Result<TrackedText> Interpreter::render(const NodeList& nodes) {
+  TrackedText out;
   KEEL_ASSIGN_OR_RETURN(Flow flow, exec(nodes, &out));
   (void)flow;  // break/continue outside loops are rejected by the parser
   return out;
@@ -58,13 +59,25 @@ Status Interpreter::enter() {
   return Status();
 }
 
-Status Interpreter::append(std::string* out, std::string_view text) const {
-  if (out->size() + text.size() > env_.limits.max_output_bytes) {
+Status Interpreter::append(TrackedText* out, std::string_view text, const TextSpans* spans,
+                           bool all_plain) const {
+  if (out->text.size() + text.size() > env_.limits.max_output_bytes) {
     return Status::resource_exhausted("template output exceeds " +
                                       std::to_string(env_.limits.max_output_bytes) + " bytes");
   }
-  out->append(text);
+  const size_t offset = out->text.size();
+  out->text.append(text);
+  if (all_plain) {
+    append_span(&out->plain, offset, out->text.size());
+  } else if (spans != nullptr) {
+    append_spans(&out->plain, *spans, 0, text.size(), offset);
+  }
   return Status();
+}
+
+Status Interpreter::append_value(TrackedText* out, const Value& v) const {
+  if (v.is_string()) return append(out, v.as_string(), &v.plain_spans());
+  return append(out, v.to_str(), nullptr, holds_plain(v));
 }
 
 Value Interpreter::lookup(const std::string& name) const {
@@ -80,7 +93,7 @@ void Interpreter::assign(const std::string& name, Value value) {
   frames_.back().vars[name] = std::move(value);
 }
 
-Result<Interpreter::Flow> Interpreter::exec(const NodeList& nodes, std::string* out) {
+Result<Interpreter::Flow> Interpreter::exec(const NodeList& nodes, TrackedText* out) {
   for (const NodePtr& node : nodes) {
     KEEL_ASSIGN_OR_RETURN(Flow flow, exec_node(*node, out));
     if (flow != Flow::kNormal) return flow;
@@ -88,21 +101,21 @@ Result<Interpreter::Flow> Interpreter::exec(const NodeList& nodes, std::string* 
   return Flow::kNormal;
 }
 
-Result<Interpreter::Flow> Interpreter::exec_node(const Node& node, std::string* out) {
+Result<Interpreter::Flow> Interpreter::exec_node(const Node& node, TrackedText* out) {
   KEEL_TRY(locate(enter(), node.line, node.column));
   auto flow = exec_node_inner(node, out);
   --eval_depth_;
   return flow;
 }
 
-Result<Interpreter::Flow> Interpreter::exec_node_inner(const Node& node, std::string* out) {
+Result<Interpreter::Flow> Interpreter::exec_node_inner(const Node& node, TrackedText* out) {
   switch (node.kind) {
     case NodeKind::kText:
       KEEL_TRY(locate(append(out, node.text), node.line, node.column));
       return Flow::kNormal;
     case NodeKind::kOutput: {
       KEEL_ASSIGN_OR_RETURN(Value v, eval(*node.expr));
-      KEEL_TRY(locate(append(out, v.to_str()), node.line, node.column));
+      KEEL_TRY(locate(append_value(out, v), node.line, node.column));
       return Flow::kNormal;
     }
     case NodeKind::kIf:
@@ -119,7 +132,7 @@ Result<Interpreter::Flow> Interpreter::exec_node_inner(const Node& node, std::st
       return exec_for(node, out);
     case NodeKind::kSet:
     case NodeKind::kSetBlock:
-      KEEL_TRY(exec_set(node, out));
+      KEEL_TRY(exec_set(node));
       return Flow::kNormal;
     case NodeKind::kMacro:
       assign(node.name, make_macro(node));
@@ -163,11 +176,17 @@ Dict loop_info(const Value::List& items, size_t i) {
 
 }  // namespace
 
-Result<Interpreter::Flow> Interpreter::exec_for(const Node& node, std::string* out) {
+Result<Interpreter::Flow> Interpreter::exec_for(const Node& node, TrackedText* out) {
   KEEL_ASSIGN_OR_RETURN(Value iterable, eval(*node.expr));
   auto listed = iterable_items(iterable);
   if (!listed.ok()) return locate(listed.error(), node.expr->line, node.expr->column);
   Value::List items = std::move(*listed);
+  if (iterable.is_string() && !iterable.plain_spans().empty()) {  // characters keep their origin
+    const std::vector<size_t> offsets = codepoint_offsets(iterable.as_string());
+    for (size_t i = 0; i < items.size(); ++i) {
+      items[i] = pick_chars_tracked(iterable, offsets, {i});
+    }
+  }
   KEEL_TRY(locate(ctx_.charge(16 * items.size()), node.line, node.column));
   if (node.condition) {
     Value::List kept;
@@ -216,14 +235,13 @@ Status Interpreter::bind_targets(const std::vector<std::string>& targets, const 
   return Status();
 }
 
-Status Interpreter::exec_set(const Node& node, std::string* out) {
-  (void)out;
+Status Interpreter::exec_set(const Node& node) {
   Value value;
   if (node.kind == NodeKind::kSetBlock) {
-    std::string captured;
+    TrackedText captured;
     KEEL_ASSIGN_OR_RETURN(Flow flow, exec(node.body, &captured));
     (void)flow;
-    value = Value(std::move(captured));
+    value = Value::with_spans(std::move(captured.text), std::move(captured.plain));
   } else {
     KEEL_ASSIGN_OR_RETURN(value, eval(*node.expr));
   }
@@ -290,12 +308,12 @@ Result<Value> Interpreter::call_macro(const Node& node, CallArgs& args) {
       frames_.back().vars[node.targets[i]] = Value::undefined(node.targets[i]);
     }
   }
-  std::string out;
+  TrackedText out;
   if (status.ok()) status = exec(node.body, &out).status();
   --call_depth_;
   frames_.pop_back();
   KEEL_TRY(status);
-  return Value(std::move(out));
+  return Value::with_spans(std::move(out.text), std::move(out.plain));
 }
 
 Result<Value> Interpreter::eval(const Expr& e) {
@@ -352,14 +370,15 @@ Result<Value> Interpreter::eval_inner(const Expr& e) {
     case ExprKind::kBinary:
       return eval_binary(e);
     case ExprKind::kConcat: {
-      std::string s;
+      std::vector<Value> parts;
+      parts.reserve(e.children.size());
       for (const ExprPtr& child : e.children) {
         KEEL_ASSIGN_OR_RETURN(Value v, eval(*child));
-        std::string part = v.to_str();
-        KEEL_TRY(ctx_.charge(part.size()));
-        s += part;
+        if (!v.is_string()) v = holds_plain(v) ? Value::plain(v.to_str()) : Value(v.to_str());
+        KEEL_TRY(ctx_.charge(v.as_string().size()));
+        parts.push_back(std::move(v));
       }
-      return Value(std::move(s));
+      return concat_tracked(parts);
     }
     case ExprKind::kCompare:
       return eval_compare(e);
@@ -412,7 +431,12 @@ Result<Value> Interpreter::eval_binary(const Expr& e) {
   KEEL_ASSIGN_OR_RETURN(Value b, eval(*e.children[1]));
   if (a.is_undefined()) return undefined_error(a);
   if (b.is_undefined()) return undefined_error(b);
-  return binary_op(e.name, a, b, ctx_);
+  if (e.name == "+" && a.is_string() && b.is_string()) {  // exact: both sides keep their spans
+    KEEL_TRY(ctx_.charge(a.as_string().size() + b.as_string().size()));
+    return concat_tracked({a, b});
+  }
+  KEEL_ASSIGN_OR_RETURN(Value r, binary_op(e.name, a, b, ctx_));
+  return taint_new_strings(std::move(r), {&a, &b});
 }
 
 Result<Value> Interpreter::eval_compare(const Expr& e) {
@@ -466,7 +490,8 @@ Result<Value> Interpreter::eval_filter(const Expr& e) {
   KEEL_ASSIGN_OR_RETURN(Value v, eval(*e.children[0]));
   CallArgs args;
   KEEL_TRY(eval_args(e, 1, &args));
-  return apply_filter(e.name, v, args, ctx_);
+  KEEL_ASSIGN_OR_RETURN(Value r, apply_filter(e.name, v, args, ctx_));
+  return taint_new_strings(std::move(r), {&v}, &args);
 }
 
 Result<Value> Interpreter::eval_test(const Expr& e) {

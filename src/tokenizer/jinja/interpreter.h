@@ -46,10 +46,12 @@ class Interpreter {
  public:
   Interpreter(const RenderEnv& env, const Dict& variables);
 
+  // The rendered text with its plain spans: the bytes that came from strings marked plain in
+  // the variables (see plain_spans.h for how they travel).
   // Errors: InvalidArgument "line L, column C: ..." for type errors, undefined values used in
   // arithmetic or attribute access, unknown filters/tests, and raise_exception() ("raised by
   // template: <message>"); ResourceExhausted when a limit is hit.
-  Result<std::string> render(const NodeList& nodes);
+  Result<TrackedText> render(const NodeList& nodes);
 
  private:
   enum class Flow { kNormal, kBreak, kContinue };
@@ -58,15 +60,19 @@ class Interpreter {
     bool macro_boundary = false;  // lookups skip from here to the template's top-level frames
   };
 
-  Result<Flow> exec(const NodeList& nodes, std::string* out);
-  Result<Flow> exec_node(const Node& node, std::string* out);
-  Result<Flow> exec_node_inner(const Node& node, std::string* out);
-  Result<Flow> exec_for(const Node& node, std::string* out);
-  Status exec_set(const Node& node, std::string* out);
+  Result<Flow> exec(const NodeList& nodes, TrackedText* out);
+  Result<Flow> exec_node(const Node& node, TrackedText* out);
+  Result<Flow> exec_node_inner(const Node& node, TrackedText* out);
+  Result<Flow> exec_for(const Node& node, TrackedText* out);
+  Status exec_set(const Node& node);
   Status bind_targets(const std::vector<std::string>& targets, const Value& value, const Node& at);
   Value make_macro(const Node& node);
   Result<Value> call_macro(const Node& node, CallArgs& args);
-  Status append(std::string* out, std::string_view text) const;
+  // Appends `text`; `spans` (relative to text) are its plain bytes, or all of it when `all_plain`.
+  Status append(TrackedText* out, std::string_view text, const TextSpans* spans = nullptr,
+                bool all_plain = false) const;
+  // Appends the output of `{{ v }}`.
+  Status append_value(TrackedText* out, const Value& v) const;
 
   Result<Value> eval(const Expr& e);
   Result<Value> eval_inner(const Expr& e);

@@ -2,6 +2,7 @@
 // methods, then keys (dicts); `a[b]` tries keys or indices, then methods; a missing key, index
 // or attribute is undefined; any access on an undefined value is an error.
 #include "tokenizer/jinja/interpreter.h"
+#include "tokenizer/jinja/plain_spans.h"
 #include "tokenizer/jinja/py_string.h"
 
 namespace keel::tokenizer::jinja {
@@ -44,10 +45,9 @@ Result<Value> Interpreter::eval_slice(const Expr& e) {
     std::vector<size_t> offsets = codepoint_offsets(s);
     KEEL_ASSIGN_OR_RETURN(auto idx,
                           slice_indices(offsets.size() - 1, parts[0], parts[1], parts[2]));
-    std::string out;
-    for (size_t i : idx) out.append(s, offsets[i], offsets[i + 1] - offsets[i]);
-    KEEL_TRY(ctx_.charge(out.size()));
-    return Value(std::move(out));
+    Value out = pick_chars_tracked(obj, offsets, idx);  // each character keeps its origin
+    KEEL_TRY(ctx_.charge(out.as_string().size()));
+    return out;
   }
   return Status::invalid_argument("'" + std::string(obj.type_name()) + "' object is not sliceable");
 }
@@ -105,8 +105,7 @@ Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
       const auto n = static_cast<int64_t>(offsets.size() - 1);
       if (i < 0) i += n;
       if (i < 0 || i >= n) return Value::undefined("index " + std::to_string(key.as_int()));
-      const auto u = static_cast<size_t>(i);
-      return Value(s.substr(offsets[u], offsets[u + 1] - offsets[u]));
+      return pick_chars_tracked(obj, offsets, {static_cast<size_t>(i)});
     }
     default:
       return Value::undefined(key.to_str());

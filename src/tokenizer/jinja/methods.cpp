@@ -4,6 +4,7 @@
 
 #include "tokenizer/jinja/builtin_args.h"
 #include "tokenizer/jinja/builtins.h"
+#include "tokenizer/jinja/plain_spans.h"
 #include "tokenizer/jinja/py_string.h"
 
 namespace keel::tokenizer::jinja {
@@ -291,8 +292,10 @@ Method find_method(ValueKind kind, std::string_view name) {
 Value get_method(const Value& obj, std::string_view name, BuiltinContext* ctx) {
   Method fn = find_method(obj.kind(), name);
   if (fn == nullptr) return Value::undefined(std::string(name));
-  return Value::make_callable(std::string(name),
-                              [obj, fn, ctx](CallArgs& args) { return fn(obj, args, *ctx); });
+  return Value::make_callable(std::string(name), [obj, fn, ctx](CallArgs& args) -> Result<Value> {
+    KEEL_ASSIGN_OR_RETURN(Value r, fn(obj, args, *ctx));
+    return taint_new_strings(std::move(r), {&obj}, &args);
+  });
 }
 
 }  // namespace keel::tokenizer::jinja

@@ -9,6 +9,11 @@ Result<Template> Template::parse(std::string_view source, const ParseOptions& op
 }
 
 Result<std::string> Template::render(const Dict& variables, const RenderEnv& env) const {
+  KEEL_ASSIGN_OR_RETURN(TrackedText out, render_tracked(variables, env));
+  return std::move(out.text);
+}
+
+Result<TrackedText> Template::render_tracked(const Dict& variables, const RenderEnv& env) const {
   Interpreter interpreter(env, variables);
   return interpreter.render(*root_);
 }

@@ -32,6 +32,10 @@ class Template {
   // Renders with `variables` as the template's global names (they shadow the built-in globals).
   // Errors as Interpreter::render().
   [[nodiscard]] Result<std::string> render(const Dict& variables, const RenderEnv& env = {}) const;
+  // The same with the output's plain spans: the bytes that came from variables' strings marked
+  // plain (Value::plain), tracked as plain_spans.h describes.
+  [[nodiscard]] Result<TrackedText> render_tracked(const Dict& variables,
+                                                   const RenderEnv& env = {}) const;
 
  private:
   explicit Template(std::shared_ptr<const NodeList> root) : root_(std::move(root)) {}

@@ -57,7 +57,28 @@ double Value::as_double() const {
 
 const std::string& Value::as_string() const {
   KEEL_CHECK(is_string());
-  return *std::get<std::shared_ptr<const std::string>>(data_);
+  return std::get<std::shared_ptr<const Str>>(data_)->text;
+}
+
+const TextSpans& Value::plain_spans() const {
+  static const TextSpans kNone;
+  if (!is_string()) return kNone;
+  return std::get<std::shared_ptr<const Str>>(data_)->plain;
+}
+
+const void* Value::string_identity() const {
+  if (!is_string()) return nullptr;
+  return std::get<std::shared_ptr<const Str>>(data_).get();
+}
+
+Value Value::plain(std::string s) {
+  TextSpans spans;
+  append_span(&spans, 0, s.size());
+  return with_spans(std::move(s), std::move(spans));
+}
+
+Value Value::with_spans(std::string s, TextSpans spans) {
+  return Value(Data(std::make_shared<const Str>(Str{std::move(s), std::move(spans)})));
 }
 
 const Value::List& Value::as_list() const {

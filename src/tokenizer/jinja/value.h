@@ -4,6 +4,10 @@
 // (string keys, insertion order kept), namespace (the one mutable object) and callables.
 // Strings, lists and dicts are shared on copy, so copying a Value is O(1).
 //
+// A string may carry plain spans (tokenizer/text_span.h): the byte ranges that came from
+// untrusted input (message contents). Value(std::string) has none; Value::plain() marks all of
+// a string; with_spans() any part. How spans travel through a render: plain_spans.h.
+//
 // Invariants: lists and dicts are shared and never mutated once built (templates run as in
 // Jinja's immutable sandbox); only a namespace's attributes change, through `set ns.x = ...`.
 // Thread safety: a Value graph belongs to one render; nothing is shared between renders.
@@ -19,6 +23,7 @@
 #include <vector>
 
 #include "core/result.h"
+#include "tokenizer/text_span.h"
 
 namespace keel::tokenizer::jinja {
 
@@ -72,11 +77,16 @@ class Value {
   Value(int64_t i) : data_(i) {}       // NOLINT(implicit)
   Value(int i) : data_(int64_t{i}) {}  // NOLINT(implicit)
   Value(double d) : data_(d) {}        // NOLINT(implicit)
-  Value(std::string s) : data_(std::make_shared<const std::string>(std::move(s))) {}  // NOLINT
+  Value(std::string s)                 // NOLINT(implicit)
+      : data_(std::make_shared<const Str>(Str{std::move(s), {}})) {}
   Value(std::string_view s) : Value(std::string(s)) {}                           // NOLINT(implicit)
   Value(const char* s) : Value(std::string(s)) {}                                // NOLINT(implicit)
   Value(List items) : data_(std::make_shared<const List>(std::move(items))) {}   // NOLINT
   Value(Dict dict) : data_(DictRef{std::make_shared<Dict>(std::move(dict))}) {}  // NOLINT
+  // A string whose bytes all came from untrusted input.
+  static Value plain(std::string s);
+  // A string whose `spans` (valid for it, see text_span.h) came from untrusted input.
+  static Value with_spans(std::string s, TextSpans spans);
   static Value make_namespace(Dict attrs);
   static Value make_callable(std::string name, std::function<Result<Value>(CallArgs&)> fn);
 
@@ -98,6 +108,11 @@ class Value {
   [[nodiscard]] int64_t as_int() const;    // int or bool
   [[nodiscard]] double as_double() const;  // int, bool or float
   [[nodiscard]] const std::string& as_string() const;
+  // The plain spans of a string (empty for other kinds and for markup-only strings).
+  [[nodiscard]] const TextSpans& plain_spans() const;
+  // Identifies a string's storage (shared by copies), for telling a passed-through string from a
+  // new one; nullptr for other kinds.
+  [[nodiscard]] const void* string_identity() const;
   [[nodiscard]] const List& as_list() const;
   [[nodiscard]] const Dict& as_dict() const;  // dict or namespace
   [[nodiscard]] Dict& namespace_attrs() const;
@@ -121,10 +136,14 @@ class Value {
   struct NamespaceRef {
     std::shared_ptr<Dict> attrs;
   };
+  struct Str {
+    std::string text;
+    TextSpans plain;
+  };
   // Alternative order must match ValueKind.
   using Data = std::variant<Undefined, std::nullptr_t, bool, int64_t, double,
-                            std::shared_ptr<const std::string>, std::shared_ptr<const List>,
-                            DictRef, NamespaceRef, std::shared_ptr<const Callable>>;
+                            std::shared_ptr<const Str>, std::shared_ptr<const List>, DictRef,
+                            NamespaceRef, std::shared_ptr<const Callable>>;
   explicit Value(Data data) : data_(std::move(data)) {}
 
   Data data_;
