@@ -623,6 +623,7 @@ void Engine::run() {
     inflight.reset();
     if (next) {
       scheduler_.resolve_plan(&*next);  // drops finished requests, fills the tokens just sampled
+      scheduler_.extend_plan(&*next);   // admits requests that arrived while step N computed
       if (launch(*next)) {
         inflight = std::move(next);
       } else {
