@@ -4,15 +4,20 @@
 # with its reason: the GTEST_SKIP message, or the "skipped: ..." line a script test printed
 # before exiting 77. A preset that cannot run here (the fuzz targets without clang++-15) is
 # counted as skipped too, with its reason. Exit status: 1 when any test failed.
-# Usage: scripts/run_tests.sh PRESET...
+# Usage: scripts/run_tests.sh PRESET... [-- CTEST_ARGS...]   (e.g. -- -E _NOT_BUILT to skip the
+#        placeholders of test binaries a partial build did not make)
 set -uo pipefail
 cd "$(dirname "$0")/.."
+presets=()
+while [ $# -gt 0 ] && [ "$1" != -- ]; do presets+=("$1"); shift; done
+[ $# -gt 0 ] && shift
+ctest_args=("$@")
 
 total=0 failed=0 skipped=0 status=0
 reasons="$(mktemp)"
 trap 'rm -f "$reasons"' EXIT
 
-for preset in "$@"; do
+for preset in "${presets[@]}"; do
   dir="build/$preset"
   [ "$preset" = tsan-core ] && dir=build/tsan
   if [ "$preset" = fuzz ] && ! command -v clang++-15 >/dev/null; then
@@ -23,7 +28,7 @@ for preset in "$@"; do
   fi
   echo "=== ctest --preset $preset"
   out="$dir/ctest-summary.out"
-  ctest --preset "$preset" 2>&1 | tee "$out"
+  ctest --preset "$preset" "${ctest_args[@]}" 2>&1 | tee "$out"
   [ "${PIPESTATUS[0]}" -ne 0 ] && status=1
   line="$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$out" | tail -n 1)"
   if [ -z "$line" ]; then
