@@ -4,7 +4,8 @@
 // "add_generation_prompt", "context": {extra variables}}; without it (or when it is not such an
 // object) a fixed conversation is rendered. Render limits are smaller than the server's so that
 // runaway templates stop quickly. Checks: no crash, the output stays within max_output_bytes,
-// errors carry a message, and rendering is deterministic (the clock is fixed).
+// errors carry a message, rendering is deterministic (the clock is fixed), and render_tracked()
+// gives the same text with well-formed plain spans.
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -91,5 +92,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (out->size() > options.limits.max_output_bytes) std::abort();
   auto again = tmpl->render(messages, options);
   if (!again.ok() || *again != *out) std::abort();
+  // The tracked render: the same text, and plain spans that are sorted, non-empty, disjoint,
+  // not adjacent and inside the text (text_span.h).
+  auto tracked = tmpl->render_tracked(messages, options);
+  if (!tracked.ok() || tracked->text != *out) std::abort();
+  size_t prev_end = 0;
+  for (size_t i = 0; i < tracked->plain.size(); ++i) {
+    const keel::tokenizer::TextSpan& s = tracked->plain[i];
+    if (s.begin >= s.end || s.end > tracked->text.size()) std::abort();
+    if (i > 0 && s.begin <= prev_end) std::abort();
+    prev_end = s.end;
+  }
   return 0;
 }

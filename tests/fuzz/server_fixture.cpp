@@ -28,7 +28,7 @@ server::ChatFormatter chat_formatter(const tokenizer::Tokenizer* tok) {
   std::shared_ptr<const tokenizer::ChatTemplate> tmpl = chatml;
   return [tmpl, tok, bos = tokenizer::bos_text(*tok), eos = tokenizer::eos_text(*tok)](
              std::span<const server::ChatMessage> messages,
-             bool add_generation_prompt) -> Result<std::string> {
+             bool add_generation_prompt) -> Result<tokenizer::TrackedText> {
     std::vector<tokenizer::ChatMessage> msgs;
     for (const auto& m : messages) {
       tokenizer::ChatMessage c{m.role, m.content, nullptr};
@@ -36,8 +36,12 @@ server::ChatFormatter chat_formatter(const tokenizer::Tokenizer* tok) {
       if (!m.tool_call_id.empty()) c.extra["tool_call_id"] = m.tool_call_id;
       msgs.push_back(std::move(c));
     }
-    KEEL_ASSIGN_OR_RETURN(std::string text, tmpl->render(msgs, add_generation_prompt, bos, eos));
-    return std::string(tokenizer::prompt_for_tokenizer(text, *tok));
+    tokenizer::ChatRenderOptions options;
+    options.add_generation_prompt = add_generation_prompt;
+    options.bos_token = bos;
+    options.eos_token = eos;
+    KEEL_ASSIGN_OR_RETURN(tokenizer::TrackedText text, tmpl->render_tracked(msgs, options));
+    return tokenizer::prompt_for_tokenizer(std::move(text), *tok);
   };
 }
 
@@ -49,14 +53,19 @@ const tokenizer::Tokenizer& shared_tokenizer() {
 
 }  // namespace
 
-ServerFixture::ServerFixture(const std::string& pic_mode)
-    : engine({kHello, kWorld, kBang, kSt, kOp, kMore, kEnd}, /*max_model_len=*/512),
-      tokenizer(shared_tokenizer()) {
-  server::ServerConfig& c = ctx.config;
+static server::ServerConfig fuzz_config(const std::string& pic_mode) {
+  server::ServerConfig c;
   c.served_model_name = "test-model";
   c.max_body_bytes = 64 * 1024;
   c.tokenizer_threads = 0;  // tokenize inline, on the fuzzing thread
   c.pic_mode = pic_mode;
+  return c;
+}
+
+ServerFixture::ServerFixture(const std::string& pic_mode)
+    : engine({kHello, kWorld, kBang, kSt, kOp, kMore, kEnd}, /*max_model_len=*/512),
+      tokenizer(shared_tokenizer()),
+      ctx(fuzz_config(pic_mode)) {
   ctx.deps.engine = &engine;
   ctx.deps.tokenizer = &tokenizer;
   ctx.deps.chat = chat_formatter(&tokenizer);

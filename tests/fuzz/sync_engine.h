@@ -28,6 +28,7 @@ class SyncEngine final : public engine::EngineClient {
   [[nodiscard]] const engine::Metrics& metrics() const override { return metrics_; }
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
+  [[nodiscard]] int64_t max_waiting() const override { return 256; }
 
   [[nodiscard]] int64_t num_submitted() const { return next_key_ - 1; }
 

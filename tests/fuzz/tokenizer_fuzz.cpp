@@ -4,8 +4,9 @@
 // (../shared next to the repository by default; without them the target exits 77: skipped).
 // Input: one byte choosing the vocabulary and the encode flags, then text. Checks, from
 // tokenizer.h and incremental_decoder.h: ids are inside the vocabulary, decode() is valid UTF-8,
-// and the incremental decoder agrees with decode() byte for byte — for the encoded ids and for
-// ids read from the input (some outside the vocabulary).
+// the incremental decoder agrees with decode() byte for byte — for the encoded ids and for ids
+// read from the input (some outside the vocabulary) —, min_tokens() is a lower bound of the
+// count, and text encoded as plain (message content) never yields a control token.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -88,6 +89,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (id < 0 || id >= tok.vocab_size()) std::abort();
   }
   check_decode(tok, ids, /*render_special=*/parse_special);
+  // min_tokens() is a lower bound on the token count (what the server uses to refuse early).
+  const size_t n = add_special ? tok.encode(text, false, parse_special).size() : ids.size();
+  if (tok.min_tokens(text) > n) std::abort();
+  // Text that is all plain (a chat message's content) never yields a control token.
+  if (!text.empty()) {
+    keel::tokenizer::TrackedText plain{std::string(text), {{0, text.size()}}};
+    for (int32_t id : tok.encode(plain, /*add_special=*/false, /*parse_special=*/true)) {
+      if (id < 0 || id >= tok.vocab_size() || tok.is_control(id)) {
+        std::fprintf(stderr, "tokenizer_fuzz: plain text gave token %d\n", id);
+        std::abort();
+      }
+    }
+  }
 
   // The input's bytes as ids (little-endian 16-bit pairs, a few past the vocabulary).
   std::vector<int32_t> raw;
