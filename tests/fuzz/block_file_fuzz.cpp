@@ -4,9 +4,9 @@
 // then both keys are read back. The flags let the fuzzer get past the checksums: bit 0 writes
 // the store's identity and the file's key into the header, bit 1 recomputes the payload
 // checksum, bit 2 the header checksum, bit 3 names the file as an interrupted write (.tmp),
-// bits 4-6 set the capacity in blocks. Checks: the index's byte accounting stays exact and
-// within capacity, and a payload is served only when its file is a valid block of this store —
-// never a damaged, foreign or misnamed one.
+// bits 4-6 set the capacity in blocks (0: open must refuse it). Checks: the index's byte
+// accounting stays exact and within capacity, and a payload is served only when its file is a
+// valid block of this store — never a damaged, foreign or misnamed one.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -96,8 +96,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::byte> good(kPayload, std::byte{0x5a});
   {
     auto tier = keel::kv::DiskTier::open(&fs, config);
+    if (config.capacity_bytes < file_bytes) {  // refused: not even one block fits
+      if (tier.ok()) std::abort();
+      return 0;
+    }
     if (!tier.ok()) std::abort();
-    (void)(*tier)->put(kGoodKey, good, nullptr);  // may not fit (capacity 0)
+    if (!(*tier)->put(kGoodKey, good, nullptr).ok()) std::abort();
   }
   const std::string dir = config.dir + "/" + keel::kv::block_hash_hex(kIdentity);
   std::string name = keel::kv::block_hash_hex(kFuzzKey) + ".kvb";

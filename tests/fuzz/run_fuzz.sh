@@ -17,8 +17,8 @@ log="$work/fuzz.log"
 # libFuzzer exits 77 on a crash by default: CTest would read that as "skipped".
 flags=(-error_exitcode=1 -timeout_exitcode=1 -timeout=20 -rss_limit_mb=2560 -print_final_stats=1
        "-artifact_prefix=$work/artifacts/")
-symbolizer="$(command -v llvm-symbolizer-15 || echo /usr/lib/llvm-15/bin/llvm-symbolizer)"
-[ -x "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
+symbolizer="$(command -v llvm-symbolizer-15 || command -v llvm-symbolizer || true)"
+[ -n "$symbolizer" ] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
 case "$target" in
   gguf_fuzz | jinja_fuzz | http_fuzz) flags+=(-max_len=16384) ;;
   *) flags+=(-max_len=4096) ;;
