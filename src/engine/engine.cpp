@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "engine/model_identity.h"
 #include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"
@@ -24,25 +25,6 @@ double seconds_between(int64_t from_ns, int64_t to_ns) {
   return static_cast<double>(to_ns - from_ns) * 1e-9;
 }
 
-// The model's identity for prefix-cache keys: architecture, shapes and types of every tensor.
-kv::BlockHash model_identity(const model::Model& model) {
-  std::string id = "keel-model-v1|" + std::string(model::arch_name(model.hparams().arch));
-  for (const auto& t : model.file().tensors()) {
-    id += "|" + t.name + ":" + std::to_string(static_cast<int>(t.dtype)) + ":" +
-          std::to_string(t.offset) + ":" + std::to_string(t.num_bytes);
-  }
-  id += "|" + std::to_string(model.file().file_size());
-  return kv::hash_bytes(std::as_bytes(std::span<const char>(id.data(), id.size())));
-}
-
-// The identity of the KV bytes a tier stores: the model, the KV dtype and the block size. Disk
-// files of any other identity are never read.
-kv::BlockHash tier_identity(const kv::BlockHash& model_key, DType kv_dtype, int32_t block_size) {
-  const std::string id = "keel-kv-tier-v1|" + kv::block_hash_hex(model_key) + "|" +
-                         std::string(dtype_name(kv_dtype)) + "|" + std::to_string(block_size);
-  return kv::hash_bytes(std::as_bytes(std::span<const char>(id.data(), id.size())));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& model_key,
@@ -56,7 +38,7 @@ Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& mod
     kv::DiskTierConfig dc;
     dc.dir = config.kv_disk_dir;
     dc.capacity_bytes = config.kv_disk_bytes;
-    dc.identity = tier_identity(model_key, config.kv_dtype, config.block_size);
+    dc.identity = kv_tier_identity(model_key, config.kv_dtype, config.block_size);
     dc.payload_bytes = block_bytes;
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::DiskTier> d, kv::DiskTier::open(fs, dc));
     disk = std::move(d);
@@ -91,7 +73,7 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                                     std::to_string(layout.block_bytes()) + " bytes");
   }
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
-  const kv::BlockHash model_key = model_identity(model);
+  KEEL_ASSIGN_OR_RETURN(const kv::BlockHash model_key, model_identity(model.file()));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
                         open_tiers(model_key, config, layout.block_bytes(), fs.get()));
   if (!tiers->empty()) {
@@ -132,8 +114,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
-  const std::string root = "keel-pic-chunk-v1|" + kv::block_hash_hex(model_key_);
-  pic_root_ = kv::hash_bytes(std::as_bytes(std::span<const char>(root.data(), root.size())));
+  pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
   publish_stats();
   thread_ = std::thread([this] { run(); });

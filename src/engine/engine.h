@@ -63,6 +63,9 @@ class Engine final : public EngineClient {
 
   [[nodiscard]] const EngineConfig& config() const { return config_; }
   [[nodiscard]] int32_t num_kv_blocks() const { return num_blocks_; }
+  // The key prefix blocks are hashed under (model_identity.h): the same for every engine of the
+  // model file, and computable from its metadata alone.
+  [[nodiscard]] const kv::BlockHash& model_key() const { return model_key_; }
 
  private:
   struct Submit {
