@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "engine/engine_client.h"
+#include "engine/metrics.h"
 
 namespace keel::cli {
 
@@ -30,9 +31,9 @@ class DeferredEngine final : public engine::EngineClient {
     if (auto* e = get()) return e->stats();
     return {};
   }
-  [[nodiscard]] const engine::Metrics& metrics() const override {
+  [[nodiscard]] engine::MetricsSnapshot metrics() const override {
     if (auto* e = get()) return e->metrics();
-    return empty_metrics_;
+    return empty_metrics_.snapshot();
   }
   void drain(std::chrono::milliseconds timeout) override {
     if (auto* e = get()) e->drain(timeout);

@@ -31,6 +31,7 @@
 #include "core/thread_pool.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
+#include "engine/metrics.h"
 #include "engine/scheduler.h"
 #include "engine/sparse_decode.h"
 #include "engine/step_cost_model.h"
@@ -56,7 +57,7 @@ class Engine final : public EngineClient {
   void abort(RequestKey key) override;
   void release_cache(const std::string& id) override;
   [[nodiscard]] EngineStats stats() const override;
-  [[nodiscard]] const Metrics& metrics() const override { return metrics_; }
+  [[nodiscard]] MetricsSnapshot metrics() const override { return metrics_.snapshot(); }
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return config_.scheduler.max_waiting; }

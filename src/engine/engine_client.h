@@ -8,7 +8,6 @@
 #include <string>
 
 #include "core/result.h"
-#include "engine/metrics.h"
 #include "engine/types.h"
 
 namespace keel::engine {
@@ -32,8 +31,8 @@ class EngineClient {
   // ordinary cached blocks. Unknown ids are ignored.
   virtual void release_cache(const std::string& id) = 0;
   [[nodiscard]] virtual EngineStats stats() const = 0;
-  // Histograms and counters for /metrics.
-  [[nodiscard]] virtual const Metrics& metrics() const = 0;
+  // Histograms and counters for /metrics, as a copy of one moment.
+  [[nodiscard]] virtual MetricsSnapshot metrics() const = 0;
   // Stops accepting requests; waits up to `timeout` for in-flight ones, then aborts the rest.
   virtual void drain(std::chrono::milliseconds timeout) = 0;
   // Largest prompt + max_tokens a request may use.

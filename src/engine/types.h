@@ -1,8 +1,11 @@
 // The messages between the server (or any front end) and the engine: a GenerationRequest in, a
-// stream of TokenEvents out through an OutputSink, EngineStats for /metrics. Plain data; the
-// server depends on the engine through these types and the EngineClient interface only.
+// stream of TokenEvents out through an OutputSink, EngineStats and MetricsSnapshot for /metrics.
+// Plain data (no references, no atomics), so that each can cross a process boundary through the
+// one codec in wire.h; the server depends on the engine through these types and the EngineClient
+// interface only.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +35,7 @@ struct SparseParams {
   std::string policy = "dense";  // dense, streaming, h2o, quest or raas
   int32_t budget = 1024;         // L: tokens attended per decode step (≥ one KV page); in a
                                  // request, 0 = EngineConfig::sparse's
+  friend bool operator==(const SparseParams&, const SparseParams&) = default;
 };
 
 struct GenerationRequest {
@@ -56,6 +60,7 @@ struct GenerationRequest {
   // Sparse decode (unset = EngineConfig::sparse). A sparse request's PIC chunks are ignored (it
   // is computed in full), and its generated positions are never published in the prefix cache.
   std::optional<SparseParams> sparse;
+  friend bool operator==(const GenerationRequest&, const GenerationRequest&) = default;
 };
 
 struct TokenEvent {
@@ -65,6 +70,7 @@ struct TokenEvent {
   std::string error;                         // when finish == kError
   int32_t num_prompt_tokens = 0;             // usage: prompt length
   int32_t num_cached_tokens = 0;             // usage: prompt tokens served by the prefix cache
+  friend bool operator==(const TokenEvent&, const TokenEvent&) = default;
 };
 
 // Receives one request's events, in order. Called on the engine thread, so it must not block
@@ -108,6 +114,33 @@ struct EngineStats {
   int64_t sparse_requests = 0;         // requests decoded with a sparse policy
   int64_t sparse_pages_released = 0;   // KV pages they gave back to the pool while decoding
   int64_t sparse_max_pages_held = 0;   // the most KV pages one sparse request held at once
+  friend bool operator==(const EngineStats&, const EngineStats&) = default;
+};
+
+}  // namespace keel::engine
+
+namespace keel::engine {
+
+// A histogram at one moment: Prometheus' cumulative buckets.
+struct HistogramSnapshot {
+  std::vector<double> bounds;        // increasing upper bounds of the buckets (+Inf implicit)
+  std::vector<uint64_t> cumulative;  // [bounds.size() + 1]: count ≤ each bound, then the total
+  double sum = 0.0;
+  uint64_t count = 0;
+  friend bool operator==(const HistogramSnapshot&, const HistogramSnapshot&) = default;
+};
+
+// The engine's request-level histograms and counters at one moment (vLLM's metric set).
+struct MetricsSnapshot {
+  HistogramSnapshot time_to_first_token_seconds;
+  HistogramSnapshot inter_token_latency_seconds;
+  HistogramSnapshot e2e_request_latency_seconds;
+  HistogramSnapshot request_queue_time_seconds;
+  HistogramSnapshot request_prompt_tokens;
+  HistogramSnapshot request_generation_tokens;
+  // request_success_total{finished_reason}: indexed by FinishReason.
+  std::array<int64_t, 4> request_finished_total{};
+  friend bool operator==(const MetricsSnapshot&, const MetricsSnapshot&) = default;
 };
 
 }  // namespace keel::engine

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/engine_client.h"
+#include "engine/metrics.h"
 
 namespace keel::server::testing {
 
@@ -52,7 +53,7 @@ class FakeEngine final : public engine::EngineClient {
   void abort(engine::RequestKey key) override;
   void release_cache(const std::string& id) override;
   [[nodiscard]] engine::EngineStats stats() const override;
-  [[nodiscard]] const engine::Metrics& metrics() const override { return metrics_; }
+  [[nodiscard]] engine::MetricsSnapshot metrics() const override { return metrics_.snapshot(); }
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return max_waiting_; }
