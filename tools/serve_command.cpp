@@ -190,7 +190,8 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
                         model::Model::load(std::move(file), mopts));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> eng,
-                        engine::Engine::start(*model, engine_config(opts, compute, *tok)));
+                        engine::Engine::start(*model, engine_config(opts, compute, *tok),
+                                              engine::EngineDeps{.tokenizer = tok.get()}));
   deferred.attach(eng.get());
   ready.store(true);
   KEEL_LOG_INFO("model '{}' from {}{}", name, path,

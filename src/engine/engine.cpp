@@ -46,12 +46,14 @@ Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& mod
   return std::make_unique<kv::KvTiers>(std::move(host), std::move(disk));
 }
 
-Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config) {
-  return start(model, std::move(config), std::make_unique<PosixFileSystem>());
+Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config,
+                                              std::unique_ptr<FileSystem> fs) {
+  return start(model, std::move(config), EngineDeps{nullptr, std::move(fs)});
 }
 
 Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config,
-                                              std::unique_ptr<FileSystem> fs) {
+                                              EngineDeps deps) {
+  if (deps.fs == nullptr) deps.fs = std::make_unique<PosixFileSystem>();
   KEEL_TRY(config.validate());
   const int64_t max_len = config.scheduler.max_model_len > 0
                               ? std::min<int64_t>(config.scheduler.max_model_len, model.n_ctx())
@@ -75,7 +77,7 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
   KEEL_ASSIGN_OR_RETURN(const kv::BlockHash model_key, model_identity(model.file()));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
-                        open_tiers(model_key, config, layout.block_bytes(), fs.get()));
+                        open_tiers(model_key, config, layout.block_bytes(), deps.fs.get()));
   if (!tiers->empty()) {
     if (Status st = tiers->measure(); !st.ok()) {
       KEEL_LOG_WARN("KV tier read cost not measured ({}): tier hits are always fetched",
@@ -88,19 +90,20 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                   tiers->disk_cost().read_seconds(layout.block_bytes()) * 1e6);
   }
   return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage),
-                                            num_blocks, model_key, std::move(fs),
+                                            num_blocks, model_key, std::move(deps),
                                             std::move(tiers)));
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-               int32_t num_blocks, const kv::BlockHash& model_key, std::unique_ptr<FileSystem> fs,
+               int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
                std::unique_ptr<kv::KvTiers> tiers)
     : model_(model),
       config_(std::move(config)),
       max_model_len_(config_.scheduler.max_model_len),
       num_blocks_(num_blocks),
       model_key_(model_key),
-      fs_(std::move(fs)),
+      tokenizer_(deps.tokenizer),
+      fs_(std::move(deps.fs)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
       kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache,
@@ -151,6 +154,9 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
                                 std::to_string(request.max_tokens) + " completion tokens");
   }
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
+  if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
+    return Status::invalid_argument("stop strings need an engine with a tokenizer");
+  }
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
   if (request.sparse.has_value()) {
@@ -299,6 +305,9 @@ void Engine::admit(Submit s) {
       q.sparse.value_or(config_.sparse), config_.sparse_tuning, config_.block_size, prompt_len);
   KEEL_CHECK(sparse.ok());  // submit() and EngineConfig::validate() checked the parameters
   r.sparse = std::move(sparse).value();
+  if (!q.stop_strings.empty()) {
+    r.stops = std::make_unique<StopStringDetector>(*tokenizer_, q.stop_strings);
+  }
   if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
       !config_.enable_prefix_cache || r.sparse != nullptr) {
     scheduler_.add(s.key, q.prompt_tokens, q.max_tokens,
@@ -366,6 +375,30 @@ void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent e
   a.sink->on_event(std::move(event));
   num_active_.fetch_sub(1);
   release_if_done(key);
+}
+
+std::optional<FinishReason> Engine::finish_reason(Active& a, int32_t token, TokenEvent* event) {
+  const GenerationRequest& r = a.request;
+  // Stop strings first: the token that completes one ends the request whatever else it is. A
+  // request that ends otherwise flushes the text its decoder still holds, which may complete one.
+  if (a.stops != nullptr) event->stop_string = a.stops->push(token);
+  if (event->stop_string) return FinishReason::kStop;
+  const bool eog = std::find(config_.eog_token_ids.begin(), config_.eog_token_ids.end(), token) !=
+                   config_.eog_token_ids.end();
+  const bool stop_id =
+      std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end();
+  std::optional<FinishReason> reason;
+  if ((eog && !r.ignore_eos) || stop_id) {
+    reason = FinishReason::kStop;
+  } else if (a.num_generated >= r.max_tokens ||
+             static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
+    reason = FinishReason::kLength;
+  }
+  if (reason && a.stops != nullptr) {
+    event->stop_string = a.stops->finish();
+    if (event->stop_string) reason = FinishReason::kStop;
+  }
+  return reason;
 }
 
 void Engine::release_if_done(RequestKey key) {
@@ -524,18 +557,10 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     TokenEvent ev;
     ev.tokens.push_back(tok.token);
     if (tok.logprobs) ev.logprobs.push_back(std::move(*tok.logprobs));
-    const GenerationRequest& r = a.request;
-    const bool eog = std::find(config_.eog_token_ids.begin(), config_.eog_token_ids.end(),
-                               tok.token) != config_.eog_token_ids.end();
-    const bool stop_id = std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), tok.token) !=
-                         r.stop_token_ids.end();
-    if ((eog && !r.ignore_eos) || stop_id) {
-      finish(tok.key, a, FinishReason::kStop, std::move(ev));
-    } else if (a.num_generated >= r.max_tokens ||
-               static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
-      finish(tok.key, a, FinishReason::kLength, std::move(ev));
+    if (std::optional<FinishReason> reason = finish_reason(a, tok.token, &ev)) {
+      finish(tok.key, a, *reason, std::move(ev));
     } else {
-      ev.num_prompt_tokens = static_cast<int32_t>(r.prompt_tokens.size());
+      ev.num_prompt_tokens = static_cast<int32_t>(a.request.prompt_tokens.size());
       ev.num_cached_tokens = a.num_cached_tokens;
       a.sink->on_event(std::move(ev));
     }

@@ -7,7 +7,8 @@
 // Step cycle (engine thread):
 //   inbox → scheduler.add/abort;  plan N = schedule();  launch N on the executor;
 //   [schedule-ahead] plan N+1 = schedule() assuming every sampling seq of N yields a token;
-//   wait N → update(N) → finish checks (EOG, stop ids, max_tokens, context) → TokenEvents;
+//   wait N → update(N) → finish checks (stop strings, EOG, stop ids, max_tokens, context) →
+//   TokenEvents;
 //   prune plan N+1 of requests that finished or were aborted; launch N+1.
 // A request that finishes at step N never has a token of step N+1 emitted.
 //
@@ -36,6 +37,7 @@
 #include "engine/sparse_decode.h"
 #include "engine/step_cost_model.h"
 #include "engine/step_executor.h"
+#include "engine/stop_strings.h"
 #include "engine/tier_transfer.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_tiers.h"
@@ -44,11 +46,21 @@
 
 namespace keel::engine {
 
+// What an engine uses besides its model and config.
+struct EngineDeps {
+  // The model's tokenizer, for stop strings (GenerationRequest::stop_strings); null: requests
+  // with stop strings are refused. Must outlive the engine.
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  // The file system the disk KV tier uses (tests inject slow or faulty ones); null: POSIX.
+  std::unique_ptr<FileSystem> fs;
+};
+
 class Engine final : public EngineClient {
  public:
   // Sizes the KV cache, starts the engine and executor threads. `model` must outlive the engine.
-  static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config);
-  // As above, with the file system the disk KV tier uses (tests inject slow or faulty ones).
+  static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config,
+                                               EngineDeps deps = {});
+  // As above, with the file system the disk KV tier uses and no tokenizer.
   static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config,
                                                std::unique_ptr<FileSystem> fs);
   ~Engine() override;  // aborts whatever is left and joins the threads
@@ -111,13 +123,14 @@ class Engine final : public EngineClient {
     bool pic_failed = false;  // a child did not complete: the parent is computed in full
     kv::PicVariant pic_variant;
     kv::BlockHash chunk_hash;  // a compile request: its chunk's key in the chunk index
-    std::unique_ptr<SparseSequence> sparse;  // sparse decode state; null = dense
-    int in_flight = 0;                       // launched steps that include this request
-    bool finished = false;                   // its final event was sent
+    std::unique_ptr<SparseSequence> sparse;     // sparse decode state; null = dense
+    std::unique_ptr<StopStringDetector> stops;  // request.stop_strings; null = none
+    int in_flight = 0;                          // launched steps that include this request
+    bool finished = false;                      // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-         int32_t num_blocks, const kv::BlockHash& model_key, std::unique_ptr<FileSystem> fs,
+         int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
          std::unique_ptr<kv::KvTiers> tiers);
   // The tiers the config asks for (T1 host, T2 disk under the model's identity); the disk tier's
   // index is rebuilt from its directory. IoError when that directory cannot be used.
@@ -158,6 +171,9 @@ class Engine final : public EngineClient {
   // After a step: gives the pages its sparse requests released back to the pool.
   void release_sparse_pages(const StepPlan& plan);
   void finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event);
+  // A generated token's finish rule (stop strings, EOG, stop ids, length); nullopt: go on.
+  // Sets event->stop_string when a stop string decides.
+  std::optional<FinishReason> finish_reason(Active& a, int32_t token, TokenEvent* event);
   void release_if_done(RequestKey key);
   void publish_stats();
   void update_prefill_budget(const StepPlan& plan, double seconds);
@@ -169,6 +185,7 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
+  const tokenizer::Tokenizer* tokenizer_;   // for stop strings; may be null
   std::unique_ptr<FileSystem> fs_;          // the disk tier's file system
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)

@@ -23,7 +23,7 @@ namespace keel::engine {
 using RequestKey = int64_t;
 
 enum class FinishReason {
-  kStop,    // end-of-generation token, a stop token id, or a stop string (matched by the server)
+  kStop,    // end-of-generation token, a stop token id, or a stop string (TokenEvent::stop_string)
   kLength,  // max_tokens reached, or the context is full
   kAbort,   // cancelled (client disconnect, server drain)
   kError,   // the engine failed to run the request; TokenEvent::error says why
@@ -45,6 +45,9 @@ struct GenerationRequest {
   int32_t max_tokens = 16;            // ≥ 1
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   std::vector<int32_t> stop_token_ids;  // finish with kStop on these, besides the model's EOG ids
+  // Finish with kStop on the token that completes one of these in the generated text (rendered
+  // as the server renders it: engine/stop_strings.h). Needs an engine with a tokenizer.
+  std::vector<std::string> stop_strings;
   std::string cache_salt;  // prefix-cache isolation: blocks are shared only within a salt
   // Explicit context caching (POST /v1/caches): when set, a request that finishes normally keeps
   // its KV blocks pinned as context cache `retain_as` for retain_ms (never evicted; its full
@@ -67,6 +70,8 @@ struct TokenEvent {
   std::vector<int32_t> tokens;               // new tokens since the previous event (usually 1)
   std::vector<sampling::Logprobs> logprobs;  // parallel to `tokens` when sampling.logprobs is set
   std::optional<FinishReason> finish;        // set on the request's last event only
+  std::optional<int32_t> stop_string;        // finish == kStop by a stop string: its index in
+                                             // GenerationRequest::stop_strings
   std::string error;                         // when finish == kError
   int32_t num_prompt_tokens = 0;             // usage: prompt length
   int32_t num_cached_tokens = 0;             // usage: prompt tokens served by the prefix cache

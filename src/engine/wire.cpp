@@ -143,6 +143,7 @@ Json encode_request_body(const GenerationRequest& q) {
   j["max_tokens"] = q.max_tokens;
   if (q.ignore_eos) j["ignore_eos"] = true;
   if (!q.stop_token_ids.empty()) j["stop_token_ids"] = q.stop_token_ids;
+  if (!q.stop_strings.empty()) j["stop_strings"] = q.stop_strings;
   if (!q.cache_salt.empty()) j["cache_salt"] = q.cache_salt;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
@@ -164,6 +165,7 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.i32("max_tokens", &q->max_tokens);
   r.boolean("ignore_eos", &q->ignore_eos);
   r.i32_list("stop_token_ids", &q->stop_token_ids);
+  r.str_list("stop_strings", &q->stop_strings);
   r.str("cache_salt", &q->cache_salt);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);
@@ -228,6 +230,7 @@ Json encode_event_body(const EventFrame& f) {
     j["logprobs"] = std::move(lps);
   }
   if (e.finish) j["finish"] = std::string(finish_reason_name(*e.finish));
+  if (e.stop_string) j["stop_string"] = *e.stop_string;
   if (!e.error.empty()) j["error"] = e.error;
   if (e.num_prompt_tokens != 0) j["num_prompt_tokens"] = e.num_prompt_tokens;
   if (e.num_cached_tokens != 0) j["num_cached_tokens"] = e.num_cached_tokens;
@@ -250,6 +253,7 @@ Status decode_event_body(const Json& j, EventFrame* f) {
     read_enum(r, "finish", kFinishReasons, finish_reason_name, &finish);
     if (r.ok()) e.finish = finish;
   }
+  r.optional_i32("stop_string", &e.stop_string);
   r.str("error", &e.error);
   r.i32("num_prompt_tokens", &e.num_prompt_tokens);
   r.i32("num_cached_tokens", &e.num_cached_tokens);

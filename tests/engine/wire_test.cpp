@@ -35,6 +35,7 @@ GenerationRequest full_request() {
   q.max_tokens = 123;
   q.ignore_eos = true;
   q.stop_token_ids = {2, 32000};
+  q.stop_strings = {"\n\n", "</s>", "caf\xC3\xA9"};
   q.cache_salt = "tenant\x01\xff";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;
@@ -56,6 +57,7 @@ EventFrame full_event() {
     f.event.logprobs.push_back(lp);
   }
   f.event.finish = FinishReason::kError;
+  f.event.stop_string = 1;
   f.event.error = "forward pass failed";
   f.event.num_prompt_tokens = 4;
   f.event.num_cached_tokens = 2;

@@ -47,9 +47,15 @@ Result<engine::RequestKey> FakeEngine::submit(engine::GenerationRequest request,
   if (!request.retain_as.empty() && cache_quota_full_) {
     return Status::out_of_range("fake engine: context caches may hold no more blocks");
   }
+  if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
+    return Status::invalid_argument("fake engine: stop strings need a tokenizer");
+  }
   const engine::RequestKey key = next_key_++;
   Active a;
   a.key = key;
+  if (!request.stop_strings.empty()) {
+    a.stops = std::make_unique<engine::StopStringDetector>(*tokenizer_, request.stop_strings);
+  }
   a.script = script_(request);
   a.request = request;
   a.sink = std::move(sink);
@@ -171,11 +177,21 @@ std::optional<engine::TokenEvent> FakeEngine::next_event(Active& a, Clock::time_
     ++a.next;
     ++generated_;
     a.due = now + a.script.token_delay;
+    if (a.stops != nullptr) ev.stop_string = a.stops->push(id);
+    if (ev.stop_string) {
+      ev.finish = engine::FinishReason::kStop;
+      *done = true;
+      return ev;
+    }
   }
   if (a.next >= limit) {
     const bool cut = limit < a.script.tokens.size();
     ev.finish = cut ? engine::FinishReason::kLength : a.script.finish;
     ev.error = a.script.error;
+    const bool normal =
+        *ev.finish == engine::FinishReason::kStop || *ev.finish == engine::FinishReason::kLength;
+    if (normal && a.stops != nullptr) ev.stop_string = a.stops->finish();
+    if (ev.stop_string) ev.finish = engine::FinishReason::kStop;
     *done = true;
   }
   return ev;

@@ -5,7 +5,9 @@
 // disconnect at each stage; abort() is counted per key and answered with a final kAbort event.
 // submit() can be told to fail with ResourceExhausted (queue full) or Unavailable (draining).
 // drain() behaves like the engine's: it returns once every request has finished and its last
-// event was handed to its sink, or, past the timeout, after aborting them all.
+// event was handed to its sink, or, past the timeout, after aborting them all. Stop strings are
+// decided as the engine decides them (engine::StopStringDetector, with the tokenizer given to
+// set_tokenizer): the script ends with kStop and TokenEvent::stop_string on the completing token.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -23,6 +25,7 @@
 
 #include "engine/engine_client.h"
 #include "engine/metrics.h"
+#include "engine/stop_strings.h"
 
 namespace keel::server::testing {
 
@@ -60,6 +63,8 @@ class FakeEngine final : public engine::EngineClient {
 
   // --- test controls ---
   void set_script(ScriptFn fn);
+  // The tokenizer stop strings are matched with (the server's); before any submit.
+  void set_tokenizer(const tokenizer::Tokenizer* tokenizer) { tokenizer_ = tokenizer; }
   void set_queue_full(bool full) { queue_full_ = full; }
   void set_unavailable(bool unavailable) { unavailable_ = unavailable; }
   // submit() fails with ResourceExhausted while this many requests are active (the real engine
@@ -90,6 +95,7 @@ class FakeEngine final : public engine::EngineClient {
     size_t next = 0;  // tokens emitted
     std::chrono::steady_clock::time_point due;
     bool aborted = false;
+    std::unique_ptr<engine::StopStringDetector> stops;  // request.stop_strings
   };
   void loop();
   // Under mu_: the next event of `a`, or nullopt when it is not due / stalled.
@@ -97,6 +103,7 @@ class FakeEngine final : public engine::EngineClient {
                                                bool* done);
 
   const int64_t max_model_len_;
+  const tokenizer::Tokenizer* tokenizer_ = nullptr;
   engine::Metrics metrics_;
   std::atomic<bool> queue_full_{false};
   std::atomic<bool> unavailable_{false};

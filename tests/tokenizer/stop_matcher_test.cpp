@@ -1,13 +1,13 @@
 // StopMatcher: matches across chunk boundaries, holds back possible stop prefixes, never releases
 // a stop string, and gives the same result however the text is chunked (checked against a naive
 // reference on random inputs).
-#include "server/stop_matcher.h"
+#include "tokenizer/stop_matcher.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-namespace keel::server {
+namespace keel::tokenizer {
 namespace {
 
 struct Outcome {
@@ -153,4 +153,4 @@ TEST(StopMatcherTest, ResultDoesNotDependOnChunkingRandomized) {
 }
 
 }  // namespace
-}  // namespace keel::server
+}  // namespace keel::tokenizer

@@ -1,10 +1,10 @@
 // StopMatcher (see stop_matcher.h): streaming KMP over each stop string; the held-back tail is the
 // longest suffix of the stream that is still a proper prefix of some stop string.
-#include "server/stop_matcher.h"
+#include "tokenizer/stop_matcher.h"
 
 #include <algorithm>
 
-namespace keel::server {
+namespace keel::tokenizer {
 
 StopMatcher::StopMatcher(std::vector<std::string> stops) {
   for (size_t i = 0; i < stops.size(); ++i) {
@@ -65,4 +65,4 @@ std::string StopMatcher::flush() {
   return out;
 }
 
-}  // namespace keel::server
+}  // namespace keel::tokenizer

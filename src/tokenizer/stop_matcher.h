@@ -1,6 +1,8 @@
 // StopMatcher: finds stop strings in a stream of text chunks, across chunk (token) boundaries,
-// and says which text may be released now. Text that could still be the beginning of a stop
-// string is held back; a stop string itself is never released.
+// and says which text may be released now. Two users run it over the same detokenized stream:
+// the engine, which decides that a request finishes (engine/stop_strings.h), and the server,
+// which releases text to the client without ever showing a stop string. Text that could still be
+// the beginning of a stop string is held back; a stop string itself is never released.
 //
 // Matching is byte-wise with one KMP automaton per stop string, so each byte costs O(1)
 // amortized per stop string and the result does not depend on how the text was chunked. The
@@ -17,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-namespace keel::server {
+namespace keel::tokenizer {
 
 class StopMatcher {
  public:
@@ -48,4 +50,4 @@ class StopMatcher {
   bool matched_ = false;
 };
 
-}  // namespace keel::server
+}  // namespace keel::tokenizer
