@@ -10,7 +10,8 @@
 #      both engines alternating; the loss of each.
 #   3. serving: `keel serve` and `llama-server -np 16` in turn on Q4_0, `keel bench-serve` as the
 #      client: random 256-token prompts / 64 output tokens, streaming, at concurrency 1, 4, 16,
-#      and shared-prefix (224-token prefix + 32 unique) at concurrency 4.
+#      and shared-prefix (224-token prefix + 32 unique) at concurrency 4; byte tokens banned
+#      (logit_bias) in both, see serve_run.
 #
 #   bench/vs_llama_cpp.sh [--quick] [--out DIR] [--skip-engine] [--skip-serving]
 # --quick: one round and fewer requests (a smoke run, not for docs). Needs build/release (make
@@ -115,18 +116,26 @@ serve_run() {  # $1 label (keel|llama), $2 port; runs the client mix into $OUT/s
     curl -sf "$url/health" > /dev/null 2>&1 && break
     sleep 0.5
   done
+  # logit_bias bans the 256 byte tokens (ids 3..258) for both servers: random weights otherwise
+  # emit lone bytes that are not UTF-8, and llama-server ends such a stream with "The model
+  # produced output that does not match the expected Content-only format".
+  local bias
+  bias=$(python3 -c 'import json; print(json.dumps({"logit_bias": {str(i): -100 for i in range(3, 259)}}))')
   local common=(--base-url "$url" --endpoint /v1/completions --prompt-format token-ids
-    --min-token-id 100 --vocab-size 32000 --output-len 64 --seed 1 --ignore-eos)
+    --min-token-id 100 --vocab-size 32000 --output-len 64 --seed 1 --ignore-eos
+    --extra-body "$bias")
   for c in 1 4 16; do
     local n=$n1
     [ $c = 4 ] && n=$n4
     [ $c = 16 ] && n=$n16
     "$KEEL" bench-serve "${common[@]}" --workload random --input-len 256 --num-prompts "$n" \
-      --max-concurrency "$c" --save-result "$OUT/serve-$label-c$c.json" > "$OUT/serve-$label-c$c.log" 2>&1
+      --max-concurrency "$c" --save-result "$OUT/serve-$label-c$c.json" \
+      > "$OUT/serve-$label-c$c.log" 2>&1 || echo "bench-serve $label c=$c failed (see its log)"
   done
   "$KEEL" bench-serve "${common[@]}" --workload shared-prefix --num-groups 1 --prefix-len 224 \
     --suffix-len 32 --num-prompts "$n4" --max-concurrency 4 \
-    --save-result "$OUT/serve-$label-prefix.json" > "$OUT/serve-$label-prefix.log" 2>&1
+    --save-result "$OUT/serve-$label-prefix.json" > "$OUT/serve-$label-prefix.log" 2>&1 ||
+    echo "bench-serve $label shared-prefix failed (see its log)"
 }
 
 if [ $DO_SERVING = 1 ]; then
@@ -140,8 +149,9 @@ if [ $DO_SERVING = 1 ]; then
   kill "$SRV"
   wait "$SRV" 2> /dev/null || true
   port=$(free_port)
+  # --no-jinja: /v1/completions needs no chat template.
   "$LLAMA_DIR/llama-server" -m "$m" --host 127.0.0.1 --port "$port" -t 2 -np 16 -c 8192 \
-    -lm none > "$OUT/llama-server.log" 2>&1 &
+    -lm none --no-jinja > "$OUT/llama-server.log" 2>&1 &
   SRV=$!
   PIDS+=("$SRV")
   serve_run llama "$port"

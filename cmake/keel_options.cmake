@@ -7,6 +7,11 @@ if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_L
   target_compile_options(keel_options INTERFACE -Wno-restrict -Wno-stringop-overflow
                                                 -Wno-array-bounds -Wno-stringop-overread)
 endif()
+# Boost 1.74's Asio recognises C++20 coroutines under GCC only (for clang it looks for the
+# Coroutines TS); clang 15 with libstdc++'s <coroutine> supports them, so say so.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  target_compile_definitions(keel_options INTERFACE BOOST_ASIO_HAS_CO_AWAIT=1)
+endif()
 if(KEEL_WERROR)
   target_compile_options(keel_options INTERFACE -Werror)
 endif()
@@ -14,6 +19,24 @@ if(KEEL_SANITIZE)
   target_compile_options(keel_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
                                                 -fno-sanitize-recover=undefined)
   target_link_options(keel_options INTERFACE -fsanitize=address,undefined)
+endif()
+if(KEEL_TSAN)
+  if(KEEL_SANITIZE)
+    message(FATAL_ERROR "KEEL_TSAN and KEEL_SANITIZE cannot be combined")
+  endif()
+  target_compile_options(keel_options INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(keel_options INTERFACE -fsanitize=thread)
+  # TSan does not model standalone atomic_thread_fence (GCC refuses them under -Werror=tsan).
+  # Asio's only use is its fenced_block around handler calls, which its scheduler's mutex already
+  # orders; without it TSan sees exactly the synchronization Asio relies on.
+  target_compile_definitions(keel_options INTERFACE BOOST_ASIO_DISABLE_FENCED_BLOCK)
+endif()
+if(KEEL_BUILD_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "KEEL_BUILD_FUZZ needs clang (libFuzzer): use the fuzz preset")
+  endif()
+  # Coverage feedback for libFuzzer in every library; the fuzz targets link -fsanitize=fuzzer.
+  target_compile_options(keel_options INTERFACE -fsanitize=fuzzer-no-link)
 endif()
 target_include_directories(keel_options INTERFACE ${CMAKE_SOURCE_DIR}/src)
 

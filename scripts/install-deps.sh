@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libpcre2-dev libxxhash-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
+  clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
 )
 
 missing=()

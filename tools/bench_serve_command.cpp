@@ -124,6 +124,7 @@ Result<loadgen::BenchServeConfig> to_config(const BenchServeOptions& o) {
   }
   c.initial_test = !o.skip_test_request;
   c.keep_text = o.save_detailed;
+  c.disconnect_prob = o.disconnect_prob;
   KEEL_TRY(c.validate());
   return c;
 }

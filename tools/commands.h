@@ -142,6 +142,7 @@ struct BenchServeOptions {
   bool save_detailed = false;
   double request_timeout_s = 600.0;
   bool skip_test_request = false;
+  double disconnect_prob = 0.0;  // requests that hang up mid-stream (cancelled, not failed)
 };
 int run_bench_serve(const BenchServeOptions& opts);
 

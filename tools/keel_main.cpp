@@ -80,6 +80,9 @@ void add_bench_serve_options(CLI::App* cmd, keel::cli::BenchServeOptions* o) {
                   "Fail a request that makes no progress for this many seconds");
   cmd->add_flag("--skip-test-request", o->skip_test_request,
                 "Do not send the first prompt alone before the run");
+  cmd->add_option("--disconnect-prob", o->disconnect_prob,
+                  "Probability that a request hangs up mid-stream (counted as cancelled)")
+      ->check(CLI::Range(0.0, 1.0));
 }
 
 }  // namespace

@@ -578,6 +578,8 @@ void Engine::publish_stats() {
   s.num_waiting = static_cast<int32_t>(scheduler_.num_waiting());
   s.num_tracked = static_cast<int32_t>(active_.size());
   s.kv_usage = kv_.usage();
+  s.kv_blocks_total = kv_.num_blocks();
+  s.kv_blocks_used = kv_.num_blocks() - kv_.num_free_blocks();
   s.prefix_queries_tokens = kv_.prefix_queries_tokens();
   s.prefix_hits_tokens = kv_.prefix_hits_tokens();
   s.num_preemptions_total = scheduler_.num_preemptions();
@@ -629,6 +631,7 @@ void Engine::run() {
     inflight.reset();
     if (next) {
       scheduler_.resolve_plan(&*next);  // drops finished requests, fills the tokens just sampled
+      scheduler_.extend_plan(&*next);   // admits requests that arrived while step N computed
       if (launch(*next)) {
         inflight = std::move(next);
       } else {

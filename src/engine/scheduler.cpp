@@ -203,6 +203,26 @@ StepPlan Scheduler::schedule() {
   return std::move(b.plan);
 }
 
+void Scheduler::extend_plan(StepPlan* plan) {
+  if (!plan->preempted.empty() || waiting_.empty()) return;
+  StepBuilder b;
+  int32_t decodes = 0, prompt = 0;
+  for (const ScheduledSeq& s : plan->seqs) {
+    const bool decode = s.num_tokens == 1 && s.positions.empty();
+    (decode ? decodes : prompt) += s.num_tokens;
+  }
+  b.budget = config_.max_batched_tokens - decodes - prompt;
+  b.prefill_left = decodes > 0 ? prefill_budget_ - prompt : std::numeric_limits<int32_t>::max();
+  if (b.budget <= 0 || b.prefill_left <= 0) return;
+  b.plan = std::move(*plan);
+  schedule_waiting(b);
+  for (ScheduledSeq& s : b.prefills) b.plan.seqs.push_back(std::move(s));
+  if (tiers_ != nullptr) {
+    for (const kv::EvictedCachedBlock& e : kv_->take_evictions()) b.plan.demotions.push_back(e);
+  }
+  *plan = std::move(b.plan);
+}
+
 std::vector<kv::BlockHash> Scheduler::tier_chain(const RequestState& r,
                                                  const kv::KvCacheManager::PrefixHit& hit,
                                                  int32_t* recomputed) const {

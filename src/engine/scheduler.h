@@ -127,6 +127,11 @@ class Scheduler {
   // For a plan made ahead (before the previous step's update): drops seqs of requests that are
   // gone and fills placeholder tokens that are known now. Call after that update().
   void resolve_plan(StepPlan* plan) const;
+  // Admits waiting requests (added since the plan was made ahead) into a plan not yet executed,
+  // within what is left of its token and prefill budgets — so a request that arrives while a
+  // step computes starts in the next step, not the one after. Nothing when the plan preempted.
+  // Call after resolve_plan().
+  void extend_plan(StepPlan* plan);
 
   [[nodiscard]] size_t num_waiting() const { return waiting_.size(); }
   [[nodiscard]] size_t num_running() const { return running_.size(); }

@@ -90,9 +90,11 @@ class OutputSink {
 struct EngineStats {
   int32_t num_running = 0;
   int32_t num_waiting = 0;
-  int32_t num_tracked = 0;  // requests the engine thread holds state for (finished ones until
-                            // their last in-flight step completes); 0 when idle
-  float kv_usage = 0.0f;    // fraction of KV blocks in use, 0..1
+  int32_t num_tracked = 0;      // requests the engine thread holds state for (finished ones until
+                                // their last in-flight step completes); 0 when idle
+  float kv_usage = 0.0f;        // fraction of KV blocks in use, 0..1
+  int64_t kv_blocks_used = 0;   // KV blocks referenced (running requests, pins, chunk index)
+  int64_t kv_blocks_total = 0;  // KV blocks in the pool
   int64_t kv_capacity_tokens = 0;
   int64_t prefix_queries_tokens = 0;  // prompt tokens looked up in the prefix cache
   int64_t prefix_hits_tokens = 0;     // of which found

@@ -33,10 +33,14 @@ inline __m512i load512(const std::byte* p) { return _mm512_loadu_si512(p); }
 
 // Bytes ahead of the block being computed that the kernels prefetch: the hardware prefetchers
 // alone fall behind a stream consumed this fast.
-inline constexpr int64_t kPrefetchAhead = 2048;
+#ifndef KEEL_GROUPED_PREFETCH_AHEAD
+#define KEEL_GROUPED_PREFETCH_AHEAD 2048
+#endif
+inline constexpr int64_t kPrefetchAhead = KEEL_GROUPED_PREFETCH_AHEAD;
 
 // Prefetches [p, p + bytes) into L1, one line at a time.
 inline void prefetch_bytes(const std::byte* p, int64_t bytes) {
+  if (kPrefetchAhead == 0) return;
   for (int64_t off = 0; off < bytes; off += 64) {
     _mm_prefetch(reinterpret_cast<const char*>(p) + off, _MM_HINT_T0);
   }

@@ -26,6 +26,13 @@
 namespace keel::kernels::avx512 {
 namespace {
 
+// Bytes ahead of the block being computed that are prefetched (the hardware prefetchers alone fall
+// behind a stream consumed this fast).
+#ifndef KEEL_GROUPED_PREFETCH_AHEAD
+#define KEEL_GROUPED_PREFETCH_AHEAD 2048
+#endif
+constexpr int64_t kPrefetchAhead = KEEL_GROUPED_PREFETCH_AHEAD;
+
 inline __m512i broadcast_quad(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -67,6 +74,11 @@ void group_tile(const MatmulTask& task, const std::byte* g, int64_t t0, float* y
   for (int t = 0; t < kT; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const std::byte* blk = g + b * F::kBlockBytes;
+    if constexpr (kPrefetchAhead > 0) {
+      for (int64_t off = 0; off < F::kBlockBytes; off += 64) {
+        _mm_prefetch(reinterpret_cast<const char*>(blk) + kPrefetchAhead + off, _MM_HINT_T0);
+      }
+    }
     __m512i w[8];
     F::load(blk, w);
     const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk)));

@@ -81,7 +81,7 @@ Status DiskTier::rebuild_index() {
             [](const auto& a, const auto& b) { return a.first < b.first; });
   std::lock_guard lock(mu_);
   for (const auto& [sequence, key] : found) {
-    entries_.emplace(key, lru_.insert(lru_.end(), key));
+    entries_.emplace(key, Entry{lru_.insert(lru_.end(), key), sequence});
     stats_.used_bytes += file_bytes();
     next_sequence_ = std::max(next_sequence_, sequence + 1);
   }
@@ -123,10 +123,14 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
   {  // reserve room (evicting) and a sequence number; the file is written without the lock
     std::lock_guard lock(mu_);
     if (auto it = entries_.find(key); it != entries_.end()) {
-      lru_.splice(lru_.end(), lru_, it->second);
+      lru_.splice(lru_.end(), lru_, it->second.lru);
       return {};
     }
+    // Another put is writing this key: it stores the same block. (Two writers of one path would
+    // let an eviction remove the file of the other's entry.)
+    if (!writing_.insert(key).second) return {};
     if (file_bytes() > stats_.capacity_bytes) {
+      writing_.erase(key);
       return Status::out_of_range("disk KV tier: a block file of " + std::to_string(file_bytes()) +
                                   " bytes exceeds the capacity of " +
                                   std::to_string(stats_.capacity_bytes) + " bytes");
@@ -135,6 +139,7 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
       drop_locked(lru_.front(), true);
     }
     if (stats_.used_bytes + file_bytes() > stats_.capacity_bytes) {
+      writing_.erase(key);
       return Status::resource_exhausted("disk KV tier: full of blocks being written");
     }
     stats_.used_bytes += file_bytes();  // reserved
@@ -154,16 +159,17 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
     return fs_->rename(tmp, path);
   }();
   std::lock_guard lock(mu_);
-  if (!st.ok()) note_write_failure(st);
-  if (!st.ok() || entries_.count(key) > 0) {  // failed, or another put of this key won
-    if (!st.ok()) (void)fs_->remove(tmp);
+  writing_.erase(key);
+  if (!st.ok()) {
+    note_write_failure(st);
+    (void)fs_->remove(tmp);
     stats_.used_bytes -= file_bytes();
     return st;
   }
   if (const int64_t failed = write_failures_.succeed(); failed > 0) {
     KEEL_LOG_INFO("disk KV tier: writing to {} again after {} failed writes", store_dir_, failed);
   }
-  entries_.emplace(key, lru_.insert(lru_.end(), key));
+  entries_.emplace(key, Entry{lru_.insert(lru_.end(), key), h.sequence});
   stats_.bytes_in += static_cast<int64_t>(payload.size());
   return {};
 }
@@ -189,17 +195,22 @@ Status DiskTier::read_file(const BlockHash& key, std::span<std::byte> out) const
 
 Status DiskTier::get(const BlockHash& key, std::span<std::byte> out) {
   KEEL_CHECK(out.size() == config_.payload_bytes);
+  uint64_t sequence = 0;  // the file this read is for
   {
     std::lock_guard lock(mu_);
-    if (entries_.count(key) == 0) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
       ++stats_.misses;
       return Status::not_found("disk KV tier: block not held");
     }
+    sequence = it->second.sequence;
   }
   const Status st = read_file(key, out);  // without the lock: other calls go on meanwhile
   std::lock_guard lock(mu_);
   auto it = entries_.find(key);
-  if (it == entries_.end()) {  // evicted or erased during the read: a miss, whatever was read
+  // Evicted or erased during the read — or replaced by a new put of the key, whose file the
+  // read may have missed while it was being renamed into place: a miss, not a damaged file.
+  if (it == entries_.end() || (!st.ok() && it->second.sequence != sequence)) {
     ++stats_.misses;
     return Status::not_found("disk KV tier: block evicted during the read");
   }
@@ -208,7 +219,7 @@ Status DiskTier::get(const BlockHash& key, std::span<std::byte> out) {
     drop_locked(key, false);
     return Status::corrupt(st.message());
   }
-  lru_.splice(lru_.end(), lru_, it->second);
+  lru_.splice(lru_.end(), lru_, it->second.lru);
   ++stats_.hits;
   stats_.bytes_out += static_cast<int64_t>(out.size());
   return {};
@@ -239,7 +250,7 @@ void DiskTier::drop_locked(const BlockHash& key, bool count_eviction) {
   auto it = entries_.find(key);
   KEEL_CHECK(it != entries_.end());
   (void)fs_->remove(path_of(key));
-  lru_.erase(it->second);
+  lru_.erase(it->second.lru);
   entries_.erase(it);
   stats_.used_bytes -= file_bytes();
   if (count_eviction) ++stats_.evictions;

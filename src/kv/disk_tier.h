@@ -16,6 +16,8 @@
 // Invariants: used_bytes = Σ file sizes of indexed entries and of writes in progress ≤ capacity.
 // Thread safety: internal lock, never held during a file read or write (an eviction's unlink
 // happens under it), so a slow disk does not stall contains() and the other calls; see TierStore.
+// One put() at a time writes a given key's file; a get() whose file was replaced meanwhile (its
+// entry has another write sequence) is a miss, not a damaged file.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/failure_streak.h"
 #include "core/file_system.h"
@@ -76,7 +79,12 @@ class DiskTier final : public TierStore {
   std::string store_dir_;
   mutable std::mutex mu_;
   std::list<BlockHash> lru_;  // front: least recently used
-  std::unordered_map<BlockHash, std::list<BlockHash>::iterator, BlockHashHasher> entries_;
+  struct Entry {
+    std::list<BlockHash>::iterator lru;  // the key's place on lru_
+    uint64_t sequence = 0;               // the write sequence of its file: one per put
+  };
+  std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_;
+  std::unordered_set<BlockHash, BlockHashHasher> writing_;  // keys whose put() is writing a file
   uint64_t next_sequence_ = 1;
   TierStats stats_;
   FailureStreak write_failures_{std::chrono::minutes(1)};

@@ -1,6 +1,7 @@
 // run_bench_serve: the steps of a benchmark run in order; see the header.
 #include "loadgen/bench_serve.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "loadgen/gauge_poller.h"
+#include "loadgen/rng.h"
 
 namespace keel::loadgen {
 namespace {
@@ -33,10 +35,14 @@ Result<std::vector<PlannedRequest>> plan(const BenchServeConfig& c,
   opts.extra_body = c.extra_body;
   std::vector<PlannedRequest> out;
   out.reserve(prompts.size());
+  Rng hang_ups(c.workload.seed ^ 0x6b65656c68616e67u);  // its own stream: prompts stay the same
   for (const PromptSpec& p : prompts) {
     PlannedRequest r;
     KEEL_ASSIGN_OR_RETURN(r.body, build_request_body(p, opts));
     r.prompt_len = p.prompt_len;
+    if (c.disconnect_prob > 0.0 && hang_ups.uniform01() < c.disconnect_prob) {
+      r.disconnect_after = hang_ups.uniform_int(0, std::max<int64_t>(c.workload.output_len, 1) - 1);
+    }
     out.push_back(std::move(r));
   }
   return out;
@@ -49,16 +55,24 @@ std::function<void(const RequestRecord&)> progress_reporter(int64_t total, const
   struct State {
     int64_t done = 0;
     int64_t failed = 0;
+    int64_t cancelled = 0;
     std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
   };
   auto state = std::make_shared<State>();
   return [state, total, note](const RequestRecord& r) {
     ++state->done;
-    if (!r.success) ++state->failed;
+    if (r.cancelled) {
+      ++state->cancelled;
+    } else if (!r.success) {
+      ++state->failed;
+    }
     const auto now = std::chrono::steady_clock::now();
     if (state->done == total || now - state->last >= kProgressEvery) {
       state->last = now;
-      note(fmt::format("  {}/{} requests done ({} failed)", state->done, total, state->failed));
+      note(state->cancelled > 0 ? fmt::format("  {}/{} requests done ({} failed, {} cancelled)",
+                                              state->done, total, state->failed, state->cancelled)
+                                : fmt::format("  {}/{} requests done ({} failed)", state->done,
+                                              total, state->failed));
     }
   };
 }
@@ -85,6 +99,9 @@ Status BenchServeConfig::validate() const {
   }
   if (length_bucket < 0) return Status::invalid_argument("length-bucket must be >= 0");
   if (!(kv_poll_s > 0.0)) return Status::invalid_argument("kv-poll-interval must be > 0 seconds");
+  if (!(disconnect_prob >= 0.0 && disconnect_prob <= 1.0)) {
+    return Status::invalid_argument("disconnect-prob must be in [0, 1]");
+  }
   if (!extra_body.is_object()) return Status::invalid_argument("extra-body must be a JSON object");
   for (double p : percentiles) {
     if (!(p >= 0.0 && p <= 100.0)) {
@@ -129,7 +146,9 @@ Result<BenchServeResult> run_bench_serve(BenchServeConfig config, const NoteSink
     RunnerConfig test = runner;
     test.load = LoadConfig{};
     test.request_id_prefix += "test-";
-    KEEL_ASSIGN_OR_RETURN(RunOutput out, run_load(test, {planned.front()}));
+    PlannedRequest first = planned.front();
+    first.disconnect_after = -1;  // the test request always reads to the end
+    KEEL_ASSIGN_OR_RETURN(RunOutput out, run_load(test, {first}));
     if (!out.records.front().success) {
       return Status::unavailable("initial test request failed: " + out.records.front().error);
     }

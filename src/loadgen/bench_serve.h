@@ -45,6 +45,10 @@ struct BenchServeConfig {
   // every kv_poll_s during the main run) by output length, in buckets of this many tokens.
   int64_t length_bucket = 0;
   double kv_poll_s = 0.25;
+  // Each request of the main run, with this probability (drawn from workload.seed), hangs up
+  // after a uniformly drawn number of content chunks in [0, output_len): a client that goes
+  // away. Such requests are counted as cancelled, not failed.
+  double disconnect_prob = 0.0;
 
   // Ok, or invalid_argument naming the first bad field.
   [[nodiscard]] Status validate() const;

@@ -151,8 +151,9 @@ struct HttpClient::Impl {
     co_return body;
   }
 
-  // Streams the body of a 200 response into tracker until [DONE], the end, or an error.
-  awaitable<void> read_stream(Exchange& ex, StreamTracker& tracker) {
+  // Streams the body of a 200 response into tracker until [DONE], the end, an error, or the
+  // planned hang-up after `disconnect_after` content chunks (-1: none).
+  awaitable<void> read_stream(Exchange& ex, StreamTracker& tracker, int64_t disconnect_after) {
     auto buf = std::make_unique<char[]>(kReadBufferBytes);
     Parser& p = *ex.parser;
     error_code ec;
@@ -166,6 +167,11 @@ struct HttpClient::Impl {
       if (n > 0) tracker.on_bytes(std::string_view(buf.get(), n), t);
       if (ec == http::error::need_buffer) ec = {};
       if (ec) break;
+      if (disconnect_after >= 0 && !tracker.finished() &&
+          tracker.num_content_chunks() >= disconnect_after) {
+        hang_up(ex, tracker);
+        co_return;
+      }
     }
     if (tracker.finished()) co_return;
     if (!ec || ec == http::error::partial_message || ec == http::error::end_of_stream ||
@@ -199,6 +205,14 @@ struct HttpClient::Impl {
     }
   }
 
+  // Closes the connection mid-response, as a client that went away.
+  static void hang_up(Exchange& ex, StreamTracker& tracker) {
+    error_code ignored;
+    ex.stream->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    ex.stream->close();
+    tracker.cancel();
+  }
+
   void finish_exchange(Exchange ex, const StreamTracker& tracker) {
     if (!tracker.saw_done() || ex.parser->get().result_int() != 200) return;  // closed here
     if (ex.parser->is_done()) {
@@ -226,7 +240,11 @@ struct HttpClient::Impl {
                    ": " + error_message_from_body(body));
       co_return;
     }
-    co_await read_stream(ex, tracker);
+    if (post.disconnect_after == 0) {
+      hang_up(ex, tracker);
+      co_return;
+    }
+    co_await read_stream(ex, tracker, post.disconnect_after);
     finish_exchange(std::move(ex), tracker);
   }
 };

@@ -43,6 +43,10 @@ struct StreamPost {
   std::string request_id;  // sent as x-request-id when non-empty
   bool chat = false;       // chat API (affects the end-time rule, see StreamTracker)
   bool keep_text = false;  // keep the generated text in the record
+  // A client that goes away: close the connection once this many content chunks have arrived (0:
+  // as soon as the response header has), unless the stream ended first; the record is then
+  // `cancelled`. -1: read to the end.
+  int64_t disconnect_after = -1;
 };
 
 class HttpClient {

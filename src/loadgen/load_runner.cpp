@@ -51,6 +51,7 @@ awaitable<void> one_request(Run* run, size_t idx) {
     }
     post.chat = run->config->chat;
     post.keep_text = run->config->keep_text;
+    post.disconnect_after = (*run->requests)[idx].disconnect_after;
     co_await run->client->stream_post(std::move(post), &rec);
   } catch (const std::exception& e) {
     rec.success = false;

@@ -40,6 +40,7 @@ struct LoadConfig {
 struct PlannedRequest {
   std::string body;
   int64_t prompt_len = 0;
+  int64_t disconnect_after = -1;  // hang up after this many content chunks (see StreamPost)
 };
 
 struct RunnerConfig {

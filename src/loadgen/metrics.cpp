@@ -87,6 +87,10 @@ BenchmarkMetrics compute_metrics(const std::vector<RequestRecord>& records, doub
   std::vector<double> ttfts, tpots, itls, e2els;
   int64_t good = 0;
   for (const RequestRecord& r : records) {
+    if (r.cancelled) {
+      ++m.cancelled;
+      continue;
+    }
     if (!r.success) {
       ++m.failed;
       if (m.first_errors.size() < kMaxErrors) m.first_errors.push_back(r.error);

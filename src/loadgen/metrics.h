@@ -44,6 +44,7 @@ struct BenchmarkMetrics {
   double duration_s = 0.0;                // first send to last completion
   int64_t completed = 0;                  // successful requests
   int64_t failed = 0;                     // failed requests
+  int64_t cancelled = 0;                  // requests the client hung up on (--disconnect-prob)
   int64_t total_input_tokens = 0;         // over completed requests
   int64_t total_output_tokens = 0;        // over completed requests
   int64_t num_output_from_chunks = 0;     // completed requests without usage (chunks were counted)

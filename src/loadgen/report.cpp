@@ -57,6 +57,7 @@ json config_json(const BenchServeConfig& c) {
       {"request_timeout_s", c.request_timeout_s},
       {"extra_body", c.extra_body},
       {"metric_percentiles", c.percentiles},
+      {"disconnect_prob", c.disconnect_prob},
   };
   if (w.dataset == DatasetKind::kRandom || w.dataset == DatasetKind::kLongDecode) {
     j["input_len"] = w.input_len;
@@ -128,6 +129,9 @@ std::string format_report(const BenchServeResult& result, const std::vector<std:
   out += centered(" Serving Benchmark Result ", '=');
   line(&out, "Successful requests:", std::to_string(m.completed));
   line(&out, "Failed requests:", std::to_string(m.failed));
+  if (c.disconnect_prob > 0.0) {
+    line(&out, "Cancelled requests (client hung up):", std::to_string(m.cancelled));
+  }
   if (c.load.max_concurrency > 0) {
     line(&out, "Maximum request concurrency:", std::to_string(c.load.max_concurrency));
   }
@@ -191,6 +195,7 @@ json result_to_json(const BenchServeResult& r, bool detailed) {
   j["duration"] = m.duration_s;
   j["completed"] = m.completed;
   j["failed"] = m.failed;
+  j["cancelled"] = m.cancelled;
   j["total_input_tokens"] = m.total_input_tokens;
   j["total_output_tokens"] = m.total_output_tokens;
   j["request_throughput"] = m.request_throughput;

@@ -16,6 +16,8 @@ namespace keel::loadgen {
 struct RequestRecord {
   int64_t index = 0;               // position of the request in the workload
   bool success = false;            // the stream completed with [DONE] and had a content chunk
+  bool cancelled = false;          // the client hung up on purpose (--disconnect-prob): neither
+                                   // a success nor a failure
   std::string error;               // why it failed; "" on success
   double scheduled_s = 0.0;        // planned arrival (offset from the start of the run)
   double start_s = 0.0;            // send time (offset from the start of the run)

@@ -41,9 +41,14 @@ void StreamTracker::on_end_of_body(double now_s) {
 }
 
 void StreamTracker::fail(std::string reason) {
-  if (failed_ || done_) return;
+  if (failed_ || done_ || cancelled_) return;
   failed_ = true;
   error_ = std::move(reason);
+}
+
+void StreamTracker::cancel() {
+  if (failed_ || done_) return;
+  cancelled_ = true;
 }
 
 void StreamTracker::on_event(const SseEvent& ev, double now_s) {
@@ -91,9 +96,14 @@ void StreamTracker::fill(RequestRecord* rec) {
   rec->latency_s = num_content_ > 0 ? last_s_ - send_s_ : 0.0;
   rec->itl_s = std::move(itl_s_);
   rec->generated_text = std::move(text_);
+  rec->cancelled = false;
   if (failed_) {
     rec->success = false;
     rec->error = error_;
+  } else if (cancelled_) {
+    rec->success = false;
+    rec->cancelled = true;
+    rec->error.clear();
   } else if (!done_) {
     rec->success = false;
     rec->error = "stream not finished";

@@ -29,11 +29,14 @@ class StreamTracker {
   void on_end_of_body(double now_s);
   // The transport failed; the first failure reason wins.
   void fail(std::string reason);
+  // The client hung up on purpose: the record is cancelled (unless the request failed first).
+  void cancel();
 
   // [DONE] was seen, or the request failed: nothing more is needed from the stream.
-  [[nodiscard]] bool finished() const { return done_ || failed_; }
+  [[nodiscard]] bool finished() const { return done_ || failed_ || cancelled_; }
   [[nodiscard]] bool failed() const { return failed_; }
   [[nodiscard]] bool saw_done() const { return done_; }
+  [[nodiscard]] int64_t num_content_chunks() const { return num_content_; }
 
   // Writes timings, counts, text and outcome into *rec (index, prompt_len, scheduled_s are left
   // to the caller). Call once, after the stream is over.
@@ -49,6 +52,7 @@ class StreamTracker {
   bool keep_text_;
   bool done_ = false;
   bool failed_ = false;
+  bool cancelled_ = false;
   bool ended_ = false;
   std::string error_;
   int64_t num_events_ = 0;

@@ -137,6 +137,11 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
   w.gauge("context_caches", "Context caches pinned (POST /v1/caches).", stats.num_context_caches);
   // The PIC, sparse-decode and context-cache series: one sample each.
   static constexpr Series<engine::EngineStats> kEngineSeries[] = {
+      {"kv_blocks_used", "gauge",
+       "KV-cache blocks referenced (requests, context caches, PIC chunk index).",
+       &engine::EngineStats::kv_blocks_used},
+      {"kv_blocks_total", "gauge", "KV-cache blocks in the pool.",
+       &engine::EngineStats::kv_blocks_total},
       {"pic_index_blocks", "gauge", "KV blocks held by the PIC chunk index.",
        &engine::EngineStats::pic_index_blocks},
       {"pic_requests_total", "counter", "Requests linked from position-independent chunk caches.",

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace keel {
@@ -45,6 +47,28 @@ TEST(ThreadPoolTest, JobsAfterIdleSleepStillRun) {
     pool.run([&](int, int) { total.fetch_add(1); });
   }
   EXPECT_EQ(total.load(), 6);
+}
+
+// Plain (non-atomic) data crosses the pool: the owner writes inputs before run(), each worker
+// writes its own output slot, the owner reads them after run() — correct only if run() orders
+// those accesses (what ThreadSanitizer checks in the tsan-core build).
+TEST(ThreadPoolTest, RunOrdersPlainDataBetweenOwnerAndWorkers) {
+  ThreadPool pool(4);
+  std::vector<int64_t> input(4096);
+  std::vector<int64_t> partial(4);
+  for (int job = 0; job < 300; ++job) {
+    for (size_t i = 0; i < input.size(); ++i) input[i] = static_cast<int64_t>(i) * job;
+    pool.run([&](int idx, int nth) {
+      int64_t sum = 0;
+      for (size_t i = static_cast<size_t>(idx); i < input.size(); i += static_cast<size_t>(nth))
+        sum += input[i];
+      partial[static_cast<size_t>(idx)] = sum;
+    });
+    int64_t total = 0;
+    for (int64_t p : partial) total += p;
+    ASSERT_EQ(total, int64_t{4095} * 4096 / 2 * job);
+    if (job % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // sleepers
+  }
 }
 
 }  // namespace

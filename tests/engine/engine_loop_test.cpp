@@ -103,10 +103,13 @@ TEST(EngineLoopTest, AbortFreesBlocksAndPrefixCacheHits) {
   auto key = engine.submit(greedy({1, 403, 407, 261, 378}, 400), sink);
   ASSERT_TRUE(key.ok());
   ASSERT_TRUE(eventually([&] { return engine.stats().generation_tokens_total > 3; }));
+  EXPECT_GT(engine.stats().kv_blocks_used, 0);
+  EXPECT_EQ(engine.stats().kv_blocks_total, engine.num_kv_blocks());
   engine.abort(*key);
   sink->wait();
   EXPECT_EQ(sink->finish(), FinishReason::kAbort);
   EXPECT_TRUE(eventually([&] { return engine.stats().kv_usage == 0.0f; }));
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);  // exact: every block went back to the pool
   // Prefix cache: a shared 48-token prefix is found the second time.
   std::vector<int32_t> prefix = {1};
   for (int i = 0; i < 47; ++i) prefix.push_back(300 + i);

@@ -48,6 +48,34 @@ class SchedulerAheadTest : public ::testing::Test {
   std::unique_ptr<Scheduler> sched_;
 };
 
+// A request added while step N computes joins plan N+1 (made ahead) through extend_plan(),
+// within that plan's leftover token budget and the prefill budget of a step that decodes; the
+// extended plan updates like any other, and a plan that preempted is not extended.
+TEST_F(SchedulerAheadTest, ExtendPlanAdmitsRequestsThatArrivedMeanwhile) {
+  sched_->set_prefill_budget(10);
+  sched_->add(1, {10, 11, 12, 13, 14}, 4, kExtra);
+  StepPlan n0 = schedule();
+  StepPlan n1 = schedule();  // made ahead: request 1 decodes
+  sched_->add(2, Tokens(30, 7), 4, kExtra);
+  update(n0, 99);
+  sched_->resolve_plan(&n1);
+  sched_->extend_plan(&n1);
+  testing::expect_valid_plan(n1, sc_, 4);
+  ASSERT_EQ(n1.seqs.size(), 2u);
+  EXPECT_EQ(n1.seqs[1].key, 2);
+  EXPECT_EQ(n1.seqs[1].num_tokens, 10);  // the prefill budget, as the step also decodes
+  EXPECT_TRUE(sched_->check_invariants().ok()) << sched_->check_invariants().to_string();
+  StepPlan n2 = schedule();
+  update(n1, 98);
+  sched_->resolve_plan(&n2);
+  update(n2, 97);
+  EXPECT_EQ(sched_->find(2)->num_computed, 20);
+  StepPlan again = schedule();
+  sched_->extend_plan(&again);  // nothing waits: unchanged
+  EXPECT_EQ(again.seqs.size(), 2u);
+  update(again, 96);
+}
+
 TEST_F(SchedulerAheadTest, NextPlanUsesPlaceholdersUntilResolved) {
   sched_->add(1, {10, 11, 12, 13, 14}, 4, kExtra);
   StepPlan n0 = schedule();

@@ -103,5 +103,44 @@ TEST(TierTransferTest, DemotionsBeyondTheCapAreDroppedAndCounted) {
   EXPECT_EQ(transfer.dropped_demotions(), 2);
 }
 
+// submit(), demote() and poll() from three threads at once, as the engine thread and others may
+// call them: every read comes back exactly once, with the payloads the tiers hold.
+TEST(TierTransferTest, ConcurrentSubmitDemoteAndPoll) {
+  // Room for every block: the demotions never evict the blocks being read.
+  kv::KvTiers tiers(std::make_unique<kv::HostTier>(256 * kPayload, kPayload), nullptr);
+  for (uint64_t i = 1; i <= 8; ++i) {
+    tiers.demote(key(i), std::vector<std::byte>(kPayload, static_cast<std::byte>(i)));
+  }
+  TierTransfer transfer(&tiers, kPayload);
+  constexpr int kReads = 200;
+  std::thread reader([&] {
+    for (int r = 0; r < kReads; ++r) transfer.submit(r, {key(1 + r % 8), key(1 + (r + 1) % 8)});
+  });
+  std::thread demoter([&] {
+    for (uint64_t i = 100; i < 300; ++i) {
+      transfer.demote(key(i), std::vector<std::byte>(kPayload, std::byte{9}));
+    }
+  });
+  std::vector<int> seen(kReads);
+  int done = 0;
+  const bool all = eventually([&] {
+    for (const TierTransfer::Done& d : transfer.poll()) {
+      ++seen[static_cast<size_t>(d.key)];
+      ++done;
+      EXPECT_EQ(d.promotions.size(), 2u);
+      for (size_t j = 0; j < d.promotions.size(); ++j) {
+        const auto b = static_cast<std::byte>(1 + (d.key + static_cast<int64_t>(j)) % 8);
+        EXPECT_EQ(d.promotions[j].payload, std::vector<std::byte>(kPayload, b));
+      }
+    }
+    return done == kReads;
+  });
+  reader.join();
+  demoter.join();
+  ASSERT_TRUE(all) << done << " of " << kReads << " reads came back";
+  for (int n : seen) EXPECT_EQ(n, 1);
+  EXPECT_TRUE(eventually([&] { return transfer.pending() == 0; }));
+}
+
 }  // namespace
 }  // namespace keel::engine

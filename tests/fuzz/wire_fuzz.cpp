@@ -4,12 +4,8 @@
 // (encode(decode(encode(x))) == encode(x)), so a value that crossed the wire once crosses it again
 // unchanged.
 //
-// Build (until the fuzz preset of tests/fuzz/CMakeLists.txt lands on main, this file is not in the
-// CMake graph; with it: keel_add_fuzz(wire_fuzz SOURCES wire_fuzz.cpp DEPS keel_engine)):
-//   clang++-15 -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -Isrc \
-//     tests/fuzz/wire_fuzz.cpp src/engine/wire.cpp src/engine/wire_json.cpp \
-//     src/engine/metrics.cpp src/core/status.cpp src/core/check.cpp -o /tmp/wire_fuzz
-//   /tmp/wire_fuzz tests/fuzz/corpus/wire_fuzz
+// Built by the fuzz preset (tests/fuzz/CMakeLists.txt); seeds in corpus/wire_fuzz/ (one message of
+// each type).
 #include <cstddef>
 #include <cstdint>
 #include <span>

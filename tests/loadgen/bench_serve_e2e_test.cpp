@@ -77,6 +77,42 @@ TEST(BenchServeE2eTest, TimingsAndCountsMatchTheServersStream) {
   EXPECT_NEAR(m.output_throughput, m.request_throughput * kChunks, 1e-9 * m.output_throughput);
 }
 
+TEST(BenchServeE2eTest, DisconnectProbabilityHangsUpAndCountsCancelled) {
+  // Hang-ups come after at most output_len - 1 = 5 chunks, far from the stream's end (12 chunks,
+  // 2 ms apart): a planned hang-up always happens.
+  FakeOpenAiServer server({.num_chunks = 12, .chunk_delay_ms = 2});
+  BenchServeConfig c = small_config(server, 40);
+  c.workload.output_len = 6;
+  c.disconnect_prob = 0.5;
+  c.load.max_concurrency = 8;
+  auto r = run_bench_serve(c);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const BenchmarkMetrics& m = r->metrics;
+  EXPECT_EQ(m.failed, 0);
+  EXPECT_GT(m.cancelled, 0);
+  EXPECT_GT(m.completed, 0);
+  EXPECT_EQ(m.completed + m.cancelled, 40);
+  for (const RequestRecord& rec : r->records) {
+    if (rec.cancelled) {
+      EXPECT_LT(rec.num_content_chunks, 12);  // hung up before the end
+    } else {
+      EXPECT_TRUE(rec.success) << rec.error;
+    }
+  }
+  // The same seed hangs up on the same requests.
+  auto again = run_bench_serve(c);
+  ASSERT_TRUE(again.ok());
+  for (size_t i = 0; i < r->records.size(); ++i) {
+    EXPECT_EQ(again->records[i].cancelled, r->records[i].cancelled) << i;
+  }
+  c.disconnect_prob = 1.0;
+  auto all = run_bench_serve(c);
+  ASSERT_TRUE(all.ok()) << all.error().to_string();  // the test request is never cancelled
+  EXPECT_EQ(all->metrics.cancelled, 40);
+  EXPECT_EQ(all->metrics.completed, 0);
+  EXPECT_EQ(all->metrics.failed, 0);
+}
+
 TEST(BenchServeE2eTest, RequestBodiesAndIdsAreWhatVllmSends) {
   FakeOpenAiServer server({.num_chunks = 2});
   BenchServeConfig c = small_config(server, 3);

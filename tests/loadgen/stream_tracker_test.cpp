@@ -132,6 +132,27 @@ TEST(StreamTrackerTest, DoneWithoutContentFails) {
   EXPECT_NE(r.error.find("non-empty choices"), std::string::npos) << r.error;
 }
 
+TEST(StreamTrackerTest, HangUpIsCancelledNotFailed) {
+  StreamTracker t(0.0, false, false);
+  t.on_bytes(text_chunk("a") + text_chunk("b"), 0.5);
+  EXPECT_EQ(t.num_content_chunks(), 2);
+  t.cancel();
+  EXPECT_TRUE(t.finished());
+  t.fail("read: operation canceled");  // the close's own error is not a failure
+  RequestRecord r;
+  t.fill(&r);
+  EXPECT_FALSE(r.success);
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(r.error, "");
+  // A request that completed (or failed) first stays what it was.
+  StreamTracker done(0.0, false, false);
+  done.on_bytes(text_chunk("a") + kDone, 0.5);
+  done.cancel();
+  done.fill(&r);
+  EXPECT_TRUE(r.success);
+  EXPECT_FALSE(r.cancelled);
+}
+
 TEST(StreamTrackerTest, FirstTransportErrorWins) {
   StreamTracker t(0.0, false, false);
   t.fail("read: connection reset");

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # Starts `keel serve` on a free port of 127.0.0.1 and runs openai_sdk_test.cjs against it with the
 # official openai npm package that scripts/install-deps.sh installs.
-# Usage: run_openai_sdk_test.sh KEEL_BINARY MODEL.gguf
+# Usage: run_openai_sdk_test.sh KEEL_BINARY SHARED_DIR (the model is stories260K there; the
+# environment's KEEL_SHARED_DIR, when set, wins, as in the GoogleTest suites)
 set -euo pipefail
 keel="$1"
-model="$2"
+model="${KEEL_SHARED_DIR:-$2}/models/stories260K/stories260K.gguf"
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -f "$model" ]; then
   # Like the GoogleTest suites, skip (CTest SKIP_RETURN_CODE) when ../shared is not there.
-  echo "skipped: $model not found (../shared absent)" >&2
+  echo "skipped: $model not found (shared reference data; set KEEL_SHARED_DIR)"
   exit 77
 fi
 npm_dir="${KEEL_NPM_DIR:-${HOME:-/tmp}/.cache/keel/npm}"
 module="$npm_dir/node_modules/openai"
+# Without Node.js or the openai package the test cannot run: skipped (77), saying why.
+if ! command -v node >/dev/null; then
+  echo "skipped: node not found (scripts/install-deps.sh installs Node.js and npm)"
+  exit 77
+fi
 if [ ! -d "$module" ]; then
-  echo "openai npm package missing at $module: run scripts/install-deps.sh" >&2
-  exit 1
+  echo "skipped: openai npm package not found at $module (scripts/install-deps.sh installs it)"
+  exit 77
 fi
 log="$(mktemp)"
 "$keel" serve -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories 2>"$log" &

@@ -96,6 +96,8 @@ TEST(MetricsTextTest, RendersParsableExpositionWithVllmNames) {
   stats.num_preemptions_total = 1;
   stats.num_context_caches = 2;
   stats.context_cache_blocks = 9;
+  stats.kv_blocks_used = 12;
+  stats.kv_blocks_total = 24;
   const std::string text = render_metrics(stats, m.snapshot(), "my \"model\"");
 
   std::map<std::string, std::string> types;
@@ -119,6 +121,8 @@ TEST(MetricsTextTest, RendersParsableExpositionWithVllmNames) {
   EXPECT_EQ(plain["keel:num_preemptions_total"], 1);
   EXPECT_EQ(plain["keel:context_caches"], 2);
   EXPECT_EQ(plain["keel:context_cache_blocks"], 9);
+  EXPECT_EQ(plain["keel:kv_blocks_used"], 12);
+  EXPECT_EQ(plain["keel:kv_blocks_total"], 24);
   for (const char* h :
        {"time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds",
         "request_queue_time_seconds", "request_prompt_tokens", "request_generation_tokens"}) {

@@ -52,6 +52,7 @@ TEST(BenchServeCliTest, BadFlagsAreOneLineErrors) {
   expect_one_line_error(run_keel({"bench-serve", "--dataset-name", "sharegpt"}), "dataset-name");
   expect_one_line_error(run_keel({"bench-serve", "--request-rate", "fast"}), "request-rate");
   expect_one_line_error(run_keel({"bench-serve", "--range-ratio", "1.5"}), "range-ratio");
+  expect_one_line_error(run_keel({"bench-serve", "--disconnect-prob", "1.5"}), "disconnect-prob");
   expect_one_line_error(run_keel({"bench-serve", "--goodput", "latency:5"}), "latency");
   expect_one_line_error(run_keel({"bench-serve", "--extra-body", "[1]"}), "extra-body");
   expect_one_line_error(run_keel({"bench-serve", "--base-url", "https://x"}), "https");

@@ -1,6 +1,6 @@
-// libFuzzer entry point: GgufFile::open on arbitrary bytes (held in a MemoryFileSystem) in every
-// DataMode; a successful open has every tensor view touched so ASan sees any escape. Not part
-// of the default build: configure with clang and -DKEEL_BUILD_FUZZ=ON (see CMakeLists.txt).
+// libFuzzer target: GgufFile::open on arbitrary bytes (held in a MemoryFileSystem) in every
+// DataMode; a successful open has every tensor view touched so ASan sees any escape. Built by the
+// fuzz preset (tests/fuzz/CMakeLists.txt).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
