@@ -1,11 +1,16 @@
 // DeferredEngine: an EngineClient that answers Unavailable until the real engine is attached, so
-// `keel serve` can listen (and report 503 on /health) while the weights load.
+// a front end can listen (and report 503 on /health) while the weights load. Before then it has
+// no context caches and empty stats and metrics.
 //
-// Thread safety: attach() once from the loading thread; every other method from any thread.
+// Thread safety: attach() once from the loading thread; every other method from any thread. The
+// attached engine must outlive this client's last use.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "engine/engine_client.h"
 #include "engine/metrics.h"
@@ -24,8 +29,19 @@ class DeferredEngine final : public engine::EngineClient {
   void abort(engine::RequestKey key) override {
     if (auto* e = get()) e->abort(key);
   }
-  void release_cache(const std::string& id) override {
-    if (auto* e = get()) e->release_cache(id);
+  bool release_cache(const std::string& id, const std::string& salt) override {
+    if (auto* e = get()) return e->release_cache(id, salt);
+    return false;
+  }
+  [[nodiscard]] std::optional<engine::ContextCacheInfo> find_cache(
+      const std::string& id, const std::string& salt) const override {
+    if (auto* e = get()) return e->find_cache(id, salt);
+    return std::nullopt;
+  }
+  [[nodiscard]] std::vector<engine::ContextCacheInfo> list_caches(
+      const std::string& salt) const override {
+    if (auto* e = get()) return e->list_caches(salt);
+    return {};
   }
   [[nodiscard]] engine::EngineStats stats() const override {
     if (auto* e = get()) return e->stats();

@@ -259,13 +259,12 @@ void Engine::process_inbox(bool wait) {
   {
     std::unique_lock lock(mu_);
     const auto ready = [this] { return stop_.load() || !inbox_.empty(); };
-    if (wait && caches_.empty()) {
+    const std::optional<int64_t> deadline = caches_.next_deadline_ns();
+    if (wait && !deadline) {
       wake_.wait(lock, ready);
     } else if (wait) {
-      int64_t deadline = INT64_MAX;
-      for (const auto& [id, c] : caches_) deadline = std::min(deadline, c.deadline_ns);
-      wake_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(0, deadline - now_ns())),
-                     ready);
+      wake_.wait_for(
+          lock, std::chrono::nanoseconds(std::max<int64_t>(0, *deadline - clock_.now_ns())), ready);
     }
     batch.swap(inbox_);
   }
@@ -273,8 +272,8 @@ void Engine::process_inbox(bool wait) {
   for (Message& m : batch) {
     if (auto* s = std::get_if<Submit>(&m)) {
       admit(std::move(*s));
-    } else if (auto* r = std::get_if<ReleaseCache>(&m)) {
-      drop_cache(r->id);
+    } else if (auto* r = std::get_if<ReleasePin>(&m)) {
+      unpin(r->pin);
     } else {
       const RequestKey key = std::get<Abort>(m).key;
       if (key >= 0) {
@@ -583,9 +582,10 @@ void Engine::publish_stats() {
   s.prefix_queries_tokens = kv_.prefix_queries_tokens();
   s.prefix_hits_tokens = kv_.prefix_hits_tokens();
   s.num_preemptions_total = scheduler_.num_preemptions();
-  s.num_context_caches = static_cast<int32_t>(caches_.size());
-  for (const auto& [id, c] : caches_) {
-    s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(c.key).size());
+  const std::vector<ContextCacheTable::Pin> pins = caches_.pins();
+  s.num_context_caches = static_cast<int32_t>(pins.size());
+  for (const ContextCacheTable::Pin& pin : pins) {
+    s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(pin.key).size());
   }
   s.pic_index_blocks = chunk_index_blocks_;
   s.pic_tokens_linked = scheduler_.pic_tokens_linked();

@@ -30,6 +30,7 @@
 
 #include "core/file_system.h"
 #include "core/thread_pool.h"
+#include "engine/context_cache_table.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/metrics.h"
@@ -67,7 +68,14 @@ class Engine final : public EngineClient {
 
   Result<RequestKey> submit(GenerationRequest request, std::shared_ptr<OutputSink> sink) override;
   void abort(RequestKey key) override;
-  void release_cache(const std::string& id) override;
+  bool release_cache(const std::string& id, const std::string& salt) override;
+  [[nodiscard]] std::optional<ContextCacheInfo> find_cache(const std::string& id,
+                                                           const std::string& salt) const override {
+    return caches_.find(id, salt);
+  }
+  [[nodiscard]] std::vector<ContextCacheInfo> list_caches(const std::string& salt) const override {
+    return caches_.list(salt);
+  }
   [[nodiscard]] EngineStats stats() const override;
   [[nodiscard]] MetricsSnapshot metrics() const override { return metrics_.snapshot(); }
   void drain(std::chrono::milliseconds timeout) override;
@@ -91,17 +99,11 @@ class Engine final : public EngineClient {
   struct Abort {
     RequestKey key;
   };
-  struct ReleaseCache {
-    std::string id;
+  // A context cache left the table (release_cache): the engine thread unpins its blocks.
+  struct ReleasePin {
+    ContextCacheTable::Pin pin;
   };
-  using Message = std::variant<Submit, Abort, ReleaseCache>;
-  // A pinned context cache (GenerationRequest::retain_as): the finished request whose blocks the
-  // scheduler retains, until release or the deadline.
-  struct ContextCache {
-    RequestKey key = 0;
-    int64_t deadline_ns = 0;
-    int64_t reserved_blocks = 0;  // counted in cache_blocks_reserved_
-  };
+  using Message = std::variant<Submit, Abort, ReleasePin>;
 
   // Engine-side record of a request (engine thread only).
   struct Active {
@@ -142,9 +144,11 @@ class Engine final : public EngineClient {
   // Applies queued messages; with `wait`, blocks until at least one arrives, stop is asked or a
   // context cache expires.
   void process_inbox(bool wait);
-  // Pins a finished request's blocks as context cache a.request.retain_as.
+  // Pins a finished request's blocks as context cache a.request.retain_as (engine_context_caches).
   void pin_cache(RequestKey key, const Active& a);
-  void drop_cache(const std::string& id);
+  // Releases the blocks a context cache held (it has left caches_).
+  void unpin(const ContextCacheTable::Pin& pin);
+  // Unpins every context cache past its deadline.
   void expire_caches();
   void admit(Submit s);
   // Starts the internal request computing `tokens` alone for PIC parent `parent`; returns its key.
@@ -197,7 +201,6 @@ class Engine final : public EngineClient {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   std::unordered_map<RequestKey, Active> active_;
-  std::unordered_map<std::string, ContextCache> caches_;
   std::unique_ptr<StepExecutor> executor_;
   EngineStats counters_;    // cumulative counters kept on the engine thread
   kv::BlockHash pic_root_;  // root key of compiled PIC chunks (model identity + "pic")
@@ -224,6 +227,10 @@ class Engine final : public EngineClient {
   std::atomic<int32_t> num_active_{0};   // submitted and not finished
   // Blocks reserved by context caches and requests that will become one (at most half the pool).
   std::atomic<int64_t> cache_blocks_reserved_{0};
+  // The context caches: written by the engine thread (pin, expiry), read and removed by callers;
+  // they expire on clock_.
+  SteadyClock clock_;
+  ContextCacheTable caches_{&clock_};
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;

@@ -51,10 +51,13 @@ struct GenerationRequest {
   std::string cache_salt;  // prefix-cache isolation: blocks are shared only within a salt
   // Explicit context caching (POST /v1/caches): when set, a request that finishes normally keeps
   // its KV blocks pinned as context cache `retain_as` for retain_ms (never evicted; its full
-  // blocks stay findable by prefix) until EngineClient::release_cache or expiry. A cache with the
-  // same id is replaced.
+  // blocks stay findable by prefix) until EngineClient::release_cache or expiry; the engine is
+  // the cache's one owner (EngineClient::find_cache). It belongs to `cache_salt`. A cache with
+  // the same id is replaced. retain_description: what the front end wants back with the cache
+  // (the server: its source and messages), opaque to the engine.
   std::string retain_as;
   int64_t retain_ms = 0;
+  std::string retain_description;
   // EPIC: spans of prompt_tokens that are position-independent chunks (each usually starting
   // with its own BOS): their KV is computed alone, cached by their own tokens, and linked at
   // their real positions. pic_link: the variant (unset = EngineConfig::pic_link).
@@ -84,6 +87,19 @@ class OutputSink {
  public:
   virtual ~OutputSink() = default;
   virtual void on_event(TokenEvent event) = 0;
+};
+
+// A pinned context cache (GenerationRequest::retain_as) as its owner, the engine, reports it.
+struct ContextCacheInfo {
+  std::string id;               // retain_as
+  std::string cache_salt;       // its owner: only callers with this salt see it
+  std::vector<int32_t> tokens;  // the pinned sequence (the request's prompt)
+  std::string description;      // retain_description, as given
+  int64_t ttl_ms = 0;           // retain_ms: it expires ttl_ms after it was pinned
+  int64_t created_unix_ms = 0;  // wall-clock time it was pinned (for display; expiry runs on the
+                                // engine's monotonic clock)
+  [[nodiscard]] int64_t expires_unix_ms() const { return created_unix_ms + ttl_ms; }
+  friend bool operator==(const ContextCacheInfo&, const ContextCacheInfo&) = default;
 };
 
 // A snapshot of the engine's state and counters (for /metrics and /health).

@@ -147,6 +147,7 @@ Json encode_request_body(const GenerationRequest& q) {
   if (!q.cache_salt.empty()) j["cache_salt"] = q.cache_salt;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
+  if (!q.retain_description.empty()) j["retain_description"] = q.retain_description;
   if (!q.pic_chunks.empty()) {
     Json chunks = Json::array();
     for (const kv::PicChunk& c : q.pic_chunks) chunks.push_back(Json::array({c.start, c.len}));
@@ -169,6 +170,7 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.str("cache_salt", &q->cache_salt);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);
+  r.str("retain_description", &q->retain_description);
   if (const Json* chunks = r.array("pic_chunks")) {
     for (const Json& c : *chunks) {
       if (!c.is_array() || c.size() != 2) {
@@ -403,6 +405,44 @@ Status decode_metrics_body(const Json& j, MetricsSnapshot* m) {
   return r.status();
 }
 
+// --- context caches ---
+
+Json encode_caches_body(const std::vector<ContextCacheInfo>& caches) {
+  Json list = Json::array();
+  for (const ContextCacheInfo& c : caches) {
+    Json j = Json{{"id", c.id}, {"tokens", c.tokens}};
+    if (!c.cache_salt.empty()) j["cache_salt"] = c.cache_salt;
+    if (!c.description.empty()) j["description"] = c.description;
+    if (c.ttl_ms != 0) j["ttl_ms"] = c.ttl_ms;
+    if (c.created_unix_ms != 0) j["created_unix_ms"] = c.created_unix_ms;
+    list.push_back(std::move(j));
+  }
+  return Json{{"caches", std::move(list)}};
+}
+
+Status decode_caches_body(const Json& j, std::vector<ContextCacheInfo>* out) {
+  FieldReader r(j, "context_caches");
+  if (const Json* list = r.array("caches")) {
+    for (const Json& c : *list) {
+      if (!c.is_object()) {
+        r.fail("caches", "expected objects, got " + detail::describe(c));
+        break;
+      }
+      FieldReader cr(c, "context_caches.caches");
+      ContextCacheInfo info;
+      cr.str("id", &info.id);
+      cr.str("cache_salt", &info.cache_salt);
+      cr.i32_list("tokens", &info.tokens);
+      cr.str("description", &info.description);
+      cr.i64("ttl_ms", &info.ttl_ms);
+      cr.i64("created_unix_ms", &info.created_unix_ms);
+      KEEL_TRY(cr.status());
+      out->push_back(std::move(info));
+    }
+  }
+  return r.status();
+}
+
 // --- status ---
 
 constexpr StatusCode kCodes[] = {
@@ -438,6 +478,8 @@ std::string_view message_type_name(MessageType type) {
       return "metrics";
     case MessageType::kStatus:
       return "status";
+    case MessageType::kContextCaches:
+      return "context_caches";
   }
   return "unknown";
 }
@@ -460,6 +502,10 @@ Bytes encode(const Status& status) {
                            {"message", status.ok() ? std::string() : status.message()}});
 }
 
+Bytes encode(const std::vector<ContextCacheInfo>& caches) {
+  return detail::pack(MessageType::kContextCaches, encode_caches_body(caches));
+}
+
 Result<MessageType> peek_type(std::span<const uint8_t> bytes) {
   KEEL_ASSIGN_OR_RETURN(detail::Unpacked u, detail::unpack(bytes));
   return u.type;
@@ -476,6 +522,11 @@ Result<EngineStats> decode_stats(std::span<const uint8_t> bytes) {
 }
 Result<MetricsSnapshot> decode_metrics(std::span<const uint8_t> bytes) {
   return decode_as<MetricsSnapshot>(bytes, MessageType::kMetrics, decode_metrics_body);
+}
+
+Result<std::vector<ContextCacheInfo>> decode_caches(std::span<const uint8_t> bytes) {
+  return decode_as<std::vector<ContextCacheInfo>>(bytes, MessageType::kContextCaches,
+                                                  decode_caches_body);
 }
 
 Status decode_status(std::span<const uint8_t> bytes, Status* out) {

@@ -1,5 +1,6 @@
 // The wire codec: the one encoding of the engine's messages (types.h) for crossing a process
-// boundary — a generation request, its token events, the engine's stats and metrics, a Status —
+// boundary — a generation request, its token events, the engine's stats and metrics, context
+// caches, a Status —
 // so that a remote EngineClient (a gateway in front of task executors) carries exactly what the
 // in-process one does and the server's generation code runs unchanged on either.
 //
@@ -45,6 +46,7 @@ enum class MessageType {
   kEngineStats,        // "engine_stats"
   kMetrics,            // "metrics": a MetricsSnapshot
   kStatus,             // "status": the outcome of a call (e.g. a refused submit)
+  kContextCaches,      // "context_caches": ContextCacheInfo list (find_cache: 0 or 1; list_caches)
 };
 [[nodiscard]] std::string_view message_type_name(MessageType type);
 
@@ -60,6 +62,7 @@ struct EventFrame {
 [[nodiscard]] Bytes encode(const EngineStats& stats);
 [[nodiscard]] Bytes encode(const MetricsSnapshot& metrics);
 [[nodiscard]] Bytes encode(const Status& status);
+[[nodiscard]] Bytes encode(const std::vector<ContextCacheInfo>& caches);
 
 // The type of an envelope (checks the version), without decoding its body.
 [[nodiscard]] Result<MessageType> peek_type(std::span<const uint8_t> bytes);
@@ -68,6 +71,7 @@ struct EventFrame {
 [[nodiscard]] Result<EventFrame> decode_event(std::span<const uint8_t> bytes);
 [[nodiscard]] Result<EngineStats> decode_stats(std::span<const uint8_t> bytes);
 [[nodiscard]] Result<MetricsSnapshot> decode_metrics(std::span<const uint8_t> bytes);
+[[nodiscard]] Result<std::vector<ContextCacheInfo>> decode_caches(std::span<const uint8_t> bytes);
 // Ok with *out = the carried Status (ok or not), or InvalidArgument when the bytes are not one.
 [[nodiscard]] Status decode_status(std::span<const uint8_t> bytes, Status* out);
 

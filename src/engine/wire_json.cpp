@@ -8,9 +8,9 @@
 namespace keel::engine::wire::detail {
 namespace {
 
-constexpr MessageType kTypes[] = {MessageType::kGenerationRequest, MessageType::kTokenEvent,
-                                  MessageType::kEngineStats, MessageType::kMetrics,
-                                  MessageType::kStatus};
+constexpr MessageType kTypes[] = {
+    MessageType::kGenerationRequest, MessageType::kTokenEvent, MessageType::kEngineStats,
+    MessageType::kMetrics,           MessageType::kStatus,     MessageType::kContextCaches};
 
 // Builds the document like nlohmann's own DOM parser, but refuses nesting deeper than kMaxDepth
 // before descending (the binary reader recurses once per level).

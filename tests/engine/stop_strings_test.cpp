@@ -16,8 +16,9 @@ class StopStringDetectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     tokenizer::testing::SyntheticVocab v = tokenizer::testing::spm_base();
-    the_ = v.add("\xE2\x96\x81" "The");
-    end_ = v.add("\xE2\x96\x81" "end");
+    const std::string space = "\xE2\x96\x81";  // SPM's "▁"
+    the_ = v.add(space + "The");
+    end_ = v.add(space + "end");
     st_ = v.add("ST");
     op_ = v.add("OP");
     auto tok = tokenizer::testing::load_tokenizer(v);

@@ -39,6 +39,7 @@ GenerationRequest full_request() {
   q.cache_salt = "tenant\x01\xff";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;
+  q.retain_description = "{\"source\":\"messages\"}";
   q.pic_chunks = {{1, 16}, {17, 8}};
   q.pic_link = kv::PicVariant{kv::PicMode::kCacheBlend, 3, 30};
   q.sparse = SparseParams{"raas", 256};
@@ -198,6 +199,31 @@ Bytes envelope(Json body, const std::string& type = "generation_request", int64_
   return Json::to_msgpack(Json{{"v", v}, {"type", type}, {"body", std::move(body)}});
 }
 
+std::vector<ContextCacheInfo> full_caches() {
+  ContextCacheInfo a;
+  a.id = "cache-1";
+  a.cache_salt = "tenant\x01";
+  a.tokens = {1, 2, 31999};
+  a.description = "{\"source\":\"prompt\"}";
+  a.ttl_ms = 600'000;
+  a.created_unix_ms = int64_t{1} << 41;
+  ContextCacheInfo b;  // every field at its default
+  return {a, b};
+}
+
+TEST(WireTest, ContextCachesRoundTrip) {
+  for (const std::vector<ContextCacheInfo>& caches :
+       {full_caches(), std::vector<ContextCacheInfo>{}}) {
+    auto back = decode_caches(encode(caches));
+    ASSERT_TRUE(back.ok()) << back.error().to_string();
+    EXPECT_EQ(*back, caches);
+  }
+  EXPECT_EQ(*peek_type(encode(full_caches())), MessageType::kContextCaches);
+  auto bad = decode_caches(envelope(Json{{"caches", {1}}}, "context_caches"));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message().find("expected objects"), std::string::npos);
+}
+
 void expect_invalid(const Result<GenerationRequest>& r, const std::string& needle) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument);
@@ -244,12 +270,13 @@ TEST(WireTest, RefusesDeepNestingBeforeBuildingIt) {
 
 TEST(WireTest, EveryTruncationIsRefused) {
   for (const Bytes& full : {encode(full_request()), encode(full_event()), encode(full_stats()),
-                            encode(full_metrics())}) {
+                            encode(full_metrics()), encode(full_caches())}) {
     for (size_t n = 0; n < full.size(); ++n) {
       const std::span<const uint8_t> prefix(full.data(), n);
       EXPECT_FALSE(peek_type(prefix).ok()) << n;
       EXPECT_FALSE(decode_request(prefix).ok()) << n;
       EXPECT_FALSE(decode_event(prefix).ok()) << n;
+      EXPECT_FALSE(decode_caches(prefix).ok()) << n;
     }
   }
 }
@@ -257,10 +284,10 @@ TEST(WireTest, EveryTruncationIsRefused) {
 TEST(WireTest, MutatedMessagesDecodeOrFailCleanly) {
   std::mt19937 rng(12);
   const Bytes seeds[] = {encode(full_request()), encode(full_event()), encode(full_stats()),
-                         encode(full_metrics())};
+                         encode(full_metrics()), encode(full_caches())};
   int decoded = 0;
-  for (int i = 0; i < 4000; ++i) {
-    Bytes b = seeds[static_cast<size_t>(i) % 4];
+  for (int i = 0; i < 5000; ++i) {
+    Bytes b = seeds[static_cast<size_t>(i) % 5];
     const int flips = 1 + static_cast<int>(rng() % 4);
     for (int k = 0; k < flips; ++k) b[rng() % b.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
     // Whatever decodes re-encodes to a fixed point.
@@ -274,6 +301,10 @@ TEST(WireTest, MutatedMessagesDecodeOrFailCleanly) {
     }
     if (auto s = decode_stats(b); s.ok()) ++decoded;
     if (auto m = decode_metrics(b); m.ok()) ++decoded;
+    if (auto c = decode_caches(b); c.ok()) {
+      ++decoded;
+      EXPECT_EQ(encode(*decode_caches(encode(*c))), encode(*c));
+    }
   }
   EXPECT_GT(decoded, 0);  // some mutations only change values
 }

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/wire.h"
 
@@ -35,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_fixed_point<wire::EventFrame>(bytes, wire::decode_event);
   check_fixed_point<keel::engine::EngineStats>(bytes, wire::decode_stats);
   check_fixed_point<keel::engine::MetricsSnapshot>(bytes, wire::decode_metrics);
+  check_fixed_point<std::vector<keel::engine::ContextCacheInfo>>(bytes, wire::decode_caches);
   keel::Status status;
   if (wire::decode_status(bytes, &status).ok()) {
     keel::Status again;

@@ -115,9 +115,17 @@ int FakeEngine::abort_count(engine::RequestKey key) const {
   return it == aborts_.end() ? 0 : it->second;
 }
 
-void FakeEngine::release_cache(const std::string& id) {
+bool FakeEngine::release_cache(const std::string& id, const std::string& salt) {
+  const bool released = caches_.remove(id, salt).has_value();
   std::lock_guard lock(mu_);
-  released_caches_.push_back(id);
+  release_calls_.push_back(id);
+  if (released) released_caches_.push_back(id);
+  return released;
+}
+
+std::vector<std::string> FakeEngine::release_calls() const {
+  std::lock_guard lock(mu_);
+  return release_calls_;
 }
 
 std::vector<std::string> FakeEngine::released_caches() const {
@@ -206,6 +214,19 @@ void FakeEngine::loop() {
     for (auto it = active_.begin(); it != active_.end();) {
       bool done = false;
       if (std::optional<engine::TokenEvent> ev = next_event(it->second, now, &done)) {
+        const engine::GenerationRequest& r = it->second.request;
+        const bool normal = ev->finish == engine::FinishReason::kStop ||
+                            ev->finish == engine::FinishReason::kLength;
+        if (normal && !r.retain_as.empty()) {  // pinned before the final event, as the engine
+          engine::ContextCacheInfo info;
+          info.id = r.retain_as;
+          info.cache_salt = r.cache_salt;
+          info.tokens = r.prompt_tokens;
+          info.description = r.retain_description;
+          info.ttl_ms = r.retain_ms;
+          info.created_unix_ms = 1'700'000'000'000;
+          caches_.put(std::move(info), {it->first, 0});
+        }
         out.emplace_back(it->second.sink, std::move(*ev));
       }
       if (!done && it->second.due > now) wake = std::min(wake, it->second.due);
