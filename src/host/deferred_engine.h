@@ -15,7 +15,7 @@
 #include "engine/engine_client.h"
 #include "engine/metrics.h"
 
-namespace keel::cli {
+namespace keel::host {
 
 class DeferredEngine final : public engine::EngineClient {
  public:
@@ -71,4 +71,4 @@ class DeferredEngine final : public engine::EngineClient {
   engine::Metrics empty_metrics_;
 };
 
-}  // namespace keel::cli
+}  // namespace keel::host

@@ -1,13 +1,12 @@
-// setup_compute / report_error.
-#include "compute_setup.h"
+// setup_compute (see compute.h).
+#include "host/compute.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <thread>
 
 #include "core/cpu_features.h"
 
-namespace keel::cli {
+namespace keel::host {
 
 Result<ComputeSetup> setup_compute(const ComputeOptions& opts) {
   const CpuFeatures cpu = detect_cpu_features();
@@ -19,9 +18,4 @@ Result<ComputeSetup> setup_compute(const ComputeOptions& opts) {
   return ComputeSetup{*isa, threads};
 }
 
-int report_error(const Status& s) {
-  std::fprintf(stderr, "keel: %s\n", s.message().c_str());
-  return 1;
-}
-
-}  // namespace keel::cli
+}  // namespace keel::host
