@@ -212,7 +212,7 @@ TEST_F(ChoiceOutputTest, StreamsExactlyWhatTheServerSideMatcherStreamed) {
       stops.push_back(text.substr(at, 1 + rng() % 5));
     }
     if (rng() % 4 == 0) stops.push_back("never");
-    SCOPED_TRACE(testing::PrintToString(stops));
+    SCOPED_TRACE(::testing::PrintToString(stops));
 
     const std::vector<std::string> want = server_side_deltas(tok_, stops, ids);
     engine::StopStringDetector engine_side(tok_, stops);
