@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "compute_setup.h"
 #include "core/cpu_features.h"
+#include "host/compute.h"
 #include "kernels/roofline.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
@@ -223,7 +223,7 @@ CpuFeatures features_for(CpuFeatures cpu, kernels::Isa isa) {
   return cpu;
 }
 
-Status bench(const BenchOptions& opts, const ComputeSetup& setup) {
+Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
   for (int32_t n : opts.n_prompt) {
     if (n < 0) return Status::invalid_argument("-p must be ≥ 0");
   }
@@ -286,7 +286,7 @@ Status bench(const BenchOptions& opts, const ComputeSetup& setup) {
 }  // namespace
 
 int run_bench(const BenchOptions& opts) {
-  auto setup = setup_compute(opts.compute);
+  auto setup = host::setup_compute(opts.compute);
   if (!setup.ok()) return report_error(setup.status());
   const Status s = bench(opts, *setup);
   return s.ok() ? 0 : report_error(s);

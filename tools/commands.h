@@ -8,16 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+#include "host/compute.h"
+
 namespace keel::cli {
 
-// Options every command that computes shares.
-struct ComputeOptions {
-  int threads = 0;                        // 0 = all hardware threads
-  std::string isa;                        // "" = best for this CPU; else scalar | avx2 | avx512
-  bool use_mmap = false;                  // map weights instead of reading them into memory
-  bool verbose = false;                   // timings and details on stderr
-  std::string weight_layout = "grouped";  // grouped | rows (model::ModelOptions::group_weights)
-};
+// Options every command that computes shares (threads, kernel table, weight handling).
+using ComputeOptions = host::ComputeOptions;
+
+// Prints "keel: <message>" to stderr and returns the exit code 1.
+int report_error(const Status& s);
 
 struct InfoOptions {
   std::string model_path;     // "" only with cpu_only

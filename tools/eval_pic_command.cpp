@@ -18,9 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "compute_setup.h"
 #include "core/thread_pool.h"
 #include "engine/pic_prefill.h"
+#include "host/compute.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "model_loading.h"
@@ -136,7 +136,7 @@ class PicEval {
   int32_t next_block_ = 0;
 };
 
-Status evaluate(const EvalPicOptions& opts, const ComputeSetup& setup) {
+Status evaluate(const EvalPicOptions& opts, const host::ComputeSetup& setup) {
   std::vector<kv::PicVariant> variants;
   for (const std::string& name : opts.variants) {
     KEEL_ASSIGN_OR_RETURN(kv::PicVariant v, kv::PicVariant::parse(name));
@@ -212,7 +212,7 @@ Status evaluate(const EvalPicOptions& opts, const ComputeSetup& setup) {
 }  // namespace
 
 int run_eval_pic(const EvalPicOptions& opts) {
-  auto setup = setup_compute(opts.compute);
+  auto setup = host::setup_compute(opts.compute);
   if (!setup.ok()) return report_error(setup.status());
   const Status s = evaluate(opts, *setup);
   return s.ok() ? 0 : report_error(s);

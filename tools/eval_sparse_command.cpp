@@ -16,10 +16,10 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
-#include "compute_setup.h"
 #include "core/thread_pool.h"
 #include "engine/pic_prefill.h"
 #include "engine/sparse_decode.h"
+#include "host/compute.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "model_loading.h"
@@ -196,7 +196,7 @@ void print(const EvalSparseOptions& opts, const std::string& policy, const Total
               t.prefill_pages, t.max_pages, t.final_pages / g, quarter(0), quarter(kQuarters - 1));
 }
 
-Status evaluate(EvalSparseOptions opts, const ComputeSetup& setup) {
+Status evaluate(EvalSparseOptions opts, const host::ComputeSetup& setup) {
   ThreadPool pool(setup.threads);
   KEEL_ASSIGN_OR_RETURN(LoadedModel loaded,
                         load_model(opts.model_path, opts.compute, model::ModelOptions{}, pool));
@@ -236,7 +236,7 @@ Status evaluate(EvalSparseOptions opts, const ComputeSetup& setup) {
 }  // namespace
 
 int run_eval_sparse(const EvalSparseOptions& opts) {
-  auto setup = setup_compute(opts.compute);
+  auto setup = host::setup_compute(opts.compute);
   if (!setup.ok()) return report_error(setup.status());
   const Status s = evaluate(opts, *setup);
   return s.ok() ? 0 : report_error(s);

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "commands.h"
-#include "compute_setup.h"
 #include "core/cpu_features.h"
 #include "gguf/reader.h"
+#include "host/compute.h"
 #include "kernels/kernels.h"
 
 namespace keel::cli {
@@ -57,7 +57,7 @@ int print_cpu(const InfoOptions& opts) {
   const CpuFeatures cpu = detect_cpu_features();
   ComputeOptions compute;
   compute.isa = opts.isa;
-  auto setup = setup_compute(compute);
+  auto setup = host::setup_compute(compute);
   if (!setup.ok()) return report_error(setup.status());
   std::string supported;
   for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {

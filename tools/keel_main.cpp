@@ -8,6 +8,15 @@
 #include "core/log.h"
 #include "kv/pic.h"
 
+namespace keel::cli {
+
+int report_error(const Status& s) {
+  std::fprintf(stderr, "keel: %s\n", s.message().c_str());
+  return 1;
+}
+
+}  // namespace keel::cli
+
 namespace {
 
 void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o) {

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "commands.h"
-#include "compute_setup.h"
 #include "core/dtype.h"
+#include "host/compute.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
@@ -139,7 +139,7 @@ Status generate(const RunOptions& opts, ThreadPool& pool, kernels::Isa isa) {
 }  // namespace
 
 int run_run(const RunOptions& opts) {
-  auto setup = setup_compute(opts.compute);
+  auto setup = host::setup_compute(opts.compute);
   if (!setup) return report_error(setup.error());
   ThreadPool pool(setup->threads);
   Status s = generate(opts, pool, setup->isa);

@@ -1,9 +1,9 @@
-// `keel serve`: listens at once (503 on /health while the weights load), then loads the model,
-// starts the engine and serves the OpenAI-compatible API until SIGTERM, SIGINT or SIGHUP, when it
-// stops accepting, lets in-flight requests finish for --drain-timeout, cancels the rest and exits
-// 0. SIGPIPE is ignored, so a closed log pipe or socket is an error return, never a kill. At
-// start-up the soft descriptor limit is raised to the hard one and
-// --max-connections is kept below it.
+// `keel serve`: listens at once (503 on /health while the weights load), then loads the model and
+// starts the engine (host::EngineHost: that composition lives in src/host, where a task executor
+// reuses it) and serves the OpenAI-compatible API until SIGTERM, SIGINT or SIGHUP, when it stops
+// accepting, lets in-flight requests finish for --drain-timeout, cancels the rest and exits 0.
+// SIGPIPE is ignored, so a closed log pipe or socket is an error return, never a kill. At start-up
+// the soft descriptor limit is raised to the hard one and --max-connections is kept below it.
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -15,18 +15,16 @@
 #include <filesystem>
 
 #include "commands.h"
-#include "compute_setup.h"
 #include "core/cpu_features.h"
 #include "core/log.h"
+#include "core/thread_pool.h"
 #include "default_model.h"
-#include "deferred_engine.h"
 #include "engine/engine.h"
-#include "gguf/reader.h"
-#include "model/model.h"
-#include "model_loading.h"
+#include "host/compute.h"
+#include "host/engine_host.h"
+#include "progress.h"
+#include "server/chat_formatter.h"
 #include "server/server.h"
-#include "tokenizer/chat_template.h"
-#include "tokenizer/tokenizer.h"
 
 namespace keel::cli {
 namespace {
@@ -79,8 +77,9 @@ int32_t connection_cap(int32_t wanted, int64_t descriptor_limit) {
   return static_cast<int32_t>(std::min<int64_t>(wanted, room));
 }
 
-engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& compute,
-                                   const tokenizer::Tokenizer& tok) {
+// The engine's configuration from the flags (EngineHost::start adds the kernel table, threads
+// and the model's end-of-generation ids).
+engine::EngineConfig engine_config(const ServeOptions& o) {
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;
   c.scheduler.max_batched_tokens = o.max_batched_tokens;
@@ -95,9 +94,6 @@ engine::EngineConfig engine_config(const ServeOptions& o, const ComputeSetup& co
   c.kv_dtype = o.kv_type == "f16" ? DType::kF16 : DType::kF32;
   c.enable_prefix_cache = !o.no_prefix_cache;
   c.schedule_ahead = !o.no_schedule_ahead;
-  c.threads = compute.threads;
-  c.isa = compute.isa;
-  c.eog_token_ids.assign(tok.eog_ids().begin(), tok.eog_ids().end());
   if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
   c.sparse = engine::SparseParams{o.sparse_policy, o.sparse_budget};
   return c;
@@ -121,37 +117,13 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   return c;
 }
 
-// Messages → prompt text through the model's chat template; a BOS the template rendered is
-// dropped when the tokenizer adds one itself (tokenizer::prompt_for_tokenizer): never a double BOS.
-server::ChatFormatter make_chat_formatter(std::shared_ptr<const tokenizer::ChatTemplate> tmpl,
-                                          const tokenizer::Tokenizer* tok) {
-  return [tmpl, tok, bos = tokenizer::bos_text(*tok), eos = tokenizer::eos_text(*tok)](
-             std::span<const server::ChatMessage> messages,
-             bool add_generation_prompt) -> Result<tokenizer::TrackedText> {
-    std::vector<tokenizer::ChatMessage> msgs;
-    msgs.reserve(messages.size());
-    for (const auto& m : messages) {
-      tokenizer::ChatMessage c{m.role, m.content, nullptr};
-      if (!m.name.empty()) c.extra["name"] = m.name;
-      if (!m.tool_call_id.empty()) c.extra["tool_call_id"] = m.tool_call_id;
-      msgs.push_back(std::move(c));
-    }
-    tokenizer::ChatRenderOptions options;
-    options.add_generation_prompt = add_generation_prompt;
-    options.bos_token = bos;
-    options.eos_token = eos;
-    KEEL_ASSIGN_OR_RETURN(tokenizer::TrackedText text, tmpl->render_tracked(msgs, options));
-    return tokenizer::prompt_for_tokenizer(std::move(text), *tok);
-  };
-}
-
 std::string default_served_name(const std::string& path, bool is_default) {
   if (is_default) return "keel-default";
   return std::filesystem::path(path).stem().string();
 }
 
 Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
-  KEEL_ASSIGN_OR_RETURN(ComputeSetup compute, setup_compute(opts.compute));
+  KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(opts.compute));
   const CpuFeatures cpu = detect_cpu_features();
   std::string path = opts.model_path;
   if (path.empty()) {
@@ -159,55 +131,51 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
   }
   // Metadata first: the tokenizer and chat template, so the server can listen during the load.
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile meta,
-                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
-  KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok_value, tokenizer::Tokenizer::from_gguf(meta));
-  const auto tok = std::make_unique<const tokenizer::Tokenizer>(std::move(tok_value));
-  auto tmpl =
-      std::make_shared<const tokenizer::ChatTemplate>(tokenizer::ChatTemplate::from_gguf(meta));
-  const bool random_weights = meta.find("keel.random_weights") &&
-                              meta.find("keel.random_weights")->as_bool().value_or(false);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
   const std::string name = opts.served_model_name.empty()
                                ? default_served_name(path, opts.model_path.empty())
                                : opts.served_model_name;
 
   const int64_t descriptor_limit = raise_descriptor_limit();
-  DeferredEngine deferred;
-  std::atomic<bool> ready{false};
-  server::ServerDeps deps{&deferred, tok.get(), make_chat_formatter(tmpl, tok.get()), &ready};
+  server::ServerDeps deps{
+      host->client(), &host->tokenizer(),
+      server::template_chat_formatter(host->chat_template(), &host->tokenizer()), host->ready()};
   KEEL_ASSIGN_OR_RETURN(
       std::unique_ptr<server::Server> srv,
-      server::Server::start(server_config(opts, name, random_weights, descriptor_limit),
+      server::Server::start(server_config(opts, name, host->random_weights(), descriptor_limit),
                             std::move(deps)));
   KEEL_LOG_INFO("listening on http://{}:{} (model '{}' loading)", opts.host, srv->port(), name);
   KEEL_LOG_INFO("connections: at most {} (descriptor limit {})",
                 connection_cap(opts.max_connections, descriptor_limit), descriptor_limit);
 
-  model::ModelOptions mopts;
-  mopts.n_ctx = opts.ctx_size;
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
-                        read_weights(path, opts.compute, /*show_progress=*/true));
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> model,
-                        model::Model::load(std::move(file), mopts));
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> eng,
-                        engine::Engine::start(*model, engine_config(opts, compute, *tok)));
-  deferred.attach(eng.get());
-  ready.store(true);
+  host::StartOptions start;
+  start.compute = compute;
+  start.use_mmap = opts.compute.use_mmap;
+  start.group_weights = opts.compute.weight_layout != "rows";
+  start.n_ctx = opts.ctx_size;
+  start.engine = engine_config(opts);
+  {
+    ProgressReporter progress("loading " + path, "B");
+    KEEL_TRY(host->start(std::move(start), [&progress](uint64_t done, uint64_t total) {
+      progress.update(done, total);
+    }));
+    progress.finish();
+  }
+  engine::Engine& eng = *host->engine();
   KEEL_LOG_INFO("model '{}' from {}{}", name, path,
-                random_weights ? " — RANDOM WEIGHTS: its text is noise" : "");
+                host->random_weights() ? " — RANDOM WEIGHTS: its text is noise" : "");
   KEEL_LOG_INFO("cpu: {} ({}); kernels: {}; threads: {}", cpu.model_name, cpu.to_string(),
                 kernels::isa_name(compute.isa), compute.threads);
   KEEL_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({}), max model length {}",
-                eng->num_kv_blocks(), opts.block_size,
-                int64_t{eng->num_kv_blocks()} * opts.block_size, opts.kv_type,
-                eng->max_model_len());
+                eng.num_kv_blocks(), opts.block_size,
+                int64_t{eng.num_kv_blocks()} * opts.block_size, opts.kv_type, eng.max_model_len());
   KEEL_LOG_INFO("ready: listening on http://{}:{}", opts.host, srv->port());
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("received {}: draining (up to {:.1f} s)", signal_name(sig), opts.drain_timeout_s);
   srv->stop_accepting();
-  eng->drain(std::chrono::milliseconds(static_cast<int64_t>(opts.drain_timeout_s * 1000)));
+  eng.drain(std::chrono::milliseconds(static_cast<int64_t>(opts.drain_timeout_s * 1000)));
   srv->shutdown();
   KEEL_LOG_INFO("stopped");
   return {};

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "engine/model_identity.h"
 #include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"
@@ -24,25 +25,6 @@ double seconds_between(int64_t from_ns, int64_t to_ns) {
   return static_cast<double>(to_ns - from_ns) * 1e-9;
 }
 
-// The model's identity for prefix-cache keys: architecture, shapes and types of every tensor.
-kv::BlockHash model_identity(const model::Model& model) {
-  std::string id = "keel-model-v1|" + std::string(model::arch_name(model.hparams().arch));
-  for (const auto& t : model.file().tensors()) {
-    id += "|" + t.name + ":" + std::to_string(static_cast<int>(t.dtype)) + ":" +
-          std::to_string(t.offset) + ":" + std::to_string(t.num_bytes);
-  }
-  id += "|" + std::to_string(model.file().file_size());
-  return kv::hash_bytes(std::as_bytes(std::span<const char>(id.data(), id.size())));
-}
-
-// The identity of the KV bytes a tier stores: the model, the KV dtype and the block size. Disk
-// files of any other identity are never read.
-kv::BlockHash tier_identity(const kv::BlockHash& model_key, DType kv_dtype, int32_t block_size) {
-  const std::string id = "keel-kv-tier-v1|" + kv::block_hash_hex(model_key) + "|" +
-                         std::string(dtype_name(kv_dtype)) + "|" + std::to_string(block_size);
-  return kv::hash_bytes(std::as_bytes(std::span<const char>(id.data(), id.size())));
-}
-
 }  // namespace
 
 Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& model_key,
@@ -56,7 +38,7 @@ Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& mod
     kv::DiskTierConfig dc;
     dc.dir = config.kv_disk_dir;
     dc.capacity_bytes = config.kv_disk_bytes;
-    dc.identity = tier_identity(model_key, config.kv_dtype, config.block_size);
+    dc.identity = kv_tier_identity(model_key, config.kv_dtype, config.block_size);
     dc.payload_bytes = block_bytes;
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::DiskTier> d, kv::DiskTier::open(fs, dc));
     disk = std::move(d);
@@ -64,12 +46,14 @@ Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& mod
   return std::make_unique<kv::KvTiers>(std::move(host), std::move(disk));
 }
 
-Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config) {
-  return start(model, std::move(config), std::make_unique<PosixFileSystem>());
+Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config,
+                                              std::unique_ptr<FileSystem> fs) {
+  return start(model, std::move(config), EngineDeps{nullptr, std::move(fs)});
 }
 
 Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineConfig config,
-                                              std::unique_ptr<FileSystem> fs) {
+                                              EngineDeps deps) {
+  if (deps.fs == nullptr) deps.fs = std::make_unique<PosixFileSystem>();
   KEEL_TRY(config.validate());
   const int64_t max_len = config.scheduler.max_model_len > 0
                               ? std::min<int64_t>(config.scheduler.max_model_len, model.n_ctx())
@@ -91,9 +75,9 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                                     std::to_string(layout.block_bytes()) + " bytes");
   }
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
-  const kv::BlockHash model_key = model_identity(model);
+  KEEL_ASSIGN_OR_RETURN(const kv::BlockHash model_key, model_identity(model.file()));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
-                        open_tiers(model_key, config, layout.block_bytes(), fs.get()));
+                        open_tiers(model_key, config, layout.block_bytes(), deps.fs.get()));
   if (!tiers->empty()) {
     if (Status st = tiers->measure(); !st.ok()) {
       KEEL_LOG_WARN("KV tier read cost not measured ({}): tier hits are always fetched",
@@ -106,19 +90,20 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                   tiers->disk_cost().read_seconds(layout.block_bytes()) * 1e6);
   }
   return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage),
-                                            num_blocks, model_key, std::move(fs),
+                                            num_blocks, model_key, std::move(deps),
                                             std::move(tiers)));
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-               int32_t num_blocks, const kv::BlockHash& model_key, std::unique_ptr<FileSystem> fs,
+               int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
                std::unique_ptr<kv::KvTiers> tiers)
     : model_(model),
       config_(std::move(config)),
       max_model_len_(config_.scheduler.max_model_len),
       num_blocks_(num_blocks),
       model_key_(model_key),
-      fs_(std::move(fs)),
+      tokenizer_(deps.tokenizer),
+      fs_(std::move(deps.fs)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
       kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache,
@@ -132,8 +117,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
-  const std::string root = "keel-pic-chunk-v1|" + kv::block_hash_hex(model_key_);
-  pic_root_ = kv::hash_bytes(std::as_bytes(std::span<const char>(root.data(), root.size())));
+  pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
   publish_stats();
   thread_ = std::thread([this] { run(); });
@@ -170,6 +154,9 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
                                 std::to_string(request.max_tokens) + " completion tokens");
   }
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
+  if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
+    return Status::invalid_argument("stop strings need an engine with a tokenizer");
+  }
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
   if (request.sparse.has_value()) {
@@ -272,13 +259,12 @@ void Engine::process_inbox(bool wait) {
   {
     std::unique_lock lock(mu_);
     const auto ready = [this] { return stop_.load() || !inbox_.empty(); };
-    if (wait && caches_.empty()) {
+    const std::optional<int64_t> deadline = caches_.next_deadline_ns();
+    if (wait && !deadline) {
       wake_.wait(lock, ready);
     } else if (wait) {
-      int64_t deadline = INT64_MAX;
-      for (const auto& [id, c] : caches_) deadline = std::min(deadline, c.deadline_ns);
-      wake_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(0, deadline - now_ns())),
-                     ready);
+      wake_.wait_for(
+          lock, std::chrono::nanoseconds(std::max<int64_t>(0, *deadline - clock_.now_ns())), ready);
     }
     batch.swap(inbox_);
   }
@@ -286,8 +272,8 @@ void Engine::process_inbox(bool wait) {
   for (Message& m : batch) {
     if (auto* s = std::get_if<Submit>(&m)) {
       admit(std::move(*s));
-    } else if (auto* r = std::get_if<ReleaseCache>(&m)) {
-      drop_cache(r->id);
+    } else if (auto* r = std::get_if<ReleasePin>(&m)) {
+      unpin(r->pin);
     } else {
       const RequestKey key = std::get<Abort>(m).key;
       if (key >= 0) {
@@ -318,6 +304,9 @@ void Engine::admit(Submit s) {
       q.sparse.value_or(config_.sparse), config_.sparse_tuning, config_.block_size, prompt_len);
   KEEL_CHECK(sparse.ok());  // submit() and EngineConfig::validate() checked the parameters
   r.sparse = std::move(sparse).value();
+  if (!q.stop_strings.empty()) {
+    r.stops = std::make_unique<StopStringDetector>(*tokenizer_, q.stop_strings);
+  }
   if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
       !config_.enable_prefix_cache || r.sparse != nullptr) {
     scheduler_.add(s.key, q.prompt_tokens, q.max_tokens,
@@ -385,6 +374,30 @@ void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent e
   a.sink->on_event(std::move(event));
   num_active_.fetch_sub(1);
   release_if_done(key);
+}
+
+std::optional<FinishReason> Engine::finish_reason(Active& a, int32_t token, TokenEvent* event) {
+  const GenerationRequest& r = a.request;
+  // Stop strings first: the token that completes one ends the request whatever else it is. A
+  // request that ends otherwise flushes the text its decoder still holds, which may complete one.
+  if (a.stops != nullptr) event->stop_string = a.stops->push(token);
+  if (event->stop_string) return FinishReason::kStop;
+  const bool eog = std::find(config_.eog_token_ids.begin(), config_.eog_token_ids.end(), token) !=
+                   config_.eog_token_ids.end();
+  const bool stop_id =
+      std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end();
+  std::optional<FinishReason> reason;
+  if ((eog && !r.ignore_eos) || stop_id) {
+    reason = FinishReason::kStop;
+  } else if (a.num_generated >= r.max_tokens ||
+             static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
+    reason = FinishReason::kLength;
+  }
+  if (reason && a.stops != nullptr) {
+    event->stop_string = a.stops->finish();
+    if (event->stop_string) reason = FinishReason::kStop;
+  }
+  return reason;
 }
 
 void Engine::release_if_done(RequestKey key) {
@@ -543,18 +556,10 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     TokenEvent ev;
     ev.tokens.push_back(tok.token);
     if (tok.logprobs) ev.logprobs.push_back(std::move(*tok.logprobs));
-    const GenerationRequest& r = a.request;
-    const bool eog = std::find(config_.eog_token_ids.begin(), config_.eog_token_ids.end(),
-                               tok.token) != config_.eog_token_ids.end();
-    const bool stop_id = std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), tok.token) !=
-                         r.stop_token_ids.end();
-    if ((eog && !r.ignore_eos) || stop_id) {
-      finish(tok.key, a, FinishReason::kStop, std::move(ev));
-    } else if (a.num_generated >= r.max_tokens ||
-               static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
-      finish(tok.key, a, FinishReason::kLength, std::move(ev));
+    if (std::optional<FinishReason> reason = finish_reason(a, tok.token, &ev)) {
+      finish(tok.key, a, *reason, std::move(ev));
     } else {
-      ev.num_prompt_tokens = static_cast<int32_t>(r.prompt_tokens.size());
+      ev.num_prompt_tokens = static_cast<int32_t>(a.request.prompt_tokens.size());
       ev.num_cached_tokens = a.num_cached_tokens;
       a.sink->on_event(std::move(ev));
     }
@@ -577,9 +582,10 @@ void Engine::publish_stats() {
   s.prefix_queries_tokens = kv_.prefix_queries_tokens();
   s.prefix_hits_tokens = kv_.prefix_hits_tokens();
   s.num_preemptions_total = scheduler_.num_preemptions();
-  s.num_context_caches = static_cast<int32_t>(caches_.size());
-  for (const auto& [id, c] : caches_) {
-    s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(c.key).size());
+  const std::vector<ContextCacheTable::Pin> pins = caches_.pins();
+  s.num_context_caches = static_cast<int32_t>(pins.size());
+  for (const ContextCacheTable::Pin& pin : pins) {
+    s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(pin.key).size());
   }
   s.pic_index_blocks = chunk_index_blocks_;
   s.pic_tokens_linked = scheduler_.pic_tokens_linked();

@@ -7,7 +7,8 @@
 // Step cycle (engine thread):
 //   inbox → scheduler.add/abort;  plan N = schedule();  launch N on the executor;
 //   [schedule-ahead] plan N+1 = schedule() assuming every sampling seq of N yields a token;
-//   wait N → update(N) → finish checks (EOG, stop ids, max_tokens, context) → TokenEvents;
+//   wait N → update(N) → finish checks (stop strings, EOG, stop ids, max_tokens, context) →
+//   TokenEvents;
 //   prune plan N+1 of requests that finished or were aborted; launch N+1.
 // A request that finishes at step N never has a token of step N+1 emitted.
 //
@@ -29,12 +30,15 @@
 
 #include "core/file_system.h"
 #include "core/thread_pool.h"
+#include "engine/context_cache_table.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
+#include "engine/metrics.h"
 #include "engine/scheduler.h"
 #include "engine/sparse_decode.h"
 #include "engine/step_cost_model.h"
 #include "engine/step_executor.h"
+#include "engine/stop_strings.h"
 #include "engine/tier_transfer.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_tiers.h"
@@ -43,26 +47,46 @@
 
 namespace keel::engine {
 
+// What an engine uses besides its model and config.
+struct EngineDeps {
+  // The model's tokenizer, for stop strings (GenerationRequest::stop_strings); null: requests
+  // with stop strings are refused. Must outlive the engine.
+  const tokenizer::Tokenizer* tokenizer = nullptr;
+  // The file system the disk KV tier uses (tests inject slow or faulty ones); null: POSIX.
+  std::unique_ptr<FileSystem> fs;
+};
+
 class Engine final : public EngineClient {
  public:
   // Sizes the KV cache, starts the engine and executor threads. `model` must outlive the engine.
-  static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config);
-  // As above, with the file system the disk KV tier uses (tests inject slow or faulty ones).
+  static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config,
+                                               EngineDeps deps = {});
+  // As above, with the file system the disk KV tier uses and no tokenizer.
   static Result<std::unique_ptr<Engine>> start(const model::Model& model, EngineConfig config,
                                                std::unique_ptr<FileSystem> fs);
   ~Engine() override;  // aborts whatever is left and joins the threads
 
   Result<RequestKey> submit(GenerationRequest request, std::shared_ptr<OutputSink> sink) override;
   void abort(RequestKey key) override;
-  void release_cache(const std::string& id) override;
+  bool release_cache(const std::string& id, const std::string& salt) override;
+  [[nodiscard]] std::optional<ContextCacheInfo> find_cache(const std::string& id,
+                                                           const std::string& salt) const override {
+    return caches_.find(id, salt);
+  }
+  [[nodiscard]] std::vector<ContextCacheInfo> list_caches(const std::string& salt) const override {
+    return caches_.list(salt);
+  }
   [[nodiscard]] EngineStats stats() const override;
-  [[nodiscard]] const Metrics& metrics() const override { return metrics_; }
+  [[nodiscard]] MetricsSnapshot metrics() const override { return metrics_.snapshot(); }
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return config_.scheduler.max_waiting; }
 
   [[nodiscard]] const EngineConfig& config() const { return config_; }
   [[nodiscard]] int32_t num_kv_blocks() const { return num_blocks_; }
+  // The key prefix blocks are hashed under (model_identity.h): the same for every engine of the
+  // model file, and computable from its metadata alone.
+  [[nodiscard]] const kv::BlockHash& model_key() const { return model_key_; }
 
  private:
   struct Submit {
@@ -75,17 +99,11 @@ class Engine final : public EngineClient {
   struct Abort {
     RequestKey key;
   };
-  struct ReleaseCache {
-    std::string id;
+  // A context cache left the table (release_cache): the engine thread unpins its blocks.
+  struct ReleasePin {
+    ContextCacheTable::Pin pin;
   };
-  using Message = std::variant<Submit, Abort, ReleaseCache>;
-  // A pinned context cache (GenerationRequest::retain_as): the finished request whose blocks the
-  // scheduler retains, until release or the deadline.
-  struct ContextCache {
-    RequestKey key = 0;
-    int64_t deadline_ns = 0;
-    int64_t reserved_blocks = 0;  // counted in cache_blocks_reserved_
-  };
+  using Message = std::variant<Submit, Abort, ReleasePin>;
 
   // Engine-side record of a request (engine thread only).
   struct Active {
@@ -107,13 +125,14 @@ class Engine final : public EngineClient {
     bool pic_failed = false;  // a child did not complete: the parent is computed in full
     kv::PicVariant pic_variant;
     kv::BlockHash chunk_hash;  // a compile request: its chunk's key in the chunk index
-    std::unique_ptr<SparseSequence> sparse;  // sparse decode state; null = dense
-    int in_flight = 0;                       // launched steps that include this request
-    bool finished = false;                   // its final event was sent
+    std::unique_ptr<SparseSequence> sparse;     // sparse decode state; null = dense
+    std::unique_ptr<StopStringDetector> stops;  // request.stop_strings; null = none
+    int in_flight = 0;                          // launched steps that include this request
+    bool finished = false;                      // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
-         int32_t num_blocks, const kv::BlockHash& model_key, std::unique_ptr<FileSystem> fs,
+         int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
          std::unique_ptr<kv::KvTiers> tiers);
   // The tiers the config asks for (T1 host, T2 disk under the model's identity); the disk tier's
   // index is rebuilt from its directory. IoError when that directory cannot be used.
@@ -125,9 +144,11 @@ class Engine final : public EngineClient {
   // Applies queued messages; with `wait`, blocks until at least one arrives, stop is asked or a
   // context cache expires.
   void process_inbox(bool wait);
-  // Pins a finished request's blocks as context cache a.request.retain_as.
+  // Pins a finished request's blocks as context cache a.request.retain_as (engine_context_caches).
   void pin_cache(RequestKey key, const Active& a);
-  void drop_cache(const std::string& id);
+  // Releases the blocks a context cache held (it has left caches_).
+  void unpin(const ContextCacheTable::Pin& pin);
+  // Unpins every context cache past its deadline.
   void expire_caches();
   void admit(Submit s);
   // Starts the internal request computing `tokens` alone for PIC parent `parent`; returns its key.
@@ -154,6 +175,9 @@ class Engine final : public EngineClient {
   // After a step: gives the pages its sparse requests released back to the pool.
   void release_sparse_pages(const StepPlan& plan);
   void finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event);
+  // A generated token's finish rule (stop strings, EOG, stop ids, length); nullopt: go on.
+  // Sets event->stop_string when a stop string decides.
+  std::optional<FinishReason> finish_reason(Active& a, int32_t token, TokenEvent* event);
   void release_if_done(RequestKey key);
   void publish_stats();
   void update_prefill_budget(const StepPlan& plan, double seconds);
@@ -165,6 +189,7 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
+  const tokenizer::Tokenizer* tokenizer_;   // for stop strings; may be null
   std::unique_ptr<FileSystem> fs_;          // the disk tier's file system
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
@@ -176,7 +201,6 @@ class Engine final : public EngineClient {
   kv::KvCacheManager kv_;
   Scheduler scheduler_;
   std::unordered_map<RequestKey, Active> active_;
-  std::unordered_map<std::string, ContextCache> caches_;
   std::unique_ptr<StepExecutor> executor_;
   EngineStats counters_;    // cumulative counters kept on the engine thread
   kv::BlockHash pic_root_;  // root key of compiled PIC chunks (model identity + "pic")
@@ -203,6 +227,10 @@ class Engine final : public EngineClient {
   std::atomic<int32_t> num_active_{0};   // submitted and not finished
   // Blocks reserved by context caches and requests that will become one (at most half the pool).
   std::atomic<int64_t> cache_blocks_reserved_{0};
+  // The context caches: written by the engine thread (pin, expiry), read and removed by callers;
+  // they expire on clock_.
+  SteadyClock clock_;
+  ContextCacheTable caches_{&clock_};
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_{false};
   std::thread thread_;

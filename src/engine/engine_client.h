@@ -5,10 +5,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
-#include "engine/metrics.h"
 #include "engine/types.h"
 
 namespace keel::engine {
@@ -28,12 +29,22 @@ class EngineClient {
   // one step and its sink receives a final event with FinishReason::kAbort (if it had not
   // finished already). Unknown or finished keys are ignored.
   virtual void abort(RequestKey key) = 0;
-  // Unpins context cache `id` (GenerationRequest::retain_as); its blocks go back to the pool as
-  // ordinary cached blocks. Unknown ids are ignored.
-  virtual void release_cache(const std::string& id) = 0;
+  // Context caches (GenerationRequest::retain_as). The engine is their one owner: it pins their
+  // blocks, keeps their descriptions and expires them on its own clock. A cache belongs to the
+  // cache_salt it was made with; for any other salt it does not exist.
+  //
+  // Unpins cache `id` of `salt`; its blocks go back to the pool as ordinary cached blocks. False
+  // (nothing done) when it is unknown, expired or another salt's.
+  virtual bool release_cache(const std::string& id, const std::string& salt) = 0;
+  // Cache `id` when it is live and belongs to `salt`.
+  [[nodiscard]] virtual std::optional<ContextCacheInfo> find_cache(
+      const std::string& id, const std::string& salt) const = 0;
+  // The live caches of `salt`, oldest first.
+  [[nodiscard]] virtual std::vector<ContextCacheInfo> list_caches(
+      const std::string& salt) const = 0;
   [[nodiscard]] virtual EngineStats stats() const = 0;
-  // Histograms and counters for /metrics.
-  [[nodiscard]] virtual const Metrics& metrics() const = 0;
+  // Histograms and counters for /metrics, as a copy of one moment.
+  [[nodiscard]] virtual MetricsSnapshot metrics() const = 0;
   // Stops accepting requests; waits up to `timeout` for in-flight ones, then aborts the rest.
   virtual void drain(std::chrono::milliseconds timeout) = 0;
   // Largest prompt + max_tokens a request may use.

@@ -1,44 +1,50 @@
 // Engine, context caches (GenerationRequest::retain_as, POST /v1/caches): a finished request's
-// blocks stay pinned as a retained table in the scheduler until release or the deadline, which the
-// engine thread checks whenever it wakes (an idle engine sleeps until the next deadline).
+// blocks stay pinned as a retained table in the scheduler while its cache is in caches_ (the one
+// registry: callers find, list and remove caches there, on any thread). The engine thread unpins
+// a cache when a caller removed it (a ReleasePin message), when a cache of the same id replaces
+// it, or at its deadline, which it checks whenever it wakes (an idle engine sleeps until the next
+// deadline). Deadlines are on clock_, the only clock caches expire on.
+#include <chrono>
 #include <string>
 #include <vector>
 
-#include "core/clock.h"
 #include "engine/engine.h"
 
 namespace keel::engine {
 
-void Engine::release_cache(const std::string& id) {
+bool Engine::release_cache(const std::string& id, const std::string& salt) {
+  const std::optional<ContextCacheTable::Pin> pin = caches_.remove(id, salt);
+  if (!pin) return false;
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back(ReleaseCache{id});
+    inbox_.push_back(ReleasePin{*pin});
   }
   wake_.notify_all();
+  return true;
 }
 
 void Engine::pin_cache(RequestKey key, const Active& a) {
-  drop_cache(a.request.retain_as);  // a cache of the same id is replaced
   scheduler_.retain(key);
-  caches_[a.request.retain_as] =
-      ContextCache{key, SteadyClock().now_ns() + a.request.retain_ms * 1'000'000, a.cache_blocks};
+  ContextCacheInfo info;
+  info.id = a.request.retain_as;
+  info.cache_salt = a.request.cache_salt;
+  info.tokens = a.request.prompt_tokens;
+  info.description = a.request.retain_description;
+  info.ttl_ms = a.request.retain_ms;
+  info.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
+  // A cache of the same id is replaced: its blocks are released, not leaked.
+  if (auto replaced = caches_.put(std::move(info), {key, a.cache_blocks})) unpin(*replaced);
 }
 
-void Engine::drop_cache(const std::string& id) {
-  const auto it = caches_.find(id);
-  if (it == caches_.end()) return;
-  scheduler_.release_retained(it->second.key);
-  cache_blocks_reserved_.fetch_sub(it->second.reserved_blocks);
-  caches_.erase(it);
+void Engine::unpin(const ContextCacheTable::Pin& pin) {
+  scheduler_.release_retained(pin.key);
+  cache_blocks_reserved_.fetch_sub(pin.reserved_blocks);
 }
 
 void Engine::expire_caches() {
-  const int64_t t = SteadyClock().now_ns();
-  std::vector<std::string> expired;
-  for (const auto& [id, c] : caches_) {
-    if (c.deadline_ns <= t) expired.push_back(id);
-  }
-  for (const std::string& id : expired) drop_cache(id);
+  for (const ContextCacheTable::Pin& pin : caches_.take_expired()) unpin(pin);
 }
 
 }  // namespace keel::engine

@@ -52,6 +52,20 @@ Metrics::Metrics()
       request_prompt_tokens(token_buckets()),
       request_generation_tokens(token_buckets()) {}
 
+MetricsSnapshot Metrics::snapshot() const {
+  MetricsSnapshot s;
+  s.time_to_first_token_seconds = time_to_first_token_seconds.snapshot();
+  s.inter_token_latency_seconds = inter_token_latency_seconds.snapshot();
+  s.e2e_request_latency_seconds = e2e_request_latency_seconds.snapshot();
+  s.request_queue_time_seconds = request_queue_time_seconds.snapshot();
+  s.request_prompt_tokens = request_prompt_tokens.snapshot();
+  s.request_generation_tokens = request_generation_tokens.snapshot();
+  for (size_t i = 0; i < s.request_finished_total.size(); ++i) {
+    s.request_finished_total[i] = request_finished_total[i].load(std::memory_order_relaxed);
+  }
+  return s;
+}
+
 std::string_view finish_reason_name(FinishReason r) {
   switch (r) {
     case FinishReason::kStop:

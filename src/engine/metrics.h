@@ -1,6 +1,7 @@
 // Metrics: the engine's request-level histograms and counters, recorded on the engine thread and
-// read (snapshotted) by /metrics on server threads. Lock-free: every field is atomic, so a
-// snapshot may mix values of adjacent moments, which Prometheus tolerates.
+// read as a plain MetricsSnapshot (types.h) from any thread. Lock-free: every field is atomic, so
+// a snapshot may mix values of adjacent moments, which Prometheus tolerates. Only the engine (and
+// test fakes) hold a Metrics; front ends see snapshots.
 #pragma once
 
 #include <array>
@@ -23,12 +24,7 @@ class Histogram {
 
   void observe(double value);
 
-  struct Snapshot {
-    std::vector<double> bounds;        // as given
-    std::vector<uint64_t> cumulative;  // [bounds.size() + 1]: count ≤ each bound, then total
-    double sum = 0.0;
-    uint64_t count = 0;
-  };
+  using Snapshot = HistogramSnapshot;
   [[nodiscard]] Snapshot snapshot() const;
 
  private:
@@ -53,6 +49,7 @@ struct Metrics {
   void count_finished(FinishReason reason) {
     request_finished_total[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
   }
+  [[nodiscard]] MetricsSnapshot snapshot() const;
 };
 
 }  // namespace keel::engine

@@ -39,11 +39,13 @@ struct PicVariant {
   // Parses name(); InvalidArgument with the accepted forms otherwise (k in [0, 4096], r in
   // [0, 100]; legolink-0 is naive).
   static Result<PicVariant> parse(std::string_view text);
+  friend bool operator==(const PicVariant&, const PicVariant&) = default;
 };
 
 struct PicChunk {
   int32_t start = 0;  // first prompt position
   int32_t len = 0;    // ≥ 1
+  friend bool operator==(const PicChunk&, const PicChunk&) = default;
 };
 
 // InvalidArgument unless chunks are ascending, non-overlapping, non-empty and inside [0, n).

@@ -33,6 +33,7 @@ struct TierStats {
   int64_t evictions = 0;       // entries dropped to make room
   int64_t corrupt = 0;         // entries found damaged (checksum, truncation, foreign) and dropped
   int64_t write_errors = 0;    // put() calls whose write failed (disk: I/O error, e.g. unwritable)
+  friend bool operator==(const TierStats&, const TierStats&) = default;
 };
 
 // An entry evicted by put(), for demotion to the next tier.

@@ -16,12 +16,14 @@ namespace keel::sampling {
 struct TokenLogprob {
   int32_t id = 0;
   float logprob = 0.0f;  // natural log; -inf for impossible tokens
+  friend bool operator==(const TokenLogprob&, const TokenLogprob&) = default;
 };
 
 struct Logprobs {
   TokenLogprob chosen;            // the sampled token
   int32_t chosen_rank = 0;        // 1 + number of tokens strictly more likely (vLLM's rank)
   std::vector<TokenLogprob> top;  // the top_n most likely tokens, descending, ties by lower id
+  friend bool operator==(const Logprobs&, const Logprobs&) = default;
 };
 
 // log(sum_i exp(logits[i])), ignoring NaN. -inf when every entry is -inf (or NaN); +inf when some

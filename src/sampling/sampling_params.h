@@ -76,6 +76,7 @@ struct SamplingParams {
 
   // Ok, or InvalidArgument naming the first out-of-range parameter and its value.
   [[nodiscard]] Status validate(int32_t vocab_size) const;
+  friend bool operator==(const SamplingParams&, const SamplingParams&) = default;
 };
 
 }  // namespace keel::sampling

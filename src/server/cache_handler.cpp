@@ -1,7 +1,7 @@
 // run_cache_create (see cache_handler.h).
 #include "server/cache_handler.h"
 
-#include <ctime>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -68,27 +68,32 @@ net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, Head
   if (t.error)
     co_return co_await conn.write_response(HttpResponse::error(*t.error).with_headers(headers));
 
-  auto cache = std::make_shared<ContextCache>();
-  cache->id = "cache-" + ctx.ids.next();
-  cache->model = ctx.config.served_model_name;
-  cache->kind = spec.kind;
-  cache->messages = std::move(spec.messages);
-  cache->tokens = std::move(t.tokens);
-  cache->cache_salt = spec.cache_salt;
-  cache->ttl_seconds = spec.ttl_seconds;
-  // Set before the engine pins the blocks, so the entry expires no later than the pin does.
-  cache->created_unix = static_cast<int64_t>(std::time(nullptr));
-  cache->expires = ContextCache::Clock::now() + std::chrono::seconds(spec.ttl_seconds);
+  const std::string id = "cache-" + ctx.ids.next();
+  CacheDescription description;
+  description.kind = spec.kind;
+  description.model = ctx.config.served_model_name;
+  description.messages = std::move(spec.messages);
 
   engine::GenerationRequest r;
   r.request_id = request_id;
-  r.prompt_tokens = cache->tokens;
+  r.prompt_tokens = std::move(t.tokens);
   r.sampling.temperature = 0.0f;
   r.max_tokens = 1;
   r.ignore_eos = true;
   r.cache_salt = spec.cache_salt;
-  r.retain_as = cache->id;
+  // The engine owns the cache from here: it pins the blocks when the request finishes, keeps the
+  // description, and expires the cache ttl after that.
+  r.retain_as = id;
   r.retain_ms = spec.ttl_seconds * 1000;
+  r.retain_description = encode_cache_description(description);
+  engine::ContextCacheInfo made;  // the answer, should the cache be gone already when asked
+  made.id = id;
+  made.cache_salt = spec.cache_salt;
+  made.tokens = r.prompt_tokens;
+  made.ttl_ms = r.retain_ms;
+  made.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch())
+                             .count();
 
   AsyncSignal signal(conn.executor());
   // Closes the relay however this frame ends (also when destroyed at shutdown); a request that
@@ -98,15 +103,20 @@ net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, Head
     engine::EngineClient* engine;
     std::optional<engine::RequestKey> key;
     std::string id;
+    std::string salt;
     bool ended = false;
     ~Guard() {
       relay->close();
       if (key && !ended) {
         engine->abort(*key);
-        engine->release_cache(id);
+        engine->release_cache(id, salt);
       }
     }
-  } guard{std::make_shared<EventRelay>(conn.executor(), &signal), ctx.deps.engine, {}, cache->id};
+  } guard{std::make_shared<EventRelay>(conn.executor(), &signal),
+          ctx.deps.engine,
+          {},
+          id,
+          spec.cache_salt};
   Result<engine::RequestKey> key = ctx.deps.engine->submit(std::move(r), guard.relay->make_sink(0));
   if (!key.ok()) {
     ApiError e = ApiError::from_status(key.error());
@@ -137,8 +147,10 @@ net::awaitable<bool> run_cache_create(HttpConnection& conn, CacheSpec spec, Head
     co_return co_await conn.write_response(
         HttpResponse::error(ApiError::internal(last->error)).with_headers(headers));
   }
-  const std::string body = cache->to_json().dump();
-  ctx.caches.put(std::move(cache));
+  // The engine pinned the cache before it sent the final event.
+  const engine::ContextCacheInfo info =
+      ctx.deps.engine->find_cache(id, spec.cache_salt).value_or(std::move(made));
+  const std::string body = cache_object(info, description).dump();
   co_return co_await conn.write_response(HttpResponse::json(200, body).with_headers(headers));
 }
 

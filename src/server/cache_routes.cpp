@@ -5,6 +5,7 @@
 
 #include <charconv>
 
+#include "server/context_cache.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
 
@@ -91,51 +92,66 @@ std::string request_cache_salt(const HttpRequest& req) {
   return {};
 }
 
+namespace {
+
+// The caller's cache `id` as this server describes it; nullopt when the engine has no such live
+// cache of `salt` (or one this server did not describe).
+struct Found {
+  engine::ContextCacheInfo info;
+  CacheDescription description;
+};
+std::optional<Found> find_cache(const ServerContext& ctx, const std::string& id,
+                                const std::string& salt) {
+  std::optional<engine::ContextCacheInfo> info = ctx.deps.engine->find_cache(id, salt);
+  if (!info) return std::nullopt;
+  std::optional<CacheDescription> d = decode_cache_description(info->description);
+  if (!d) return std::nullopt;
+  return Found{std::move(*info), std::move(*d)};
+}
+
+}  // namespace
+
 HttpResponse handle_cache_list(ServerContext& ctx, std::string_view salt) {
   Json data = Json::array();
-  for (const auto& c : ctx.caches.list(ContextCache::Clock::now())) {
-    if (c->cache_salt == salt) data.push_back(c->to_json());
+  for (const engine::ContextCacheInfo& c : ctx.deps.engine->list_caches(std::string(salt))) {
+    if (auto d = decode_cache_description(c.description)) data.push_back(cache_object(c, *d));
   }
   return HttpResponse::json(200, Json{{"object", "list"}, {"data", std::move(data)}}.dump());
 }
 
 HttpResponse handle_cache_get(ServerContext& ctx, std::string_view id, std::string_view salt) {
-  const auto cache = ctx.caches.find(id, ContextCache::Clock::now());
-  if (cache == nullptr || cache->cache_salt != salt)
-    return HttpResponse::error(cache_not_found(id));
-  return HttpResponse::json(200, cache->to_json().dump());
+  const std::optional<Found> cache = find_cache(ctx, std::string(id), std::string(salt));
+  if (!cache) return HttpResponse::error(cache_not_found(id));
+  return HttpResponse::json(200, cache_object(cache->info, cache->description).dump());
 }
 
 HttpResponse handle_cache_delete(ServerContext& ctx, std::string_view id, std::string_view salt) {
-  const auto now = ContextCache::Clock::now();
-  const auto cache = ctx.caches.find(id, now);
-  if (cache == nullptr || cache->cache_salt != salt)
+  // The owner decides: unknown, expired and another salt's caches are all "not found".
+  if (!ctx.deps.engine->release_cache(std::string(id), std::string(salt))) {
     return HttpResponse::error(cache_not_found(id));
-  const bool live = ctx.caches.erase(id, now);
-  ctx.deps.engine->release_cache(std::string(id));
-  if (!live) return HttpResponse::error(cache_not_found(id));
+  }
   return HttpResponse::json(
       200, Json{{"id", id}, {"object", "cache.deleted"}, {"deleted", true}}.dump());
 }
 
 std::optional<ApiError> resolve_cache_id(const ServerContext& ctx, GenerationSpec* spec) {
   if (spec->cache_id.empty()) return std::nullopt;
-  const auto cache = ctx.caches.find(spec->cache_id, ContextCache::Clock::now());
   // A cache belongs to its salt: any other salt, or none, does not see it at all.
-  if (cache == nullptr || cache->cache_salt != spec->cache_salt) {
-    return cache_not_found(spec->cache_id);
-  }
-  if (cache->kind != spec->kind) {
+  const std::optional<Found> cache = find_cache(ctx, spec->cache_id, spec->cache_salt);
+  if (!cache) return cache_not_found(spec->cache_id);
+  const ApiKind kind = cache->description.kind;
+  if (kind != spec->kind) {
     return ApiError::bad_request(
-        fmt::format("context cache `{}` was made from {}; use it with {}", cache->id,
-                    cache->kind == ApiKind::kChat ? "messages" : "a prompt",
-                    cache->kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions"),
+        fmt::format("context cache `{}` was made from {}; use it with {}", spec->cache_id,
+                    kind == ApiKind::kChat ? "messages" : "a prompt",
+                    kind == ApiKind::kChat ? "/v1/chat/completions" : "/v1/completions"),
         "cache_id");
   }
-  if (cache->kind == ApiKind::kChat) {
-    spec->messages.insert(spec->messages.begin(), cache->messages.begin(), cache->messages.end());
+  if (kind == ApiKind::kChat) {
+    const std::vector<ChatMessage>& m = cache->description.messages;
+    spec->messages.insert(spec->messages.begin(), m.begin(), m.end());
   } else {
-    spec->prefix_tokens = cache->tokens;
+    spec->prefix_tokens = cache->info.tokens;
   }
   return std::nullopt;
 }

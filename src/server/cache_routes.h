@@ -13,10 +13,11 @@
 // `X-Cache-Salt` header or the `cache_salt` query parameter, generation requests from their body;
 // any other salt gets 404 cache_not_found, as for an unknown id, and the list shows only the
 // caller's caches. (keel has one API key, so the key does not separate tenants; the salt does.) The
-// asynchronous half of POST (computing and pinning the KV) is run_cache_create() in
-// cache_handler.h.
+// engine owns the caches and applies this rule and their expiry (EngineClient::find_cache,
+// list_caches, release_cache); these routes ask it and keep nothing. The asynchronous half of
+// POST (computing and pinning the KV) is run_cache_create() in cache_handler.h.
 //
-// Thread safety: functions over a ServerContext whose registry is thread-safe.
+// Thread safety: functions over a ServerContext (the EngineClient is thread-safe).
 #pragma once
 
 #include <cstdint>

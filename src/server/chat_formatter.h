@@ -1,7 +1,8 @@
 // ChatMessage and ChatFormatter: how the server turns a chat request's messages into prompt text.
-// The formatter (the model's chat template) is supplied by whoever starts the server; the server
-// then tokenizes its output with add_special = true and parse_special = true outside its plain
-// spans — the bytes that came from the messages, which are tokenized as text, so that a user
+// The formatter is supplied by whoever starts the server — usually template_chat_formatter(), the
+// model's chat template (shared by `keel serve`, the fuzz targets and, later, a gateway); the
+// server then tokenizes its output with add_special = true and parse_special = true outside its
+// plain spans — the bytes that came from the messages, which are tokenized as text, so that a user
 // cannot inject special tokens — so a formatter must report those spans (TrackedText) and must
 // not render a leading BOS itself when the tokenizer adds one (never a double BOS).
 //
@@ -10,11 +11,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "core/result.h"
+#include "tokenizer/chat_template.h"
 #include "tokenizer/text_span.h"
+#include "tokenizer/tokenizer.h"
 
 namespace keel::server {
 
@@ -29,5 +33,13 @@ struct ChatMessage {
 // Errors (e.g. a template rejecting a role order) are returned to the client as 400.
 using ChatFormatter = std::function<Result<tokenizer::TrackedText>(
     std::span<const ChatMessage> messages, bool add_generation_prompt)>;
+
+// Messages → prompt text through `tmpl` (a model's tokenizer.chat_template, or ChatML), with the
+// tokenizer's BOS and EOS texts as the template's bos_token / eos_token; a BOS the template
+// renders is dropped when `tok` adds one itself (tokenizer::prompt_for_tokenizer): never a double
+// BOS. A message's name and tool_call_id reach the template as message fields. `tok` must
+// outlive the formatter.
+[[nodiscard]] ChatFormatter template_chat_formatter(
+    std::shared_ptr<const tokenizer::ChatTemplate> tmpl, const tokenizer::Tokenizer* tok);
 
 }  // namespace keel::server

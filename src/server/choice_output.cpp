@@ -39,6 +39,10 @@ void ChoiceOutput::finish(ChoiceDelta* delta, const engine::TokenEvent& event) {
   switch (*event.finish) {
     case engine::FinishReason::kStop:
       finish_reason_ = "stop";
+      if (event.stop_string && *event.stop_string >= 0 &&
+          static_cast<size_t>(*event.stop_string) < stops_.size()) {
+        stop_reason_ = stops_[static_cast<size_t>(*event.stop_string)];
+      }
       break;
     case engine::FinishReason::kLength:
       finish_reason_ = "length";
@@ -72,28 +76,15 @@ ChoiceDelta ChoiceOutput::consume(engine::TokenEvent event) {
       delta.logprobs.push_back(std::move(e));
     }
     decoded_code_points_ += count_code_points(piece);
-    StopMatcher::Output out = matcher_.push(piece);
-    release(&delta, std::move(out.text));
-    if (out.match) {
-      finished_ = true;
-      finish_reason_ = "stop";
-      stop_reason_ = stops_[*out.match];
-      delta.finish = finish_reason_;
-      delta.stopped_by_string = true;
-      return delta;  // later tokens of this event are discarded
-    }
+    // After a match the matcher releases nothing more: the engine stops on that token.
+    release(&delta, matcher_.push(piece).text);
   }
   if (!event.finish) return delta;
-  StopMatcher::Output out = matcher_.push(decoder_.finish());
-  release(&delta, std::move(out.text));
-  if (out.match) {
-    finished_ = true;
-    finish_reason_ = "stop";
-    stop_reason_ = stops_[*out.match];
-    delta.finish = finish_reason_;
-    return delta;  // the engine request has already finished: no abort needed
-  }
-  release(&delta, matcher_.flush());
+  // The engine's finish: what the decoder still holds completes the text (it may complete the
+  // stop string the engine matched in it); the held-back tail is released unless a stop string
+  // ends the text.
+  release(&delta, matcher_.push(decoder_.finish()).text);
+  if (!matcher_.matched()) release(&delta, matcher_.flush());
   finish(&delta, event);
   return delta;
 }

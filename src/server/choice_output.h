@@ -1,12 +1,14 @@
 // ChoiceOutput: turns one choice's engine TokenEvents into client-visible text on an io thread
-// (never the engine thread): incremental detokenization, stop-string matching across token
-// boundaries (held-back text, the stop string never released), logprob entries and usage counts.
+// (never the engine thread): incremental detokenization, logprob entries, usage counts, and the
+// text side of stop strings — text that may begin a stop string is held back and a stop string is
+// never released, across token boundaries and inside multi-byte characters.
 //
-// Protocol: feed every event of the choice to consume(). A delta with stopped_by_string set means
-// the caller must abort the engine request; the choice is finished and later events (including
-// the engine's final kAbort) are discarded. finish "stop" covers EOS/stop tokens and stop
-// strings; "length" the token limit. An engine error or an abort the server did not ask for
-// becomes `error`.
+// Who decides: the engine finishes a request on a stop string (GenerationRequest::stop_strings;
+// its final event carries stop_string), as it does on EOS, stop tokens and the length limit, so
+// /metrics counts it as `stop`. ChoiceOutput runs the same matcher over the same text only to cut
+// the text where the engine stopped; it never ends a choice by itself, and tokens after a match
+// (from an engine that did not stop) release no text. finish "stop" covers EOS/stop tokens and
+// stop strings; "length" the token limit. An engine error or abort becomes `error`.
 //
 // Thread safety: one owner (the request's strand).
 #pragma once
@@ -17,8 +19,8 @@
 #include <vector>
 
 #include "engine/types.h"
-#include "server/stop_matcher.h"
 #include "tokenizer/incremental_decoder.h"
+#include "tokenizer/stop_matcher.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::server {
@@ -40,7 +42,6 @@ struct ChoiceDelta {
   std::vector<LogprobEntry> logprobs;  // one per consumed token, when logprobs were requested
   bool first_tokens = false;           // this event brought the choice's first generated tokens
   std::optional<std::string> finish;   // "stop" or "length", on the choice's last delta
-  bool stopped_by_string = false;      // a stop string matched: abort the engine request
   std::optional<std::string> error;    // the engine failed or aborted the request
   bool engine_abort = false;           // ... and it was an abort (drain), not a failure
 
@@ -81,7 +82,7 @@ class ChoiceOutput {
 
   tokenizer::Tokenizer tokenizer_;
   tokenizer::IncrementalDecoder decoder_;
-  StopMatcher matcher_;
+  tokenizer::StopMatcher matcher_;
   std::vector<std::string> stops_;
   ChoiceOutputOptions options_;
   bool finished_ = false;

@@ -1,58 +1,73 @@
-// ContextCacheRegistry (see context_cache.h).
+// Context-cache descriptions and cache objects (see context_cache.h).
 #include "server/context_cache.h"
 
-#include <algorithm>
+#include <exception>
 
 namespace keel::server {
+namespace {
 
-nlohmann::json ContextCache::to_json() const {
-  return nlohmann::json{{"id", id},
-                        {"object", "cache"},
-                        {"model", model},
-                        {"source", kind == ApiKind::kChat ? "messages" : "prompt"},
-                        {"num_tokens", tokens.size()},
-                        {"ttl", ttl_seconds},
-                        {"created", created_unix},
-                        {"expires_at", expires_unix()}};
+using Json = nlohmann::json;
+
+std::optional<std::string> string_field(const Json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end()) return std::string();
+  if (!it->is_string()) return std::nullopt;
+  return it->get<std::string>();
 }
 
-void ContextCacheRegistry::put(std::shared_ptr<const ContextCache> cache) {
-  std::lock_guard lock(mu_);
-  std::string id = cache->id;
-  entries_[std::move(id)] = std::move(cache);
-}
+}  // namespace
 
-std::shared_ptr<const ContextCache> ContextCacheRegistry::find(std::string_view id,
-                                                               Clock::time_point now) const {
-  std::lock_guard lock(mu_);
-  const auto it = entries_.find(id);
-  if (it == entries_.end() || it->second->expires <= now) return nullptr;
-  return it->second;
-}
-
-bool ContextCacheRegistry::erase(std::string_view id, Clock::time_point now) {
-  std::lock_guard lock(mu_);
-  const auto it = entries_.find(id);
-  if (it == entries_.end()) return false;
-  const bool live = it->second->expires > now;
-  entries_.erase(it);
-  return live;
-}
-
-std::vector<std::shared_ptr<const ContextCache>> ContextCacheRegistry::list(Clock::time_point now) {
-  std::lock_guard lock(mu_);
-  std::vector<std::shared_ptr<const ContextCache>> out;
-  for (auto it = entries_.begin(); it != entries_.end();) {
-    if (it->second->expires <= now) {
-      it = entries_.erase(it);
-    } else {
-      out.push_back(it->second);
-      ++it;
+std::string encode_cache_description(const CacheDescription& d) {
+  Json j = {{"source", d.kind == ApiKind::kChat ? "messages" : "prompt"}, {"model", d.model}};
+  if (d.kind == ApiKind::kChat) {
+    Json messages = Json::array();
+    for (const ChatMessage& m : d.messages) {
+      Json e = {{"role", m.role}, {"content", m.content}};
+      if (!m.name.empty()) e["name"] = m.name;
+      if (!m.tool_call_id.empty()) e["tool_call_id"] = m.tool_call_id;
+      messages.push_back(std::move(e));
     }
+    j["messages"] = std::move(messages);
   }
-  std::sort(out.begin(), out.end(),
-            [](const auto& a, const auto& b) { return a->created_unix < b->created_unix; });
-  return out;
+  // Message text may hold any bytes the request's JSON did (invalid UTF-8 is replaced, not
+  // thrown on): the description round-trips what the parser accepted.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::optional<CacheDescription> decode_cache_description(std::string_view text) {
+  const Json j = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  CacheDescription d;
+  const std::optional<std::string> source = string_field(j, "source");
+  const std::optional<std::string> model = string_field(j, "model");
+  if (!source || !model || (*source != "messages" && *source != "prompt")) return std::nullopt;
+  d.kind = *source == "messages" ? ApiKind::kChat : ApiKind::kCompletion;
+  d.model = *model;
+  if (d.kind == ApiKind::kCompletion) return d;
+  const auto messages = j.find("messages");
+  if (messages == j.end() || !messages->is_array()) return std::nullopt;
+  for (const Json& e : *messages) {
+    if (!e.is_object()) return std::nullopt;
+    ChatMessage m;
+    const auto role = string_field(e, "role"), content = string_field(e, "content");
+    const auto name = string_field(e, "name"), tool = string_field(e, "tool_call_id");
+    if (!role || !content || !name || !tool) return std::nullopt;
+    d.messages.push_back({*role, *content, *name, *tool});
+  }
+  return d;
+}
+
+Json cache_object(const engine::ContextCacheInfo& info, const CacheDescription& d) {
+  const int64_t created = info.created_unix_ms / 1000;
+  const int64_t ttl = info.ttl_ms / 1000;
+  return Json{{"id", info.id},
+              {"object", "cache"},
+              {"model", d.model},
+              {"source", d.kind == ApiKind::kChat ? "messages" : "prompt"},
+              {"num_tokens", info.tokens.size()},
+              {"ttl", ttl},
+              {"created", created},
+              {"expires_at", created + ttl}};
 }
 
 }  // namespace keel::server

@@ -1,19 +1,13 @@
-// ContextCacheRegistry: the explicit context caches of POST /v1/caches (DeepServe's MatchByID).
-// An entry names a token sequence whose KV the engine keeps pinned (GenerationRequest::retain_as)
-// and how requests extend it: a cache made from `messages` prefixes a chat request's messages; a
-// cache made from `prompt` prefixes a completion's prompt tokens. The registry holds the
-// server's view (id → tokens, expiry); the engine holds the blocks and expires them on its own
-// clock at the same deadline, so an entry past its deadline is never returned.
+// The server's side of a context cache (POST /v1/caches, DeepServe's MatchByID). The engine owns
+// every cache — its pinned KV, its salt, its expiry (EngineClient::find_cache) — and keeps, opaque
+// to it, the description the server attached when it made the cache
+// (GenerationRequest::retain_description): which endpoint the cache extends, the served model
+// name and, for a chat cache, its messages. This file is that description's encoding and the
+// cache object the API returns; the server keeps no registry and no clock of its own.
 //
-// Thread safety: every method may be called from any thread (one mutex; entries are immutable
-// and shared).
+// Thread safety: pure functions.
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <map>
-#include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -21,44 +15,27 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/types.h"
 #include "server/chat_formatter.h"
 #include "server/generation_request.h"
 
 namespace keel::server {
 
-struct ContextCache {
-  using Clock = std::chrono::steady_clock;
-  std::string id;                     // "cache-<hex>"
+struct CacheDescription {
+  // kChat: made from messages, prefixes a chat request's messages; kCompletion: made from a
+  // prompt, prefixes a completion's prompt tokens (the engine's ContextCacheInfo::tokens).
+  ApiKind kind = ApiKind::kChat;
   std::string model;                  // served model name
-  ApiKind kind = ApiKind::kChat;      // kChat: made from messages; kCompletion: from a prompt
   std::vector<ChatMessage> messages;  // kChat
-  std::vector<int32_t> tokens;        // the cached sequence as the engine computed it
-  std::string cache_salt;
-  int64_t ttl_seconds = 0;
-  int64_t created_unix = 0;
-  Clock::time_point expires;
-
-  [[nodiscard]] int64_t expires_unix() const { return created_unix + ttl_seconds; }
-  // The object GET /v1/caches/{id} returns.
-  [[nodiscard]] nlohmann::json to_json() const;
 };
 
-class ContextCacheRegistry {
- public:
-  using Clock = ContextCache::Clock;
+[[nodiscard]] std::string encode_cache_description(const CacheDescription& d);
+// nullopt when `text` is not a description this server wrote (the cache is then not served).
+[[nodiscard]] std::optional<CacheDescription> decode_cache_description(std::string_view text);
 
-  void put(std::shared_ptr<const ContextCache> cache);  // replaces an entry of the same id
-  // The entry, or nullptr when unknown or expired at `now`.
-  [[nodiscard]] std::shared_ptr<const ContextCache> find(std::string_view id,
-                                                         Clock::time_point now) const;
-  // Removes the entry; false when unknown or expired.
-  bool erase(std::string_view id, Clock::time_point now);
-  // Live entries, oldest first (expired ones are dropped from the registry).
-  [[nodiscard]] std::vector<std::shared_ptr<const ContextCache>> list(Clock::time_point now);
-
- private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const ContextCache>, std::less<>> entries_;
-};
+// The object POST /v1/caches and GET /v1/caches/{id} return: {id, object: "cache", model,
+// source: "messages"|"prompt", num_tokens, ttl, created, expires_at} (seconds).
+[[nodiscard]] nlohmann::json cache_object(const engine::ContextCacheInfo& info,
+                                          const CacheDescription& d);
 
 }  // namespace keel::server

@@ -112,6 +112,7 @@ engine::GenerationRequest GenerationRun::make_request(const Slot& slot) const {
   r.max_tokens = p.max_tokens;
   r.ignore_eos = spec_.ignore_eos;
   r.stop_token_ids = spec_.stop_token_ids;
+  r.stop_strings = spec_.stop;
   r.cache_salt = spec_.cache_salt;
   r.pic_chunks = p.pic_chunks;
   r.pic_link = spec_.pic_link;
@@ -173,9 +174,8 @@ void GenerationRun::stream_delta(Slot& slot, ChoiceDelta& d, std::string* out) {
 void GenerationRun::process_events(std::string* out) {
   while (std::optional<EventRelay::Item> item = relay_->pop()) {
     Slot& slot = slots_[item->choice];
-    if (slot.done) continue;  // e.g. tokens after a stop string, the engine's final kAbort
+    if (slot.done) continue;  // nothing follows a final event; defensive
     ChoiceDelta d = slot.out->consume(std::move(item->event));
-    if (d.stopped_by_string) engine_->abort(slot.key);
     if (slot.out->finished()) {
       slot.done = true;
       ++num_done_;

@@ -1,10 +1,10 @@
 // run_generation: the asynchronous half of /v1/chat/completions and /v1/completions, on the
 // connection's strand. Steps: prepare prompts (tokenizer pool or io thread) → submit prompts × n
 // engine requests (seed + i) whose sinks post to the strand → process events per choice
-// (ChoiceOutput: detokenize, stop strings, logprobs) → stream SSE chunks or build the JSON body.
-// A client disconnect (peer watch or failed write), a stop-string match, a timeout or an error
-// aborts the affected engine requests; every submitted request is aborted or finished before
-// run_generation returns (or its frame is destroyed).
+// (ChoiceOutput: detokenize, cut at stop strings, logprobs) → stream SSE chunks or build the JSON
+// body. The engine finishes requests (stop strings included); a client disconnect (peer watch or
+// failed write), a timeout or an error aborts the affected engine requests; every submitted request
+// is aborted or finished before run_generation returns (or its frame is destroyed).
 //
 // Thread safety: strand-confined (runs inside HttpConnection::run()).
 #pragma once

@@ -53,8 +53,7 @@ class Writer {
     header(name, "counter", help);
     sample(name, value);
   }
-  void histogram(std::string_view name, std::string_view help, const engine::Histogram& h) {
-    const engine::Histogram::Snapshot s = h.snapshot();
+  void histogram(std::string_view name, std::string_view help, const engine::HistogramSnapshot& s) {
     header(name, "histogram", help);
     const std::string bucket = fmt::format("{}_bucket", name);
     for (size_t i = 0; i < s.bounds.size(); ++i) {
@@ -128,7 +127,7 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
 
 }  // namespace
 
-std::string render_metrics(const engine::EngineStats& stats, const engine::Metrics& m,
+std::string render_metrics(const engine::EngineStats& stats, const engine::MetricsSnapshot& m,
                            std::string_view model_name) {
   Writer w(model_name);
   w.gauge("num_requests_running", "Requests currently scheduled (prefilling or decoding).",
@@ -184,8 +183,7 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
   w.header("request_success_total", "counter", "Finished requests, by why they finished.");
   for (engine::FinishReason r : {engine::FinishReason::kStop, engine::FinishReason::kLength,
                                  engine::FinishReason::kAbort, engine::FinishReason::kError}) {
-    const int64_t v =
-        m.request_finished_total[static_cast<size_t>(r)].load(std::memory_order_relaxed);
+    const int64_t v = m.request_finished_total[static_cast<size_t>(r)];
     w.sample("request_success_total", static_cast<double>(v),
              fmt::format("finished_reason=\"{}\"", engine::finish_reason_name(r)));
   }

@@ -3,13 +3,12 @@
 // dashboards carry over. Counters end in `_total`; histograms expose cumulative `_bucket{le=...}`
 // (ending with le="+Inf"), `_sum` and `_count`.
 //
-// Thread safety: pure function over snapshots (Metrics is lock-free and may be read any time).
+// Thread safety: a pure function over snapshots.
 #pragma once
 
 #include <string>
 #include <string_view>
 
-#include "engine/metrics.h"
 #include "engine/types.h"
 
 namespace keel::server {
@@ -18,7 +17,7 @@ namespace keel::server {
 inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
-std::string render_metrics(const engine::EngineStats& stats, const engine::Metrics& metrics,
+std::string render_metrics(const engine::EngineStats& stats, const engine::MetricsSnapshot& metrics,
                            std::string_view model_name);
 
 }  // namespace keel::server

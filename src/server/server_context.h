@@ -14,7 +14,6 @@
 #include "engine/engine_client.h"
 #include "server/body_budget.h"
 #include "server/chat_formatter.h"
-#include "server/context_cache.h"
 #include "server/server_config.h"
 #include "tokenizer/tokenizer.h"
 
@@ -52,8 +51,7 @@ struct ServerContext {
   // (those idle already are closed by shutdown itself).
   std::atomic<bool> closing{false};
   RequestIdSource ids;
-  ContextCacheRegistry caches;  // POST /v1/caches (thread-safe)
-  BodyBudget body_budget;       // request bodies held in memory (thread-safe)
+  BodyBudget body_budget;  // request bodies held in memory (thread-safe)
 
   [[nodiscard]] bool ready() const {
     return deps.ready == nullptr || deps.ready->load(std::memory_order_acquire);

@@ -4,8 +4,8 @@
 
 #include "core/check.h"
 #include "core/log.h"
-#include "tokenizer/jinja/json_text.h"
-#include "tokenizer/jinja/plain_spans.h"
+#include "jinja/json_text.h"
+#include "jinja/plain_spans.h"
 
 namespace keel::tokenizer {
 namespace {

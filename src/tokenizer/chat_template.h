@@ -28,7 +28,7 @@
 
 #include "core/result.h"
 #include "gguf/reader.h"
-#include "tokenizer/jinja/template.h"
+#include "jinja/template.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::tokenizer {

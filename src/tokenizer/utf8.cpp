@@ -11,24 +11,6 @@ size_t utf8_sequence_length(uint8_t lead) {
   return kLengths[lead >> 4];
 }
 
-void append_utf8(uint32_t cp, std::string* out) {
-  if (cp <= 0x7F) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp <= 0x7FF) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp <= 0xFFFF) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 namespace {
 
 bool is_continuation(uint8_t b) { return (b & 0xC0) == 0x80; }

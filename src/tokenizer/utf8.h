@@ -14,6 +14,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/utf8.h"  // append_utf8
+
 namespace keel::tokenizer {
 
 inline constexpr uint32_t kReplacementChar = 0xFFFD;
@@ -22,9 +24,6 @@ inline constexpr std::string_view kReplacementUtf8 = "\xEF\xBF\xBD";
 // Length of the UTF-8 sequence announced by `lead`, judged by its high nibble only (as llama.cpp
 // does): 1 for ASCII and stray continuation bytes, 2 for 0xC0-0xDF, 3 for 0xE0-0xEF, 4 for 0xF0+.
 size_t utf8_sequence_length(uint8_t lead);
-
-// Appends the UTF-8 encoding of `cp` (must be <= 0x10FFFF) to `out`.
-void append_utf8(uint32_t cp, std::string* out);
 
 // Rewrites `text` into valid UTF-8 the way llama.cpp decodes text before regex splitting: a lead
 // byte followed by the right number of continuation bytes is one code point (overlong forms are

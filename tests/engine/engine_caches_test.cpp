@@ -1,8 +1,9 @@
 // Explicit context caches through the engine with a real model (stories260K): a request with
 // retain_as keeps its KV blocks pinned after it finishes, so a later prompt that extends it reuses
 // them even after other prompts churned every unpinned block out of a small pool (and without
-// the pin it does not); release and expiry return the blocks; the pin budget (half the pool) is
-// enforced at submit. Outputs always equal the fully computed run.
+// the pin it does not); the engine owns each cache (find, list and release with its salt only;
+// gone for callers at its deadline); release and expiry return the blocks; the pin budget (half
+// the pool) is enforced at submit. Outputs always equal the fully computed run.
 #include <gtest/gtest.h>
 
 #include "engine_test_util.h"
@@ -98,7 +99,7 @@ TEST(EngineCachesTest, PinnedContextSurvivesChurnAndIsReused) {
     EXPECT_EQ(got.out, want.out);
     EXPECT_EQ(got.cached, pin ? 48 : 0);
     if (pin) {
-      engine.release_cache("ctx");
+      EXPECT_TRUE(engine.release_cache("ctx", ""));
       EXPECT_TRUE(eventually([&] {
         const EngineStats s = engine.stats();
         return s.num_context_caches == 0 && s.context_cache_blocks == 0 && s.kv_usage == 0.0f;
@@ -109,17 +110,34 @@ TEST(EngineCachesTest, PinnedContextSurvivesChurnAndIsReused) {
 
 TEST_F(SmallPoolTest, ExpiryReleasesTheBlocks) {
   Engine& engine = *engine_;
-  run_one(engine, cache_request(tokens(300, 40), "short", 1500));
+  GenerationRequest r = cache_request(tokens(300, 40), "short", 1500);
+  r.cache_salt = "tenant";
+  r.retain_description = "what the server keeps";
+  run_one(engine, r);
+  // The engine owns the cache: it is found (with its salt only) as soon as the request finished.
+  const std::optional<ContextCacheInfo> found = engine.find_cache("short", "tenant");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->tokens, r.prompt_tokens);
+  EXPECT_EQ(found->description, "what the server keeps");
+  EXPECT_EQ(found->ttl_ms, 1500);
+  EXPECT_FALSE(engine.find_cache("short", "").has_value());
+  EXPECT_EQ(engine.list_caches("tenant").size(), 1u);
+  EXPECT_TRUE(engine.list_caches("").empty());
+  EXPECT_FALSE(engine.release_cache("short", "other"));
   // (Stats are published after the final event: wait for the pin to show.)
   EXPECT_TRUE(eventually([&] {
     const EngineStats s = engine.stats();
     return s.num_context_caches == 1 && s.kv_usage > 0.0f;
   }));
-  // Nothing else happens: the idle engine thread wakes up for the deadline by itself.
+  // Nothing else happens: the idle engine thread wakes up for the deadline by itself, and the
+  // cache is gone for callers from its deadline on.
   EXPECT_TRUE(eventually([&] {
     const EngineStats s = engine.stats();
     return s.num_context_caches == 0 && s.kv_usage == 0.0f;
   }));
+  EXPECT_FALSE(engine.find_cache("short", "tenant").has_value());
+  EXPECT_TRUE(engine.list_caches("tenant").empty());
+  EXPECT_FALSE(engine.release_cache("short", "tenant"));
   // A cache of the same id replaces the old one (its blocks are released, not leaked).
   run_one(engine, cache_request(tokens(300, 40), "same", 60'000));
   EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 1; }));
@@ -148,7 +166,9 @@ TEST_F(SmallPoolTest, PinBudgetIsHalfThePool) {
   // A released cache gives its reservation back (stats are published after the final event:
   // see the pin first, so that the wait below sees the release).
   EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 1; }));
-  engine.release_cache("a");
+  EXPECT_TRUE(engine.release_cache("a", ""));
+  EXPECT_FALSE(engine.find_cache("a", "").has_value());  // gone at once for callers
+  EXPECT_FALSE(engine.release_cache("a", ""));           // once
   EXPECT_TRUE(eventually([&] { return engine.stats().num_context_caches == 0; }));
   EXPECT_TRUE(
       engine.submit(cache_request(tokens(200, 20), "b", 60'000), std::make_shared<CollectingSink>())

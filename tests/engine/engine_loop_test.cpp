@@ -1,7 +1,8 @@
 // Engine tests with a real model: greedy output through the engine equals llama.cpp's reference;
 // concurrent requests equal one-at-a-time runs with and without schedule-ahead, with chunked
 // prefill and under KV pressure (preemption); aborts free blocks; prefix-cache hits; admission
-// limits and draining.
+// limits and draining; stop strings decided by the engine (finish reason, the completing token,
+// /metrics' count).
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include "engine_test_util.h"
 #include "model/model.h"
 #include "support/test_support.h"
+#include "tokenizer/incremental_decoder.h"
 
 namespace keel::engine {
 namespace {
@@ -122,6 +124,56 @@ TEST(EngineLoopTest, AbortFreesBlocksAndPrefixCacheHits) {
   EXPECT_EQ(s1->cached(), 0);
   EXPECT_EQ(s2->cached(), 48);
   EXPECT_GE(engine.stats().prefix_hits_tokens, 48);
+}
+
+TEST(EngineLoopTest, StopStringsFinishInTheEngineAndCountAsStop) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  auto tok = tokenizer::Tokenizer::from_gguf(model->file());
+  ASSERT_TRUE(tok.ok()) << tok.error().to_string();
+  auto e = Engine::start(*model, base_config(), EngineDeps{.tokenizer = &*tok});
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  Engine& engine = **e;
+  // The reference generation and the text each token adds (as the server renders it).
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378};
+  const std::vector<int32_t> all = run_one(engine, greedy(prompt, 40));
+  ASSERT_EQ(all.size(), 40u);
+  tokenizer::IncrementalDecoder decoder(*tok, false, tokenizer::DecodePosition::kContinuation);
+  std::vector<std::string> pieces;
+  for (int32_t t : all) pieces.push_back(decoder.push(t));
+  // A stop string across a token boundary: the end of one piece and the start of the next.
+  size_t at = 8;
+  while (at + 1 < pieces.size() && (pieces[at].size() < 2 || pieces[at + 1].size() < 2)) ++at;
+  ASSERT_LT(at + 1, pieces.size());
+  const std::string stop = pieces[at].substr(pieces[at].size() - 2) + pieces[at + 1].substr(0, 2);
+  std::string text;
+  size_t completes = 0;  // the token on which the stop string first appears whole
+  while ((text += pieces[completes]).find(stop) == std::string::npos) ++completes;
+
+  const MetricsSnapshot before = engine.metrics();
+  GenerationRequest r = greedy(prompt, 40);
+  r.stop_strings = {"never in this story", stop};
+  auto sink = std::make_shared<CollectingSink>();
+  ASSERT_TRUE(engine.submit(r, sink).ok());
+  EXPECT_EQ(sink->wait(), std::vector<int32_t>(all.begin(), all.begin() + completes + 1));
+  EXPECT_EQ(sink->finish(), FinishReason::kStop);
+  EXPECT_EQ(sink->stop_string(), 1);
+  // Counted where every finish is counted: as a stop, not an abort.
+  const MetricsSnapshot after = engine.metrics();
+  const auto count = [](const MetricsSnapshot& m, FinishReason reason) {
+    return m.request_finished_total[static_cast<size_t>(reason)];
+  };
+  EXPECT_EQ(count(after, FinishReason::kStop), count(before, FinishReason::kStop) + 1);
+  EXPECT_EQ(count(after, FinishReason::kAbort), count(before, FinishReason::kAbort));
+  EXPECT_EQ(after.request_generation_tokens.sum,
+            before.request_generation_tokens.sum + static_cast<double>(completes + 1));
+
+  // An engine without a tokenizer cannot decide stop strings: it refuses them.
+  auto plain = Engine::start(*model, base_config());
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ((*plain)->submit(r, std::make_shared<CollectingSink>()).error().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(EngineLoopTest, AdmissionLimitsAndDrain) {

@@ -28,6 +28,7 @@ class CollectingSink final : public OutputSink {
     for (int32_t t : ev.tokens) tokens_.push_back(t);
     if (ev.finish) {
       finish_ = ev.finish;
+      stop_string_ = ev.stop_string;
       cached_ = ev.num_cached_tokens;
       cv_.notify_all();
     }
@@ -49,12 +50,17 @@ class CollectingSink final : public OutputSink {
     std::lock_guard lock(mu_);
     return cached_;
   }
+  std::optional<int32_t> stop_string() {
+    std::lock_guard lock(mu_);
+    return stop_string_;
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<int32_t> tokens_;
   std::optional<FinishReason> finish_;
+  std::optional<int32_t> stop_string_;
   int cached_ = 0;
   int events_ = 0;
 };

@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 
 #include <memory>
-#include <vector>
 
 #include "../server/test_vocab.h"
 #include "tokenizer/chat_template.h"
@@ -20,29 +19,11 @@ using server::testing::kOp;
 using server::testing::kSt;
 using server::testing::kWorld;
 
-// As tools/serve_command.cpp's make_chat_formatter: messages through a ChatTemplate, the leading
-// BOS left to the tokenizer.
+// The built-in ChatML template through the formatter `keel serve` uses for a model's template.
 server::ChatFormatter chat_formatter(const tokenizer::Tokenizer* tok) {
   static const auto chatml =
       std::make_shared<const tokenizer::ChatTemplate>(tokenizer::ChatTemplate::chatml());
-  std::shared_ptr<const tokenizer::ChatTemplate> tmpl = chatml;
-  return [tmpl, tok, bos = tokenizer::bos_text(*tok), eos = tokenizer::eos_text(*tok)](
-             std::span<const server::ChatMessage> messages,
-             bool add_generation_prompt) -> Result<tokenizer::TrackedText> {
-    std::vector<tokenizer::ChatMessage> msgs;
-    for (const auto& m : messages) {
-      tokenizer::ChatMessage c{m.role, m.content, nullptr};
-      if (!m.name.empty()) c.extra["name"] = m.name;
-      if (!m.tool_call_id.empty()) c.extra["tool_call_id"] = m.tool_call_id;
-      msgs.push_back(std::move(c));
-    }
-    tokenizer::ChatRenderOptions options;
-    options.add_generation_prompt = add_generation_prompt;
-    options.bos_token = bos;
-    options.eos_token = eos;
-    KEEL_ASSIGN_OR_RETURN(tokenizer::TrackedText text, tmpl->render_tracked(msgs, options));
-    return tokenizer::prompt_for_tokenizer(std::move(text), *tok);
-  };
+  return server::template_chat_formatter(chatml, tok);
 }
 
 // Built once: an immutable Tokenizer is a cheap shared handle.

@@ -34,7 +34,10 @@ Result<engine::RequestKey> SyncEngine::submit(engine::GenerationRequest request,
     const bool stop_id = std::find(request.stop_token_ids.begin(), request.stop_token_ids.end(),
                                    id) != request.stop_token_ids.end();
     if (stop_id) finish = engine::FinishReason::kStop;
-    if (stop_id || i + 1 == limit) ev.finish = finish;
+    if (stop_id || i + 1 == limit) {
+      ev.finish = finish;
+      pin_if_cache(request, key);
+    }
     sink->on_event(std::move(ev));
     if (stop_id) return key;
   }
@@ -42,14 +45,24 @@ Result<engine::RequestKey> SyncEngine::submit(engine::GenerationRequest request,
     engine::TokenEvent ev;
     ev.num_prompt_tokens = num_prompt;
     ev.finish = finish;
+    pin_if_cache(request, key);
     sink->on_event(std::move(ev));
   }
   return key;
 }
 
-void SyncEngine::abort(engine::RequestKey /*key: every request has finished already*/) {}
+void SyncEngine::pin_if_cache(const engine::GenerationRequest& r, engine::RequestKey key) {
+  if (r.retain_as.empty()) return;
+  engine::ContextCacheInfo info;
+  info.id = r.retain_as;
+  info.cache_salt = r.cache_salt;
+  info.tokens = r.prompt_tokens;
+  info.description = r.retain_description;
+  info.ttl_ms = r.retain_ms;
+  caches_.put(std::move(info), {key, 0});
+}
 
-void SyncEngine::release_cache(const std::string& /*id*/) {}
+void SyncEngine::abort(engine::RequestKey /*key: every request has finished already*/) {}
 
 engine::EngineStats SyncEngine::stats() const {
   engine::EngineStats s;

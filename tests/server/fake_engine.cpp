@@ -47,9 +47,15 @@ Result<engine::RequestKey> FakeEngine::submit(engine::GenerationRequest request,
   if (!request.retain_as.empty() && cache_quota_full_) {
     return Status::out_of_range("fake engine: context caches may hold no more blocks");
   }
+  if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
+    return Status::invalid_argument("fake engine: stop strings need a tokenizer");
+  }
   const engine::RequestKey key = next_key_++;
   Active a;
   a.key = key;
+  if (!request.stop_strings.empty()) {
+    a.stops = std::make_unique<engine::StopStringDetector>(*tokenizer_, request.stop_strings);
+  }
   a.script = script_(request);
   a.request = request;
   a.sink = std::move(sink);
@@ -109,9 +115,17 @@ int FakeEngine::abort_count(engine::RequestKey key) const {
   return it == aborts_.end() ? 0 : it->second;
 }
 
-void FakeEngine::release_cache(const std::string& id) {
+bool FakeEngine::release_cache(const std::string& id, const std::string& salt) {
+  const bool released = caches_.remove(id, salt).has_value();
   std::lock_guard lock(mu_);
-  released_caches_.push_back(id);
+  release_calls_.push_back(id);
+  if (released) released_caches_.push_back(id);
+  return released;
+}
+
+std::vector<std::string> FakeEngine::release_calls() const {
+  std::lock_guard lock(mu_);
+  return release_calls_;
 }
 
 std::vector<std::string> FakeEngine::released_caches() const {
@@ -171,11 +185,21 @@ std::optional<engine::TokenEvent> FakeEngine::next_event(Active& a, Clock::time_
     ++a.next;
     ++generated_;
     a.due = now + a.script.token_delay;
+    if (a.stops != nullptr) ev.stop_string = a.stops->push(id);
+    if (ev.stop_string) {
+      ev.finish = engine::FinishReason::kStop;
+      *done = true;
+      return ev;
+    }
   }
   if (a.next >= limit) {
     const bool cut = limit < a.script.tokens.size();
     ev.finish = cut ? engine::FinishReason::kLength : a.script.finish;
     ev.error = a.script.error;
+    const bool normal =
+        *ev.finish == engine::FinishReason::kStop || *ev.finish == engine::FinishReason::kLength;
+    if (normal && a.stops != nullptr) ev.stop_string = a.stops->finish();
+    if (ev.stop_string) ev.finish = engine::FinishReason::kStop;
     *done = true;
   }
   return ev;
@@ -190,6 +214,19 @@ void FakeEngine::loop() {
     for (auto it = active_.begin(); it != active_.end();) {
       bool done = false;
       if (std::optional<engine::TokenEvent> ev = next_event(it->second, now, &done)) {
+        const engine::GenerationRequest& r = it->second.request;
+        const bool normal = ev->finish == engine::FinishReason::kStop ||
+                            ev->finish == engine::FinishReason::kLength;
+        if (normal && !r.retain_as.empty()) {  // pinned before the final event, as the engine
+          engine::ContextCacheInfo info;
+          info.id = r.retain_as;
+          info.cache_salt = r.cache_salt;
+          info.tokens = r.prompt_tokens;
+          info.description = r.retain_description;
+          info.ttl_ms = r.retain_ms;
+          info.created_unix_ms = 1'700'000'000'000;
+          caches_.put(std::move(info), {it->first, 0});
+        }
         out.emplace_back(it->second.sink, std::move(*ev));
       }
       if (!done && it->second.due > now) wake = std::min(wake, it->second.due);

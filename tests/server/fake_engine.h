@@ -5,7 +5,11 @@
 // disconnect at each stage; abort() is counted per key and answered with a final kAbort event.
 // submit() can be told to fail with ResourceExhausted (queue full) or Unavailable (draining).
 // drain() behaves like the engine's: it returns once every request has finished and its last
-// event was handed to its sink, or, past the timeout, after aborting them all.
+// event was handed to its sink, or, past the timeout, after aborting them all. Stop strings are
+// decided as the engine decides them (engine::StopStringDetector, with the tokenizer given to
+// set_tokenizer): the script ends with kStop and TokenEvent::stop_string on the completing token.
+// Context caches live in an engine::ContextCacheTable on a manual clock (advance_cache_clock), as
+// in the engine: pinned when a retain_as request finishes normally, found with their salt only.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -21,7 +25,11 @@
 #include <thread>
 #include <vector>
 
+#include "core/clock.h"
+#include "engine/context_cache_table.h"
 #include "engine/engine_client.h"
+#include "engine/metrics.h"
+#include "engine/stop_strings.h"
 
 namespace keel::server::testing {
 
@@ -50,15 +58,25 @@ class FakeEngine final : public engine::EngineClient {
   Result<engine::RequestKey> submit(engine::GenerationRequest request,
                                     std::shared_ptr<engine::OutputSink> sink) override;
   void abort(engine::RequestKey key) override;
-  void release_cache(const std::string& id) override;
+  bool release_cache(const std::string& id, const std::string& salt) override;
+  [[nodiscard]] std::optional<engine::ContextCacheInfo> find_cache(
+      const std::string& id, const std::string& salt) const override {
+    return caches_.find(id, salt);
+  }
+  [[nodiscard]] std::vector<engine::ContextCacheInfo> list_caches(
+      const std::string& salt) const override {
+    return caches_.list(salt);
+  }
   [[nodiscard]] engine::EngineStats stats() const override;
-  [[nodiscard]] const engine::Metrics& metrics() const override { return metrics_; }
+  [[nodiscard]] engine::MetricsSnapshot metrics() const override { return metrics_.snapshot(); }
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return max_waiting_; }
 
   // --- test controls ---
   void set_script(ScriptFn fn);
+  // The tokenizer stop strings are matched with (the server's); before any submit.
+  void set_tokenizer(const tokenizer::Tokenizer* tokenizer) { tokenizer_ = tokenizer; }
   void set_queue_full(bool full) { queue_full_ = full; }
   void set_unavailable(bool unavailable) { unavailable_ = unavailable; }
   // submit() fails with ResourceExhausted while this many requests are active (the real engine
@@ -68,12 +86,16 @@ class FakeEngine final : public engine::EngineClient {
   // pin quota does.
   void set_cache_quota_full(bool full) { cache_quota_full_ = full; }
   engine::Metrics& mutable_metrics() { return metrics_; }
+  // Moves the clock context caches expire on (it starts at 0 and moves only when told to).
+  void advance_cache_clock(std::chrono::milliseconds d) { cache_clock_.advance(d); }
 
   [[nodiscard]] std::vector<engine::GenerationRequest> submitted() const;
   [[nodiscard]] std::vector<engine::RequestKey> keys() const;
   [[nodiscard]] int abort_count(engine::RequestKey key) const;
   [[nodiscard]] int total_aborts() const;
+  // The caches release_cache() released, and every id it was called with (released or not).
   [[nodiscard]] std::vector<std::string> released_caches() const;
+  [[nodiscard]] std::vector<std::string> release_calls() const;
   [[nodiscard]] size_t num_active() const;
   // Block until the condition holds or `timeout` passes; return whether it holds.
   bool wait_for_submits(size_t n, std::chrono::milliseconds timeout) const;
@@ -89,6 +111,18 @@ class FakeEngine final : public engine::EngineClient {
     size_t next = 0;  // tokens emitted
     std::chrono::steady_clock::time_point due;
     bool aborted = false;
+    std::unique_ptr<engine::StopStringDetector> stops;  // request.stop_strings
+  };
+  // A manual clock readable from any thread.
+  class CacheClock final : public keel::Clock {
+   public:
+    [[nodiscard]] int64_t now_ns() const override { return now_ns_.load(); }
+    void advance(std::chrono::milliseconds d) {
+      now_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count());
+    }
+
+   private:
+    std::atomic<int64_t> now_ns_{0};
   };
   void loop();
   // Under mu_: the next event of `a`, or nullopt when it is not due / stalled.
@@ -96,11 +130,16 @@ class FakeEngine final : public engine::EngineClient {
                                                bool* done);
 
   const int64_t max_model_len_;
+  const tokenizer::Tokenizer* tokenizer_ = nullptr;
   engine::Metrics metrics_;
   std::atomic<bool> queue_full_{false};
   std::atomic<bool> unavailable_{false};
   std::atomic<int64_t> max_waiting_{int64_t{1} << 20};
   std::atomic<bool> cache_quota_full_{false};
+  // Context caches, kept as the engine keeps them: a request with retain_as that finishes
+  // normally is put here before its final event is delivered.
+  CacheClock cache_clock_;
+  engine::ContextCacheTable caches_{&cache_clock_};
 
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;  // state changes (tests wait on it)
@@ -111,6 +150,7 @@ class FakeEngine final : public engine::EngineClient {
   std::vector<engine::RequestKey> keys_;
   std::map<engine::RequestKey, int> aborts_;
   std::vector<std::string> released_caches_;
+  std::vector<std::string> release_calls_;
   engine::RequestKey next_key_ = 100;
   int delivering_ = 0;  // events taken from active_ but not yet handed to their sinks
   int64_t generated_ = 0;

@@ -3,11 +3,10 @@
 // engine is told to release), requests naming cache_id get the cache's tokens or messages in
 // front of theirs and its salt; every error: unknown id, wrong endpoint for the cache, both or
 // neither of messages/prompt, bad ttl, conflicting salt, wrong method, a full pin budget, an
-// engine failure; a client gone while the KV is computed aborts the request and unpins it. The
-// registry's expiry is tested on its own clock.
+// engine failure; a client gone while the KV is computed aborts the request and unpins it; expiry
+// follows the engine's clock alone (the fake's manual one).
 #include <gtest/gtest.h>
 
-#include "server/context_cache.h"
 #include "server_harness.h"
 #include "support/test_support.h"
 
@@ -239,30 +238,35 @@ TEST_F(CachesHttpTest, ClientGoneWhileComputingAbortsAndUnpins) {
   const engine::RequestKey key = h_.engine().keys().at(0);
   client.close();
   EXPECT_TRUE(h_.engine().wait_for_aborted(key, std::chrono::seconds(5)));
+  // Whatever the request pinned before the abort reached it is released.
   EXPECT_TRUE(keel::testing::eventually([&] {
-    const auto released = h_.engine().released_caches();
-    return released.size() == 1 && released[0] == h_.engine().submitted()[0].retain_as;
+    const auto calls = h_.engine().release_calls();
+    return calls.size() == 1 && calls[0] == h_.engine().submitted()[0].retain_as;
   }));
   EXPECT_TRUE(http_request(h_.port(), "GET", "/v1/caches").json()["data"].empty());
 }
 
-TEST(ContextCacheRegistryTest, EntriesExpireOnTheirDeadline) {
-  ContextCacheRegistry reg;
-  const auto t0 = ContextCache::Clock::now();
-  for (const char* id : {"a", "b"}) {
-    auto c = std::make_shared<ContextCache>();
-    c->id = id;
-    c->expires = t0 + std::chrono::seconds(id[0] == 'a' ? 10 : 20);
-    reg.put(c);
-  }
-  EXPECT_NE(reg.find("a", t0), nullptr);
-  EXPECT_EQ(reg.find("a", t0 + std::chrono::seconds(10)), nullptr);
-  EXPECT_EQ(reg.find("zz", t0), nullptr);
-  EXPECT_EQ(reg.list(t0).size(), 2u);
-  EXPECT_EQ(reg.list(t0 + std::chrono::seconds(15)).size(), 1u);  // drops "a"
-  EXPECT_FALSE(reg.erase("a", t0));                               // gone already
-  EXPECT_FALSE(reg.erase("b", t0 + std::chrono::seconds(30)));    // expired: removed, false
-  EXPECT_TRUE(reg.list(t0).empty());
+TEST_F(CachesHttpTest, ExpiryIsTheEnginesOnClock) {
+  // The server keeps no registry and no clock: a cache lives exactly as long as the engine (here
+  // the fake's manual clock) says, for GET, the list, DELETE and generation requests alike.
+  const std::string id = create({{"prompt", "Hello world"}, {"ttl", 600}})["id"];
+  const std::string later = create({{"prompt", "Hello"}, {"ttl", 900}})["id"];
+  h_.engine().advance_cache_clock(std::chrono::seconds(599));
+  EXPECT_EQ(http_request(h_.port(), "GET", "/v1/caches/" + id).status, 200);
+  EXPECT_EQ(post_json(h_.port(), "/v1/completions", {{"prompt", " more"}, {"cache_id", id}}).status,
+            200);
+  h_.engine().advance_cache_clock(std::chrono::seconds(1));  // its deadline
+  HttpResult gone = http_request(h_.port(), "GET", "/v1/caches/" + id);
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_EQ(gone.json()["error"]["code"], "cache_not_found");
+  HttpResult use = post_json(h_.port(), "/v1/completions", {{"prompt", " more"}, {"cache_id", id}});
+  EXPECT_EQ(use.status, 404) << use.body;
+  EXPECT_EQ(http_request(h_.port(), "DELETE", "/v1/caches/" + id).status, 404);
+  const Json list = http_request(h_.port(), "GET", "/v1/caches").json();
+  ASSERT_EQ(list["data"].size(), 1u);
+  EXPECT_EQ(list["data"][0]["id"], later);
+  h_.engine().advance_cache_clock(std::chrono::seconds(300));
+  EXPECT_TRUE(http_request(h_.port(), "GET", "/v1/caches").json()["data"].empty());
 }
 
 }  // namespace

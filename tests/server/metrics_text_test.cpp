@@ -2,6 +2,8 @@
 // # HELP / # TYPE lines; histogram buckets are cumulative (monotone) and end at +Inf = _count.
 #include "server/metrics_text.h"
 
+#include "engine/metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <cctype>
@@ -96,7 +98,7 @@ TEST(MetricsTextTest, RendersParsableExpositionWithVllmNames) {
   stats.context_cache_blocks = 9;
   stats.kv_blocks_used = 12;
   stats.kv_blocks_total = 24;
-  const std::string text = render_metrics(stats, m, "my \"model\"");
+  const std::string text = render_metrics(stats, m.snapshot(), "my \"model\"");
 
   std::map<std::string, std::string> types;
   const std::vector<Sample> samples = parse_exposition(text, &types);
@@ -142,7 +144,7 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   engine::Metrics m;
   engine::EngineStats stats;
   std::map<std::string, std::string> types;
-  for (const Sample& s : parse_exposition(render_metrics(stats, m, "x"), &types)) {
+  for (const Sample& s : parse_exposition(render_metrics(stats, m.snapshot(), "x"), &types)) {
     EXPECT_EQ(s.name.find("kv_tier"), std::string::npos) << "no tiers configured: " << s.name;
   }
   stats.host_tier_enabled = true;
@@ -157,7 +159,7 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   stats.tier_transfers_pending = 2;
   stats.tier_demotions_dropped = 4;
   std::map<std::string, double> v;
-  for (const Sample& s : parse_exposition(render_metrics(stats, m, "x"), &types)) {
+  for (const Sample& s : parse_exposition(render_metrics(stats, m.snapshot(), "x"), &types)) {
     if (s.name == "keel:kv_tier_decisions_total") {
       const size_t p = s.labels.find("decision=\"");
       ASSERT_NE(p, std::string::npos);
@@ -197,7 +199,7 @@ TEST(MetricsTextTest, HistogramBucketsAreCumulativeAndEndAtCount) {
     m.time_to_first_token_seconds.observe(v);
     sum += v;
   }
-  const std::string text = render_metrics(engine::EngineStats{}, m, "m");
+  const std::string text = render_metrics(engine::EngineStats{}, m.snapshot(), "m");
   std::map<std::string, std::string> types;
   const std::vector<Sample> samples = parse_exposition(text, &types);
   std::vector<std::pair<double, double>> buckets;  // (le, count)

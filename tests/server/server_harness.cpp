@@ -24,6 +24,7 @@ ServerHarness::ServerHarness(ServerConfig config, int64_t max_model_len,
     : engine_(std::make_unique<FakeEngine>(max_model_len)),
       own_tokenizer_(make_test_tokenizer()),
       tokenizer_(tokenizer != nullptr ? tokenizer : &own_tokenizer_) {
+  engine_->set_tokenizer(tokenizer_);  // stop strings are decided by the (fake) engine
   ServerDeps deps;
   deps.engine = engine_.get();
   deps.tokenizer = tokenizer_;

@@ -1,8 +1,9 @@
 // End-to-end tests of `keel serve` over real HTTP on 127.0.0.1: the OpenAI endpoints, streaming,
-// n > 1, stop strings, logprobs, usage, every error code, disconnects in each request state,
-// concurrent greedy streams equal to one-at-a-time results, schedule-ahead on/off equality, and
-// prefix-cache hits in /metrics. Models: stories260K (real weights, ../shared) and the built-in
-// default model (random weights, created in a scratch KEEL_HOME).
+// n > 1, stop strings (counted as stops in /metrics), logprobs, usage, every error code,
+// disconnects in each request state, concurrent greedy streams equal to one-at-a-time results,
+// schedule-ahead on/off equality, and prefix-cache hits in /metrics. Models: stories260K (real
+// weights, ../shared) and the built-in default model (random weights, created in a scratch
+// KEEL_HOME).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -168,8 +169,15 @@ TEST_F(StoriesServer, TwoChoicesWithSeedsAreReproducible) {
   EXPECT_NE(a["choices"][0]["text"], a["choices"][1]["text"]);
 }
 
-TEST_F(StoriesServer, StopStringIsNeverEmitted) {
-  // Greedy "Once upon a time" continues ", there was a little girl named Lily." — stop inside it.
+TEST_F(StoriesServer, StopStringIsNeverEmittedAndCountsAsStop) {
+  // Greedy "Once upon a time" continues ", there was a little girl named Lily." — stop inside it,
+  // across the " girl" | " named" token boundary. The engine finishes the request on the stop
+  // string, so /metrics counts it as a stop (it used to be an abort by the server).
+  const auto finished = [](const char* reason) {
+    return metric(port(), "keel:request_success_total",
+                  std::string("finished_reason=\"") + reason + "\"");
+  };
+  const double stops_before = finished("stop"), aborts_before = finished("abort");
   const json req = {{"prompt", "Once upon a time"},
                     {"max_tokens", 40},
                     {"temperature", 0},
@@ -177,6 +185,7 @@ TEST_F(StoriesServer, StopStringIsNeverEmitted) {
   const json body = completion(port(), req);
   EXPECT_EQ(body["choices"][0]["text"], ", there was a little ");
   EXPECT_EQ(body["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(body["choices"][0]["stop_reason"], "girl named");
   json sreq = req;
   sreq["stream"] = true;
   const HttpResponse r = http_request(port(), "POST", "/v1/completions", sreq.dump());
@@ -187,6 +196,8 @@ TEST_F(StoriesServer, StopStringIsNeverEmitted) {
     if (!j["choices"].empty()) joined += j["choices"][0]["text"].get<std::string>();
   }
   EXPECT_EQ(joined, ", there was a little ");
+  EXPECT_TRUE(eventually([&] { return finished("stop") == stops_before + 2; }));
+  EXPECT_EQ(finished("abort"), aborts_before);
 }
 
 TEST_F(StoriesServer, LogprobsHaveTheOpenAiShape) {

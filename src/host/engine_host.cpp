@@ -1,0 +1,44 @@
+// EngineHost (see engine_host.h).
+#include "host/engine_host.h"
+
+#include <utility>
+
+#include "gguf/reader.h"
+
+namespace keel::host {
+
+EngineHost::EngineHost(std::string path, tokenizer::Tokenizer tok, tokenizer::ChatTemplate tmpl,
+                       bool random_weights)
+    : path_(std::move(path)),
+      tokenizer_(std::make_unique<const tokenizer::Tokenizer>(std::move(tok))),
+      chat_template_(std::make_shared<const tokenizer::ChatTemplate>(std::move(tmpl))),
+      random_weights_(random_weights) {}
+
+Result<std::unique_ptr<EngineHost>> EngineHost::open(const std::string& path) {
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile meta,
+                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
+  KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(meta));
+  return std::unique_ptr<EngineHost>(new EngineHost(
+      path, std::move(tok), tokenizer::ChatTemplate::from_gguf(meta), has_random_weights(meta)));
+}
+
+Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
+  if (engine_ != nullptr) return Status::internal("EngineHost::start called twice");
+  model::ModelOptions mopts;
+  mopts.n_ctx = options.n_ctx;
+  mopts.group_weights = options.group_weights;
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, read_weights(path_, options.use_mmap, progress));
+  KEEL_ASSIGN_OR_RETURN(model_, model::Model::load(std::move(file), mopts));
+  engine::EngineConfig config = std::move(options.engine);
+  config.isa = options.compute.isa;
+  config.threads = options.compute.threads;
+  config.eog_token_ids.assign(tokenizer_->eog_ids().begin(), tokenizer_->eog_ids().end());
+  KEEL_ASSIGN_OR_RETURN(engine_,
+                        engine::Engine::start(*model_, std::move(config),
+                                              engine::EngineDeps{.tokenizer = tokenizer_.get()}));
+  client_.attach(engine_.get());
+  ready_.store(true, std::memory_order_release);
+  return {};
+}
+
+}  // namespace keel::host

@@ -1,0 +1,75 @@
+// EngineHost: one model and the engine that runs it, brought up in the two phases a front end
+// needs. open() reads only the GGUF's metadata — tokenizer, chat template, whether the weights are
+// random — so a server can listen (and answer 503) at once; start() reads the weights, loads the
+// model, starts the engine (the model's end-of-generation ids, the tokenizer for stop strings)
+// and attaches it to client(), which answers Unavailable until then. `keel serve` hosts its
+// engine through this; a task executor will host its engine the same way.
+//
+// Invariants: client() and ready() are valid from open() on; engine() is null until start()
+// succeeded; start() runs at most once. Destroying the host stops the engine: whoever holds
+// client() (a server) must be gone or drained first.
+//
+// Thread safety: open() and start() on the owner's thread; client(), ready() and the metadata
+// accessors from any thread.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "core/result.h"
+#include "engine/engine.h"
+#include "engine/engine_config.h"
+#include "host/compute.h"
+#include "host/deferred_engine.h"
+#include "host/model_loading.h"
+#include "model/model.h"
+#include "tokenizer/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace keel::host {
+
+struct StartOptions {
+  ComputeSetup compute;         // the kernel table and threads the engine runs with
+  bool use_mmap = false;        // map the weights instead of reading them
+  bool group_weights = true;    // model::ModelOptions::group_weights
+  int64_t n_ctx = 0;            // model::ModelOptions::n_ctx (0 = the model's context)
+  engine::EngineConfig engine;  // its isa, threads and eog_token_ids are set by start()
+};
+
+class EngineHost {
+ public:
+  // The metadata of the GGUF at `path` (no tensor bytes are read).
+  static Result<std::unique_ptr<EngineHost>> open(const std::string& path);
+
+  // Reads the weights (reporting bytes to `progress`), loads the model, starts the engine and
+  // attaches it to client(); then ready() turns true.
+  Status start(StartOptions options, const ReadProgress& progress = {});
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const tokenizer::Tokenizer& tokenizer() const { return *tokenizer_; }
+  [[nodiscard]] const std::shared_ptr<const tokenizer::ChatTemplate>& chat_template() const {
+    return chat_template_;
+  }
+  [[nodiscard]] bool random_weights() const { return random_weights_; }
+  // The engine as a client: Unavailable until start() succeeded.
+  [[nodiscard]] engine::EngineClient* client() { return &client_; }
+  // False until start() succeeded (ServerDeps::ready).
+  [[nodiscard]] const std::atomic<bool>* ready() const { return &ready_; }
+  [[nodiscard]] engine::Engine* engine() { return engine_.get(); }
+
+ private:
+  EngineHost(std::string path, tokenizer::Tokenizer tok, tokenizer::ChatTemplate tmpl,
+             bool random_weights);
+
+  std::string path_;
+  std::unique_ptr<const tokenizer::Tokenizer> tokenizer_;  // stable address for the engine
+  std::shared_ptr<const tokenizer::ChatTemplate> chat_template_;
+  bool random_weights_ = false;
+  DeferredEngine client_;
+  std::atomic<bool> ready_{false};
+  std::unique_ptr<model::Model> model_;
+  std::unique_ptr<engine::Engine> engine_;  // after model_: stopped before the model goes
+};
+
+}  // namespace keel::host
