@@ -155,6 +155,10 @@ void convert_groups(DType dtype, int64_t rows, size_t row_bytes, std::byte* data
 
 bool grouped_layout_supports(DType dtype) { return grouped_format(dtype).block_bytes > 0; }
 
+bool grouped_layout_preferred(DType dtype) {
+  return grouped_layout_supports(dtype) && dtype != DType::kQ6_K;
+}
+
 void group_rows_in_place(DType dtype, int64_t rows, size_t row_bytes, std::byte* data,
                          ThreadPool* pool) {
   const int64_t groups = rows / kGroupRows;

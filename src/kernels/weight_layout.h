@@ -36,6 +36,11 @@ inline constexpr int64_t kGroupRows = 16;
 
 // True for the types that have a kGrouped16 form: Q8_0, Q4_0, Q4_K, Q5_K, Q6_K.
 bool grouped_layout_supports(DType dtype);
+// True for the types the loader groups (model/group_weights): those whose grouped decode kernels
+// measured faster than their row-major ones — Q8_0, Q4_0, Q4_K, Q5_K. Q6_K's grouped kernels
+// streamed a 5632x2048 matrix 1.3-1.4x slower than the row-major ones on both AVX2 and AVX-512
+// (keel_kernels_bench, docs/benchmarks.md), so Q6_K stays row-major at load.
+bool grouped_layout_preferred(DType dtype);
 
 // Rows of `rows` that lie in full groups (the rest stay row-major).
 inline int64_t grouped_rows(int64_t rows) { return rows / kGroupRows * kGroupRows; }

@@ -54,7 +54,7 @@ int group_weights(gguf::GgufFile& file, Weights& w, ThreadPool* pool) {
   int rewritten = 0;
   for (size_t i = 0; i < file.tensors().size(); ++i) {
     const gguf::TensorInfo& info = file.tensors()[i];
-    if (aliased[i] || !kernels::grouped_layout_supports(info.dtype)) continue;
+    if (aliased[i] || !kernels::grouped_layout_preferred(info.dtype)) continue;
     const std::byte* bytes = file.tensor_data(info).data();
     std::vector<kernels::Matrix*> users;
     for (kernels::Matrix* m : views) {
