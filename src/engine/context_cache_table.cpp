@@ -6,6 +6,18 @@
 
 namespace keel::engine {
 
+ContextCacheInfo ContextCacheTable::info_for(const GenerationRequest& request,
+                                             int64_t created_unix_ms) {
+  ContextCacheInfo info;
+  info.id = request.retain_as;
+  info.cache_salt = request.cache_salt;
+  info.tokens = request.prompt_tokens;
+  info.description = request.retain_description;
+  info.ttl_ms = request.retain_ms;
+  info.created_unix_ms = created_unix_ms;
+  return info;
+}
+
 std::optional<ContextCacheTable::Pin> ContextCacheTable::put(ContextCacheInfo info, Pin pin) {
   std::lock_guard lock(mu_);
   Entry e;

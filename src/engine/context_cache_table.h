@@ -35,6 +35,9 @@ class ContextCacheTable {
     friend bool operator==(const Pin&, const Pin&) = default;
   };
 
+  // The cache a finishing request with retain_as becomes (what every owner puts).
+  static ContextCacheInfo info_for(const GenerationRequest& request, int64_t created_unix_ms);
+
   // `clock` must outlive the table.
   explicit ContextCacheTable(const Clock* clock) : clock_(clock) {}
 

@@ -25,15 +25,10 @@ bool Engine::release_cache(const std::string& id, const std::string& salt) {
 
 void Engine::pin_cache(RequestKey key, const Active& a) {
   scheduler_.retain(key);
-  ContextCacheInfo info;
-  info.id = a.request.retain_as;
-  info.cache_salt = a.request.cache_salt;
-  info.tokens = a.request.prompt_tokens;
-  info.description = a.request.retain_description;
-  info.ttl_ms = a.request.retain_ms;
-  info.created_unix_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                             std::chrono::system_clock::now().time_since_epoch())
-                             .count();
+  ContextCacheInfo info = ContextCacheTable::info_for(
+      a.request, std::chrono::duration_cast<std::chrono::milliseconds>(
+                     std::chrono::system_clock::now().time_since_epoch())
+                     .count());
   // A cache of the same id is replaced: its blocks are released, not leaked.
   if (auto replaced = caches_.put(std::move(info), {key, a.cache_blocks})) unpin(*replaced);
 }

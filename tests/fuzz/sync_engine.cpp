@@ -53,13 +53,7 @@ Result<engine::RequestKey> SyncEngine::submit(engine::GenerationRequest request,
 
 void SyncEngine::pin_if_cache(const engine::GenerationRequest& r, engine::RequestKey key) {
   if (r.retain_as.empty()) return;
-  engine::ContextCacheInfo info;
-  info.id = r.retain_as;
-  info.cache_salt = r.cache_salt;
-  info.tokens = r.prompt_tokens;
-  info.description = r.retain_description;
-  info.ttl_ms = r.retain_ms;
-  caches_.put(std::move(info), {key, 0});
+  caches_.put(engine::ContextCacheTable::info_for(r, 0), {key, 0});
 }
 
 void SyncEngine::abort(engine::RequestKey /*key: every request has finished already*/) {}

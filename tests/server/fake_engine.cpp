@@ -218,14 +218,7 @@ void FakeEngine::loop() {
         const bool normal = ev->finish == engine::FinishReason::kStop ||
                             ev->finish == engine::FinishReason::kLength;
         if (normal && !r.retain_as.empty()) {  // pinned before the final event, as the engine
-          engine::ContextCacheInfo info;
-          info.id = r.retain_as;
-          info.cache_salt = r.cache_salt;
-          info.tokens = r.prompt_tokens;
-          info.description = r.retain_description;
-          info.ttl_ms = r.retain_ms;
-          info.created_unix_ms = 1'700'000'000'000;
-          caches_.put(std::move(info), {it->first, 0});
+          caches_.put(engine::ContextCacheTable::info_for(r, 1'700'000'000'000), {it->first, 0});
         }
         out.emplace_back(it->second.sink, std::move(*ev));
       }
