@@ -1,0 +1,50 @@
+// The fleet as a job executor sees it: plain snapshots of task executors (TEs) — role, model,
+// address, load, health — that the router and, later, the autoscaler read as pure inputs. The JE
+// builds one from the TEs' load reports; tests build them by hand.
+//
+// Load (what "least load" compares): a TE's outstanding work in tokens — prompt tokens not yet
+// prefilled plus, for each running request, the tokens it may still generate — and its KV use.
+// Invariants: ids are unique within a snapshot; kv_blocks_used <= kv_blocks_total.
+// Thread safety: plain values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace keel::cluster {
+
+// What a TE computes. kColocated runs whole requests (prefill and decode); kPrefill only
+// prefills and hands its KV to a decode TE; kDecode continues from transferred KV.
+enum class TeRole { kColocated, kPrefill, kDecode };
+[[nodiscard]] std::string_view te_role_name(TeRole role);  // "colocated", "prefill", "decode"
+[[nodiscard]] std::optional<TeRole> parse_te_role(std::string_view name);
+
+struct TeLoad {
+  int32_t num_waiting = 0;       // requests queued, not yet admitted
+  int32_t num_running = 0;       // requests admitted (prefilling or decoding)
+  int64_t pending_tokens = 0;    // prompt tokens to prefill + tokens still to generate (bounded by
+                                 // max_tokens) over its waiting and running requests
+  int64_t kv_blocks_used = 0;    // KV pool blocks referenced
+  int64_t kv_blocks_total = 0;   // KV pool size
+  friend bool operator==(const TeLoad&, const TeLoad&) = default;
+};
+
+struct TeInfo {
+  std::string id;       // unique in the fleet, e.g. "te-0"
+  std::string address;  // control endpoint "host:port"
+  TeRole role = TeRole::kColocated;
+  std::string model;    // served model name; TEs of one model and role form a group
+  TeLoad load;
+  bool healthy = true;  // false once the JE counts it dead (gone, or no progress for too long)
+  friend bool operator==(const TeInfo&, const TeInfo&) = default;
+};
+
+struct FleetSnapshot {
+  std::vector<TeInfo> tes;
+  [[nodiscard]] const TeInfo* find(std::string_view id) const;
+};
+
+}  // namespace keel::cluster
