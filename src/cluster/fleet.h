@@ -23,12 +23,12 @@ enum class TeRole { kColocated, kPrefill, kDecode };
 [[nodiscard]] std::optional<TeRole> parse_te_role(std::string_view name);
 
 struct TeLoad {
-  int32_t num_waiting = 0;       // requests queued, not yet admitted
-  int32_t num_running = 0;       // requests admitted (prefilling or decoding)
-  int64_t pending_tokens = 0;    // prompt tokens to prefill + tokens still to generate (bounded by
-                                 // max_tokens) over its waiting and running requests
-  int64_t kv_blocks_used = 0;    // KV pool blocks referenced
-  int64_t kv_blocks_total = 0;   // KV pool size
+  int32_t num_waiting = 0;      // requests queued, not yet admitted
+  int32_t num_running = 0;      // requests admitted (prefilling or decoding)
+  int64_t pending_tokens = 0;   // prompt tokens to prefill + tokens still to generate (bounded by
+                                // max_tokens) over its waiting and running requests
+  int64_t kv_blocks_used = 0;   // KV pool blocks referenced
+  int64_t kv_blocks_total = 0;  // KV pool size
   friend bool operator==(const TeLoad&, const TeLoad&) = default;
 };
 
@@ -36,7 +36,7 @@ struct TeInfo {
   std::string id;       // unique in the fleet, e.g. "te-0"
   std::string address;  // control endpoint "host:port"
   TeRole role = TeRole::kColocated;
-  std::string model;    // served model name; TEs of one model and role form a group
+  std::string model;  // served model name; TEs of one model and role form a group
   TeLoad load;
   bool healthy = true;  // false once the JE counts it dead (gone, or no progress for too long)
   friend bool operator==(const TeInfo&, const TeInfo&) = default;

@@ -20,9 +20,9 @@
 namespace keel::cluster {
 
 struct BlockStored {
-  std::vector<uint64_t> block_hashes;          // consecutive blocks, parent first
-  std::optional<uint64_t> parent_block_hash;   // the block before the first one (none: root)
-  std::vector<int32_t> token_ids;              // the blocks' tokens, block_size per block
+  std::vector<uint64_t> block_hashes;         // consecutive blocks, parent first
+  std::optional<uint64_t> parent_block_hash;  // the block before the first one (none: root)
+  std::vector<int32_t> token_ids;             // the blocks' tokens, block_size per block
   int32_t block_size = 0;
   std::optional<int64_t> lora_id;
   std::optional<std::string> medium;
