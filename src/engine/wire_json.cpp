@@ -80,7 +80,7 @@ Bytes pack(MessageType type, Json body) {
   return Json::to_msgpack(envelope);
 }
 
-Result<Unpacked> unpack(std::span<const uint8_t> bytes) {
+Result<Json> parse_bounded(std::span<const uint8_t> bytes) {
   Json doc;
   BoundedSax sax(&doc);
   bool parsed = false;
@@ -95,6 +95,11 @@ Result<Unpacked> unpack(std::span<const uint8_t> bytes) {
     return invalid("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
   }
   if (!parsed) return invalid("not MessagePack: " + sax.error());
+  return doc;
+}
+
+Result<Unpacked> unpack(std::span<const uint8_t> bytes) {
+  KEEL_ASSIGN_OR_RETURN(Json doc, parse_bounded(bytes));
   if (!doc.is_object()) return invalid("a message is a map, got " + std::string(doc.type_name()));
   const auto v = doc.find("v");
   if (v == doc.end() || !v->is_number_integer()) return invalid("no version (`v`)");

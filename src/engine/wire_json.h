@@ -1,7 +1,8 @@
 // The codec's lower layer (wire.h is the upper): MessagePack bytes ⇄ a JSON document with a bounded
 // parse (nesting deeper than kMaxDepth is refused before it is built, so hostile input cannot
 // exhaust the stack), the envelope {"v", "type", "body"}, and FieldReader — typed, range-checked
-// reads of a body's fields that remember the first error. Only wire.cpp includes this file; no
+// reads of a body's fields that remember the first error. wire.cpp and the cluster's messages
+// (src/cluster/messages.cpp, which carry engine messages inside their own) include this file; no
 // exception leaves it (nlohmann's are caught here).
 //
 // Thread safety: pure functions; a FieldReader has one owner.
@@ -23,6 +24,8 @@ namespace keel::engine::wire::detail {
 
 using Json = nlohmann::json;
 
+// A MessagePack document with nesting at most kMaxDepth; InvalidArgument for anything else.
+[[nodiscard]] Result<Json> parse_bounded(std::span<const uint8_t> bytes);
 // The envelope of `body` as MessagePack.
 [[nodiscard]] Bytes pack(MessageType type, Json body);
 // The envelope's type and body (an object); InvalidArgument for anything else.

@@ -91,6 +91,7 @@ std::string_view allowed_methods(std::string_view path) {
       path == "/detokenize") {
     return "POST";
   }
+  if (path == kClusterStatusPath) return "GET";
   if (path == kCachesPath) return "GET, POST";
   if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
   return {};
@@ -302,6 +303,7 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   }
   if (path == "/health") return handle_health(ctx);
   if (path == "/metrics") return handle_metrics(ctx);
+  if (path == kClusterStatusPath) return handle_cluster_status(ctx);
   if (path == kModelsPath) return handle_models(ctx, "");
   if (path.starts_with(kModelsPrefix)) {
     return handle_models(ctx, percent_decode(std::string_view(path).substr(kModelsPrefix.size())));

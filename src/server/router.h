@@ -12,6 +12,7 @@
 //   POST /tokenize, /detokenize    vLLM shapes
 //   POST /v1/caches                → CacheCall (context caching, cache_routes.h)
 //   GET  /v1/caches[/{id}], DELETE /v1/caches/{id}
+//   GET  /v1/cluster/status        the fleet, in front of one (ServerDeps::cluster_status)
 // Known path with another method → 405 (with Allow); unknown path → 404.
 // With an api_key configured, /v1/*, /tokenize and /detokenize need `Authorization: Bearer`.
 //
@@ -68,6 +69,9 @@ inline constexpr int64_t kMaxJsonValues = int64_t{1} << 19;
 // Utility routes (utility_routes.cpp).
 HttpResponse handle_health(const ServerContext& ctx);
 HttpResponse handle_metrics(const ServerContext& ctx);
+// GET /v1/cluster/status: ServerDeps::cluster_status's document (a gateway only).
+inline constexpr std::string_view kClusterStatusPath = "/v1/cluster/status";
+HttpResponse handle_cluster_status(const ServerContext& ctx);
 HttpResponse handle_models(const ServerContext& ctx, std::string_view model_id);  // "" = list
 HttpResponse handle_tokenize(const ServerContext& ctx, const nlohmann::json& body);
 HttpResponse handle_detokenize(const ServerContext& ctx, const nlohmann::json& body);

@@ -8,9 +8,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 
+#include "core/result.h"
 #include "engine/engine_client.h"
 #include "server/body_budget.h"
 #include "server/chat_formatter.h"
@@ -26,6 +28,11 @@ struct ServerDeps {
   // Optional readiness flag (e.g. false while the model loads): when false, /health answers 503
   // and generation routes 503. nullptr means always ready. Must outlive the Server.
   const std::atomic<bool>* ready = nullptr;
+  // Optional, for a server in front of a fleet (the cluster gateway): Prometheus text appended to
+  // /metrics, and the JSON document GET /v1/cluster/status answers (404 when unset; its error
+  // → 503). Thread-safe; must outlive the Server.
+  std::function<std::string()> extra_metrics;
+  std::function<Result<std::string>()> cluster_status;
 };
 
 // 128-bit random-looking hex ids: a per-server random salt mixed with a counter (no lock).

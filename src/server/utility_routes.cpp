@@ -73,7 +73,17 @@ HttpResponse handle_metrics(const ServerContext& ctx) {
   r.content_type = std::string(kPrometheusContentType);
   r.body = render_metrics(ctx.deps.engine->stats(), ctx.deps.engine->metrics(),
                           ctx.config.served_model_name);
+  if (ctx.deps.extra_metrics) r.body += ctx.deps.extra_metrics();
   return r;
+}
+
+HttpResponse handle_cluster_status(const ServerContext& ctx) {
+  if (!ctx.deps.cluster_status) {
+    return HttpResponse::error(ApiError::path_not_found("GET", kClusterStatusPath));
+  }
+  Result<std::string> status = ctx.deps.cluster_status();
+  if (!status.ok()) return HttpResponse::error(ApiError::unavailable(status.status().message()));
+  return HttpResponse::json(200, std::move(*status));
 }
 
 HttpResponse handle_models(const ServerContext& ctx, std::string_view model_id) {

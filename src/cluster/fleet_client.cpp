@@ -1,0 +1,265 @@
+// FleetClient (see fleet_client.h): jobs out to JEs, events in from TEs, one stream per request.
+#include "cluster/fleet_client.h"
+
+#include <algorithm>
+#include <limits>
+#include <thread>
+#include <utility>
+
+#include "cluster/fleet_metrics.h"
+#include "core/log.h"
+#include "sampling/rng.h"
+
+namespace keel::cluster {
+
+using Clock = std::chrono::steady_clock;
+
+FleetClient::FleetClient(FleetClientConfig config) : config_(std::move(config)) {
+  if (config_.gateway_id.empty()) {
+    config_.gateway_id = "gw-" + std::to_string(sampling::random_seed() % 1000000007ULL);
+  }
+}
+
+Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config) {
+  if (config.je_addresses.empty()) return Status::invalid_argument("gateway: no job executors");
+  std::unique_ptr<FleetClient> c(new FleetClient(std::move(config)));
+  FleetClient* self = c.get();
+  KEEL_ASSIGN_OR_RETURN(
+      c->events_, Listener::start(
+                      c->config_.event_host, 0,
+                      [self](Link&, Message m) { self->on_event_message(std::move(m)); }, nullptr,
+                      [self](std::shared_ptr<Link> link) {
+                        std::lock_guard lock(self->mu_);
+                        std::erase_if(self->te_links_, [](const auto& l) { return l->closed(); });
+                        self->te_links_.push_back(std::move(link));
+                      }));
+  for (const std::string& address : c->config_.je_addresses) {
+    KEEL_ASSIGN_OR_RETURN(
+        std::shared_ptr<Link> je,
+        Link::connect(
+            address, c->config_.connect_timeout,
+            [self](Link&, Message m) { self->on_je_message(std::move(m)); }, nullptr));
+    c->jes_.push_back(std::move(je));
+  }
+  // Limits come from the TEs: wait until one has reported.
+  const Clock::time_point deadline = Clock::now() + c->config_.connect_timeout;
+  while (true) {
+    Result<FleetStatus> fleet = c->fleet_status();
+    if (fleet.ok() && fleet->max_model_len > 0) {
+      c->max_model_len_ = fleet->max_model_len;
+      c->max_waiting_ = fleet->max_waiting;
+      break;
+    }
+    if (Clock::now() > deadline) {
+      return Status::unavailable("gateway: no task executor reported within the connect timeout");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return c;
+}
+
+FleetClient::~FleetClient() { stop(); }
+
+void FleetClient::stop() {
+  std::vector<std::shared_ptr<Link>> links;
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    links = jes_;
+    links.insert(links.end(), te_links_.begin(), te_links_.end());
+  }
+  if (events_) events_->stop();
+  for (const auto& link : links) link->close();
+}
+
+size_t FleetClient::num_jobs() const {
+  std::lock_guard lock(mu_);
+  return jobs_.size();
+}
+
+Result<engine::RequestKey> FleetClient::submit(engine::GenerationRequest request,
+                                               std::shared_ptr<engine::OutputSink> sink) {
+  if (!request.retain_as.empty()) {
+    return Status::invalid_argument(
+        "context caches (retain_as) are not available through the cluster gateway");
+  }
+  if (request.prompt_tokens.empty()) return Status::invalid_argument("empty prompt");
+  const engine::RequestKey key = next_key_.fetch_add(1);
+  {
+    std::lock_guard lock(mu_);
+    if (draining_ || stopped_) return Status::unavailable("gateway is draining");
+    jobs_[key] = Pending{std::move(sink), nullptr, 0, 0};
+  }
+  SubmitJob job{JobRef{config_.gateway_id, key}, events_->address(), std::move(request)};
+  const Message message = encode(job);
+  Status last = Status::unavailable("no job executor reachable");
+  const size_t start = next_je_.fetch_add(1);
+  for (size_t i = 0; i < jes_.size(); ++i) {
+    const std::shared_ptr<Link>& je = jes_[(start + i) % jes_.size()];
+    if (je->closed()) continue;
+    {
+      std::lock_guard lock(mu_);
+      const auto it = jobs_.find(key);
+      if (it != jobs_.end()) it->second.je = je;
+    }
+    Result<Json> reply = je->call(message, config_.call_timeout);
+    if (!reply.ok()) {
+      last = reply.status();
+      continue;  // that JE is gone or stuck: the next one
+    }
+    last = decode_status_body(*reply);
+    break;
+  }
+  if (!last.ok()) {
+    std::lock_guard lock(mu_);
+    jobs_.erase(key);
+    return last;
+  }
+  return key;
+}
+
+void FleetClient::abort(engine::RequestKey key) {
+  std::shared_ptr<Link> je;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(key);
+    if (it == jobs_.end()) return;
+    je = it->second.je;
+  }
+  if (je) je->send(encode_abort_job(AbortTask{JobRef{config_.gateway_id, key}, 0}));
+  engine::TokenEvent final_event;
+  final_event.finish = engine::FinishReason::kAbort;
+  finish_locally(key, std::move(final_event));
+}
+
+bool FleetClient::finish_locally(engine::RequestKey key, engine::TokenEvent event) {
+  std::lock_guard lock(mu_);
+  const auto it = jobs_.find(key);
+  if (it == jobs_.end()) return false;
+  std::shared_ptr<engine::OutputSink> sink = std::move(it->second.sink);
+  jobs_.erase(it);
+  sink->on_event(std::move(event));
+  return true;
+}
+
+void FleetClient::on_event_message(Message message) {
+  if (message.type != msg::kTaskEvent) return;
+  Result<TaskEvent> event = decode_task_event(message.body);
+  if (!event.ok()) {
+    KEEL_LOG_WARN("gateway: bad task event: {}", event.status().message());
+    return;
+  }
+  deliver(std::move(*event));
+}
+
+void FleetClient::deliver(TaskEvent m) {
+  std::lock_guard lock(mu_);
+  const auto it = jobs_.find(m.job);
+  if (it == jobs_.end()) return;  // finished, aborted, or not ours
+  Pending& p = it->second;
+  if (m.attempt < p.attempt) return;  // a stale attempt (re-driven elsewhere)
+  p.attempt = m.attempt;
+  engine::TokenEvent& ev = m.event;
+  const int32_t end = m.first_index + static_cast<int32_t>(ev.tokens.size());
+  // Tokens the client already has (a re-drive regenerates from what the JE knew) are cut.
+  const int64_t skip = int64_t{p.delivered} - m.first_index;
+  if (skip > 0) {
+    const size_t n = std::min(static_cast<size_t>(skip), ev.tokens.size());
+    ev.tokens.erase(ev.tokens.begin(), ev.tokens.begin() + static_cast<std::ptrdiff_t>(n));
+    if (ev.logprobs.size() >= n) {
+      ev.logprobs.erase(ev.logprobs.begin(), ev.logprobs.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+  } else if (skip < 0) {
+    KEEL_LOG_WARN("gateway: job {} skipped {} tokens (attempt {})", m.job, -skip, m.attempt);
+  }
+  p.delivered = std::max(p.delivered, end);
+  if (ev.tokens.empty() && !ev.finish) return;
+  const bool final_event = ev.finish.has_value();
+  p.sink->on_event(std::move(ev));
+  if (final_event) jobs_.erase(it);
+}
+
+void FleetClient::on_je_message(Message message) {
+  if (message.type == msg::kJobAttempt) {
+    Result<JobAttempt> a = decode_job_attempt(message.body);
+    if (!a.ok()) return;
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(a->job);
+    if (it != jobs_.end()) it->second.attempt = std::max(it->second.attempt, a->attempt);
+    return;
+  }
+  if (message.type == msg::kJobFailed) {
+    Result<JobFailed> f = decode_job_failed(message.body);
+    if (!f.ok()) return;
+    engine::TokenEvent final_event;
+    final_event.finish = engine::FinishReason::kError;
+    final_event.error = f->error;
+    finish_locally(f->job, std::move(final_event));
+  }
+}
+
+bool FleetClient::release_cache(const std::string&, const std::string&) { return false; }
+
+std::optional<engine::ContextCacheInfo> FleetClient::find_cache(const std::string&,
+                                                                const std::string&) const {
+  return std::nullopt;
+}
+
+std::vector<engine::ContextCacheInfo> FleetClient::list_caches(const std::string&) const {
+  return {};
+}
+
+Result<FleetStatus> FleetClient::fleet_status() const {
+  Status last = Status::unavailable("no job executor reachable");
+  for (const auto& je : jes_) {
+    if (je->closed()) continue;
+    Result<Json> reply =
+        je->call(Message{std::string(msg::kFleet), Json::object()}, config_.call_timeout);
+    if (!reply.ok()) {
+      last = reply.status();
+      continue;
+    }
+    return decode_fleet_status(*reply);
+  }
+  return last;
+}
+
+engine::EngineStats FleetClient::stats() const {
+  std::lock_guard lock(status_mu_);
+  if (!cached_ || Clock::now() - cached_at_ > config_.status_cache) {
+    Result<FleetStatus> fleet = fleet_status();
+    if (fleet.ok()) {
+      cached_ = std::move(*fleet);
+      cached_at_ = Clock::now();
+    }
+  }
+  if (!cached_) return {};
+  return merge_stats(cached_->stats);
+}
+
+engine::MetricsSnapshot FleetClient::metrics() const {
+  (void)stats();  // refreshes the cache
+  std::lock_guard lock(status_mu_);
+  if (!cached_) return {};
+  return merge_metrics(cached_->metrics);
+}
+
+void FleetClient::drain(std::chrono::milliseconds timeout) {
+  {
+    std::lock_guard lock(mu_);
+    draining_ = true;
+  }
+  const Clock::time_point deadline = Clock::now() + timeout;
+  while (num_jobs() > 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::vector<engine::RequestKey> left;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [key, pending] : jobs_) left.push_back(key);
+  }
+  for (engine::RequestKey key : left) abort(key);
+}
+
+}  // namespace keel::cluster

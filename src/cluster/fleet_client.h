@@ -1,0 +1,107 @@
+// FleetClient: the gateway's EngineClient — the server's generation code runs unchanged in front
+// of a fleet. submit() hands the request (tokenized by the server, once, before routing) to a
+// job executor (round robin over the JEs; the next one when a JE is unreachable) and returns when
+// a TE accepted it; the TE then streams the request's token events straight to this client's
+// event listener (FlowServe's shortcut: the JE stays on the control path only). Detokenization
+// stays in the server, on this side.
+//
+// Re-drives: a JE that moves a job to another TE says so (job_attempt); events of an older
+// attempt are dropped from then on, and tokens the client already has (an event's generated-token
+// index below what was delivered) are cut, so the client sees one unbroken stream. A job the JE
+// gives up on (job_failed) ends with a kError event.
+//
+// Stats and metrics are the fleet's: the sum over the TEs a JE knows (histograms bucket by bucket),
+// read from the first JE that answers and cached for a moment. Context caches (retain_as) are not
+// offered through the gateway: submit refuses them with InvalidArgument.
+//
+// Thread safety: EngineClient's contract (every method from any thread); sinks are called under
+// the client's mutex, in order per request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/link.h"
+#include "cluster/listener.h"
+#include "cluster/messages.h"
+#include "engine/engine_client.h"
+
+namespace keel::cluster {
+
+struct FleetClientConfig {
+  std::string gateway_id;                 // "" = a random one
+  std::vector<std::string> je_addresses;  // "host:port"
+  std::string event_host = "127.0.0.1";   // where TEs connect to stream events
+  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds call_timeout{10000};
+  std::chrono::milliseconds status_cache{250};
+};
+
+class FleetClient final : public engine::EngineClient {
+ public:
+  // Connects to every JE and waits (up to connect_timeout) until one reports a healthy TE.
+  static Result<std::unique_ptr<FleetClient>> start(FleetClientConfig config);
+  ~FleetClient() override;
+
+  Result<engine::RequestKey> submit(engine::GenerationRequest request,
+                                    std::shared_ptr<engine::OutputSink> sink) override;
+  void abort(engine::RequestKey key) override;
+  bool release_cache(const std::string& id, const std::string& salt) override;
+  [[nodiscard]] std::optional<engine::ContextCacheInfo> find_cache(
+      const std::string& id, const std::string& salt) const override;
+  [[nodiscard]] std::vector<engine::ContextCacheInfo> list_caches(
+      const std::string& salt) const override;
+  [[nodiscard]] engine::EngineStats stats() const override;
+  [[nodiscard]] engine::MetricsSnapshot metrics() const override;
+  void drain(std::chrono::milliseconds timeout) override;
+  [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
+  [[nodiscard]] int64_t max_waiting() const override { return max_waiting_; }
+
+  // The fleet as the first JE that answers sees it.
+  [[nodiscard]] Result<FleetStatus> fleet_status() const;
+  // Requests in flight through this gateway.
+  [[nodiscard]] size_t num_jobs() const;
+  // Closes every link and the event listener. Idempotent.
+  void stop();
+
+ private:
+  struct Pending {
+    std::shared_ptr<engine::OutputSink> sink;
+    std::shared_ptr<Link> je;
+    int32_t attempt = 0;
+    int32_t delivered = 0;  // generated tokens the client has (index space of TaskEvent)
+  };
+
+  explicit FleetClient(FleetClientConfig config);
+  void on_event_message(Message message);
+  void on_je_message(Message message);
+  void deliver(TaskEvent event);
+  // Ends `key` with `event` (a final one) and forgets it; false when unknown.
+  bool finish_locally(engine::RequestKey key, engine::TokenEvent event);
+
+  FleetClientConfig config_;
+  std::unique_ptr<Listener> events_;
+  std::vector<std::shared_ptr<Link>> jes_;
+  std::vector<std::shared_ptr<Link>> te_links_;  // accepted event links
+  int64_t max_model_len_ = 0;
+  int64_t max_waiting_ = 0;
+
+  mutable std::mutex mu_;
+  std::map<engine::RequestKey, Pending> jobs_;
+  bool draining_ = false;
+  bool stopped_ = false;
+  std::atomic<int64_t> next_key_{1};
+  std::atomic<size_t> next_je_{0};
+
+  mutable std::mutex status_mu_;
+  mutable std::optional<FleetStatus> cached_;
+  mutable std::chrono::steady_clock::time_point cached_at_;
+};
+
+}  // namespace keel::cluster

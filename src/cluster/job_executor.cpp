@@ -1,0 +1,396 @@
+// JobExecutor (see job_executor.h): jobs in from gateways, tasks out to TEs, reports back,
+// health by progress, re-drives.
+#include "cluster/job_executor.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/log.h"
+#include "sampling/rng.h"
+
+namespace keel::cluster {
+
+struct JobExecutor::TeEntry {
+  std::string address;
+  std::shared_ptr<Link> link;
+  TeInfo info;
+  engine::EngineStats stats;
+  engine::MetricsSnapshot metrics;
+  int64_t max_model_len = 0;
+  int64_t max_waiting = 0;
+  bool reported = false;
+  Clock::time_point last_report;
+  Clock::time_point last_progress;
+  int64_t last_steps = 0;
+};
+
+struct JobExecutor::Job {
+  JobRef ref;
+  std::shared_ptr<Link> gateway;
+  std::string reply_to;
+  engine::GenerationRequest request;  // as submitted (seed filled in)
+  std::vector<int32_t> generated;     // tokens its TEs reported, in order
+  int32_t attempt = 0;
+  std::optional<size_t> te;  // the TE running its live attempt
+  bool aborted = false;
+};
+
+JobExecutor::JobExecutor(JobExecutorConfig config) : config_(std::move(config)) {}
+
+Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config) {
+  if (config.te_addresses.empty()) return Status::invalid_argument("job executor: no TEs");
+  std::unique_ptr<JobExecutor> je(new JobExecutor(std::move(config)));
+  KEEL_TRY(je->connect_tes());
+  JobExecutor* self = je.get();
+  KEEL_ASSIGN_OR_RETURN(
+      je->listener_,
+      Listener::start(
+          je->config_.host, je->config_.port,
+          [self](Link& link, Message m) { self->on_gateway_message(link, std::move(m)); }, nullptr,
+          [self](std::shared_ptr<Link> link) {
+            std::lock_guard lock(self->mu_);
+            if (self->stopping_) return link->close();
+            self->gateway_links_.push_back(std::move(link));
+          }));
+  je->monitor_ = std::thread([self] { self->monitor_loop(); });
+  return je;
+}
+
+Status JobExecutor::connect_tes() {
+  for (size_t i = 0; i < config_.te_addresses.size(); ++i) {
+    auto entry = std::make_unique<TeEntry>();
+    entry->address = config_.te_addresses[i];
+    entry->info.id = entry->address;
+    entry->info.address = entry->address;
+    entry->info.healthy = false;  // until its first report
+    entry->last_report = entry->last_progress = Clock::now();
+    tes_.push_back(std::move(entry));
+  }
+  for (size_t i = 0; i < tes_.size(); ++i) {
+    KEEL_ASSIGN_OR_RETURN(
+        std::shared_ptr<Link> link,
+        Link::connect(
+            tes_[i]->address, config_.connect_timeout,
+            [this, i](Link&, Message m) { on_te_message(i, std::move(m)); }, nullptr));
+    std::lock_guard lock(mu_);
+    tes_[i]->link = std::move(link);
+  }
+  return {};
+}
+
+JobExecutor::~JobExecutor() { stop(); }
+
+void JobExecutor::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (monitor_.joinable()) monitor_.join();
+  if (listener_) listener_->stop();
+  std::vector<std::shared_ptr<Link>> links;
+  {
+    std::lock_guard lock(mu_);
+    links = gateway_links_;
+    for (const auto& te : tes_) {
+      if (te->link) links.push_back(te->link);
+    }
+  }
+  for (const auto& link : links) link->close();
+}
+
+void JobExecutor::on_gateway_message(Link& link, Message message) {
+  if (message.type == msg::kSubmitJob) return on_submit_job(link, message.body);
+  if (message.type == msg::kAbortJob) return on_abort_job(message.body);
+  if (message.type == msg::kFleet) {
+    const auto id = message.body.find("call_id");
+    if (id != message.body.end() && id->is_number_integer()) {
+      link.reply(id->get<int64_t>(), encode_body(status()));
+    }
+    return;
+  }
+  KEEL_LOG_WARN("je {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
+}
+
+void JobExecutor::on_submit_job(Link& link, const Json& body) {
+  const auto call_id = body.find("call_id");
+  if (call_id == body.end() || !call_id->is_number_integer()) return;
+  const int64_t call = call_id->get<int64_t>();
+  Result<SubmitJob> submit = decode_submit_job(body);
+  if (!submit.ok()) {
+    link.reply(call, status_body(submit.status()));
+    return;
+  }
+  auto job = std::make_unique<Job>();
+  job->ref = submit->ref;
+  job->gateway = link.shared_from_this();
+  job->reply_to = submit->reply_to;
+  job->request = std::move(submit->request);
+  if (!job->request.sampling.seed) job->request.sampling.seed = sampling::random_seed();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      link.reply(call, status_body(Status::unavailable("job executor is stopping")));
+      return;
+    }
+    if (jobs_.count(job->ref) != 0) {
+      link.reply(call, status_body(Status::invalid_argument("duplicate job")));
+      return;
+    }
+    ++jobs_total_;
+    jobs_[job->ref] = std::move(job);
+  }
+  const Status s = dispatch(submit->ref);
+  if (!s.ok()) {
+    std::lock_guard lock(mu_);
+    jobs_.erase(submit->ref);
+  }
+  link.reply(call, status_body(s));
+}
+
+void JobExecutor::on_abort_job(const Json& body) {
+  Result<AbortTask> abort = decode_abort(body);
+  if (!abort.ok()) return;
+  std::shared_ptr<Link> te_link;
+  AbortTask task{abort->ref, 0};
+  {
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(abort->ref);
+    if (it == jobs_.end()) return;
+    it->second->aborted = true;
+    task.attempt = it->second->attempt;
+    if (it->second->te) te_link = tes_[*it->second->te]->link;
+  }
+  if (te_link) te_link->send(encode_abort_task(task));
+}
+
+std::optional<size_t> JobExecutor::choose_te(const Job& job) const {
+  // Least load among healthy colocated TEs (the router replaces this).
+  (void)job;
+  std::optional<size_t> best;
+  for (size_t i = 0; i < tes_.size(); ++i) {
+    const TeEntry& te = *tes_[i];
+    if (!te.info.healthy || te.info.role != TeRole::kColocated) continue;
+    if (!best || te.info.load.pending_tokens < tes_[*best]->info.load.pending_tokens) best = i;
+  }
+  return best;
+}
+
+Status JobExecutor::dispatch(const JobRef& ref) {
+  Status last = Status::unavailable("no healthy task executor");
+  for (size_t tries = 0; tries < tes_.size(); ++tries) {
+    SubmitTask task;
+    std::shared_ptr<Link> te_link;
+    size_t te = 0;
+    {
+      std::lock_guard lock(mu_);
+      const auto it = jobs_.find(ref);
+      if (it == jobs_.end()) return Status::cancelled("job gone");
+      Job& job = *it->second;
+      const std::optional<size_t> chosen = choose_te(job);
+      if (!chosen) return last;
+      te = *chosen;
+      te_link = tes_[te]->link;
+      job.te = te;
+      task.ref = ref;
+      task.attempt = job.attempt;
+      task.reply_to = job.reply_to;
+      task.request = job.request;
+      // A re-drive: the tokens generated so far become prompt, marked as generated. At least one
+      // token is left to generate, so the final event comes from the new attempt.
+      const int32_t n =
+          std::min<int32_t>(static_cast<int32_t>(job.generated.size()), job.request.max_tokens - 1);
+      if (n > 0) {
+        task.request.prompt_tokens.insert(task.request.prompt_tokens.end(), job.generated.begin(),
+                                          job.generated.begin() + n);
+        task.request.resumed_tokens = n;
+      }
+      TeLoad& load = tes_[te]->info.load;  // counted now; the next report corrects it
+      load.pending_tokens +=
+          static_cast<int64_t>(task.request.prompt_tokens.size()) + task.request.max_tokens;
+    }
+    Result<Json> reply = te_link->call(encode(task), config_.task_call_timeout);
+    if (reply.ok()) {
+      const Status s = decode_status_body(*reply);
+      if (s.ok() || s.code() != StatusCode::kUnavailable) return s;
+      last = s;  // that TE is stopping: try another
+    } else {
+      last = reply.status();
+    }
+    KEEL_LOG_WARN("je {}: te {} did not take a task: {}; counting it dead", config_.id,
+                  tes_[te]->address, last.message());
+    std::lock_guard lock(mu_);
+    tes_[te]->info.healthy = false;
+    const auto it = jobs_.find(ref);
+    if (it != jobs_.end()) it->second->te.reset();
+  }
+  return last;
+}
+
+void JobExecutor::on_te_message(size_t te, Message message) {
+  if (message.type != msg::kLoadReport) {
+    KEEL_LOG_WARN("je {}: unexpected message '{}' from a TE", config_.id, message.type);
+    return;
+  }
+  Result<LoadReport> report = decode_load_report(message.body);
+  if (!report.ok()) {
+    KEEL_LOG_WARN("je {}: bad load report: {}", config_.id, report.status().message());
+    return;
+  }
+  apply_report(te, std::move(*report));
+}
+
+void JobExecutor::apply_report(size_t te, LoadReport report) {
+  std::lock_guard lock(mu_);
+  TeEntry& e = *tes_[te];
+  const Clock::time_point now = Clock::now();
+  if (!e.reported) {
+    e.reported = true;
+    e.info.healthy = true;
+    e.last_steps = report.stats.steps_total;
+    e.last_progress = now;
+  } else if (!e.info.healthy) {
+    return;  // counted dead: stays dead
+  }
+  e.last_report = now;
+  e.info.id = report.te_id;
+  e.info.role = report.role;
+  e.info.model = report.model;
+  e.info.load = report.load;
+  e.max_model_len = report.max_model_len;
+  e.max_waiting = report.max_waiting;
+  if (report.stats.steps_total != e.last_steps) e.last_progress = now;
+  e.last_steps = report.stats.steps_total;
+  e.stats = std::move(report.stats);
+  e.metrics = std::move(report.metrics);
+  for (TaskProgress& p : report.progress) {
+    if (!p.tokens.empty() || p.finished) e.last_progress = now;
+    const auto it = jobs_.find(p.ref);
+    if (it == jobs_.end() || it->second->attempt != p.attempt) continue;
+    Job& job = *it->second;
+    job.generated.insert(job.generated.end(), p.tokens.begin(), p.tokens.end());
+    if (p.finished) jobs_.erase(it);
+  }
+}
+
+void JobExecutor::monitor_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stopping_; });
+    if (stopping_) return;
+    lock.unlock();
+    check_health();
+    lock.lock();
+    std::vector<JobRef> redrives;
+    redrives.swap(to_redrive_);
+    lock.unlock();
+    for (const JobRef& ref : redrives) redrive(ref);
+    lock.lock();
+  }
+}
+
+void JobExecutor::check_health() {
+  std::vector<std::pair<std::shared_ptr<Link>, AbortTask>> aborts;
+  std::vector<std::shared_ptr<Link>> to_close;
+  {
+    std::lock_guard lock(mu_);
+    const Clock::time_point now = Clock::now();
+    for (size_t i = 0; i < tes_.size(); ++i) {
+      TeEntry& te = *tes_[i];
+      const bool has_jobs =
+          std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.second->te == i; });
+      std::string why;
+      if (te.link && te.link->closed()) {
+        why = "its link closed";
+      } else if (te.reported && now - te.last_report > config_.stall_timeout) {
+        why = "no report";
+      } else if (has_jobs && now - te.last_progress > config_.stall_timeout) {
+        why = "no progress";
+      }
+      if (why.empty() && te.info.healthy) continue;
+      if (!why.empty() && te.info.healthy) {
+        KEEL_LOG_WARN("je {}: te {} ({}) counted dead: {}", config_.id, te.info.id, te.address,
+                      why);
+        to_close.push_back(te.link);
+      }
+      te.info.healthy = false;
+      if (!te.reported && why.empty()) continue;  // not up yet
+      for (auto& [ref, job] : jobs_) {
+        if (job->te != i) continue;
+        job->te.reset();
+        aborts.emplace_back(te.link, AbortTask{ref, job->attempt});
+        if (!job->aborted) to_redrive_.push_back(ref);
+      }
+      std::erase_if(jobs_, [](const auto& j) { return !j.second->te && j.second->aborted; });
+    }
+  }
+  // A hung TE that wakes up must not keep computing work that moved elsewhere.
+  for (auto& [link, abort] : aborts) link->send(encode_abort_task(abort));
+  for (auto& link : to_close) link->close();
+}
+
+void JobExecutor::redrive(const JobRef& ref) {
+  std::shared_ptr<Link> gateway;
+  int32_t attempt = 0;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(ref);
+    if (it == jobs_.end()) return;
+    Job& job = *it->second;
+    job.attempt += 1;
+    attempt = job.attempt;
+    gateway = job.gateway;
+    ++jobs_redriven_;
+    if (attempt >= config_.max_attempts) {
+      gateway = nullptr;
+    }
+  }
+  if (gateway == nullptr) {
+    return fail_job(ref, "request failed on " + std::to_string(attempt) + " task executors");
+  }
+  // The gateway drops events of older attempts from now on.
+  gateway->send(encode(JobAttempt{ref.job, attempt}));
+  KEEL_LOG_INFO("je {}: re-driving job {}/{} (attempt {})", config_.id, ref.gateway, ref.job,
+                attempt);
+  const Status s = dispatch(ref);
+  if (!s.ok()) fail_job(ref, "re-drive failed: " + s.message());
+}
+
+void JobExecutor::fail_job(const JobRef& ref, const std::string& error) {
+  std::shared_ptr<Link> gateway;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(ref);
+    if (it == jobs_.end()) return;
+    gateway = it->second->gateway;
+    jobs_.erase(it);
+    ++jobs_failed_;
+  }
+  KEEL_LOG_WARN("je {}: job {}/{} failed: {}", config_.id, ref.gateway, ref.job, error);
+  gateway->send(encode(JobFailed{ref.job, error}));
+}
+
+FleetStatus JobExecutor::status() const {
+  std::lock_guard lock(mu_);
+  FleetStatus s;
+  s.je_id = config_.id;
+  for (const auto& te : tes_) {
+    if (te->info.healthy && te->max_model_len > 0) {
+      s.max_model_len =
+          s.max_model_len == 0 ? te->max_model_len : std::min(s.max_model_len, te->max_model_len);
+      s.max_waiting += te->max_waiting;
+    }
+    s.fleet.tes.push_back(te->info);
+    s.stats.push_back(te->stats);
+    s.metrics.push_back(te->metrics);
+  }
+  s.jobs_active = static_cast<int64_t>(jobs_.size());
+  s.jobs_total = jobs_total_;
+  s.jobs_redriven = jobs_redriven_;
+  s.jobs_failed = jobs_failed_;
+  s.router = Json::object();
+  return s;
+}
+
+}  // namespace keel::cluster

@@ -1,0 +1,98 @@
+// JobExecutor: DeepServe's job executor. Gateways submit jobs (a request, already tokenized); the
+// JE routes each to a task executor (TE) and sends it as a task; the TE streams tokens straight
+// to the gateway, while the JE stays on the control path: every TE reports its load and each
+// task's new tokens, so the JE knows how far each job got and re-drives it — prompt plus the
+// tokens already generated, as a new attempt with GenerationRequest::resumed_tokens — on another
+// TE when its TE dies (link gone) or stops making progress (no engine step and no token for
+// stall_timeout while it holds work, or no report at all for stall_timeout). A dead TE stays
+// dead (replacing it is the cluster manager's job). A request without a seed gets one here, so a
+// re-driven sampled request continues exactly as the first attempt would have (the sampler's
+// stream is counter-based).
+//
+// Invariants: a job is in the table from before its task is sent until its TE reports it
+// finished (or it is failed); each job has exactly one live attempt, on one TE.
+//
+// Thread safety: start() and stop() from the owner's thread; handlers run on the links' reader
+// threads, re-drives on the monitor thread; shared state under one mutex, never held across a
+// call to another process.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/fleet.h"
+#include "cluster/link.h"
+#include "cluster/listener.h"
+#include "cluster/messages.h"
+#include "core/result.h"
+
+namespace keel::cluster {
+
+struct JobExecutorConfig {
+  std::string id = "je-0";
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;                      // 0 = a free port
+  std::vector<std::string> te_addresses;  // "host:port" of each TE's control endpoint
+  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds stall_timeout{5000};
+  std::chrono::milliseconds task_call_timeout{5000};
+  int32_t max_attempts = 4;  // a job failed on this many TEs is failed
+};
+
+class JobExecutor {
+ public:
+  static Result<std::unique_ptr<JobExecutor>> start(JobExecutorConfig config);
+  ~JobExecutor();
+  JobExecutor(const JobExecutor&) = delete;
+  JobExecutor& operator=(const JobExecutor&) = delete;
+
+  [[nodiscard]] uint16_t port() const { return listener_->port(); }
+  [[nodiscard]] std::string address() const { return listener_->address(); }
+  [[nodiscard]] FleetStatus status() const;
+  // Stops listening, closes every link, joins the monitor. Idempotent.
+  void stop();
+
+ private:
+  struct TeEntry;
+  struct Job;
+  using Clock = std::chrono::steady_clock;
+
+  explicit JobExecutor(JobExecutorConfig config);
+  Status connect_tes();
+  void on_gateway_message(Link& link, Message message);
+  void on_te_message(size_t te, Message message);
+  void on_submit_job(Link& link, const Json& body);
+  void on_abort_job(const Json& body);
+  void apply_report(size_t te, LoadReport report);
+  // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it.
+  Status dispatch(const JobRef& ref);
+  std::optional<size_t> choose_te(const Job& job) const;
+  void monitor_loop();
+  void check_health();
+  void redrive(const JobRef& ref);
+  void fail_job(const JobRef& ref, const std::string& error);
+
+  JobExecutorConfig config_;
+  std::unique_ptr<Listener> listener_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::vector<std::unique_ptr<TeEntry>> tes_;
+  std::map<JobRef, std::unique_ptr<Job>> jobs_;
+  std::vector<std::shared_ptr<Link>> gateway_links_;
+  std::vector<JobRef> to_redrive_;
+  int64_t jobs_total_ = 0;
+  int64_t jobs_redriven_ = 0;
+  int64_t jobs_failed_ = 0;
+  std::thread monitor_;
+};
+
+}  // namespace keel::cluster

@@ -1,0 +1,238 @@
+// Link (see link.h): framing, the reader and writer threads, calls matched by call_id.
+#include "cluster/link.h"
+
+#include <sys/socket.h>
+
+#include <array>
+#include <exception>
+#include <utility>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+
+#include "core/log.h"
+#include "engine/wire_json.h"
+
+namespace keel::cluster {
+namespace {
+
+namespace asio = boost::asio;
+using asio::ip::tcp;
+
+Status invalid(const std::string& what) { return Status::invalid_argument("link: " + what); }
+
+// "host:port" → its two parts.
+Result<std::pair<std::string, std::string>> split_address(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Status::invalid_argument("expected host:port, got \"" + address + "\"");
+  }
+  return std::make_pair(address.substr(0, colon), address.substr(colon + 1));
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode_message(const Message& message) {
+  Json envelope = Json::object();
+  envelope["v"] = kLinkVersion;
+  envelope["type"] = message.type;
+  envelope["body"] = message.body;
+  return Json::to_msgpack(envelope);
+}
+
+Result<Message> decode_message(std::span<const uint8_t> bytes) {
+  KEEL_ASSIGN_OR_RETURN(Json doc, engine::wire::detail::parse_bounded(bytes));
+  if (!doc.is_object()) return invalid("a message is a map");
+  const auto v = doc.find("v");
+  if (v == doc.end() || !v->is_number_integer() || v->get<int64_t>() != kLinkVersion) {
+    return invalid("missing or unsupported version");
+  }
+  const auto type = doc.find("type");
+  if (type == doc.end() || !type->is_string()) return invalid("no message type");
+  auto body = doc.find("body");
+  if (body == doc.end() || !body->is_object()) return invalid("no message body");
+  return Message{type->get<std::string>(), std::move(*body)};
+}
+
+Link::Link(tcp::socket socket, MessageHandler on_message, CloseHandler on_close,
+           std::string peer_name)
+    : socket_(io_, tcp::v4(), socket.release()),
+      on_message_(std::move(on_message)),
+      on_close_(std::move(on_close)),
+      peer_(std::move(peer_name)) {}
+
+std::shared_ptr<Link> Link::start(tcp::socket socket, MessageHandler on_message,
+                                  CloseHandler on_close, std::string peer_name) {
+  boost::system::error_code ec;
+  socket.set_option(tcp::no_delay(true), ec);
+  std::shared_ptr<Link> link(new Link(std::move(socket), std::move(on_message), std::move(on_close),
+                                      std::move(peer_name)));
+  link->reader_ = std::thread([l = link.get()] { l->run_reader(); });
+  link->writer_ = std::thread([l = link.get()] { l->run_writer(); });
+  return link;
+}
+
+Result<std::shared_ptr<Link>> Link::connect(const std::string& address,
+                                            std::chrono::milliseconds timeout,
+                                            MessageHandler on_message, CloseHandler on_close) {
+  KEEL_ASSIGN_OR_RETURN(auto parts, split_address(address));
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  asio::io_context io;
+  Status last = Status::unavailable("cannot connect to " + address);
+  // A peer that is still starting refuses connections: retry until the deadline.
+  while (true) {
+    boost::system::error_code ec;
+    tcp::resolver resolver(io);
+    auto endpoints = resolver.resolve(parts.first, parts.second, ec);
+    if (!ec) {
+      tcp::socket socket(io);
+      asio::connect(socket, endpoints, ec);
+      if (!ec) return start(std::move(socket), std::move(on_message), std::move(on_close), address);
+    }
+    last = Status::unavailable("cannot connect to " + address + ": " + ec.message());
+    if (std::chrono::steady_clock::now() + std::chrono::milliseconds(50) > deadline) return last;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+Link::~Link() {
+  close();
+  // The owner's rule is to never drop the last reference inside a handler; should it happen, the
+  // reader has nothing left to touch, so it is let go rather than joined by itself.
+  for (std::thread* t : {&reader_, &writer_}) {
+    if (!t->joinable()) continue;
+    if (t->get_id() == std::this_thread::get_id()) {
+      t->detach();
+    } else {
+      t->join();
+    }
+  }
+}
+
+bool Link::send(Message message) {
+  std::vector<uint8_t> payload = encode_message(message);
+  std::lock_guard lock(mu_);
+  if (closed_) return false;
+  outbox_.push_back(std::move(payload));
+  cv_.notify_all();
+  return true;
+}
+
+Result<Json> Link::call(Message message, std::chrono::milliseconds timeout) {
+  auto pending = std::make_shared<PendingCall>();
+  int64_t id = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return Status::unavailable("link to " + peer_ + " is closed");
+    id = next_call_id_++;
+    calls_[id] = pending;
+  }
+  message.body["call_id"] = id;
+  if (!send(std::move(message))) return Status::unavailable("link to " + peer_ + " is closed");
+  std::unique_lock lock(mu_);
+  const bool done = cv_.wait_for(lock, timeout, [&] { return pending->done; });
+  calls_.erase(id);
+  if (!done) {
+    return Status::unavailable("no reply from " + peer_ + " within " +
+                               std::to_string(timeout.count()) + " ms");
+  }
+  return std::move(pending->result);
+}
+
+bool Link::reply(int64_t call_id, Json body) {
+  body["call_id"] = call_id;
+  return send(Message{"reply", std::move(body)});
+}
+
+void Link::close() {
+  std::lock_guard lock(mu_);
+  if (closed_) return;
+  closed_ = true;
+  ::shutdown(socket_.native_handle(), SHUT_RDWR);
+  for (auto& [id, call] : calls_) {
+    call->done = true;
+    call->result = Status::unavailable("link to " + peer_ + " closed");
+  }
+  cv_.notify_all();
+}
+
+bool Link::closed() const {
+  std::lock_guard lock(mu_);
+  return closed_;
+}
+
+bool Link::read_frame(std::vector<uint8_t>* out) {
+  std::array<uint8_t, 4> header{};
+  boost::system::error_code ec;
+  asio::read(socket_, asio::buffer(header), ec);
+  if (ec) return false;
+  const size_t n = (size_t{header[0]} << 24) | (size_t{header[1]} << 16) |
+                   (size_t{header[2]} << 8) | size_t{header[3]};
+  if (n > kMaxFrameBytes) {
+    KEEL_LOG_WARN("link {}: frame of {} bytes over the limit; closing", peer_, n);
+    return false;
+  }
+  out->resize(n);
+  asio::read(socket_, asio::buffer(*out), ec);
+  return !ec;
+}
+
+void Link::deliver(Message message) {
+  if (message.type == "reply") {
+    const auto id = message.body.find("call_id");
+    if (id == message.body.end() || !id->is_number_integer()) return;
+    std::lock_guard lock(mu_);
+    const auto it = calls_.find(id->get<int64_t>());
+    if (it == calls_.end()) return;  // the caller gave up
+    it->second->done = true;
+    it->second->result = std::move(message.body);
+    cv_.notify_all();
+    return;
+  }
+  if (on_message_) on_message_(*this, std::move(message));
+}
+
+void Link::run_reader() {
+  std::vector<uint8_t> frame;
+  while (read_frame(&frame)) {
+    Result<Message> message = decode_message(frame);
+    if (!message.ok()) {
+      KEEL_LOG_WARN("link {}: {}; closing", peer_, message.status().message());
+      break;
+    }
+    try {
+      deliver(std::move(*message));
+    } catch (const std::exception& e) {  // a handler's bug must not take the process down
+      KEEL_LOG_ERROR("link {}: handler failed: {}", peer_, e.what());
+    }
+  }
+  close();
+  if (on_close_) on_close_(*this);
+}
+
+void Link::run_writer() {
+  while (true) {
+    std::vector<uint8_t> payload;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return closed_ || !outbox_.empty(); });
+      if (closed_) return;
+      payload = std::move(outbox_.front());
+      outbox_.pop_front();
+    }
+    const uint32_t n = static_cast<uint32_t>(payload.size());
+    const std::array<uint8_t, 4> header{static_cast<uint8_t>(n >> 24),
+                                        static_cast<uint8_t>(n >> 16), static_cast<uint8_t>(n >> 8),
+                                        static_cast<uint8_t>(n)};
+    boost::system::error_code ec;
+    const std::array<asio::const_buffer, 2> buffers{asio::buffer(header), asio::buffer(payload)};
+    asio::write(socket_, buffers, ec);
+    if (ec) {
+      close();
+      return;
+    }
+  }
+}
+
+}  // namespace keel::cluster

@@ -1,0 +1,111 @@
+// Link: one TCP connection between two cluster processes (gateway ↔ JE, JE ↔ TE, TE → gateway)
+// carrying framed messages both ways. A frame is a 4-byte big-endian length and a MessagePack
+// envelope {"v": kVersion, "type": "<name>", "body": {...}} (messages.h names the types). Calls
+// (request → reply) are matched by a "call_id" in the body; everything else is delivered to the
+// message handler in arrival order.
+//
+// Threads: each link has a reader thread (blocking reads; it runs the handlers, so a handler must
+// not block on this same link's replies) and a writer thread (send() only queues, never blocks
+// on the network). close() shuts the socket down, which wakes both; the close handler runs once,
+// on the reader thread, when the connection ends for any reason (peer gone, protocol error,
+// close()). A frame larger than kMaxFrameBytes or that does not parse closes the link.
+//
+// Sockets are Asio's (connect, accept, read, write); shutdown from another thread goes through
+// the native handle, which leaves the Asio object untouched.
+//
+// Thread safety: every public member may be called from any thread; the destructor must not run
+// on the link's own threads (keep the shared_ptr alive in the handlers' owner).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <nlohmann/json.hpp>
+
+#include "core/result.h"
+
+namespace keel::cluster {
+
+using Json = nlohmann::json;
+
+inline constexpr int64_t kLinkVersion = 1;
+inline constexpr size_t kMaxFrameBytes = size_t{64} << 20;
+
+struct Message {
+  std::string type;
+  Json body = Json::object();
+};
+
+class Link : public std::enable_shared_from_this<Link> {
+ public:
+  using MessageHandler = std::function<void(Link&, Message)>;
+  using CloseHandler = std::function<void(Link&)>;
+
+  // Takes a connected socket and starts the reader and writer.
+  static std::shared_ptr<Link> start(boost::asio::ip::tcp::socket socket, MessageHandler on_message,
+                                     CloseHandler on_close, std::string peer_name);
+  // Connects to "host:port" within `timeout`. Unavailable when the peer does not answer.
+  static Result<std::shared_ptr<Link>> connect(const std::string& address,
+                                               std::chrono::milliseconds timeout,
+                                               MessageHandler on_message, CloseHandler on_close);
+
+  ~Link();
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
+  // Queues a message; false when the link is closed.
+  bool send(Message message);
+  // Sends `message` with a fresh call_id and waits for the reply (a message of type "reply" with
+  // the same call_id). Unavailable when the link closes first or no reply comes within `timeout`.
+  Result<Json> call(Message message, std::chrono::milliseconds timeout);
+  // Answers call `call_id` (from a received message's body) with `body`.
+  bool reply(int64_t call_id, Json body);
+
+  void close();
+  [[nodiscard]] bool closed() const;
+  [[nodiscard]] const std::string& peer() const { return peer_; }
+
+ private:
+  Link(boost::asio::ip::tcp::socket socket, MessageHandler on_message, CloseHandler on_close,
+       std::string peer_name);
+  void run_reader();
+  void run_writer();
+  bool read_frame(std::vector<uint8_t>* out);
+  void deliver(Message message);
+
+  boost::asio::io_context io_;  // owns nothing but the socket's service
+  boost::asio::ip::tcp::socket socket_;
+  MessageHandler on_message_;
+  CloseHandler on_close_;
+  std::string peer_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool closed_ = false;
+  std::deque<std::vector<uint8_t>> outbox_;
+  int64_t next_call_id_ = 1;
+  struct PendingCall {
+    bool done = false;
+    Result<Json> result = Status::unavailable("link closed");
+  };
+  std::map<int64_t, std::shared_ptr<PendingCall>> calls_;
+
+  std::thread reader_;
+  std::thread writer_;
+};
+
+// Encodes / decodes one envelope (exposed for tests and the fuzz target).
+[[nodiscard]] std::vector<uint8_t> encode_message(const Message& message);
+[[nodiscard]] Result<Message> decode_message(std::span<const uint8_t> bytes);
+
+}  // namespace keel::cluster

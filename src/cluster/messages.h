@@ -1,0 +1,152 @@
+// The cluster's internal messages — what gateways, job executors (JE) and task executors (TE) say
+// to each other over links (link.h) — as plain structs, each with one encoder to a link Message
+// and one total decoder (any body → the struct or InvalidArgument naming the field). Engine
+// messages inside them (a GenerationRequest, a TokenEvent, EngineStats, MetricsSnapshot) travel as
+// the engine's own wire encoding (engine/wire.h) in a binary field, so there is one codec for
+// each engine type.
+//
+// Who sends what:
+//   gateway → JE   submit_job (a call; the reply carries a Status and the chosen TE), abort_job,
+//                  fleet (a call; the reply is FleetStatus)
+//   JE → TE        submit_task (a call; reply: Status), abort_task
+//   TE → JE        load_report (periodic: load, stats, metrics, each task's new tokens)
+//   TE → gateway   task_event (one engine TokenEvent of one attempt of one job, with the index of
+//                  its first generated token) — FlowServe's streaming shortcut past the JE
+//   JE → gateway   job_attempt (a job was re-driven: events of older attempts are stale),
+//                  job_failed (no TE can run it: the gateway ends the request with an error)
+// A job is named by (gateway id, job key); a re-drive is a new attempt of the same job.
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/fleet.h"
+#include "cluster/link.h"
+#include "core/result.h"
+#include "engine/types.h"
+
+namespace keel::cluster {
+
+namespace msg {
+inline constexpr std::string_view kSubmitJob = "submit_job";
+inline constexpr std::string_view kAbortJob = "abort_job";
+inline constexpr std::string_view kFleet = "fleet";
+inline constexpr std::string_view kSubmitTask = "submit_task";
+inline constexpr std::string_view kAbortTask = "abort_task";
+inline constexpr std::string_view kLoadReport = "load_report";
+inline constexpr std::string_view kTaskEvent = "task_event";
+inline constexpr std::string_view kJobAttempt = "job_attempt";
+inline constexpr std::string_view kJobFailed = "job_failed";
+}  // namespace msg
+
+struct JobRef {
+  std::string gateway;  // the gateway's id (unique per gateway process)
+  int64_t job = 0;      // the gateway's key for the request
+  friend bool operator==(const JobRef&, const JobRef&) = default;
+  friend auto operator<=>(const JobRef&, const JobRef&) = default;
+};
+
+// gateway → JE. reply_to: the gateway's event address ("host:port") TEs stream to.
+struct SubmitJob {
+  JobRef ref;
+  std::string reply_to;
+  engine::GenerationRequest request;
+};
+
+// JE → TE: attempt `attempt` of job `ref`; request.resumed_tokens > 0 for a re-drive.
+struct SubmitTask {
+  JobRef ref;
+  int32_t attempt = 0;
+  std::string reply_to;
+  engine::GenerationRequest request;
+};
+
+// gateway → JE (attempt ignored) and JE → TE.
+struct AbortTask {
+  JobRef ref;
+  int32_t attempt = 0;
+};
+
+// TE → gateway.
+struct TaskEvent {
+  int64_t job = 0;
+  int32_t attempt = 0;
+  int32_t first_index = 0;  // generated-token index of event.tokens[0] (counts resumed tokens)
+  engine::TokenEvent event;
+};
+
+// One task's progress since the previous report (TE → JE, inside LoadReport).
+struct TaskProgress {
+  JobRef ref;
+  int32_t attempt = 0;
+  std::vector<int32_t> tokens;  // generated since the previous report, in order
+  bool finished = false;        // its final event was sent
+  friend bool operator==(const TaskProgress&, const TaskProgress&) = default;
+};
+
+// TE → JE, every report interval.
+struct LoadReport {
+  std::string te_id;
+  TeRole role = TeRole::kColocated;
+  std::string model;
+  TeLoad load;
+  int64_t max_model_len = 0;
+  int64_t max_waiting = 0;
+  engine::EngineStats stats;
+  engine::MetricsSnapshot metrics;
+  std::vector<TaskProgress> progress;
+};
+
+// JE → gateway.
+struct JobAttempt {
+  int64_t job = 0;
+  int32_t attempt = 0;
+};
+struct JobFailed {
+  int64_t job = 0;
+  std::string error;
+};
+
+// The reply to `fleet`: every TE the JE knows, its last stats and metrics, and the JE's counters.
+struct FleetStatus {
+  std::string je_id;
+  FleetSnapshot fleet;
+  std::vector<engine::EngineStats> stats;        // parallel to fleet.tes
+  std::vector<engine::MetricsSnapshot> metrics;  // parallel to fleet.tes
+  int64_t jobs_active = 0;
+  int64_t jobs_total = 0;
+  int64_t jobs_redriven = 0;
+  int64_t jobs_failed = 0;
+  int64_t max_model_len = 0;  // the smallest over healthy TEs (0: none has reported)
+  int64_t max_waiting = 0;    // summed over healthy TEs
+  Json router;                // the router's counters by branch ({"locality": n, ...})
+};
+
+[[nodiscard]] Message encode(const SubmitJob& m);
+[[nodiscard]] Message encode(const SubmitTask& m);
+[[nodiscard]] Message encode_abort_job(const AbortTask& m);
+[[nodiscard]] Message encode_abort_task(const AbortTask& m);
+[[nodiscard]] Message encode(const TaskEvent& m);
+[[nodiscard]] Message encode(const LoadReport& m);
+[[nodiscard]] Message encode(const JobAttempt& m);
+[[nodiscard]] Message encode(const JobFailed& m);
+[[nodiscard]] Json encode_body(const FleetStatus& m);
+
+[[nodiscard]] Result<SubmitJob> decode_submit_job(const Json& body);
+[[nodiscard]] Result<SubmitTask> decode_submit_task(const Json& body);
+[[nodiscard]] Result<AbortTask> decode_abort(const Json& body);
+[[nodiscard]] Result<TaskEvent> decode_task_event(const Json& body);
+[[nodiscard]] Result<LoadReport> decode_load_report(const Json& body);
+[[nodiscard]] Result<JobAttempt> decode_job_attempt(const Json& body);
+[[nodiscard]] Result<JobFailed> decode_job_failed(const Json& body);
+[[nodiscard]] Result<FleetStatus> decode_fleet_status(const Json& body);
+
+// A call's outcome as a reply body ({"status": <engine wire Status>, ...extra}) and back.
+[[nodiscard]] Json status_body(const Status& status);
+[[nodiscard]] Status decode_status_body(const Json& body);
+
+}  // namespace keel::cluster

@@ -1,0 +1,255 @@
+// TaskExecutor (see task_executor.h): tasks in, events out to gateways, reports out to JEs.
+#include "cluster/task_executor.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/log.h"
+
+namespace keel::cluster {
+
+// One task: written by the engine's sink (engine thread) and read by the report thread.
+struct TaskExecutor::Task {
+  JobRef ref;
+  int32_t attempt = 0;
+  engine::RequestKey key = 0;
+  engine::EngineClient* engine = nullptr;
+  std::shared_ptr<Link> je;       // the JE that sent it (reports go there)
+  std::shared_ptr<Link> gateway;  // where its events go
+  int64_t prompt_tokens = 0;
+  int32_t max_tokens = 0;
+
+  std::mutex mu;
+  int32_t next_index = 0;  // generated-token index of the next token (starts at resumed tokens)
+  int32_t generated = 0;   // tokens this attempt generated
+  std::vector<int32_t> unreported;
+  bool finished = false;
+  bool reported_finished = false;
+};
+
+namespace {
+
+// The engine's sink for one task: forwards each event to the gateway, keeps the tokens for the
+// JE's next report.
+class TaskSink final : public engine::OutputSink {
+ public:
+  explicit TaskSink(std::shared_ptr<TaskExecutor::Task> task) : task_(std::move(task)) {}
+
+  void on_event(engine::TokenEvent event) override {
+    TaskExecutor::Task& t = *task_;
+    TaskEvent out;
+    {
+      std::lock_guard lock(t.mu);
+      if (t.finished) return;
+      out.job = t.ref.job;
+      out.attempt = t.attempt;
+      out.first_index = t.next_index;
+      t.next_index += static_cast<int32_t>(event.tokens.size());
+      t.generated += static_cast<int32_t>(event.tokens.size());
+      t.unreported.insert(t.unreported.end(), event.tokens.begin(), event.tokens.end());
+      if (event.finish) t.finished = true;
+    }
+    const bool final_event = event.finish.has_value();
+    out.event = std::move(event);
+    // Events first, then the report: the JE never knows of a token the gateway has not been sent.
+    if (!t.gateway->send(encode(out)) && !final_event) t.engine->abort(t.key);
+  }
+
+ private:
+  std::shared_ptr<TaskExecutor::Task> task_;
+};
+
+}  // namespace
+
+TaskExecutor::TaskExecutor(TaskExecutorConfig config, engine::EngineClient* engine)
+    : config_(std::move(config)), engine_(engine) {}
+
+Result<std::unique_ptr<TaskExecutor>> TaskExecutor::start(TaskExecutorConfig config,
+                                                          engine::EngineClient* engine) {
+  if (engine == nullptr) return Status::invalid_argument("task executor: no engine");
+  std::unique_ptr<TaskExecutor> te(new TaskExecutor(std::move(config), engine));
+  TaskExecutor* self = te.get();
+  KEEL_ASSIGN_OR_RETURN(
+      te->listener_,
+      Listener::start(
+          te->config_.host, te->config_.port,
+          [self](Link& link, Message m) { self->on_message(link, std::move(m)); }, nullptr,
+          [self](std::shared_ptr<Link> link) {
+            std::lock_guard lock(self->mu_);
+            if (self->stopping_) return link->close();
+            self->je_links_.push_back(std::move(link));
+          }));
+  te->reporter_ = std::thread([self] { self->report_loop(); });
+  return te;
+}
+
+TaskExecutor::~TaskExecutor() { stop(); }
+
+size_t TaskExecutor::num_tasks() const {
+  std::lock_guard lock(mu_);
+  return tasks_.size();
+}
+
+void TaskExecutor::stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (reporter_.joinable()) reporter_.join();
+  listener_->stop();
+  std::vector<std::shared_ptr<Link>> links;
+  std::map<JobRef, std::shared_ptr<Task>> tasks;
+  {
+    std::lock_guard lock(mu_);
+    links = je_links_;
+    for (auto& [address, link] : gateway_links_) links.push_back(link);
+    tasks.swap(tasks_);
+  }
+  for (auto& [ref, task] : tasks) engine_->abort(task->key);
+  for (auto& link : links) link->close();
+  // The links' threads end on close; they are joined when the last reference goes (here).
+  std::lock_guard lock(mu_);
+  je_links_.clear();
+  gateway_links_.clear();
+}
+
+void TaskExecutor::on_message(Link& link, Message message) {
+  if (message.type == msg::kSubmitTask) return on_submit(link, message.body);
+  if (message.type == msg::kAbortTask) return on_abort(message.body);
+  KEEL_LOG_WARN("te {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
+}
+
+Result<std::shared_ptr<Link>> TaskExecutor::gateway_link(const std::string& address) {
+  {
+    std::lock_guard lock(mu_);
+    const auto it = gateway_links_.find(address);
+    if (it != gateway_links_.end() && !it->second->closed()) return it->second;
+  }
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
+                        Link::connect(address, config_.connect_timeout, nullptr, nullptr));
+  std::lock_guard lock(mu_);
+  auto& slot = gateway_links_[address];
+  if (slot && !slot->closed()) return slot;  // another task connected first
+  slot = link;
+  return link;
+}
+
+void TaskExecutor::on_submit(Link& link, const Json& body) {
+  const auto call_id = body.find("call_id");
+  if (call_id == body.end() || !call_id->is_number_integer()) return;
+  const int64_t call = call_id->get<int64_t>();
+  Result<SubmitTask> task_msg = decode_submit_task(body);
+  if (!task_msg.ok()) {
+    link.reply(call, status_body(task_msg.status()));
+    return;
+  }
+  Result<std::shared_ptr<Link>> gateway = gateway_link(task_msg->reply_to);
+  if (!gateway.ok()) {
+    link.reply(call, status_body(gateway.status()));
+    return;
+  }
+  auto task = std::make_shared<Task>();
+  task->ref = task_msg->ref;
+  task->attempt = task_msg->attempt;
+  task->engine = engine_;
+  task->gateway = *gateway;
+  task->prompt_tokens = static_cast<int64_t>(task_msg->request.prompt_tokens.size());
+  task->max_tokens = task_msg->request.max_tokens;
+  task->next_index = task_msg->request.resumed_tokens;
+  task->je = link.shared_from_this();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) {
+      link.reply(call, status_body(Status::unavailable("task executor is stopping")));
+      return;
+    }
+  }
+  // Registered before submit: the engine may finish it before submit returns.
+  Result<engine::RequestKey> key =
+      engine_->submit(std::move(task_msg->request), std::make_shared<TaskSink>(task));
+  if (!key.ok()) {
+    link.reply(call, status_body(key.status()));
+    return;
+  }
+  task->key = *key;
+  {
+    std::lock_guard lock(mu_);
+    tasks_[task->ref] = task;
+  }
+  link.reply(call, status_body(Status()));
+}
+
+void TaskExecutor::on_abort(const Json& body) {
+  Result<AbortTask> abort = decode_abort(body);
+  if (!abort.ok()) return;
+  std::shared_ptr<Task> task;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = tasks_.find(abort->ref);
+    if (it == tasks_.end() || it->second->attempt != abort->attempt) return;
+    task = it->second;
+  }
+  engine_->abort(task->key);
+}
+
+void TaskExecutor::report_loop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    cv_.wait_for(lock, config_.report_interval, [&] { return stopping_; });
+    if (stopping_) return;
+    lock.unlock();
+    send_reports();
+    lock.lock();
+  }
+}
+
+void TaskExecutor::send_reports() {
+  std::vector<std::shared_ptr<Link>> links;
+  std::vector<std::shared_ptr<Task>> tasks;
+  {
+    std::lock_guard lock(mu_);
+    std::erase_if(je_links_, [](const auto& l) { return l->closed(); });
+    links = je_links_;
+    for (auto& [ref, task] : tasks_) tasks.push_back(task);
+  }
+  const engine::EngineStats stats = engine_->stats();
+  LoadReport base;
+  base.te_id = config_.id;
+  base.role = config_.role;
+  base.model = config_.model;
+  base.max_model_len = engine_->max_model_len();
+  base.max_waiting = engine_->max_waiting();
+  base.stats = stats;
+  base.metrics = engine_->metrics();
+  base.load.num_waiting = stats.num_waiting;
+  base.load.num_running = stats.num_running;
+  base.load.kv_blocks_used = stats.kv_blocks_used;
+  base.load.kv_blocks_total = stats.kv_blocks_total;
+  std::map<const Link*, std::vector<TaskProgress>> progress;
+  std::vector<JobRef> done;
+  for (const auto& task : tasks) {
+    std::lock_guard lock(task->mu);
+    if (!task->finished) {
+      base.load.pending_tokens +=
+          (task->generated == 0 ? task->prompt_tokens : 0) + (task->max_tokens - task->next_index);
+    }
+    if (task->unreported.empty() && task->finished == task->reported_finished) continue;
+    TaskProgress p{task->ref, task->attempt, std::move(task->unreported), task->finished};
+    task->unreported.clear();
+    task->reported_finished = task->finished;
+    if (task->finished) done.push_back(task->ref);
+    progress[task->je.get()].push_back(std::move(p));
+  }
+  for (const auto& link : links) {
+    LoadReport report = base;
+    const auto it = progress.find(link.get());
+    if (it != progress.end()) report.progress = std::move(it->second);
+    link->send(encode(report));
+  }
+  std::lock_guard lock(mu_);
+  for (const JobRef& ref : done) tasks_.erase(ref);
+}
+
+}  // namespace keel::cluster

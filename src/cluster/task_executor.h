@@ -1,0 +1,85 @@
+// TaskExecutor: the TE-shell around one engine — DeepServe's task executor minus the engine. It
+// listens for job executors (JEs), runs the tasks they send on its engine, streams each task's
+// token events straight to the gateway that owns the request (the address in the task; one
+// outgoing link per gateway, made on first use), and reports to every connected JE, each report
+// interval, its load, the engine's stats and metrics, and the new tokens of the tasks that JE
+// sent (so the JE can re-drive them elsewhere should this TE die).
+//
+// Invariants: a task is known from a successful submit until its final event has been reported
+// to its JE; a task whose gateway link breaks is aborted on the engine (nobody would read it).
+// The engine's sink runs on the engine thread and only queues (Link::send never blocks).
+//
+// Thread safety: start() and stop() from the owner's thread; everything else runs on the links'
+// reader threads, the engine thread and the report thread, under one mutex.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cluster/fleet.h"
+#include "cluster/link.h"
+#include "cluster/listener.h"
+#include "cluster/messages.h"
+#include "core/result.h"
+#include "engine/engine_client.h"
+
+namespace keel::cluster {
+
+struct TaskExecutorConfig {
+  std::string id = "te-0";
+  TeRole role = TeRole::kColocated;
+  std::string model;  // served model name
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;  // 0 = a free port
+  std::chrono::milliseconds report_interval{50};
+  std::chrono::milliseconds connect_timeout{2000};  // to a gateway's event address
+};
+
+class TaskExecutor {
+ public:
+  // `engine` must outlive the TaskExecutor (stop() first).
+  static Result<std::unique_ptr<TaskExecutor>> start(TaskExecutorConfig config,
+                                                     engine::EngineClient* engine);
+  ~TaskExecutor();
+  TaskExecutor(const TaskExecutor&) = delete;
+  TaskExecutor& operator=(const TaskExecutor&) = delete;
+
+  [[nodiscard]] uint16_t port() const { return listener_->port(); }
+  [[nodiscard]] std::string address() const { return listener_->address(); }
+  // Tasks running now.
+  [[nodiscard]] size_t num_tasks() const;
+  // Stops listening and reporting, aborts running tasks and closes every link. Idempotent.
+  void stop();
+
+  struct Task;  // one task's state, shared with its engine sink
+
+ private:
+  explicit TaskExecutor(TaskExecutorConfig config, engine::EngineClient* engine);
+  void on_message(Link& link, Message message);
+  void on_submit(Link& link, const Json& body);
+  void on_abort(const Json& body);
+  Result<std::shared_ptr<Link>> gateway_link(const std::string& address);
+  void report_loop();
+  void send_reports();
+
+  TaskExecutorConfig config_;
+  engine::EngineClient* engine_;
+  std::unique_ptr<Listener> listener_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::vector<std::shared_ptr<Link>> je_links_;                 // accepted
+  std::map<std::string, std::shared_ptr<Link>> gateway_links_;  // by event address
+  std::map<JobRef, std::shared_ptr<Task>> tasks_;
+  std::thread reporter_;
+};
+
+}  // namespace keel::cluster
