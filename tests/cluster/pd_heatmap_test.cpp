@@ -8,7 +8,7 @@
 #include <fstream>
 #include <limits>
 
-#include "test_support.h"
+#include "support/test_support.h"
 
 namespace keel::cluster {
 namespace {

@@ -12,7 +12,7 @@
 #include "engine/model_identity.h"
 #include "gguf/reader.h"
 #include "kv/kv_cache_manager.h"
-#include "test_support.h"
+#include "support/test_support.h"
 
 namespace keel::cluster {
 namespace {
