@@ -28,8 +28,8 @@ Status check_bins(const std::vector<double>& bins, std::string_view name, double
     }
     if (i > 0 && bins[i] <= bins[i - 1]) {
       return Status::invalid_argument(std::string(name) + " must be strictly increasing: " + at +
-                                      " = " + std::to_string(bins[i]) + " <= " +
-                                      std::to_string(bins[i - 1]));
+                                      " = " + std::to_string(bins[i]) +
+                                      " <= " + std::to_string(bins[i - 1]));
     }
   }
   return Status();

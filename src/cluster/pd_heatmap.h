@@ -29,7 +29,7 @@ namespace keel::cluster {
 
 class PdHeatmap {
  public:
-  static constexpr size_t kMaxBins = 4096;                // per axis
+  static constexpr size_t kMaxBins = 4096;              // per axis
   static constexpr uint64_t kMaxFileBytes = 16u << 20;  // larger files are rejected unparsed
 
   // Validates and builds; InvalidArgument naming the first broken rule.

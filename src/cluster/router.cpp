@@ -139,16 +139,18 @@ struct PdChoice {
 // The PD-aware step; both kinds must exist for it to be a choice.
 PdChoice choose_pd(bool has_colocated, bool has_pair, const RouteInput& in) {
   if (!has_pair) return {PdMode::kPdColocated, std::nullopt, "colocated (only kind); "};
-  if (!has_colocated) return {PdMode::kPdDisaggregated, std::nullopt, "disaggregated (only kind); "};
+  if (!has_colocated)
+    return {PdMode::kPdDisaggregated, std::nullopt, "disaggregated (only kind); "};
   if (in.config.policy != RoutePolicy::kDeepServe) {
     return {PdMode::kPdColocated, std::nullopt, "colocated (baseline policy); "};
   }
-  if (in.heatmap == nullptr) return {PdMode::kPdColocated, std::nullopt, "colocated (no heatmap); "};
+  if (in.heatmap == nullptr)
+    return {PdMode::kPdColocated, std::nullopt, "colocated (no heatmap); "};
   const double v = in.heatmap->lookup(in.prompt_tokens, in.predicted_decode_tokens);
   const bool disagg = v > in.config.pd_threshold;
   std::string why = std::string(disagg ? "disaggregated" : "colocated") + " (heatmap " +
-                    fmt_double(v) + (disagg ? " > " : " <= ") +
-                    fmt_double(in.config.pd_threshold) + "); ";
+                    fmt_double(v) + (disagg ? " > " : " <= ") + fmt_double(in.config.pd_threshold) +
+                    "); ";
   return {disagg ? PdMode::kPdDisaggregated : PdMode::kPdColocated, v, why};
 }
 

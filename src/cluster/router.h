@@ -71,10 +71,10 @@ enum class RouteBranch { kLocality, kLeastLoad, kRoundRobin, kNoCapacity };
 
 struct RouteDecision {
   RouteBranch branch = RouteBranch::kNoCapacity;
-  PdMode pd = PdMode::kPdColocated;  // meaningful unless kNoCapacity
-  std::string te_id;                 // the colocated or prefill TE; empty for kNoCapacity
-  std::string decode_te_id;          // the decode TE when kPdDisaggregated, else empty
-  PrefixMatch match;                 // the prompt's leading blocks te_id holds
+  PdMode pd = PdMode::kPdColocated;     // meaningful unless kNoCapacity
+  std::string te_id;                    // the colocated or prefill TE; empty for kNoCapacity
+  std::string decode_te_id;             // the decode TE when kPdDisaggregated, else empty
+  PrefixMatch match;                    // the prompt's leading blocks te_id holds
   std::optional<double> heatmap_value;  // when the PD step consulted the heatmap
   std::string reason;                   // one line for logs and traces
 };
@@ -87,7 +87,7 @@ struct RouterCounters {
   int64_t least_load = 0;
   int64_t round_robin = 0;
   int64_t no_capacity = 0;
-  int64_t pd_colocated = 0;      // routed decisions (not kNoCapacity) per PD mode
+  int64_t pd_colocated = 0;  // routed decisions (not kNoCapacity) per PD mode
   int64_t pd_disaggregated = 0;
   int64_t matched_blocks = 0;       // sum of decisions' match.num_blocks
   int64_t matched_pool_blocks = 0;  // sum of decisions' match.num_pool_blocks

@@ -46,20 +46,20 @@ TEST(PdHeatmapTest, LookupAtBinsIsExact) {
 
 TEST(PdHeatmapTest, LookupIsBilinearBetweenBins) {
   const PdHeatmap map = make_map();
-  EXPECT_DOUBLE_EQ(map.lookup(100, 50), 0.0);     // ratio 0.5 on the first row
-  EXPECT_DOUBLE_EQ(map.lookup(550, 0), -0.5);     // halfway between rows, ratio 0
-  EXPECT_DOUBLE_EQ(map.lookup(550, 275), 0.5);    // the centre: mean of the four corners
-  EXPECT_DOUBLE_EQ(map.lookup(1000, 250), 0.5);   // ratio 0.25 on the second row
+  EXPECT_DOUBLE_EQ(map.lookup(100, 50), 0.0);    // ratio 0.5 on the first row
+  EXPECT_DOUBLE_EQ(map.lookup(550, 0), -0.5);    // halfway between rows, ratio 0
+  EXPECT_DOUBLE_EQ(map.lookup(550, 275), 0.5);   // the centre: mean of the four corners
+  EXPECT_DOUBLE_EQ(map.lookup(1000, 250), 0.5);  // ratio 0.25 on the second row
 }
 
 TEST(PdHeatmapTest, LookupClampsOutsideTheRange) {
   const PdHeatmap map = make_map();
-  EXPECT_DOUBLE_EQ(map.lookup(10, 0), -1.0);           // below the first prefill bin
-  EXPECT_DOUBLE_EQ(map.lookup(0, 0), -1.0);            // empty prompt
-  EXPECT_DOUBLE_EQ(map.lookup(100000, 0), 0.0);        // above the last prefill bin
-  EXPECT_DOUBLE_EQ(map.lookup(1000, 1000000), 2.0);    // ratio far above the last bin
+  EXPECT_DOUBLE_EQ(map.lookup(10, 0), -1.0);            // below the first prefill bin
+  EXPECT_DOUBLE_EQ(map.lookup(0, 0), -1.0);             // empty prompt
+  EXPECT_DOUBLE_EQ(map.lookup(100000, 0), 0.0);         // above the last prefill bin
+  EXPECT_DOUBLE_EQ(map.lookup(1000, 1000000), 2.0);     // ratio far above the last bin
   EXPECT_DOUBLE_EQ(map.lookup(100000, 10000000), 2.0);  // both
-  EXPECT_DOUBLE_EQ(map.lookup(100, -5), -1.0);         // negative decode counts as 0
+  EXPECT_DOUBLE_EQ(map.lookup(100, -5), -1.0);          // negative decode counts as 0
 }
 
 TEST(PdHeatmapTest, SingleBinTable) {
@@ -144,8 +144,8 @@ TEST(PdHeatmapTest, StructureErrors) {
 }
 
 TEST(PdHeatmapTest, RaggedRowsAreRejected) {
-  const std::string msg = parse_error(
-      R"({"prefill_bins": [1, 2], "ratio_bins": [0, 1], "values": [[0, 1], [2]]})");
+  const std::string msg =
+      parse_error(R"({"prefill_bins": [1, 2], "ratio_bins": [0, 1], "values": [[0, 1], [2]]})");
   EXPECT_NE(msg.find("values[1] has 1 columns but ratio_bins has 2"), std::string::npos) << msg;
   const std::string rows =
       parse_error(R"({"prefill_bins": [1, 2], "ratio_bins": [0, 1], "values": [[0, 1]]})");

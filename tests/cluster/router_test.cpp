@@ -238,9 +238,8 @@ TEST(RouterTest, KvUseCountsInTheLoad) {
 
 FleetSnapshot mixed_fleet() {
   FleetSnapshot fleet;
-  fleet.tes = {colo("c-0", 100), te("p-0", TeRole::kPrefill, 100),
-               te("p-1", TeRole::kPrefill, 100), te("d-0", TeRole::kDecode, 500),
-               te("d-1", TeRole::kDecode, 50)};
+  fleet.tes = {colo("c-0", 100), te("p-0", TeRole::kPrefill, 100), te("p-1", TeRole::kPrefill, 100),
+               te("d-0", TeRole::kDecode, 500), te("d-1", TeRole::kDecode, 50)};
   return fleet;
 }
 
@@ -253,7 +252,7 @@ TEST(RouterTest, HeatmapAboveThresholdDisaggregates) {
   const RouteDecision d = f.run();
   EXPECT_EQ(d.pd, PdMode::kPdDisaggregated);
   EXPECT_EQ(d.branch, RouteBranch::kLocality);
-  EXPECT_EQ(d.te_id, "p-1");        // prefill by locality
+  EXPECT_EQ(d.te_id, "p-1");         // prefill by locality
   EXPECT_EQ(d.decode_te_id, "d-1");  // decode by least load
   EXPECT_EQ(d.match.num_blocks, 3);
   ASSERT_TRUE(d.heatmap_value.has_value());
@@ -424,9 +423,8 @@ TEST(RouterConfigTest, ValidateAndPolicyNames) {
   EXPECT_FALSE((RouterConfig{.balance_threshold = -0.1}).validate().ok());
   EXPECT_FALSE((RouterConfig{.balance_threshold = 1.5}).validate().ok());
   EXPECT_FALSE((RouterConfig{.lower_tier_weight = 2.0}).validate().ok());
-  EXPECT_FALSE((RouterConfig{.pd_threshold = std::numeric_limits<double>::quiet_NaN()})
-                   .validate()
-                   .ok());
+  EXPECT_FALSE(
+      (RouterConfig{.pd_threshold = std::numeric_limits<double>::quiet_NaN()}).validate().ok());
   EXPECT_FALSE((RouterConfig{.kv_pressure_tokens = -1}).validate().ok());
   EXPECT_NE((RouterConfig{.lower_tier_weight = 2.0}).validate().message().find("lower_tier_weight"),
             std::string::npos);
