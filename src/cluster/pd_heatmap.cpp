@@ -35,7 +35,7 @@ Status check_bins(const std::vector<double>& bins, std::string_view name, double
   return Status();
 }
 
-// A JSON array of numbers under `key` of `doc`.
+// `value` as an array of numbers; errors name it `what`.
 Result<std::vector<double>> number_array(const Json& value, const std::string& what) {
   if (!value.is_array()) return Status::invalid_argument(what + " must be an array of numbers");
   std::vector<double> out;

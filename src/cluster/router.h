@@ -37,7 +37,7 @@ enum class RoutePolicy { kDeepServe, kRoundRobin, kLeastLoad, kPrefix };
 struct RouterConfig {
   RoutePolicy policy = RoutePolicy::kDeepServe;
   // Loads are balanced when (max − min) / max(max, 1) ≤ this; in [0, 1]. DeepServe leaves the
-  // value open; 0.25 keeps locality while no TE has a quarter more work than the lightest.
+  // value open; 0.25 keeps locality while the lightest TE has at least 3/4 of the heaviest's load.
   double balance_threshold = 0.25;
   // A prefix block held only in dram/disk counts this fraction of a pool block; in [0, 1].
   double lower_tier_weight = 0.5;

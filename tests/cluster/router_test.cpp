@@ -134,8 +134,8 @@ TEST(RouterTest, BalanceThresholdBoundary) {
   d = f.run();
   EXPECT_EQ(d.branch, RouteBranch::kLocality);
   EXPECT_EQ(d.te_id, "te-0");
-  // Small loads: the denominator is at least 1, so an idle fleet with a 0/1 split is unbalanced
-  // only above the threshold (1 − 0) / 1 = 1.
+  // Tiny loads: the denominator is max(max load, 1), so 1 vs 0 is a spread of 1 (unbalanced),
+  // and an idle fleet is balanced.
   f.config.balance_threshold = 0.25;
   f.fleet.tes = {colo("te-0", 1), colo("te-1", 0)};
   EXPECT_EQ(f.run().branch, RouteBranch::kLeastLoad);
