@@ -79,6 +79,13 @@ class Lines {
   std::vector<std::string> lines_;
 };
 
+// Options whose sink drops every line.
+SupervisorOptions quiet() {
+  SupervisorOptions o;
+  o.sink = [](std::string_view, std::string_view) {};
+  return o;
+}
+
 constexpr const char* kServe = "echo 'KEEL_READY {}'; exec sleep 30";
 
 TEST(ProcessSupervisorTest, SpawnReturnsTheParsedReadyLine) {
@@ -105,7 +112,7 @@ TEST(ProcessSupervisorTest, SpawnReturnsTheParsedReadyLine) {
 }
 
 TEST(ProcessSupervisorTest, EnvAdditionsReachTheChild) {
-  ProcessSupervisor sup(Lines().options());
+  ProcessSupervisor sup(quiet());
   ChildSpec spec = sh_child("env", "echo \"KEEL_READY {\\\"x\\\":$KEEL_TEST_X}\"; exec sleep 30");
   spec.env = {{"KEEL_TEST_X", "42"}};
   Result<Child> child = sup.spawn(spec);
@@ -116,7 +123,7 @@ TEST(ProcessSupervisorTest, EnvAdditionsReachTheChild) {
 TEST(ProcessSupervisorTest, InheritedFdsAreClosedInTheChild) {
   const int leaked = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
   ASSERT_GE(leaked, 3);
-  ProcessSupervisor sup(Lines().options());
+  ProcessSupervisor sup(quiet());
   const std::string fd = std::to_string(leaked);
   Result<Child> child = sup.spawn(sh_child(
       "fds", "if [ -e /proc/self/fd/" + fd + " ]; then o=1; else o=0; fi; " +
@@ -146,7 +153,7 @@ TEST(ProcessSupervisorTest, NoReadyLineTimesOutAndKillsTheChild) {
 
 TEST(ProcessSupervisorTest, ExitBeforeReadyReportsHowTheChildEnded) {
   const Clock::time_point start = Clock::now();
-  ProcessSupervisor sup(Lines().options());
+  ProcessSupervisor sup(quiet());
   Result<Child> exited = sup.spawn(sh_child("quitter", "exit 3"));
   ASSERT_FALSE(exited.ok());
   EXPECT_EQ(exited.error().code(), StatusCode::kUnavailable);
@@ -175,7 +182,7 @@ TEST(ProcessSupervisorTest, MalformedReadyLineIsInvalidArgument) {
 }
 
 TEST(ProcessSupervisorTest, BadSpecsAreRejected) {
-  ProcessSupervisor sup(Lines().options());
+  ProcessSupervisor sup(quiet());
   Result<Child> missing = sup.spawn(ChildSpec{.name = "ghost", .argv = {"/nonexistent/keel-x"}});
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().code(), StatusCode::kNotFound);
@@ -195,7 +202,7 @@ TEST(ProcessSupervisorTest, BadSpecsAreRejected) {
 }
 
 TEST(ProcessSupervisorTest, StopEscalatesToSigkillForAChildIgnoringSigterm) {
-  ProcessSupervisor sup(Lines().options());
+  ProcessSupervisor sup(quiet());
   Result<Child> child = sup.spawn(sh_child("stubborn", "trap '' TERM; " + std::string(kServe)));
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   const Clock::time_point start = Clock::now();
@@ -210,7 +217,7 @@ TEST(ProcessSupervisorTest, StopEscalatesToSigkillForAChildIgnoringSigterm) {
 }
 
 TEST(ProcessSupervisorTest, StopOfAStoppedChildStillUsesSigterm) {
-  ProcessSupervisor sup(Lines().options());
+  ProcessSupervisor sup(quiet());
   Result<Child> child = sup.spawn(sh_child("frozen", kServe));
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   ASSERT_TRUE(sup.signal(child->pid, SIGSTOP).ok());
@@ -278,7 +285,7 @@ TEST(ProcessSupervisorTest, DefaultSinkPrefixesLinesOnStderr) {
 
 TEST(ProcessSupervisorTest, PollExitsReportsUnexpectedExits) {
   const Clock::time_point start = Clock::now();
-  ProcessSupervisor sup(Lines().options());
+  ProcessSupervisor sup(quiet());
   ASSERT_TRUE(sup.spawn(sh_child("flaky", "echo 'KEEL_READY {}'; sleep 0.2; exit 5")).ok());
   Result<Child> victim = sup.spawn(sh_child("victim", kServe));
   ASSERT_TRUE(victim.ok());
@@ -307,8 +314,7 @@ TEST(ProcessSupervisorTest, DestructorLeavesNoChildAlive) {
   const Clock::time_point start = Clock::now();
   std::vector<pid_t> pids;
   {
-    SupervisorOptions options = Lines().options();
-    options.sink = nullptr;
+    SupervisorOptions options = quiet();
     options.destructor_grace = milliseconds(200);
     ProcessSupervisor sup(options);
     for (const auto& [name, script] :
