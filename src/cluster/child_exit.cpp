@@ -49,8 +49,8 @@ std::optional<int> reap_within(pid_t pid, std::chrono::milliseconds timeout) {
     if (std::optional<int> status = reap_now(pid)) return status;
     const Clock::time_point now = Clock::now();
     if (now >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(nap, std::chrono::duration_cast<Clock::duration>(deadline - now)));
+    std::this_thread::sleep_for(std::min<Clock::duration>(
+        nap, std::chrono::duration_cast<Clock::duration>(deadline - now)));
     nap = std::min<std::chrono::microseconds>(nap * 2, std::chrono::milliseconds(10));
   }
 }

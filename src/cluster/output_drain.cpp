@@ -94,7 +94,8 @@ OutputDrain::ReadOutcome OutputDrain::read_some(Stream& s) {
 void OutputDrain::drain_remaining() {
   for (Stream* s : {&out_, &err_}) {
     size_t budget = kFinalDrainBytes;
-    while (budget > 0 && read_some(*s) == ReadOutcome::kData) budget -= std::min(budget, kReadChunk);
+    while (budget > 0 && read_some(*s) == ReadOutcome::kData)
+      budget -= std::min(budget, kReadChunk);
     emit_lines(*s, /*flush_partial=*/true);
   }
 }

@@ -82,12 +82,12 @@ Result<Child> ProcessSupervisor::spawn(const ChildSpec& spec) {
   return child;
 }
 
-Result<Child> ProcessSupervisor::await_ready(const ChildSpec& spec, pid_t pid,
-                                             OutputDrain& drain) {
+Result<Child> ProcessSupervisor::await_ready(const ChildSpec& spec, pid_t pid, OutputDrain& drain) {
   const std::string who = describe_child(spec.name, pid);
   const SteadyTime::time_point deadline = SteadyTime::now() + spec.ready_timeout;
   for (;;) {
-    const SteadyTime::time_point slice_end = std::min(deadline, SteadyTime::now() + kReadyPollSlice);
+    const SteadyTime::time_point slice_end =
+        std::min(deadline, SteadyTime::now() + kReadyPollSlice);
     if (std::optional<std::string> line = drain.wait_ready_line(slice_end)) {
       Result<nlohmann::json> payload = parse_ready_line(*line);
       if (payload) return Child{spec.name, pid, *std::move(payload)};
@@ -201,9 +201,9 @@ Result<std::vector<ChildExit>> ProcessSupervisor::stop_all(std::chrono::millisec
   for (const Record& r : children_) ::kill(r.child.pid, SIGKILL);
   reap_until(SteadyTime::now() + kKillWait);
   if (!children_.empty()) {
-    return Status::internal(describe_child(children_.front().child.name,
-                                           children_.front().child.pid) +
-                            " survived SIGKILL");
+    return Status::internal(
+        describe_child(children_.front().child.name, children_.front().child.pid) +
+        " survived SIGKILL");
   }
   return exits;
 }

@@ -25,7 +25,8 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-ChildSpec sh_child(std::string name, std::string script, milliseconds timeout = milliseconds(5000)) {
+ChildSpec sh_child(std::string name, std::string script,
+                   milliseconds timeout = milliseconds(5000)) {
   return ChildSpec{.name = std::move(name),
                    .argv = {"/bin/sh", "-c", std::move(script)},
                    .env = {},
@@ -69,7 +70,8 @@ class Lines {
   pid_t printed_pid(const std::string& name) {
     for (const std::string& line : snapshot()) {
       const std::string prefix = name + "|pid=";
-      if (line.starts_with(prefix)) return static_cast<pid_t>(std::stoi(line.substr(prefix.size())));
+      if (line.starts_with(prefix))
+        return static_cast<pid_t>(std::stoi(line.substr(prefix.size())));
     }
     return 0;
   }
@@ -92,8 +94,8 @@ TEST(ProcessSupervisorTest, SpawnReturnsTheParsedReadyLine) {
   const Clock::time_point start = Clock::now();
   Lines lines;
   ProcessSupervisor sup(lines.options());
-  Result<Child> child =
-      sup.spawn(sh_child("te-0", "echo 'KEEL_READY {\"role\":\"te\",\"port\":4321}'; exec sleep 30"));
+  Result<Child> child = sup.spawn(
+      sh_child("te-0", "echo 'KEEL_READY {\"role\":\"te\",\"port\":4321}'; exec sleep 30"));
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   EXPECT_EQ(child->name, "te-0");
   EXPECT_GT(child->pid, 0);
@@ -125,9 +127,9 @@ TEST(ProcessSupervisorTest, InheritedFdsAreClosedInTheChild) {
   ASSERT_GE(leaked, 3);
   ProcessSupervisor sup(quiet());
   const std::string fd = std::to_string(leaked);
-  Result<Child> child = sup.spawn(sh_child(
-      "fds", "if [ -e /proc/self/fd/" + fd + " ]; then o=1; else o=0; fi; " +
-                 "echo \"KEEL_READY {\\\"open\\\":$o}\"; exec sleep 30"));
+  Result<Child> child =
+      sup.spawn(sh_child("fds", "if [ -e /proc/self/fd/" + fd + " ]; then o=1; else o=0; fi; " +
+                                    "echo \"KEEL_READY {\\\"open\\\":$o}\"; exec sleep 30"));
   ::close(leaked);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   EXPECT_EQ(child->ready["open"], 0);
