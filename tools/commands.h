@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/engine_config.h"
 #include "host/compute.h"
 
 namespace keel::cli {
@@ -77,6 +78,9 @@ struct ServeOptions {
   std::vector<std::string> cors_origins;                 // CORS allow-list; empty = CORS off
 };
 int run_serve(const ServeOptions& opts);
+// The engine's configuration from serve's flags (EngineHost::start adds the kernel table,
+// threads and the model's end-of-generation ids); `keel te` uses it too.
+engine::EngineConfig serve_engine_config(const ServeOptions& o);
 
 // `keel bench`: prompt processing (pp) and token generation (tg) speed of one model, like
 // llama-bench, and with --roofline this machine's bandwidth and peaks and each test's efficiency.

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "cli_flags.h"
+#include "cluster_cli.h"
 #include "commands.h"
 #include "core/log.h"
 #include "kv/pic.h"
@@ -17,8 +19,6 @@ int report_error(const Status& s) {
 
 }  // namespace keel::cli
 
-namespace {
-
 void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o) {
   cmd->add_option("-t,--threads", o->threads, "Compute threads (0 = all hardware threads)")
       ->check(CLI::Range(0, 1024));
@@ -31,6 +31,8 @@ void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o) {
       ->check(CLI::IsMember({"grouped", "rows"}));
   cmd->add_flag("--verbose", o->verbose, "Print load time and token rates to stderr");
 }
+
+namespace {
 
 void add_bench_serve_options(CLI::App* cmd, keel::cli::BenchServeOptions* o) {
   cmd->option_defaults()->always_capture_default();
@@ -317,6 +319,8 @@ int main(int argc, char** argv) {
       "bench-serve", "Benchmark an OpenAI-compatible server with streamed requests (like vLLM's)");
   add_bench_serve_options(bs_cmd, &bs);
 
+  keel::cli::ClusterCli cluster_cli = keel::cli::add_cluster_commands(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -335,5 +339,6 @@ int main(int argc, char** argv) {
   if (bench_cmd->parsed()) return keel::cli::run_bench(bench);
   if (pic_cmd->parsed()) return keel::cli::run_eval_pic(pic);
   if (sparse_cmd->parsed()) return keel::cli::run_eval_sparse(sp);
+  if (auto code = keel::cli::run_cluster_commands(cluster_cli)) return *code;
   return 2;
 }

@@ -25,34 +25,10 @@
 #include "progress.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
+#include "stop_signals.h"
 
 namespace keel::cli {
 namespace {
-
-// Blocks SIGTERM, SIGINT and SIGHUP in this thread and every thread it starts; main waits for
-// them. SIGHUP (the terminal went away) drains like SIGTERM instead of killing the process.
-sigset_t block_stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  return set;
-}
-
-const char* signal_name(int sig) {
-  switch (sig) {
-    case SIGTERM:
-      return "SIGTERM";
-    case SIGINT:
-      return "SIGINT";
-    case SIGHUP:
-      return "SIGHUP";
-    default:
-      return "a signal";
-  }
-}
 
 // Descriptors kept free for everything but client sockets (the model file, logs, the epoll and
 // event descriptors, disk-tier files being written).
@@ -77,9 +53,9 @@ int32_t connection_cap(int32_t wanted, int64_t descriptor_limit) {
   return static_cast<int32_t>(std::min<int64_t>(wanted, room));
 }
 
-// The engine's configuration from the flags (EngineHost::start adds the kernel table, threads
-// and the model's end-of-generation ids).
-engine::EngineConfig engine_config(const ServeOptions& o) {
+}  // namespace
+
+engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;
   c.scheduler.max_batched_tokens = o.max_batched_tokens;
@@ -98,6 +74,8 @@ engine::EngineConfig engine_config(const ServeOptions& o) {
   c.sparse = engine::SparseParams{o.sparse_policy, o.sparse_budget};
   return c;
 }
+
+namespace {
 
 server::ServerConfig server_config(const ServeOptions& o, const std::string& name,
                                    bool random_weights, int64_t descriptor_limit) {
@@ -153,7 +131,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   start.use_mmap = opts.compute.use_mmap;
   start.group_weights = opts.compute.weight_layout != "rows";
   start.n_ctx = opts.ctx_size;
-  start.engine = engine_config(opts);
+  start.engine = serve_engine_config(opts);
   {
     ProgressReporter progress("loading " + path, "B");
     KEEL_TRY(host->start(std::move(start), [&progress](uint64_t done, uint64_t total) {
@@ -184,8 +162,6 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 }  // namespace
 
 int run_serve(const ServeOptions& opts) {
-  // A closed peer or log pipe must not kill the server: writes fail with EPIPE instead.
-  signal(SIGPIPE, SIG_IGN);
   const sigset_t stop_signals = block_stop_signals();
   spdlog::set_level(spdlog::level::info);
   const Status s = serve(opts, stop_signals);

@@ -37,6 +37,7 @@ struct TeInfo {
   std::string address;  // control endpoint "host:port"
   TeRole role = TeRole::kColocated;
   std::string model;  // served model name; TEs of one model and role form a group
+  int64_t pid = 0;    // its process id on its host (for operators and fault-injection tests)
   TeLoad load;
   bool healthy = true;  // false once the JE counts it dead (gone, or no progress for too long)
   friend bool operator==(const TeInfo&, const TeInfo&) = default;

@@ -28,8 +28,9 @@ struct JobExecutor::Job {
   JobRef ref;
   std::shared_ptr<Link> gateway;
   std::string reply_to;
-  engine::GenerationRequest request;  // as submitted (seed filled in)
-  std::vector<int32_t> generated;     // tokens its TEs reported, in order
+  engine::GenerationRequest request;   // as submitted (seed filled in)
+  std::vector<uint64_t> block_hashes;  // of the submitted prompt, for the router
+  std::vector<int32_t> generated;      // tokens its TEs reported, in order
   int32_t attempt = 0;
   std::optional<size_t> te;  // the TE running its live attempt
   bool aborted = false;
@@ -41,6 +42,18 @@ Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config
   if (config.te_addresses.empty()) return Status::invalid_argument("job executor: no TEs");
   std::unique_ptr<JobExecutor> je(new JobExecutor(std::move(config)));
   KEEL_TRY(je->connect_tes());
+  // Ready once every TE has reported (its load and limits), or at the connect timeout.
+  const Clock::time_point deadline = Clock::now() + je->config_.connect_timeout;
+  while (Clock::now() < deadline) {
+    {
+      std::lock_guard lock(je->mu_);
+      if (std::all_of(je->tes_.begin(), je->tes_.end(),
+                      [](const auto& t) { return t->reported; })) {
+        break;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   JobExecutor* self = je.get();
   KEEL_ASSIGN_OR_RETURN(
       je->listener_,
@@ -128,6 +141,9 @@ void JobExecutor::on_submit_job(Link& link, const Json& body) {
   job->reply_to = submit->reply_to;
   job->request = std::move(submit->request);
   if (!job->request.sampling.seed) job->request.sampling.seed = sampling::random_seed();
+  job->block_hashes =
+      prompt_block_hashes(job->request.prompt_tokens, config_.block_size,
+                          kv::request_extra_key(config_.model_key, job->request.cache_salt));
   {
     std::lock_guard lock(mu_);
     if (stopping_) {
@@ -165,16 +181,33 @@ void JobExecutor::on_abort_job(const Json& body) {
   if (te_link) te_link->send(encode_abort_task(task));
 }
 
-std::optional<size_t> JobExecutor::choose_te(const Job& job) const {
-  // Least load among healthy colocated TEs (the router replaces this).
-  (void)job;
-  std::optional<size_t> best;
-  for (size_t i = 0; i < tes_.size(); ++i) {
-    const TeEntry& te = *tes_[i];
-    if (!te.info.healthy || te.info.role != TeRole::kColocated) continue;
-    if (!best || te.info.load.pending_tokens < tes_[*best]->info.load.pending_tokens) best = i;
+std::optional<size_t> JobExecutor::choose_te(const Job& job) {
+  FleetSnapshot fleet;
+  for (const auto& te : tes_) {
+    if (te->reported) fleet.tes.push_back(te->info);
   }
-  return best;
+  const RouteInput input{.fleet = fleet,
+                         .index = index_,
+                         .heatmap = config_.heatmap ? &*config_.heatmap : nullptr,
+                         .model = config_.model,
+                         .prompt_tokens = static_cast<int64_t>(job.request.prompt_tokens.size()),
+                         .prompt_block_hashes = job.block_hashes,
+                         .predicted_decode_tokens = job.request.max_tokens,
+                         .config = config_.router,
+                         .cursor = cursor_++};
+  const RouteDecision decision = route(input);
+  counters_.record(decision);
+  if (decision.branch == RouteBranch::kNoCapacity) return std::nullopt;
+  for (size_t i = 0; i < tes_.size(); ++i) {
+    if (tes_[i]->info.id == decision.te_id) return i;
+  }
+  return std::nullopt;
+}
+
+void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& batch) {
+  std::lock_guard lock(mu_);
+  const Status s = index_.apply(te_id, batch);
+  if (!s.ok()) KEEL_LOG_WARN("je {}: cache events of {}: {}", config_.id, te_id, s.message());
 }
 
 Status JobExecutor::dispatch(const JobRef& ref) {
@@ -257,6 +290,7 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
   e.info.id = report.te_id;
   e.info.role = report.role;
   e.info.model = report.model;
+  e.info.pid = report.pid;
   e.info.load = report.load;
   e.max_model_len = report.max_model_len;
   e.max_waiting = report.max_waiting;
@@ -300,6 +334,7 @@ void JobExecutor::check_health() {
       TeEntry& te = *tes_[i];
       const bool has_jobs =
           std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.second->te == i; });
+      if (!has_jobs) te.last_progress = now;  // an idle TE owes no progress
       std::string why;
       if (te.link && te.link->closed()) {
         why = "its link closed";
@@ -389,7 +424,13 @@ FleetStatus JobExecutor::status() const {
   s.jobs_total = jobs_total_;
   s.jobs_redriven = jobs_redriven_;
   s.jobs_failed = jobs_failed_;
-  s.router = Json::object();
+  s.router = Json{{"locality", counters_.locality},
+                  {"least_load", counters_.least_load},
+                  {"round_robin", counters_.round_robin},
+                  {"no_capacity", counters_.no_capacity},
+                  {"pd_colocated", counters_.pd_colocated},
+                  {"pd_disaggregated", counters_.pd_disaggregated},
+                  {"matched_blocks", counters_.matched_blocks}};
   return s;
 }
 

@@ -32,6 +32,9 @@
 #include "cluster/link.h"
 #include "cluster/listener.h"
 #include "cluster/messages.h"
+#include "cluster/pd_heatmap.h"
+#include "cluster/prefix_index.h"
+#include "cluster/router.h"
 #include "core/result.h"
 
 namespace keel::cluster {
@@ -45,6 +48,13 @@ struct JobExecutorConfig {
   std::chrono::milliseconds stall_timeout{5000};
   std::chrono::milliseconds task_call_timeout{5000};
   int32_t max_attempts = 4;  // a job failed on this many TEs is failed
+  // Routing: the served model, its prefix-cache identity and block size (the TEs' own, so the
+  // prompt's block hashes equal the ones their cache events carry), the router's policy.
+  std::string model;
+  kv::BlockHash model_key;
+  int32_t block_size = 16;
+  RouterConfig router;
+  std::optional<PdHeatmap> heatmap;
 };
 
 class JobExecutor {
@@ -59,6 +69,9 @@ class JobExecutor {
   [[nodiscard]] FleetStatus status() const;
   // Stops listening, closes every link, joins the monitor. Idempotent.
   void stop();
+  // Applies TE `te_id`'s cache events to the router's prefix index (the KV-event subscriber's
+  // callback).
+  void apply_kv_events(std::string_view te_id, const KvEventBatch& batch);
 
  private:
   struct TeEntry;
@@ -74,7 +87,8 @@ class JobExecutor {
   void apply_report(size_t te, LoadReport report);
   // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it.
   Status dispatch(const JobRef& ref);
-  std::optional<size_t> choose_te(const Job& job) const;
+  // Runs the router over the TEs that reported (under mu_).
+  std::optional<size_t> choose_te(const Job& job);
   void monitor_loop();
   void check_health();
   void redrive(const JobRef& ref);
@@ -89,6 +103,9 @@ class JobExecutor {
   std::map<JobRef, std::unique_ptr<Job>> jobs_;
   std::vector<std::shared_ptr<Link>> gateway_links_;
   std::vector<JobRef> to_redrive_;
+  PrefixIndex index_;
+  RouterCounters counters_;
+  uint64_t cursor_ = 0;
   int64_t jobs_total_ = 0;
   int64_t jobs_redriven_ = 0;
   int64_t jobs_failed_ = 0;

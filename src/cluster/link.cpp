@@ -110,11 +110,11 @@ Link::~Link() {
   }
 }
 
-bool Link::send(Message message) {
+bool Link::send(Message message, std::function<void()> on_written) {
   std::vector<uint8_t> payload = encode_message(message);
   std::lock_guard lock(mu_);
   if (closed_) return false;
-  outbox_.push_back(std::move(payload));
+  outbox_.push_back(Outgoing{std::move(payload), std::move(on_written)});
   cv_.notify_all();
   return true;
 }
@@ -213,14 +213,15 @@ void Link::run_reader() {
 
 void Link::run_writer() {
   while (true) {
-    std::vector<uint8_t> payload;
+    Outgoing out;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return closed_ || !outbox_.empty(); });
       if (closed_) return;
-      payload = std::move(outbox_.front());
+      out = std::move(outbox_.front());
       outbox_.pop_front();
     }
+    const std::vector<uint8_t>& payload = out.payload;
     const uint32_t n = static_cast<uint32_t>(payload.size());
     const std::array<uint8_t, 4> header{static_cast<uint8_t>(n >> 24),
                                         static_cast<uint8_t>(n >> 16), static_cast<uint8_t>(n >> 8),
@@ -232,6 +233,7 @@ void Link::run_writer() {
       close();
       return;
     }
+    if (out.on_written) out.on_written();
   }
 }
 

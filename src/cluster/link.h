@@ -63,8 +63,9 @@ class Link : public std::enable_shared_from_this<Link> {
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
 
-  // Queues a message; false when the link is closed.
-  bool send(Message message);
+  // Queues a message; false when the link is closed. `on_written` (optional) runs on the writer
+  // thread once the frame is in the kernel's socket buffer (never when the write fails).
+  bool send(Message message, std::function<void()> on_written = nullptr);
   // Sends `message` with a fresh call_id and waits for the reply (a message of type "reply" with
   // the same call_id). Unavailable when the link closes first or no reply comes within `timeout`.
   Result<Json> call(Message message, std::chrono::milliseconds timeout);
@@ -92,7 +93,11 @@ class Link : public std::enable_shared_from_this<Link> {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool closed_ = false;
-  std::deque<std::vector<uint8_t>> outbox_;
+  struct Outgoing {
+    std::vector<uint8_t> payload;
+    std::function<void()> on_written;
+  };
+  std::deque<Outgoing> outbox_;
   int64_t next_call_id_ = 1;
   struct PendingCall {
     bool done = false;

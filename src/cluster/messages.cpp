@@ -127,6 +127,7 @@ Message encode(const LoadReport& m) {
   return {std::string(msg::kLoadReport), Json{{"te_id", m.te_id},
                                               {"role", std::string(te_role_name(m.role))},
                                               {"model", m.model},
+                                              {"pid", m.pid},
                                               {"load", load_json(m.load)},
                                               {"max_model_len", m.max_model_len},
                                               {"max_waiting", m.max_waiting},
@@ -147,9 +148,13 @@ Json encode_body(const FleetStatus& m) {
   Json tes = Json::array();
   for (size_t i = 0; i < m.fleet.tes.size(); ++i) {
     const TeInfo& te = m.fleet.tes[i];
-    Json entry{
-        {"id", te.id},       {"address", te.address}, {"role", std::string(te_role_name(te.role))},
-        {"model", te.model}, {"healthy", te.healthy}, {"load", load_json(te.load)}};
+    Json entry{{"id", te.id},
+               {"address", te.address},
+               {"role", std::string(te_role_name(te.role))},
+               {"model", te.model},
+               {"pid", te.pid},
+               {"healthy", te.healthy},
+               {"load", load_json(te.load)}};
     if (i < m.stats.size()) entry["stats"] = binary(engine::wire::encode(m.stats[i]));
     if (i < m.metrics.size()) entry["metrics"] = binary(engine::wire::encode(m.metrics[i]));
     tes.push_back(std::move(entry));
@@ -210,6 +215,7 @@ Result<LoadReport> decode_load_report(const Json& body) {
   r.str("te_id", &m.te_id);
   read_role(r, &m.role);
   r.str("model", &m.model);
+  r.i64("pid", &m.pid, 0);
   read_load(r, &m.load);
   r.i64("max_model_len", &m.max_model_len, 0);
   r.i64("max_waiting", &m.max_waiting, 0);
@@ -265,6 +271,7 @@ Result<FleetStatus> decode_fleet_status(const Json& body) {
       tr.str("address", &te.address);
       read_role(tr, &te.role);
       tr.str("model", &te.model);
+      tr.i64("pid", &te.pid, 0);
       tr.boolean("healthy", &te.healthy);
       read_load(tr, &te.load);
       engine::EngineStats stats;

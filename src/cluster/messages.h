@@ -93,6 +93,7 @@ struct LoadReport {
   std::string te_id;
   TeRole role = TeRole::kColocated;
   std::string model;
+  int64_t pid = 0;
   TeLoad load;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;

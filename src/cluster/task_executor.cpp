@@ -1,6 +1,8 @@
 // TaskExecutor (see task_executor.h): tasks in, events out to gateways, reports out to JEs.
 #include "cluster/task_executor.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -23,7 +25,8 @@ struct TaskExecutor::Task {
   int32_t next_index = 0;  // generated-token index of the next token (starts at resumed tokens)
   int32_t generated = 0;   // tokens this attempt generated
   std::vector<int32_t> unreported;
-  bool finished = false;
+  bool finished = false;       // its final event was produced
+  bool written_final = false;  // ... and written to the gateway's socket
   bool reported_finished = false;
 };
 
@@ -46,13 +49,19 @@ class TaskSink final : public engine::OutputSink {
       out.first_index = t.next_index;
       t.next_index += static_cast<int32_t>(event.tokens.size());
       t.generated += static_cast<int32_t>(event.tokens.size());
-      t.unreported.insert(t.unreported.end(), event.tokens.begin(), event.tokens.end());
       if (event.finish) t.finished = true;
     }
     const bool final_event = event.finish.has_value();
+    std::vector<int32_t> tokens = event.tokens;
     out.event = std::move(event);
-    // Events first, then the report: the JE never knows of a token the gateway has not been sent.
-    if (!t.gateway->send(encode(out)) && !final_event) t.engine->abort(t.key);
+    // The JE learns of tokens only once they are on their way to the gateway (in the socket
+    // buffer), so what it would re-drive from never runs ahead of what the client got.
+    auto written = [task = task_, tokens = std::move(tokens), final_event]() {
+      std::lock_guard lock(task->mu);
+      task->unreported.insert(task->unreported.end(), tokens.begin(), tokens.end());
+      if (final_event) task->written_final = true;
+    };
+    if (!t.gateway->send(encode(out), std::move(written)) && !final_event) t.engine->abort(t.key);
   }
 
  private:
@@ -219,6 +228,7 @@ void TaskExecutor::send_reports() {
   base.te_id = config_.id;
   base.role = config_.role;
   base.model = config_.model;
+  base.pid = getpid();
   base.max_model_len = engine_->max_model_len();
   base.max_waiting = engine_->max_waiting();
   base.stats = stats;
@@ -235,11 +245,13 @@ void TaskExecutor::send_reports() {
       base.load.pending_tokens +=
           (task->generated == 0 ? task->prompt_tokens : 0) + (task->max_tokens - task->next_index);
     }
-    if (task->unreported.empty() && task->finished == task->reported_finished) continue;
-    TaskProgress p{task->ref, task->attempt, std::move(task->unreported), task->finished};
+    // A final event that can never be written (the gateway is gone) still ends the task.
+    if (task->finished && task->gateway->closed()) task->written_final = true;
+    if (task->unreported.empty() && task->written_final == task->reported_finished) continue;
+    TaskProgress p{task->ref, task->attempt, std::move(task->unreported), task->written_final};
     task->unreported.clear();
-    task->reported_finished = task->finished;
-    if (task->finished) done.push_back(task->ref);
+    task->reported_finished = task->written_final;
+    if (task->written_final) done.push_back(task->ref);
     progress[task->je.get()].push_back(std::move(p));
   }
   for (const auto& link : links) {

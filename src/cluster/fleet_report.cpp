@@ -1,0 +1,78 @@
+// Fleet status document and metrics lines (see fleet_report.h).
+#include "cluster/fleet_report.h"
+
+#include <fmt/format.h>
+
+namespace keel::cluster {
+namespace {
+
+double ratio(int64_t part, int64_t whole) {
+  return whole > 0 ? static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+}  // namespace
+
+Json fleet_status_json(const FleetStatus& s) {
+  Json tes = Json::array();
+  for (size_t i = 0; i < s.fleet.tes.size(); ++i) {
+    const TeInfo& te = s.fleet.tes[i];
+    const engine::EngineStats stats = i < s.stats.size() ? s.stats[i] : engine::EngineStats{};
+    tes.push_back(
+        Json{{"id", te.id},
+             {"address", te.address},
+             {"role", std::string(te_role_name(te.role))},
+             {"model", te.model},
+             {"pid", te.pid},
+             {"healthy", te.healthy},
+             {"waiting", te.load.num_waiting},
+             {"running", te.load.num_running},
+             {"pending_tokens", te.load.pending_tokens},
+             {"kv_blocks_used", te.load.kv_blocks_used},
+             {"kv_blocks_total", te.load.kv_blocks_total},
+             {"kv_usage", ratio(te.load.kv_blocks_used, te.load.kv_blocks_total)},
+             {"prefix_hit_rate", ratio(stats.prefix_hits_tokens, stats.prefix_queries_tokens)},
+             {"prompt_tokens_total", stats.prompt_tokens_total},
+             {"generation_tokens_total", stats.generation_tokens_total}});
+  }
+  return Json{{"je", s.je_id},
+              {"jobs", Json{{"active", s.jobs_active},
+                            {"total", s.jobs_total},
+                            {"redriven", s.jobs_redriven},
+                            {"failed", s.jobs_failed}}},
+              {"router", s.router.is_object() ? s.router : Json::object()},
+              {"task_executors", std::move(tes)}};
+}
+
+std::string fleet_metrics_text(const FleetStatus& s, std::string_view model) {
+  std::string out;
+  out += "# HELP keel:cluster_router_decisions_total Routing decisions by branch (one JE).\n";
+  out += "# TYPE keel:cluster_router_decisions_total counter\n";
+  if (s.router.is_object()) {
+    for (const char* branch : {"locality", "least_load", "round_robin", "no_capacity"}) {
+      const auto it = s.router.find(branch);
+      const int64_t n = it != s.router.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+      out +=
+          fmt::format("keel:cluster_router_decisions_total{{model_name=\"{}\",branch=\"{}\"}} {}\n",
+                      model, branch, n);
+    }
+  }
+  out += "# HELP keel:cluster_jobs_redriven_total Jobs moved to another TE after theirs died.\n";
+  out += "# TYPE keel:cluster_jobs_redriven_total counter\n";
+  out += fmt::format("keel:cluster_jobs_redriven_total{{model_name=\"{}\"}} {}\n", model,
+                     s.jobs_redriven);
+  out += "# HELP keel:cluster_jobs_failed_total Jobs no TE could finish.\n";
+  out += "# TYPE keel:cluster_jobs_failed_total counter\n";
+  out +=
+      fmt::format("keel:cluster_jobs_failed_total{{model_name=\"{}\"}} {}\n", model, s.jobs_failed);
+  out += "# HELP keel:cluster_task_executors Task executors by health.\n";
+  out += "# TYPE keel:cluster_task_executors gauge\n";
+  int64_t healthy = 0;
+  for (const TeInfo& te : s.fleet.tes) healthy += te.healthy ? 1 : 0;
+  out += fmt::format("keel:cluster_task_executors{{model_name=\"{}\",state=\"healthy\"}} {}\n",
+                     model, healthy);
+  out += fmt::format("keel:cluster_task_executors{{model_name=\"{}\",state=\"dead\"}} {}\n", model,
+                     static_cast<int64_t>(s.fleet.tes.size()) - healthy);
+  return out;
+}
+
+}  // namespace keel::cluster

@@ -1,0 +1,254 @@
+// End-to-end tests of `keel cluster up` on loopback: the gateway answers the OpenAI API with the
+// same greedy text as `keel serve`; the fleet shows in /v1/cluster/status, `keel cluster status`
+// and /metrics (router decisions through the real processes); a task executor killed (SIGKILL) or
+// hung (SIGSTOP) during 16 concurrent requests costs no request — the JE re-drives them and the
+// text equals an uninterrupted run; SIGTERM drains the tree and every child exits. Each fixture
+// bounds its time; children are stopped by PID (the supervisor's rule).
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cli_runner.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/ready_line.h"
+#include "serve_process.h"
+#include "support/test_support.h"
+
+namespace keel::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
+
+// `keel cluster up` as a child: 2 colocated TEs (1 thread each), 2 JEs, a short stall timeout.
+class Cluster {
+ public:
+  Cluster() {
+    cluster::ChildSpec spec;
+    spec.name = "cluster";
+    spec.argv = {KEEL_BINARY, "cluster",
+                 "up",        "-m",
+                 stories(),   "--served-model-name",
+                 "stories",   "--colocated",
+                 "2",         "--jes",
+                 "2",         "--port",
+                 "0",         "--threads-per-te",
+                 "1",         "--stall-timeout-ms",
+                 "1500",      "--max-num-seqs",
+                 "16",        "--drain-timeout",
+                 "20"};
+    spec.ready_timeout = std::chrono::milliseconds(60000);
+    Result<cluster::Child> child = sup_.spawn(spec);
+    if (!child.ok()) {
+      error_ = child.status().message();
+      return;
+    }
+    pid_ = child->pid;
+    Result<int> port = cluster::ready_port(child->ready);
+    port_ = port.ok() ? *port : 0;
+  }
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] const std::string& error() const { return error_; }
+  cluster::ProcessSupervisor& supervisor() { return sup_; }
+
+ private:
+  cluster::ProcessSupervisor sup_;
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string error_;
+};
+
+json post(int port, const std::string& path, const json& body) {
+  const HttpResponse r = http_request(port, "POST", path, body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  return json::parse(r.body, nullptr, false);
+}
+
+json status(int port) {
+  const HttpResponse r = http_request(port, "GET", "/v1/cluster/status");
+  EXPECT_EQ(r.status, 200) << r.body;
+  return json::parse(r.body, nullptr, false);
+}
+
+const std::vector<std::string> kPrompts = {"Once upon a time", "The little dog",
+                                           "Lily went to the park", "One day, Tom"};
+
+json greedy_body(const std::string& prompt, int max_tokens) {
+  return {{"model", "stories"},
+          {"prompt", prompt},
+          {"max_tokens", max_tokens},
+          {"temperature", 0},
+          {"ignore_eos", true}};
+}
+
+// The concatenated text of an SSE completion stream; "" and *error = true on an error event.
+std::string stream_text(const std::string& raw, bool* error) {
+  std::string text;
+  size_t pos = 0;
+  while ((pos = raw.find("data: ", pos)) != std::string::npos) {
+    const size_t end = raw.find("\n\n", pos);
+    const std::string data = raw.substr(pos + 6, end == std::string::npos ? end : end - pos - 6);
+    pos = end == std::string::npos ? raw.size() : end;
+    if (data == "[DONE]") break;
+    const json chunk = json::parse(data, nullptr, false);
+    if (chunk.is_discarded() || chunk.contains("error")) {
+      *error = true;
+      continue;
+    }
+    for (const json& c : chunk.value("choices", json::array())) text += c.value("text", "");
+  }
+  return text;
+}
+
+class ClusterE2e : public ::testing::Test {
+ protected:
+  void SetUp() override { KEEL_REQUIRE_SHARED(); }
+};
+
+TEST_F(ClusterE2e, GreedyTextEqualsKeelServe) {
+  ServeProcess serve({"-m", stories(), "-t", "1", "--served-model-name", "stories"});
+  ASSERT_TRUE(serve.ok()) << serve.error();
+  Cluster c;
+  ASSERT_GT(c.port(), 0) << c.error();
+  for (const std::string& prompt : kPrompts) {
+    const json want = post(serve.port(), "/v1/completions", greedy_body(prompt, 40));
+    const json got = post(c.port(), "/v1/completions", greedy_body(prompt, 40));
+    EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]) << prompt;
+    EXPECT_EQ(got["usage"], want["usage"]) << prompt;
+  }
+  const json chat = post(c.port(), "/v1/chat/completions",
+                         {{"model", "stories"},
+                          {"messages", {{{"role", "user"}, {"content", "Hello"}}}},
+                          {"max_tokens", 8}});
+  EXPECT_EQ(chat["object"], "chat.completion");
+}
+
+TEST_F(ClusterE2e, StatusAndMetricsShowTheFleet) {
+  Cluster c;
+  ASSERT_GT(c.port(), 0) << c.error();
+  for (int i = 0; i < 4; ++i) post(c.port(), "/v1/completions", greedy_body(kPrompts[0], 8));
+  const json s = status(c.port());
+  ASSERT_EQ(s["task_executors"].size(), 2u) << s.dump();
+  for (const json& te : s["task_executors"]) {
+    EXPECT_TRUE(te["healthy"].get<bool>());
+    EXPECT_EQ(te["role"], "colocated");
+    EXPECT_GT(te["pid"].get<int64_t>(), 0);
+  }
+  const std::string metrics = http_request(c.port(), "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("keel:cluster_router_decisions_total"), std::string::npos);
+  // The fleet's totals count every request (TEs report every 50 ms).
+  EXPECT_TRUE(eventually([&] {
+    const std::string m = http_request(c.port(), "GET", "/metrics").body;
+    return metric_value(m, "keel:request_success_total", "finished_reason=\"length\"") >= 4.0;
+  }));
+  const CliResult cli =
+      run_keel({"cluster", "status", "--url", "http://127.0.0.1:" + std::to_string(c.port())});
+  EXPECT_EQ(cli.exit_code, 0) << cli.err;
+  EXPECT_NE(cli.out.find("te-0"), std::string::npos) << cli.out;
+  EXPECT_NE(cli.out.find("colocated"), std::string::npos) << cli.out;
+}
+
+// 16 concurrent requests (8 plain, 8 streamed); once tokens flow, `fault` hits the TE that runs
+// the most; every request must finish with the uninterrupted run's text.
+void run_with_fault(int fault) {
+  Cluster c;
+  ASSERT_GT(c.port(), 0) << c.error();
+  constexpr int kTokens = 300;
+  std::vector<std::string> want;
+  for (int i = 0; i < 16; ++i) {
+    want.push_back(post(c.port(), "/v1/completions",
+                        greedy_body(kPrompts[i % 4], kTokens))["choices"][0]["text"]);
+  }
+  std::vector<std::string> got(16);
+  std::vector<int> codes(16, 0);
+  std::atomic<int> stream_errors{0};
+  std::vector<std::thread> clients;
+  for (int i = 0; i < 16; ++i) {
+    clients.emplace_back([&, i] {
+      json body = greedy_body(kPrompts[i % 4], kTokens);
+      if (i % 2 == 1) {
+        body["stream"] = true;
+        HttpConnection conn(c.port());
+        conn.send_post("/v1/completions", body.dump());
+        const std::string raw = conn.read_until(
+            [](const std::string& s) { return s.find("[DONE]") != std::string::npos; }, 60000);
+        bool error = false;
+        got[i] = stream_text(raw, &error);
+        codes[i] = raw.find("200 OK") != std::string::npos ? 200 : 0;
+        if (error) stream_errors.fetch_add(1);
+      } else {
+        const HttpResponse r = http_request(c.port(), "POST", "/v1/completions", body.dump());
+        codes[i] = r.status;
+        got[i] = json::parse(r.body, nullptr, false)
+                     .value("choices", json::array())[0]
+                     .value("text", "");
+      }
+    });
+  }
+  // Wait until requests run, then hit the busiest TE.
+  pid_t victim = 0;
+  const bool busy = eventually(
+      [&] {
+        const json s = status(c.port());
+        int64_t most = 0;
+        for (const json& te : s.value("task_executors", json::array())) {
+          if (te.value("running", 0) > most) {
+            most = te.value("running", 0);
+            victim = static_cast<pid_t>(te.value("pid", 0));
+          }
+        }
+        return most >= 2;
+      },
+      std::chrono::milliseconds(20000));
+  ASSERT_TRUE(busy && victim > 0);
+  ASSERT_EQ(kill(victim, fault), 0);
+  for (auto& t : clients) t.join();
+  if (fault == SIGSTOP) kill(victim, SIGKILL);  // its JE counted it dead; do not leave it stopped
+  for (int i = 0; i < 16; ++i) {
+    EXPECT_EQ(codes[i], 200) << "request " << i;
+    EXPECT_EQ(got[i], want[i]) << "request " << i;
+  }
+  EXPECT_EQ(stream_errors.load(), 0);
+  const json s = status(c.port());
+  int dead = 0;
+  for (const json& te : s["task_executors"]) dead += te["healthy"].get<bool>() ? 0 : 1;
+  EXPECT_EQ(dead, 1) << s.dump();
+}
+
+TEST_F(ClusterE2e, KilledTaskExecutorLosesNoRequest) { run_with_fault(SIGKILL); }
+
+TEST_F(ClusterE2e, HungTaskExecutorLosesNoRequest) { run_with_fault(SIGSTOP); }
+
+TEST_F(ClusterE2e, SigtermDrainsTheTree) {
+  Cluster c;
+  ASSERT_GT(c.port(), 0) << c.error();
+  const json s = status(c.port());
+  std::vector<pid_t> tes;
+  for (const json& te : s["task_executors"]) tes.push_back(static_cast<pid_t>(te["pid"]));
+  ASSERT_EQ(tes.size(), 2u);
+  // A request in flight when SIGTERM arrives still completes.
+  std::thread client([&] {
+    const json r = post(c.port(), "/v1/completions", greedy_body(kPrompts[0], 300));
+    EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Result<cluster::ChildExit> exit = c.supervisor().stop(c.pid(), std::chrono::milliseconds(30000));
+  client.join();
+  ASSERT_TRUE(exit.ok()) << exit.status().message();
+  EXPECT_EQ(exit->exit_code, 0) << exit->describe();
+  for (pid_t pid : tes) {
+    EXPECT_TRUE(eventually([&] { return kill(pid, 0) != 0; }, std::chrono::milliseconds(5000)))
+        << "TE " << pid;
+  }
+}
+
+}  // namespace
+}  // namespace keel::testing

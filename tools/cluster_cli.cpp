@@ -1,0 +1,120 @@
+// Flags of `keel te`, `keel je` and `keel cluster up | status` (see cluster_commands.h).
+#include "cluster_cli.h"
+
+#include "cli_flags.h"
+
+namespace keel::cli {
+namespace {
+
+// The engine flags a TE takes (a subset of serve's; the rest keep serve's defaults).
+void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
+  cmd->add_option("-m,--model", o->model_path,
+                  "GGUF model file (default: the built-in random-weight model)");
+  cmd->add_option("--served-model-name", o->served_model_name,
+                  "Model id in the API (default: the file's stem)");
+  cmd->add_option("-c,--ctx-size", o->ctx_size, "Max model length (0 = the model's)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences decoded together per TE")
+      ->check(CLI::Range(1, 4096));
+  cmd->add_option("--max-batched-tokens", o->max_batched_tokens, "Token budget per step")
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-waiting", o->max_waiting, "Waiting requests per TE before 429")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--block-size", o->block_size, "Tokens per KV block")->check(CLI::Range(1, 1024));
+  cmd->add_option("--kv-cache-bytes", o->kv_cache_bytes, "KV cache size per TE (0 = auto)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  cmd->add_option("--kv-host-bytes", o->kv_host_bytes, "Host-DRAM tier (T1) per TE (0 = none)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 44));
+  cmd->add_option("--kv-type", o->kv_type, "KV cache element type")
+      ->check(CLI::IsMember({"f32", "f16"}));
+  cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable prefix caching");
+}
+
+void add_router_flags(CLI::App* cmd, std::string* router, double* balance, std::string* heatmap,
+                      int64_t* stall_ms) {
+  cmd->add_option("--router", *router, "Routing policy")
+      ->check(CLI::IsMember({"deepserve", "round_robin", "least_load", "prefix"}));
+  cmd->add_option("--balance-threshold", *balance,
+                  "Loads count as balanced (locality decides) when (max-min)/max is at most this")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--pd-heatmap", *heatmap, "PD heatmap file (keel cluster profile-pd)");
+  cmd->add_option("--stall-timeout-ms", *stall_ms,
+                  "A TE holding work with no engine step or token for this long counts as dead")
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
+}
+
+}  // namespace
+
+ClusterCli add_cluster_commands(CLI::App& app) {
+  ClusterCli cli;
+  TeOptions& te = *cli.te;
+  cli.te_cmd = app.add_subcommand("te", "Run one task executor (used by keel cluster up)");
+  add_engine_flags(cli.te_cmd, &te.engine);
+  add_compute_options(cli.te_cmd, &te.engine.compute);
+  cli.te_cmd->add_option("--id", te.id, "This TE's id in the fleet");
+  cli.te_cmd->add_option("--role", te.role, "What it computes")
+      ->check(CLI::IsMember({"colocated"}));
+  cli.te_cmd->add_option("--host", te.engine.host, "Control address to listen on");
+  te.engine.port = 0;
+  cli.te_cmd->add_option("--port", te.engine.port, "Control port (0 = a free one)")
+      ->check(CLI::Range(0, 65535));
+
+  JeOptions& je = *cli.je;
+  cli.je_cmd = app.add_subcommand("je", "Run one job executor (used by keel cluster up)");
+  cli.je_cmd->add_option("--id", je.id, "This JE's id");
+  cli.je_cmd->add_option("--host", je.host, "Address to listen on for gateways");
+  cli.je_cmd->add_option("--port", je.port, "Port (0 = a free one)")->check(CLI::Range(0, 65535));
+  cli.je_cmd->add_option("--te", je.tes, "TE control addresses host:port (comma-separated)")
+      ->delimiter(',')
+      ->required();
+  cli.je_cmd->add_option("-m,--model", je.model_path, "The GGUF the TEs serve")->required();
+  cli.je_cmd->add_option("--served-model-name", je.served_model_name, "The TEs' model id");
+  cli.je_cmd->add_option("--block-size", je.block_size, "The TEs' tokens per KV block")
+      ->check(CLI::Range(1, 1024));
+  add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.pd_heatmap,
+                   &je.stall_timeout_ms);
+
+  CLI::App* cluster = app.add_subcommand("cluster", "Run or inspect a keel cluster");
+  cluster->require_subcommand(1);
+  ClusterUpOptions& up = *cli.up;
+  cli.up_cmd = cluster->add_subcommand(
+      "up", "Start gateway, job executors and task executors on this machine");
+  add_engine_flags(cli.up_cmd, &up.serve);
+  add_compute_options(cli.up_cmd, &up.serve.compute);
+  cli.up_cmd->add_option("--host", up.serve.host, "Gateway address to listen on");
+  cli.up_cmd->add_option("--port", up.serve.port, "Gateway port (0 = a free one)")
+      ->check(CLI::Range(0, 65535));
+  cli.up_cmd->add_option("--api-key", up.serve.api_key, "Require 'Authorization: Bearer KEY'");
+  cli.up_cmd->add_option("--colocated", up.colocated, "Colocated task executors")
+      ->check(CLI::Range(1, 256));
+  cli.up_cmd->add_option("--jes", up.jes, "Job executors")->check(CLI::Range(1, 64));
+  cli.up_cmd
+      ->add_option("--threads-per-te", up.threads_per_te,
+                   "Compute threads of each TE (0 = the machine's threads / TEs)")
+      ->check(CLI::Range(0, 1024));
+  cli.up_cmd
+      ->add_option("--drain-timeout", up.serve.drain_timeout_s,
+                   "Seconds to finish in-flight requests on SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0));
+  cli.up_cmd
+      ->add_option("--start-timeout", up.start_timeout_s, "Seconds each process may take to start")
+      ->check(CLI::Range(1.0, 3600.0));
+  add_router_flags(cli.up_cmd, &up.router, &up.balance_threshold, &up.pd_heatmap,
+                   &up.stall_timeout_ms);
+
+  ClusterStatusOptions& st = *cli.status;
+  cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");
+  cli.status_cmd->add_option("--url", st.url, "The gateway's base URL");
+  cli.status_cmd->add_flag("--json", st.json, "Print the raw JSON document");
+  return cli;
+}
+
+std::optional<int> run_cluster_commands(const ClusterCli& cli) {
+  if (cli.te_cmd->parsed()) return run_te(*cli.te);
+  if (cli.je_cmd->parsed()) return run_je(*cli.je);
+  if (cli.up_cmd->parsed()) return run_cluster_up(*cli.up);
+  if (cli.status_cmd->parsed()) return run_cluster_status(*cli.status);
+  return std::nullopt;
+}
+
+}  // namespace keel::cli

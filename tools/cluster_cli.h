@@ -1,0 +1,29 @@
+// The cluster subcommands' flags: `keel te` (a task executor), `keel je` (a job executor) and
+// `keel cluster up | status`. add_cluster_commands registers them; run_cluster_commands runs the
+// one that was parsed (nullopt when none was).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <optional>
+
+#include "cluster_commands.h"
+
+namespace keel::cli {
+
+struct ClusterCli {
+  std::shared_ptr<TeOptions> te = std::make_shared<TeOptions>();
+  std::shared_ptr<JeOptions> je = std::make_shared<JeOptions>();
+  std::shared_ptr<ClusterUpOptions> up = std::make_shared<ClusterUpOptions>();
+  std::shared_ptr<ClusterStatusOptions> status = std::make_shared<ClusterStatusOptions>();
+  CLI::App* te_cmd = nullptr;
+  CLI::App* je_cmd = nullptr;
+  CLI::App* up_cmd = nullptr;
+  CLI::App* status_cmd = nullptr;
+};
+
+ClusterCli add_cluster_commands(CLI::App& app);
+std::optional<int> run_cluster_commands(const ClusterCli& cli);
+
+}  // namespace keel::cli

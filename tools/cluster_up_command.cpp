@@ -1,0 +1,229 @@
+// `keel cluster up`: the whole tree on one machine. Task executors (`keel te`) start first, each a
+// child process with its share of the cores; then the job executors (`keel je`), given every TE's
+// address; then the gateway — keel's OpenAI server with a FleetClient as its engine — in this
+// process. Each child prints its port on a KEEL_READY line (children bind port 0); a child that
+// does not start in time stops the whole start-up. On SIGTERM/SIGINT the tree drains in order:
+// the gateway stops accepting and lets in-flight requests finish (--drain-timeout), then the JEs
+// stop, then the TEs. Children are stopped by PID and die with this process (PR_SET_PDEATHSIG).
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <thread>
+
+#include "cluster/fleet_client.h"
+#include "cluster/fleet_report.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/ready_line.h"
+#include "cluster_commands.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "default_model.h"
+#include "host/engine_host.h"
+#include "server/chat_formatter.h"
+#include "server/server.h"
+#include "stop_signals.h"
+
+namespace keel::cli {
+namespace {
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("keel") : p.string();
+}
+
+std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
+                                 const std::string& name, int i, int threads) {
+  const ServeOptions& s = o.serve;
+  std::vector<std::string> argv = {self_exe(),
+                                   "te",
+                                   "-m",
+                                   path,
+                                   "--served-model-name",
+                                   name,
+                                   "--id",
+                                   "te-" + std::to_string(i),
+                                   "--port",
+                                   "0",
+                                   "-t",
+                                   std::to_string(threads),
+                                   "--max-num-seqs",
+                                   std::to_string(s.max_num_seqs),
+                                   "--max-batched-tokens",
+                                   std::to_string(s.max_batched_tokens),
+                                   "--max-waiting",
+                                   std::to_string(s.max_waiting),
+                                   "--block-size",
+                                   std::to_string(s.block_size),
+                                   "--kv-cache-bytes",
+                                   std::to_string(s.kv_cache_bytes),
+                                   "--kv-host-bytes",
+                                   std::to_string(s.kv_host_bytes),
+                                   "--kv-type",
+                                   s.kv_type,
+                                   "-c",
+                                   std::to_string(s.ctx_size),
+                                   "--weight-layout",
+                                   s.compute.weight_layout};
+  if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
+  if (s.compute.use_mmap) argv.push_back("--mmap");
+  if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
+  return argv;
+}
+
+std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
+                                 const std::string& name, int i, const std::string& tes) {
+  std::vector<std::string> argv = {self_exe(),
+                                   "je",
+                                   "--id",
+                                   "je-" + std::to_string(i),
+                                   "--port",
+                                   "0",
+                                   "--te",
+                                   tes,
+                                   "-m",
+                                   path,
+                                   "--served-model-name",
+                                   name,
+                                   "--block-size",
+                                   std::to_string(o.serve.block_size),
+                                   "--router",
+                                   o.router,
+                                   "--balance-threshold",
+                                   std::to_string(o.balance_threshold),
+                                   "--stall-timeout-ms",
+                                   std::to_string(o.stall_timeout_ms)};
+  if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});
+  return argv;
+}
+
+// Starts one child and returns "127.0.0.1:<its port>".
+Result<std::string> spawn(cluster::ProcessSupervisor& sup, const std::string& name,
+                          std::vector<std::string> argv, const ClusterUpOptions& o) {
+  cluster::ChildSpec spec;
+  spec.name = name;
+  spec.argv = std::move(argv);
+  spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  KEEL_ASSIGN_OR_RETURN(cluster::Child child, sup.spawn(spec));
+  KEEL_ASSIGN_OR_RETURN(int port, cluster::ready_port(child.ready));
+  return "127.0.0.1:" + std::to_string(port);
+}
+
+struct Tree {
+  std::vector<std::string> te_names, je_names, te_addresses, je_addresses;
+};
+
+Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
+                            const std::string& path, const std::string& name) {
+  Tree t;
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / o.colocated);
+  for (int i = 0; i < o.colocated; ++i) {
+    t.te_names.push_back("te-" + std::to_string(i));
+    KEEL_ASSIGN_OR_RETURN(std::string address,
+                          spawn(sup, t.te_names.back(), te_argv(o, path, name, i, threads), o));
+    t.te_addresses.push_back(address);
+  }
+  std::string tes;
+  for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
+  for (int i = 0; i < o.jes; ++i) {
+    t.je_names.push_back("je-" + std::to_string(i));
+    KEEL_ASSIGN_OR_RETURN(std::string address,
+                          spawn(sup, t.je_names.back(), je_argv(o, path, name, i, tes), o));
+    t.je_addresses.push_back(address);
+  }
+  KEEL_LOG_INFO("cluster: {} TEs ({} threads each), {} JEs", o.colocated, threads, o.jes);
+  return t;
+}
+
+server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string& name) {
+  server::ServerConfig c;
+  c.host = o.serve.host;
+  c.port = o.serve.port;
+  c.api_key = o.serve.api_key;
+  c.served_model_name = name;
+  c.max_body_bytes = static_cast<size_t>(o.serve.max_body_bytes);
+  c.max_inflight_body_bytes = static_cast<size_t>(o.serve.max_inflight_body_bytes);
+  c.io_threads = o.serve.io_threads;
+  c.pic_mode = o.serve.pic;
+  return c;
+}
+
+// Waits for a stop signal; meanwhile reports children that exit on their own.
+int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup) {
+  while (true) {
+    timespec tick{0, 200 * 1000 * 1000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (sig > 0) return sig;
+    for (const cluster::ChildExit& e : sup.poll_exits()) {
+      KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
+    }
+  }
+}
+
+Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
+  std::string path = o.serve.model_path;
+  if (path.empty()) {
+    ThreadPool pool(1);
+    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+  }
+  const std::string name =
+      !o.serve.served_model_name.empty()
+          ? o.serve.served_model_name
+          : (o.serve.model_path.empty() ? "keel-default"
+                                        : std::filesystem::path(path).stem().string());
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
+
+  cluster::ProcessSupervisor sup;  // its destructor stops whatever is still running
+  KEEL_ASSIGN_OR_RETURN(Tree tree, start_children(sup, o, path, name));
+  cluster::FleetClientConfig fc;
+  fc.je_addresses = tree.je_addresses;
+  fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::FleetClient> fleet,
+                        cluster::FleetClient::start(fc));
+  cluster::FleetClient* f = fleet.get();
+  server::ServerDeps deps{
+      fleet.get(), &meta->tokenizer(),
+      server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
+  deps.extra_metrics = [f, name]() -> std::string {
+    Result<cluster::FleetStatus> s = f->fleet_status();
+    return s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+  };
+  deps.cluster_status = [f]() -> Result<std::string> {
+    KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
+    return cluster::fleet_status_json(s).dump();
+  };
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
+                        server::Server::start(gateway_config(o, name), std::move(deps)));
+  KEEL_LOG_INFO("ready: gateway on http://{}:{} (model '{}')", o.serve.host, srv->port(), name);
+  KEEL_TRY(
+      cluster::print_ready_line({{"role", "gateway"}, {"port", srv->port()}, {"pid", getpid()}}));
+
+  const int sig = wait_for_stop(stop_signals, sup);
+  KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
+                o.serve.drain_timeout_s);
+  srv->stop_accepting();
+  fleet->drain(std::chrono::milliseconds(static_cast<int64_t>(o.serve.drain_timeout_s * 1000)));
+  srv->shutdown();
+  fleet->stop();
+  std::vector<std::string> order = tree.je_names;
+  order.insert(order.end(), tree.te_names.begin(), tree.te_names.end());
+  KEEL_TRY(sup.stop_all_in_order(order, std::chrono::milliseconds(10000)).status());
+  KEEL_LOG_INFO("cluster: stopped");
+  return {};
+}
+
+}  // namespace
+
+int run_cluster_up(const ClusterUpOptions& opts) {
+  const sigset_t stop_signals = block_stop_signals();
+  spdlog::set_level(spdlog::level::info);
+  const Status s = cluster_up(opts, stop_signals);
+  return s.ok() ? 0 : report_error(s);
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,128 @@
+// `keel te` and `keel je`: one task executor (a model, an engine, the TE-shell) and one job
+// executor, each a process that prints its KEEL_READY line once serving and drains on SIGTERM.
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "cluster/job_executor.h"
+#include "cluster/pd_heatmap.h"
+#include "cluster/ready_line.h"
+#include "cluster/task_executor.h"
+#include "cluster_commands.h"
+#include "core/file_system.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "default_model.h"
+#include "engine/engine.h"
+#include "engine/model_identity.h"
+#include "gguf/reader.h"
+#include "host/compute.h"
+#include "host/engine_host.h"
+#include "stop_signals.h"
+
+namespace keel::cli {
+namespace {
+
+std::string served_name(const std::string& given, const std::string& path) {
+  if (!given.empty()) return given;
+  if (path.empty()) return "keel-default";
+  return std::filesystem::path(path).stem().string();
+}
+
+Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
+  const ServeOptions& o = opts.engine;
+  KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
+  std::string path = o.model_path;
+  if (path.empty()) {
+    ThreadPool pool(compute.threads);
+    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+  }
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
+  host::StartOptions start;
+  start.compute = compute;
+  start.use_mmap = o.compute.use_mmap;
+  start.group_weights = o.compute.weight_layout != "rows";
+  start.n_ctx = o.ctx_size;
+  start.engine = serve_engine_config(o);
+  KEEL_TRY(host->start(std::move(start)));
+
+  cluster::TaskExecutorConfig config;
+  config.id = opts.id;
+  config.role = cluster::parse_te_role(opts.role).value_or(cluster::TeRole::kColocated);
+  config.model = served_name(o.served_model_name, o.model_path);
+  config.host = o.host;
+  config.port = static_cast<uint16_t>(o.port);
+  config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
+                        cluster::TaskExecutor::start(config, host->client()));
+  KEEL_LOG_INFO("te {}: {} on {} ({} threads), control at {}", opts.id, config.model, path,
+                compute.threads, te->address());
+  KEEL_TRY(cluster::print_ready_line(
+      {{"role", "te"}, {"id", opts.id}, {"port", te->port()}, {"pid", getpid()}}));
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
+  host->engine()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
+  te->stop();
+  return {};
+}
+
+Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
+  cluster::JobExecutorConfig config;
+  config.id = opts.id;
+  config.host = opts.host;
+  config.port = static_cast<uint16_t>(opts.port);
+  config.te_addresses = opts.tes;
+  config.stall_timeout = std::chrono::milliseconds(opts.stall_timeout_ms);
+  config.model = served_name(opts.served_model_name, opts.model_path);
+  config.block_size = opts.block_size;
+  config.router.policy =
+      cluster::parse_route_policy(opts.router).value_or(cluster::RoutePolicy::kDeepServe);
+  config.router.balance_threshold = opts.balance_threshold;
+  KEEL_TRY(config.router.validate());
+  {
+    gguf::ReadOptions metadata_only;
+    metadata_only.mode = gguf::DataMode::kNone;
+    KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
+                          gguf::GgufFile::open(opts.model_path, metadata_only));
+    KEEL_ASSIGN_OR_RETURN(config.model_key, engine::model_identity(file));
+  }
+  if (!opts.pd_heatmap.empty()) {
+    PosixFileSystem fs;
+    KEEL_ASSIGN_OR_RETURN(cluster::PdHeatmap heatmap,
+                          cluster::PdHeatmap::load(fs, opts.pd_heatmap));
+    config.heatmap = std::move(heatmap);
+  }
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::JobExecutor> je,
+                        cluster::JobExecutor::start(std::move(config)));
+  KEEL_LOG_INFO("je {}: {} TEs, router {}, listening at {}", opts.id, opts.tes.size(), opts.router,
+                je->address());
+  KEEL_TRY(cluster::print_ready_line(
+      {{"role", "je"}, {"id", opts.id}, {"port", je->port()}, {"pid", getpid()}}));
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  KEEL_LOG_INFO("je {}: {}: stopping", opts.id, signal_name(sig));
+  je->stop();
+  return {};
+}
+
+}  // namespace
+
+int run_te(const TeOptions& opts) {
+  const sigset_t stop_signals = block_stop_signals();
+  spdlog::set_level(spdlog::level::info);
+  const Status s = te_main(opts, stop_signals);
+  return s.ok() ? 0 : report_error(s);
+}
+
+int run_je(const JeOptions& opts) {
+  const sigset_t stop_signals = block_stop_signals();
+  spdlog::set_level(spdlog::level::info);
+  const Status s = je_main(opts, stop_signals);
+  return s.ok() ? 0 : report_error(s);
+}
+
+}  // namespace keel::cli
