@@ -1,0 +1,149 @@
+// Links on loopback: calls are answered by call_id, messages arrive in order, on_written runs
+// after the frame left, a closed peer fails pending calls at once (no hang), an oversize or
+// garbage frame closes the link, and a listener stops promptly.
+#include "cluster/link.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/socket.h>
+
+#include <atomic>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/write.hpp>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "cluster/listener.h"
+
+namespace keel::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+// An echo server: "ping" calls are answered with their "n" + 1; other messages are recorded.
+struct EchoServer {
+  EchoServer() {
+    auto l = Listener::start(
+        "127.0.0.1", 0,
+        [this](Link& link, Message m) {
+          if (m.type == "ping") {
+            link.reply(m.body["call_id"].get<int64_t>(), Json{{"n", m.body["n"].get<int>() + 1}});
+            return;
+          }
+          std::lock_guard lock(mu);
+          seen.push_back(m.body["i"].get<int>());
+        },
+        [this](Link&) { closes.fetch_add(1); },
+        [this](std::shared_ptr<Link> link) {
+          std::lock_guard lock(mu);
+          links.push_back(std::move(link));
+        });
+    EXPECT_TRUE(l.ok()) << l.status().message();
+    listener = std::move(*l);
+  }
+  ~EchoServer() {
+    listener->stop();
+    std::lock_guard lock(mu);
+    for (auto& l : links) l->close();
+  }
+  std::unique_ptr<Listener> listener;
+  std::mutex mu;
+  std::vector<int> seen;
+  std::vector<std::shared_ptr<Link>> links;
+  std::atomic<int> closes{0};
+};
+
+TEST(LinkTest, CallsAreAnsweredAndMessagesArriveInOrder) {
+  EchoServer server;
+  auto link = Link::connect(server.listener->address(), 2000ms, nullptr, nullptr);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+  for (int n = 0; n < 20; ++n) {
+    Result<Json> r = (*link)->call(Message{"ping", Json{{"n", n}}}, 2000ms);
+    ASSERT_TRUE(r.ok()) << r.status().message();
+    EXPECT_EQ((*r)["n"], n + 1);
+  }
+  std::atomic<int> written{0};
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE((*link)->send(Message{"note", Json{{"i", i}}}, [&] { written.fetch_add(1); }));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::lock_guard lock(server.mu);
+    if (server.seen.size() == 100) break;
+  }
+  std::lock_guard lock(server.mu);
+  ASSERT_EQ(server.seen.size(), 100u);
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(server.seen[i], i);
+  EXPECT_EQ(written.load(), 100);
+}
+
+TEST(LinkTest, PendingCallFailsWhenThePeerCloses) {
+  std::shared_ptr<Link> accepted;
+  std::promise<void> got;
+  auto l = Listener::start(
+      "127.0.0.1", 0, [&](Link&, Message) { got.set_value(); }, nullptr,
+      [&](std::shared_ptr<Link> link) { accepted = std::move(link); });
+  ASSERT_TRUE(l.ok());
+  std::atomic<bool> closed{false};
+  auto link = Link::connect((*l)->address(), 2000ms, nullptr, [&](Link&) { closed = true; });
+  ASSERT_TRUE(link.ok());
+  std::thread closer([&] {
+    got.get_future().wait();
+    accepted->close();  // the peer never answers: it hangs up
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Result<Json> r = (*link)->call(Message{"ping", Json{{"n", 1}}}, 10000ms);
+  closer.join();
+  EXPECT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_TRUE((*link)->closed());
+  (*l)->stop();
+}
+
+TEST(LinkTest, CallTimesOutWithoutAReply) {
+  auto l = Listener::start(
+      "127.0.0.1", 0, [](Link&, Message) {}, nullptr,
+      [](std::shared_ptr<Link> link) { (void)link; });
+  ASSERT_TRUE(l.ok());
+  auto link = Link::connect((*l)->address(), 2000ms, nullptr, nullptr);
+  ASSERT_TRUE(link.ok());
+  Result<Json> r = (*link)->call(Message{"ping", Json{{"n", 1}}}, 100ms);
+  EXPECT_FALSE(r.ok());
+  (*l)->stop();
+}
+
+TEST(LinkTest, GarbageAndOversizeFramesCloseTheLink) {
+  for (const std::vector<uint8_t>& frame : {std::vector<uint8_t>{0, 0, 0, 2, 0xc1, 0xc1},
+                                            std::vector<uint8_t>{0x7f, 0xff, 0xff, 0xff}}) {
+    EchoServer server;
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket raw(io);
+    raw.connect({boost::asio::ip::make_address("127.0.0.1"), server.listener->port()});
+    boost::asio::write(raw, boost::asio::buffer(frame));
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (server.closes.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(5ms);
+    }
+    EXPECT_EQ(server.closes.load(), 1);
+  }
+}
+
+TEST(LinkTest, ConnectToNothingFailsWithinTheTimeout) {
+  uint16_t port = 0;
+  {
+    auto l = Listener::start("127.0.0.1", 0, nullptr, nullptr, [](std::shared_ptr<Link>) {});
+    ASSERT_TRUE(l.ok());
+    port = (*l)->port();
+  }  // closed: nothing listens there now
+  const auto start = std::chrono::steady_clock::now();
+  auto link = Link::connect("127.0.0.1:" + std::to_string(port), 300ms, nullptr, nullptr);
+  EXPECT_FALSE(link.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_FALSE(Link::connect("nonsense", 100ms, nullptr, nullptr).ok());
+}
+
+}  // namespace
+}  // namespace keel::cluster

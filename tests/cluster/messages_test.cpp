@@ -1,0 +1,142 @@
+// The cluster's messages: every message round-trips through a link frame exactly; malformed
+// bodies are InvalidArgument naming the field; a reply's Status survives the trip. With
+// KEEL_WRITE_FUZZ_SEEDS=DIR set, the frames are also written there as the fuzz target's seeds
+// (tests/fuzz/corpus/cluster_messages_fuzz/).
+#include "cluster/messages.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace keel::cluster {
+namespace {
+
+// Encodes, frames, unframes: the body the receiver's decoder sees.
+Json through_link(const Message& m, const std::string& seed_name) {
+  const std::vector<uint8_t> bytes = encode_message(m);
+  if (const char* dir = std::getenv("KEEL_WRITE_FUZZ_SEEDS")) {
+    std::ofstream(std::string(dir) + "/" + seed_name, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+  }
+  Result<Message> back = decode_message(bytes);
+  EXPECT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->type, m.type);
+  return back->body;
+}
+
+engine::GenerationRequest sample_request() {
+  engine::GenerationRequest r;
+  r.request_id = "cmpl-1";
+  r.prompt_tokens = {1, 15043, 2787};
+  r.max_tokens = 33;
+  r.sampling.seed = 7;
+  r.sampling.temperature = 0.5f;
+  r.stop_strings = {"\n\n"};
+  r.resumed_tokens = 1;
+  return r;
+}
+
+TEST(ClusterMessagesTest, SubmitJobAndTaskRoundTrip) {
+  const SubmitJob job{JobRef{"gw-1", 42}, "127.0.0.1:9000", sample_request()};
+  Result<SubmitJob> j = decode_submit_job(through_link(encode(job), "submit_job"));
+  ASSERT_TRUE(j.ok()) << j.status().message();
+  EXPECT_EQ(j->ref, job.ref);
+  EXPECT_EQ(j->reply_to, job.reply_to);
+  EXPECT_EQ(j->request, job.request);
+
+  const SubmitTask task{JobRef{"gw-1", 42}, 2, "127.0.0.1:9000", sample_request()};
+  Result<SubmitTask> t = decode_submit_task(through_link(encode(task), "submit_task"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->attempt, 2);
+  EXPECT_EQ(t->request, task.request);
+}
+
+TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
+  TaskEvent ev;
+  ev.job = 9;
+  ev.attempt = 1;
+  ev.first_index = 17;
+  ev.event.tokens = {5, 6};
+  ev.event.finish = engine::FinishReason::kLength;
+  Result<TaskEvent> e = decode_task_event(through_link(encode(ev), "task_event"));
+  ASSERT_TRUE(e.ok()) << e.status().message();
+  EXPECT_EQ(e->first_index, 17);
+  EXPECT_EQ(e->event, ev.event);
+
+  LoadReport report;
+  report.te_id = "te-3";
+  report.role = TeRole::kDecode;
+  report.model = "m";
+  report.pid = 1234;
+  report.load = TeLoad{1, 2, 300, 4, 50};
+  report.max_model_len = 512;
+  report.stats.steps_total = 99;
+  report.progress.push_back(TaskProgress{JobRef{"gw-1", 42}, 0, {7, 8, 9}, true});
+  Result<LoadReport> r = decode_load_report(through_link(encode(report), "load_report"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->role, TeRole::kDecode);
+  EXPECT_EQ(r->pid, 1234);
+  EXPECT_EQ(r->load, report.load);
+  EXPECT_EQ(r->stats, report.stats);
+  EXPECT_EQ(r->progress, report.progress);
+
+  Result<AbortTask> a =
+      decode_abort(through_link(encode_abort_task(AbortTask{JobRef{"g", 1}, 3}), "abort_task"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->attempt, 3);
+  Result<JobAttempt> at = decode_job_attempt(through_link(encode(JobAttempt{5, 2}), "job_attempt"));
+  ASSERT_TRUE(at.ok());
+  EXPECT_EQ(at->attempt, 2);
+  Result<JobFailed> f = decode_job_failed(through_link(encode(JobFailed{5, "boom"}), "job_failed"));
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->error, "boom");
+}
+
+TEST(ClusterMessagesTest, FleetStatusRoundTrip) {
+  FleetStatus s;
+  s.je_id = "je-1";
+  s.fleet.tes.push_back(TeInfo{"te-0", "127.0.0.1:1", TeRole::kColocated, "m", 77, {}, true});
+  s.stats.push_back({});
+  s.metrics.push_back({});
+  s.jobs_redriven = 3;
+  s.max_model_len = 256;
+  s.router = Json{{"locality", 4}};
+  Result<FleetStatus> back =
+      decode_fleet_status(through_link(Message{"reply", encode_body(s)}, "fleet_status"));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->fleet.tes, s.fleet.tes);
+  EXPECT_EQ(back->jobs_redriven, 3);
+  EXPECT_EQ(back->max_model_len, 256);
+  EXPECT_EQ(back->router["locality"], 4);
+}
+
+TEST(ClusterMessagesTest, MalformedBodiesNameTheField) {
+  Result<SubmitJob> no_request = decode_submit_job(Json{{"ref", {{"gateway", "g"}, {"job", 1}}}});
+  ASSERT_FALSE(no_request.ok());
+  EXPECT_NE(no_request.status().message().find("request"), std::string::npos);
+  Result<TaskEvent> bad_index =
+      decode_task_event(Json{{"job", 1}, {"first_index", -4}, {"event", Json::binary({})}});
+  ASSERT_FALSE(bad_index.ok());
+  EXPECT_NE(bad_index.status().message().find("first_index"), std::string::npos);
+  Result<LoadReport> bad_role = decode_load_report(Json{{"role", "semi"}});
+  ASSERT_FALSE(bad_role.ok());
+  EXPECT_NE(bad_role.status().message().find("role"), std::string::npos);
+  EXPECT_FALSE(decode_message(std::vector<uint8_t>{0xc1}).ok());
+  std::vector<uint8_t> wrong_version =
+      Json::to_msgpack(Json{{"v", 99}, {"type", "x"}, {"body", Json::object()}});
+  EXPECT_FALSE(decode_message(wrong_version).ok());
+}
+
+TEST(ClusterMessagesTest, StatusSurvivesAReply) {
+  const Status s = Status::resource_exhausted("queue full");
+  const Status back = decode_status_body(status_body(s));
+  EXPECT_EQ(back.code(), s.code());
+  EXPECT_EQ(back.message(), "queue full");
+  EXPECT_TRUE(decode_status_body(status_body(Status())).ok());
+  EXPECT_EQ(decode_status_body(Json::object()).code(), StatusCode::kInternal);
+}
+
+}  // namespace
+}  // namespace keel::cluster
