@@ -154,11 +154,10 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   // Resumed tokens count in max_tokens: the original prompt + max_tokens is the context needed.
   const int64_t total = int64_t{request.num_original_prompt_tokens()} + request.max_tokens;
   if (total > max_model_len_) {
-    return Status::out_of_range("this model's maximum context length is " +
-                                std::to_string(max_model_len_) + " tokens, but the request needs " +
-                                std::to_string(request.num_original_prompt_tokens()) +
-                                " prompt tokens + " +
-                                std::to_string(request.max_tokens) + " completion tokens");
+    return Status::out_of_range(
+        "this model's maximum context length is " + std::to_string(max_model_len_) +
+        " tokens, but the request needs " + std::to_string(request.num_original_prompt_tokens()) +
+        " prompt tokens + " + std::to_string(request.max_tokens) + " completion tokens");
   }
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,

@@ -42,8 +42,8 @@
 #include <vector>
 
 #include "core/result.h"
-#include "sampling/logprobs.h"
 #include "sampling/counter_rng.h"
+#include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 #include "sampling/sampling_workspace.h"
 #include "sampling/token_history.h"

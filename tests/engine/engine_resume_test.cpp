@@ -3,17 +3,24 @@
 // the same tokens k.., the same finish reason and stop string, usage of the original prompt — for
 // greedy decoding, seeded sampling at temperature 1, and penalties with a stop string, at several
 // cut points, with the resumed tokens' KV prefilled (no prefix cache, one or several chunks) or
-// taken from the prefix cache. Plus the validation of resumed_tokens.
+// taken from the prefix cache. Plus the validation of resumed_tokens, and — on random-weight
+// models of every matmul weight type, under every kernel table this CPU has, with an F32 and an
+// F16 KV cache — that the resumed run's logits (raw logprobs) equal the uninterrupted run's
+// bit for bit: prefill of the resumed tokens computes the same KV as decoding them did.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
+#include "model/random_model.h"
 #include "tokenizer/incremental_decoder.h"
 #include "tokenizer/tokenizer.h"
 
@@ -23,6 +30,7 @@ namespace {
 // What a client sees of one request.
 struct Outcome {
   std::vector<int32_t> tokens;
+  std::vector<sampling::Logprobs> logprobs;  // when the request asks for them
   std::optional<FinishReason> finish;
   std::optional<int32_t> stop_string;
   int32_t num_prompt_tokens = -1;  // of the final event
@@ -36,6 +44,7 @@ class OutcomeSink final : public OutputSink {
   void on_event(TokenEvent ev) override {
     std::lock_guard lock(mu_);
     out_.tokens.insert(out_.tokens.end(), ev.tokens.begin(), ev.tokens.end());
+    out_.logprobs.insert(out_.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
     if (out_.num_prompt_tokens >= 0 && ev.num_prompt_tokens != out_.num_prompt_tokens) {
       out_.usage_consistent = false;
     }
@@ -49,8 +58,9 @@ class OutcomeSink final : public OutputSink {
   }
   Outcome wait() {
     std::unique_lock lock(mu_);
-    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [this] { return out_.finish.has_value(); }))
-        << "request did not finish";
+    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(60), [this] {
+      return out_.finish.has_value();
+    })) << "request did not finish";
     return out_;
   }
 
@@ -119,6 +129,8 @@ class EngineResumeTest : public ::testing::Test {
         SCOPED_TRACE(::testing::Message() << config << ", resumed after " << k << " of " << n);
         Outcome want = whole;
         want.tokens.erase(want.tokens.begin(), want.tokens.begin() + k);
+        if (!want.logprobs.empty())
+          want.logprobs.erase(want.logprobs.begin(), want.logprobs.begin() + k);
         Outcome got = run(e, resumed(r, whole.tokens, k));
         EXPECT_LE(got.num_cached_tokens, want.num_prompt_tokens);
         got.num_cached_tokens = want.num_cached_tokens;  // depends on the prefix cache
@@ -187,8 +199,7 @@ TEST_F(EngineResumeTest, PenaltiesAndStopStringContinueExactly) {
   as_prompt.max_tokens = r.max_tokens - 8;
   as_prompt.stop_strings.clear();
   Outcome other = run(*engine, as_prompt);
-  EXPECT_NE(other.tokens,
-            std::vector<int32_t>(free_run.tokens.begin() + 8, free_run.tokens.end()));
+  EXPECT_NE(other.tokens, std::vector<int32_t>(free_run.tokens.begin() + 8, free_run.tokens.end()));
 }
 
 TEST_F(EngineResumeTest, MaxTokensCountsTheResumedTokens) {
@@ -202,7 +213,7 @@ TEST_F(EngineResumeTest, MaxTokensCountsTheResumedTokens) {
   EXPECT_EQ(rest.finish, FinishReason::kLength);
   EXPECT_EQ(rest.num_prompt_tokens, 5);
   const MetricsSnapshot m = engine->metrics();
-  EXPECT_EQ(m.request_prompt_tokens.sum, 10.0);  // both counted the original 5 prompt tokens
+  EXPECT_EQ(m.request_prompt_tokens.sum, 10.0);      // both counted the original 5 prompt tokens
   EXPECT_EQ(m.request_generation_tokens.sum, 15.0);  // 12 + the 3 this engine generated
 }
 
@@ -246,6 +257,73 @@ TEST_F(EngineResumeTest, InvalidResumedTokensAreRefused) {
   // The same request uninterrupted is fine (it stops early); not resumed, nothing is checked.
   q.resumed_tokens = 0;
   EXPECT_TRUE(engine->submit(q, std::make_shared<OutcomeSink>()).ok());
+}
+
+// Runs a seeded request uninterrupted and resumed at a few cuts on `model` under every kernel
+// table this CPU has, with an F32 and an F16 KV cache, no prefix cache (the resumed tokens are
+// prefilled): the same tokens and bit-identical raw logprobs.
+void expect_prefill_matches_decode(const model::Model& model, const std::string& what) {
+  const CpuFeatures cpu = detect_cpu_features();
+  for (kernels::Isa isa : {kernels::Isa::kScalar, kernels::Isa::kAvx2, kernels::Isa::kAvx512}) {
+    if (!kernels::isa_supported(isa, cpu)) continue;
+    for (DType kv : {DType::kF32, DType::kF16}) {
+      SCOPED_TRACE(::testing::Message() << what << " weights, " << kernels::isa_name(isa) << ", "
+                                        << dtype_name(kv) << " KV");
+      EngineConfig c = base_config();
+      c.isa = isa;
+      c.kv_dtype = kv;
+      c.enable_prefix_cache = false;
+      c.kv_cache_bytes = int64_t{8} << 20;
+      auto e = Engine::start(model, c);
+      ASSERT_TRUE(e.ok()) << e.error().to_string();
+      GenerationRequest r = greedy({1, 72, 101, 108, 108, 111, 44, 32, 119}, 24);
+      r.sampling.temperature = 1.0f;
+      r.sampling.seed = 3;
+      r.sampling.logprobs = 4;  // raw logprobs: they change with any logit
+      const Outcome whole = run(**e, r);
+      ASSERT_EQ(whole.logprobs.size(), 24u);
+      for (int32_t k : {1, 9, 23}) {
+        const Outcome got = run(**e, resumed(r, whole.tokens, k));
+        float max_diff = 0.0f;
+        for (size_t i = 0; i < got.logprobs.size() && i + k < whole.logprobs.size(); ++i) {
+          max_diff = std::max(max_diff, std::abs(got.logprobs[i].chosen.logprob -
+                                                 whole.logprobs[i + k].chosen.logprob));
+        }
+        EXPECT_EQ(got.tokens, std::vector<int32_t>(whole.tokens.begin() + k, whole.tokens.end()))
+            << "cut " << k;
+        EXPECT_TRUE(std::equal(got.logprobs.begin(), got.logprobs.end(), whole.logprobs.begin() + k,
+                               whole.logprobs.end()))
+            << "cut " << k << ": chosen logprobs differ by up to " << max_diff;
+      }
+    }
+  }
+}
+
+// The kernel paths: decode computes a position's KV with one-token matmuls and attention, the
+// resumed request's prefill with many-token ones (other tilings, other kernels for quantized
+// weights). Exact continuation needs them to agree bit for bit; the raw logprobs of every step
+// (a function of all logits) show any difference.
+TEST(EngineResumeKernelsTest, PrefillOfResumedTokensMatchesTheirDecodeOnEveryKernelPath) {
+  const std::string dir = testing::make_temp_dir("resume-kernels");
+  ThreadPool pool(1);
+  for (DType weights : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    model::RandomModelSpec spec;
+    spec.shape = *model::find_model_shape("tiny");
+    spec.weight_type = weights;
+    spec.seed = 5;
+    const std::string path = dir + "/" + std::string(dtype_name(weights)) + ".gguf";
+    ASSERT_TRUE(model::write_random_model(spec, path, pool).ok());
+    const bool quantized = weights == DType::kQ8_0 || weights == DType::kQ4_0;
+    for (bool grouped : {true, false}) {  // quantized rows regrouped at load (the default) or not
+      if (!grouped && !quantized) continue;
+      model::ModelOptions options;
+      options.group_weights = grouped;
+      auto model = model::Model::open(path, options);
+      ASSERT_TRUE(model.ok()) << model.error().to_string();
+      expect_prefill_matches_decode(
+          **model, std::string(dtype_name(weights)) + (grouped ? " grouped" : " rows"));
+    }
+  }
 }
 
 }  // namespace

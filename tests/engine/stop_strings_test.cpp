@@ -81,8 +81,7 @@ TEST_F(StopStringDetectorTest, EndOfGenerationFlushCanComplete) {
 // multi-byte character split across the boundary still completes on the same token; one that
 // completed inside the resumed tokens is reported by resume() (the engine refuses the request).
 TEST_F(StopStringDetectorTest, ResumeContinuesAcrossTheBoundary) {
-  const std::vector<int32_t> ids = {the_,       end_,       st_, op_, byte(0xC3),
-                                    byte(0xA9), byte(0xE2), the_};
+  const std::vector<int32_t> ids = {the_, end_, st_, op_, byte(0xC3), byte(0xA9), byte(0xE2), the_};
   const std::vector<std::vector<std::string>> stop_sets = {
       {"STOP"}, {"e end"}, {"\xC3\xA9"}, {"nowhere", "OP\xC3\xA9"}, {"\xEF\xBF\xBD The"}};
   for (const auto& stops : stop_sets) {
@@ -90,8 +89,7 @@ TEST_F(StopStringDetectorTest, ResumeContinuesAcrossTheBoundary) {
     for (size_t k = 0; k < ids.size(); ++k) {
       SCOPED_TRACE(::testing::Message() << stops.front() << " cut " << k);
       StopStringDetector d(*tok_, stops);
-      const std::optional<int32_t> inside =
-          d.resume(std::span<const int32_t>(ids.data(), k));
+      const std::optional<int32_t> inside = d.resume(std::span<const int32_t>(ids.data(), k));
       if (at >= 0 && static_cast<size_t>(at) < k) {  // completed inside the resumed tokens
         EXPECT_EQ(inside, which);
         continue;
