@@ -74,8 +74,10 @@ struct GenerationRequest {
   // string completed across the boundary finishes the request; one completed inside them is
   // refused, as are an EOG or stop token id among them — the earlier attempt would have
   // finished); max_tokens counts them, so at most max_tokens − resumed_tokens more are generated;
-  // usage (TokenEvent::num_prompt_tokens, num_cached_tokens) and metrics count the original
-  // prompt only. 0 ≤ resumed_tokens < prompt_tokens.size() and resumed_tokens < max_tokens.
+  // usage (TokenEvent::num_prompt_tokens, num_cached_tokens) and prompt metrics count the original
+  // prompt only; generation metrics count the tokens this engine generates. Submit refuses with
+  // InvalidArgument unless 0 ≤ resumed_tokens < prompt_tokens.size() and resumed_tokens <
+  // max_tokens (engine/resumed_request.h).
   // Exact continuation holds for dense requests without PIC chunks (sparse decode and PIC links
   // are approximate by design).
   int32_t resumed_tokens = 0;
