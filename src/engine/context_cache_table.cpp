@@ -11,7 +11,8 @@ ContextCacheInfo ContextCacheTable::info_for(const GenerationRequest& request,
   ContextCacheInfo info;
   info.id = request.retain_as;
   info.cache_salt = request.cache_salt;
-  info.tokens = request.prompt_tokens;
+  info.tokens.assign(request.prompt_tokens.begin(),  // the prompt the client sent
+                     request.prompt_tokens.end() - request.resumed_tokens);
   info.description = request.retain_description;
   info.ttl_ms = request.retain_ms;
   info.created_unix_ms = created_unix_ms;

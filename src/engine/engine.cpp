@@ -8,6 +8,7 @@
 
 #include "core/log.h"
 #include "engine/model_identity.h"
+#include "engine/resumed_request.h"
 #include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"
@@ -146,17 +147,19 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
     }
   }
   if (request.max_tokens < 1) return Status::invalid_argument("max_tokens must be at least 1");
-  const int64_t total = static_cast<int64_t>(request.prompt_tokens.size()) + request.max_tokens;
-  if (total > max_model_len_) {
-    return Status::out_of_range("this model's maximum context length is " +
-                                std::to_string(max_model_len_) + " tokens, but the request needs " +
-                                std::to_string(request.prompt_tokens.size()) + " prompt tokens + " +
-                                std::to_string(request.max_tokens) + " completion tokens");
-  }
-  KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
   if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
     return Status::invalid_argument("stop strings need an engine with a tokenizer");
   }
+  KEEL_TRY(validate_resumed(request, config_.eog_token_ids, tokenizer_));
+  // Resumed tokens count in max_tokens: the original prompt + max_tokens is the context needed.
+  const int64_t total = int64_t{request.num_original_prompt_tokens()} + request.max_tokens;
+  if (total > max_model_len_) {
+    return Status::out_of_range(
+        "this model's maximum context length is " + std::to_string(max_model_len_) +
+        " tokens, but the request needs " + std::to_string(request.num_original_prompt_tokens()) +
+        " prompt tokens + " + std::to_string(request.max_tokens) + " completion tokens");
+  }
+  KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
   if (request.sparse.has_value()) {
@@ -165,7 +168,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
                  .status());
   }
   // Reads only configuration fixed at construction: safe from any thread.
-  KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_tokens));
+  KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_new_tokens()));
   if (num_waiting_.load() >= config_.scheduler.max_waiting) {
     return Status::resource_exhausted("too many requests are waiting (" +
                                       std::to_string(config_.scheduler.max_waiting) +
@@ -293,7 +296,8 @@ void Engine::admit(Submit s) {
   a.sink = std::move(s.sink);
   a.sampler = std::make_unique<sampling::Sampler>(s.request.sampling,
                                                   static_cast<int32_t>(model_.hparams().n_vocab));
-  a.sampler->set_prompt(s.request.prompt_tokens);
+  a.sampler->set_prompt(original_prompt(s.request));
+  a.sampler->resume(resumed_span(s.request));  // counted as output; the draw counter moves on
   a.pic_variant = s.request.pic_link.value_or(config_.pic_link);
   a.request = std::move(s.request);
   a.cache_blocks = s.cache_blocks;
@@ -306,10 +310,11 @@ void Engine::admit(Submit s) {
   r.sparse = std::move(sparse).value();
   if (!q.stop_strings.empty()) {
     r.stops = std::make_unique<StopStringDetector>(*tokenizer_, q.stop_strings);
+    KEEL_CHECK(!r.stops->resume(resumed_span(q)).has_value());  // submit() refused a match
   }
   if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
       !config_.enable_prefix_cache || r.sparse != nullptr) {
-    scheduler_.add(s.key, q.prompt_tokens, q.max_tokens,
+    scheduler_.add(s.key, q.prompt_tokens, q.max_new_tokens(),
                    kv::request_extra_key(model_key_, q.cache_salt));
     if (r.sparse != nullptr) {
       scheduler_.set_exact_limit(s.key, prompt_len);
@@ -365,11 +370,11 @@ void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent e
   a.finished = true;
   const int64_t t = now_ns();
   event.finish = reason;
-  event.num_prompt_tokens = static_cast<int32_t>(a.request.prompt_tokens.size());
-  event.num_cached_tokens = std::max(0, a.num_cached_tokens);
+  event.num_prompt_tokens = a.request.num_original_prompt_tokens();
+  event.num_cached_tokens = usage_cached_tokens(a.request, a.num_cached_tokens);
   metrics_.count_finished(reason);
   metrics_.e2e_request_latency_seconds.observe(seconds_between(a.arrival_ns, t));
-  metrics_.request_prompt_tokens.observe(static_cast<double>(a.request.prompt_tokens.size()));
+  metrics_.request_prompt_tokens.observe(a.request.num_original_prompt_tokens());
   metrics_.request_generation_tokens.observe(a.num_generated);
   a.sink->on_event(std::move(event));
   num_active_.fetch_sub(1);
@@ -389,7 +394,7 @@ std::optional<FinishReason> Engine::finish_reason(Active& a, int32_t token, Toke
   std::optional<FinishReason> reason;
   if ((eog && !r.ignore_eos) || stop_id) {
     reason = FinishReason::kStop;
-  } else if (a.num_generated >= r.max_tokens ||
+  } else if (a.num_generated >= r.max_new_tokens() ||
              static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
     reason = FinishReason::kLength;
   }
@@ -547,7 +552,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     ++counters_.generation_tokens_total;
     if (a.first_token_ns == 0) {
       a.first_token_ns = t;
-      counters_.prompt_tokens_total += static_cast<int64_t>(a.request.prompt_tokens.size());
+      counters_.prompt_tokens_total += a.request.num_original_prompt_tokens();
       metrics_.time_to_first_token_seconds.observe(seconds_between(a.arrival_ns, t));
     } else {
       metrics_.inter_token_latency_seconds.observe(seconds_between(a.last_token_ns, t));
@@ -559,8 +564,8 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     if (std::optional<FinishReason> reason = finish_reason(a, tok.token, &ev)) {
       finish(tok.key, a, *reason, std::move(ev));
     } else {
-      ev.num_prompt_tokens = static_cast<int32_t>(a.request.prompt_tokens.size());
-      ev.num_cached_tokens = a.num_cached_tokens;
+      ev.num_prompt_tokens = a.request.num_original_prompt_tokens();
+      ev.num_cached_tokens = usage_cached_tokens(a.request, a.num_cached_tokens);
       a.sink->on_event(std::move(ev));
     }
   }

@@ -86,7 +86,7 @@ void Engine::link_parent(RequestKey key, Active& p) {
     pic.variant = p.pic_variant;
     ++counters_.pic_requests;
   }
-  scheduler_.add(key, p.request.prompt_tokens, p.request.max_tokens,
+  scheduler_.add(key, p.request.prompt_tokens, p.request.max_new_tokens(),
                  kv::request_extra_key(model_key_, p.request.cache_salt), std::move(pic));
 }
 

@@ -21,6 +21,13 @@ std::optional<int32_t> StopStringDetector::push(int32_t token) {
   return feed(decoder_.push(token));
 }
 
+std::optional<int32_t> StopStringDetector::resume(std::span<const int32_t> tokens) {
+  for (int32_t token : tokens) {
+    if (std::optional<int32_t> match = push(token)) return match;
+  }
+  return std::nullopt;
+}
+
 std::optional<int32_t> StopStringDetector::finish() { return feed(decoder_.finish()); }
 
 }  // namespace keel::engine

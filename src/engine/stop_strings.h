@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,12 @@ class StopStringDetector {
   // Feeds one generated token; the index (into `stops`) of the stop string this token completes.
   // After a match every later call returns nullopt.
   std::optional<int32_t> push(int32_t token);
+  // Feeds the tokens an earlier attempt of the request generated (GenerationRequest::
+  // resumed_tokens), before any push(): the text continues from them as in the uninterrupted run
+  // (held-back bytes and partial stop strings carry over the boundary). The index of a stop
+  // string completed inside them — the earlier attempt would have finished there, so the engine
+  // refuses such a request; nullopt normally.
+  std::optional<int32_t> resume(std::span<const int32_t> tokens);
   // The request ends for another reason (end of generation, length): flushes the bytes the
   // decoder still holds; the index of a stop string they complete.
   std::optional<int32_t> finish();

@@ -141,6 +141,7 @@ Json encode_request_body(const GenerationRequest& q) {
   j["prompt_tokens"] = q.prompt_tokens;
   if (Json s = encode_sampling(q.sampling); !s.empty()) j["sampling"] = std::move(s);
   j["max_tokens"] = q.max_tokens;
+  if (q.resumed_tokens != 0) j["resumed_tokens"] = q.resumed_tokens;
   if (q.ignore_eos) j["ignore_eos"] = true;
   if (!q.stop_token_ids.empty()) j["stop_token_ids"] = q.stop_token_ids;
   if (!q.stop_strings.empty()) j["stop_strings"] = q.stop_strings;
@@ -164,6 +165,7 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.i32_list("prompt_tokens", &q->prompt_tokens);
   if (const Json* s = r.object("sampling")) KEEL_TRY(decode_sampling(*s, &q->sampling));
   r.i32("max_tokens", &q->max_tokens);
+  r.i32("resumed_tokens", &q->resumed_tokens);  // missing: 0, a request that is not resumed
   r.boolean("ignore_eos", &q->ignore_eos);
   r.i32_list("stop_token_ids", &q->stop_token_ids);
   r.str_list("stop_strings", &q->stop_strings);

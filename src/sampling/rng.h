@@ -1,7 +1,9 @@
-// Rng: the per-request pseudo-random generator of the sampler — xoshiro256** (Blackman & Vigna)
-// seeded through splitmix64, with keel's own integer → double conversion. The stream depends only
-// on the 64-bit seed: the same seed gives the same numbers on every thread, process, compiler and
-// C library (no std:: distributions, whose outputs are implementation-defined).
+// Rng: a sequential seeded pseudo-random generator — xoshiro256** (Blackman & Vigna) seeded
+// through splitmix64, with keel's own integer → double conversion — for reproducible data (tests,
+// synthetic inputs). The sampler does not use it: its draws are counter-based (counter_rng.h), so
+// that a resumed request draws as the uninterrupted one. The stream depends only on the 64-bit
+// seed: the same seed gives the same numbers on every thread, process, compiler and C library (no
+// std:: distributions, whose outputs are implementation-defined).
 //
 // Invariant: the 256-bit state is never all zero (splitmix64 cannot produce four zero words).
 // Thread safety: a value type without shared state; one Rng per request, used by one thread.

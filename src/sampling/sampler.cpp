@@ -6,6 +6,7 @@
 
 #include "core/check.h"
 #include "sampling/logit_processors.h"
+#include "sampling/rng.h"
 #include "sampling/softmax_math.h"
 #include "sampling/truncation.h"
 
@@ -32,6 +33,11 @@ void Sampler::set_prompt(std::span<const int32_t> prompt_tokens) {
 void Sampler::accept(int32_t token) {
   KEEL_CHECK(token >= 0 && token < vocab_size_);
   history_.add_output(token);
+}
+
+void Sampler::resume(std::span<const int32_t> generated_tokens) {
+  for (int32_t id : generated_tokens) accept(id);
+  draw_index_ += generated_tokens.size();
 }
 
 SamplingWorkspace& Sampler::own_workspace() {
@@ -70,12 +76,13 @@ int32_t draw_from_survivors(std::span<const Candidate> survivors, std::span<cons
 
 int32_t Sampler::sample(std::span<float> logits, SamplingWorkspace& ws) {
   KEEL_CHECK(logits.size() == static_cast<size_t>(vocab_size_));
+  const uint64_t draw_index = draw_index_++;  // every call, greedy or not, is one generated token
   apply_logit_bias(logits, params_.logit_bias);
   apply_penalties(logits, history_, params_.repetition_penalty, params_.presence_penalty,
                   params_.frequency_penalty);
   if (params_.is_greedy()) return argmax(logits);
 
-  const double u = rng_.next_double();  // exactly one draw per non-greedy step
+  const double u = rng_.uniform(draw_index);
   const float max_logit = prepare_logits(logits, params_.temperature);
   // Nothing finite to sample from (everything banned), or +inf logits: deterministic argmax.
   if (!std::isfinite(max_logit)) return argmax(logits);

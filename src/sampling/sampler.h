@@ -1,5 +1,5 @@
 // Sampler: turns one sequence's logits into the next token, per request. It owns the request's
-// validated SamplingParams, its seeded Rng and its TokenHistory (for the penalties). Scratch
+// validated SamplingParams, its seeded CounterRng and its TokenHistory (for the penalties). Scratch
 // memory comes from a SamplingWorkspace: the Sampler's own (created on first use, reused across
 // steps) or one lent by the caller, so that an engine with many requests keeps one per thread.
 //
@@ -19,11 +19,15 @@
 // most likely token, which survives every earlier stage. (vLLM v1 runs min-p before top-k/top-p;
 // results differ only when min-p removes tokens inside the top-p nucleus.)
 //
-// Reproducibility: each non-greedy sample() consumes exactly one 64-bit draw from the Rng
-// (xoshiro256**, sampling/rng.h), greedy steps consume none; the draw walks the survivors in a
-// canonical order (token id order, or ranks_before order for top-k survivors); exp and the sums
-// are keel's own fixed-order float arithmetic (softmax_math.h, no libm, no FMA contraction). So
-// the same seed, logits and parameters give the same tokens on any thread, process or platform.
+// Reproducibility: the random stream is counter-based (CounterRng, sampling/counter_rng.h): the
+// i-th sample() call of a request (i = 0 for its first generated token; resume() moves i on) uses
+// the uniform draw CounterRng(seed).uniform(i) when it is not greedy — a pure function of
+// (seed, i), whatever earlier calls drew or whether they were greedy. So a request re-driven on
+// another engine as prompt + its first k generated tokens (resume()) samples token k exactly as
+// the uninterrupted run did. The draw walks the survivors in a canonical order (token id order,
+// or ranks_before order for top-k survivors); exp and the sums are keel's own fixed-order float
+// arithmetic (softmax_math.h, no libm, no FMA contraction). So the same seed, logits and
+// parameters give the same tokens on any thread, process or platform.
 //
 // Cost per step at a 152k vocabulary: a few O(V) vectorisable passes; no sort of the vocabulary
 // (see truncation.h); no allocation after the first step.
@@ -38,8 +42,8 @@
 #include <vector>
 
 #include "core/result.h"
+#include "sampling/counter_rng.h"
 #include "sampling/logprobs.h"
-#include "sampling/rng.h"
 #include "sampling/sampling_params.h"
 #include "sampling/sampling_workspace.h"
 #include "sampling/token_history.h"
@@ -81,6 +85,14 @@ class Sampler {
   // Records a generated token for the penalties. Must be in [0, vocab_size).
   void accept(int32_t token);
 
+  // Takes over tokens an earlier attempt of this request generated (its first generated tokens,
+  // in order), as if sample() had returned each and accept() had recorded it: they count as
+  // output for the penalties, and the draw index moves on by their number, so the next sample()
+  // is the one for generated token draw_index(). Ids must be in [0, vocab_size).
+  void resume(std::span<const int32_t> generated_tokens);
+  // The counter of the next sample() call: 0 for a request's first generated token.
+  [[nodiscard]] uint64_t draw_index() const { return draw_index_; }
+
   [[nodiscard]] const SamplingParams& params() const { return params_; }
   [[nodiscard]] int32_t vocab_size() const { return vocab_size_; }
   // The seed in use (the drawn one when params().seed was nullopt), for logs and replays.
@@ -92,7 +104,8 @@ class Sampler {
 
   SamplingParams params_;
   int32_t vocab_size_;
-  Rng rng_;
+  CounterRng rng_;
+  uint64_t draw_index_ = 0;  // sample() calls so far, plus resumed tokens
   TokenHistory history_;
   std::unique_ptr<SamplingWorkspace> own_workspace_;  // created by the first sample() without one
 };

@@ -2,7 +2,7 @@
 // boundaries the tests control: a stop string completes on the token that finishes it, across
 // token boundaries and inside multi-byte characters made of byte-fallback tokens; the first to
 // complete wins; text the decoder holds at the end of generation can complete one; after a match
-// nothing else matches.
+// nothing else matches; resume() continues across the boundary with an earlier attempt's tokens.
 #include "engine/stop_strings.h"
 
 #include <gtest/gtest.h>
@@ -74,6 +74,42 @@ TEST_F(StopStringDetectorTest, EndOfGenerationFlushCanComplete) {
   EXPECT_FALSE(d.push(the_).has_value());
   EXPECT_FALSE(d.push(byte(0xC3)).has_value());
   EXPECT_EQ(d.finish(), 0);
+}
+
+// A resumed request: the detector fed the earlier attempt's tokens through resume() then the
+// rest through push() decides exactly as one fed everything through push() — a stop string or a
+// multi-byte character split across the boundary still completes on the same token; one that
+// completed inside the resumed tokens is reported by resume() (the engine refuses the request).
+TEST_F(StopStringDetectorTest, ResumeContinuesAcrossTheBoundary) {
+  const std::vector<int32_t> ids = {the_, end_, st_, op_, byte(0xC3), byte(0xA9), byte(0xE2), the_};
+  const std::vector<std::vector<std::string>> stop_sets = {
+      {"STOP"}, {"e end"}, {"\xC3\xA9"}, {"nowhere", "OP\xC3\xA9"}, {"\xEF\xBF\xBD The"}};
+  for (const auto& stops : stop_sets) {
+    const auto [at, which] = run(stops, ids);
+    for (size_t k = 0; k < ids.size(); ++k) {
+      SCOPED_TRACE(::testing::Message() << stops.front() << " cut " << k);
+      StopStringDetector d(*tok_, stops);
+      const std::optional<int32_t> inside = d.resume(std::span<const int32_t>(ids.data(), k));
+      if (at >= 0 && static_cast<size_t>(at) < k) {  // completed inside the resumed tokens
+        EXPECT_EQ(inside, which);
+        continue;
+      }
+      EXPECT_FALSE(inside.has_value());
+      std::optional<int32_t> m;
+      size_t i = k;
+      for (; i < ids.size() && !m; ++i) m = d.push(ids[i]);
+      if (at >= 0) {
+        EXPECT_EQ(m, which);
+        EXPECT_EQ(i - 1, static_cast<size_t>(at));
+      } else {
+        EXPECT_FALSE(m.has_value());
+        EXPECT_EQ(d.finish(), which);
+      }
+    }
+  }
+  // The cases above do match somewhere (the test can fail).
+  EXPECT_EQ(run({"e end"}, ids).first, 1);
+  EXPECT_EQ(run({"\xEF\xBF\xBD The"}, ids).first, 7);  // a lone lead byte, then " The"
 }
 
 }  // namespace

@@ -43,6 +43,7 @@ GenerationRequest full_request() {
   q.pic_chunks = {{1, 16}, {17, 8}};
   q.pic_link = kv::PicVariant{kv::PicMode::kCacheBlend, 3, 30};
   q.sparse = SparseParams{"raas", 256};
+  q.resumed_tokens = 2;
   return q;
 }
 
@@ -141,6 +142,8 @@ TEST(WireTest, DefaultsSurviveBeingOmitted) {
   EXPECT_FALSE(back->sampling.seed.has_value());
   EXPECT_FALSE(back->pic_link.has_value());
   EXPECT_FALSE(back->sparse.has_value());
+  EXPECT_EQ(back->resumed_tokens, 0);  // not sent at 0: a missing field reads as not resumed
+  EXPECT_EQ(Json::from_msgpack(encode(q))["body"].count("resumed_tokens"), 0u);
   // An event without a finish stays unfinished; a default stats/metrics value stays default.
   auto ev = decode_event(encode(EventFrame{3, TokenEvent{}}));
   ASSERT_TRUE(ev.ok());
