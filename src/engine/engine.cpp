@@ -104,6 +104,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       model_key_(model_key),
       tokenizer_(deps.tokenizer),
       fs_(std::move(deps.fs)),
+      cache_events_(std::move(deps.cache_events)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
       kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache,
@@ -113,6 +114,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
     transfer_ = std::make_unique<TierTransfer>(tiers_.get(), storage_.layout().block_bytes());
   }
   scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
+  if (cache_events_) kv_.set_record_cache_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
@@ -611,6 +613,7 @@ void Engine::run() {
         inflight = std::move(plan);
       } else {
         scheduler_.update(plan, {});
+        emit_cache_events();
         publish_stats();
         if (!active_.empty()) {
           // Requests exist but none could run this step (e.g. waiting for blocks); retry shortly.
@@ -638,8 +641,16 @@ void Engine::run() {
         scheduler_.update(*next, {});
       }
     }
+    emit_cache_events();
     publish_stats();
   }
+  emit_cache_events();
+}
+
+void Engine::emit_cache_events() {
+  if (!cache_events_) return;
+  std::vector<kv::CacheEvent> events = kv_.take_cache_events();
+  if (!events.empty()) cache_events_(std::move(events));
 }
 
 }  // namespace keel::engine
