@@ -7,6 +7,7 @@
 
 #include <msgpack.hpp>
 
+#include <bit>
 #include <exception>
 #include <limits>
 #include <string>
@@ -21,6 +22,16 @@ using Packer = msgpack::packer<msgpack::sbuffer>;
 void pack_str(Packer& pk, std::string_view s) {
   pk.pack_str(static_cast<uint32_t>(s.size()));
   pk.pack_str_body(s.data(), static_cast<uint32_t>(s.size()));
+}
+
+// msgspec writes a Python float as float64 always; msgpack-cxx's pack_double would write an
+// integral value as an integer, so the 9 bytes are written here.
+void pack_float64(msgpack::sbuffer& buf, double v) {
+  const auto bits = std::bit_cast<uint64_t>(v);
+  char b[9];
+  b[0] = static_cast<char>(0xcb);
+  for (int i = 0; i < 8; ++i) b[1 + i] = static_cast<char>((bits >> (56 - 8 * i)) & 0xff);
+  buf.write(b, sizeof(b));
 }
 
 void pack_hashes(Packer& pk, const std::vector<uint64_t>& hashes) {
@@ -67,8 +78,7 @@ Status bad(std::string_view what) {
   return Status::invalid_argument("kv event batch: " + std::string(what));
 }
 
-Result<int64_t> read_int(const msgpack::object& o, std::string_view field, int64_t lo,
-                         int64_t hi) {
+Result<int64_t> read_int(const msgpack::object& o, std::string_view field, int64_t lo, int64_t hi) {
   int64_t v = 0;
   if (o.type == msgpack::type::POSITIVE_INTEGER) {
     if (o.via.u64 > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
@@ -132,14 +142,14 @@ Result<KvEvent> read_block_stored(const msgpack::object_array& a) {
                                               std::numeric_limits<int32_t>::max()));
     e.token_ids.push_back(static_cast<int32_t>(t));
   }
-  KEEL_ASSIGN_OR_RETURN(int64_t bs, read_int(a.ptr[4], "BlockStored.block_size",
-                                             std::numeric_limits<int32_t>::min(),
-                                             std::numeric_limits<int32_t>::max()));
+  KEEL_ASSIGN_OR_RETURN(
+      int64_t bs, read_int(a.ptr[4], "BlockStored.block_size", std::numeric_limits<int32_t>::min(),
+                           std::numeric_limits<int32_t>::max()));
   e.block_size = static_cast<int32_t>(bs);
   if (const msgpack::object* lora = optional_at(a, 5)) {
-    KEEL_ASSIGN_OR_RETURN(e.lora_id, read_int(*lora, "BlockStored.lora_id",
-                                              std::numeric_limits<int64_t>::min(),
-                                              std::numeric_limits<int64_t>::max()));
+    KEEL_ASSIGN_OR_RETURN(
+        e.lora_id, read_int(*lora, "BlockStored.lora_id", std::numeric_limits<int64_t>::min(),
+                            std::numeric_limits<int64_t>::max()));
   }
   KEEL_ASSIGN_OR_RETURN(e.medium, read_medium(a, 6));
   return KvEvent(std::move(e));
@@ -187,9 +197,9 @@ Result<KvEventBatch> read_batch(const msgpack::object& o) {
     batch.events.push_back(std::move(e));
   }
   if (const msgpack::object* rank = optional_at(a, 2)) {
-    KEEL_ASSIGN_OR_RETURN(int64_t r, read_int(*rank, "data_parallel_rank",
-                                              std::numeric_limits<int32_t>::min(),
-                                              std::numeric_limits<int32_t>::max()));
+    KEEL_ASSIGN_OR_RETURN(int64_t r,
+                          read_int(*rank, "data_parallel_rank", std::numeric_limits<int32_t>::min(),
+                                   std::numeric_limits<int32_t>::max()));
     batch.data_parallel_rank = static_cast<int32_t>(r);
   }
   return batch;
@@ -201,7 +211,7 @@ Bytes encode_kv_event_batch(const KvEventBatch& batch) {
   msgpack::sbuffer buf;
   Packer pk(buf);
   pk.pack_array(batch.data_parallel_rank.has_value() ? 3 : 2);
-  pk.pack_double(batch.ts);
+  pack_float64(buf, batch.ts);
   pk.pack_array(static_cast<uint32_t>(batch.events.size()));
   for (const KvEvent& e : batch.events) {
     std::visit([&](const auto& ev) { pack_event(pk, ev); }, e);

@@ -16,7 +16,8 @@ KvEventBatch to_kv_event_batch(std::span<const kv::CacheEvent> events, int32_t b
   for (const kv::CacheEvent& e : events) {
     switch (e.kind) {
       case kv::CacheEventKind::kStored: {
-        auto* last = batch.events.empty() ? nullptr : std::get_if<BlockStored>(&batch.events.back());
+        auto* last =
+            batch.events.empty() ? nullptr : std::get_if<BlockStored>(&batch.events.back());
         if (last == nullptr || last->block_hashes.back() != e.parent.lo) {
           BlockStored s;
           if (!(e.parent == kv::kRootHash)) s.parent_block_hash = e.parent.lo;
@@ -50,9 +51,8 @@ KvEventBatch to_kv_event_batch(std::span<const kv::CacheEvent> events, int32_t b
 std::function<void(std::vector<kv::CacheEvent>)> publishing_sink(KvEventPublisher* publisher,
                                                                  int32_t block_size) {
   return [publisher, block_size](std::vector<kv::CacheEvent> events) {
-    const double ts = std::chrono::duration<double>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
+    const double ts =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     (void)publisher->publish(to_kv_event_batch(events, block_size, ts));
   };
 }

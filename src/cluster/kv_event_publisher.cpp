@@ -41,8 +41,8 @@ Result<std::unique_ptr<KvEventPublisher>> KvEventPublisher::start(KvEventPublish
   if (!c.replay_endpoint.empty()) {
     KEEL_ASSIGN_OR_RETURN(p->replay_, ZmqSocket::open(p->ctx_, ZMQ_ROUTER));
     // A replay streams up to buffer_steps messages at once: room for all of them.
-    KEEL_TRY(p->replay_.set_int(ZMQ_SNDHWM, static_cast<int>(std::min<int64_t>(
-                                                c.buffer_steps + 16, int64_t{1} << 30))));
+    KEEL_TRY(p->replay_.set_int(
+        ZMQ_SNDHWM, static_cast<int>(std::min<int64_t>(c.buffer_steps + 16, int64_t{1} << 30))));
     KEEL_TRY(p->replay_.bind(c.replay_endpoint));
     p->replay_endpoint_ = p->replay_.last_endpoint();
   }
@@ -121,9 +121,9 @@ void KvEventPublisher::send_batch(const KvEventBatch& batch) {
   const int64_t seq = next_seq_++;
   const std::string seq_bytes = encode_seq(seq);
   // PUB never blocks: past the high-water mark libzmq drops (a subscriber then sees a gap).
-  (void)pub_.send({config_.topic, seq_bytes,
-                   std::string_view(reinterpret_cast<const char*>(payload.data()),
-                                    payload.size())});
+  (void)pub_.send(
+      {config_.topic, seq_bytes,
+       std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size())});
   buffer_.emplace_back(seq, std::move(payload));
   while (static_cast<int64_t>(buffer_.size()) > config_.buffer_steps) buffer_.pop_front();
   published_.fetch_add(1);
@@ -141,9 +141,9 @@ void KvEventPublisher::serve_replay() {
     for (const auto& [seq, payload] : buffer_) {
       if (seq < *start) continue;
       const std::string seq_bytes = encode_seq(seq);
-      (void)replay_.send({id, "", seq_bytes,
-                          std::string_view(reinterpret_cast<const char*>(payload.data()),
-                                           payload.size())});
+      (void)replay_.send(
+          {id, "", seq_bytes,
+           std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size())});
     }
     (void)replay_.send({id, "", kEnd, ""});
   }

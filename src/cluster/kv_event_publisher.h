@@ -32,10 +32,10 @@ struct KvEventPublisherConfig {
   std::string endpoint = "tcp://127.0.0.1:0";  // PUB socket, bound (vLLM: tcp://*:5557)
   // ROUTER replay socket, bound (vLLM: tcp://*:5558); empty: no replay.
   std::string replay_endpoint = "tcp://127.0.0.1:0";
-  std::string topic;                // first frame of every message (vLLM's default: empty)
-  int64_t buffer_steps = 10000;     // batches kept for replay (vLLM's default)
-  int64_t max_queue = 100000;       // batches waiting for the publisher thread; more are dropped
-  int32_t hwm = 100000;             // the PUB socket's send high-water mark (vLLM's default)
+  std::string topic;             // first frame of every message (vLLM's default: empty)
+  int64_t buffer_steps = 10000;  // batches kept for replay (vLLM's default)
+  int64_t max_queue = 100000;    // batches waiting for the publisher thread; more are dropped
+  int32_t hwm = 100000;          // the PUB socket's send high-water mark (vLLM's default)
   // Stamped into batches that carry none (vLLM stamps its DP rank, 0 by default).
   std::optional<int32_t> data_parallel_rank = 0;
   [[nodiscard]] Status validate() const;
@@ -67,9 +67,9 @@ class KvEventPublisher {
 
  private:
   KvEventPublisher(KvEventPublisherConfig config, int wake_fd);
-  void run();                  // the publisher thread
+  void run();  // the publisher thread
   void send_batch(const KvEventBatch& batch);
-  void serve_replay();         // answers every waiting replay request
+  void serve_replay();  // answers every waiting replay request
 
   KvEventPublisherConfig config_;
   ZmqContext ctx_;

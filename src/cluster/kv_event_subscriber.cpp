@@ -37,8 +37,8 @@ Status KvEventSubscriberConfig::validate() const {
   return Status::ok_status();
 }
 
-Result<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::start(
-    KvEventSubscriberConfig config, KvEventCallback callback) {
+Result<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::start(KvEventSubscriberConfig config,
+                                                                    KvEventCallback callback) {
   KEEL_TRY(config.validate());
   if (!callback) return Status::invalid_argument("kv event subscriber: no callback");
   std::unique_ptr<KvEventSubscriber> s(
@@ -105,9 +105,8 @@ void KvEventSubscriber::on_message(Source& src, const std::vector<std::string>& 
     // The live stream only moves forward: the publisher restarted and numbers from 0 again.
     restarts_.fetch_add(1);
     KvEventBatch cleared;
-    cleared.ts = std::chrono::duration<double>(
-                     std::chrono::system_clock::now().time_since_epoch())
-                     .count();
+    cleared.ts =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     cleared.events.emplace_back(AllBlocksCleared{});
     callback_(src.info.te_id, -1, cleared);
     src.next_seq = 0;
@@ -139,7 +138,8 @@ void KvEventSubscriber::replay(Source& src, int64_t until) {
                           deadline - std::chrono::steady_clock::now())
                           .count();
     if (left <= 0) return;
-    if (!dealer.wait_readable(static_cast<int>(std::min<int64_t>(left, config_.poll_interval_ms)))) {
+    if (!dealer.wait_readable(
+            static_cast<int>(std::min<int64_t>(left, config_.poll_interval_ms)))) {
       continue;
     }
     while (std::optional<std::vector<std::string>> frames = dealer.try_recv()) {
@@ -161,8 +161,7 @@ void KvEventSubscriber::replay(Source& src, int64_t until) {
   }
 }
 
-void KvEventSubscriber::deliver(Source& src, int64_t seq, std::string_view payload,
-                                bool replayed) {
+void KvEventSubscriber::deliver(Source& src, int64_t seq, std::string_view payload, bool replayed) {
   src.next_seq = seq + 1;
   Result<KvEventBatch> batch = decode_kv_event_batch(as_bytes(payload));
   if (!batch.ok()) {

@@ -5,7 +5,9 @@
 // end marker seq −1); what the replay no longer holds is counted as lost and skipped. A seq below
 // the next expected one on the live stream means the publisher restarted (its numbering starts at
 // 0 again): the callback gets a synthetic AllBlocksCleared batch with seq −1 — the TE's cache is
-// gone — and the new stream from seq 0 (replayed as far as needed). libzmq reconnects by itself.
+// gone — and the new stream from seq 0 (replayed as far as needed). (A restarted publisher that
+// has already passed the old stream's seq when the subscriber reconnects looks like a gap: seqs
+// alone cannot tell.) libzmq reconnects by itself.
 // Thread safety: one subscriber thread owns the sockets and runs the callback (which must not call
 // stop()); stop() and stats() may be called from any thread. A replay blocks that thread (other
 // sources wait) for at most replay_timeout_ms.

@@ -196,8 +196,8 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
-  const tokenizer::Tokenizer* tokenizer_;   // for stop strings; may be null
-  std::unique_ptr<FileSystem> fs_;          // the disk tier's file system
+  const tokenizer::Tokenizer* tokenizer_;                          // for stop strings; may be null
+  std::unique_ptr<FileSystem> fs_;                                 // the disk tier's file system
   std::function<void(std::vector<kv::CacheEvent>)> cache_events_;  // EngineDeps::cache_events
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
