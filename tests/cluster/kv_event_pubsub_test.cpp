@@ -252,13 +252,14 @@ TEST(KvEventPubSubTest, PublisherRestartClearsAndStartsOver) {
   auto second = start_publisher(again);
   ASSERT_NE(second, nullptr);
   // Publish until the subscriber sees the restart; seqs below n look like a restart at once.
+  int64_t m = 0;
   ASSERT_TRUE(eventually([&] {
-    second->publish(batch_with_ts(0));
+    EXPECT_TRUE(second->publish(batch_with_ts(0)));
+    ++m;
     std::this_thread::sleep_for(milliseconds(5));
     return sub->stats().restarts == 1;
   }));
-  const int64_t m = second->stats().published + 5;
-  for (int i = 0; i < 5; ++i) second->publish(batch_with_ts(0));
+  for (int i = 0; i < 5; ++i, ++m) EXPECT_TRUE(second->publish(batch_with_ts(0)));
   ASSERT_TRUE(eventually([&] { return c.count("te1") == static_cast<size_t>(n + 1 + m); }));
   const std::vector<Collector::Item> items = c.items();
   ASSERT_EQ(items[static_cast<size_t>(n)].seq, -1);
