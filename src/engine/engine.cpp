@@ -104,7 +104,6 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       model_key_(model_key),
       tokenizer_(deps.tokenizer),
       fs_(std::move(deps.fs)),
-      cache_events_(std::move(deps.cache_events)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
       kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache,
@@ -114,6 +113,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
     transfer_ = std::make_unique<TierTransfer>(tiers_.get(), storage_.layout().block_bytes());
   }
   scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
+  cache_events_ = std::move(deps.cache_events);
   if (cache_events_) kv_.set_record_cache_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,

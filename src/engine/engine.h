@@ -196,9 +196,8 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
-  const tokenizer::Tokenizer* tokenizer_;                          // for stop strings; may be null
-  std::unique_ptr<FileSystem> fs_;                                 // the disk tier's file system
-  std::function<void(std::vector<kv::CacheEvent>)> cache_events_;  // EngineDeps::cache_events
+  const tokenizer::Tokenizer* tokenizer_;   // for stop strings; may be null
+  std::unique_ptr<FileSystem> fs_;          // the disk tier's file system
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
   double prefill_seconds_per_token_ = 0;    // engine thread: moving average over steps
@@ -224,6 +223,8 @@ class Engine final : public EngineClient {
   uint64_t chunk_clock_ = 0;
   ThreadPool link_pool_{1};  // the engine thread's RoPE for PIC links (no step is in flight then)
   std::unique_ptr<kernels::Ops> link_ops_;
+  // EngineDeps::cache_events: the KV manager records cache events only when it is set.
+  std::function<void(std::vector<kv::CacheEvent>)> cache_events_;
 
   // Shared with other threads.
   mutable std::mutex mu_;
