@@ -114,6 +114,8 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
     transfer_ = std::make_unique<TierTransfer>(tiers_.get(), storage_.layout().block_bytes());
   }
   scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
+  cache_events_ = std::move(deps.cache_events);
+  if (cache_events_) kv_.set_record_cache_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
@@ -616,6 +618,7 @@ void Engine::run() {
         inflight = std::move(plan);
       } else {
         scheduler_.update(plan, {});
+        emit_cache_events();
         publish_stats();
         if (!active_.empty()) {
           // Requests exist but none could run this step (e.g. waiting for blocks); retry shortly.
@@ -643,8 +646,16 @@ void Engine::run() {
         scheduler_.update(*next, {});
       }
     }
+    emit_cache_events();
     publish_stats();
   }
+  emit_cache_events();
+}
+
+void Engine::emit_cache_events() {
+  if (!cache_events_) return;
+  std::vector<kv::CacheEvent> events = kv_.take_cache_events();
+  if (!events.empty()) cache_events_(std::move(events));
 }
 
 }  // namespace keel::engine

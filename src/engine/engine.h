@@ -20,6 +20,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -54,6 +55,10 @@ struct EngineDeps {
   const tokenizer::Tokenizer* tokenizer = nullptr;
   // The file system the disk KV tier uses (tests inject slow or faulty ones); null: POSIX.
   std::unique_ptr<FileSystem> fs;
+  // Receives the prefix cache's index changes (kv/cache_event_log.h), oldest first, once per
+  // engine step that had any, on the engine thread: it must not block (hand them to a queue —
+  // cluster/kv_event_convert.h's publishing sink does). Null: nothing is recorded.
+  std::function<void(std::vector<kv::CacheEvent>)> cache_events;
 };
 
 class Engine final : public EngineClient {
@@ -180,6 +185,8 @@ class Engine final : public EngineClient {
   std::optional<FinishReason> finish_reason(Active& a, int32_t token, TokenEvent* event);
   void release_if_done(RequestKey key);
   void publish_stats();
+  // Hands the KV manager's logged cache events to cache_events_ (when set and any were logged).
+  void emit_cache_events();
   void update_prefill_budget(const StepPlan& plan, double seconds);
   [[nodiscard]] bool idle() const;
 
@@ -216,6 +223,8 @@ class Engine final : public EngineClient {
   uint64_t chunk_clock_ = 0;
   ThreadPool link_pool_{1};  // the engine thread's RoPE for PIC links (no step is in flight then)
   std::unique_ptr<kernels::Ops> link_ops_;
+  // EngineDeps::cache_events: the KV manager records cache events only when it is set.
+  std::function<void(std::vector<kv::CacheEvent>)> cache_events_;
 
   // Shared with other threads.
   mutable std::mutex mu_;

@@ -99,11 +99,13 @@ bool BlockPool::publish(BlockId b, const BlockHash& h) {
 void BlockPool::unpublish(BlockId b) {
   check_id(b);
   if (!hashes_[b].has_value()) return;
+  if (event_log_ != nullptr) event_log_->removed(*hashes_[b]);
   index_.erase(*hashes_[b]);
   hashes_[b].reset();
 }
 
 void BlockPool::clear_index() {
+  if (event_log_ != nullptr) event_log_->cleared();
   index_.clear();
   for (auto& h : hashes_) h.reset();
 }

@@ -14,6 +14,7 @@
 
 #include "core/status.h"
 #include "kv/block_hash.h"
+#include "kv/cache_event_log.h"
 
 namespace keel::kv {
 
@@ -59,6 +60,9 @@ class BlockPool {
   void set_record_evictions(bool on) { record_evictions_ = on; }
   // The evictions logged since the last call, oldest first.
   std::vector<EvictedCachedBlock> take_evictions();
+  // With a log (borrowed; must outlive the pool or be reset to null), every key that leaves the
+  // index — unpublish(), an eviction by take_free() — logs `removed`, and clear_index() `cleared`.
+  void set_event_log(CacheEventLog* log) { event_log_ = log; }
 
   // The free list from head (next taken) to tail. For tests and debugging.
   [[nodiscard]] std::vector<BlockId> free_list() const;
@@ -80,6 +84,7 @@ class BlockPool {
   int32_t num_free_ = 0;
   bool record_evictions_ = false;
   std::vector<EvictedCachedBlock> evictions_;
+  CacheEventLog* event_log_ = nullptr;
 };
 
 }  // namespace keel::kv

@@ -130,7 +130,12 @@ void KvCacheManager::publish_full_blocks(RequestKey id, std::span<const int32_t>
       KEEL_CHECK_MSG(*current == h, "a published block's tokens changed");
       continue;
     }
-    pool_.publish(b, h);  // false: another block already holds h; this one stays private
+    // false: another block already holds h; this one stays private
+    if (pool_.publish(b, h) && events_ != nullptr) {
+      const auto first = tokens.begin() + static_cast<std::ptrdiff_t>(i * bs);
+      events_->stored(h, parent,
+                      std::vector<int32_t>(first, first + static_cast<std::ptrdiff_t>(bs)));
+    }
   }
 }
 
@@ -196,6 +201,16 @@ std::span<const BlockId> KvCacheManager::block_table(RequestKey id) const {
 void KvCacheManager::reset_prefix_cache() {
   pool_.clear_index();
   // Tables keep their hash cursors: already published blocks are simply no longer shared.
+}
+
+void KvCacheManager::set_record_cache_events(bool on) {
+  if (on && events_ == nullptr) events_ = std::make_unique<CacheEventLog>();
+  if (!on) events_.reset();
+  pool_.set_event_log(events_.get());
+}
+
+std::vector<CacheEvent> KvCacheManager::take_cache_events() {
+  return events_ != nullptr ? events_->take() : std::vector<CacheEvent>{};
 }
 
 Status KvCacheManager::check_invariants() const {

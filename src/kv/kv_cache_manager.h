@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -17,6 +18,7 @@
 #include "core/status.h"
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
+#include "kv/cache_event_log.h"
 
 namespace keel::kv {
 
@@ -103,6 +105,12 @@ class KvCacheManager {
   // Forgets every cached hash (blocks in use keep working; they are just no longer shared).
   void reset_prefix_cache();
 
+  // With `on`, logs every change of the prefix index (kv/cache_event_log.h) until
+  // take_cache_events() collects them: blocks published, keys evicted or un-published, clears.
+  void set_record_cache_events(bool on);
+  // The index changes logged since the last call, oldest first (empty when not recording).
+  std::vector<CacheEvent> take_cache_events();
+
   [[nodiscard]] const BlockPool& pool() const { return pool_; }
   // Pool invariants plus: each block's ref count equals the number of tables holding it.
   [[nodiscard]] Status check_invariants() const;
@@ -118,6 +126,8 @@ class KvCacheManager {
   std::unordered_map<RequestKey, Table> tables_;
   int64_t queries_tokens_ = 0;
   int64_t hits_tokens_ = 0;
+  // Non-null while recording; heap-held so the pool's pointer survives a move of the manager.
+  std::unique_ptr<CacheEventLog> events_;
 };
 
 }  // namespace keel::kv
