@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "cluster/job_executor.h"
+#include "cluster/kv_event_convert.h"
+#include "cluster/kv_event_publisher.h"
 #include "cluster/pd_heatmap.h"
 #include "cluster/ready_line.h"
 #include "cluster/task_executor.h"
@@ -39,8 +41,12 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     ThreadPool pool(compute.threads);
     KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
   }
+  // The cache-event publisher outlives the engine that feeds it (declared first).
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
+                        cluster::KvEventPublisher::start({}));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
   host::StartOptions start;
+  start.cache_events = cluster::publishing_sink(events.get(), o.block_size);
   start.compute = compute;
   start.use_mmap = o.compute.use_mmap;
   start.group_weights = o.compute.weight_layout != "rows";
@@ -55,6 +61,8 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   config.host = o.host;
   config.port = static_cast<uint16_t>(o.port);
   config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
+  config.kv_events = events->endpoint();
+  config.kv_events_replay = events->replay_endpoint();
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
                         cluster::TaskExecutor::start(config, host->client()));
   KEEL_LOG_INFO("te {}: {} on {} ({} threads), control at {}", opts.id, config.model, path,
@@ -67,6 +75,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
   host->engine()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
   te->stop();
+  host.reset();  // the engine stops before its publisher
   return {};
 }
 

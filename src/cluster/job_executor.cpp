@@ -16,6 +16,8 @@ struct JobExecutor::TeEntry {
   TeInfo info;
   engine::EngineStats stats;
   engine::MetricsSnapshot metrics;
+  std::string kv_events, kv_events_replay;  // its announced publisher
+  bool subscribed = false;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;
   bool reported = false;
@@ -101,6 +103,7 @@ void JobExecutor::stop() {
     cv_.notify_all();
   }
   if (monitor_.joinable()) monitor_.join();
+  for (auto& sub : subscribers_) sub->stop();
   if (listener_) listener_->stop();
   std::vector<std::shared_ptr<Link>> links;
   {
@@ -291,6 +294,8 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
   e.info.role = report.role;
   e.info.model = report.model;
   e.info.pid = report.pid;
+  e.kv_events = report.kv_events;
+  e.kv_events_replay = report.kv_events_replay;
   e.info.load = report.load;
   e.max_model_len = report.max_model_len;
   e.max_waiting = report.max_waiting;
@@ -315,6 +320,7 @@ void JobExecutor::monitor_loop() {
     if (stopping_) return;
     lock.unlock();
     check_health();
+    subscribe_kv_events();
     lock.lock();
     std::vector<JobRef> redrives;
     redrives.swap(to_redrive_);
@@ -363,6 +369,31 @@ void JobExecutor::check_health() {
   // A hung TE that wakes up must not keep computing work that moved elsewhere.
   for (auto& [link, abort] : aborts) link->send(encode_abort_task(abort));
   for (auto& link : to_close) link->close();
+}
+
+void JobExecutor::subscribe_kv_events() {
+  std::vector<KvEventSource> sources;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& te : tes_) {
+      if (te->subscribed || te->kv_events.empty() || !te->info.healthy) continue;
+      te->subscribed = true;
+      sources.push_back(KvEventSource{te->info.id, te->kv_events, te->kv_events_replay});
+    }
+  }
+  if (sources.empty()) return;
+  KvEventSubscriberConfig config;
+  config.sources = std::move(sources);
+  Result<std::unique_ptr<KvEventSubscriber>> sub = KvEventSubscriber::start(
+      std::move(config), [this](const std::string& te_id, int64_t, const KvEventBatch& batch) {
+        apply_kv_events(te_id, batch);
+      });
+  if (!sub.ok()) {
+    KEEL_LOG_WARN("je {}: cannot subscribe to cache events: {}", config_.id,
+                  sub.status().message());
+    return;
+  }
+  subscribers_.push_back(std::move(*sub));
 }
 
 void JobExecutor::redrive(const JobRef& ref) {

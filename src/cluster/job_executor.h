@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cluster/fleet.h"
+#include "cluster/kv_event_subscriber.h"
 #include "cluster/link.h"
 #include "cluster/listener.h"
 #include "cluster/messages.h"
@@ -93,6 +94,8 @@ class JobExecutor {
   void check_health();
   void redrive(const JobRef& ref);
   void fail_job(const JobRef& ref, const std::string& error);
+  // Subscribes to the cache events of TEs that announced a publisher (on the monitor thread).
+  void subscribe_kv_events();
 
   JobExecutorConfig config_;
   std::unique_ptr<Listener> listener_;
@@ -104,6 +107,7 @@ class JobExecutor {
   std::vector<std::shared_ptr<Link>> gateway_links_;
   std::vector<JobRef> to_redrive_;
   PrefixIndex index_;
+  std::vector<std::unique_ptr<KvEventSubscriber>> subscribers_;  // monitor thread only
   RouterCounters counters_;
   uint64_t cursor_ = 0;
   int64_t jobs_total_ = 0;

@@ -128,6 +128,8 @@ Message encode(const LoadReport& m) {
                                               {"role", std::string(te_role_name(m.role))},
                                               {"model", m.model},
                                               {"pid", m.pid},
+                                              {"kv_events", m.kv_events},
+                                              {"kv_events_replay", m.kv_events_replay},
                                               {"load", load_json(m.load)},
                                               {"max_model_len", m.max_model_len},
                                               {"max_waiting", m.max_waiting},
@@ -216,6 +218,8 @@ Result<LoadReport> decode_load_report(const Json& body) {
   read_role(r, &m.role);
   r.str("model", &m.model);
   r.i64("pid", &m.pid, 0);
+  r.str("kv_events", &m.kv_events);
+  r.str("kv_events_replay", &m.kv_events_replay);
   read_load(r, &m.load);
   r.i64("max_model_len", &m.max_model_len, 0);
   r.i64("max_waiting", &m.max_waiting, 0);

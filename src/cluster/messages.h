@@ -94,6 +94,8 @@ struct LoadReport {
   TeRole role = TeRole::kColocated;
   std::string model;
   int64_t pid = 0;
+  std::string kv_events;         // its cache-event PUB endpoint (vLLM's format); "" = none
+  std::string kv_events_replay;  // ... and the replay endpoint
   TeLoad load;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;

@@ -229,6 +229,8 @@ void TaskExecutor::send_reports() {
   base.role = config_.role;
   base.model = config_.model;
   base.pid = getpid();
+  base.kv_events = config_.kv_events;
+  base.kv_events_replay = config_.kv_events_replay;
   base.max_model_len = engine_->max_model_len();
   base.max_waiting = engine_->max_waiting();
   base.stats = stats;

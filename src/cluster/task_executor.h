@@ -40,6 +40,10 @@ struct TaskExecutorConfig {
   uint16_t port = 0;  // 0 = a free port
   std::chrono::milliseconds report_interval{50};
   std::chrono::milliseconds connect_timeout{2000};  // to a gateway's event address
+  // The engine's cache-event publisher (kv_event_publisher.h), announced in every report so JEs
+  // subscribe; empty: none.
+  std::string kv_events;
+  std::string kv_events_replay;
 };
 
 class TaskExecutor {

@@ -33,9 +33,11 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   config.isa = options.compute.isa;
   config.threads = options.compute.threads;
   config.eog_token_ids.assign(tokenizer_->eog_ids().begin(), tokenizer_->eog_ids().end());
-  KEEL_ASSIGN_OR_RETURN(engine_,
-                        engine::Engine::start(*model_, std::move(config),
-                                              engine::EngineDeps{.tokenizer = tokenizer_.get()}));
+  KEEL_ASSIGN_OR_RETURN(
+      engine_,
+      engine::Engine::start(*model_, std::move(config),
+                            engine::EngineDeps{.tokenizer = tokenizer_.get(),
+                                               .cache_events = std::move(options.cache_events)}));
   client_.attach(engine_.get());
   ready_.store(true, std::memory_order_release);
   return {};

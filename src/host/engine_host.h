@@ -14,8 +14,10 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/result.h"
 #include "engine/engine.h"
@@ -35,6 +37,9 @@ struct StartOptions {
   bool group_weights = true;    // model::ModelOptions::group_weights
   int64_t n_ctx = 0;            // model::ModelOptions::n_ctx (0 = the model's context)
   engine::EngineConfig engine;  // its isa, threads and eog_token_ids are set by start()
+  // EngineDeps::cache_events: where the prefix cache's index changes go (a task executor's KV
+  // event publisher); empty: none recorded.
+  std::function<void(std::vector<kv::CacheEvent>)> cache_events;
 };
 
 class EngineHost {

@@ -156,6 +156,26 @@ TEST_F(ClusterE2e, StatusAndMetricsShowTheFleet) {
   EXPECT_NE(cli.out.find("colocated"), std::string::npos) << cli.out;
 }
 
+// The TEs' cache events reach the JEs' prefix index: a prompt sent again is routed to the TE that
+// holds its blocks (locality), and that TE serves it from its prefix cache.
+TEST_F(ClusterE2e, RouterFollowsCachedPrefixes) {
+  Cluster c;
+  ASSERT_GT(c.port(), 0) << c.error();
+  std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play";
+  for (int i = 0; i < 3; ++i) prompt += " with her friends in the park and run in the sun";
+  int64_t cached = 0;
+  const bool matched = eventually(
+      [&] {
+        const json r = post(c.port(), "/v1/completions", greedy_body(prompt, 4));
+        cached = r["usage"]["prompt_tokens_details"].value("cached_tokens", 0);
+        const json s = status(c.port());
+        return s["router"].value("matched_blocks", 0) > 0 && cached > 0;
+      },
+      std::chrono::milliseconds(15000));
+  EXPECT_TRUE(matched) << status(c.port()).dump();
+  EXPECT_GE(cached, 16);
+}
+
 // 16 concurrent requests (8 plain, 8 streamed); once tokens flow, `fault` hits the TE that runs
 // the most; every request must finish with the uninterrupted run's text.
 void run_with_fault(int fault) {
