@@ -193,17 +193,17 @@ struct TrainPredictorOptions {
   std::string model_path;            // the served model (labels)
   std::string predictor_model_path;  // the side model (prompts, features); "" = model_path
   int32_t prompts = 2000;
-  int32_t bucket_width = 16;
+  int32_t bucket_width = 32;
   int32_t max_new_tokens = 256;
   int32_t min_prompt_tokens = 4;
-  int32_t max_prompt_tokens = 40;
-  float temperature = 0.8f;  // the served model's sampling of the labels; 0 = greedy
+  int32_t max_prompt_tokens = 250;  // prompts end anywhere in a story, not only at its opening
+  float temperature = 0.0f;         // the served model's sampling of the labels; 0 = greedy
   int32_t top_k = 40;
   uint64_t seed = 1;
   int32_t hidden = 0;  // hidden units of the head; 0 = softmax regression
-  int32_t steps = 400;
+  int32_t steps = 200;
   float learning_rate = 0.01f;
-  float weight_decay = 1e-3f;
+  float weight_decay = 0.02f;
   std::string dataset_path;  // dataset cache (predictor/dataset_file.h); "" = none
   std::string output_path;   // "" = <predictor model stem>-length.gguf in the working directory
   std::string command_line;  // the command as typed, recorded in the file

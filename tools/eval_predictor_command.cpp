@@ -22,8 +22,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void print_text(const predictor::PredictorFile& f, const predictor::LengthMetrics& m,
-                double us) {
+void print_text(const predictor::PredictorFile& f, const predictor::LengthMetrics& m, double us) {
   const predictor::LengthBuckets& b = f.head.buckets;
   std::printf("held-out prompts: %lld (1 in %d of %d)\n", static_cast<long long>(m.count),
               f.dataset.heldout_every, f.dataset.num_prompts);
@@ -59,8 +58,8 @@ Status evaluate(const EvalPredictorOptions& o) {
     for (int32_t i : indices) samples.push_back((*cached)[static_cast<size_t>(i)]);
   } else {
     if (!o.dataset_path.empty()) std::fprintf(stderr, "%s\n", cached.error().message().c_str());
-    KEEL_ASSIGN_OR_RETURN(samples, build_samples(m, file.dataset, indices,
-                                                 "generating held-out labels"));
+    KEEL_ASSIGN_OR_RETURN(samples,
+                          build_samples(m, file.dataset, indices, "generating held-out labels"));
   }
   std::vector<int32_t> actual, predicted;
   double total_us = 0;

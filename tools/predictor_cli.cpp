@@ -10,7 +10,8 @@ PredictorCli::PredictorCli(CLI::App& app, CLI::App& eval, const AddCompute& add_
 
   TrainPredictorOptions& t = train_;
   train_cmd_ = app.add_subcommand(
-      "train-predictor", "Train a decode-length predictor (side-model features, bucket classifier)");
+      "train-predictor",
+      "Train a decode-length predictor (side-model features, bucket classifier)");
   CLI::App* c = train_cmd_;
   c->option_defaults()->always_capture_default();
   c->add_option("-m,--model", t.model_path, "The served model: its generation lengths are labels")
@@ -29,7 +30,8 @@ PredictorCli::PredictorCli(CLI::App& app, CLI::App& eval, const AddCompute& add_
       ->check(CLI::Range(2, 1 << 16));
   c->add_option("--temp", t.temperature, "Served model's sampling temperature (0 = greedy)")
       ->check(CLI::Range(0.0, 10.0));
-  c->add_option("--top-k", t.top_k, "Served model's top-k (0 = off)")->check(CLI::Range(0, 1 << 20));
+  c->add_option("--top-k", t.top_k, "Served model's top-k (0 = off)")
+      ->check(CLI::Range(0, 1 << 20));
   c->add_option("--seed", t.seed, "Seed of prompts, labels and initial weights");
   c->add_option("--hidden", t.hidden, "Hidden units of the head (0 = softmax regression)")
       ->check(CLI::Range(0, 4096));

@@ -19,8 +19,7 @@ class PredictorCli {
  public:
   using AddCompute = std::function<void(CLI::App*, ComputeOptions*)>;
   // `eval` is the `keel eval` subcommand; `argc/argv` are recorded as the command line.
-  PredictorCli(CLI::App& app, CLI::App& eval, const AddCompute& add_compute, int argc,
-               char** argv);
+  PredictorCli(CLI::App& app, CLI::App& eval, const AddCompute& add_compute, int argc, char** argv);
 
   // The exit code of the predictor command that was parsed, or nullopt when none was.
   [[nodiscard]] std::optional<int> run() const;

@@ -39,9 +39,8 @@ Result<std::vector<predictor::LengthSample>> build_samples(PredictorModels& m,
       std::unique_ptr<predictor::DatasetBuilder> builder,
       predictor::DatasetBuilder::create(spec, *m.side, *m.served.model, m.special, *m.ops));
   ProgressReporter progress(label, "");
-  auto out = builder->samples(indices, [&](size_t done, size_t total) {
-    progress.update(done, total);
-  });
+  auto out =
+      builder->samples(indices, [&](size_t done, size_t total) { progress.update(done, total); });
   progress.finish();
   return out;
 }

@@ -23,9 +23,9 @@ struct PredictorModels {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<kernels::Ops> ops;
   LoadedModel served;
-  LoadedModel side_owned;       // empty when the side model is the served model's file
-  const model::Model* side{};   // the side model
-  std::string side_path;        // its path (the served model's when not given)
+  LoadedModel side_owned;      // empty when the side model is the served model's file
+  const model::Model* side{};  // the side model
+  std::string side_path;       // its path (the served model's when not given)
   predictor::DatasetKey key(const predictor::DatasetSpec& spec) const;
   predictor::SpecialTokens special;
 };

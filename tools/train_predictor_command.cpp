@@ -47,8 +47,8 @@ void print_histogram(const predictor::LengthBuckets& b,
   for (const auto& s : samples) ++counts[static_cast<size_t>(b.bucket_of(s.generated))];
   std::printf("labels per bucket:");
   for (size_t i = 0; i < counts.size(); ++i) {
-    std::printf(" [%d,%d):%lld", b.lower(static_cast<int32_t>(i)),
-                b.upper(static_cast<int32_t>(i)), static_cast<long long>(counts[i]));
+    std::printf(" [%d,%d):%lld", b.lower(static_cast<int32_t>(i)), b.upper(static_cast<int32_t>(i)),
+                static_cast<long long>(counts[i]));
   }
   std::printf("\n");
 }

@@ -10,7 +10,8 @@
 namespace keel::predictor {
 
 Status LengthBuckets::validate() const {
-  if (width < 1) return Status::invalid_argument("bucket width must be ≥ 1, got " + std::to_string(width));
+  if (width < 1)
+    return Status::invalid_argument("bucket width must be ≥ 1, got " + std::to_string(width));
   if (max_tokens < width || max_tokens > kMaxTokens) {
     return Status::invalid_argument("max tokens must be in [bucket width " + std::to_string(width) +
                                     ", " + std::to_string(kMaxTokens) + "], got " +

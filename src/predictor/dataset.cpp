@@ -59,10 +59,9 @@ Result<DatasetBuilder::Side> DatasetBuilder::make_side(const model::Model& m, in
   Side s;
   s.model = &m;
   const auto blocks = static_cast<int32_t>((m.n_ctx() + kBlock - 1) / kBlock);
-  KEEL_ASSIGN_OR_RETURN(
-      model::KvStorage kv,
-      model::KvStorage::create(model::KvLayout::for_model(m.hparams(), kBlock, DType::kF32),
-                               blocks));
+  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
+                        model::KvStorage::create(
+                            model::KvLayout::for_model(m.hparams(), kBlock, DType::kF32), blocks));
   s.kv = std::make_unique<model::KvStorage>(std::move(kv));
   s.ctx = std::make_unique<model::Context>(m, max_batch);
   s.table.resize(static_cast<size_t>(blocks));
@@ -95,8 +94,8 @@ Result<std::unique_ptr<DatasetBuilder>> DatasetBuilder::create(const DatasetSpec
 Result<std::vector<int32_t>> DatasetBuilder::write_prompt(int32_t index) {
   uint64_t len_state = derive_seed(spec_.seed, index, 1);
   const int32_t span = spec_.max_prompt_tokens - spec_.min_prompt_tokens + 1;
-  const int32_t n = spec_.min_prompt_tokens +
-                    static_cast<int32_t>(sampling::splitmix64_next(&len_state) % span);
+  const int32_t n =
+      spec_.min_prompt_tokens + static_cast<int32_t>(sampling::splitmix64_next(&len_state) % span);
   sampling::SamplingParams sp;
   sp.temperature = 0.8f;
   sp.top_k = 40;

@@ -7,7 +7,8 @@
 //           from (spec.seed, index); temperature 0 = greedy) until it emits a stop token, its
 //           context is full, or max_new_tokens were generated; the label counts the tokens
 //           before the stop token. Stop tokens: EOS and BOS — llama2.c models (stories260K) mark
-//           the end of a story with BOS, and any model that starts a new document has ended this one.
+//           the end of a story with BOS, and any model that starts a new document has ended this
+//           one.
 // The held-out split is fixed by index: index % heldout_every == heldout_every − 1.
 //
 // Thread safety: a DatasetBuilder owns its contexts and KV storage and borrows the models and the
@@ -28,12 +29,12 @@
 namespace keel::predictor {
 
 struct DatasetSpec {
-  int32_t num_prompts = 2000;      // samples [0, num_prompts)
-  int32_t min_prompt_tokens = 4;   // BOS included
-  int32_t max_prompt_tokens = 40;  // BOS included
-  int32_t max_new_tokens = 256;    // the label cap
-  float temperature = 0.8f;        // the served model's sampling; 0 = greedy
-  int32_t top_k = 40;              // 0 = off
+  int32_t num_prompts = 2000;       // samples [0, num_prompts)
+  int32_t min_prompt_tokens = 4;    // BOS included
+  int32_t max_prompt_tokens = 250;  // BOS included
+  int32_t max_new_tokens = 256;     // the label cap
+  float temperature = 0.0f;         // the served model's sampling; 0 = greedy
+  int32_t top_k = 40;               // 0 = off
   uint64_t seed = 1;
   int32_t heldout_every = 5;  // 1 in heldout_every samples is held out (index-fixed)
 

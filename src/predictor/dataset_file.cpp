@@ -14,8 +14,8 @@ std::string header(const DatasetKey& k) {
   std::snprintf(t, sizeof(t), "%.6g", double{s.temperature});
   std::ostringstream o;
   o << "keel-length-dataset v1 " << s.num_prompts << ' ' << s.min_prompt_tokens << ' '
-    << s.max_prompt_tokens << ' ' << s.max_new_tokens << ' ' << t << ' ' << s.top_k << ' '
-    << s.seed << ' ' << s.heldout_every << ' ' << k.served_model << ' ' << k.side_model;
+    << s.max_prompt_tokens << ' ' << s.max_new_tokens << ' ' << t << ' ' << s.top_k << ' ' << s.seed
+    << ' ' << s.heldout_every << ' ' << k.served_model << ' ' << k.side_model;
   return o.str();
 }
 

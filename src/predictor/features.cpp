@@ -39,9 +39,9 @@ Result<std::vector<float>> FeatureExtractor::extract(std::span<const int32_t> pr
   ThreadPool pool(1);
   kernels::Ops ops(isa_, &pool, cpu_);
   const int32_t blocks = (n + kBlock - 1) / kBlock;
-  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
-                        model::KvStorage::create(
-                            model::KvLayout::for_model(hp, kBlock, DType::kF32), blocks));
+  KEEL_ASSIGN_OR_RETURN(
+      model::KvStorage kv,
+      model::KvStorage::create(model::KvLayout::for_model(hp, kBlock, DType::kF32), blocks));
   model::Batch batch;
   std::vector<int32_t> table(static_cast<size_t>(blocks));
   std::iota(table.begin(), table.end(), 0);

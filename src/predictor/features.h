@@ -3,6 +3,7 @@
 // prompt keeps the final hidden state after the output norm of every position
 // (model::Context::forward_hidden); the feature vector is
 //   [ mean over positions (n_embd) | last position's (n_embd) | log(1 + prompt tokens) ]
+// (A mean over the last 16 positions as a third part was tried and changed nothing held out.)
 // A prompt longer than the side model's context is cut to its last n_ctx tokens (the end of a
 // prompt says most about what follows); its length feature still counts every token.
 //
@@ -26,8 +27,9 @@ class FeatureExtractor {
  public:
   FeatureExtractor(const model::Model& model, kernels::Isa isa);
 
-  // 2·n_embd + 1.
-  [[nodiscard]] int64_t dim() const { return 2 * model_.hparams().n_embd + 1; }
+  // Features of a side model with `n_embd`: 2·n_embd + 1.
+  static int64_t dim_for(int64_t n_embd) { return 2 * n_embd + 1; }
+  [[nodiscard]] int64_t dim() const { return dim_for(model_.hparams().n_embd); }
   [[nodiscard]] const model::Model& model() const { return model_; }
 
   // [dim()] features of `prompt` (token ids of the side model's vocabulary, BOS included as the

@@ -49,8 +49,7 @@ Status LengthHead::validate() const {
   constexpr int64_t kMaxDim = 1 << 16;
   if (input_dim < 1 || input_dim > kMaxDim || hidden < 0 || hidden > kMaxDim) {
     return Status::invalid_argument("predictor head: input dim " + std::to_string(input_dim) +
-                                    " or hidden units " + std::to_string(hidden) +
-                                    " out of range");
+                                    " or hidden units " + std::to_string(hidden) + " out of range");
   }
   const int64_t b = num_buckets();
   KEEL_TRY(check_vector("feature_mean", feature_mean, input_dim));

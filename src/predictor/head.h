@@ -18,8 +18,8 @@ namespace keel::predictor {
 
 struct LengthHead {
   LengthBuckets buckets;
-  int64_t input_dim = 0;  // D, the feature vector's size
-  int64_t hidden = 0;     // H, hidden units; 0 = softmax regression
+  int64_t input_dim = 0;             // D, the feature vector's size
+  int64_t hidden = 0;                // H, hidden units; 0 = softmax regression
   std::vector<float> feature_mean;   // [D]
   std::vector<float> feature_scale;  // [D] 1 / standard deviation
   std::vector<float> w1;             // [H][D] (empty when H = 0)

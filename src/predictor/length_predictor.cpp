@@ -13,8 +13,8 @@ Status check_match(const PredictorFile& file, const model::Model& m) {
     return Status::invalid_argument(
         "the predictor was trained on a side model with n_embd " +
         std::to_string(file.feature_n_embd) + " and " + std::to_string(file.feature_n_vocab) +
-        " tokens (" + file.feature_model + "), not this one (n_embd " +
-        std::to_string(hp.n_embd) + ", " + std::to_string(hp.n_vocab) + " tokens)");
+        " tokens (" + file.feature_model + "), not this one (n_embd " + std::to_string(hp.n_embd) +
+        ", " + std::to_string(hp.n_vocab) + " tokens)");
   }
   return file.head.validate();
 }
@@ -42,8 +42,8 @@ Result<std::unique_ptr<LengthPredictor>> LengthPredictor::create(PredictorFile f
 LengthPrediction LengthPredictor::predict_features(std::span<const float> features) const {
   LengthPrediction p;
   p.probabilities = file_.head.probabilities(features);
-  p.bucket = static_cast<int32_t>(
-      std::max_element(p.probabilities.begin(), p.probabilities.end()) - p.probabilities.begin());
+  p.bucket = static_cast<int32_t>(std::max_element(p.probabilities.begin(), p.probabilities.end()) -
+                                  p.probabilities.begin());
   p.predicted_tokens = buckets().midpoint(p.bucket);
   return p;
 }

@@ -8,7 +8,8 @@
 
 namespace keel::predictor {
 
-LengthMetrics length_metrics(const LengthBuckets& buckets, const std::vector<int32_t>& actual_tokens,
+LengthMetrics length_metrics(const LengthBuckets& buckets,
+                             const std::vector<int32_t>& actual_tokens,
                              const std::vector<int32_t>& predicted_buckets,
                              int32_t majority_bucket) {
   KEEL_CHECK(actual_tokens.size() == predicted_buckets.size());

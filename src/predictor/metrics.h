@@ -22,7 +22,8 @@ struct LengthMetrics {
 };
 
 // actual_tokens[i] generated, predicted_buckets[i] predicted; equal sizes.
-LengthMetrics length_metrics(const LengthBuckets& buckets, const std::vector<int32_t>& actual_tokens,
+LengthMetrics length_metrics(const LengthBuckets& buckets,
+                             const std::vector<int32_t>& actual_tokens,
                              const std::vector<int32_t>& predicted_buckets,
                              int32_t majority_bucket);
 

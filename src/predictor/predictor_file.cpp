@@ -6,6 +6,7 @@
 
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "predictor/features.h"
 
 namespace keel::predictor {
 namespace {
@@ -145,7 +146,7 @@ Result<PredictorFile> load_predictor(const std::string& path) {
   if (out.dataset.max_new_tokens != h.buckets.max_tokens) {
     return bad(path, "the buckets' max tokens differ from the dataset's max new tokens");
   }
-  h.input_dim = 2 * out.feature_n_embd + 1;
+  h.input_dim = FeatureExtractor::dim_for(out.feature_n_embd);
   const int64_t b = h.buckets.num_buckets();
   KEEL_TRY(read_f32(f, "feature_mean", {h.input_dim}, false, &h.feature_mean));
   KEEL_TRY(read_f32(f, "feature_scale", {h.input_dim}, false, &h.feature_scale));

@@ -30,7 +30,7 @@ struct PredictorFile {
   DatasetSpec dataset;          // how the labels were made (eval regenerates the held-out part)
   int32_t majority_bucket = 0;  // the most frequent training bucket: the baseline's answer
   std::string feature_model;    // file name of the side model
-  int64_t feature_n_embd = 0;   // its n_embd (the head's D = 2·n_embd + 1)
+  int64_t feature_n_embd = 0;   // its n_embd (the head's D: FeatureExtractor::dim_for)
   int64_t feature_n_vocab = 0;  // its vocabulary size
   std::string served_model;     // file name of the served model
   std::string command;          // the command line that produced the file

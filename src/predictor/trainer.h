@@ -16,10 +16,10 @@
 namespace keel::predictor {
 
 struct TrainConfig {
-  int64_t hidden = 0;         // hidden units; 0 = softmax regression
-  int32_t steps = 400;        // full-batch Adam steps
+  int64_t hidden = 0;   // hidden units; 0 = softmax regression
+  int32_t steps = 200;  // full-batch Adam steps
   float learning_rate = 0.01f;
-  float weight_decay = 1e-3f;  // λ of 0.5·λ·‖W‖²
+  float weight_decay = 0.02f;  // λ of 0.5·λ·‖W‖²
   uint64_t seed = 1;           // initial weights of the MLP
 
   [[nodiscard]] Status validate() const;

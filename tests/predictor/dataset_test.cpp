@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "predictor/dataset_file.h"
 #include "predictor/features.h"
@@ -15,6 +16,9 @@
 
 namespace keel::predictor {
 namespace {
+
+// The best kernel table of this CPU, the one keel train-predictor uses.
+kernels::Isa best_isa() { return kernels::best_isa(detect_cpu_features()); }
 
 TEST(DatasetSpecTest, ValidateAndSplit) {
   DatasetSpec s;
@@ -40,7 +44,8 @@ TEST(DatasetFileTest, RoundTripAndMismatches) {
   const std::string dir = keel::testing::make_temp_dir("predictor-dataset");
   DatasetKey key{DatasetSpec{}, "served.gguf", "side.gguf"};
   key.spec.num_prompts = 3;
-  const std::vector<LengthSample> samples = {{0, {1, 5, 6}, 17}, {1, {1, 9}, 0}, {2, {1, 2, 3}, 256}};
+  const std::vector<LengthSample> samples = {
+      {0, {1, 5, 6}, 17}, {1, {1, 9}, 0}, {2, {1, 2, 3}, 256}};
   const std::string p = dir + "/ds.txt";
   ASSERT_TRUE(save_samples(p, key, samples).ok());
   auto r = load_samples(p, key);
@@ -82,7 +87,7 @@ class StoriesDatasetTest : public ::testing::Test {
     builder_ = std::move(*b);
   }
   ThreadPool pool_{1};
-  kernels::Ops ops_{kernels::Isa::kScalar, &pool_};
+  kernels::Ops ops_{best_isa(), &pool_};
   std::unique_ptr<model::Model> model_;
   DatasetSpec spec_;
   std::unique_ptr<DatasetBuilder> builder_;
@@ -111,7 +116,7 @@ TEST_F(StoriesDatasetTest, TinyTrainingOnRealPromptsLowersTheLoss) {
   auto samples = builder_->samples({0, 1, 2, 3, 5, 6, 7, 8}, {});
   ASSERT_TRUE(samples.ok()) << samples.error().to_string();
   const LengthBuckets buckets{8, spec_.max_new_tokens};
-  const FeatureExtractor fx(*model_, kernels::Isa::kScalar);
+  const FeatureExtractor fx(*model_, best_isa());
   std::vector<std::vector<float>> x;
   std::vector<int32_t> y;
   for (const auto& s : *samples) {

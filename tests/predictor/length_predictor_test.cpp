@@ -1,34 +1,36 @@
 // LengthPredictor over the committed predictor for stories260K (models/predictor/): a prediction
 // is a valid bucket with probabilities summing to 1, concurrent predict() calls agree with serial
 // ones, bad prompts and mismatched side models are InvalidArgument, and on a small fixed slice
-// of the held-out split (regenerated from the spec in the file) it beats the majority bucket.
+// of the held-out split (tests/predictor/data) it beats the majority bucket.
 #include "predictor/length_predictor.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
+#include <sstream>
 #include <thread>
 
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 #include "predictor/metrics.h"
 #include "support/test_support.h"
 
-#ifndef KEEL_PREDICTOR_FILE
-#error "KEEL_PREDICTOR_FILE must name the committed predictor file"
+#if !defined(KEEL_PREDICTOR_FILE) || !defined(KEEL_PREDICTOR_HELDOUT)
+#error "KEEL_PREDICTOR_FILE and KEEL_PREDICTOR_HELDOUT must name the committed files"
 #endif
 
 namespace keel::predictor {
 namespace {
 
-// The first held-out samples the accuracy test regenerates (labels cost a few hundred decode
-// steps each, so the slice stays small for the sanitizer builds).
-constexpr size_t kHeldOutSlice = 40;
+// The best kernel table of this CPU, the one keel train-predictor uses.
+kernels::Isa best_isa() { return kernels::best_isa(detect_cpu_features()); }
 
 class LengthPredictorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     KEEL_REQUIRE_SHARED();
-    auto p = LengthPredictor::load(KEEL_PREDICTOR_FILE, stories_path(), kernels::Isa::kScalar);
+    auto p = LengthPredictor::load(KEEL_PREDICTOR_FILE, stories_path(), best_isa());
     ASSERT_TRUE(p.ok()) << p.error().to_string();
     predictor_ = std::move(*p);
   }
@@ -91,37 +93,67 @@ TEST_F(LengthPredictorTest, ConcurrentPredictionsMatchSerialOnes) {
 }
 
 TEST_F(LengthPredictorTest, BadPromptsAndSideModelsAreInvalidArgument) {
-  EXPECT_EQ(predictor_->predict(std::vector<int32_t>{}).error().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(predictor_->predict(std::vector<int32_t>{1, 512}).error().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(predictor_->predict(std::vector<int32_t>{1, -4}).error().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(predictor_->predict(std::vector<int32_t>{}).error().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(predictor_->predict(std::vector<int32_t>{1, 512}).error().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(predictor_->predict(std::vector<int32_t>{1, -4}).error().code(),
+            StatusCode::kInvalidArgument);
   PredictorFile other = predictor_->file();
   other.feature_n_embd = 32;
-  other.head = LengthHead::zeros(other.head.buckets, 65, 0);
+  other.head = LengthHead::zeros(other.head.buckets, FeatureExtractor::dim_for(32), 0);
   auto m = model::Model::open(stories_path());
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(LengthPredictor::create(other, **m, kernels::Isa::kScalar).error().code(),
+  EXPECT_EQ(LengthPredictor::create(other, **m, best_isa()).error().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(LengthPredictor::load(KEEL_PREDICTOR_FILE, KEEL_PREDICTOR_FILE, kernels::Isa::kScalar)
-                .error()
-                .code(),
-            StatusCode::kInvalidArgument);  // the predictor file is no model
+  EXPECT_EQ(
+      LengthPredictor::load(KEEL_PREDICTOR_FILE, KEEL_PREDICTOR_FILE, best_isa()).error().code(),
+      StatusCode::kInvalidArgument);  // the predictor file is no model
+}
+
+// The held-out slice (tests/predictor/data): the first 60 held-out samples of the committed
+// predictor's dataset, written by train-predictor's dataset cache. Generating their labels costs
+// hundreds of decode steps each (too slow for the sanitizer builds), so the test regenerates only
+// the two cheapest to show that the fixture is what the dataset builder makes, then predicts all.
+std::vector<LengthSample> read_slice() {
+  std::vector<LengthSample> out;
+  std::istringstream in(keel::testing::read_file(KEEL_PREDICTOR_HELDOUT));
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ls(line);
+    LengthSample s;
+    ls >> s.index >> s.generated;
+    for (int32_t t; ls >> t;) s.prompt.push_back(t);
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 TEST_F(LengthPredictorTest, BeatsTheMajorityBucketOnAHeldOutSlice) {
   const PredictorFile& f = predictor_->file();
-  std::vector<int32_t> indices = split_indices(f.dataset, /*held_out=*/true);
-  ASSERT_GE(indices.size(), kHeldOutSlice);
-  indices.resize(kHeldOutSlice);
+  const std::vector<LengthSample> slice = read_slice();
+  ASSERT_EQ(slice.size(), 60u);
+  std::vector<size_t> order(slice.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return slice[a].prompt.size() + slice[a].generated <
+           slice[b].prompt.size() + slice[b].generated;
+  });
   auto m = model::Model::open(stories_path());
   ASSERT_TRUE(m.ok());
   ThreadPool pool(1);
-  kernels::Ops ops(kernels::Isa::kScalar, &pool);
+  kernels::Ops ops(best_isa(), &pool);
   auto builder = DatasetBuilder::create(f.dataset, **m, **m, {1, 2}, ops);
   ASSERT_TRUE(builder.ok()) << builder.error().to_string();
-  auto samples = (*builder)->samples(indices, {});
-  ASSERT_TRUE(samples.ok()) << samples.error().to_string();
+  for (size_t k : {order[0], order[1]}) {
+    ASSERT_TRUE(f.dataset.is_heldout(slice[k].index));
+    auto s = (*builder)->sample(slice[k].index);
+    ASSERT_TRUE(s.ok()) << s.error().to_string();
+    EXPECT_EQ(s->prompt, slice[k].prompt) << "sample " << slice[k].index;
+    EXPECT_EQ(s->generated, slice[k].generated) << "sample " << slice[k].index;
+  }
   std::vector<int32_t> actual, predicted;
-  for (const auto& s : *samples) {
+  for (const auto& s : slice) {
     auto p = predictor_->predict(s.prompt);
     ASSERT_TRUE(p.ok());
     actual.push_back(s.generated);

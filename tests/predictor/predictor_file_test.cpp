@@ -12,23 +12,26 @@
 
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "predictor/features.h"
 #include "support/test_support.h"
 
 namespace keel::predictor {
 namespace {
 
+const int64_t kD = FeatureExtractor::dim_for(2);
+
 PredictorFile small_file(int64_t hidden) {
   PredictorFile f;
-  f.feature_n_embd = 2;  // D = 5
+  f.feature_n_embd = 2;
   f.feature_n_vocab = 512;
   f.dataset.max_new_tokens = 64;
   f.dataset.num_prompts = 50;
-  f.head = LengthHead::zeros(LengthBuckets{16, 64}, 5, hidden);
+  f.head = LengthHead::zeros(LengthBuckets{16, 64}, kD, hidden);
   float v = 0.25f;
   for (auto* w : {&f.head.feature_mean, &f.head.w1, &f.head.b1, &f.head.w2, &f.head.b2}) {
     for (float& x : *w) x = (v += 0.5f);
   }
-  f.head.feature_scale.assign(5, 2.0f);
+  f.head.feature_scale.assign(static_cast<size_t>(kD), 2.0f);
   f.majority_bucket = 3;
   f.feature_model = "side.gguf";
   f.served_model = "served.gguf";
@@ -65,7 +68,8 @@ class PredictorFileTest : public ::testing::Test {
   void expect_invalid(const std::string& p, const std::string& what) {
     const auto r = load_predictor(p);
     ASSERT_FALSE(r.ok()) << what;
-    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument) << what << ": " << r.error().message();
+    EXPECT_EQ(r.error().code(), StatusCode::kInvalidArgument)
+        << what << ": " << r.error().message();
   }
 };
 
@@ -76,7 +80,7 @@ TEST_F(PredictorFileTest, RoundTripKeepsEverything) {
     const auto r = load_predictor(path("p.gguf"));
     ASSERT_TRUE(r.ok()) << r.error().to_string();
     EXPECT_EQ(r->head.buckets, f.head.buckets);
-    EXPECT_EQ(r->head.input_dim, 5);
+    EXPECT_EQ(r->head.input_dim, kD);
     EXPECT_EQ(r->head.hidden, hidden);
     EXPECT_EQ(r->head.feature_mean, f.head.feature_mean);
     EXPECT_EQ(r->head.feature_scale, f.head.feature_scale);
@@ -91,7 +95,8 @@ TEST_F(PredictorFileTest, RoundTripKeepsEverything) {
     EXPECT_EQ(r->dataset.num_prompts, 50);
     EXPECT_EQ(r->dataset.seed, f.dataset.seed);
     EXPECT_FLOAT_EQ(r->dataset.temperature, f.dataset.temperature);
-    const std::vector<float> x = {1, 2, 3, 4, 5};
+    std::vector<float> x(static_cast<size_t>(kD));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i + 1);
     EXPECT_EQ(r->head.probabilities(x), f.head.probabilities(x));
   }
 }
@@ -101,9 +106,7 @@ TEST_F(PredictorFileTest, MissingPathIsNotFound) {
 }
 
 TEST_F(PredictorFileTest, GarbageAndTruncatedFilesAreInvalidArgument) {
-  {
-    std::ofstream(path("garbage")) << "this is not a GGUF file at all, just text";
-  }
+  { std::ofstream(path("garbage")) << "this is not a GGUF file at all, just text"; }
   expect_invalid(path("garbage"), "garbage");
   ASSERT_TRUE(save_predictor(small_file(3), path("full.gguf")).ok());
   const std::string bytes = keel::testing::read_file(path("full.gguf"));
@@ -129,11 +132,11 @@ TEST_F(PredictorFileTest, BadMetadataIsInvalidArgument) {
       write_edited("major", [](W& w) { w.set("keel.predictor.majority_bucket", int64_t{4}); }),
       "majority bucket out of range");
   expect_invalid(
-      write_edited("cap", [](W& w) { w.set("keel.predictor.dataset.max_new_tokens", int64_t{60}); }),
+      write_edited("cap",
+                   [](W& w) { w.set("keel.predictor.dataset.max_new_tokens", int64_t{60}); }),
       "cap differs from the buckets'");
-  expect_invalid(
-      write_edited("hidden", [](W& w) { w.set("keel.predictor.hidden", int64_t{4}); }),
-      "hidden units differ from w1's shape");
+  expect_invalid(write_edited("hidden", [](W& w) { w.set("keel.predictor.hidden", int64_t{4}); }),
+                 "hidden units differ from w1's shape");
   expect_invalid(
       write_edited("embd", [](W& w) { w.set("keel.predictor.feature_model.n_embd", int64_t{3}); }),
       "feature size differs from the tensors'");
@@ -143,35 +146,32 @@ TEST_F(PredictorFileTest, BadTensorsAreInvalidArgument) {
   expect_invalid(write_edited("nob2", [](gguf::GgufWriter&) {}, small_file(3), {"b2"}),
                  "missing tensor");
   const std::vector<float> wrong(7, 1.0f);
-  expect_invalid(write_edited(
-                     "shape",
-                     [&](gguf::GgufWriter& w) {
-                       ASSERT_TRUE(
-                           w.add_tensor("b2", DType::kF32, {7}, std::as_bytes(std::span(wrong)))
-                               .ok());
-                     },
-                     small_file(3), {"b2"}),
-                 "misshapen tensor");
+  expect_invalid(
+      write_edited(
+          "shape",
+          [&](gguf::GgufWriter& w) {
+            ASSERT_TRUE(w.add_tensor("b2", DType::kF32, {7}, std::as_bytes(std::span(wrong))).ok());
+          },
+          small_file(3), {"b2"}),
+      "misshapen tensor");
   PredictorFile nan = small_file(3);
   const std::vector<float> bad = {1, std::numeric_limits<float>::quiet_NaN(), 1, 1};
-  expect_invalid(write_edited(
-                     "nan",
-                     [&](gguf::GgufWriter& w) {
-                       ASSERT_TRUE(
-                           w.add_tensor("b2", DType::kF32, {4}, std::as_bytes(std::span(bad)))
-                               .ok());
-                     },
-                     nan, {"b2"}),
-                 "NaN weight");
-  const std::vector<float> zero(5, 0.0f);
-  expect_invalid(write_edited(
-                     "scale",
-                     [&](gguf::GgufWriter& w) {
-                       ASSERT_TRUE(w.add_tensor("feature_scale", DType::kF32, {5},
-                                                std::as_bytes(std::span(zero)))
-                                       .ok());
-                     },
-                     small_file(3), {"feature_scale"}),
+  expect_invalid(
+      write_edited("nan",
+                   [&](gguf::GgufWriter& w) {
+                     ASSERT_TRUE(
+                         w.add_tensor("b2", DType::kF32, {4}, std::as_bytes(std::span(bad))).ok());
+                   },
+                   nan, {"b2"}),
+      "NaN weight");
+  const std::vector<float> zero(static_cast<size_t>(kD), 0.0f);
+  expect_invalid(write_edited("scale",
+                              [&](gguf::GgufWriter& w) {
+                                ASSERT_TRUE(w.add_tensor("feature_scale", DType::kF32, {kD},
+                                                         std::as_bytes(std::span(zero)))
+                                                .ok());
+                              },
+                              small_file(3), {"feature_scale"}),
                  "zero feature scale");
 }
 
