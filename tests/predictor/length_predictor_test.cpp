@@ -1,6 +1,7 @@
 // LengthPredictor over the committed predictor for stories260K (models/predictor/): a prediction
 // is a valid bucket with probabilities summing to 1, concurrent predict() calls agree with serial
-// ones, bad prompts and mismatched side models are InvalidArgument, and on a small fixed slice
+// ones, bad prompts and mismatched side models are InvalidArgument (a file that is no model at all
+// keeps the model loader's error), and on a small fixed slice
 // of the held-out split (tests/predictor/data) it beats the majority bucket.
 #include "predictor/length_predictor.h"
 
@@ -92,7 +93,7 @@ TEST_F(LengthPredictorTest, ConcurrentPredictionsMatchSerialOnes) {
   }
 }
 
-TEST_F(LengthPredictorTest, BadPromptsAndSideModelsAreInvalidArgument) {
+TEST_F(LengthPredictorTest, BadPromptsAndSideModelsAreRejected) {
   EXPECT_EQ(predictor_->predict(std::vector<int32_t>{}).error().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(predictor_->predict(std::vector<int32_t>{1, 512}).error().code(),
@@ -108,7 +109,7 @@ TEST_F(LengthPredictorTest, BadPromptsAndSideModelsAreInvalidArgument) {
             StatusCode::kInvalidArgument);
   EXPECT_EQ(
       LengthPredictor::load(KEEL_PREDICTOR_FILE, KEEL_PREDICTOR_FILE, best_isa()).error().code(),
-      StatusCode::kInvalidArgument);  // the predictor file is no model
+      StatusCode::kUnsupported);  // the predictor file is no model (the model loader's error)
 }
 
 // The held-out slice (tests/predictor/data): the first 60 held-out samples of the committed
