@@ -8,8 +8,8 @@
 // Output: text, or one JSON object (--json).
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <string>
 #include <vector>
 
