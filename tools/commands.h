@@ -189,4 +189,42 @@ struct EvalSparseOptions {
 };
 int run_eval_sparse(const EvalSparseOptions& opts);
 
+// `keel train-predictor`: the decode-length predictor (src/predictor) for one served model — a
+// dataset of side-model-written prompts labelled with the served model's generation lengths, a
+// head trained on the side model's features, written to a small GGUF (see docs/cli.md).
+struct TrainPredictorOptions {
+  ComputeOptions compute;
+  std::string model_path;            // the served model (labels)
+  std::string predictor_model_path;  // the side model (prompts, features); "" = model_path
+  int32_t prompts = 2000;
+  int32_t bucket_width = 32;
+  int32_t max_new_tokens = 256;
+  int32_t min_prompt_tokens = 4;
+  int32_t max_prompt_tokens = 250;  // prompts end anywhere in a story, not only at its opening
+  float temperature = 0.0f;         // the served model's sampling of the labels; 0 = greedy
+  int32_t top_k = 40;
+  uint64_t seed = 1;
+  int32_t hidden = 0;  // hidden units of the head; 0 = softmax regression
+  int32_t steps = 200;
+  float learning_rate = 0.01f;
+  float weight_decay = 0.02f;
+  std::string dataset_path;  // dataset cache (predictor/dataset_file.h); "" = none
+  std::string output_path;   // "" = <predictor model stem>-length.gguf in the working directory
+  std::string command_line;  // the command as typed, recorded in the file
+};
+int run_train_predictor(const TrainPredictorOptions& opts);
+
+// `keel eval predictor`: a predictor file's held-out accuracy, the majority-bucket baseline, a
+// confusion summary, mean absolute error in tokens and cost per prediction.
+struct EvalPredictorOptions {
+  ComputeOptions compute;
+  std::string model_path;            // the served model (labels of the held-out prompts)
+  std::string predictor_model_path;  // the side model; "" = model_path
+  std::string predictor_path;        // the predictor file
+  int32_t limit = 0;                 // held-out samples evaluated; 0 = all
+  std::string dataset_path;          // dataset cache to read the held-out samples from; "" = none
+  bool json = false;
+};
+int run_eval_predictor(const EvalPredictorOptions& opts);
+
 }  // namespace keel::cli

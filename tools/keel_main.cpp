@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "core/log.h"
 #include "kv/pic.h"
+#include "predictor_cli.h"
 
 namespace keel::cli {
 
@@ -314,6 +315,8 @@ int main(int argc, char** argv) {
   sparse_cmd->add_flag("--json", sp.json, "One JSON object per policy instead of a table");
   add_compute_options(sparse_cmd, &sp.compute);
 
+  const keel::cli::PredictorCli predictor_cli(app, *eval_cmd, add_compute_options, argc, argv);
+
   keel::cli::BenchServeOptions bs;
   CLI::App* bs_cmd = app.add_subcommand(
       "bench-serve", "Benchmark an OpenAI-compatible server with streamed requests (like vLLM's)");
@@ -340,5 +343,6 @@ int main(int argc, char** argv) {
   if (pic_cmd->parsed()) return keel::cli::run_eval_pic(pic);
   if (sparse_cmd->parsed()) return keel::cli::run_eval_sparse(sp);
   if (auto code = keel::cli::run_cluster_commands(cluster_cli)) return *code;
+  if (auto rc = predictor_cli.run()) return *rc;
   return 2;
 }

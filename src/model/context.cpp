@@ -60,6 +60,21 @@ Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
   return Status();
 }
 
+Status Context::forward_hidden(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                               std::vector<float>* hidden) {
+  KEEL_TRY(validate(batch, kv));
+  bind_tables(batch, kv.layout().block_size);
+  embed(batch);
+  run_layers(batch, kv, ops);
+  const int64_t n_out = gather_outputs(batch);
+  hidden->assign(sz(n_out) * sz(hp_.n_embd), 0.0f);
+  if (n_out > 0) {
+    ops.rms_norm(xn_.data(), model_.weights().output_norm.data(), n_out, hp_.n_embd, hp_.rms_eps,
+                 hidden->data());
+  }
+  return Status();
+}
+
 Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                                 int64_t check_layer, std::vector<float>* deviation) {
   if (check_layer < 0 || check_layer >= hp_.n_layer) {
@@ -243,7 +258,7 @@ void Context::attend(int64_t il, const Batch& batch, const KvStorage& kv, kernel
   ops.paged_attention(kv.paged(il), heads, queries);
 }
 
-void Context::output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits) {
+int64_t Context::gather_outputs(const Batch& batch) {
   const size_t d = sz(hp_.n_embd);
   int64_t n_out = 0;
   for (size_t t = 0; t < batch.size(); ++t) {
@@ -251,6 +266,11 @@ void Context::output_logits(const Batch& batch, kernels::Ops& ops, std::vector<f
     std::memcpy(xn_.data() + sz(n_out) * d, x_.data() + t * d, d * sizeof(float));
     ++n_out;
   }
+  return n_out;
+}
+
+void Context::output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits) {
+  const int64_t n_out = gather_outputs(batch);
   logits->assign(sz(n_out) * sz(hp_.n_vocab), 0.0f);
   if (n_out == 0) return;
   const std::vector<float>& norm = model_.weights().output_norm;

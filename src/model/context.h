@@ -37,6 +37,13 @@ class Context {
   // of validate_batch() (batch.h); OutOfRange for a position ≥ the model's n_ctx.
   Status forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops, std::vector<float>* logits);
 
+  // forward() without the output head: replaces *hidden with [n_outputs][n_embd] floats, the
+  // final hidden state after the output norm of each token with logits[i] = 1, in batch order —
+  // the rows the head would multiply (features for a side model, e.g. a length predictor).
+  // Same K/V writes and errors as forward().
+  Status forward_hidden(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                        std::vector<float>* hidden);
+
   // CacheBlend's token selection probe: runs layers [0, check_layer) over the batch exactly as
   // forward() does (their K/V rows are written), then computes layer check_layer's V rows of the
   // batch tokens and replaces *deviation with, per token, the squared L2 distance to the V row
@@ -59,6 +66,8 @@ class Context {
   // At Batch::select_layer: asks the selector for each marked sequence's pages and rebinds them.
   void select_pages(int64_t il, const Batch& batch, const KvStorage& kv);
   void output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits);
+  // Gathers the rows of the tokens with logits[i] = 1 into xn_; returns how many.
+  int64_t gather_outputs(const Batch& batch);
 
   const Model& model_;
   const HParams& hp_;

@@ -289,6 +289,29 @@ TEST_F(ContextTest, LogitsOnlyForTokensThatAskInBatchOrder) {
   EXPECT_TRUE(runner_->forward(b, nullptr).ok());
 }
 
+// forward_hidden returns the rows the output head multiplies: the head applied to them gives
+// forward()'s logits, for the same tokens in the same order.
+TEST_F(ContextTest, ForwardHiddenIsWhatTheHeadMultiplies) {
+  const std::vector<int32_t> toks = {4, 9, 13, 2, 31};
+  Batch b = runner_->batch();
+  for (int32_t i = 0; i < 5; ++i) b.add(toks[static_cast<size_t>(i)], i, 0, i == 1 || i == 4);
+  ASSERT_TRUE(run(b).ok());
+  Context ctx(runner_->model(), 6);
+  std::vector<float> hidden = {42.0f};
+  ASSERT_TRUE(ctx.forward_hidden(b, runner_->storage(), runner_->ops(), &hidden).ok());
+  const int64_t n_embd = runner_->model().hparams().n_embd;
+  ASSERT_EQ(hidden.size(), static_cast<size_t>(2 * n_embd));
+  std::vector<float> logits(80);
+  runner_->ops().matmul(runner_->model().weights().output, hidden.data(), 2, logits.data());
+  EXPECT_LE(max_abs_diff(logits, logits_), 1e-5);
+  for (auto& l : b.logits) l = 0;
+  ASSERT_TRUE(ctx.forward_hidden(b, runner_->storage(), runner_->ops(), &hidden).ok());
+  EXPECT_TRUE(hidden.empty());
+  b.tokens[0] = 40;  // out of the vocabulary: rejected like forward()
+  EXPECT_EQ(ctx.forward_hidden(b, runner_->storage(), runner_->ops(), &hidden).code(),
+            StatusCode::kInvalidArgument);
+}
+
 // A sequence's positions may be recomputed from any point whose prefix is valid (what a
 // preempted or rolled-back request does): the rewritten suffix gives the same logits.
 TEST_F(ContextTest, RewritingASuffixGivesTheSameLogits) {
