@@ -42,6 +42,7 @@ struct KvTransferServer::Impl {
     KvFrameHeader header;
     std::vector<std::byte> payload;
     void* request = nullptr;
+    bool discard = false;  // a rejected frame: received only to complete the rendezvous
   };
   std::unordered_map<ucp_ep_h, Clock::time_point> conns;  // connection → its last frame
   std::unordered_set<PendingReceive*> receives;           // rendezvous receives in flight
@@ -103,22 +104,27 @@ struct KvTransferServer::Impl {
     }
     const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
     KvFrameHeader header;
-    if (!admit({static_cast<const std::byte*>(header_ptr), header_length}, length, &header)) {
-      if (rndv) ucp_am_data_release(worker->handle(), data);  // declines the rendezvous
-      return UCS_OK;
-    }
+    const bool admitted =
+        admit({static_cast<const std::byte*>(header_ptr), header_length}, length, &header);
     if (!rndv) {
-      deliver(header, {static_cast<const std::byte*>(data), length});
+      if (admitted) deliver(header, {static_cast<const std::byte*>(data), length});
       return UCS_OK;
     }
-    auto* pending = new PendingReceive{this, header, std::vector<std::byte>(length), nullptr};
+    if (!admitted && length > kKvFrameMaxPayloadBytes) {
+      ucp_am_data_release(worker->handle(), data);  // declines it (UCX 1.13 may leak a buffer)
+      return UCS_OK;
+    }
+    // A rejected rendezvous frame is still received, into a buffer that is then dropped:
+    // declining it with ucp_am_data_release leaks UCX's receive descriptors in 1.13.
+    auto* pending =
+        new PendingReceive{this, header, std::vector<std::byte>(length), nullptr, !admitted};
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = &Impl::on_payload;
     rp.user_data = pending;
     void* req = ucp_am_recv_data_nbx(worker->handle(), data, pending->payload.data(), length, &rp);
     if (req == nullptr) {  // completed at once
-      deliver(pending->header, pending->payload);
+      if (!pending->discard) deliver(pending->header, pending->payload);
       delete pending;
     } else if (UCS_PTR_IS_ERR(req)) {
       count([](KvTransferServerStats& s) { ++s.receive_errors; });
@@ -135,8 +141,8 @@ struct KvTransferServer::Impl {
     Impl* impl = pending->impl;
     impl->receives.erase(pending);
     if (status == UCS_OK) {
-      impl->deliver(pending->header, pending->payload);
-    } else {
+      if (!pending->discard) impl->deliver(pending->header, pending->payload);
+    } else if (!pending->discard) {
       impl->count([](KvTransferServerStats& s) { ++s.receive_errors; });
     }
     delete pending;
