@@ -173,7 +173,8 @@ struct KvTransferClient::Impl {
       send_one(std::move(*block));
     }
     maybe_flush();
-    if (in_flight > 0 || flush_req != nullptr || close_req != nullptr) return std::min(wait, std::chrono::milliseconds(1));
+    if (in_flight > 0 || flush_req != nullptr || close_req != nullptr)
+      return std::min(wait, std::chrono::milliseconds(1));
     return wait;
   }
 
@@ -245,9 +246,8 @@ Result<std::unique_ptr<KvTransferClient>> KvTransferClient::connect(
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   Impl* raw = impl.get();
-  KEEL_ASSIGN_OR_RETURN(impl->worker, UcxWorker::start("keel-kv-send", [raw] {
-                          return raw->tick();
-                        }));
+  KEEL_ASSIGN_OR_RETURN(impl->worker,
+                        UcxWorker::start("keel-kv-send", [raw] { return raw->tick(); }));
   Status status;
   impl->worker->run_sync([&] { status = raw->open(); });
   if (!status.ok()) {

@@ -98,8 +98,8 @@ Result<KvFrameHeader> decode_frame_header(std::span<const std::byte> bytes) {
   h.payload_bytes = get_le(p + kLength, 8);
   h.payload_checksum = get_le(p + kPayloadSum, 8);
   if (h.num_tokens == 0 || h.num_tokens > kKvFrameMaxTokens) {
-    return Status::invalid_argument("kv frame header: token count " +
-                                    std::to_string(h.num_tokens) + " out of range");
+    return Status::invalid_argument("kv frame header: token count " + std::to_string(h.num_tokens) +
+                                    " out of range");
   }
   if (h.payload_bytes > kKvFrameMaxPayloadBytes) {
     return Status::invalid_argument("kv frame header: payload of " +

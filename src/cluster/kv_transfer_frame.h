@@ -33,11 +33,11 @@ inline constexpr uint64_t kKvFrameMaxPayloadBytes = uint64_t{256} << 20;
 inline constexpr uint32_t kKvFrameMaxTokens = 1u << 16;
 
 struct KvFrameHeader {
-  kv::BlockHash kv_identity;    // engine::kv_tier_identity(model, KV dtype, block size)
-  kv::BlockHash block_hash;     // the block's prefix key (kv/block_hash.h)
-  kv::BlockHash parent_hash;    // the key of the block before it (kv::kRootHash for the first)
-  uint32_t num_tokens = 0;      // tokens the block holds, in [1, kKvFrameMaxTokens]
-  uint64_t payload_bytes = 0;   // length of the payload that follows, ≤ kKvFrameMaxPayloadBytes
+  kv::BlockHash kv_identity;      // engine::kv_tier_identity(model, KV dtype, block size)
+  kv::BlockHash block_hash;       // the block's prefix key (kv/block_hash.h)
+  kv::BlockHash parent_hash;      // the key of the block before it (kv::kRootHash for the first)
+  uint32_t num_tokens = 0;        // tokens the block holds, in [1, kKvFrameMaxTokens]
+  uint64_t payload_bytes = 0;     // length of the payload that follows, ≤ kKvFrameMaxPayloadBytes
   uint64_t payload_checksum = 0;  // XXH3-64 (seed 0) of the payload
   friend bool operator==(const KvFrameHeader&, const KvFrameHeader&) = default;
 };
@@ -47,8 +47,7 @@ using KvFrameHeaderBytes = std::array<std::byte, kKvFrameHeaderBytes>;
 // A header for `payload` (its length and checksum filled in).
 [[nodiscard]] KvFrameHeader make_frame_header(const kv::BlockHash& kv_identity,
                                               const kv::BlockHash& block_hash,
-                                              const kv::BlockHash& parent_hash,
-                                              uint32_t num_tokens,
+                                              const kv::BlockHash& parent_hash, uint32_t num_tokens,
                                               std::span<const std::byte> payload);
 
 // XXH3-64 (seed 0) of a payload.

@@ -255,9 +255,8 @@ Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start(KvTransferServ
   impl->options = std::move(options);
   impl->sink = std::move(sink);
   Impl* raw = impl.get();
-  KEEL_ASSIGN_OR_RETURN(impl->worker, UcxWorker::start("keel-kv-recv", [raw] {
-                          return raw->tick();
-                        }));
+  KEEL_ASSIGN_OR_RETURN(impl->worker,
+                        UcxWorker::start("keel-kv-recv", [raw] { return raw->tick(); }));
   Status status;
   impl->worker->run_sync([&] { status = raw->listen(); });
   if (!status.ok()) {
