@@ -3,12 +3,14 @@
 // KvTransferServer in the same process over UCX (UCX_TLS as set; by default UCX picks shared
 // memory, sysv + cma, for a same-host peer), against two raw probes of the same bytes in the same
 // run: a plain TCP loopback stream (one writer thread, one reader thread) and a memcpy into a
-// memfd shared mapping. Prints GB/s (10^9 bytes/s) of each and the transfer's ratio to each probe.
+// memfd shared mapping larger than the cache. Prints GB/s (10^9 bytes/s) of each and the transfer's
+// ratio to each probe.
 //   keel_kv_transfer_bench [--blocks N] [--rounds R]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -45,9 +47,18 @@ std::vector<std::byte> pattern(size_t n, int seed) {
 }
 
 // GB/s of one round of `blocks` blocks through the KV transfer service; 0 on failure.
+// CPU seconds (user + system, every thread) this process has used.
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+// Adds the CPU seconds of the timed part to *cpu.
 double kv_transfer_round(keel::cluster::KvTransferServer& server,
                          keel::cluster::KvTransferClient& client, int blocks, int round,
-                         const std::vector<std::byte>& source) {
+                         const std::vector<std::byte>& source, double* cpu) {
   std::vector<KvBlockToSend> todo;
   for (int i = 0; i < blocks; ++i) {  // built before the clock starts
     KvBlockToSend b;
@@ -57,6 +68,7 @@ double kv_transfer_round(keel::cluster::KvTransferServer& server,
     todo.push_back(std::move(b));
   }
   const int64_t before = server.stats().blocks_accepted;
+  const double c0 = cpu_seconds();
   const auto t0 = Clock::now();
   for (auto& b : todo) {
     if (!client.send(std::move(b)).ok()) return 0;
@@ -64,9 +76,11 @@ double kv_transfer_round(keel::cluster::KvTransferServer& server,
   if (!client.flush(Clock::now() + std::chrono::seconds(60)).ok()) return 0;
   while (server.stats().blocks_accepted < before + blocks) {
     if (seconds_since(t0) > 60) return 0;
-    std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
-  return static_cast<double>(blocks) * kBlockBytes / seconds_since(t0) / 1e9;
+  const double s = seconds_since(t0);
+  *cpu += cpu_seconds() - c0;
+  return static_cast<double>(blocks) * kBlockBytes / s / 1e9;
 }
 
 // GB/s of the same bytes over a TCP loopback connection (writer and reader threads).
@@ -119,9 +133,10 @@ double tcp_probe(int blocks, const std::vector<std::byte>& source) {
   return ok ? static_cast<double>(total) / s / 1e9 : 0;
 }
 
-// GB/s of memcpy of the same bytes into a memfd shared mapping (a ring of 8 block slots).
+// GB/s of memcpy of the same bytes into a memfd shared mapping (a ring of 64 block slots, 46 MB:
+// larger than the last-level cache, as a receiver's fresh buffers are).
 double shm_probe(int blocks, const std::vector<std::byte>& source) {
-  constexpr int kSlots = 8;
+  constexpr int kSlots = 64;
   const int fd = memfd_create("keel-kv-probe", 0);
   if (fd < 0 || ftruncate(fd, static_cast<off_t>(kSlots * kBlockBytes)) != 0) return 0;
   void* map = mmap(nullptr, kSlots * kBlockBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -177,14 +192,22 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::vector<double> kv, tcp, shm;
-  (void)kv_transfer_round(**server, **client, 16, 0, source);  // warm-up: connection, pools
+  double kv_cpu = 0, tcp_cpu = 0;  // CPU seconds of each method over every round
+  double warm_cpu = 0;             // warm-up: connection, pools
+  (void)kv_transfer_round(**server, **client, 16, 0, source, &warm_cpu);
+  std::printf("%s", (*client)->describe_transport().c_str());
   for (int r = 1; r <= rounds; ++r) {
-    kv.push_back(kv_transfer_round(**server, **client, blocks, r, source));
+    kv.push_back(kv_transfer_round(**server, **client, blocks, r, source, &kv_cpu));
+    const double c0 = cpu_seconds();
     tcp.push_back(tcp_probe(blocks, source));
+    tcp_cpu += cpu_seconds() - c0;
     shm.push_back(shm_probe(blocks, source));
     std::printf("round %d: kv_transfer %.2f GB/s  tcp_loopback %.2f GB/s  shm_memcpy %.2f GB/s\n",
                 r, kv.back(), tcp.back(), shm.back());
   }
+  const double gb = static_cast<double>(rounds) * blocks * kBlockBytes / 1e9;
+  std::printf("cpu: kv_transfer %.2f s/GB  tcp_loopback %.2f s/GB (all threads; lower is better)\n",
+              kv_cpu / gb, tcp_cpu / gb);
   const double k = median(kv), t = median(tcp), m = median(shm);
   std::printf("median: kv_transfer %.2f GB/s  tcp_loopback %.2f GB/s  shm_memcpy %.2f GB/s\n", k, t,
               m);

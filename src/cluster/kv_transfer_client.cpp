@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@ using Clock = std::chrono::steady_clock;
 Status KvTransferClientOptions::validate() const {
   if (port == 0) return Status::invalid_argument("kv transfer client: port must be set");
   if (max_in_flight < 1) return Status::invalid_argument("max_in_flight must be >= 1");
+  if (connect_timeout.count() <= 0) return Status::invalid_argument("connect_timeout must be > 0");
   if (faults.throttle_bytes_per_s < 0) return Status::invalid_argument("negative throttle");
   return Status::ok_status();
 }
@@ -209,7 +211,7 @@ struct KvTransferClient::Impl {
     params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
     params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
     params.sockaddr.addrlen = sizeof(sockaddr_in);
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_mode = kKvTransferErrMode;
     params.err_handler.cb = &Impl::on_ep_error;
     params.err_handler.arg = this;
     const ucs_status_t s = ucp_ep_create(worker->handle(), &params, &ep);
@@ -217,6 +219,23 @@ struct KvTransferClient::Impl {
       ep = nullptr;
       return ucx_status("ep_create", s);
     }
+    return wait_connected();
+  }
+
+  // A flush completes once the connection's wire-up has: until then UCX 1.13 may send a
+  // rendezvous with the pre-wire-up lane configuration and abort (rndv.c "packed_rkey_size").
+  Status wait_connected() {
+    ucp_request_param_t param{};
+    void* req = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_ERR(req)) return ucx_status("connect", UCS_PTR_STATUS(req));
+    if (req == nullptr) return Status::ok_status();
+    ucs_status_t status = UCS_INPROGRESS;
+    worker->progress_until(
+        [&] { return (status = ucp_request_check_status(req)) != UCS_INPROGRESS; },
+        options.connect_timeout);
+    ucp_request_free(req);
+    if (status == UCS_INPROGRESS) return Status::unavailable("kv transfer: connect timed out");
+    if (status != UCS_OK) return ucx_status("connect", status);
     return Status::ok_status();
   }
 
@@ -299,6 +318,27 @@ Status KvTransferClient::flush(Clock::time_point deadline) {
 KvTransferClientStats KvTransferClient::stats() const {
   std::lock_guard lock(impl_->mu);
   return impl_->stats;
+}
+
+}  // namespace keel::cluster
+
+namespace keel::cluster {
+
+std::string KvTransferClient::describe_transport() const {
+  std::string text;
+  Impl* raw = impl_.get();
+  impl_->worker->run_sync([&] {
+    if (raw->ep == nullptr) return;
+    char* buf = nullptr;
+    size_t len = 0;
+    FILE* f = open_memstream(&buf, &len);
+    if (f == nullptr) return;
+    ucp_ep_print_info(raw->ep, f);
+    std::fclose(f);
+    text.assign(buf, len);
+    std::free(buf);
+  });
+  return text;
 }
 
 }  // namespace keel::cluster

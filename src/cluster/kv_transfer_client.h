@@ -37,6 +37,8 @@ struct KvTransferClientOptions {
   // Bytes of queued (not yet sent) payloads beyond which send() refuses blocks.
   size_t max_queued_bytes = size_t{512} << 20;
   int max_in_flight = 8;  // frames handed to UCX and not yet complete
+  // connect() waits this long for the connection to be up.
+  std::chrono::milliseconds connect_timeout{5000};
   KvTransferFaults faults;
   [[nodiscard]] Status validate() const;
 };
@@ -58,7 +60,8 @@ struct KvTransferClientStats {
 
 class KvTransferClient {
  public:
-  // Starts connecting (asynchronously: a peer that is not there shows up as a failed flush()).
+  // Connects (waits up to connect_timeout for the connection to be up). Unavailable when the peer
+  // cannot be reached.
   static Result<std::unique_ptr<KvTransferClient>> connect(KvTransferClientOptions options);
   KvTransferClient(const KvTransferClient&) = delete;
   KvTransferClient& operator=(const KvTransferClient&) = delete;
@@ -73,6 +76,9 @@ class KvTransferClient {
   // or the connection fails (Unavailable with the reason).
   Status flush(std::chrono::steady_clock::time_point deadline);
   [[nodiscard]] KvTransferClientStats stats() const;
+  // UCX's description of the connection's lanes (ucp_ep_print_info: which transport carries the
+  // active messages and which the rendezvous payloads); complete once the connection is up.
+  [[nodiscard]] std::string describe_transport() const;
 
   struct Impl;
 

@@ -4,6 +4,7 @@
 
 #include <netinet/in.h>
 
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -40,13 +41,36 @@ struct KvTransferServer::Impl {
   struct PendingReceive {
     Impl* impl = nullptr;
     KvFrameHeader header;
-    std::vector<std::byte> payload;
+    std::unique_ptr<std::byte[]> payload;  // `length` bytes (from the spare pool)
+    size_t length = 0;
     void* request = nullptr;
     bool discard = false;  // a rejected frame: received only to complete the rendezvous
   };
   std::unordered_map<ucp_ep_h, Clock::time_point> conns;  // connection → its last frame
   std::unordered_set<PendingReceive*> receives;           // rendezvous receives in flight
   std::vector<void*> closing;                             // endpoint close requests in flight
+  // Payload buffers of finished receives, reused: a fresh 700 KB buffer per block costs page
+  // faults and a pass of zeroing.
+  std::vector<std::pair<std::unique_ptr<std::byte[]>, size_t>> spare;
+  static constexpr size_t kMaxSpare = 16;
+
+  std::unique_ptr<std::byte[]> take_buffer(size_t length) {
+    for (auto it = spare.rbegin(); it != spare.rend(); ++it) {
+      if (it->second != length) continue;
+      auto buf = std::move(it->first);
+      spare.erase(std::next(it).base());
+      return buf;
+    }
+    return std::unique_ptr<std::byte[]>(new std::byte[length]);  // not zeroed: fully received
+  }
+
+  // Returns a finished receive's buffer to the pool and frees the record.
+  void finish_receive(PendingReceive* pending) {
+    if (spare.size() < kMaxSpare && pending->payload != nullptr) {
+      spare.emplace_back(std::move(pending->payload), pending->length);
+    }
+    delete pending;
+  }
 
   mutable std::mutex stats_mu;
   KvTransferServerStats stats;  // guarded by stats_mu
@@ -117,18 +141,18 @@ struct KvTransferServer::Impl {
     // A rejected rendezvous frame is still received, into a buffer that is then dropped:
     // declining it with ucp_am_data_release leaks UCX's receive descriptors in 1.13.
     auto* pending =
-        new PendingReceive{this, header, std::vector<std::byte>(length), nullptr, !admitted};
+        new PendingReceive{this, header, take_buffer(length), length, nullptr, !admitted};
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = &Impl::on_payload;
     rp.user_data = pending;
-    void* req = ucp_am_recv_data_nbx(worker->handle(), data, pending->payload.data(), length, &rp);
+    void* req = ucp_am_recv_data_nbx(worker->handle(), data, pending->payload.get(), length, &rp);
     if (req == nullptr) {  // completed at once
-      if (!pending->discard) deliver(pending->header, pending->payload);
-      delete pending;
+      if (!pending->discard) deliver(pending->header, {pending->payload.get(), length});
+      finish_receive(pending);
     } else if (UCS_PTR_IS_ERR(req)) {
       count([](KvTransferServerStats& s) { ++s.receive_errors; });
-      delete pending;
+      finish_receive(pending);
     } else {
       pending->request = req;
       receives.insert(pending);
@@ -141,11 +165,13 @@ struct KvTransferServer::Impl {
     Impl* impl = pending->impl;
     impl->receives.erase(pending);
     if (status == UCS_OK) {
-      if (!pending->discard) impl->deliver(pending->header, pending->payload);
+      if (!pending->discard) {
+        impl->deliver(pending->header, {pending->payload.get(), pending->length});
+      }
     } else if (!pending->discard) {
       impl->count([](KvTransferServerStats& s) { ++s.receive_errors; });
     }
-    delete pending;
+    impl->finish_receive(pending);
     ucp_request_free(request);
   }
 
@@ -164,7 +190,7 @@ struct KvTransferServer::Impl {
     params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.conn_request = request;
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_mode = kKvTransferErrMode;
     params.err_handler.cb = &Impl::on_ep_error;
     params.err_handler.arg = impl;
     ucp_ep_h ep = nullptr;
@@ -188,7 +214,8 @@ struct KvTransferServer::Impl {
       close_ep(ep);
     }
     reap_closing();
-    return std::chrono::milliseconds(conns.empty() ? 100 : 10);
+    // Polled (see ucx_worker.h): a frame on an open connection waits at most 1 ms for the thread.
+    return std::chrono::milliseconds(conns.empty() ? 10 : 1);
   }
 
   void reap_closing() {

@@ -22,11 +22,17 @@
 #include "core/result.h"
 #include "core/status.h"
 #include "kv/tier_store.h"
+#include "ucp/api/ucp.h"
 
 namespace keel::cluster {
 
 // The UCX active-message id under which a client sends frames to a server.
 inline constexpr unsigned kKvFrameAmId = 0x4B56;
+// Both ends' endpoint error mode. UCP_ERR_HANDLING_MODE_PEER (UCX detects a vanished peer) rules
+// out the shared-memory transports in UCX 1.13 — a same-host transfer would run over TCP — so
+// the service relies on its own deadlines instead: the server's idle timeout, the client's flush
+// deadline; a force-closed endpoint completes its requests with an error either way.
+inline constexpr ucp_err_handling_mode_t kKvTransferErrMode = UCP_ERR_HANDLING_MODE_NONE;
 
 struct KvTransferServerOptions {
   std::string host = "127.0.0.1";  // address to listen on (IPv4 literal or name)

@@ -4,7 +4,10 @@
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 
 #include <future>
@@ -12,9 +15,11 @@
 
 namespace keel::cluster {
 namespace {
-// Passes without progress before the thread arms the event fd and sleeps: a short spin keeps a
-// streaming transfer off the sleep/wake path.
-constexpr int kSpinPasses = 64;
+// How long the thread keeps polling after the last progress before it sleeps (at most as long as
+// the tick allows): a streaming transfer stays off the sleep/wake path, an idle worker costs
+// little CPU.
+static const auto kSpinWindow =
+    std::chrono::microseconds(getenv("KSPIN") ? atoi(getenv("KSPIN")) : 500);
 }  // namespace
 
 Status ucx_status(const char* what, ucs_status_t status) {
@@ -44,7 +49,9 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick)
   w->tick_ = std::move(tick);
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
-  params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+  // No UCP_FEATURE_WAKEUP: asking for it restricts UCX to transports with event fds, which on
+  // one host means TCP instead of shared memory (sysv/posix + cma). The worker is polled instead.
+  params.features = UCP_FEATURE_AM;
   params.name = w->name_.c_str();
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
@@ -57,14 +64,20 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick)
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches the worker
   s = ucp_worker_create(w->context_, &wp, &w->worker_);
   if (s != UCS_OK) return ucx_status("worker_create", s);
-  s = ucp_worker_get_efd(w->worker_, &w->event_fd_);
-  if (s != UCS_OK) return ucx_status("worker_get_efd", s);
+  w->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (w->event_fd_ < 0) return Status::io_error("eventfd failed");
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
   return w;
 }
 
+void UcxWorker::wake() {
+  const uint64_t one = 1;
+  (void)::write(event_fd_, &one, sizeof(one));
+}
+
 UcxWorker::~UcxWorker() {
   stop();
+  if (event_fd_ >= 0) ::close(event_fd_);
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
   if (context_ != nullptr) ucp_cleanup(context_);
 }
@@ -74,7 +87,7 @@ void UcxWorker::post(std::function<void()> task) {
     std::lock_guard lock(mu_);
     tasks_.push_back(std::move(task));
   }
-  ucp_worker_signal(worker_);  // thread-safe: wakes the armed event fd
+  wake();
 }
 
 void UcxWorker::run_sync(const std::function<void()>& task) {
@@ -95,12 +108,12 @@ void UcxWorker::progress_until(const std::function<bool()>& done,
 void UcxWorker::stop() {
   if (!thread_.joinable()) return;
   stop_.store(true);
-  ucp_worker_signal(worker_);
+  wake();
   thread_.join();
 }
 
 void UcxWorker::run() {
-  int idle_passes = 0;
+  auto last_busy = std::chrono::steady_clock::now();
   std::vector<std::function<void()>> batch;
   while (!stop_.load(std::memory_order_relaxed)) {
     {
@@ -112,17 +125,22 @@ void UcxWorker::run() {
     batch.clear();
     const unsigned progressed = ucp_worker_progress(worker_);
     const std::chrono::milliseconds sleep = tick_ ? tick_() : std::chrono::milliseconds(100);
+    const auto now = std::chrono::steady_clock::now();
     if (progressed != 0 || had_tasks || sleep.count() == 0) {
-      idle_passes = 0;
+      last_busy = now;
       continue;
     }
-    if (++idle_passes < kSpinPasses) continue;
-    // Arm, then sleep until the network, post() or stop() signals, or the tick is due. BUSY means
-    // events are pending: go round again.
-    if (ucp_worker_arm(worker_) == UCS_ERR_BUSY) continue;
+    if (now - last_busy < kSpinWindow) {
+      std::this_thread::yield();  // on an oversubscribed host, let the peer thread run
+      continue;
+    }
+    // Sleep until post(), wake() or stop() signal, or the tick is due.
     pollfd pfd{event_fd_, POLLIN, 0};
-    (void)::poll(&pfd, 1, static_cast<int>(sleep.count()));
-    idle_passes = 0;
+    if (::poll(&pfd, 1, static_cast<int>(sleep.count())) > 0) {
+      uint64_t count = 0;
+      (void)::read(event_fd_, &count, sizeof(count));
+    }
+    last_busy = std::chrono::steady_clock::now();
   }
 }
 

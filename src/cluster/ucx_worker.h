@@ -1,8 +1,9 @@
 // UcxWorker: one UCX context and worker (UCP, active messages) driven by one progress thread that
 // it owns. Everything that touches the worker — endpoints, listeners, sends, receive handlers —
 // runs on that thread: other threads hand it work through post()/run_sync(). The thread polls
-// the worker, runs posted tasks and the owner's tick, and sleeps on the worker's event fd when
-// there is nothing to do (no busy spinning on a shared host), at most as long as the tick asks.
+// the worker, runs posted tasks and the owner's tick; after a short spin without progress it
+// sleeps on its own eventfd at most as long as the tick asks (1 ms while a transfer is active).
+// The worker is polled, not woken by UCX (UCP_FEATURE_WAKEUP would rule out shared memory).
 //
 // Transports are UCX's choice (UCX_TLS, default "all"): shared memory (sysv/posix + cma) between
 // processes on one host, TCP otherwise, RDMA where present.
@@ -43,7 +44,7 @@ class UcxWorker {
   // Runs `task` on the worker thread (soon; tasks run in order).
   void post(std::function<void()> task);
   // Wakes the worker thread (its tick runs soon).
-  void wake() { ucp_worker_signal(worker_); }
+  void wake();
   // Runs `task` on the worker thread and waits for it.
   void run_sync(const std::function<void()>& task);
   // Drives progress on the worker thread until `done()` or `timeout` (for closing endpoints
@@ -60,7 +61,7 @@ class UcxWorker {
   Tick tick_;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  int event_fd_ = -1;
+  int event_fd_ = -1;  // an eventfd: post(), wake() and stop() end the thread's sleep
   std::mutex mu_;
   std::vector<std::function<void()>> tasks_;  // guarded by mu_
   std::atomic<bool> stop_{false};
