@@ -33,13 +33,18 @@ struct KvTransferClient::Impl {
   // Shared with callers.
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<KvBlockToSend> queue;  // guarded by mu
-  size_t queued_bytes = 0;          // guarded by mu
-  Status failure;                   // guarded by mu: not ok once the connection failed
-  int64_t num_queued = 0;           // guarded by mu: blocks accepted by send()
-  int64_t num_done = 0;             // guarded by mu: blocks sent or dropped
-  int64_t num_flushed = 0;          // guarded by mu: blocks confirmed delivered by a flush
-  KvTransferClientStats stats;      // guarded by mu
+  // A queued block with its frame header (checksummed by send()'s caller, off the UCX thread).
+  struct Queued {
+    KvFrameHeaderBytes header;
+    std::vector<std::byte> payload;
+  };
+  std::deque<Queued> queue;     // guarded by mu
+  size_t queued_bytes = 0;      // guarded by mu
+  Status failure;               // guarded by mu: not ok once the connection failed
+  int64_t num_queued = 0;       // guarded by mu: blocks accepted by send()
+  int64_t num_done = 0;         // guarded by mu: blocks sent or dropped
+  int64_t num_flushed = 0;      // guarded by mu: blocks confirmed delivered by a flush
+  KvTransferClientStats stats;  // guarded by mu
 
   // UCX thread only.
   struct InFlight {
@@ -115,7 +120,7 @@ struct KvTransferClient::Impl {
 
   // Takes the next block to send, or nothing (queue empty, stalled, throttled: then *wait says
   // how long until the throttle allows it).
-  std::optional<KvBlockToSend> take(std::chrono::milliseconds* wait) {
+  std::optional<Queued> take(std::chrono::milliseconds* wait) {
     std::lock_guard lock(mu);
     if (queue.empty() || !failure.ok()) return std::nullopt;
     const KvTransferFaults& faults = options.faults;
@@ -134,13 +139,13 @@ struct KvTransferClient::Impl {
       }
       throttled_bytes += static_cast<double>(queue.front().payload.size());
     }
-    KvBlockToSend block = std::move(queue.front());
+    Queued block = std::move(queue.front());
     queue.pop_front();
     queued_bytes -= block.payload.size();
     return block;
   }
 
-  void send_one(KvBlockToSend block) {
+  void send_one(Queued block) {
     const int64_t idx = frames_taken++;
     if (idx == options.faults.drop_frame) {
       std::lock_guard lock(mu);
@@ -148,9 +153,7 @@ struct KvTransferClient::Impl {
       ++stats.blocks_dropped;
       return;
     }
-    auto* f = new InFlight{this, {}, std::move(block.payload)};
-    f->header = encode_frame_header(make_frame_header(
-        options.kv_identity, block.block_hash, block.parent_hash, block.num_tokens, f->payload));
+    auto* f = new InFlight{this, block.header, std::move(block.payload)};
     if (idx == options.faults.corrupt_frame && !f->payload.empty()) f->payload[0] ^= std::byte{1};
     ucp_request_param_t param{};
     param.op_attr_mask =
@@ -287,6 +290,10 @@ Status KvTransferClient::send(KvBlockToSend block) {
       block.payload.size() > kKvFrameMaxPayloadBytes) {
     return Status::invalid_argument("kv transfer: block out of the frame limits");
   }
+  Impl::Queued queued{
+      encode_frame_header(make_frame_header(impl_->options.kv_identity, block.block_hash,
+                                            block.parent_hash, block.num_tokens, block.payload)),
+      {}};
   {
     std::lock_guard lock(impl_->mu);
     if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
@@ -294,7 +301,8 @@ Status KvTransferClient::send(KvBlockToSend block) {
       return Status::resource_exhausted("kv transfer: send queue full");
     }
     impl_->queued_bytes += block.payload.size();
-    impl_->queue.push_back(std::move(block));
+    queued.payload = std::move(block.payload);
+    impl_->queue.push_back(std::move(queued));
     ++impl_->num_queued;
     ++impl_->stats.blocks_queued;
   }

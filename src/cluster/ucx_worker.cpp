@@ -15,11 +15,10 @@
 
 namespace keel::cluster {
 namespace {
-// How long the thread keeps polling after the last progress before it sleeps (at most as long as
-// the tick allows): a streaming transfer stays off the sleep/wake path, an idle worker costs
-// little CPU.
-static const auto kSpinWindow =
-    std::chrono::microseconds(getenv("KSPIN") ? atoi(getenv("KSPIN")) : 500);
+// How long the thread keeps polling (yielding between polls) after the last progress before it
+// sleeps, at most as long as the tick allows. Short: on an oversubscribed host a longer spin
+// measured slower (the spinning thread takes the core its peer needs); see docs/benchmarks.md.
+constexpr auto kSpinWindow = std::chrono::microseconds(2000);
 }  // namespace
 
 Status ucx_status(const char* what, ucs_status_t status) {
