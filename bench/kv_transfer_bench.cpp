@@ -5,7 +5,7 @@
 // run: a plain TCP loopback stream (one writer thread, one reader thread) and a memcpy into a
 // memfd shared mapping larger than the cache. Prints GB/s (10^9 bytes/s) of each and the transfer's
 // ratio to each probe.
-//   keel_kv_transfer_bench [--blocks N] [--rounds R]
+//   keel_kv_transfer_bench [--blocks N] [--rounds R] [--in-flight F]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -163,10 +163,12 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   int blocks = 256;
   int rounds = 5;
+  int in_flight = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--blocks") blocks = std::atoi(argv[i + 1]);
     if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
+    if (flag == "--in-flight") in_flight = std::atoi(argv[i + 1]);
   }
   const char* tls = std::getenv("UCX_TLS");
   std::printf(
@@ -186,6 +188,7 @@ int main(int argc, char** argv) {
   keel::cluster::KvTransferClientOptions co;
   co.port = (*server)->port();
   co.kv_identity = so.kv_identity;
+  co.max_in_flight = in_flight;
   auto client = keel::cluster::KvTransferClient::connect(co);
   if (!client.ok()) {
     std::fprintf(stderr, "client: %s\n", client.status().to_string().c_str());
