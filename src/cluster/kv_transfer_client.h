@@ -1,10 +1,12 @@
 // KvTransferClient: the sending end of the KV transfer service — a prefill TE streaming KV blocks
 // to one decode TE's KvTransferServer as they fill, so the transfer overlaps the rest of the
-// prefill. send() copies nothing more and never waits on the network: it queues the block, and
-// the client's UCX thread sends queued blocks in order (a bounded number in flight, each a frame
-// of kv_transfer_frame.h as one active message). flush() waits, up to a deadline, until every
-// block queued so far has reached the peer. A failed connection fails every later call; the
-// caller's answer to any failure is the same: the decode side recomputes what it lacks.
+// prefill. send() never waits on the network: it checksums the block into its frame header (on
+// the caller's thread) and queues it; the client's UCX thread sends queued blocks in order (a
+// bounded number in flight, each frame of kv_transfer_frame.h as one active message). flush()
+// waits, up to a deadline, until every block queued so far has reached the peer. The client
+// learns of a lost peer through UCX when the transport reports it, and otherwise through its
+// deadlines (see kKvTransferErrMode); a failed connection fails every later call. The caller's
+// answer to any failure is the same: the decode side recomputes what it lacks.
 //
 // Fault hooks (tests, benchmarks): a throttled link, a dropped or corrupted frame, a stall.
 // Thread safety: every public method from any thread; the destructor must not race them.
