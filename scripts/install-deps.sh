@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libpcre2-dev libxxhash-dev
   libzmq3-dev libmsgpack-cxx-dev  # cluster cache events (vLLM's format: msgpack over ZeroMQ)
+  libucx-dev  # the KV transfer service between engines (UCX: shared memory, TCP, RDMA)
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
 )

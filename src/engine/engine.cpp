@@ -279,6 +279,8 @@ void Engine::process_inbox(bool wait) {
       admit(std::move(*s));
     } else if (auto* r = std::get_if<ReleasePin>(&m)) {
       unpin(r->pin);
+    } else if (auto* rb = std::get_if<ReadBlock>(&m)) {
+      serve_block_read(*rb);
     } else {
       const RequestKey key = std::get<Abort>(m).key;
       if (key >= 0) {

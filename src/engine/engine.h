@@ -93,6 +93,25 @@ class Engine final : public EngineClient {
   // model file, and computable from its metadata alone.
   [[nodiscard]] const kv::BlockHash& model_key() const { return model_key_; }
 
+  // KV transfer hooks (engine_kv_transfer.cpp): what the KV transfer service (src/cluster) needs
+  // of a sending (prefill) and a receiving (decode) engine.
+  // The identity of this engine's block payloads (kv_tier_identity: model, KV dtype, block size).
+  [[nodiscard]] kv::BlockHash kv_identity() const;
+  // Bytes of one block payload (the tiers' layout: the storage block, every layer's K and V rows).
+  [[nodiscard]] size_t kv_block_bytes() const { return storage_.layout().block_bytes(); }
+  // Copies the payload of the published block `hash` into `out` (kv_block_bytes() long): from the
+  // pool — on the engine thread, between steps, so the call may wait for a step — else from a
+  // tier. NotFound when the engine holds it nowhere; InvalidArgument for a wrong-size `out`;
+  // Unavailable when the engine thread does not answer within `timeout` (stopping).
+  // Any thread but the engine thread (so not from an OutputSink).
+  Status read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // Stores a block received from a peer engine in the host tier T1 (written through to T2, as a
+  // demotion is), where admission's prefix lookup finds it and the cost model weighs fetching it
+  // against recomputing. Unavailable without a host tier; InvalidArgument for a wrong-size
+  // payload. Any thread (the tiers lock internally).
+  Status accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload);
+
  private:
   struct Submit {
     RequestKey key;
@@ -108,7 +127,13 @@ class Engine final : public EngineClient {
   struct ReleasePin {
     ContextCacheTable::Pin pin;
   };
-  using Message = std::variant<Submit, Abort, ReleasePin>;
+  // read_kv_block(): the engine thread copies a pool block for another thread.
+  struct BlockRead;
+  struct ReadBlock {
+    kv::BlockHash hash;
+    std::shared_ptr<BlockRead> read;
+  };
+  using Message = std::variant<Submit, Abort, ReleasePin, ReadBlock>;
 
   // Engine-side record of a request (engine thread only).
   struct Active {
@@ -184,6 +209,8 @@ class Engine final : public EngineClient {
   // Sets event->stop_string when a stop string decides.
   std::optional<FinishReason> finish_reason(Active& a, int32_t token, TokenEvent* event);
   void release_if_done(RequestKey key);
+  // Engine thread: answers a read_kv_block() from the pool.
+  void serve_block_read(const ReadBlock& r);
   void publish_stats();
   // Hands the KV manager's logged cache events to cache_events_ (when set and any were logged).
   void emit_cache_events();

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/model_identity.h"
 #include "engine_test_util.h"
 
 namespace keel::engine {
@@ -89,6 +90,50 @@ TEST(EngineTiersTest, EvictedBlocksComeBackFromTheHostTier) {
   EXPECT_GE(engine.stats().host_tier.hits - hits_before, 3);
   EXPECT_TRUE(engine.stats().host_tier_enabled);
   EXPECT_FALSE(engine.stats().disk_tier_enabled);
+}
+
+// The KV transfer hooks: a prefill engine's published blocks, read out by hash and filed in a
+// decode engine's host tier, are fetched there instead of recomputed; a missing block cuts the
+// chain and the rest is recomputed — the output is the same either way.
+TEST(EngineTiersTest, BlocksFromAPeerEngineAreFetchedNotRecomputed) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  EngineConfig c = small_pool_config();
+  c.kv_host_bytes = 64 << 20;
+  auto prefill = Engine::start(*model, c);
+  ASSERT_TRUE(prefill.ok()) << prefill.error().to_string();
+  const std::vector<int32_t> want = run_one(**prefill, greedy(prompt(300), 8));
+  const std::vector<kv::BlockHash> hashes =
+      prefix_block_hashes((*prefill)->model_key(), "", prompt(300), kBlock);
+  ASSERT_EQ(hashes.size(), 4u);
+  std::vector<std::vector<std::byte>> blocks;
+  for (const kv::BlockHash& h : hashes) {
+    blocks.emplace_back((*prefill)->kv_block_bytes());
+    ASSERT_TRUE((*prefill)->read_kv_block(h, blocks.back()).ok());
+  }
+  std::vector<std::byte> scratch((*prefill)->kv_block_bytes());
+  EXPECT_EQ((*prefill)->read_kv_block({1, 2}, scratch).code(), StatusCode::kNotFound);
+  EXPECT_EQ((*prefill)->read_kv_block(hashes[0], std::span(scratch).first(8)).code(),
+            StatusCode::kInvalidArgument);
+
+  for (const bool complete : {true, false}) {
+    auto decode = Engine::start(*model, c);
+    ASSERT_TRUE(decode.ok()) << decode.error().to_string();
+    EXPECT_EQ((*decode)->kv_identity(), (*prefill)->kv_identity());
+    for (size_t i = 0; i < hashes.size(); ++i) {
+      if (!complete && i == 1) continue;  // lost in transit
+      ASSERT_TRUE((*decode)->accept_kv_block(hashes[i], blocks[i]).ok());
+    }
+    auto sink = std::make_shared<CollectingSink>();
+    ASSERT_TRUE((*decode)->submit(greedy(prompt(300), 8), sink).ok());
+    EXPECT_EQ(sink->wait(), want);
+    EXPECT_EQ(sink->cached(), complete ? 3 * kBlock : kBlock);
+  }
+  EngineConfig no_tier = small_pool_config();
+  auto bare = Engine::start(*model, no_tier);
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ((*bare)->accept_kv_block(hashes[0], blocks[0]).code(), StatusCode::kUnavailable);
 }
 
 TEST(EngineTiersTest, DiskTierSurvivesARestartAndDamageIsRecomputed) {

@@ -12,7 +12,7 @@ targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
   targets=(gguf_fuzz block_file_fuzz sse_fuzz jinja_fuzz tokenizer_spm_fuzz tokenizer_bpe_fuzz
            request_json_fuzz http_fuzz wire_fuzz cluster_messages_fuzz
-           kv_event_fuzz)
+           kv_event_fuzz kv_transfer_frame_fuzz)
 fi
 summary="$build/fuzz-work/long/summary.txt"
 mkdir -p "$(dirname "$summary")"

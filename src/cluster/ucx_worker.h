@@ -1,0 +1,77 @@
+// UcxWorker: one UCX context and worker (UCP, active messages) driven by one progress thread that
+// it owns. Everything that touches the worker — endpoints, listeners, sends, receive handlers —
+// runs on that thread: other threads hand it work through post()/run_sync(). The thread polls
+// the worker, runs posted tasks and the owner's tick; after a short spin without progress it
+// sleeps on its own eventfd at most as long as the tick asks (1 ms while a transfer is active).
+// The worker is polled, not woken by UCX (UCP_FEATURE_WAKEUP would rule out shared memory).
+//
+// Transports are UCX's choice (UCX_TLS, default "all"): shared memory (sysv/posix + cma) between
+// processes on one host, TCP otherwise, RDMA where present.
+// Thread safety: post(), run_sync() and stop() from any thread except run_sync()/stop() from the
+// worker thread itself; the tick and tasks run on the worker thread.
+#pragma once
+
+#include <sys/socket.h>
+#include <ucp/api/ucp.h>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/result.h"
+#include "core/status.h"
+
+namespace keel::cluster {
+
+class UcxWorker {
+ public:
+  // Called on the worker thread after each pass; returns how long the thread may sleep before the
+  // next call when nothing happens (wake-ups from the network or post() come sooner).
+  using Tick = std::function<std::chrono::milliseconds()>;
+
+  // A context with active messages and wake-up, its worker, and the running progress thread.
+  static Result<std::unique_ptr<UcxWorker>> start(std::string name, Tick tick);
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+  ~UcxWorker();  // stop(), then destroys the worker and the context
+
+  [[nodiscard]] ucp_worker_h handle() const { return worker_; }
+  // Runs `task` on the worker thread (soon; tasks run in order).
+  void post(std::function<void()> task);
+  // Wakes the worker thread (its tick runs soon).
+  void wake();
+  // Runs `task` on the worker thread and waits for it.
+  void run_sync(const std::function<void()>& task);
+  // Drives progress on the worker thread until `done()` or `timeout` (for closing endpoints
+  // inside a task). Worker thread only.
+  void progress_until(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+  // Joins the thread; queued tasks not yet run are dropped. Idempotent.
+  void stop();
+
+ private:
+  UcxWorker() = default;
+  void run();
+
+  std::string name_;
+  Tick tick_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;  // an eventfd: post(), wake() and stop() end the thread's sleep
+  std::mutex mu_;
+  std::vector<std::function<void()>> tasks_;  // guarded by mu_
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// `host` (an IPv4 literal or a name, resolved to IPv4) and `port` as a socket address.
+[[nodiscard]] Result<sockaddr_storage> resolve_ipv4(const std::string& host, uint16_t port);
+
+// "UCX <call>: <status string>" as a Status.
+[[nodiscard]] Status ucx_status(const char* what, ucs_status_t status);
+
+}  // namespace keel::cluster

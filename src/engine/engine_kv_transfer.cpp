@@ -1,0 +1,81 @@
+// Engine: the KV transfer hooks (engine.h) — a sending engine reads a published block's payload
+// out of its pool or tiers; a receiving engine files a peer's block in its host tier T1, where the
+// existing admission path (prefix lookup → blocks_to_fetch → promotion) finds it. A published
+// pool block is never written again while it stays in the prefix index (it is un-published or
+// evicted first, both on the engine thread), so the engine thread may copy it while a step runs.
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+
+#include "engine/engine.h"
+#include "engine/model_identity.h"
+
+namespace keel::engine {
+
+// Shared by the reader and the engine thread; outlives whichever gives up first.
+struct Engine::BlockRead {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;   // guarded by mu
+  bool found = false;  // guarded by mu
+  std::vector<std::byte> bytes;
+};
+
+kv::BlockHash Engine::kv_identity() const {
+  return kv_tier_identity(model_key_, config_.kv_dtype, config_.block_size);
+}
+
+void Engine::serve_block_read(const ReadBlock& r) {
+  const std::optional<kv::BlockId> block = kv_.pool().lookup(r.hash);
+  std::lock_guard lock(r.read->mu);
+  if (block) {
+    const size_t n = storage_.layout().block_bytes();
+    r.read->bytes.resize(n);
+    std::memcpy(r.read->bytes.data(), storage_.block(*block), n);
+    r.read->found = true;
+  }
+  r.read->done = true;
+  r.read->cv.notify_all();
+}
+
+Status Engine::read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out,
+                             std::chrono::milliseconds timeout) {
+  if (out.size() != kv_block_bytes()) {
+    return Status::invalid_argument("read_kv_block: buffer of " + std::to_string(out.size()) +
+                                    " bytes, a block has " + std::to_string(kv_block_bytes()));
+  }
+  auto read = std::make_shared<BlockRead>();
+  {
+    std::lock_guard lock(mu_);
+    if (stop_.load()) return Status::unavailable("engine stopping");
+    inbox_.push_back(ReadBlock{hash, read});
+  }
+  wake_.notify_all();
+  {
+    std::unique_lock lock(read->mu);
+    if (!read->cv.wait_for(lock, timeout, [&] { return read->done; })) {
+      return Status::unavailable("read_kv_block: the engine thread did not answer");
+    }
+    if (read->found) {
+      std::memcpy(out.data(), read->bytes.data(), out.size());
+      return Status::ok_status();
+    }
+  }
+  if (tiers_ != nullptr && tiers_->fetch(hash, out)) return Status::ok_status();
+  return Status::not_found("read_kv_block: block not held");
+}
+
+Status Engine::accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload) {
+  if (tiers_ == nullptr || tiers_->host() == nullptr) {
+    return Status::unavailable("accept_kv_block: the engine has no host KV tier");
+  }
+  if (payload.size() != kv_block_bytes()) {
+    return Status::invalid_argument("accept_kv_block: payload of " +
+                                    std::to_string(payload.size()) + " bytes, a block has " +
+                                    std::to_string(kv_block_bytes()));
+  }
+  tiers_->demote(hash, payload);
+  return Status::ok_status();
+}
+
+}  // namespace keel::engine

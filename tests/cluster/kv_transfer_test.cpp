@@ -1,0 +1,243 @@
+// The KV transfer service on loopback (UCX picks shared memory for a same-host peer): blocks
+// streamed into a host tier arrive byte-equal; a foreign identity, a corrupted or dropped frame
+// never reach the tier (and are counted); a stalled sender is cut off by the receiver's idle
+// timeout, and its own flush ends at its deadline: neither side hangs; a throttled link still
+// completes; shutting either end down mid-transfer is clean. Every wait is bounded.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cluster/kv_transfer_client.h"
+#include "cluster/kv_transfer_server.h"
+#include "kv/host_tier.h"
+#include "support/test_support.h"
+
+namespace keel::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using keel::testing::eventually;
+
+constexpr kv::BlockHash kIdentity{0x1111, 0x2222};
+
+std::vector<std::byte> block_bytes(size_t n, int idx) {
+  std::vector<std::byte> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<std::byte>((i * 131 + idx * 7 + 1) & 0xff);
+  return p;
+}
+
+kv::BlockHash hash_of(int idx) { return {static_cast<uint64_t>(idx) + 100, 0xabc}; }
+
+KvBlockToSend make_block(size_t n, int idx) {
+  return {hash_of(idx), idx == 0 ? kv::kRootHash : hash_of(idx - 1), 16, block_bytes(n, idx)};
+}
+
+struct Rig {
+  std::unique_ptr<kv::HostTier> tier;
+  std::unique_ptr<KvTransferServer> server;
+
+  explicit Rig(size_t payload_bytes, std::chrono::milliseconds idle = 30s) {
+    tier = std::make_unique<kv::HostTier>(int64_t{1} << 30, payload_bytes);
+    KvTransferServerOptions o;
+    o.kv_identity = kIdentity;
+    o.payload_bytes = payload_bytes;
+    o.idle_timeout = idle;
+    auto s = KvTransferServer::start(o, tier_store_sink(tier.get()));
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (s.ok()) server = std::move(*s);
+  }
+
+  std::unique_ptr<KvTransferClient> client(KvTransferFaults faults = {},
+                                           kv::BlockHash identity = kIdentity) const {
+    KvTransferClientOptions o;
+    o.port = server->port();
+    o.kv_identity = identity;
+    o.faults = faults;
+    auto c = KvTransferClient::connect(o);
+    EXPECT_TRUE(c.ok()) << c.status().to_string();
+    return c.ok() ? std::move(*c) : nullptr;
+  }
+
+  bool holds(int idx, size_t n) const {
+    std::vector<std::byte> out(n);
+    if (!tier->get(hash_of(idx), out).ok()) return false;
+    return out == block_bytes(n, idx);
+  }
+};
+
+TEST(KvTransferTest, RoundTripIntoHostTier) {
+  constexpr size_t kBytes = 720896;  // a TinyLlama block: 16 × 22 × 2 × 4 × 64 × 4 bytes
+  constexpr int kBlocks = 24;
+  Rig rig(kBytes);
+  ASSERT_NE(rig.server, nullptr);
+  EXPECT_NE(rig.server->port(), 0);
+  auto client = rig.client();
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < kBlocks; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+  ASSERT_TRUE(client->flush(Clock::now() + 20s).ok());
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().blocks_accepted == kBlocks; }));
+  for (int i = 0; i < kBlocks; ++i) EXPECT_TRUE(rig.holds(i, kBytes)) << i;
+  const KvTransferServerStats s = rig.server->stats();
+  EXPECT_EQ(s.bytes_accepted, int64_t{kBlocks} * static_cast<int64_t>(kBytes));
+  EXPECT_EQ(s.rejected_checksum + s.rejected_identity + s.rejected_malformed, 0);
+  EXPECT_EQ(s.connections_accepted, 1);
+  EXPECT_EQ(client->stats().blocks_sent, kBlocks);
+  // Small blocks go eagerly, not by rendezvous: the same checks hold.
+  Rig small(1024);
+  auto c2 = small.client();
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(c2->send(make_block(1024, i)).ok());
+  ASSERT_TRUE(c2->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return small.server->stats().blocks_accepted == 8; }));
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(small.holds(i, 1024)) << i;
+}
+
+TEST(KvTransferTest, SameHostGoesThroughSharedMemory) {
+  if (std::getenv("UCX_TLS") != nullptr) GTEST_SKIP() << "UCX_TLS is set: UCX's choice is forced";
+  Rig rig(4096);
+  auto client = rig.client();
+  ASSERT_NE(client, nullptr);
+  const std::string lanes = client->describe_transport();
+  const bool shm = lanes.find("sysv/") != std::string::npos ||
+                   lanes.find("posix/") != std::string::npos ||
+                   lanes.find("cma/") != std::string::npos;
+  EXPECT_TRUE(shm) << lanes;
+}
+
+TEST(KvTransferTest, ForeignIdentityIsRejected) {
+  constexpr size_t kBytes = 65536;
+  Rig rig(kBytes);
+  auto client = rig.client({}, kv::BlockHash{0x1111, 0x2223});
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+  ASSERT_TRUE(client->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().rejected_identity == 4; }));
+  EXPECT_EQ(rig.server->stats().blocks_accepted, 0);
+  EXPECT_EQ(rig.tier->stats().blocks, 0);
+}
+
+TEST(KvTransferTest, WrongPayloadSizeIsRejected) {
+  Rig rig(4096);
+  auto client = rig.client();
+  ASSERT_TRUE(client->send(make_block(4000, 0)).ok());
+  ASSERT_TRUE(client->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().rejected_malformed == 1; }));
+  EXPECT_EQ(rig.tier->stats().blocks, 0);
+}
+
+TEST(KvTransferTest, CorruptedAndDroppedFramesNeverReachTheTier) {
+  constexpr size_t kBytes = 131072;
+  for (const bool corrupt : {true, false}) {
+    Rig rig(kBytes);
+    KvTransferFaults faults;
+    (corrupt ? faults.corrupt_frame : faults.drop_frame) = 2;
+    auto client = rig.client(faults);
+    for (int i = 0; i < 5; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+    ASSERT_TRUE(client->flush(Clock::now() + 10s).ok());
+    ASSERT_TRUE(eventually([&] { return rig.server->stats().blocks_accepted == 4; }));
+    EXPECT_EQ(rig.server->stats().rejected_checksum, corrupt ? 1 : 0);
+    EXPECT_EQ(client->stats().blocks_dropped, corrupt ? 0 : 1);
+    for (int i = 0; i < 5; ++i) EXPECT_EQ(rig.holds(i, kBytes), i != 2) << i;
+  }
+}
+
+TEST(KvTransferTest, StalledSenderTimesOutWithoutHanging) {
+  constexpr size_t kBytes = 65536;
+  Rig rig(kBytes, 300ms);
+  KvTransferFaults faults;
+  faults.stall_after_frames = 2;
+  auto client = rig.client(faults);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+  // The receiver drops the silent connection after its idle timeout...
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().connections_timed_out == 1; }, 5s));
+  EXPECT_EQ(rig.server->stats().blocks_accepted, 2);
+  EXPECT_EQ(rig.server->stats().connections_open, 0);
+  // ...and the sender's flush ends at its deadline (without UCX peer-failure detection, see
+  // kKvTransferErrMode, the deadline is how a sender learns).
+  const auto start = Clock::now();
+  const Status flushed = client->flush(start + 500ms);
+  EXPECT_EQ(flushed.code(), StatusCode::kUnavailable);
+  EXPECT_LT(Clock::now() - start, 3s);
+  // The receiver keeps serving other senders.
+  auto next = rig.client();
+  ASSERT_TRUE(next->send(make_block(kBytes, 7)).ok());
+  ASSERT_TRUE(next->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return rig.holds(7, kBytes); }));
+  EXPECT_FALSE(rig.holds(3, kBytes));
+}
+
+TEST(KvTransferTest, ThrottledLinkCompletes) {
+  constexpr size_t kBytes = 262144;
+  Rig rig(kBytes);
+  KvTransferFaults faults;
+  faults.throttle_bytes_per_s = 4e6;  // 8 × 256 KiB ≈ 2.1 MB → about half a second
+  auto client = rig.client(faults);
+  const auto start = Clock::now();
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+  ASSERT_TRUE(client->flush(start + 20s).ok());
+  EXPECT_GE(Clock::now() - start, 300ms);
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().blocks_accepted == 8; }));
+  for (int i = 0; i < 8; ++i) EXPECT_TRUE(rig.holds(i, kBytes)) << i;
+}
+
+TEST(KvTransferTest, ShutdownWhileTransferringIsClean) {
+  constexpr size_t kBytes = 720896;
+  KvTransferFaults slow;
+  slow.throttle_bytes_per_s = 20e6;
+  {  // the receiver goes away mid-stream
+    auto rig = std::make_unique<Rig>(kBytes);
+    auto client = rig->client(slow);
+    for (int i = 0; i < 32; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+    ASSERT_TRUE(eventually([&] { return rig->server->stats().blocks_accepted >= 2; }));
+    rig.reset();
+    EXPECT_FALSE(client->flush(Clock::now() + 10s).ok());
+  }
+  {  // the sender goes away mid-stream
+    Rig rig(kBytes);
+    auto client = rig.client(slow);
+    for (int i = 0; i < 32; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+    ASSERT_TRUE(eventually([&] { return rig.server->stats().blocks_accepted >= 2; }));
+    client.reset();
+    ASSERT_TRUE(eventually([&] { return rig.server->stats().connections_open == 0; }));
+    EXPECT_LT(rig.server->stats().blocks_accepted, 32);
+  }
+}
+
+TEST(KvTransferTest, UnreachablePeerFailsTheConnect) {
+  uint16_t port = 0;
+  {
+    Rig rig(1024);
+    port = rig.server->port();
+  }  // nothing listens there now
+  KvTransferClientOptions o;
+  o.port = port;
+  o.kv_identity = kIdentity;
+  o.connect_timeout = 2s;
+  const auto start = Clock::now();
+  auto client = KvTransferClient::connect(o);
+  EXPECT_LT(Clock::now() - start, 4s);
+  if (!client.ok()) {
+    EXPECT_EQ(client.error().code(), StatusCode::kUnavailable);
+    return;
+  }
+  (void)(*client)->send(make_block(1024, 0));
+  EXPECT_FALSE((*client)->flush(Clock::now() + 1s).ok());
+}
+
+TEST(KvTransferTest, OptionsAreValidated) {
+  KvTransferClientOptions c;
+  EXPECT_FALSE(c.validate().ok());  // no port
+  c.port = 1;
+  EXPECT_TRUE(c.validate().ok());
+  c.max_in_flight = 0;
+  EXPECT_FALSE(c.validate().ok());
+  KvTransferServerOptions s;
+  EXPECT_TRUE(s.validate().ok());
+  s.idle_timeout = 0ms;
+  EXPECT_FALSE(s.validate().ok());
+}
+
+}  // namespace
+}  // namespace keel::cluster
