@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# keel cluster benchmarks (docs/benchmarks.md, "keel cluster"), with `keel bench-serve`:
+#   1. gateway overhead: `keel serve` direct against `keel cluster up` with one TE, same threads,
+#      same client (random prompts, one request at a time): TTFT and TPOT p50, and their difference.
+#   2. routing: 4 colocated TEs behind 2 JEs, each TE's KV pool holding about 8 of 32 prefix groups
+#      (shared-prefix workload: 32 groups of 256 tokens), once per router policy (deepserve,
+#      round_robin, least_load): throughput, TTFT p50, the fleet's prefix-hit rate (cached prompt
+#      tokens / prompt tokens, from the gateway's /metrics) and failed requests.
+# Usage: bench/cluster.sh [--quick] [--model GGUF] [--out DIR]
+# Defaults: ../shared/models/stories260K/stories260K.gguf (512-token context, 512-token vocab),
+# build/release/tools/keel. Every process started here is stopped by PID on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+KEEL=${KEEL:-build/release/tools/keel}
+MODEL=../shared/models/stories260K/stories260K.gguf
+OUT=$(mktemp -d /tmp/keel-cluster-bench.XXXXXX)
+QUICK=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) QUICK=1 ;;
+    --model) MODEL=$2; shift ;;
+    --out) OUT=$2; shift ;;
+    *) echo "cluster.sh: unknown flag $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[ -x "$KEEL" ] || { echo "cluster.sh: build keel first (make release)" >&2; exit 1; }
+command -v python3 > /dev/null || { echo "cluster.sh: needs python3" >&2; exit 1; }
+mkdir -p "$OUT"
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2> /dev/null || true; done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2> /dev/null || true; done
+}
+trap cleanup EXIT
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+wait_health() {
+  for _ in $(seq 1 240); do
+    curl -sf "http://127.0.0.1:$1/health" > /dev/null 2>&1 && return 0
+    sleep 0.5
+  done
+  echo "cluster.sh: server on port $1 did not come up" >&2
+  return 1
+}
+metric() {  # $1 port, $2 metric name: the sum of its samples
+  curl -s "http://127.0.0.1:$1/metrics" |
+    awk -v n="$2" 'index($0, n) == 1 { split($0, a, " "); s += a[2] } END { print s + 0 }'
+}
+stop() {
+  kill "$1" 2> /dev/null || true
+  wait "$1" 2> /dev/null || true
+}
+
+n_overhead=48 n_router=512
+[ $QUICK = 1 ] && n_overhead=12 n_router=128
+common=(--endpoint /v1/completions --prompt-format token-ids --min-token-id 3 --vocab-size 512
+  --seed 1 --ignore-eos)
+
+echo "== 1. gateway overhead =="
+overhead() {  # $1 label, $2 port
+  "$KEEL" bench-serve --base-url "http://127.0.0.1:$2" "${common[@]}" --workload random \
+    --input-len 128 --output-len 64 --num-prompts "$n_overhead" --max-concurrency 1 \
+    --save-result "$OUT/overhead-$1.json" > "$OUT/overhead-$1.log" 2>&1
+}
+port=$(free_port)
+"$KEEL" serve -m "$MODEL" --port "$port" -t 1 > "$OUT/serve.log" 2>&1 &
+SRV=$!
+PIDS+=("$SRV")
+wait_health "$port"
+overhead serve "$port"
+stop "$SRV"
+port=$(free_port)
+"$KEEL" cluster up -m "$MODEL" --port "$port" --colocated 1 --threads-per-te 1 \
+  > "$OUT/cluster1.log" 2>&1 &
+SRV=$!
+PIDS+=("$SRV")
+wait_health "$port"
+overhead gateway "$port"
+stop "$SRV"
+
+echo "== 2. routing: 4 TEs, 2 JEs, shared prefixes =="
+# stories260K: 1,280 bytes of f32 KV per token; 8 groups x 256 tokens plus what 4 running
+# requests need (4 x 304) is about 3,300 tokens.
+kv_bytes=${KV_BYTES:-4300000}
+for policy in deepserve round_robin least_load; do
+  port=$(free_port)
+  "$KEEL" cluster up -m "$MODEL" --port "$port" --colocated 4 --jes 2 --threads-per-te 1 \
+    --max-num-seqs 4 --kv-cache-bytes "$kv_bytes" --router "$policy" \
+    > "$OUT/cluster-$policy.log" 2>&1 &
+  SRV=$!
+  PIDS+=("$SRV")
+  wait_health "$port"
+  q0=$(metric "$port" keel:prefix_cache_queries_total)
+  h0=$(metric "$port" keel:prefix_cache_hits_total)
+  "$KEEL" bench-serve --base-url "http://127.0.0.1:$port" "${common[@]}" \
+    --workload shared-prefix --num-groups 32 --prefix-len 256 --suffix-len 32 --output-len 16 \
+    --num-prompts "$n_router" --max-concurrency 16 \
+    --save-result "$OUT/router-$policy.json" > "$OUT/router-$policy.log" 2>&1
+  sleep 0.5  # the TEs' last reports
+  q1=$(metric "$port" keel:prefix_cache_queries_total)
+  h1=$(metric "$port" keel:prefix_cache_hits_total)
+  python3 -c "import json,sys; d=json.load(open('$OUT/router-$policy.json')); d['prefix_hit_rate']=($h1-$h0)/max($q1-$q0,1); json.dump(d,open('$OUT/router-$policy.json','w'))"
+  stop "$SRV"
+done
+
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+def load(name):
+    return json.load(open(f"{out}/{name}.json"))
+s, g = load("overhead-serve"), load("overhead-gateway")
+print("\n| 1 TE, c=1, 128/64 | keel serve | gateway | difference |")
+print("|---|---|---|---|")
+for key, label in (("median_ttft_ms", "TTFT p50 (ms)"), ("median_tpot_ms", "TPOT p50 (ms)"),
+                   ("median_itl_ms", "ITL p50 (ms)")):
+    print(f"| {label} | {s[key]:.2f} | {g[key]:.2f} | {g[key] - s[key]:+.2f} |")
+print("\n| router (4 TEs, 2 JEs) | req/s | output tok/s | TTFT p50 (ms) | prefix-hit rate | failed |")
+print("|---|---|---|---|---|---|")
+rr = load("router-round_robin")
+for p in ("deepserve", "round_robin", "least_load"):
+    d = load(f"router-{p}")
+    print(f"| {p} | {d['request_throughput']:.2f} ({d['request_throughput'] / rr['request_throughput']:.2f}x rr) "
+          f"| {d['output_throughput']:.1f} | {d['median_ttft_ms']:.1f} | {d['prefix_hit_rate']:.3f} "
+          f"({d['prefix_hit_rate'] / max(rr['prefix_hit_rate'], 1e-9):.2f}x rr) | {d['failed']} |")
+PY
+echo "(raw results in $OUT)"
