@@ -53,7 +53,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   add_compute_options(cli.te_cmd, &te.engine.compute);
   cli.te_cmd->add_option("--id", te.id, "This TE's id in the fleet");
   cli.te_cmd->add_option("--role", te.role, "What it computes")
-      ->check(CLI::IsMember({"colocated"}));
+      ->check(CLI::IsMember({"colocated", "prefill", "decode"}));
   cli.te_cmd->add_option("--host", te.engine.host, "Control address to listen on");
   te.engine.port = 0;
   cli.te_cmd->add_option("--port", te.engine.port, "Control port (0 = a free one)")
@@ -85,8 +85,14 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.up_cmd->add_option("--port", up.serve.port, "Gateway port (0 = a free one)")
       ->check(CLI::Range(0, 65535));
   cli.up_cmd->add_option("--api-key", up.serve.api_key, "Require 'Authorization: Bearer KEY'");
-  cli.up_cmd->add_option("--colocated", up.colocated, "Colocated task executors")
-      ->check(CLI::Range(1, 256));
+  cli.up_cmd
+      ->add_option("--colocated", up.colocated,
+                   "Colocated task executors (default 2, or 0 with --prefill/--decode)")
+      ->check(CLI::Range(0, 256));
+  cli.up_cmd->add_option("--prefill", up.prefill, "Prefill task executors (PD-disaggregated)")
+      ->check(CLI::Range(0, 256));
+  cli.up_cmd->add_option("--decode", up.decode, "Decode task executors (PD-disaggregated)")
+      ->check(CLI::Range(0, 256));
   cli.up_cmd->add_option("--jes", up.jes, "Job executors")->check(CLI::Range(1, 64));
   cli.up_cmd
       ->add_option("--threads-per-te", up.threads_per_te,

@@ -19,7 +19,7 @@ namespace keel::cli {
 struct TeOptions {
   ServeOptions engine;  // model, engine and compute flags (host/port are the TE's control port)
   std::string id = "te-0";
-  std::string role = "colocated";  // colocated | prefill | decode (only colocated runs today)
+  std::string role = "colocated";  // colocated | prefill | decode
   int report_interval_ms = 50;
 };
 int run_te(const TeOptions& opts);
@@ -40,8 +40,10 @@ struct JeOptions {
 int run_je(const JeOptions& opts);
 
 struct ClusterUpOptions {
-  ServeOptions serve;  // the gateway's HTTP flags and the TEs' engine flags
-  int32_t colocated = 2;
+  ServeOptions serve;      // the gateway's HTTP flags and the TEs' engine flags
+  int32_t colocated = -1;  // -1: 2, or 0 when prefill/decode TEs are asked for
+  int32_t prefill = 0;
+  int32_t decode = 0;
   int32_t jes = 1;
   int32_t threads_per_te = 0;  // 0 = the machine's threads / TEs (at least 1)
   std::string router = "deepserve";

@@ -37,7 +37,8 @@ std::string self_exe() {
 }
 
 std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, int i, int threads) {
+                                 const std::string& name, int i, int threads,
+                                 const std::string& role) {
   const ServeOptions& s = o.serve;
   std::vector<std::string> argv = {self_exe(),
                                    "te",
@@ -47,6 +48,8 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
                                    name,
                                    "--id",
                                    "te-" + std::to_string(i),
+                                   "--role",
+                                   role,
                                    "--port",
                                    "0",
                                    "-t",
@@ -120,12 +123,22 @@ struct Tree {
 Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
                             const std::string& path, const std::string& name) {
   Tree t;
+  const int colocated = o.colocated >= 0 ? o.colocated : (o.prefill + o.decode > 0 ? 0 : 2);
+  const int total = colocated + o.prefill + o.decode;
+  if (total == 0) return Status::invalid_argument("cluster up: no task executors asked for");
+  if ((o.prefill > 0) != (o.decode > 0)) {
+    return Status::invalid_argument("cluster up: --prefill and --decode go together");
+  }
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / o.colocated);
-  for (int i = 0; i < o.colocated; ++i) {
+  const int threads = o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / total);
+  std::vector<std::string> roles(static_cast<size_t>(colocated), "colocated");
+  roles.insert(roles.end(), static_cast<size_t>(o.prefill), "prefill");
+  roles.insert(roles.end(), static_cast<size_t>(o.decode), "decode");
+  for (int i = 0; i < total; ++i) {
     t.te_names.push_back("te-" + std::to_string(i));
-    KEEL_ASSIGN_OR_RETURN(std::string address,
-                          spawn(sup, t.te_names.back(), te_argv(o, path, name, i, threads), o));
+    KEEL_ASSIGN_OR_RETURN(
+        std::string address,
+        spawn(sup, t.te_names.back(), te_argv(o, path, name, i, threads, roles[i]), o));
     t.te_addresses.push_back(address);
   }
   std::string tes;
@@ -136,7 +149,8 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
                           spawn(sup, t.je_names.back(), je_argv(o, path, name, i, tes), o));
     t.je_addresses.push_back(address);
   }
-  KEEL_LOG_INFO("cluster: {} TEs ({} threads each), {} JEs", o.colocated, threads, o.jes);
+  KEEL_LOG_INFO("cluster: {} colocated, {} prefill, {} decode TEs ({} threads each), {} JEs",
+                colocated, o.prefill, o.decode, threads, o.jes);
   return t;
 }
 

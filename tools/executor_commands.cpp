@@ -9,6 +9,8 @@
 #include "cluster/job_executor.h"
 #include "cluster/kv_event_convert.h"
 #include "cluster/kv_event_publisher.h"
+#include "cluster/kv_handoff.h"
+#include "cluster/kv_transfer_server.h"
 #include "cluster/pd_heatmap.h"
 #include "cluster/ready_line.h"
 #include "cluster/task_executor.h"
@@ -33,6 +35,13 @@ std::string served_name(const std::string& given, const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
 
+Result<kv::BlockHash> model_key(const std::string& path) {
+  gguf::ReadOptions metadata_only;
+  metadata_only.mode = gguf::DataMode::kNone;
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, metadata_only));
+  return engine::model_identity(file);
+}
+
 Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   const ServeOptions& o = opts.engine;
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
@@ -47,16 +56,49 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
   host::StartOptions start;
   start.cache_events = cluster::publishing_sink(events.get(), o.block_size);
+  const cluster::TeRole role =
+      cluster::parse_te_role(opts.role).value_or(cluster::TeRole::kColocated);
   start.compute = compute;
   start.use_mmap = o.compute.use_mmap;
   start.group_weights = o.compute.weight_layout != "rows";
   start.n_ctx = o.ctx_size;
   start.engine = serve_engine_config(o);
+  // A decode TE receives prefills' KV into its host tier (T1): it needs one.
+  if (role == cluster::TeRole::kDecode && start.engine.kv_host_bytes == 0) {
+    start.engine.kv_host_bytes = int64_t{256} << 20;
+  }
   KEEL_TRY(host->start(std::move(start)));
+  engine::Engine* eng = host->engine();
+  std::unique_ptr<cluster::KvHandoff> handoff;          // prefill role
+  std::unique_ptr<cluster::KvTransferServer> transfer;  // decode role
+  if (role == cluster::TeRole::kPrefill) {
+    cluster::KvHandoffConfig hc;
+    KEEL_ASSIGN_OR_RETURN(hc.model_key, model_key(path));
+    hc.kv_identity = eng->kv_identity();
+    hc.block_size = o.block_size;
+    hc.block_bytes = eng->kv_block_bytes();
+    hc.read_block = [eng](const kv::BlockHash& h, std::span<std::byte> out) {
+      return eng->read_kv_block(h, out);
+    };
+    handoff = std::make_unique<cluster::KvHandoff>(std::move(hc));
+  } else if (role == cluster::TeRole::kDecode) {
+    cluster::KvTransferServerOptions so;
+    so.host = o.host;
+    so.kv_identity = eng->kv_identity();
+    so.payload_bytes = eng->kv_block_bytes();
+    KEEL_ASSIGN_OR_RETURN(
+        transfer, cluster::KvTransferServer::start(
+                      so, [eng](const cluster::KvFrameHeader& h, std::span<const std::byte> p) {
+                        const Status s = eng->accept_kv_block(h.block_hash, p);
+                        if (!s.ok()) KEEL_LOG_WARN("te: received block dropped: {}", s.message());
+                      }));
+  }
 
   cluster::TaskExecutorConfig config;
   config.id = opts.id;
-  config.role = cluster::parse_te_role(opts.role).value_or(cluster::TeRole::kColocated);
+  config.role = role;
+  config.handoff = handoff.get();
+  if (transfer) config.kv_transfer = o.host + ":" + std::to_string(transfer->port());
   config.model = served_name(o.served_model_name, o.model_path);
   config.host = o.host;
   config.port = static_cast<uint16_t>(o.port);
@@ -75,7 +117,9 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
   host->engine()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
   te->stop();
-  host.reset();  // the engine stops before its publisher
+  handoff.reset();   // its thread reads from the engine
+  transfer.reset();  // it writes into the engine
+  host.reset();      // the engine stops before its publisher
   return {};
 }
 

@@ -17,6 +17,7 @@ struct JobExecutor::TeEntry {
   engine::EngineStats stats;
   engine::MetricsSnapshot metrics;
   std::string kv_events, kv_events_replay;  // its announced publisher
+  std::string kv_transfer;                  // a decode TE's KV transfer address
   bool subscribed = false;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;
@@ -34,7 +35,8 @@ struct JobExecutor::Job {
   std::vector<uint64_t> block_hashes;  // of the submitted prompt, for the router
   std::vector<int32_t> generated;      // tokens its TEs reported, in order
   int32_t attempt = 0;
-  std::optional<size_t> te;  // the TE running its live attempt
+  std::optional<size_t> te;         // the TE running its live attempt (or its prefill)
+  std::optional<size_t> decode_te;  // a disaggregated job's decode TE
   bool aborted = false;
 };
 
@@ -184,7 +186,7 @@ void JobExecutor::on_abort_job(const Json& body) {
   if (te_link) te_link->send(encode_abort_task(task));
 }
 
-std::optional<size_t> JobExecutor::choose_te(const Job& job) {
+std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job) {
   FleetSnapshot fleet;
   for (const auto& te : tes_) {
     if (te->reported) fleet.tes.push_back(te->info);
@@ -201,10 +203,15 @@ std::optional<size_t> JobExecutor::choose_te(const Job& job) {
   const RouteDecision decision = route(input);
   counters_.record(decision);
   if (decision.branch == RouteBranch::kNoCapacity) return std::nullopt;
+  std::optional<Choice> choice;
   for (size_t i = 0; i < tes_.size(); ++i) {
-    if (tes_[i]->info.id == decision.te_id) return i;
+    if (tes_[i]->info.id == decision.te_id) choice = Choice{i, std::nullopt};
   }
-  return std::nullopt;
+  if (!choice || decision.pd != PdMode::kPdDisaggregated) return choice;
+  for (size_t i = 0; i < tes_.size(); ++i) {
+    if (tes_[i]->info.id == decision.decode_te_id) choice->decode_te = i;
+  }
+  return choice;
 }
 
 void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& batch) {
@@ -224,11 +231,12 @@ Status JobExecutor::dispatch(const JobRef& ref) {
       const auto it = jobs_.find(ref);
       if (it == jobs_.end()) return Status::cancelled("job gone");
       Job& job = *it->second;
-      const std::optional<size_t> chosen = choose_te(job);
+      const std::optional<Choice> chosen = choose_te(job);
       if (!chosen) return last;
-      te = *chosen;
+      te = chosen->te;
       te_link = tes_[te]->link;
       job.te = te;
+      job.decode_te.reset();
       task.ref = ref;
       task.attempt = job.attempt;
       task.reply_to = job.reply_to;
@@ -241,6 +249,14 @@ Status JobExecutor::dispatch(const JobRef& ref) {
         task.request.prompt_tokens.insert(task.request.prompt_tokens.end(), job.generated.begin(),
                                           job.generated.begin() + n);
         task.request.resumed_tokens = n;
+      }
+      // Disaggregated: this TE computes the prompt and one token, then hands the KV to the
+      // decode TE (only worth it when more than one token is left).
+      if (chosen->decode_te && job.request.max_tokens - n > 1) {
+        job.decode_te = chosen->decode_te;
+        task.prefill_only = true;
+        task.transfer_to = tes_[*chosen->decode_te]->kv_transfer;
+        task.request.max_tokens = n + 1;
       }
       TeLoad& load = tes_[te]->info.load;  // counted now; the next report corrects it
       load.pending_tokens +=
@@ -296,6 +312,7 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
   e.info.pid = report.pid;
   e.kv_events = report.kv_events;
   e.kv_events_replay = report.kv_events_replay;
+  e.kv_transfer = report.kv_transfer;
   e.info.load = report.load;
   e.max_model_len = report.max_model_len;
   e.max_waiting = report.max_waiting;
@@ -309,7 +326,12 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
     if (it == jobs_.end() || it->second->attempt != p.attempt) continue;
     Job& job = *it->second;
     job.generated.insert(job.generated.end(), p.tokens.begin(), p.tokens.end());
-    if (p.finished) jobs_.erase(it);
+    if (p.finished && p.ended_job) {
+      jobs_.erase(it);
+    } else if (p.finished) {  // a prefill handed off: its decode half goes out next
+      job.te.reset();
+      to_decode_.push_back(p.ref);
+    }
   }
 }
 
@@ -322,9 +344,11 @@ void JobExecutor::monitor_loop() {
     check_health();
     subscribe_kv_events();
     lock.lock();
-    std::vector<JobRef> redrives;
+    std::vector<JobRef> redrives, decodes;
     redrives.swap(to_redrive_);
+    decodes.swap(to_decode_);
     lock.unlock();
+    for (const JobRef& ref : decodes) dispatch_decode(ref);
     for (const JobRef& ref : redrives) redrive(ref);
     lock.lock();
   }
@@ -394,6 +418,47 @@ void JobExecutor::subscribe_kv_events() {
     return;
   }
   subscribers_.push_back(std::move(*sub));
+}
+
+void JobExecutor::dispatch_decode(const JobRef& ref) {
+  SubmitTask task;
+  std::shared_ptr<Link> te_link;
+  size_t te = 0;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = jobs_.find(ref);
+    if (it == jobs_.end() || it->second->aborted) return;
+    Job& job = *it->second;
+    if (!job.decode_te || !tes_[*job.decode_te]->info.healthy) {
+      job.decode_te.reset();
+      to_redrive_.push_back(ref);  // routed afresh (counts as an attempt)
+      return;
+    }
+    te = *job.decode_te;
+    te_link = tes_[te]->link;
+    job.te = te;
+    task.ref = ref;
+    task.attempt = job.attempt;
+    task.reply_to = job.reply_to;
+    task.request = job.request;
+    task.request.prompt_tokens.insert(task.request.prompt_tokens.end(), job.generated.begin(),
+                                      job.generated.end());
+    task.request.resumed_tokens = static_cast<int32_t>(job.generated.size());
+  }
+  Result<Json> reply = te_link->call(encode(task), config_.task_call_timeout);
+  const Status s = reply.ok() ? decode_status_body(*reply) : reply.status();
+  if (s.ok()) return;
+  KEEL_LOG_WARN("je {}: decode te {} did not take job {}: {}", config_.id, tes_[te]->address,
+                ref.job, s.message());
+  if (s.code() != StatusCode::kUnavailable && reply.ok()) return fail_job(ref, s.message());
+  std::lock_guard lock(mu_);
+  tes_[te]->info.healthy = false;
+  const auto it = jobs_.find(ref);
+  if (it != jobs_.end()) {
+    it->second->te.reset();
+    it->second->decode_te.reset();
+    to_redrive_.push_back(ref);
+  }
 }
 
 void JobExecutor::redrive(const JobRef& ref) {

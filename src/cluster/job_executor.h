@@ -88,8 +88,16 @@ class JobExecutor {
   void apply_report(size_t te, LoadReport report);
   // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it.
   Status dispatch(const JobRef& ref);
-  // Runs the router over the TEs that reported (under mu_).
-  std::optional<size_t> choose_te(const Job& job);
+  // Runs the router over the TEs that reported (under mu_): the TE to run the job (or its
+  // prefill) and, for a disaggregated job, its decode TE.
+  struct Choice {
+    size_t te = 0;
+    std::optional<size_t> decode_te;
+  };
+  std::optional<Choice> choose_te(const Job& job);
+  // Sends a disaggregated job's decode half to its decode TE once its prefill handed off (on the
+  // monitor thread); falls back to dispatch() when that TE cannot take it.
+  void dispatch_decode(const JobRef& ref);
   void monitor_loop();
   void check_health();
   void redrive(const JobRef& ref);
@@ -106,6 +114,7 @@ class JobExecutor {
   std::map<JobRef, std::unique_ptr<Job>> jobs_;
   std::vector<std::shared_ptr<Link>> gateway_links_;
   std::vector<JobRef> to_redrive_;
+  std::vector<JobRef> to_decode_;
   PrefixIndex index_;
   std::vector<std::unique_ptr<KvEventSubscriber>> subscribers_;  // monitor thread only
   RouterCounters counters_;

@@ -93,11 +93,12 @@ Message encode(const SubmitJob& m) {
 }
 
 Message encode(const SubmitTask& m) {
-  return {std::string(msg::kSubmitTask),
-          Json{{"ref", ref_json(m.ref)},
-               {"attempt", m.attempt},
-               {"reply_to", m.reply_to},
-               {"request", binary(engine::wire::encode(m.request))}}};
+  return {std::string(msg::kSubmitTask), Json{{"ref", ref_json(m.ref)},
+                                              {"attempt", m.attempt},
+                                              {"reply_to", m.reply_to},
+                                              {"request", binary(engine::wire::encode(m.request))},
+                                              {"prefill_only", m.prefill_only},
+                                              {"transfer_to", m.transfer_to}}};
 }
 
 Message encode_abort_job(const AbortTask& m) {
@@ -122,7 +123,8 @@ Message encode(const LoadReport& m) {
     progress.push_back(Json{{"ref", ref_json(p.ref)},
                             {"attempt", p.attempt},
                             {"tokens", p.tokens},
-                            {"finished", p.finished}});
+                            {"finished", p.finished},
+                            {"ended_job", p.ended_job}});
   }
   return {std::string(msg::kLoadReport), Json{{"te_id", m.te_id},
                                               {"role", std::string(te_role_name(m.role))},
@@ -130,6 +132,7 @@ Message encode(const LoadReport& m) {
                                               {"pid", m.pid},
                                               {"kv_events", m.kv_events},
                                               {"kv_events_replay", m.kv_events_replay},
+                                              {"kv_transfer", m.kv_transfer},
                                               {"load", load_json(m.load)},
                                               {"max_model_len", m.max_model_len},
                                               {"max_waiting", m.max_waiting},
@@ -188,6 +191,8 @@ Result<SubmitTask> decode_submit_task(const Json& body) {
   r.i32("attempt", &m.attempt, 0);
   r.str("reply_to", &m.reply_to);
   engine_field(r, body, "request", engine::wire::decode_request, &m.request);
+  r.boolean("prefill_only", &m.prefill_only);
+  r.str("transfer_to", &m.transfer_to);
   return finish(r, std::move(m));
 }
 
@@ -220,6 +225,7 @@ Result<LoadReport> decode_load_report(const Json& body) {
   r.i64("pid", &m.pid, 0);
   r.str("kv_events", &m.kv_events);
   r.str("kv_events_replay", &m.kv_events_replay);
+  r.str("kv_transfer", &m.kv_transfer);
   read_load(r, &m.load);
   r.i64("max_model_len", &m.max_model_len, 0);
   r.i64("max_waiting", &m.max_waiting, 0);
@@ -233,6 +239,7 @@ Result<LoadReport> decode_load_report(const Json& body) {
       pr.i32("attempt", &tp.attempt, 0);
       pr.i32_list("tokens", &tp.tokens);
       pr.boolean("finished", &tp.finished);
+      pr.boolean("ended_job", &tp.ended_job);
       if (!pr.ok()) return pr.status();
       m.progress.push_back(std::move(tp));
     }

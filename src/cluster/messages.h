@@ -57,12 +57,19 @@ struct SubmitJob {
   engine::GenerationRequest request;
 };
 
-// JE → TE: attempt `attempt` of job `ref`; request.resumed_tokens > 0 for a re-drive.
+// JE → TE: attempt `attempt` of job `ref`; request.resumed_tokens > 0 for a re-drive (and for
+// the decode half of a disaggregated job, which continues after the prefill's token).
+// prefill_only: the prefill half of a disaggregated job — the TE generates its one token, sends
+// it to the gateway as a non-final event (unless it ended the request: a stop), then pushes the
+// prompt's KV blocks to `transfer_to` (a decode TE's KV transfer address) before reporting the
+// task finished.
 struct SubmitTask {
   JobRef ref;
   int32_t attempt = 0;
   std::string reply_to;
   engine::GenerationRequest request;
+  bool prefill_only = false;
+  std::string transfer_to;
 };
 
 // gateway → JE (attempt ignored) and JE → TE.
@@ -85,6 +92,7 @@ struct TaskProgress {
   int32_t attempt = 0;
   std::vector<int32_t> tokens;  // generated since the previous report, in order
   bool finished = false;        // its final event was sent
+  bool ended_job = true;        // ... and it ended the request (false: a prefill handed off)
   friend bool operator==(const TaskProgress&, const TaskProgress&) = default;
 };
 
@@ -96,6 +104,7 @@ struct LoadReport {
   int64_t pid = 0;
   std::string kv_events;         // its cache-event PUB endpoint (vLLM's format); "" = none
   std::string kv_events_replay;  // ... and the replay endpoint
+  std::string kv_transfer;       // a decode TE's KV transfer address ("host:port"); "" = none
   TeLoad load;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;

@@ -20,13 +20,20 @@ struct TaskExecutor::Task {
   std::shared_ptr<Link> gateway;  // where its events go
   int64_t prompt_tokens = 0;
   int32_t max_tokens = 0;
+  bool prefill_only = false;  // the prefill half of a disaggregated job
+  std::string transfer_to;
+  std::vector<int32_t> prompt;  // prefill_only: what to hand off
+  std::string cache_salt;
+  KvHandoff* handoff = nullptr;
 
   std::mutex mu;
   int32_t next_index = 0;  // generated-token index of the next token (starts at resumed tokens)
   int32_t generated = 0;   // tokens this attempt generated
   std::vector<int32_t> unreported;
   bool finished = false;       // its final event was produced
-  bool written_final = false;  // ... and written to the gateway's socket
+  bool written_final = false;  // ... and written to the gateway's socket (and a prefill's KV
+                               // handed off)
+  bool ended_job = true;       // the final event ended the request (not a prefill handing off)
   bool reported_finished = false;
 };
 
@@ -52,19 +59,41 @@ class TaskSink final : public engine::OutputSink {
       if (event.finish) t.finished = true;
     }
     const bool final_event = event.finish.has_value();
+    // A prefill that reached its one token hands the request on: the gateway must not see an end.
+    const bool handing_off = t.prefill_only && event.finish == engine::FinishReason::kLength;
+    if (handing_off) event.finish.reset();
     std::vector<int32_t> tokens = event.tokens;
     out.event = std::move(event);
     // The JE learns of tokens only once they are on their way to the gateway (in the socket
     // buffer), so what it would re-drive from never runs ahead of what the client got.
-    auto written = [task = task_, tokens = std::move(tokens), final_event]() {
-      std::lock_guard lock(task->mu);
-      task->unreported.insert(task->unreported.end(), tokens.begin(), tokens.end());
-      if (final_event) task->written_final = true;
+    auto written = [task = task_, tokens = std::move(tokens), final_event, handing_off]() {
+      {
+        std::lock_guard lock(task->mu);
+        task->unreported.insert(task->unreported.end(), tokens.begin(), tokens.end());
+        if (final_event && !handing_off) task->written_final = true;
+      }
+      if (handing_off) start_handoff(task);
     };
     if (!t.gateway->send(encode(out), std::move(written)) && !final_event) t.engine->abort(t.key);
   }
 
  private:
+  // After a prefill's token is written: push its KV, then report it finished (not ending the
+  // job). Without a handoff or destination, the decode TE simply recomputes the prompt.
+  static void start_handoff(const std::shared_ptr<TaskExecutor::Task>& task) {
+    auto finish = [task](const KvHandoffResult& r) {
+      if (!r.status.ok()) {
+        KEEL_LOG_WARN("te: KV handoff of job {} to {} failed after {} blocks: {}", task->ref.job,
+                      task->transfer_to, r.blocks, r.status.message());
+      }
+      std::lock_guard lock(task->mu);
+      task->ended_job = false;
+      task->written_final = true;
+    };
+    if (task->handoff == nullptr || task->transfer_to.empty()) return finish(KvHandoffResult{});
+    task->handoff->push(task->prompt, task->cache_salt, task->transfer_to, finish);
+  }
+
   std::shared_ptr<TaskExecutor::Task> task_;
 };
 
@@ -167,6 +196,13 @@ void TaskExecutor::on_submit(Link& link, const Json& body) {
   task->prompt_tokens = static_cast<int64_t>(task_msg->request.prompt_tokens.size());
   task->max_tokens = task_msg->request.max_tokens;
   task->next_index = task_msg->request.resumed_tokens;
+  task->prefill_only = task_msg->prefill_only;
+  task->transfer_to = task_msg->transfer_to;
+  task->handoff = config_.handoff;
+  if (task->prefill_only) {
+    task->prompt = task_msg->request.prompt_tokens;
+    task->cache_salt = task_msg->request.cache_salt;
+  }
   task->je = link.shared_from_this();
   {
     std::lock_guard lock(mu_);
@@ -231,6 +267,7 @@ void TaskExecutor::send_reports() {
   base.pid = getpid();
   base.kv_events = config_.kv_events;
   base.kv_events_replay = config_.kv_events_replay;
+  base.kv_transfer = config_.kv_transfer;
   base.max_model_len = engine_->max_model_len();
   base.max_waiting = engine_->max_waiting();
   base.stats = stats;
@@ -250,7 +287,8 @@ void TaskExecutor::send_reports() {
     // A final event that can never be written (the gateway is gone) still ends the task.
     if (task->finished && task->gateway->closed()) task->written_final = true;
     if (task->unreported.empty() && task->written_final == task->reported_finished) continue;
-    TaskProgress p{task->ref, task->attempt, std::move(task->unreported), task->written_final};
+    TaskProgress p{task->ref, task->attempt, std::move(task->unreported), task->written_final,
+                   task->ended_job};
     task->unreported.clear();
     task->reported_finished = task->written_final;
     if (task->written_final) done.push_back(task->ref);

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "cluster/fleet.h"
+#include "cluster/kv_handoff.h"
 #include "cluster/link.h"
 #include "cluster/listener.h"
 #include "cluster/messages.h"
@@ -44,6 +45,10 @@ struct TaskExecutorConfig {
   // subscribe; empty: none.
   std::string kv_events;
   std::string kv_events_replay;
+  // A prefill TE: pushes a prefill-only task's prompt blocks to its decode TE (must outlive the
+  // TaskExecutor). A decode TE: the address of its KV transfer server, announced in reports.
+  KvHandoff* handoff = nullptr;
+  std::string kv_transfer;
 };
 
 class TaskExecutor {

@@ -27,23 +27,20 @@ using nlohmann::json;
 
 std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
 
-// `keel cluster up` as a child: 2 colocated TEs (1 thread each), 2 JEs, a short stall timeout.
+// `keel cluster up` as a child: TEs with 1 thread each, 2 JEs, a short stall timeout.
 class Cluster {
  public:
-  Cluster() {
+  // `tes`: the task executors' flags (default: 2 colocated).
+  explicit Cluster(const std::vector<std::string>& tes = {"--colocated", "2"}) {
     cluster::ChildSpec spec;
     spec.name = "cluster";
-    spec.argv = {KEEL_BINARY, "cluster",
-                 "up",        "-m",
-                 stories(),   "--served-model-name",
-                 "stories",   "--colocated",
-                 "2",         "--jes",
-                 "2",         "--port",
-                 "0",         "--threads-per-te",
-                 "1",         "--stall-timeout-ms",
-                 "1500",      "--max-num-seqs",
-                 "16",        "--drain-timeout",
-                 "20"};
+    spec.argv = {KEEL_BINARY, "cluster", "up", "-m", stories(), "--served-model-name", "stories"};
+    for (const char* flag :
+         {"--jes", "2", "--port", "0", "--threads-per-te", "1", "--stall-timeout-ms", "1500",
+          "--max-num-seqs", "16", "--drain-timeout", "20"}) {
+      spec.argv.push_back(flag);
+    }
+    spec.argv.insert(spec.argv.end(), tes.begin(), tes.end());
     spec.ready_timeout = std::chrono::milliseconds(60000);
     Result<cluster::Child> child = sup_.spawn(spec);
     if (!child.ok()) {
@@ -129,6 +126,65 @@ TEST_F(ClusterE2e, GreedyTextEqualsKeelServe) {
                           {"messages", {{{"role", "user"}, {"content", "Hello"}}}},
                           {"max_tokens", 8}});
   EXPECT_EQ(chat["object"], "chat.completion");
+}
+
+// 1P1D: the prefill TE computes the prompt and the first token, pushes the prompt's KV blocks to
+// the decode TE (KV transfer service), which fetches them from its host tier instead of
+// recomputing; greedy text equals keel serve's, token for token.
+TEST_F(ClusterE2e, DisaggregatedGreedyTextEqualsKeelServe) {
+  ServeProcess serve({"-m", stories(), "-t", "1", "--served-model-name", "stories"});
+  ASSERT_TRUE(serve.ok()) << serve.error();
+  Cluster c({"--prefill", "1", "--decode", "1"});
+  ASSERT_GT(c.port(), 0) << c.error();
+  const std::string long_prompt =
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the "
+      "park with her friends.";
+  std::vector<std::string> prompts = kPrompts;
+  prompts.push_back(long_prompt);
+  for (const std::string& prompt : prompts) {
+    const json want = post(serve.port(), "/v1/completions", greedy_body(prompt, 40));
+    const json got = post(c.port(), "/v1/completions", greedy_body(prompt, 40));
+    EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]) << prompt;
+  }
+  // The long prompt's two full blocks came over the wire: the decode TE served them from its
+  // host tier (its usage reports them as cached).
+  const json r = post(c.port(), "/v1/completions", greedy_body(long_prompt + " The end", 8));
+  EXPECT_GE(r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 32) << r.dump();
+  const json s = status(c.port());
+  EXPECT_GE(s["router"]["pd_disaggregated"].get<int>(), 1) << s.dump();
+}
+
+// A prefill TE that dies after handing off its KV does not disturb the decode.
+TEST_F(ClusterE2e, PrefillDeathAfterHandoffDoesNotDisturbTheDecode) {
+  Cluster c({"--prefill", "1", "--decode", "1"});
+  ASSERT_GT(c.port(), 0) << c.error();
+  const json want = post(c.port(), "/v1/completions", greedy_body(kPrompts[0], 300));
+  pid_t prefill = 0;
+  const json fleet = status(c.port());
+  for (const json& te : fleet["task_executors"]) {
+    if (te["role"] == "prefill") prefill = static_cast<pid_t>(te["pid"]);
+  }
+  ASSERT_GT(prefill, 0);
+  HttpConnection conn(c.port());
+  json body = greedy_body(kPrompts[0], 300);
+  body["stream"] = true;
+  conn.send_post("/v1/completions", body.dump());
+  // A few tokens in, the decode TE runs it: kill the prefill TE.
+  const std::string head = conn.read_until(
+      [](const std::string& s) {
+        size_t n = 0;
+        for (size_t p = s.find("data: "); p != std::string::npos; p = s.find("data: ", p + 1)) ++n;
+        return n >= 8;
+      },
+      20000);
+  ASSERT_EQ(kill(prefill, SIGKILL), 0);
+  ASSERT_NE(head.find("data: "), std::string::npos);
+  // read_until returns everything the connection received so far.
+  const std::string raw = conn.read_until(
+      [](const std::string& s) { return s.find("[DONE]") != std::string::npos; }, 60000);
+  bool error = false;
+  EXPECT_EQ(stream_text(raw, &error), want["choices"][0]["text"].get<std::string>());
+  EXPECT_FALSE(error);
 }
 
 TEST_F(ClusterE2e, StatusAndMetricsShowTheFleet) {
