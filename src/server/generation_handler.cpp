@@ -70,12 +70,15 @@ class GenerationRun {
 };
 
 net::awaitable<bool> GenerationRun::finish_ok() {
+  // Named values, not temporaries, across co_await (GCC 12 miscompiles some temporaries there).
   if (streaming()) {
-    if (!co_await conn_.write_stream(choices_.stream_tail())) co_return false;
+    const std::string tail = choices_.stream_tail();
+    if (!co_await conn_.write_stream(tail)) co_return false;
     co_return co_await conn_.end_stream();
   }
-  co_return co_await conn_.write_response(
-      HttpResponse::json(200, choices_.final_body()).with_headers(headers_));
+  std::string body = choices_.final_body();
+  HttpResponse response = HttpResponse::json(200, std::move(body)).with_headers(headers_);
+  co_return co_await conn_.write_response(std::move(response));
 }
 
 net::awaitable<bool> GenerationRun::finish_error(const ApiError& error, bool streaming_started) {
@@ -89,10 +92,13 @@ net::awaitable<bool> GenerationRun::finish_error(const ApiError& error, bool str
 }
 
 net::awaitable<bool> GenerationRun::execute() {
-  if (std::optional<ApiError> e = choices_.submit_all(
-          [this](size_t choice) { return relay_->make_sink(choice); })) {
+  const GenerationChoices::SinkFactory make_sink = [this](size_t choice) {
+    return relay_->make_sink(choice);
+  };
+  std::optional<ApiError> submit_error = choices_.submit_all(make_sink);
+  if (submit_error) {
     guard_.release();
-    co_return co_await finish_error(*e, false);
+    co_return co_await finish_error(*submit_error, false);
   }
   if (streaming() && !co_await conn_.begin_stream(headers_)) co_return false;
   conn_.watch_peer(&signal_);
