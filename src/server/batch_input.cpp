@@ -34,14 +34,15 @@ std::optional<BatchError> check_line(const Json& j, std::string_view endpoint, B
                  "custom_id");
   }
   if (!custom_id->is_string() || custom_id->get_ref<const std::string&>().empty()) {
-    return error("invalid_custom_id",
-                 fmt::format("`custom_id` must be a non-empty string, got {}.",
-                             describe_value(*custom_id)),
-                 "custom_id");
+    return error(
+        "invalid_custom_id",
+        fmt::format("`custom_id` must be a non-empty string, got {}.", describe_value(*custom_id)),
+        "custom_id");
   }
   out->custom_id = custom_id->get<std::string>();
   const Json* method = field(j, "method");
-  if (method == nullptr || !method->is_string() || method->get_ref<const std::string&>() != "POST") {
+  if (method == nullptr || !method->is_string() ||
+      method->get_ref<const std::string&>() != "POST") {
     return error("invalid_method",
                  fmt::format("`method` must be \"POST\", got {}.",
                              method ? describe_value(*method) : std::string("nothing")),

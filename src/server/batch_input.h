@@ -36,7 +36,6 @@ bool is_batch_endpoint(std::string_view url);
 
 // Checks `content` (kept alive by the caller while the lines are used) for `endpoint`; more
 // than max_lines requests is an error too.
-BatchInput parse_batch_input(std::string_view content, std::string_view endpoint,
-                             size_t max_lines);
+BatchInput parse_batch_input(std::string_view content, std::string_view endpoint, size_t max_lines);
 
 }  // namespace keel::server

@@ -104,9 +104,9 @@ BatchLineResult run_choices(ServerContext& ctx, const BatchLine& line, Generatio
   while (!choices.all_done() && !choices.failure()) {
     if (!inbox->wait(deadline, &events)) return {BatchLineResult::Kind::kCancelled, {}};
     if (events.empty() && LineInbox::Clock::now() >= deadline) {
-      return failed(request_id, line,
-                    ApiError::timeout(
-                        fmt::format("The request did not finish within {} ms.", timeout_ms)));
+      return failed(
+          request_id, line,
+          ApiError::timeout(fmt::format("The request did not finish within {} ms.", timeout_ms)));
     }
     for (LineInbox::Item& item : events) {
       choices.consume(item.choice, std::move(item.event), nullptr);
@@ -136,8 +136,7 @@ BatchLineResult run_batch_line(ServerContext& ctx, ApiKind kind, const BatchLine
   if (!spec.ok()) return failed(request_id, line, spec.error());
   PreparedPrompts prepared = prepare_prompts(ctx, spec.value());
   if (prepared.error) return failed(request_id, line, *prepared.error);
-  GenerationChoices choices(ctx, std::move(spec.value()), std::move(prepared.prompts),
-                            request_id);
+  GenerationChoices choices(ctx, std::move(spec.value()), std::move(prepared.prompts), request_id);
   return run_choices(ctx, line, choices, inbox);
 }
 

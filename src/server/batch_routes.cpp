@@ -124,7 +124,8 @@ HttpResponse upload_file(ServerContext& ctx, const HttpRequest& req) {
         "purpose"));
   }
   if (file == nullptr) {
-    return HttpResponse::error(ApiError::bad_request("Missing required parameter: 'file'.", "file"));
+    return HttpResponse::error(
+        ApiError::bad_request("Missing required parameter: 'file'.", "file"));
   }
   std::string filename = file->filename.value_or("");
   if (filename.empty()) filename = "upload.jsonl";
@@ -157,7 +158,8 @@ HttpResponse route_files(ServerContext& ctx, const HttpRequest& req) {
   }
   const SubPath sp = *sub_path(req.path, kFilesPath);
   if (req.method == "DELETE") {
-    if (!ctx.files.remove(sp.id)) return HttpResponse::error(not_found("File", sp.id, "file_not_found"));
+    if (!ctx.files.remove(sp.id))
+      return HttpResponse::error(not_found("File", sp.id, "file_not_found"));
     return json_response({{"id", sp.id}, {"object", "file"}, {"deleted", true}});
   }
   std::optional<StoredFile> f = ctx.files.find(sp.id);
@@ -213,10 +215,9 @@ ApiResult<BatchRecord> parse_batch_create(ServerContext& ctx, const Json& body) 
         "endpoint");
   }
   if (r.completion_window != "24h") {
-    return ApiError::bad_request(
-        fmt::format("`completion_window` must be \"24h\", got \"{}\".",
-                    r.completion_window.substr(0, 32)),
-        "completion_window");
+    return ApiError::bad_request(fmt::format("`completion_window` must be \"24h\", got \"{}\".",
+                                             r.completion_window.substr(0, 32)),
+                                 "completion_window");
   }
   std::optional<StoredFile> file = ctx.files.find(r.input_file_id);
   if (!file) {
@@ -261,7 +262,8 @@ HttpResponse create_batch(ServerContext& ctx, const HttpRequest& req) {
 HttpResponse list_batches(ServerContext& ctx, const HttpRequest& req) {
   ApiResult<size_t> limit = query_limit(req, 20, 100);
   if (!limit.ok()) return HttpResponse::error(limit.error());
-  const BatchStore::Page page = ctx.batches.list(limit.value(), query_param(req, "after").value_or(""));
+  const BatchStore::Page page =
+      ctx.batches.list(limit.value(), query_param(req, "after").value_or(""));
   Json data = Json::array();
   for (const BatchRecord& b : page.batches) data.push_back(b.to_json());
   return json_response(list_object(std::move(data), page.has_more));
@@ -298,6 +300,10 @@ std::string_view batch_route_methods(std::string_view path) {
 }
 
 HttpResponse route_batch_api(ServerContext& ctx, const HttpRequest& req) {
+  if (ctx.batch_runner == nullptr && req.path.starts_with(kBatchesPath)) {
+    // A context without a Server around it (fuzzers, tools) runs no batches.
+    return HttpResponse::error(ApiError::unavailable("This server runs no batches."));
+  }
   return req.path.starts_with(kFilesPath) ? route_files(ctx, req) : route_batches(ctx, req);
 }
 

@@ -66,8 +66,8 @@ class BatchRunner {
     std::shared_ptr<LineInbox> inbox;
   };
   void worker();
-  Pick pick();                       // mu_
-  void cancel_job(Job& job);         // mu_
+  Pick pick();                // mu_
+  void cancel_job(Job& job);  // mu_
   void validate(const std::shared_ptr<Job>& job);
   void run_line(const Pick& p);
   void finalize(const std::shared_ptr<Job>& job);

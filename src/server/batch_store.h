@@ -87,8 +87,8 @@ class BatchStore {
 
  private:
   mutable std::mutex mu_;
-  uint64_t next_seq_ = 0;                              // mu_
-  std::map<uint64_t, BatchRecord> batches_;            // mu_; by creation order
+  uint64_t next_seq_ = 0;                             // mu_
+  std::map<uint64_t, BatchRecord> batches_;           // mu_; by creation order
   std::unordered_map<std::string, uint64_t> seq_of_;  // mu_
 };
 

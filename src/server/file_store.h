@@ -66,9 +66,9 @@ class FileStore {
   const size_t max_file_bytes_;
   const size_t max_total_bytes_;
   mutable std::mutex mu_;
-  uint64_t next_seq_ = 0;                              // mu_
-  size_t used_bytes_ = 0;                              // mu_
-  std::map<uint64_t, StoredFile> files_;               // mu_; by creation order
+  uint64_t next_seq_ = 0;                             // mu_
+  size_t used_bytes_ = 0;                             // mu_
+  std::map<uint64_t, StoredFile> files_;              // mu_; by creation order
   std::unordered_map<std::string, uint64_t> seq_of_;  // mu_; id → key in files_
 };
 

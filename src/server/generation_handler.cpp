@@ -133,8 +133,7 @@ net::awaitable<bool> GenerationRun::execute() {
   guard_.release();  // aborts whatever is still running (disconnect, error, timeout)
   co_await conn_.unwatch_peer();
   if (!connection_ok) {
-    KEEL_LOG_DEBUG("request {}: client went away; engine requests aborted",
-                   choices_.request_id());
+    KEEL_LOG_DEBUG("request {}: client went away; engine requests aborted", choices_.request_id());
     co_return false;
   }
   if (error) co_return co_await finish_error(*error, streaming());

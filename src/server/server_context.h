@@ -1,6 +1,7 @@
 // ServerDeps (what the server is given) and ServerContext (what every connection shares): the
 // config, the engine and tokenizer, the chat formatter, readiness and draining state, and the
-// request-id source, and the Batch API's stores (files, batch records) and runner. Created by Server::start and alive until the server is destroyed.
+// request-id source, and the Batch API's stores (files, batch records) and runner. Created by
+// Server::start and alive until the server is destroyed.
 //
 // Thread safety: everything here is immutable after start, atomic or internally locked;
 // EngineClient, Tokenizer and the ChatFormatter are thread-safe by contract.

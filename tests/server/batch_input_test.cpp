@@ -73,10 +73,12 @@ TEST(MultipartTest, PartsBoundaryAndBinaryData) {
   EXPECT_FALSE(multipart_boundary("text/plain; boundary=x").ok());
 
   const std::string binary("a\0b\r\nc--X", 9);
-  const std::string body = "--X\r\nContent-Disposition: form-data; name=\"file\"; "
-                           "filename=\"f.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n" +
-                           binary + "\r\n--X\r\ncontent-disposition: form-data; name=purpose\r\n\r\n"
-                           "batch\r\n--X--\r\nepilogue";
+  const std::string body =
+      "--X\r\nContent-Disposition: form-data; name=\"file\"; "
+      "filename=\"f.bin\"\r\nContent-Type: application/octet-stream\r\n\r\n" +
+      binary +
+      "\r\n--X\r\ncontent-disposition: form-data; name=purpose\r\n\r\n"
+      "batch\r\n--X--\r\nepilogue";
   ApiResult<std::vector<MultipartPart>> parts = parse_multipart(body, "X");
   ASSERT_TRUE(parts.ok()) << parts.error().message;
   ASSERT_EQ(parts.value().size(), 2u);
@@ -87,9 +89,9 @@ TEST(MultipartTest, PartsBoundaryAndBinaryData) {
   EXPECT_EQ(parts.value()[1].name, "purpose");
   EXPECT_FALSE(parts.value()[1].filename.has_value());
   EXPECT_EQ(parts.value()[1].data, "batch");
-  EXPECT_FALSE(parse_multipart("--X\r\nContent-Disposition: attachment; name=a\r\n\r\nx\r\n--X--",
-                               "X")
-                   .ok());
+  EXPECT_FALSE(
+      parse_multipart("--X\r\nContent-Disposition: attachment; name=a\r\n\r\nx\r\n--X--", "X")
+          .ok());
 }
 
 }  // namespace

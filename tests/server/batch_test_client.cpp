@@ -42,10 +42,9 @@ HttpResult create_batch(uint16_t port, const std::vector<Json>& lines,
                         const std::string& endpoint) {
   HttpResult file = upload(port, jsonl(lines));
   if (file.status != 200) return file;
-  return post_json(port, "/v1/batches",
-                   {{"input_file_id", file.json()["id"]},
-                    {"endpoint", endpoint},
-                    {"completion_window", "24h"}});
+  return post_json(
+      port, "/v1/batches",
+      {{"input_file_id", file.json()["id"]}, {"endpoint", endpoint}, {"completion_window", "24h"}});
 }
 
 Json wait_batch_done(uint16_t port, const std::string& id, std::chrono::milliseconds timeout) {

@@ -69,7 +69,8 @@ TEST(BatchHttpTest, UploadRunAndDownloadOneOutputLinePerInput) {
   EXPECT_TRUE(b["error_file_id"].is_null());
   ASSERT_TRUE(b["output_file_id"].is_string());
 
-  HttpResult file = http_request(h.port(), "GET", "/v1/files/" + b["output_file_id"].get<std::string>());
+  HttpResult file =
+      http_request(h.port(), "GET", "/v1/files/" + b["output_file_id"].get<std::string>());
   ASSERT_EQ(file.status, 200);
   EXPECT_EQ(file.json()["purpose"], "batch_output");
 
@@ -137,7 +138,8 @@ TEST(BatchHttpTest, BadLinesGoToTheErrorFileWithTheirStatus) {
   EXPECT_EQ(by_id["model"]["status_code"], 404);
   EXPECT_EQ(by_id["model"]["body"]["error"]["code"], "model_not_found");
   EXPECT_EQ(by_id["engine"]["status_code"], 500);
-  HttpResult ef = http_request(h.port(), "GET", "/v1/files/" + b["error_file_id"].get<std::string>());
+  HttpResult ef =
+      http_request(h.port(), "GET", "/v1/files/" + b["error_file_id"].get<std::string>());
   EXPECT_EQ(ef.json()["purpose"], "batch_error");
 }
 
@@ -297,8 +299,7 @@ TEST(BatchHttpTest, ListBatchesNewestFirstWithLimitAndAfter) {
   EXPECT_EQ(p1["data"][1]["id"], ids[1]);
   EXPECT_EQ(p1["has_more"], true);
   EXPECT_EQ(p1["last_id"], ids[1]);
-  const Json p2 =
-      http_request(h.port(), "GET", "/v1/batches?limit=2&after=" + ids[1]).json();
+  const Json p2 = http_request(h.port(), "GET", "/v1/batches?limit=2&after=" + ids[1]).json();
   ASSERT_EQ(p2["data"].size(), 1u);
   EXPECT_EQ(p2["data"][0]["id"], ids[0]);
   EXPECT_EQ(p2["has_more"], false);

@@ -47,7 +47,8 @@ TEST(FilesHttpTest, UploadGetContentListDelete) {
   list = http_request(h.port(), "GET", "/v1/files?order=asc&after=" + id).json();
   ASSERT_EQ(list["data"].size(), 1u);
   EXPECT_EQ(list["data"][0]["id"], id2);
-  EXPECT_TRUE(http_request(h.port(), "GET", "/v1/files?purpose=batch_output").json()["data"].empty());
+  EXPECT_TRUE(
+      http_request(h.port(), "GET", "/v1/files?purpose=batch_output").json()["data"].empty());
   EXPECT_EQ(http_request(h.port(), "GET", "/v1/files?order=up").status, 400);
 
   HttpResult del = http_request(h.port(), "DELETE", "/v1/files/" + id);
@@ -93,10 +94,10 @@ TEST(FilesHttpTest, BadUploads) {
   EXPECT_EQ(no_purpose.status, 400);
   EXPECT_EQ(no_purpose.json()["error"]["param"], "purpose");
   // Quoted boundary, parts in the other order, a preamble: accepted.
-  const std::string body = "preamble\r\n" + multipart_body({{"file", "b.jsonl", "{}"},
-                                                             {"purpose", "", "batch"}});
-  HttpResult ok = post(body, std::string("Content-Type: multipart/form-data; boundary=\"") +
-                                 kTestBoundary + "\"");
+  const std::string body =
+      "preamble\r\n" + multipart_body({{"file", "b.jsonl", "{}"}, {"purpose", "", "batch"}});
+  HttpResult ok = post(
+      body, std::string("Content-Type: multipart/form-data; boundary=\"") + kTestBoundary + "\"");
   ASSERT_EQ(ok.status, 200) << ok.body;
   EXPECT_EQ(ok.json()["filename"], "b.jsonl");
   EXPECT_EQ(ok.json()["bytes"], 2);
@@ -115,8 +116,9 @@ TEST(FilesHttpTest, LimitsPerFileAndForTheStore) {
   HttpResult b = upload(h.port(), std::string(6 * 1024, 'b'));
   EXPECT_EQ(b.status, 400);
   EXPECT_EQ(b.json()["error"]["code"], "file_store_full");
-  ASSERT_EQ(http_request(h.port(), "DELETE", "/v1/files/" + a.json()["id"].get<std::string>()).status,
-            200);
+  ASSERT_EQ(
+      http_request(h.port(), "DELETE", "/v1/files/" + a.json()["id"].get<std::string>()).status,
+      200);
   EXPECT_EQ(upload(h.port(), std::string(6 * 1024, 'b')).status, 200);
 }
 
