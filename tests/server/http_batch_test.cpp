@@ -311,8 +311,8 @@ TEST(BatchHttpTest, ShutdownWithARunningBatchReturnsPromptly) {
   ServerHarness h(batch_config(2));
   h.engine().set_script([](const engine::GenerationRequest&) {
     FakeScript s;
-    s.tokens = {kHello};
-    s.stall = FakeScript::Stall::kDecode;
+    s.tokens = {kHello, kWorld};
+    s.stall = FakeScript::Stall::kDecode;  // one token, then held until aborted
     return s;
   });
   std::vector<Json> lines;
