@@ -82,8 +82,8 @@ ApiResult<BatchRecord> BatchRunner::cancel(std::string_view id) {
   std::unique_lock<std::mutex> lock(mu_);
   std::optional<BatchRecord> record = ctx_.batches.find(id);
   if (!record) {
-    ApiError e = ApiError::bad_request(fmt::format("No batch with id '{}' exists.", id), "batch_id",
-                                       "batch_not_found");
+    ApiError e =
+        ApiError::bad_request(fmt::format("No such Batch object: {}", id), "id", "batch_not_found");
     e.status = 404;
     return e;
   }
