@@ -76,6 +76,7 @@ struct ServeOptions {
   int32_t max_connections = 1024;                        // open connections (idle ones shed first)
   int64_t max_inflight_body_bytes = int64_t{128} << 20;  // request bodies buffered at once
   std::vector<std::string> cors_origins;                 // CORS allow-list; empty = CORS off
+  int32_t batch_concurrency = 8;  // batch (/v1/batches) lines in flight at once
 };
 int run_serve(const ServeOptions& opts);
 // The engine's configuration from serve's flags (EngineHost::start adds the kernel table,

@@ -212,6 +212,10 @@ int main(int argc, char** argv) {
       ->add_option("--cors-origins", serve.cors_origins,
                    "Origins allowed by CORS, comma-separated ('*' = any); default: CORS off")
       ->delimiter(',');
+  serve_cmd
+      ->add_option("--batch-concurrency", serve.batch_concurrency,
+                   "Batch API (/v1/batches) lines run at once")
+      ->check(CLI::Range(1, 1024));
   add_compute_options(serve_cmd, &serve.compute);
 
   keel::cli::InfoOptions info;

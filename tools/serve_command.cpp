@@ -92,6 +92,7 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   c.cors_allowed_origins = o.cors_origins;
   c.io_threads = o.io_threads;
   c.pic_mode = o.pic;
+  c.batch_concurrency = o.batch_concurrency;
   return c;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "server/batch_routes.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
 
@@ -94,7 +95,7 @@ std::string_view allowed_methods(std::string_view path) {
   if (path == kClusterStatusPath) return "GET";
   if (path == kCachesPath) return "GET, POST";
   if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
-  return {};
+  return batch_route_methods(path);
 }
 
 bool method_allowed(std::string_view methods, std::string_view method) {
@@ -105,30 +106,6 @@ bool method_allowed(std::string_view methods, std::string_view method) {
     methods.remove_prefix(comma + 2);  // ", "
   }
   return false;
-}
-
-ApiResult<nlohmann::json> parse_body(const HttpRequest& req) {
-  // Counted before a JSON tree is built: a parsed value costs 16 to ~100 bytes however small its
-  // text ("{}," is 3 bytes), so the counts, not only the body size, bound the memory.
-  const JsonShape shape = json_shape(req.body, kMaxJsonDepth);
-  if (shape.max_depth > kMaxJsonDepth) {
-    return ApiError::bad_request(
-        fmt::format("The request body nests arrays/objects deeper than {} levels", kMaxJsonDepth));
-  }
-  if (shape.containers > kMaxJsonContainers || shape.values > kMaxJsonValues) {
-    return ApiError::bad_request(
-        fmt::format("The request body holds {} JSON values in {} arrays/objects; at most {} values "
-                    "in {} arrays/objects are accepted",
-                    shape.values, shape.containers, kMaxJsonValues, kMaxJsonContainers),
-        std::nullopt, "request_too_complex");
-  }
-  try {
-    return nlohmann::json::parse(req.body);
-  } catch (const nlohmann::json::exception& e) {
-    std::string what = e.what();
-    if (what.size() > 300) what = what.substr(0, 300) + "...";
-    return ApiError::bad_request(fmt::format("Malformed JSON body: {}", what));
-  }
 }
 
 // prompts × n engine requests must fit the waiting queue at once, or the request could never be
@@ -145,33 +122,15 @@ std::optional<ApiError> check_queue_capacity(const ServerContext& ctx, const Gen
 }
 
 RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKind kind) {
-  ApiResult<nlohmann::json> body = parse_body(req);
+  ApiResult<nlohmann::json> body = parse_json_text(req.body);
   if (!body.ok()) return HttpResponse::error(body.error());
-  const ParseLimits limits{.vocab_size = ctx.deps.tokenizer->vocab_size(),
-                           .max_n = ctx.config.max_n,
-                           .max_choices = ctx.config.max_choices_per_request,
-                           .max_stop_strings = ctx.config.max_stop_strings,
-                           .max_stop_string_bytes = ctx.config.max_stop_string_bytes};
-  ApiResult<GenerationSpec> spec = kind == ApiKind::kChat
-                                       ? parse_chat_request(body.value(), limits)
-                                       : parse_completion_request(body.value(), limits);
+  ApiResult<GenerationSpec> spec = generation_spec_for(ctx, body.value(), kind);
   if (!spec.ok()) return HttpResponse::error(spec.error());
-  if (auto e = check_model(ctx, spec.value().model)) return HttpResponse::error(*e);
-  if (auto e = check_queue_capacity(ctx, spec.value())) return HttpResponse::error(*e);
-  if (auto e = resolve_cache_id(ctx, &spec.value())) return HttpResponse::error(*e);
-  if (ctx.draining.load(std::memory_order_acquire)) {
-    return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
-  }
-  if (!ctx.ready()) return HttpResponse::error(ApiError::unavailable("The model is loading."));
-  if (kind == ApiKind::kChat && !ctx.deps.chat) {
-    return HttpResponse::error(
-        ApiError::bad_request("This server has no chat template; use /v1/completions."));
-  }
   return GenerationCall{std::move(spec.value())};
 }
 
 RouteOutcome route_cache_create(ServerContext& ctx, const HttpRequest& req) {
-  ApiResult<nlohmann::json> body = parse_body(req);
+  ApiResult<nlohmann::json> body = parse_json_text(req.body);
   if (!body.ok()) return HttpResponse::error(body.error());
   ApiResult<CacheSpec> spec = parse_cache_request(body.value(), ctx.deps.tokenizer->vocab_size());
   if (!spec.ok()) return HttpResponse::error(spec.error());
@@ -197,7 +156,7 @@ RouteOutcome route_caches(ServerContext& ctx, const HttpRequest& req) {
 
 HttpResponse route_json(const ServerContext& ctx, const HttpRequest& req,
                         HttpResponse (*handler)(const ServerContext&, const nlohmann::json&)) {
-  ApiResult<nlohmann::json> body = parse_body(req);
+  ApiResult<nlohmann::json> body = parse_json_text(req.body);
   if (!body.ok()) return HttpResponse::error(body.error());
   if (!body.value().is_object()) {
     return HttpResponse::error(type_error("body", "a JSON object", body.value()));
@@ -206,6 +165,53 @@ HttpResponse route_json(const ServerContext& ctx, const HttpRequest& req,
 }
 
 }  // namespace
+
+ApiResult<nlohmann::json> parse_json_text(std::string_view text) {
+  // Counted before a JSON tree is built: a parsed value costs 16 to ~100 bytes however small its
+  // text ("{}," is 3 bytes), so the counts, not only the body size, bound the memory.
+  const JsonShape shape = json_shape(text, kMaxJsonDepth);
+  if (shape.max_depth > kMaxJsonDepth) {
+    return ApiError::bad_request(
+        fmt::format("The request body nests arrays/objects deeper than {} levels", kMaxJsonDepth));
+  }
+  if (shape.containers > kMaxJsonContainers || shape.values > kMaxJsonValues) {
+    return ApiError::bad_request(
+        fmt::format("The request body holds {} JSON values in {} arrays/objects; at most {} values "
+                    "in {} arrays/objects are accepted",
+                    shape.values, shape.containers, kMaxJsonValues, kMaxJsonContainers),
+        std::nullopt, "request_too_complex");
+  }
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    std::string what = e.what();
+    if (what.size() > 300) what = what.substr(0, 300) + "...";
+    return ApiError::bad_request(fmt::format("Malformed JSON body: {}", what));
+  }
+}
+
+ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann::json& body,
+                                              ApiKind kind) {
+  const ParseLimits limits{.vocab_size = ctx.deps.tokenizer->vocab_size(),
+                           .max_n = ctx.config.max_n,
+                           .max_choices = ctx.config.max_choices_per_request,
+                           .max_stop_strings = ctx.config.max_stop_strings,
+                           .max_stop_string_bytes = ctx.config.max_stop_string_bytes};
+  ApiResult<GenerationSpec> spec = kind == ApiKind::kChat ? parse_chat_request(body, limits)
+                                                          : parse_completion_request(body, limits);
+  if (!spec.ok()) return spec.error();
+  if (auto e = check_model(ctx, spec.value().model)) return *e;
+  if (auto e = check_queue_capacity(ctx, spec.value())) return *e;
+  if (auto e = resolve_cache_id(ctx, &spec.value())) return *e;
+  if (ctx.draining.load(std::memory_order_acquire)) {
+    return ApiError::unavailable("The server is shutting down.");
+  }
+  if (!ctx.ready()) return ApiError::unavailable("The model is loading.");
+  if (kind == ApiKind::kChat && !ctx.deps.chat) {
+    return ApiError::bad_request("This server has no chat template; use /v1/completions.");
+  }
+  return spec;
+}
 
 JsonShape json_shape(std::string_view text, int depth_limit) {
   JsonShape shape;
@@ -311,6 +317,7 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   if (path == kChatPath) return route_generation(ctx, req, ApiKind::kChat);
   if (path == kCompletionsPath) return route_generation(ctx, req, ApiKind::kCompletion);
   if (path.starts_with(kCachesPath)) return route_caches(ctx, req);
+  if (!batch_route_methods(path).empty()) return route_batch_api(ctx, req);
   if (path == "/tokenize") return route_json(ctx, req, handle_tokenize);
   return route_json(ctx, req, handle_detokenize);
 }

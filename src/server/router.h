@@ -13,6 +13,10 @@
 //   POST /v1/caches                → CacheCall (context caching, cache_routes.h)
 //   GET  /v1/caches[/{id}], DELETE /v1/caches/{id}
 //   GET  /v1/cluster/status        the fleet, in front of one (ServerDeps::cluster_status)
+//   POST /v1/files (multipart), GET /v1/files, GET/DELETE /v1/files/{id},
+//   GET  /v1/files/{id}/content    the Batch API's files (batch_routes.h)
+//   POST /v1/batches, GET /v1/batches[/{id}], POST /v1/batches/{id}/cancel
+//                                  the Batch API: lines run by the BatchRunner (batch_runner.h)
 // Known path with another method → 405 (with Allow); unknown path → 404.
 // With an api_key configured, /v1/*, /tokenize and /detokenize need `Authorization: Bearer`.
 //
@@ -47,6 +51,16 @@ std::string request_id_for(ServerContext& ctx, const HttpRequest& req);
 // Headers every response carries: x-request-id and, for allowed origins, CORS.
 HeaderList common_headers(const ServerContext& ctx, const HttpRequest& req,
                           std::string_view request_id);
+
+// A request body as JSON, refused (400) when malformed or past the limits below. Shared with the
+// batch runner, which parses each input line as a body.
+ApiResult<nlohmann::json> parse_json_text(std::string_view text);
+
+// A generation body validated as the route does it: fields (generation_request.h), model name,
+// queue capacity, cache_id, then draining/readiness and the chat template. Shared with the batch
+// runner, which runs each batch line through it.
+ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann::json& body,
+                                              ApiKind kind);
 
 // What a JSON text would build, counted without building it (strings skipped): the deepest
 // nesting of arrays/objects, how many arrays/objects and how many values (scalars, keys and

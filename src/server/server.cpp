@@ -16,6 +16,7 @@
 
 #include "core/failure_streak.h"
 #include "core/log.h"
+#include "server/batch_runner.h"
 #include "server/http_connection.h"
 #include "server/net.h"
 
@@ -54,6 +55,7 @@ struct Server::Impl {
   ServerContext ctx;
   net::io_context ioc;
   std::optional<net::thread_pool> tokenize_pool;  // destroyed (joined) before ioc
+  std::unique_ptr<BatchRunner> batch_runner;      // stopped by shutdown(), before ctx goes
   net::any_io_executor acceptor_strand;
   tcp::acceptor acceptor;
   net::executor_work_guard<net::io_context::executor_type> work;
@@ -217,6 +219,10 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, ServerDeps de
   auto impl = std::make_unique<Impl>(std::move(config), std::move(deps));
   KEEL_TRY(impl->listen());
   Impl* raw = impl.get();
+  raw->batch_runner =
+      std::make_unique<BatchRunner>(raw->ctx, raw->ctx.config.batch_concurrency,
+                                    static_cast<size_t>(raw->ctx.config.max_batch_requests));
+  raw->ctx.batch_runner = raw->batch_runner.get();
   net::co_spawn(raw->acceptor_strand, Impl::accept_loop(raw), net::detached);
   for (int32_t i = 0; i < raw->ctx.config.io_threads; ++i) {
     raw->threads.emplace_back([raw] {
@@ -250,6 +256,9 @@ void Server::stop_accepting() {
   Impl* impl = impl_.get();
   impl->ctx.draining.store(true, std::memory_order_release);
   if (!impl->accepting.exchange(false)) return;
+  // Running batches are cancelled (their lines in flight aborted) so a drain does not wait on
+  // them; what finished is kept in their output files.
+  if (impl->batch_runner) impl->batch_runner->cancel_all();
   net::post(impl->acceptor_strand, [impl] {
     error_code ec;
     impl->acceptor.close(ec);
@@ -280,6 +289,7 @@ void Server::shutdown() {
     std::unique_lock<std::mutex> lock(impl->mu);
     impl->cv.wait_for(lock, std::chrono::seconds(1), [impl] { return impl->connections.empty(); });
   }
+  if (impl->batch_runner) impl->batch_runner->stop();
   if (impl->tokenize_pool) impl->tokenize_pool->join();
   impl->work.reset();
   impl->ioc.stop();

@@ -57,6 +57,15 @@ Status ServerConfig::validate() const {
   if (shutdown_timeout_ms < 0) {
     return bad("shutdown_timeout_ms", std::to_string(shutdown_timeout_ms), ">= 0");
   }
+  if (batch_concurrency < 1 || batch_concurrency > 1024) {
+    return bad("batch_concurrency", std::to_string(batch_concurrency), "in [1, 1024]");
+  }
+  if (max_batch_requests < 1) {
+    return bad("max_batch_requests", std::to_string(max_batch_requests), ">= 1");
+  }
+  if (max_file_store_bytes < max_body_bytes) {
+    return bad("max_file_store_bytes", std::to_string(max_file_store_bytes), ">= max_body_bytes");
+  }
   if (pic_mode != "off" && pic_mode != "marked" && pic_mode != "auto") {
     return bad("pic_mode", pic_mode, "off, marked or auto");
   }

@@ -65,6 +65,17 @@ struct ServerConfig {
   // shutdown() waits this long for open connections to finish before stopping the io threads.
   int64_t shutdown_timeout_ms = 5'000;
 
+  // Batch API (/v1/batches): batch lines run at most this many at once, over the same
+  // EngineClient as other requests (behind a gateway they spread over the fleet); each runs on a
+  // batch worker thread of its own, never on an io thread.
+  int32_t batch_concurrency = 8;
+  // Most requests (lines) one batch input file may hold (OpenAI's limit is 50,000).
+  int32_t max_batch_requests = 50'000;
+  // Bytes all /v1/files together may hold in memory (uploads and batch results; each file is
+  // charged its size plus 512 bytes); an upload that does not fit gets 400 file_store_full. One
+  // upload is bounded by max_body_bytes (413 past it).
+  size_t max_file_store_bytes = size_t{256} << 20;
+
   // Position-independent chunks in chat prompts (EPIC): "marked" honours content parts marked
   // cache_control position_independent; "auto" also marks every message before the last user
   // message; "off" ignores the marks.

@@ -1,6 +1,7 @@
 // ServerDeps (what the server is given) and ServerContext (what every connection shares): the
 // config, the engine and tokenizer, the chat formatter, readiness and draining state, and the
-// request-id source. Created by Server::start and alive until the server is destroyed.
+// request-id source, and the Batch API's stores (files, batch records) and runner. Created by
+// Server::start and alive until the server is destroyed.
 //
 // Thread safety: everything here is immutable after start, atomic or internally locked;
 // EngineClient, Tokenizer and the ChatFormatter are thread-safe by contract.
@@ -14,12 +15,16 @@
 
 #include "core/result.h"
 #include "engine/engine_client.h"
+#include "server/batch_store.h"
 #include "server/body_budget.h"
 #include "server/chat_formatter.h"
+#include "server/file_store.h"
 #include "server/server_config.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::server {
+
+class BatchRunner;
 
 struct ServerDeps {
   engine::EngineClient* engine = nullptr;           // required; must outlive the Server
@@ -48,7 +53,9 @@ class RequestIdSource {
 
 struct ServerContext {
   explicit ServerContext(ServerConfig cfg)
-      : config(std::move(cfg)), body_budget(config.max_inflight_body_bytes) {}
+      : config(std::move(cfg)),
+        body_budget(config.max_inflight_body_bytes),
+        files(config.max_body_bytes, config.max_file_store_bytes) {}
 
   ServerConfig config;
   ServerDeps deps;
@@ -59,6 +66,11 @@ struct ServerContext {
   std::atomic<bool> closing{false};
   RequestIdSource ids;
   BodyBudget body_budget;  // request bodies held in memory (thread-safe)
+  FileStore files;         // /v1/files (thread-safe)
+  BatchStore batches;      // /v1/batches records (thread-safe)
+  // Runs the batches (thread-safe); set by Server::start, owned by the Server, stopped before the
+  // context goes away.
+  BatchRunner* batch_runner = nullptr;
 
   [[nodiscard]] bool ready() const {
     return deps.ready == nullptr || deps.ready->load(std::memory_order_acquire);

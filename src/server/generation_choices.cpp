@@ -1,0 +1,150 @@
+// GenerationChoices (see generation_choices.h).
+#include "server/generation_choices.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+namespace keel::server {
+
+GenerationChoices::GenerationChoices(const ServerContext& ctx, GenerationSpec spec,
+                                     std::vector<PreparedPrompt> prompts, std::string request_id)
+    : engine_(ctx.deps.engine),
+      spec_(std::move(spec)),
+      prompts_(std::move(prompts)),
+      request_id_(std::move(request_id)) {
+  meta_.kind = spec_.kind;
+  meta_.id = (spec_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-") + request_id_;
+  meta_.created = static_cast<int64_t>(std::time(nullptr));
+  meta_.model = spec_.model.empty() ? ctx.config.served_model_name : spec_.model;
+  const tokenizer::Tokenizer& tok = *ctx.deps.tokenizer;
+  slots_.resize(prompts_.size() * static_cast<size_t>(spec_.n));
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& s = slots_[i];
+    s.prompt = i / static_cast<size_t>(spec_.n);
+    s.index = static_cast<int32_t>(i);
+    const std::string& echo = prompts_[s.prompt].text;
+    s.out = std::make_unique<ChoiceOutput>(
+        tok, ChoiceOutputOptions{.stops = spec_.stop,
+                                 .logprobs = spec_.logprobs,
+                                 .accumulate = !spec_.stream,
+                                 .text_offset_base = spec_.echo ? count_code_points(echo) : 0});
+  }
+}
+
+engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) const {
+  const PreparedPrompt& p = prompts_[slot.prompt];
+  engine::GenerationRequest r;
+  r.request_id = fmt::format("{}-{}", request_id_, slot.index);
+  r.prompt_tokens = p.tokens;
+  r.sampling = spec_.sampling;
+  if (r.sampling.seed) *r.sampling.seed += static_cast<uint64_t>(slot.index % spec_.n);
+  r.max_tokens = p.max_tokens;
+  r.ignore_eos = spec_.ignore_eos;
+  r.stop_token_ids = spec_.stop_token_ids;
+  r.stop_strings = spec_.stop;
+  r.cache_salt = spec_.cache_salt;
+  r.pic_chunks = p.pic_chunks;
+  r.pic_link = spec_.pic_link;
+  if (spec_.sparse_policy)
+    r.sparse = engine::SparseParams{*spec_.sparse_policy, spec_.sparse_budget};
+  return r;
+}
+
+std::optional<ApiError> GenerationChoices::submit_all(const SinkFactory& make_sink) {
+  for (Slot& s : slots_) {
+    Result<engine::RequestKey> key = engine_->submit(make_request(s), make_sink(s.index));
+    if (!key.ok()) return ApiError::from_status(key.error());
+    s.key = *key;
+    s.submitted = true;
+  }
+  return std::nullopt;
+}
+
+void GenerationChoices::abort_unfinished() {
+  for (Slot& s : slots_) {
+    if (s.submitted && !s.done) {
+      engine_->abort(s.key);
+      s.done = true;
+    }
+  }
+}
+
+void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* out) const {
+  const bool chat = spec_.kind == ApiKind::kChat;
+  if (!slot.sent_first && (d.first_tokens || d.finish)) {
+    slot.sent_first = true;
+    if (chat) {
+      *out += chunk_event(meta_, {.index = slot.index, .role = true, .text = std::string()},
+                          spec_.include_usage);
+    } else if (spec_.echo) {
+      d.text.insert(0, prompts_[slot.prompt].text);
+    }
+  }
+  if (!d.text.empty() || !d.logprobs.empty()) {
+    *out += chunk_event(meta_,
+                        {.index = slot.index,
+                         .text = std::move(d.text),
+                         .has_logprobs = spec_.logprobs,
+                         .logprobs = d.logprobs},
+                        spec_.include_usage);
+  }
+  if (d.finish) {
+    ChunkChoice c{.index = slot.index, .finish_reason = d.finish};
+    c.stop_reason = slot.out->stop_reason();
+    if (!chat) c.text = std::string();
+    *out += chunk_event(meta_, c, spec_.include_usage);
+  }
+}
+
+void GenerationChoices::consume(size_t choice, engine::TokenEvent event, std::string* sse) {
+  Slot& slot = slots_[choice];
+  if (slot.done) return;  // nothing follows a final event; defensive
+  ChoiceDelta d = slot.out->consume(std::move(event));
+  if (slot.out->finished()) {
+    slot.done = true;
+    ++num_done_;
+  }
+  if (d.error) {
+    if (!failure_) {
+      failure_ = d.engine_abort ? ApiError::unavailable(*d.error) : ApiError::internal(*d.error);
+    }
+    return;
+  }
+  if (spec_.stream && sse != nullptr) stream_delta(slot, d, sse);
+}
+
+Usage GenerationChoices::usage() const {
+  Usage u;
+  for (const PreparedPrompt& p : prompts_) u.prompt_tokens += static_cast<int64_t>(p.tokens.size());
+  for (const Slot& s : slots_) {
+    u.completion_tokens += s.out->num_generated();
+    if (s.index % spec_.n == 0) u.cached_tokens += s.out->num_cached_tokens();
+  }
+  return u;
+}
+
+std::string GenerationChoices::final_body() const {
+  std::vector<FinishedChoice> choices;
+  choices.reserve(slots_.size());
+  for (const Slot& s : slots_) {
+    FinishedChoice c;
+    c.index = s.index;
+    c.text = spec_.echo ? prompts_[s.prompt].text + s.out->text() : s.out->text();
+    c.finish_reason = s.out->finish_reason().value_or("stop");
+    c.stop_reason = s.out->stop_reason();
+    c.has_logprobs = spec_.logprobs;
+    c.logprobs = s.out->logprobs();
+    choices.push_back(std::move(c));
+  }
+  return completion_body(meta_, choices, usage());
+}
+
+std::string GenerationChoices::stream_tail() const {
+  std::string tail;
+  if (spec_.include_usage) tail += usage_event(meta_, usage());
+  tail += kDoneEvent;
+  return tail;
+}
+
+}  // namespace keel::server

@@ -1,0 +1,78 @@
+// GenerationChoices: the transport-free core of one generation request — its prompts × n choices,
+// the engine requests made for them (seed + i), the events consumed into each choice's
+// ChoiceOutput, usage, and the final non-streamed body or the SSE deltas. The HTTP handler
+// (generation_handler.cpp) drives it from a connection's strand; the batch runner
+// (batch_runner.cpp) from a batch worker thread. Both route events to consume() themselves.
+//
+// Invariant: every engine request submitted is finished or aborted once abort_unfinished() has
+// run; callers run it on every exit path (the destructor does not: the engine may be gone).
+//
+// Thread safety: one owner thread (or strand); the sinks it hands the engine are the caller's.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/api_error.h"
+#include "server/choice_output.h"
+#include "server/generation_request.h"
+#include "server/prompt_preparation.h"
+#include "server/response_builder.h"
+#include "server/server_context.h"
+
+namespace keel::server {
+
+class GenerationChoices {
+ public:
+  // `request_id` names the engine requests ("<id>-<choice>") and the response ("chatcmpl-<id>").
+  GenerationChoices(const ServerContext& ctx, GenerationSpec spec,
+                    std::vector<PreparedPrompt> prompts, std::string request_id);
+
+  // The sink the engine delivers choice `choice`'s events to.
+  using SinkFactory = std::function<std::shared_ptr<engine::OutputSink>(size_t choice)>;
+  // Submits every choice; on the first refusal returns its error (earlier ones stay submitted:
+  // the caller aborts them with abort_unfinished()).
+  std::optional<ApiError> submit_all(const SinkFactory& make_sink);
+  // One engine event of `choice`. When streaming, appends the SSE events it produces to `sse`.
+  void consume(size_t choice, engine::TokenEvent event, std::string* sse);
+  // Aborts every submitted, unfinished engine request. Idempotent.
+  void abort_unfinished();
+
+  [[nodiscard]] bool all_done() const { return num_done_ == slots_.size(); }
+  // The first choice error (engine error or abort), if any.
+  [[nodiscard]] const std::optional<ApiError>& failure() const { return failure_; }
+  [[nodiscard]] const GenerationSpec& spec() const { return spec_; }
+  [[nodiscard]] const std::string& request_id() const { return request_id_; }
+  [[nodiscard]] Usage usage() const;
+  // The JSON body of the non-streamed 200 response (after all_done()).
+  [[nodiscard]] std::string final_body() const;
+  // The SSE tail of a successful stream: the usage event (when asked for) and [DONE].
+  [[nodiscard]] std::string stream_tail() const;
+
+ private:
+  struct Slot {
+    size_t prompt = 0;
+    int32_t index = 0;  // choice index in the response: prompt * n + i
+    engine::RequestKey key = 0;
+    bool submitted = false;
+    bool done = false;        // finished, or aborted by us
+    bool sent_first = false;  // chat: role chunk sent; completions: echo text sent
+    std::unique_ptr<ChoiceOutput> out;
+  };
+  engine::GenerationRequest make_request(const Slot& slot) const;
+  void stream_delta(Slot& slot, ChoiceDelta& delta, std::string* out) const;
+
+  engine::EngineClient* engine_;
+  GenerationSpec spec_;
+  std::vector<PreparedPrompt> prompts_;
+  std::string request_id_;
+  ResponseMeta meta_;
+  std::vector<Slot> slots_;
+  size_t num_done_ = 0;
+  std::optional<ApiError> failure_;
+};
+
+}  // namespace keel::server
