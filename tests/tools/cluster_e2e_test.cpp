@@ -303,6 +303,80 @@ TEST_F(ClusterE2e, KilledTaskExecutorLosesNoRequest) { run_with_fault(SIGKILL); 
 
 TEST_F(ClusterE2e, HungTaskExecutorLosesNoRequest) { run_with_fault(SIGSTOP); }
 
+// The Batch API through the gateway: one job of many tasks spread over the TEs; a TE killed
+// mid-batch costs no line (the JE re-drives its tasks) and every output equals the direct call's.
+TEST_F(ClusterE2e, BatchSurvivesATaskExecutorDying) {
+  Cluster c;
+  ASSERT_GT(c.port(), 0) << c.error();
+  constexpr int kLines = 24;
+  std::vector<std::string> want;
+  std::string input;
+  for (int i = 0; i < kLines; ++i) {
+    const json body = greedy_body(kPrompts[i % 4], 200);
+    if (i < 4) want.push_back(post(c.port(), "/v1/completions", body)["choices"][0]["text"]);
+    input += json{{"custom_id", "line-" + std::to_string(i)},
+                  {"method", "POST"},
+                  {"url", "/v1/completions"},
+                  {"body", body}}
+                 .dump() +
+             "\n";
+  }
+  const std::string boundary = "keelclusterbatch";
+  const std::string form =
+      "--" + boundary + "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
+      boundary +
+      "\r\nContent-Disposition: form-data; name=\"file\"; "
+      "filename=\"in.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n" +
+      input + "\r\n--" + boundary + "--\r\n";
+  const HttpResponse up =
+      http_request(c.port(), "POST", "/v1/files", form,
+                   {{"content-type", "multipart/form-data; boundary=" + boundary}});
+  ASSERT_EQ(up.status, 200) << up.body;
+  const json created = post(c.port(), "/v1/batches",
+                            {{"input_file_id", json::parse(up.body)["id"]},
+                             {"endpoint", "/v1/completions"},
+                             {"completion_window", "24h"}});
+  const std::string id = created["id"];
+  // Once lines run, kill the busiest TE.
+  pid_t victim = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json s = status(c.port());
+        for (const json& te : s["task_executors"]) {
+          if (te.value("running", 0) >= 1) victim = static_cast<pid_t>(te.value("pid", 0));
+        }
+        return victim > 0;
+      },
+      std::chrono::milliseconds(20000)));
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  json batch;
+  ASSERT_TRUE(eventually(
+      [&] {
+        batch =
+            json::parse(http_request(c.port(), "GET", "/v1/batches/" + id).body, nullptr, false);
+        return batch.value("status", "") == "completed" || batch.value("status", "") == "failed";
+      },
+      std::chrono::milliseconds(60000)))
+      << batch.dump();
+  EXPECT_EQ(batch["status"], "completed") << batch.dump();
+  EXPECT_EQ(batch["request_counts"]["completed"], kLines) << batch.dump();
+  EXPECT_EQ(batch["request_counts"]["failed"], 0) << batch.dump();
+  const HttpResponse out = http_request(
+      c.port(), "GET", "/v1/files/" + batch["output_file_id"].get<std::string>() + "/content");
+  int lines = 0;
+  size_t pos = 0;
+  while (pos < out.body.size()) {
+    const size_t end = out.body.find('\n', pos);
+    const json line = json::parse(out.body.substr(pos, end - pos), nullptr, false);
+    pos = end == std::string::npos ? out.body.size() : end + 1;
+    if (line.is_discarded()) continue;
+    const int i = std::stoi(line["custom_id"].get<std::string>().substr(5));
+    EXPECT_EQ(line["response"]["body"]["choices"][0]["text"], want[i % 4]) << line.dump();
+    ++lines;
+  }
+  EXPECT_EQ(lines, kLines);
+}
+
 TEST_F(ClusterE2e, SigtermDrainsTheTree) {
   Cluster c;
   ASSERT_GT(c.port(), 0) << c.error();
