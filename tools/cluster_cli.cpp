@@ -43,6 +43,13 @@ void add_router_flags(CLI::App* cmd, std::string* router, double* balance, std::
       ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
 }
 
+void add_predictor_flags(CLI::App* cmd, std::string* predictor, std::string* model) {
+  cmd->add_option(
+      "--predictor", *predictor,
+      "Decode-length predictor file (keel train-predictor) the JE runs on every prompt");
+  cmd->add_option("--predictor-model", *model, "The predictor's side model (default: -m)");
+}
+
 }  // namespace
 
 ClusterCli add_cluster_commands(CLI::App& app) {
@@ -73,6 +80,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(1, 1024));
   add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.pd_heatmap,
                    &je.stall_timeout_ms);
+  add_predictor_flags(cli.je_cmd, &je.predictor, &je.predictor_model);
 
   CLI::App* cluster = app.add_subcommand("cluster", "Run or inspect a keel cluster");
   cluster->require_subcommand(1);
@@ -107,6 +115,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(1.0, 3600.0));
   add_router_flags(cli.up_cmd, &up.router, &up.balance_threshold, &up.pd_heatmap,
                    &up.stall_timeout_ms);
+  add_predictor_flags(cli.up_cmd, &up.predictor, &up.predictor_model);
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

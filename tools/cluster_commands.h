@@ -36,6 +36,8 @@ struct JeOptions {
   double balance_threshold = 0.25;
   std::string pd_heatmap;  // file written by `keel cluster profile-pd` (optional)
   int64_t stall_timeout_ms = 5000;
+  std::string predictor;        // decode-length predictor file (keel train-predictor); "" = none
+  std::string predictor_model;  // its side model; "" = model_path
 };
 int run_je(const JeOptions& opts);
 
@@ -50,6 +52,8 @@ struct ClusterUpOptions {
   double balance_threshold = 0.25;
   std::string pd_heatmap;
   int64_t stall_timeout_ms = 5000;
+  std::string predictor;
+  std::string predictor_model;
   double start_timeout_s = 120.0;
 };
 int run_cluster_up(const ClusterUpOptions& opts);

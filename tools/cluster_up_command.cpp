@@ -101,6 +101,10 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
                                    "--stall-timeout-ms",
                                    std::to_string(o.stall_timeout_ms)};
   if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});
+  if (!o.predictor.empty()) argv.insert(argv.end(), {"--predictor", o.predictor});
+  if (!o.predictor_model.empty()) {
+    argv.insert(argv.end(), {"--predictor-model", o.predictor_model});
+  }
   return argv;
 }
 

@@ -24,6 +24,7 @@
 #include "gguf/reader.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
+#include "predictor/length_predictor.h"
 #include "stop_signals.h"
 
 namespace keel::cli {
@@ -148,6 +149,23 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
     KEEL_ASSIGN_OR_RETURN(cluster::PdHeatmap heatmap,
                           cluster::PdHeatmap::load(fs, opts.pd_heatmap));
     config.heatmap = std::move(heatmap);
+  }
+  std::shared_ptr<predictor::LengthPredictor> lengths;
+  if (!opts.predictor.empty()) {
+    KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute({.threads = 1}));
+    KEEL_ASSIGN_OR_RETURN(
+        lengths,
+        predictor::LengthPredictor::load(
+            opts.predictor, opts.predictor_model.empty() ? opts.model_path : opts.predictor_model,
+            compute.isa));
+    config.predict = [lengths](std::span<const int32_t> prompt)
+        -> Result<cluster::JobExecutorConfig::DecodePrediction> {
+      KEEL_ASSIGN_OR_RETURN(predictor::LengthPrediction p, lengths->predict(prompt));
+      return cluster::JobExecutorConfig::DecodePrediction{p.bucket, p.predicted_tokens};
+    };
+    config.bucket_of = [lengths](int64_t generated) {
+      return lengths->buckets().bucket_of(static_cast<int32_t>(generated));
+    };
   }
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::JobExecutor> je,
                         cluster::JobExecutor::start(std::move(config)));

@@ -40,6 +40,7 @@ Json fleet_status_json(const FleetStatus& s) {
                             {"redriven", s.jobs_redriven},
                             {"failed", s.jobs_failed}}},
               {"router", s.router.is_object() ? s.router : Json::object()},
+              {"predictor", s.predictor.is_object() ? s.predictor : Json::object()},
               {"task_executors", std::move(tes)}};
 }
 
@@ -64,6 +65,28 @@ std::string fleet_metrics_text(const FleetStatus& s, std::string_view model) {
   out += "# TYPE keel:cluster_jobs_failed_total counter\n";
   out +=
       fmt::format("keel:cluster_jobs_failed_total{{model_name=\"{}\"}} {}\n", model, s.jobs_failed);
+  if (s.predictor.is_object() && s.predictor.value("requests", 0) > 0) {
+    out += "# HELP keel:cluster_predictor_requests_total Decode-length predictions (one JE).\n";
+    out += "# TYPE keel:cluster_predictor_requests_total counter\n";
+    out += fmt::format("keel:cluster_predictor_requests_total{{model_name=\"{}\"}} {}\n", model,
+                       s.predictor.value("requests", 0));
+    out += "# HELP keel:cluster_predictor_seconds_total Time spent predicting (one JE).\n";
+    out += "# TYPE keel:cluster_predictor_seconds_total counter\n";
+    out += fmt::format("keel:cluster_predictor_seconds_total{{model_name=\"{}\"}} {:.6f}\n", model,
+                       s.predictor.value("seconds", 0.0));
+    out +=
+        "# HELP keel:cluster_predictor_buckets_total Finished requests by predicted and actual "
+        "length bucket.\n";
+    out += "# TYPE keel:cluster_predictor_buckets_total counter\n";
+    for (const Json& b : s.predictor.value("buckets", Json::array())) {
+      if (!b.is_array() || b.size() != 3) continue;
+      out += fmt::format(
+          "keel:cluster_predictor_buckets_total{{model_name=\"{}\",predicted=\"{}\",actual=\"{}\"}}"
+          " "
+          "{}\n",
+          model, b[0].dump(), b[1].dump(), b[2].dump());
+    }
+  }
   out += "# HELP keel:cluster_task_executors Task executors by health.\n";
   out += "# TYPE keel:cluster_task_executors gauge\n";
   int64_t healthy = 0;

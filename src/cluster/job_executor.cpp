@@ -31,9 +31,11 @@ struct JobExecutor::Job {
   JobRef ref;
   std::shared_ptr<Link> gateway;
   std::string reply_to;
-  engine::GenerationRequest request;   // as submitted (seed filled in)
-  std::vector<uint64_t> block_hashes;  // of the submitted prompt, for the router
-  std::vector<int32_t> generated;      // tokens its TEs reported, in order
+  engine::GenerationRequest request;        // as submitted (seed filled in)
+  std::vector<uint64_t> block_hashes;       // of the submitted prompt, for the router
+  std::optional<int32_t> predicted_bucket;  // the predictor's, when it ran
+  int64_t predicted_tokens = 0;             // its decode-length estimate (max_tokens without)
+  std::vector<int32_t> generated;           // tokens its TEs reported, in order
   int32_t attempt = 0;
   std::optional<size_t> te;         // the TE running its live attempt (or its prefill)
   std::optional<size_t> decode_te;  // a disaggregated job's decode TE
@@ -197,7 +199,7 @@ std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job) {
                          .model = config_.model,
                          .prompt_tokens = static_cast<int64_t>(job.request.prompt_tokens.size()),
                          .prompt_block_hashes = job.block_hashes,
-                         .predicted_decode_tokens = job.request.max_tokens,
+                         .predicted_decode_tokens = job.predicted_tokens,
                          .config = config_.router,
                          .cursor = cursor_++};
   const RouteDecision decision = route(input);
@@ -327,6 +329,10 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
     Job& job = *it->second;
     job.generated.insert(job.generated.end(), p.tokens.begin(), p.tokens.end());
     if (p.finished && p.ended_job) {
+      if (job.predicted_bucket && config_.bucket_of) {
+        const int32_t actual = config_.bucket_of(static_cast<int64_t>(job.generated.size()));
+        ++prediction_buckets_[{*job.predicted_bucket, actual}];
+      }
       jobs_.erase(it);
     } else if (p.finished) {  // a prefill handed off: its decode half goes out next
       job.te.reset();
@@ -527,6 +533,11 @@ FleetStatus JobExecutor::status() const {
                   {"pd_colocated", counters_.pd_colocated},
                   {"pd_disaggregated", counters_.pd_disaggregated},
                   {"matched_blocks", counters_.matched_blocks}};
+  Json buckets = Json::array();
+  for (const auto& [pa, n] : prediction_buckets_) buckets.push_back({pa.first, pa.second, n});
+  s.predictor = Json{{"requests", predictions_},
+                     {"seconds", prediction_seconds_},
+                     {"buckets", std::move(buckets)}};
   return s;
 }
 

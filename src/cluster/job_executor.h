@@ -20,10 +20,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +58,16 @@ struct JobExecutorConfig {
   int32_t block_size = 16;
   RouterConfig router;
   std::optional<PdHeatmap> heatmap;
+  // The decode-length predictor (src/predictor, composed by `keel je`): the bucket a prompt's
+  // generation will end in and its token count, for the router's PD heatmap. Unset: the request's
+  // max_tokens stands in. bucket_of maps an actual generated length to its bucket (for the
+  // predicted-vs-actual counts).
+  struct DecodePrediction {
+    int32_t bucket = 0;
+    int64_t tokens = 0;
+  };
+  std::function<Result<DecodePrediction>(std::span<const int32_t> prompt)> predict;
+  std::function<int32_t(int64_t generated)> bucket_of;
 };
 
 class JobExecutor {
@@ -118,6 +130,10 @@ class JobExecutor {
   PrefixIndex index_;
   std::vector<std::unique_ptr<KvEventSubscriber>> subscribers_;  // monitor thread only
   RouterCounters counters_;
+  // Predictor counters: predictions made, their total cost, predicted-vs-actual buckets.
+  int64_t predictions_ = 0;
+  double prediction_seconds_ = 0;
+  std::map<std::pair<int32_t, int32_t>, int64_t> prediction_buckets_;
   uint64_t cursor_ = 0;
   int64_t jobs_total_ = 0;
   int64_t jobs_redriven_ = 0;

@@ -137,7 +137,8 @@ Result<Json> Link::call(Message message, std::chrono::milliseconds timeout) {
     return Status::unavailable("no reply from " + peer_ + " within " +
                                std::to_string(timeout.count()) + " ms");
   }
-  return std::move(pending->result);
+  if (pending->reply) return std::move(*pending->reply);
+  return pending->error;
 }
 
 bool Link::reply(int64_t call_id, Json body) {
@@ -152,7 +153,7 @@ void Link::close() {
   ::shutdown(socket_.native_handle(), SHUT_RDWR);
   for (auto& [id, call] : calls_) {
     call->done = true;
-    call->result = Status::unavailable("link to " + peer_ + " closed");
+    call->error = Status::unavailable("link to " + peer_ + " closed");
   }
   cv_.notify_all();
 }
@@ -186,7 +187,7 @@ void Link::deliver(Message message) {
     const auto it = calls_.find(id->get<int64_t>());
     if (it == calls_.end()) return;  // the caller gave up
     it->second->done = true;
-    it->second->result = std::move(message.body);
+    it->second->reply = std::move(message.body);
     cv_.notify_all();
     return;
   }

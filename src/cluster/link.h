@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -101,7 +102,8 @@ class Link : public std::enable_shared_from_this<Link> {
   int64_t next_call_id_ = 1;
   struct PendingCall {
     bool done = false;
-    Result<Json> result = Status::unavailable("link closed");
+    std::optional<Json> reply;  // set when answered; else `error` says why it ended
+    Status error = Status::unavailable("link closed");
   };
   std::map<int64_t, std::shared_ptr<PendingCall>> calls_;
 

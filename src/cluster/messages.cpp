@@ -172,7 +172,8 @@ Json encode_body(const FleetStatus& m) {
               {"jobs_failed", m.jobs_failed},
               {"max_model_len", m.max_model_len},
               {"max_waiting", m.max_waiting},
-              {"router", m.router.is_object() ? m.router : Json::object()}};
+              {"router", m.router.is_object() ? m.router : Json::object()},
+              {"predictor", m.predictor.is_object() ? m.predictor : Json::object()}};
 }
 
 Result<SubmitJob> decode_submit_job(const Json& body) {
@@ -274,6 +275,7 @@ Result<FleetStatus> decode_fleet_status(const Json& body) {
   r.i64("max_model_len", &m.max_model_len, 0);
   r.i64("max_waiting", &m.max_waiting, 0);
   if (const Json* router = r.object("router")) m.router = *router;
+  if (const Json* predictor = r.object("predictor")) m.predictor = *predictor;
   if (const Json* tes = r.array("tes")) {
     for (const Json& t : *tes) {
       FieldReader tr(t, "fleet.tes[]");

@@ -136,6 +136,7 @@ struct FleetStatus {
   int64_t max_model_len = 0;  // the smallest over healthy TEs (0: none has reported)
   int64_t max_waiting = 0;    // summed over healthy TEs
   Json router;                // the router's counters by branch ({"locality": n, ...})
+  Json predictor;             // {"requests", "seconds", "buckets": [[predicted, actual, n]...]}
 };
 
 [[nodiscard]] Message encode(const SubmitJob& m);

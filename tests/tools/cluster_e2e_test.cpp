@@ -188,7 +188,9 @@ TEST_F(ClusterE2e, PrefillDeathAfterHandoffDoesNotDisturbTheDecode) {
 }
 
 TEST_F(ClusterE2e, StatusAndMetricsShowTheFleet) {
-  Cluster c;
+  // With the committed decode-length predictor: the JEs run it on every prompt before routing.
+  Cluster c({"--colocated", "2", "--predictor",
+             std::string(KEEL_SOURCE_DIR) + "/models/predictor/stories260K-length.gguf"});
   ASSERT_GT(c.port(), 0) << c.error();
   for (int i = 0; i < 4; ++i) post(c.port(), "/v1/completions", greedy_body(kPrompts[0], 8));
   const json s = status(c.port());
