@@ -85,10 +85,11 @@ echo "== 2. routing: 4 TEs, 2 JEs, shared prefixes =="
 # stories260K: 1,280 bytes of f32 KV per token; 8 groups x 256 tokens plus what 4 running
 # requests need (4 x 304) is about 3,300 tokens.
 kv_bytes=${KV_BYTES:-4300000}
-for policy in deepserve round_robin least_load; do
+for policy in ${POLICIES:-deepserve round_robin least_load}; do
   port=$(free_port)
   "$KEEL" cluster up -m "$MODEL" --port "$port" --colocated 4 --jes 2 --threads-per-te 1 \
     --max-num-seqs 4 --kv-cache-bytes "$kv_bytes" --router "$policy" \
+    --balance-threshold "${BALANCE:-0.25}" --balance-abs-tokens "${BALANCE_ABS:-4096}" \
     > "$OUT/cluster-$policy.log" 2>&1 &
   SRV=$!
   PIDS+=("$SRV")
@@ -119,8 +120,9 @@ for key, label in (("median_ttft_ms", "TTFT p50 (ms)"), ("median_tpot_ms", "TPOT
     print(f"| {label} | {s[key]:.2f} | {g[key]:.2f} | {g[key] - s[key]:+.2f} |")
 print("\n| router (4 TEs, 2 JEs) | req/s | output tok/s | TTFT p50 (ms) | prefix-hit rate | failed |")
 print("|---|---|---|---|---|---|")
+import os
 rr = load("router-round_robin")
-for p in ("deepserve", "round_robin", "least_load"):
+for p in os.environ.get("POLICIES", "deepserve round_robin least_load").split():
     d = load(f"router-{p}")
     print(f"| {p} | {d['request_throughput']:.2f} ({d['request_throughput'] / rr['request_throughput']:.2f}x rr) "
           f"| {d['output_throughput']:.1f} | {d['median_ttft_ms']:.1f} | {d['prefix_hit_rate']:.3f} "

@@ -30,13 +30,16 @@ void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable prefix caching");
 }
 
-void add_router_flags(CLI::App* cmd, std::string* router, double* balance, std::string* heatmap,
-                      int64_t* stall_ms) {
+void add_router_flags(CLI::App* cmd, std::string* router, double* balance, double* balance_abs,
+                      std::string* heatmap, int64_t* stall_ms) {
   cmd->add_option("--router", *router, "Routing policy")
       ->check(CLI::IsMember({"deepserve", "round_robin", "least_load", "prefix"}));
   cmd->add_option("--balance-threshold", *balance,
                   "Loads count as balanced (locality decides) when (max-min)/max is at most this")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--balance-abs-tokens", *balance_abs,
+                  "... or when max-min is at most this many pending tokens")
+      ->check(CLI::Range(0.0, 1e12));
   cmd->add_option("--pd-heatmap", *heatmap, "PD heatmap file (keel cluster profile-pd)");
   cmd->add_option("--stall-timeout-ms", *stall_ms,
                   "A TE holding work with no engine step or token for this long counts as dead")
@@ -78,8 +81,8 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.je_cmd->add_option("--served-model-name", je.served_model_name, "The TEs' model id");
   cli.je_cmd->add_option("--block-size", je.block_size, "The TEs' tokens per KV block")
       ->check(CLI::Range(1, 1024));
-  add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.pd_heatmap,
-                   &je.stall_timeout_ms);
+  add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.balance_abs_tokens,
+                   &je.pd_heatmap, &je.stall_timeout_ms);
   add_predictor_flags(cli.je_cmd, &je.predictor, &je.predictor_model);
 
   CLI::App* cluster = app.add_subcommand("cluster", "Run or inspect a keel cluster");
@@ -113,8 +116,8 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.up_cmd
       ->add_option("--start-timeout", up.start_timeout_s, "Seconds each process may take to start")
       ->check(CLI::Range(1.0, 3600.0));
-  add_router_flags(cli.up_cmd, &up.router, &up.balance_threshold, &up.pd_heatmap,
-                   &up.stall_timeout_ms);
+  add_router_flags(cli.up_cmd, &up.router, &up.balance_threshold, &up.balance_abs_tokens,
+                   &up.pd_heatmap, &up.stall_timeout_ms);
   add_predictor_flags(cli.up_cmd, &up.predictor, &up.predictor_model);
 
   ClusterStatusOptions& st = *cli.status;

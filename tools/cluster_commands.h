@@ -34,6 +34,7 @@ struct JeOptions {
   int32_t block_size = 16;
   std::string router = "deepserve";  // deepserve | round_robin | least_load | prefix
   double balance_threshold = 0.25;
+  double balance_abs_tokens = 4096;
   std::string pd_heatmap;  // file written by `keel cluster profile-pd` (optional)
   int64_t stall_timeout_ms = 5000;
   std::string predictor;        // decode-length predictor file (keel train-predictor); "" = none
@@ -50,6 +51,7 @@ struct ClusterUpOptions {
   int32_t threads_per_te = 0;  // 0 = the machine's threads / TEs (at least 1)
   std::string router = "deepserve";
   double balance_threshold = 0.25;
+  double balance_abs_tokens = 4096;
   std::string pd_heatmap;
   int64_t stall_timeout_ms = 5000;
   std::string predictor;

@@ -98,6 +98,8 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
                                    o.router,
                                    "--balance-threshold",
                                    std::to_string(o.balance_threshold),
+                                   "--balance-abs-tokens",
+                                   std::to_string(o.balance_abs_tokens),
                                    "--stall-timeout-ms",
                                    std::to_string(o.stall_timeout_ms)};
   if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});

@@ -136,6 +136,7 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   config.router.policy =
       cluster::parse_route_policy(opts.router).value_or(cluster::RoutePolicy::kDeepServe);
   config.router.balance_threshold = opts.balance_threshold;
+  config.router.balance_abs_tokens = opts.balance_abs_tokens;
   KEEL_TRY(config.router.validate());
   {
     gguf::ReadOptions metadata_only;

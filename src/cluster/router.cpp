@@ -74,14 +74,14 @@ std::vector<const Candidate*> pointers(const std::vector<Candidate>& group) {
   return out;
 }
 
-bool loads_balanced(const std::vector<Candidate>& group, double threshold) {
+bool loads_balanced(const std::vector<Candidate>& group, double threshold, double abs_tokens) {
   double lo = group.front().load;
   double hi = group.front().load;
   for (const Candidate& c : group) {
     lo = std::min(lo, c.load);
     hi = std::max(hi, c.load);
   }
-  return (hi - lo) / std::max(hi, 1.0) <= threshold;
+  return hi - lo <= abs_tokens || (hi - lo) / std::max(hi, 1.0) <= threshold;
 }
 
 Pick pick_least_load(const std::vector<Candidate>& group, uint64_t cursor, std::string why) {
@@ -107,7 +107,7 @@ Pick pick_in_group(const std::vector<Candidate>& group, const RouteInput& in) {
   const RouterConfig& cfg = in.config;
   switch (cfg.policy) {
     case RoutePolicy::kDeepServe:
-      if (loads_balanced(group, cfg.balance_threshold)) {
+      if (loads_balanced(group, cfg.balance_threshold, cfg.balance_abs_tokens)) {
         return pick_locality(group, in.cursor, "balanced; ");
       }
       return pick_least_load(group, in.cursor, "unbalanced; ");
@@ -213,6 +213,10 @@ Status RouterConfig::validate() const {
   if (!(balance_threshold >= 0.0 && balance_threshold <= 1.0)) {
     return Status::invalid_argument("router balance_threshold must be in [0, 1], got " +
                                     fmt_double(balance_threshold));
+  }
+  if (!(balance_abs_tokens >= 0.0 && std::isfinite(balance_abs_tokens))) {
+    return Status::invalid_argument("router balance_abs_tokens must be finite and >= 0, got " +
+                                    fmt_double(balance_abs_tokens));
   }
   if (!(lower_tier_weight >= 0.0 && lower_tier_weight <= 1.0)) {
     return Status::invalid_argument("router lower_tier_weight must be in [0, 1], got " +

@@ -7,7 +7,8 @@
 // Load of a TE (what "least load" and the balance test compare), in tokens:
 //   load = pending_tokens + kv_pressure_tokens × kv_blocks_used / kv_blocks_total
 // (the KV term is 0 when kv_blocks_total is 0). A group is balanced when
-//   (max load − min load) / max(max load, 1) ≤ balance_threshold.
+//   (max load − min load) / max(max load, 1) ≤ balance_threshold, or
+//   max load − min load ≤ balance_abs_tokens.
 // Locality score of a TE: pool blocks + lower_tier_weight × dram/disk blocks of its prefix match
 // (prefix_index.h). Ties — equal score, then equal load — go to the tied TE at position
 // cursor mod (number tied), in snapshot order, so idle equal TEs share the traffic.
@@ -39,6 +40,9 @@ struct RouterConfig {
   // Loads are balanced when (max − min) / max(max, 1) ≤ this; in [0, 1]. DeepServe leaves the
   // value open; 0.25 keeps locality while the lightest TE has at least 3/4 of the heaviest's load.
   double balance_threshold = 0.25;
+  // ... or when max − min ≤ this many tokens (SGLang's router has the same pair of absolute and
+  // relative thresholds): with small, fast requests the relative test alone flips on noise.
+  double balance_abs_tokens = 0.0;
   // A prefix block held only in dram/disk counts this fraction of a pool block; in [0, 1].
   double lower_tier_weight = 0.5;
   // Heatmap value above which a request goes disaggregated (DeepServe: positive values).

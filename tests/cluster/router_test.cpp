@@ -143,6 +143,23 @@ TEST(RouterTest, BalanceThresholdBoundary) {
   EXPECT_EQ(f.run().branch, RouteBranch::kLocality);
 }
 
+TEST(RouterTest, AbsoluteBalanceThreshold) {
+  Fixture f;
+  f.hold("te-0", {1, 2, 3});
+  // 1000 vs 200 is far out of the relative threshold ...
+  f.fleet.tes = {colo("te-0", 1000), colo("te-1", 200)};
+  EXPECT_EQ(f.run().branch, RouteBranch::kLeastLoad);
+  // ... but within 800 tokens of each other it counts as balanced.
+  f.config.balance_abs_tokens = 800;
+  RouteDecision d = f.run();
+  EXPECT_EQ(d.branch, RouteBranch::kLocality);
+  EXPECT_EQ(d.te_id, "te-0");
+  f.config.balance_abs_tokens = 799;
+  EXPECT_EQ(f.run().branch, RouteBranch::kLeastLoad);
+  f.config.balance_abs_tokens = -1;
+  EXPECT_FALSE(f.config.validate().ok());
+}
+
 TEST(RouterTest, UnhealthyTesAreSkipped) {
   Fixture f;
   f.fleet.tes = {colo("te-0", 0, /*healthy=*/false), colo("te-1", 10), colo("te-2", 10)};
