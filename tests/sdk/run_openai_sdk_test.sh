@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Starts `keel serve` on a free port of 127.0.0.1 and runs openai_sdk_test.cjs against it with the
-# official openai npm package that scripts/install-deps.sh installs.
-# Usage: run_openai_sdk_test.sh KEEL_BINARY SHARED_DIR (the model is stories260K there; the
-# environment's KEEL_SHARED_DIR, when set, wins, as in the GoogleTest suites)
+# Starts `keel serve` (or, with MODE cluster, `keel cluster up`: the gateway in front of 2 TEs) on
+# a free port of 127.0.0.1 and runs openai_sdk_test.cjs against it with the official openai npm
+# package that scripts/install-deps.sh installs.
+# Usage: run_openai_sdk_test.sh KEEL_BINARY SHARED_DIR [serve|cluster] (the model is stories260K
+# there; the environment's KEEL_SHARED_DIR, when set, wins, as in the GoogleTest suites)
 set -euo pipefail
 keel="$1"
+mode="${3:-serve}"
 model="${KEEL_SHARED_DIR:-$2}/models/stories260K/stories260K.gguf"
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -f "$model" ]; then
@@ -24,15 +26,25 @@ if [ ! -d "$module" ]; then
   exit 77
 fi
 log="$(mktemp)"
-"$keel" serve -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories 2>"$log" &
+out="$(mktemp)"
+if [ "$mode" = cluster ]; then
+  "$keel" cluster up -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories \
+    --colocated 2 --threads-per-te 1 >"$out" 2>"$log" &
+else
+  "$keel" serve -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories 2>"$log" &
+fi
 pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log"' EXIT
+trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log" "$out"' EXIT
 port=""
 for _ in $(seq 1 600); do
-  port="$(sed -n 's/.*ready: listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
+  if [ "$mode" = cluster ]; then
+    port="$(sed -n 's/^KEEL_READY .*"port":\([0-9]*\).*"role":"gateway".*/\1/p' "$out" | head -1)"
+  else
+    port="$(sed -n 's/.*ready: listening on http:\/\/127\.0\.0\.1:\([0-9]*\).*/\1/p' "$log" | head -1)"
+  fi
   [ -n "$port" ] && break
-  kill -0 $pid 2>/dev/null || { echo "keel serve exited:" >&2; cat "$log" >&2; exit 1; }
+  kill -0 $pid 2>/dev/null || { echo "keel $mode exited:" >&2; cat "$log" >&2; exit 1; }
   sleep 0.1
 done
-[ -n "$port" ] || { echo "keel serve did not start:" >&2; cat "$log" >&2; exit 1; }
+[ -n "$port" ] || { echo "keel $mode did not start:" >&2; cat "$log" >&2; exit 1; }
 KEEL_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_MODULE="$module" node "$here/openai_sdk_test.cjs"
