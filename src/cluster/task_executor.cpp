@@ -211,7 +211,8 @@ void TaskExecutor::on_submit(Link& link, const Json& body) {
       return;
     }
   }
-  // Registered before submit: the engine may finish it before submit returns.
+  // The sink holds the task, so events that come before it is registered below (the engine may
+  // finish it before submit returns) are kept for the next report.
   Result<engine::RequestKey> key =
       engine_->submit(std::move(task_msg->request), std::make_shared<TaskSink>(task));
   if (!key.ok()) {
