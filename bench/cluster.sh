@@ -107,6 +107,28 @@ for policy in ${POLICIES:-deepserve round_robin least_load}; do
   stop "$SRV"
 done
 
+echo "== 3. colocated against 1P1D on equal cores =="
+# Two TEs of one thread each either way: 2 colocated, or 1 prefill + 1 decode; random 256-token
+# prompts, a short-output (32) and a long-output (256) mix, 8 in flight.
+n_pd=96
+[ $QUICK = 1 ] && n_pd=24
+for fleet in colocated pd; do
+  tes=(--colocated 2)
+  [ $fleet = pd ] && tes=(--prefill 1 --decode 1)
+  port=$(free_port)
+  "$KEEL" cluster up -m "$MODEL" --port "$port" "${tes[@]}" --threads-per-te 1 \
+    > "$OUT/cluster-$fleet.log" 2>&1 &
+  SRV=$!
+  PIDS+=("$SRV")
+  wait_health "$port"
+  for out_len in 32 256; do
+    "$KEEL" bench-serve --base-url "http://127.0.0.1:$port" "${common[@]}" --workload random \
+      --input-len 256 --output-len "$out_len" --num-prompts "$n_pd" --max-concurrency 8 \
+      --save-result "$OUT/pd-$fleet-$out_len.json" > "$OUT/pd-$fleet-$out_len.log" 2>&1
+  done
+  stop "$SRV"
+done
+
 python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
@@ -127,5 +149,13 @@ for p in os.environ.get("POLICIES", "deepserve round_robin least_load").split():
     print(f"| {p} | {d['request_throughput']:.2f} ({d['request_throughput'] / rr['request_throughput']:.2f}x rr) "
           f"| {d['output_throughput']:.1f} | {d['median_ttft_ms']:.1f} | {d['prefix_hit_rate']:.3f} "
           f"({d['prefix_hit_rate'] / max(rr['prefix_hit_rate'], 1e-9):.2f}x rr) | {d['failed']} |")
+print("\n| 2 TEs x 1 thread, 256-token prompts, c=8 | output | req/s | TTFT p50 (ms) | TPOT p50 (ms) | failed |")
+print("|---|---|---|---|---|---|")
+for fleet in ("colocated", "pd"):
+    for out_len in (32, 256):
+        d = load(f"pd-{fleet}-{out_len}")
+        name = "2 colocated" if fleet == "colocated" else "1 prefill + 1 decode"
+        print(f"| {name} | {out_len} | {d['request_throughput']:.2f} | {d['median_ttft_ms']:.1f} "
+              f"| {d['median_tpot_ms']:.2f} | {d['failed']} |")
 PY
 echo "(raw results in $OUT)"
