@@ -80,18 +80,20 @@ TEST(LinkTest, CallsAreAnsweredAndMessagesArriveInOrder) {
 }
 
 TEST(LinkTest, PendingCallFailsWhenThePeerCloses) {
-  std::shared_ptr<Link> accepted;
+  // The accept thread hands the link over; the reader may deliver before that, so both are
+  // waited for.
+  std::promise<std::shared_ptr<Link>> accepted;
   std::promise<void> got;
   auto l = Listener::start(
       "127.0.0.1", 0, [&](Link&, Message) { got.set_value(); }, nullptr,
-      [&](std::shared_ptr<Link> link) { accepted = std::move(link); });
+      [&](std::shared_ptr<Link> link) { accepted.set_value(std::move(link)); });
   ASSERT_TRUE(l.ok());
   std::atomic<bool> closed{false};
   auto link = Link::connect((*l)->address(), 2000ms, nullptr, [&](Link&) { closed = true; });
   ASSERT_TRUE(link.ok());
   std::thread closer([&] {
     got.get_future().wait();
-    accepted->close();  // the peer never answers: it hangs up
+    accepted.get_future().get()->close();  // the peer never answers: it hangs up
   });
   const auto start = std::chrono::steady_clock::now();
   Result<Json> r = (*link)->call(Message{"ping", Json{{"n", 1}}}, 10000ms);
