@@ -191,11 +191,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     ThreadPool pool(1);
     KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
   }
-  const std::string name =
-      !o.serve.served_model_name.empty()
-          ? o.serve.served_model_name
-          : (o.serve.model_path.empty() ? "keel-default"
-                                        : std::filesystem::path(path).stem().string());
+  const std::string name = served_model_name(o.serve.served_model_name, o.serve.model_path, path);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
 
   cluster::ProcessSupervisor sup;  // its destructor stops whatever is still running

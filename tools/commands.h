@@ -79,6 +79,10 @@ struct ServeOptions {
   int32_t batch_concurrency = 8;  // batch (/v1/batches) lines in flight at once
 };
 int run_serve(const ServeOptions& opts);
+// The model id the API shows: `given` (--served-model-name) when set, "keel-default" for the
+// built-in model (no -m), else the stem of the model file (`resolved_path`).
+std::string served_model_name(const std::string& given, const std::string& model_path,
+                              const std::string& resolved_path);
 // The engine's configuration from serve's flags (EngineHost::start adds the kernel table,
 // threads and the model's end-of-generation ids); `keel te` uses it too.
 engine::EngineConfig serve_engine_config(const ServeOptions& o);

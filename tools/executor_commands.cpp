@@ -30,16 +30,9 @@
 namespace keel::cli {
 namespace {
 
-std::string served_name(const std::string& given, const std::string& path) {
-  if (!given.empty()) return given;
-  if (path.empty()) return "keel-default";
-  return std::filesystem::path(path).stem().string();
-}
-
 Result<kv::BlockHash> model_key(const std::string& path) {
-  gguf::ReadOptions metadata_only;
-  metadata_only.mode = gguf::DataMode::kNone;
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, metadata_only));
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
+                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
   return engine::model_identity(file);
 }
 
@@ -100,7 +93,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   config.role = role;
   config.handoff = handoff.get();
   if (transfer) config.kv_transfer = o.host + ":" + std::to_string(transfer->port());
-  config.model = served_name(o.served_model_name, o.model_path);
+  config.model = served_model_name(o.served_model_name, o.model_path, path);
   config.host = o.host;
   config.port = static_cast<uint16_t>(o.port);
   config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
@@ -131,20 +124,14 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   config.port = static_cast<uint16_t>(opts.port);
   config.te_addresses = opts.tes;
   config.stall_timeout = std::chrono::milliseconds(opts.stall_timeout_ms);
-  config.model = served_name(opts.served_model_name, opts.model_path);
+  config.model = served_model_name(opts.served_model_name, opts.model_path, opts.model_path);
   config.block_size = opts.block_size;
   config.router.policy =
       cluster::parse_route_policy(opts.router).value_or(cluster::RoutePolicy::kDeepServe);
   config.router.balance_threshold = opts.balance_threshold;
   config.router.balance_abs_tokens = opts.balance_abs_tokens;
   KEEL_TRY(config.router.validate());
-  {
-    gguf::ReadOptions metadata_only;
-    metadata_only.mode = gguf::DataMode::kNone;
-    KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
-                          gguf::GgufFile::open(opts.model_path, metadata_only));
-    KEEL_ASSIGN_OR_RETURN(config.model_key, engine::model_identity(file));
-  }
+  KEEL_ASSIGN_OR_RETURN(config.model_key, model_key(opts.model_path));
   if (!opts.pd_heatmap.empty()) {
     PosixFileSystem fs;
     KEEL_ASSIGN_OR_RETURN(cluster::PdHeatmap heatmap,

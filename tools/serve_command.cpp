@@ -55,6 +55,13 @@ int32_t connection_cap(int32_t wanted, int64_t descriptor_limit) {
 
 }  // namespace
 
+std::string served_model_name(const std::string& given, const std::string& model_path,
+                              const std::string& resolved_path) {
+  if (!given.empty()) return given;
+  if (model_path.empty()) return "keel-default";
+  return std::filesystem::path(resolved_path).stem().string();
+}
+
 engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;
@@ -96,11 +103,6 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   return c;
 }
 
-std::string default_served_name(const std::string& path, bool is_default) {
-  if (is_default) return "keel-default";
-  return std::filesystem::path(path).stem().string();
-}
-
 Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(opts.compute));
   const CpuFeatures cpu = detect_cpu_features();
@@ -111,9 +113,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   }
   // Metadata first: the tokenizer and chat template, so the server can listen during the load.
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
-  const std::string name = opts.served_model_name.empty()
-                               ? default_served_name(path, opts.model_path.empty())
-                               : opts.served_model_name;
+  const std::string name = served_model_name(opts.served_model_name, opts.model_path, path);
 
   const int64_t descriptor_limit = raise_descriptor_limit();
   server::ServerDeps deps{

@@ -366,10 +366,13 @@ void JobExecutor::check_health() {
   {
     std::lock_guard lock(mu_);
     const Clock::time_point now = Clock::now();
+    std::vector<int64_t> jobs_on(tes_.size(), 0);  // one pass over the jobs, not one per TE
+    for (const auto& [ref, job] : jobs_) {
+      if (job->te) ++jobs_on[*job->te];
+    }
     for (size_t i = 0; i < tes_.size(); ++i) {
       TeEntry& te = *tes_[i];
-      const bool has_jobs =
-          std::any_of(jobs_.begin(), jobs_.end(), [&](const auto& j) { return j.second->te == i; });
+      const bool has_jobs = jobs_on[i] > 0;
       if (!has_jobs) te.last_progress = now;  // an idle TE owes no progress
       std::string why;
       if (te.link && te.link->closed()) {
