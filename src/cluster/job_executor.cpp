@@ -148,9 +148,8 @@ void JobExecutor::on_submit_job(Link& link, const Json& body) {
   job->reply_to = submit->reply_to;
   job->request = std::move(submit->request);
   if (!job->request.sampling.seed) job->request.sampling.seed = sampling::random_seed();
-  job->block_hashes =
-      prompt_block_hashes(job->request.prompt_tokens, config_.block_size,
-                          kv::request_extra_key(config_.model_key, job->request.cache_salt));
+  job->block_hashes = prompt_block_hashes(config_.model_key, job->request.cache_salt,
+                                          job->request.prompt_tokens, config_.block_size);
   {
     std::lock_guard lock(mu_);
     if (stopping_) {

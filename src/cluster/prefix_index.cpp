@@ -2,10 +2,13 @@
 // (prefix_index.h).
 #include "cluster/prefix_index.h"
 
+#include "engine/model_identity.h"
+
 #include <type_traits>
 #include <variant>
 
 #include "core/check.h"
+#include "engine/model_identity.h"
 
 namespace keel::cluster {
 namespace {
@@ -111,18 +114,15 @@ size_t PrefixIndex::num_blocks(std::string_view te_id) const {
   return it == tes_.end() ? 0 : it->second.size();
 }
 
-std::vector<uint64_t> prompt_block_hashes(std::span<const int32_t> tokens, int32_t block_size,
-                                          const kv::BlockHash& extra_key) {
+std::vector<uint64_t> prompt_block_hashes(const kv::BlockHash& model_key,
+                                          std::string_view cache_salt,
+                                          std::span<const int32_t> tokens, int32_t block_size) {
   KEEL_CHECK(block_size > 0);
-  const size_t bs = static_cast<size_t>(block_size);
-  const size_t num_full = tokens.size() / bs;
+  const std::vector<kv::BlockHash> keys =
+      engine::prefix_block_hashes(model_key, cache_salt, tokens, block_size);
   std::vector<uint64_t> out;
-  out.reserve(num_full);
-  kv::BlockHash parent = kv::kRootHash;
-  for (size_t i = 0; i < num_full; ++i) {
-    parent = kv::hash_block(parent, tokens.subspan(i * bs, bs), extra_key);
-    out.push_back(parent.lo);
-  }
+  out.reserve(keys.size());
+  for (const kv::BlockHash& k : keys) out.push_back(k.lo);
   return out;
 }
 

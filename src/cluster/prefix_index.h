@@ -73,13 +73,12 @@ class PrefixIndex {
   std::map<std::string, Blocks, std::less<>> tes_;  // TEs with no blocks are erased
 };
 
-// The keys of the full blocks of `tokens` as an engine publishes them for a request whose extra
-// key is `extra_key` (kv::request_extra_key(model identity, cache salt)): block i's key is
-// kv::hash_block(key of block i-1, its tokens, extra_key), block 0 chained from kv::kRootHash;
-// a trailing partial block has none. Returns the keys' low halves (`lo`), as KV events carry them.
-// block_size must be > 0.
-[[nodiscard]] std::vector<uint64_t> prompt_block_hashes(std::span<const int32_t> tokens,
-                                                        int32_t block_size,
-                                                        const kv::BlockHash& extra_key);
+// The keys of the full blocks of `tokens` as an engine serving `model_key` publishes them for a
+// request of salt `cache_salt` (engine::prefix_block_hashes, the one definition), as their low
+// halves (`lo`), which is what KV events carry. block_size must be > 0.
+[[nodiscard]] std::vector<uint64_t> prompt_block_hashes(const kv::BlockHash& model_key,
+                                                        std::string_view cache_salt,
+                                                        std::span<const int32_t> tokens,
+                                                        int32_t block_size);
 
 }  // namespace keel::cluster

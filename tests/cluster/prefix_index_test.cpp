@@ -159,7 +159,7 @@ void expect_engine_hashes(const kv::BlockHash& model_key, std::string_view salt)
   ASSERT_TRUE(manager.allocate(1, static_cast<int32_t>(tokens.size())).has_value());
   manager.publish_full_blocks(1, tokens, static_cast<int32_t>(tokens.size()), extra);
 
-  const std::vector<uint64_t> ours = prompt_block_hashes(tokens, block_size, extra);
+  const std::vector<uint64_t> ours = prompt_block_hashes(model_key, salt, tokens, block_size);
   ASSERT_EQ(ours.size(), 5u);
   const std::span<const kv::BlockId> table = manager.block_table(1);
   for (size_t i = 0; i < ours.size(); ++i) {
@@ -174,7 +174,7 @@ void expect_engine_hashes(const kv::BlockHash& model_key, std::string_view salt)
   for (size_t i = 0; i < ours.size(); ++i) EXPECT_EQ(ours[i], documented[i].lo);
   // Another salt keys other blocks.
   const std::vector<uint64_t> salted =
-      prompt_block_hashes(tokens, block_size, kv::request_extra_key(model_key, "other-tenant"));
+      prompt_block_hashes(model_key, "other-tenant", tokens, block_size);
   EXPECT_NE(salted.front(), ours.front());
 }
 
@@ -195,9 +195,9 @@ TEST(PromptBlockHashesTest, EqualTheEnginesUnderARealModelIdentity) {
 
 TEST(PromptBlockHashesTest, OnlyFullBlocks) {
   const std::vector<int32_t> tokens = {1, 2, 3};
-  EXPECT_TRUE(prompt_block_hashes(tokens, 4, kv::kRootHash).empty());
-  EXPECT_EQ(prompt_block_hashes(tokens, 3, kv::kRootHash).size(), 1u);
-  EXPECT_EQ(prompt_block_hashes(tokens, 1, kv::kRootHash).size(), 3u);
+  EXPECT_TRUE(prompt_block_hashes(kv::kRootHash, "", tokens, 4).empty());
+  EXPECT_EQ(prompt_block_hashes(kv::kRootHash, "", tokens, 3).size(), 1u);
+  EXPECT_EQ(prompt_block_hashes(kv::kRootHash, "", tokens, 1).size(), 3u);
 }
 
 }  // namespace
