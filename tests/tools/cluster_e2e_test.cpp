@@ -89,11 +89,7 @@ json greedy_body(const std::string& prompt, int max_tokens) {
 // The concatenated text of an SSE completion stream; "" and *error = true on an error event.
 std::string stream_text(const std::string& raw, bool* error) {
   std::string text;
-  size_t pos = 0;
-  while ((pos = raw.find("data: ", pos)) != std::string::npos) {
-    const size_t end = raw.find("\n\n", pos);
-    const std::string data = raw.substr(pos + 6, end == std::string::npos ? end : end - pos - 6);
-    pos = end == std::string::npos ? raw.size() : end;
+  for (const std::string& data : sse_events(raw)) {
     if (data == "[DONE]") break;
     const json chunk = json::parse(data, nullptr, false);
     if (chunk.is_discarded() || chunk.contains("error")) {
@@ -170,13 +166,8 @@ TEST_F(ClusterE2e, PrefillDeathAfterHandoffDoesNotDisturbTheDecode) {
   body["stream"] = true;
   conn.send_post("/v1/completions", body.dump());
   // A few tokens in, the decode TE runs it: kill the prefill TE.
-  const std::string head = conn.read_until(
-      [](const std::string& s) {
-        size_t n = 0;
-        for (size_t p = s.find("data: "); p != std::string::npos; p = s.find("data: ", p + 1)) ++n;
-        return n >= 8;
-      },
-      20000);
+  const std::string head =
+      conn.read_until([](const std::string& s) { return sse_events(s).size() >= 8; }, 20000);
   ASSERT_EQ(kill(prefill, SIGKILL), 0);
   ASSERT_NE(head.find("data: "), std::string::npos);
   // read_until returns everything the connection received so far.
