@@ -9,7 +9,7 @@ namespace {
 // The engine flags a TE takes (a subset of serve's; the rest keep serve's defaults).
 void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("-m,--model", o->model_path,
-                  "GGUF model file (default: the built-in random-weight model)");
+                  "GGUF model file, or builtin:stories260K (the default) or builtin:random");
   cmd->add_option("--served-model-name", o->served_model_name,
                   "Model id in the API (default: the file's stem)");
   cmd->add_option("-c,--ctx-size", o->ctx_size, "Max model length (0 = the model's)")

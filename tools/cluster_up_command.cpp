@@ -21,7 +21,7 @@
 #include "cluster_commands.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "default_model.h"
+#include "builtin_models.h"
 #include "host/engine_host.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
@@ -187,9 +187,9 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup)
 
 Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::string path = o.serve.model_path;
-  if (path.empty()) {
+  if (is_builtin_model(path)) {
     ThreadPool pool(1);
-    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+    KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.serve.model_path, pool));
   }
   const std::string name = served_model_name(o.serve.served_model_name, o.serve.model_path, path);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));

@@ -30,7 +30,7 @@ int run_info(const InfoOptions& opts);
 
 struct RunOptions {
   ComputeOptions compute;
-  std::string model_path;  // "" = the built-in default model (random weights)
+  std::string model_path;  // "" = the built-in default (stories260K); builtin:NAME
   std::string prompt;
   int32_t n_predict = 128;  // tokens to generate; -1 = until end of generation or context full
   float temperature = 0.8f;
@@ -48,7 +48,7 @@ int run_run(const RunOptions& opts);
 
 struct ServeOptions {
   ComputeOptions compute;
-  std::string model_path;  // "" = the built-in default model (random weights)
+  std::string model_path;  // "" = the built-in default (stories260K); builtin:NAME
   std::string host = "127.0.0.1";
   int port = 8080;                // 0 = an ephemeral port (logged)
   std::string served_model_name;  // "" = the model file's stem
@@ -79,8 +79,8 @@ struct ServeOptions {
   int32_t batch_concurrency = 8;  // batch (/v1/batches) lines in flight at once
 };
 int run_serve(const ServeOptions& opts);
-// The model id the API shows: `given` (--served-model-name) when set, "keel-default" for the
-// built-in model (no -m), else the stem of the model file (`resolved_path`).
+// The model id the API shows: `given` (--served-model-name) when set, builtin_model_name() for a
+// built-in model (no -m, or builtin:NAME), else the stem of the model file (`resolved_path`).
 std::string served_model_name(const std::string& given, const std::string& model_path,
                               const std::string& resolved_path);
 // The engine's configuration from serve's flags (EngineHost::start adds the kernel table,
@@ -91,7 +91,7 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o);
 // llama-bench, and with --roofline this machine's bandwidth and peaks and each test's efficiency.
 struct BenchOptions {
   ComputeOptions compute;
-  std::string model_path;                 // "" = the built-in default model
+  std::string model_path;                 // "" = the built-in default (stories260K)
   std::vector<int32_t> n_prompt = {512};  // pp tests (0 = none)
   std::vector<int32_t> n_gen = {128};     // tg tests (0 = none)
   int32_t reps = 5;
@@ -158,7 +158,7 @@ int run_bench_serve(const BenchServeOptions& opts);
 // `keel eval pic`: EPIC variants against full recompute on model-written multi-chunk prompts.
 struct EvalPicOptions {
   ComputeOptions compute;
-  std::string model_path;  // "" = the built-in default model
+  std::string model_path;  // "" = the built-in default (stories260K)
   int32_t prompts = 16;
   int32_t chunks = 4;         // chunks per prompt (each with its own BOS)
   int32_t chunk_len = 48;     // tokens per chunk, BOS included
@@ -178,7 +178,7 @@ int run_eval_pic(const EvalPicOptions& opts);
 // generations (teacher-forced), with pages held and decode time per token.
 struct EvalSparseOptions {
   ComputeOptions compute;
-  std::string model_path;   // "" = the built-in default model
+  std::string model_path;   // "" = the built-in default (stories260K)
   int32_t prompts = 8;      // generations
   int32_t prompt_len = 32;  // model-written prompt tokens, BOS included
   int32_t max_len = 0;      // prompt + generation; 0 = the model's context

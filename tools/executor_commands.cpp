@@ -18,7 +18,7 @@
 #include "core/file_system.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "default_model.h"
+#include "builtin_models.h"
 #include "engine/engine.h"
 #include "engine/model_identity.h"
 #include "gguf/reader.h"
@@ -40,9 +40,9 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   const ServeOptions& o = opts.engine;
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
   std::string path = o.model_path;
-  if (path.empty()) {
+  if (is_builtin_model(path)) {
     ThreadPool pool(compute.threads);
-    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+    KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.model_path, pool));
   }
   // The cache-event publisher outlives the engine that feeds it (declared first).
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,

@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
   keel::cli::RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
   run_cmd->add_option("-m,--model", run.model_path,
-                      "GGUF model file (default: the built-in random-weight model)");
+                      "GGUF model file, or builtin:stories260K (the default) or builtin:random");
   run_cmd->add_option("-p,--prompt", run.prompt, "Prompt text")->required();
   run_cmd->add_option("-n,--n-predict", run.n_predict, "Tokens to generate (-1 = until EOS)")
       ->check(CLI::Range(-1, 1 << 30));
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   keel::cli::ServeOptions serve;
   CLI::App* serve_cmd = app.add_subcommand("serve", "Serve a model over the OpenAI HTTP API");
   serve_cmd->add_option("-m,--model", serve.model_path,
-                        "GGUF model file (default: the built-in random-weight model)");
+                        "GGUF model file, or builtin:stories260K (the default) or builtin:random");
   serve_cmd->add_option("--host", serve.host, "Address to listen on");
   serve_cmd->add_option("--port", serve.port, "Port (0 = pick a free one)")
       ->check(CLI::Range(0, 65535));
@@ -246,7 +246,7 @@ int main(int argc, char** argv) {
       "bench", "Prompt (pp) and generation (tg) speed of a model, like llama-bench");
   bench_cmd->option_defaults()->always_capture_default();
   bench_cmd->add_option("-m,--model", bench.model_path,
-                        "GGUF model file (default: the built-in random-weight model)");
+                        "GGUF model file, or builtin:stories260K (the default) or builtin:random");
   bench_cmd->add_option("-p,--n-prompt", bench.n_prompt, "Prompt lengths of pp tests (0 = none)")
       ->delimiter(',');
   bench_cmd->add_option("-n,--n-gen", bench.n_gen, "Generated lengths of tg tests (0 = none)")
@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
       "pic", "EPIC position-independent caching variants against full recompute");
   pic_cmd->option_defaults()->always_capture_default();
   pic_cmd->add_option("-m,--model", pic.model_path,
-                      "GGUF model file (default: the built-in random-weight model)");
+                      "GGUF model file, or builtin:stories260K (the default) or builtin:random");
   pic_cmd->add_option("--prompts", pic.prompts, "Prompts")->check(CLI::Range(1, 10000));
   pic_cmd->add_option("--chunks", pic.chunks, "Chunks per prompt")->check(CLI::Range(1, 64));
   pic_cmd->add_option("--chunk-len", pic.chunk_len, "Tokens per chunk, BOS included")
@@ -290,7 +290,7 @@ int main(int argc, char** argv) {
       "sparse", "Sparse decode policies (StreamingLLM, H2O, Quest, RaaS) against dense decoding");
   sparse_cmd->option_defaults()->always_capture_default();
   sparse_cmd->add_option("-m,--model", sp.model_path,
-                         "GGUF model file (default: the built-in random-weight model)");
+                         "GGUF model file, or builtin:stories260K (the default) or builtin:random");
   sparse_cmd->add_option("--prompts", sp.prompts, "Generations")->check(CLI::Range(1, 10000));
   sparse_cmd->add_option("--prompt-len", sp.prompt_len, "Prompt tokens, BOS included")
       ->check(CLI::Range(2, 1 << 20));

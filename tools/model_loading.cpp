@@ -1,7 +1,7 @@
 // load_model: the default-model fallback and a progress bar around host::load_model.
 #include "model_loading.h"
 
-#include "default_model.h"
+#include "builtin_models.h"
 #include "progress.h"
 
 namespace keel::cli {
@@ -9,8 +9,8 @@ namespace keel::cli {
 Result<LoadedModel> load_model(const std::string& path, const ComputeOptions& compute,
                                const model::ModelOptions& options, ThreadPool& pool) {
   std::string resolved = path;
-  if (resolved.empty()) {
-    KEEL_ASSIGN_OR_RETURN(resolved, ensure_default_model(pool));
+  if (is_builtin_model(resolved)) {
+    KEEL_ASSIGN_OR_RETURN(resolved, resolve_model_path(path, pool));
   }
   ProgressReporter progress("loading " + resolved, "B", compute.verbose);
   KEEL_ASSIGN_OR_RETURN(

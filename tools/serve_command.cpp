@@ -18,7 +18,7 @@
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "default_model.h"
+#include "builtin_models.h"
 #include "engine/engine.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
@@ -58,7 +58,7 @@ int32_t connection_cap(int32_t wanted, int64_t descriptor_limit) {
 std::string served_model_name(const std::string& given, const std::string& model_path,
                               const std::string& resolved_path) {
   if (!given.empty()) return given;
-  if (model_path.empty()) return "keel-default";
+  if (is_builtin_model(model_path)) return builtin_model_name(model_path);
   return std::filesystem::path(resolved_path).stem().string();
 }
 
@@ -107,9 +107,9 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(opts.compute));
   const CpuFeatures cpu = detect_cpu_features();
   std::string path = opts.model_path;
-  if (path.empty()) {
+  if (is_builtin_model(path)) {
     ThreadPool pool(compute.threads);
-    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+    KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(opts.model_path, pool));
   }
   // Metadata first: the tokenizer and chat template, so the server can listen during the load.
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));

@@ -153,13 +153,35 @@ TEST(KeelCliTest, MakeModelInfoAndRun) {
   EXPECT_EQ(read_file(path), read_file(again));
 }
 
-TEST(KeelCliTest, DefaultModelIsCreatedAndLabelled) {
+TEST(KeelCliTest, DefaultModelIsStories260K) {
+  // No -m: the embedded stories260K, written to KEEL_HOME byte for byte as the repo's file, and
+  // its text the same as from that file.
   const std::string home = make_temp_dir("cli-home");
-  CliResult r = run_keel({"run", "-p", "Hello", "-n", "8", "-t", "1"}, {"KEEL_HOME=" + home});
+  const std::vector<std::string> args = {"-p", "Once upon a time", "-n", "16", "-t", "1"};
+  std::vector<std::string> def = {"run"};
+  def.insert(def.end(), args.begin(), args.end());
+  CliResult r = run_keel(def, {"KEEL_HOME=" + home});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("random weights"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(home + "/stories260K.gguf"), read_file(KEEL_REPO_STORIES));
+  std::vector<std::string> explicit_run = {"run", "-m", KEEL_REPO_STORIES};
+  explicit_run.insert(explicit_run.end(), args.begin(), args.end());
+  CliResult same = run_keel(explicit_run);
+  ASSERT_EQ(same.exit_code, 0) << same.err;
+  EXPECT_EQ(r.out, same.out);
+  EXPECT_GT(r.out.size(), std::string("Once upon a time").size());
+}
+
+TEST(KeelCliTest, BuiltinRandomModelIsCreatedAndLabelled) {
+  const std::string home = make_temp_dir("cli-home-random");
+  CliResult r = run_keel({"run", "-m", "builtin:random", "-p", "Hello", "-n", "8", "-t", "1"},
+                         {"KEEL_HOME=" + home});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_GT(r.out.size(), 1u);
   EXPECT_NE(r.err.find("random weights"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::is_empty(home));
+  EXPECT_TRUE(std::filesystem::exists(home + "/default-tiny-f32-v2.gguf"));
+  expect_one_line_error(run_keel({"run", "-m", "builtin:gpt5", "-p", "hi"}, {"KEEL_HOME=" + home}),
+                        "builtin:random");
 }
 
 TEST(KeelCliTest, UsageErrorsAreReported) {

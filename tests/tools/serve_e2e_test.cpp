@@ -1,9 +1,8 @@
 // End-to-end tests of `keel serve` over real HTTP on 127.0.0.1: the OpenAI endpoints, streaming,
 // n > 1, stop strings (counted as stops in /metrics), logprobs, usage, every error code,
 // disconnects in each request state, concurrent greedy streams equal to one-at-a-time results,
-// schedule-ahead on/off equality, and prefix-cache hits in /metrics. Models: stories260K (real
-// weights, ../shared) and the built-in default model (random weights, created in a scratch
-// KEEL_HOME).
+// schedule-ahead on/off equality, and prefix-cache hits in /metrics. Model: stories260K
+// (../shared).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

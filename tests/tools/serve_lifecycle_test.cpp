@@ -3,7 +3,8 @@
 // queued / prefilling / decoding (the request is cancelled and its KV blocks freed), and
 // schedule-ahead on/off giving identical greedy outputs; SIGHUP drains with every stream ended
 // properly; a low descriptor limit and a closed log pipe do not stop the server. Uses the built-in
-// default model (random weights) in a scratch KEEL_HOME, so it runs without shared data.
+// models (stories260K, and the random-weight one) in a scratch KEEL_HOME, so it runs without
+// shared data.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -63,17 +64,25 @@ TEST(ServeLifecycleTest, ApiKeyAndBodyLimit) {
   EXPECT_EQ(r.status, 413);
   EXPECT_TRUE(json::parse(r.body, nullptr, false).contains("error")) << r.body;
   EXPECT_EQ(http_request(s.port(), "GET", "/health").status, 200);  // health needs no key
-  // The built-in default model says what it is.
+  // The built-in default model is stories260K (real weights).
   const json models = json::parse(
       http_request(s.port(), "GET", "/v1/models", "", {{"Authorization", "Bearer sekret"}}).body);
-  EXPECT_EQ(models["data"][0]["id"], "keel-default");
+  EXPECT_EQ(models["data"][0]["id"], "stories260K");
+  EXPECT_FALSE(models["data"][0].contains("description")) << models.dump();
+}
+
+TEST(ServeLifecycleTest, BuiltinRandomModelSaysWhatItIs) {
+  ServeProcess s({"-m", "builtin:random", "-t", "1"}, default_env());
+  ASSERT_TRUE(s.ok()) << s.error();
+  const json models = json::parse(http_request(s.port(), "GET", "/v1/models").body);
+  EXPECT_EQ(models["data"][0]["id"], "keel-random");
   EXPECT_NE(models["data"][0]["description"].get<std::string>().find("random weights"),
             std::string::npos);
 }
 
 TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) {
   // One running sequence at a time, small prefill chunks: a long prompt prefills over many steps.
-  ServeProcess s({"--max-num-seqs", "1", "--max-batched-tokens", "16", "-t", "1"}, default_env());
+  ServeProcess s({"-m", "builtin:random", "--max-num-seqs", "1", "--max-batched-tokens", "16", "-t", "1"}, default_env());
   ASSERT_TRUE(s.ok()) << s.error();
   const int port = s.port();
   const double aborted_before = std::max(0.0, aborted(port));
@@ -117,7 +126,7 @@ TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) 
 }
 
 TEST(ServeLifecycleTest, FullQueueGives429AndDrainGives503ThenExitZero) {
-  ServeProcess s({"--max-num-seqs", "1", "--max-waiting", "1", "-t", "1", "--drain-timeout", "1"},
+  ServeProcess s({"-m", "builtin:random", "--max-num-seqs", "1", "--max-waiting", "1", "-t", "1", "--drain-timeout", "1"},
                  default_env());
   ASSERT_TRUE(s.ok()) << s.error();
   const int port = s.port();
@@ -138,7 +147,7 @@ TEST(ServeLifecycleTest, SighupDrainsAndEveryStreamEndsProperly) {
   // SIGHUP drains like SIGTERM (it used to kill the process at once, exit 129). Of 20 streams,
   // the drain finishes some and cancels the rest after --drain-timeout: each must still end with
   // its final chunk or an error event, then [DONE], then the end of the chunked body.
-  ServeProcess s({"--max-num-seqs", "4", "-t", "1", "--drain-timeout", "0.5"}, default_env());
+  ServeProcess s({"-m", "builtin:random", "--max-num-seqs", "4", "-t", "1", "--drain-timeout", "0.5"}, default_env());
   ASSERT_TRUE(s.ok()) << s.error();
   const int port = s.port();
   std::vector<std::unique_ptr<HttpConnection>> streams;
@@ -170,7 +179,7 @@ TEST(ServeLifecycleTest, LowDescriptorLimitAndAClosedLogPipeDoNotStopTheServer) 
   if (lim.rlim_max != RLIM_INFINITY && lim.rlim_max < 1024) GTEST_SKIP() << "hard limit too low";
   // Started with a soft limit of 64 descriptors: keel raises it to the hard limit, so 100 idle
   // connections do not starve a real request (it used to fail accept() in a loop).
-  ServeProcess s({"-t", "1"}, default_env(),
+  ServeProcess s({"-m", "builtin:random", "-t", "1"}, default_env(),
                  ServeProcessOptions{.stderr_pipe = true, .nofile_soft_limit = 64});
   ASSERT_TRUE(s.ok()) << s.error();
   std::vector<std::unique_ptr<HttpConnection>> idle;
@@ -189,7 +198,8 @@ TEST(ServeLifecycleTest, LowDescriptorLimitAndAClosedLogPipeDoNotStopTheServer) 
 
 TEST(ServeLifecycleTest, ScheduleAheadOnAndOffGiveIdenticalGreedyOutputs) {
   std::vector<std::string> outputs[2];
-  const std::vector<std::string> flags[2] = {{"-t", "1"}, {"-t", "1", "--no-schedule-ahead"}};
+  const std::vector<std::string> flags[2] = {
+      {"-m", "builtin:random", "-t", "1"}, {"-m", "builtin:random", "-t", "1", "--no-schedule-ahead"}};
   for (int mode = 0; mode < 2; ++mode) {
     ServeProcess s(flags[mode], default_env());
     ASSERT_TRUE(s.ok()) << s.error();
