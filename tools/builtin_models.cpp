@@ -17,7 +17,8 @@ asm(".pushsection .rodata\n"
     ".balign 64\n"
     ".globl keel_builtin_stories260K_begin\n"
     "keel_builtin_stories260K_begin:\n"
-    ".incbin \"" KEEL_STORIES260K_GGUF "\"\n"
+    ".incbin \"" KEEL_STORIES260K_GGUF
+    "\"\n"
     ".globl keel_builtin_stories260K_end\n"
     "keel_builtin_stories260K_end:\n"
     ".popsection\n");
@@ -75,9 +76,10 @@ Result<std::string> ensure_stories(FileSystem& fs, const std::string& dir) {
     fresh = f->size() == kStoriesBytes;
   }
   if (!fresh) KEEL_TRY(write_stories(fs, path));
-  KEEL_LOG_INFO("no model given: serving the built-in stories260K (TinyStories, {}) — "
-                "-m builtin:random for the random-weight model",
-                path);
+  KEEL_LOG_INFO(
+      "no model given: serving the built-in stories260K (TinyStories, {}) — "
+      "-m builtin:random for the random-weight model",
+      path);
   return path;
 }
 

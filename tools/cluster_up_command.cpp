@@ -14,6 +14,7 @@
 #include <memory>
 #include <thread>
 
+#include "builtin_models.h"
 #include "cluster/fleet_client.h"
 #include "cluster/fleet_report.h"
 #include "cluster/process_supervisor.h"
@@ -21,7 +22,6 @@
 #include "cluster_commands.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "builtin_models.h"
 #include "host/engine_host.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "builtin_models.h"
 #include "cluster/job_executor.h"
 #include "cluster/kv_event_convert.h"
 #include "cluster/kv_event_publisher.h"
@@ -18,7 +19,6 @@
 #include "core/file_system.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "builtin_models.h"
 #include "engine/engine.h"
 #include "engine/model_identity.h"
 #include "gguf/reader.h"

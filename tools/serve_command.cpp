@@ -14,11 +14,11 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "builtin_models.h"
 #include "commands.h"
 #include "core/cpu_features.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
-#include "builtin_models.h"
 #include "engine/engine.h"
 #include "host/compute.h"
 #include "host/engine_host.h"

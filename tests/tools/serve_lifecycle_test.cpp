@@ -82,7 +82,9 @@ TEST(ServeLifecycleTest, BuiltinRandomModelSaysWhatItIs) {
 
 TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) {
   // One running sequence at a time, small prefill chunks: a long prompt prefills over many steps.
-  ServeProcess s({"-m", "builtin:random", "--max-num-seqs", "1", "--max-batched-tokens", "16", "-t", "1"}, default_env());
+  ServeProcess s(
+      {"-m", "builtin:random", "--max-num-seqs", "1", "--max-batched-tokens", "16", "-t", "1"},
+      default_env());
   ASSERT_TRUE(s.ok()) << s.error();
   const int port = s.port();
   const double aborted_before = std::max(0.0, aborted(port));
@@ -126,7 +128,8 @@ TEST(ServeLifecycleTest, DisconnectWhileQueuedPrefillingAndDecodingFreesBlocks) 
 }
 
 TEST(ServeLifecycleTest, FullQueueGives429AndDrainGives503ThenExitZero) {
-  ServeProcess s({"-m", "builtin:random", "--max-num-seqs", "1", "--max-waiting", "1", "-t", "1", "--drain-timeout", "1"},
+  ServeProcess s({"-m", "builtin:random", "--max-num-seqs", "1", "--max-waiting", "1", "-t", "1",
+                  "--drain-timeout", "1"},
                  default_env());
   ASSERT_TRUE(s.ok()) << s.error();
   const int port = s.port();
@@ -147,7 +150,9 @@ TEST(ServeLifecycleTest, SighupDrainsAndEveryStreamEndsProperly) {
   // SIGHUP drains like SIGTERM (it used to kill the process at once, exit 129). Of 20 streams,
   // the drain finishes some and cancels the rest after --drain-timeout: each must still end with
   // its final chunk or an error event, then [DONE], then the end of the chunked body.
-  ServeProcess s({"-m", "builtin:random", "--max-num-seqs", "4", "-t", "1", "--drain-timeout", "0.5"}, default_env());
+  ServeProcess s(
+      {"-m", "builtin:random", "--max-num-seqs", "4", "-t", "1", "--drain-timeout", "0.5"},
+      default_env());
   ASSERT_TRUE(s.ok()) << s.error();
   const int port = s.port();
   std::vector<std::unique_ptr<HttpConnection>> streams;
@@ -199,7 +204,8 @@ TEST(ServeLifecycleTest, LowDescriptorLimitAndAClosedLogPipeDoNotStopTheServer) 
 TEST(ServeLifecycleTest, ScheduleAheadOnAndOffGiveIdenticalGreedyOutputs) {
   std::vector<std::string> outputs[2];
   const std::vector<std::string> flags[2] = {
-      {"-m", "builtin:random", "-t", "1"}, {"-m", "builtin:random", "-t", "1", "--no-schedule-ahead"}};
+      {"-m", "builtin:random", "-t", "1"},
+      {"-m", "builtin:random", "-t", "1", "--no-schedule-ahead"}};
   for (int mode = 0; mode < 2; ++mode) {
     ServeProcess s(flags[mode], default_env());
     ASSERT_TRUE(s.ok()) << s.error();
