@@ -10,6 +10,7 @@ packages=(
   libpcre2-dev libxxhash-dev
   libzmq3-dev libmsgpack-cxx-dev  # cluster cache events (vLLM's format: msgpack over ZeroMQ)
   libucx-dev  # the KV transfer service between engines (UCX: shared memory, TCP, RDMA)
+  libssl-dev  # keel pull: HTTPS (Boost.Beast over OpenSSL) and SHA-256
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
 )

@@ -2,13 +2,14 @@
 // each written to the cache directory atomically (temporary file, then rename).
 #include "builtin_models.h"
 
-#include <cstdlib>
 #include <span>
 
 #include "core/file_system.h"
 #include "core/log.h"
 #include "model/random_model.h"
+#include "model_pull.h"
 #include "progress.h"
+#include "pull/model_ref.h"
 
 // models/stories260K/stories260K.gguf, embedded at build time (KEEL_STORIES260K_GGUF is its
 // absolute path, set by tools/CMakeLists.txt). The file is fixed; the size check below guards
@@ -33,15 +34,6 @@ constexpr std::string_view kRandom = "random";
 constexpr uint64_t kStoriesBytes = 1185376;  // models/stories260K/README.md
 constexpr const char* kStoriesFile = "stories260K.gguf";
 constexpr const char* kRandomFile = "default-tiny-f32-v2.gguf";
-
-std::string cache_dir() {
-  if (const char* home = std::getenv("KEEL_HOME"); home && *home) return home;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
-    return std::string(xdg) + "/keel";
-  if (const char* home = std::getenv("HOME"); home && *home)
-    return std::string(home) + "/.cache/keel";
-  return "/tmp/keel";
-}
 
 std::string_view builtin_of(std::string_view ref) {
   if (ref.empty()) return kStories;
@@ -111,14 +103,17 @@ std::string builtin_model_name(std::string_view ref) {
 }
 
 Result<std::string> resolve_model_path(const std::string& ref, ThreadPool& pool) {
-  if (!is_builtin_model(ref)) return ref;
+  if (!is_builtin_model(ref)) {
+    if (PosixFileSystem().exists(ref) || !pull::looks_remote(ref)) return ref;
+    return pull_model(PullOptions{.ref = ref});
+  }
   const std::string_view which = builtin_of(ref);
   if (which != kStories && which != kRandom) {
     return Status::invalid_argument("unknown built-in model \"" + ref +
                                     "\" (known: builtin:stories260K, builtin:random)");
   }
   PosixFileSystem fs;
-  const std::string dir = cache_dir();
+  const std::string dir = keel_cache_dir();
   KEEL_TRY(fs.create_directories(dir));
   if (which == kStories) return ensure_stories(fs, dir);
   return ensure_random(fs, dir, pool);

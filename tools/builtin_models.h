@@ -5,8 +5,9 @@
 // copy whose size differs from the embedded bytes is rewritten.
 //
 // References: ""  or "builtin:stories260K" → stories260K; "builtin:random" → the random model;
-// any other "builtin:" name → InvalidArgument listing the known ones; everything else is a path
-// and passes through unchanged.
+// any other "builtin:" name → InvalidArgument listing the known ones; a URL or Hugging Face-style
+// reference that is not a local file is pulled into the cache (model_pull.h); everything else is a
+// path and passes through unchanged.
 #pragma once
 
 #include <string>
@@ -24,6 +25,7 @@ inline constexpr std::string_view kBuiltinPrefix = "builtin:";
 // The API's model id for a built-in reference ("stories260K", "keel-random"); "" for a path.
 [[nodiscard]] std::string builtin_model_name(std::string_view ref);
 // The file to load for `ref` (see above), writing a built-in model to the cache on first use.
+// (Callers pass every -m value through it, not only built-in ones.)
 Result<std::string> resolve_model_path(const std::string& ref, ThreadPool& pool);
 
 }  // namespace keel::cli

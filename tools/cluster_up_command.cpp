@@ -187,7 +187,7 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup)
 
 Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::string path = o.serve.model_path;
-  if (is_builtin_model(path)) {
+  {
     ThreadPool pool(1);
     KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.serve.model_path, pool));
   }

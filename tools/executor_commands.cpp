@@ -40,7 +40,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   const ServeOptions& o = opts.engine;
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
   std::string path = o.model_path;
-  if (is_builtin_model(path)) {
+  {
     ThreadPool pool(compute.threads);
     KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.model_path, pool));
   }

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "core/log.h"
 #include "kv/pic.h"
+#include "model_pull.h"
 #include "predictor_cli.h"
 
 namespace keel::cli {
@@ -326,6 +327,19 @@ int main(int argc, char** argv) {
       "bench-serve", "Benchmark an OpenAI-compatible server with streamed requests (like vLLM's)");
   add_bench_serve_options(bs_cmd, &bs);
 
+  keel::cli::PullOptions pull;
+  CLI::App* pull_cmd = app.add_subcommand(
+      "pull", "Download a GGUF (URL or org/repo/file.gguf) into the model cache; print its path");
+  pull_cmd->add_option("ref", pull.ref, "https://... URL, or a Hugging Face org/repo/file.gguf")
+      ->required();
+  pull_cmd->add_option("--sha256", pull.sha256,
+                       "Expected SHA-256 (hex); default: the server's X-Linked-ETag, if any");
+  pull_cmd->add_option("--retries", pull.retries, "Attempts in all (each resumes)")
+      ->check(CLI::Range(1, 100));
+  pull_cmd->add_option("--timeout", pull.timeout_s, "Seconds a socket may make no progress")
+      ->check(CLI::PositiveNumber);
+  pull_cmd->add_flag("--force", pull.force, "Download again even when cached");
+
   keel::cli::ClusterCli cluster_cli = keel::cli::add_cluster_commands(app);
 
   try {
@@ -342,6 +356,7 @@ int main(int argc, char** argv) {
   if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
+  if (pull_cmd->parsed()) return keel::cli::run_pull(pull);
   if (bs_cmd->parsed()) return keel::cli::run_bench_serve(bs);
   if (bench_cmd->parsed()) return keel::cli::run_bench(bench);
   if (pic_cmd->parsed()) return keel::cli::run_eval_pic(pic);

@@ -8,10 +8,7 @@ namespace keel::cli {
 
 Result<LoadedModel> load_model(const std::string& path, const ComputeOptions& compute,
                                const model::ModelOptions& options, ThreadPool& pool) {
-  std::string resolved = path;
-  if (is_builtin_model(resolved)) {
-    KEEL_ASSIGN_OR_RETURN(resolved, resolve_model_path(path, pool));
-  }
+  KEEL_ASSIGN_OR_RETURN(const std::string resolved, resolve_model_path(path, pool));
   ProgressReporter progress("loading " + resolved, "B", compute.verbose);
   KEEL_ASSIGN_OR_RETURN(
       LoadedModel out,

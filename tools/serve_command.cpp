@@ -107,7 +107,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(opts.compute));
   const CpuFeatures cpu = detect_cpu_features();
   std::string path = opts.model_path;
-  if (is_builtin_model(path)) {
+  {
     ThreadPool pool(compute.threads);
     KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(opts.model_path, pool));
   }

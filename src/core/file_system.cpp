@@ -129,6 +129,12 @@ Result<std::unique_ptr<WritableFile>> PosixFileSystem::open_writable(const std::
   return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
 }
 
+Result<std::unique_ptr<WritableFile>> PosixFileSystem::open_appendable(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("cannot open for appending", path, errno);
+  return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
+}
+
 bool PosixFileSystem::exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
 Status PosixFileSystem::create_directories(const std::string& path) {

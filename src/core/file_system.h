@@ -57,6 +57,11 @@ class FileSystem {
   virtual Result<std::unique_ptr<RandomAccessFile>> open_readable(const std::string& path) = 0;
   // Creates or truncates `path`.
   virtual Result<std::unique_ptr<WritableFile>> open_writable(const std::string& path) = 0;
+  // Opens `path` for appending, creating it if missing (a resumed download). Unsupported unless
+  // the file system implements it.
+  virtual Result<std::unique_ptr<WritableFile>> open_appendable(const std::string& path) {
+    return Status::unsupported(path + ": this file system cannot append");
+  }
   virtual bool exists(const std::string& path) = 0;
   virtual Status create_directories(const std::string& path) = 0;
   // Atomically replaces `to` with `from` (same file system).
@@ -71,6 +76,7 @@ class PosixFileSystem final : public FileSystem {
  public:
   Result<std::unique_ptr<RandomAccessFile>> open_readable(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> open_writable(const std::string& path) override;
+  Result<std::unique_ptr<WritableFile>> open_appendable(const std::string& path) override;
   bool exists(const std::string& path) override;
   Status create_directories(const std::string& path) override;
   Status rename(const std::string& from, const std::string& to) override;

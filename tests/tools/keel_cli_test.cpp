@@ -157,7 +157,8 @@ TEST(KeelCliTest, DefaultModelIsStories260K) {
   // No -m: the embedded stories260K, written to KEEL_HOME byte for byte as the repo's file, and
   // its text the same as from that file.
   const std::string home = make_temp_dir("cli-home");
-  const std::vector<std::string> args = {"-p", "Once upon a time", "-n", "16", "-t", "1"};
+  const std::vector<std::string> args = {"-p", "Once upon a time", "-n", "16", "-t",
+                                         "1",  "--temp",           "0"};
   std::vector<std::string> def = {"run"};
   def.insert(def.end(), args.begin(), args.end());
   CliResult r = run_keel(def, {"KEEL_HOME=" + home});
