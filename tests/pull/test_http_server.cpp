@@ -122,6 +122,8 @@ void TestHttpServer::stop() {
     poke.connect(tcp::endpoint(net::ip::make_address("127.0.0.1"), port_), ec);
   }
   impl_->accept_thread.join();
+  boost::system::error_code ec;
+  impl_->acceptor.close(ec);  // later connections are refused
   std::vector<std::thread> threads;
   {
     std::lock_guard lock(impl_->mu);
