@@ -68,7 +68,7 @@ struct KvHandoffConfig {
 struct KvHandoffResult {
   Status status;
   int64_t blocks = 0;    // blocks sent (flushed when status is ok)
-  int64_t streamed = 0;  // of which sent before finish() (stream mode)
+  int64_t streamed = 0;  // of which copied out by the tap (stream mode); the rest read at finish
   int64_t bytes = 0;
   double exposed_seconds = 0;  // prefill_end → flushed (or failed)
 };
