@@ -2,7 +2,9 @@
 // same greedy text as `keel serve`; the fleet shows in /v1/cluster/status, `keel cluster status`
 // and /metrics (router decisions through the real processes); a task executor killed (SIGKILL) or
 // hung (SIGSTOP) during 16 concurrent requests costs no request — the JE re-drives them and the
-// text equals an uninterrupted run; SIGTERM drains the tree and every child exits. Each fixture
+// text equals an uninterrupted run; the streamed KV handoff of a chunked prefill delivers every
+// block, and a frame dropped mid-stream means a recompute with equal text; SIGTERM drains the
+// tree and every child exits. Each fixture
 // bounds its time; children are stopped by PID (the supervisor's rule).
 #include <signal.h>
 
