@@ -53,6 +53,18 @@ void add_predictor_flags(CLI::App* cmd, std::string* predictor, std::string* mod
   cmd->add_option("--predictor-model", *model, "The predictor's side model (default: -m)");
 }
 
+void add_handoff_flags(CLI::App* cmd, KvHandoffFlags* f) {
+  cmd->add_option("--kv-handoff", f->mode,
+                  "How a prefill TE hands its KV to the decode TE: stream (as chunks publish "
+                  "blocks) or after (a copy after the prefill)")
+      ->check(CLI::IsMember({"stream", "after"}));
+  cmd->add_option("--prefill-chunk", f->prefill_chunk,
+                  "Prompt tokens per step on a prefill TE (0 = --max-batched-tokens)")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--kv-transfer-fault", f->fault,
+                  "Testing: faults in a prefill TE's KV transfers (drop:N, corrupt:N, stall:N)");
+}
+
 }  // namespace
 
 ClusterCli add_cluster_commands(CLI::App& app) {
@@ -68,6 +80,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   te.engine.port = 0;
   cli.te_cmd->add_option("--port", te.engine.port, "Control port (0 = a free one)")
       ->check(CLI::Range(0, 65535));
+  add_handoff_flags(cli.te_cmd, &te.handoff);
 
   JeOptions& je = *cli.je;
   cli.je_cmd = app.add_subcommand("je", "Run one job executor (used by keel cluster up)");
@@ -119,6 +132,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   add_router_flags(cli.up_cmd, &up.router, &up.balance_threshold, &up.balance_abs_tokens,
                    &up.pd_heatmap, &up.stall_timeout_ms);
   add_predictor_flags(cli.up_cmd, &up.predictor, &up.predictor_model);
+  add_handoff_flags(cli.up_cmd, &up.handoff);
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

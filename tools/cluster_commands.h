@@ -16,11 +16,21 @@
 
 namespace keel::cli {
 
+// The prefill side of the KV handoff (keel te, keel cluster up).
+struct KvHandoffFlags {
+  std::string mode = "stream";  // --kv-handoff: stream | after (cluster::KvHandoffMode)
+  // --prefill-chunk: a prefill TE's prompt tokens per step (caps --max-batched-tokens), so a
+  // streamed handoff overlaps all but the last chunk's blocks; 0 = --max-batched-tokens.
+  int32_t prefill_chunk = 256;
+  std::string fault;  // --kv-transfer-fault (cluster::parse_kv_transfer_faults); tests only
+};
+
 struct TeOptions {
   ServeOptions engine;  // model, engine and compute flags (host/port are the TE's control port)
   std::string id = "te-0";
   std::string role = "colocated";  // colocated | prefill | decode
   int report_interval_ms = 50;
+  KvHandoffFlags handoff;  // a prefill TE's
 };
 int run_te(const TeOptions& opts);
 
@@ -57,6 +67,7 @@ struct ClusterUpOptions {
   std::string predictor;
   std::string predictor_model;
   double start_timeout_s = 120.0;
+  KvHandoffFlags handoff;  // passed to the prefill TEs
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

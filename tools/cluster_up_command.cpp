@@ -75,6 +75,11 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
   if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
   if (s.compute.use_mmap) argv.push_back("--mmap");
   if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
+  if (role == "prefill") {
+    argv.insert(argv.end(), {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
+                             std::to_string(o.handoff.prefill_chunk)});
+    if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
+  }
   return argv;
 }
 

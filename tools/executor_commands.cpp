@@ -2,6 +2,7 @@
 // executor, each a process that prints its KEEL_READY line once serving and drains on SIGTERM.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -11,6 +12,7 @@
 #include "cluster/kv_event_convert.h"
 #include "cluster/kv_event_publisher.h"
 #include "cluster/kv_handoff.h"
+#include "cluster/kv_handoff_streams.h"
 #include "cluster/kv_transfer_server.h"
 #include "cluster/pd_heatmap.h"
 #include "cluster/ready_line.h"
@@ -47,6 +49,8 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   // The cache-event publisher outlives the engine that feeds it (declared first).
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
                         cluster::KvEventPublisher::start({}));
+  // A streamed handoff's watch list, fed by the engine's tap: outlives the engine (declared first).
+  std::unique_ptr<cluster::KvHandoffStreams> streams;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
   host::StartOptions start;
   start.cache_events = cluster::publishing_sink(events.get(), o.block_size);
@@ -57,16 +61,36 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   start.group_weights = o.compute.weight_layout != "rows";
   start.n_ctx = o.ctx_size;
   start.engine = serve_engine_config(o);
+  // A prefill TE computes prompts in chunks of --prefill-chunk tokens, so a streamed handoff
+  // sends every chunk's blocks while the next one computes.
+  KEEL_ASSIGN_OR_RETURN(cluster::KvTransferFaults faults,
+                        cluster::parse_kv_transfer_faults(opts.handoff.fault));
+  const cluster::KvHandoffMode handoff_mode =
+      cluster::parse_kv_handoff_mode(opts.handoff.mode).value_or(cluster::KvHandoffMode::kStream);
+  if (role == cluster::TeRole::kPrefill) {
+    if (opts.handoff.prefill_chunk > 0) {
+      start.engine.scheduler.max_batched_tokens =
+          std::min(start.engine.scheduler.max_batched_tokens, opts.handoff.prefill_chunk);
+    }
+    if (handoff_mode == cluster::KvHandoffMode::kStream) {
+      streams = std::make_unique<cluster::KvHandoffStreams>();
+      start.published_blocks = cluster::handoff_tap(streams.get());
+    }
+  }
   // A decode TE receives prefills' KV into its host tier (T1): it needs one.
   if (role == cluster::TeRole::kDecode && start.engine.kv_host_bytes == 0) {
     start.engine.kv_host_bytes = int64_t{256} << 20;
   }
+  const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
   KEEL_TRY(host->start(std::move(start)));
   engine::Engine* eng = host->engine();
   std::unique_ptr<cluster::KvHandoff> handoff;          // prefill role
   std::unique_ptr<cluster::KvTransferServer> transfer;  // decode role
   if (role == cluster::TeRole::kPrefill) {
     cluster::KvHandoffConfig hc;
+    hc.mode = handoff_mode;
+    hc.streams = streams.get();
+    hc.faults = faults;
     KEEL_ASSIGN_OR_RETURN(hc.model_key, model_key(path));
     hc.kv_identity = eng->kv_identity();
     hc.block_size = o.block_size;
@@ -103,6 +127,10 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
                         cluster::TaskExecutor::start(config, host->client()));
   KEEL_LOG_INFO("te {}: {} on {} ({} threads), control at {}", opts.id, config.model, path,
                 compute.threads, te->address());
+  if (handoff) {
+    KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", opts.id,
+                  cluster::kv_handoff_mode_name(handoff_mode), start_chunk_tokens);
+  }
   KEEL_TRY(cluster::print_ready_line(
       {{"role", "te"}, {"id", opts.id}, {"port", te->port()}, {"pid", getpid()}}));
 

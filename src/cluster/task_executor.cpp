@@ -22,9 +22,8 @@ struct TaskExecutor::Task {
   int32_t max_tokens = 0;
   bool prefill_only = false;  // the prefill half of a disaggregated job
   std::string transfer_to;
-  std::vector<int32_t> prompt;  // prefill_only: what to hand off
-  std::string cache_salt;
   KvHandoff* handoff = nullptr;
+  int64_t handoff_id = -1;  // KvHandoff::begin's id; -1: none (or finished / abandoned)
 
   std::mutex mu;
   int32_t next_index = 0;  // generated-token index of the next token (starts at resumed tokens)
@@ -61,37 +60,68 @@ class TaskSink final : public engine::OutputSink {
     const bool final_event = event.finish.has_value();
     // A prefill that reached its one token hands the request on: the gateway must not see an end.
     const bool handing_off = t.prefill_only && event.finish == engine::FinishReason::kLength;
+    // The prefill's last step just ended (this runs on the engine thread right after it).
+    const auto prefill_end = KvHandoff::Clock::now();
+    if (final_event && !handing_off) abandon_handoff(t);
     if (handing_off) event.finish.reset();
     std::vector<int32_t> tokens = event.tokens;
     out.event = std::move(event);
     // The JE learns of tokens only once they are on their way to the gateway (in the socket
     // buffer), so what it would re-drive from never runs ahead of what the client got.
-    auto written = [task = task_, tokens = std::move(tokens), final_event, handing_off]() {
+    auto written = [task = task_, tokens = std::move(tokens), final_event, handing_off,
+                    prefill_end]() {
       {
         std::lock_guard lock(task->mu);
         task->unreported.insert(task->unreported.end(), tokens.begin(), tokens.end());
         if (final_event && !handing_off) task->written_final = true;
       }
-      if (handing_off) start_handoff(task);
+      if (handing_off) start_handoff(task, prefill_end);
     };
     if (!t.gateway->send(encode(out), std::move(written)) && !final_event) t.engine->abort(t.key);
   }
 
  private:
-  // After a prefill's token is written: push its KV, then report it finished (not ending the
-  // job). Without a handoff or destination, the decode TE simply recomputes the prompt.
-  static void start_handoff(const std::shared_ptr<TaskExecutor::Task>& task) {
+  // After a prefill's token is written: complete its KV handoff (in stream mode most blocks are
+  // already sent), then report it finished (not ending the job). Without a handoff or
+  // destination, the decode TE simply recomputes the prompt.
+  static void start_handoff(const std::shared_ptr<TaskExecutor::Task>& task,
+                            KvHandoff::Clock::time_point prefill_end) {
     auto finish = [task](const KvHandoffResult& r) {
       if (!r.status.ok()) {
         KEEL_LOG_WARN("te: KV handoff of job {} to {} failed after {} blocks: {}", task->ref.job,
                       task->transfer_to, r.blocks, r.status.message());
       }
+      // The exposed-time record (bench/kv_handoff.sh reads it).
+      KEEL_LOG_INFO(
+          "te: kv_handoff job={} mode={} blocks={} streamed={} bytes={} exposed_ms={:.3f}",
+          task->ref.job, kv_handoff_mode_name(task->handoff->mode()), r.blocks, r.streamed, r.bytes,
+          r.exposed_seconds * 1e3);
       std::lock_guard lock(task->mu);
       task->ended_job = false;
       task->written_final = true;
     };
-    if (task->handoff == nullptr || task->transfer_to.empty()) return finish(KvHandoffResult{});
-    task->handoff->push(task->prompt, task->cache_salt, task->transfer_to, finish);
+    int64_t id = -1;
+    {
+      std::lock_guard lock(task->mu);
+      id = std::exchange(task->handoff_id, -1);
+    }
+    if (id < 0) {
+      std::lock_guard lock(task->mu);
+      task->ended_job = false;
+      task->written_final = true;
+      return;
+    }
+    task->handoff->finish(id, prefill_end, finish);
+  }
+
+  // A prefill task that ended without handing off (aborted, failed): its blocks are not wanted.
+  static void abandon_handoff(TaskExecutor::Task& t) {
+    int64_t id = -1;
+    {
+      std::lock_guard lock(t.mu);
+      id = std::exchange(t.handoff_id, -1);
+    }
+    if (id >= 0) t.handoff->abandon(id);
   }
 
   std::shared_ptr<TaskExecutor::Task> task_;
@@ -199,10 +229,6 @@ void TaskExecutor::on_submit(Link& link, const Json& body) {
   task->prefill_only = task_msg->prefill_only;
   task->transfer_to = task_msg->transfer_to;
   task->handoff = config_.handoff;
-  if (task->prefill_only) {
-    task->prompt = task_msg->request.prompt_tokens;
-    task->cache_salt = task_msg->request.cache_salt;
-  }
   task->je = link.shared_from_this();
   {
     std::lock_guard lock(mu_);
@@ -211,11 +237,17 @@ void TaskExecutor::on_submit(Link& link, const Json& body) {
       return;
     }
   }
+  if (task->prefill_only && task->handoff != nullptr && !task->transfer_to.empty()) {
+    // Before the engine sees it: a streamed handoff watches for the blocks from the first step.
+    task->handoff_id = task->handoff->begin(task_msg->request.prompt_tokens,
+                                            task_msg->request.cache_salt, task->transfer_to);
+  }
   // The sink holds the task, so events that come before it is registered below (the engine may
   // finish it before submit returns) are kept for the next report.
   Result<engine::RequestKey> key =
       engine_->submit(std::move(task_msg->request), std::make_shared<TaskSink>(task));
   if (!key.ok()) {
+    if (task->handoff_id >= 0) task->handoff->abandon(task->handoff_id);
     link.reply(call, status_body(key.status()));
     return;
   }
@@ -286,7 +318,10 @@ void TaskExecutor::send_reports() {
           (task->generated == 0 ? task->prompt_tokens : 0) + (task->max_tokens - task->next_index);
     }
     // A final event that can never be written (the gateway is gone) still ends the task.
-    if (task->finished && task->gateway->closed()) task->written_final = true;
+    if (task->finished && task->gateway->closed()) {
+      task->written_final = true;
+      if (task->handoff_id >= 0) task->handoff->abandon(std::exchange(task->handoff_id, -1));
+    }
     if (task->unreported.empty() && task->written_final == task->reported_finished) continue;
     TaskProgress p{task->ref, task->attempt, std::move(task->unreported), task->written_final,
                    task->ended_job};

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "core/log.h"
 #include "engine/model_identity.h"
@@ -115,7 +116,8 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   }
   scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
   cache_events_ = std::move(deps.cache_events);
-  if (cache_events_) kv_.set_record_cache_events(true);
+  published_blocks_ = std::move(deps.published_blocks);
+  if (cache_events_ || published_blocks_) kv_.set_record_cache_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
@@ -537,6 +539,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   std::vector<SeqResult> results;
   for (const StepOutput::Token& t : out.tokens) results.push_back({t.key, t.token});
   scheduler_.update(plan, results);
+  tap_published_blocks();  // before the token events: a finished prefill's blocks are out
   release_sparse_pages(plan);
   ++counters_.steps_total;
   const int64_t t = now_ns();
@@ -655,9 +658,9 @@ void Engine::run() {
 }
 
 void Engine::emit_cache_events() {
-  if (!cache_events_) return;
-  std::vector<kv::CacheEvent> events = kv_.take_cache_events();
-  if (!events.empty()) cache_events_(std::move(events));
+  tap_published_blocks();
+  if (!cache_events_ || pending_cache_events_.empty()) return;
+  cache_events_(std::exchange(pending_cache_events_, {}));
 }
 
 }  // namespace keel::engine

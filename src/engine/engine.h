@@ -35,6 +35,7 @@
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/metrics.h"
+#include "engine/published_block_tap.h"
 #include "engine/scheduler.h"
 #include "engine/sparse_decode.h"
 #include "engine/step_cost_model.h"
@@ -59,6 +60,8 @@ struct EngineDeps {
   // engine step that had any, on the engine thread: it must not block (hand them to a queue —
   // cluster/kv_event_convert.h's publishing sink does). Null: nothing is recorded.
   std::function<void(std::vector<kv::CacheEvent>)> cache_events;
+  // Sees each block published in the prefix cache (published_block_tap.h). Empty: none.
+  PublishedBlockTap published_blocks;
 };
 
 class Engine final : public EngineClient {
@@ -214,6 +217,9 @@ class Engine final : public EngineClient {
   void publish_stats();
   // Hands the KV manager's logged cache events to cache_events_ (when set and any were logged).
   void emit_cache_events();
+  // Shows blocks published since the last call to published_blocks_ and keeps the logged cache
+  // events for emit_cache_events() (engine_kv_transfer.cpp).
+  void tap_published_blocks();
   void update_prefill_budget(const StepPlan& plan, double seconds);
   [[nodiscard]] bool idle() const;
 
@@ -252,6 +258,8 @@ class Engine final : public EngineClient {
   std::unique_ptr<kernels::Ops> link_ops_;
   // EngineDeps::cache_events: the KV manager records cache events only when it is set.
   std::function<void(std::vector<kv::CacheEvent>)> cache_events_;
+  PublishedBlockTap published_blocks_;                // EngineDeps::published_blocks
+  std::vector<kv::CacheEvent> pending_cache_events_;  // tapped, not yet emitted
 
   // Shared with other threads.
   mutable std::mutex mu_;

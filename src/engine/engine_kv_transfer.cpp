@@ -3,8 +3,11 @@
 // existing admission path (prefix lookup → blocks_to_fetch → promotion) finds it. A published
 // pool block is never written again while it stays in the prefix index (it is un-published or
 // evicted first, both on the engine thread), so the engine thread may copy it while a step runs.
+// The published-block tap shows each newly published block to EngineDeps::published_blocks on
+// the engine thread, right after the step that computed it.
 #include <condition_variable>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 
 #include "engine/engine.h"
@@ -63,6 +66,22 @@ Status Engine::read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out
   }
   if (tiers_ != nullptr && tiers_->fetch(hash, out)) return Status::ok_status();
   return Status::not_found("read_kv_block: block not held");
+}
+
+void Engine::tap_published_blocks() {
+  std::vector<kv::CacheEvent> events = kv_.take_cache_events();
+  if (events.empty()) return;
+  if (published_blocks_) {
+    const size_t n = storage_.layout().block_bytes();
+    for (const kv::CacheEvent& e : events) {
+      if (e.kind != kv::CacheEventKind::kStored || !published_blocks_.wants(e.hash)) continue;
+      const std::optional<kv::BlockId> block = kv_.pool().lookup(e.hash);
+      if (block) published_blocks_.take(e.hash, {storage_.block(*block), n});
+    }
+  }
+  if (!cache_events_) return;
+  pending_cache_events_.insert(pending_cache_events_.end(), std::make_move_iterator(events.begin()),
+                               std::make_move_iterator(events.end()));
 }
 
 Status Engine::accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload) {

@@ -34,10 +34,11 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   config.threads = options.compute.threads;
   config.eog_token_ids.assign(tokenizer_->eog_ids().begin(), tokenizer_->eog_ids().end());
   KEEL_ASSIGN_OR_RETURN(
-      engine_,
-      engine::Engine::start(*model_, std::move(config),
-                            engine::EngineDeps{.tokenizer = tokenizer_.get(),
-                                               .cache_events = std::move(options.cache_events)}));
+      engine_, engine::Engine::start(
+                   *model_, std::move(config),
+                   engine::EngineDeps{.tokenizer = tokenizer_.get(),
+                                      .cache_events = std::move(options.cache_events),
+                                      .published_blocks = std::move(options.published_blocks)}));
   client_.attach(engine_.get());
   ready_.store(true, std::memory_order_release);
   return {};

@@ -40,6 +40,8 @@ struct StartOptions {
   // EngineDeps::cache_events: where the prefix cache's index changes go (a task executor's KV
   // event publisher); empty: none recorded.
   std::function<void(std::vector<kv::CacheEvent>)> cache_events;
+  // EngineDeps::published_blocks: a streamed KV handoff's tap on published blocks; empty: none.
+  engine::PublishedBlockTap published_blocks;
 };
 
 class EngineHost {

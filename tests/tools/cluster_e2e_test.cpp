@@ -2,7 +2,9 @@
 // same greedy text as `keel serve`; the fleet shows in /v1/cluster/status, `keel cluster status`
 // and /metrics (router decisions through the real processes); a task executor killed (SIGKILL) or
 // hung (SIGSTOP) during 16 concurrent requests costs no request — the JE re-drives them and the
-// text equals an uninterrupted run; SIGTERM drains the tree and every child exits. Each fixture
+// text equals an uninterrupted run; the streamed KV handoff of a chunked prefill delivers every
+// block, and a frame dropped mid-stream means a recompute with equal text; SIGTERM drains the
+// tree and every child exits. Each fixture
 // bounds its time; children are stopped by PID (the supervisor's rule).
 #include <signal.h>
 
@@ -148,6 +150,40 @@ TEST_F(ClusterE2e, DisaggregatedGreedyTextEqualsKeelServe) {
   EXPECT_GE(r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 32) << r.dump();
   const json s = status(c.port());
   EXPECT_GE(s["router"]["pd_disaggregated"].get<int>(), 1) << s.dump();
+}
+
+// The streamed handoff (the default) with 16-token prefill chunks: each block is sent as the step
+// that computed it publishes it. Every full block of the prompt reaches the decode TE (its usage
+// counts them cached: the first request of this prompt, so no other path could have cached them)
+// and the text equals keel serve's. With the transfer's second frame dropped mid-stream, the
+// decode TE holds only the first block, recomputes the rest, and the text is still equal.
+const std::string kHandoffPrompt =
+    "Once upon a time, there was a big brown bear who lived in the woods. He liked to eat honey "
+    "and play with his friends the birds and the rabbits every day.";
+
+int handoff_cached_tokens(const std::vector<std::string>& fault) {
+  ServeProcess serve({"-m", stories(), "-t", "1", "--served-model-name", "stories"});
+  EXPECT_TRUE(serve.ok()) << serve.error();
+  std::vector<std::string> tes = {"--prefill", "1", "--decode", "1", "--prefill-chunk", "16"};
+  tes.insert(tes.end(), fault.begin(), fault.end());
+  Cluster c(tes);
+  EXPECT_GT(c.port(), 0) << c.error();
+  if (!serve.ok() || c.port() == 0) return -1;
+  const json want = post(serve.port(), "/v1/completions", greedy_body(kHandoffPrompt, 24));
+  const json got = post(c.port(), "/v1/completions", greedy_body(kHandoffPrompt, 24));
+  EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]);
+  const int prompt_tokens = got["usage"]["prompt_tokens"].get<int>();
+  EXPECT_GE(prompt_tokens, 48) << got.dump();  // at least three full blocks
+  return got["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+}
+
+TEST_F(ClusterE2e, StreamedHandoffDeliversEveryBlock) {
+  const int cached = handoff_cached_tokens({});
+  EXPECT_GE(cached, 48);
+}
+
+TEST_F(ClusterE2e, HandoffDroppedMidStreamRecomputesWithEqualText) {
+  EXPECT_EQ(handoff_cached_tokens({"--kv-transfer-fault", "drop:1"}), 16);
 }
 
 // A prefill TE that dies after handing off its KV does not disturb the decode.
