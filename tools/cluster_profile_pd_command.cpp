@@ -12,7 +12,6 @@
 #include <ctime>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <sstream>
 
@@ -20,6 +19,7 @@
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
 #include "cluster_commands.h"
+#include "core/file_system.h"
 #include "core/thread_pool.h"
 #include "default_model.h"
 #include "gguf/reader.h"
@@ -191,17 +191,17 @@ Status measure_fleet(const ClusterProfilePdOptions& o, const std::string& path, 
   return Status();
 }
 
+// Writes through a temporary file renamed into place (as PdHeatmap::save does).
 Status write_text(const std::string& path, const std::string& text) {
+  PosixFileSystem fs;
   const std::string tmp = path + ".tmp";
   {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out.flush()) return Status::io_error("cannot write " + tmp);
+    KEEL_ASSIGN_OR_RETURN(auto file, fs.open_writable(tmp));
+    const auto* bytes = reinterpret_cast<const std::byte*>(text.data());
+    KEEL_TRY(file->append({bytes, text.size()}).with_prefix(tmp));
+    KEEL_TRY(file->close().with_prefix(tmp));
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) return Status::io_error("cannot rename " + tmp + " to " + path + ": " + ec.message());
-  return Status();
+  return fs.rename(tmp, path).with_prefix(path);
 }
 
 Status profile_pd(const ClusterProfilePdOptions& o, OutputTail* tail) {
@@ -225,12 +225,12 @@ Status profile_pd(const ClusterProfilePdOptions& o, OutputTail* tail) {
   const std::vector<Fleet> fleets = {{"colocated", {"--colocated", "2"}},
                                      {"disaggregated", {"--prefill", "1", "--decode", "1"}}};
   for (const Fleet& fleet : fleets) {
-    Status s = measure_fleet(o, path, meta->vocab_size(), fleet, cells, &samples, tail);
+    Status s = measure_fleet(o, path, meta->tokenizer().vocab_size(), fleet, cells, &samples, tail);
     if (!s.ok()) return s.with_prefix(fleet.name + " fleet");
   }
   KEEL_ASSIGN_OR_RETURN(cluster::PdHeatmap map, cluster::build_pd_profile(grid, samples));
   cluster::PdProfileProvenance p;
-  p.model = path;
+  p.model = std::filesystem::absolute(path).string();
   p.date = utc_now();
   p.threads_per_te = o.threads_per_te;
   p.requests_per_cell = o.requests_per_cell;
