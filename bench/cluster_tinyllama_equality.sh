@@ -5,7 +5,8 @@
 # `keel cluster up --colocated 1` and `keel cluster up --prefill 1 --decode 1` for a greedy
 # completion with logprobs, and compares the generated tokens (logprobs.tokens: one piece per
 # generated token id — the API exposes no ids) and the texts; it prints the largest logprob
-# difference too. Exit 0 when every prompt matches, 1 otherwise.
+# difference too, and how many prompt tokens the decode TE found cached (usage's cached_tokens:
+# the KV the prefill TE pushed; the rest it recomputed). Exit 0 when every prompt matches, 1 otherwise.
 # Usage: bench/cluster_tinyllama_equality.sh [--model GGUF] [--prompts N] [--max-tokens N]
 # Every process started here is stopped by PID on exit.
 set -euo pipefail
@@ -76,9 +77,11 @@ for p in prompts:
     req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions",
                                  data=json.dumps(body).encode(),
                                  headers={"Content-Type": "application/json"})
-    c = json.load(urllib.request.urlopen(req, timeout=600))["choices"][0]
+    r = json.load(urllib.request.urlopen(req, timeout=600))
+    c = r["choices"][0]
     out.append({"text": c["text"], "tokens": c["logprobs"]["tokens"],
-                "logprobs": c["logprobs"]["token_logprobs"]})
+                "logprobs": c["logprobs"]["token_logprobs"], "prompt_tokens": len(p),
+                "cached": r["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)})
 print(json.dumps(out))
 PY
   kill "$SRV"
@@ -91,14 +94,16 @@ out, model = sys.argv[1], sys.argv[2]
 a, b = json.load(open(f"{out}/colocated.json")), json.load(open(f"{out}/pd.json"))
 ok = True
 print(f"model {model}")
-print("| prompt | tokens | colocated == 1P1D (tokens) | (text) | max |Δ logprob| |")
-print("|---|---|---|---|---|")
+print("| prompt | prompt tokens | 1P1D cached (KV from the prefill TE) | generated | "
+      "colocated == 1P1D (tokens) | (text) | max |Δ logprob| |")
+print("|---|---|---|---|---|---|---|")
 for i, (x, y) in enumerate(zip(a, b)):
     same_tokens = x["tokens"] == y["tokens"]
     same_text = x["text"] == y["text"]
     dlp = max((abs(p - q) for p, q in zip(x["logprobs"], y["logprobs"])), default=0.0)
     ok = ok and same_tokens and same_text
-    print(f"| {i} | {len(x['tokens'])} | {same_tokens} | {same_text} | {dlp:.2e} |")
+    print(f"| {i} | {y['prompt_tokens']} | {y['cached']} | {len(x['tokens'])} | {same_tokens} "
+          f"| {same_text} | {dlp:.2e} |")
 print("EQUAL" if ok else "DIFFERENT")
 sys.exit(0 if ok else 1)
 PY
