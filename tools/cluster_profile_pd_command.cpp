@@ -128,7 +128,9 @@ Result<int> start_fleet(cluster::ProcessSupervisor& sup, const ClusterProfilePdO
   return cluster::ready_port(child.ready);
 }
 
-// Sends one cell's requests (or a warm-up when cell is null) and returns their JCTs.
+// Sends num_prompts requests of one cell's shape (prompts drawn from `seed`) and returns their
+// JCTs (end-to-end latency, s); a failed request or an output of other than the forced length
+// fails the call.
 Result<std::vector<double>> run_cell(int port, const ClusterProfilePdOptions& o, int64_t vocab_size,
                                      const cluster::PdProfileCell& cell, uint64_t seed,
                                      int64_t num_prompts) {
