@@ -1,4 +1,5 @@
-// Flags of `keel te`, `keel je` and `keel cluster up | status` (see cluster_commands.h).
+// Flags of `keel te`, `keel je` and `keel cluster up | status | profile-pd` (see
+// cluster_commands.h).
 #include "cluster_cli.h"
 
 #include "cli_flags.h"
@@ -138,6 +139,33 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");
   cli.status_cmd->add_option("--url", st.url, "The gateway's base URL");
   cli.status_cmd->add_flag("--json", st.json, "Print the raw JSON document");
+
+  ClusterProfilePdOptions& pd = *cli.profile_pd;
+  cli.profile_pd_cmd = cluster->add_subcommand(
+      "profile-pd", "Measure the PD heatmap: colocated vs prefill/decode fleets on equal cores");
+  cli.profile_pd_cmd->add_option("-m,--model", pd.model_path,
+                                 "GGUF model file (default: the built-in random-weight model)");
+  cli.profile_pd_cmd->add_option("-o,--output", pd.output, "Heatmap file to write");
+  cli.profile_pd_cmd->add_option("--prefill-lengths", pd.prefill_lengths,
+                                 "Prompt lengths in tokens, increasing (comma-separated)");
+  cli.profile_pd_cmd->add_option("--ratios", pd.ratios,
+                                 "Decode/prefill ratios, increasing (comma-separated)");
+  cli.profile_pd_cmd
+      ->add_option("--threads-per-te", pd.threads_per_te,
+                   "Compute threads of each TE (both fleets have 2 TEs)")
+      ->check(CLI::Range(1, 1024));
+  cli.profile_pd_cmd
+      ->add_option("--requests-per-cell", pd.requests_per_cell, "Requests per cell and fleet")
+      ->check(CLI::Range(1, 100000));
+  cli.profile_pd_cmd
+      ->add_option("--concurrency", pd.concurrency, "Requests in flight during a cell")
+      ->check(CLI::Range(1, 4096));
+  cli.profile_pd_cmd->add_option("-c,--ctx-size", pd.ctx_size, "The TEs' max model length")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cli.profile_pd_cmd
+      ->add_option("--start-timeout", pd.start_timeout_s, "Seconds each process may take to start")
+      ->check(CLI::Range(1.0, 3600.0));
+  cli.profile_pd_cmd->add_flag("--verbose", pd.verbose, "Forward the fleets' output");
   return cli;
 }
 
@@ -146,6 +174,7 @@ std::optional<int> run_cluster_commands(const ClusterCli& cli) {
   if (cli.je_cmd->parsed()) return run_je(*cli.je);
   if (cli.up_cmd->parsed()) return run_cluster_up(*cli.up);
   if (cli.status_cmd->parsed()) return run_cluster_status(*cli.status);
+  if (cli.profile_pd_cmd->parsed()) return run_cluster_profile_pd(*cli.profile_pd);
   return std::nullopt;
 }
 

@@ -1,6 +1,6 @@
 // The cluster subcommands' flags: `keel te` (a task executor), `keel je` (a job executor) and
-// `keel cluster up | status`. add_cluster_commands registers them; run_cluster_commands runs the
-// one that was parsed (nullopt when none was).
+// `keel cluster up | status | profile-pd`. add_cluster_commands registers them;
+// run_cluster_commands runs the one that was parsed (nullopt when none was).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,10 +17,12 @@ struct ClusterCli {
   std::shared_ptr<JeOptions> je = std::make_shared<JeOptions>();
   std::shared_ptr<ClusterUpOptions> up = std::make_shared<ClusterUpOptions>();
   std::shared_ptr<ClusterStatusOptions> status = std::make_shared<ClusterStatusOptions>();
+  std::shared_ptr<ClusterProfilePdOptions> profile_pd = std::make_shared<ClusterProfilePdOptions>();
   CLI::App* te_cmd = nullptr;
   CLI::App* je_cmd = nullptr;
   CLI::App* up_cmd = nullptr;
   CLI::App* status_cmd = nullptr;
+  CLI::App* profile_pd_cmd = nullptr;
 };
 
 ClusterCli add_cluster_commands(CLI::App& app);

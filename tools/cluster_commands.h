@@ -4,6 +4,7 @@
 //   keel cluster up      the whole tree on one machine — TEs and JEs as child processes, the
 //                        gateway (the OpenAI server in front of the fleet) in this process
 //   keel cluster status  the fleet as the gateway's JE sees it
+//   keel cluster profile-pd  measures the PD heatmap (colocated vs prefill/decode fleets)
 // Children print a KEEL_READY line when serving (cluster/ready_line.h); every process drains on
 // SIGTERM/SIGINT.
 #pragma once
@@ -76,5 +77,19 @@ struct ClusterStatusOptions {
   bool json = false;
 };
 int run_cluster_status(const ClusterStatusOptions& opts);
+
+struct ClusterProfilePdOptions {
+  std::string model_path;                        // "" = the built-in default model
+  std::string output = "pd_heatmap.json";        // the heatmap file written
+  std::string prefill_lengths = "16,32,64,128";  // prompt tokens per bin (comma-separated)
+  std::string ratios = "0.25,0.5,1,2";           // decode/prefill per bin (comma-separated)
+  int32_t threads_per_te = 1;                    // each fleet has 2 TEs of this many threads
+  int32_t requests_per_cell = 8;                 // requests per cell and fleet (K)
+  int32_t concurrency = 2;                       // requests in flight during a cell
+  int64_t ctx_size = 0;                          // the TEs' max model length (0 = the model's)
+  double start_timeout_s = 120.0;
+  bool verbose = false;  // forward the fleets' output as it comes
+};
+int run_cluster_profile_pd(const ClusterProfilePdOptions& opts);
 
 }  // namespace keel::cli
