@@ -21,7 +21,7 @@
 #include "cluster_commands.h"
 #include "core/file_system.h"
 #include "core/thread_pool.h"
-#include "default_model.h"
+#include "builtin_models.h"
 #include "gguf/reader.h"
 #include "host/engine_host.h"
 #include "loadgen/bench_serve.h"
@@ -211,10 +211,10 @@ Status profile_pd(const ClusterProfilePdOptions& o, OutputTail* tail) {
   KEEL_ASSIGN_OR_RETURN(grid.prefill_lengths,
                         parse_list<int64_t>(o.prefill_lengths, "--prefill-lengths"));
   KEEL_ASSIGN_OR_RETURN(grid.ratios, parse_list<double>(o.ratios, "--ratios"));
-  std::string path = o.model_path;
-  if (path.empty()) {
+  std::string path;
+  {
     ThreadPool pool(1);
-    KEEL_ASSIGN_OR_RETURN(path, ensure_default_model(pool));
+    KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.model_path, pool));
   }
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
                         gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
