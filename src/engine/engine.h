@@ -37,6 +37,7 @@
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
 #include "engine/sparse_decode.h"
+#include "grammar/grammar_registry.h"
 #include "engine/step_cost_model.h"
 #include "engine/step_executor.h"
 #include "engine/stop_strings.h"
@@ -223,7 +224,11 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
-  const tokenizer::Tokenizer* tokenizer_;   // for stop strings; may be null
+  const tokenizer::Tokenizer* tokenizer_;   // for stop strings and grammars; may be null
+  // Structured outputs: parsed grammars and their mask caches, shared by requests with the same
+  // grammar (engine thread; built on the first grammar request). The maskers inside are used by
+  // the executor thread only, where every Sampler samples.
+  std::unique_ptr<grammar::GrammarRegistry> grammars_;
   std::unique_ptr<FileSystem> fs_;          // the disk tier's file system
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
