@@ -10,6 +10,7 @@
 #include "engine/model_identity.h"
 #include "engine/resumed_request.h"
 #include "grammar/gbnf_parser.h"
+#include "grammar/grammar_registry.h"
 #include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"

@@ -37,7 +37,6 @@
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
 #include "engine/sparse_decode.h"
-#include "grammar/grammar_registry.h"
 #include "engine/step_cost_model.h"
 #include "engine/step_executor.h"
 #include "engine/stop_strings.h"
@@ -46,6 +45,10 @@
 #include "kv/kv_tiers.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
+
+namespace keel::grammar {
+class GrammarRegistry;
+}  // namespace keel::grammar
 
 namespace keel::engine {
 
