@@ -60,14 +60,14 @@ int count(const TokenBits& b) {
   return n;
 }
 
-void check_walks(const std::string& vocab, const std::string& gbnf, int steps) {
+void check_walks(const std::string& vocab, const std::string& gbnf, int walks, int steps) {
   KEEL_REQUIRE_SHARED();
   auto trie = load_trie(vocab);
   ASSERT_NE(trie, nullptr);
   auto g = grammar_of(gbnf);
   TokenMasker masker(g, trie);
   std::mt19937 rng(11);
-  for (int walk = 0; walk < 2; ++walk) {
+  for (int walk = 0; walk < walks; ++walk) {
     StackSet state = initial_state(*g);
     for (int i = 0; i < steps; ++i) {
       const int64_t left = (i % 3 == 0) ? 0 : static_cast<int64_t>(rng() % 12) + 1;
@@ -87,7 +87,11 @@ void check_walks(const std::string& vocab, const std::string& gbnf, int steps) {
       ASSERT_TRUE(advance(*g, trie->piece(options[rng() % options.size()]), &state));
     }
   }
-  EXPECT_GT(masker.stats().state_hits + masker.stats().entries_built, 0);
+  const MaskerStats& st = masker.stats();
+  std::printf("[ masker ] %s: %lld masks, %lld state hits, %lld entries, %lld dependent checks\n",
+              vocab.c_str(), static_cast<long long>(st.masks), static_cast<long long>(st.state_hits),
+              static_cast<long long>(st.entries_built), static_cast<long long>(st.dependent_checks));
+  EXPECT_GT(st.entries_built, 0);
 }
 
 const char* kSchema = R"({"type": "object", "properties": {
@@ -98,11 +102,12 @@ const char* kSchema = R"({"type": "object", "properties": {
 TEST(TokenMasker, MatchesBruteForceLlamaSpm) {
   Result<std::string> gbnf = json_schema_to_gbnf(Json::parse(kSchema));
   ASSERT_TRUE(gbnf.ok());
-  check_walks("vocab/ggml-vocab-llama-spm.gguf", *gbnf, 24);
+  check_walks("vocab/ggml-vocab-llama-spm.gguf", *gbnf, 2, 24);
 }
 
 TEST(TokenMasker, MatchesBruteForceGpt2ByteLevel) {
-  check_walks("vocab/ggml-vocab-gpt-2.gguf", json_object_gbnf(), 16);
+  // Fewer steps: under ASan the brute force over 50K tokens dominates the suite.
+  check_walks("vocab/ggml-vocab-gpt-2.gguf", json_object_gbnf(), 1, 6);
 }
 
 TEST(TokenMasker, PiecesAreExactBytes) {
