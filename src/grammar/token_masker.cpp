@@ -24,7 +24,8 @@ TokenMasker::TokenMasker(std::shared_ptr<const Grammar> grammar,
     : grammar_(std::move(grammar)),
       trie_(std::move(trie)),
       words_((static_cast<size_t>(trie_->vocab_size()) + 63) / 64),
-      walk_(trie_->max_depth() + 1) {}
+      walk_(trie_->max_depth() + 1),
+      dep_walk_(trie_->max_depth() + 1) {}
 
 TokenMasker::LocalEntry TokenMasker::build_entry(std::span<const uint32_t> key) {
   ++stats_.entries_built;
@@ -43,11 +44,7 @@ TokenMasker::LocalEntry TokenMasker::build_entry(std::span<const uint32_t> key) 
     const bool finished = left_key[d - 1] != 0 || walk_[d - 1].has_complete();
     step(g, walk_[d - 1], n.byte, &walk_[d]);
     if (walk_[d].empty()) {
-      if (finished) {  // the rest of the key's context decides the whole subtree
-        for (size_t j = i; j < n.next; ++j) {
-          for (int32_t t : trie_->tokens_at(nodes[j])) e.dependent.push_back(t);
-        }
-      }
+      if (finished) e.dependent_roots.push_back(static_cast<uint32_t>(i));  // context decides
       i = n.next;
       continue;
     }
@@ -97,17 +94,48 @@ void TokenMasker::add_stack(std::span<const uint32_t> s, int64_t budget, TokenBi
       }
     }
   }
-  StackSet start;
-  start.add(s);
-  for (int32_t t : e.dependent) {
-    if (test_bit(*out, t)) continue;
+  if (!e.dependent_roots.empty()) add_dependent(s, e, budget, out, max_after);
+}
+
+void TokenMasker::add_dependent(std::span<const uint32_t> s, const LocalEntry& e, int64_t budget,
+                                TokenBits* out, int64_t* max_after) {
+  const Grammar& g = *grammar_;
+  const std::vector<TrieNode>& nodes = trie_->nodes();
+  std::string_view parent_bytes;
+  bool have_parent = false, parent_ok = false;
+  for (uint32_t root : e.dependent_roots) {
     ++stats_.dependent_checks;
-    scratch_ = start;
-    if (!advance(g, trie_->piece(t), &scratch_)) continue;
-    const int64_t after = min_remaining(g, scratch_);
-    if (after > budget) continue;
-    set_bit(*out, t);
-    *max_after = std::max(*max_after, after);
+    const TrieNode& rn = nodes[root];
+    uint32_t j = root;  // a token inside the subtree spells the bytes leading to it
+    while (nodes[j].tok_count == 0) ++j;
+    const std::string& piece = trie_->piece(trie_->tokens_at(nodes[j])[0]);
+    const std::string_view prefix(piece.data(), rn.depth - 1u);
+    if (!have_parent || prefix != parent_bytes) {  // consecutive roots often share a parent
+      parent_bytes = prefix;
+      have_parent = true;
+      parent_.clear();
+      parent_.add(s);
+      parent_ok = advance(g, prefix, &parent_);
+    }
+    if (!parent_ok) continue;
+    dep_walk_[0] = parent_;
+    for (uint32_t i = root; i < rn.next;) {
+      const TrieNode& n = nodes[i];
+      const size_t d = n.depth - rn.depth + 1u;
+      step(g, dep_walk_[d - 1], n.byte, &dep_walk_[d]);
+      if (dep_walk_[d].empty()) {
+        i = n.next;
+        continue;
+      }
+      if (n.tok_count > 0) {
+        const int64_t after = min_remaining(g, dep_walk_[d]);
+        if (after <= budget) {
+          for (int32_t t : trie_->tokens_at(n)) set_bit(*out, t);
+          *max_after = std::max(*max_after, after);
+        }
+      }
+      ++i;
+    }
   }
 }
 

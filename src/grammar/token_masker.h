@@ -48,7 +48,7 @@ struct MaskerStats {
   int64_t masks = 0;             // compute() calls
   int64_t state_hits = 0;        // served from the state cache
   int64_t entries_built = 0;     // local entries built (trie walks)
-  int64_t dependent_checks = 0;  // context-dependent tokens checked against a full stack
+  int64_t dependent_checks = 0;  // context-dependent subtrees walked from a full stack
 };
 
 class TokenMasker {
@@ -68,7 +68,9 @@ class TokenMasker {
     TokenBits accept;                                // allowed in every context
     std::vector<std::pair<int32_t, int32_t>> delta;  // (token, change of min_remaining) when ≠ 0
     int32_t max_delta = 0;                           // over accepted tokens
-    std::vector<int32_t> dependent;                  // context-dependent tokens
+    // Context-dependent tokens: the subtrees of these trie nodes (preorder), where the walk from
+    // the sub-stack alone finished it with bytes left. Walked again from the full stack.
+    std::vector<uint32_t> dependent_roots;
   };
   struct CachedState {
     StackSet state;
@@ -85,14 +87,18 @@ class TokenMasker {
   // returns the largest min_remaining after an allowed non-EOG token.
   int64_t compute_budgeted(const StackSet& state, int64_t budget, TokenBits* out);
   void add_stack(std::span<const uint32_t> s, int64_t budget, TokenBits* out, int64_t* max_after);
+  // Walks e's dependent subtrees from the full stack s, allowing what it accepts.
+  void add_dependent(std::span<const uint32_t> s, const LocalEntry& e, int64_t budget,
+                     TokenBits* out, int64_t* max_after);
 
   std::shared_ptr<const Grammar> grammar_;
   std::shared_ptr<const TokenTrie> trie_;
   size_t words_;
   std::unordered_map<std::vector<uint32_t>, LocalEntry, VecHash> entries_;
   std::unordered_map<uint64_t, CachedState> states_;
-  std::vector<StackSet> walk_;  // per trie depth, reused by build_entry
-  StackSet scratch_;
+  std::vector<StackSet> walk_;       // per trie depth, reused by build_entry
+  std::vector<StackSet> dep_walk_;   // per relative depth, reused by add_dependent
+  StackSet parent_;
   MaskerStats stats_;
 };
 
