@@ -311,8 +311,9 @@ void Engine::admit(Submit s) {
   a.sampler->set_prompt(original_prompt(s.request));
   if (!s.request.grammar.empty()) {
     if (!grammars_) {
-      grammars_ = std::make_unique<grammar::GrammarRegistry>(
-          std::make_shared<const grammar::TokenTrie>(grammar::TokenTrie::from_tokenizer(*tokenizer_)));
+      grammars_ =
+          std::make_unique<grammar::GrammarRegistry>(std::make_shared<const grammar::TokenTrie>(
+              grammar::TokenTrie::from_tokenizer(*tokenizer_)));
     }
     auto constraint = grammars_->make(s.request.grammar, s.request.max_tokens);
     KEEL_CHECK(constraint.ok());  // submit() parsed the grammar

@@ -227,7 +227,7 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
-  const tokenizer::Tokenizer* tokenizer_;   // for stop strings and grammars; may be null
+  const tokenizer::Tokenizer* tokenizer_;  // for stop strings and grammars; may be null
   // Structured outputs: parsed grammars and their mask caches, shared by requests with the same
   // grammar (engine thread; built on the first grammar request). The maskers inside are used by
   // the executor thread only, where every Sampler samples.

@@ -175,15 +175,30 @@ class Parser {
       const char e = peek();
       ++pos_;
       switch (e) {
-        case 'n': return uint32_t{'\n'};
-        case 'r': return uint32_t{'\r'};
-        case 't': return uint32_t{'\t'};
-        case 'x': return parse_hex(2);
-        case 'u': return parse_hex(4);
-        case 'U': return parse_hex(8);
-        case '\\': case '"': case '\'': case '[': case ']': case '-': case '^': case '/':
+        case 'n':
+          return uint32_t{'\n'};
+        case 'r':
+          return uint32_t{'\r'};
+        case 't':
+          return uint32_t{'\t'};
+        case 'x':
+          return parse_hex(2);
+        case 'u':
+          return parse_hex(4);
+        case 'U':
+          return parse_hex(8);
+        case '\\':
+        case '"':
+        case '\'':
+        case '[':
+        case ']':
+        case '-':
+        case '^':
+        case '/':
           return static_cast<uint32_t>(e);
-        default: --pos_; return error("unknown escape");
+        default:
+          --pos_;
+          return error("unknown escape");
       }
     }
     // A UTF-8 encoded character of the grammar text.
@@ -250,7 +265,8 @@ class Parser {
     ByteSet ascii;
     std::vector<Utf8Sequence> seqs;
     for (auto [lo, hi] : ranges) {
-      if (lo < 0x80) ascii.set_range(static_cast<uint8_t>(lo), static_cast<uint8_t>(std::min(hi, 0x7Fu)));
+      if (lo < 0x80)
+        ascii.set_range(static_cast<uint8_t>(lo), static_cast<uint8_t>(std::min(hi, 0x7Fu)));
       if (hi >= 0x80) utf8_sequences(std::max(lo, 0x80u), hi, &seqs);
     }
     if (seqs.empty() && ascii.empty()) return error("empty character class");
@@ -276,7 +292,8 @@ class Parser {
     while (peek() >= '0' && peek() <= '9') {
       v = v * 10 + (peek() - '0');
       ++pos_;
-      if (v > kMaxRepetition) return error(fmt::format("repetition count above {}", kMaxRepetition));
+      if (v > kMaxRepetition)
+        return error(fmt::format("repetition count above {}", kMaxRepetition));
     }
     return v;
   }

@@ -117,13 +117,13 @@ Result<Grammar> GrammarBuilder::finish(uint32_t root) && {
   g.rule_min = rule_min_lengths(alts_);
   for (size_t r = 0; r < alts_.size(); ++r) {
     if (g.rule_min[r] == kInfinite) {
-      return Status::invalid_argument(
-          fmt::format("grammar rule `{}` can never finish (it always refers to itself)", names_[r]));
+      return Status::invalid_argument(fmt::format(
+          "grammar rule `{}` can never finish (it always refers to itself)", names_[r]));
     }
   }
   if (int64_t r = find_left_recursion(alts_, g.rule_min); r >= 0) {
-    return Status::invalid_argument(fmt::format(
-        "grammar rule `{}` is left-recursive, which keel does not support", names_[r]));
+    return Status::invalid_argument(
+        fmt::format("grammar rule `{}` is left-recursive, which keel does not support", names_[r]));
   }
   g.rule_alts.resize(alts_.size());
   for (size_t r = 0; r < alts_.size(); ++r) {

@@ -47,13 +47,13 @@ struct Elem {
 };
 
 struct Grammar {
-  std::vector<Elem> elems;                      // all alternatives, each ending with kEnd
-  std::vector<ByteSet> sets;                    // byte sets referenced by kBytes elements
+  std::vector<Elem> elems;                       // all alternatives, each ending with kEnd
+  std::vector<ByteSet> sets;                     // byte sets referenced by kBytes elements
   std::vector<std::vector<uint32_t>> rule_alts;  // per rule: start positions of its alternatives
-  std::vector<std::string> rule_names;          // per rule, for messages
-  uint32_t root = 0;                            // the start rule
-  std::vector<uint32_t> rule_min;               // per rule: fewest bytes of a match
-  std::vector<uint32_t> rest_min;               // per position: fewest bytes to its kEnd
+  std::vector<std::string> rule_names;           // per rule, for messages
+  uint32_t root = 0;                             // the start rule
+  std::vector<uint32_t> rule_min;                // per rule: fewest bytes of a match
+  std::vector<uint32_t> rest_min;                // per position: fewest bytes to its kEnd
 
   [[nodiscard]] size_t num_rules() const { return rule_alts.size(); }
 };

@@ -6,7 +6,7 @@
 namespace keel::grammar {
 
 Result<std::unique_ptr<GrammarConstraint>> GrammarRegistry::make(std::string_view gbnf,
-                                                                  int32_t max_tokens) {
+                                                                 int32_t max_tokens) {
   std::string key(gbnf);
   auto it = maskers_.find(key);
   if (it != maskers_.end()) {

@@ -34,8 +34,8 @@ class GrammarRegistry {
  private:
   std::shared_ptr<const TokenTrie> trie_;
   std::list<std::string> lru_;  // most recent first
-  std::unordered_map<std::string, std::pair<std::shared_ptr<TokenMasker>,
-                                            std::list<std::string>::iterator>>
+  std::unordered_map<std::string,
+                     std::pair<std::shared_ptr<TokenMasker>, std::list<std::string>::iterator>>
       maskers_;
 };
 

@@ -54,8 +54,9 @@ class Compiler {
     for (const auto& [key, value] : s.items()) {
       if (kAnnotations.count(key) != 0) continue;
       static const std::set<std::string_view> kKnown = {
-          "type",     "properties", "required",  "additionalProperties", "enum",      "const",
-          "items",    "minItems",   "maxItems",  "minLength",            "maxLength", "pattern",
+          "type",     "properties", "required",  "additionalProperties",
+          "enum",     "const",      "items",     "minItems",
+          "maxItems", "minLength",  "maxLength", "pattern",
           "anyOf",    "$ref",       "$defs",     "definitions"};
       if (kKnown.count(key) == 0) {
         return Status::invalid_argument(
@@ -130,7 +131,8 @@ class Compiler {
         !root_[section].is_object() || !root_[section].contains(name)) {
       return Status::invalid_argument(
           fmt::format("`$ref` \"{}\" is not supported (only #/$defs/NAME and "
-                      "#/definitions/NAME within the schema)", path));
+                      "#/definitions/NAME within the schema)",
+                      path));
     }
     const std::string rule = fresh("ref");
     refs_[path] = rule;  // before compiling the target: recursion refers to the rule
@@ -152,8 +154,9 @@ class Compiler {
     if (s.contains("pattern")) {
       if (!s["pattern"].is_string()) return Status::invalid_argument("`pattern` must be a string");
       if (s.contains("minLength") || s.contains("maxLength")) {
-        return Status::invalid_argument("`pattern` together with `minLength`/`maxLength` is not "
-                                        "supported");
+        return Status::invalid_argument(
+            "`pattern` together with `minLength`/`maxLength` is not "
+            "supported");
       }
       KEEL_ASSIGN_OR_RETURN(std::string body,
                             regex_to_gbnf(s["pattern"].get<std::string>(), /*json_string=*/true));

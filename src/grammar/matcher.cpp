@@ -24,9 +24,7 @@ bool StackSet::has_complete() const {
 
 uint64_t StackSet::hash() const {
   uint64_t h = 0x9E3779B97F4A7C15ull;
-  auto mix = [&h](uint64_t v) {
-    h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
-  };
+  auto mix = [&h](uint64_t v) { h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2); };
   for (uint32_t v : data_) mix(v);
   for (uint32_t v : begin_) mix(v);
   return h;

@@ -156,17 +156,28 @@ class RegexParser {
     const Ranges word = {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
     const Ranges space = {{'\t', '\r'}, {' ', ' '}};
     switch (e) {
-      case 'd': return digit;
-      case 'D': return complement(digit);
-      case 'w': return word;
-      case 'W': return complement(word);
-      case 's': return space;
-      case 'S': return complement(space);
-      case 'n': return Ranges{{'\n', '\n'}};
-      case 'r': return Ranges{{'\r', '\r'}};
-      case 't': return Ranges{{'\t', '\t'}};
-      case 'f': return Ranges{{'\f', '\f'}};
-      case 'v': return Ranges{{'\v', '\v'}};
+      case 'd':
+        return digit;
+      case 'D':
+        return complement(digit);
+      case 'w':
+        return word;
+      case 'W':
+        return complement(word);
+      case 's':
+        return space;
+      case 'S':
+        return complement(space);
+      case 'n':
+        return Ranges{{'\n', '\n'}};
+      case 'r':
+        return Ranges{{'\r', '\r'}};
+      case 't':
+        return Ranges{{'\t', '\t'}};
+      case 'f':
+        return Ranges{{'\f', '\f'}};
+      case 'v':
+        return Ranges{{'\v', '\v'}};
       case 'x': {
         KEEL_ASSIGN_OR_RETURN(uint32_t v, hex(2));
         return Ranges{{v, v}};
@@ -175,7 +186,8 @@ class RegexParser {
         KEEL_ASSIGN_OR_RETURN(uint32_t v, hex(4));
         return Ranges{{v, v}};
       }
-      default: break;
+      default:
+        break;
     }
     const auto u = static_cast<unsigned char>(e);
     if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9')) {

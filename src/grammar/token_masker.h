@@ -96,8 +96,8 @@ class TokenMasker {
   size_t words_;
   std::unordered_map<std::vector<uint32_t>, LocalEntry, VecHash> entries_;
   std::unordered_map<uint64_t, CachedState> states_;
-  std::vector<StackSet> walk_;       // per trie depth, reused by build_entry
-  std::vector<StackSet> dep_walk_;   // per relative depth, reused by add_dependent
+  std::vector<StackSet> walk_;      // per trie depth, reused by build_entry
+  std::vector<StackSet> dep_walk_;  // per relative depth, reused by add_dependent
   StackSet parent_;
   MaskerStats stats_;
 };

@@ -36,9 +36,8 @@ TokenTrie TokenTrie::from_pieces(std::vector<std::string> pieces, std::vector<in
   for (int32_t id = 0; id < t.vocab_size(); ++id) {
     if (!t.pieces_[static_cast<size_t>(id)].empty()) order.push_back(id);
   }
-  std::stable_sort(order.begin(), order.end(), [&t](int32_t a, int32_t b) {
-    return t.piece(a) < t.piece(b);
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&t](int32_t a, int32_t b) { return t.piece(a) < t.piece(b); });
   std::vector<uint32_t> path;  // node index per depth - 1 of the previous piece
   const std::string* prev = nullptr;
   for (int32_t id : order) {

@@ -1,9 +1,9 @@
-// TokenTrie: the vocabulary as the grammar sees it — every token's exact output bytes (SentencePiece
-// "▁" as a space, byte-fallback "<0xNN>" tokens as their byte, GPT-2 byte-level characters mapped
-// back to bytes: Tokenizer::token_to_piece) in a byte trie stored in preorder, so a mask walks
-// it once, skipping whole subtrees the grammar rejects. Control, unknown and unused tokens, and
-// tokens with no bytes, are never in the trie: a constraint never allows them, except the
-// end-of-generation ids (eog()), which it allows exactly when the grammar is complete.
+// TokenTrie: the vocabulary as the grammar sees it — every token's exact output bytes
+// (SentencePiece "▁" as a space, byte-fallback "<0xNN>" tokens as their byte, GPT-2 byte-level
+// characters mapped back to bytes: Tokenizer::token_to_piece) in a byte trie stored in preorder, so
+// a mask walks it once, skipping whole subtrees the grammar rejects. Control, unknown and unused
+// tokens, and tokens with no bytes, are never in the trie: a constraint never allows them, except
+// the end-of-generation ids (eog()), which it allows exactly when the grammar is complete.
 // Invariants: nodes are in preorder; node i's subtree is [i, nodes[i].next); depth 1 = first byte.
 // Thread safety: immutable after construction; share freely (one per vocabulary).
 #pragma once

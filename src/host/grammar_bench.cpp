@@ -55,9 +55,8 @@ Result<std::vector<std::string>> read_bench_grammars(const std::string& path) {
   return out;
 }
 
-Result<GrammarBenchReport> run_grammar_bench(const model::Model& m,
-                                             const tokenizer::Tokenizer& tok, kernels::Ops& ops,
-                                             const GrammarBenchOptions& opts) {
+Result<GrammarBenchReport> run_grammar_bench(const model::Model& m, const tokenizer::Tokenizer& tok,
+                                             kernels::Ops& ops, const GrammarBenchOptions& opts) {
   if (opts.grammars.empty()) return Status::invalid_argument("no grammar");
   const std::vector<int32_t> prompt = tok.encode("Once upon a time", true, false);
   const auto total_len = static_cast<int32_t>(prompt.size()) + opts.max_tokens;
@@ -69,7 +68,8 @@ Result<GrammarBenchReport> run_grammar_bench(const model::Model& m,
   rep.trie_nodes = trie->nodes().size();
   grammar::GrammarRegistry registry(trie);
   const model::KvLayout layout = model::KvLayout::for_model(m.hparams(), 16, DType::kF32);
-  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv, model::KvStorage::create(layout, (total_len + 15) / 16));
+  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
+                        model::KvStorage::create(layout, (total_len + 15) / 16));
   model::Context ctx(m, std::max<int32_t>(static_cast<int32_t>(prompt.size()), 1));
   model::Batch batch;
   batch.seqs.resize(1);
@@ -123,11 +123,14 @@ Result<GrammarBenchReport> run_grammar_bench(const model::Model& m,
 }
 
 void print_grammar_bench(std::FILE* out, const GrammarBenchReport& r) {
-  std::fprintf(out, "token trie: %.1f ms, %zu nodes; finished with stop: %d, truncated: %d, "
+  std::fprintf(out,
+               "token trie: %.1f ms, %zu nodes; finished with stop: %d, truncated: %d, "
                "JSON that parses: %d\n\n",
                r.trie_ms, r.trie_nodes, r.stops, r.truncated, r.json_parses);
-  std::fprintf(out, "| runs  | tokens  | p50 µs    | p99 µs    | max µs    | step ms    | share    |\n");
-  std::fprintf(out, "|-------|---------|-----------|-----------|-----------|------------|----------|\n");
+  std::fprintf(out,
+               "| runs  | tokens  | p50 µs    | p99 µs    | max µs    | step ms    | share    |\n");
+  std::fprintf(out,
+               "|-------|---------|-----------|-----------|-----------|------------|----------|\n");
   print_row(out, "cold", r.cold);
   print_row(out, "warm", r.warm);
   GrammarBenchTimes all = r.cold;

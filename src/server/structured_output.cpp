@@ -23,9 +23,10 @@ MaybeError from_response_format(const Json& rf, std::string* grammar) {
     return std::nullopt;
   }
   if (t != "json_schema") {
-    return ApiError::bad_request("`response_format.type` must be \"text\", \"json_object\" or "
-                                 "\"json_schema\"",
-                                 "response_format.type", "unsupported_value");
+    return ApiError::bad_request(
+        "`response_format.type` must be \"text\", \"json_object\" or "
+        "\"json_schema\"",
+        "response_format.type", "unsupported_value");
   }
   const Json* js = field(rf, "json_schema");
   if (js == nullptr || !js->is_object()) {
@@ -62,12 +63,13 @@ MaybeError parse_structured_output(const Json& body, std::string* grammar) {
   KEEL_API_TRY(read_string(body, "grammar", &gbnf));
   KEEL_API_TRY(read_string(body, "regex", &regex));
   const Json* rf = field(body, "response_format");
-  const bool structured_rf = rf != nullptr && !(rf->is_object() && rf->contains("type") &&
-                                                (*rf)["type"] == "text");
+  const bool structured_rf =
+      rf != nullptr && !(rf->is_object() && rf->contains("type") && (*rf)["type"] == "text");
   if (int(gbnf.has_value()) + int(regex.has_value()) + int(structured_rf) > 1) {
-    return ApiError::bad_request("give at most one of `response_format` (json), `grammar` and "
-                                 "`regex`",
-                                 "grammar");
+    return ApiError::bad_request(
+        "give at most one of `response_format` (json), `grammar` and "
+        "`regex`",
+        "grammar");
   }
   const char* param = "grammar";
   if (rf != nullptr) {

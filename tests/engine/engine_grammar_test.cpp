@@ -25,18 +25,24 @@ using Json = nlohmann::json;
 Json random_schema(std::mt19937& rng, int depth) {
   const int kind = static_cast<int>(rng() % (depth > 0 ? 10 : 7));
   switch (kind) {
-    case 0: return {{"type", "integer"}};
-    case 1: return {{"type", "number"}};
-    case 2: return {{"type", "boolean"}};
+    case 0:
+      return {{"type", "integer"}};
+    case 1:
+      return {{"type", "number"}};
+    case 2:
+      return {{"type", "boolean"}};
     case 3: {
       Json s = {{"type", "string"}};
       if (rng() % 2) s["maxLength"] = rng() % 12;
       if (rng() % 3 == 0) s["minLength"] = 1;
       return s;
     }
-    case 4: return {{"enum", Json::array({"red", "green", 7, nullptr})}};
-    case 5: return {{"type", Json::array({"string", "null"})}};
-    case 6: return {{"type", "string"}, {"pattern", "^[a-z]{2,5}-\\d{1,3}$"}};
+    case 4:
+      return {{"enum", Json::array({"red", "green", 7, nullptr})}};
+    case 5:
+      return {{"type", Json::array({"string", "null"})}};
+    case 6:
+      return {{"type", "string"}, {"pattern", "^[a-z]{2,5}-\\d{1,3}$"}};
     case 7: {
       Json s = {{"type", "array"}, {"items", random_schema(rng, depth - 1)}};
       if (rng() % 2) s["minItems"] = 1;
@@ -54,7 +60,9 @@ Json random_schema(std::mt19937& rng, int depth) {
         props[name] = random_schema(rng, depth - 1);
         if (rng() % 3 != 0) required.push_back(name);
       }
-      return {{"type", "object"}, {"properties", props}, {"required", required},
+      return {{"type", "object"},
+              {"properties", props},
+              {"required", required},
               {"additionalProperties", false}};
     }
   }
@@ -115,8 +123,9 @@ TEST(EngineGrammarTest, FiftySchemasStopAndValidate) {
   std::vector<GenerationRequest> requests;
   for (int i = 0; i < 50; ++i) {
     schemas.push_back(i % 5 == 0 ? random_schema(rng, 1) : random_schema(rng, 3));
-    if (i % 7 == 0) schemas.back() = {{"type", "object"}, {"properties", {{"x", schemas.back()}}},
-                                      {"required", {"x"}}};
+    if (i % 7 == 0)
+      schemas.back() = {
+          {"type", "object"}, {"properties", {{"x", schemas.back()}}}, {"required", {"x"}}};
     Result<std::string> gbnf = grammar::json_schema_to_gbnf(schemas.back());
     ASSERT_TRUE(gbnf.ok()) << gbnf.error().to_string() << "\n" << schemas.back().dump();
     requests.push_back(sampled(prompt, std::move(gbnf).value(), 100 + i, 200));
@@ -135,7 +144,8 @@ TEST(EngineGrammarTest, FiftySchemasStopAndValidate) {
     const Json doc = Json::parse(outs[i].text, nullptr, false);
     ASSERT_FALSE(doc.is_discarded()) << "does not parse: " << outs[i].text;
     EXPECT_EQ(grammar::testing::schema_violation(doc, schemas[i], schemas[i]), "")
-        << schemas[i].dump() << "\n" << outs[i].text;
+        << schemas[i].dump() << "\n"
+        << outs[i].text;
   }
   size_t longest = 0, bytes = 0;
   for (size_t i = 0; i < outs.size(); ++i) {

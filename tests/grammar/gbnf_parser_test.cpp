@@ -39,10 +39,10 @@ TEST(GbnfParser, Repetitions) {
   Grammar g = parse(R"(root ::= [0-9]+ "." [a-z]* "x"? "y"{2} "z"{1,3} "w"{2,})");
   EXPECT_TRUE(matches(g, "1.xyyzww"));
   EXPECT_TRUE(matches(g, "123.abcyyzzzwwww"));
-  EXPECT_FALSE(matches(g, ".yyzww"));        // + needs one
-  EXPECT_FALSE(matches(g, "1.yyzzzzww"));    // {1,3}
-  EXPECT_FALSE(matches(g, "1.yzww"));        // {2}
-  EXPECT_FALSE(matches(g, "1.yyzw"));        // {2,}
+  EXPECT_FALSE(matches(g, ".yyzww"));      // + needs one
+  EXPECT_FALSE(matches(g, "1.yyzzzzww"));  // {1,3}
+  EXPECT_FALSE(matches(g, "1.yzww"));      // {2}
+  EXPECT_FALSE(matches(g, "1.yyzw"));      // {2,}
 }
 
 TEST(GbnfParser, CharacterClassesAreUnicodeAware) {
@@ -51,7 +51,7 @@ TEST(GbnfParser, CharacterClassesAreUnicodeAware) {
   EXPECT_TRUE(matches(g, "€λ😀"));
   EXPECT_FALSE(matches(g, "aβc"));
   EXPECT_FALSE(matches(g, "bac"));
-  EXPECT_FALSE(matches(g, "b\xCE"));             // half a character
+  EXPECT_FALSE(matches(g, "b\xCE"));              // half a character
   EXPECT_FALSE(matches(g, "\xC0\x80\xCE\xB2x"));  // overlong encoding is not a character
 }
 

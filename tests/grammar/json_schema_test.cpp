@@ -71,14 +71,14 @@ TEST(JsonSchema, AcceptsValidAndRejectsInvalid) {
   EXPECT_TRUE(accepts(g, R"({"age":3,"name":"bo","tags":["a"]})"));
   EXPECT_TRUE(accepts(g, R"({ "age": -30, "name": "bo", "score": 1.5e3, "tags": ["a", 3] })"));
   EXPECT_TRUE(accepts(g, R"({"age":0,"name":"é\"x","nick":null,"tags":["b"]})"));
-  EXPECT_FALSE(accepts(g, R"({"name":"bo","age":3,"tags":["a"]})"));     // another order
-  EXPECT_FALSE(accepts(g, R"({"name":"bo","tags":["a"]})"));              // age missing
-  EXPECT_FALSE(accepts(g, R"({"age":3,"name":"bo","tags":[]})"));         // minItems
-  EXPECT_FALSE(accepts(g, R"({"age":3,"name":"bo","tags":["c"]})"));      // enum
+  EXPECT_FALSE(accepts(g, R"({"name":"bo","age":3,"tags":["a"]})"));         // another order
+  EXPECT_FALSE(accepts(g, R"({"name":"bo","tags":["a"]})"));                 // age missing
+  EXPECT_FALSE(accepts(g, R"({"age":3,"name":"bo","tags":[]})"));            // minItems
+  EXPECT_FALSE(accepts(g, R"({"age":3,"name":"bo","tags":["c"]})"));         // enum
   EXPECT_FALSE(accepts(g, R"({"age":3,"name":"123456789","tags":["a"]})"));  // maxLength
-  EXPECT_FALSE(accepts(g, R"({"age":3.5,"name":"bo","tags":["a"]})"));    // integer
-  EXPECT_FALSE(accepts(g, R"({"age":3,"name":"bo","tags":["a"],"x":1})"));  // additional
-  EXPECT_FALSE(accepts(g, R"({"age":01,"name":"bo","tags":["a"]})"));     // leading zero
+  EXPECT_FALSE(accepts(g, R"({"age":3.5,"name":"bo","tags":["a"]})"));       // integer
+  EXPECT_FALSE(accepts(g, R"({"age":3,"name":"bo","tags":["a"],"x":1})"));   // additional
+  EXPECT_FALSE(accepts(g, R"({"age":01,"name":"bo","tags":["a"]})"));        // leading zero
 }
 
 TEST(JsonSchema, RandomWalksValidate) {
@@ -122,10 +122,9 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
     return r.ok() ? std::string("ok") : r.error().message();
   };
   EXPECT_NE(message(R"({"type": "string", "format": "date"})").find("`format`"), std::string::npos);
-  EXPECT_NE(
-      message(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}}})")
-          .find("`minimum`"),
-      std::string::npos);
+  EXPECT_NE(message(R"({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3}}})")
+                .find("`minimum`"),
+            std::string::npos);
   EXPECT_NE(message(R"({"oneOf": []})").find("`oneOf`"), std::string::npos);
   EXPECT_NE(message(R"({"type": "date"})").find("`date`"), std::string::npos);
   EXPECT_NE(message(R"({"$ref": "http://x"})").find("$ref"), std::string::npos);

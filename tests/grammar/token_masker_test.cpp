@@ -20,8 +20,8 @@ namespace {
 using Json = nlohmann::json;
 
 std::shared_ptr<const TokenTrie> load_trie(const std::string& relative) {
-  auto f = gguf::GgufFile::open(keel::testing::shared_path(relative),
-                                {.mode = gguf::DataMode::kNone});
+  auto f =
+      gguf::GgufFile::open(keel::testing::shared_path(relative), {.mode = gguf::DataMode::kNone});
   EXPECT_TRUE(f.ok()) << f.error().to_string();
   if (!f.ok()) return nullptr;
   auto tok = tokenizer::Tokenizer::from_gguf(*f);
@@ -89,8 +89,9 @@ void check_walks(const std::string& vocab, const std::string& gbnf, int walks, i
   }
   const MaskerStats& st = masker.stats();
   std::printf("[ masker ] %s: %lld masks, %lld state hits, %lld entries, %lld dependent checks\n",
-              vocab.c_str(), static_cast<long long>(st.masks), static_cast<long long>(st.state_hits),
-              static_cast<long long>(st.entries_built), static_cast<long long>(st.dependent_checks));
+              vocab.c_str(), static_cast<long long>(st.masks),
+              static_cast<long long>(st.state_hits), static_cast<long long>(st.entries_built),
+              static_cast<long long>(st.dependent_checks));
   EXPECT_GT(st.entries_built, 0);
 }
 

@@ -23,8 +23,8 @@ int covering(const std::vector<Utf8Sequence>& seqs, const std::string& bytes) {
 
 TEST(Utf8Ranges, ExactCoverExhaustive) {
   const std::pair<uint32_t, uint32_t> ranges[] = {
-      {0, kMaxCodePoint}, {0x41, 0x5A}, {0x7F, 0x800}, {0x3B1, 0x3C9}, {0xD000, 0xE0FF},
-      {0xFFFF, 0x10000},  {0x1F600, 0x1F64F}};
+      {0, kMaxCodePoint}, {0x41, 0x5A},      {0x7F, 0x800},     {0x3B1, 0x3C9},
+      {0xD000, 0xE0FF},   {0xFFFF, 0x10000}, {0x1F600, 0x1F64F}};
   for (auto [lo, hi] : ranges) {
     std::vector<Utf8Sequence> seqs;
     utf8_sequences(lo, hi, &seqs);

@@ -207,7 +207,9 @@ const BadCase kBadCases[] = {
      {{"messages", Json::array({Json{{"role", "user"},
                                      {"content", Json::array({Json{{"type", "image_url"}}})}}})}},
      "messages[0].content[0].type"},
-    {"response_format type", true, {{"response_format", {{"type", "yaml"}}}},
+    {"response_format type",
+     true,
+     {{"response_format", {{"type", "yaml"}}}},
      "response_format.type"},
     {"response_format no schema",
      true,
@@ -252,11 +254,14 @@ INSTANTIATE_TEST_SUITE_P(AllCases, BadRequestTest, ::testing::ValuesIn(kBadCases
 
 TEST(StructuredOutputTest, CompilesToGrammar) {
   Json chat = {{"messages", Json::array({Json{{"role", "user"}, {"content", "hi"}}})}};
-  chat["response_format"] = {
-      {"type", "json_schema"},
-      {"json_schema",
-       {{"name", "p"}, {"strict", true}, {"schema", {{"type", "object"}, {"properties",
-        {{"a", {{"type", "integer"}}}}}, {"required", {"a"}}}}}}};
+  chat["response_format"] = {{"type", "json_schema"},
+                             {"json_schema",
+                              {{"name", "p"},
+                               {"strict", true},
+                               {"schema",
+                                {{"type", "object"},
+                                 {"properties", {{"a", {{"type", "integer"}}}}},
+                                 {"required", {"a"}}}}}}};
   ApiResult<GenerationSpec> r = parse_chat_request(chat, kLimits);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_NE(r->grammar.find("root ::="), std::string::npos);
