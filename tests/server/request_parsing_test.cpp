@@ -264,24 +264,24 @@ TEST(StructuredOutputTest, CompilesToGrammar) {
                                  {"required", {"a"}}}}}}};
   ApiResult<GenerationSpec> r = parse_chat_request(chat, kLimits);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_NE(r->grammar.find("root ::="), std::string::npos);
-  EXPECT_NE(r->grammar.find("\\\"a\\\""), std::string::npos) << r->grammar;
+  EXPECT_NE(r.value().grammar.find("root ::="), std::string::npos);
+  EXPECT_NE(r.value().grammar.find("\\\"a\\\""), std::string::npos) << r.value().grammar;
   chat["response_format"] = {{"type", "json_object"}};
   r = parse_chat_request(chat, kLimits);
   ASSERT_TRUE(r.ok());
-  EXPECT_NE(r->grammar.find("json-object"), std::string::npos);
+  EXPECT_NE(r.value().grammar.find("json-object"), std::string::npos);
   chat["response_format"] = {{"type", "text"}};
   r = parse_chat_request(chat, kLimits);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->grammar, "");
+  EXPECT_EQ(r.value().grammar, "");
   Json completion = {{"prompt", "x"}, {"regex", "[ab]+"}};
   r = parse_completion_request(completion, kLimits);
   ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_NE(r->grammar.find("root ::="), std::string::npos);
+  EXPECT_NE(r.value().grammar.find("root ::="), std::string::npos);
   completion = {{"prompt", "x"}, {"grammar", "root ::= \"yes\" | \"no\""}};
   r = parse_completion_request(completion, kLimits);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(r->grammar, "root ::= \"yes\" | \"no\"");
+  EXPECT_EQ(r.value().grammar, "root ::= \"yes\" | \"no\"");
 }
 
 TEST(JsonDepthTest, CountsNestingOutsideStrings) {
