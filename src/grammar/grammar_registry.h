@@ -21,7 +21,7 @@ namespace keel::grammar {
 
 class GrammarRegistry {
  public:
-  static constexpr size_t kMaxGrammars = 64;
+  static constexpr size_t kMaxGrammars = 16;
 
   explicit GrammarRegistry(std::shared_ptr<const TokenTrie> trie) : trie_(std::move(trie)) {}
 

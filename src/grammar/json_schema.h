@@ -1,10 +1,11 @@
 // JSON Schema → GBNF text (gbnf_parser.h), for OpenAI's response_format json_schema (always
 // compiled strictly: the grammar produces only documents that validate) and json_object.
 //
-// Supported subset: type (one or a list), properties / required (properties in key order — nlohmann::json keeps
-// object keys sorted; optional ones may be left out; no undeclared property is ever produced, so any
-// additionalProperties is honoured), enum, const, items / minItems / maxItems, string
-// minLength / maxLength / pattern (regex.h, matched against the whole string), anyOf, $ref to
+// Supported subset: type (one or a list), properties / required (properties in key order —
+// nlohmann::json keeps object keys sorted; optional ones may be left out; no undeclared property is
+// ever produced, so any additionalProperties is honoured), enum, const, items / minItems /
+// maxItems, string minLength / maxLength / pattern (regex.h, matched against the whole string),
+// anyOf, $ref to
 // "#/$defs/..." or "#/definitions/..." (recursion allowed), and the empty schema (any value).
 // Annotations are ignored: title, description, default, examples, $schema, $id, $comment.
 // Any other keyword (format, minimum, oneOf, ...) is refused: InvalidArgument naming it, which

@@ -7,8 +7,8 @@
 namespace keel::grammar {
 namespace {
 
-constexpr size_t kMaxCachedStates = 4096;
-constexpr size_t kMaxEntries = 4096;
+constexpr size_t kMaxCachedStates = 1024;  // × vocab/8 bytes each (4 KiB at 32K)
+constexpr size_t kMaxEntries = 1024;
 constexpr int64_t kNoBudget = std::numeric_limits<int64_t>::max() / 4;
 
 }  // namespace
