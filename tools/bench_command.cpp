@@ -288,6 +288,7 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
 int run_bench(const BenchOptions& opts) {
   auto setup = host::setup_compute(opts.compute);
   if (!setup.ok()) return report_error(setup.status());
+  if (!opts.grammar_file.empty()) return run_bench_grammar(opts, *setup);
   const Status s = bench(opts, *setup);
   return s.ok() ? 0 : report_error(s);
 }

@@ -98,8 +98,13 @@ struct BenchOptions {
   std::string output = "md";  // md | json
   bool roofline = false;
   std::string kv_type = "f32";
+  // --grammar FILE: the structured-output benchmark instead (bench_grammar_command.cpp), with
+  // grammar_runs constrained generations of n_gen[0] tokens.
+  std::string grammar_file;
+  int32_t grammar_runs = 10;
 };
 int run_bench(const BenchOptions& opts);
+int run_bench_grammar(const BenchOptions& opts, const host::ComputeSetup& setup);
 
 struct MakeModelOptions {
   std::string arch = "llama";  // llama | qwen2 | qwen3

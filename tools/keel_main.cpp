@@ -260,6 +260,11 @@ int main(int argc, char** argv) {
                       "Measure bandwidth and peaks first; report each test's efficiency");
   bench_cmd->add_option("--kv-type", bench.kv_type, "KV cache element type")
       ->check(CLI::IsMember({"f32", "f16"}));
+  bench_cmd->add_option("--grammar", bench.grammar_file,
+                        "Structured outputs: per-token grammar cost for this JSON Schema (.json, "
+                        "or an array of them) or GBNF file, decoding -n tokens per run");
+  bench_cmd->add_option("--grammar-runs", bench.grammar_runs, "Constrained generations")
+      ->check(CLI::Range(1, 100000));
   add_compute_options(bench_cmd, &bench.compute);
 
   keel::cli::EvalPicOptions pic;

@@ -10,6 +10,8 @@
 #include "core/log.h"
 #include "engine/model_identity.h"
 #include "engine/resumed_request.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/grammar_registry.h"
 #include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"
@@ -153,6 +155,12 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   if (request.max_tokens < 1) return Status::invalid_argument("max_tokens must be at least 1");
   if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
     return Status::invalid_argument("stop strings need an engine with a tokenizer");
+  }
+  if (!request.grammar.empty()) {
+    if (tokenizer_ == nullptr) {
+      return Status::invalid_argument("a grammar needs an engine with a tokenizer");
+    }
+    KEEL_TRY(grammar::parse_gbnf(request.grammar).status());  // pure: safe from any thread
   }
   KEEL_TRY(validate_resumed(request, config_.eog_token_ids, tokenizer_));
   // Resumed tokens count in max_tokens: the original prompt + max_tokens is the context needed.
@@ -303,6 +311,16 @@ void Engine::admit(Submit s) {
   a.sampler = std::make_unique<sampling::Sampler>(s.request.sampling,
                                                   static_cast<int32_t>(model_.hparams().n_vocab));
   a.sampler->set_prompt(original_prompt(s.request));
+  if (!s.request.grammar.empty()) {
+    if (!grammars_) {
+      grammars_ =
+          std::make_unique<grammar::GrammarRegistry>(std::make_shared<const grammar::TokenTrie>(
+              grammar::TokenTrie::from_tokenizer(*tokenizer_)));
+    }
+    auto constraint = grammars_->make(s.request.grammar, s.request.max_tokens);
+    KEEL_CHECK(constraint.ok());  // submit() parsed the grammar
+    a.sampler->set_constraint(std::move(constraint).value());
+  }
   a.sampler->resume(resumed_span(s.request));  // counted as output; the draw counter moves on
   a.pic_variant = s.request.pic_link.value_or(config_.pic_link);
   a.request = std::move(s.request);

@@ -47,6 +47,10 @@
 #include "model/kv_storage.h"
 #include "model/model.h"
 
+namespace keel::grammar {
+class GrammarRegistry;
+}  // namespace keel::grammar
+
 namespace keel::engine {
 
 // What an engine uses besides its model and config.
@@ -229,7 +233,11 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
-  const tokenizer::Tokenizer* tokenizer_;   // for stop strings; may be null
+  const tokenizer::Tokenizer* tokenizer_;  // for stop strings and grammars; may be null
+  // Structured outputs: parsed grammars and their mask caches, shared by requests with the same
+  // grammar (engine thread; built on the first grammar request). The maskers inside are used by
+  // the executor thread only, where every Sampler samples.
+  std::unique_ptr<grammar::GrammarRegistry> grammars_;
   std::unique_ptr<FileSystem> fs_;          // the disk tier's file system
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)

@@ -48,6 +48,11 @@ struct GenerationRequest {
   // Finish with kStop on the token that completes one of these in the generated text (rendered
   // as the server renders it: engine/stop_strings.h). Needs an engine with a tokenizer.
   std::vector<std::string> stop_strings;
+  // Structured outputs: a GBNF grammar (grammar/gbnf_parser.h) every generated token must follow
+  // (the server compiles response_format json_schema / json_object and `regex` to it). The output
+  // is closed within max_tokens (the grammar engine's budget), and EOG tokens are allowed only
+  // when it is complete. Needs an engine with a tokenizer. Empty: unconstrained.
+  std::string grammar;
   std::string cache_salt;  // prefix-cache isolation: blocks are shared only within a salt
   // Explicit context caching (POST /v1/caches): when set, a request that finishes normally keeps
   // its KV blocks pinned as context cache `retain_as` for retain_ms (never evicted; its full

@@ -145,6 +145,7 @@ Json encode_request_body(const GenerationRequest& q) {
   if (q.ignore_eos) j["ignore_eos"] = true;
   if (!q.stop_token_ids.empty()) j["stop_token_ids"] = q.stop_token_ids;
   if (!q.stop_strings.empty()) j["stop_strings"] = q.stop_strings;
+  if (!q.grammar.empty()) j["grammar"] = q.grammar;
   if (!q.cache_salt.empty()) j["cache_salt"] = q.cache_salt;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
@@ -169,6 +170,7 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.boolean("ignore_eos", &q->ignore_eos);
   r.i32_list("stop_token_ids", &q->stop_token_ids);
   r.str_list("stop_strings", &q->stop_strings);
+  r.str("grammar", &q->grammar);
   r.str("cache_salt", &q->cache_salt);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);

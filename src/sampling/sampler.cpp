@@ -33,6 +33,7 @@ void Sampler::set_prompt(std::span<const int32_t> prompt_tokens) {
 void Sampler::accept(int32_t token) {
   KEEL_CHECK(token >= 0 && token < vocab_size_);
   history_.add_output(token);
+  if (constraint_) constraint_->accept(token);
 }
 
 void Sampler::resume(std::span<const int32_t> generated_tokens) {
@@ -77,6 +78,7 @@ int32_t draw_from_survivors(std::span<const Candidate> survivors, std::span<cons
 int32_t Sampler::sample(std::span<float> logits, SamplingWorkspace& ws) {
   KEEL_CHECK(logits.size() == static_cast<size_t>(vocab_size_));
   const uint64_t draw_index = draw_index_++;  // every call, greedy or not, is one generated token
+  if (constraint_) constraint_->mask(logits);
   apply_logit_bias(logits, params_.logit_bias);
   apply_penalties(logits, history_, params_.repetition_penalty, params_.presence_penalty,
                   params_.frequency_penalty);

@@ -4,6 +4,7 @@
 // steps) or one lent by the caller, so that an engine with many requests keeps one per thread.
 //
 // Order of operations in sample(), each stage skipped when neutral:
+//   0. constraint            a LogitConstraint (structured outputs) sets disallowed tokens to -inf
 //   1. logit_bias            additive, on the raw logits
 //   2. penalties             repetition (prompt + output), then presence / frequency (output)
 //   3. greedy                if temperature < kGreedyTemperature (i.e. 0): argmax, ties → lowest id
@@ -43,6 +44,7 @@
 
 #include "core/result.h"
 #include "sampling/counter_rng.h"
+#include "sampling/logit_constraint.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 #include "sampling/sampling_workspace.h"
@@ -82,8 +84,15 @@ class Sampler {
   SampleOutput sample_with_logprobs(std::span<float> logits);
   SampleOutput sample_with_logprobs(std::span<float> logits, SamplingWorkspace& workspace);
 
-  // Records a generated token for the penalties. Must be in [0, vocab_size).
+  // Records a generated token for the penalties (and the constraint). Must be in [0, vocab_size).
   void accept(int32_t token);
+
+  // Installs a constraint applied first in every sample() and fed every accept()ed (and
+  // resume()d) token; set it before resume(). nullptr removes it.
+  void set_constraint(std::unique_ptr<LogitConstraint> constraint) {
+    constraint_ = std::move(constraint);
+  }
+  [[nodiscard]] LogitConstraint* constraint() const { return constraint_.get(); }
 
   // Takes over tokens an earlier attempt of this request generated (its first generated tokens,
   // in order), as if sample() had returned each and accept() had recorded it: they count as
@@ -108,6 +117,7 @@ class Sampler {
   uint64_t draw_index_ = 0;  // sample() calls so far, plus resumed tokens
   TokenHistory history_;
   std::unique_ptr<SamplingWorkspace> own_workspace_;  // created by the first sample() without one
+  std::unique_ptr<LogitConstraint> constraint_;       // structured outputs, when set
 };
 
 }  // namespace keel::sampling

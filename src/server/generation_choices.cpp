@@ -44,6 +44,7 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
   r.stop_token_ids = spec_.stop_token_ids;
   r.stop_strings = spec_.stop;
   r.cache_salt = spec_.cache_salt;
+  r.grammar = spec_.grammar;
   r.pic_chunks = p.pic_chunks;
   r.pic_link = spec_.pic_link;
   if (spec_.sparse_policy)

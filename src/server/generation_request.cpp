@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "server/json_fields.h"
+#include "server/structured_output.h"
 
 namespace keel::server {
 namespace {
@@ -184,6 +185,7 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
   KEEL_API_TRY(read_bool(body, "ignore_eos", &spec->ignore_eos));
   KEEL_API_TRY(parse_streaming(body, spec));
   KEEL_API_TRY(parse_cache_salt(body, &spec->cache_salt));
+  KEEL_API_TRY(parse_structured_output(body, &spec->grammar));
   s.reset();
   KEEL_API_TRY(read_string(body, "cache_id", &s));
   if (s) {
@@ -210,13 +212,6 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
 // Fields that change the output's form in ways keel does not implement: refuse rather than
 // silently ignore.
 MaybeError refuse_unsupported_chat(const Json& body) {
-  if (const Json* rf = field(body, "response_format")) {
-    const Json* type = rf->is_object() ? field(*rf, "type") : nullptr;
-    if (type == nullptr || !type->is_string() || type->get<std::string>() != "text") {
-      return ApiError::bad_request("only `response_format` {\"type\": \"text\"} is supported",
-                                   "response_format", "unsupported_value");
-    }
-  }
   const Json* tools = field(body, "tools");
   const Json* choice = field(body, "tool_choice");
   const bool choice_none = choice != nullptr && choice->is_string() && *choice == "none";

@@ -62,6 +62,9 @@ struct GenerationSpec {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: prepend the prompt text
   std::string cache_salt;
+  // Structured outputs: the GBNF grammar compiled from response_format json_schema / json_object,
+  // `grammar` or `regex` (server/structured_output.h); "" when unconstrained.
+  std::string grammar;
   std::string cache_id;  // a context cache (POST /v1/caches) to extend; resolved by the router
   std::optional<kv::PicVariant> pic_link;    // `pic_link` (keel extension): how PIC chunks link
   std::optional<std::string> sparse_policy;  // `sparse.policy` (keel extension)

@@ -36,6 +36,7 @@ GenerationRequest full_request() {
   q.ignore_eos = true;
   q.stop_token_ids = {2, 32000};
   q.stop_strings = {"\n\n", "</s>", "caf\xC3\xA9"};
+  q.grammar = "root ::= \"{\" [a-z]* \"}\"";
   q.cache_salt = "tenant\x01\xff";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;

@@ -551,5 +551,38 @@ TEST(SamplerTest, ResumeContinuesTheUninterruptedSequence) {
   EXPECT_NE(rest, std::vector<int32_t>(tokens.begin() + 20, tokens.end()));
 }
 
+// A constraint that allows only token `allowed_` and records what it is fed.
+class OnlyOne final : public LogitConstraint {
+ public:
+  explicit OnlyOne(int32_t allowed, std::vector<int32_t>* seen) : allowed_(allowed), seen_(seen) {}
+  void mask(std::span<float> logits) override {
+    for (size_t t = 0; t < logits.size(); ++t) {
+      if (static_cast<int32_t>(t) != allowed_) logits[t] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  void accept(int32_t token) override { seen_->push_back(token); }
+
+ private:
+  int32_t allowed_;
+  std::vector<int32_t>* seen_;
+};
+
+TEST(SamplerTest, ConstraintMasksFirstAndSeesAcceptedAndResumedTokens) {
+  std::vector<int32_t> seen;
+  for (float temperature : {0.0f, 1.0f}) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.seed = 3;
+    p.logit_bias = {{1, 50.0f}};  // the bias cannot bring back a masked token
+    Sampler s(p, 8);
+    s.set_constraint(std::make_unique<OnlyOne>(5, &seen));
+    s.resume(std::vector<int32_t>{4});
+    std::vector<float> logits = {9, 8, 7, 6, 5, -3, 3, 2};
+    EXPECT_EQ(s.sample(logits), 5);
+    s.accept(5);
+  }
+  EXPECT_EQ(seen, (std::vector<int32_t>{4, 5, 4, 5}));
+}
+
 }  // namespace
 }  // namespace keel::sampling

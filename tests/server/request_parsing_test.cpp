@@ -207,10 +207,23 @@ const BadCase kBadCases[] = {
      {{"messages", Json::array({Json{{"role", "user"},
                                      {"content", Json::array({Json{{"type", "image_url"}}})}}})}},
      "messages[0].content[0].type"},
-    {"response_format json",
+    {"response_format type",
      true,
-     {{"response_format", {{"type", "json_object"}}}},
-     "response_format"},
+     {{"response_format", {{"type", "yaml"}}}},
+     "response_format.type"},
+    {"response_format no schema",
+     true,
+     {{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "x"}}}}}},
+     "response_format.json_schema.schema"},
+    {"schema unsupported keyword",
+     true,
+     {{"response_format",
+       {{"type", "json_schema"},
+        {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"}, {"format", "date"}}}}}}}},
+     "response_format.json_schema.schema"},
+    {"grammar bad", false, {{"grammar", "root ::= undefined"}}, "grammar"},
+    {"grammar and regex", false, {{"grammar", "root ::= \"a\""}, {"regex", "a"}}, "grammar"},
+    {"regex lookahead", false, {{"regex", "(?=a)b"}}, "regex"},
     {"tools", true, {{"tools", Json::array({Json{{"type", "function"}}})}}, "tools"},
     {"prompt missing", false, {{"prompt", nullptr}}, "prompt"},
     {"prompt empty array", false, {{"prompt", Json::array()}}, "prompt"},
@@ -238,6 +251,38 @@ INSTANTIATE_TEST_SUITE_P(AllCases, BadRequestTest, ::testing::ValuesIn(kBadCases
                            }
                            return n;
                          });
+
+TEST(StructuredOutputTest, CompilesToGrammar) {
+  Json chat = {{"messages", Json::array({Json{{"role", "user"}, {"content", "hi"}}})}};
+  chat["response_format"] = {{"type", "json_schema"},
+                             {"json_schema",
+                              {{"name", "p"},
+                               {"strict", true},
+                               {"schema",
+                                {{"type", "object"},
+                                 {"properties", {{"a", {{"type", "integer"}}}}},
+                                 {"required", {"a"}}}}}}};
+  ApiResult<GenerationSpec> r = parse_chat_request(chat, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_NE(r.value().grammar.find("root ::="), std::string::npos);
+  EXPECT_NE(r.value().grammar.find("\\\"a\\\""), std::string::npos) << r.value().grammar;
+  chat["response_format"] = {{"type", "json_object"}};
+  r = parse_chat_request(chat, kLimits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r.value().grammar.find("json-object"), std::string::npos);
+  chat["response_format"] = {{"type", "text"}};
+  r = parse_chat_request(chat, kLimits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value().grammar, "");
+  Json completion = {{"prompt", "x"}, {"regex", "[ab]+"}};
+  r = parse_completion_request(completion, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_NE(r.value().grammar.find("root ::="), std::string::npos);
+  completion = {{"prompt", "x"}, {"grammar", "root ::= \"yes\" | \"no\""}};
+  r = parse_completion_request(completion, kLimits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.value().grammar, "root ::= \"yes\" | \"no\"");
+}
 
 TEST(JsonDepthTest, CountsNestingOutsideStrings) {
   EXPECT_EQ(json_nesting_depth(R"({"a":[1,[2]]})", 64), 3);

@@ -1,0 +1,25 @@
+// Regular expression → GBNF expression (gbnf_parser.h), for keel's `regex` request field and JSON
+// Schema `pattern`. The match is always of the whole text (^ and $ are accepted at the ends only).
+// Supported: literals, ., [...] and [^...] with ranges, \d \w \s \D \W \S (also inside classes),
+// escapes (\n \r \t \f \v \xHH \uHHHH and escaped punctuation), groups (...) and (?:...),
+// alternation |, quantifiers * + ? {m} {m,} {m,n} (a trailing lazy ? is accepted, and ignored).
+// Refused with InvalidArgument naming the construct: backreferences, lookaround, anchors inside,
+// word boundaries, possessive quantifiers, named groups.
+// json_string: the expression describes the contents of a JSON string: characters are emitted
+// JSON-escaped (a `"` as \"), and classes and `.` never produce control characters, `"` or `\`.
+// Thread safety: a pure function.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "core/result.h"
+
+namespace keel::grammar {
+
+Result<std::string> regex_to_gbnf(std::string_view pattern, bool json_string);
+
+// A full grammar (root rule `root`) of the texts matching `pattern`.
+Result<std::string> regex_grammar(std::string_view pattern);
+
+}  // namespace keel::grammar
