@@ -16,11 +16,18 @@
 
 namespace keel::cli {
 
+// Tier T3 (docs/cluster.md): peer fetching between TEs, and its link throttle (a fault hook).
+struct PeerTierOptions {
+  bool enabled = false;
+  double throttle_bytes_per_s = 0;
+};
+
 struct TeOptions {
   ServeOptions engine;  // model, engine and compute flags (host/port are the TE's control port)
   std::string id = "te-0";
   std::string role = "colocated";  // colocated | prefill | decode
   int report_interval_ms = 50;
+  PeerTierOptions peer;
 };
 int run_te(const TeOptions& opts);
 
@@ -57,6 +64,7 @@ struct ClusterUpOptions {
   std::string predictor;
   std::string predictor_model;
   double start_timeout_s = 120.0;
+  PeerTierOptions peer;  // passed to every TE
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

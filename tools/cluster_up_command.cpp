@@ -75,6 +75,11 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
   if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
   if (s.compute.use_mmap) argv.push_back("--mmap");
   if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
+  if (o.peer.enabled) argv.push_back("--kv-peer-tier");
+  if (o.peer.throttle_bytes_per_s > 0) {
+    argv.insert(argv.end(),
+                {"--kv-transfer-throttle", std::to_string(o.peer.throttle_bytes_per_s)});
+  }
   return argv;
 }
 

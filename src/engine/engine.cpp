@@ -509,6 +509,8 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     prefill_seconds_per_token_ =
         prefill_seconds_per_token_ <= 0 ? s : 0.8 * prefill_seconds_per_token_ + 0.2 * s;
     scheduler_.set_prefill_seconds_per_token(prefill_seconds_per_token_);
+    prefill_seconds_per_token_published_.store(prefill_seconds_per_token_,
+                                               std::memory_order_relaxed);
   }
   if (out.status.ok()) update_prefill_budget(plan, out.forward_seconds);
   for (const ScheduledSeq& s : plan.seqs) {
