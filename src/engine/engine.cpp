@@ -116,6 +116,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   scheduler_.set_tiers(tiers_.get(), storage_.layout().block_bytes(), transfer_.get());
   cache_events_ = std::move(deps.cache_events);
   if (cache_events_) kv_.set_record_cache_events(true);
+  if (cache_events_ && tiers_ != nullptr) tiers_->set_record_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
@@ -659,6 +660,11 @@ void Engine::run() {
 void Engine::emit_cache_events() {
   if (!cache_events_) return;
   std::vector<kv::CacheEvent> events = kv_.take_cache_events();
+  if (tiers_ != nullptr) {  // T1/T2 gains and drops, logged on whichever thread made them
+    std::vector<kv::CacheEvent> tier = tiers_->take_events();
+    events.insert(events.end(), std::make_move_iterator(tier.begin()),
+                  std::make_move_iterator(tier.end()));
+  }
   if (!events.empty()) cache_events_(std::move(events));
 }
 
