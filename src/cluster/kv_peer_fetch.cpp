@@ -48,9 +48,21 @@ void KvPeerFetcher::on_block_filed(const kv::BlockHash& hash) {
   if (woke) cv_.notify_all();
 }
 
-Result<int64_t> KvPeerFetcher::call(Link& link, const KvFetchRequest& request, double* seconds) {
+namespace {
+
+std::chrono::milliseconds remaining(Clock::time_point deadline) {
+  const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  return std::max(left, std::chrono::milliseconds(1));
+}
+
+}  // namespace
+
+Result<int64_t> KvPeerFetcher::call(Link& link, const KvFetchRequest& request, Deadline deadline,
+                                    double* seconds) {
   const Clock::time_point start = Clock::now();
-  KEEL_ASSIGN_OR_RETURN(Json reply, link.call(encode(request), config_.max_wait));
+  if (start >= deadline) return Status::unavailable("kv peer fetch: out of time");
+  KEEL_ASSIGN_OR_RETURN(Json reply, link.call(encode(request), remaining(deadline)));
   *seconds = std::chrono::duration<double>(Clock::now() - start).count();
   KEEL_TRY(decode_status_body(reply));
   const auto blocks = reply.find("blocks");
@@ -60,9 +72,10 @@ Result<int64_t> KvPeerFetcher::call(Link& link, const KvFetchRequest& request, d
   return blocks->get<int64_t>();
 }
 
-Result<KvPeerFetcher::Peer> KvPeerFetcher::connect_and_probe(const std::string& address) {
+Result<KvPeerFetcher::Peer> KvPeerFetcher::connect_and_probe(const std::string& address,
+                                                             Deadline deadline) {
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
-                        Link::connect(address, config_.connect_timeout, nullptr, nullptr));
+                        Link::connect(address, remaining(deadline), nullptr, nullptr));
   KvFetchRequest ping;
   ping.kv_identity = config_.kv_identity;
   ping.reply_to = config_.reply_to;
@@ -70,11 +83,11 @@ Result<KvPeerFetcher::Peer> KvPeerFetcher::connect_and_probe(const std::string& 
   double latency = 0;
   double probe = 0;
   // The first call also makes the peer's transfer connection to us: not part of the latency.
-  Result<int64_t> r = call(*link, ping, &warm);
-  if (r.ok()) r = call(*link, ping, &latency);
+  Result<int64_t> r = call(*link, ping, deadline, &warm);
+  if (r.ok()) r = call(*link, ping, deadline, &latency);
   KvFetchRequest probe_req = ping;
   probe_req.probe_blocks = config_.probe_blocks;
-  if (r.ok()) r = call(*link, probe_req, &probe);
+  if (r.ok()) r = call(*link, probe_req, deadline, &probe);
   if (r.ok() && *r != config_.probe_blocks) {
     r = Status::unavailable("probe: the peer pushed " + std::to_string(*r) + " blocks");
   }
@@ -92,13 +105,14 @@ Result<KvPeerFetcher::Peer> KvPeerFetcher::connect_and_probe(const std::string& 
   return p;
 }
 
-Result<KvPeerFetcher::Peer> KvPeerFetcher::peer(const std::string& address) {
+Result<KvPeerFetcher::Peer> KvPeerFetcher::peer(const std::string& address,
+                                                Deadline deadline) {
   {
     std::lock_guard lock(mu_);
     const auto it = peers_.find(address);
     if (it != peers_.end() && !it->second.link->closed()) return it->second;
   }
-  KEEL_ASSIGN_OR_RETURN(Peer p, connect_and_probe(address));
+  KEEL_ASSIGN_OR_RETURN(Peer p, connect_and_probe(address, deadline));
   std::lock_guard lock(mu_);
   ++stats_.probes;
   peers_[address] = p;  // a concurrent first fetch may have measured too: the later one wins
@@ -120,13 +134,14 @@ void KvPeerFetcher::drop_peer(const std::string& address) {
 PeerFetchOutcome KvPeerFetcher::fetch(const PeerHint& hint, std::span<const int32_t> prompt,
                                       const std::string& cache_salt) {
   PeerFetchOutcome out;
+  const Deadline deadline = Clock::now() + config_.max_wait;
   const std::vector<kv::BlockHash> keys =
       engine::prefix_block_hashes(config_.model_key, cache_salt, prompt, config_.block_size);
   const auto first = static_cast<size_t>(std::max(hint.skip_blocks, 0));
   const size_t last = std::min(keys.size(), static_cast<size_t>(std::max(hint.num_blocks, 0)));
   if (first >= last) return out;
   out.hinted_blocks = static_cast<int32_t>(last - first);
-  Result<Peer> p = peer(hint.address);
+  Result<Peer> p = peer(hint.address, deadline);
   if (!p.ok()) {
     std::lock_guard lock(mu_);
     ++stats_.failures;
@@ -156,12 +171,13 @@ PeerFetchOutcome KvPeerFetcher::fetch(const PeerHint& hint, std::span<const int3
     waiters_.push_back(&waiter);
   }
   double seconds = 0;
-  Result<int64_t> pushed = call(*p->link, request, &seconds);
+  Result<int64_t> pushed = call(*p->link, request, deadline, &seconds);
   std::unique_lock lock(mu_);
   if (pushed.ok()) {
     // The peer flushed before replying; its frames may still be on their way through our sink.
     const auto want = static_cast<int32_t>(std::min<int64_t>(*pushed, cut));
-    cv_.wait_for(lock, config_.arrival_grace, [&] { return waiter.num_arrived >= want; });
+    cv_.wait_until(lock, std::min(deadline, Clock::now() + config_.arrival_grace),
+                   [&] { return waiter.num_arrived >= want; });
     // Learn from what was observed: seconds per byte beyond the measured latency.
     const auto it = peers_.find(hint.address);
     if (*pushed > 0 && it != peers_.end()) {

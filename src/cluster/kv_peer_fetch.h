@@ -11,9 +11,9 @@
 //
 // A fetch asks the peer's KvPeerServer (kv_fetch call) to push the blocks to this TE's KV
 // transfer server; the transfer server's sink files each block in T1 and then calls
-// on_block_filed(), which is how fetch() learns what arrived. Every wait is bounded (the call by
-// max_wait, the arrivals after the reply by arrival_grace): a slow, dead or lying peer costs at
-// most that, and whatever did not arrive intact is simply recomputed — never wrong output.
+// on_block_filed(), which is how fetch() learns what arrived. Every wait is bounded (all of one
+// fetch by max_wait): a slow, dead or lying peer costs at most that, and whatever did not arrive
+// intact is simply recomputed — never wrong output.
 //
 // Thread safety: every public method from any thread (fetch() blocks its caller, a TE link's
 // reader thread; on_block_filed() runs on the transfer server's UCX thread).
@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -45,10 +46,11 @@ struct KvPeerFetchConfig {
   std::string reply_to;  // this TE's KV transfer server ("host:port"), where peers push
   // The engine's measured prefill seconds per token (≤ 0: not measured yet → fetch).
   std::function<double()> prefill_seconds_per_token;
-  std::chrono::milliseconds connect_timeout{1000};
-  std::chrono::milliseconds max_wait{3000};       // one kv_fetch call, including the pushes
+  // One fetch() in all — connecting and probing a new peer, the call, the arrivals — ends by
+  // then (under the JE's 5 s task call timeout: the fetch holds up the task's submit reply).
+  std::chrono::milliseconds max_wait{2000};
   std::chrono::milliseconds arrival_grace{500};  // after the reply, for the sink to file them
-  int32_t probe_blocks = 2;                       // dummy blocks of the link-cost probe
+  int32_t probe_blocks = 1;                       // dummy blocks of the link-cost probe
 };
 
 // Counters (monotonic). A hinted request is counted once, by its decision.
@@ -99,10 +101,12 @@ class KvPeerFetcher {
     int32_t num_arrived = 0;
   };
   // The connected, measured peer (connects and probes on first use, or after a failure).
-  Result<Peer> peer(const std::string& address);
-  Result<Peer> connect_and_probe(const std::string& address);
+  using Deadline = std::chrono::steady_clock::time_point;
+  Result<Peer> peer(const std::string& address, Deadline deadline);
+  Result<Peer> connect_and_probe(const std::string& address, Deadline deadline);
   // A kv_fetch call; the blocks the peer says it pushed, and the seconds it took.
-  Result<int64_t> call(Link& link, const KvFetchRequest& request, double* seconds);
+  static Result<int64_t> call(Link& link, const KvFetchRequest& request, Deadline deadline,
+                              double* seconds);
   void drop_peer(const std::string& address);
 
   KvPeerFetchConfig config_;

@@ -47,7 +47,7 @@ void KvPeerServer::stop() {
     stopped_ = true;
     links.swap(links_);
   }
-  listener_->stop();
+  if (listener_ != nullptr) listener_->stop();  // null when start() failed to listen
   for (auto& link : links) link->close();
   links.clear();  // joins the links' threads (none of them is this one)
   std::lock_guard lock(serve_mu_);

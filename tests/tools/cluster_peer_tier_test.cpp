@@ -123,9 +123,9 @@ TEST_F(ClusterPeerTier, RepeatedPrefixOnTheOtherTeIsFetchedFromItsPeer) {
 }
 
 TEST_F(ClusterPeerTier, ThrottledLinkMakesTheCostModelRecompute) {
-  // 20 kB/s: a block of this model's KV (kilobytes) takes tens of milliseconds or more to
+  // 50 kB/s: a block of this model's KV (10-20 kB) takes 0.2-0.4 s to
   // fetch; recomputing its 16 tokens takes about a millisecond.
-  PeerCluster c({"--kv-transfer-throttle", "20000"});
+  PeerCluster c({"--kv-transfer-throttle", "50000"});
   ASSERT_GT(c.port(), 0) << c.error();
   // One unrelated prompt per TE first, so both have measured their prefill speed (until then
   // the cost model fetches whatever a peer has).
