@@ -177,7 +177,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   svc.handoff.reset();
   svc.transfer.reset();
   svc.fetcher.reset();
-  host.reset();      // the engine stops before its publisher
+  host.reset();  // the engine stops before its publisher
   return {};
 }
 

@@ -51,8 +51,7 @@ void KvPeerFetcher::on_block_filed(const kv::BlockHash& hash) {
 namespace {
 
 std::chrono::milliseconds remaining(Clock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
   return std::max(left, std::chrono::milliseconds(1));
 }
 
@@ -105,8 +104,7 @@ Result<KvPeerFetcher::Peer> KvPeerFetcher::connect_and_probe(const std::string& 
   return p;
 }
 
-Result<KvPeerFetcher::Peer> KvPeerFetcher::peer(const std::string& address,
-                                                Deadline deadline) {
+Result<KvPeerFetcher::Peer> KvPeerFetcher::peer(const std::string& address, Deadline deadline) {
   {
     std::lock_guard lock(mu_);
     const auto it = peers_.find(address);

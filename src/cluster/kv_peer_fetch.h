@@ -50,7 +50,7 @@ struct KvPeerFetchConfig {
   // then (under the JE's 5 s task call timeout: the fetch holds up the task's submit reply).
   std::chrono::milliseconds max_wait{2000};
   std::chrono::milliseconds arrival_grace{500};  // after the reply, for the sink to file them
-  int32_t probe_blocks = 1;                       // dummy blocks of the link-cost probe
+  int32_t probe_blocks = 1;                      // dummy blocks of the link-cost probe
 };
 
 // Counters (monotonic). A hinted request is counted once, by its decision.

@@ -12,10 +12,13 @@ using Clock = std::chrono::steady_clock;
 
 Status KvPeerServerConfig::validate() const {
   if (block_bytes == 0) return Status::invalid_argument("kv peer server: block_bytes must be > 0");
-  if (block_tokens == 0) return Status::invalid_argument("kv peer server: block_tokens must be > 0");
+  if (block_tokens == 0)
+    return Status::invalid_argument("kv peer server: block_tokens must be > 0");
   if (!read_block) return Status::invalid_argument("kv peer server: no read_block");
-  if (throttle_bytes_per_s < 0) return Status::invalid_argument("kv peer server: negative throttle");
-  if (deadline.count() <= 0) return Status::invalid_argument("kv peer server: deadline must be > 0");
+  if (throttle_bytes_per_s < 0)
+    return Status::invalid_argument("kv peer server: negative throttle");
+  if (deadline.count() <= 0)
+    return Status::invalid_argument("kv peer server: deadline must be > 0");
   return Status::ok_status();
 }
 

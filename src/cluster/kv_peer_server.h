@@ -46,7 +46,7 @@ struct KvPeerServerConfig {
   size_t block_bytes = 0;      // the engine's block payload bytes (> 0)
   // Copies the block `hash` (pool or tiers) into `out`; an error means "not held".
   std::function<Status(const kv::BlockHash& hash, std::span<std::byte> out)> read_block;
-  double throttle_bytes_per_s = 0;          // fault hook (see above); 0 = none
+  double throttle_bytes_per_s = 0;           // fault hook (see above); 0 = none
   std::chrono::milliseconds deadline{3000};  // per fetch: pushes flushed by then, or it fails
   [[nodiscard]] Status validate() const;
 };
@@ -80,9 +80,9 @@ class KvPeerServer {
   KvPeerServerConfig config_;
   std::unique_ptr<Listener> listener_;
   mutable std::mutex links_mu_;
-  std::vector<std::shared_ptr<Link>> links_;  // guarded by links_mu_
-  bool stopped_ = false;                      // guarded by links_mu_
-  std::mutex serve_mu_;                       // one fetch at a time
+  std::vector<std::shared_ptr<Link>> links_;                          // guarded by links_mu_
+  bool stopped_ = false;                                              // guarded by links_mu_
+  std::mutex serve_mu_;                                               // one fetch at a time
   std::map<std::string, std::unique_ptr<KvTransferClient>> clients_;  // guarded by serve_mu_
   mutable std::mutex stats_mu_;
   KvPeerServerStats stats_;  // guarded by stats_mu_

@@ -88,8 +88,7 @@ Json hash_json(const kv::BlockHash& h) { return Json::array({h.lo, h.hi}); }
 
 // A [lo, hi] pair of unsigned integers.
 bool read_hash(const Json& j, kv::BlockHash* out) {
-  if (!j.is_array() || j.size() != 2 || !j[0].is_number_unsigned() ||
-      !j[1].is_number_unsigned()) {
+  if (!j.is_array() || j.size() != 2 || !j[0].is_number_unsigned() || !j[1].is_number_unsigned()) {
     return false;
   }
   out->lo = j[0].get<uint64_t>();
@@ -127,12 +126,9 @@ Message encode(const SubmitJob& m) {
 }
 
 Message encode(const SubmitTask& m) {
-  Json body{{"ref", ref_json(m.ref)},
-            {"attempt", m.attempt},
-            {"reply_to", m.reply_to},
-            {"request", binary(engine::wire::encode(m.request))},
-            {"prefill_only", m.prefill_only},
-            {"transfer_to", m.transfer_to}};
+  Json body{{"ref", ref_json(m.ref)},         {"attempt", m.attempt},
+            {"reply_to", m.reply_to},         {"request", binary(engine::wire::encode(m.request))},
+            {"prefill_only", m.prefill_only}, {"transfer_to", m.transfer_to}};
   if (!m.peer.address.empty()) {
     body["peer"] = Json{{"te_id", m.peer.te_id},
                         {"address", m.peer.address},

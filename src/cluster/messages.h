@@ -65,8 +65,8 @@ struct SubmitJob {
 // than the chosen one, per the JE's prefix index. The chosen TE may fetch blocks
 // [skip_blocks, num_blocks) from it before computing the prompt (its cost model decides).
 struct PeerHint {
-  std::string te_id;       // the peer's id (logs)
-  std::string address;     // the peer's KV fetch service ("host:port"); "" = no hint
+  std::string te_id;        // the peer's id (logs)
+  std::string address;      // the peer's KV fetch service ("host:port"); "" = no hint
   int32_t skip_blocks = 0;  // leading blocks the chosen TE holds itself
   int32_t num_blocks = 0;   // leading blocks the peer holds (> skip_blocks)
   friend bool operator==(const PeerHint&, const PeerHint&) = default;
@@ -136,7 +136,7 @@ struct LoadReport {
   std::string kv_events;         // its cache-event PUB endpoint (vLLM's format); "" = none
   std::string kv_events_replay;  // ... and the replay endpoint
   std::string kv_transfer;       // a decode TE's KV transfer address ("host:port"); "" = none
-  std::string kv_fetch;  // its KV fetch service (tier T3 peers fetch from it); "" = none
+  std::string kv_fetch;          // its KV fetch service (tier T3 peers fetch from it); "" = none
   TeLoad load;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;

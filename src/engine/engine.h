@@ -234,7 +234,7 @@ class Engine final : public EngineClient {
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
   double prefill_seconds_per_token_ = 0;    // engine thread: moving average over steps
   std::atomic<double> prefill_seconds_per_token_published_{0};  // its copy for other threads
-  StepCostModel step_costs_;                // engine thread: sizes the prefill budget
+  StepCostModel step_costs_;  // engine thread: sizes the prefill budget
 
   // Engine-thread state.
   model::KvStorage storage_;

@@ -46,7 +46,6 @@ TEST(KvEventConvertTest, MergesChainsAndRuns) {
   EXPECT_TRUE(to_kv_event_batch({}, 2, 0).events.empty());
 }
 
-
 CacheEvent tier_event(CacheEventKind kind, uint64_t h, kv::CacheMedium medium) {
   return {kind, BlockHash{h, h + 100}, kv::kRootHash, {}, medium};
 }
@@ -120,10 +119,9 @@ TEST(KvEventConvertTest, DramEventsIndexAndPoolHitsOutrankLongerDramHits) {
   EXPECT_EQ(d.te_id, "te-1");
   // The dram copy dropped: te-0 no longer holds anything.
   ASSERT_TRUE(index
-                  .apply("te-0", to_kv_event_batch(
-                                     std::vector<CacheEvent>{
-                                         tier_event(CacheEventKind::kRemoved, 11, M::kHost)},
-                                     2, 1.0))
+                  .apply("te-0", to_kv_event_batch(std::vector<CacheEvent>{tier_event(
+                                                       CacheEventKind::kRemoved, 11, M::kHost)},
+                                                   2, 1.0))
                   .ok());
   EXPECT_EQ(index.match(prompt, "te-0").num_blocks, 0);
 }

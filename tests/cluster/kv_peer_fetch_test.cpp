@@ -87,11 +87,11 @@ struct FetchSide {
     KvTransferServerOptions so;
     so.kv_identity = kIdentity;
     so.payload_bytes = kBlockBytes;
-    auto t = KvTransferServer::start(so, [this](const KvFrameHeader& h,
-                                                std::span<const std::byte> p) {
-      if (!(h.block_hash == kPeerProbeHash)) filed.put(h.block_hash, p);
-      fetcher->on_block_filed(h.block_hash);
-    });
+    auto t =
+        KvTransferServer::start(so, [this](const KvFrameHeader& h, std::span<const std::byte> p) {
+          if (!(h.block_hash == kPeerProbeHash)) filed.put(h.block_hash, p);
+          fetcher->on_block_filed(h.block_hash);
+        });
     EXPECT_TRUE(t.ok()) << t.status().to_string();
     KvPeerFetchConfig c;
     c.model_key = kModel;

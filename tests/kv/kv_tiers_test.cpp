@@ -92,13 +92,13 @@ TEST(KvTiersTest, LogsTierGainsAndDropsWithTheirMedium) {
   tiers.demote(key(4), payload(4));  // T1 evicts key 2; T2 evicts key 1 for key 4
   using K = CacheEventKind;
   using M = CacheMedium;
-  auto ev = [](K kind, uint64_t k, M medium) { return CacheEvent{kind, key(k), kRootHash, {}, medium}; };
+  auto ev = [](K kind, uint64_t k, M medium) {
+    return CacheEvent{kind, key(k), kRootHash, {}, medium};
+  };
   const std::vector<CacheEvent> want = {
-      ev(K::kStored, 2, M::kHost),  ev(K::kStored, 2, M::kDisk),
-      ev(K::kStored, 3, M::kHost),  ev(K::kRemoved, 1, M::kHost),
-      ev(K::kStored, 3, M::kDisk),  ev(K::kStored, 4, M::kHost),
-      ev(K::kRemoved, 2, M::kHost), ev(K::kRemoved, 1, M::kDisk),
-      ev(K::kStored, 4, M::kDisk),
+      ev(K::kStored, 2, M::kHost),  ev(K::kStored, 2, M::kDisk),  ev(K::kStored, 3, M::kHost),
+      ev(K::kRemoved, 1, M::kHost), ev(K::kStored, 3, M::kDisk),  ev(K::kStored, 4, M::kHost),
+      ev(K::kRemoved, 2, M::kHost), ev(K::kRemoved, 1, M::kDisk), ev(K::kStored, 4, M::kDisk),
   };
   EXPECT_EQ(tiers.take_events(), want);
   EXPECT_TRUE(tiers.take_events().empty());

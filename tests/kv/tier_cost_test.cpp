@@ -52,9 +52,9 @@ TEST(PeerTierCostTest, FetchesAllOrNoneByMeasuredLinkCost) {
   EXPECT_EQ(peer_blocks_to_fetch(6, fast_link, kBytes, kTokens, 1e-3), 6);
   EXPECT_EQ(peer_blocks_to_fetch(6, throttled, kBytes, kTokens, 1e-3), 0);
   // The request latency is paid once: worth it for a long run, not for one block.
-  const TierCost far{0.05, 1e-10};  // 50 ms a request
-  EXPECT_EQ(peer_blocks_to_fetch(1, far, kBytes, kTokens, 1e-3), 0);   // 50.1 ms > 16 ms
-  EXPECT_EQ(peer_blocks_to_fetch(8, far, kBytes, kTokens, 1e-3), 8);   // 50.8 ms < 128 ms
+  const TierCost far{0.05, 1e-10};                                    // 50 ms a request
+  EXPECT_EQ(peer_blocks_to_fetch(1, far, kBytes, kTokens, 1e-3), 0);  // 50.1 ms > 16 ms
+  EXPECT_EQ(peer_blocks_to_fetch(8, far, kBytes, kTokens, 1e-3), 8);  // 50.8 ms < 128 ms
   EXPECT_EQ(peer_blocks_to_fetch(0, fast_link, kBytes, kTokens, 1e-3), 0);
 }
 

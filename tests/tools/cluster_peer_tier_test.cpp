@@ -70,8 +70,11 @@ struct Completion {
 };
 
 Completion complete(int port, const std::string& prompt) {
-  const json body = {{"model", "stories"}, {"prompt", prompt},  {"max_tokens", 8},
-                     {"temperature", 0},   {"ignore_eos", true}};
+  const json body = {{"model", "stories"},
+                     {"prompt", prompt},
+                     {"max_tokens", 8},
+                     {"temperature", 0},
+                     {"ignore_eos", true}};
   const HttpResponse r = http_request(port, "POST", "/v1/completions", body.dump());
   EXPECT_EQ(r.status, 200) << r.body;
   const json j = json::parse(r.body, nullptr, false);
