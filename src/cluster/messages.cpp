@@ -86,14 +86,20 @@ void read_role(FieldReader& r, TeRole* out) {
 
 Json hash_json(const kv::BlockHash& h) { return Json::array({h.lo, h.hi}); }
 
+// A non-negative integer as u64 (msgpack gives unsigned; JSON built in memory may be signed).
+bool read_u64(const Json& j, uint64_t* out) {
+  if (j.is_number_unsigned()) {
+    *out = j.get<uint64_t>();
+    return true;
+  }
+  if (!j.is_number_integer() || j.get<int64_t>() < 0) return false;
+  *out = static_cast<uint64_t>(j.get<int64_t>());
+  return true;
+}
+
 // A [lo, hi] pair of unsigned integers.
 bool read_hash(const Json& j, kv::BlockHash* out) {
-  if (!j.is_array() || j.size() != 2 || !j[0].is_number_unsigned() || !j[1].is_number_unsigned()) {
-    return false;
-  }
-  out->lo = j[0].get<uint64_t>();
-  out->hi = j[1].get<uint64_t>();
-  return true;
+  return j.is_array() && j.size() == 2 && read_u64(j[0], &out->lo) && read_u64(j[1], &out->hi);
 }
 
 void hash_field(FieldReader& r, const Json& body, const char* key, kv::BlockHash* out) {

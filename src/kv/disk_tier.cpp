@@ -114,7 +114,7 @@ void DiskTier::index_file(const std::string& name,
 }
 
 Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
-                     std::vector<EvictedBlock>* evicted) {
+                     std::vector<EvictedBlock>* /*evicted: the last tier drops its evictions*/) {
   if (payload.size() != config_.payload_bytes) {
     return Status::invalid_argument("disk KV tier: payload of " + std::to_string(payload.size()) +
                                     " bytes, expected " + std::to_string(config_.payload_bytes));
@@ -136,8 +136,6 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
                                   std::to_string(stats_.capacity_bytes) + " bytes");
     }
     while (stats_.used_bytes + file_bytes() > stats_.capacity_bytes && !lru_.empty()) {
-      // The last tier drops its evictions: reported by key only (an empty payload).
-      if (evicted != nullptr) evicted->push_back({lru_.front(), {}});
       drop_locked(lru_.front(), true);
     }
     if (stats_.used_bytes + file_bytes() > stats_.capacity_bytes) {

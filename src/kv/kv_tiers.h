@@ -5,7 +5,10 @@
 // caller recomputes.
 //
 // Cache events (when recording, for the cluster's KV events): a block newly held by T1 or T2 is
-// logged stored at that medium, one T1 evicts or T2 evicts or drops as corrupt is logged removed.
+// logged stored at that medium; one T1 evicts, or T2 drops as corrupt, is logged removed. T2's
+// own LRU evictions are not (the disk tier drops them unreported), so a router's index may keep
+// a stale "disk" entry for a block T2 evicted: it costs a less exact locality score or a shorter
+// peer fetch, never wrong output.
 // The engine drains them with its own per step (take_events).
 //
 // Thread safety: as TierStore (each tier locks internally); the event log has its own lock.

@@ -51,8 +51,7 @@ class TierStore {
 
   // Stores a copy of `payload` under `key` as the most recently used entry, first evicting
   // least-recently-used entries until it fits; when `evicted` is non-null the evicted entries are
-  // appended to it (with their payloads, for demotion; the disk tier, the last one, reports keys
-  // with empty payloads). A key already held is only refreshed.
+  // appended to it (with their payloads, for demotion). A key already held is only refreshed.
   // Errors: InvalidArgument (payload of the wrong size), OutOfRange (larger than the capacity),
   // IoError (disk); on error nothing was stored (evictions may have happened).
   virtual Status put(const BlockHash& key, std::span<const std::byte> payload,

@@ -41,9 +41,6 @@ TEST(TierCostTest, UnmeasuredPrefillFetchesAllAndTiesFetch) {
   EXPECT_EQ(blocks_to_fetch({}, kFastHost, kSlowDisk, kBytes, kTokens, 1e-3), 0);
 }
 
-}  // namespace
-}  // namespace keel::kv
-
 // Tier T3: one request's latency, then bytes over the link, against recomputing the run.
 TEST(PeerTierCostTest, FetchesAllOrNoneByMeasuredLinkCost) {
   const TierCost fast_link{1e-3, 1e-10};  // 1 ms a request + 0.1 ms per MiB block
@@ -67,3 +64,6 @@ TEST(PeerTierCostTest, UnmeasuredPrefillFetchesAllAndTiesFetch) {
   EXPECT_EQ(peer_blocks_to_fetch(2, exact, kBytes, kTokens, 3 * 0x1p-15), 2);
   EXPECT_EQ(peer_blocks_to_fetch(2, exact, kBytes, kTokens, 3 * 0x1p-15 * 0.99), 0);
 }
+
+}  // namespace
+}  // namespace keel::kv
