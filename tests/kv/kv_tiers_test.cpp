@@ -96,8 +96,8 @@ TEST(KvTiersTest, LogsTierGainsAndDropsWithTheirMedium) {
     return CacheEvent{kind, key(k), kRootHash, {}, medium};
   };
   const std::vector<CacheEvent> want = {
-      ev(K::kStored, 2, M::kHost),  ev(K::kStored, 2, M::kDisk),  ev(K::kStored, 3, M::kHost),
-      ev(K::kRemoved, 1, M::kHost), ev(K::kStored, 3, M::kDisk),  ev(K::kStored, 4, M::kHost),
+      ev(K::kStored, 2, M::kHost),  ev(K::kStored, 2, M::kDisk), ev(K::kStored, 3, M::kHost),
+      ev(K::kRemoved, 1, M::kHost), ev(K::kStored, 3, M::kDisk), ev(K::kStored, 4, M::kHost),
       ev(K::kRemoved, 2, M::kHost), ev(K::kStored, 4, M::kDisk),
   };
   EXPECT_EQ(tiers.take_events(), want);
