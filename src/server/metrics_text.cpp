@@ -80,7 +80,8 @@ struct Series {
   int64_t Stats::*field;
 };
 
-// Per-tier series of the KV tiers below the cache (label tier="host" | "disk").
+// Per-tier series of the KV tiers below the cache (label tier="host" | "disk"), and tier T3's
+// counters (a TE fetching from peers always has a host tier).
 void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
   std::vector<std::pair<std::string_view, const kv::TierStats*>> tiers;
   if (stats.host_tier_enabled) tiers.emplace_back("host", &stats.host_tier);

@@ -191,10 +191,12 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   EXPECT_EQ(types["keel:kv_tier_used_bytes"], "gauge");
 }
 
-// Tier T3's counters (filled by a TE shell): decisions by label, blocks and tokens fetched.
+// Tier T3's counters (filled by a TE shell): decisions by label, blocks and tokens fetched;
+// rendered with the tier series (a T3 TE always has a host tier).
 TEST(MetricsTextTest, PeerTierCountersAreExported) {
   engine::Metrics m;
   engine::EngineStats stats;
+  stats.host_tier_enabled = true;
   stats.peer_decisions_fetch = 3;
   stats.peer_decisions_recompute = 2;
   stats.peer_blocks_fetched = 11;
