@@ -66,6 +66,16 @@ void add_handoff_flags(CLI::App* cmd, KvHandoffFlags* f) {
                   "Testing: faults in a prefill TE's KV transfers (drop:N, corrupt:N, stall:N)");
 }
 
+// Tier T3 for colocated and prefill TEs: `keel te` and `keel cluster up` (passed to every TE).
+void add_peer_tier_flags(CLI::App* cmd, PeerTierOptions* o) {
+  cmd->add_flag("--kv-peer-tier", o->enabled,
+                "Tier T3: fetch cached KV from peer TEs when the cost model says it pays (and "
+                "serve this TE's cache to them); gives the TE a host tier if it has none");
+  cmd->add_option("--kv-transfer-throttle", o->throttle_bytes_per_s,
+                  "Fault hook: pace this TE's peer-fetch replies to BYTES_PER_S (0 = off)")
+      ->check(CLI::Range(0.0, 1e12));
+}
+
 }  // namespace
 
 ClusterCli add_cluster_commands(CLI::App& app) {
@@ -82,6 +92,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.te_cmd->add_option("--port", te.engine.port, "Control port (0 = a free one)")
       ->check(CLI::Range(0, 65535));
   add_handoff_flags(cli.te_cmd, &te.handoff);
+  add_peer_tier_flags(cli.te_cmd, &te.peer);
 
   JeOptions& je = *cli.je;
   cli.je_cmd = app.add_subcommand("je", "Run one job executor (used by keel cluster up)");
@@ -134,6 +145,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                    &up.pd_heatmap, &up.stall_timeout_ms);
   add_predictor_flags(cli.up_cmd, &up.predictor, &up.predictor_model);
   add_handoff_flags(cli.up_cmd, &up.handoff);
+  add_peer_tier_flags(cli.up_cmd, &up.peer);
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

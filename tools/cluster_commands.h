@@ -26,12 +26,19 @@ struct KvHandoffFlags {
   std::string fault;  // --kv-transfer-fault (cluster::parse_kv_transfer_faults); tests only
 };
 
+// Tier T3 (docs/cluster.md): peer fetching between TEs, and its link throttle (a fault hook).
+struct PeerTierOptions {
+  bool enabled = false;
+  double throttle_bytes_per_s = 0;
+};
+
 struct TeOptions {
   ServeOptions engine;  // model, engine and compute flags (host/port are the TE's control port)
   std::string id = "te-0";
   std::string role = "colocated";  // colocated | prefill | decode
   int report_interval_ms = 50;
   KvHandoffFlags handoff;  // a prefill TE's
+  PeerTierOptions peer;
 };
 int run_te(const TeOptions& opts);
 
@@ -69,6 +76,7 @@ struct ClusterUpOptions {
   std::string predictor_model;
   double start_timeout_s = 120.0;
   KvHandoffFlags handoff;  // passed to the prefill TEs
+  PeerTierOptions peer;  // passed to every TE
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

@@ -34,6 +34,16 @@ void print_table(const Json& doc) {
               static_cast<long long>(jobs.value("redriven", 0)),
               static_cast<long long>(jobs.value("failed", 0)));
   std::printf("router: %s\n", doc.value("router", Json::object()).dump().c_str());
+  for (const Json& te : doc.value("task_executors", Json::array())) {
+    const Json peer = te.value("peer_tier", Json::object());
+    if (peer.value("fetch", 0) + peer.value("recompute", 0) == 0) continue;
+    std::printf(
+        "peer tier (T3) %s: fetch %lld, recompute %lld, blocks fetched %lld, hit tokens %lld\n",
+        te.value("id", "").c_str(), static_cast<long long>(peer.value("fetch", 0)),
+        static_cast<long long>(peer.value("recompute", 0)),
+        static_cast<long long>(peer.value("blocks_fetched", 0)),
+        static_cast<long long>(peer.value("hit_tokens", 0)));
+  }
 }
 
 }  // namespace

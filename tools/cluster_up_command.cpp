@@ -80,6 +80,11 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
                              std::to_string(o.handoff.prefill_chunk)});
     if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
   }
+  if (o.peer.enabled) argv.push_back("--kv-peer-tier");
+  if (o.peer.throttle_bytes_per_s > 0) {
+    argv.insert(argv.end(),
+                {"--kv-transfer-throttle", std::to_string(o.peer.throttle_bytes_per_s)});
+  }
   return argv;
 }
 

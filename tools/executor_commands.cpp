@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -13,6 +14,8 @@
 #include "cluster/kv_event_publisher.h"
 #include "cluster/kv_handoff.h"
 #include "cluster/kv_handoff_streams.h"
+#include "cluster/kv_peer_fetch.h"
+#include "cluster/kv_peer_server.h"
 #include "cluster/kv_transfer_server.h"
 #include "cluster/pd_heatmap.h"
 #include "cluster/ready_line.h"
@@ -36,6 +39,90 @@ Result<kv::BlockHash> model_key(const std::string& path) {
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
                         gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
   return engine::model_identity(file);
+}
+
+// The TE's KV services: the prefill handoff, the KV transfer server (a decode TE's, or where
+// peers push T3 fetches), the T3 fetcher and fetch service. Destroyed in reverse order of
+// declaration: the fetch service and handoff (they read from the engine) first, the fetcher (the
+// transfer server's sink tells it of arrivals) last.
+struct KvServices {
+  std::unique_ptr<cluster::KvPeerFetcher> fetcher;      // T3: pulls from peers
+  std::unique_ptr<cluster::KvTransferServer> transfer;  // decode role, or T3 fetching
+  std::unique_ptr<cluster::KvHandoff> handoff;          // prefill role
+  std::unique_ptr<cluster::KvPeerServer> peer_server;   // T3: serves peers
+};
+
+// The prefill handoff's settings (--kv-handoff, --kv-transfer-fault) and its watch list.
+struct HandoffSetup {
+  cluster::KvHandoffMode mode = cluster::KvHandoffMode::kStream;
+  cluster::KvHandoffStreams* streams = nullptr;  // stream mode
+  cluster::KvTransferFaults faults;
+};
+
+Result<KvServices> start_kv_services(const TeOptions& opts, cluster::TeRole role,
+                                     engine::Engine* eng, const kv::BlockHash& key,
+                                     const HandoffSetup& handoff) {
+  const ServeOptions& o = opts.engine;
+  const bool fetches_peers = opts.peer.enabled && role != cluster::TeRole::kDecode;
+  KvServices svc;
+  auto read_block = [eng](const kv::BlockHash& h, std::span<std::byte> out) {
+    return eng->read_kv_block(h, out);
+  };
+  if (role == cluster::TeRole::kPrefill) {
+    cluster::KvHandoffConfig hc;
+    hc.mode = handoff.mode;
+    hc.streams = handoff.streams;
+    hc.faults = handoff.faults;
+    hc.model_key = key;
+    hc.kv_identity = eng->kv_identity();
+    hc.block_size = o.block_size;
+    hc.block_bytes = eng->kv_block_bytes();
+    hc.read_block = read_block;
+    svc.handoff = std::make_unique<cluster::KvHandoff>(std::move(hc));
+  }
+  // Set once the fetcher exists (it needs the transfer server's address); read by the sink.
+  auto fetch_slot = std::make_shared<std::atomic<cluster::KvPeerFetcher*>>(nullptr);
+  if (role == cluster::TeRole::kDecode || fetches_peers) {
+    cluster::KvTransferServerOptions so;
+    so.host = o.host;
+    so.kv_identity = eng->kv_identity();
+    so.payload_bytes = eng->kv_block_bytes();
+    KEEL_ASSIGN_OR_RETURN(
+        svc.transfer,
+        cluster::KvTransferServer::start(
+            so, [eng, fetch_slot](const cluster::KvFrameHeader& h, std::span<const std::byte> p) {
+              cluster::KvPeerFetcher* f = fetch_slot->load();
+              if (h.block_hash == cluster::kPeerProbeHash) {  // a link-cost probe: not KV
+                if (f != nullptr) f->on_block_filed(h.block_hash);
+                return;
+              }
+              const Status s = eng->accept_kv_block(h.block_hash, p);
+              if (!s.ok()) KEEL_LOG_WARN("te: received block dropped: {}", s.message());
+              if (s.ok() && f != nullptr) f->on_block_filed(h.block_hash);
+            }));
+  }
+  if (fetches_peers) {
+    cluster::KvPeerFetchConfig fc;
+    fc.model_key = key;
+    fc.kv_identity = eng->kv_identity();
+    fc.block_size = o.block_size;
+    fc.block_bytes = eng->kv_block_bytes();
+    fc.reply_to = o.host + ":" + std::to_string(svc.transfer->port());
+    fc.prefill_seconds_per_token = [eng] { return eng->prefill_seconds_per_token(); };
+    svc.fetcher = std::make_unique<cluster::KvPeerFetcher>(std::move(fc));
+    fetch_slot->store(svc.fetcher.get());
+  }
+  if (opts.peer.enabled) {
+    cluster::KvPeerServerConfig pc;
+    pc.host = o.host;
+    pc.kv_identity = eng->kv_identity();
+    pc.block_tokens = static_cast<uint32_t>(o.block_size);
+    pc.block_bytes = eng->kv_block_bytes();
+    pc.read_block = read_block;
+    pc.throttle_bytes_per_s = opts.peer.throttle_bytes_per_s;
+    KEEL_ASSIGN_OR_RETURN(svc.peer_server, cluster::KvPeerServer::start(std::move(pc)));
+  }
+  return svc;
 }
 
 Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
@@ -63,60 +150,42 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   start.engine = serve_engine_config(o);
   // A prefill TE computes prompts in chunks of --prefill-chunk tokens, so a streamed handoff
   // sends every chunk's blocks while the next one computes.
-  KEEL_ASSIGN_OR_RETURN(cluster::KvTransferFaults faults,
-                        cluster::parse_kv_transfer_faults(opts.handoff.fault));
-  const cluster::KvHandoffMode handoff_mode =
+  HandoffSetup handoff;
+  KEEL_ASSIGN_OR_RETURN(handoff.faults, cluster::parse_kv_transfer_faults(opts.handoff.fault));
+  handoff.mode =
       cluster::parse_kv_handoff_mode(opts.handoff.mode).value_or(cluster::KvHandoffMode::kStream);
   if (role == cluster::TeRole::kPrefill) {
     if (opts.handoff.prefill_chunk > 0) {
       start.engine.scheduler.max_batched_tokens =
           std::min(start.engine.scheduler.max_batched_tokens, opts.handoff.prefill_chunk);
     }
-    if (handoff_mode == cluster::KvHandoffMode::kStream) {
+    if (handoff.mode == cluster::KvHandoffMode::kStream) {
       streams = std::make_unique<cluster::KvHandoffStreams>();
+      handoff.streams = streams.get();
       start.published_blocks = cluster::handoff_tap(streams.get());
     }
   }
-  // A decode TE receives prefills' KV into its host tier (T1): it needs one.
-  if (role == cluster::TeRole::kDecode && start.engine.kv_host_bytes == 0) {
+  // A decode TE receives prefills' KV into its host tier (T1), and a peer-tier (T3) TE its
+  // peers' blocks: each needs one.
+  const bool fetches_peers = opts.peer.enabled && role != cluster::TeRole::kDecode;
+  if ((role == cluster::TeRole::kDecode || fetches_peers) && start.engine.kv_host_bytes == 0) {
     start.engine.kv_host_bytes = int64_t{256} << 20;
   }
   const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
   KEEL_TRY(host->start(std::move(start)));
   engine::Engine* eng = host->engine();
-  std::unique_ptr<cluster::KvHandoff> handoff;          // prefill role
-  std::unique_ptr<cluster::KvTransferServer> transfer;  // decode role
-  if (role == cluster::TeRole::kPrefill) {
-    cluster::KvHandoffConfig hc;
-    hc.mode = handoff_mode;
-    hc.streams = streams.get();
-    hc.faults = faults;
-    KEEL_ASSIGN_OR_RETURN(hc.model_key, model_key(path));
-    hc.kv_identity = eng->kv_identity();
-    hc.block_size = o.block_size;
-    hc.block_bytes = eng->kv_block_bytes();
-    hc.read_block = [eng](const kv::BlockHash& h, std::span<std::byte> out) {
-      return eng->read_kv_block(h, out);
-    };
-    handoff = std::make_unique<cluster::KvHandoff>(std::move(hc));
-  } else if (role == cluster::TeRole::kDecode) {
-    cluster::KvTransferServerOptions so;
-    so.host = o.host;
-    so.kv_identity = eng->kv_identity();
-    so.payload_bytes = eng->kv_block_bytes();
-    KEEL_ASSIGN_OR_RETURN(
-        transfer, cluster::KvTransferServer::start(
-                      so, [eng](const cluster::KvFrameHeader& h, std::span<const std::byte> p) {
-                        const Status s = eng->accept_kv_block(h.block_hash, p);
-                        if (!s.ok()) KEEL_LOG_WARN("te: received block dropped: {}", s.message());
-                      }));
-  }
+  KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, model_key(path));
+  KEEL_ASSIGN_OR_RETURN(KvServices svc, start_kv_services(opts, role, eng, key, handoff));
 
   cluster::TaskExecutorConfig config;
   config.id = opts.id;
   config.role = role;
-  config.handoff = handoff.get();
-  if (transfer) config.kv_transfer = o.host + ":" + std::to_string(transfer->port());
+  config.handoff = svc.handoff.get();
+  if (svc.transfer && role == cluster::TeRole::kDecode) {
+    config.kv_transfer = o.host + ":" + std::to_string(svc.transfer->port());
+  }
+  config.peer_fetch = svc.fetcher.get();
+  if (svc.peer_server) config.kv_fetch = svc.peer_server->address();
   config.model = served_model_name(o.served_model_name, o.model_path, path);
   config.host = o.host;
   config.port = static_cast<uint16_t>(o.port);
@@ -127,9 +196,9 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
                         cluster::TaskExecutor::start(config, host->client()));
   KEEL_LOG_INFO("te {}: {} on {} ({} threads), control at {}", opts.id, config.model, path,
                 compute.threads, te->address());
-  if (handoff) {
+  if (svc.handoff) {
     KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", opts.id,
-                  cluster::kv_handoff_mode_name(handoff_mode), start_chunk_tokens);
+                  cluster::kv_handoff_mode_name(handoff.mode), start_chunk_tokens);
   }
   KEEL_TRY(cluster::print_ready_line(
       {{"role", "te"}, {"id", opts.id}, {"port", te->port()}, {"pid", getpid()}}));
@@ -139,9 +208,13 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
   host->engine()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
   te->stop();
-  handoff.reset();   // its thread reads from the engine
-  transfer.reset();  // it writes into the engine
-  host.reset();      // the engine stops before its publisher
+  // They read from and write into the engine: readers first, the fetcher after the transfer
+  // server whose sink tells it of arrivals.
+  svc.peer_server.reset();
+  svc.handoff.reset();
+  svc.transfer.reset();
+  svc.fetcher.reset();
+  host.reset();  // the engine stops before its publisher
   return {};
 }
 

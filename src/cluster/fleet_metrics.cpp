@@ -57,6 +57,10 @@ engine::EngineStats merge_stats(const std::vector<engine::EngineStats>& all) {
     t.tier_blocks_recomputed += s.tier_blocks_recomputed;
     t.tier_transfers_pending += s.tier_transfers_pending;
     t.tier_demotions_dropped += s.tier_demotions_dropped;
+    t.peer_decisions_fetch += s.peer_decisions_fetch;
+    t.peer_decisions_recompute += s.peer_decisions_recompute;
+    t.peer_blocks_fetched += s.peer_blocks_fetched;
+    t.peer_hit_tokens += s.peer_hit_tokens;
     t.num_context_caches += s.num_context_caches;
     t.context_cache_blocks += s.context_cache_blocks;
     t.pic_requests += s.pic_requests;

@@ -32,7 +32,11 @@ Json fleet_status_json(const FleetStatus& s) {
              {"kv_usage", ratio(te.load.kv_blocks_used, te.load.kv_blocks_total)},
              {"prefix_hit_rate", ratio(stats.prefix_hits_tokens, stats.prefix_queries_tokens)},
              {"prompt_tokens_total", stats.prompt_tokens_total},
-             {"generation_tokens_total", stats.generation_tokens_total}});
+             {"generation_tokens_total", stats.generation_tokens_total},
+             {"peer_tier", Json{{"fetch", stats.peer_decisions_fetch},
+                                {"recompute", stats.peer_decisions_recompute},
+                                {"blocks_fetched", stats.peer_blocks_fetched},
+                                {"hit_tokens", stats.peer_hit_tokens}}}});
   }
   return Json{{"je", s.je_id},
               {"jobs", Json{{"active", s.jobs_active},

@@ -18,6 +18,7 @@ struct JobExecutor::TeEntry {
   engine::MetricsSnapshot metrics;
   std::string kv_events, kv_events_replay;  // its announced publisher
   std::string kv_transfer;                  // a decode TE's KV transfer address
+  std::string kv_fetch;                     // its KV fetch service (tier T3); "" = none
   bool subscribed = false;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;
@@ -206,13 +207,27 @@ std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job) {
   if (decision.branch == RouteBranch::kNoCapacity) return std::nullopt;
   std::optional<Choice> choice;
   for (size_t i = 0; i < tes_.size(); ++i) {
-    if (tes_[i]->info.id == decision.te_id) choice = Choice{i, std::nullopt};
+    if (tes_[i]->info.id == decision.te_id) choice = Choice{i, std::nullopt, std::nullopt};
   }
+  if (choice && !tes_[choice->te]->kv_fetch.empty()) choice->peer = peer_hint(job, decision.te_id);
   if (!choice || decision.pd != PdMode::kPdDisaggregated) return choice;
   for (size_t i = 0; i < tes_.size(); ++i) {
     if (tes_[i]->info.id == decision.decode_te_id) choice->decode_te = i;
   }
   return choice;
+}
+
+std::optional<PeerHint> JobExecutor::peer_hint(const Job& job, const std::string& te_id) const {
+  std::vector<PeerCandidate> candidates;
+  std::vector<std::string> ids;
+  for (const auto& te : tes_) {
+    if (!te->reported) continue;
+    candidates.push_back(PeerCandidate{te->info.id, te->kv_fetch, te->info.healthy, {}});
+    ids.push_back(te->info.id);
+  }
+  const std::vector<PrefixMatch> matches = index_.match(job.block_hashes, ids);
+  for (size_t i = 0; i < candidates.size(); ++i) candidates[i].match = matches[i];
+  return choose_peer_hint(te_id, candidates);
 }
 
 void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& batch) {
@@ -259,6 +274,7 @@ Status JobExecutor::dispatch(const JobRef& ref) {
         task.transfer_to = tes_[*chosen->decode_te]->kv_transfer;
         task.request.max_tokens = n + 1;
       }
+      if (chosen->peer) task.peer = *chosen->peer;
       TeLoad& load = tes_[te]->info.load;  // counted now; the next report corrects it
       load.pending_tokens +=
           static_cast<int64_t>(task.request.prompt_tokens.size()) + task.request.max_tokens;
@@ -314,6 +330,7 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
   e.kv_events = report.kv_events;
   e.kv_events_replay = report.kv_events_replay;
   e.kv_transfer = report.kv_transfer;
+  e.kv_fetch = report.kv_fetch;
   e.info.load = report.load;
   e.max_model_len = report.max_model_len;
   e.max_waiting = report.max_waiting;

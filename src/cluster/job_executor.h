@@ -36,6 +36,7 @@
 #include "cluster/listener.h"
 #include "cluster/messages.h"
 #include "cluster/pd_heatmap.h"
+#include "cluster/peer_hint.h"
 #include "cluster/prefix_index.h"
 #include "cluster/router.h"
 #include "core/result.h"
@@ -105,8 +106,11 @@ class JobExecutor {
   struct Choice {
     size_t te = 0;
     std::optional<size_t> decode_te;
+    std::optional<PeerHint> peer;  // tier T3: a TE holding more of the prompt (peer_hint.h)
   };
   std::optional<Choice> choose_te(const Job& job);
+  // Tier T3: the peer the TE `te_id` could fetch the prompt's leading blocks from (under mu_).
+  std::optional<PeerHint> peer_hint(const Job& job, const std::string& te_id) const;
   // Sends a disaggregated job's decode half to its decode TE once its prefill handed off (on the
   // monitor thread); falls back to dispatch() when that TE cannot take it.
   void dispatch_decode(const JobRef& ref);

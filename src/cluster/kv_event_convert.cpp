@@ -7,6 +7,21 @@
 #include "cluster/kv_event_publisher.h"
 
 namespace keel::cluster {
+namespace {
+
+const char* medium_name(kv::CacheMedium medium) {
+  switch (medium) {
+    case kv::CacheMedium::kPool:
+      return kMediumPool;
+    case kv::CacheMedium::kHost:
+      return kMediumDram;
+    case kv::CacheMedium::kDisk:
+      return kMediumDisk;
+  }
+  return kMediumPool;
+}
+
+}  // namespace
 
 KvEventBatch to_kv_event_batch(std::span<const kv::CacheEvent> events, int32_t block_size,
                                double ts, std::optional<int32_t> data_parallel_rank) {
@@ -16,13 +31,16 @@ KvEventBatch to_kv_event_batch(std::span<const kv::CacheEvent> events, int32_t b
   for (const kv::CacheEvent& e : events) {
     switch (e.kind) {
       case kv::CacheEventKind::kStored: {
+        const char* medium = medium_name(e.medium);
         auto* last =
             batch.events.empty() ? nullptr : std::get_if<BlockStored>(&batch.events.back());
-        if (last == nullptr || last->block_hashes.back() != e.parent.lo) {
+        // A tier's blocks carry no parent: each is its own event (they need not chain).
+        if (last == nullptr || last->medium != medium || e.medium != kv::CacheMedium::kPool ||
+            last->block_hashes.back() != e.parent.lo) {
           BlockStored s;
           if (!(e.parent == kv::kRootHash)) s.parent_block_hash = e.parent.lo;
           s.block_size = block_size;
-          s.medium = kMediumPool;
+          s.medium = medium;
           batch.events.emplace_back(std::move(s));
           last = &std::get<BlockStored>(batch.events.back());
         }
@@ -31,10 +49,11 @@ KvEventBatch to_kv_event_batch(std::span<const kv::CacheEvent> events, int32_t b
         break;
       }
       case kv::CacheEventKind::kRemoved: {
+        const char* medium = medium_name(e.medium);
         auto* last =
             batch.events.empty() ? nullptr : std::get_if<BlockRemoved>(&batch.events.back());
-        if (last == nullptr) {
-          batch.events.emplace_back(BlockRemoved{{}, kMediumPool});
+        if (last == nullptr || last->medium != medium) {
+          batch.events.emplace_back(BlockRemoved{{}, medium});
           last = &std::get<BlockRemoved>(batch.events.back());
         }
         last->block_hashes.push_back(e.hash.lo);

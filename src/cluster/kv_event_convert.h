@@ -2,8 +2,10 @@
 // changes, logged on the engine thread) into a KvEventBatch, and makes the EngineDeps sink that
 // publishes them. Consecutive stored blocks that chain (each one's parent the previous one's key)
 // become one BlockStored, consecutive removals one BlockRemoved, as vLLM groups them; hashes are
-// the keys' low 64 bits; medium "pool" (only the pool's index is reported — blocks demoted to the
-// host or disk tier are not).
+// the keys' low 64 bits. The medium is the event's: "pool" for the pool's prefix index, "dram" /
+// "disk" for a block the host tier T1 / disk tier T2 gained or dropped (kv_tiers.h). A tier's
+// BlockStored carries its hash only — no parent, no token_ids (a tier keeps payloads, not
+// tokens) — one event per block. lora_id stays absent: keel serves no adapters yet.
 // Thread safety: to_kv_event_batch is pure; the sink may run on any one thread at a time (the
 // engine thread) and only enqueues into the publisher.
 #pragma once

@@ -84,6 +84,45 @@ void read_role(FieldReader& r, TeRole* out) {
   *out = *parsed;
 }
 
+Json hash_json(const kv::BlockHash& h) { return Json::array({h.lo, h.hi}); }
+
+// A non-negative integer as u64 (msgpack gives unsigned; JSON built in memory may be signed).
+bool read_u64(const Json& j, uint64_t* out) {
+  if (j.is_number_unsigned()) {
+    *out = j.get<uint64_t>();
+    return true;
+  }
+  if (!j.is_number_integer() || j.get<int64_t>() < 0) return false;
+  *out = static_cast<uint64_t>(j.get<int64_t>());
+  return true;
+}
+
+// A [lo, hi] pair of unsigned integers.
+bool read_hash(const Json& j, kv::BlockHash* out) {
+  return j.is_array() && j.size() == 2 && read_u64(j[0], &out->lo) && read_u64(j[1], &out->hi);
+}
+
+void hash_field(FieldReader& r, const Json& body, const char* key, kv::BlockHash* out) {
+  if (!r.ok()) return;
+  const auto it = body.find(key);
+  if (it == body.end() || !read_hash(*it, out)) r.fail(key, "expected [lo, hi] unsigned pair");
+}
+
+void read_peer_hint(FieldReader& r, PeerHint* out) {
+  const Json* peer = r.object("peer");
+  if (peer == nullptr) return;
+  FieldReader pr(*peer, r.where() + ".peer");
+  pr.str("te_id", &out->te_id);
+  pr.str("address", &out->address);
+  pr.i32("skip_blocks", &out->skip_blocks, 0);
+  pr.i32("num_blocks", &out->num_blocks, 0);
+  if (pr.ok() && out->num_blocks <= out->skip_blocks) {
+    pr.fail("num_blocks", "must exceed skip_blocks");
+  }
+  if (pr.ok() && out->address.empty()) pr.fail("address", "empty");
+  if (!pr.ok()) r.fail("peer", pr.status().message());
+}
+
 }  // namespace
 
 Message encode(const SubmitJob& m) {
@@ -93,12 +132,26 @@ Message encode(const SubmitJob& m) {
 }
 
 Message encode(const SubmitTask& m) {
-  return {std::string(msg::kSubmitTask), Json{{"ref", ref_json(m.ref)},
-                                              {"attempt", m.attempt},
-                                              {"reply_to", m.reply_to},
-                                              {"request", binary(engine::wire::encode(m.request))},
-                                              {"prefill_only", m.prefill_only},
-                                              {"transfer_to", m.transfer_to}}};
+  Json body{{"ref", ref_json(m.ref)},         {"attempt", m.attempt},
+            {"reply_to", m.reply_to},         {"request", binary(engine::wire::encode(m.request))},
+            {"prefill_only", m.prefill_only}, {"transfer_to", m.transfer_to}};
+  if (!m.peer.address.empty()) {
+    body["peer"] = Json{{"te_id", m.peer.te_id},
+                        {"address", m.peer.address},
+                        {"skip_blocks", m.peer.skip_blocks},
+                        {"num_blocks", m.peer.num_blocks}};
+  }
+  return {std::string(msg::kSubmitTask), std::move(body)};
+}
+
+Message encode(const KvFetchRequest& m) {
+  Json hashes = Json::array();
+  for (const kv::BlockHash& h : m.block_hashes) hashes.push_back(hash_json(h));
+  return {std::string(msg::kKvFetch), Json{{"kv_identity", hash_json(m.kv_identity)},
+                                           {"parent_hash", hash_json(m.parent_hash)},
+                                           {"block_hashes", std::move(hashes)},
+                                           {"reply_to", m.reply_to},
+                                           {"probe_blocks", m.probe_blocks}}};
 }
 
 Message encode_abort_job(const AbortTask& m) {
@@ -133,6 +186,7 @@ Message encode(const LoadReport& m) {
                                               {"kv_events", m.kv_events},
                                               {"kv_events_replay", m.kv_events_replay},
                                               {"kv_transfer", m.kv_transfer},
+                                              {"kv_fetch", m.kv_fetch},
                                               {"load", load_json(m.load)},
                                               {"max_model_len", m.max_model_len},
                                               {"max_waiting", m.max_waiting},
@@ -194,6 +248,27 @@ Result<SubmitTask> decode_submit_task(const Json& body) {
   engine_field(r, body, "request", engine::wire::decode_request, &m.request);
   r.boolean("prefill_only", &m.prefill_only);
   r.str("transfer_to", &m.transfer_to);
+  if (r.has("peer")) read_peer_hint(r, &m.peer);
+  return finish(r, std::move(m));
+}
+
+Result<KvFetchRequest> decode_kv_fetch(const Json& body) {
+  FieldReader r(body, "kv_fetch");
+  KvFetchRequest m;
+  hash_field(r, body, "kv_identity", &m.kv_identity);
+  hash_field(r, body, "parent_hash", &m.parent_hash);
+  if (const Json* hashes = r.array("block_hashes")) {
+    for (const Json& h : *hashes) {
+      kv::BlockHash hash;
+      if (!read_hash(h, &hash)) {
+        r.fail("block_hashes", "expected [lo, hi] unsigned pairs");
+        break;
+      }
+      m.block_hashes.push_back(hash);
+    }
+  }
+  r.str("reply_to", &m.reply_to);
+  r.i32("probe_blocks", &m.probe_blocks, 0, 64);
   return finish(r, std::move(m));
 }
 
@@ -227,6 +302,7 @@ Result<LoadReport> decode_load_report(const Json& body) {
   r.str("kv_events", &m.kv_events);
   r.str("kv_events_replay", &m.kv_events_replay);
   r.str("kv_transfer", &m.kv_transfer);
+  if (r.has("kv_fetch")) r.str("kv_fetch", &m.kv_fetch);
   read_load(r, &m.load);
   r.i64("max_model_len", &m.max_model_len, 0);
   r.i64("max_waiting", &m.max_waiting, 0);

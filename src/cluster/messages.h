@@ -12,6 +12,8 @@
 //   TE → JE        load_report (periodic: load, stats, metrics, each task's new tokens)
 //   TE → gateway   task_event (one engine TokenEvent of one attempt of one job, with the index of
 //                  its first generated token) — FlowServe's streaming shortcut past the JE
+//   TE → TE        kv_fetch (a call to a peer's fetch service: tier T3; the reply says how many
+//                  blocks the peer pushed back over the KV transfer service)
 //   JE → gateway   job_attempt (a job was re-driven: events of older attempts are stale),
 //                  job_failed (no TE can run it: the gateway ends the request with an error)
 // A job is named by (gateway id, job key); a re-drive is a new attempt of the same job.
@@ -28,6 +30,7 @@
 #include "cluster/link.h"
 #include "core/result.h"
 #include "engine/types.h"
+#include "kv/block_hash.h"
 
 namespace keel::cluster {
 
@@ -41,6 +44,7 @@ inline constexpr std::string_view kLoadReport = "load_report";
 inline constexpr std::string_view kTaskEvent = "task_event";
 inline constexpr std::string_view kJobAttempt = "job_attempt";
 inline constexpr std::string_view kJobFailed = "job_failed";
+inline constexpr std::string_view kKvFetch = "kv_fetch";
 }  // namespace msg
 
 struct JobRef {
@@ -57,6 +61,17 @@ struct SubmitJob {
   engine::GenerationRequest request;
 };
 
+// Tier T3 (JE → TE, inside SubmitTask): another TE holds more of the prompt's leading blocks
+// than the chosen one, per the JE's prefix index. The chosen TE may fetch blocks
+// [skip_blocks, num_blocks) from it before computing the prompt (its cost model decides).
+struct PeerHint {
+  std::string te_id;        // the peer's id (logs)
+  std::string address;      // the peer's KV fetch service ("host:port"); "" = no hint
+  int32_t skip_blocks = 0;  // leading blocks the chosen TE holds itself
+  int32_t num_blocks = 0;   // leading blocks the peer holds (> skip_blocks)
+  friend bool operator==(const PeerHint&, const PeerHint&) = default;
+};
+
 // JE → TE: attempt `attempt` of job `ref`; request.resumed_tokens > 0 for a re-drive (and for
 // the decode half of a disaggregated job, which continues after the prefill's token).
 // prefill_only: the prefill half of a disaggregated job — the TE generates its one token, sends
@@ -70,6 +85,22 @@ struct SubmitTask {
   engine::GenerationRequest request;
   bool prefill_only = false;
   std::string transfer_to;
+  PeerHint peer;  // address "" = none (encoded only when set)
+};
+
+// TE → TE (a call to the peer's KV fetch service): push the blocks `block_hashes` (prompt
+// order; the first one's parent is `parent_hash`) that you hold for engine identity
+// `kv_identity` to `reply_to` (the caller's KV transfer server), stopping at the first one you
+// lack. probe_blocks > 0 (and no hashes): a link-cost probe — push that many dummy blocks under
+// kPeerProbeHash (kv_peer_fetch.h), which the receiver drops. The reply: status_body plus
+// {"blocks": blocks pushed and flushed}.
+struct KvFetchRequest {
+  kv::BlockHash kv_identity;
+  kv::BlockHash parent_hash;
+  std::vector<kv::BlockHash> block_hashes;
+  std::string reply_to;
+  int32_t probe_blocks = 0;
+  friend bool operator==(const KvFetchRequest&, const KvFetchRequest&) = default;
 };
 
 // gateway → JE (attempt ignored) and JE → TE.
@@ -105,6 +136,7 @@ struct LoadReport {
   std::string kv_events;         // its cache-event PUB endpoint (vLLM's format); "" = none
   std::string kv_events_replay;  // ... and the replay endpoint
   std::string kv_transfer;       // a decode TE's KV transfer address ("host:port"); "" = none
+  std::string kv_fetch;          // its KV fetch service (tier T3 peers fetch from it); "" = none
   TeLoad load;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;
@@ -148,6 +180,7 @@ struct FleetStatus {
 [[nodiscard]] Message encode(const JobAttempt& m);
 [[nodiscard]] Message encode(const JobFailed& m);
 [[nodiscard]] Json encode_body(const FleetStatus& m);
+[[nodiscard]] Message encode(const KvFetchRequest& m);
 
 [[nodiscard]] Result<SubmitJob> decode_submit_job(const Json& body);
 [[nodiscard]] Result<SubmitTask> decode_submit_task(const Json& body);
@@ -157,6 +190,7 @@ struct FleetStatus {
 [[nodiscard]] Result<JobAttempt> decode_job_attempt(const Json& body);
 [[nodiscard]] Result<JobFailed> decode_job_failed(const Json& body);
 [[nodiscard]] Result<FleetStatus> decode_fleet_status(const Json& body);
+[[nodiscard]] Result<KvFetchRequest> decode_kv_fetch(const Json& body);
 
 // A call's outcome as a reply body ({"status": <engine wire Status>, ...extra}) and back.
 [[nodiscard]] Json status_body(const Status& status);

@@ -237,6 +237,17 @@ void TaskExecutor::on_submit(Link& link, const Json& body) {
       return;
     }
   }
+  // Tier T3: pull what the hinted peer holds into the host tier first (the cost model may say
+  // recompute instead); whatever does not arrive is recomputed by the engine.
+  if (config_.peer_fetch != nullptr && !task_msg->peer.address.empty()) {
+    const PeerFetchOutcome f = config_.peer_fetch->fetch(
+        task_msg->peer, task_msg->request.prompt_tokens, task_msg->request.cache_salt);
+    if (!f.status.ok()) {
+      KEEL_LOG_WARN("te {}: peer fetch of job {} from {} got {}/{} blocks: {}", config_.id,
+                    task->ref.job, task_msg->peer.te_id, f.blocks, f.hinted_blocks,
+                    f.status.message());
+    }
+  }
   if (task->prefill_only && task->handoff != nullptr && !task->transfer_to.empty()) {
     // Before the engine sees it: a streamed handoff watches for the blocks from the first step.
     task->handoff_id = task->handoff->begin(task_msg->request.prompt_tokens,
@@ -292,7 +303,14 @@ void TaskExecutor::send_reports() {
     links = je_links_;
     for (auto& [ref, task] : tasks_) tasks.push_back(task);
   }
-  const engine::EngineStats stats = engine_->stats();
+  engine::EngineStats stats = engine_->stats();
+  if (config_.peer_fetch != nullptr) {
+    const KvPeerFetchStats p = config_.peer_fetch->stats();
+    stats.peer_decisions_fetch = p.decisions_fetch;
+    stats.peer_decisions_recompute = p.decisions_recompute;
+    stats.peer_blocks_fetched = p.blocks_fetched;
+    stats.peer_hit_tokens = p.hit_tokens;
+  }
   LoadReport base;
   base.te_id = config_.id;
   base.role = config_.role;
@@ -301,6 +319,7 @@ void TaskExecutor::send_reports() {
   base.kv_events = config_.kv_events;
   base.kv_events_replay = config_.kv_events_replay;
   base.kv_transfer = config_.kv_transfer;
+  base.kv_fetch = config_.kv_fetch;
   base.max_model_len = engine_->max_model_len();
   base.max_waiting = engine_->max_waiting();
   base.stats = stats;

@@ -25,6 +25,7 @@
 
 #include "cluster/fleet.h"
 #include "cluster/kv_handoff.h"
+#include "cluster/kv_peer_fetch.h"
 #include "cluster/link.h"
 #include "cluster/listener.h"
 #include "cluster/messages.h"
@@ -49,6 +50,11 @@ struct TaskExecutorConfig {
   // TaskExecutor). A decode TE: the address of its KV transfer server, announced in reports.
   KvHandoff* handoff = nullptr;
   std::string kv_transfer;
+  // Tier T3 (must outlive the TaskExecutor): a task carrying a PeerHint first lets the fetcher
+  // pull the hinted blocks into the host tier (bounded wait, on the JE link's reader thread);
+  // kv_fetch: this TE's own fetch service, announced in reports so the JE can point peers at it.
+  KvPeerFetcher* peer_fetch = nullptr;
+  std::string kv_fetch;
 };
 
 class TaskExecutor {

@@ -120,6 +120,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   cache_events_ = std::move(deps.cache_events);
   published_blocks_ = std::move(deps.published_blocks);
   if (cache_events_ || published_blocks_) kv_.set_record_cache_events(true);
+  if (cache_events_ && tiers_ != nullptr) tiers_->set_record_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
@@ -529,6 +530,8 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
     prefill_seconds_per_token_ =
         prefill_seconds_per_token_ <= 0 ? s : 0.8 * prefill_seconds_per_token_ + 0.2 * s;
     scheduler_.set_prefill_seconds_per_token(prefill_seconds_per_token_);
+    prefill_seconds_per_token_published_.store(prefill_seconds_per_token_,
+                                               std::memory_order_relaxed);
   }
   if (out.status.ok()) update_prefill_budget(plan, out.forward_seconds);
   for (const ScheduledSeq& s : plan.seqs) {
@@ -677,7 +680,13 @@ void Engine::run() {
 
 void Engine::emit_cache_events() {
   tap_published_blocks();
-  if (!cache_events_ || pending_cache_events_.empty()) return;
+  if (!cache_events_) return;
+  if (tiers_ != nullptr) {  // T1/T2 gains and drops, logged on whichever thread made them
+    std::vector<kv::CacheEvent> tier = tiers_->take_events();
+    pending_cache_events_.insert(pending_cache_events_.end(), std::make_move_iterator(tier.begin()),
+                                 std::make_move_iterator(tier.end()));
+  }
+  if (pending_cache_events_.empty()) return;
   cache_events_(std::exchange(pending_cache_events_, {}));
 }
 

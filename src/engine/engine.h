@@ -118,6 +118,11 @@ class Engine final : public EngineClient {
   // against recomputing. Unavailable without a host tier; InvalidArgument for a wrong-size
   // payload. Any thread (the tiers lock internally).
   Status accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload);
+  // The measured prefill seconds per token (the tier cost model's recompute side; 0 until a
+  // prefill-sized step ran), for a peer-tier (T3) fetcher deciding outside the engine. Any thread.
+  [[nodiscard]] double prefill_seconds_per_token() const {
+    return prefill_seconds_per_token_published_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Submit {
@@ -242,7 +247,8 @@ class Engine final : public EngineClient {
   std::unique_ptr<kv::KvTiers> tiers_;      // T1/T2 below the pool (possibly empty); thread-safe
   std::unique_ptr<TierTransfer> transfer_;  // reads tier blocks back (after tiers_: joins first)
   double prefill_seconds_per_token_ = 0;    // engine thread: moving average over steps
-  StepCostModel step_costs_;                // engine thread: sizes the prefill budget
+  std::atomic<double> prefill_seconds_per_token_published_{0};  // its copy for other threads
+  StepCostModel step_costs_;  // engine thread: sizes the prefill budget
 
   // Engine-thread state.
   model::KvStorage storage_;

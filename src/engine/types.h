@@ -154,17 +154,22 @@ struct EngineStats {
   int64_t tier_blocks_recomputed = 0;  // tier-held blocks recomputed (cheaper, or unreadable)
   int64_t tier_transfers_pending = 0;  // tier reads and demotions queued or running
   int64_t tier_demotions_dropped = 0;  // evicted blocks not cached: the demotion queue was full
-  int32_t num_context_caches = 0;      // pinned context caches (retain_as)
-  int64_t context_cache_blocks = 0;    // KV blocks they hold
-  int64_t pic_requests = 0;            // requests linked from PIC chunk caches
-  int64_t pic_tokens_linked = 0;       // prompt tokens copied from chunk caches
-  int64_t pic_tokens_recomputed = 0;   // prompt tokens those requests computed
-  int64_t pic_chunks_compiled = 0;     // chunks computed alone (internal requests)
-  int64_t pic_chunks_reused = 0;       // chunks taken from the chunk index
-  int64_t pic_index_blocks = 0;        // KV blocks the chunk index holds
-  int64_t sparse_requests = 0;         // requests decoded with a sparse policy
-  int64_t sparse_pages_released = 0;   // KV pages they gave back to the pool while decoding
-  int64_t sparse_max_pages_held = 0;   // the most KV pages one sparse request held at once
+  // Tier T3 (a peer TE's cache): filled by the TE shell (cluster/kv_peer_fetch.h), 0 elsewhere.
+  int64_t peer_decisions_fetch = 0;      // hinted requests whose blocks the cost model fetched
+  int64_t peer_decisions_recompute = 0;  // ... recomputed instead (or the peer was unreachable)
+  int64_t peer_blocks_fetched = 0;       // blocks fetched from peers into T1
+  int64_t peer_hit_tokens = 0;           // their tokens
+  int32_t num_context_caches = 0;        // pinned context caches (retain_as)
+  int64_t context_cache_blocks = 0;      // KV blocks they hold
+  int64_t pic_requests = 0;              // requests linked from PIC chunk caches
+  int64_t pic_tokens_linked = 0;         // prompt tokens copied from chunk caches
+  int64_t pic_tokens_recomputed = 0;     // prompt tokens those requests computed
+  int64_t pic_chunks_compiled = 0;       // chunks computed alone (internal requests)
+  int64_t pic_chunks_reused = 0;         // chunks taken from the chunk index
+  int64_t pic_index_blocks = 0;          // KV blocks the chunk index holds
+  int64_t sparse_requests = 0;           // requests decoded with a sparse policy
+  int64_t sparse_pages_released = 0;     // KV pages they gave back to the pool while decoding
+  int64_t sparse_max_pages_held = 0;     // the most KV pages one sparse request held at once
   friend bool operator==(const EngineStats&, const EngineStats&) = default;
 };
 

@@ -17,11 +17,17 @@ namespace keel::kv {
 
 enum class CacheEventKind { kStored, kRemoved, kCleared };
 
+// Which cache the event is about: the pool's prefix index (this log), or a tier below it
+// (KvTiers logs those: a block gained or dropped by the host tier T1 or the disk tier T2).
+enum class CacheMedium : uint8_t { kPool, kHost, kDisk };
+
 struct CacheEvent {
   CacheEventKind kind = CacheEventKind::kStored;
   BlockHash hash;               // kStored, kRemoved: the block's key
   BlockHash parent;             // kStored: the key of the block before (kRootHash: the first)
-  std::vector<int32_t> tokens;  // kStored: the block's tokens (block_size of them)
+  std::vector<int32_t> tokens;  // kStored: the block's tokens (block_size of them; a tier's
+                                // events carry none, and kRootHash as parent: tiers keep payloads)
+  CacheMedium medium = CacheMedium::kPool;
   friend bool operator==(const CacheEvent&, const CacheEvent&) = default;
 };
 

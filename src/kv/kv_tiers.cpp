@@ -9,17 +9,49 @@ namespace keel::kv {
 KvTiers::KvTiers(std::unique_ptr<TierStore> host, std::unique_ptr<TierStore> disk)
     : host_(std::move(host)), disk_(std::move(disk)) {}
 
+void KvTiers::set_record_events(bool on) {
+  record_.store(on);
+  if (!on) {
+    std::lock_guard lock(events_mu_);
+    events_.clear();
+  }
+}
+
+std::vector<CacheEvent> KvTiers::take_events() {
+  std::lock_guard lock(events_mu_);
+  std::vector<CacheEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+void KvTiers::log(CacheEventKind kind, const BlockHash& key, CacheMedium medium) {
+  if (!record_.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(events_mu_);
+  events_.push_back({kind, key, kRootHash, {}, medium});
+}
+
+void KvTiers::put_disk(const BlockHash& key, std::span<const std::byte> payload) {
+  const bool had = disk_->contains(key);
+  // T2, the last tier, drops its LRU evictions without reporting them (TierStore::put would have
+  // to read each victim's payload back): those are not logged (see kv_tiers.h).
+  const Status s = disk_->put(key, payload, nullptr);
+  if (s.ok() && !had) log(CacheEventKind::kStored, key, CacheMedium::kDisk);
+}
+
 void KvTiers::demote(const BlockHash& key, std::span<const std::byte> payload) {
   if (host_ != nullptr) {
+    const bool had = host_->contains(key);
     std::vector<EvictedBlock> evicted;
-    (void)host_->put(key, payload, &evicted);
-    // Blocks pushed out of T1 go down (already there when written through below: a refresh).
-    if (disk_ != nullptr) {
-      for (const EvictedBlock& e : evicted) (void)disk_->put(e.key, e.payload, nullptr);
+    const Status s = host_->put(key, payload, &evicted);
+    if (s.ok() && !had) log(CacheEventKind::kStored, key, CacheMedium::kHost);
+    for (const EvictedBlock& e : evicted) {
+      log(CacheEventKind::kRemoved, e.key, CacheMedium::kHost);
+      // Blocks pushed out of T1 go down (already there when written through below: a refresh).
+      if (disk_ != nullptr) put_disk(e.key, e.payload);
     }
   }
   // Write-through: T2 holds every demoted block, so the cache survives a restart or a crash.
-  if (disk_ != nullptr) (void)disk_->put(key, payload, nullptr);
+  if (disk_ != nullptr) put_disk(key, payload);
 }
 
 bool KvTiers::contains(const BlockHash& key) const {
@@ -49,7 +81,11 @@ Status KvTiers::measure() {
 
 bool KvTiers::fetch(const BlockHash& key, std::span<std::byte> out) {
   if (host_ != nullptr && host_->get(key, out).ok()) return true;
-  return disk_ != nullptr && disk_->get(key, out).ok();
+  if (disk_ == nullptr) return false;
+  const Status s = disk_->get(key, out);
+  // A damaged copy is dropped by the tier: the index must forget it too.
+  if (s.code() == StatusCode::kCorrupt) log(CacheEventKind::kRemoved, key, CacheMedium::kDisk);
+  return s.ok();
 }
 
 }  // namespace keel::kv

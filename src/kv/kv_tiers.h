@@ -4,11 +4,23 @@
 // fetch() looks in T1, then T2. A damaged T2 copy is dropped and reported as a miss, so the
 // caller recomputes.
 //
-// Thread safety: as TierStore (each tier locks internally).
+// Cache events (when recording, for the cluster's KV events): a block newly held by T1 or T2 is
+// logged stored at that medium; one T1 evicts, or T2 drops as corrupt, is logged removed. T2's
+// own LRU evictions are not (the disk tier drops them unreported), so a router's index may keep
+// a stale "disk" entry for a block T2 evicted: it costs a less exact locality score or a shorter
+// peer fetch, never wrong output.
+// The engine drains them with its own per step (take_events).
+//
+// Thread safety: as TierStore (each tier locks internally); the event log has its own lock.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <vector>
+
+#include "kv/cache_event_log.h"
 
 #include "kv/tier_store.h"
 
@@ -36,14 +48,25 @@ class KvTiers {
   [[nodiscard]] const TierCost& host_cost() const { return host_cost_; }
   [[nodiscard]] const TierCost& disk_cost() const { return disk_cost_; }
 
+  // Starts (or stops) logging cache events; take_events() drains them in order.
+  void set_record_events(bool on);
+  [[nodiscard]] std::vector<CacheEvent> take_events();
+
   [[nodiscard]] const TierStore* host() const { return host_.get(); }
   [[nodiscard]] const TierStore* disk() const { return disk_.get(); }
 
  private:
   std::unique_ptr<TierStore> host_;
   std::unique_ptr<TierStore> disk_;
+  void log(CacheEventKind kind, const BlockHash& key, CacheMedium medium);
+  // Stores into T2, logging a new block and T2's evictions.
+  void put_disk(const BlockHash& key, std::span<const std::byte> payload);
+
   TierCost host_cost_;
   TierCost disk_cost_;
+  std::atomic<bool> record_{false};
+  std::mutex events_mu_;
+  std::vector<CacheEvent> events_;  // guarded by events_mu_
 };
 
 }  // namespace keel::kv

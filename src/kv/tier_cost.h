@@ -32,4 +32,14 @@ struct TierCost {
                                       const TierCost& disk, size_t block_bytes,
                                       int32_t block_tokens, double prefill_seconds_per_token);
 
+// Tier T3, a peer engine's cache: one fetch of `cut` blocks costs link.latency_seconds once (one
+// request) + cut · block_bytes · link.seconds_per_byte; recomputing them costs cut · block_tokens
+// · prefill_seconds_per_token. The cut in [0, num_blocks] minimising fetch(cut) + recompute(rest)
+// (ties fetch more). Both costs are linear in the cut, so the answer is 0 or num_blocks: the
+// latency is paid once, so either fetching every block is worth it or none is. With
+// prefill_seconds_per_token ≤ 0 (not measured yet) every block is fetched, as blocks_to_fetch.
+[[nodiscard]] int32_t peer_blocks_to_fetch(int32_t num_blocks, const TierCost& link,
+                                           size_t block_bytes, int32_t block_tokens,
+                                           double prefill_seconds_per_token);
+
 }  // namespace keel::kv

@@ -80,7 +80,8 @@ struct Series {
   int64_t Stats::*field;
 };
 
-// Per-tier series of the KV tiers below the cache (label tier="host" | "disk").
+// Per-tier series of the KV tiers below the cache (label tier="host" | "disk"), and tier T3's
+// counters (a TE fetching from peers always has a host tier).
 void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
   std::vector<std::pair<std::string_view, const kv::TierStats*>> tiers;
   if (stats.host_tier_enabled) tiers.emplace_back("host", &stats.host_tier);
@@ -117,6 +118,16 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
            "decision=\"fetch\"");
   w.sample("kv_tier_decisions_total", static_cast<double>(stats.tier_blocks_recomputed),
            "decision=\"recompute\"");
+  w.header("kv_peer_decisions_total", "counter",
+           "Requests hinted at a peer TE's cache (tier T3) by the fetch-vs-recompute decision.");
+  w.sample("kv_peer_decisions_total", static_cast<double>(stats.peer_decisions_fetch),
+           "decision=\"fetch\"");
+  w.sample("kv_peer_decisions_total", static_cast<double>(stats.peer_decisions_recompute),
+           "decision=\"recompute\"");
+  w.counter("kv_peer_blocks_fetched_total", "KV blocks fetched from peer TEs into the host tier.",
+            static_cast<double>(stats.peer_blocks_fetched));
+  w.counter("kv_peer_hit_tokens_total", "Prompt tokens of the KV blocks fetched from peer TEs.",
+            static_cast<double>(stats.peer_hit_tokens));
   for (const Series<kv::TierStats>& s : kSeries) {
     w.header(s.name, s.type, s.help);
     for (const auto& [tier, st] : tiers) {

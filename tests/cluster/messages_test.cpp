@@ -51,6 +51,51 @@ TEST(ClusterMessagesTest, SubmitJobAndTaskRoundTrip) {
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->attempt, 2);
   EXPECT_EQ(t->request, task.request);
+  EXPECT_TRUE(t->peer.address.empty());
+}
+
+// Tier T3: the peer hint inside submit_task, and the TE → TE fetch call.
+TEST(ClusterMessagesTest, PeerHintAndKvFetchRoundTrip) {
+  SubmitTask task{JobRef{"gw-1", 43}, 0, "127.0.0.1:9000", sample_request()};
+  task.peer = PeerHint{"te-1", "127.0.0.1:7001", 1, 5};
+  Result<SubmitTask> t = decode_submit_task(through_link(encode(task), "submit_task_peer"));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->peer, task.peer);
+
+  KvFetchRequest fetch;
+  fetch.kv_identity = {0xfedcba9876543210ULL, 0x0123456789abcdefULL};
+  fetch.parent_hash = {~uint64_t{0}, 1};
+  fetch.block_hashes = {{1, 2}, {~uint64_t{0} - 5, 3}};
+  fetch.reply_to = "127.0.0.1:7002";
+  Result<KvFetchRequest> f = decode_kv_fetch(through_link(encode(fetch), "kv_fetch"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(*f, fetch);
+  fetch.block_hashes.clear();
+  fetch.probe_blocks = 2;
+  f = decode_kv_fetch(through_link(encode(fetch), "kv_fetch_probe"));
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ(*f, fetch);
+}
+
+TEST(ClusterMessagesTest, MalformedPeerHintAndKvFetchAreRejected) {
+  Json body = encode(SubmitTask{JobRef{"gw", 1}, 0, "a:1", sample_request()}).body;
+  body["peer"] = Json{{"address", "b:2"}, {"skip_blocks", 3}, {"num_blocks", 3}};
+  Result<SubmitTask> t = decode_submit_task(body);
+  ASSERT_FALSE(t.ok());
+  EXPECT_NE(t.status().message().find("num_blocks"), std::string::npos) << t.status().message();
+  body["peer"] = Json{{"address", ""}, {"num_blocks", 3}};
+  EXPECT_FALSE(decode_submit_task(body).ok());
+
+  EXPECT_FALSE(decode_kv_fetch(Json{{"kv_identity", Json::array({1})}}).ok());
+  EXPECT_FALSE(decode_kv_fetch(Json{{"kv_identity", Json::array({1, 2})},
+                                    {"parent_hash", Json::array({0, 0})},
+                                    {"block_hashes", Json::array({Json::array({1, -2})})}})
+                   .ok());
+  const Result<KvFetchRequest> probe = decode_kv_fetch(Json{{"kv_identity", Json::array({1, 2})},
+                                                            {"parent_hash", Json::array({0, 0})},
+                                                            {"probe_blocks", 1000}});
+  ASSERT_FALSE(probe.ok());
+  EXPECT_NE(probe.status().message().find("probe_blocks"), std::string::npos);
 }
 
 TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
@@ -67,6 +112,7 @@ TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
 
   LoadReport report;
   report.te_id = "te-3";
+  report.kv_fetch = "127.0.0.1:7003";
   report.role = TeRole::kDecode;
   report.model = "m";
   report.pid = 1234;
@@ -78,6 +124,7 @@ TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->role, TeRole::kDecode);
   EXPECT_EQ(r->pid, 1234);
+  EXPECT_EQ(r->kv_fetch, report.kv_fetch);
   EXPECT_EQ(r->load, report.load);
   EXPECT_EQ(r->stats, report.stats);
   EXPECT_EQ(r->progress, report.progress);

@@ -47,6 +47,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_fixed_point(body, c::decode_fleet_status, [](const auto& m) {
     return Message{"reply", c::encode_body(m)};
   });
+  check_fixed_point(body, c::decode_kv_fetch, [](const auto& m) { return c::encode(m); });
   (void)c::decode_status_body(body);
   return 0;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/file_system.h"
+#include "kv/block_file.h"
 #include "kv/disk_tier.h"
 #include "kv/host_tier.h"
 #include "support/test_support.h"
@@ -23,10 +24,11 @@ std::vector<std::byte> payload(int seed) {
 
 BlockHash key(uint64_t i) { return {i, i + 100}; }
 
-std::unique_ptr<TierStore> disk(FileSystem* fs, const std::string& dir) {
+std::unique_ptr<TierStore> disk(FileSystem* fs, const std::string& dir,
+                                int64_t capacity_bytes = 1 << 20) {
   DiskTierConfig c;
   c.dir = dir;
-  c.capacity_bytes = 1 << 20;
+  c.capacity_bytes = capacity_bytes;
   c.identity = {1, 1};
   c.payload_bytes = kPayload;
   auto t = DiskTier::open(fs, c);
@@ -69,6 +71,38 @@ TEST(KvTiersTest, HostOnlyAndNone) {
   std::vector<std::byte> out(kPayload);
   EXPECT_FALSE(none.fetch(key(1), out));
   EXPECT_TRUE(none.measure().ok());
+}
+
+// Cache events for the cluster's index: a block new to T1 or T2 is stored at its medium, T1's
+// evictions are removed from "host" (and stored on disk if new there); a refresh logs nothing;
+// nothing is logged until recording starts. (T2's own LRU drops are not reported: kv_tiers.h.)
+TEST(KvTiersTest, LogsTierGainsAndDropsWithTheirMedium) {
+  PosixFileSystem fs;
+  // T1 holds 2 blocks; T2 holds 3 block files.
+  KvTiers tiers(std::make_unique<HostTier>(2 * kPayload, kPayload),
+                disk(&fs, testing::make_temp_dir("kv_tiers_events"),
+                     3 * static_cast<int64_t>(kPayload + kBlockFileHeaderBytes)));
+  tiers.demote(key(1), payload(1));
+  EXPECT_TRUE(tiers.take_events().empty()) << "not recording yet";
+  tiers.set_record_events(true);
+  tiers.demote(key(1), payload(1));  // a refresh in both tiers
+  EXPECT_TRUE(tiers.take_events().empty());
+  tiers.demote(key(2), payload(2));
+  tiers.demote(key(3), payload(3));  // T1 evicts key 1 (already on disk)
+  tiers.demote(key(4), payload(4));  // T1 evicts key 2; T2 evicts key 1 (unreported) for key 4
+  using K = CacheEventKind;
+  using M = CacheMedium;
+  auto ev = [](K kind, uint64_t k, M medium) {
+    return CacheEvent{kind, key(k), kRootHash, {}, medium};
+  };
+  const std::vector<CacheEvent> want = {
+      ev(K::kStored, 2, M::kHost),  ev(K::kStored, 2, M::kDisk), ev(K::kStored, 3, M::kHost),
+      ev(K::kRemoved, 1, M::kHost), ev(K::kStored, 3, M::kDisk), ev(K::kStored, 4, M::kHost),
+      ev(K::kRemoved, 2, M::kHost), ev(K::kStored, 4, M::kDisk),
+  };
+  EXPECT_EQ(tiers.take_events(), want);
+  EXPECT_TRUE(tiers.take_events().empty());
+  EXPECT_EQ(tiers.where(key(1)), TierKind::kNone);
 }
 
 }  // namespace

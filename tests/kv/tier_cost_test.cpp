@@ -41,5 +41,29 @@ TEST(TierCostTest, UnmeasuredPrefillFetchesAllAndTiesFetch) {
   EXPECT_EQ(blocks_to_fetch({}, kFastHost, kSlowDisk, kBytes, kTokens, 1e-3), 0);
 }
 
+// Tier T3: one request's latency, then bytes over the link, against recomputing the run.
+TEST(PeerTierCostTest, FetchesAllOrNoneByMeasuredLinkCost) {
+  const TierCost fast_link{1e-3, 1e-10};  // 1 ms a request + 0.1 ms per MiB block
+  const TierCost throttled{1e-3, 1e-6};   // 1 s per MiB block (a 1 MB/s link)
+  // Recomputing a block: 16 tokens × 1 ms = 16 ms.
+  EXPECT_EQ(peer_blocks_to_fetch(6, fast_link, kBytes, kTokens, 1e-3), 6);
+  EXPECT_EQ(peer_blocks_to_fetch(6, throttled, kBytes, kTokens, 1e-3), 0);
+  // The request latency is paid once: worth it for a long run, not for one block.
+  const TierCost far{0.05, 1e-10};                                    // 50 ms a request
+  EXPECT_EQ(peer_blocks_to_fetch(1, far, kBytes, kTokens, 1e-3), 0);  // 50.1 ms > 16 ms
+  EXPECT_EQ(peer_blocks_to_fetch(8, far, kBytes, kTokens, 1e-3), 8);  // 50.8 ms < 128 ms
+  EXPECT_EQ(peer_blocks_to_fetch(0, fast_link, kBytes, kTokens, 1e-3), 0);
+}
+
+TEST(PeerTierCostTest, UnmeasuredPrefillFetchesAllAndTiesFetch) {
+  const TierCost throttled{1e-3, 1e-6};
+  EXPECT_EQ(peer_blocks_to_fetch(3, throttled, kBytes, kTokens, 0.0), 3);
+  // Exact powers of two: 2 blocks × 2^-10 s each + 2^-10 s latency = 3 · 2^-10 s of fetching,
+  // against 2 blocks' recompute of 3 · 2^-11 s each.
+  const TierCost exact{0x1p-10, 0x1p-30};
+  EXPECT_EQ(peer_blocks_to_fetch(2, exact, kBytes, kTokens, 3 * 0x1p-15), 2);
+  EXPECT_EQ(peer_blocks_to_fetch(2, exact, kBytes, kTokens, 3 * 0x1p-15 * 0.99), 0);
+}
+
 }  // namespace
 }  // namespace keel::kv

@@ -191,6 +191,32 @@ TEST(MetricsTextTest, KvTierSeriesOnlyForConfiguredTiersWithATierLabel) {
   EXPECT_EQ(types["keel:kv_tier_used_bytes"], "gauge");
 }
 
+// Tier T3's counters (filled by a TE shell): decisions by label, blocks and tokens fetched;
+// rendered with the tier series (a T3 TE always has a host tier).
+TEST(MetricsTextTest, PeerTierCountersAreExported) {
+  engine::Metrics m;
+  engine::EngineStats stats;
+  stats.host_tier_enabled = true;
+  stats.peer_decisions_fetch = 3;
+  stats.peer_decisions_recompute = 2;
+  stats.peer_blocks_fetched = 11;
+  stats.peer_hit_tokens = 176;
+  std::map<std::string, std::string> types;
+  std::map<std::string, double> v;
+  for (const Sample& s : parse_exposition(render_metrics(stats, m.snapshot(), "x"), &types)) {
+    if (s.name.find("kv_peer") == std::string::npos) continue;
+    const size_t p = s.labels.find("decision=\"");
+    const std::string decision =
+        p == std::string::npos ? "" : s.labels.substr(p + 10, s.labels.find('"', p + 10) - p - 10);
+    v[s.name + "/" + decision] = s.value;
+  }
+  EXPECT_EQ(v["keel:kv_peer_decisions_total/fetch"], 3) << v.size();
+  EXPECT_EQ(v["keel:kv_peer_decisions_total/recompute"], 2);
+  EXPECT_EQ(v["keel:kv_peer_blocks_fetched_total/"], 11);
+  EXPECT_EQ(v["keel:kv_peer_hit_tokens_total/"], 176);
+  EXPECT_EQ(types["keel:kv_peer_hit_tokens_total"], "counter");
+}
+
 TEST(MetricsTextTest, HistogramBucketsAreCumulativeAndEndAtCount) {
   engine::Metrics m;
   const double values[] = {0.0005, 0.002, 0.03, 0.03, 1.5, 5000.0};
