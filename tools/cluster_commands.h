@@ -76,7 +76,7 @@ struct ClusterUpOptions {
   std::string predictor_model;
   double start_timeout_s = 120.0;
   KvHandoffFlags handoff;  // passed to the prefill TEs
-  PeerTierOptions peer;  // passed to every TE
+  PeerTierOptions peer;    // passed to every TE
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

@@ -15,13 +15,13 @@
 #include <mutex>
 #include <sstream>
 
+#include "builtin_models.h"
 #include "cluster/pd_profile.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
 #include "cluster_commands.h"
 #include "core/file_system.h"
 #include "core/thread_pool.h"
-#include "builtin_models.h"
 #include "gguf/reader.h"
 #include "host/engine_host.h"
 #include "loadgen/bench_serve.h"
