@@ -125,6 +125,35 @@ Result<KvServices> start_kv_services(const TeOptions& opts, cluster::TeRole role
   return svc;
 }
 
+// A TE's role-specific engine set-up: a prefill TE computes prompts in chunks of --prefill-chunk
+// tokens, so a streamed handoff sends every chunk's blocks (caught by the engine's tap into
+// `streams`) while the next one computes; a decode TE receives prefills' KV into its host tier
+// (T1), and a peer-tier (T3) TE its peers' blocks: each needs one.
+Result<HandoffSetup> prepare_role(const TeOptions& opts, cluster::TeRole role,
+                                  host::StartOptions* start,
+                                  std::unique_ptr<cluster::KvHandoffStreams>* streams) {
+  HandoffSetup handoff;
+  KEEL_ASSIGN_OR_RETURN(handoff.faults, cluster::parse_kv_transfer_faults(opts.handoff.fault));
+  handoff.mode =
+      cluster::parse_kv_handoff_mode(opts.handoff.mode).value_or(cluster::KvHandoffMode::kStream);
+  if (role == cluster::TeRole::kPrefill) {
+    if (opts.handoff.prefill_chunk > 0) {
+      start->engine.scheduler.max_batched_tokens =
+          std::min(start->engine.scheduler.max_batched_tokens, opts.handoff.prefill_chunk);
+    }
+    if (handoff.mode == cluster::KvHandoffMode::kStream) {
+      *streams = std::make_unique<cluster::KvHandoffStreams>();
+      handoff.streams = streams->get();
+      start->published_blocks = cluster::handoff_tap(streams->get());
+    }
+  }
+  const bool fetches_peers = opts.peer.enabled && role != cluster::TeRole::kDecode;
+  if ((role == cluster::TeRole::kDecode || fetches_peers) && start->engine.kv_host_bytes == 0) {
+    start->engine.kv_host_bytes = int64_t{256} << 20;
+  }
+  return handoff;
+}
+
 Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   const ServeOptions& o = opts.engine;
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
@@ -148,29 +177,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   start.group_weights = o.compute.weight_layout != "rows";
   start.n_ctx = o.ctx_size;
   start.engine = serve_engine_config(o);
-  // A prefill TE computes prompts in chunks of --prefill-chunk tokens, so a streamed handoff
-  // sends every chunk's blocks while the next one computes.
-  HandoffSetup handoff;
-  KEEL_ASSIGN_OR_RETURN(handoff.faults, cluster::parse_kv_transfer_faults(opts.handoff.fault));
-  handoff.mode =
-      cluster::parse_kv_handoff_mode(opts.handoff.mode).value_or(cluster::KvHandoffMode::kStream);
-  if (role == cluster::TeRole::kPrefill) {
-    if (opts.handoff.prefill_chunk > 0) {
-      start.engine.scheduler.max_batched_tokens =
-          std::min(start.engine.scheduler.max_batched_tokens, opts.handoff.prefill_chunk);
-    }
-    if (handoff.mode == cluster::KvHandoffMode::kStream) {
-      streams = std::make_unique<cluster::KvHandoffStreams>();
-      handoff.streams = streams.get();
-      start.published_blocks = cluster::handoff_tap(streams.get());
-    }
-  }
-  // A decode TE receives prefills' KV into its host tier (T1), and a peer-tier (T3) TE its
-  // peers' blocks: each needs one.
-  const bool fetches_peers = opts.peer.enabled && role != cluster::TeRole::kDecode;
-  if ((role == cluster::TeRole::kDecode || fetches_peers) && start.engine.kv_host_bytes == 0) {
-    start.engine.kv_host_bytes = int64_t{256} << 20;
-  }
+  KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(opts, role, &start, &streams));
   const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
   KEEL_TRY(host->start(std::move(start)));
   engine::Engine* eng = host->engine();

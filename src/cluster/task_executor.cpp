@@ -4,11 +4,26 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <utility>
 
 #include "core/log.h"
 
 namespace keel::cluster {
+
+// Wakes the report thread before its interval: a prefill that handed off is reported at once, so
+// the JE starts the decode task without waiting for the next periodic report.
+struct TaskExecutor::ReportSignal {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool pending = false;   // guarded by mu
+  bool stopping = false;  // guarded by mu
+  void wake() {
+    std::lock_guard lock(mu);
+    pending = true;
+    cv.notify_all();
+  }
+};
 
 // One task: written by the engine's sink (engine thread) and read by the report thread.
 struct TaskExecutor::Task {
@@ -24,6 +39,7 @@ struct TaskExecutor::Task {
   std::string transfer_to;
   KvHandoff* handoff = nullptr;
   int64_t handoff_id = -1;  // KvHandoff::begin's id; -1: none (or finished / abandoned)
+  std::shared_ptr<ReportSignal> report_now;
 
   std::mutex mu;
   int32_t next_index = 0;  // generated-token index of the next token (starts at resumed tokens)
@@ -96,9 +112,12 @@ class TaskSink final : public engine::OutputSink {
           "te: kv_handoff job={} mode={} blocks={} streamed={} bytes={} exposed_ms={:.3f}",
           task->ref.job, kv_handoff_mode_name(task->handoff->mode()), r.blocks, r.streamed, r.bytes,
           r.exposed_seconds * 1e3);
-      std::lock_guard lock(task->mu);
-      task->ended_job = false;
-      task->written_final = true;
+      {
+        std::lock_guard lock(task->mu);
+        task->ended_job = false;
+        task->written_final = true;
+      }
+      task->report_now->wake();
     };
     int64_t id = -1;
     {
@@ -106,9 +125,12 @@ class TaskSink final : public engine::OutputSink {
       id = std::exchange(task->handoff_id, -1);
     }
     if (id < 0) {
-      std::lock_guard lock(task->mu);
-      task->ended_job = false;
-      task->written_final = true;
+      {
+        std::lock_guard lock(task->mu);
+        task->ended_job = false;
+        task->written_final = true;
+      }
+      task->report_now->wake();
       return;
     }
     task->handoff->finish(id, prefill_end, finish);
@@ -130,7 +152,7 @@ class TaskSink final : public engine::OutputSink {
 }  // namespace
 
 TaskExecutor::TaskExecutor(TaskExecutorConfig config, engine::EngineClient* engine)
-    : config_(std::move(config)), engine_(engine) {}
+    : config_(std::move(config)), engine_(engine), report_now_(std::make_shared<ReportSignal>()) {}
 
 Result<std::unique_ptr<TaskExecutor>> TaskExecutor::start(TaskExecutorConfig config,
                                                           engine::EngineClient* engine) {
@@ -163,7 +185,11 @@ void TaskExecutor::stop() {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     stopping_ = true;
-    cv_.notify_all();
+  }
+  {
+    std::lock_guard lock(report_now_->mu);
+    report_now_->stopping = true;
+    report_now_->cv.notify_all();
   }
   if (reporter_.joinable()) reporter_.join();
   listener_->stop();
@@ -229,6 +255,7 @@ void TaskExecutor::on_submit(Link& link, const Json& body) {
   task->prefill_only = task_msg->prefill_only;
   task->transfer_to = task_msg->transfer_to;
   task->handoff = config_.handoff;
+  task->report_now = report_now_;
   task->je = link.shared_from_this();
   {
     std::lock_guard lock(mu_);
@@ -284,10 +311,13 @@ void TaskExecutor::on_abort(const Json& body) {
 }
 
 void TaskExecutor::report_loop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    cv_.wait_for(lock, config_.report_interval, [&] { return stopping_; });
-    if (stopping_) return;
+  ReportSignal& signal = *report_now_;
+  std::unique_lock lock(signal.mu);
+  while (!signal.stopping) {
+    signal.cv.wait_for(lock, config_.report_interval,
+                       [&] { return signal.stopping || signal.pending; });
+    if (signal.stopping) return;
+    signal.pending = false;
     lock.unlock();
     send_reports();
     lock.lock();

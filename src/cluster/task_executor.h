@@ -2,8 +2,9 @@
 // listens for job executors (JEs), runs the tasks they send on its engine, streams each task's
 // token events straight to the gateway that owns the request (the address in the task; one
 // outgoing link per gateway, made on first use), and reports to every connected JE, each report
-// interval, its load, the engine's stats and metrics, and the new tokens of the tasks that JE
-// sent (so the JE can re-drive them elsewhere should this TE die).
+// interval — and at once when a prefill task has handed off, so the JE starts its decode task
+// without waiting — its load, the engine's stats and metrics, and the new tokens of the tasks that
+// JE sent (so the JE can re-drive them elsewhere should this TE die).
 //
 // Invariants: a task is known from a successful submit until its final event has been reported
 // to its JE; a task whose gateway link breaks is aborted on the engine (nobody would read it).
@@ -15,7 +16,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -73,7 +73,8 @@ class TaskExecutor {
   // Stops listening and reporting, aborts running tasks and closes every link. Idempotent.
   void stop();
 
-  struct Task;  // one task's state, shared with its engine sink
+  struct Task;          // one task's state, shared with its engine sink
+  struct ReportSignal;  // wakes the report thread early (a prefill handed off)
 
  private:
   explicit TaskExecutor(TaskExecutorConfig config, engine::EngineClient* engine);
@@ -89,11 +90,11 @@ class TaskExecutor {
   std::unique_ptr<Listener> listener_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   bool stopping_ = false;
   std::vector<std::shared_ptr<Link>> je_links_;                 // accepted
   std::map<std::string, std::shared_ptr<Link>> gateway_links_;  // by event address
   std::map<JobRef, std::shared_ptr<Task>> tasks_;
+  std::shared_ptr<ReportSignal> report_now_;  // shared with tasks (their handoffs wake it)
   std::thread reporter_;
 };
 
