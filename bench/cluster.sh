@@ -39,31 +39,10 @@ done
 [ -x "$KEEL" ] || { echo "cluster.sh: build keel first (make release)" >&2; exit 1; }
 command -v python3 > /dev/null || { echo "cluster.sh: needs python3" >&2; exit 1; }
 mkdir -p "$OUT"
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2> /dev/null || true; done
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2> /dev/null || true; done
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_health() {
-  for _ in $(seq 1 240); do
-    curl -sf "http://127.0.0.1:$1/health" > /dev/null 2>&1 && return 0
-    sleep 0.5
-  done
-  echo "cluster.sh: server on port $1 did not come up" >&2
-  return 1
-}
+source bench/lib/processes.sh  # (the script runs from the repo root)
 metric() {  # $1 port, $2 metric name: the sum of its samples
   curl -s "http://127.0.0.1:$1/metrics" |
     awk -v n="$2" 'index($0, n) == 1 { split($0, a, " "); s += a[2] } END { print s + 0 }'
-}
-stop() {
-  kill "$1" 2> /dev/null || true
-  wait "$1" 2> /dev/null || true
 }
 want() { [[ ",$SECTIONS," == *",$1,"* ]]; }
 
@@ -79,19 +58,10 @@ overhead() {  # $1 label, $2 port
     --input-len 128 --output-len 64 --num-prompts "$n_overhead" --max-concurrency 1 \
     --save-result "$OUT/overhead-$1.json" > "$OUT/overhead-$1.log" 2>&1
 }
-port=$(free_port)
-"$KEEL" serve -m "$MODEL" --port "$port" -t 1 > "$OUT/serve.log" 2>&1 &
-SRV=$!
-PIDS+=("$SRV")
-wait_health "$port"
+start_keel "$OUT/serve.log" serve -m "$MODEL" -t 1
 overhead serve "$port"
 stop "$SRV"
-port=$(free_port)
-"$KEEL" cluster up -m "$MODEL" --port "$port" --colocated 1 --threads-per-te 1 \
-  > "$OUT/cluster1.log" 2>&1 &
-SRV=$!
-PIDS+=("$SRV")
-wait_health "$port"
+start_keel "$OUT/cluster1.log" cluster up -m "$MODEL" --colocated 1 --threads-per-te 1
 overhead gateway "$port"
 stop "$SRV"
 fi
@@ -102,14 +72,9 @@ echo "== 2. routing: 4 TEs, 2 JEs, shared prefixes =="
 # requests need (4 x 304) is about 3,300 tokens.
 kv_bytes=${KV_BYTES:-4300000}
 for policy in ${POLICIES:-deepserve round_robin least_load}; do
-  port=$(free_port)
-  "$KEEL" cluster up -m "$MODEL" --port "$port" --colocated 4 --jes 2 --threads-per-te 1 \
-    --max-num-seqs 4 --kv-cache-bytes "$kv_bytes" --router "$policy" \
-    --balance-threshold "${BALANCE:-0.25}" --balance-abs-tokens "${BALANCE_ABS:-4096}" \
-    > "$OUT/cluster-$policy.log" 2>&1 &
-  SRV=$!
-  PIDS+=("$SRV")
-  wait_health "$port"
+  start_keel "$OUT/cluster-$policy.log" cluster up -m "$MODEL" --colocated 4 --jes 2 \
+    --threads-per-te 1 --max-num-seqs 4 --kv-cache-bytes "$kv_bytes" --router "$policy" \
+    --balance-threshold "${BALANCE:-0.25}" --balance-abs-tokens "${BALANCE_ABS:-4096}"
   q0=$(metric "$port" keel:prefix_cache_queries_total)
   h0=$(metric "$port" keel:prefix_cache_hits_total)
   "$KEEL" bench-serve --base-url "http://127.0.0.1:$port" "${common[@]}" \
@@ -133,12 +98,7 @@ n_pd=96
 for fleet in colocated pd; do
   tes=(--colocated 2)
   [ $fleet = pd ] && tes=(--prefill 1 --decode 1)
-  port=$(free_port)
-  "$KEEL" cluster up -m "$MODEL" --port "$port" "${tes[@]}" --threads-per-te 1 \
-    > "$OUT/cluster-$fleet.log" 2>&1 &
-  SRV=$!
-  PIDS+=("$SRV")
-  wait_health "$port"
+  start_keel "$OUT/cluster-$fleet.log" cluster up -m "$MODEL" "${tes[@]}" --threads-per-te 1
   for out_len in 32 256; do
     "$KEEL" bench-serve --base-url "http://127.0.0.1:$port" "${common[@]}" --workload random \
       --input-len 256 --output-len "$out_len" --num-prompts "$n_pd" --max-concurrency 8 \
@@ -163,12 +123,7 @@ for fleet in colocated3 disagg mixed-deepserve mixed-round_robin mixed-least_loa
     mixed-*) tes=(--colocated 1 --prefill 1 --decode 1 --router "${fleet#mixed-}"
       --pd-heatmap "$OUT/pd_heatmap.json") ;;
   esac
-  port=$(free_port)
-  "$KEEL" cluster up -m "$MODEL" --port "$port" "${tes[@]}" --threads-per-te 1 \
-    > "$OUT/cluster-$fleet.log" 2>&1 &
-  SRV=$!
-  PIDS+=("$SRV")
-  wait_health "$port"
+  start_keel "$OUT/cluster-$fleet.log" cluster up -m "$MODEL" "${tes[@]}" --threads-per-te 1
   for mix in short long; do
     lens=(--input-len 256 --output-len 32)
     [ $mix = long ] && lens=(--input-len 64 --output-len 256)

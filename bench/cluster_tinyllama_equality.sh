@@ -31,23 +31,8 @@ if [ ! -f "$MODEL" ]; then
     --vocab ../shared/vocab/ggml-vocab-llama-spm.gguf -o "$MODEL.part" > "$OUT/make.log" 2>&1
   mv "$MODEL.part" "$MODEL"
 fi
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2> /dev/null || true; done
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2> /dev/null || true; done
-}
-trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_health() {
-  for _ in $(seq 1 600); do
-    curl -sf "http://127.0.0.1:$1/health" > /dev/null 2>&1 && return 0
-    sleep 0.5
-  done
-  echo "cluster_tinyllama_equality.sh: gateway on port $1 did not come up" >&2
-  return 1
-}
+HEALTH_TRIES=600
+source bench/lib/processes.sh  # (the script runs from the repo root)
 
 # Token-id prompts of 8..64 tokens, seeded, from [3, 32000).
 python3 - "$NPROMPTS" > "$OUT/prompts.json" <<'PY'
@@ -61,12 +46,7 @@ PY
 for fleet in colocated pd; do
   tes=(--colocated 1)
   [ $fleet = pd ] && tes=(--prefill 1 --decode 1)
-  port=$(free_port)
-  "$KEEL" cluster up -m "$MODEL" --port "$port" "${tes[@]}" --threads-per-te 1 \
-    > "$OUT/cluster-$fleet.log" 2>&1 &
-  SRV=$!
-  PIDS+=("$SRV")
-  wait_health "$port"
+  start_keel "$OUT/cluster-$fleet.log" cluster up -m "$MODEL" "${tes[@]}" --threads-per-te 1
   python3 - "$port" "$OUT/prompts.json" "$MAXTOK" > "$OUT/$fleet.json" <<'PY'
 import json, sys, urllib.request
 port, prompts, max_tokens = int(sys.argv[1]), json.load(open(sys.argv[2])), int(sys.argv[3])
@@ -84,8 +64,7 @@ for p in prompts:
                 "cached": r["usage"].get("prompt_tokens_details", {}).get("cached_tokens", 0)})
 print(json.dumps(out))
 PY
-  kill "$SRV"
-  wait "$SRV" || true
+  stop "$SRV"
 done
 
 python3 - "$OUT" "$MODEL" <<'PY'

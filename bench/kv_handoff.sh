@@ -31,23 +31,8 @@ command -v python3 > /dev/null || { echo "kv_handoff.sh: needs python3" >&2; exi
 mkdir -p "$OUT"
 MODEL=/tmp/keel-tinyllama-1.1b-$TYPE-ctx4096.gguf
 CTX=4096
-PIDS=()
-cleanup() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2> /dev/null || true; done
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2> /dev/null || true; done
-}
-trap cleanup EXIT
-free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
-}
-wait_health() {
-  for _ in $(seq 1 600); do
-    curl -sf "http://127.0.0.1:$1/health" > /dev/null 2>&1 && return 0
-    sleep 0.5
-  done
-  echo "kv_handoff.sh: cluster on port $1 did not come up" >&2
-  return 1
-}
+HEALTH_TRIES=600
+source bench/lib/processes.sh  # (the script runs from the repo root)
 
 if [ ! -s "$MODEL" ]; then
   echo "== making $MODEL =="
@@ -57,21 +42,16 @@ fi
 
 for mode in stream after; do
   echo "== --kv-handoff $mode: $PROMPTS prompts of $INPUT tokens, prefill chunks of $CHUNK =="
-  port=$(free_port)
-  "$KEEL" cluster up -m "$MODEL" --port "$port" --prefill 1 --decode 1 \
+  start_keel "$OUT/cluster-$mode.log" cluster up -m "$MODEL" --prefill 1 --decode 1 \
     --threads-per-te "$THREADS" -c "$CTX" --kv-handoff "$mode" --prefill-chunk "$CHUNK" \
-    --start-timeout 600 --stall-timeout-ms 120000 > "$OUT/cluster-$mode.log" 2>&1 &
-  SRV=$!
-  PIDS+=("$SRV")
-  wait_health "$port"
+    --start-timeout 600 --stall-timeout-ms 120000
   "$KEEL" bench-serve --base-url "http://127.0.0.1:$port" --endpoint /v1/completions \
     --prompt-format token-ids --min-token-id 3 --vocab-size 32000 --seed 1 --ignore-eos \
     --skip-test-request \
     --workload random --input-len "$INPUT" --output-len 2 --num-prompts "$PROMPTS" \
     --max-concurrency 1 --save-result "$OUT/bench-$mode.json" > "$OUT/bench-$mode.log" 2>&1
   sleep 1  # the last handoff's log line
-  kill "$SRV" 2> /dev/null || true
-  wait "$SRV" 2> /dev/null || true
+  stop "$SRV"
 done
 
 python3 - "$OUT" "$INPUT" "$CHUNK" <<'PY'
