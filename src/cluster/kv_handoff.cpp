@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "cluster/host_port.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
 
@@ -162,14 +163,10 @@ void KvHandoff::send_caught() {
 Result<KvHandoff::Connection*> KvHandoff::connection(const std::string& destination) {
   const auto it = clients_.find(destination);
   if (it != clients_.end()) return &it->second;
-  const size_t colon = destination.rfind(':');
-  const int port = colon == std::string::npos ? 0 : std::atoi(destination.c_str() + colon + 1);
-  if (port <= 0 || port > 65535) {
-    return Status::invalid_argument("bad KV transfer address \"" + destination + "\"");
-  }
+  KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(destination));
   KvTransferClientOptions options;
-  options.host = destination.substr(0, colon);
-  options.port = static_cast<uint16_t>(port);
+  options.host = hp.host;
+  options.port = hp.port;
   options.kv_identity = config_.kv_identity;
   options.faults = config_.faults;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<KvTransferClient> c, KvTransferClient::connect(options));

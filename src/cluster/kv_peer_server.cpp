@@ -4,6 +4,7 @@
 #include <thread>
 #include <utility>
 
+#include "cluster/host_port.h"
 #include "core/log.h"
 
 namespace keel::cluster {
@@ -91,23 +92,10 @@ void KvPeerServer::on_message(Link& link, Message message) {
 Result<KvTransferClient*> KvPeerServer::client(const std::string& destination) {
   const auto it = clients_.find(destination);
   if (it != clients_.end()) return it->second.get();
-  const size_t colon = destination.rfind(':');
-  if (colon == std::string::npos || colon + 1 == destination.size()) {
-    return Status::invalid_argument("kv peer server: bad reply_to \"" + destination + "\"");
-  }
+  KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(destination));
   KvTransferClientOptions options;
-  options.host = destination.substr(0, colon);
-  int port = 0;
-  for (char c : destination.substr(colon + 1)) {
-    if (c < '0' || c > '9' || port > 65535) {
-      return Status::invalid_argument("kv peer server: bad reply_to \"" + destination + "\"");
-    }
-    port = port * 10 + (c - '0');
-  }
-  if (port == 0 || port > 65535) {
-    return Status::invalid_argument("kv peer server: bad reply_to \"" + destination + "\"");
-  }
-  options.port = static_cast<uint16_t>(port);
+  options.host = hp.host;
+  options.port = hp.port;
   options.kv_identity = config_.kv_identity;
   options.connect_timeout = config_.deadline;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<KvTransferClient> c, KvTransferClient::connect(options));

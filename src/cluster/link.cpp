@@ -11,6 +11,7 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
+#include "cluster/host_port.h"
 #include "core/log.h"
 #include "engine/wire_json.h"
 
@@ -21,15 +22,6 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 Status invalid(const std::string& what) { return Status::invalid_argument("link: " + what); }
-
-// "host:port" → its two parts.
-Result<std::pair<std::string, std::string>> split_address(const std::string& address) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
-    return Status::invalid_argument("expected host:port, got \"" + address + "\"");
-  }
-  return std::make_pair(address.substr(0, colon), address.substr(colon + 1));
-}
 
 }  // namespace
 
@@ -76,7 +68,7 @@ std::shared_ptr<Link> Link::start(tcp::socket socket, MessageHandler on_message,
 Result<std::shared_ptr<Link>> Link::connect(const std::string& address,
                                             std::chrono::milliseconds timeout,
                                             MessageHandler on_message, CloseHandler on_close) {
-  KEEL_ASSIGN_OR_RETURN(auto parts, split_address(address));
+  KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(address));
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   asio::io_context io;
   Status last = Status::unavailable("cannot connect to " + address);
@@ -84,7 +76,7 @@ Result<std::shared_ptr<Link>> Link::connect(const std::string& address,
   while (true) {
     boost::system::error_code ec;
     tcp::resolver resolver(io);
-    auto endpoints = resolver.resolve(parts.first, parts.second, ec);
+    auto endpoints = resolver.resolve(hp.host, std::to_string(hp.port), ec);
     if (!ec) {
       tcp::socket socket(io);
       asio::connect(socket, endpoints, ec);
