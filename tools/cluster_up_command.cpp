@@ -215,6 +215,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
+  deps.tool_format = server::detect_tool_format(meta->chat_template()->source());
   deps.extra_metrics = [f, name]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     return s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();

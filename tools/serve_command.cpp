@@ -119,6 +119,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   server::ServerDeps deps{
       host->client(), &host->tokenizer(),
       server::template_chat_formatter(host->chat_template(), &host->tokenizer()), host->ready()};
+  deps.tool_format = server::detect_tool_format(host->chat_template()->source());
   KEEL_ASSIGN_OR_RETURN(
       std::unique_ptr<server::Server> srv,
       server::Server::start(server_config(opts, name, host->random_weights(), descriptor_limit),

@@ -31,18 +31,18 @@ const std::set<std::string_view> kAnnotations = {"title",   "description", "defa
 
 class Compiler {
  public:
-  explicit Compiler(const Json& root) : root_(root) {}
+  Compiler(const Json& root, std::string_view prefix) : root_(root), prefix_(prefix) {}
 
-  Result<std::string> run() {
-    KEEL_ASSIGN_OR_RETURN(std::string top, rule_for(root_, "root"));
-    std::string out = fmt::format("root ::= {}\n", top);
-    out += kPrimitives;
-    out += rules_;
-    return out;
+  // `top ::= ...` and the rules it needs (without the shared primitives).
+  Result<std::string> run(std::string_view top) {
+    KEEL_ASSIGN_OR_RETURN(std::string expr, rule_for(root_, "root"));
+    return fmt::format("{} ::= {}\n", top, expr) + rules_;
   }
 
  private:
-  std::string fresh(std::string_view hint) { return fmt::format("s{}-{}", next_++, hint); }
+  std::string fresh(std::string_view hint) {
+    return fmt::format("{}s{}-{}", prefix_, next_++, hint);
+  }
 
   // A GBNF expression matching `s`; may add rules.
   Result<std::string> rule_for(const Json& s, std::string_view hint) {
@@ -245,6 +245,7 @@ class Compiler {
   }
 
   const Json& root_;
+  std::string prefix_;  // prepended to every rule name made here
   std::string rules_;
   std::map<std::string, std::string> refs_;
   int next_ = 0;
@@ -269,8 +270,15 @@ std::string gbnf_literal(std::string_view text) {
 }
 
 Result<std::string> json_schema_to_gbnf(const nlohmann::json& schema) {
-  return Compiler(schema).run();
+  KEEL_ASSIGN_OR_RETURN(std::string rules, Compiler(schema, "").run("root"));
+  return rules + std::string(kPrimitives);
 }
+
+Result<std::string> json_schema_rules(const nlohmann::json& schema, std::string_view rule_name) {
+  return Compiler(schema, std::string(rule_name) + "-").run(rule_name);
+}
+
+std::string_view json_primitives_gbnf() { return kPrimitives; }
 
 std::string json_object_gbnf() {
   return std::string("root ::= json-object\n") + std::string(kPrimitives);

@@ -27,6 +27,13 @@ namespace keel::grammar {
 // The GBNF grammar (root rule `root`) of documents valid under `schema`.
 Result<std::string> json_schema_to_gbnf(const nlohmann::json& schema);
 
+// For grammars that embed several schemas (tool calling): the rule `rule_name` matching documents
+// valid under `schema`, and the rules it needs, all named `rule_name-...`; the primitives they use
+// (ws, json-string, json-value, ...) are not included: add json_primitives_gbnf() once.
+// rule_name: letters, digits and '-'.
+Result<std::string> json_schema_rules(const nlohmann::json& schema, std::string_view rule_name);
+std::string_view json_primitives_gbnf();
+
 // The GBNF grammar of any JSON object (response_format json_object).
 std::string json_object_gbnf();
 

@@ -15,6 +15,8 @@
 #include <span>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/result.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/text_span.h"
@@ -27,18 +29,23 @@ struct ChatMessage {
   std::string content;       // text parts concatenated in order ("" for null content)
   std::string name;          // optional participant name ("" when absent)
   std::string tool_call_id;  // role "tool": the call this message answers ("" when absent)
+  // role "assistant": the calls it made, [{"id", "type", "function": {"name", "arguments"}}] with
+  // arguments parsed to JSON (tool_request.h); null when none.
+  nlohmann::ordered_json tool_calls;
 };
 
-// Messages → prompt text. add_generation_prompt: end with the assistant turn's opening.
+// Messages → prompt text. add_generation_prompt: end with the assistant turn's opening. tools: the
+// template's `tools` variable (OpenAI tool definitions), null for none (tool_prompt.h).
 // Errors (e.g. a template rejecting a role order) are returned to the client as 400.
 using ChatFormatter = std::function<Result<tokenizer::TrackedText>(
-    std::span<const ChatMessage> messages, bool add_generation_prompt)>;
+    std::span<const ChatMessage> messages, bool add_generation_prompt,
+    const nlohmann::ordered_json& tools)>;
 
 // Messages → prompt text through `tmpl` (a model's tokenizer.chat_template, or ChatML), with the
 // tokenizer's BOS and EOS texts as the template's bos_token / eos_token; a BOS the template
 // renders is dropped when `tok` adds one itself (tokenizer::prompt_for_tokenizer): never a double
-// BOS. A message's name and tool_call_id reach the template as message fields. `tok` must
-// outlive the formatter.
+// BOS. A message's name, tool_call_id and tool_calls reach the template as message fields. `tok`
+// must outlive the formatter.
 [[nodiscard]] ChatFormatter template_chat_formatter(
     std::shared_ptr<const tokenizer::ChatTemplate> tmpl, const tokenizer::Tokenizer* tok);
 

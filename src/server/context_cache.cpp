@@ -25,6 +25,7 @@ std::string encode_cache_description(const CacheDescription& d) {
       Json e = {{"role", m.role}, {"content", m.content}};
       if (!m.name.empty()) e["name"] = m.name;
       if (!m.tool_call_id.empty()) e["tool_call_id"] = m.tool_call_id;
+      if (!m.tool_calls.is_null()) e["tool_calls"] = Json::parse(m.tool_calls.dump());
       messages.push_back(std::move(e));
     }
     j["messages"] = std::move(messages);
@@ -52,7 +53,11 @@ std::optional<CacheDescription> decode_cache_description(std::string_view text) 
     const auto role = string_field(e, "role"), content = string_field(e, "content");
     const auto name = string_field(e, "name"), tool = string_field(e, "tool_call_id");
     if (!role || !content || !name || !tool) return std::nullopt;
-    d.messages.push_back({*role, *content, *name, *tool});
+    d.messages.push_back({*role, *content, *name, *tool, nullptr});
+    if (const auto calls = e.find("tool_calls"); calls != e.end()) {
+      if (!calls->is_array()) return std::nullopt;
+      d.messages.back().tool_calls = nlohmann::ordered_json::parse(calls->dump());
+    }
   }
   return d;
 }

@@ -12,7 +12,8 @@ GenerationChoices::GenerationChoices(const ServerContext& ctx, GenerationSpec sp
     : engine_(ctx.deps.engine),
       spec_(std::move(spec)),
       prompts_(std::move(prompts)),
-      request_id_(std::move(request_id)) {
+      request_id_(std::move(request_id)),
+      tool_family_(ctx.deps.tool_format.family) {
   meta_.kind = spec_.kind;
   meta_.id = (spec_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-") + request_id_;
   meta_.created = static_cast<int64_t>(std::time(nullptr));
@@ -29,6 +30,9 @@ GenerationChoices::GenerationChoices(const ServerContext& ctx, GenerationSpec sp
                                  .logprobs = spec_.logprobs,
                                  .accumulate = !spec_.stream,
                                  .text_offset_base = spec_.echo ? count_code_points(echo) : 0});
+    if (spec_.stream && spec_.tools.active()) {
+      s.tools = std::make_unique<ToolCallStream>(tool_family_, &spec_.tools);
+    }
   }
 }
 
@@ -82,6 +86,7 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
       d.text.insert(0, prompts_[slot.prompt].text);
     }
   }
+  if (slot.tools) d.text = slot.tools->push(d.text);
   if (!d.text.empty() || !d.logprobs.empty()) {
     *out += chunk_event(meta_,
                         {.index = slot.index,
@@ -92,10 +97,36 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
   }
   if (d.finish) {
     ChunkChoice c{.index = slot.index, .finish_reason = d.finish};
+    if (slot.tools) c.finish_reason = stream_tool_calls(slot, *d.finish, out);
     c.stop_reason = slot.out->stop_reason();
     if (!chat) c.text = std::string();
     *out += chunk_event(meta_, c, spec_.include_usage);
   }
+}
+
+void GenerationChoices::name_calls(int32_t choice, std::vector<ToolCall>* calls) const {
+  for (size_t i = 0; i < calls->size(); ++i) {
+    (*calls)[i].id = make_tool_call_id(tool_family_, request_id_, choice, i);
+  }
+}
+
+std::string GenerationChoices::stream_tool_calls(Slot& slot, const std::string& finish,
+                                                 std::string* out) const {
+  ParsedToolOutput parsed = slot.tools->finish();
+  if (!parsed.content.empty()) {
+    *out += chunk_event(meta_, {.index = slot.index, .text = std::move(parsed.content)},
+                        spec_.include_usage);
+  }
+  name_calls(slot.index, &parsed.calls);
+  for (size_t i = 0; i < parsed.calls.size(); ++i) {
+    ChunkChoice start{.index = slot.index};
+    start.tool_calls = tool_call_start_delta(i, parsed.calls[i]);
+    *out += chunk_event(meta_, start, spec_.include_usage);
+    ChunkChoice args{.index = slot.index};
+    args.tool_calls = tool_call_arguments_delta(i, parsed.calls[i].arguments);
+    *out += chunk_event(meta_, args, spec_.include_usage);
+  }
+  return parsed.calls.empty() ? finish : std::string("tool_calls");
 }
 
 void GenerationChoices::consume(size_t choice, engine::TokenEvent event, std::string* sse) {
@@ -133,6 +164,19 @@ std::string GenerationChoices::final_body() const {
     c.index = s.index;
     c.text = spec_.echo ? prompts_[s.prompt].text + s.out->text() : s.out->text();
     c.finish_reason = s.out->finish_reason().value_or("stop");
+    if (spec_.kind == ApiKind::kChat && spec_.tools.active()) {
+      ToolCallStream tools(tool_family_, &spec_.tools);
+      std::string content = tools.push(c.text);
+      ParsedToolOutput parsed = tools.finish();
+      content += parsed.content;
+      if (!parsed.calls.empty()) {
+        name_calls(s.index, &parsed.calls);
+        c.tool_calls = tool_calls_json(parsed.calls);
+        c.finish_reason = "tool_calls";
+        c.content_null = content.empty();
+      }
+      c.text = std::move(content);
+    }
     c.stop_reason = s.out->stop_reason();
     c.has_logprobs = spec_.logprobs;
     c.logprobs = s.out->logprobs();

@@ -3,6 +3,9 @@
 // ChoiceOutput, usage, and the final non-streamed body or the SSE deltas. The HTTP handler
 // (generation_handler.cpp) drives it from a connection's strand; the batch runner
 // (batch_runner.cpp) from a batch worker thread. Both route events to consume() themselves.
+// With tools (tool_choice not "none") the output goes through a ToolCallStream: calls become
+// message.tool_calls / tool-call deltas (sent when the choice ends) and finish_reason
+// "tool_calls".
 //
 // Invariant: every engine request submitted is finished or aborted once abort_unfinished() has
 // run; callers run it on every exit path (the destructor does not: the engine may be gone).
@@ -22,6 +25,7 @@
 #include "server/prompt_preparation.h"
 #include "server/response_builder.h"
 #include "server/server_context.h"
+#include "server/tool_call_parser.h"
 
 namespace keel::server {
 
@@ -61,15 +65,21 @@ class GenerationChoices {
     bool done = false;        // finished, or aborted by us
     bool sent_first = false;  // chat: role chunk sent; completions: echo text sent
     std::unique_ptr<ChoiceOutput> out;
+    std::unique_ptr<ToolCallStream> tools;  // streamed chat with tools: holds back calls
   };
   engine::GenerationRequest make_request(const Slot& slot) const;
   void stream_delta(Slot& slot, ChoiceDelta& delta, std::string* out) const;
+  // Streamed tool calls at the end of a choice; returns the finish reason to send.
+  std::string stream_tool_calls(Slot& slot, const std::string& finish, std::string* out) const;
+  // The choice's calls with their ids (tool_format.h).
+  void name_calls(int32_t choice, std::vector<ToolCall>* calls) const;
 
   engine::EngineClient* engine_;
   GenerationSpec spec_;
   std::vector<PreparedPrompt> prompts_;
   std::string request_id_;
   ResponseMeta meta_;
+  ToolFamily tool_family_ = ToolFamily::kGeneric;
   std::vector<Slot> slots_;
   size_t num_done_ = 0;
   std::optional<ApiError> failure_;

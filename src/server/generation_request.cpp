@@ -209,14 +209,15 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
   return parse_sparse(body, spec);
 }
 
-// Fields that change the output's form in ways keel does not implement: refuse rather than
-// silently ignore.
-MaybeError refuse_unsupported_chat(const Json& body) {
-  const Json* tools = field(body, "tools");
-  const Json* choice = field(body, "tool_choice");
-  const bool choice_none = choice != nullptr && choice->is_string() && *choice == "none";
-  if (tools != nullptr && !(tools->is_array() && tools->empty()) && !choice_none) {
-    return ApiError::bad_request("tool calling is not supported", "tools", "unsupported_value");
+// Tool calling (tool_request.h); a forced call is a grammar of its own, so it excludes the
+// structured-output fields.
+MaybeError parse_tools(const Json& body, GenerationSpec* spec) {
+  KEEL_API_TRY(parse_tool_request(body, &spec->tools));
+  if (spec->tools.forced() && !spec->grammar.empty()) {
+    return ApiError::bad_request(
+        "a forced `tool_choice` (\"required\" or a function) cannot be combined with "
+        "`response_format`, `grammar` or `regex`",
+        "tool_choice");
   }
   return std::nullopt;
 }
@@ -248,7 +249,7 @@ ApiResult<GenerationSpec> parse_chat(const Json& body, const ParseLimits& limits
   if (!parsed.ok()) return parsed.error();
   spec.messages = std::move(parsed.value());
   KEEL_API_TRY(parse_common(body, limits, &spec));
-  KEEL_API_TRY(refuse_unsupported_chat(body));
+  KEEL_API_TRY(parse_tools(body, &spec));
   std::optional<int64_t> max_tokens, max_completion_tokens, top_logprobs;
   KEEL_API_TRY(read_int(body, "max_tokens", 1, kMaxTokensCap, &max_tokens));
   KEEL_API_TRY(read_int(body, "max_completion_tokens", 1, kMaxTokensCap, &max_completion_tokens));

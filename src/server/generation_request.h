@@ -13,6 +13,7 @@
 //   - `pic_link` (keel extension): "full", "naive", "legolink-K" or "cacheblend-R" for this
 //     request's position-independent chunks (chat parts with cache_control
 //     position_independent).
+//   - `tools`, `tool_choice`, `parallel_tool_calls`: tool_request.h.
 //   - `sparse` (keel extension): {"policy": "dense"|"streaming"|"h2o"|"quest"|"raas",
 //     "budget": L} — sparse decode for this request; policy required, budget optional (the
 //     server's --sparse-budget), an integer in [1, 1048576]; other keys are refused.
@@ -31,6 +32,7 @@
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
 #include "server/chat_formatter.h"
+#include "server/tool_request.h"
 
 namespace keel::server {
 
@@ -65,6 +67,9 @@ struct GenerationSpec {
   // Structured outputs: the GBNF grammar compiled from response_format json_schema / json_object,
   // `grammar` or `regex` (server/structured_output.h); "" when unconstrained.
   std::string grammar;
+  // Tool calling (chat only): tools, tool_choice, parallel_tool_calls. A forced choice's grammar
+  // is set into `grammar` by the router, which knows the model's ToolFormat (tool_grammar.h).
+  ToolRequest tools;
   std::string cache_id;  // a context cache (POST /v1/caches) to extend; resolved by the router
   std::optional<kv::PicVariant> pic_link;    // `pic_link` (keel extension): how PIC chunks link
   std::optional<std::string> sparse_policy;  // `sparse.policy` (keel extension)

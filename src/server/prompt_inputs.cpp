@@ -7,6 +7,7 @@
 #include "server/generation_request.h"
 #include "server/json_fields.h"
 #include "server/pic_segments.h"
+#include "server/tool_request.h"
 
 namespace keel::server {
 namespace {
@@ -107,6 +108,15 @@ ApiResult<ChatMessage> parse_message(const Json& msg, size_t i) {
   KEEL_API_TRY(read_string(msg, "tool_call_id", &tool_call_id));
   if (name) out.name = std::move(*name);
   if (tool_call_id) out.tool_call_id = std::move(*tool_call_id);
+  if (out.role == "assistant") {
+    ApiResult<nlohmann::ordered_json> calls = parse_message_tool_calls(msg, where);
+    if (!calls.ok()) return calls.error();
+    out.tool_calls = std::move(calls.value());
+  } else if (out.role == "tool" && out.tool_call_id.empty()) {
+    return ApiError::bad_request(
+        fmt::format("`{}.tool_call_id` is required for role \"tool\"", where),
+        where + ".tool_call_id");
+  }
   return out;
 }
 

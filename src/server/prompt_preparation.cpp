@@ -58,12 +58,19 @@ std::optional<ApiError> refuse_if_provably_long(const ServerContext& ctx, ApiKin
       what, "context_length_exceeded");
 }
 
+std::vector<ChatMessage> plain_tool_messages(const ServerContext& ctx,
+                                             std::vector<ChatMessage> messages) {
+  return tool_prompt(std::move(messages), ToolRequest(), ctx.deps.tool_format).messages;
+}
+
 PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& spec) {
   PreparedPrompts out;
   const tokenizer::Tokenizer& tok = *ctx.deps.tokenizer;
   if (spec.kind == ApiKind::kChat) {
-    const std::vector<ChatMessage> messages = pic_marked_messages(ctx, spec.messages);
-    Result<tokenizer::TrackedText> text = ctx.deps.chat(messages, spec.add_generation_prompt);
+    ToolPrompt tp = tool_prompt(spec.messages, spec.tools, ctx.deps.tool_format);
+    const std::vector<ChatMessage> messages = pic_marked_messages(ctx, tp.messages);
+    Result<tokenizer::TrackedText> text =
+        ctx.deps.chat(messages, spec.add_generation_prompt, tp.tools);
     if (!text.ok()) {
       out.error = ApiError::from_status(text.error(), "messages");
       return out;

@@ -43,6 +43,12 @@ PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& 
 std::vector<ChatMessage> pic_marked_messages(const ServerContext& ctx,
                                              const std::vector<ChatMessage>& messages);
 
+// The messages as a template sees them when no tools are offered (/tokenize, context caches):
+// past tool calls kept for a tool-aware template, written into the content otherwise
+// (tool_prompt.h).
+std::vector<ChatMessage> plain_tool_messages(const ServerContext& ctx,
+                                             std::vector<ChatMessage> messages);
+
 // Before tokenizing: the 400 context_length_exceeded when `text` needs, judged from its byte
 // length alone (Tokenizer::min_tokens), so many tokens that they and `more_tokens` (the
 // completion, a cache prefix) cannot fit the context; nullopt when it may fit.

@@ -88,6 +88,27 @@ Json completion_logprobs_json(std::span<const LogprobEntry> entries) {
               {"text_offset", std::move(offsets)}};
 }
 
+Json tool_calls_json(std::span<const ToolCall> calls) {
+  Json arr = Json::array();
+  for (const ToolCall& c : calls) {
+    arr.push_back({{"id", c.id},
+                   {"type", "function"},
+                   {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  }
+  return arr;
+}
+
+Json tool_call_start_delta(size_t index, const ToolCall& call) {
+  return Json::array({Json{{"index", index},
+                           {"id", call.id},
+                           {"type", "function"},
+                           {"function", {{"name", call.name}, {"arguments", ""}}}}});
+}
+
+Json tool_call_arguments_delta(size_t index, std::string_view fragment) {
+  return Json::array({Json{{"index", index}, {"function", {{"arguments", fragment}}}}});
+}
+
 std::string completion_body(const ResponseMeta& meta, std::span<const FinishedChoice> choices,
                             const Usage& usage) {
   Json body = envelope(meta, false);
@@ -95,7 +116,9 @@ std::string completion_body(const ResponseMeta& meta, std::span<const FinishedCh
   for (const FinishedChoice& c : choices) {
     Json choice = {{"index", c.index}};
     if (meta.kind == ApiKind::kChat) {
-      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+      choice["message"] = {{"role", "assistant"},
+                           {"content", c.content_null ? Json(nullptr) : Json(c.text)}};
+      if (!c.tool_calls.is_null()) choice["message"]["tool_calls"] = c.tool_calls;
     } else {
       choice["text"] = c.text;
     }
@@ -116,6 +139,7 @@ std::string chunk_event(const ResponseMeta& meta, const ChunkChoice& c, bool inc
     Json delta = Json::object();
     if (c.role) delta["role"] = "assistant";
     if (c.text) delta["content"] = *c.text;
+    if (!c.tool_calls.is_null()) delta["tool_calls"] = c.tool_calls;
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = c.text.value_or("");

@@ -16,6 +16,7 @@
 
 #include "server/choice_output.h"
 #include "server/generation_request.h"
+#include "server/tool_call_parser.h"
 
 namespace keel::server {
 
@@ -37,8 +38,10 @@ struct Usage {
 struct FinishedChoice {
   int32_t index = 0;
   std::string text;           // echoed prompt (completions) + generated text
-  std::string finish_reason;  // "stop" or "length"
+  std::string finish_reason;  // "stop", "length" or "tool_calls"
   std::optional<std::string> stop_reason;
+  bool content_null = false;  // chat: "content": null (a message with only tool calls)
+  nlohmann::json tool_calls;  // chat: message.tool_calls (tool_calls_json), null when none
   bool has_logprobs = false;
   std::span<const LogprobEntry> logprobs;
 };
@@ -52,6 +55,7 @@ struct ChunkChoice {
   int32_t index = 0;
   bool role = false;                // chat: delta carries role "assistant"
   std::optional<std::string> text;  // delta content / text (nullopt: none)
+  nlohmann::json tool_calls;        // chat: delta.tool_calls (tool_call_*_delta), null when none
   std::optional<std::string> finish_reason;
   std::optional<std::string> stop_reason;
   bool has_logprobs = false;  // logprobs requested (else "logprobs": null)
@@ -65,6 +69,13 @@ std::string usage_event(const ResponseMeta& meta, const Usage& usage);
 // "data: {"error": {...}}\n\n".
 std::string error_event(const ApiError& error);
 inline constexpr std::string_view kDoneEvent = "data: [DONE]\n\n";
+
+// Tool calls as OpenAI writes them: a message's [{"id", "type": "function", "function": {"name",
+// "arguments"}}]; in a stream, a call's first delta [{"index", "id", "type", "function": {"name",
+// "arguments": ""}}], then argument fragments [{"index", "function": {"arguments"}}].
+nlohmann::json tool_calls_json(std::span<const ToolCall> calls);
+nlohmann::json tool_call_start_delta(size_t index, const ToolCall& call);
+nlohmann::json tool_call_arguments_delta(size_t index, std::string_view fragment);
 
 // Logprob JSON in each endpoint's format (exposed for tests).
 nlohmann::json chat_logprobs_json(std::span<const LogprobEntry> entries);

@@ -9,6 +9,7 @@
 #include "server/batch_routes.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
+#include "server/tool_grammar.h"
 
 namespace keel::server {
 namespace {
@@ -190,6 +191,19 @@ ApiResult<nlohmann::json> parse_json_text(std::string_view text) {
   }
 }
 
+namespace {
+
+// A forced tool choice constrains the output to a call in the model's syntax (tool_grammar.h).
+std::optional<ApiError> apply_forced_tool_grammar(const ServerContext& ctx, GenerationSpec* spec) {
+  if (!spec->tools.forced()) return std::nullopt;
+  Result<std::string> g = forced_tool_grammar(ctx.deps.tool_format.family, spec->tools);
+  if (!g.ok()) return ApiError::bad_request(g.error().message(), "tools", "unsupported_value");
+  spec->grammar = std::move(g).value();
+  return std::nullopt;
+}
+
+}  // namespace
+
 ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann::json& body,
                                               ApiKind kind) {
   const ParseLimits limits{.vocab_size = ctx.deps.tokenizer->vocab_size(),
@@ -201,6 +215,7 @@ ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann
                                                           : parse_completion_request(body, limits);
   if (!spec.ok()) return spec.error();
   if (auto e = check_model(ctx, spec.value().model)) return *e;
+  if (auto e = apply_forced_tool_grammar(ctx, &spec.value())) return *e;
   if (auto e = check_queue_capacity(ctx, spec.value())) return *e;
   if (auto e = resolve_cache_id(ctx, &spec.value())) return *e;
   if (ctx.draining.load(std::memory_order_acquire)) {

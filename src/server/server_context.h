@@ -20,6 +20,7 @@
 #include "server/chat_formatter.h"
 #include "server/file_store.h"
 #include "server/server_config.h"
+#include "server/tool_format.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::server {
@@ -38,6 +39,9 @@ struct ServerDeps {
   // → 503). Thread-safe; must outlive the Server.
   std::function<std::string()> extra_metrics;
   std::function<Result<std::string>()> cluster_status;
+  // How the chat template's model writes tool calls (detect_tool_format on the template's text);
+  // the default is keel's generic convention with tools described in the system prompt.
+  ToolFormat tool_format;
 };
 
 // 128-bit random-looking hex ids: a per-server random salt mixed with a counter (no lock).

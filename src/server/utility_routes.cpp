@@ -46,7 +46,8 @@ ApiResult<std::vector<int32_t>> tokenize_body(const ServerContext& ctx, const Js
     if (!ctx.deps.chat)
       return ApiError::bad_request("This server has no chat template.", "messages");
     Result<tokenizer::TrackedText> formatted =
-        ctx.deps.chat(pic_marked_messages(ctx, parsed.value()), add_generation_prompt);
+        ctx.deps.chat(pic_marked_messages(ctx, plain_tool_messages(ctx, parsed.value())),
+                      add_generation_prompt, nullptr);
     if (!formatted.ok()) return ApiError::from_status(formatted.error(), "messages");
     text = strip_pic_marks(*formatted);
   }

@@ -1,6 +1,8 @@
 // The official `openai` npm SDK, unmodified, against a running `keel serve` (KEEL_BASE_URL):
-// models, chat and completions, streamed and not, n = 2, usage on request, and errors surfacing
-// as the SDK's typed exceptions. Exits non-zero on the first failed check.
+// models, chat and completions, streamed and not, n = 2, usage on request, errors surfacing
+// as the SDK's typed exceptions, and tool calling: a forced call → tool result → answer round
+// trip, a streamed call accumulated by the SDK's ChatCompletionStream, and the SDK's runTools
+// helper (streamed and not). Exits non-zero on the first failed check.
 'use strict';
 const assert = require('node:assert/strict');
 const OpenAI = require(process.env.OPENAI_MODULE || 'openai');
@@ -65,11 +67,86 @@ async function errors(model) {
     (e) => e instanceof OpenAI.BadRequestError && e.status === 400);
 }
 
+const addParameters = {
+  type: 'object',
+  properties: { a: { type: 'integer' }, b: { type: 'integer' } },
+  required: ['a', 'b'],
+};
+const addTool = { type: 'function', function: { name: 'add', description: 'Adds two integers', parameters: addParameters } };
+const forceAdd = { type: 'function', function: { name: 'add' } };
+
+function checkAddCall(call) {
+  assert.equal(call.type, 'function');
+  assert.match(call.id, /^call_[A-Za-z0-9]+$/);
+  assert.equal(call.function.name, 'add');
+  const args = JSON.parse(call.function.arguments);
+  assert.ok(Number.isInteger(args.a) && Number.isInteger(args.b), call.function.arguments);
+  return args;
+}
+
+// call (forced) → tool result → answer, with plain create() calls.
+async function toolRoundTrip(model) {
+  const messages = [{ role: 'user', content: 'What is 2 plus 3?' }];
+  const first = await client.chat.completions.create({
+    model, messages, tools: [addTool], tool_choice: forceAdd, max_tokens: 48, temperature: 0,
+  });
+  const choice = first.choices[0];
+  assert.equal(choice.finish_reason, 'tool_calls');
+  assert.equal(choice.message.content, null);
+  assert.equal(choice.message.tool_calls.length, 1);
+  const args = checkAddCall(choice.message.tool_calls[0]);
+  messages.push(choice.message);
+  messages.push({ role: 'tool', tool_call_id: choice.message.tool_calls[0].id, content: String(args.a + args.b) });
+  const answer = await client.chat.completions.create({ model, messages, tools: [addTool], max_tokens: 16, temperature: 0 });
+  assert.ok(['stop', 'length'].includes(answer.choices[0].finish_reason));
+  assert.equal(typeof answer.choices[0].message.content, 'string');
+  assert.ok(answer.choices[0].message.content.length > 0);
+}
+
+// A streamed forced call, accumulated by the SDK's ChatCompletionStream helper.
+async function toolStream(model) {
+  const stream = client.beta.chat.completions.stream({
+    model, messages: [{ role: 'user', content: 'Add 4 and 5.' }], tools: [addTool],
+    tool_choice: 'required', parallel_tool_calls: false, max_tokens: 48, temperature: 0,
+  });
+  const deltas = [];
+  stream.on('chunk', (chunk) => { for (const c of chunk.choices) if (c.delta.tool_calls) deltas.push(...c.delta.tool_calls); });
+  const final = await stream.finalChatCompletion();
+  assert.equal(final.choices[0].finish_reason, 'tool_calls');
+  assert.equal(final.choices[0].message.tool_calls.length, 1);
+  checkAddCall(final.choices[0].message.tool_calls[0]);
+  assert.equal(deltas[0].index, 0);
+  assert.equal(deltas[0].function.arguments, '');
+  assert.ok(deltas.slice(1).every((d) => d.index === 0 && d.id === undefined));
+}
+
+// The SDK's runTools helper runs the function the model calls and sends its result back.
+async function toolRunner(model) {
+  for (const stream of [false, true]) {
+    const seen = [];
+    const runner = client.beta.chat.completions.runTools({
+      model, messages: [{ role: 'user', content: 'Add 6 and 7.' }], max_tokens: 48, temperature: 0, stream,
+      tool_choice: forceAdd,
+      tools: [{ type: 'function', function: { name: 'add', parameters: addParameters, parse: JSON.parse,
+        function: (args) => { seen.push(args); return args.a + args.b; } } }],
+    });
+    await runner.done();
+    assert.equal(seen.length, 1);
+    assert.ok(Number.isInteger(seen[0].a) && Number.isInteger(seen[0].b));
+    const last = runner.messages[runner.messages.length - 1];
+    assert.equal(last.role, 'tool');
+    assert.equal(last.content, String(seen[0].a + seen[0].b));
+  }
+}
+
 (async () => {
   const model = await models();
   await chat(model);
   await completions(model);
   await errors(model);
+  await toolRoundTrip(model);
+  await toolStream(model);
+  await toolRunner(model);
   console.log('openai SDK: all checks passed against', process.env.KEEL_BASE_URL);
 })().catch((e) => {
   console.error('openai SDK test failed:', e);

@@ -33,7 +33,8 @@ tokenizer::Tokenizer make_test_tokenizer();
 // "<|im_start|>{role}\n{content}<|im_end|>\n" per message, then "<|im_start|>assistant\n";
 // the contents are the plain spans (the harness's ChatFormatter).
 Result<tokenizer::TrackedText> chatml_tracked(std::span<const ChatMessage> messages,
-                                              bool add_generation_prompt);
+                                              bool add_generation_prompt,
+                                              const nlohmann::ordered_json& tools = nullptr);
 // chatml_tracked's text.
 Result<std::string> chatml(std::span<const ChatMessage> messages, bool add_generation_prompt);
 
