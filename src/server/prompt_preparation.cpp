@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "server/pic_segments.h"
+#include "server/tool_prompt.h"
 
 namespace keel::server {
 

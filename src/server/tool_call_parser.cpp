@@ -1,8 +1,10 @@
 // parse_tool_output and ToolCallStream (see tool_call_parser.h).
 #include "server/tool_call_parser.h"
 
-#include <nlohmann/json.hpp>
+#include <algorithm>
 #include <optional>
+
+#include <nlohmann/json.hpp>
 
 namespace keel::server {
 namespace {
