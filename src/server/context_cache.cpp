@@ -25,7 +25,8 @@ std::string encode_cache_description(const CacheDescription& d) {
       Json e = {{"role", m.role}, {"content", m.content}};
       if (!m.name.empty()) e["name"] = m.name;
       if (!m.tool_call_id.empty()) e["tool_call_id"] = m.tool_call_id;
-      if (!m.tool_calls.is_null()) e["tool_calls"] = Json::parse(m.tool_calls.dump());
+      // As JSON text: the description's objects sort their keys, the calls keep their order.
+      if (!m.tool_calls.is_null()) e["tool_calls"] = m.tool_calls.dump();
       messages.push_back(std::move(e));
     }
     j["messages"] = std::move(messages);
@@ -55,8 +56,10 @@ std::optional<CacheDescription> decode_cache_description(std::string_view text) 
     if (!role || !content || !name || !tool) return std::nullopt;
     d.messages.push_back({*role, *content, *name, *tool, nullptr});
     if (const auto calls = e.find("tool_calls"); calls != e.end()) {
-      if (!calls->is_array()) return std::nullopt;
-      d.messages.back().tool_calls = nlohmann::ordered_json::parse(calls->dump());
+      if (!calls->is_string()) return std::nullopt;
+      auto parsed = nlohmann::ordered_json::parse(calls->get<std::string>(), nullptr, false);
+      if (!parsed.is_array()) return std::nullopt;
+      d.messages.back().tool_calls = std::move(parsed);
     }
   }
   return d;

@@ -112,10 +112,6 @@ ApiResult<ChatMessage> parse_message(const Json& msg, size_t i) {
     ApiResult<nlohmann::ordered_json> calls = parse_message_tool_calls(msg, where);
     if (!calls.ok()) return calls.error();
     out.tool_calls = std::move(calls.value());
-  } else if (out.role == "tool" && out.tool_call_id.empty()) {
-    return ApiError::bad_request(
-        fmt::format("`{}.tool_call_id` is required for role \"tool\"", where),
-        where + ".tool_call_id");
   }
   return out;
 }

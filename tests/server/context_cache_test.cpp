@@ -15,18 +15,21 @@ TEST(ContextCacheDescriptionTest, RoundTrips) {
   chat.model = "m";
   chat.messages = {{"system", "be brief", "", ""},
                    {"user", "caf\xC3\xA9 \"quoted\"\n", "ann", ""},
+                   {"assistant", "", "", "", nlohmann::ordered_json::parse(R"([{"id": "call-1",
+                     "type": "function", "function": {"name": "f", "arguments": {"x": 1}}}])")},
                    {"tool", "42", "", "call-1"}};
   const std::optional<CacheDescription> back =
       decode_cache_description(encode_cache_description(chat));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->kind, ApiKind::kChat);
   EXPECT_EQ(back->model, "m");
-  ASSERT_EQ(back->messages.size(), 3u);
-  for (size_t i = 0; i < 3; ++i) {
+  ASSERT_EQ(back->messages.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(back->messages[i].role, chat.messages[i].role);
     EXPECT_EQ(back->messages[i].content, chat.messages[i].content);
     EXPECT_EQ(back->messages[i].name, chat.messages[i].name);
     EXPECT_EQ(back->messages[i].tool_call_id, chat.messages[i].tool_call_id);
+    EXPECT_EQ(back->messages[i].tool_calls, chat.messages[i].tool_calls);
   }
   CacheDescription prompt;
   prompt.kind = ApiKind::kCompletion;

@@ -51,7 +51,7 @@ class ToolsHttpTest : public ::testing::Test {
   std::string prompt_text(const engine::GenerationRequest& r) {
     return h_.tokenizer().decode(r.prompt_tokens, /*render_special=*/true);
   }
-  ServerHarness h_;
+  ServerHarness h_{test_config(), /*max_model_len=*/4096};
 };
 
 TEST_F(ToolsHttpTest, ForcedCallNonStreamed) {

@@ -137,11 +137,6 @@ TEST(ToolRequestTest, MessagesCarryToolCallsAndToolResults) {
   EXPECT_EQ(a.tool_calls[0]["function"]["arguments"]["city"], "Paris");  // a mapping
   EXPECT_EQ(s.value().messages[2].tool_call_id, "call_1");
 
-  Json no_id = body;
-  no_id["messages"][2].erase("tool_call_id");
-  ApiResult<GenerationSpec> e1 = parse_chat_request(no_id, limits);
-  ASSERT_FALSE(e1.ok());
-  EXPECT_EQ(e1.error().param, "messages[2].tool_call_id");
   Json bad_args = body;
   bad_args["messages"][1]["tool_calls"][0]["function"]["arguments"] = Json{{"city", "Paris"}};
   ApiResult<GenerationSpec> e2 = parse_chat_request(bad_args, limits);
@@ -156,7 +151,7 @@ TEST(ToolRequestTest, MessagesCarryToolCallsAndToolResults) {
 }
 
 std::string template_text(const std::string& file) {
-  return testing::read_file(testing::shared_path("chat-templates/" + file));
+  return keel::testing::read_file(keel::testing::shared_path("chat-templates/" + file));
 }
 
 TEST(ToolFormatTest, DetectsTheFamiliesOfTheRealTemplates) {
@@ -378,8 +373,9 @@ TEST(ToolTemplateTest, Llama31RendersToolsCallsAndResults) {
   const std::string text =
       render("meta-llama-Llama-3.1-8B-Instruct.jinja", round_trip_messages("call_1"));
   EXPECT_NE(text.find("Environment: ipython"), std::string::npos) << text;
+  // A string result is `tojson`ed (a Jinja string is iterable), as Hugging Face renders it.
   EXPECT_NE(text.find("\"name\": \"get_weather\""), std::string::npos) << text;
-  EXPECT_NE(text.find("<|start_header_id|>ipython<|end_header_id|>\n\n18 C<|eot_id|>"),
+  EXPECT_NE(text.find("<|start_header_id|>ipython<|end_header_id|>\n\n\"18 C\"<|eot_id|>"),
             std::string::npos)
       << text;
   expect_call_renders_and_parses(
@@ -459,8 +455,9 @@ std::string random_constrained_output(const std::string& gbnf, const tokenizer::
 
 TEST(ToolGrammarTest, RandomOutputsOfForcedGrammarsAlwaysParse) {
   KEEL_REQUIRE_SHARED();
-  auto file = gguf::GgufFile::open(testing::shared_path("models/stories260K/stories260K.gguf"),
-                                   {.mode = gguf::DataMode::kNone});
+  auto file =
+      gguf::GgufFile::open(keel::testing::shared_path("models/stories260K/stories260K.gguf"),
+                           {.mode = gguf::DataMode::kNone});
   ASSERT_TRUE(file.ok()) << file.error().to_string();
   auto tok = tokenizer::Tokenizer::from_gguf(*file);
   ASSERT_TRUE(tok.ok());
@@ -481,13 +478,19 @@ TEST(ToolGrammarTest, RandomOutputsOfForcedGrammarsAlwaysParse) {
         const ParsedToolOutput p = parse_tool_output(family, out, r);
         ASSERT_FALSE(p.calls.empty()) << what;
         EXPECT_EQ(p.content, "") << what;
-        if (!parallel || family == ToolFamily::kLlama3) EXPECT_EQ(p.calls.size(), 1u) << what;
+        if (!parallel || family == ToolFamily::kLlama3) {
+          EXPECT_EQ(p.calls.size(), 1u) << what;
+        }
         for (const ToolCall& call : p.calls) {
-          if (choice == ToolChoice::kNamed) EXPECT_EQ(call.name, "add") << what;
+          if (choice == ToolChoice::kNamed) {
+            EXPECT_EQ(call.name, "add") << what;
+          }
           const Json args = Json::parse(call.arguments);
           const char* must = call.name == "add" ? "b" : "city";
           EXPECT_TRUE(args.contains(must)) << what;
-          if (call.name == "add") EXPECT_TRUE(args["a"].is_number_integer()) << what;
+          if (call.name == "add") {
+            EXPECT_TRUE(args["a"].is_number_integer()) << what;
+          }
         }
       }
     }
