@@ -136,3 +136,35 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
 
 }  // namespace
 }  // namespace keel::grammar
+
+namespace keel::grammar {
+namespace {
+
+// Several schemas in one grammar (tool calling): each under its own rule name, the primitives
+// added once; every rule a schema makes carries its prefix, so two schemas never clash.
+TEST(JsonSchema, RulesOfSeveralSchemasShareOneGrammar) {
+  const Json person = Json::parse(kPerson);
+  const Json pair = Json::parse(
+      R"({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"enum": ["x"]}},
+          "required": ["a", "b"]})");
+  Result<std::string> r1 = json_schema_rules(person, "t0");
+  Result<std::string> r2 = json_schema_rules(pair, "t1");
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  for (const auto& [text, prefix] : {std::pair{*r1, "t0"}, std::pair{*r2, "t1"}}) {
+    size_t line = 0;
+    while (line < text.size()) {
+      EXPECT_EQ(text.compare(line, 2, prefix), 0) << text.substr(line, 40);
+      line = text.find('\n', line) + 1;
+    }
+  }
+  const std::string gbnf = "root ::= t0 | t1\n" + *r1 + *r2 + std::string(json_primitives_gbnf());
+  Result<Grammar> g = parse_gbnf(gbnf);
+  ASSERT_TRUE(g.ok()) << g.error().to_string() << "\n" << gbnf;
+  EXPECT_TRUE(accepts(*g, R"({"a": 1, "b": "x"})"));
+  EXPECT_TRUE(accepts(*g, R"({"age": 3, "name": "bo", "tags": ["a"]})"));
+  EXPECT_FALSE(accepts(*g, R"({"a": 1})"));
+  EXPECT_FALSE(json_schema_rules(Json{{"type", "string"}, {"format", "date"}}, "t2").ok());
+}
+
+}  // namespace
+}  // namespace keel::grammar
