@@ -98,8 +98,7 @@ TEST_F(ToolsHttpTest, ForcedCallStreamedAsOpenAiDeltas) {
   EXPECT_EQ(ev[3]["choices"][0]["finish_reason"], "tool_calls");
   EXPECT_TRUE(ev[3]["choices"][0]["delta"].empty());
   EXPECT_TRUE(ev[4]["choices"].empty());
-  // The same id as the non-streamed form would not be comparable (a new request id); the
-  // grammar was sent as for the non-streamed request.
+  // "required" is forced too: the engine got a grammar.
   ASSERT_EQ(h_.engine().submitted().size(), 1u);
   EXPECT_FALSE(h_.engine().submitted()[0].grammar.empty());
 }
