@@ -2,6 +2,8 @@
 // per-layer view.
 #include "model/kv_storage.h"
 
+#include "model/kv_type.h"
+
 #include <cstring>
 #include <limits>
 #include <string>
@@ -14,7 +16,7 @@ Status KvLayout::validate() const {
                                     std::to_string(n_layer) + ", kv_dim " + std::to_string(kv_dim) +
                                     ", block_size " + std::to_string(block_size));
   }
-  if (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kQ8_0) {
+  if (!is_kv_type(dtype)) {
     return Status::invalid_argument("KV type " + std::string(dtype_name(dtype)) +
                                     " is not supported (expected F32, F16 or Q8_0)");
   }
