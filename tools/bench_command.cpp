@@ -1,12 +1,12 @@
 // `keel bench`: llama-bench-style speed tests of one model. pp<N>: N random tokens prefilled as one
 // batch into an empty context; tg<N>: N tokens decoded one at a time from an empty context;
-// tg<N>@d<D> (-d D): the same after D random tokens were prefilled (once per test, untimed), so
-// step i attends to D + i + 1 positions. Every test runs for each --kv-type listed (one KV storage
-// per type). Each test runs once to warm up, then `reps` times; t/s is reported as mean ± sample sd
-// over the reps. With --roofline, this machine's bandwidth and peaks are measured first
-// (kernels/roofline.h) and each test gets a bound: tg — weight bytes streamed per token / read
-// bandwidth; pp — FLOPs per token / peak of the instructions the matmuls of this weight type use on
-// this kernel table.
+// tg<N>@d<D> (-d D): the same with positions [0, D) already holding random K/V rows (written once
+// per test, untimed), so step i attends to D + i + 1 positions. Every test runs for each --kv-type
+// listed (one KV storage per type). Each test runs once to warm up, then `reps` times; t/s is
+// reported as mean ± sample sd over the reps. With --roofline, this machine's bandwidth and peaks
+// are measured first (kernels/roofline.h) and each test gets a bound: tg — weight bytes streamed
+// per token / read bandwidth; pp — FLOPs per token / peak of the instructions the matmuls of this
+// weight type use on this kernel table.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -102,25 +102,26 @@ model::Batch one_sequence(const model::KvStorage& kv) {
   return batch;
 }
 
-// Prefills `depth` random tokens (positions [0, depth)) for the tg tests at that depth.
-Status prefill_depth(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops, int32_t depth,
-                     std::mt19937& rng) {
-  constexpr int32_t kChunk = 512;  // prefill batches: bounded scratch for any depth
-  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
-  model::Batch batch = one_sequence(kv);
-  model::Context ctx(m, std::min(depth, kChunk));
-  std::vector<float> logits;
-  for (int32_t p0 = 0; p0 < depth; p0 += kChunk) {
-    batch.clear_tokens();
-    const int32_t p1 = std::min(depth, p0 + kChunk);
-    for (int32_t i = p0; i < p1; ++i) batch.add(token(rng), i, 0, i + 1 == p1);
-    KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
+// Fills positions [0, depth) of every layer with random K/V rows (normal values, stored as the
+// KV type stores them) for the tg tests at that depth: a step's cost does not depend on the
+// values, and this takes seconds where a prefill of the same depth would take minutes.
+void fill_depth(model::KvStorage& kv, int32_t depth, std::mt19937& rng) {
+  const model::KvLayout& l = kv.layout();
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(l.kv_dim));
+  for (int32_t p = 0; p < depth; ++p) {
+    for (int64_t layer = 0; layer < l.n_layer; ++layer) {
+      for (std::byte* dst : {kv.k_row(p / l.block_size, layer, p % l.block_size),
+                             kv.v_row(p / l.block_size, layer, p % l.block_size)}) {
+        for (float& x : row) x = dist(rng);
+        kv.write_row(row.data(), dst);
+      }
+    }
   }
-  return Status();
 }
 
 // Seconds of one run of a test: pp = one batch of n_prompt tokens; tg = n_gen single-token steps
-// at positions depth, depth + 1, ... (positions [0, depth) hold prefill_depth's K/V; the steps
+// at positions depth, depth + 1, ... (positions [0, depth) hold fill_depth's K/V; the steps
 // overwrite only later positions, so every run sees the same context).
 Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
                         int32_t n_prompt, int32_t n_gen, int32_t depth, std::mt19937& rng) {
@@ -152,7 +153,7 @@ Result<TestResult> run_test(const model::Model& m, model::KvStorage& kv, kernels
   r.name = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
   if (depth > 0) r.name += "@d" + std::to_string(depth);
   std::mt19937 rng(1234);
-  if (n_prompt == 0 && depth > 0) KEEL_TRY(prefill_depth(m, kv, ops, depth, rng));
+  if (n_prompt == 0 && depth > 0) fill_depth(kv, depth, rng);
   KEEL_TRY(run_once(m, kv, ops, n_prompt, n_gen, depth, rng).status());  // warm-up
   for (int32_t i = 0; i < reps; ++i) {
     KEEL_ASSIGN_OR_RETURN(double s, run_once(m, kv, ops, n_prompt, n_gen, depth, rng));
