@@ -1,9 +1,12 @@
 // `keel bench`: llama-bench-style speed tests of one model. pp<N>: N random tokens prefilled as one
-// batch into an empty context; tg<N>: N tokens decoded one at a time from an empty context. Each
-// test runs once to warm up, then `reps` times; t/s is reported as mean ± sample sd over the reps.
-// With --roofline, this machine's bandwidth and peaks are measured first (kernels/roofline.h) and
-// each test gets a bound: tg — weight bytes streamed per token / read bandwidth; pp — FLOPs per
-// token / peak of the instructions the matmuls of this weight type use on this kernel table.
+// batch into an empty context; tg<N>: N tokens decoded one at a time from an empty context;
+// tg<N>@d<D> (-d D): the same with positions [0, D) already holding random K/V rows (written once
+// per test, untimed), so step i attends to D + i + 1 positions. Every test runs for each --kv-type
+// listed (one KV storage per type). Each test runs once to warm up, then `reps` times; t/s is
+// reported as mean ± sample sd over the reps. With --roofline, this machine's bandwidth and peaks
+// are measured first (kernels/roofline.h) and each test gets a bound: tg — weight bytes streamed
+// per token / read bandwidth; pp — FLOPs per token / peak of the instructions the matmuls of this
+// weight type use on this kernel table.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 #include "kernels/roofline.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
+#include "model/kv_type.h"
 #include "model_loading.h"
 
 namespace keel::cli {
@@ -32,8 +36,9 @@ using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 struct TestResult {
-  std::string name;  // "pp512" / "tg128"
-  int32_t n_prompt = 0, n_gen = 0;
+  std::string name;  // "pp512" / "tg128" / "tg128@d4096"
+  int32_t n_prompt = 0, n_gen = 0, n_depth = 0;
+  DType kv_type = DType::kF32;
   std::vector<double> samples_ts;
   double avg_ts = 0, stddev_ts = 0;
   double bound_ts = 0;  // 0 = unknown
@@ -88,14 +93,40 @@ std::pair<double, std::string> prefill_peak(const kernels::Roofline& r, DType ty
   return {r.fp32_gflops, "fp32 FMA"};
 }
 
-// Seconds of one run of a test: pp = one batch of n_prompt tokens; tg = n_gen single-token steps.
-Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
-                        int32_t n_prompt, int32_t n_gen, std::mt19937& rng) {
-  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
+// One sequence over every block of the storage, in order.
+model::Batch one_sequence(const model::KvStorage& kv) {
   model::Batch batch;
   batch.seqs.resize(1);
   batch.seqs[0].block_table.resize(static_cast<size_t>(kv.num_blocks()));
   for (int32_t b = 0; b < kv.num_blocks(); ++b) batch.seqs[0].block_table[b] = b;
+  return batch;
+}
+
+// Fills positions [0, depth) of every layer with random K/V rows (normal values, stored as the
+// KV type stores them) for the tg tests at that depth: a step's cost does not depend on the
+// values, and this takes seconds where a prefill of the same depth would take minutes.
+void fill_depth(model::KvStorage& kv, int32_t depth, std::mt19937& rng) {
+  const model::KvLayout& l = kv.layout();
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> row(static_cast<size_t>(l.kv_dim));
+  for (int32_t p = 0; p < depth; ++p) {
+    for (int64_t layer = 0; layer < l.n_layer; ++layer) {
+      for (std::byte* dst : {kv.k_row(p / l.block_size, layer, p % l.block_size),
+                             kv.v_row(p / l.block_size, layer, p % l.block_size)}) {
+        for (float& x : row) x = dist(rng);
+        kv.write_row(row.data(), dst);
+      }
+    }
+  }
+}
+
+// Seconds of one run of a test: pp = one batch of n_prompt tokens; tg = n_gen single-token steps
+// at positions depth, depth + 1, ... (positions [0, depth) hold fill_depth's K/V; the steps
+// overwrite only later positions, so every run sees the same context).
+Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
+                        int32_t n_prompt, int32_t n_gen, int32_t depth, std::mt19937& rng) {
+  std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
+  model::Batch batch = one_sequence(kv);
   std::vector<float> logits;
   model::Context ctx(m, std::max(n_prompt, 1));  // scratch allocation is not timed
   const auto start = Clock::now();
@@ -105,7 +136,7 @@ Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Op
   } else {
     for (int32_t i = 0; i < n_gen; ++i) {
       batch.clear_tokens();
-      batch.add(token(rng), i, 0, true);
+      batch.add(token(rng), depth + i, 0, true);
       KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
     }
   }
@@ -113,15 +144,19 @@ Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Op
 }
 
 Result<TestResult> run_test(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
-                            int32_t n_prompt, int32_t n_gen, int32_t reps) {
+                            int32_t n_prompt, int32_t n_gen, int32_t depth, int32_t reps) {
   TestResult r;
   r.n_prompt = n_prompt;
   r.n_gen = n_gen;
+  r.n_depth = depth;
+  r.kv_type = kv.layout().dtype;
   r.name = n_prompt > 0 ? "pp" + std::to_string(n_prompt) : "tg" + std::to_string(n_gen);
+  if (depth > 0) r.name += "@d" + std::to_string(depth);
   std::mt19937 rng(1234);
-  KEEL_TRY(run_once(m, kv, ops, n_prompt, n_gen, rng).status());  // warm-up
+  if (n_prompt == 0 && depth > 0) fill_depth(kv, depth, rng);
+  KEEL_TRY(run_once(m, kv, ops, n_prompt, n_gen, depth, rng).status());  // warm-up
   for (int32_t i = 0; i < reps; ++i) {
-    KEEL_ASSIGN_OR_RETURN(double s, run_once(m, kv, ops, n_prompt, n_gen, rng));
+    KEEL_ASSIGN_OR_RETURN(double s, run_once(m, kv, ops, n_prompt, n_gen, depth, rng));
     r.samples_ts.push_back((n_prompt > 0 ? n_prompt : n_gen) / s);
   }
   for (double v : r.samples_ts) r.avg_ts += v / reps;
@@ -183,6 +218,9 @@ json to_json(const TestResult& t, const LoadedModel& lm, const ModelCost& c, int
          {"n_threads", threads},
          {"n_prompt", t.n_prompt},
          {"n_gen", t.n_gen},
+         {"n_depth", t.n_depth},
+         {"type_k", std::string(model::kv_type_name(t.kv_type))},
+         {"type_v", std::string(model::kv_type_name(t.kv_type))},
          {"test", t.name},
          {"avg_ts", t.avg_ts},
          {"stddev_ts", t.stddev_ts},
@@ -198,18 +236,19 @@ json to_json(const TestResult& t, const LoadedModel& lm, const ModelCost& c, int
 void print_markdown(const std::vector<TestResult>& tests, const LoadedModel& lm, const ModelCost& c,
                     int threads, kernels::Isa isa) {
   std::printf(
-      "| model | size | params | threads | kernels | test | t/s | bound t/s | efficiency |\n");
-  std::printf("|---|---:|---:|---:|---|---|---:|---:|---:|\n");
+      "| model | size | params | threads | kernels | kv | test | t/s | bound t/s | efficiency |\n");
+  std::printf("|---|---:|---:|---:|---|---|---|---:|---:|---:|\n");
   for (const TestResult& t : tests) {
     const std::string bound =
         t.bound_ts > 0 ? fmt::format("{:.1f} ({})", t.bound_ts, t.bound_by) : std::string("—");
     const std::string eff =
         t.bound_ts > 0 ? fmt::format("{:.0f}%", 100 * t.avg_ts / t.bound_ts) : std::string("—");
-    std::printf("| %s | %.2f MiB | %.2f M | %d | %s | %s | %.2f ± %.2f | %s | %s |\n",
+    std::printf("| %s | %.2f MiB | %.2f M | %d | %s | %s | %s | %.2f ± %.2f | %s | %s |\n",
                 model_type(*lm.model, c).c_str(), static_cast<double>(c.size_bytes) / (1 << 20),
                 static_cast<double>(c.n_params) / 1e6, threads,
-                std::string(kernels::isa_name(isa)).c_str(), t.name.c_str(), t.avg_ts, t.stddev_ts,
-                bound.c_str(), eff.c_str());
+                std::string(kernels::isa_name(isa)).c_str(),
+                std::string(model::kv_type_name(t.kv_type)).c_str(), t.name.c_str(), t.avg_ts,
+                t.stddev_ts, bound.c_str(), eff.c_str());
   }
 }
 
@@ -231,9 +270,14 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
     if (n < 0) return Status::invalid_argument("-n must be ≥ 0");
   }
   if (opts.reps < 1) return Status::invalid_argument("-r must be ≥ 1");
-  const std::optional<DType> kv_type = dtype_from_name(opts.kv_type);
-  if (!kv_type || (*kv_type != DType::kF32 && *kv_type != DType::kF16)) {
-    return Status::invalid_argument("unknown KV type '" + opts.kv_type + "' (expected f32 or f16)");
+  std::vector<DType> kv_types;
+  for (const std::string& name : opts.kv_types) {
+    KEEL_ASSIGN_OR_RETURN(const DType t, model::parse_kv_type(name));
+    kv_types.push_back(t);
+  }
+  if (kv_types.empty()) return Status::invalid_argument("--kv-type needs at least one type");
+  for (int32_t d : opts.n_depth) {
+    if (d < 0) return Status::invalid_argument("-d must be ≥ 0");
   }
   ThreadPool pool(setup.threads);
   const CpuFeatures cpu = detect_cpu_features();
@@ -241,13 +285,13 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
   const model::Model& m = *lm.model;
   int32_t longest = 1;
   for (int32_t n : opts.n_prompt) longest = std::max(longest, n);
-  for (int32_t n : opts.n_gen) longest = std::max(longest, n);
+  int32_t deepest = 0;
+  for (int32_t d : opts.n_depth) deepest = std::max(deepest, d);
+  for (int32_t n : opts.n_gen) longest = std::max(longest, n + deepest);
   if (longest > m.n_ctx()) {
     return Status::out_of_range(
         fmt::format("a test of {} tokens does not fit the context of {}", longest, m.n_ctx()));
   }
-  const model::KvLayout layout = model::KvLayout::for_model(m.hparams(), 16, *kv_type);
-  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv, model::KvStorage::create(layout, (longest + 15) / 16));
   const ModelCost cost = model_cost(m);
 
   std::optional<kernels::Roofline> roof;
@@ -258,15 +302,22 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
   }
   kernels::Ops ops(setup.isa, &pool);
   std::vector<TestResult> tests;
-  for (int32_t n : opts.n_prompt) {
-    if (n == 0) continue;
-    KEEL_ASSIGN_OR_RETURN(TestResult t, run_test(m, kv, ops, n, 0, opts.reps));
-    tests.push_back(std::move(t));
-  }
-  for (int32_t n : opts.n_gen) {
-    if (n == 0) continue;
-    KEEL_ASSIGN_OR_RETURN(TestResult t, run_test(m, kv, ops, 0, n, opts.reps));
-    tests.push_back(std::move(t));
+  for (const DType kv_type : kv_types) {
+    const model::KvLayout layout = model::KvLayout::for_model(m.hparams(), 16, kv_type);
+    KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
+                          model::KvStorage::create(layout, (longest + 15) / 16));
+    for (int32_t n : opts.n_prompt) {
+      if (n == 0) continue;
+      KEEL_ASSIGN_OR_RETURN(TestResult t, run_test(m, kv, ops, n, 0, 0, opts.reps));
+      tests.push_back(std::move(t));
+    }
+    for (int32_t d : opts.n_depth) {
+      for (int32_t n : opts.n_gen) {
+        if (n == 0) continue;
+        KEEL_ASSIGN_OR_RETURN(TestResult t, run_test(m, kv, ops, 0, n, d, opts.reps));
+        tests.push_back(std::move(t));
+      }
+    }
   }
   if (roof) {
     for (TestResult& t : tests) add_bound(&t, cost, m.hparams(), *roof);

@@ -27,7 +27,7 @@ void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--kv-host-bytes", o->kv_host_bytes, "Host-DRAM tier (T1) per TE (0 = none)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 44));
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type")
-      ->check(CLI::IsMember({"f32", "f16"}));
+      ->check(CLI::IsMember(kv_type_names()));
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable prefix caching");
 }
 

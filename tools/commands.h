@@ -40,7 +40,7 @@ struct RunOptions {
   float repeat_penalty = 1.0f;
   std::optional<uint64_t> seed;
   int64_t ctx_size = 0;         // 0 = from the model
-  std::string kv_type = "f32";  // KV storage element type: f32 | f16
+  std::string kv_type = "f32";  // KV storage element type: f32 | f16 | q8_0
   bool ignore_eos = false;
   bool echo_prompt = false;  // print the prompt before the continuation
 };
@@ -64,7 +64,7 @@ struct ServeOptions {
   int64_t kv_host_bytes = 0;    // T1 host-DRAM tier; 0 = none
   std::string kv_disk_dir;      // T2 disk tier directory; empty = none
   int64_t kv_disk_bytes = 0;    // T2 capacity
-  std::string kv_type = "f32";  // f32 | f16
+  std::string kv_type = "f32";  // f32 | f16 | q8_0
   bool no_prefix_cache = false;
   bool no_schedule_ahead = false;
   std::string pic = "marked";            // off | marked | auto: PIC chunks in chat prompts
@@ -97,7 +97,8 @@ struct BenchOptions {
   int32_t reps = 5;
   std::string output = "md";  // md | json
   bool roofline = false;
-  std::string kv_type = "f32";
+  std::vector<int32_t> n_depth = {0};           // -d: tg tests after this many prefilled tokens
+  std::vector<std::string> kv_types = {"f32"};  // --kv-type f32,f16,q8_0: every test per type
   // --grammar FILE: the structured-output benchmark instead (bench_grammar_command.cpp), with
   // grammar_runs constrained generations of n_gen[0] tokens.
   std::string grammar_file;
@@ -198,6 +199,20 @@ struct EvalSparseOptions {
   bool json = false;
 };
 int run_eval_sparse(const EvalSparseOptions& opts);
+
+// `keel eval kv`: KV cache element types against f32 KV (eval_kv_command.cpp).
+struct EvalKvOptions {
+  ComputeOptions compute;
+  std::string model_path;   // "" = the built-in default (stories260K)
+  int32_t prompts = 8;      // model-written sequences
+  int32_t prompt_len = 32;  // prefilled tokens, BOS included
+  int32_t max_len = 256;    // teacher-forced sequence length; 0 = the model's context
+  int32_t greedy = 64;      // greedy ids generated after each prompt
+  uint64_t seed = 1;
+  std::vector<std::string> kv_types = {"f16", "q8_0"};  // compared with f32 (always run)
+  bool json = false;
+};
+int run_eval_kv(const EvalKvOptions& opts);
 
 // `keel train-predictor`: the decode-length predictor (src/predictor) for one served model — a
 // dataset of side-model-written prompts labelled with the served model's generation lengths, a

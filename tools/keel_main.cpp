@@ -121,8 +121,8 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--seed", run.seed, "Random seed (same seed, same text)");
   run_cmd->add_option("-c,--ctx-size", run.ctx_size, "Context length (0 = the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
-  run_cmd->add_option("--kv-type", run.kv_type, "KV cache element type: f32 or f16")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  run_cmd->add_option("--kv-type", run.kv_type, "KV cache element type: f32, f16 or q8_0")
+      ->check(CLI::IsMember(kv_type_names()));
   run_cmd->add_flag("--ignore-eos", run.ignore_eos, "Keep generating after end-of-generation");
   run_cmd->add_flag("--echo", run.echo_prompt, "Print the prompt before the continuation");
   add_compute_options(run_cmd, &run.compute);
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--kv-disk-bytes", serve.kv_disk_bytes, "Disk tier capacity")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   serve_cmd->add_option("--kv-type", serve.kv_type, "KV cache element type")
-      ->check(CLI::IsMember({"f32", "f16"}));
+      ->check(CLI::IsMember(kv_type_names()));
   serve_cmd->add_flag("--no-prefix-cache", serve.no_prefix_cache, "Disable prefix caching");
   serve_cmd->add_flag("--no-schedule-ahead", serve.no_schedule_ahead,
                       "Plan each step only after the previous one finished");
@@ -258,8 +258,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"md", "json"}));
   bench_cmd->add_flag("--roofline", bench.roofline,
                       "Measure bandwidth and peaks first; report each test's efficiency");
-  bench_cmd->add_option("--kv-type", bench.kv_type, "KV cache element type")
-      ->check(CLI::IsMember({"f32", "f16"}));
+  bench_cmd
+      ->add_option("-d,--n-depth", bench.n_depth,
+                   "Context depth of tg tests: tokens prefilled (untimed) before decoding")
+      ->delimiter(',');
+  bench_cmd->add_option("--kv-type", bench.kv_types, "KV cache element types (each test per type)")
+      ->delimiter(',')
+      ->check(CLI::IsMember(kv_type_names()));
   bench_cmd->add_option("--grammar", bench.grammar_file,
                         "Structured outputs: per-token grammar cost for this JSON Schema (.json, "
                         "or an array of them) or GBNF file, decoding -n tokens per run");
@@ -325,6 +330,30 @@ int main(int argc, char** argv) {
   sparse_cmd->add_flag("--json", sp.json, "One JSON object per policy instead of a table");
   add_compute_options(sparse_cmd, &sp.compute);
 
+  keel::cli::EvalKvOptions ekv;
+  CLI::App* kv_eval_cmd =
+      eval_cmd->add_subcommand("kv", "KV cache element types (f16, q8_0) against f32 KV");
+  kv_eval_cmd->option_defaults()->always_capture_default();
+  kv_eval_cmd->add_option(
+      "-m,--model", ekv.model_path,
+      "GGUF model file, or builtin:stories260K (the default) or builtin:random");
+  kv_eval_cmd->add_option("--prompts", ekv.prompts, "Model-written sequences")
+      ->check(CLI::Range(1, 10000));
+  kv_eval_cmd->add_option("--prompt-len", ekv.prompt_len, "Prefilled tokens, BOS included")
+      ->check(CLI::Range(2, 1 << 20));
+  kv_eval_cmd
+      ->add_option("--max-len", ekv.max_len,
+                   "Teacher-forced sequence length (0 = the model's context length)")
+      ->check(CLI::Range(0, 1 << 20));
+  kv_eval_cmd->add_option("--greedy", ekv.greedy, "Greedy ids generated after each prompt")
+      ->check(CLI::Range(1, 1 << 20));
+  kv_eval_cmd->add_option("--seed", ekv.seed, "Seed of the model-written sequences");
+  kv_eval_cmd->add_option("--kv-type", ekv.kv_types, "KV types compared with f32 KV")
+      ->delimiter(',')
+      ->check(CLI::IsMember(kv_type_names()));
+  kv_eval_cmd->add_flag("--json", ekv.json, "One JSON object per KV type instead of a table");
+  add_compute_options(kv_eval_cmd, &ekv.compute);
+
   const keel::cli::PredictorCli predictor_cli(app, *eval_cmd, add_compute_options, argc, argv);
 
   keel::cli::BenchServeOptions bs;
@@ -366,6 +395,7 @@ int main(int argc, char** argv) {
   if (bench_cmd->parsed()) return keel::cli::run_bench(bench);
   if (pic_cmd->parsed()) return keel::cli::run_eval_pic(pic);
   if (sparse_cmd->parsed()) return keel::cli::run_eval_sparse(sp);
+  if (kv_eval_cmd->parsed()) return keel::cli::run_eval_kv(ekv);
   if (auto code = keel::cli::run_cluster_commands(cluster_cli)) return *code;
   if (auto rc = predictor_cli.run()) return *rc;
   return 2;

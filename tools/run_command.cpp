@@ -15,6 +15,7 @@
 #include "host/compute.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
+#include "model/kv_type.h"
 #include "model/model.h"
 #include "model_loading.h"
 #include "sampling/sampler.h"
@@ -35,16 +36,13 @@ constexpr int32_t kBlockSize = 16;
 
 Result<model::KvStorage> kv_for_one_sequence(const model::Model& model, const std::string& type,
                                              std::vector<int32_t>* block_table) {
-  const std::optional<DType> dtype = dtype_from_name(type);
-  if (!dtype.has_value() || (*dtype != DType::kF32 && *dtype != DType::kF16)) {
-    return Status::invalid_argument("unknown KV type '" + type + "' (expected f32 or f16)");
-  }
+  KEEL_ASSIGN_OR_RETURN(const DType dtype, model::parse_kv_type(type));
   const int64_t n_blocks = (model.n_ctx() + kBlockSize - 1) / kBlockSize;
   if (n_blocks > std::numeric_limits<int32_t>::max()) {
     return Status::out_of_range("context of " + std::to_string(model.n_ctx()) +
                                 " positions needs too many KV blocks");
   }
-  const model::KvLayout layout = model::KvLayout::for_model(model.hparams(), kBlockSize, *dtype);
+  const model::KvLayout layout = model::KvLayout::for_model(model.hparams(), kBlockSize, dtype);
   KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
                         model::KvStorage::create(layout, static_cast<int32_t>(n_blocks)));
   block_table->resize(static_cast<size_t>(n_blocks));

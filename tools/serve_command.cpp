@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
+#include "model/kv_type.h"
 #include "progress.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
@@ -74,7 +75,7 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   c.kv_host_bytes = o.kv_host_bytes;
   c.kv_disk_dir = o.kv_disk_dir;
   c.kv_disk_bytes = o.kv_disk_bytes;
-  c.kv_dtype = o.kv_type == "f16" ? DType::kF16 : DType::kF32;
+  if (auto t = model::parse_kv_type(o.kv_type); t.ok()) c.kv_dtype = *t;  // checked by the CLI
   c.enable_prefix_cache = !o.no_prefix_cache;
   c.schedule_ahead = !o.no_schedule_ahead;
   if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
@@ -146,9 +147,11 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
                 host->random_weights() ? " — RANDOM WEIGHTS: its text is noise" : "");
   KEEL_LOG_INFO("cpu: {} ({}); kernels: {}; threads: {}", cpu.model_name, cpu.to_string(),
                 kernels::isa_name(compute.isa), compute.threads);
-  KEEL_LOG_INFO("KV cache: {} blocks of {} tokens = {} tokens ({}), max model length {}",
-                eng.num_kv_blocks(), opts.block_size,
-                int64_t{eng.num_kv_blocks()} * opts.block_size, opts.kv_type, eng.max_model_len());
+  KEEL_LOG_INFO(
+      "KV cache: {} blocks of {} tokens = {} tokens ({}, {} bytes per token), max model length {}",
+      eng.num_kv_blocks(), opts.block_size, int64_t{eng.num_kv_blocks()} * opts.block_size,
+      opts.kv_type, eng.kv_block_bytes() / static_cast<size_t>(opts.block_size),
+      eng.max_model_len());
   KEEL_LOG_INFO("ready: listening on http://{}:{}", opts.host, srv->port());
 
   int sig = 0;

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "model/kv_type.h"
+
 namespace keel::engine {
 
 Status EngineConfig::validate() const {
@@ -12,8 +14,8 @@ Status EngineConfig::validate() const {
                                     std::to_string(block_size));
   }
   if (kv_cache_bytes < 0) return Status::invalid_argument("--kv-cache-bytes must be ≥ 0");
-  if (kv_dtype != DType::kF32 && kv_dtype != DType::kF16) {
-    return Status::invalid_argument("--kv-type must be f32 or f16");
+  if (!model::is_kv_type(kv_dtype)) {
+    return Status::invalid_argument("--kv-type must be f32, f16 or q8_0");
   }
   if (threads < 0) return Status::invalid_argument("--threads must be ≥ 0");
   if (kv_host_bytes < 0) return Status::invalid_argument("--kv-host-bytes must be ≥ 0");

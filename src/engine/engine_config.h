@@ -21,7 +21,7 @@ struct EngineConfig {
   int32_t block_size = 16;          // --block-size: tokens per KV block
   int64_t kv_cache_bytes = 0;       // --kv-cache-bytes; 0 = room for max_num_seqs full contexts,
                                     // capped at kDefaultKvCacheCapBytes
-  DType kv_dtype = DType::kF32;     // --kv-type f32 | f16
+  DType kv_dtype = DType::kF32;     // --kv-type f32 | f16 | q8_0 (model::is_kv_type)
   bool enable_prefix_cache = true;  // --no-prefix-cache turns it off
   int64_t kv_host_bytes = 0;        // --kv-host-bytes: T1 host-DRAM tier size; 0 = no T1
   std::string kv_disk_dir;          // --kv-disk-dir: T2 disk tier directory; empty = no T2

@@ -1,10 +1,10 @@
 // AVX2 paged-attention work unit, the twin of scalar_attention.cpp (same tiles of kAttentionTile
-// positions and online-softmax updates). Per tile: f16 K/V rows of the KV head are widened once
-// into scratch (F16C); scores of each query head are computed 8 positions at a time (8 dot-product
-// accumulators sharing the query chunk, then one transpose-reduction to the 8 scores); a
-// polynomial e^x (avx2_math.h) turns a head's scores into weights; the weighted V sum keeps up to
-// 64 floats of the head's accumulator in registers per pass over the tile. head_dim tails run
-// scalar code.
+// positions and online-softmax updates). Per tile: f16 and Q8_0 K/V rows of the KV head are
+// widened once into scratch (F16C; Q8_0 as scale · q); scores of each query head are computed 8
+// positions at a time (8 dot-product accumulators sharing the query chunk, then one
+// transpose-reduction to the 8 scores); a polynomial e^x (avx2_math.h) turns a head's scores into
+// weights; the weighted V sum keeps up to 64 floats of the head's accumulator in registers per pass
+// over the tile. head_dim tails run scalar code.
 //
 // Pure functions; thread-safe.
 #include <immintrin.h>
@@ -163,18 +163,43 @@ struct Tile {
       dst[d] = _cvtsh_ss(x);
     }
   }
+
+  // dim Q8_0 values starting `skip` values into the block at src → f32 (scale · q) at dst.
+  static void widen_q8(const std::byte* src, int64_t skip, int64_t dim, float* dst) {
+    for (int64_t d = 0; d < dim; src += kQ8BlockBytes, skip = 0) {
+      uint16_t h;
+      std::memcpy(&h, src, 2);
+      const float scale = _cvtsh_ss(h);
+      const __m256 vs = _mm256_set1_ps(scale);
+      const auto* qs = reinterpret_cast<const int8_t*>(src + 2) + skip;
+      const int64_t n = std::min(kQ8Values - skip, dim - d);
+      int64_t j = 0;
+      for (; j + 8 <= n; j += 8) {
+        const __m256i q =
+            _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + j)));
+        _mm256_storeu_ps(dst + d + j, _mm256_mul_ps(_mm256_cvtepi32_ps(q), vs));
+      }
+      for (; j < n; ++j) dst[d + j] = scale * static_cast<float>(qs[j]);
+      d += n;
+    }
+  }
 };
 
 }  // namespace
 
 void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend_tiles<Tile, false>(kv, heads, task);
+  attend_tiles<Tile, DType::kF32>(kv, heads, task);
 }
 
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend_tiles<Tile, true>(kv, heads, task);
+  attend_tiles<Tile, DType::kF16>(kv, heads, task);
+}
+
+void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
+                          const PagedAttentionTask& task) {
+  attend_tiles<Tile, DType::kQ8_0>(kv, heads, task);
 }
 
 }  // namespace keel::kernels::avx2

@@ -1,16 +1,17 @@
 // AVX-512 paged-attention work unit, the twin of scalar_attention.cpp (same tiles of
-// kAttentionTile positions and online-softmax updates). Per tile: f16 K/V rows of the KV head are
-// widened once into scratch (vcvtph2ps); scores of each query head are computed 16 positions at a
-// time (16 dot-product accumulators sharing the query chunk, then one transpose-reduction to the
-// 16 scores); a polynomial e^x (avx512_math.h) turns a head's scores into weights; the weighted V
-// sum keeps up to 128 floats of the head's accumulator in registers per pass over the tile.
-// head_dim tails use masked loads and stores.
+// kAttentionTile positions and online-softmax updates). Per tile: f16 and Q8_0 K/V rows of the KV
+// head are widened once into scratch (vcvtph2ps; Q8_0 as scale · q); scores of each query head are
+// computed 16 positions at a time (16 dot-product accumulators sharing the query chunk, then one
+// transpose-reduction to the 16 scores); a polynomial e^x (avx512_math.h) turns a head's scores
+// into weights; the weighted V sum keeps up to 128 floats of the head's accumulator in registers
+// per pass over the tile. head_dim tails use masked loads and stores.
 //
 // Pure functions; thread-safe.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "kernels/avx512_math.h"
 #include "kernels/isa_kernels.h"
@@ -161,18 +162,40 @@ struct Tile {
       _mm512_mask_storeu_ps(dst + d, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, src + d * 2)));
     }
   }
+
+  // dim Q8_0 values starting `skip` values into the block at src → f32 (scale · q) at dst.
+  static void widen_q8(const std::byte* src, int64_t skip, int64_t dim, float* dst) {
+    for (int64_t d = 0; d < dim; src += kQ8BlockBytes, skip = 0) {
+      uint16_t h;
+      std::memcpy(&h, src, 2);
+      const __m512 vs = _mm512_set1_ps(_cvtsh_ss(h));
+      const auto* qs = reinterpret_cast<const int8_t*>(src + 2) + skip;
+      const int64_t n = std::min(kQ8Values - skip, dim - d);
+      for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? kAll : tail_mask(n - j);
+        const __m512i q = _mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(m, qs + j));
+        _mm512_mask_storeu_ps(dst + d + j, m, _mm512_mul_ps(_mm512_cvtepi32_ps(q), vs));
+      }
+      d += n;
+    }
+  }
 };
 
 }  // namespace
 
 void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend_tiles<Tile, false>(kv, heads, task);
+  attend_tiles<Tile, DType::kF32>(kv, heads, task);
 }
 
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend_tiles<Tile, true>(kv, heads, task);
+  attend_tiles<Tile, DType::kF16>(kv, heads, task);
+}
+
+void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
+                          const PagedAttentionTask& task) {
+  attend_tiles<Tile, DType::kQ8_0>(kv, heads, task);
 }
 
 }  // namespace keel::kernels::avx512

@@ -40,6 +40,7 @@ constexpr KernelTable kScalarTable = {
     .add = scalar::add,
     .paged_attention_f32 = scalar::paged_attention_f32,
     .paged_attention_f16 = scalar::paged_attention_f16,
+    .paged_attention_q8_0 = scalar::paged_attention_q8_0,
 };
 
 constexpr KernelTable kAvx2Table = {
@@ -69,6 +70,7 @@ constexpr KernelTable kAvx2Table = {
     .add = avx2::add,
     .paged_attention_f32 = avx2::paged_attention_f32,
     .paged_attention_f16 = avx2::paged_attention_f16,
+    .paged_attention_q8_0 = avx2::paged_attention_q8_0,
 };
 
 constexpr KernelTable kAvx512Table = {
@@ -98,6 +100,7 @@ constexpr KernelTable kAvx512Table = {
     .add = avx512::add,
     .paged_attention_f32 = avx512::paged_attention_f32,
     .paged_attention_f16 = avx512::paged_attention_f16,
+    .paged_attention_q8_0 = avx512::paged_attention_q8_0,
 };
 
 constexpr KernelTable kAvx512Bf16Table = {
@@ -127,6 +130,7 @@ constexpr KernelTable kAvx512Bf16Table = {
     .add = avx512::add,
     .paged_attention_f32 = avx512::paged_attention_f32,
     .paged_attention_f16 = avx512::paged_attention_f16,
+    .paged_attention_q8_0 = avx512::paged_attention_q8_0,
 };
 
 // Space-separated names of the features `isa` needs that `cpu` lacks.

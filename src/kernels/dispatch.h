@@ -75,7 +75,7 @@ struct PagedAttentionTask {
 };
 
 // Scratch a paged-attention kernel needs: the tile's scores of every head of the group, and the
-// tile's K and V rows of one KV head widened to f32 (f16 storage).
+// tile's K and V rows of one KV head widened to f32 (f16 and Q8_0 storage).
 inline int64_t paged_attention_scratch_floats(int64_t group, int64_t head_dim) {
   return group * kAttentionTile + 2 * kAttentionTile * head_dim;
 }
@@ -118,6 +118,7 @@ struct KernelTable {
   // One paged-attention work unit per KV dtype (see PagedAttentionTask).
   PagedAttentionFn paged_attention_f32;
   PagedAttentionFn paged_attention_f16;
+  PagedAttentionFn paged_attention_q8_0;
 };
 
 const KernelTable& scalar_table();

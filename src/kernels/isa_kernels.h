@@ -31,6 +31,8 @@ void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task);
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task);
+void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
+                          const PagedAttentionTask& task);
 }  // namespace scalar
 
 namespace avx2 {
@@ -59,6 +61,8 @@ void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task);
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task);
+void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
+                          const PagedAttentionTask& task);
 }  // namespace avx2
 
 namespace avx512 {
@@ -103,6 +107,8 @@ void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task);
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task);
+void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
+                          const PagedAttentionTask& task);
 }  // namespace avx512
 
 namespace avx512bf16 {

@@ -96,7 +96,8 @@ struct PagedKv {
   size_t v_offset = 0;              // bytes from a block's K rows to its V rows
   int32_t block_size = 0;           // positions per block (≥ 1)
   int64_t kv_dim = 0;               // elements per row: n_kv_heads * head_dim
-  DType dtype = DType::kF32;        // kF32 or kF16 (read back as f32)
+  DType dtype = DType::kF32;        // kF32, kF16 or kQ8_0 (kv_dim % 32 == 0; blocks of 32 values
+                                    // along the row, so a head may share a block's scale)
 };
 
 // The head layout of an attention call.

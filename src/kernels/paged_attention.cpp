@@ -126,7 +126,8 @@ struct AttentionRun {
 
 void Ops::paged_attention(const PagedKv& kv, const AttentionHeads& heads,
                           const PagedQueries& queries) {
-  KEEL_CHECK(kv.dtype == DType::kF32 || kv.dtype == DType::kF16);
+  KEEL_CHECK(kv.dtype == DType::kF32 || kv.dtype == DType::kF16 || kv.dtype == DType::kQ8_0);
+  KEEL_CHECK(kv.dtype != DType::kQ8_0 || kv.kv_dim % 32 == 0);
   KEEL_CHECK(heads.n_kv_heads > 0 && heads.head_dim > 0 && heads.n_heads % heads.n_kv_heads == 0);
   KEEL_CHECK(kv.kv_dim == heads.n_kv_heads * heads.head_dim && kv.block_size >= 1);
   KEEL_CHECK(queries.n_q >= 0);
@@ -136,7 +137,9 @@ void Ops::paged_attention(const PagedKv& kv, const AttentionHeads& heads,
   run.kv = &kv;
   run.heads = &heads;
   run.queries = &queries;
-  run.fn = kv.dtype == DType::kF16 ? table_->paged_attention_f16 : table_->paged_attention_f32;
+  run.fn = kv.dtype == DType::kF16    ? table_->paged_attention_f16
+           : kv.dtype == DType::kQ8_0 ? table_->paged_attention_q8_0
+                                      : table_->paged_attention_f32;
   run.group = heads.n_heads / heads.n_kv_heads;
   run.dim = heads.head_dim;
   int64_t total_kv = 0;

@@ -1,7 +1,8 @@
 // Scalar reference of the paged-attention work unit (see PagedAttentionTask in dispatch.h): per
 // tile of kAttentionTile positions, the scores of every head of the group, then one online-softmax
 // update (running max m, sum l, rescaled accumulator) and the weighted V rows. f16 rows are
-// widened with fp16_to_fp32. The SIMD twins follow the same tiling.
+// widened with fp16_to_fp32, Q8_0 values read as scale · q (the head's slice may start inside a
+// block: paged_head_span). The SIMD twins follow the same tiling.
 //
 // Pure functions; thread-safe.
 #include <algorithm>
@@ -15,12 +16,19 @@
 namespace keel::kernels::scalar {
 namespace {
 
-template <bool kF16>
-float load(const std::byte* row, int64_t d) {
-  if constexpr (kF16) {
+// Value d of a head's slice that starts at `row`, `skip` values into its first Q8_0 block.
+template <DType kType>
+float load(const std::byte* row, int64_t skip, int64_t d) {
+  if constexpr (kType == DType::kF16) {
     uint16_t h;
     std::memcpy(&h, row + d * 2, 2);
     return fp16_to_fp32(h);
+  } else if constexpr (kType == DType::kQ8_0) {
+    const int64_t e = skip + d;
+    const std::byte* block = row + static_cast<size_t>(e / kQ8Values) * kQ8BlockBytes;
+    uint16_t h;
+    std::memcpy(&h, block, 2);
+    return fp16_to_fp32(h) * static_cast<float>(static_cast<int8_t>(block[2 + e % kQ8Values]));
   } else {
     float f;
     std::memcpy(&f, row + d * 4, 4);
@@ -28,7 +36,7 @@ float load(const std::byte* row, int64_t d) {
   }
 }
 
-template <bool kF16>
+template <DType kType>
 void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttentionTask& t) {
   const int64_t group = heads.n_heads / heads.n_kv_heads;
   const int64_t dim = heads.head_dim;
@@ -36,6 +44,7 @@ void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttention
   std::fill(t.m, t.m + group, -INFINITY);
   std::fill(t.l, t.l + group, 0.0f);
   const std::byte* rows[kAttentionTile];
+  const int64_t skip = paged_head_span(kv, t.kv_head, dim).skip;
   for (int32_t j0 = t.kv_begin; j0 < t.kv_end; j0 += kAttentionTile) {
     const int32_t n = std::min(kAttentionTile, t.kv_end - j0);
     paged_k_rows(kv, t.block_table, t.kv_head, dim, j0, n, rows);
@@ -43,7 +52,7 @@ void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttention
       for (int64_t g = 0; g < group; ++g) {
         const float* q = t.q + g * dim;
         float dot = 0.0f;
-        for (int64_t d = 0; d < dim; ++d) dot += q[d] * load<kF16>(rows[j], d);
+        for (int64_t d = 0; d < dim; ++d) dot += q[d] * load<kType>(rows[j], skip, d);
         t.scratch[g * kAttentionTile + j] = dot * heads.scale;
       }
     }
@@ -61,7 +70,7 @@ void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttention
       }
       for (int32_t j = 0; j < n; ++j) {
         const std::byte* v = rows[j] + kv.v_offset;
-        for (int64_t d = 0; d < dim; ++d) acc[d] += p[j] * load<kF16>(v, d);
+        for (int64_t d = 0; d < dim; ++d) acc[d] += p[j] * load<kType>(v, skip, d);
       }
     }
   }
@@ -71,12 +80,17 @@ void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttention
 
 void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend<false>(kv, heads, task);
+  attend<DType::kF32>(kv, heads, task);
 }
 
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend<true>(kv, heads, task);
+  attend<DType::kF16>(kv, heads, task);
+}
+
+void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
+                          const PagedAttentionTask& task) {
+  attend<DType::kQ8_0>(kv, heads, task);
 }
 
 }  // namespace keel::kernels::scalar

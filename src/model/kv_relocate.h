@@ -26,8 +26,10 @@ struct KvRowMove {
 
 // Copies every layer's K and V row of each move, K rotated by its delta. `hp` must be the
 // model's (hparams() of a loaded Model: its rope carries the frequency factors). F16 storage
-// rotates in f32 and rounds back to nearest-even. A move whose source and destination are the
-// same row with delta 0 is a no-op; sources must not be written by earlier moves of the call.
+// rotates in f32 and rounds back to nearest-even; Q8_0 storage dequantizes the K row, rotates it
+// in f32 and quantizes it again (fresh scales; V rows are copied byte for byte). A move whose
+// source and destination are the same row with delta 0 is a no-op; sources must not be written by
+// earlier moves of the call.
 void move_kv_rows(const HParams& hp, KvStorage& kv, kernels::Ops& ops,
                   std::span<const KvRowMove> moves);
 

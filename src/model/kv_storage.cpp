@@ -2,6 +2,8 @@
 // per-layer view.
 #include "model/kv_storage.h"
 
+#include "model/kv_type.h"
+
 #include <cstring>
 #include <limits>
 #include <string>
@@ -14,14 +16,22 @@ Status KvLayout::validate() const {
                                     std::to_string(n_layer) + ", kv_dim " + std::to_string(kv_dim) +
                                     ", block_size " + std::to_string(block_size));
   }
-  if (dtype != DType::kF32 && dtype != DType::kF16) {
+  if (!is_kv_type(dtype)) {
     return Status::invalid_argument("KV type " + std::string(dtype_name(dtype)) +
-                                    " is not supported (expected F32 or F16)");
+                                    " is not supported (expected F32, F16 or Q8_0)");
   }
-  // block_bytes = n_layer * 2 * block_size * kv_dim * elem; each factor is positive.
+  if (dtype == DType::kQ8_0 && kv_dim % 32 != 0) {
+    return Status::invalid_argument(
+        "KV type Q8_0 stores rows in blocks of 32 values, but this model's KV row (n_kv_heads * "
+        "head_dim) has " +
+        std::to_string(kv_dim) + " values; use --kv-type f16 or f32");
+  }
+  // block_bytes = n_layer * 2 * block_size * (kv_dim / group * group_bytes); each factor is
+  // positive.
   constexpr uint64_t kLimit = std::numeric_limits<int64_t>::max();
-  uint64_t bytes = elem_bytes() * 2;
-  for (const int64_t f : {n_layer, int64_t{block_size}, kv_dim}) {
+  const bool q8 = dtype == DType::kQ8_0;
+  uint64_t bytes = (q8 ? 34 : dtype == DType::kF16 ? 2 : 4) * 2;
+  for (const int64_t f : {n_layer, int64_t{block_size}, q8 ? kv_dim / 32 : kv_dim}) {
     if (bytes > kLimit / static_cast<uint64_t>(f)) {
       return Status::invalid_argument(
           "KV block size overflows: n_layer " + std::to_string(n_layer) + ", block_size " +

@@ -1,7 +1,9 @@
 // KvLayout and KvStorage: the paged KV memory of a model. The storage is an array of blocks of
 // `block_size` positions; a block is one contiguous byte range holding, for every layer, K rows
-// then V rows, each [block_size][kv_dim] elements of `dtype` (f32, or f16 rounded to nearest-even
-// when written):
+// then V rows, each [block_size][kv_dim] elements of `dtype` (f32; f16 rounded to nearest-even
+// when written; or Q8_0, quantized when written: per row, kv_dim / 32 blocks of an f16 scale and
+// 32 int8, GGML's block_q8_0, so kv_dim must be a multiple of 32 — a KV head narrower than 32
+// shares its block's scale with its neighbours):
 //   block b, layer l, K row p:  block(b) + ((l*2 + 0)*block_size + p) * row_bytes()
 //   block b, layer l, V row p:  block(b) + ((l*2 + 1)*block_size + p) * row_bytes()
 // The model only sees block ids (a sequence's block table) and this memory; which block belongs to
@@ -26,10 +28,23 @@ struct KvLayout {
   int64_t n_layer = 0;
   int64_t kv_dim = 0;         // n_head_kv * head_dim
   int32_t block_size = 16;    // positions per block
-  DType dtype = DType::kF32;  // kF32 or kF16
+  DType dtype = DType::kF32;  // kF32, kF16 or kQ8_0 (kv_dim a multiple of 32)
 
-  [[nodiscard]] size_t elem_bytes() const { return dtype == DType::kF16 ? 2 : 4; }
-  [[nodiscard]] size_t row_bytes() const { return static_cast<size_t>(kv_dim) * elem_bytes(); }
+  // Bytes of one K or V row of kv_dim values (Q8_0: kv_dim / 32 blocks of 34 bytes).
+  [[nodiscard]] size_t row_bytes() const {
+    switch (dtype) {
+      case DType::kF16:
+        return static_cast<size_t>(kv_dim) * 2;
+      case DType::kQ8_0:
+        return static_cast<size_t>(kv_dim / 32) * 34;
+      default:
+        return static_cast<size_t>(kv_dim) * 4;
+    }
+  }
+  // KV bytes one token occupies: K and V rows of every layer.
+  [[nodiscard]] size_t bytes_per_token() const {
+    return static_cast<size_t>(n_layer) * 2 * row_bytes();
+  }
   [[nodiscard]] size_t block_bytes() const {
     return static_cast<size_t>(n_layer) * 2 * static_cast<size_t>(block_size) * row_bytes();
   }
@@ -41,8 +56,8 @@ struct KvLayout {
     return k_offset(layer) + static_cast<size_t>(block_size) * row_bytes();
   }
 
-  // InvalidArgument unless n_layer, kv_dim and block_size are ≥ 1, dtype is F32 or F16 and a
-  // block's size fits in memory arithmetic.
+  // InvalidArgument unless n_layer, kv_dim and block_size are ≥ 1, dtype is F32, F16 or Q8_0
+  // (then kv_dim % 32 == 0) and a block's size fits in memory arithmetic.
   [[nodiscard]] Status validate() const;
 
   // The layout for a model's hyper-parameters: its n_layer and n_head_kv * head_dim.
@@ -83,7 +98,8 @@ class KvStorage {
   [[nodiscard]] const std::byte* v_row(int32_t b, int64_t layer, int32_t row) const {
     return block(b) + layout_.v_offset(layer) + row_offset(row);
   }
-  // A row's kv_dim values as floats, and floats stored into a row (F16 rounded to nearest-even).
+  // A row's kv_dim values as floats, and floats stored into a row (F16 rounded to nearest-even,
+  // Q8_0 quantized as ggml's quantize_row_q8_0_ref: scale = max|x| / 127, q = round(x / scale)).
   void read_row(const std::byte* row, float* out) const {
     kernels::dequantize_row(layout_.dtype, row, out, layout_.kv_dim);
   }

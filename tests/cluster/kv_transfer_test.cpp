@@ -1,8 +1,9 @@
 // The KV transfer service on loopback (UCX picks shared memory for a same-host peer): blocks
-// streamed into a host tier arrive byte-equal; a foreign identity, a corrupted or dropped frame
-// never reach the tier (and are counted); a stalled sender is cut off by the receiver's idle
-// timeout, and its own flush ends at its deadline: neither side hangs; a throttled link still
-// completes; shutting either end down mid-transfer is clean. Every wait is bounded.
+// streamed into a host tier arrive byte-equal; a foreign identity (also: the same model with
+// another KV type, Q8_0 vs F16), a corrupted or dropped frame never reach the tier (and are
+// counted); a stalled sender is cut off by the receiver's idle timeout, and its own flush ends at
+// its deadline: neither side hangs; a throttled link still completes; shutting either end down
+// mid-transfer is clean. Every wait is bounded.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 
 #include "cluster/kv_transfer_client.h"
 #include "cluster/kv_transfer_server.h"
+#include "engine/model_identity.h"
 #include "kv/host_tier.h"
 #include "support/test_support.h"
 
@@ -40,10 +42,11 @@ struct Rig {
   std::unique_ptr<kv::HostTier> tier;
   std::unique_ptr<KvTransferServer> server;
 
-  explicit Rig(size_t payload_bytes, std::chrono::milliseconds idle = 30s) {
+  explicit Rig(size_t payload_bytes, std::chrono::milliseconds idle = 30s,
+               kv::BlockHash identity = kIdentity) {
     tier = std::make_unique<kv::HostTier>(int64_t{1} << 30, payload_bytes);
     KvTransferServerOptions o;
-    o.kv_identity = kIdentity;
+    o.kv_identity = identity;
     o.payload_bytes = payload_bytes;
     o.idle_timeout = idle;
     auto s = KvTransferServer::start(o, tier_store_sink(tier.get()));
@@ -116,6 +119,28 @@ TEST(KvTransferTest, ForeignIdentityIsRejected) {
   ASSERT_TRUE(eventually([&] { return rig.server->stats().rejected_identity == 4; }));
   EXPECT_EQ(rig.server->stats().blocks_accepted, 0);
   EXPECT_EQ(rig.tier->stats().blocks, 0);
+}
+
+// A receiver with a Q8_0 KV cache refuses the frames of an F16 sender of the same model and block
+// size: engine::kv_tier_identity names the KV type, so a Q8_0 block is never read as F16.
+TEST(KvTransferTest, KvTypeMismatchIsRejected) {
+  constexpr size_t kBytes = 5 * 2 * 16 * 34;  // a stories260K Q8_0 block
+  const kv::BlockHash model{0x5151, 0x7272};
+  Rig rig(kBytes, 30s, engine::kv_tier_identity(model, DType::kQ8_0, 16));
+  auto client = rig.client({}, engine::kv_tier_identity(model, DType::kF16, 16));
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(client->send(make_block(kBytes, i)).ok());
+  ASSERT_TRUE(client->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().rejected_identity == 3; }));
+  EXPECT_EQ(rig.server->stats().blocks_accepted, 0);
+  EXPECT_EQ(rig.tier->stats().blocks, 0);
+  // The same sender with the receiver's identity gets through.
+  auto same = rig.client({}, engine::kv_tier_identity(model, DType::kQ8_0, 16));
+  ASSERT_NE(same, nullptr);
+  ASSERT_TRUE(same->send(make_block(kBytes, 0)).ok());
+  ASSERT_TRUE(same->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().blocks_accepted == 1; }));
+  EXPECT_TRUE(rig.holds(0, kBytes));
 }
 
 TEST(KvTransferTest, WrongPayloadSizeIsRejected) {

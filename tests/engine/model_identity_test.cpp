@@ -70,6 +70,8 @@ TEST(ModelIdentityTest, DerivedKeysSeparateKvLayouts) {
   const kv::BlockHash model{1, 2};
   const kv::BlockHash f32 = kv_tier_identity(model, DType::kF32, 16);
   EXPECT_NE(f32, kv_tier_identity(model, DType::kF16, 16));
+  EXPECT_NE(f32, kv_tier_identity(model, DType::kQ8_0, 16));
+  EXPECT_NE(kv_tier_identity(model, DType::kF16, 16), kv_tier_identity(model, DType::kQ8_0, 16));
   EXPECT_NE(f32, kv_tier_identity(model, DType::kF32, 32));
   EXPECT_NE(f32, kv_tier_identity(kv::BlockHash{1, 3}, DType::kF32, 16));
   EXPECT_NE(pic_chunk_root(model), model);

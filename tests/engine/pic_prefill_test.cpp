@@ -1,11 +1,13 @@
 // EPIC's link on a real model (stories260K), computed directly: layer-0 K compiled at chunk-local
 // positions and re-rotated to its real position equals K computed there; LegoLink with k ≥ every
-// chunk's length and CacheBlend-100% equal full recompute (the leading chunk, linked, is exact);
+// chunk's length and CacheBlend-100% equal full recompute; with Q8_0 KV the re-rotated K stays
+// within a few quantization steps of K computed there (the leading chunk, linked, is exact);
 // naive linking differs (the test can fail); the CacheBlend probe sees no deviation in an exact
 // cache and some in a naively linked one.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "core/cpu_features.h"
@@ -95,6 +97,50 @@ class PicPrefillTest : public ::testing::Test {
   std::vector<kv::PicChunk> chunks_;
   std::vector<std::vector<int32_t>> chunk_tables_;
 };
+
+// Q8_0 KV: the re-rotated K row (dequantized, rotated, quantized again) is within a few
+// quantization steps of the row computed at the real position (each has its own rounding: half a
+// step each, the first one rotated), and V rows are copied byte for byte.
+TEST_F(PicPrefillTest, RerotatedQ8KeyStaysWithinQuantizationSteps) {
+  auto q8 = model::KvStorage::create(
+      model::KvLayout::for_model(model_->hparams(), kBlock, DType::kQ8_0), 64);
+  ASSERT_TRUE(q8.ok()) << q8.error().to_string();
+  kv_ = std::make_unique<model::KvStorage>(std::move(q8).value());
+  const std::vector<int32_t> c = story(403, 20);
+  const std::vector<int32_t> local = table(2), moved = table(4), direct = table(4);
+  ASSERT_TRUE(compile_chunk(*ctx_, *kv_, *ops_, c, local).ok());
+  const int32_t delta = 37;
+  model::Batch b;
+  const int32_t seq = b.add_seq(direct);
+  for (size_t j = 0; j < c.size(); ++j) b.add(c[j], delta + static_cast<int32_t>(j), seq, false);
+  ASSERT_TRUE(ctx_->forward(b, *kv_, *ops_, nullptr).ok());
+  std::vector<model::KvRowMove> moves;
+  for (int32_t j = 0; j < static_cast<int32_t>(c.size()); ++j) {
+    const int32_t p = delta + j;
+    moves.push_back({local[j / kBlock], j % kBlock, moved[p / kBlock], p % kBlock, delta});
+  }
+  model::move_kv_rows(model_->hparams(), *kv_, *ops_, moves);
+  const int64_t dim = kv_->layout().kv_dim;
+  std::vector<float> k1(static_cast<size_t>(dim)), k2(k1.size());
+  float worst_steps = 0;
+  for (int32_t j = 0; j < static_cast<int32_t>(c.size()); ++j) {
+    const int32_t p = delta + j;
+    kv_->read_row(kv_->k_row(moved[p / kBlock], 0, p % kBlock), k1.data());
+    kv_->read_row(kv_->k_row(direct[p / kBlock], 0, p % kBlock), k2.data());
+    float amax = 0, worst = 0;
+    for (size_t i = 0; i < k1.size(); ++i) {
+      amax = std::max(amax, std::abs(k2[i]));
+      worst = std::max(worst, std::abs(k1[i] - k2[i]));
+    }
+    ASSERT_GT(amax, 0.0f);
+    worst_steps = std::max(worst_steps, worst / (amax / 127.0f));
+    EXPECT_EQ(std::memcmp(kv_->v_row(moved[p / kBlock], 0, p % kBlock),
+                          kv_->v_row(local[j / kBlock], 0, j % kBlock), kv_->layout().row_bytes()),
+              0);
+  }
+  std::printf("Q8_0 K re-rotation: worst |dK| = %.2f quantization steps\n", worst_steps);
+  EXPECT_LE(worst_steps, 2.5f);
+}
 
 TEST_F(PicPrefillTest, RerotatedKeyEqualsKeyComputedAtTheRealPosition) {
   const std::vector<int32_t> c = story(403, 20);

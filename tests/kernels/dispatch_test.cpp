@@ -84,6 +84,7 @@ TEST(DispatchTest, TablesAreCompleteAndSelectedByFeatures) {
     EXPECT_NE(t->add, nullptr);
     EXPECT_NE(t->paged_attention_f32, nullptr);
     EXPECT_NE(t->paged_attention_f16, nullptr);
+    EXPECT_NE(t->paged_attention_q8_0, nullptr);
     EXPECT_GE(t->row_tile, 1);
   }
   EXPECT_STREQ(kernel_table(Isa::kAvx512, avx512_full()).name, "avx512-bf16");

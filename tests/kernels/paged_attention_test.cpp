@@ -1,8 +1,10 @@
 // Ops::paged_attention of every kernel table against the scalar table and against a naive
-// double-precision softmax attention over the same stored K/V values (f16 rows widened exactly):
+// double-precision softmax attention over the same stored K/V values (f16 rows widened exactly,
+// Q8_0 rows dequantized exactly as dequantize_row):
 //   random shapes: head_dim 8 / 20 / 64 / 128, GQA ratios 1 / 2 / 4 / 8, block sizes 1 / 16 / 32,
 //   n_kv 1..300 (crossing block boundaries and the kPagedKvChunk split), permuted non-contiguous
-//   block tables, f32 and f16 rows, layer 1 of a 2-layer storage (layer and V offsets);
+//   block tables, f32, f16 and Q8_0 rows (Q8_0: GQA ratios 1 / 4; heads of 8 and 20 values inside
+//   and across the 32-value blocks), layer 1 of a 2-layer storage (layer and V offsets);
 //   |Δ| ≤ 2e-6·max|v| against the scalar table and the double reference (observed ≤ 2e-7);
 // plus one position giving its V row exactly, bit-identical results for 1 and 3 threads and for a
 // token alone or inside a batch, and a 1000-position token split into 4 chunks.
@@ -37,20 +39,19 @@ class TestStorage {
         kv_dim_(kv_dim),
         dtype_(dtype),
         n_layer_(n_layer) {
-    elem_ = dtype == DType::kF16 ? 2 : 4;
-    row_bytes_ = static_cast<size_t>(kv_dim) * elem_;
+    row_bytes_ = dtype == DType::kQ8_0
+                     ? static_cast<size_t>(kv_dim / 32) * 34
+                     : static_cast<size_t>(kv_dim) * (dtype == DType::kF16 ? 2 : 4);
     block_bytes_ = static_cast<size_t>(n_layer * 2 * block_size) * row_bytes_;
     bytes_.resize(block_bytes_ * static_cast<size_t>(num_blocks));
-    std::normal_distribution<float> dist(0.0f, 1.0f);
-    const size_t n = bytes_.size() / elem_;
-    for (size_t i = 0; i < n; ++i) {
-      const float f = dist(rng);
-      if (dtype == DType::kF16) {
-        const uint16_t h = fp32_to_fp16(f);
-        std::memcpy(bytes_.data() + i * 2, &h, 2);
-      } else {
-        std::memcpy(bytes_.data() + i * 4, &f, 4);
-      }
+    // Every row from normal floats, stored as quantize_row stores them (f16 rounded, Q8_0
+    // quantized); `at` reads back the stored values.
+    const size_t n_rows = bytes_.size() / row_bytes_;
+    values_.resize(n_rows * static_cast<size_t>(kv_dim));
+    for (size_t r = 0; r < n_rows; ++r) {
+      const std::vector<float> f = testing::random_floats(rng, kv_dim, 1.0f);
+      quantize_row(dtype, f.data(), bytes_.data() + r * row_bytes_, kv_dim);
+      dequantize_row(dtype, bytes_.data() + r * row_bytes_, values_.data() + r * kv_dim, kv_dim);
     }
   }
 
@@ -69,16 +70,8 @@ class TestStorage {
                           int64_t e) const {
     const size_t off =
         static_cast<size_t>(table[static_cast<size_t>(pos / block_size_)]) * block_bytes_ +
-        static_cast<size_t>((l * 2 + (v ? 1 : 0)) * block_size_ + pos % block_size_) * row_bytes_ +
-        static_cast<size_t>(e) * elem_;
-    if (dtype_ == DType::kF16) {
-      uint16_t h;
-      std::memcpy(&h, bytes_.data() + off, 2);
-      return fp16_to_fp32(h);
-    }
-    float f;
-    std::memcpy(&f, bytes_.data() + off, 4);
-    return f;
+        static_cast<size_t>((l * 2 + (v ? 1 : 0)) * block_size_ + pos % block_size_) * row_bytes_;
+    return values_[off / row_bytes_ * static_cast<size_t>(kv_dim_) + static_cast<size_t>(e)];
   }
   [[nodiscard]] int32_t num_blocks() const { return num_blocks_; }
 
@@ -87,8 +80,9 @@ class TestStorage {
   int64_t kv_dim_;
   DType dtype_;
   int64_t n_layer_;
-  size_t elem_ = 4, row_bytes_ = 0, block_bytes_ = 0;
+  size_t row_bytes_ = 0, block_bytes_ = 0;
   std::vector<std::byte> bytes_;
+  std::vector<float> values_;  // [rows][kv_dim] the stored values as floats
 };
 
 // A batch of query tokens: each with its own n_kv and one of a few sequences' block tables.
@@ -182,8 +176,15 @@ TEST_F(PagedAttentionTest, EveryTableMatchesScalarAndDoubleReference) {
   for (int64_t head_dim : {8, 20, 64, 128}) {
     for (int64_t ratio : {1, 2, 4, 8}) {
       for (int32_t block_size : {1, 16, 32}) {
-        for (DType dtype : {DType::kF32, DType::kF16}) {
-          const int64_t n_kv_heads = ratio == 8 ? 1 : 2;
+        for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0}) {
+          if (dtype == DType::kQ8_0 && (ratio == 2 || ratio == 8)) continue;  // test time
+          // Q8_0 rows need kv_dim % 32 == 0: head_dim 8 and 20 get 4 and 8 KV heads, so heads
+          // share Q8_0 blocks and (20) start inside one.
+          const int64_t n_kv_heads =
+              dtype == DType::kQ8_0
+                  ? std::max<int64_t>(ratio == 8 ? 1 : 2, 32 / std::gcd(head_dim, int64_t{32}))
+              : ratio == 8 ? 1
+                           : 2;
           const AttentionHeads h{n_kv_heads * ratio, n_kv_heads, head_dim,
                                  1.0f / std::sqrt(static_cast<float>(head_dim))};
           const int32_t max_kv = 300;
@@ -237,7 +238,7 @@ TEST_F(PagedAttentionTest, EveryTableMatchesScalarAndDoubleReference) {
 
 TEST_F(PagedAttentionTest, OnePositionGivesItsValueRow) {
   for (const KernelTable* t : testing::runnable_tables(cpu_)) {
-    for (DType dtype : {DType::kF32, DType::kF16}) {
+    for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0}) {
       Ops ops(t->isa, &pool_, features_for(*t, cpu_));
       const AttentionHeads h{8, 2, 64, 0.125f};
       TestStorage st(rng_, 4, 16, 128, dtype);

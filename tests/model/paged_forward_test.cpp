@@ -1,5 +1,6 @@
 // The paged forward pass as the engine drives it, on a tiny synthetic model (always) and on
-// stories260K (with shared data), over block sizes 1 / 4 / 5 / 16 and f32 / f16 KV, with every
+// stories260K (with shared data), over block sizes 1 / 4 / 5 / 16 and f32 / f16 / Q8_0 KV (Q8_0:
+// stories260K only; the tiny model's KV row is not a multiple of 32 values), with every
 // block table a random permutation of the storage's blocks:
 //   - mixed steps (chunked prefills of varying sizes across several passes, decodes, a late
 //     arrival, tokens of different sequences interleaved in batch order) give the logits of one
@@ -230,7 +231,9 @@ INSTANTIATE_TEST_SUITE_P(Cases, PagedForwardTest,
                                            PagedCase{"tiny_block1_f32", false, 1, DType::kF32},
                                            PagedCase{"tiny_block5_f16", false, 5, DType::kF16},
                                            PagedCase{"stories_block16_f32", true, 16, DType::kF32},
-                                           PagedCase{"stories_block16_f16", true, 16, DType::kF16}),
+                                           PagedCase{"stories_block16_f16", true, 16, DType::kF16},
+                                           PagedCase{"stories_block16_q8_0", true, 16,
+                                                     DType::kQ8_0}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -2,10 +2,10 @@
 // same greedy text as `keel serve`; the fleet shows in /v1/cluster/status, `keel cluster status`
 // and /metrics (router decisions through the real processes); a task executor killed (SIGKILL) or
 // hung (SIGSTOP) during 16 concurrent requests costs no request — the JE re-drives them and the
-// text equals an uninterrupted run; the streamed KV handoff of a chunked prefill delivers every
-// block, and a frame dropped mid-stream means a recompute with equal text; SIGTERM drains the
-// tree and every child exits. Each fixture
-// bounds its time; children are stopped by PID (the supervisor's rule).
+// text equals an uninterrupted run; 1P1D with a Q8_0 KV cache; the streamed KV handoff of a chunked
+// prefill delivers every block, and a frame dropped mid-stream means a recompute with equal text;
+// SIGTERM drains the tree and every child exits. Each fixture bounds its time; children are stopped
+// by PID (the supervisor's rule).
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -150,6 +150,26 @@ TEST_F(ClusterE2e, DisaggregatedGreedyTextEqualsKeelServe) {
   EXPECT_GE(r["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 32) << r.dump();
   const json s = status(c.port());
   EXPECT_GE(s["router"]["pd_disaggregated"].get<int>(), 1) << s.dump();
+}
+
+// 1P1D with a Q8_0 KV cache (`cluster up --kv-type q8_0` hands the type to every TE): the prompt's
+// Q8_0 blocks cross the wire, the decode TE serves them from its host tier, and the greedy text
+// equals `keel serve --kv-type q8_0`'s (Q8_0 rows depend only on their own values, so where they
+// were computed does not matter).
+const std::string kQ8Prompt =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park "
+    "with her friends and her dog.";
+
+TEST_F(ClusterE2e, DisaggregatedQ8KvTextEqualsKeelServeQ8) {
+  ServeProcess serve(
+      {"-m", stories(), "-t", "1", "--served-model-name", "stories", "--kv-type", "q8_0"});
+  ASSERT_TRUE(serve.ok()) << serve.error();
+  Cluster c({"--prefill", "1", "--decode", "1", "--kv-type", "q8_0"});
+  ASSERT_GT(c.port(), 0) << c.error();
+  const json want = post(serve.port(), "/v1/completions", greedy_body(kQ8Prompt, 24));
+  const json got = post(c.port(), "/v1/completions", greedy_body(kQ8Prompt, 24));
+  EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]);
+  EXPECT_GE(got["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>(), 32) << got.dump();
 }
 
 // The streamed handoff (the default) with 16-token prefill chunks: each block is sent as the step

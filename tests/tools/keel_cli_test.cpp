@@ -191,7 +191,7 @@ TEST(KeelCliTest, UsageErrorsAreReported) {
   EXPECT_NE(r.err.find("prompt"), std::string::npos) << r.err;
   CliResult isa = run_keel({"run", "-p", "x", "--isa", "sse9"});
   EXPECT_NE(isa.exit_code, 0);
-  CliResult kv = run_keel({"run", "-p", "x", "--kv-type", "q8_0"});
+  CliResult kv = run_keel({"run", "-p", "x", "--kv-type", "q4_0"});
   EXPECT_NE(kv.exit_code, 0);
   EXPECT_NE(kv.err.find("--kv-type"), std::string::npos) << kv.err;
 }
