@@ -15,6 +15,7 @@ double ewma_rate(double previous, double observed, double dt_s, double half_life
 }
 
 std::vector<PreloadAction> plan_preloads(const PreloadSnapshot& snapshot) {
+  if (snapshot.budget_bytes == 0) return {};
   const std::vector<ModelDemand>& m = snapshot.models;
   std::vector<size_t> order(m.size());
   std::iota(order.begin(), order.end(), size_t{0});

@@ -29,7 +29,9 @@ struct ModelDemand {
 
 struct PreloadSnapshot {
   std::vector<ModelDemand> models;
-  uint64_t budget_bytes = 0;  // the store's budget (0: nothing is preloaded)
+  // The bytes the forecast may fill. 0: no budget was set, and the forecast does nothing — it
+  // neither preloads nor evicts (ModelStore's 0 means unlimited; the forecast needs a bound).
+  uint64_t budget_bytes = 0;
   double min_rate = 0.05;     // models forecast below this are not worth preloading
 };
 

@@ -5,6 +5,7 @@
 #include "store/model_store.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
