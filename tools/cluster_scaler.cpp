@@ -4,6 +4,9 @@
 #include "cluster/messages.h"
 #include "core/file_system.h"
 #include "core/log.h"
+#include "store/preload_plan.h"
+
+#include <filesystem>
 
 namespace keel::cli {
 
@@ -101,7 +104,46 @@ cluster::Json ClusterScaler::scale_out(int tes) {
   return out;
 }
 
+void ClusterScaler::forecast() {
+  if (!config_.requests_total || config_.store_dir.empty() || config_.store_budget == 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (last_requests_ >= 0 && now - last_forecast_ < std::chrono::seconds(1)) return;
+  const int64_t total = config_.requests_total();
+  if (last_requests_ >= 0) {
+    const double dt = std::chrono::duration<double>(now - last_forecast_).count();
+    rate_ = store::ewma_rate(rate_, static_cast<double>(total - last_requests_) / dt, dt,
+                             config_.rate_half_life_s);
+  }
+  last_requests_ = total;
+  last_forecast_ = now;
+  PosixFileSystem fs;
+  store::ModelStore st({config_.store_dir, config_.store_budget}, &fs);
+  Result<store::StoreKey> key = store::key_for_file(fs, config_.model_path, config_.isa);
+  if (!key.ok()) return;
+  const bool resident = fs.exists(st.path_of(*key));
+  store::PreloadSnapshot snap;
+  snap.budget_bytes = config_.store_budget;
+  snap.min_rate = config_.min_rate;
+  snap.models.push_back(
+      {config_.model_path, std::filesystem::file_size(config_.model_path), rate_, resident});
+  for (const store::PreloadAction& a : store::plan_preloads(snap)) {
+    if (a.kind == store::PreloadActionKind::kPreload) {
+      Result<store::PreloadResult> r = st.preload(a.model, config_.isa);
+      KEEL_LOG_INFO("cluster: forecast {:.2f} req/s: preload {}: {}", rate_, a.model,
+                    r.ok() ? r->path : r.status().message());
+      if (r.ok() && !r->already_present) {
+        entry_ = *r;
+        entry_owned_ = true;
+      }
+    } else {
+      KEEL_LOG_INFO("cluster: forecast {:.2f} req/s: evict {}", rate_, a.model);
+      (void)st.remove(*key);
+    }
+  }
+}
+
 void ClusterScaler::tick() {
+  forecast();
   std::deque<Request> requests;
   {
     std::lock_guard lock(mu_);

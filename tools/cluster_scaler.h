@@ -16,6 +16,7 @@
 #include <chrono>
 #include <deque>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -43,6 +44,11 @@ struct ClusterScalerConfig {
   std::string model_path;
   std::string isa;  // the kernel table the TEs run (the store key's ISA)
   std::chrono::milliseconds start_timeout{120000};
+  // The forecast (store/preload_plan.h), run once a second within store_budget (> 0): the fleet's
+  // finished-request count (empty: no forecast), the EWMA's half-life, the rate worth a preload.
+  std::function<int64_t()> requests_total;
+  double rate_half_life_s = 30.0;
+  double min_rate = 0.05;
 };
 
 class ClusterScaler {
@@ -56,7 +62,9 @@ class ClusterScaler {
   void set_je_addresses(std::vector<std::string> addresses) {
     config_.je_addresses = std::move(addresses);
   }
-  // Serves the queued scale-out requests, then refills the pool.
+  // The forecast's request counter (known once the gateway's fleet client exists).
+  void set_requests_total(std::function<int64_t()> fn) { config_.requests_total = std::move(fn); }
+  // Serves the queued scale-out requests, refills the pool, and runs the preload forecast.
   void tick();
   [[nodiscard]] std::string metrics_text() const { return metrics_.text(); }
   // Stops the control port and removes the store entry this cluster built.
@@ -71,6 +79,7 @@ class ClusterScaler {
   ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config);
   void on_message(cluster::Link& link, cluster::Message m);
   cluster::Json scale_out(int tes);
+  void forecast();
   Status add_to_jes(const std::string& te_address);
 
   ClusterScalerConfig config_;
@@ -80,6 +89,10 @@ class ClusterScaler {
   bool entry_owned_ = false;                   // built by this cluster
   cluster::ScaleOutMetrics metrics_;
   std::optional<std::ofstream> log_;
+  // The forecast's state: the last count and when, the EWMA of the request rate.
+  int64_t last_requests_ = -1;
+  std::chrono::steady_clock::time_point last_forecast_{};
+  double rate_ = 0.0;
   std::mutex mu_;
   std::deque<Request> requests_;                       // GUARDED_BY(mu_)
   std::vector<std::shared_ptr<cluster::Link>> links_;  // GUARDED_BY(mu_)

@@ -267,6 +267,14 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::FleetClient> fleet,
                         cluster::FleetClient::start(fc));
   cluster::FleetClient* f = fleet.get();
+  if (scaler) {
+    scaler->set_requests_total([f] {
+      const engine::MetricsSnapshot m = f->metrics();
+      int64_t total = 0;
+      for (int64_t n : m.request_finished_total) total += n;
+      return total;
+    });
+  }
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};

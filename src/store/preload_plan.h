@@ -32,7 +32,7 @@ struct PreloadSnapshot {
   // The bytes the forecast may fill. 0: no budget was set, and the forecast does nothing — it
   // neither preloads nor evicts (ModelStore's 0 means unlimited; the forecast needs a bound).
   uint64_t budget_bytes = 0;
-  double min_rate = 0.05;     // models forecast below this are not worth preloading
+  double min_rate = 0.05;  // models forecast below this are not worth preloading
 };
 
 enum class PreloadActionKind { kEvict, kPreload };

@@ -4,8 +4,8 @@
 // entry and refuses what cannot fit, and files that are not entries are never touched.
 #include "store/model_store.h"
 
-#include <gtest/gtest.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
