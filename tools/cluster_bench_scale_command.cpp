@@ -177,7 +177,8 @@ Status bench_main(const ClusterBenchScaleOptions& o) {
                  {"tes", o.tes},  {"threads_per_te", o.threads_per_te},
                  {"isa", isa},    {"runs", Json::array()}};
   if (std::find(modes.begin(), modes.end(), "store") != modes.end()) {
-    KEEL_TRY(store::StoreConfig{o.store_dir, 0}.validate());
+    const store::StoreConfig config{o.store_dir, 0};
+    KEEL_TRY(config.validate());
     KEEL_ASSIGN_OR_RETURN(entry, store.preload(path, isa));
     report["preload"] = {{"entry", entry->path},
                          {"bytes", entry->bytes},

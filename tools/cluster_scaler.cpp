@@ -1,12 +1,13 @@
 // ClusterScaler (see cluster_scaler.h).
 #include "cluster_scaler.h"
 
+#include <algorithm>
+#include <filesystem>
+
 #include "cluster/messages.h"
 #include "core/file_system.h"
 #include "core/log.h"
 #include "store/preload_plan.h"
-
-#include <filesystem>
 
 namespace keel::cli {
 
@@ -52,9 +53,13 @@ Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(cluster::ProcessSupe
 }
 
 void ClusterScaler::on_message(cluster::Link& link, cluster::Message m) {
+  if (m.type != kScaleOut || !m.body.is_object()) return;
   const auto id = m.body.find("call_id");
-  if (m.type != kScaleOut || id == m.body.end() || !id->is_number_integer()) return;
-  const int tes = m.body.value("tes", 1);
+  if (id == m.body.end() || !id->is_number_integer()) return;
+  const auto n = m.body.find("tes");
+  const int tes = n != m.body.end() && n->is_number_integer()
+                      ? static_cast<int>(std::clamp<int64_t>(n->get<int64_t>(), 1, 64))
+                      : 1;
   std::lock_guard lock(mu_);
   requests_.push_back({link.shared_from_this(), id->get<int64_t>(), tes});
 }

@@ -29,8 +29,10 @@ BindListener::~BindListener() {
 }
 
 void BindListener::on_message(Link& link, Message m) {
-  const int64_t call_id = m.body.value("call_id", int64_t{0});
-  if (m.type != kBindModel) return;
+  if (m.type != kBindModel || !m.body.is_object()) return;
+  const auto id = m.body.find("call_id");
+  if (id == m.body.end() || !id->is_number_integer()) return;  // not a call: nobody to answer
+  const int64_t call_id = id->get<int64_t>();
   Result<BindModel> bind = decode_bind_model(m.body);
   std::lock_guard<std::mutex> lock(mu_);
   if (!bind.ok() || bind_.has_value()) {
