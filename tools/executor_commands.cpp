@@ -177,6 +177,30 @@ Status fail_bind(TeLaunch& launch, Status s) {
   return s;
 }
 
+// The TE-shell's settings: its id, role, KV services' addresses, served name and report cadence.
+cluster::TaskExecutorConfig te_config(const TeOptions& opts, cluster::TeRole role,
+                                      const KvServices& svc,
+                                      const cluster::KvEventPublisher& events,
+                                      const std::string& model_path) {
+  const ServeOptions& o = opts.engine;
+  cluster::TaskExecutorConfig config;
+  config.id = opts.id;
+  config.role = role;
+  config.handoff = svc.handoff.get();
+  if (svc.transfer && role == cluster::TeRole::kDecode) {
+    config.kv_transfer = o.host + ":" + std::to_string(svc.transfer->port());
+  }
+  config.peer_fetch = svc.fetcher.get();
+  if (svc.peer_server) config.kv_fetch = svc.peer_server->address();
+  config.model = served_model_name(o.served_model_name, model_path, model_path);
+  config.host = o.host;
+  config.port = static_cast<uint16_t>(o.port);
+  config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
+  config.kv_events = events.endpoint();
+  config.kv_events_replay = events.replay_endpoint();
+  return config;
+}
+
 Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaunch launch,
                 const sigset_t& stop_signals) {
   const ServeOptions& o = opts.engine;
@@ -216,21 +240,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, model_key(path));
   KEEL_ASSIGN_OR_RETURN(KvServices svc, start_kv_services(opts, role, eng, key, handoff));
 
-  cluster::TaskExecutorConfig config;
-  config.id = opts.id;
-  config.role = role;
-  config.handoff = svc.handoff.get();
-  if (svc.transfer && role == cluster::TeRole::kDecode) {
-    config.kv_transfer = o.host + ":" + std::to_string(svc.transfer->port());
-  }
-  config.peer_fetch = svc.fetcher.get();
-  if (svc.peer_server) config.kv_fetch = svc.peer_server->address();
-  config.model = served_model_name(o.served_model_name, launch.model_path, launch.model_path);
-  config.host = o.host;
-  config.port = static_cast<uint16_t>(o.port);
-  config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
-  config.kv_events = events->endpoint();
-  config.kv_events_replay = events->replay_endpoint();
+  const cluster::TaskExecutorConfig config = te_config(opts, role, svc, *events, launch.model_path);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
                         cluster::TaskExecutor::start(config, host->client()));
   launch.phases.announced_ns = cluster::steady_now_ns();
