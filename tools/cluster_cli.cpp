@@ -76,6 +76,56 @@ void add_peer_tier_flags(CLI::App* cmd, PeerTierOptions* o) {
       ->check(CLI::Range(0.0, 1e12));
 }
 
+void add_preload_command(CLI::App* cluster, ClusterCli* cli) {
+  ClusterPreloadOptions& p = *cli->preload;
+  cli->preload_cmd = cluster->add_subcommand(
+      "preload", "Put a model's run-time image into this host's model store (shared memory)");
+  cli->preload_cmd->add_option("-m,--model", p.model_path, "GGUF model file");
+  cli->preload_cmd->add_option("--store-dir", p.store_dir, "Model store directory (a tmpfs)");
+  cli->preload_cmd->add_option("--store-budget", p.store_budget,
+                               "Bytes of entries the store may hold (0 = no limit); least "
+                               "recently used entries are evicted to make room");
+  cli->preload_cmd->add_option("--isa", p.isa, "Kernel table the entry is for")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  cli->preload_cmd->add_flag("--drop", p.drop, "Remove the model's entry instead");
+  cli->preload_cmd->add_flag("--list", p.list, "List the store's entries");
+}
+
+void add_scale_command(CLI::App* cluster, ClusterCli* cli) {
+  ClusterScaleOptions& c = *cli->scale;
+  cli->scale_cmd = cluster->add_subcommand(
+      "scale", "Bind warm-pool TEs of a running cluster (keel cluster up --warm-pool N)");
+  cli->scale_cmd->add_option("--control", c.control, "The cluster's control address host:port")
+      ->required();
+  cli->scale_cmd->add_option("--tes", c.tes, "TEs to add")->check(CLI::Range(1, 64));
+  cli->scale_cmd->add_flag("--json", c.json, "Print the reply as JSON");
+}
+
+void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
+  ClusterBenchScaleOptions& b = *cli->bench_scale;
+  CLI::App* cmd = cli->bench_scale_cmd = cluster->add_subcommand(
+      "bench-scale",
+      "Measure scale-outs: time to N ready TEs and decision -> first token, cold vs store");
+  cmd->add_option("-m,--model", b.model_path, "GGUF model file")->required();
+  cmd->add_option("--tes", b.tes, "TEs per scale-out")->check(CLI::Range(1, 64));
+  cmd->add_option("--threads-per-te", b.threads_per_te, "Compute threads of each TE")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("-c,--ctx-size", b.ctx_size, "Each TE's max model length")
+      ->check(CLI::Range(int64_t{16}, int64_t{1} << 24));
+  cmd->add_option("--kv-cache-bytes", b.kv_cache_bytes, "Each TE's KV cache")
+      ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40));
+  cmd->add_option("--store-dir", b.store_dir, "Model store directory (a tmpfs)");
+  cmd->add_option("--modes", b.modes, "Scale-out paths to measure: cold,store");
+  cmd->add_option("--isa", b.isa, "Kernel table of the TEs")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
+  cmd->add_option("--event-log", b.event_log, "Append one JSON line per bound TE to FILE");
+  cmd->add_flag("--json", b.json, "Print the report as JSON");
+  cmd->add_flag("--keep-entry", b.keep_entry, "Keep the store entry the bench built");
+  cmd->add_option("--start-timeout", b.start_timeout_s, "Seconds a warm TE may take to start")
+      ->check(CLI::Range(1.0, 3600.0));
+  cmd->add_flag("--verbose", b.verbose, "Forward the TEs' output");
+}
+
 }  // namespace
 
 ClusterCli add_cluster_commands(CLI::App& app) {
@@ -93,6 +143,10 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(0, 65535));
   add_handoff_flags(cli.te_cmd, &te.handoff);
   add_peer_tier_flags(cli.te_cmd, &te.peer);
+  cli.te_cmd->add_flag("--warm", te.warm,
+                       "Warm pool: start without a model and serve what a bind names");
+  cli.te_cmd->add_option("--store-dir", te.store_dir,
+                         "Model store directory to map the model from (e.g. /dev/shm)");
 
   JeOptions& je = *cli.je;
   cli.je_cmd = app.add_subcommand("je", "Run one job executor (used by keel cluster up)");
@@ -146,6 +200,17 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   add_predictor_flags(cli.up_cmd, &up.predictor, &up.predictor_model);
   add_handoff_flags(cli.up_cmd, &up.handoff);
   add_peer_tier_flags(cli.up_cmd, &up.peer);
+  cli.up_cmd->add_option("--store-dir", up.store_dir,
+                         "Model store (a tmpfs, e.g. /dev/shm): preload the model there and map "
+                         "it in every TE");
+  cli.up_cmd->add_option("--store-budget", up.store_budget,
+                         "Bytes of entries the store may hold (0 = no limit)");
+  cli.up_cmd
+      ->add_option("--warm-pool", up.warm_pool,
+                   "Warm, model-agnostic TEs kept ready to bind (keel cluster scale)")
+      ->check(CLI::Range(0, 64));
+  cli.up_cmd->add_option("--event-log", up.event_log,
+                         "Append one JSON line per scale-out (its phases) to FILE");
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");
@@ -178,6 +243,9 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->add_option("--start-timeout", pd.start_timeout_s, "Seconds each process may take to start")
       ->check(CLI::Range(1.0, 3600.0));
   cli.profile_pd_cmd->add_flag("--verbose", pd.verbose, "Forward the fleets' output");
+  add_preload_command(cluster, &cli);
+  add_scale_command(cluster, &cli);
+  add_bench_scale_command(cluster, &cli);
   return cli;
 }
 
@@ -187,6 +255,9 @@ std::optional<int> run_cluster_commands(const ClusterCli& cli) {
   if (cli.up_cmd->parsed()) return run_cluster_up(*cli.up);
   if (cli.status_cmd->parsed()) return run_cluster_status(*cli.status);
   if (cli.profile_pd_cmd->parsed()) return run_cluster_profile_pd(*cli.profile_pd);
+  if (cli.preload_cmd->parsed()) return run_cluster_preload(*cli.preload);
+  if (cli.scale_cmd->parsed()) return run_cluster_scale(*cli.scale);
+  if (cli.bench_scale_cmd->parsed()) return run_cluster_bench_scale(*cli.bench_scale);
   return std::nullopt;
 }
 

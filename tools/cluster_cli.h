@@ -1,6 +1,6 @@
 // The cluster subcommands' flags: `keel te` (a task executor), `keel je` (a job executor) and
-// `keel cluster up | status | profile-pd`. add_cluster_commands registers them;
-// run_cluster_commands runs the one that was parsed (nullopt when none was).
+// `keel cluster up | status | profile-pd | preload | scale | bench-scale`. add_cluster_commands
+// registers them; run_cluster_commands runs the one that was parsed (nullopt when none was).
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -18,11 +18,18 @@ struct ClusterCli {
   std::shared_ptr<ClusterUpOptions> up = std::make_shared<ClusterUpOptions>();
   std::shared_ptr<ClusterStatusOptions> status = std::make_shared<ClusterStatusOptions>();
   std::shared_ptr<ClusterProfilePdOptions> profile_pd = std::make_shared<ClusterProfilePdOptions>();
+  std::shared_ptr<ClusterScaleOptions> scale = std::make_shared<ClusterScaleOptions>();
+  std::shared_ptr<ClusterPreloadOptions> preload = std::make_shared<ClusterPreloadOptions>();
+  std::shared_ptr<ClusterBenchScaleOptions> bench_scale =
+      std::make_shared<ClusterBenchScaleOptions>();
   CLI::App* te_cmd = nullptr;
   CLI::App* je_cmd = nullptr;
   CLI::App* up_cmd = nullptr;
   CLI::App* status_cmd = nullptr;
   CLI::App* profile_pd_cmd = nullptr;
+  CLI::App* preload_cmd = nullptr;
+  CLI::App* scale_cmd = nullptr;
+  CLI::App* bench_scale_cmd = nullptr;
 };
 
 ClusterCli add_cluster_commands(CLI::App& app);

@@ -39,6 +39,12 @@ struct TeOptions {
   int report_interval_ms = 50;
   KvHandoffFlags handoff;  // a prefill TE's
   PeerTierOptions peer;
+  // --warm: start without a model (kernels chosen), print a ready line with "state":"warm" and
+  // the bind port, and serve what a bind_model call names (cluster/bind_model.h); -m is ignored.
+  bool warm = false;
+  // --store-dir: the model store (store/model_store.h) to map the model from when it holds an
+  // entry for it; "" = always read the file.
+  std::string store_dir;
 };
 int run_te(const TeOptions& opts);
 
@@ -77,6 +83,13 @@ struct ClusterUpOptions {
   double start_timeout_s = 120.0;
   KvHandoffFlags handoff;  // passed to the prefill TEs
   PeerTierOptions peer;    // passed to every TE
+  // Elasticity (docs/cluster.md): --store-dir preloads the model into the host's model store and
+  // every TE maps it from there; --warm-pool N keeps N model-agnostic TEs to bind on demand
+  // (`keel cluster scale`), their phases in /metrics and the --event-log JSON lines.
+  std::string store_dir;
+  uint64_t store_budget = 0;
+  int32_t warm_pool = 0;
+  std::string event_log;
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 
@@ -99,5 +112,42 @@ struct ClusterProfilePdOptions {
   bool verbose = false;  // forward the fleets' output as it comes
 };
 int run_cluster_profile_pd(const ClusterProfilePdOptions& opts);
+
+// `keel cluster scale`: asks a running `keel cluster up --warm-pool N` to bind warm TEs.
+struct ClusterScaleOptions {
+  std::string control;  // host:port (the gateway's ready line's control_port)
+  int32_t tes = 1;
+  bool json = false;
+};
+int run_cluster_scale(const ClusterScaleOptions& opts);
+
+// `keel cluster preload`: builds (or drops) a model's entry in the host's model store by hand.
+struct ClusterPreloadOptions {
+  std::string model_path;
+  std::string store_dir = "/dev/shm";
+  uint64_t store_budget = 0;  // bytes of entries the store may hold (0 = no limit): LRU eviction
+  std::string isa;            // the kernel table the entry is for ("" = this CPU's best / KEEL_ISA)
+  bool drop = false;          // remove the model's entry instead
+  bool list = false;          // list the store's entries
+};
+int run_cluster_preload(const ClusterPreloadOptions& opts);
+
+// `keel cluster bench-scale`: time to N ready TEs and decision → first token, per scale-out path.
+struct ClusterBenchScaleOptions {
+  std::string model_path;
+  int32_t tes = 1;             // TEs per scale-out
+  int32_t threads_per_te = 1;  // each TE's compute threads
+  int64_t ctx_size = 512;      // each TE's max model length (keeps the KV small)
+  int64_t kv_cache_bytes = int64_t{64} << 20;
+  std::string store_dir = "/dev/shm";
+  std::string modes = "cold,store";  // comma-separated: cold | store
+  std::string isa;                   // "" = this CPU's best (KEEL_ISA)
+  std::string event_log;             // JSON lines, one per bound TE; "" = none
+  bool json = false;
+  bool keep_entry = false;  // leave the store entry the bench built (else removed at the end)
+  double start_timeout_s = 120.0;
+  bool verbose = false;  // forward the TEs' output
+};
+int run_cluster_bench_scale(const ClusterBenchScaleOptions& opts);
 
 }  // namespace keel::cli

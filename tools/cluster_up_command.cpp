@@ -20,9 +20,13 @@
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
 #include "cluster_commands.h"
+#include "cluster_scaler.h"
+#include "core/cpu_features.h"
+#include "core/file_system.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "host/engine_host.h"
+#include "kernels/kernels.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
 #include "stop_signals.h"
@@ -81,6 +85,7 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
     if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
   }
   if (o.peer.enabled) argv.push_back("--kv-peer-tier");
+  if (!o.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o.store_dir});
   if (o.peer.throttle_bytes_per_s > 0) {
     argv.insert(argv.end(),
                 {"--kv-transfer-throttle", std::to_string(o.peer.throttle_bytes_per_s)});
@@ -136,6 +141,49 @@ struct Tree {
   std::vector<std::string> te_names, je_names, te_addresses, je_addresses;
 };
 
+// TEs at start-up (colocated + prefill + decode).
+int initial_tes(const ClusterUpOptions& o) {
+  const int colocated = o.colocated >= 0 ? o.colocated : (o.prefill + o.decode > 0 ? 0 : 2);
+  return colocated + o.prefill + o.decode;
+}
+
+// Each TE's compute threads: --threads-per-te, else the machine's threads / TEs.
+int threads_per_te(const ClusterUpOptions& o) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, initial_tes(o)));
+}
+
+// A warm pool TE's command: a colocated TE's, without a model id, with --warm.
+std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::string& path,
+                                      const std::string& name, int threads) {
+  std::vector<std::string> argv = te_argv(o, path, name, 0, threads, "colocated");
+  const auto id = std::find(argv.begin(), argv.end(), "--id");
+  argv.erase(id, id + 2);
+  argv.push_back("--warm");
+  return argv;
+}
+
+// The scale-out side (--warm-pool): preload into the store, the warm pool, the control port.
+Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& sup,
+                                                    const ClusterUpOptions& o,
+                                                    const std::string& path,
+                                                    const std::string& name) {
+  ClusterScalerConfig c;
+  c.warm_pool = o.warm_pool;
+  c.store_dir = o.store_dir;
+  c.store_budget = o.store_budget;
+  c.event_log = o.event_log;
+  c.warm_te_argv = warm_te_argv(o, path, name, threads_per_te(o));
+  c.model_path = path;
+  KEEL_ASSIGN_OR_RETURN(kernels::Isa isa,
+                        o.serve.compute.isa.empty()
+                            ? kernels::choose_isa_from_env(detect_cpu_features())
+                            : kernels::choose_isa(detect_cpu_features(), o.serve.compute.isa));
+  c.isa = std::string(kernels::isa_name(isa));
+  c.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  return ClusterScaler::start(&sup, std::move(c));
+}
+
 Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
                             const std::string& path, const std::string& name) {
   Tree t;
@@ -145,8 +193,7 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   if ((o.prefill > 0) != (o.decode > 0)) {
     return Status::invalid_argument("cluster up: --prefill and --decode go together");
   }
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / total);
+  const int threads = threads_per_te(o);
   std::vector<std::string> roles(static_cast<size_t>(colocated), "colocated");
   roles.insert(roles.end(), static_cast<size_t>(o.prefill), "prefill");
   roles.insert(roles.end(), static_cast<size_t>(o.decode), "decode");
@@ -183,12 +230,15 @@ server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string
   return c;
 }
 
-// Waits for a stop signal; meanwhile reports children that exit on their own.
-int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup) {
+// Waits for a stop signal; meanwhile reports children that exit on their own and serves
+// scale-outs (when there is a warm pool).
+int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
+                  ClusterScaler* scaler) {
   while (true) {
-    timespec tick{0, 200 * 1000 * 1000};
+    timespec tick{0, 50 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig > 0) return sig;
+    if (scaler != nullptr) scaler->tick();
     for (const cluster::ChildExit& e : sup.poll_exits()) {
       KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
     }
@@ -204,21 +254,36 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   const std::string name = served_model_name(o.serve.served_model_name, o.serve.model_path, path);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
 
-  cluster::ProcessSupervisor sup;  // its destructor stops whatever is still running
+  cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
+  std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
+  if (o.warm_pool > 0 || !o.store_dir.empty()) {
+    KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
+  }
   KEEL_ASSIGN_OR_RETURN(Tree tree, start_children(sup, o, path, name));
+  if (scaler) scaler->set_je_addresses(tree.je_addresses);
   cluster::FleetClientConfig fc;
   fc.je_addresses = tree.je_addresses;
   fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::FleetClient> fleet,
                         cluster::FleetClient::start(fc));
   cluster::FleetClient* f = fleet.get();
+  if (scaler) {
+    scaler->set_requests_total([f] {
+      const engine::MetricsSnapshot m = f->metrics();
+      int64_t total = 0;
+      for (int64_t n : m.request_finished_total) total += n;
+      return total;
+    });
+  }
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
   deps.tool_format = server::detect_tool_format(meta->chat_template()->source());
-  deps.extra_metrics = [f, name]() -> std::string {
+  ClusterScaler* sc = scaler.get();
+  deps.extra_metrics = [f, name, sc]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
-    return s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    return sc != nullptr ? text + sc->metrics_text() : text;
   };
   deps.cluster_status = [f]() -> Result<std::string> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
@@ -227,10 +292,11 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
                         server::Server::start(gateway_config(o, name), std::move(deps)));
   KEEL_LOG_INFO("ready: gateway on http://{}:{} (model '{}')", o.serve.host, srv->port(), name);
-  KEEL_TRY(
-      cluster::print_ready_line({{"role", "gateway"}, {"port", srv->port()}, {"pid", getpid()}}));
+  nlohmann::json ready = {{"role", "gateway"}, {"port", srv->port()}, {"pid", getpid()}};
+  if (scaler) ready["control_port"] = scaler->control_port();
+  KEEL_TRY(cluster::print_ready_line(ready));
 
-  const int sig = wait_for_stop(stop_signals, sup);
+  const int sig = wait_for_stop(stop_signals, sup, scaler.get());
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();
@@ -240,6 +306,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::vector<std::string> order = tree.je_names;
   order.insert(order.end(), tree.te_names.begin(), tree.te_names.end());
   KEEL_TRY(sup.stop_all_in_order(order, std::chrono::milliseconds(10000)).status());
+  if (scaler) scaler->shutdown();  // after the TEs that mapped its entry
   KEEL_LOG_INFO("cluster: stopped");
   return {};
 }

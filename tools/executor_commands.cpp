@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "builtin_models.h"
+#include "cluster/bind_listener.h"
 #include "cluster/job_executor.h"
 #include "cluster/kv_event_convert.h"
 #include "cluster/kv_event_publisher.h"
@@ -29,8 +30,10 @@
 #include "gguf/reader.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
+#include "kernels/kernels.h"
 #include "predictor/length_predictor.h"
 #include "stop_signals.h"
+#include "te_warm.h"
 
 namespace keel::cli {
 namespace {
@@ -154,36 +157,32 @@ Result<HandoffSetup> prepare_role(const TeOptions& opts, cluster::TeRole role,
   return handoff;
 }
 
-Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
-  const ServeOptions& o = opts.engine;
-  KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
-  std::string path = o.model_path;
-  {
-    ThreadPool pool(compute.threads);
-    KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.model_path, pool));
-  }
-  // The cache-event publisher outlives the engine that feeds it (declared first).
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
-                        cluster::KvEventPublisher::start({}));
-  // A streamed handoff's watch list, fed by the engine's tap: outlives the engine (declared first).
-  std::unique_ptr<cluster::KvHandoffStreams> streams;
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
-  host::StartOptions start;
-  start.cache_events = cluster::publishing_sink(events.get(), o.block_size);
-  const cluster::TeRole role =
-      cluster::parse_te_role(opts.role).value_or(cluster::TeRole::kColocated);
-  start.compute = compute;
-  start.use_mmap = o.compute.use_mmap;
-  start.group_weights = o.compute.weight_layout != "rows";
-  start.n_ctx = o.ctx_size;
-  start.engine = serve_engine_config(o);
-  KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(opts, role, &start, &streams));
-  const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
-  KEEL_TRY(host->start(std::move(start)));
-  engine::Engine* eng = host->engine();
-  KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, model_key(path));
-  KEEL_ASSIGN_OR_RETURN(KvServices svc, start_kv_services(opts, role, eng, key, handoff));
+// What a TE serves and how it came to: the model (its path, and where its weights come from)
+// and, for a warm TE, its binder and the scale-out's phase marks.
+struct TeLaunch {
+  std::string model_path;                   // the GGUF as named (the served name comes from it)
+  store::ModelSource source;                // where the weights are loaded from
+  std::string role;                         // colocated | prefill | decode
+  cluster::BindListener* binder = nullptr;  // a warm TE's; null for a TE started with -m
+  cluster::ScaleOutPhases phases;
+};
 
+// Announces a warm TE's bind failure to its binder, then returns the error.
+Status fail_bind(TeLaunch& launch, Status s) {
+  if (launch.binder != nullptr) {
+    cluster::BindReply r;
+    r.status = s;
+    launch.binder->reply(r);
+  }
+  return s;
+}
+
+// The TE-shell's settings: its id, role, KV services' addresses, served name and report cadence.
+cluster::TaskExecutorConfig te_config(const TeOptions& opts, cluster::TeRole role,
+                                      const KvServices& svc,
+                                      const cluster::KvEventPublisher& events,
+                                      const std::string& model_path) {
+  const ServeOptions& o = opts.engine;
   cluster::TaskExecutorConfig config;
   config.id = opts.id;
   config.role = role;
@@ -193,22 +192,75 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   }
   config.peer_fetch = svc.fetcher.get();
   if (svc.peer_server) config.kv_fetch = svc.peer_server->address();
-  config.model = served_model_name(o.served_model_name, o.model_path, path);
+  config.model = served_model_name(o.served_model_name, model_path, model_path);
   config.host = o.host;
   config.port = static_cast<uint16_t>(o.port);
   config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
-  config.kv_events = events->endpoint();
-  config.kv_events_replay = events->replay_endpoint();
+  config.kv_events = events.endpoint();
+  config.kv_events_replay = events.replay_endpoint();
+  return config;
+}
+
+Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaunch launch,
+                const sigset_t& stop_signals) {
+  const ServeOptions& o = opts.engine;
+  const std::string& path = launch.source.path;
+  // The cache-event publisher outlives the engine that feeds it (declared first).
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
+                        cluster::KvEventPublisher::start({}));
+  // A streamed handoff's watch list, fed by the engine's tap: outlives the engine (declared first).
+  std::unique_ptr<cluster::KvHandoffStreams> streams;
+  Result<std::unique_ptr<host::EngineHost>> opened = host::EngineHost::open(path);
+  if (!opened.ok()) return fail_bind(launch, opened.status());
+  std::unique_ptr<host::EngineHost> host = std::move(*opened);
+  host::StartOptions start;
+  start.cache_events = cluster::publishing_sink(events.get(), o.block_size);
+  const cluster::TeRole role =
+      cluster::parse_te_role(launch.role).value_or(cluster::TeRole::kColocated);
+  start.compute = compute;
+  start.use_mmap = launch.source.from_store || o.compute.use_mmap;  // an entry is mapped
+  start.group_weights = o.compute.weight_layout != "rows";
+  start.n_ctx = o.ctx_size;
+  start.engine = serve_engine_config(o);
+  KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(opts, role, &start, &streams));
+  const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
+  const int64_t before_start_ns = cluster::steady_now_ns();
+  if (Status s = host->start(std::move(start)); !s.ok()) return fail_bind(launch, s);
+  launch.phases.preloaded_ns =
+      before_start_ns + static_cast<int64_t>(host->weights_seconds() * 1e9);
+  launch.phases.loaded_ns = cluster::steady_now_ns();
+  engine::Engine* eng = host->engine();
+  if (launch.binder != nullptr) {  // post-load: one warm-up token
+    const int32_t bos = host->tokenizer().bos_id();
+    if (Status s = warm_up_token(host->client(), bos >= 0 ? bos : 0); !s.ok()) {
+      return fail_bind(launch, s);
+    }
+  }
+  launch.phases.first_token_ns = cluster::steady_now_ns();
+  KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, model_key(path));
+  KEEL_ASSIGN_OR_RETURN(KvServices svc, start_kv_services(opts, role, eng, key, handoff));
+
+  const cluster::TaskExecutorConfig config = te_config(opts, role, svc, *events, launch.model_path);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
                         cluster::TaskExecutor::start(config, host->client()));
-  KEEL_LOG_INFO("te {}: {} on {} ({} threads), control at {}", opts.id, config.model, path,
-                compute.threads, te->address());
+  launch.phases.announced_ns = cluster::steady_now_ns();
+  KEEL_LOG_INFO("te {}: {} on {}{} ({} threads), control at {}", opts.id, config.model, path,
+                launch.source.from_store ? " (model store)" : "", compute.threads, te->address());
   if (svc.handoff) {
     KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", opts.id,
                   cluster::kv_handoff_mode_name(handoff.mode), start_chunk_tokens);
   }
-  KEEL_TRY(cluster::print_ready_line(
-      {{"role", "te"}, {"id", opts.id}, {"port", te->port()}, {"pid", getpid()}}));
+  if (launch.binder != nullptr) {
+    cluster::BindReply r;
+    r.port = te->port();
+    r.from_store = launch.source.from_store;
+    r.store_note = launch.source.from_store ? "" : launch.source.store_error.message();
+    r.phases = launch.phases;
+    launch.binder->reply(r);
+  } else {
+    KEEL_TRY(cluster::print_ready_line(
+        {{"role", "te"}, {"id", opts.id}, {"port", te->port()}, {"pid", getpid()}}));
+  }
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
@@ -223,6 +275,44 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   svc.fetcher.reset();
   host.reset();  // the engine stops before its publisher
   return {};
+}
+
+Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
+  const ServeOptions& o = opts.engine;
+  KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
+  const std::string isa(kernels::isa_name(compute.isa));
+  TeLaunch launch;
+  launch.role = opts.role;
+  std::unique_ptr<cluster::BindListener> binder;
+  std::string store_entry;
+  if (opts.warm) {
+    KEEL_ASSIGN_OR_RETURN(binder, cluster::BindListener::start(o.host));
+    KEEL_LOG_INFO("te {}: warm ({} kernels, {} threads), bind port {}", opts.id, isa,
+                  compute.threads, binder->port());
+    KEEL_TRY(cluster::print_ready_line({{"role", "te"},
+                                        {"id", opts.id},
+                                        {"state", "warm"},
+                                        {"port", binder->port()},
+                                        {"pid", getpid()}}));
+    std::optional<cluster::BindModel> bind = wait_for_bind(*binder, stop_signals);
+    if (!bind) return {};  // stopped while warm
+    launch.phases.bound_ns = cluster::steady_now_ns();
+    launch.phases.decision_ns = bind->decision_ns;
+    launch.binder = binder.get();
+    launch.model_path = bind->model_path;
+    launch.role = bind->role;
+    store_entry = bind->store_entry;
+  } else {
+    launch.model_path = o.model_path;
+  }
+  {
+    ThreadPool pool(compute.threads);
+    Result<std::string> resolved = resolve_model_path(launch.model_path, pool);
+    if (!resolved.ok()) return fail_bind(launch, resolved.status());
+    launch.model_path = *resolved;
+  }
+  launch.source = choose_model_source(opts.store_dir, launch.model_path, store_entry, isa);
+  return te_serve(opts, compute, std::move(launch), stop_signals);
 }
 
 Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {

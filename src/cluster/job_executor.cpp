@@ -76,6 +76,33 @@ Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config
   return je;
 }
 
+Status JobExecutor::add_te(const std::string& address) {
+  size_t idx = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return Status::unavailable("job executor is stopping");
+    for (const auto& te : tes_) {
+      if (te->address == address) return Status::invalid_argument("te " + address + " is known");
+    }
+    auto entry = std::make_unique<TeEntry>();
+    entry->address = address;
+    entry->info.id = address;
+    entry->info.address = address;
+    entry->info.healthy = false;  // until its first report
+    entry->last_report = entry->last_progress = Clock::now();
+    idx = tes_.size();
+    tes_.push_back(std::move(entry));
+  }
+  Result<std::shared_ptr<Link>> link = Link::connect(
+      address, config_.connect_timeout,
+      [this, idx](Link&, Message m) { on_te_message(idx, std::move(m)); }, nullptr);
+  std::lock_guard lock(mu_);
+  if (!link.ok()) return link.status();  // stays unhealthy: never reported
+  tes_[idx]->link = std::move(*link);
+  KEEL_LOG_INFO("je {}: te {} added", config_.id, address);
+  return {};
+}
+
 Status JobExecutor::connect_tes() {
   for (size_t i = 0; i < config_.te_addresses.size(); ++i) {
     auto entry = std::make_unique<TeEntry>();
@@ -129,6 +156,16 @@ void JobExecutor::on_gateway_message(Link& link, Message message) {
     if (id != message.body.end() && id->is_number_integer()) {
       link.reply(id->get<int64_t>(), encode_body(status()));
     }
+    return;
+  }
+  if (message.type == msg::kAddTe) {
+    const auto id = message.body.find("call_id");
+    const auto address = message.body.find("address");
+    if (id == message.body.end() || !id->is_number_integer()) return;
+    const Status s = address != message.body.end() && address->is_string()
+                         ? add_te(address->get<std::string>())
+                         : Status::invalid_argument("add_te: no address");
+    link.reply(id->get<int64_t>(), status_body(s));
     return;
   }
   KEEL_LOG_WARN("je {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());

@@ -81,6 +81,9 @@ class JobExecutor {
   [[nodiscard]] uint16_t port() const { return listener_->port(); }
   [[nodiscard]] std::string address() const { return listener_->address(); }
   [[nodiscard]] FleetStatus status() const;
+  // Adds the TE at `address` (host:port) to the fleet: connects to it; the router takes it once it
+  // has reported. The warm pool's scale-out (add_te from the cluster manager).
+  Status add_te(const std::string& address);
   // Stops listening, closes every link, joins the monitor. Idempotent.
   void stop();
   // Applies TE `te_id`'s cache events to the router's prefix index (the KV-event subscriber's

@@ -12,6 +12,8 @@
 //   TE → JE        load_report (periodic: load, stats, metrics, each task's new tokens)
 //   TE → gateway   task_event (one engine TokenEvent of one attempt of one job, with the index of
 //                  its first generated token) — FlowServe's streaming shortcut past the JE
+//   manager → JE   add_te (a call; body {"address": "host:port"}, the reply a Status): a TE
+//                  bound from the warm pool joins the JE's fleet
 //   TE → TE        kv_fetch (a call to a peer's fetch service: tier T3; the reply says how many
 //                  blocks the peer pushed back over the KV transfer service)
 //   JE → gateway   job_attempt (a job was re-driven: events of older attempts are stale),
@@ -45,6 +47,7 @@ inline constexpr std::string_view kTaskEvent = "task_event";
 inline constexpr std::string_view kJobAttempt = "job_attempt";
 inline constexpr std::string_view kJobFailed = "job_failed";
 inline constexpr std::string_view kKvFetch = "kv_fetch";
+inline constexpr std::string_view kAddTe = "add_te";
 }  // namespace msg
 
 struct JobRef {

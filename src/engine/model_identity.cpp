@@ -16,6 +16,18 @@ kv::BlockHash hash_string(const std::string& s) {
 
 Result<kv::BlockHash> model_identity(const gguf::GgufFile& file) {
   KEEL_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
+  const gguf::Value* lo = file.find(kSourceIdentityLoKey);
+  const gguf::Value* hi = file.find(kSourceIdentityHiKey);
+  if (lo != nullptr || hi != nullptr) {
+    const auto* lo64 = lo ? std::get_if<uint64_t>(&lo->data) : nullptr;
+    const auto* hi64 = hi ? std::get_if<uint64_t>(&hi->data) : nullptr;
+    if (lo64 == nullptr || hi64 == nullptr) {
+      return Status::invalid_argument(file.path() + ": " + std::string(kSourceIdentityLoKey) +
+                                      " and " + std::string(kSourceIdentityHiKey) +
+                                      " must both be uint64");
+    }
+    return kv::BlockHash{*lo64, *hi64};
+  }
   std::string id = "keel-model-v1|" + arch;
   for (const gguf::TensorInfo& t : file.tensors()) {
     id += "|" + t.name + ":" + std::to_string(static_cast<int>(t.dtype)) + ":" +

@@ -23,8 +23,15 @@
 
 namespace keel::engine {
 
-// The model's identity for prefix-cache keys. Needs `general.architecture` (InvalidArgument when
-// it is missing); reads no tensor bytes.
+// A copy of a model in another layout (a model store entry, store/) records the identity of the
+// GGUF it came from under these keys (two uint64), so engines that load either compute the same
+// keys.
+inline constexpr std::string_view kSourceIdentityLoKey = "keel.source.model_identity_lo";
+inline constexpr std::string_view kSourceIdentityHiKey = "keel.source.model_identity_hi";
+
+// The model's identity for prefix-cache keys: the recorded source identity when the file has
+// one, else the hash above. Needs `general.architecture` (InvalidArgument when it is missing);
+// reads no tensor bytes.
 [[nodiscard]] Result<kv::BlockHash> model_identity(const gguf::GgufFile& file);
 
 // The identity of the KV bytes a tier stores: the model, the KV dtype and the block size.

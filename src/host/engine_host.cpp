@@ -1,6 +1,7 @@
 // EngineHost (see engine_host.h).
 #include "host/engine_host.h"
 
+#include <chrono>
 #include <utility>
 
 #include "gguf/reader.h"
@@ -27,7 +28,9 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   model::ModelOptions mopts;
   mopts.n_ctx = options.n_ctx;
   mopts.group_weights = options.group_weights;
+  const auto t0 = std::chrono::steady_clock::now();
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, read_weights(path_, options.use_mmap, progress));
+  weights_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   KEEL_ASSIGN_OR_RETURN(model_, model::Model::load(std::move(file), mopts));
   engine::EngineConfig config = std::move(options.engine);
   config.isa = options.compute.isa;

@@ -64,6 +64,9 @@ class EngineHost {
   // False until start() succeeded (ServerDeps::ready).
   [[nodiscard]] const std::atomic<bool>* ready() const { return &ready_; }
   [[nodiscard]] engine::Engine* engine() { return engine_.get(); }
+  // Seconds start() spent getting the weights' bytes (reading the file, or mapping it), the rest
+  // being the model's and the engine's build: the pre-load / load split of a scale-out.
+  [[nodiscard]] double weights_seconds() const { return weights_seconds_; }
 
  private:
   EngineHost(std::string path, tokenizer::Tokenizer tok, tokenizer::ChatTemplate tmpl,
@@ -73,6 +76,7 @@ class EngineHost {
   std::unique_ptr<const tokenizer::Tokenizer> tokenizer_;  // stable address for the engine
   std::shared_ptr<const tokenizer::ChatTemplate> chat_template_;
   bool random_weights_ = false;
+  double weights_seconds_ = 0.0;
   DeferredEngine client_;
   std::atomic<bool> ready_{false};
   std::unique_ptr<model::Model> model_;

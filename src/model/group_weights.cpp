@@ -2,6 +2,7 @@
 #include "model/group_weights.h"
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/weight_layout.h"
@@ -11,11 +12,14 @@ namespace {
 
 // The matrices the forward pass multiplies by (an untied token_embd is only read row by row, and
 // keeps the GGUF layout; a tied one is `output` and is grouped with it).
-std::vector<kernels::Matrix*> matrices(Weights& w) {
-  std::vector<kernels::Matrix*> out = {&w.output};
+// W is Weights or const Weights.
+template <typename W>
+auto matrices(W& w) {
+  using M = std::remove_reference_t<decltype((w.output))>;  // (const) kernels::Matrix
+  std::vector<M*> out = {&w.output};
   if (w.tied_output) out.push_back(&w.token_embd);
-  for (LayerWeights& l : w.layers) {
-    for (kernels::Matrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+  for (auto& l : w.layers) {
+    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
       out.push_back(m);
     }
   }
@@ -46,7 +50,64 @@ std::vector<bool> aliased_tensors(const gguf::GgufFile& file) {
   return aliased;
 }
 
+// The matrices `file`'s tensor `info` backs (views whose data is its first byte).
+template <typename M>
+std::vector<M*> views_of(const gguf::GgufFile& file, const gguf::TensorInfo& info,
+                         const std::vector<M*>& views) {
+  const std::byte* bytes = file.tensor_data(info).data();
+  std::vector<M*> out;
+  for (M* m : views) {
+    if (m->data == bytes) out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace
+
+Status mark_pregrouped(const gguf::GgufFile& file, Weights& w) {
+  const gguf::Value* list = file.find(kGroupedTensorsKey);
+  if (list == nullptr) return {};
+  const auto version = file.get_int(kLayoutVersionKey);
+  if (!version.ok() || *version != kGroupedLayoutVersion) {
+    return Status::corrupt(file.path() + ": lists grouped tensors but " +
+                           std::string(kLayoutVersionKey) + " is not " +
+                           std::to_string(kGroupedLayoutVersion));
+  }
+  const gguf::Array* names = list->as_array();
+  if (names == nullptr || (!names->items.empty() && names->type != gguf::ValueType::kString)) {
+    return Status::corrupt(file.path() + ": " + std::string(kGroupedTensorsKey) +
+                           " is not an array of strings");
+  }
+  std::vector<kernels::Matrix*> views = matrices(w);
+  views.push_back(&w.token_embd);  // an untied embedding may be listed too
+  for (const gguf::Value& v : names->items) {
+    const std::string& name = *v.as_string();
+    const gguf::TensorInfo* info = file.find_tensor(name);
+    const std::vector<kernels::Matrix*> users =
+        info ? views_of(file, *info, views) : std::vector<kernels::Matrix*>{};
+    if (users.empty() || !kernels::grouped_layout_supports(info->dtype)) {
+      return Status::corrupt(file.path() + ": grouped tensor '" + name +
+                             "' is not a matrix of a type with a grouped layout");
+    }
+    for (kernels::Matrix* u : users) u->layout = kernels::WeightLayout::kGrouped16;
+  }
+  return {};
+}
+
+std::vector<std::string> grouped_tensor_names(const gguf::GgufFile& file, const Weights& w) {
+  std::vector<const kernels::Matrix*> views = matrices(w);
+  views.push_back(&w.token_embd);
+  std::vector<std::string> out;
+  for (const gguf::TensorInfo& info : file.tensors()) {
+    for (const kernels::Matrix* m : views_of(file, info, views)) {
+      if (m->layout == kernels::WeightLayout::kGrouped16) {
+        out.push_back(info.name);
+        break;
+      }
+    }
+  }
+  return out;
+}
 
 int group_weights(gguf::GgufFile& file, Weights& w, ThreadPool* pool) {
   const std::vector<bool> aliased = aliased_tensors(file);

@@ -26,6 +26,7 @@ Result<std::unique_ptr<Model>> Model::load(gguf::GgufFile file, const ModelOptio
   KEEL_ASSIGN_OR_RETURN(m->hparams_, parse_hparams(m->file_));
   KEEL_ASSIGN_OR_RETURN(m->hparams_.n_vocab, read_vocab_size(m->file_, m->hparams_));
   KEEL_ASSIGN_OR_RETURN(m->weights_, load_weights(m->file_, m->hparams_));
+  KEEL_TRY(mark_pregrouped(m->file_, m->weights_));  // a store entry's bytes come grouped
   if (options.group_weights) group_weights(m->file_, m->weights_);
   if (!m->weights_.rope_freqs.empty()) {
     m->hparams_.rope.freq_factors = m->weights_.rope_freqs.data();

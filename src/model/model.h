@@ -4,7 +4,8 @@
 // Contexts.
 //
 // Invariants: weights() views point into file()'s bytes (quantized matrices rewritten into the
-// row-group layout at load unless ModelOptions::group_weights is off), and
+// row-group layout at load unless ModelOptions::group_weights is off, or already in it when the
+// file lists them as grouped — a model store entry, model/group_weights.h), and
 // hparams().rope.freq_factors points into weights().rope_freqs (or is null); both live as long as
 // the Model, which is never moved (it is handed out as a unique_ptr). Thread safety: all methods
 // are const and safe from any thread.

@@ -71,7 +71,18 @@ class Runner {
       status_ = m.error();
       return;
     }
-    model_ = std::move(*m);
+    init(std::move(*m), max_batch, kv);
+  }
+  // Runs a model loaded elsewhere (e.g. mapped from a model store entry).
+  explicit Runner(std::unique_ptr<Model> model, int threads = 1, int64_t max_batch = 64,
+                  RunnerKv kv = {})
+      : pool_(threads), ops_(test_isa(), &pool_) {
+    init(std::move(model), max_batch, kv);
+  }
+
+ private:
+  void init(std::unique_ptr<Model> m, int64_t max_batch, const RunnerKv& kv) {
+    model_ = std::move(m);
     const KvLayout layout = KvLayout::for_model(model_->hparams(), kv.block_size, kv.dtype);
     const auto per_seq =
         static_cast<int32_t>((model_->n_ctx() + kv.block_size - 1) / kv.block_size);
@@ -92,6 +103,7 @@ class Runner {
     ctx_ = std::make_unique<Context>(*model_, max_batch);
   }
 
+ public:
   [[nodiscard]] bool ok() const { return status_.ok(); }
   [[nodiscard]] const Status& status() const { return status_; }
   Model& model() { return *model_; }

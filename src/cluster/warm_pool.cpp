@@ -1,0 +1,95 @@
+// WarmPool (see warm_pool.h).
+#include "cluster/warm_pool.h"
+
+#include <thread>
+
+#include "cluster/ready_line.h"
+
+namespace keel::cluster {
+namespace {
+
+Result<BoundTe> bind_one(const std::string& name, pid_t pid, int port, const BindModel& bind,
+                         std::chrono::milliseconds timeout) {
+  KEEL_ASSIGN_OR_RETURN(BindReply reply, bind_warm_te(port, bind, timeout));
+  BoundTe out;
+  out.replied_ns = steady_now_ns();
+  if (!reply.status.ok()) {
+    return Status::unavailable(name + ": bind failed: " + reply.status.message());
+  }
+  out.name = name;
+  out.pid = pid;
+  out.address = "127.0.0.1:" + std::to_string(reply.port);
+  out.reply = std::move(reply);
+  return out;
+}
+
+}  // namespace
+
+Result<BindReply> bind_warm_te(int port, const BindModel& bind, std::chrono::milliseconds timeout) {
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
+                        Link::connect(
+                            "127.0.0.1:" + std::to_string(port), std::chrono::milliseconds(5000),
+                            [](Link&, Message) {}, [](Link&) {}));
+  Result<Json> body = link->call(encode_bind_model(bind), timeout);
+  link->close();
+  if (!body.ok()) return body.status();
+  return decode_bind_reply(*body);
+}
+
+Result<WarmPool::WarmTe> WarmPool::start_one() {
+  ChildSpec spec;
+  spec.name = config_.name_prefix + "-" + std::to_string(next_id_++);
+  spec.argv = config_.te_argv;
+  spec.argv.insert(spec.argv.end(), {"--id", spec.name});
+  spec.ready_timeout = config_.start_timeout;
+  KEEL_ASSIGN_OR_RETURN(Child child, sup_->spawn(spec));
+  if (child.ready.value("state", std::string()) != "warm") {
+    return Status::invalid_argument(spec.name +
+                                    ": its ready line is not a warm TE's: " + child.ready.dump());
+  }
+  KEEL_ASSIGN_OR_RETURN(int port, ready_port(child.ready));
+  return WarmTe{child.name, child.pid, port};
+}
+
+Status WarmPool::refill(int target) {
+  while (static_cast<int>(idle_.size()) < target) {
+    KEEL_ASSIGN_OR_RETURN(WarmTe te, start_one());
+    idle_.push_back(std::move(te));
+  }
+  return {};
+}
+
+std::vector<Result<BoundTe>> WarmPool::bind(int n, const BindModel& bind) {
+  const size_t count = std::min(idle_.size(), static_cast<size_t>(std::max(n, 0)));
+  std::vector<Result<BoundTe>> out(count, Status::internal("not bound"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < count; ++i) {
+    threads.emplace_back([this, i, &out, &bind] {
+      const WarmTe& te = idle_[i];
+      out[i] = bind_one(te.name, te.pid, te.bind_port, bind, config_.bind_timeout);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  idle_.erase(idle_.begin(), idle_.begin() + static_cast<std::ptrdiff_t>(count));
+  return out;
+}
+
+std::vector<Result<BoundTe>> WarmPool::start_and_bind(int n, const BindModel& bind) {
+  std::vector<Result<BoundTe>> out(static_cast<size_t>(std::max(n, 0)),
+                                   Status::internal("not started"));
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < out.size(); ++i) {
+    Result<WarmTe> te = start_one();
+    if (!te.ok()) {
+      out[i] = te.status();
+      continue;
+    }
+    threads.emplace_back([this, i, &out, &bind, te = *te] {
+      out[i] = bind_one(te.name, te.pid, te.bind_port, bind, config_.bind_timeout);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  return out;
+}
+
+}  // namespace keel::cluster

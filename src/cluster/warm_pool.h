@@ -1,0 +1,74 @@
+// WarmPool: task executors started ahead of need without a model (`keel te --warm`), kept by a
+// ProcessSupervisor, and bound to a model on demand (bind_model.h). bind() takes idle warm TEs
+// out of the pool and binds them concurrently; start_and_bind() is the cold path for comparison —
+// it starts each TE only at the decision and binds it as soon as its process is up. refill()
+// brings the pool back to its target size (the caller runs it off the request path).
+//
+// A bound TE stays supervised (and is stopped with the supervisor); the pool forgets it.
+//
+// Thread safety: one owner thread (the supervisor's rule); bind() uses a thread per TE for the
+// calls only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "cluster/bind_model.h"
+#include "cluster/process_supervisor.h"
+#include "core/result.h"
+
+namespace keel::cluster {
+
+struct WarmPoolConfig {
+  // `keel te --warm ...` without --id (the pool appends "--id <name>").
+  std::vector<std::string> te_argv;
+  std::string name_prefix = "warm-te";
+  std::chrono::milliseconds start_timeout{60000};  // fork → warm ready line
+  std::chrono::milliseconds bind_timeout{300000};  // bind → reply (the model's whole load)
+};
+
+struct BoundTe {
+  std::string name;
+  pid_t pid = 0;
+  std::string address;     // its control address "127.0.0.1:port"
+  BindReply reply;         // reply.phases: the scale-out's marks
+  int64_t replied_ns = 0;  // when the binder had the reply (steady clock)
+};
+
+class WarmPool {
+ public:
+  WarmPool(ProcessSupervisor* supervisor, WarmPoolConfig config)
+      : sup_(supervisor), config_(std::move(config)) {}
+
+  // Starts warm TEs until `target` are idle (each waits for its ready line).
+  Status refill(int target);
+  [[nodiscard]] size_t idle() const { return idle_.size(); }
+
+  // Binds min(n, idle()) idle TEs to `bind` concurrently; one result per TE, in pool order.
+  [[nodiscard]] std::vector<Result<BoundTe>> bind(int n, const BindModel& bind);
+  // Cold path: starts n new TEs one after another, binding each (concurrently with the next
+  // start) once its process is up.
+  [[nodiscard]] std::vector<Result<BoundTe>> start_and_bind(int n, const BindModel& bind);
+
+ private:
+  struct WarmTe {
+    std::string name;
+    pid_t pid = 0;
+    int bind_port = 0;
+  };
+  Result<WarmTe> start_one();
+
+  ProcessSupervisor* sup_;  // not owned
+  WarmPoolConfig config_;
+  std::vector<WarmTe> idle_;
+  int next_id_ = 0;
+};
+
+// Sends `bind` to the warm TE whose bind port is `port` and waits for its reply.
+[[nodiscard]] Result<BindReply> bind_warm_te(int port, const BindModel& bind,
+                                             std::chrono::milliseconds timeout);
+
+}  // namespace keel::cluster

@@ -1,0 +1,178 @@
+// The warm pool and the model store through the keel binary, on loopback with bounded waits:
+// `keel cluster preload` builds the store entry; a warm TE (`keel te --warm`) bound to it maps it
+// (from_store) and reports its scale-out phases in order; a TE bound to a missing or a truncated
+// entry falls back to the file and says why; `keel cluster up --warm-pool 1 --store-dir` scales
+// out on `keel cluster scale` — the new TE joins the fleet and serves, its phases show in /metrics
+// and the event log — and removes the entry it built when it stops. Children are stopped by PID.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "cluster/link.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/ready_line.h"
+#include "cluster/warm_pool.h"
+#include "serve_process.h"
+#include "support/test_support.h"
+
+namespace keel::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
+
+// The one entry in `dir` (its file name), or "".
+std::string only_entry(const std::string& dir) {
+  std::string found;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("keel-store-", 0) == 0) {
+      EXPECT_TRUE(found.empty()) << "more than one entry in " << dir;
+      found = name;
+    }
+  }
+  return found;
+}
+
+std::vector<std::string> warm_argv(const std::string& store_dir) {
+  return {KEEL_BINARY, "te",  "--warm",           "--port",  "0",           "-t",     "1",
+          "-c",        "128", "--kv-cache-bytes", "8388608", "--store-dir", store_dir};
+}
+
+void expect_phases_in_order(const cluster::ScaleOutPhases& p) {
+  EXPECT_GT(p.decision_ns, 0);
+  EXPECT_LE(p.decision_ns, p.bound_ns);
+  EXPECT_LE(p.bound_ns, p.preloaded_ns);
+  EXPECT_LE(p.preloaded_ns, p.loaded_ns);
+  EXPECT_LE(p.loaded_ns, p.first_token_ns);
+  EXPECT_LE(p.first_token_ns, p.announced_ns);
+}
+
+class WarmPoolE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KEEL_REQUIRE_SHARED();
+    store_ = make_temp_dir("warm-pool-store");
+  }
+  std::string store_;
+};
+
+TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
+  const CliResult pre = run_keel({"cluster", "preload", "-m", stories(), "--store-dir", store_});
+  ASSERT_EQ(pre.exit_code, 0) << pre.err;
+  EXPECT_NE(pre.out.find("preloaded"), std::string::npos) << pre.out;
+  const std::string entry = only_entry(store_);
+  ASSERT_FALSE(entry.empty());
+
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::WarmPool pool(
+      &sup, {warm_argv(store_), "warm-te", std::chrono::seconds(60), std::chrono::seconds(120)});
+  ASSERT_TRUE(pool.refill(3).ok());
+  EXPECT_EQ(pool.idle(), 3u);
+
+  cluster::BindModel bind{stories(), entry, "colocated", cluster::steady_now_ns()};
+  auto bound = pool.bind(1, bind);
+  ASSERT_EQ(bound.size(), 1u);
+  ASSERT_TRUE(bound[0].ok()) << bound[0].status().to_string();
+  EXPECT_TRUE(bound[0]->reply.from_store) << bound[0]->reply.store_note;
+  expect_phases_in_order(bound[0]->reply.phases);
+  auto link = cluster::Link::connect(
+      bound[0]->address, std::chrono::seconds(5), [](cluster::Link&, cluster::Message) {}, nullptr);
+  EXPECT_TRUE(link.ok()) << "the bound TE's control port answers";
+  if (link.ok()) (*link)->close();
+
+  // An entry name the store does not hold: the file.
+  std::string missing = entry;
+  missing[std::string("keel-store-").size()] = missing[11] == '0' ? '1' : '0';
+  auto from_file = pool.bind(1, {stories(), missing, "colocated", cluster::steady_now_ns()});
+  ASSERT_TRUE(from_file[0].ok()) << from_file[0].status().to_string();
+  EXPECT_FALSE(from_file[0]->reply.from_store);
+  EXPECT_NE(from_file[0]->reply.store_note.find("no entry"), std::string::npos)
+      << from_file[0]->reply.store_note;
+
+  // A truncated entry: the file, and the reason names the entry.
+  const std::string path = store_ + "/" + entry;
+  ASSERT_EQ(::chmod(path.c_str(), 0644), 0);
+  ASSERT_EQ(::truncate(path.c_str(), 4096), 0);
+  auto corrupt = pool.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
+  ASSERT_TRUE(corrupt[0].ok()) << corrupt[0].status().to_string();
+  EXPECT_FALSE(corrupt[0]->reply.from_store);
+  EXPECT_NE(corrupt[0]->reply.store_note.find(entry), std::string::npos)
+      << corrupt[0]->reply.store_note;
+  EXPECT_TRUE(sup.stop_all(std::chrono::seconds(5)).ok());
+}
+
+TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {
+  const std::string log = store_ + "/../warm-pool-events.jsonl";
+  std::filesystem::remove(log);
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = {KEEL_BINARY, "cluster",
+               "up",        "-m",
+               stories(),   "--served-model-name",
+               "stories",   "--port",
+               "0",         "--colocated",
+               "1",         "--threads-per-te",
+               "1",         "-c",
+               "128",       "--warm-pool",
+               "1",         "--store-dir",
+               store_,      "--event-log",
+               log,         "--kv-cache-bytes",
+               "8388608"};
+  spec.ready_timeout = std::chrono::seconds(60);
+  auto child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  const int port = *cluster::ready_port(child->ready);
+  ASSERT_TRUE(child->ready.contains("control_port")) << child->ready.dump();
+  const std::string entry = only_entry(store_);
+  EXPECT_FALSE(entry.empty()) << "cluster up preloads the model";
+
+  const CliResult scale =
+      run_keel({"cluster", "scale", "--control",
+                "127.0.0.1:" + std::to_string(child->ready["control_port"].get<int>()), "--json"});
+  ASSERT_EQ(scale.exit_code, 0) << scale.err << scale.out;
+  const json reply = json::parse(scale.out, nullptr, false);
+  ASSERT_EQ(reply["tes"].size(), 1u) << scale.out;
+  EXPECT_TRUE(reply["tes"][0]["from_store"].get<bool>()) << scale.out;
+
+  EXPECT_TRUE(eventually(
+      [&] {
+        const json s =
+            json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+        if (!s.contains("task_executors") || s["task_executors"].size() != 2) return false;
+        for (const json& te : s["task_executors"]) {
+          if (!te.value("healthy", false)) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(20)))
+      << "the bound TE joins the fleet";
+  const HttpResponse r = http_request(
+      port, "POST", "/v1/completions",
+      json{{"model", "stories"}, {"prompt", "Once upon a time"}, {"max_tokens", 4}}.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  const std::string metrics = http_request(port, "GET", "/metrics").body;
+  EXPECT_NE(metrics.find("keel:scale_out_phase_seconds_count{phase=\"load\"} 1"), std::string::npos)
+      << metrics.substr(0, 2000);
+  std::ifstream events(log);
+  std::string line;
+  ASSERT_TRUE(static_cast<bool>(std::getline(events, line)));
+  const json event = json::parse(line, nullptr, false);
+  EXPECT_EQ(event["event"], "scale_out");
+  EXPECT_TRUE(event["phases_s"].contains("pre_load"));
+
+  ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
+  EXPECT_TRUE(only_entry(store_).empty()) << "the cluster removes the entry it built";
+}
+
+}  // namespace
+}  // namespace keel::testing

@@ -1,0 +1,224 @@
+// `keel cluster bench-scale`: measures scale-outs of N task executors on this machine — time from
+// the decision to N ready TEs and from the decision to a TE's first token — for each path:
+//   cold   a new `keel te` process per TE, started at the decision, reading the GGUF after
+//          posix_fadvise(POSIX_FADV_DONTNEED) dropped it from the page cache
+//   store  warm-pool TEs (started before, no model) bound at the decision, mapping the model's
+//          entry from the model store (built before the decision by a preload)
+// A TE's "first token" is its warm-up token (bind_model.h's post-load phase), generated on the
+// bound engine before it announces itself; the decision is taken in this process. Both use the
+// steady clock, which every process of a host shares. Fork from a peer is not implemented yet.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "builtin_models.h"
+#include "cluster/bind_model.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/scale_out_metrics.h"
+#include "cluster/warm_pool.h"
+#include "cluster_commands.h"
+#include "core/cpu_features.h"
+#include "core/file_system.h"
+#include "core/log.h"
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+#include "store/model_store.h"
+
+namespace keel::cli {
+namespace {
+
+using Json = nlohmann::json;
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("keel") : p.string();
+}
+
+std::vector<std::string> warm_te_argv(const ClusterBenchScaleOptions& o, const std::string& isa,
+                                      const std::string& store_dir) {
+  std::vector<std::string> argv = {self_exe(),
+                                   "te",
+                                   "--warm",
+                                   "--port",
+                                   "0",
+                                   "-t",
+                                   std::to_string(o.threads_per_te),
+                                   "-c",
+                                   std::to_string(o.ctx_size),
+                                   "--kv-cache-bytes",
+                                   std::to_string(o.kv_cache_bytes),
+                                   "--isa",
+                                   isa};
+  if (!store_dir.empty()) argv.insert(argv.end(), {"--store-dir", store_dir});
+  return argv;
+}
+
+Status drop_page_cache(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::io_error(path + ": cannot open to drop its cached pages");
+  const int rc = ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  if (rc != 0) return Status::io_error(path + ": posix_fadvise(DONTNEED) failed");
+  return {};
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The summary of one scale-out (and its event-log lines).
+Json summarize(const std::string& mode, int64_t decision_ns,
+               const std::vector<Result<cluster::BoundTe>>& tes, std::ofstream* log) {
+  Json out = {{"mode", mode}, {"tes", tes.size()}};
+  std::vector<double> first_token, ready;
+  std::map<std::string, std::vector<double>> phases;
+  int failed = 0, from_store = 0;
+  for (const Result<cluster::BoundTe>& r : tes) {
+    if (!r.ok()) {
+      ++failed;
+      out["errors"].push_back(r.status().to_string());
+      continue;
+    }
+    const cluster::ScaleOutPhases& p = r->reply.phases;
+    first_token.push_back(static_cast<double>(p.first_token_ns - decision_ns) * 1e-9);
+    ready.push_back(static_cast<double>(p.announced_ns - decision_ns) * 1e-9);
+    from_store += r->reply.from_store ? 1 : 0;
+    const Json secs = cluster::phase_seconds(p);
+    for (const auto& [k, v] : secs.items()) phases[k].push_back(v.get<double>());
+    if (log != nullptr) {
+      Json event = cluster::scale_out_event(r->name, r->pid, r->address, r->reply);
+      event["mode"] = mode;
+      *log << event.dump() << "\n";
+    }
+  }
+  out["failed"] = failed;
+  out["from_store"] = from_store;
+  if (!ready.empty()) {
+    out["time_to_all_ready_s"] = *std::max_element(ready.begin(), ready.end());
+    out["decision_to_first_token_s"] = {
+        {"min", *std::min_element(first_token.begin(), first_token.end())},
+        {"median", median(first_token)},
+        {"max", *std::max_element(first_token.begin(), first_token.end())}};
+    for (auto& [k, v] : phases) out["phase_median_s"][k] = median(v);
+  }
+  return out;
+}
+
+Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode,
+                      const std::string& path, const std::string& isa,
+                      const store::PreloadResult* entry, std::ofstream* log) {
+  cluster::SupervisorOptions so;
+  if (!o.verbose) so.sink = [](std::string_view, std::string_view) {};
+  cluster::ProcessSupervisor sup(so);
+  cluster::WarmPoolConfig wc;
+  wc.te_argv = warm_te_argv(o, isa, mode == "store" ? o.store_dir : "");
+  wc.name_prefix = mode + "-te";
+  wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  cluster::WarmPool pool(&sup, wc);
+  cluster::BindModel bind;
+  bind.model_path = path;
+  std::vector<Result<cluster::BoundTe>> tes;
+  int64_t decision = 0;
+  if (mode == "cold") {
+    KEEL_TRY(drop_page_cache(path));
+    decision = bind.decision_ns = cluster::steady_now_ns();
+    tes = pool.start_and_bind(o.tes, bind);
+  } else {
+    KEEL_TRY(pool.refill(o.tes));  // the warm pool, before the decision
+    bind.store_entry = store::entry_name(entry->key);
+    decision = bind.decision_ns = cluster::steady_now_ns();
+    tes = pool.bind(o.tes, bind);
+  }
+  Json summary = summarize(mode, decision, tes, log);
+  (void)sup.stop_all(std::chrono::milliseconds(5000));
+  return summary;
+}
+
+Status bench_main(const ClusterBenchScaleOptions& o) {
+  KEEL_ASSIGN_OR_RETURN(kernels::Isa isa_choice,
+                        o.isa.empty() ? kernels::choose_isa_from_env(detect_cpu_features())
+                                      : kernels::choose_isa(detect_cpu_features(), o.isa));
+  const std::string isa(kernels::isa_name(isa_choice));
+  std::string path;
+  {
+    ThreadPool pool(1);
+    KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.model_path, pool));
+  }
+  std::vector<std::string> modes;
+  for (size_t at = 0; at <= o.modes.size();) {
+    const size_t comma = std::min(o.modes.find(',', at), o.modes.size());
+    const std::string m = o.modes.substr(at, comma - at);
+    if (m != "cold" && m != "store") {
+      return Status::invalid_argument("--modes: '" + m +
+                                      "' is not cold or store (fork is not "
+                                      "implemented yet)");
+    }
+    modes.push_back(m);
+    at = comma + 1;
+  }
+  std::optional<std::ofstream> log;
+  if (!o.event_log.empty()) {
+    log.emplace(o.event_log, std::ios::app);
+    if (!*log) return Status::io_error(o.event_log + ": cannot open the event log");
+  }
+  PosixFileSystem fs;
+  store::ModelStore store({o.store_dir, 0}, &fs);
+  std::optional<store::PreloadResult> entry;
+  Json report = {{"model", path}, {"model_bytes", std::filesystem::file_size(path)},
+                 {"tes", o.tes},  {"threads_per_te", o.threads_per_te},
+                 {"isa", isa},    {"runs", Json::array()}};
+  if (std::find(modes.begin(), modes.end(), "store") != modes.end()) {
+    const store::StoreConfig config{o.store_dir, 0};
+    KEEL_TRY(config.validate());
+    KEEL_ASSIGN_OR_RETURN(entry, store.preload(path, isa));
+    report["preload"] = {{"entry", entry->path},
+                         {"bytes", entry->bytes},
+                         {"seconds", entry->seconds},
+                         {"already_present", entry->already_present}};
+  }
+  for (const std::string& m : modes) {
+    KEEL_ASSIGN_OR_RETURN(
+        Json run, run_mode(o, m, path, isa, entry ? &*entry : nullptr, log ? &*log : nullptr));
+    report["runs"].push_back(run);
+  }
+  if (entry && !entry->already_present && !o.keep_entry) (void)store.remove(entry->key);
+  if (o.json) {
+    std::printf("%s\n", report.dump(2).c_str());
+    return {};
+  }
+  std::printf("model %s, %d TEs x %d threads, %s\n", path.c_str(), o.tes, o.threads_per_te,
+              isa.c_str());
+  for (const Json& run : report["runs"]) {
+    if (!run.contains("time_to_all_ready_s")) {
+      std::printf("%-6s all %d TEs failed\n", run["mode"].get<std::string>().c_str(), o.tes);
+      continue;
+    }
+    std::printf(
+        "%-6s ready %.3f s, decision->first token min %.3f / median %.3f s "
+        "(from store %d, failed %d)\n",
+        run["mode"].get<std::string>().c_str(), run["time_to_all_ready_s"].get<double>(),
+        run["decision_to_first_token_s"]["min"].get<double>(),
+        run["decision_to_first_token_s"]["median"].get<double>(), run["from_store"].get<int>(),
+        run["failed"].get<int>());
+    std::printf("       phases (median s): %s\n", run["phase_median_s"].dump().c_str());
+  }
+  return {};
+}
+
+}  // namespace
+
+int run_cluster_bench_scale(const ClusterBenchScaleOptions& opts) {
+  const Status s = bench_main(opts);
+  return s.ok() ? 0 : report_error(s);
+}
+
+}  // namespace keel::cli

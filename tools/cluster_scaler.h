@@ -1,0 +1,101 @@
+// ClusterScaler: the scale-out side of `keel cluster up --warm-pool N --store-dir DIR` — the
+// cluster manager's model store preload (before any TE starts, so all of them map it), its warm
+// pool of model-agnostic TEs (cluster/warm_pool.h), and the trigger that binds them: a `scale_out`
+// call on its control port (`keel cluster scale`; the autoscaler will call the same). A scale-out
+// binds idle warm TEs to the cluster's model (mapped from the store), adds each to every JE
+// (add_te), records its phases (/metrics histograms, the JSON-lines event log) and answers the
+// caller; the pool is then refilled to N.
+//
+// Store cleanup: the entry this cluster built is removed at shutdown(); an entry that was there
+// before (another cluster's, or `keel cluster preload`'s) is left alone.
+//
+// Thread safety: start(), tick() and shutdown() on the supervisor's thread (the pool spawns
+// children); the control link's reader only queues requests; metrics_text() from any thread.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/listener.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/scale_out_metrics.h"
+#include "cluster/warm_pool.h"
+#include "core/result.h"
+#include "store/model_store.h"
+
+namespace keel::cli {
+
+inline constexpr std::string_view kScaleOut = "scale_out";
+
+struct ClusterScalerConfig {
+  int warm_pool = 0;                      // warm TEs kept idle
+  std::string store_dir;                  // "" = no store: bound TEs read the file
+  uint64_t store_budget = 0;              // bytes (0 = no limit)
+  std::string event_log;                  // JSON lines; "" = none
+  std::vector<std::string> warm_te_argv;  // `keel te --warm ...` (the pool adds --id)
+  std::vector<std::string> je_addresses;  // or set_je_addresses() later
+  std::string model_path;
+  std::string isa;  // the kernel table the TEs run (the store key's ISA)
+  std::chrono::milliseconds start_timeout{120000};
+  // The forecast (store/preload_plan.h), run once a second within store_budget (> 0): the fleet's
+  // finished-request count (empty: no forecast), the EWMA's half-life, the rate worth a preload.
+  std::function<int64_t()> requests_total;
+  double rate_half_life_s = 30.0;
+  double min_rate = 0.05;
+};
+
+class ClusterScaler {
+ public:
+  static Result<std::unique_ptr<ClusterScaler>> start(cluster::ProcessSupervisor* sup,
+                                                      ClusterScalerConfig config);
+  ~ClusterScaler();
+
+  [[nodiscard]] uint16_t control_port() const { return listener_->port(); }
+  // The JEs a bound TE joins (known once they started, after the store and the pool).
+  void set_je_addresses(std::vector<std::string> addresses) {
+    config_.je_addresses = std::move(addresses);
+  }
+  // The forecast's request counter (known once the gateway's fleet client exists).
+  void set_requests_total(std::function<int64_t()> fn) { config_.requests_total = std::move(fn); }
+  // Serves the queued scale-out requests, refills the pool, and runs the preload forecast.
+  void tick();
+  [[nodiscard]] std::string metrics_text() const { return metrics_.text(); }
+  // Stops the control port and removes the store entry this cluster built.
+  void shutdown();
+
+ private:
+  struct Request {
+    std::shared_ptr<cluster::Link> link;
+    int64_t call_id = 0;
+    int tes = 1;
+  };
+  ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config);
+  void on_message(cluster::Link& link, cluster::Message m);
+  cluster::Json scale_out(int tes);
+  void forecast();
+  Status add_to_jes(const std::string& te_address);
+
+  ClusterScalerConfig config_;
+  cluster::WarmPool pool_;
+  std::unique_ptr<cluster::Listener> listener_;
+  std::optional<store::PreloadResult> entry_;  // the model's store entry
+  bool entry_owned_ = false;                   // built by this cluster
+  cluster::ScaleOutMetrics metrics_;
+  std::optional<std::ofstream> log_;
+  // The forecast's state: the last count and when, the EWMA of the request rate.
+  int64_t last_requests_ = -1;
+  std::chrono::steady_clock::time_point last_forecast_{};
+  double rate_ = 0.0;
+  std::mutex mu_;
+  std::deque<Request> requests_;                       // GUARDED_BY(mu_)
+  std::vector<std::shared_ptr<cluster::Link>> links_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace keel::cli
