@@ -182,6 +182,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   }
   // Reads only configuration fixed at construction: safe from any thread.
   KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_new_tokens()));
+  KEEL_ASSIGN_OR_RETURN(auto lora, resolve_lora(request));
   if (num_waiting_.load() >= config_.scheduler.max_waiting) {
     return Status::resource_exhausted("too many requests are waiting (" +
                                       std::to_string(config_.scheduler.max_waiting) +
@@ -210,7 +211,6 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
       }
     } while (!cache_blocks_reserved_.compare_exchange_weak(held, held + cache_blocks));
   }
-  KEEL_ASSIGN_OR_RETURN(auto lora, resolve_lora(request));
   const RequestKey key = next_key_.fetch_add(1);
   num_waiting_.fetch_add(1);
   num_active_.fetch_add(1);
@@ -485,8 +485,7 @@ bool Engine::launch(StepPlan& plan) {
     }
     ++a.in_flight;
     const auto seq_index = static_cast<int32_t>(in.batch.seqs.size());
-    in.batch.seqs.push_back(model::BatchSeq{s.block_table});
-    in.batch.seqs.back().lora = a.lora.get();
+    in.batch.seqs.push_back(model::BatchSeq{.block_table = s.block_table, .lora = a.lora.get()});
     in.sparse.emplace_back();
     if (a.sparse != nullptr) bind_sparse(s, a, &in.batch.seqs.back(), &in.sparse.back());
     KEEL_CHECK(static_cast<int32_t>(s.tokens.size()) == s.num_tokens);
