@@ -70,6 +70,7 @@ class GenerationChoices {
   std::vector<PreparedPrompt> prompts_;
   std::string request_id_;
   ResponseMeta meta_;
+  std::string lora_;  // the engine adapter `model` selects ("" = the base model)
   std::vector<Slot> slots_;
   size_t num_done_ = 0;
   std::optional<ApiError> failure_;
