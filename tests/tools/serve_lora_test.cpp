@@ -20,8 +20,8 @@ std::string stories() { return shared_path("models/stories260K/stories260K.gguf"
 // Alpha 2 × rank: a delta twice make-lora's default, so the adapters surely change greedy text.
 std::string make_lora(const std::string& dir, const std::string& name, const std::string& seed) {
   const std::string out = dir + "/" + name + ".gguf";
-  const CliResult r = run_keel({"make-lora", "-m", stories(), "-o", out, "--rank", "8", "--alpha",
-                                "16", "--seed", seed});
+  const CliResult r = run_keel(
+      {"make-lora", "-m", stories(), "-o", out, "--rank", "8", "--alpha", "16", "--seed", seed});
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("rank 8 LoRA"), std::string::npos) << r.out;
   return out;
