@@ -76,7 +76,9 @@ struct ServeOptions {
   int32_t max_connections = 1024;                        // open connections (idle ones shed first)
   int64_t max_inflight_body_bytes = int64_t{128} << 20;  // request bodies buffered at once
   std::vector<std::string> cors_origins;                 // CORS allow-list; empty = CORS off
-  int32_t batch_concurrency = 8;  // batch (/v1/batches) lines in flight at once
+  int32_t batch_concurrency = 8;    // batch (/v1/batches) lines in flight at once
+  std::vector<std::string> loras;   // --lora NAME=PATH, loaded at start (repeatable)
+  bool allow_runtime_lora = false;  // --allow-runtime-lora: POST /v1/{load,unload}_lora_adapter
 };
 int run_serve(const ServeOptions& opts);
 // The model id the API shows: `given` (--served-model-name) when set, builtin_model_name() for a
@@ -117,6 +119,18 @@ struct MakeModelOptions {
   std::string output_path;
 };
 int run_make_model(const MakeModelOptions& opts);
+
+// `keel make-lora`: a random LoRA adapter for a base model (model/random_lora.h).
+struct MakeLoraOptions {
+  std::string base_path;    // -m: the base model GGUF
+  std::string output_path;  // -o
+  int64_t rank = 16;
+  std::string targets = "q,k,v,o,gate,up,down";
+  std::string type = "f32";  // f32 | f16 | bf16
+  uint64_t seed = 1;
+  float alpha = 0.0f;  // 0 = rank
+};
+int run_make_lora(const MakeLoraOptions& opts);
 
 // `keel bench-serve`: a streaming load generator for OpenAI-compatible servers, mirroring
 // `vllm bench serve` (see docs/cli.md). Flag values are checked by the loadgen module.

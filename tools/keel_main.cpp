@@ -210,6 +210,18 @@ int main(int argc, char** argv) {
                    "Request-body bytes held in memory at once, all connections together")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
   serve_cmd
+      ->add_option("--lora", serve.loras,
+                   "LoRA adapter NAME=PATH (GGUF adapter; repeatable); requests select it by "
+                   "`model` = NAME")
+      ->check([](const std::string& v) {
+        const size_t eq = v.find('=');
+        return eq == std::string::npos || eq == 0 || eq + 1 == v.size()
+                   ? std::string("expected NAME=PATH")
+                   : std::string();
+      });
+  serve_cmd->add_flag("--allow-runtime-lora", serve.allow_runtime_lora,
+                      "Enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter");
+  serve_cmd
       ->add_option("--cors-origins", serve.cors_origins,
                    "Origins allowed by CORS, comma-separated ('*' = any); default: CORS off")
       ->delimiter(',');
@@ -241,6 +253,19 @@ int main(int argc, char** argv) {
   mk_cmd->add_option("--ctx", mk.ctx, "Context length written to the file (0 = the shape's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();
+
+  keel::cli::MakeLoraOptions ml;
+  CLI::App* ml_cmd = app.add_subcommand(
+      "make-lora", "Write a random LoRA adapter (llama.cpp's GGUF adapter format) for a model");
+  ml_cmd->add_option("-m,--model", ml.base_path, "Base model GGUF")->required();
+  ml_cmd->add_option("-o,--output", ml.output_path, "Output adapter GGUF path")->required();
+  ml_cmd->add_option("--rank", ml.rank, "LoRA rank")->check(CLI::Range(1, 4096));
+  ml_cmd->add_option("--targets", ml.targets, "Adapted projections: any of q,k,v,o,gate,up,down");
+  ml_cmd->add_option("--type", ml.type, "A/B tensor type")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  ml_cmd->add_option("--seed", ml.seed, "Random seed");
+  ml_cmd->add_option("--alpha", ml.alpha, "adapter.lora.alpha (0 = the rank: scale 1)")
+      ->check(CLI::Range(0.0f, 1e6f));
 
   keel::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(
@@ -390,6 +415,7 @@ int main(int argc, char** argv) {
   if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
+  if (ml_cmd->parsed()) return keel::cli::run_make_lora(ml);
   if (pull_cmd->parsed()) return keel::cli::run_pull(pull);
   if (bs_cmd->parsed()) return keel::cli::run_bench_serve(bs);
   if (bench_cmd->parsed()) return keel::cli::run_bench(bench);

@@ -101,6 +101,7 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   c.io_threads = o.io_threads;
   c.pic_mode = o.pic;
   c.batch_concurrency = o.batch_concurrency;
+  c.allow_runtime_lora = o.allow_runtime_lora;
   return c;
 }
 
@@ -143,6 +144,11 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     progress.finish();
   }
   engine::Engine& eng = *host->engine();
+  for (const std::string& spec : opts.loras) {  // NAME=PATH, checked by the flag's parser
+    const size_t eq = spec.find('=');
+    KEEL_TRY(eng.load_lora(spec.substr(0, eq), spec.substr(eq + 1)));
+    KEEL_LOG_INFO("LoRA adapter '{}' from {}", spec.substr(0, eq), spec.substr(eq + 1));
+  }
   KEEL_LOG_INFO("model '{}' from {}{}", name, path,
                 host->random_weights() ? " — RANDOM WEIGHTS: its text is noise" : "");
   KEEL_LOG_INFO("cpu: {} ({}); kernels: {}; threads: {}", cpu.model_name, cpu.to_string(),

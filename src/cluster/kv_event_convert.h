@@ -5,7 +5,8 @@
 // the keys' low 64 bits. The medium is the event's: "pool" for the pool's prefix index, "dram" /
 // "disk" for a block the host tier T1 / disk tier T2 gained or dropped (kv_tiers.h). A tier's
 // BlockStored carries its hash only — no parent, no token_ids (a tier keeps payloads, not
-// tokens) — one event per block. lora_id stays absent: keel serves no adapters yet.
+// tokens) — one event per block. lora_id stays absent: a LoRA request's blocks carry keys of
+// its adapter's identity already (engine::lora_prefix_key).
 // Thread safety: to_kv_event_batch is pure; the sink may run on any one thread at a time (the
 // engine thread) and only enqueues into the publisher.
 #pragma once

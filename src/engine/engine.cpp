@@ -182,6 +182,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   }
   // Reads only configuration fixed at construction: safe from any thread.
   KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_new_tokens()));
+  KEEL_ASSIGN_OR_RETURN(auto lora, resolve_lora(request));
   if (num_waiting_.load() >= config_.scheduler.max_waiting) {
     return Status::resource_exhausted("too many requests are waiting (" +
                                       std::to_string(config_.scheduler.max_waiting) +
@@ -215,7 +216,8 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   num_active_.fetch_add(1);
   {
     std::lock_guard lock(mu_);
-    inbox_.push_back(Submit{key, std::move(request), std::move(sink), now_ns(), cache_blocks});
+    inbox_.push_back(
+        Submit{key, std::move(request), std::move(sink), now_ns(), cache_blocks, std::move(lora)});
   }
   wake_.notify_all();
   return key;
@@ -326,6 +328,7 @@ void Engine::admit(Submit s) {
   a.pic_variant = s.request.pic_link.value_or(config_.pic_link);
   a.request = std::move(s.request);
   a.cache_blocks = s.cache_blocks;
+  a.lora = std::move(s.lora);
   Active& r = active_.emplace(s.key, std::move(a)).first->second;
   const GenerationRequest& q = r.request;
   const auto prompt_len = static_cast<int32_t>(q.prompt_tokens.size());
@@ -338,9 +341,8 @@ void Engine::admit(Submit s) {
     KEEL_CHECK(!r.stops->resume(resumed_span(q)).has_value());  // submit() refused a match
   }
   if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
-      !config_.enable_prefix_cache || r.sparse != nullptr) {
-    scheduler_.add(s.key, q.prompt_tokens, q.max_new_tokens(),
-                   kv::request_extra_key(model_key_, q.cache_salt));
+      !config_.enable_prefix_cache || r.sparse != nullptr || r.lora != nullptr) {
+    scheduler_.add(s.key, q.prompt_tokens, q.max_new_tokens(), extra_key(r));
     if (r.sparse != nullptr) {
       scheduler_.set_exact_limit(s.key, prompt_len);
       ++counters_.sparse_requests;
@@ -483,7 +485,7 @@ bool Engine::launch(StepPlan& plan) {
     }
     ++a.in_flight;
     const auto seq_index = static_cast<int32_t>(in.batch.seqs.size());
-    in.batch.seqs.push_back(model::BatchSeq{s.block_table});
+    in.batch.seqs.push_back(model::BatchSeq{.block_table = s.block_table, .lora = a.lora.get()});
     in.sparse.emplace_back();
     if (a.sparse != nullptr) bind_sparse(s, a, &in.batch.seqs.back(), &in.sparse.back());
     KEEL_CHECK(static_cast<int32_t>(s.tokens.size()) == s.num_tokens);

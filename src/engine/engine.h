@@ -34,6 +34,7 @@
 #include "engine/context_cache_table.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
+#include "engine/lora_registry.h"
 #include "engine/metrics.h"
 #include "engine/published_block_tap.h"
 #include "engine/scheduler.h"
@@ -93,6 +94,13 @@ class Engine final : public EngineClient {
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return config_.scheduler.max_waiting; }
+  // LoRA adapters (engine_lora.cpp): a request's adapter is resolved at submit and held until
+  // its last step (unloading only removes the name).
+  Status load_lora(const std::string& name, const std::string& path) override {
+    return loras_.load(name, path);
+  }
+  Status unload_lora(const std::string& name) override { return loras_.unload(name); }
+  [[nodiscard]] std::vector<LoraInfo> list_loras() const override { return loras_.list(); }
 
   [[nodiscard]] const EngineConfig& config() const { return config_; }
   [[nodiscard]] int32_t num_kv_blocks() const { return num_blocks_; }
@@ -130,7 +138,8 @@ class Engine final : public EngineClient {
     GenerationRequest request;
     std::shared_ptr<OutputSink> sink;
     int64_t arrival_ns;
-    int64_t cache_blocks;  // retain_as: blocks reserved at submit
+    int64_t cache_blocks;                            // retain_as: blocks reserved at submit
+    std::shared_ptr<const model::LoraAdapter> lora;  // request.lora resolved; null = base
   };
   struct Abort {
     RequestKey key;
@@ -167,10 +176,11 @@ class Engine final : public EngineClient {
     bool pic_failed = false;  // a child did not complete: the parent is computed in full
     kv::PicVariant pic_variant;
     kv::BlockHash chunk_hash;  // a compile request: its chunk's key in the chunk index
-    std::unique_ptr<SparseSequence> sparse;     // sparse decode state; null = dense
-    std::unique_ptr<StopStringDetector> stops;  // request.stop_strings; null = none
-    int in_flight = 0;                          // launched steps that include this request
-    bool finished = false;                      // its final event was sent
+    std::unique_ptr<SparseSequence> sparse;          // sparse decode state; null = dense
+    std::unique_ptr<StopStringDetector> stops;       // request.stop_strings; null = none
+    std::shared_ptr<const model::LoraAdapter> lora;  // held until the request is erased
+    int in_flight = 0;                               // launched steps that include this request
+    bool finished = false;                           // its final event was sent
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -207,6 +217,11 @@ class Engine final : public EngineClient {
   // Executes a plan's PIC row links, then releases their source tables.
   void run_links(StepPlan& plan);
   void cancel(RequestKey key);
+  // request.lora's adapter (null for ""); NotFound when no adapter has that name.
+  [[nodiscard]] Result<std::shared_ptr<const model::LoraAdapter>> resolve_lora(
+      const GenerationRequest& request) const;
+  // The prefix-cache key of a request's blocks: its model (or adapter) identity and cache salt.
+  [[nodiscard]] kv::BlockHash extra_key(const Active& a) const;
   // Removes finished requests, copies COW blocks, builds the batch, hands the step over.
   bool launch(StepPlan& plan);
   void apply(const StepPlan& plan, StepOutput& out);
@@ -239,6 +254,7 @@ class Engine final : public EngineClient {
   kv::BlockHash model_key_;
   Metrics metrics_;
   const tokenizer::Tokenizer* tokenizer_;  // for stop strings and grammars; may be null
+  LoraRegistry loras_{model_};             // the adapters requests may name
   // Structured outputs: parsed grammars and their mask caches, shared by requests with the same
   // grammar (engine thread; built on the first grammar request). The maskers inside are used by
   // the executor thread only, where every Sampler samples.

@@ -52,6 +52,24 @@ class EngineClient {
   // Most requests that may wait at once (--max-waiting): an HTTP request that expands into more
   // engine requests (prompts × n) can never be queued whole.
   [[nodiscard]] virtual int64_t max_waiting() const = 0;
+
+  // LoRA adapters (vLLM's /v1/load_lora_adapter and /v1/unload_lora_adapter). An engine without
+  // adapter support refuses with Unsupported. Loads the GGUF adapter at `path` as `name`:
+  // InvalidArgument for a name already loaded or a file that is not a valid adapter for the
+  // model (the message says why).
+  virtual Status load_lora(const std::string& name, const std::string& path) {
+    (void)name;
+    (void)path;
+    return Status::unsupported("this engine serves no LoRA adapters");
+  }
+  // Unloads adapter `name` (NotFound when none has it). Requests already submitted with it
+  // finish with it; later submits naming it fail with NotFound.
+  virtual Status unload_lora(const std::string& name) {
+    (void)name;
+    return Status::unsupported("this engine serves no LoRA adapters");
+  }
+  // The loaded adapters, in load order.
+  [[nodiscard]] virtual std::vector<LoraInfo> list_loras() const { return {}; }
 };
 
 }  // namespace keel::engine

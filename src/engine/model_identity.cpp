@@ -46,6 +46,15 @@ kv::BlockHash pic_chunk_root(const kv::BlockHash& model_key) {
   return hash_string("keel-pic-chunk-v1|" + kv::block_hash_hex(model_key));
 }
 
+kv::BlockHash lora_prefix_key(const kv::BlockHash& model_key,
+                              const std::array<uint64_t, 2>& adapter_digest) {
+  std::string bytes = "keel-lora-v1|";
+  for (uint64_t w : {model_key.lo, model_key.hi, adapter_digest[0], adapter_digest[1]}) {
+    for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((w >> (8 * i)) & 0xff));
+  }
+  return kv::hash_bytes(std::as_bytes(std::span<const char>(bytes.data(), bytes.size())));
+}
+
 std::vector<kv::BlockHash> prefix_block_hashes(const kv::BlockHash& model_key,
                                                std::string_view cache_salt,
                                                std::span<const int32_t> tokens,

@@ -3,14 +3,15 @@
 // computable from the metadata and tensor infos alone (a GgufFile opened with DataMode::kNone),
 // so a router or gateway that never loads weights computes the same prefix-block keys as the
 // engines serving that file (prefix_block_hashes). Derived keys: the disk tier's identity (model +
-// KV dtype + block size: tier files of any other identity are never read) and the root key of
-// compiled PIC chunks.
+// KV dtype + block size: tier files of any other identity are never read), the root key of
+// compiled PIC chunks, and the key of a LoRA adapter's KV.
 //
 // Stability: the encodings below are part of the on-disk tier format and of the cluster's cache
 // events; changing one is a version bump ("keel-model-v1", "keel-kv-tier-v1", ...).
 // Thread safety: pure functions.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -40,6 +41,12 @@ inline constexpr std::string_view kSourceIdentityHiKey = "keel.source.model_iden
 
 // The root key under which PIC chunks are compiled (chained with the tenant's salt).
 [[nodiscard]] kv::BlockHash pic_chunk_root(const kv::BlockHash& model_key);
+
+// The key prefix blocks of requests run with a LoRA adapter are hashed under, in place of
+// model_key: "keel-lora-v1" | model_key | the adapter's content digest
+// (model::LoraAdapter::content_digest()), so base and adapter KV never alias.
+[[nodiscard]] kv::BlockHash lora_prefix_key(const kv::BlockHash& model_key,
+                                            const std::array<uint64_t, 2>& adapter_digest);
 
 // The keys of the full blocks of `tokens` (a prompt) as an engine serving `model_key` with
 // `block_size` publishes them for a request of salt `cache_salt`: block i's key chains block

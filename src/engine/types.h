@@ -54,6 +54,10 @@ struct GenerationRequest {
   // when it is complete. Needs an engine with a tokenizer. Empty: unconstrained.
   std::string grammar;
   std::string cache_salt;  // prefix-cache isolation: blocks are shared only within a salt
+  // The LoRA adapter to run with (its name in EngineClient::list_loras()); "" = the base model.
+  // Its KV is cached under the adapter's identity, apart from the base model's and other
+  // adapters' (engine/lora_registry.h). NotFound at submit when no adapter has this name.
+  std::string lora;
   // Explicit context caching (POST /v1/caches): when set, a request that finishes normally keeps
   // its KV blocks pinned as context cache `retain_as` for retain_ms (never evicted; its full
   // blocks stay findable by prefix) until EngineClient::release_cache or expiry; the engine is
@@ -128,6 +132,16 @@ struct ContextCacheInfo {
                                 // engine's monotonic clock)
   [[nodiscard]] int64_t expires_unix_ms() const { return created_unix_ms + ttl_ms; }
   friend bool operator==(const ContextCacheInfo&, const ContextCacheInfo&) = default;
+};
+
+// A LoRA adapter an engine serves (EngineClient::list_loras()).
+struct LoraInfo {
+  std::string name;  // what GenerationRequest::lora (the API's `model`) names it by
+  std::string path;  // the GGUF adapter file it was loaded from
+  int64_t rank = 0;
+  std::string targets;       // adapted projections, e.g. "q,k,v,o"
+  int64_t created_unix = 0;  // when it was loaded (seconds)
+  friend bool operator==(const LoraInfo&, const LoraInfo&) = default;
 };
 
 // A snapshot of the engine's state and counters (for /metrics and /health).

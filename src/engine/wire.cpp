@@ -147,6 +147,7 @@ Json encode_request_body(const GenerationRequest& q) {
   if (!q.stop_strings.empty()) j["stop_strings"] = q.stop_strings;
   if (!q.grammar.empty()) j["grammar"] = q.grammar;
   if (!q.cache_salt.empty()) j["cache_salt"] = q.cache_salt;
+  if (!q.lora.empty()) j["lora"] = q.lora;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
   if (!q.retain_description.empty()) j["retain_description"] = q.retain_description;
@@ -172,6 +173,7 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.str_list("stop_strings", &q->stop_strings);
   r.str("grammar", &q->grammar);
   r.str("cache_salt", &q->cache_salt);
+  r.str("lora", &q->lora);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);
   r.str("retain_description", &q->retain_description);

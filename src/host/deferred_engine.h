@@ -62,6 +62,18 @@ class DeferredEngine final : public engine::EngineClient {
     if (auto* e = get()) return e->max_waiting();
     return INT64_MAX;  // unknown while loading: requests get 503 before this matters
   }
+  Status load_lora(const std::string& name, const std::string& path) override {
+    if (auto* e = get()) return e->load_lora(name, path);
+    return Status::unavailable("the model is still loading");
+  }
+  Status unload_lora(const std::string& name) override {
+    if (auto* e = get()) return e->unload_lora(name);
+    return Status::unavailable("the model is still loading");
+  }
+  [[nodiscard]] std::vector<engine::LoraInfo> list_loras() const override {
+    if (auto* e = get()) return e->list_loras();
+    return {};
+  }
 
  private:
   [[nodiscard]] engine::EngineClient* get() const {

@@ -20,6 +20,7 @@
 namespace keel::model {
 
 class PageSelector;  // page_selector.h
+class LoraAdapter;   // lora_adapter.h
 
 // A block table entry whose page was released (sparse decode): never read or written. Allowed
 // only for pages a sequence's attend_pages leaves out. Same value as kv::kNoBlock.
@@ -35,6 +36,8 @@ struct BatchSeq {
   // Batch::selector is asked for this sequence's pages at Batch::select_layer (see
   // page_selector.h); layers before it attend attend_pages.
   bool select_pages = false;
+  // The LoRA adapter its tokens run with (borrowed; alive until the pass returns); null = base.
+  const LoraAdapter* lora = nullptr;
 };
 
 struct Batch {

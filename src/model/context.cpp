@@ -41,6 +41,15 @@ Status Context::validate(const Batch& batch, const KvStorage& kv) const {
                                     ") does not match the model (" + std::to_string(hp_.n_layer) +
                                     " layers, rows of " + std::to_string(hp_.kv_dim()) + ")");
   }
+  for (size_t i = 0; i < batch.seqs.size(); ++i) {
+    const LoraAdapter* a = batch.seqs[i].lora;
+    if (a != nullptr && static_cast<int64_t>(a->layers().size()) != hp_.n_layer) {
+      return Status::invalid_argument("batch sequence " + std::to_string(i) + "'s LoRA adapter " +
+                                      a->path() + " was loaded for a model of " +
+                                      std::to_string(a->layers().size()) + " layers, not " +
+                                      std::to_string(hp_.n_layer));
+    }
+  }
   BatchLimits limits;
   limits.max_tokens = max_tokens_;
   limits.n_vocab = hp_.n_vocab;
@@ -93,6 +102,11 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
   const int64_t kv_dim = hp_.kv_dim();
   float* const v_out[] = {v_.data()};
   ops.rms_norm_matmul_many({&w.wv, 1}, x_.data(), w.attn_norm.data(), hp_.rms_eps, n, v_out);
+  if (lora_.active()) {
+    constexpr LoraTarget kV[] = {LoraTarget::kV};
+    lora_.add_normed(check_layer, kV, x_.data(), w.attn_norm.data(), hp_.rms_eps, hp_.n_embd, v_out,
+                     ops);
+  }
   const KvLayout& layout = kv.layout();
   std::vector<float> stored(sz(kv_dim));
   deviation->assign(sz(n), 0.0f);
@@ -120,6 +134,7 @@ void Context::bind_tables(const Batch& batch, int32_t bs) {
     block_tables_[t] = batch.seqs[sz(batch.seq_index[t])].block_table.data();
     bind_token(batch, t, bs);
   }
+  lora_.bind(batch);
 }
 
 void Context::compact(const Batch& batch, size_t s, std::span<const int32_t> pages) {
@@ -200,6 +215,11 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
   const kernels::Matrix qkv[] = {w.wq, w.wk, w.wv};
   float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
   ops.rms_norm_matmul_many(qkv, x_.data(), w.attn_norm.data(), hp_.rms_eps, n, qkv_out);
+  if (lora_.active()) {
+    constexpr LoraTarget kQkv[] = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kV};
+    lora_.add_normed(il, kQkv, x_.data(), w.attn_norm.data(), hp_.rms_eps, hp_.n_embd, qkv_out,
+                     ops);
+  }
   for (int64_t t = 0; t < n; ++t) {
     if (!w.bq.empty()) ops.add(w.bq.data(), q_dim, q_.data() + t * q_dim);
     if (!w.bk.empty()) ops.add(w.bk.data(), kv_dim, k_.data() + t * kv_dim);
@@ -216,6 +236,7 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
   if (batch.selector != nullptr && il == batch.select_layer) select_pages(il, batch, kv);
   attend(il, batch, kv, ops);
   ops.matmul(w.wo, attn_.data(), n, proj_.data());
+  if (lora_.active()) lora_.add(il, LoraTarget::kO, attn_.data(), q_dim, proj_.data(), ops);
   for (int64_t t = 0; t < n; ++t) {
     if (!w.bo.empty()) ops.add(w.bo.data(), hp_.n_embd, proj_.data() + t * hp_.n_embd);
   }
@@ -228,7 +249,13 @@ void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
   float* const gate_up_out[] = {gate_.data(), up_.data()};
   ops.rms_norm_matmul_many(gate_up, x_.data(), w.ffn_norm.data(), hp_.rms_eps, n_tokens,
                            gate_up_out);
+  if (lora_.active()) {
+    constexpr LoraTarget kGateUp[] = {LoraTarget::kGate, LoraTarget::kUp};
+    lora_.add_normed(il, kGateUp, x_.data(), w.ffn_norm.data(), hp_.rms_eps, hp_.n_embd,
+                     gate_up_out, ops);
+  }
   ops.silu_mul_matmul(w.w_down, gate_.data(), up_.data(), n_tokens, proj_.data());
+  if (lora_.active()) lora_.add_silu(il, gate_.data(), up_.data(), hp_.n_ff, proj_.data(), ops);
   ops.add(proj_.data(), n_tokens * hp_.n_embd, x_.data());
 }
 

@@ -3,8 +3,10 @@
 //   validate (layout, batch) → embed → run_layers (attention block, FFN block per layer; K/V of
 //   all batch tokens written into their blocks before any token attends, then
 //   Ops::paged_attention reads them in place through the block tables) → output norm + head for
-//   the tokens that asked for logits. Sparse decode: a sequence's attend_pages restrict its
-//   attention, and a Batch::selector (page_selector.h) may replace them at one layer.
+//   the tokens that asked for logits. LoRA: a sequence's adapter (BatchSeq::lora) adds its
+//   low-rank deltas after each targeted matmul (lora_batch.h). Sparse decode: a sequence's
+//   attend_pages restrict its attention, and a Batch::selector (page_selector.h) may replace them
+//   at one layer.
 // A batch that fails validation changes nothing (neither the KV storage nor the outputs).
 //
 // Thread safety: one Context per engine thread; the Model it borrows must outlive it and may be
@@ -19,6 +21,7 @@
 #include "kernels/kernels.h"
 #include "model/batch.h"
 #include "model/kv_storage.h"
+#include "model/lora_batch.h"
 #include "model/model.h"
 
 namespace keel::model {
@@ -90,7 +93,8 @@ class Context {
   // does not depend on the order of the keys, so compaction changes nothing else).
   std::vector<const int32_t*> attend_tables_;
   std::vector<std::vector<int32_t>> compact_;
-  std::vector<float> select_q_;                     // the selector's query rows of one sequence
+  LoraBatch lora_;               // the batch's adapters (BatchSeq::lora), bound with the tables
+  std::vector<float> select_q_;  // the selector's query rows of one sequence
   std::vector<std::vector<size_t>> select_tokens_;  // [seq] its batch tokens, when marked
   // Fills n_kv_, block_tables_ and attend_tables_ for the batch (bs: positions per block).
   void bind_tables(const Batch& batch, int32_t bs);

@@ -1,6 +1,8 @@
 // GenerationChoices (see generation_choices.h).
 #include "server/generation_choices.h"
 
+#include "server/lora_routes.h"
+
 #include <fmt/format.h>
 
 #include <ctime>
@@ -18,6 +20,7 @@ GenerationChoices::GenerationChoices(const ServerContext& ctx, GenerationSpec sp
   meta_.id = (spec_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-") + request_id_;
   meta_.created = static_cast<int64_t>(std::time(nullptr));
   meta_.model = spec_.model.empty() ? ctx.config.served_model_name : spec_.model;
+  lora_ = lora_for_model(ctx, spec_.model);
   const tokenizer::Tokenizer& tok = *ctx.deps.tokenizer;
   slots_.resize(prompts_.size() * static_cast<size_t>(spec_.n));
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -48,6 +51,7 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
   r.stop_token_ids = spec_.stop_token_ids;
   r.stop_strings = spec_.stop;
   r.cache_salt = spec_.cache_salt;
+  r.lora = lora_;
   r.grammar = spec_.grammar;
   r.pic_chunks = p.pic_chunks;
   r.pic_link = spec_.pic_link;

@@ -80,6 +80,7 @@ class GenerationChoices {
   std::string request_id_;
   ResponseMeta meta_;
   ToolFamily tool_family_ = ToolFamily::kGeneric;
+  std::string lora_;  // the engine adapter `model` selects ("" = the base model)
   std::vector<Slot> slots_;
   size_t num_done_ = 0;
   std::optional<ApiError> failure_;

@@ -1,6 +1,8 @@
 // route_request and the request-level checks (see router.h).
 #include "server/router.h"
 
+#include "server/lora_routes.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -94,6 +96,7 @@ std::string_view allowed_methods(std::string_view path) {
     return "POST";
   }
   if (path == kClusterStatusPath) return "GET";
+  if (path == kLoadLoraPath || path == kUnloadLoraPath) return "POST";
   if (path == kCachesPath) return "GET, POST";
   if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
   return batch_route_methods(path);
@@ -136,6 +139,12 @@ RouteOutcome route_cache_create(ServerContext& ctx, const HttpRequest& req) {
   ApiResult<CacheSpec> spec = parse_cache_request(body.value(), ctx.deps.tokenizer->vocab_size());
   if (!spec.ok()) return HttpResponse::error(spec.error());
   if (auto e = check_model(ctx, spec.value().model)) return HttpResponse::error(*e);
+  if (!lora_for_model(ctx, spec.value().model).empty()) {
+    return HttpResponse::error(
+        ApiError::bad_request("context caches hold the base model's KV only; "
+                              "`model` must name the served model, not a LoRA adapter",
+                              "model"));
+  }
   if (ctx.draining.load(std::memory_order_acquire)) {
     return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
   }
@@ -286,7 +295,9 @@ int json_nesting_depth(std::string_view text, int limit) {
 }
 
 std::optional<ApiError> check_model(const ServerContext& ctx, std::string_view model) {
-  if (model.empty() || model == ctx.config.served_model_name) return std::nullopt;
+  if (model.empty() || model == ctx.config.served_model_name || is_lora_model(ctx, model)) {
+    return std::nullopt;
+  }
   return ApiError::model_not_found(model);
 }
 
@@ -332,6 +343,8 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   if (path == kChatPath) return route_generation(ctx, req, ApiKind::kChat);
   if (path == kCompletionsPath) return route_generation(ctx, req, ApiKind::kCompletion);
   if (path.starts_with(kCachesPath)) return route_caches(ctx, req);
+  if (path == kLoadLoraPath) return route_json(ctx, req, handle_load_lora);
+  if (path == kUnloadLoraPath) return route_json(ctx, req, handle_unload_lora);
   if (!batch_route_methods(path).empty()) return route_batch_api(ctx, req);
   if (path == "/tokenize") return route_json(ctx, req, handle_tokenize);
   return route_json(ctx, req, handle_detokenize);

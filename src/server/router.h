@@ -13,6 +13,8 @@
 //   POST /v1/caches                → CacheCall (context caching, cache_routes.h)
 //   GET  /v1/caches[/{id}], DELETE /v1/caches/{id}
 //   GET  /v1/cluster/status        the fleet, in front of one (ServerDeps::cluster_status)
+//   POST /v1/load_lora_adapter, /v1/unload_lora_adapter
+//                                  LoRA adapters at run time (lora_routes.h)
 //   POST /v1/files (multipart), GET /v1/files, GET/DELETE /v1/files/{id},
 //   GET  /v1/files/{id}/content    the Batch API's files (batch_routes.h)
 //   POST /v1/batches, GET /v1/batches[/{id}], POST /v1/batches/{id}/cancel
@@ -89,7 +91,7 @@ HttpResponse handle_cluster_status(const ServerContext& ctx);
 HttpResponse handle_models(const ServerContext& ctx, std::string_view model_id);  // "" = list
 HttpResponse handle_tokenize(const ServerContext& ctx, const nlohmann::json& body);
 HttpResponse handle_detokenize(const ServerContext& ctx, const nlohmann::json& body);
-// 404 unless `model` is empty or the served model name.
+// 404 unless `model` is empty, the served model name or a loaded LoRA adapter's name.
 std::optional<ApiError> check_model(const ServerContext& ctx, std::string_view model);
 
 }  // namespace keel::server

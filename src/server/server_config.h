@@ -62,6 +62,10 @@ struct ServerConfig {
   // for any. Empty (the default) sends no CORS headers at all, so a web page of another origin
   // cannot read responses or send preflighted requests (JSON bodies, Authorization) to the server.
   std::vector<std::string> cors_allowed_origins;
+  // POST /v1/load_lora_adapter and /v1/unload_lora_adapter (`--allow-runtime-lora`; vLLM's
+  // VLLM_ALLOW_RUNTIME_LORA_UPDATING). Off: they answer 404, since loading reads any path the
+  // server can. Adapters given at start (`--lora`) are served either way.
+  bool allow_runtime_lora = false;
   // shutdown() waits this long for open connections to finish before stopping the io threads.
   int64_t shutdown_timeout_ms = 5'000;
 

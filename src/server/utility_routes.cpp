@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "server/json_fields.h"
+#include "server/lora_routes.h"
 #include "server/metrics_text.h"
 #include "server/pic_segments.h"
 #include "server/prompt_preparation.h"
@@ -89,13 +90,18 @@ HttpResponse handle_cluster_status(const ServerContext& ctx) {
 
 HttpResponse handle_models(const ServerContext& ctx, std::string_view model_id) {
   if (!model_id.empty()) {
-    if (model_id != ctx.config.served_model_name) {
+    if (model_id == ctx.config.served_model_name) {
+      return HttpResponse::json(200, dump_json(model_object(ctx)));
+    }
+    Json found = Json::array();
+    if (!append_lora_models(ctx, model_id, &found)) {
       return HttpResponse::error(ApiError::model_not_found(model_id));
     }
-    return HttpResponse::json(200, dump_json(model_object(ctx)));
+    return HttpResponse::json(200, dump_json(found[0]));
   }
-  return HttpResponse::json(
-      200, dump_json(Json{{"object", "list"}, {"data", Json::array({model_object(ctx)})}}));
+  Json data = Json::array({model_object(ctx)});
+  append_lora_models(ctx, "", &data);  // LoRA adapters, parent = the served model
+  return HttpResponse::json(200, dump_json(Json{{"object", "list"}, {"data", std::move(data)}}));
 }
 
 HttpResponse handle_tokenize(const ServerContext& ctx, const Json& body) {

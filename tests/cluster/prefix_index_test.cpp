@@ -1,7 +1,7 @@
 // PrefixIndex tests: stores, removals per medium, clears, remove_te, best-tier counting, the
 // longest leading run, bounded memory under repeated stores, unknown media; and the router's
 // prompt block hashes equal to the keys the engine's KV cache manager publishes (also under a
-// real model's identity when the shared models are present).
+// real model's identity when the shared models are present); LoRA adapters' blocks kept apart.
 #include "cluster/prefix_index.h"
 
 #include <gtest/gtest.h>
@@ -191,6 +191,30 @@ TEST(PromptBlockHashesTest, EqualTheEnginesUnderARealModelIdentity) {
   auto id = engine::model_identity(*meta);
   ASSERT_TRUE(id.ok()) << id.error().to_string();
   expect_engine_hashes(*id, "salt");
+}
+
+// A LoRA request's blocks are published under lora_prefix_key (the engine's Engine::extra_key):
+// the index holds them apart from the base model's and other adapters' blocks of the same tokens.
+TEST(PromptBlockHashesTest, LoraBlocksNeverMatchTheBaseModelsOrAnotherAdapters) {
+  const kv::BlockHash model_key{0x1234, 0x5678};
+  const kv::BlockHash lora_a = engine::lora_prefix_key(model_key, {1, 2});
+  const kv::BlockHash lora_b = engine::lora_prefix_key(model_key, {1, 3});
+  EXPECT_EQ(lora_a, engine::lora_prefix_key(model_key, {1, 2}));
+  EXPECT_NE(lora_a, lora_b);
+  EXPECT_NE(lora_a, engine::lora_prefix_key(kv::BlockHash{0x1234, 0x5679}, {1, 2}));
+  std::vector<int32_t> tokens(64);
+  std::iota(tokens.begin(), tokens.end(), 7);
+  PrefixIndex index;
+  ASSERT_TRUE(index.apply("te-lora", stored(prompt_block_hashes(lora_a, "", tokens, 16))).ok());
+  ASSERT_TRUE(index.apply("te-base", stored(prompt_block_hashes(model_key, "", tokens, 16))).ok());
+  const auto base = prompt_block_hashes(model_key, "", tokens, 16);
+  const auto a = prompt_block_hashes(lora_a, "", tokens, 16);
+  const auto b = prompt_block_hashes(lora_b, "", tokens, 16);
+  EXPECT_EQ(index.match(a, "te-lora").num_blocks, 4);
+  EXPECT_EQ(index.match(base, "te-lora").num_blocks, 0);
+  EXPECT_EQ(index.match(b, "te-lora").num_blocks, 0);
+  EXPECT_EQ(index.match(a, "te-base").num_blocks, 0);
+  EXPECT_EQ(index.match(base, "te-base").num_blocks, 4);
 }
 
 TEST(PromptBlockHashesTest, OnlyFullBlocks) {

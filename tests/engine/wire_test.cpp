@@ -38,6 +38,7 @@ GenerationRequest full_request() {
   q.stop_strings = {"\n\n", "</s>", "caf\xC3\xA9"};
   q.grammar = "root ::= \"{\" [a-z]* \"}\"";
   q.cache_salt = "tenant\x01\xff";
+  q.lora = "sql-adapter";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;
   q.retain_description = "{\"source\":\"messages\"}";

@@ -22,6 +22,7 @@
 #include "model/batch.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
+#include "model/lora_adapter.h"
 #include "model/model.h"
 
 namespace keel::model::testing {
@@ -117,11 +118,18 @@ class Runner {
   }
   [[nodiscard]] const std::vector<int32_t>& spare_blocks() const { return spare_; }
 
-  // A batch whose sequences are the runner's sequences (seq_index = runner sequence).
+  // A batch whose sequences are the runner's sequences (seq_index = runner sequence), each with
+  // the adapter set_lora() gave it.
   [[nodiscard]] Batch batch() const {
     Batch b;
     for (const auto& t : tables_) b.add_seq(t);
+    for (size_t s = 0; s < lora_.size(); ++s) b.seqs[s].lora = lora_[s];
     return b;
+  }
+  // Runner sequence `seq` runs with `adapter` (borrowed; null = the base model).
+  void set_lora(int32_t seq, const LoraAdapter* adapter) {
+    lora_.resize(tables_.size(), nullptr);
+    lora_[static_cast<size_t>(seq)] = adapter;
   }
 
   Status forward(const Batch& b, std::vector<float>* logits) {
@@ -195,6 +203,7 @@ class Runner {
   std::unique_ptr<Context> ctx_;
   std::vector<std::vector<int32_t>> tables_;
   std::vector<int32_t> spare_;
+  std::vector<const LoraAdapter*> lora_;  // per runner sequence; empty = none
 };
 
 }  // namespace keel::model::testing

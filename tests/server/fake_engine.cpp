@@ -50,6 +50,11 @@ Result<engine::RequestKey> FakeEngine::submit(engine::GenerationRequest request,
   if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
     return Status::invalid_argument("fake engine: stop strings need a tokenizer");
   }
+  if (!request.lora.empty() &&
+      std::none_of(loras_.begin(), loras_.end(),
+                   [&](const engine::LoraInfo& l) { return l.name == request.lora; })) {
+    return Status::not_found("no LoRA adapter named '" + request.lora + "' is loaded");
+  }
   const engine::RequestKey key = next_key_++;
   Active a;
   a.key = key;
@@ -97,6 +102,38 @@ void FakeEngine::drain(std::chrono::milliseconds timeout) {
   for (auto& [key, a] : active_) a.aborted = true;  // as the engine cancels at the deadline
   work_cv_.notify_all();
   cv_.wait_for(lock, std::chrono::seconds(10), quiet);
+}
+
+Status FakeEngine::load_lora(const std::string& name, const std::string& path) {
+  if (path.find("bad") != std::string::npos) {
+    return Status::invalid_argument("cannot load LoRA adapter '" + name + "': " + path +
+                                    ": not a LoRA adapter (general.type is missing, expected "
+                                    "'adapter')");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const engine::LoraInfo& l : loras_) {
+    if (l.name == name) {
+      return Status::invalid_argument("a LoRA adapter named '" + name + "' is already loaded");
+    }
+  }
+  loras_.push_back(engine::LoraInfo{name, path, 8, "q,v", 1700000000});
+  return Status();
+}
+
+Status FakeEngine::unload_lora(const std::string& name) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = loras_.begin(); it != loras_.end(); ++it) {
+    if (it->name == name) {
+      loras_.erase(it);
+      return Status();
+    }
+  }
+  return Status::not_found("no LoRA adapter named '" + name + "' is loaded");
+}
+
+std::vector<engine::LoraInfo> FakeEngine::list_loras() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return loras_;
 }
 
 std::vector<engine::GenerationRequest> FakeEngine::submitted() const {

@@ -72,6 +72,11 @@ class FakeEngine final : public engine::EngineClient {
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return max_waiting_; }
+  // LoRA adapters as names only: a path containing "bad" is refused as the engine refuses an
+  // invalid file; a loaded name may be submitted (others: NotFound, as the engine).
+  Status load_lora(const std::string& name, const std::string& path) override;
+  Status unload_lora(const std::string& name) override;
+  [[nodiscard]] std::vector<engine::LoraInfo> list_loras() const override;
 
   // --- test controls ---
   void set_script(ScriptFn fn);
@@ -142,8 +147,9 @@ class FakeEngine final : public engine::EngineClient {
   engine::ContextCacheTable caches_{&cache_clock_};
 
   mutable std::mutex mu_;
-  mutable std::condition_variable cv_;  // state changes (tests wait on it)
-  std::condition_variable work_cv_;     // wakes the engine thread
+  std::vector<engine::LoraInfo> loras_;  // guarded by mu_
+  mutable std::condition_variable cv_;   // state changes (tests wait on it)
+  std::condition_variable work_cv_;      // wakes the engine thread
   ScriptFn script_;
   std::map<engine::RequestKey, Active> active_;
   std::vector<engine::GenerationRequest> submitted_;
