@@ -1,5 +1,5 @@
-// Engine: admission, the engine-thread step cycle with schedule-ahead, finish rules, events and
-// metrics. See engine.h for the cycle.
+// Engine: admission and the engine-thread step cycle with schedule-ahead; finish rules are in
+// engine_finish.cpp, stats in engine_stats.cpp. See engine.h for the cycle.
 #include "engine/engine.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "engine/model_identity.h"
 #include "engine/resumed_request.h"
+#include "engine/steady_time.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/grammar_registry.h"
 #include "kv/block_file.h"
@@ -17,19 +18,6 @@
 #include "kv/host_tier.h"
 
 namespace keel::engine {
-namespace {
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-double seconds_between(int64_t from_ns, int64_t to_ns) {
-  return static_cast<double>(to_ns - from_ns) * 1e-9;
-}
-
-}  // namespace
 
 Result<std::unique_ptr<kv::KvTiers>> Engine::open_tiers(const kv::BlockHash& model_key,
                                                         const EngineConfig& config,
@@ -231,25 +219,6 @@ void Engine::abort(RequestKey key) {
   wake_.notify_all();
 }
 
-EngineStats Engine::stats() const {
-  EngineStats s;
-  {
-    std::lock_guard lock(mu_);
-    s = stats_;
-  }
-  // The tiers and the transfer thread are thread-safe and change between steps: read them here,
-  // live, rather than in every step's publish_stats().
-  s.host_tier_enabled = tiers_->host() != nullptr;
-  s.disk_tier_enabled = tiers_->disk() != nullptr;
-  if (s.host_tier_enabled) s.host_tier = tiers_->host()->stats();
-  if (s.disk_tier_enabled) s.disk_tier = tiers_->disk()->stats();
-  if (transfer_ != nullptr) {
-    s.tier_transfers_pending = static_cast<int64_t>(transfer_->pending());
-    s.tier_demotions_dropped = transfer_->dropped_demotions();
-  }
-  return s;
-}
-
 void Engine::drain(std::chrono::milliseconds timeout) {
   draining_.store(true);
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -365,76 +334,6 @@ void Engine::admit(Submit s) {
     }
   }
   if (r.pic_pending == 0) link_parent(s.key, r);
-}
-
-void Engine::cancel(RequestKey key) {
-  auto it = active_.find(key);
-  if (it == active_.end() || it->second.finished) return;
-  finish(key, it->second, FinishReason::kAbort, TokenEvent{});
-}
-
-void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event) {
-  if (a.internal) return finish_compile(key, a, reason);
-  if (a.pic_pending > 0) {  // ends while its chunks compile: they go too
-    a.pic_pending = 0;
-    for (RequestKey child : a.pic_children) {
-      const auto c = active_.find(child);
-      if (c != active_.end() && !c->second.finished) {
-        finish_compile(child, c->second, FinishReason::kAbort);
-      } else {
-        scheduler_.release_retained(child);
-      }
-    }
-  }
-  if (a.num_cached_tokens < 0) num_waiting_.fetch_sub(1);  // never scheduled
-  if (!a.request.retain_as.empty() &&
-      (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
-    pin_cache(key, a);  // keeps its blocks
-  } else {
-    scheduler_.finish(key);  // frees its blocks (a no-op for requests the scheduler dropped)
-    cache_blocks_reserved_.fetch_sub(a.cache_blocks);
-  }
-  a.finished = true;
-  const int64_t t = now_ns();
-  event.finish = reason;
-  event.num_prompt_tokens = a.request.num_original_prompt_tokens();
-  event.num_cached_tokens = usage_cached_tokens(a.request, a.num_cached_tokens);
-  metrics_.count_finished(reason);
-  metrics_.e2e_request_latency_seconds.observe(seconds_between(a.arrival_ns, t));
-  metrics_.request_prompt_tokens.observe(a.request.num_original_prompt_tokens());
-  metrics_.request_generation_tokens.observe(a.num_generated);
-  a.sink->on_event(std::move(event));
-  num_active_.fetch_sub(1);
-  release_if_done(key);
-}
-
-std::optional<FinishReason> Engine::finish_reason(Active& a, int32_t token, TokenEvent* event) {
-  const GenerationRequest& r = a.request;
-  // Stop strings first: the token that completes one ends the request whatever else it is. A
-  // request that ends otherwise flushes the text its decoder still holds, which may complete one.
-  if (a.stops != nullptr) event->stop_string = a.stops->push(token);
-  if (event->stop_string) return FinishReason::kStop;
-  const bool eog = std::find(config_.eog_token_ids.begin(), config_.eog_token_ids.end(), token) !=
-                   config_.eog_token_ids.end();
-  const bool stop_id =
-      std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end();
-  std::optional<FinishReason> reason;
-  if ((eog && !r.ignore_eos) || stop_id) {
-    reason = FinishReason::kStop;
-  } else if (a.num_generated >= r.max_new_tokens() ||
-             static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
-    reason = FinishReason::kLength;
-  }
-  if (reason && a.stops != nullptr) {
-    event->stop_string = a.stops->finish();
-    if (event->stop_string) reason = FinishReason::kStop;
-  }
-  return reason;
-}
-
-void Engine::release_if_done(RequestKey key) {
-  auto it = active_.find(key);
-  if (it != active_.end() && it->second.finished && it->second.in_flight == 0) active_.erase(it);
 }
 
 bool Engine::launch(StepPlan& plan) {
@@ -602,31 +501,6 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   // A request finished (aborted) while a chunk of it that samples nothing was in flight is
   // released here, now that the step no longer uses its blocks.
   for (const ScheduledSeq& s : plan.seqs) release_if_done(s.key);
-}
-
-void Engine::publish_stats() {
-  EngineStats s = counters_;
-  s.tier_blocks_fetched = scheduler_.tier_blocks_fetched();
-  s.tier_blocks_recomputed = scheduler_.tier_blocks_recomputed();
-  s.num_running = static_cast<int32_t>(scheduler_.num_running());
-  s.num_waiting = static_cast<int32_t>(scheduler_.num_waiting());
-  s.num_tracked = static_cast<int32_t>(active_.size());
-  s.kv_usage = kv_.usage();
-  s.kv_blocks_total = kv_.num_blocks();
-  s.kv_blocks_used = kv_.num_blocks() - kv_.num_free_blocks();
-  s.prefix_queries_tokens = kv_.prefix_queries_tokens();
-  s.prefix_hits_tokens = kv_.prefix_hits_tokens();
-  s.num_preemptions_total = scheduler_.num_preemptions();
-  const std::vector<ContextCacheTable::Pin> pins = caches_.pins();
-  s.num_context_caches = static_cast<int32_t>(pins.size());
-  for (const ContextCacheTable::Pin& pin : pins) {
-    s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(pin.key).size());
-  }
-  s.pic_index_blocks = chunk_index_blocks_;
-  s.pic_tokens_linked = scheduler_.pic_tokens_linked();
-  s.pic_tokens_recomputed = scheduler_.pic_tokens_recomputed();
-  std::lock_guard lock(mu_);
-  stats_ = s;
 }
 
 void Engine::run() {
