@@ -12,32 +12,13 @@
 
 #include "engine/model_identity.h"
 #include "engine_test_util.h"
+#include "tier_test_util.h"
 
 namespace keel::engine {
 namespace {
 
-constexpr int32_t kBlock = 16;
-
-std::vector<int32_t> prompt(int32_t base) {
-  std::vector<int32_t> p = {1};
-  for (int32_t i = 0; i < 63; ++i) p.push_back(base + i);
-  return p;
-}
-
 // 12 Q8_0 blocks (stories260K: 5 layers, a 32-value KV row = one 34-byte Q8_0 block).
-EngineConfig q8_pool_config() {
-  EngineConfig c = base_config();
-  c.block_size = kBlock;
-  c.kv_dtype = DType::kQ8_0;
-  c.scheduler.max_num_seqs = 1;
-  c.kv_cache_bytes = 12 * 5 * 2 * kBlock * 34;
-  return c;
-}
-
-void churn(Engine& e) {
-  for (int32_t base : {100, 160, 220, 280}) run_one(e, greedy(prompt(base), 4));
-  EXPECT_TRUE(eventually([&] { return e.stats().tier_transfers_pending == 0; }));
-}
+EngineConfig q8_pool_config() { return small_pool_config(DType::kQ8_0, 34); }
 
 std::vector<std::vector<std::byte>> read_blocks(Engine& e, const std::vector<kv::BlockHash>& hs) {
   std::vector<std::vector<std::byte>> out;

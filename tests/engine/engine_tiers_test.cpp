@@ -16,34 +16,10 @@
 
 #include "engine/model_identity.h"
 #include "engine_test_util.h"
+#include "tier_test_util.h"
 
 namespace keel::engine {
 namespace {
-
-constexpr int32_t kBlock = 16;
-
-// A 64-token prompt (4 blocks; a repeat can reuse the first 3, leaving one token to compute).
-std::vector<int32_t> prompt(int32_t base) {
-  std::vector<int32_t> p = {1};
-  for (int32_t i = 0; i < 63; ++i) p.push_back(base + i);
-  return p;
-}
-
-EngineConfig small_pool_config() {
-  EngineConfig c = base_config();
-  c.block_size = kBlock;
-  c.scheduler.max_num_seqs = 1;
-  // 12 blocks: a few other prompts push the first one's cached blocks out of the pool.
-  c.kv_cache_bytes = 12 * 5 * 2 * kBlock * 32 * 4;  // stories260K: 5 layers, kv_dim 32, f32
-  return c;
-}
-
-// Runs `other` prompts that evict every cached block of an earlier one from the pool, then waits
-// until the transfer thread has stored every demoted block.
-void churn(Engine& e) {
-  for (int32_t base : {100, 160, 220, 280}) run_one(e, greedy(prompt(base), 4));
-  EXPECT_TRUE(eventually([&] { return e.stats().tier_transfers_pending == 0; }));
-}
 
 // small_pool_config() with a disk tier in a fresh directory named after `tag`.
 EngineConfig disk_config(const std::string& tag) {
