@@ -71,6 +71,8 @@ struct ServeOptions {
   std::string pic_link = "legolink-16";  // full | naive | legolink-K
   std::string sparse_policy = "dense";   // dense | streaming | h2o | quest | raas
   int32_t sparse_budget = 1024;          // L, tokens attended per decode step
+  std::string speculative = "none";      // none | ngram: speculative decoding by default
+  int32_t spec_k = 4;                    // drafted tokens per step at most
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
   int32_t max_connections = 1024;                        // open connections (idle ones shed first)
@@ -213,6 +215,19 @@ struct EvalSparseOptions {
   bool json = false;
 };
 int run_eval_sparse(const EvalSparseOptions& opts);
+
+// `keel eval spec`: speculative decoding against autoregressive decoding through the engine
+// (eval_spec_command.cpp).
+struct EvalSpecOptions {
+  ComputeOptions compute;
+  std::string model_path;   // "" = the built-in default (stories260K)
+  int32_t max_tokens = 128;  // greedy tokens per prompt
+  int32_t k = 4;             // drafted tokens per step
+  int32_t ngram_max = 3;
+  int32_t ngram_min = 1;
+  bool json = false;
+};
+int run_eval_spec(const EvalSpecOptions& opts);
 
 // `keel eval kv`: KV cache element types against f32 KV (eval_kv_command.cpp).
 struct EvalKvOptions {

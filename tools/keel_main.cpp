@@ -197,6 +197,13 @@ int main(int argc, char** argv) {
                    "block)")
       ->check(CLI::Range(1, 1 << 20));
   serve_cmd
+      ->add_option("--speculative", serve.speculative,
+                   "Speculative decoding for requests that do not say (`speculative` in the "
+                   "body): none or ngram (prompt lookup)")
+      ->check(CLI::IsMember({"none", "ngram"}));
+  serve_cmd->add_option("--spec-k", serve.spec_k, "Speculative decoding: tokens drafted per step")
+      ->check(CLI::Range(1, 16));
+  serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
@@ -379,6 +386,23 @@ int main(int argc, char** argv) {
   kv_eval_cmd->add_flag("--json", ekv.json, "One JSON object per KV type instead of a table");
   add_compute_options(kv_eval_cmd, &ekv.compute);
 
+  keel::cli::EvalSpecOptions esp;
+  CLI::App* spec_eval_cmd = eval_cmd->add_subcommand(
+      "spec", "Speculative decoding (n-gram prompt lookup) against autoregressive decoding");
+  spec_eval_cmd->option_defaults()->always_capture_default();
+  spec_eval_cmd->add_option(
+      "-m,--model", esp.model_path,
+      "GGUF model file, or builtin:stories260K (the default) or builtin:random");
+  spec_eval_cmd->add_option("--max-tokens", esp.max_tokens, "Greedy tokens per prompt")
+      ->check(CLI::Range(1, 1 << 20));
+  spec_eval_cmd->add_option("--spec-k", esp.k, "Tokens drafted per step")->check(CLI::Range(1, 16));
+  spec_eval_cmd->add_option("--ngram-max", esp.ngram_max, "Longest n-gram matched")
+      ->check(CLI::Range(1, 16));
+  spec_eval_cmd->add_option("--ngram-min", esp.ngram_min, "Shortest n-gram matched")
+      ->check(CLI::Range(1, 16));
+  spec_eval_cmd->add_flag("--json", esp.json, "One JSON object per row instead of a table");
+  add_compute_options(spec_eval_cmd, &esp.compute);
+
   const keel::cli::PredictorCli predictor_cli(app, *eval_cmd, add_compute_options, argc, argv);
 
   keel::cli::BenchServeOptions bs;
@@ -422,6 +446,7 @@ int main(int argc, char** argv) {
   if (pic_cmd->parsed()) return keel::cli::run_eval_pic(pic);
   if (sparse_cmd->parsed()) return keel::cli::run_eval_sparse(sp);
   if (kv_eval_cmd->parsed()) return keel::cli::run_eval_kv(ekv);
+  if (spec_eval_cmd->parsed()) return keel::cli::run_eval_spec(esp);
   if (auto code = keel::cli::run_cluster_commands(cluster_cli)) return *code;
   if (auto rc = predictor_cli.run()) return *rc;
   return 2;

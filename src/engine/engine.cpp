@@ -161,6 +161,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
         " prompt tokens + " + std::to_string(request.max_tokens) + " completion tokens");
   }
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
+  if (request.speculative.has_value()) KEEL_TRY(request.speculative->validate());
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
   if (request.sparse.has_value()) {
@@ -312,6 +313,8 @@ void Engine::admit(Submit s) {
   if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
       !config_.enable_prefix_cache || r.sparse != nullptr || r.lora != nullptr) {
     scheduler_.add(s.key, q.prompt_tokens, q.max_new_tokens(), extra_key(r));
+    const SpeculativeParams& spec = q.speculative.value_or(config_.speculative);
+    if (spec.enabled() && r.sparse == nullptr) scheduler_.set_speculation(s.key, spec);
     if (r.sparse != nullptr) {
       scheduler_.set_exact_limit(s.key, prompt_len);
       ++counters_.sparse_requests;
@@ -390,15 +393,18 @@ bool Engine::launch(StepPlan& plan) {
     KEEL_CHECK(static_cast<int32_t>(s.tokens.size()) == s.num_tokens);
     for (int32_t i = 0; i < s.num_tokens; ++i) {
       const int32_t pos = s.position(i);
-      const bool last = i + 1 == s.num_tokens;
       KEEL_CHECK_MSG(s.tokens[static_cast<size_t>(i)] != kPlaceholderToken,
                      "a plan was launched before resolve_plan()");
       in.batch.tokens.push_back(s.tokens[static_cast<size_t>(i)]);
       in.batch.positions.push_back(pos);
       in.batch.seq_index.push_back(seq_index);
-      in.batch.logits.push_back(last && s.samples ? 1 : 0);
+      // A verification's rows: the last known token's and every draft's.
+      in.batch.logits.push_back(s.samples && i + 1 + s.num_drafts >= s.num_tokens ? 1 : 0);
     }
-    if (s.samples) in.samples.push_back({s.key, a.sampler.get()});
+    if (s.samples) {
+      in.samples.push_back({s.key, a.sampler.get(),
+                            std::vector<int32_t>(s.tokens.end() - s.num_drafts, s.tokens.end())});
+    }
   }
   executor_->launch(std::move(in));
   return true;
@@ -408,7 +414,7 @@ bool Engine::launch(StepPlan& plan) {
 void Engine::update_prefill_budget(const StepPlan& plan, double seconds) {
   int32_t prefill = 0, decodes = 0;
   for (const ScheduledSeq& s : plan.seqs) {
-    if (s.num_tokens == 1 && s.positions.empty()) {
+    if (s.is_decode()) {
       ++decodes;
     } else {
       prefill += s.num_tokens;
@@ -461,6 +467,10 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   std::vector<SeqResult> results;
   for (const StepOutput::Token& t : out.tokens) results.push_back({t.key, t.token});
   scheduler_.update(plan, results);
+  counters_.spec_verify_steps += out.num_verified;
+  counters_.spec_drafted_tokens += out.num_drafted;
+  counters_.spec_accepted_tokens += out.num_accepted;
+  counters_.spec_emitted_tokens += out.num_verified + out.num_accepted;
   tap_published_blocks();  // before the token events: a finished prefill's blocks are out
   release_sparse_pages(plan);
   ++counters_.steps_total;

@@ -40,6 +40,9 @@ Status EngineConfig::validate() const {
       !p.ok()) {
     return p.error();
   }
+  if (Status st = speculative.validate(); !st.ok()) {
+    return Status::invalid_argument("--spec-k / --speculative: " + st.message());
+  }
   return {};
 }
 

@@ -46,6 +46,9 @@ struct EngineConfig {
   // the block size and its budget the request's).
   SparseParams sparse;
   sparse::SparseConfig sparse_tuning;
+  // --speculative ngram / --spec-k: speculative decoding for requests that do not say (off by
+  // default: method kNone).
+  SpeculativeParams speculative;
 
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 

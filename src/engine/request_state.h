@@ -1,8 +1,10 @@
 // RequestState: the scheduler's record of one request — its tokens (prompt + generated), how far
 // its KV is computed and scheduled, and the chunks of it in plans not yet updated (schedule-ahead).
 //
-// Invariants: 0 ≤ num_computed ≤ num_scheduled ≤ num_tokens() + num_pending_samples;
-// num_pending_samples = the in-flight chunks with samples; the non-stale, non-relink in-flight
+// Invariants: 0 ≤ num_computed ≤ num_scheduled ≤ effective_len();
+// num_pending_samples = the in-flight chunks with samples; num_pending_drafts = the drafts of
+// the in-flight chunks; a chunk with drafts (speculative verification) is the request's only
+// non-stale in-flight chunk; the non-stale, non-relink in-flight
 // chunks cover exactly [num_computed, num_scheduled) in order; relink positions are below
 // num_computed. A waiting request has num_computed =
 // num_scheduled = 0 and no KV blocks (its stale chunks, if it was preempted, may still be
@@ -15,6 +17,7 @@
 #include <limits>
 #include <vector>
 
+#include "engine/speculative_params.h"
 #include "engine/types.h"
 #include "kv/block_hash.h"
 #include "kv/pic.h"
@@ -35,6 +38,7 @@ struct InFlightChunk {
   bool stale = false;   // the request was preempted after this chunk was planned: its KV is lost,
                         // but its sampled token (if any) is still valid and kept
   bool relink = false;  // recomputes scattered positions below num_computed (PIC link)
+  int32_t num_drafts = 0;  // speculative verification: its last num_drafts tokens are drafts
 };
 
 // A request's EPIC position-independent chunks, until it is linked at admission.
@@ -79,11 +83,17 @@ struct RequestState {
   int32_t probe_start = 0;
   bool probing = false;
   bool probe_planned = false;
+  // Speculative decoding (method kNone: off): drafts are proposed only when every token is known
+  // (nothing sampling in flight), so a speculating request skips plans made ahead.
+  SpeculativeParams spec;
+  int32_t num_pending_drafts = 0;  // drafted positions in flight (not yet verified)
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   [[nodiscard]] int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }
-  // Length counting the samples not known yet.
-  [[nodiscard]] int32_t effective_len() const { return num_tokens() + num_pending_samples; }
+  // Length counting the samples not known yet and the drafted positions being verified.
+  [[nodiscard]] int32_t effective_len() const {
+    return num_tokens() + num_pending_samples + num_pending_drafts;
+  }
 };
 
 }  // namespace keel::engine

@@ -148,6 +148,8 @@ RequestState& Scheduler::state(RequestKey key) {
 int32_t Scheduler::tokens_wanted(const RequestState& r) const {
   // Done (the caller will finish it): its last allowed token is sampled or being sampled.
   if (r.num_generated() + r.num_pending_samples >= r.max_tokens) return 0;
+  // Speculating: the next decode drafts from every token, so it waits for the pending sample.
+  if (r.spec.enabled() && r.num_pending_samples > 0) return 0;
   int32_t want = r.effective_len() - r.num_scheduled;
   if (config_.max_model_len > 0) want = std::min(want, config_.max_model_len - r.num_scheduled);
   return std::max(want, 0);
@@ -204,18 +206,22 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::extend_plan(StepPlan* plan) {
-  if (!plan->preempted.empty() || waiting_.empty()) return;
+  if (!plan->preempted.empty()) return;
   StepBuilder b;
   int32_t decodes = 0, prompt = 0;
-  for (const ScheduledSeq& s : plan->seqs) {
-    const bool decode = s.num_tokens == 1 && s.positions.empty();
-    (decode ? decodes : prompt) += s.num_tokens;
-  }
+  for (const ScheduledSeq& s : plan->seqs) (s.is_decode() ? decodes : prompt) += s.num_tokens;
   b.budget = config_.max_batched_tokens - decodes - prompt;
-  b.prefill_left = decodes > 0 ? prefill_budget_ - prompt : std::numeric_limits<int32_t>::max();
-  if (b.budget <= 0 || b.prefill_left <= 0) return;
+  if (b.budget <= 0) return;
   b.plan = std::move(*plan);
-  schedule_waiting(b);
+  extend_decodes(b);
+  b.prefill_left = decodes > 0 || !b.decodes.empty() ? prefill_budget_ - prompt
+                                                     : std::numeric_limits<int32_t>::max();
+  if (b.prefill_left > 0 && !waiting_.empty()) schedule_waiting(b);
+  // The added decodes go after the plan's decodes, before its prefill chunks.
+  const auto first_prefill = std::find_if(b.plan.seqs.begin(), b.plan.seqs.end(),
+                                          [](const ScheduledSeq& s) { return !s.is_decode(); });
+  b.plan.seqs.insert(first_prefill, std::make_move_iterator(b.decodes.begin()),
+                     std::make_move_iterator(b.decodes.end()));
   for (ScheduledSeq& s : b.prefills) b.plan.seqs.push_back(std::move(s));
   if (tiers_ != nullptr) {
     for (const kv::EvictedCachedBlock& e : kv_->take_evictions()) b.plan.demotions.push_back(e);
@@ -283,6 +289,7 @@ void Scheduler::schedule_running(StepBuilder& b) {
     if (want == 0) continue;
     const bool decode = want == 1;
     if (decode) --b.decodes_left;
+    if (decode && r.spec.enabled() && schedule_spec(b, r)) continue;
     const int32_t n = decode ? std::min(1, b.budget) : b.prefill_room(want);
     if (n <= 0) continue;
     const int32_t got = reserve_running(b, i, n, decode);
@@ -444,20 +451,31 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
     KEEL_CHECK_MSG(!r.in_flight.empty(), "update of a seq that is not in flight");
     const InFlightChunk c = r.in_flight.front();
     KEEL_CHECK_MSG(
-        c.start_pos == s.start_pos && c.num_tokens == s.num_tokens && c.samples == s.samples,
+        c.start_pos == s.start_pos && c.num_tokens == s.num_tokens && c.samples == s.samples &&
+            c.num_drafts == s.num_drafts,
         "update: the plan's seq does not match the scheduler's record");
     r.in_flight.pop_front();
+    int32_t emitted = 0;
     if (c.samples) {
-      const auto res = std::find_if(results.begin(), results.end(),
-                                    [&](const SeqResult& x) { return x.key == s.key; });
+      auto res = std::find_if(results.begin(), results.end(),
+                              [&](const SeqResult& x) { return x.key == s.key; });
       KEEL_CHECK_MSG(res != results.end(), "update: no result for a seq with samples = true");
-      KEEL_CHECK(r.num_tokens() == c.start_pos + c.num_tokens);
-      r.tokens.push_back(res->token);
+      KEEL_CHECK(r.num_tokens() == c.start_pos + c.num_tokens - c.num_drafts);
+      // One token, or a verification's accepted drafts and the one after them (consecutive).
+      for (; res != results.end() && res->key == s.key && emitted <= c.num_drafts; ++res) {
+        r.tokens.push_back(res->token);
+        ++emitted;
+      }
       --r.num_pending_samples;
+      r.num_pending_drafts -= c.num_drafts;
     }
     if (c.stale || c.relink) continue;  // preempted since (KV gone), or below num_computed
     KEEL_CHECK(r.num_computed == c.start_pos);
-    r.num_computed += c.num_tokens;
+    if (c.num_drafts > 0) {
+      apply_verification(r, c, emitted);
+    } else {
+      r.num_computed += c.num_tokens;
+    }
     kv_->publish_full_blocks(
         r.key, r.tokens, std::min({r.num_computed, r.publish_limit, r.exact_limit}), r.extra_key);
   }

@@ -97,6 +97,11 @@ class Scheduler {
   // Sparse decode: positions from `limit` on are computed approximately (forever, also after a
   // preemption), so their blocks are never published in the prefix cache.
   void set_exact_limit(RequestKey key, int32_t limit);
+  // Speculative decoding for `key` (docs/speculative.md): each decode step, when every token is
+  // known, drafts up to params.k tokens (drafter.h) and verifies them as one seq with num_drafts;
+  // update() keeps the emitted tokens, counts the accepted positions as computed and rolls the
+  // KV of rejected ones back (KvCacheManager::truncate; they were never published).
+  void set_speculation(RequestKey key, const SpeculativeParams& params);
   // Sparse decode: gives back the blocks of `pages` (indices into the request's block table,
   // each below its last page) to the pool. A request that is not running is left alone.
   void release_pages(RequestKey key, std::span<const int32_t> pages);
@@ -173,6 +178,16 @@ class Scheduler {
                                                       int32_t* recomputed) const;
   void preempt(StepBuilder& b, RequestKey key);
   ScheduledSeq make_seq(RequestState& r, int32_t n);
+  // Speculative decoding (scheduler_spec.cpp). Plans r's decode (r decode-ready, nothing in
+  // flight, its decode's budget slot already counted) with drafts when the drafter proposes any
+  // and their blocks fit without preempting; false: nothing planned (plan a plain decode).
+  bool schedule_spec(StepBuilder& b, RequestState& r);
+  // extend_plan(): decodes of running requests a plan made ahead left out because their last
+  // token was not known then (speculating ones), with drafts; without preempting.
+  void extend_decodes(StepBuilder& b);
+  // update() of a verification chunk's KV: the accepted positions become computed, the rest
+  // rolled back.
+  void apply_verification(RequestState& r, const InFlightChunk& c, int32_t num_emitted);
   void remove(RequestKey key, bool keep_blocks = false);
 
   SchedulerConfig config_;

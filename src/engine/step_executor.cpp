@@ -63,6 +63,29 @@ Status StepExecutor::run_probe(model::Context& ctx, kernels::Ops& ops, const mod
   return Status();
 }
 
+void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits, StepOutput* out) {
+  const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  size_t row = 0;
+  std::vector<sampling::SampleOutput> emitted;
+  for (StepInput::Sample& sample : input.samples) {
+    const size_t rows = sample.drafts.size() + 1;
+    KEEL_CHECK(logits.size() >= (row + rows) * n_vocab);
+    std::span<float> span(logits.data() + row * n_vocab, rows * n_vocab);
+    row += rows;
+    emitted.clear();
+    const int32_t accepted = sampling::verify_drafts(*sample.sampler, span, sample.drafts, &emitted);
+    if (!sample.drafts.empty()) {
+      ++out->num_verified;
+      out->num_drafted += static_cast<int64_t>(sample.drafts.size());
+      out->num_accepted += accepted;
+    }
+    for (sampling::SampleOutput& s : emitted) {
+      out->tokens.push_back({sample.key, s.token, std::move(s.logprobs)});
+    }
+  }
+  KEEL_CHECK(row * n_vocab == logits.size());
+}
+
 void StepExecutor::run() {
   // The pool, ops and scratch live on this thread: it is the pool's only caller.
   ThreadPool pool(threads_);
@@ -94,16 +117,7 @@ void StepExecutor::run() {
       out.status = run_probe(ctx, ops, input.probe, &out.deviation);
     }
     if (out.status.ok()) {
-      const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
-      KEEL_CHECK(logits.size() == input.samples.size() * n_vocab);
-      out.tokens.reserve(input.samples.size());
-      for (size_t i = 0; i < input.samples.size(); ++i) {
-        sampling::Sampler& sampler = *input.samples[i].sampler;
-        std::span<float> row(logits.data() + i * n_vocab, n_vocab);
-        sampling::SampleOutput s = sampler.sample_with_logprobs(row);
-        sampler.accept(s.token);
-        out.tokens.push_back({input.samples[i].key, s.token, std::move(s.logprobs)});
-      }
+      sample_all(input, logits, &out);
     }
     {
       std::lock_guard lock(mu_);

@@ -23,16 +23,19 @@
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
+#include "sampling/draft_verify.h"
 #include "sampling/sampler.h"
 
 namespace keel::engine {
 
 struct StepInput {
   model::Batch batch;
-  // One entry per logits row of the batch (tokens with logits = 1), in batch order.
+  // One entry per sampling seq, in batch order: it takes drafts.size() + 1 consecutive logits
+  // rows (tokens with logits = 1) — one row, or a speculative verification's rows.
   struct Sample {
     RequestKey key;
-    sampling::Sampler* sampler;  // owned by the engine; alive until wait() returns
+    sampling::Sampler* sampler;   // owned by the engine; alive until wait() returns
+    std::vector<int32_t> drafts;  // the seq's drafted tokens (sampling/draft_verify.h); usually none
   };
   std::vector<Sample> samples;
   // CacheBlend's probe (one request; empty when none): run after the batch, through
@@ -51,7 +54,12 @@ struct StepOutput {
     int32_t token;
     std::optional<sampling::Logprobs> logprobs;  // when the sampler's params ask for them
   };
-  std::vector<Token> tokens;  // one per StepInput::samples entry
+  // Per StepInput::samples entry, in order: one token, or a verification's accepted drafts then
+  // the token after them.
+  std::vector<Token> tokens;
+  int64_t num_verified = 0;  // samples entries with drafts
+  int64_t num_drafted = 0;   // their drafts
+  int64_t num_accepted = 0;  // of which accepted
   RequestKey probe_key = 0;
   std::vector<float> deviation;  // the probe's, per probe token (empty when it failed)
   double forward_seconds = 0.0;
@@ -73,6 +81,8 @@ class StepExecutor {
  private:
   void run();
   StepOutput execute(StepInput& input);
+  // Samples every StepInput::samples entry from its logits rows (verifying drafts).
+  void sample_all(StepInput& input, std::vector<float>& logits, StepOutput* out);
   Status run_probe(model::Context& ctx, kernels::Ops& ops, const model::Batch& probe,
                    std::vector<float>* deviation);
 

@@ -40,6 +40,13 @@ struct ScheduledSeq {
   // Explicit positions (ascending) when the seq recomputes scattered positions of a PIC link;
   // empty = [start_pos, start_pos + num_tokens). Such a seq never samples.
   std::vector<int32_t> positions;
+  // Speculative verification: the last num_drafts tokens are drafts (docs/speculative.md); every
+  // one of the last num_drafts + 1 positions yields logits, and the step emits 1..num_drafts + 1
+  // tokens. samples is true; num_tokens = num_drafts + 1 (the last known token first).
+  int32_t num_drafts = 0;
+  [[nodiscard]] bool is_decode() const {  // one known token (and its drafts) at the end
+    return positions.empty() && num_tokens == num_drafts + 1;
+  }
   [[nodiscard]] int32_t position(int32_t i) const {
     return positions.empty() ? start_pos + i : positions[static_cast<size_t>(i)];
   }
@@ -94,7 +101,8 @@ struct StepPlan {
   [[nodiscard]] bool empty() const { return seqs.empty(); }  // nothing to compute
 };
 
-// The token sampled for a seq with samples = true.
+// A token sampled for a seq with samples = true: one per seq, or for a seq with drafts the tokens
+// it emitted (accepted drafts then one more), consecutive and in order.
 struct SeqResult {
   RequestKey key = 0;
   int32_t token = 0;

@@ -158,6 +158,12 @@ Json encode_request_body(const GenerationRequest& q) {
   }
   if (q.pic_link) j["pic_link"] = encode_pic_variant(*q.pic_link);
   if (q.sparse) j["sparse"] = Json{{"policy", q.sparse->policy}, {"budget", q.sparse->budget}};
+  if (q.speculative) {
+    j["speculative"] = Json{{"method", std::string(spec_method_name(q.speculative->method))},
+                            {"k", q.speculative->k},
+                            {"ngram_max", q.speculative->ngram_max},
+                            {"ngram_min", q.speculative->ngram_min}};
+  }
   return j;
 }
 
@@ -201,6 +207,22 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
     sr.str("policy", &q->sparse->policy);
     sr.i32("budget", &q->sparse->budget);
     if (!sr.ok()) return sr.status();
+  }
+  if (const Json* s = r.object("speculative")) {
+    FieldReader sr(*s, "generation_request.speculative");
+    q->speculative.emplace();
+    std::string method = "none";
+    sr.str("method", &method);
+    sr.i32("k", &q->speculative->k);
+    sr.i32("ngram_max", &q->speculative->ngram_max);
+    sr.i32("ngram_min", &q->speculative->ngram_min);
+    if (!sr.ok()) return sr.status();
+    const std::optional<SpecMethod> m = parse_spec_method(method);
+    if (!m) {
+      return Status::invalid_argument("generation_request.speculative.method: unknown method \"" +
+                                      method + "\"");
+    }
+    q->speculative->method = *m;
   }
   return r.status();
 }
@@ -308,6 +330,10 @@ constexpr Field<EngineStats, int64_t> kStatsI64[] = {
     {"sparse_requests", &EngineStats::sparse_requests},
     {"sparse_pages_released", &EngineStats::sparse_pages_released},
     {"sparse_max_pages_held", &EngineStats::sparse_max_pages_held},
+    {"spec_verify_steps", &EngineStats::spec_verify_steps},
+    {"spec_drafted_tokens", &EngineStats::spec_drafted_tokens},
+    {"spec_accepted_tokens", &EngineStats::spec_accepted_tokens},
+    {"spec_emitted_tokens", &EngineStats::spec_emitted_tokens},
 };
 constexpr Field<kv::TierStats, int64_t> kTierFields[] = {
     {"blocks", &kv::TierStats::blocks},

@@ -174,6 +174,18 @@ void KvCacheManager::free(RequestKey id) {
   tables_.erase(it);
 }
 
+void KvCacheManager::truncate(RequestKey id, int32_t num_tokens) {
+  const auto it = tables_.find(id);
+  if (it == tables_.end()) return;
+  Table& t = it->second;
+  const auto keep = static_cast<size_t>(blocks_for(num_tokens));
+  KEEL_CHECK_MSG(t.hashes.size() <= keep, "truncate: a block past num_tokens is published");
+  while (t.blocks.size() > keep) {
+    if (t.blocks.back() != kNoBlock) pool_.release(t.blocks.back());
+    t.blocks.pop_back();
+  }
+}
+
 void KvCacheManager::release_block(RequestKey id, int32_t index) {
   const auto it = tables_.find(id);
   if (it == tables_.end()) return;

@@ -85,6 +85,13 @@ class KvCacheManager {
   // Blocks `id`'s table references (holes excluded).
   [[nodiscard]] int32_t num_held_blocks(RequestKey id) const;
 
+  // Speculative decoding's rollback: shrinks `id`'s table to the blocks covering its first
+  // `num_tokens` positions, releasing the rest (last first). The released blocks hold only
+  // positions past num_tokens — never published (the caller publishes computed positions only,
+  // checked) — so they return to the free list uncached. No-op for unknown ids or a table that
+  // is not longer.
+  void truncate(RequestKey id, int32_t num_tokens);
+
   // Releases `id`'s blocks (last block first, so a sequence's earlier blocks are evicted last);
   // released blocks keep their hash and stay findable until evicted. No-op for unknown ids.
   void free(RequestKey id);

@@ -57,6 +57,7 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
   r.pic_link = spec_.pic_link;
   if (spec_.sparse_policy)
     r.sparse = engine::SparseParams{*spec_.sparse_policy, spec_.sparse_budget};
+  r.speculative = spec_.speculative;
   return r;
 }
 

@@ -170,6 +170,44 @@ MaybeError parse_sparse(const Json& body, GenerationSpec* spec) {
   return std::nullopt;
 }
 
+MaybeError parse_speculative(const Json& body, GenerationSpec* spec) {
+  const Json* sp = field(body, "speculative");
+  if (sp == nullptr) return std::nullopt;
+  if (!sp->is_object()) return type_error("speculative", "an object", *sp);
+  engine::SpeculativeParams p;
+  for (const auto& [key, value] : sp->items()) {
+    int32_t* target = key == "k"           ? &p.k
+                      : key == "ngram_max" ? &p.ngram_max
+                      : key == "ngram_min" ? &p.ngram_min
+                                           : nullptr;
+    if (key == "method") continue;
+    if (target == nullptr) {
+      return ApiError::bad_request("`speculative` takes only `method`, `k`, `ngram_max` and "
+                                   "`ngram_min`",
+                                   "speculative." + key);
+    }
+    if (!value.is_number_integer()) return type_error("speculative." + key, "an integer", value);
+    // Out-of-range values are named by validate() below.
+    *target = static_cast<int32_t>(std::clamp<int64_t>(value.get<int64_t>(), -1, 1 << 20));
+  }
+  const Json* method = field(*sp, "method");
+  const std::optional<engine::SpecMethod> m =
+      method != nullptr && method->is_string()
+          ? engine::parse_spec_method(method->get<std::string>())
+          : std::nullopt;
+  if (!m) {
+    return ApiError::bad_request("`speculative.method` must be \"ngram\" or \"none\"",
+                                 "speculative.method");
+  }
+  p.method = *m;
+  if (Status st = p.validate(); !st.ok()) {
+    const std::string& msg = st.message();
+    return ApiError::bad_request(msg, msg.substr(0, msg.find(' ')));
+  }
+  spec->speculative = p;
+  return std::nullopt;
+}
+
 MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationSpec* spec) {
   std::optional<std::string> s;
   KEEL_API_TRY(read_string(body, "model", &s));
@@ -206,7 +244,8 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
     }
     spec->pic_link = *v;
   }
-  return parse_sparse(body, spec);
+  KEEL_API_TRY(parse_sparse(body, spec));
+  return parse_speculative(body, spec);
 }
 
 // Tool calling (tool_request.h); a forced call is a grammar of its own, so it excludes the

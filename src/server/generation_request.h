@@ -17,6 +17,9 @@
 //   - `sparse` (keel extension): {"policy": "dense"|"streaming"|"h2o"|"quest"|"raas",
 //     "budget": L} — sparse decode for this request; policy required, budget optional (the
 //     server's --sparse-budget), an integer in [1, 1048576]; other keys are refused.
+//   - `speculative` (keel extension): {"method": "ngram"|"none", "k": 1..16, "ngram_max": 1..16,
+//     "ngram_min": 1..ngram_max} — speculative decoding for this request (docs/speculative.md);
+//     method required, the rest default to 4, 3 and 1; other keys are refused.
 //
 // Thread safety: pure functions over their arguments.
 #pragma once
@@ -28,6 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/speculative_params.h"
 #include "kv/pic.h"
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
@@ -74,6 +78,7 @@ struct GenerationSpec {
   std::optional<kv::PicVariant> pic_link;    // `pic_link` (keel extension): how PIC chunks link
   std::optional<std::string> sparse_policy;  // `sparse.policy` (keel extension)
   int32_t sparse_budget = 0;                 // `sparse.budget`; 0 = the server's default
+  std::optional<engine::SpeculativeParams> speculative;  // `speculative` (keel extension)
   // Completions with cache_id: the cache's tokens, placed before every prompt (whose text is then
   // tokenized without special tokens). Chat caches prepend their messages instead.
   std::vector<int32_t> prefix_tokens;

@@ -175,11 +175,30 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
        &engine::EngineStats::sparse_max_pages_held},
       {"context_cache_blocks", "gauge", "KV blocks pinned by context caches.",
        &engine::EngineStats::context_cache_blocks},
+      {"spec_verify_steps_total", "counter",
+       "Speculative decoding: decode steps of a sequence that verified drafted tokens.",
+       &engine::EngineStats::spec_verify_steps},
+      {"spec_draft_tokens_total", "counter", "Speculative decoding: tokens drafted.",
+       &engine::EngineStats::spec_drafted_tokens},
+      {"spec_accepted_tokens_total", "counter", "Speculative decoding: drafted tokens accepted.",
+       &engine::EngineStats::spec_accepted_tokens},
+      {"spec_emitted_tokens_total", "counter",
+       "Speculative decoding: tokens emitted by verification steps (accepted + 1 each).",
+       &engine::EngineStats::spec_emitted_tokens},
   };
   for (const Series<engine::EngineStats>& e : kEngineSeries) {
     w.header(e.name, e.type, e.help);
     w.sample(e.name, static_cast<double>(stats.*e.field));
   }
+  w.gauge("spec_acceptance_rate", "Speculative decoding: accepted / drafted tokens (0 if none).",
+          stats.spec_drafted_tokens > 0 ? static_cast<double>(stats.spec_accepted_tokens) /
+                                              static_cast<double>(stats.spec_drafted_tokens)
+                                        : 0.0);
+  w.gauge("spec_tokens_per_step",
+          "Speculative decoding: tokens emitted per verification step (0 if none).",
+          stats.spec_verify_steps > 0 ? static_cast<double>(stats.spec_emitted_tokens) /
+                                            static_cast<double>(stats.spec_verify_steps)
+                                      : 0.0);
   w.counter("prefix_cache_queries_total", "Prompt tokens looked up in the prefix cache.",
             static_cast<double>(stats.prefix_queries_tokens));
   w.counter("prefix_cache_hits_total", "Prompt tokens found in the prefix cache.",

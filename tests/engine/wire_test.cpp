@@ -45,6 +45,7 @@ GenerationRequest full_request() {
   q.pic_chunks = {{1, 16}, {17, 8}};
   q.pic_link = kv::PicVariant{kv::PicMode::kCacheBlend, 3, 30};
   q.sparse = SparseParams{"raas", 256};
+  q.speculative = SpeculativeParams{SpecMethod::kNgram, 5, 4, 2};
   q.resumed_tokens = 2;
   return q;
 }
@@ -99,7 +100,8 @@ EngineStats full_stats() {
                      &s.pic_index_blocks,
                      &s.sparse_requests,
                      &s.sparse_pages_released,
-                     &s.sparse_max_pages_held}) {
+                     &s.sparse_max_pages_held, &s.spec_verify_steps, &s.spec_drafted_tokens,
+                     &s.spec_accepted_tokens, &s.spec_emitted_tokens}) {
     *f = v++;
   }
   s.num_context_caches = 4;
@@ -148,6 +150,7 @@ TEST(WireTest, DefaultsSurviveBeingOmitted) {
   EXPECT_FALSE(back->sampling.seed.has_value());
   EXPECT_FALSE(back->pic_link.has_value());
   EXPECT_FALSE(back->sparse.has_value());
+  EXPECT_FALSE(back->speculative.has_value());
   EXPECT_EQ(back->resumed_tokens, 0);  // not sent at 0: a missing field reads as not resumed
   EXPECT_EQ(Json::from_msgpack(encode(q))["body"].count("resumed_tokens"), 0u);
   // An event without a finish stays unfinished; a default stats/metrics value stays default.

@@ -63,6 +63,25 @@ TEST(KvCacheManagerTest, AllocateGrowsTableByBlocks) {
   EXPECT_TRUE(kv.check_invariants().ok());
 }
 
+// Speculative decoding's rollback: the blocks past the kept positions go back to the pool.
+TEST(KvCacheManagerTest, TruncateFreesTheBlocksPastTheKeptPositions) {
+  KvCacheManager kv = make(8, 4);
+  const Tokens tokens = iota_tokens(8);
+  ASSERT_TRUE(kv.allocate(1, 14).has_value());  // 4 blocks
+  kv.publish_full_blocks(1, tokens, 8, kExtra);
+  EXPECT_EQ(kv.num_free_blocks(), 4);
+  kv.truncate(1, 10);  // positions 0..9: 3 blocks
+  EXPECT_EQ(kv.block_table(1).size(), 3u);
+  EXPECT_EQ(kv.num_free_blocks(), 5);
+  kv.truncate(1, 12);  // not longer: nothing changes
+  EXPECT_EQ(kv.block_table(1).size(), 3u);
+  kv.truncate(1, 8);
+  EXPECT_EQ(kv.block_table(1).size(), 2u);
+  EXPECT_EQ(kv.lookup_prefix(concat(tokens, {9}), kExtra).num_tokens, 8);  // still published
+  kv.truncate(2, 0);  // unknown: a no-op
+  EXPECT_TRUE(kv.check_invariants().ok());
+}
+
 TEST(KvCacheManagerTest, AllocationFailureLeavesStateUnchanged) {
   KvCacheManager kv = make(4, 4);
   compute(kv, 1, iota_tokens(8));  // 2 cached blocks
