@@ -220,7 +220,7 @@ int run_eval_sparse(const EvalSparseOptions& opts);
 // (eval_spec_command.cpp).
 struct EvalSpecOptions {
   ComputeOptions compute;
-  std::string model_path;   // "" = the built-in default (stories260K)
+  std::string model_path;    // "" = the built-in default (stories260K)
   int32_t max_tokens = 128;  // greedy tokens per prompt
   int32_t k = 4;             // drafted tokens per step
   int32_t ngram_max = 3;

@@ -82,8 +82,7 @@ Result<Row> run(const LoadedModel& loaded, const host::ComputeSetup& setup,
   c.isa = setup.isa;
   c.eog_token_ids.assign(loaded.tokenizer->eog_ids().begin(), loaded.tokenizer->eog_ids().end());
   c.speculative = spec;
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e,
-                        engine::Engine::start(*loaded.model, c));
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::start(*loaded.model, c));
   Row row;
   for (const std::vector<int32_t>& p : prompts) {
     engine::GenerationRequest r;
@@ -123,8 +122,8 @@ void print(const EvalSpecOptions& opts, const std::string& workload, const std::
       row.drafted > 0 ? static_cast<double>(row.accepted) / static_cast<double>(row.drafted) : 0;
   const double per_step = static_cast<double>(row.generated) / std::max<double>(row.steps, 1);
   const double tps = static_cast<double>(row.generated) / std::max(row.seconds, 1e-9);
-  const double speedup = (tps / (static_cast<double>(reference.generated) /
-                                 std::max(reference.seconds, 1e-9)));
+  const double speedup =
+      (tps / (static_cast<double>(reference.generated) / std::max(reference.seconds, 1e-9)));
   if (opts.json) {
     const nlohmann::json j = {{"workload", workload},
                               {"config", config},

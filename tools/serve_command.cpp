@@ -80,8 +80,9 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   c.schedule_ahead = !o.no_schedule_ahead;
   if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
   c.sparse = engine::SparseParams{o.sparse_policy, o.sparse_budget};
-  c.speculative.method = engine::parse_spec_method(o.speculative).value_or(  // checked by the CLI
-      engine::SpecMethod::kNone);
+  c.speculative.method = engine::parse_spec_method(o.speculative)
+                             .value_or(  // checked by the CLI
+                                 engine::SpecMethod::kNone);
   c.speculative.k = o.spec_k;
   return c;
 }

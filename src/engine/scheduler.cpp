@@ -450,10 +450,9 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
     RequestState& r = it->second;
     KEEL_CHECK_MSG(!r.in_flight.empty(), "update of a seq that is not in flight");
     const InFlightChunk c = r.in_flight.front();
-    KEEL_CHECK_MSG(
-        c.start_pos == s.start_pos && c.num_tokens == s.num_tokens && c.samples == s.samples &&
-            c.num_drafts == s.num_drafts,
-        "update: the plan's seq does not match the scheduler's record");
+    KEEL_CHECK_MSG(c.start_pos == s.start_pos && c.num_tokens == s.num_tokens &&
+                       c.samples == s.samples && c.num_drafts == s.num_drafts,
+                   "update: the plan's seq does not match the scheduler's record");
     r.in_flight.pop_front();
     int32_t emitted = 0;
     if (c.samples) {

@@ -32,10 +32,10 @@ bool Scheduler::schedule_spec(StepBuilder& b, RequestState& r) {
   auto d = static_cast<int32_t>(drafts.size());
   if (!kv_->allocate(r.key, start + 1 + d).has_value()) {
     // Drafts never preempt anybody: keep those that fit in the blocks held or free.
-    const int64_t fit = static_cast<int64_t>(kv_->block_table(r.key).size() +
-                                             kv_->num_free_blocks()) *
-                            kv_->block_size() -
-                        start - 1;
+    const int64_t fit =
+        static_cast<int64_t>(kv_->block_table(r.key).size() + kv_->num_free_blocks()) *
+            kv_->block_size() -
+        start - 1;
     if (fit <= 0) return false;
     d = static_cast<int32_t>(std::min<int64_t>(d, fit));
     KEEL_CHECK(kv_->allocate(r.key, start + 1 + d).has_value());

@@ -30,10 +30,9 @@ Status SpeculativeParams::validate() const {
                                     std::to_string(ngram_min));
   }
   if (ngram_max < ngram_min || ngram_max > kMaxSpecNgram) {
-    return Status::invalid_argument("speculative.ngram_max must be in [ngram_min (" +
-                                    std::to_string(ngram_min) + "), " +
-                                    std::to_string(kMaxSpecNgram) + "], got " +
-                                    std::to_string(ngram_max));
+    return Status::invalid_argument(
+        "speculative.ngram_max must be in [ngram_min (" + std::to_string(ngram_min) + "), " +
+        std::to_string(kMaxSpecNgram) + "], got " + std::to_string(ngram_max));
   }
   return Status::ok_status();
 }

@@ -73,7 +73,8 @@ void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits, Step
     std::span<float> span(logits.data() + row * n_vocab, rows * n_vocab);
     row += rows;
     emitted.clear();
-    const int32_t accepted = sampling::verify_drafts(*sample.sampler, span, sample.drafts, &emitted);
+    const int32_t accepted =
+        sampling::verify_drafts(*sample.sampler, span, sample.drafts, &emitted);
     if (!sample.drafts.empty()) {
       ++out->num_verified;
       out->num_drafted += static_cast<int64_t>(sample.drafts.size());

@@ -34,8 +34,9 @@ struct StepInput {
   // rows (tokens with logits = 1) — one row, or a speculative verification's rows.
   struct Sample {
     RequestKey key;
-    sampling::Sampler* sampler;   // owned by the engine; alive until wait() returns
-    std::vector<int32_t> drafts;  // the seq's drafted tokens (sampling/draft_verify.h); usually none
+    sampling::Sampler* sampler;  // owned by the engine; alive until wait() returns
+    std::vector<int32_t>
+        drafts;  // the seq's drafted tokens (sampling/draft_verify.h); usually none
   };
   std::vector<Sample> samples;
   // CacheBlend's probe (one request; empty when none): run after the batch, through

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kv/pic.h"
 #include "engine/speculative_params.h"
+#include "kv/pic.h"
 #include "kv/tier_store.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"

@@ -182,9 +182,10 @@ MaybeError parse_speculative(const Json& body, GenerationSpec* spec) {
                                            : nullptr;
     if (key == "method") continue;
     if (target == nullptr) {
-      return ApiError::bad_request("`speculative` takes only `method`, `k`, `ngram_max` and "
-                                   "`ngram_min`",
-                                   "speculative." + key);
+      return ApiError::bad_request(
+          "`speculative` takes only `method`, `k`, `ngram_max` and "
+          "`ngram_min`",
+          "speculative." + key);
     }
     if (!value.is_number_integer()) return type_error("speculative." + key, "an integer", value);
     // Out-of-range values are named by validate() below.

@@ -33,8 +33,8 @@ std::vector<Tokens> prompts() {
 }
 
 // Every prompt at once on `e`; the odd ones speculate (`spec`), the even ones say "none".
-std::vector<Tokens> run_batch(Engine& e, const std::vector<Tokens>& ps, const GenerationRequest& base,
-                              bool all_speculate) {
+std::vector<Tokens> run_batch(Engine& e, const std::vector<Tokens>& ps,
+                              const GenerationRequest& base, bool all_speculate) {
   std::vector<std::shared_ptr<CollectingSink>> sinks;
   for (size_t i = 0; i < ps.size(); ++i) {
     GenerationRequest r = base;
@@ -67,8 +67,8 @@ TEST(EngineSpecTest, GreedySpeculationEqualsAutoregressiveDecoding) {
     for (bool all : {true, false}) {
       const std::vector<Tokens> got = run_batch(**e, ps, greedy({}, 48), all);
       for (size_t i = 0; i < ps.size(); ++i) {
-        EXPECT_EQ(got[i], expected[i]) << "prompt " << i << (ahead ? ", ahead" : "")
-                                       << (all ? ", all speculate" : ", mixed");
+        EXPECT_EQ(got[i], expected[i])
+            << "prompt " << i << (ahead ? ", ahead" : "") << (all ? ", all speculate" : ", mixed");
       }
     }
     // One at a time, and with a request that ends on EOS inside a verified run.

@@ -100,8 +100,11 @@ EngineStats full_stats() {
                      &s.pic_index_blocks,
                      &s.sparse_requests,
                      &s.sparse_pages_released,
-                     &s.sparse_max_pages_held, &s.spec_verify_steps, &s.spec_drafted_tokens,
-                     &s.spec_accepted_tokens, &s.spec_emitted_tokens}) {
+                     &s.sparse_max_pages_held,
+                     &s.spec_verify_steps,
+                     &s.spec_drafted_tokens,
+                     &s.spec_accepted_tokens,
+                     &s.spec_emitted_tokens}) {
     *f = v++;
   }
   s.num_context_caches = 4;

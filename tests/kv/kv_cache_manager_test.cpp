@@ -78,7 +78,7 @@ TEST(KvCacheManagerTest, TruncateFreesTheBlocksPastTheKeptPositions) {
   kv.truncate(1, 8);
   EXPECT_EQ(kv.block_table(1).size(), 2u);
   EXPECT_EQ(kv.lookup_prefix(concat(tokens, {9}), kExtra).num_tokens, 8);  // still published
-  kv.truncate(2, 0);  // unknown: a no-op
+  kv.truncate(2, 0);                                                       // unknown: a no-op
   EXPECT_TRUE(kv.check_invariants().ok());
 }
 

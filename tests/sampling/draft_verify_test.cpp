@@ -22,8 +22,8 @@ Row first_logits() { return {0.3f, 1.2f, -0.4f, 0.9f, 0.0f, -1.5f}; }
 Row second_logits(int32_t first) {
   Row r(kVocab);
   for (int32_t t = 0; t < kVocab; ++t) {
-    r[static_cast<size_t>(t)] = 0.5f * static_cast<float>((t * 7 + first * 3) % 5) -
-                                0.2f * static_cast<float>(t == first);
+    r[static_cast<size_t>(t)] =
+        0.5f * static_cast<float>((t * 7 + first * 3) % 5) - 0.2f * static_cast<float>(t == first);
   }
   return r;
 }

@@ -366,5 +366,43 @@ TEST(SparseRequestTest, BadShapesAre400sNamingTheField) {
   }
 }
 
+TEST(SpeculativeRequestTest, ParsesMethodAndK) {
+  Json body = completion_body();
+  ApiResult<GenerationSpec> none = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none.value().speculative.has_value());
+  body["speculative"] = {{"method", "ngram"}, {"k", 6}};
+  ApiResult<GenerationSpec> r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().speculative,
+            (engine::SpeculativeParams{engine::SpecMethod::kNgram, 6, 3, 1}));
+  Json chat = chat_body();
+  chat["speculative"] = {{"method", "none"}};  // turns the server's default off
+  r = parse_chat_request(chat, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().speculative->method, engine::SpecMethod::kNone);
+}
+
+TEST(SpeculativeRequestTest, BadShapesAre400sNamingTheField) {
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {"ngram", "speculative"},
+      {Json::object(), "speculative.method"},
+      {{{"method", "eagle"}}, "speculative.method"},
+      {{{"method", "ngram"}, {"k", 0}}, "speculative.k"},
+      {{{"method", "ngram"}, {"k", 17}}, "speculative.k"},
+      {{{"method", "ngram"}, {"k", 2.5}}, "speculative.k"},
+      {{{"method", "ngram"}, {"ngram_min", 4}}, "speculative.ngram_max"},
+      {{{"method", "ngram"}, {"draft", 1}}, "speculative.draft"},
+  };
+  for (const auto& [value, param] : cases) {
+    Json body = completion_body();
+    body["speculative"] = value;
+    ApiResult<GenerationSpec> r = parse_completion_request(body, kLimits);
+    ASSERT_FALSE(r.ok()) << value.dump();
+    EXPECT_EQ(r.error().status, 400) << value.dump();
+    EXPECT_EQ(r.error().param.value_or("<null>"), param) << value.dump();
+  }
+}
+
 }  // namespace
 }  // namespace keel::server

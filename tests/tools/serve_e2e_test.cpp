@@ -409,5 +409,38 @@ TEST(SparseServer, RaasByDefaultGivesPagesBackAndRequestsMayOptOut) {
   EXPECT_EQ(bad.status, 400) << bad.body;
 }
 
+// `keel serve --speculative ngram`: the OpenAI path answers with llama.cpp's greedy text, drafts
+// are accepted (/metrics), a request may opt out, and bad parameters are 400s naming the field.
+TEST(SpeculativeServer, NgramGivesTheGreedyTextAndCountsAcceptedDrafts) {
+  KEEL_REQUIRE_SHARED();
+  ServeProcess server({"-m", stories(), "-t", "1", "--speculative", "ngram", "--spec-k", "4"});
+  ASSERT_TRUE(server.ok()) << server.error();
+  const auto ref =
+      json::parse(read_file(shared_path("models/stories260K/reference/greedy.json")))["results"][0];
+  const json body = completion(server.port(), {{"prompt", "Once upon a time"},
+                                               {"max_tokens", 64},
+                                               {"temperature", 0},
+                                               {"ignore_eos", true}});
+  ASSERT_TRUE(body.is_object());
+  EXPECT_EQ(body["choices"][0]["text"], ref["gen_text"]);
+  EXPECT_EQ(body["usage"]["completion_tokens"], 64);
+  EXPECT_GT(metric(server.port(), "keel:spec_accepted_tokens_total"), 0);
+  EXPECT_GT(metric(server.port(), "keel:spec_tokens_per_step"), 1.0);
+  const double steps = metric(server.port(), "keel:spec_verify_steps_total");
+  const json off = completion(server.port(), {{"prompt", "Once upon a time"},
+                                              {"max_tokens", 64},
+                                              {"temperature", 0},
+                                              {"ignore_eos", true},
+                                              {"speculative", {{"method", "none"}}}});
+  ASSERT_TRUE(off.is_object());
+  EXPECT_EQ(off["choices"][0]["text"], ref["gen_text"]);
+  EXPECT_EQ(metric(server.port(), "keel:spec_verify_steps_total"), steps);
+  const HttpResponse bad =
+      http_request(server.port(), "POST", "/v1/completions",
+                   json{{"prompt", "x"}, {"speculative", {{"method", "ngram"}, {"k", 99}}}}.dump());
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(json::parse(bad.body)["error"]["param"], "speculative.k") << bad.body;
+}
+
 }  // namespace
 }  // namespace keel::testing
