@@ -202,12 +202,18 @@ ApiResult<nlohmann::json> parse_json_text(std::string_view text) {
 
 namespace {
 
-// A forced tool choice constrains the output to a call in the model's syntax (tool_grammar.h).
-std::optional<ApiError> apply_forced_tool_grammar(const ServerContext& ctx, GenerationSpec* spec) {
-  if (!spec->tools.forced()) return std::nullopt;
-  Result<std::string> g = forced_tool_grammar(ctx.deps.tool_format.family, spec->tools);
+// Tools constrain the output (tool_grammar.h): a forced choice to a call in the model's syntax,
+// "auto" to free text or well-formed calls — unless response_format, `grammar` or `regex`
+// already constrain it (then an "auto" call is parsed from whatever the model writes).
+std::optional<ApiError> apply_tool_grammar(const ServerContext& ctx, GenerationSpec* spec) {
+  const bool forced = spec->tools.forced();
+  if (!forced && !(spec->tools.active() && spec->grammar.empty())) return std::nullopt;
+  const ToolFamily family = ctx.deps.tool_format.family;
+  Result<std::string> g =
+      forced ? forced_tool_grammar(family, spec->tools) : auto_tool_grammar(family, spec->tools);
   if (!g.ok()) return ApiError::bad_request(g.error().message(), "tools", "unsupported_value");
   spec->grammar = std::move(g).value();
+  spec->tools.constrained = true;
   return std::nullopt;
 }
 
@@ -224,7 +230,7 @@ ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann
                                                           : parse_completion_request(body, limits);
   if (!spec.ok()) return spec.error();
   if (auto e = check_model(ctx, spec.value().model)) return *e;
-  if (auto e = apply_forced_tool_grammar(ctx, &spec.value())) return *e;
+  if (auto e = apply_tool_grammar(ctx, &spec.value())) return *e;
   if (auto e = check_queue_capacity(ctx, spec.value())) return *e;
   if (auto e = resolve_cache_id(ctx, &spec.value())) return *e;
   if (ctx.draining.load(std::memory_order_acquire)) {
