@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "server/batch_routes.h"
+#include "server/dashboard_page.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
 #include "server/tool_grammar.h"
@@ -95,7 +96,7 @@ std::string_view allowed_methods(std::string_view path) {
       path == "/detokenize") {
     return "POST";
   }
-  if (path == kClusterStatusPath) return "GET";
+  if (path == kClusterStatusPath || path == kDashboardPath) return "GET";
   if (path == kLoadLoraPath || path == kUnloadLoraPath) return "POST";
   if (path == kCachesPath) return "GET, POST";
   if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
@@ -342,6 +343,7 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   if (path == "/health") return handle_health(ctx);
   if (path == "/metrics") return handle_metrics(ctx);
   if (path == kClusterStatusPath) return handle_cluster_status(ctx);
+  if (path == kDashboardPath) return handle_dashboard(ctx);
   if (path == kModelsPath) return handle_models(ctx, "");
   if (path.starts_with(kModelsPrefix)) {
     return handle_models(ctx, percent_decode(std::string_view(path).substr(kModelsPrefix.size())));

@@ -29,7 +29,7 @@ TEST(ToolCallScannerTest, NameAndArgumentsOfOneObject) {
   EXPECT_EQ(text.substr(used), " tail");
   ASSERT_TRUE(s.done());
   EXPECT_FALSE(s.failed());
-  EXPECT_EQ(s.name(), "add");
+  EXPECT_EQ(s.name().value_or(""), "add");
   EXPECT_EQ(s.arguments(), R"({"b":[1,{"x":"a} b"}],"a":"\"q\""})");  // order and strings kept
 
   ToolCallScanner str;
@@ -50,7 +50,7 @@ TEST(ToolCallScannerTest, NameAndArgumentsOfOneObject) {
   EXPECT_TRUE(bad.failed());
   ToolCallScanner escaped;  // a name with escapes is decoded
   escaped.push(R"({"name": "a\u0062c"})");
-  EXPECT_EQ(escaped.name(), "abc");
+  EXPECT_EQ(escaped.name().value_or(""), "abc");
 }
 
 TEST(ToolCallScannerTest, FragmentsConcatenateToTheArguments) {
