@@ -63,7 +63,9 @@ TEST(ToolCallScannerTest, FragmentsConcatenateToTheArguments) {
     std::string f = s.take_fragment();
     if (!f.empty()) ++fragments;
     joined += f;
-    if (!s.name()) EXPECT_EQ(joined, "");
+    if (!s.name()) {
+      EXPECT_EQ(joined, "");
+    }
   }
   EXPECT_TRUE(s.done());
   EXPECT_EQ(joined, s.arguments());
@@ -118,7 +120,9 @@ void expect_streams_like_parse(ToolFamily family, const ToolRequest& r, const st
     }
     for (size_t i = 0; i < whole.calls.size(); ++i) {
       EXPECT_EQ(args[i], whole.calls[i].arguments) << what;
-      if (step == 1) EXPECT_GT(fragments[i], 3) << what;  // streamed, not sent whole
+      if (step == 1) {
+        EXPECT_GT(fragments[i], 3) << what;  // streamed, not sent whole
+      }
     }
     EXPECT_EQ(s.content, content_before + whole.content.substr(std::min(whole.content.size(),
                                                                         content_before.size())))
