@@ -13,6 +13,7 @@ packages=(
   libssl-dev  # keel pull: HTTPS (Boost.Beast over OpenSSL) and SHA-256
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
+  chromium  # the gateway dashboard's headless-browser test (tests/tools/cluster_dashboard_test)
 )
 
 missing=()

@@ -29,6 +29,10 @@ void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type")
       ->check(CLI::IsMember(kv_type_names()));
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable prefix caching");
+  cmd->add_option("--lora", o->loras,
+                  "LoRA adapter NAME=PATH served by every TE (repeatable); requests select it by "
+                  "`model` = NAME")
+      ->check(check_lora_spec);
 }
 
 void add_router_flags(CLI::App* cmd, std::string* router, double* balance, double* balance_abs,
@@ -158,6 +162,11 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->required();
   cli.je_cmd->add_option("-m,--model", je.model_path, "The GGUF the TEs serve")->required();
   cli.je_cmd->add_option("--served-model-name", je.served_model_name, "The TEs' model id");
+  cli.je_cmd
+      ->add_option("--lora", je.loras,
+                   "A LoRA adapter NAME=PATH the TEs serve (repeatable): its prompts are routed "
+                   "by prefix under the adapter's cache key")
+      ->check(check_lora_spec);
   cli.je_cmd->add_option("--block-size", je.block_size, "The TEs' tokens per KV block")
       ->check(CLI::Range(1, 1024));
   add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.balance_abs_tokens,

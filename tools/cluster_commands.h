@@ -61,8 +61,9 @@ struct JeOptions {
   double balance_abs_tokens = 4096;
   std::string pd_heatmap;  // file written by `keel cluster profile-pd` (optional)
   int64_t stall_timeout_ms = 5000;
-  std::string predictor;        // decode-length predictor file (keel train-predictor); "" = none
-  std::string predictor_model;  // its side model; "" = model_path
+  std::string predictor;           // decode-length predictor file (keel train-predictor); "" = none
+  std::string predictor_model;     // its side model; "" = model_path
+  std::vector<std::string> loras;  // --lora NAME=PATH: adapters the TEs serve (prefix keys)
 };
 int run_je(const JeOptions& opts);
 

@@ -27,6 +27,7 @@
 #include "core/thread_pool.h"
 #include "host/engine_host.h"
 #include "kernels/kernels.h"
+#include "model/lora_summary.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
 #include "stop_signals.h"
@@ -79,6 +80,7 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
   if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
   if (s.compute.use_mmap) argv.push_back("--mmap");
   if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
+  for (const std::string& lora : s.loras) argv.insert(argv.end(), {"--lora", lora});
   if (role == "prefill") {
     argv.insert(argv.end(), {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
                              std::to_string(o.handoff.prefill_chunk)});
@@ -117,6 +119,7 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
                                    std::to_string(o.balance_abs_tokens),
                                    "--stall-timeout-ms",
                                    std::to_string(o.stall_timeout_ms)};
+  for (const std::string& lora : o.serve.loras) argv.insert(argv.end(), {"--lora", lora});
   if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});
   if (!o.predictor.empty()) argv.insert(argv.end(), {"--predictor", o.predictor});
   if (!o.predictor_model.empty()) {
@@ -217,6 +220,26 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   return t;
 }
 
+// The gateway's view of --lora NAME=PATH: each adapter read (not run) to list it in /v1/models;
+// a file that is not an adapter stops the start-up before any child runs.
+Result<std::vector<engine::LoraInfo>> describe_loras(const std::vector<std::string>& specs) {
+  std::vector<engine::LoraInfo> out;
+  for (const std::string& spec : specs) {  // NAME=PATH, checked by the flag's parser
+    const size_t eq = spec.find('=');
+    Result<model::LoraSummary> s = model::summarize_lora(spec.substr(eq + 1));
+    if (!s.ok()) {
+      return Status(s.status().code(), "cannot load LoRA adapter '" + spec.substr(0, eq) +
+                                           "': " + s.status().message());
+    }
+    out.push_back({.name = spec.substr(0, eq),
+                   .path = s->path,
+                   .rank = s->rank,
+                   .targets = s->targets,
+                   .created_unix = static_cast<int64_t>(std::time(nullptr))});
+  }
+  return out;
+}
+
 server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string& name) {
   server::ServerConfig c;
   c.host = o.serve.host;
@@ -227,6 +250,8 @@ server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string
   c.max_inflight_body_bytes = static_cast<size_t>(o.serve.max_inflight_body_bytes);
   c.io_threads = o.serve.io_threads;
   c.pic_mode = o.serve.pic;
+  // The LoRA routes reach the FleetClient, which refuses run-time loads (400 naming --lora).
+  c.allow_runtime_lora = true;
   return c;
 }
 
@@ -253,6 +278,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   }
   const std::string name = served_model_name(o.serve.served_model_name, o.serve.model_path, path);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
+  KEEL_ASSIGN_OR_RETURN(std::vector<engine::LoraInfo> loras, describe_loras(o.serve.loras));
 
   cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
   std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
@@ -263,6 +289,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (scaler) scaler->set_je_addresses(tree.je_addresses);
   cluster::FleetClientConfig fc;
   fc.je_addresses = tree.je_addresses;
+  fc.loras = std::move(loras);
   fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::FleetClient> fleet,
                         cluster::FleetClient::start(fc));

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "host/compute.h"
 
@@ -90,6 +91,9 @@ std::string served_model_name(const std::string& given, const std::string& model
 // The engine's configuration from serve's flags (EngineHost::start adds the kernel table,
 // threads and the model's end-of-generation ids); `keel te` uses it too.
 engine::EngineConfig serve_engine_config(const ServeOptions& o);
+// Loads each --lora NAME=PATH (`specs`, checked by the flag's parser) into `eng`; the first
+// failure stops (the engine's message names the adapter). `keel serve` and `keel te` use it.
+Status load_lora_adapters(engine::EngineClient& eng, const std::vector<std::string>& specs);
 
 // `keel bench`: prompt processing (pp) and token generation (tg) speed of one model, like
 // llama-bench, and with --roofline this machine's bandwidth and peaks and each test's efficiency.

@@ -31,6 +31,7 @@
 #include "host/compute.h"
 #include "host/engine_host.h"
 #include "kernels/kernels.h"
+#include "model/lora_summary.h"
 #include "predictor/length_predictor.h"
 #include "stop_signals.h"
 #include "te_warm.h"
@@ -228,8 +229,9 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   if (Status s = host->start(std::move(start)); !s.ok()) return fail_bind(launch, s);
   launch.phases.preloaded_ns =
       before_start_ns + static_cast<int64_t>(host->weights_seconds() * 1e9);
-  launch.phases.loaded_ns = cluster::steady_now_ns();
   engine::Engine* eng = host->engine();
+  if (Status s = load_lora_adapters(*eng, o.loras); !s.ok()) return fail_bind(launch, s);
+  launch.phases.loaded_ns = cluster::steady_now_ns();
   if (launch.binder != nullptr) {  // post-load: one warm-up token
     const int32_t bos = host->tokenizer().bos_id();
     if (Status s = warm_up_token(host->client(), bos >= 0 ? bos : 0); !s.ok()) {
@@ -330,6 +332,12 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   config.router.balance_abs_tokens = opts.balance_abs_tokens;
   KEEL_TRY(config.router.validate());
   KEEL_ASSIGN_OR_RETURN(config.model_key, model_key(opts.model_path));
+  for (const std::string& spec : opts.loras) {  // NAME=PATH, checked by the flag's parser
+    const size_t eq = spec.find('=');
+    KEEL_ASSIGN_OR_RETURN(model::LoraSummary lora, model::summarize_lora(spec.substr(eq + 1)));
+    config.lora_keys[spec.substr(0, eq)] =
+        engine::lora_prefix_key(config.model_key, lora.content_digest);
+  }
   if (!opts.pd_heatmap.empty()) {
     PosixFileSystem fs;
     KEEL_ASSIGN_OR_RETURN(cluster::PdHeatmap heatmap,

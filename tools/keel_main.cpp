@@ -220,12 +220,7 @@ int main(int argc, char** argv) {
       ->add_option("--lora", serve.loras,
                    "LoRA adapter NAME=PATH (GGUF adapter; repeatable); requests select it by "
                    "`model` = NAME")
-      ->check([](const std::string& v) {
-        const size_t eq = v.find('=');
-        return eq == std::string::npos || eq == 0 || eq + 1 == v.size()
-                   ? std::string("expected NAME=PATH")
-                   : std::string();
-      });
+      ->check(check_lora_spec);
   serve_cmd->add_flag("--allow-runtime-lora", serve.allow_runtime_lora,
                       "Enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter");
   serve_cmd

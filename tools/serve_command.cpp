@@ -148,11 +148,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     progress.finish();
   }
   engine::Engine& eng = *host->engine();
-  for (const std::string& spec : opts.loras) {  // NAME=PATH, checked by the flag's parser
-    const size_t eq = spec.find('=');
-    KEEL_TRY(eng.load_lora(spec.substr(0, eq), spec.substr(eq + 1)));
-    KEEL_LOG_INFO("LoRA adapter '{}' from {}", spec.substr(0, eq), spec.substr(eq + 1));
-  }
+  KEEL_TRY(load_lora_adapters(eng, opts.loras));
   KEEL_LOG_INFO("model '{}' from {}{}", name, path,
                 host->random_weights() ? " — RANDOM WEIGHTS: its text is noise" : "");
   KEEL_LOG_INFO("cpu: {} ({}); kernels: {}; threads: {}", cpu.model_name, cpu.to_string(),
@@ -175,6 +171,15 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 }
 
 }  // namespace
+
+Status load_lora_adapters(engine::EngineClient& eng, const std::vector<std::string>& specs) {
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    KEEL_TRY(eng.load_lora(spec.substr(0, eq), spec.substr(eq + 1)));
+    KEEL_LOG_INFO("LoRA adapter '{}' from {}", spec.substr(0, eq), spec.substr(eq + 1));
+  }
+  return {};
+}
 
 int run_serve(const ServeOptions& opts) {
   const sigset_t stop_signals = block_stop_signals();

@@ -262,4 +262,17 @@ void FleetClient::drain(std::chrono::milliseconds timeout) {
   for (engine::RequestKey key : left) abort(key);
 }
 
+Status FleetClient::load_lora(const std::string& name, const std::string& path) {
+  (void)path;
+  return Status::unsupported("cannot load LoRA adapter '" + name +
+                             "': a cluster does not load adapters at run time; name them when it "
+                             "starts (keel cluster up --lora NAME=PATH)");
+}
+
+Status FleetClient::unload_lora(const std::string& name) {
+  return Status::unsupported("cannot unload LoRA adapter '" + name +
+                             "': a cluster's adapters are fixed when it starts "
+                             "(keel cluster up --lora NAME=PATH)");
+}
+
 }  // namespace keel::cluster

@@ -12,7 +12,8 @@
 //
 // Stats and metrics are the fleet's: the sum over the TEs a JE knows (histograms bucket by bucket),
 // read from the first JE that answers and cached for a moment. Context caches (retain_as) are not
-// offered through the gateway: submit refuses them with InvalidArgument.
+// offered through the gateway: submit refuses them with InvalidArgument. LoRA adapters are the
+// ones named at start (FleetClientConfig::loras), served by every TE; none is loaded at run time.
 //
 // Thread safety: EngineClient's contract (every method from any thread); sinks are called under
 // the client's mutex, in order per request.
@@ -41,6 +42,9 @@ struct FleetClientConfig {
   std::chrono::milliseconds connect_timeout{30000};
   std::chrono::milliseconds call_timeout{10000};
   std::chrono::milliseconds status_cache{250};
+  // The LoRA adapters every TE serves (named at start: `keel cluster up --lora`), as
+  // list_loras() reports them; a request names one by GenerationRequest::lora.
+  std::vector<engine::LoraInfo> loras;
 };
 
 class FleetClient final : public engine::EngineClient {
@@ -62,6 +66,11 @@ class FleetClient final : public engine::EngineClient {
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return max_waiting_; }
+  // Adapters are fixed at start in a fleet: loading or unloading one at run time is refused
+  // (Unsupported, naming `keel cluster up --lora`).
+  Status load_lora(const std::string& name, const std::string& path) override;
+  Status unload_lora(const std::string& name) override;
+  [[nodiscard]] std::vector<engine::LoraInfo> list_loras() const override { return config_.loras; }
 
   // The fleet as the first JE that answers sees it.
   [[nodiscard]] Result<FleetStatus> fleet_status() const;

@@ -186,8 +186,13 @@ void JobExecutor::on_submit_job(Link& link, const Json& body) {
   job->reply_to = submit->reply_to;
   job->request = std::move(submit->request);
   if (!job->request.sampling.seed) job->request.sampling.seed = sampling::random_seed();
-  job->block_hashes = prompt_block_hashes(config_.model_key, job->request.cache_salt,
-                                          job->request.prompt_tokens, config_.block_size);
+  if (job->request.lora.empty()) {
+    job->block_hashes = prompt_block_hashes(config_.model_key, job->request.cache_salt,
+                                            job->request.prompt_tokens, config_.block_size);
+  } else if (auto k = config_.lora_keys.find(job->request.lora); k != config_.lora_keys.end()) {
+    job->block_hashes = prompt_block_hashes(k->second, job->request.cache_salt,
+                                            job->request.prompt_tokens, config_.block_size);
+  }
   {
     std::lock_guard lock(mu_);
     if (stopping_) {

@@ -56,6 +56,10 @@ struct JobExecutorConfig {
   // prompt's block hashes equal the ones their cache events carry), the router's policy.
   std::string model;
   kv::BlockHash model_key;
+  // The prefix key of each LoRA adapter the TEs serve, by name (engine::lora_prefix_key of
+  // model_key and the adapter's content digest): an adapter request's blocks are hashed under it,
+  // as its TE's cache events are. A name not here is routed by load alone (no prefix match).
+  std::map<std::string, kv::BlockHash> lora_keys;
   int32_t block_size = 16;
   RouterConfig router;
   std::optional<PdHeatmap> heatmap;

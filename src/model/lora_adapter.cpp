@@ -1,8 +1,8 @@
 // LoraAdapter::load: header checks, A/B pairing by base tensor name, shape and rank validation
-// against the base model, and the content digest.
+// against the base model; the content digest is lora_content_digest (lora_summary.h).
 #include "model/lora_adapter.h"
 
-#include <xxhash.h>
+#include "model/lora_summary.h"
 
 #include <cmath>
 #include <cstring>
@@ -132,12 +132,7 @@ Result<std::unique_ptr<LoraAdapter>> LoraAdapter::load(gguf::GgufFile file, cons
   KEEL_TRY(a->bind_tensors(base));
   a->effective_scale_ =
       a->alpha_ != 0.0f ? scale * a->alpha_ / static_cast<float>(a->rank_) : scale;
-  // The digest of the tensors, then the scale they are applied with.
-  std::byte mix[2 * sizeof(uint64_t) + sizeof(float)];
-  std::memcpy(mix, a->digest_.data(), 2 * sizeof(uint64_t));
-  std::memcpy(mix + 2 * sizeof(uint64_t), &a->effective_scale_, sizeof(float));
-  const XXH128_hash_t h = XXH3_128bits(mix, sizeof(mix));
-  a->digest_ = {h.low64, h.high64};
+  a->digest_ = lora_content_digest(a->file_, a->effective_scale_);
   return a;
 }
 
@@ -181,9 +176,6 @@ Status LoraAdapter::bind_tensors(const Model& base) {
   if (pairs.empty()) return Status::invalid_argument(p + ": the adapter has no tensors");
   const HParams& hp = base.hparams();
   layers_.assign(static_cast<size_t>(hp.n_layer), LoraLayer{});
-  XXH3_state_t* state = XXH3_createState();
-  KEEL_CHECK(state != nullptr);
-  XXH3_128bits_reset(state);
   Status status;
   for (const auto& [name, pair] : pairs) {
     const auto [ta, tb] = pair;
@@ -231,21 +223,8 @@ Status LoraAdapter::bind_tensors(const Model& base) {
     rank_ = ta->shape[1];
     layers_[size_t(target->first)][size_t(target->second)] =
         LoraPair{view(file_, *ta, &widened_), view(file_, *tb, &widened_)};
-    for (const gguf::TensorInfo* t : {ta, tb}) {
-      const auto bytes = file_.tensor_data(*t);
-      const auto type = static_cast<uint32_t>(t->dtype);
-      XXH3_128bits_update(state, t->name.data(), t->name.size());
-      XXH3_128bits_update(state, &type, sizeof(type));
-      XXH3_128bits_update(state, t->shape.data(), t->shape.size() * sizeof(int64_t));
-      XXH3_128bits_update(state, bytes.data(), bytes.size());
-      num_bytes_ += bytes.size();
-    }
+    for (const gguf::TensorInfo* t : {ta, tb}) num_bytes_ += file_.tensor_data(*t).size();
   }
-  if (status.ok()) {
-    const XXH128_hash_t h = XXH3_128bits_digest(state);
-    digest_ = {h.low64, h.high64};
-  }
-  XXH3_freeState(state);
   return status;
 }
 

@@ -91,7 +91,12 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
       d.text.insert(0, prompts_[slot.prompt].text);
     }
   }
-  if (slot.tools) d.text = slot.tools->push(d.text);
+  ToolStreamOutput calls;
+  if (slot.tools) {
+    calls = slot.tools->push(d.text);
+    d.text = std::move(calls.content);
+    calls.content.clear();
+  }
   if (!d.text.empty() || !d.logprobs.empty()) {
     *out += chunk_event(meta_,
                         {.index = slot.index,
@@ -100,9 +105,13 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
                          .logprobs = d.logprobs},
                         spec_.include_usage);
   }
+  if (slot.tools) stream_tool_output(slot, std::move(calls), out);
   if (d.finish) {
     ChunkChoice c{.index = slot.index, .finish_reason = d.finish};
-    if (slot.tools) c.finish_reason = stream_tool_calls(slot, *d.finish, out);
+    if (slot.tools) {
+      stream_tool_output(slot, slot.tools->finish(), out);
+      if (slot.tools->num_calls() > 0) c.finish_reason = "tool_calls";
+    }
     c.stop_reason = slot.out->stop_reason();
     if (!chat) c.text = std::string();
     *out += chunk_event(meta_, c, spec_.include_usage);
@@ -115,23 +124,23 @@ void GenerationChoices::name_calls(int32_t choice, std::vector<ToolCall>* calls)
   }
 }
 
-std::string GenerationChoices::stream_tool_calls(Slot& slot, const std::string& finish,
-                                                 std::string* out) const {
-  ParsedToolOutput parsed = slot.tools->finish();
-  if (!parsed.content.empty()) {
-    *out += chunk_event(meta_, {.index = slot.index, .text = std::move(parsed.content)},
+void GenerationChoices::stream_tool_output(const Slot& slot, ToolStreamOutput o,
+                                           std::string* out) const {
+  if (!o.content.empty()) {
+    *out += chunk_event(meta_, {.index = slot.index, .text = std::move(o.content)},
                         spec_.include_usage);
   }
-  name_calls(slot.index, &parsed.calls);
-  for (size_t i = 0; i < parsed.calls.size(); ++i) {
-    ChunkChoice start{.index = slot.index};
-    start.tool_calls = tool_call_start_delta(i, parsed.calls[i]);
-    *out += chunk_event(meta_, start, spec_.include_usage);
-    ChunkChoice args{.index = slot.index};
-    args.tool_calls = tool_call_arguments_delta(i, parsed.calls[i].arguments);
-    *out += chunk_event(meta_, args, spec_.include_usage);
+  for (ToolCallDelta& d : o.deltas) {
+    ChunkChoice c{.index = slot.index};
+    if (d.start) {
+      const ToolCall call{.id = make_tool_call_id(tool_family_, request_id_, slot.index, d.index),
+                          .name = std::move(d.name)};
+      c.tool_calls = tool_call_start_delta(d.index, call);
+    } else {
+      c.tool_calls = tool_call_arguments_delta(d.index, d.arguments);
+    }
+    *out += chunk_event(meta_, c, spec_.include_usage);
   }
-  return parsed.calls.empty() ? finish : std::string("tool_calls");
 }
 
 void GenerationChoices::consume(size_t choice, engine::TokenEvent event, std::string* sse) {
@@ -170,10 +179,8 @@ std::string GenerationChoices::final_body() const {
     c.text = spec_.echo ? prompts_[s.prompt].text + s.out->text() : s.out->text();
     c.finish_reason = s.out->finish_reason().value_or("stop");
     if (spec_.kind == ApiKind::kChat && spec_.tools.active()) {
-      ToolCallStream tools(tool_family_, &spec_.tools);
-      std::string content = tools.push(c.text);
-      ParsedToolOutput parsed = tools.finish();
-      content += parsed.content;
+      ParsedToolOutput parsed = parse_tool_output(tool_family_, c.text, spec_.tools);
+      std::string content = std::move(parsed.content);
       if (!parsed.calls.empty()) {
         name_calls(s.index, &parsed.calls);
         c.tool_calls = tool_calls_json(parsed.calls);

@@ -3,9 +3,9 @@
 // ChoiceOutput, usage, and the final non-streamed body or the SSE deltas. The HTTP handler
 // (generation_handler.cpp) drives it from a connection's strand; the batch runner
 // (batch_runner.cpp) from a batch worker thread. Both route events to consume() themselves.
-// With tools (tool_choice not "none") the output goes through a ToolCallStream: calls become
-// message.tool_calls / tool-call deltas (sent when the choice ends) and finish_reason
-// "tool_calls".
+// With tools (tool_choice not "none") the output is parsed into calls (parse_tool_output; streamed:
+// a ToolCallStream, calls sent as they are generated when a tool grammar constrains the output):
+// message.tool_calls / tool-call deltas and finish_reason "tool_calls".
 //
 // Invariant: every engine request submitted is finished or aborted once abort_unfinished() has
 // run; callers run it on every exit path (the destructor does not: the engine may be gone).
@@ -25,7 +25,7 @@
 #include "server/prompt_preparation.h"
 #include "server/response_builder.h"
 #include "server/server_context.h"
-#include "server/tool_call_parser.h"
+#include "server/tool_call_stream.h"
 
 namespace keel::server {
 
@@ -69,8 +69,8 @@ class GenerationChoices {
   };
   engine::GenerationRequest make_request(const Slot& slot) const;
   void stream_delta(Slot& slot, ChoiceDelta& delta, std::string* out) const;
-  // Streamed tool calls at the end of a choice; returns the finish reason to send.
-  std::string stream_tool_calls(Slot& slot, const std::string& finish, std::string* out) const;
+  // A ToolCallStream's content and deltas as SSE chunks of choice `slot`.
+  void stream_tool_output(const Slot& slot, ToolStreamOutput o, std::string* out) const;
   // The choice's calls with their ids (tool_format.h).
   void name_calls(int32_t choice, std::vector<ToolCall>* calls) const;
 

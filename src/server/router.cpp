@@ -9,6 +9,7 @@
 #include <cctype>
 
 #include "server/batch_routes.h"
+#include "server/dashboard_page.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
 #include "server/tool_grammar.h"
@@ -95,7 +96,7 @@ std::string_view allowed_methods(std::string_view path) {
       path == "/detokenize") {
     return "POST";
   }
-  if (path == kClusterStatusPath) return "GET";
+  if (path == kClusterStatusPath || path == kDashboardPath) return "GET";
   if (path == kLoadLoraPath || path == kUnloadLoraPath) return "POST";
   if (path == kCachesPath) return "GET, POST";
   if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
@@ -202,12 +203,18 @@ ApiResult<nlohmann::json> parse_json_text(std::string_view text) {
 
 namespace {
 
-// A forced tool choice constrains the output to a call in the model's syntax (tool_grammar.h).
-std::optional<ApiError> apply_forced_tool_grammar(const ServerContext& ctx, GenerationSpec* spec) {
-  if (!spec->tools.forced()) return std::nullopt;
-  Result<std::string> g = forced_tool_grammar(ctx.deps.tool_format.family, spec->tools);
+// Tools constrain the output (tool_grammar.h): a forced choice to a call in the model's syntax,
+// "auto" to free text or well-formed calls — unless response_format, `grammar` or `regex`
+// already constrain it (then an "auto" call is parsed from whatever the model writes).
+std::optional<ApiError> apply_tool_grammar(const ServerContext& ctx, GenerationSpec* spec) {
+  const bool forced = spec->tools.forced();
+  if (!forced && !(spec->tools.active() && spec->grammar.empty())) return std::nullopt;
+  const ToolFamily family = ctx.deps.tool_format.family;
+  Result<std::string> g =
+      forced ? forced_tool_grammar(family, spec->tools) : auto_tool_grammar(family, spec->tools);
   if (!g.ok()) return ApiError::bad_request(g.error().message(), "tools", "unsupported_value");
   spec->grammar = std::move(g).value();
+  spec->tools.constrained = true;
   return std::nullopt;
 }
 
@@ -224,7 +231,7 @@ ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann
                                                           : parse_completion_request(body, limits);
   if (!spec.ok()) return spec.error();
   if (auto e = check_model(ctx, spec.value().model)) return *e;
-  if (auto e = apply_forced_tool_grammar(ctx, &spec.value())) return *e;
+  if (auto e = apply_tool_grammar(ctx, &spec.value())) return *e;
   if (auto e = check_queue_capacity(ctx, spec.value())) return *e;
   if (auto e = resolve_cache_id(ctx, &spec.value())) return *e;
   if (ctx.draining.load(std::memory_order_acquire)) {
@@ -336,6 +343,7 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   if (path == "/health") return handle_health(ctx);
   if (path == "/metrics") return handle_metrics(ctx);
   if (path == kClusterStatusPath) return handle_cluster_status(ctx);
+  if (path == kDashboardPath) return handle_dashboard(ctx);
   if (path == kModelsPath) return handle_models(ctx, "");
   if (path.starts_with(kModelsPrefix)) {
     return handle_models(ctx, percent_decode(std::string_view(path).substr(kModelsPrefix.size())));

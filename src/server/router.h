@@ -13,6 +13,7 @@
 //   POST /v1/caches                → CacheCall (context caching, cache_routes.h)
 //   GET  /v1/caches[/{id}], DELETE /v1/caches/{id}
 //   GET  /v1/cluster/status        the fleet, in front of one (ServerDeps::cluster_status)
+//   GET  /dashboard                the fleet as a live HTML page (a gateway only; dashboard_page.h)
 //   POST /v1/load_lora_adapter, /v1/unload_lora_adapter
 //                                  LoRA adapters at run time (lora_routes.h)
 //   POST /v1/files (multipart), GET /v1/files, GET/DELETE /v1/files/{id},
@@ -88,6 +89,8 @@ HttpResponse handle_metrics(const ServerContext& ctx);
 // GET /v1/cluster/status: ServerDeps::cluster_status's document (a gateway only).
 inline constexpr std::string_view kClusterStatusPath = "/v1/cluster/status";
 HttpResponse handle_cluster_status(const ServerContext& ctx);
+// GET /dashboard: the fleet dashboard (text/html), 404 on a server in front of one engine.
+HttpResponse handle_dashboard(const ServerContext& ctx);
 HttpResponse handle_models(const ServerContext& ctx, std::string_view model_id);  // "" = list
 HttpResponse handle_tokenize(const ServerContext& ctx, const nlohmann::json& body);
 HttpResponse handle_detokenize(const ServerContext& ctx, const nlohmann::json& body);

@@ -1,4 +1,4 @@
-// parse_tool_output and ToolCallStream (see tool_call_parser.h).
+// parse_tool_output and scan_call_objects (see tool_call_parser.h).
 #include "server/tool_call_parser.h"
 
 #include <algorithm>
@@ -21,28 +21,18 @@ std::string_view trim(std::string_view s) {
   return s.substr(b, e - b + 1);
 }
 
-// {"name": ..., "arguments"|"parameters": ...} → a call; nullopt when it is not one.
-// known_only: the name must be one of the request's tools.
-std::optional<ToolCall> call_from(const Json& j, const ToolRequest& request, bool known_only) {
-  if (!j.is_object()) return std::nullopt;
+// {"name": ..., "arguments"|"parameters": ...} → a call, its arguments as `scan` read them;
+// nullopt when it is not one. known_only: the name must be one of the request's tools.
+std::optional<ToolCall> call_from(const Json& j, const ToolCallScanner& scan,
+                                  const ToolRequest& request, bool known_only) {
+  if (!j.is_object() || !scan.done()) return std::nullopt;
   auto name = j.find("name");
   if (name == j.end() || !name->is_string()) return std::nullopt;
   if (known_only && request.find(name->get<std::string>()) == nullptr) return std::nullopt;
-  auto args = j.find("arguments");
-  if (args == j.end()) args = j.find("parameters");
   ToolCall call;
   call.name = name->get<std::string>();
-  if (args == j.end() || args->is_null()) {
-    call.arguments = "{}";
-  } else if (args->is_string()) {
-    const Json inner = Json::parse(args->get<std::string>(), nullptr, false);
-    if (!inner.is_object()) return std::nullopt;
-    call.arguments = inner.dump(-1, ' ', false, Json::error_handler_t::replace);
-  } else if (args->is_object()) {
-    call.arguments = args->dump(-1, ' ', false, Json::error_handler_t::replace);
-  } else {
-    return std::nullopt;
-  }
+  call.arguments = scan.arguments();
+  if (!Json::parse(call.arguments, nullptr, false).is_object()) return std::nullopt;
   return call;
 }
 
@@ -57,8 +47,12 @@ ParsedToolOutput parse_hermes(std::string_view text, const ToolRequest& request)
     const size_t close = text.find(kHermesClose, body);
     const size_t body_end = close == std::string_view::npos ? text.size() : close;
     const size_t next = close == std::string_view::npos ? text.size() : close + kHermesClose.size();
-    const Json j = Json::parse(trim(text.substr(body, body_end - body)), nullptr, false);
-    if (std::optional<ToolCall> call = call_from(j, request, /*known_only=*/false)) {
+    const std::string_view body_text = trim(text.substr(body, body_end - body));
+    const Json j = Json::parse(body_text, nullptr, false);
+    const std::vector<ToolCallScanner> scans = scan_call_objects(body_text);
+    std::optional<ToolCall> call;
+    if (scans.size() == 1) call = call_from(j, scans[0], request, /*known_only=*/false);
+    if (call) {
       out.calls.push_back(std::move(*call));
     } else {
       out.content += text.substr(open, next - open);
@@ -78,15 +72,16 @@ ParsedToolOutput parse_json_family(ToolFamily family, std::string_view text,
     if (body.substr(0, marker.size()) == marker) body = trim(body.substr(marker.size()));
   }
   const Json j = Json::parse(body, nullptr, false);
+  const std::vector<ToolCallScanner> scans = scan_call_objects(body);
   const bool array_ok = family != ToolFamily::kLlama3;
-  if (j.is_object()) {
-    if (std::optional<ToolCall> call = call_from(j, request, /*known_only=*/true)) {
+  if (j.is_object() && scans.size() == 1) {
+    if (std::optional<ToolCall> call = call_from(j, scans[0], request, /*known_only=*/true)) {
       out.calls.push_back(std::move(*call));
       return out;
     }
-  } else if (j.is_array() && !j.empty() && array_ok) {
-    for (const Json& item : j) {
-      std::optional<ToolCall> call = call_from(item, request, /*known_only=*/true);
+  } else if (j.is_array() && !j.empty() && array_ok && scans.size() == j.size()) {
+    for (size_t i = 0; i < j.size(); ++i) {
+      std::optional<ToolCall> call = call_from(j[i], scans[i], request, /*known_only=*/true);
       if (!call) {
         out.calls.clear();
         break;
@@ -101,6 +96,22 @@ ParsedToolOutput parse_json_family(ToolFamily family, std::string_view text,
 
 }  // namespace
 
+std::vector<ToolCallScanner> scan_call_objects(std::string_view body) {
+  std::vector<ToolCallScanner> out;
+  size_t pos = body.find_first_not_of(" \t\r\n");
+  if (pos == std::string_view::npos) return out;
+  const bool array = body[pos] == '[';
+  if (array) ++pos;
+  while (pos < body.size()) {
+    pos = body.find_first_not_of(" \t\r\n,", pos);
+    if (pos == std::string_view::npos || body[pos] != '{') break;
+    ToolCallScanner& scan = out.emplace_back();
+    pos += scan.push(body.substr(pos));
+    if (!scan.done() || !array) break;
+  }
+  return out;
+}
+
 ParsedToolOutput parse_tool_output(ToolFamily family, std::string_view text,
                                    const ToolRequest& request) {
   ParsedToolOutput out = family == ToolFamily::kHermes ? parse_hermes(text, request)
@@ -109,55 +120,6 @@ ParsedToolOutput parse_tool_output(ToolFamily family, std::string_view text,
     if (!request.parallel && out.calls.size() > 1) out.calls.resize(1);
     out.content = std::string(trim(out.content));
   }
-  return out;
-}
-
-std::string ToolCallStream::push(std::string_view text) {
-  if (request_->forced() || capturing_) {
-    held_ += text;
-    return {};
-  }
-  if (plain_) return std::string(text);
-  held_ += text;
-  std::string out;
-  if (family_ == ToolFamily::kHermes) {
-    const size_t open = held_.find(kHermesOpen);
-    if (open != std::string::npos) {
-      out = held_.substr(0, open);
-      held_.erase(0, open);
-      capturing_ = true;
-      return out;
-    }
-    // Keep a tail that may be the start of the marker.
-    size_t keep = std::min(held_.size(), kHermesOpen.size() - 1);
-    while (keep > 0 &&
-           kHermesOpen.substr(0, keep) != std::string_view(held_).substr(held_.size() - keep)) {
-      --keep;
-    }
-    out = held_.substr(0, held_.size() - keep);
-    held_.erase(0, held_.size() - keep);
-    return out;
-  }
-  const size_t first = held_.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return {};  // only spaces so far
-  if (held_[first] == '{' || held_[first] == '[' || held_[first] == '<') {
-    // '<': a textual <|python_tag|> may precede the call.
-    capturing_ = true;
-    return {};
-  }
-  plain_ = true;
-  out.swap(held_);
-  return out;
-}
-
-ParsedToolOutput ToolCallStream::finish() {
-  ParsedToolOutput out;
-  if (!request_->forced() && !capturing_) {
-    out.content.swap(held_);
-    return out;
-  }
-  out = parse_tool_output(family_, held_, *request_);
-  held_.clear();
   return out;
 }
 

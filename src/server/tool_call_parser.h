@@ -1,6 +1,5 @@
 // The model's output → tool calls + remaining content, per family (tool_format.h), for complete
-// outputs (parse_tool_output) and for streams (ToolCallStream: content streams live until a call
-// may be starting, then the rest is held and parsed at the end).
+// outputs (streams: tool_call_stream.h).
 //   - hermes: every <tool_call>...</tool_call> block whose body is a JSON object with a string
 //     "name" is a call; the text around the blocks is content. A block that does not parse stays
 //     in the content as written.
@@ -8,15 +7,17 @@
 //     [TOOL_CALLS] text dropped) is a JSON object {"name", "arguments" | "parameters"} or an array
 //     of them, each naming a function of the request; otherwise it is all content. Streams hold
 //     the output back only when its first non-space character is `{` or `[`.
-// A call's arguments are compact JSON text (an object; "{}" when absent). With
-// parallel_tool_calls false only the first call is kept.
-// Thread safety: pure functions; a ToolCallStream has one owner.
+// A call's arguments are the object as the model wrote it with the whitespace outside strings
+// dropped (ToolCallScanner: key order, numbers and escapes kept; a JSON string holding an object
+// is unwrapped; "{}" when absent). With parallel_tool_calls false only the first call is kept.
+// Thread safety: pure functions.
 #pragma once
 
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "server/tool_call_scanner.h"
 #include "server/tool_format.h"
 #include "server/tool_request.h"
 
@@ -36,23 +37,9 @@ struct ParsedToolOutput {
 [[nodiscard]] ParsedToolOutput parse_tool_output(ToolFamily family, std::string_view text,
                                                  const ToolRequest& request);
 
-class ToolCallStream {
- public:
-  // `request` must outlive the stream.
-  ToolCallStream(ToolFamily family, const ToolRequest* request)
-      : family_(family), request_(request) {}
-
-  // More output; returns the content that can be sent now.
-  std::string push(std::string_view text);
-  // At the end of the output: the content not yet sent and the calls.
-  ParsedToolOutput finish();
-
- private:
-  ToolFamily family_;
-  const ToolRequest* request_;
-  std::string held_;        // output not yet released
-  bool capturing_ = false;  // a call may have started: hold everything to the end
-  bool plain_ = false;      // JSON families: the output is not a call; release at once
-};
+// The scanners of the call objects in `body`: one for an object, one per element for an array
+// of objects (each scanned up to its end); empty when `body` starts with neither. Shared with
+// ToolCallStream, so streamed and complete outputs give calls the same arguments text.
+[[nodiscard]] std::vector<ToolCallScanner> scan_call_objects(std::string_view body);
 
 }  // namespace keel::server

@@ -7,10 +7,11 @@
 //   hermes   <tool_call>\n{"name": "N", "arguments": A}\n</tool_call>  ("\n"-separated, parallel)
 //   llama3   {"name": "N", "parameters": A}                             (always one)
 //   mistral  [{"name": "N", "arguments": A}, ...]                       (one unless parallel)
-// Thread safety: a pure function.
+// Thread safety: pure functions.
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "core/result.h"
 #include "server/tool_format.h"
@@ -20,5 +21,18 @@ namespace keel::server {
 
 // Requires request.forced(). Errors: InvalidArgument from the schema compiler.
 Result<std::string> forced_tool_grammar(ToolFamily family, const ToolRequest& request);
+
+// tool_choice "auto": free text or well-formed calls, so whatever the model writes parses (a
+// lazily triggered grammar, written as one context-free grammar):
+//   hermes        text without "<tool_call>", then any number of blocks (one unless parallel),
+//                 each followed by such text — free until the trigger, then the call's grammar
+//   JSON families the forced form, or text whose first non-space character is not `{` or `[`
+//                 (the parser's trigger: such an output is a call)
+// Errors: as forced_tool_grammar.
+Result<std::string> auto_tool_grammar(ToolFamily family, const ToolRequest& request);
+
+// Rules `<name>-0` … `<name>-(n-1)` (n = |marker|) for any text that does not contain `marker`,
+// `<name>-0` the start (a KMP automaton: rule k = the text so far ends with k bytes of marker).
+[[nodiscard]] std::string text_without_rules(std::string_view marker, const std::string& name);
 
 }  // namespace keel::server

@@ -37,6 +37,10 @@ struct ToolRequest {
   ToolChoice choice = ToolChoice::kNone;
   std::string forced_name;  // kNamed: the function to call
   bool parallel = true;     // parallel_tool_calls: false → at most one call
+  // A tool grammar constrains the output (forced, or "auto" without response_format/grammar/
+  // regex: tool_grammar.h), so wherever a call starts it is well formed: streams send it as it
+  // is generated. Set by the server after parsing.
+  bool constrained = false;
 
   // The model may call tools (tool_choice is not "none").
   [[nodiscard]] bool active() const { return choice != ToolChoice::kNone; }

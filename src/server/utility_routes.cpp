@@ -2,6 +2,7 @@
 // router.h). They run on an io thread; tokenization here is bounded by max_body_bytes.
 #include <fmt/format.h>
 
+#include "server/dashboard_page.h"
 #include "server/json_fields.h"
 #include "server/lora_routes.h"
 #include "server/metrics_text.h"
@@ -86,6 +87,15 @@ HttpResponse handle_cluster_status(const ServerContext& ctx) {
   Result<std::string> status = ctx.deps.cluster_status();
   if (!status.ok()) return HttpResponse::error(ApiError::unavailable(status.status().message()));
   return HttpResponse::json(200, std::move(*status));
+}
+
+HttpResponse handle_dashboard(const ServerContext& ctx) {
+  if (!ctx.deps.cluster_status) {
+    return HttpResponse::error(ApiError::path_not_found("GET", kDashboardPath));
+  }
+  HttpResponse r = HttpResponse::json(200, std::string(dashboard_html()));
+  r.content_type = "text/html; charset=utf-8";
+  return r;
 }
 
 HttpResponse handle_models(const ServerContext& ctx, std::string_view model_id) {

@@ -1,8 +1,9 @@
 // The official `openai` npm SDK, unmodified, against a running `keel serve` (KEEL_BASE_URL):
 // models, chat and completions, streamed and not, n = 2, usage on request, errors surfacing
 // as the SDK's typed exceptions, and tool calling: a forced call → tool result → answer round
-// trip, a streamed call accumulated by the SDK's ChatCompletionStream, and the SDK's runTools
-// helper (streamed and not). Exits non-zero on the first failed check.
+// trip, a streamed call accumulated by the SDK's ChatCompletionStream from several argument
+// fragments, "auto" outputs that are content or calls that parse, and the SDK's runTools helper
+// (streamed and not). Exits non-zero on the first failed check.
 'use strict';
 const assert = require('node:assert/strict');
 const OpenAI = require(process.env.OPENAI_MODULE || 'openai');
@@ -118,6 +119,30 @@ async function toolStream(model) {
   assert.equal(deltas[0].index, 0);
   assert.equal(deltas[0].function.arguments, '');
   assert.ok(deltas.slice(1).every((d) => d.index === 0 && d.id === undefined));
+  // The arguments were streamed as generated: several fragments that add up to the final ones.
+  const fragments = deltas.slice(1).map((d) => d.function.arguments);
+  assert.ok(fragments.length >= 3, `arguments in ${fragments.length} fragment(s)`);
+  assert.equal(fragments.join(''), final.choices[0].message.tool_calls[0].function.arguments);
+}
+
+// tool_choice "auto" (the default with tools): whatever the model writes is content or a call
+// that parses, streamed or not.
+async function toolAuto(model) {
+  const messages = [{ role: 'user', content: 'What is 2 plus 3?' }];
+  for (let seed = 1; seed <= 3; ++seed) {
+    const r = await client.chat.completions.create({ model, messages, tools: [addTool], max_tokens: 48, seed });
+    const m = r.choices[0].message;
+    if (m.tool_calls) {
+      assert.equal(r.choices[0].finish_reason, 'tool_calls');
+      checkAddCall(m.tool_calls[0]);
+    } else {
+      assert.equal(typeof m.content, 'string');
+    }
+    const stream = client.beta.chat.completions.stream({ model, messages, tools: [addTool], max_tokens: 48, seed });
+    const final = await stream.finalChatCompletion();
+    const sm = final.choices[0].message;
+    if (sm.tool_calls && sm.tool_calls.length > 0) checkAddCall(sm.tool_calls[0]);
+  }
 }
 
 // The SDK's runTools helper runs the function the model calls and sends its result back.
@@ -146,6 +171,7 @@ async function toolRunner(model) {
   await errors(model);
   await toolRoundTrip(model);
   await toolStream(model);
+  await toolAuto(model);
   await toolRunner(model);
   console.log('openai SDK: all checks passed against', process.env.KEEL_BASE_URL);
 })().catch((e) => {

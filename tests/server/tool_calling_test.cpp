@@ -14,6 +14,7 @@
 #include "server/chat_formatter.h"
 #include "server/generation_request.h"
 #include "server/tool_call_parser.h"
+#include "server/tool_call_stream.h"
 #include "server/tool_grammar.h"
 #include "server/tool_prompt.h"
 #include "support/test_support.h"
@@ -262,13 +263,28 @@ TEST(ToolParserTest, JsonFamilies) {
   EXPECT_TRUE(p.calls.empty());
 }
 
-// Feeds `text` in pieces of `step` bytes; returns the streamed content and the final parse.
+// Feeds `text` in pieces of `step` bytes; returns the content streamed before the end, and the
+// end's content with the calls the deltas built (all of them).
 std::pair<std::string, ParsedToolOutput> stream(ToolFamily family, const ToolRequest& r,
                                                 std::string_view text, size_t step) {
   ToolCallStream s(family, &r);
   std::string content;
-  for (size_t i = 0; i < text.size(); i += step) content += s.push(text.substr(i, step));
-  ParsedToolOutput end = s.finish();
+  ParsedToolOutput end;
+  auto take = [&end](std::vector<ToolCallDelta> deltas) {
+    for (ToolCallDelta& d : deltas) {
+      if (d.start) end.calls.push_back({.name = d.name});
+      end.calls.at(d.index).arguments += d.arguments;
+    }
+  };
+  for (size_t i = 0; i < text.size(); i += step) {
+    ToolStreamOutput o = s.push(text.substr(i, step));
+    content += o.content;
+    take(std::move(o.deltas));
+  }
+  ToolStreamOutput o = s.finish();
+  end.content = std::move(o.content);
+  take(std::move(o.deltas));
+  EXPECT_EQ(s.num_calls(), end.calls.size());
   return {content, std::move(end)};
 }
 
@@ -490,6 +506,92 @@ TEST(ToolGrammarTest, RandomOutputsOfForcedGrammarsAlwaysParse) {
           EXPECT_TRUE(args.contains(must)) << what;
           if (call.name == "add") {
             EXPECT_TRUE(args["a"].is_number_integer()) << what;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace keel::server
+
+namespace keel::server {
+namespace {
+
+// Whether `text` is a complete output of `gbnf`.
+bool grammar_accepts(const std::string& gbnf, std::string_view text) {
+  Result<grammar::Grammar> g = grammar::parse_gbnf(gbnf);
+  EXPECT_TRUE(g.ok()) << g.error().to_string() << "\n" << gbnf;
+  if (!g.ok()) return false;
+  grammar::StackSet state = grammar::initial_state(*g);
+  return grammar::advance(*g, text, &state) && state.has_complete();
+}
+
+// tool_choice "auto": free text or well-formed calls, never a malformed call.
+TEST(ToolGrammarTest, AutoAllowsTextOrWellFormedCalls) {
+  const ToolRequest r = two_tools(ToolChoice::kAuto, true);
+  Result<std::string> hermes = auto_tool_grammar(ToolFamily::kHermes, r);
+  ASSERT_TRUE(hermes.ok()) << hermes.error().to_string();
+  for (const char* ok : {"", "Sure, <tool maybe <tool_cal.\n", "a < b <<tool_ca",
+                         "Let me add.<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1, "
+                         "\"b\": 2}}\n</tool_call> Done."}) {
+    EXPECT_TRUE(grammar_accepts(*hermes, ok)) << ok;
+  }
+  for (const char* bad : {"<tool_call>\nnot json\n</tool_call>", "x <tool_call>",
+                          "<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": \"x\", "
+                          "\"b\": 2}}\n</tool_call>"}) {
+    EXPECT_FALSE(grammar_accepts(*hermes, bad)) << bad;
+  }
+  for (ToolFamily family : {ToolFamily::kGeneric, ToolFamily::kLlama3, ToolFamily::kMistral}) {
+    Result<std::string> g = auto_tool_grammar(family, r);
+    ASSERT_TRUE(g.ok()) << g.error().to_string();
+    const std::string key = family == ToolFamily::kLlama3 ? "parameters" : "arguments";
+    const std::string call = "{\"name\": \"add\", \"" + key + "\": {\"a\": 1, \"b\": 2}}";
+    const std::string well_formed = family == ToolFamily::kMistral ? "[" + call + "]" : call;
+    EXPECT_TRUE(grammar_accepts(*g, well_formed)) << well_formed;
+    EXPECT_TRUE(grammar_accepts(*g, "  The answer is {42}.\n"));
+    EXPECT_FALSE(grammar_accepts(*g, "{\"answer\": 42}"));
+    EXPECT_FALSE(grammar_accepts(*g, " [1, 2]"));
+    EXPECT_FALSE(grammar_accepts(*g, "{\"name\": \"rm\", \"" + key + "\": {}}"));
+    const ParsedToolOutput p = parse_tool_output(family, well_formed, r);
+    EXPECT_EQ(p.calls.size(), 1u);
+  }
+}
+
+// Random walks under the "auto" grammars over the stories260K vocabulary: every output is either
+// content without a call's trigger or calls that parse.
+TEST(ToolGrammarTest, RandomOutputsOfAutoGrammarsAlwaysParse) {
+  KEEL_REQUIRE_SHARED();
+  auto file =
+      gguf::GgufFile::open(keel::testing::shared_path("models/stories260K/stories260K.gguf"),
+                           {.mode = gguf::DataMode::kNone});
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  auto tok = tokenizer::Tokenizer::from_gguf(*file);
+  ASSERT_TRUE(tok.ok());
+  uint32_t seed = 100;
+  for (ToolFamily family :
+       {ToolFamily::kGeneric, ToolFamily::kHermes, ToolFamily::kLlama3, ToolFamily::kMistral}) {
+    for (bool parallel : {true, false}) {
+      const ToolRequest r = two_tools(ToolChoice::kAuto, parallel);
+      Result<std::string> gbnf = auto_tool_grammar(family, r);
+      ASSERT_TRUE(gbnf.ok()) << gbnf.error().to_string();
+      for (int walk = 0; walk < 4; ++walk) {
+        bool ended = false;
+        const std::string out = random_constrained_output(*gbnf, *tok, seed++, 80, &ended);
+        const std::string what = std::string(tool_family_name(family)) + ": " + out;
+        const ParsedToolOutput p = parse_tool_output(family, out, r);
+        if (family == ToolFamily::kHermes) {
+          EXPECT_EQ(p.content.find("<tool_call>"), std::string::npos) << what;
+        } else {
+          const size_t first = out.find_first_not_of(" \t\r\n");
+          const bool opens_call =
+              first != std::string::npos && (out[first] == '{' || out[first] == '[');
+          if (opens_call && ended) {
+            EXPECT_FALSE(p.calls.empty()) << what;
+          }
+          if (!opens_call) {
+            EXPECT_TRUE(p.calls.empty()) << what;
           }
         }
       }

@@ -1,0 +1,194 @@
+// The dashboard page's text (see dashboard_page.h).
+#include "server/dashboard_page.h"
+
+namespace keel::server {
+namespace {
+
+constexpr std::string_view kPage = R"HTML(<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>keel fleet</title>
+<style>
+body { font: 14px system-ui, sans-serif; margin: 16px 24px; color: #1d2330; background: #f6f7f9; }
+h1 { font-size: 20px; margin: 0 0 4px; } h2 { font-size: 15px; margin: 18px 0 6px; }
+section { background: #fff; border: 1px solid #dde1e7; border-radius: 6px; padding: 8px 12px; margin-bottom: 12px; }
+table { border-collapse: collapse; width: 100%; } th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eceef2; }
+th { font-weight: 600; color: #566; } td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.down td { color: #b3261e; } .role { display: inline-block; padding: 0 6px; border-radius: 8px; color: #fff; }
+.colocated { background: #3b6fd8; } .prefill { background: #d8893b; } .decode { background: #2e9b62; }
+.bar { width: 120px; height: 10px; background: #e6e9ee; border-radius: 5px; overflow: hidden; display: inline-block; }
+.fill { height: 100%; background: #3b6fd8; } .kv .fill { background: #8a5cd8; }
+.cards { display: flex; gap: 12px; flex-wrap: wrap; } .card { min-width: 110px; }
+.card b { display: block; font-size: 20px; } #status { color: #667; } #decisions li { font-family: monospace; }
+</style>
+</head>
+<body>
+<h1>keel fleet</h1>
+<div id="status">connecting&hellip;</div>
+<section><h2>Task executors</h2>
+<table><thead><tr><th>id</th><th>role</th><th>state</th><th>waiting</th><th>running</th>
+<th>pending tokens</th><th>KV use</th><th>prefix hit rate</th><th>prompt / generated tokens</th></tr></thead>
+<tbody id="te-rows"></tbody></table></section>
+<section><h2>Jobs</h2><div class="cards" id="jobs"></div></section>
+<section><h2>Router</h2><div class="cards" id="router"></div>
+<h2>Recent decisions</h2><ol id="decisions"></ol></section>
+<section><h2>Scale-out</h2>
+<svg id="timeline" width="720" height="110" role="img" aria-label="fleet size over time"></svg>
+<table><thead><tr><th>phase</th><th>scale-outs</th><th>mean seconds</th></tr></thead>
+<tbody id="phases"></tbody></table></section>
+<script>
+'use strict';
+const key = new URLSearchParams(location.hash.slice(1)).get('key');
+const headers = key ? { Authorization: 'Bearer ' + key } : {};
+const ROLES = ['prefill', 'decode', 'colocated'];
+const history = [];
+const decisions = [];
+let lastRouter = null;
+
+function el(tag, attrs, ...kids) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, v);
+  for (const k of kids) e.append(k instanceof Node ? k : String(k));
+  return e;
+}
+const pct = (x) => (100 * x).toFixed(1) + '%';
+function bar(x, cls) {
+  const fill = el('div', { class: 'fill' });
+  fill.style.width = pct(Math.max(0, Math.min(1, x || 0)));
+  return el('div', { class: 'bar ' + (cls || '') }, fill);
+}
+const num = (v) => el('td', { class: 'num' }, v === undefined ? '-' : v);
+function cards(id, entries) {
+  document.getElementById(id).replaceChildren(
+    ...entries.map(([name, v]) => el('div', { class: 'card' }, el('b', {}, v), name)));
+}
+
+function renderTes(tes) {
+  const rows = tes.slice().sort((a, b) =>
+    ROLES.indexOf(a.role) - ROLES.indexOf(b.role) || a.id.localeCompare(b.id));
+  document.getElementById('te-rows').replaceChildren(...rows.map((te) => el('tr',
+    { id: 'te-' + te.id, 'data-te': te.id, class: te.healthy ? 'up' : 'down' },
+    el('td', {}, te.id), el('td', {}, el('span', { class: 'role ' + te.role }, te.role)),
+    el('td', {}, te.healthy ? 'healthy' : 'unhealthy'), num(te.waiting), num(te.running),
+    num(te.pending_tokens),
+    el('td', {}, bar(te.kv_usage, 'kv'), ' ', pct(te.kv_usage || 0),
+       ` (${te.kv_blocks_used}/${te.kv_blocks_total})`),
+    el('td', {}, bar(te.prefix_hit_rate), ' ', pct(te.prefix_hit_rate || 0)),
+    num(`${te.prompt_tokens_total} / ${te.generation_tokens_total}`))));
+}
+
+function renderRouter(router) {
+  const branches = ['locality', 'least_load', 'round_robin', 'no_capacity', 'pd_disaggregated'];
+  cards('router', branches.map((b) => [b, router[b] || 0])
+    .concat([['matched blocks', router.matched_blocks || 0]]));
+  if (lastRouter) {
+    const changed = branches.filter((b) => (router[b] || 0) > (lastRouter[b] || 0))
+      .map((b) => `${b} +${router[b] - (lastRouter[b] || 0)}`);
+    if (changed.length) {
+      decisions.unshift(new Date().toLocaleTimeString() + '  ' + changed.join(', '));
+      decisions.length = Math.min(decisions.length, 15);
+    }
+  }
+  lastRouter = router;
+  const list = decisions.length ? decisions : ['(none since the page opened)'];
+  document.getElementById('decisions').replaceChildren(...list.map((d) => el('li', {}, d)));
+}
+
+function parseMetrics(text) {
+  const out = {};
+  for (const line of text.split('\n')) {
+    const m = line.match(/^([A-Za-z_:][\w:]*)(\{[^}]*\})?\s+(\S+)/);
+    if (m) (out[m[1]] = out[m[1]] || []).push({ labels: m[2] || '', value: Number(m[3]) });
+  }
+  return out;
+}
+function metric(metrics, name, label) {
+  const s = (metrics[name] || []).find((x) => !label || x.labels.includes(label));
+  return s ? s.value : 0;
+}
+
+function renderPhases(metrics) {
+  const rows = ['scaler_pre', 'pre_load', 'load', 'post_load', 'announce'].map((p) => {
+    const label = `phase="${p}"`;
+    const n = metric(metrics, 'keel:scale_out_phase_seconds_count', label);
+    const sum = metric(metrics, 'keel:scale_out_phase_seconds_sum', label);
+    return [p, n, n ? (sum / n).toFixed(3) : '-'];
+  });
+  const n = metric(metrics, 'keel:scale_out_first_token_seconds_count');
+  const sum = metric(metrics, 'keel:scale_out_first_token_seconds_sum');
+  rows.push(['decision → first token', n, n ? (sum / n).toFixed(3) : '-']);
+  document.getElementById('phases').replaceChildren(
+    ...rows.map(([p, c, m]) => el('tr', {}, el('td', {}, p), num(c), num(m))));
+}
+
+function renderTimeline() {
+  const svg = document.getElementById('timeline');
+  const ns = 'http://www.w3.org/2000/svg';
+  const w = 720, h = 110, pad = 18;
+  const max = Math.max(2, ...history.map((x) => x.total));
+  const kids = [];
+  const step = (w - 2 * pad) / 120;
+  history.forEach((x, i) => {
+    let y = h - pad;
+    for (const role of ROLES) {
+      const n = x.roles[role] || 0;
+      if (!n) continue;
+      const r = document.createElementNS(ns, 'rect');
+      const bh = (n / max) * (h - 2 * pad);
+      r.setAttribute('x', pad + i * step); r.setAttribute('width', Math.max(1, step - 1));
+      r.setAttribute('y', y - bh); r.setAttribute('height', bh); r.setAttribute('class', role);
+      r.setAttribute('fill', { prefill: '#d8893b', decode: '#2e9b62', colocated: '#3b6fd8' }[role]);
+      kids.push(r); y -= bh;
+    }
+  });
+  const label = document.createElementNS(ns, 'text');
+  label.setAttribute('x', pad); label.setAttribute('y', 12); label.setAttribute('font-size', 11);
+  const last = history[history.length - 1];
+  label.textContent = `TEs over the last ${history.length} s (now ${last ? last.total : 0}, ` +
+    `${last ? last.healthy : 0} healthy; max ${max})`;
+  kids.push(label);
+  svg.replaceChildren(...kids);
+}
+
+async function poll() {
+  try {
+    const [s, m] = await Promise.all([
+      fetch('/v1/cluster/status', { headers }).then((r) => {
+        if (!r.ok) throw new Error('/v1/cluster/status: HTTP ' + r.status);
+        return r.json();
+      }),
+      fetch('/metrics', { headers }).then((r) => (r.ok ? r.text() : '')),
+    ]);
+    const tes = s.task_executors || [];
+    renderTes(tes);
+    const jobs = s.jobs || {};
+    cards('jobs', [['active', jobs.active || 0], ['total', jobs.total || 0],
+      ['re-driven', jobs.redriven || 0], ['failed', jobs.failed || 0],
+      ['waiting (all TEs)', tes.reduce((a, t) => a + (t.waiting || 0), 0)],
+      ['running (all TEs)', tes.reduce((a, t) => a + (t.running || 0), 0)]]);
+    renderRouter(s.router || {});
+    const roles = {};
+    for (const t of tes) roles[t.role] = (roles[t.role] || 0) + 1;
+    history.push({ total: tes.length, healthy: tes.filter((t) => t.healthy).length, roles });
+    if (history.length > 120) history.shift();
+    renderTimeline();
+    renderPhases(parseMetrics(m));
+    document.getElementById('status').textContent =
+      `job executor ${s.je}: ${tes.length} TEs; updated ${new Date().toLocaleTimeString()}`;
+  } catch (e) {
+    document.getElementById('status').textContent = 'error: ' + e.message;
+  }
+}
+poll();
+setInterval(poll, 1000);
+</script>
+</body>
+</html>
+)HTML";
+
+}  // namespace
+
+std::string_view dashboard_html() { return kPage; }
+
+}  // namespace keel::server
