@@ -62,6 +62,7 @@ as::GroupSignals ClusterAutoscaler::signals(const cluster::FleetStatus& status, 
     if (!te.healthy || te.model != config_.model || te.role != cluster::TeRole::kColocated) {
       continue;
     }
+    if (stopped_.count(te.address) != 0) continue;  // the JE has not seen it go yet
     at_tes += te_requests(te);
     if (draining_.count(te.address) != 0) continue;
     s.tes.push_back(te);
@@ -206,6 +207,7 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
       std::lock_guard lock(mu_);
       ++drains_[outcome];
     }
+    stopped_.insert(d.address);
     it = draining_.erase(it);
   }
 }

@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -73,7 +74,8 @@ class ClusterAutoscaler {
   cluster::autoscale::AutoscalerState state_;
   std::optional<std::ofstream> log_;
   Clock::time_point start_, last_tick_{};
-  std::map<std::string, Draining> draining_;        // by TE address
+  std::map<std::string, Draining> draining_;  // by TE address
+  std::set<std::string> stopped_;  // drained and stopped (by address): never counted again
   std::map<std::string, Clock::time_point> bound_;  // bound, not yet reported (by address)
   // The TEs' latency histograms at the previous tick (by TE id), for the SLO counts.
   std::map<std::string, engine::MetricsSnapshot> last_metrics_;
