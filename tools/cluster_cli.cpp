@@ -80,6 +80,46 @@ void add_peer_tier_flags(CLI::App* cmd, PeerTierOptions* o) {
       ->check(CLI::Range(0.0, 1e12));
 }
 
+// The autoscaler of `keel cluster up` (on when --max > 0).
+void add_autoscale_flags(CLI::App* cmd, AutoscaleOptions* a) {
+  cmd->add_option("--min", a->min_replicas, "Autoscaler: TEs kept when idle (0: scale to zero)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--max", a->max_replicas,
+                  "Autoscaler: TEs at most; > 0 turns the autoscaler on (binds from --warm-pool)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--target-concurrency", a->target_concurrency,
+                  "Autoscaler: requests in flight or queued per TE to aim at")
+      ->check(CLI::Range(0.01, 1e6));
+  cmd->add_option("--stable-window", a->stable_window_s,
+                  "Autoscaler: seconds of concurrency averaged for normal decisions")
+      ->check(CLI::Range(0.1, 86400.0));
+  cmd->add_option("--panic-window", a->panic_window_s,
+                  "Autoscaler: seconds of the burst window (0 = 10 % of --stable-window); panic "
+                  "when it wants 2x the TEs there are")
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option(
+         "--scale-down-delay", a->scale_down_delay_s,
+         "Autoscaler: a scale-down follows the highest count wanted over this many seconds")
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--scale-to-zero-grace", a->scale_to_zero_grace_s,
+                  "Autoscaler: seconds after the last request before the last TE goes (--min 0)")
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--ttft-slo-ms", a->ttft_slo_ms,
+                  "Autoscaler: TTFT objective; attainment under 90 % adds a TE (0 = none)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--tpot-slo-ms", a->tpot_slo_ms,
+                  "Autoscaler: time-per-output-token objective, as --ttft-slo-ms (0 = none)")
+      ->check(CLI::Range(0.0, 1e9));
+  cmd->add_option("--activation-timeout", a->activation_timeout_s,
+                  "Autoscaler: seconds the gateway holds a request while no TE is ready before "
+                  "a 503 with Retry-After")
+      ->check(CLI::Range(0.001, 3600.0));
+  cmd->add_option("--scale-in-drain-timeout", a->drain_timeout_s,
+                  "Autoscaler: seconds a drained TE may finish its work before it is stopped (the "
+                  "rest is re-driven)")
+      ->check(CLI::Range(0.0, 3600.0));
+}
+
 void add_preload_command(CLI::App* cluster, ClusterCli* cli) {
   ClusterPreloadOptions& p = *cli->preload;
   cli->preload_cmd = cluster->add_subcommand(
@@ -157,9 +197,11 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.je_cmd->add_option("--id", je.id, "This JE's id");
   cli.je_cmd->add_option("--host", je.host, "Address to listen on for gateways");
   cli.je_cmd->add_option("--port", je.port, "Port (0 = a free one)")->check(CLI::Range(0, 65535));
-  cli.je_cmd->add_option("--te", je.tes, "TE control addresses host:port (comma-separated)")
-      ->delimiter(',')
-      ->required();
+  cli.je_cmd
+      ->add_option("--te", je.tes,
+                   "TE control addresses host:port (comma-separated; none: the cluster manager "
+                   "adds them, add_te)")
+      ->delimiter(',');
   cli.je_cmd->add_option("-m,--model", je.model_path, "The GGUF the TEs serve")->required();
   cli.je_cmd->add_option("--served-model-name", je.served_model_name, "The TEs' model id");
   cli.je_cmd
@@ -219,7 +261,9 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                    "Warm, model-agnostic TEs kept ready to bind (keel cluster scale)")
       ->check(CLI::Range(0, 64));
   cli.up_cmd->add_option("--event-log", up.event_log,
-                         "Append one JSON line per scale-out (its phases) to FILE");
+                         "Append one JSON line per scale-out (its phases), autoscaler decision and "
+                         "drain to FILE");
+  add_autoscale_flags(cli.up_cmd, &up.autoscale);
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

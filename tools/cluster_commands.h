@@ -67,6 +67,22 @@ struct JeOptions {
 };
 int run_je(const JeOptions& opts);
 
+// The autoscaler of `keel cluster up` (docs/cluster.md, "Autoscaling"); off while max_replicas is
+// 0.
+struct AutoscaleOptions {
+  int32_t min_replicas = 0;
+  int32_t max_replicas = 0;         // 0 = no autoscaler
+  double target_concurrency = 4.0;  // requests in flight or queued per TE
+  double stable_window_s = 60.0;
+  double panic_window_s = 0.0;  // 0 = 10 % of the stable window
+  double scale_down_delay_s = 0.0;
+  double scale_to_zero_grace_s = 30.0;
+  double ttft_slo_ms = 0.0;            // 0 = no TTFT objective
+  double tpot_slo_ms = 0.0;            // 0 = no TPOT objective
+  double activation_timeout_s = 30.0;  // a request held at zero TEs gets a 503 after this
+  double drain_timeout_s = 30.0;       // a drained TE is stopped after this even with work left
+};
+
 struct ClusterUpOptions {
   ServeOptions serve;      // the gateway's HTTP flags and the TEs' engine flags
   int32_t colocated = -1;  // -1: 2, or 0 when prefill/decode TEs are asked for
@@ -91,6 +107,7 @@ struct ClusterUpOptions {
   uint64_t store_budget = 0;
   int32_t warm_pool = 0;
   std::string event_log;
+  AutoscaleOptions autoscale;
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

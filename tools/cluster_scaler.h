@@ -67,6 +67,9 @@ class ClusterScaler {
   // Serves the queued scale-out requests, refills the pool, and runs the preload forecast.
   void tick();
   [[nodiscard]] std::string metrics_text() const { return metrics_.text(); }
+  // Binds `tes` warm TEs now and adds them to the JEs (the autoscaler's scale-out; on the
+  // supervisor's thread). The reply: {"ok", "tes": [scale_out events], "errors"?}.
+  cluster::Json scale_out(int tes);
   // Stops the control port and removes the store entry this cluster built.
   void shutdown();
 
@@ -78,7 +81,6 @@ class ClusterScaler {
   };
   ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config);
   void on_message(cluster::Link& link, cluster::Message m);
-  cluster::Json scale_out(int tes);
   void forecast();
   Status add_to_jes(const std::string& te_address);
 

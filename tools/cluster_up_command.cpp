@@ -19,14 +19,17 @@
 #include "cluster/fleet_report.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
+#include "cluster_autoscaler.h"
 #include "cluster_commands.h"
 #include "cluster_scaler.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
+#include "gguf/reader.h"
 #include "host/engine_host.h"
 #include "kernels/kernels.h"
+#include "model/hparams.h"
 #include "model/lora_summary.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
@@ -119,6 +122,7 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
                                    std::to_string(o.balance_abs_tokens),
                                    "--stall-timeout-ms",
                                    std::to_string(o.stall_timeout_ms)};
+  if (tes.empty()) argv.erase(argv.begin() + 6, argv.begin() + 8);  // the autoscaler adds them
   for (const std::string& lora : o.serve.loras) argv.insert(argv.end(), {"--lora", lora});
   if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});
   if (!o.predictor.empty()) argv.insert(argv.end(), {"--predictor", o.predictor});
@@ -144,16 +148,26 @@ struct Tree {
   std::vector<std::string> te_names, je_names, te_addresses, je_addresses;
 };
 
-// TEs at start-up (colocated + prefill + decode).
-int initial_tes(const ClusterUpOptions& o) {
-  const int colocated = o.colocated >= 0 ? o.colocated : (o.prefill + o.decode > 0 ? 0 : 2);
-  return colocated + o.prefill + o.decode;
+bool autoscaling(const ClusterUpOptions& o) { return o.autoscale.max_replicas > 0; }
+
+// Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode TEs; --min when
+// autoscaling).
+int colocated_tes(const ClusterUpOptions& o) {
+  if (o.colocated >= 0) return o.colocated;
+  if (autoscaling(o)) return o.autoscale.min_replicas;
+  return o.prefill + o.decode > 0 ? 0 : 2;
 }
 
-// Each TE's compute threads: --threads-per-te, else the machine's threads / TEs.
+// TEs at start-up (colocated + prefill + decode).
+int initial_tes(const ClusterUpOptions& o) { return colocated_tes(o) + o.prefill + o.decode; }
+
+// Each TE's compute threads: --threads-per-te, else the machine's threads / TEs (/ --max when
+// autoscaling).
 int threads_per_te(const ClusterUpOptions& o) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, initial_tes(o)));
+  const int tes =
+      autoscaling(o) ? std::max(initial_tes(o), o.autoscale.max_replicas) : initial_tes(o);
+  return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, tes));
 }
 
 // A warm pool TE's command: a colocated TE's, without a model id, with --warm.
@@ -190,9 +204,10 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
 Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
                             const std::string& path, const std::string& name) {
   Tree t;
-  const int colocated = o.colocated >= 0 ? o.colocated : (o.prefill + o.decode > 0 ? 0 : 2);
+  const int colocated = colocated_tes(o);
   const int total = colocated + o.prefill + o.decode;
-  if (total == 0) return Status::invalid_argument("cluster up: no task executors asked for");
+  if (total == 0 && !autoscaling(o))
+    return Status::invalid_argument("cluster up: no task executors asked for");
   if ((o.prefill > 0) != (o.decode > 0)) {
     return Status::invalid_argument("cluster up: --prefill and --decode go together");
   }
@@ -255,14 +270,60 @@ server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string
   return c;
 }
 
-// Waits for a stop signal; meanwhile reports children that exit on their own and serves
-// scale-outs (when there is a warm pool).
+// The gateway's fleet client: with an autoscaler it holds requests while no TE is ready, and a
+// fleet that starts with none takes its limits from the flags and the GGUF.
+Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const Tree& tree,
+                                                const std::string& path) {
+  cluster::FleetClientConfig fc;
+  fc.je_addresses = tree.je_addresses;
+  fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  if (!autoscaling(o)) return fc;
+  fc.activation_timeout =
+      std::chrono::milliseconds(static_cast<int64_t>(o.autoscale.activation_timeout_s * 1000));
+  if (!tree.te_addresses.empty()) return fc;
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
+                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
+  KEEL_ASSIGN_OR_RETURN(model::HParams hp, model::parse_hparams(file));
+  fc.wait_for_te = false;
+  fc.max_model_len =
+      o.serve.ctx_size > 0 ? std::min(o.serve.ctx_size, hp.n_ctx_train) : hp.n_ctx_train;
+  fc.max_waiting = o.serve.max_waiting;
+  return fc;
+}
+
+Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
+    const ClusterUpOptions& o, const Tree& tree, const std::string& name,
+    cluster::ProcessSupervisor& sup, ClusterScaler* scaler, cluster::FleetClient* fleet) {
+  const AutoscaleOptions& a = o.autoscale;
+  ClusterAutoscalerConfig c;
+  c.policy.min_replicas = a.min_replicas;
+  c.policy.max_replicas = a.max_replicas;
+  c.policy.target_concurrency = a.target_concurrency;
+  c.policy.stable_window_s = a.stable_window_s;
+  c.policy.panic_window_s = a.panic_window_s > 0 ? a.panic_window_s : a.stable_window_s / 10;
+  c.policy.scale_down_delay_s = a.scale_down_delay_s;
+  c.policy.scale_to_zero_grace_s = a.scale_to_zero_grace_s;
+  c.policy.ttft_slo_s = a.ttft_slo_ms / 1000.0;
+  c.policy.tpot_slo_s = a.tpot_slo_ms / 1000.0;
+  c.model = name;
+  c.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
+  c.je_addresses = tree.je_addresses;
+  c.event_log = o.event_log;
+  if (o.warm_pool == 0) {
+    KEEL_LOG_WARN("cluster: --max without --warm-pool: the autoscaler has no TE to bind");
+  }
+  return ClusterAutoscaler::start(std::move(c), &sup, scaler, fleet);
+}
+
+// Waits for a stop signal; meanwhile reports children that exit on their own, serves scale-outs
+// (when there is a warm pool) and runs the autoscaler (when there is one).
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
-                  ClusterScaler* scaler) {
+                  ClusterScaler* scaler, ClusterAutoscaler* autoscaler) {
   while (true) {
     timespec tick{0, 50 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig > 0) return sig;
+    if (autoscaler != nullptr) autoscaler->tick();
     if (scaler != nullptr) scaler->tick();
     for (const cluster::ChildExit& e : sup.poll_exits()) {
       KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
@@ -282,15 +343,13 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
 
   cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
   std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
-  if (o.warm_pool > 0 || !o.store_dir.empty()) {
+  if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
     KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
   }
   KEEL_ASSIGN_OR_RETURN(Tree tree, start_children(sup, o, path, name));
   if (scaler) scaler->set_je_addresses(tree.je_addresses);
-  cluster::FleetClientConfig fc;
-  fc.je_addresses = tree.je_addresses;
+  KEEL_ASSIGN_OR_RETURN(cluster::FleetClientConfig fc, fleet_config(o, tree, path));
   fc.loras = std::move(loras);
-  fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::FleetClient> fleet,
                         cluster::FleetClient::start(fc));
   cluster::FleetClient* f = fleet.get();
@@ -302,15 +361,22 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
       return total;
     });
   }
+  std::unique_ptr<ClusterAutoscaler> autoscaler;
+  if (autoscaling(o)) {
+    KEEL_ASSIGN_OR_RETURN(autoscaler,
+                          start_autoscaler(o, tree, name, sup, scaler.get(), fleet.get()));
+  }
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
   deps.tool_format = server::detect_tool_format(meta->chat_template()->source());
   ClusterScaler* sc = scaler.get();
-  deps.extra_metrics = [f, name, sc]() -> std::string {
+  ClusterAutoscaler* as = autoscaler.get();
+  deps.extra_metrics = [f, name, sc, as]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
-    return sc != nullptr ? text + sc->metrics_text() : text;
+    if (sc != nullptr) text += sc->metrics_text();
+    return as != nullptr ? text + as->metrics_text() : text;
   };
   deps.cluster_status = [f]() -> Result<std::string> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
@@ -323,7 +389,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
-  const int sig = wait_for_stop(stop_signals, sup, scaler.get());
+  const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get());
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();

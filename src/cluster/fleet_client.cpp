@@ -6,6 +6,8 @@
 #include <thread>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "cluster/fleet_metrics.h"
 #include "core/log.h"
 #include "sampling/rng.h"
@@ -41,7 +43,12 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
             [self](Link&, Message m) { self->on_je_message(std::move(m)); }, nullptr));
     c->jes_.push_back(std::move(je));
   }
-  // Limits come from the TEs: wait until one has reported.
+  // Limits come from the TEs: wait until one has reported (unless the fleet starts empty).
+  if (!c->config_.wait_for_te) {
+    c->max_model_len_ = c->config_.max_model_len;
+    c->max_waiting_ = c->config_.max_waiting;
+    return c;
+  }
   const Clock::time_point deadline = Clock::now() + c->config_.connect_timeout;
   while (true) {
     Result<FleetStatus> fleet = c->fleet_status();
@@ -93,6 +100,35 @@ Result<engine::RequestKey> FleetClient::submit(engine::GenerationRequest request
   }
   SubmitJob job{JobRef{config_.gateway_id, key}, events_->address(), std::move(request)};
   const Message message = encode(job);
+  Status last = submit_once(key, message);
+  if (last.code() == StatusCode::kUnavailable && config_.activation_timeout.count() > 0) {
+    // The activator: hold the request until a TE is ready (the autoscaler sees it as demand).
+    const Clock::time_point deadline = Clock::now() + config_.activation_timeout;
+    held_.fetch_add(1);
+    while (last.code() == StatusCode::kUnavailable && Clock::now() < deadline) {
+      {
+        std::lock_guard lock(mu_);
+        if (draining_ || stopped_) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      last = submit_once(key, message);
+    }
+    held_.fetch_sub(1);
+    if (last.code() == StatusCode::kUnavailable) {
+      last = Status::unavailable(fmt::format(
+          "no task executor became ready within the activation timeout ({:.1f} s): {}",
+          std::chrono::duration<double>(config_.activation_timeout).count(), last.message()));
+    }
+  }
+  if (!last.ok()) {
+    std::lock_guard lock(mu_);
+    jobs_.erase(key);
+    return last;
+  }
+  return key;
+}
+
+Status FleetClient::submit_once(engine::RequestKey key, const Message& message) {
   Status last = Status::unavailable("no job executor reachable");
   const size_t start = next_je_.fetch_add(1);
   for (size_t i = 0; i < jes_.size(); ++i) {
@@ -108,15 +144,9 @@ Result<engine::RequestKey> FleetClient::submit(engine::GenerationRequest request
       last = reply.status();
       continue;  // that JE is gone or stuck: the next one
     }
-    last = decode_status_body(*reply);
-    break;
+    return decode_status_body(*reply);
   }
-  if (!last.ok()) {
-    std::lock_guard lock(mu_);
-    jobs_.erase(key);
-    return last;
-  }
-  return key;
+  return last;
 }
 
 void FleetClient::abort(engine::RequestKey key) {

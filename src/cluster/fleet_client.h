@@ -45,6 +45,16 @@ struct FleetClientConfig {
   // The LoRA adapters every TE serves (named at start: `keel cluster up --lora`), as
   // list_loras() reports them; a request names one by GenerationRequest::lora.
   std::vector<engine::LoraInfo> loras;
+  // Scale to zero (Knative's activator): a request no JE can place because no TE is ready
+  // (Unavailable) is held here and retried every 20 ms until one is, for at most
+  // activation_timeout; then submit() returns Unavailable (the server's 503 with Retry-After).
+  // 0: no hold.
+  std::chrono::milliseconds activation_timeout{0};
+  // false: start() does not wait for a TE (a fleet that starts with none) and takes its limits
+  // from here (the TEs of one cluster share their flags, so these are theirs).
+  bool wait_for_te = true;
+  int64_t max_model_len = 0;
+  int64_t max_waiting = 0;
 };
 
 class FleetClient final : public engine::EngineClient {
@@ -53,6 +63,8 @@ class FleetClient final : public engine::EngineClient {
   static Result<std::unique_ptr<FleetClient>> start(FleetClientConfig config);
   ~FleetClient() override;
 
+  // Returns once a TE accepted the request; while none is ready, holds it up to
+  // activation_timeout (the calling thread waits).
   Result<engine::RequestKey> submit(engine::GenerationRequest request,
                                     std::shared_ptr<engine::OutputSink> sink) override;
   void abort(engine::RequestKey key) override;
@@ -74,8 +86,10 @@ class FleetClient final : public engine::EngineClient {
 
   // The fleet as the first JE that answers sees it.
   [[nodiscard]] Result<FleetStatus> fleet_status() const;
-  // Requests in flight through this gateway.
+  // Requests in flight through this gateway (held ones included).
   [[nodiscard]] size_t num_jobs() const;
+  // Requests held now for want of a ready TE (the autoscaler's activation signal).
+  [[nodiscard]] int64_t num_held() const { return held_.load(); }
   // Closes every link and the event listener. Idempotent.
   void stop();
 
@@ -91,6 +105,8 @@ class FleetClient final : public engine::EngineClient {
   void on_event_message(Message message);
   void on_je_message(Message message);
   void deliver(TaskEvent event);
+  // One pass over the JEs (round robin from the next one): the first JE's answer.
+  Status submit_once(engine::RequestKey key, const Message& message);
   // Ends `key` with `event` (a final one) and forgets it; false when unknown.
   bool finish_locally(engine::RequestKey key, engine::TokenEvent event);
 
@@ -107,6 +123,7 @@ class FleetClient final : public engine::EngineClient {
   bool stopped_ = false;
   std::atomic<int64_t> next_key_{1};
   std::atomic<size_t> next_je_{0};
+  std::atomic<int64_t> held_{0};
 
   mutable std::mutex status_mu_;
   mutable std::optional<FleetStatus> cached_;

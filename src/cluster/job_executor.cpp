@@ -20,6 +20,7 @@ struct JobExecutor::TeEntry {
   std::string kv_transfer;                  // a decode TE's KV transfer address
   std::string kv_fetch;                     // its KV fetch service (tier T3); "" = none
   bool subscribed = false;
+  bool draining = false;  // remove_te: no new tasks (its jobs go on)
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;
   bool reported = false;
@@ -46,7 +47,6 @@ struct JobExecutor::Job {
 JobExecutor::JobExecutor(JobExecutorConfig config) : config_(std::move(config)) {}
 
 Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config) {
-  if (config.te_addresses.empty()) return Status::invalid_argument("job executor: no TEs");
   std::unique_ptr<JobExecutor> je(new JobExecutor(std::move(config)));
   KEEL_TRY(je->connect_tes());
   // Ready once every TE has reported (its load and limits), or at the connect timeout.
@@ -101,6 +101,17 @@ Status JobExecutor::add_te(const std::string& address) {
   tes_[idx]->link = std::move(*link);
   KEEL_LOG_INFO("je {}: te {} added", config_.id, address);
   return {};
+}
+
+Status JobExecutor::remove_te(const std::string& address) {
+  std::lock_guard lock(mu_);
+  for (const auto& te : tes_) {
+    if (te->address != address && te->info.address != address) continue;
+    te->draining = true;
+    KEEL_LOG_INFO("je {}: te {} ({}) draining: no new tasks", config_.id, te->info.id, address);
+    return {};
+  }
+  return Status::not_found("te " + address + " is not in this job executor's fleet");
 }
 
 Status JobExecutor::connect_tes() {
@@ -168,6 +179,14 @@ void JobExecutor::on_gateway_message(Link& link, Message message) {
     link.reply(id->get<int64_t>(), status_body(s));
     return;
   }
+  if (message.type == msg::kRemoveTe) {
+    const auto id = message.body.find("call_id");
+    if (id == message.body.end() || !id->is_number_integer()) return;
+    Result<RemoveTe> remove = decode_remove_te(message.body);
+    link.reply(id->get<int64_t>(),
+               status_body(remove.ok() ? remove_te(remove->address) : remove.status()));
+    return;
+  }
   KEEL_LOG_WARN("je {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
 }
 
@@ -233,7 +252,7 @@ void JobExecutor::on_abort_job(const Json& body) {
 std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job) {
   FleetSnapshot fleet;
   for (const auto& te : tes_) {
-    if (te->reported) fleet.tes.push_back(te->info);
+    if (te->reported && !te->draining) fleet.tes.push_back(te->info);
   }
   const RouteInput input{.fleet = fleet,
                          .index = index_,
@@ -441,7 +460,11 @@ void JobExecutor::check_health() {
         why = "no progress";
       }
       if (why.empty() && te.info.healthy) continue;
-      if (!why.empty() && te.info.healthy) {
+      if (!why.empty() && te.info.healthy && te.draining) {
+        KEEL_LOG_INFO("je {}: te {} ({}) drained and gone: {}", config_.id, te.info.id, te.address,
+                      why);
+        to_close.push_back(te.link);
+      } else if (!why.empty() && te.info.healthy) {
         KEEL_LOG_WARN("je {}: te {} ({}) counted dead: {}", config_.id, te.info.id, te.address,
                       why);
         to_close.push_back(te.link);

@@ -88,6 +88,10 @@ class JobExecutor {
   // Adds the TE at `address` (host:port) to the fleet: connects to it; the router takes it once it
   // has reported. The warm pool's scale-out (add_te from the cluster manager).
   Status add_te(const std::string& address);
+  // Drains the TE at `address` (remove_te from the cluster manager): the router no longer picks
+  // it; its jobs go on, and are re-driven as for a dead TE if it goes away with work left.
+  // NotFound when the JE does not know it.
+  Status remove_te(const std::string& address);
   // Stops listening, closes every link, joins the monitor. Idempotent.
   void stop();
   // Applies TE `te_id`'s cache events to the router's prefix index (the KV-event subscriber's

@@ -203,6 +203,10 @@ Message encode(const JobFailed& m) {
   return {std::string(msg::kJobFailed), Json{{"job", m.job}, {"error", m.error}}};
 }
 
+Message encode(const RemoveTe& m) {
+  return {std::string(msg::kRemoveTe), Json{{"address", m.address}}};
+}
+
 Json encode_body(const FleetStatus& m) {
   Json tes = Json::array();
   for (size_t i = 0; i < m.fleet.tes.size(); ++i) {
@@ -337,6 +341,14 @@ Result<JobFailed> decode_job_failed(const Json& body) {
   JobFailed m;
   r.i64("job", &m.job);
   r.str("error", &m.error);
+  return finish(r, std::move(m));
+}
+
+Result<RemoveTe> decode_remove_te(const Json& body) {
+  FieldReader r(body, "remove_te");
+  RemoveTe m;
+  r.str("address", &m.address);
+  if (r.ok() && m.address.empty()) r.fail("address", "empty");
   return finish(r, std::move(m));
 }
 

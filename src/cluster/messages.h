@@ -14,6 +14,9 @@
 //                  its first generated token) — FlowServe's streaming shortcut past the JE
 //   manager → JE   add_te (a call; body {"address": "host:port"}, the reply a Status): a TE
 //                  bound from the warm pool joins the JE's fleet
+//   manager → JE   remove_te (a call; RemoveTe, the reply a Status): the JE routes no new task to
+//                  that TE (a drain before the autoscaler stops it); its jobs go on there, and are
+//                  re-driven as for a dead TE if it stops with work left
 //   TE → TE        kv_fetch (a call to a peer's fetch service: tier T3; the reply says how many
 //                  blocks the peer pushed back over the KV transfer service)
 //   JE → gateway   job_attempt (a job was re-driven: events of older attempts are stale),
@@ -48,6 +51,7 @@ inline constexpr std::string_view kJobAttempt = "job_attempt";
 inline constexpr std::string_view kJobFailed = "job_failed";
 inline constexpr std::string_view kKvFetch = "kv_fetch";
 inline constexpr std::string_view kAddTe = "add_te";
+inline constexpr std::string_view kRemoveTe = "remove_te";
 }  // namespace msg
 
 struct JobRef {
@@ -158,6 +162,13 @@ struct JobFailed {
   std::string error;
 };
 
+// manager → JE: drain the TE whose control address is `address` (host:port, as add_te named it or
+// as its load reports' TeInfo.address says).
+struct RemoveTe {
+  std::string address;
+  friend bool operator==(const RemoveTe&, const RemoveTe&) = default;
+};
+
 // The reply to `fleet`: every TE the JE knows, its last stats and metrics, and the JE's counters.
 struct FleetStatus {
   std::string je_id;
@@ -184,6 +195,7 @@ struct FleetStatus {
 [[nodiscard]] Message encode(const JobFailed& m);
 [[nodiscard]] Json encode_body(const FleetStatus& m);
 [[nodiscard]] Message encode(const KvFetchRequest& m);
+[[nodiscard]] Message encode(const RemoveTe& m);
 
 [[nodiscard]] Result<SubmitJob> decode_submit_job(const Json& body);
 [[nodiscard]] Result<SubmitTask> decode_submit_task(const Json& body);
@@ -194,6 +206,7 @@ struct FleetStatus {
 [[nodiscard]] Result<JobFailed> decode_job_failed(const Json& body);
 [[nodiscard]] Result<FleetStatus> decode_fleet_status(const Json& body);
 [[nodiscard]] Result<KvFetchRequest> decode_kv_fetch(const Json& body);
+[[nodiscard]] Result<RemoveTe> decode_remove_te(const Json& body);
 
 // A call's outcome as a reply body ({"status": <engine wire Status>, ...extra}) and back.
 [[nodiscard]] Json status_body(const Status& status);

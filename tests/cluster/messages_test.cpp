@@ -141,6 +141,18 @@ TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
   EXPECT_EQ(f->error, "boom");
 }
 
+TEST(ClusterMessagesTest, RemoveTeRoundTripAndRejects) {
+  Result<RemoveTe> r =
+      decode_remove_te(through_link(encode(RemoveTe{"127.0.0.1:4242"}), "remove_te"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->address, "127.0.0.1:4242");
+  EXPECT_EQ(encode(RemoveTe{"a:1"}).type, msg::kRemoveTe);
+  EXPECT_EQ(decode_remove_te(Json::object()).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(decode_remove_te(Json{{"address", 7}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(decode_remove_te(Json{{"address", ""}}).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(decode_remove_te(Json::array()).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(ClusterMessagesTest, FleetStatusRoundTrip) {
   FleetStatus s;
   s.je_id = "je-1";

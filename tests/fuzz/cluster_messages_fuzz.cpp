@@ -48,6 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return Message{"reply", c::encode_body(m)};
   });
   check_fixed_point(body, c::decode_kv_fetch, [](const auto& m) { return c::encode(m); });
+  check_fixed_point(body, c::decode_remove_te, [](const auto& m) { return c::encode(m); });
   (void)c::decode_status_body(body);
   return 0;
 }

@@ -1,0 +1,182 @@
+// The autoscaler through the keel binary, on loopback with bounded waits: `keel cluster up --min 0
+// --max 3 --warm-pool 2` starts with no TE; the first request is held at the gateway while the
+// autoscaler binds one (activation), and is served; a `keel bench-serve` ramp drives it to >= 2
+// TEs and, once idle past the grace period, it drains back to 0 — from its signals alone (nothing
+// here asks for a scale-out); the event log and /metrics show it. With nothing to bind, a request
+// held past --activation-timeout gets a 503 with Retry-After and an OpenAI-style error object.
+// Children are stopped by PID.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/ready_line.h"
+#include "serve_process.h"
+#include "support/test_support.h"
+
+namespace keel::testing {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
+
+std::vector<json> read_events(const std::string& path, const std::string& kind) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("event", "") == kind) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<std::string> cluster_argv(const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {KEEL_BINARY, "cluster",
+                                   "up",        "-m",
+                                   stories(),   "--served-model-name",
+                                   "stories",   "--port",
+                                   "0",         "--threads-per-te",
+                                   "1",         "-c",
+                                   "256",       "--kv-cache-bytes",
+                                   "8388608",   "--min",
+                                   "0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return argv;
+}
+
+json completion(int max_tokens) {
+  return json{{"model", "stories"}, {"prompt", "Once upon a time"}, {"max_tokens", max_tokens}};
+}
+
+class AutoscaleE2e : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KEEL_REQUIRE_SHARED();
+    dir_ = make_temp_dir("autoscale");
+  }
+  std::string dir_;
+};
+
+TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
+  const std::string log = dir_ + "/events.jsonl";
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv =
+      cluster_argv({"--max", "3", "--warm-pool", "2", "--store-dir", dir_, "--event-log", log,
+                    "--target-concurrency", "2", "--stable-window", "3", "--panic-window", "0.6",
+                    "--scale-to-zero-grace", "3", "--activation-timeout", "30"});
+  spec.ready_timeout = std::chrono::seconds(60);
+  auto child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  const int port = *cluster::ready_port(child->ready);
+  const auto num_tes = [&] {
+    const json s =
+        json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+    int n = 0;
+    for (const json& te : s.value("task_executors", json::array())) n += te.value("healthy", false);
+    return n;
+  };
+  EXPECT_EQ(num_tes(), 0) << "--min 0 starts with no bound TE";
+
+  // The first request after idle is held, not refused, while the autoscaler binds a TE.
+  const Clock::time_point t0 = Clock::now();
+  const HttpResponse first = http_request(port, "POST", "/v1/completions", completion(4).dump());
+  const double first_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_EQ(first.status, 200) << first.body;
+  std::printf("[ first request from zero TEs served in %.3f s ]\n", first_s);
+  ASSERT_FALSE(read_events(log, "scale_out").empty());
+  const std::vector<json> activations = read_events(log, "autoscale");
+  ASSERT_FALSE(activations.empty());
+  EXPECT_EQ(activations[0]["reason"], "activate") << activations[0].dump();
+  EXPECT_EQ(activations[0]["current"], 0);
+  EXPECT_GE(activations[0]["signals"]["held"].get<int>(), 1) << activations[0].dump();
+
+  // A ramp: 2 requests in flight, then 8 (target 2 per TE).
+  const std::string result = dir_ + "/bench.json";
+  const std::string url = "http://127.0.0.1:" + std::to_string(port);
+  for (const auto& [prompts, concurrency] : {std::pair{"8", "2"}, std::pair{"48", "8"}}) {
+    const CliResult bench = run_keel({"bench-serve",
+                                      "--base-url",
+                                      url,
+                                      "--model",
+                                      "stories",
+                                      "--num-prompts",
+                                      prompts,
+                                      "--max-concurrency",
+                                      concurrency,
+                                      "--input-len",
+                                      "16",
+                                      "--output-len",
+                                      "48",
+                                      "--vocab-size",
+                                      "500",
+                                      "--min-token-id",
+                                      "3",
+                                      "--skip-test-request",
+                                      "--save-result",
+                                      result});
+    ASSERT_EQ(bench.exit_code, 0) << bench.err;
+    const json j = json::parse(read_file(result), nullptr, false);
+    EXPECT_EQ(j["failed"], 0) << "no request lost while TEs come and go";
+  }
+  int peak = 0;
+  for (const json& e : read_events(log, "autoscale"))
+    peak = std::max(peak, e["desired"].get<int>());
+  EXPECT_GE(peak, 2) << "the ramp scaled out";
+  EXPECT_GE(read_events(log, "scale_out").size(), 2u);
+
+  // Idle: drains back to zero after the stable window and the grace period.
+  EXPECT_TRUE(eventually([&] { return num_tes() == 0; }, std::chrono::seconds(30)))
+      << "back to zero TEs";
+  bool zero = false;
+  for (const json& e : read_events(log, "autoscale")) {
+    zero = zero || (e["desired"] == 0 && e["reason"] == "scale_to_zero");
+  }
+  EXPECT_TRUE(zero) << "the event log shows the scale to zero";
+  size_t stopped = 0;
+  for (const json& e : read_events(log, "drain")) stopped += e["phase"] == "stopped";
+  EXPECT_GE(stopped, 2u) << "each TE was drained, then stopped";
+  const std::string metrics = http_request(port, "GET", "/metrics").body;
+  EXPECT_EQ(metric_value(metrics, "keel:autoscaler_desired_replicas"), 0) << metrics.substr(0, 800);
+  EXPECT_GE(metric_value(metrics, "keel:autoscaler_decisions_total", "reason=\"activate\""), 1);
+  EXPECT_GE(metric_value(metrics, "keel:autoscaler_decisions_total", "reason=\"scale_to_zero\""),
+            1);
+
+  ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
+}
+
+TEST_F(AutoscaleE2e, AHeldRequestPastTheActivationTimeoutGets503WithRetryAfter) {
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  // No warm pool: the autoscaler has nothing to bind, so no TE ever becomes ready.
+  spec.argv = cluster_argv({"--max", "1", "--activation-timeout", "0.5"});
+  spec.ready_timeout = std::chrono::seconds(60);
+  auto child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  const int port = *cluster::ready_port(child->ready);
+  const Clock::time_point t0 = Clock::now();
+  const HttpResponse r = http_request(port, "POST", "/v1/completions", completion(4).dump());
+  const double held_s = std::chrono::duration<double>(Clock::now() - t0).count();
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_GE(held_s, 0.5) << "held for the activation timeout first";
+  EXPECT_EQ(r.headers.count("retry-after"), 1u);
+  const json body = json::parse(r.body, nullptr, false);
+  ASSERT_TRUE(body.contains("error")) << r.body;
+  EXPECT_EQ(body["error"]["type"], "service_unavailable_error") << r.body;
+  EXPECT_NE(body["error"]["message"].get<std::string>().find("activation timeout"),
+            std::string::npos)
+      << r.body;
+  ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
+}
+
+}  // namespace
+}  // namespace keel::testing

@@ -1,0 +1,93 @@
+// ClusterAutoscaler: the cluster manager's autoscaler loop in `keel cluster up --max N` — one
+// group (the cluster's model, colocated role). Each tick (every `interval`) it gathers the
+// group's signals (the fleet as the first JE sees it, the gateway's in-flight and held requests,
+// the TEs' TTFT / inter-token histograms against the SLOs), runs the pure step
+// cluster::autoscale::decide(), and applies the actions: a scale-out binds warm TEs through the
+// ClusterScaler (the same call as `keel cluster scale`); a scale-in drains — remove_te to every
+// JE (no new tasks), then, once the TE's load reports show no work (after at least two report
+// intervals) or at the drain timeout, the TE is stopped by PID through the ProcessSupervisor (work
+// still there is re-driven by the JEs, as for a dead TE). Decisions that change the count go to
+// the event log as `{"event":"autoscale",...}` lines; drains as `{"event":"drain",...}`; both to
+// /metrics.
+//
+// Thread safety: tick() on the supervisor's thread (it spawns and stops children);
+// metrics_text() from any thread.
+#pragma once
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cluster/autoscaler.h"
+#include "cluster/fleet_client.h"
+#include "cluster/process_supervisor.h"
+#include "cluster_scaler.h"
+
+namespace keel::cli {
+
+struct ClusterAutoscalerConfig {
+  cluster::autoscale::AutoscalerConfig policy;
+  std::string model;  // the served model name (the group's)
+  std::chrono::milliseconds interval{200};
+  std::chrono::milliseconds drain_timeout{30000};
+  std::vector<std::string> je_addresses;
+  std::string event_log;  // JSON lines, appended; "" = none
+};
+
+class ClusterAutoscaler {
+ public:
+  using Clock = std::chrono::steady_clock;
+  // All borrowed; they outlive this object.
+  static Result<std::unique_ptr<ClusterAutoscaler>> start(ClusterAutoscalerConfig config,
+                                                          cluster::ProcessSupervisor* sup,
+                                                          ClusterScaler* scaler,
+                                                          cluster::FleetClient* fleet);
+  // One step when the interval has passed: signals → decide → actions; drains progress.
+  void tick();
+  [[nodiscard]] std::string metrics_text() const;
+
+ private:
+  struct Draining {
+    std::string id;
+    std::string address;
+    int64_t pid = 0;
+    Clock::time_point since;
+  };
+  ClusterAutoscaler(ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup,
+                    ClusterScaler* scaler, cluster::FleetClient* fleet);
+  cluster::autoscale::GroupSignals signals(const cluster::FleetStatus& status, double now_s);
+  void scale_out(int32_t n);
+  void start_drain(const cluster::TeInfo& te);
+  void progress_drains(const cluster::FleetStatus& status);
+  void log_event(const cluster::Json& event);
+  void log_decision(const cluster::autoscale::ScaleDecision& d, double now_s);
+
+  ClusterAutoscalerConfig config_;
+  cluster::ProcessSupervisor* sup_;
+  ClusterScaler* scaler_;
+  cluster::FleetClient* fleet_;
+  cluster::autoscale::AutoscalerState state_;
+  std::optional<std::ofstream> log_;
+  Clock::time_point start_, last_tick_{};
+  std::map<std::string, Draining> draining_;  // by TE address
+  std::set<std::string> stopped_;  // drained and stopped (by address): never counted again
+  std::map<std::string, Clock::time_point> bound_;  // bound, not yet reported (by address)
+  // The TEs' latency histograms at the previous tick (by TE id), for the SLO counts.
+  std::map<std::string, engine::MetricsSnapshot> last_metrics_;
+  bool last_panic_ = false;
+
+  mutable std::mutex mu_;  // guards what metrics_text() reads
+  int32_t desired_ = 0;
+  int32_t ready_ = 0;
+  int64_t held_ = 0;
+  bool panic_ = false;
+  std::map<std::string, int64_t> decisions_;  // by reason, decisions that changed the count
+  std::map<std::string, int64_t> drains_;     // by outcome: idle, timeout, gone
+};
+
+}  // namespace keel::cli
