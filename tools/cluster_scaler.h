@@ -67,6 +67,9 @@ class ClusterScaler {
   // Serves the queued scale-out requests, refills the pool, and runs the preload forecast.
   void tick();
   [[nodiscard]] std::string metrics_text() const { return metrics_.text(); }
+  // Binds `tes` idle warm TEs and adds them to the JEs (what a scale_out call does); its reply.
+  cluster::Json scale_out(int tes);
+  [[nodiscard]] int idle_warm() const { return static_cast<int>(pool_.idle()); }
   // Stops the control port and removes the store entry this cluster built.
   void shutdown();
 
@@ -78,7 +81,6 @@ class ClusterScaler {
   };
   ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config);
   void on_message(cluster::Link& link, cluster::Message m);
-  cluster::Json scale_out(int tes);
   void forecast();
   Status add_to_jes(const std::string& te_address);
 

@@ -20,6 +20,7 @@
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
 #include "cluster_commands.h"
+#include "cluster_health.h"
 #include "cluster_scaler.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
@@ -139,6 +140,7 @@ Result<std::string> spawn(cluster::ProcessSupervisor& sup, const std::string& na
 
 struct Tree {
   std::vector<std::string> te_names, je_names, te_addresses, je_addresses;
+  StartedTes tes;  // for the replacer
 };
 
 // TEs at start-up (colocated + prefill + decode).
@@ -199,11 +201,14 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   roles.insert(roles.end(), static_cast<size_t>(o.decode), "decode");
   for (int i = 0; i < total; ++i) {
     t.te_names.push_back("te-" + std::to_string(i));
-    KEEL_ASSIGN_OR_RETURN(
-        std::string address,
-        spawn(sup, t.te_names.back(), te_argv(o, path, name, i, threads, roles[i]), o));
+    std::vector<std::string> argv = te_argv(o, path, name, i, threads, roles[i]);
+    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o));
     t.te_addresses.push_back(address);
+    t.tes.argvs.push_back(std::move(argv));
   }
+  t.tes.names = t.te_names;
+  t.tes.roles = roles;
+  t.tes.addresses = t.te_addresses;
   std::string tes;
   for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
   for (int i = 0; i < o.jes; ++i) {
@@ -230,18 +235,20 @@ server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string
   return c;
 }
 
-// Waits for a stop signal; meanwhile reports children that exit on their own and serves
-// scale-outs (when there is a warm pool).
+// Waits for a stop signal; meanwhile reports children that exit on their own, replaces hung or
+// dead TEs (unless --no-replace) and serves scale-outs (when there is a warm pool).
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
-                  ClusterScaler* scaler) {
+                  ClusterScaler* scaler, cluster::TeReplacer* replacer) {
   while (true) {
     timespec tick{0, 50 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig > 0) return sig;
     if (scaler != nullptr) scaler->tick();
-    for (const cluster::ChildExit& e : sup.poll_exits()) {
+    const std::vector<cluster::ChildExit> exits = sup.poll_exits();
+    for (const cluster::ChildExit& e : exits) {
       KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
     }
+    if (replacer != nullptr) replacer->tick(exits);
   }
 }
 
@@ -275,16 +282,24 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
       return total;
     });
   }
+  std::unique_ptr<cluster::TeReplacer> replacer;
+  if (!o.no_replace) {
+    KEEL_ASSIGN_OR_RETURN(replacer,
+                          start_replacer(sup, o, tree.tes, tree.je_addresses, f, scaler.get()));
+  }
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
   deps.tool_format = server::detect_tool_format(meta->chat_template()->source());
   ClusterScaler* sc = scaler.get();
-  deps.extra_metrics = [f, name, sc]() -> std::string {
+  cluster::TeReplacer* rp = replacer.get();
+  deps.extra_metrics = [f, name, sc, rp]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    if (rp != nullptr) text += rp->metrics_text();
     return sc != nullptr ? text + sc->metrics_text() : text;
   };
+  deps.serving = [f, name] { return fleet_serving(*f, name); };
   deps.cluster_status = [f]() -> Result<std::string> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
     return cluster::fleet_status_json(s).dump();
@@ -296,7 +311,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
-  const int sig = wait_for_stop(stop_signals, sup, scaler.get());
+  const int sig = wait_for_stop(stop_signals, sup, scaler.get(), replacer.get());
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();
