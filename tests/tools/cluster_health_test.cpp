@@ -3,7 +3,7 @@
 // streamed and non-streamed clients see no error and the greedy text of an undisturbed run; a KV
 // link stalled by the transfer fault hook on a 1P1D pair is found blocked and the request
 // completes on the prefill TE with keel serve's text; a TE running 2K-token chunked prefills under
-// a CPU hog (busy-loop children started and stopped here by PID) is never declared hung.
+// a CPU hog (a busy-loop child started and stopped here by PID) is never declared hung.
 // Detection and replacement times are printed (not asserted: timing stays out of tests).
 // Children are stopped by PID; each wait is bounded.
 #include <signal.h>
@@ -314,8 +314,8 @@ class CpuHog {
   pid_t pid_ = -1;
 };
 
-// Three 2K-token prompts in 128-token chunks on one TE while two busy loops take the cores: each
-// chunk moves the step counter, so the TE is busy throughout and never hung.
+// Two 2K-token prompts in 128-token chunks on one TE while a busy loop takes a core: each chunk
+// moves the step counter, so the TE is busy throughout and never hung.
 TEST_F(ClusterHealth, LongChunkedPrefillsUnderACpuHogAreNotHung) {
   const std::string model = make_temp_dir("cluster-health-model") + "/tiny.gguf";
   const CliResult mk =
@@ -323,11 +323,11 @@ TEST_F(ClusterHealth, LongChunkedPrefillsUnderACpuHogAreNotHung) {
   ASSERT_EQ(mk.exit_code, 0) << mk.err;
   Cluster c(model, {"--colocated", "1", "-c", "2048", "--max-batched-tokens", "128"});
   ASSERT_GT(c.port(), 0) << c.error();
-  CpuHog hog_a, hog_b;
-  std::vector<Outcome> got(3);
+  CpuHog hog;
+  std::vector<Outcome> got(2);
   std::vector<std::thread> clients;
   std::atomic<int> done{0};
-  for (int i = 0; i < 3; ++i) {
+  for (int i = 0; i < 2; ++i) {
     clients.emplace_back([&, i] {
       json ids = json::array();
       for (int t = 0; t < 2000; ++t) ids.push_back(3 + (t * 7 + i) % 200);
@@ -337,7 +337,7 @@ TEST_F(ClusterHealth, LongChunkedPrefillsUnderACpuHogAreNotHung) {
   }
   int busy_seen = 0;
   std::set<std::string> states;
-  while (done.load() < 3) {
+  while (done.load() < 2) {
     for (const json& te : status(c.port()).value("task_executors", json::array())) {
       states.insert(te.value("state", ""));
       busy_seen += te.value("state", "") == "busy" ? 1 : 0;
@@ -345,7 +345,7 @@ TEST_F(ClusterHealth, LongChunkedPrefillsUnderACpuHogAreNotHung) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (auto& t : clients) t.join();
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(got[i].code, 200) << "request " << i;
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(got[i].code, 200) << "request " << i;
   EXPECT_EQ(states.count("hung"), 0u);
   EXPECT_EQ(states.count("dead"), 0u);
   EXPECT_GT(busy_seen, 0);  // the TE was observed with work
