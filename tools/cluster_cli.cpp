@@ -261,9 +261,16 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                    "Warm, model-agnostic TEs kept ready to bind (keel cluster scale)")
       ->check(CLI::Range(0, 64));
   cli.up_cmd->add_option("--event-log", up.event_log,
-                         "Append one JSON line per scale-out (its phases), autoscaler decision and "
-                         "drain to FILE");
+                         "Append one JSON line per scale-out (its phases), autoscaler decision, "
+                         "drain, and TE found hung, dead or replaced to FILE");
   add_autoscale_flags(cli.up_cmd, &up.autoscale);
+  cli.up_cmd->add_flag(
+      "--no-replace", up.no_replace,
+      "Leave hung or dead TEs out of service instead of killing and replacing them");
+  cli.up_cmd
+      ->add_option("--kill-grace-ms", up.kill_grace_ms,
+                   "Milliseconds between SIGTERM and SIGKILL when a hung TE is killed")
+      ->check(CLI::Range(int64_t{0}, int64_t{60000}));
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

@@ -70,6 +70,7 @@ class ClusterScaler {
   // Binds `tes` warm TEs now and adds them to the JEs (the autoscaler's scale-out; on the
   // supervisor's thread). The reply: {"ok", "tes": [scale_out events], "errors"?}.
   cluster::Json scale_out(int tes);
+  [[nodiscard]] int idle_warm() const { return static_cast<int>(pool_.idle()); }
   // Stops the control port and removes the store entry this cluster built.
   void shutdown();
 

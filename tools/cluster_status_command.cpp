@@ -1,6 +1,6 @@
 // `keel cluster status`: GET /v1/cluster/status from a gateway and print the fleet — one line per
-// task executor (role, health, queue, KV use, prefix-cache hit rate) and the job and router
-// counters — or the raw JSON with --json.
+// task executor (role, state from progress: healthy/busy/hung/dead, queue, KV use, prefix-cache
+// hit rate) and the job and router counters — or the raw JSON with --json.
 #include <cstdio>
 #include <string>
 
@@ -16,12 +16,13 @@ namespace {
 using Json = nlohmann::json;
 
 void print_table(const Json& doc) {
-  std::printf("%-8s %-22s %-10s %-7s %7s %7s %9s %9s %8s\n", "TE", "address", "role", "health",
+  std::printf("%-8s %-22s %-10s %-7s %7s %7s %9s %9s %8s\n", "TE", "address", "role", "state",
               "waiting", "running", "pending", "kv_usage", "hit_rate");
   for (const Json& te : doc.value("task_executors", Json::array())) {
     std::printf("%-8s %-22s %-10s %-7s %7lld %7lld %9lld %8.1f%% %7.1f%%\n",
                 te.value("id", "").c_str(), te.value("address", "").c_str(),
-                te.value("role", "").c_str(), te.value("healthy", false) ? "ok" : "dead",
+                te.value("role", "").c_str(),
+                te.value("state", te.value("healthy", false) ? "healthy" : "dead").c_str(),
                 static_cast<long long>(te.value("waiting", 0)),
                 static_cast<long long>(te.value("running", 0)),
                 static_cast<long long>(te.value("pending_tokens", 0)),

@@ -21,6 +21,7 @@
 #include "cluster/ready_line.h"
 #include "cluster_autoscaler.h"
 #include "cluster_commands.h"
+#include "cluster_health.h"
 #include "cluster_scaler.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
@@ -146,6 +147,7 @@ Result<std::string> spawn(cluster::ProcessSupervisor& sup, const std::string& na
 
 struct Tree {
   std::vector<std::string> te_names, je_names, te_addresses, je_addresses;
+  StartedTes tes;  // for the replacer
 };
 
 bool autoscaling(const ClusterUpOptions& o) { return o.autoscale.max_replicas > 0; }
@@ -217,11 +219,14 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   roles.insert(roles.end(), static_cast<size_t>(o.decode), "decode");
   for (int i = 0; i < total; ++i) {
     t.te_names.push_back("te-" + std::to_string(i));
-    KEEL_ASSIGN_OR_RETURN(
-        std::string address,
-        spawn(sup, t.te_names.back(), te_argv(o, path, name, i, threads, roles[i]), o));
+    std::vector<std::string> argv = te_argv(o, path, name, i, threads, roles[i]);
+    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o));
     t.te_addresses.push_back(address);
+    t.tes.argvs.push_back(std::move(argv));
   }
+  t.tes.names = t.te_names;
+  t.tes.roles = roles;
+  t.tes.addresses = t.te_addresses;
   std::string tes;
   for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
   for (int i = 0; i < o.jes; ++i) {
@@ -315,19 +320,23 @@ Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
   return ClusterAutoscaler::start(std::move(c), &sup, scaler, fleet);
 }
 
-// Waits for a stop signal; meanwhile reports children that exit on their own, serves scale-outs
-// (when there is a warm pool) and runs the autoscaler (when there is one).
+// Waits for a stop signal; meanwhile reports children that exit on their own, runs the
+// autoscaler (when there is one), serves scale-outs (when there is a warm pool) and replaces hung
+// or dead TEs (unless --no-replace).
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
-                  ClusterScaler* scaler, ClusterAutoscaler* autoscaler) {
+                  ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
+                  cluster::TeReplacer* replacer) {
   while (true) {
     timespec tick{0, 50 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig > 0) return sig;
     if (autoscaler != nullptr) autoscaler->tick();
     if (scaler != nullptr) scaler->tick();
-    for (const cluster::ChildExit& e : sup.poll_exits()) {
+    const std::vector<cluster::ChildExit> exits = sup.poll_exits();
+    for (const cluster::ChildExit& e : exits) {
       KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
     }
+    if (replacer != nullptr) replacer->tick(exits);
   }
 }
 
@@ -366,18 +375,26 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     KEEL_ASSIGN_OR_RETURN(autoscaler,
                           start_autoscaler(o, tree, name, sup, scaler.get(), fleet.get()));
   }
+  std::unique_ptr<cluster::TeReplacer> replacer;
+  if (!o.no_replace) {
+    KEEL_ASSIGN_OR_RETURN(replacer,
+                          start_replacer(sup, o, tree.tes, tree.je_addresses, f, scaler.get()));
+  }
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
   deps.tool_format = server::detect_tool_format(meta->chat_template()->source());
   ClusterScaler* sc = scaler.get();
   ClusterAutoscaler* as = autoscaler.get();
-  deps.extra_metrics = [f, name, sc, as]() -> std::string {
+  cluster::TeReplacer* rp = replacer.get();
+  deps.extra_metrics = [f, name, sc, as, rp]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
     if (sc != nullptr) text += sc->metrics_text();
+    if (rp != nullptr) text += rp->metrics_text();
     return as != nullptr ? text + as->metrics_text() : text;
   };
+  deps.serving = [f, name] { return fleet_serving(*f, name); };
   deps.cluster_status = [f]() -> Result<std::string> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
     return cluster::fleet_status_json(s).dump();
@@ -389,7 +406,8 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
-  const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get());
+  const int sig =
+      wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get());
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();

@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "cluster/te_health.h"
+
 namespace keel::cluster {
 
 // What a TE computes. kColocated runs whole requests (prefill and decode); kPrefill only
@@ -40,6 +42,7 @@ struct TeInfo {
   int64_t pid = 0;    // its process id on its host (for operators and fault-injection tests)
   TeLoad load;
   bool healthy = true;  // false once the JE counts it dead (gone, or no progress for too long)
+  health::TeState state = health::TeState::kHealthy;  // from progress (te_health.h)
   friend bool operator==(const TeInfo&, const TeInfo&) = default;
 };
 

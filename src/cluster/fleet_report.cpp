@@ -24,6 +24,7 @@ Json fleet_status_json(const FleetStatus& s) {
              {"model", te.model},
              {"pid", te.pid},
              {"healthy", te.healthy},
+             {"state", std::string(health::te_state_name(te.state))},
              {"waiting", te.load.num_waiting},
              {"running", te.load.num_running},
              {"pending_tokens", te.load.pending_tokens},
@@ -99,6 +100,15 @@ std::string fleet_metrics_text(const FleetStatus& s, std::string_view model) {
                      model, healthy);
   out += fmt::format("keel:cluster_task_executors{{model_name=\"{}\",state=\"dead\"}} {}\n", model,
                      static_cast<int64_t>(s.fleet.tes.size()) - healthy);
+  out += "# HELP keel:cluster_te_state Task executors by state from progress (te_health.h).\n";
+  out += "# TYPE keel:cluster_te_state gauge\n";
+  for (health::TeState st : {health::TeState::kHealthy, health::TeState::kBusy,
+                             health::TeState::kHung, health::TeState::kDead}) {
+    int64_t n = 0;
+    for (const TeInfo& te : s.fleet.tes) n += te.state == st ? 1 : 0;
+    out += fmt::format("keel:cluster_te_state{{model_name=\"{}\",state=\"{}\"}} {}\n", model,
+                       health::te_state_name(st), n);
+  }
   return out;
 }
 

@@ -412,6 +412,11 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
       }
       jobs_.erase(it);
     } else if (p.finished) {  // a prefill handed off: its decode half goes out next
+      // ... to the prefill TE itself when the KV link was blocked: it holds the prompt's KV.
+      if (p.kv_link_blocked && job.te) {
+        job.decode_te = job.te;
+        ++kv_link_blocked_;
+      }
       job.te.reset();
       to_decode_.push_back(p.ref);
     }
@@ -447,30 +452,36 @@ void JobExecutor::check_health() {
     for (const auto& [ref, job] : jobs_) {
       if (job->te) ++jobs_on[*job->te];
     }
+    health::HealthConfig hc;
+    hc.hang_timeout = hc.report_timeout = config_.stall_timeout;
+    const auto ms = [](Clock::duration d) {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(d);
+    };
     for (size_t i = 0; i < tes_.size(); ++i) {
       TeEntry& te = *tes_[i];
       const bool has_jobs = jobs_on[i] > 0;
       if (!has_jobs) te.last_progress = now;  // an idle TE owes no progress
-      std::string why;
-      if (te.link && te.link->closed()) {
-        why = "its link closed";
-      } else if (te.reported && now - te.last_report > config_.stall_timeout) {
-        why = "no report";
-      } else if (has_jobs && now - te.last_progress > config_.stall_timeout) {
-        why = "no progress";
-      }
-      if (why.empty() && te.info.healthy) continue;
-      if (!why.empty() && te.info.healthy && te.draining) {
+      const health::TeState state =
+          health::classify({!(te.link && te.link->closed()), te.reported, has_jobs,
+                            ms(now - te.last_report), ms(now - te.last_progress)},
+                           hc);
+      te.info.state = health::shown_state(te.info.state, te.info.healthy, te.reported, state);
+      const bool down = !health::serving(state);
+      if (!down && te.info.healthy) continue;
+      if (down && te.info.healthy && te.draining) {  // removed by the autoscaler, then stopped
         KEEL_LOG_INFO("je {}: te {} ({}) drained and gone: {}", config_.id, te.info.id, te.address,
-                      why);
+                      health::te_state_name(state));
         to_close.push_back(te.link);
-      } else if (!why.empty() && te.info.healthy) {
-        KEEL_LOG_WARN("je {}: te {} ({}) counted dead: {}", config_.id, te.info.id, te.address,
-                      why);
+      } else if (down && te.info.healthy) {
+        KEEL_LOG_WARN(
+            "je {}: te {} ({}) counted {}: last report {} ms ago, no progress for {} ms{}",
+            config_.id, te.info.id, te.address, health::te_state_name(state),
+            ms(now - te.last_report).count(), ms(now - te.last_progress).count(),
+            has_jobs ? " with work" : "");
         to_close.push_back(te.link);
       }
       te.info.healthy = false;
-      if (!te.reported && why.empty()) continue;  // not up yet
+      if (!te.reported && !down) continue;  // not up yet
       for (auto& [ref, job] : jobs_) {
         if (job->te != i) continue;
         job->te.reset();
@@ -616,7 +627,8 @@ FleetStatus JobExecutor::status() const {
                   {"no_capacity", counters_.no_capacity},
                   {"pd_colocated", counters_.pd_colocated},
                   {"pd_disaggregated", counters_.pd_disaggregated},
-                  {"matched_blocks", counters_.matched_blocks}};
+                  {"matched_blocks", counters_.matched_blocks},
+                  {"kv_link_blocked", kv_link_blocked_}};
   Json buckets = Json::array();
   for (const auto& [pa, n] : prediction_buckets_) buckets.push_back({pa.first, pa.second, n});
   s.predictor = Json{{"requests", predictions_},

@@ -3,9 +3,10 @@
 // to the gateway, while the JE stays on the control path: every TE reports its load and each
 // task's new tokens, so the JE knows how far each job got and re-drives it — prompt plus the
 // tokens already generated, as a new attempt with GenerationRequest::resumed_tokens — on another
-// TE when its TE dies (link gone) or stops making progress (no engine step and no token for
-// stall_timeout while it holds work, or no report at all for stall_timeout). A dead TE stays
-// dead (replacing it is the cluster manager's job). A request without a seed gets one here, so a
+// TE when its TE is dead (link gone) or hung (no engine step and no token for stall_timeout
+// while it holds work, or no report at all for stall_timeout): health::classify (te_health.h).
+// A dead or hung TE stays out (the cluster manager kills and replaces it; TeInfo::state says
+// which). A request without a seed gets one here, so a
 // re-driven sampled request continues exactly as the first attempt would have (the sampler's
 // stream is counter-based).
 //
@@ -153,6 +154,7 @@ class JobExecutor {
   int64_t jobs_total_ = 0;
   int64_t jobs_redriven_ = 0;
   int64_t jobs_failed_ = 0;
+  int64_t kv_link_blocked_ = 0;  // prefills whose KV link was blocked (decode ran colocated)
   std::thread monitor_;
 };
 

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "cluster/host_port.h"
+#include "cluster/kv_link_probe.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
 
@@ -41,8 +42,9 @@ Result<KvTransferFaults> parse_kv_transfer_faults(std::string_view spec) {
     int64_t n = -1;
     const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
     if (value.empty() || ec != std::errc{} || end != value.data() + value.size() || n < 0) {
-      return Status::invalid_argument("kv transfer fault \"" + std::string(item) +
-                                      "\": want drop:N, corrupt:N or stall:N with N >= 0");
+      return Status::invalid_argument(
+          "kv transfer fault \"" + std::string(item) +
+          "\": want drop:N, corrupt:N, stall:N or throttle:N with N >= 0");
     }
     if (name == "drop") {
       faults.drop_frame = n;
@@ -50,9 +52,11 @@ Result<KvTransferFaults> parse_kv_transfer_faults(std::string_view spec) {
       faults.corrupt_frame = n;
     } else if (name == "stall") {
       faults.stall_after_frames = n;
+    } else if (name == "throttle" && n > 0) {
+      faults.throttle_bytes_per_s = static_cast<double>(n);
     } else {
       return Status::invalid_argument("kv transfer fault \"" + std::string(item) +
-                                      "\": unknown kind (drop, corrupt, stall)");
+                                      "\": unknown kind (drop, corrupt, stall, throttle:N > 0)");
     }
   }
   return faults;
@@ -227,12 +231,36 @@ void KvHandoff::complete(int64_t id, Handoff& h, const Command& c) {
     if (it == clients_.end() || it->second.serial != h.connection) {
       r.status = Status::unavailable("kv handoff: the connection failed mid-stream");
     } else {
-      r.status = it->second.client->flush(Clock::now() + config_.deadline);
+      r.status = flush_probed(*it->second.client, &r);
       if (!r.status.ok()) clients_.erase(it);
     }
   }
   r.exposed_seconds = std::chrono::duration<double>(Clock::now() - c.prefill_end).count();
   if (c.done) c.done(r);
+}
+
+}  // namespace keel::cluster
+
+namespace keel::cluster {
+
+// Flushes in slices, probing the link between them (kv_link_probe.h): a delayed link is waited
+// for up to the deadline, a blocked one (no block sent for blocked_after) is given up at once.
+Status KvHandoff::flush_probed(KvTransferClient& client, KvHandoffResult* r) {
+  const Clock::time_point deadline = Clock::now() + config_.deadline;
+  KvLinkWatch watch(client.stats().blocks_sent, Clock::now());
+  const auto slice = std::max(std::chrono::milliseconds(10), config_.blocked_after / 10);
+  while (true) {
+    const Clock::time_point now = Clock::now();
+    Status s = client.flush(std::min(deadline, now + slice));
+    if (s.ok() || now + slice >= deadline) return s;
+    if (s.message() != kKvFlushTimedOut) return s;  // the connection failed
+    if (watch.sample(client.stats().blocks_sent, Clock::now(), config_.blocked_after) ==
+        KvLinkState::kBlocked) {
+      r->link_blocked = true;
+      return Status::unavailable("kv handoff: link blocked (no block moved for " +
+                                 std::to_string(config_.blocked_after.count()) + " ms)");
+    }
+  }
 }
 
 }  // namespace keel::cluster

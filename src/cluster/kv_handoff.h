@@ -13,7 +13,9 @@
 //
 // Failures are reported, never retried: a block not sent, a read that misses (evicted), a send or
 // flush that fails or passes its deadline — the decode TE recomputes whatever did not arrive, so
-// the output is never wrong and nothing waits past the deadline.
+// the output is never wrong and nothing waits past the deadline. While the flush waits, a probe
+// (kv_link_probe.h) tells a delayed link (blocks still moving: wait) from a blocked one (none
+// moved for blocked_after: fail now, result.link_blocked, and the job continues on the prefill TE).
 // Thread safety: begin/finish/abandon from any thread; `done` runs on the handoff thread.
 #pragma once
 
@@ -47,8 +49,9 @@ enum class KvHandoffMode { kStream, kAfter };
 
 // --kv-transfer-fault: faults a prefill TE's handoff injects into its transfers (tests and
 // benchmarks), comma-separated: "drop:N" (frame N is never sent), "corrupt:N" (frame N's payload
-// has a byte flipped after checksumming), "stall:N" (nothing after N frames is sent). Frames count
-// from 0 per connection. "" = none; InvalidArgument for anything else.
+// has a byte flipped after checksumming), "stall:N" (nothing after N frames is sent: a blocked
+// link), "throttle:N" (payloads leave at N bytes/s: a delayed link). Frames count from 0 per
+// connection. "" = none; InvalidArgument for anything else.
 [[nodiscard]] Result<KvTransferFaults> parse_kv_transfer_faults(std::string_view spec);
 
 struct KvHandoffConfig {
@@ -62,7 +65,10 @@ struct KvHandoffConfig {
   // Stream mode: the watch list the engine's tap (KvHandoff::tap) feeds; must outlive the handoff.
   KvHandoffStreams* streams = nullptr;
   std::chrono::milliseconds deadline{5000};  // finish() → flushed
-  KvTransferFaults faults;                   // injected into every client (tests, benchmarks)
+  // The KV-link probe (kv_link_probe.h): no block sent for this long while the flush waits means
+  // the link is blocked, and the handoff fails at once instead of at the deadline.
+  std::chrono::milliseconds blocked_after{1000};
+  KvTransferFaults faults;  // injected into every client (tests, benchmarks)
 };
 
 struct KvHandoffResult {
@@ -71,6 +77,7 @@ struct KvHandoffResult {
   int64_t streamed = 0;  // of which copied out by the tap (stream mode); the rest read at finish
   int64_t bytes = 0;
   double exposed_seconds = 0;  // prefill_end → flushed (or failed)
+  bool link_blocked = false;   // failed because the probe found the link blocked
 };
 
 // The tap a stream-mode prefill engine needs (EngineDeps::published_blocks) over `streams`.
@@ -119,6 +126,7 @@ class KvHandoff {
   void send(Handoff& h, KvBlockToSend block);  // one block, over h's connection
   void complete(int64_t id, Handoff& h, const Command& c);
   Result<Connection*> connection(const std::string& destination);
+  Status flush_probed(KvTransferClient& client, KvHandoffResult* r);
 
   KvHandoffConfig config_;
   std::mutex mu_;

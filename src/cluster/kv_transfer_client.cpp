@@ -242,7 +242,10 @@ struct KvTransferClient::Impl {
     return Status::ok_status();
   }
 
-  // On the UCX thread: abandons the queue, closes, waits (bounded) for UCX to finish.
+  // On the UCX thread: abandons the queue, force-closes the endpoint (UCX completes the sends and
+  // the flush in flight with an error), waits (bounded) until the close and every request
+  // completed, then until the worker is quiet (a closed endpoint's transport endpoints are
+  // flushed and destroyed in the background and must be gone before the worker is destroyed).
   void shutdown() {
     fail(Status::cancelled("kv transfer client closed"));
     close_ep();
@@ -257,6 +260,7 @@ struct KvTransferClient::Impl {
         std::chrono::milliseconds(2000));
     if (close_req != nullptr) ucp_request_free(close_req);
     close_req = nullptr;
+    worker->drain(std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
   }
 };
 
@@ -319,7 +323,7 @@ Status KvTransferClient::flush(Clock::time_point deadline) {
   const bool done = impl_->cv.wait_until(
       lock, deadline, [&] { return impl_->num_flushed >= target || !impl_->failure.ok(); });
   if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
-  if (!done) return Status::unavailable("kv transfer: flush timed out");
+  if (!done) return Status::unavailable(kKvFlushTimedOut);
   return Status::ok_status();
 }
 

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/kv_transfer_frame.h"
@@ -23,6 +24,10 @@
 #include "core/status.h"
 
 namespace keel::cluster {
+
+// flush()'s message when its deadline passed with the connection still up (callers that wait in
+// slices tell a timeout from a failure by it).
+inline constexpr std::string_view kKvFlushTimedOut = "kv transfer: flush timed out";
 
 // Faults the client injects into its own stream. Frame indices count sent blocks from 0.
 struct KvTransferFaults {

@@ -49,6 +49,7 @@ struct KvTransferServer::Impl {
   std::unordered_map<ucp_ep_h, Clock::time_point> conns;  // connection → its last frame
   std::unordered_set<PendingReceive*> receives;           // rendezvous receives in flight
   std::vector<void*> closing;                             // endpoint close requests in flight
+  bool stopping = false;  // shutdown began: frames from now on are received and dropped
   // Payload buffers of finished receives, reused: a fresh 700 KB buffer per block costs page
   // faults and a pass of zeroing.
   std::vector<std::pair<std::unique_ptr<std::byte[]>, size_t>> spare;
@@ -81,12 +82,14 @@ struct KvTransferServer::Impl {
     f(stats);
   }
 
-  void close_ep(ucp_ep_h ep) {
+  // force: drop what is queued on it (a failed or idle connection); else flush it first (shutdown
+  // with a live peer: queued transport work completes, so none is left when the worker goes).
+  void close_ep(ucp_ep_h ep, bool force = true) {
     if (conns.erase(ep) == 0) return;
     count([](KvTransferServerStats& s) { --s.connections_open; });
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
     void* req = ucp_ep_close_nbx(ep, &param);
     if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
   }
@@ -140,8 +143,8 @@ struct KvTransferServer::Impl {
     }
     // A rejected rendezvous frame is still received, into a buffer that is then dropped:
     // declining it with ucp_am_data_release leaks UCX's receive descriptors in 1.13.
-    auto* pending =
-        new PendingReceive{this, header, take_buffer(length), length, nullptr, !admitted};
+    auto* pending = new PendingReceive{this,   header,  take_buffer(length),
+                                       length, nullptr, !admitted || stopping};
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = &Impl::on_payload;
@@ -194,7 +197,10 @@ struct KvTransferServer::Impl {
     params.err_handler.cb = &Impl::on_ep_error;
     params.err_handler.arg = impl;
     ucp_ep_h ep = nullptr;
-    if (ucp_ep_create(impl->worker->handle(), &params, &ep) != UCS_OK) return;
+    if (ucp_ep_create(impl->worker->handle(), &params, &ep) != UCS_OK) {
+      (void)ucp_listener_reject(impl->listener, request);  // the request must not linger
+      return;
+    }
     impl->conns[ep] = Clock::now();
     impl->count([](KvTransferServerStats& s) {
       ++s.connections_accepted;
@@ -252,14 +258,24 @@ struct KvTransferServer::Impl {
     return Status::ok_status();
   }
 
-  // Tears everything down on the UCX thread: no new connections, every endpoint closed, every
-  // receive cancelled and completed.
+  // Tears everything down on the UCX thread, in the order UCX needs before its worker may be
+  // destroyed. A rendezvous receive cannot be cancelled in UCX 1.13 (ucp_request_cancel is a
+  // no-op for it), and one whose endpoint is force-closed may leave its transfer queued on the
+  // transport endpoint (CMA), which trips ucs_arbiter_group_is_empty when the worker is destroyed.
+  // So: no new connections; frames from now on are received and dropped (declining a rendezvous
+  // with ucp_am_data_release crashes UCX 1.13); the receives in flight run to completion (the
+  // sender alive) or to an error (the sender gone); only then every endpoint is force-closed and
+  // its close waited for; then progress until the worker is quiet.
+  // Endpoints close in flush mode here (not force): a force-close can leave a CMA transfer queued
+  // on the transport endpoint even with no receive of ours in flight.
   void shutdown() {
     if (listener != nullptr) ucp_listener_destroy(listener);
     listener = nullptr;
+    stopping = true;
+    worker->progress_until([&] { return receives.empty(); }, std::chrono::milliseconds(5000));
     std::vector<ucp_ep_h> eps;
     for (const auto& [ep, last] : conns) eps.push_back(ep);
-    for (ucp_ep_h ep : eps) close_ep(ep);
+    for (ucp_ep_h ep : eps) close_ep(ep, /*force=*/false);
     const std::vector<PendingReceive*> cancel(receives.begin(), receives.end());
     for (PendingReceive* p : cancel) ucp_request_cancel(worker->handle(), p->request);
     worker->progress_until(
@@ -270,6 +286,7 @@ struct KvTransferServer::Impl {
         std::chrono::milliseconds(2000));
     for (void* req : closing) ucp_request_free(req);  // gave up waiting: UCX frees on completion
     closing.clear();
+    worker->drain(std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
   }
 };
 

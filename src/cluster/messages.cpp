@@ -177,7 +177,8 @@ Message encode(const LoadReport& m) {
                             {"attempt", p.attempt},
                             {"tokens", p.tokens},
                             {"finished", p.finished},
-                            {"ended_job", p.ended_job}});
+                            {"ended_job", p.ended_job},
+                            {"kv_link_blocked", p.kv_link_blocked}});
   }
   return {std::string(msg::kLoadReport), Json{{"te_id", m.te_id},
                                               {"role", std::string(te_role_name(m.role))},
@@ -217,6 +218,7 @@ Json encode_body(const FleetStatus& m) {
                {"model", te.model},
                {"pid", te.pid},
                {"healthy", te.healthy},
+               {"state", std::string(health::te_state_name(te.state))},
                {"load", load_json(te.load)}};
     if (i < m.stats.size()) entry["stats"] = binary(engine::wire::encode(m.stats[i]));
     if (i < m.metrics.size()) entry["metrics"] = binary(engine::wire::encode(m.metrics[i]));
@@ -321,6 +323,7 @@ Result<LoadReport> decode_load_report(const Json& body) {
       pr.i32_list("tokens", &tp.tokens);
       pr.boolean("finished", &tp.finished);
       pr.boolean("ended_job", &tp.ended_job);
+      if (pr.has("kv_link_blocked")) pr.boolean("kv_link_blocked", &tp.kv_link_blocked);
       if (!pr.ok()) return pr.status();
       m.progress.push_back(std::move(tp));
     }
@@ -374,6 +377,14 @@ Result<FleetStatus> decode_fleet_status(const Json& body) {
       tr.str("model", &te.model);
       tr.i64("pid", &te.pid, 0);
       tr.boolean("healthy", &te.healthy);
+      if (tr.has("state")) {
+        std::string state;
+        tr.str("state", &state);
+        const auto parsed = health::parse_te_state(state);
+        if (!parsed)
+          return Status::invalid_argument("fleet.tes[].state: unknown \"" + state + "\"");
+        te.state = *parsed;
+      }
       read_load(tr, &te.load);
       engine::EngineStats stats;
       engine::MetricsSnapshot metrics;

@@ -128,9 +128,11 @@ struct TaskEvent {
 struct TaskProgress {
   JobRef ref;
   int32_t attempt = 0;
-  std::vector<int32_t> tokens;  // generated since the previous report, in order
-  bool finished = false;        // its final event was sent
-  bool ended_job = true;        // ... and it ended the request (false: a prefill handed off)
+  std::vector<int32_t> tokens;   // generated since the previous report, in order
+  bool finished = false;         // its final event was sent
+  bool ended_job = true;         // ... and it ended the request (false: a prefill handed off)
+  bool kv_link_blocked = false;  // a prefill whose KV handoff found the link blocked
+                                 // (kv_link_probe.h): the JE runs the rest on this TE
   friend bool operator==(const TaskProgress&, const TaskProgress&) = default;
 };
 

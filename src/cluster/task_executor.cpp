@@ -45,10 +45,11 @@ struct TaskExecutor::Task {
   int32_t next_index = 0;  // generated-token index of the next token (starts at resumed tokens)
   int32_t generated = 0;   // tokens this attempt generated
   std::vector<int32_t> unreported;
-  bool finished = false;       // its final event was produced
-  bool written_final = false;  // ... and written to the gateway's socket (and a prefill's KV
-                               // handed off)
-  bool ended_job = true;       // the final event ended the request (not a prefill handing off)
+  bool finished = false;         // its final event was produced
+  bool written_final = false;    // ... and written to the gateway's socket (and a prefill's KV
+                                 // handed off)
+  bool ended_job = true;         // the final event ended the request (not a prefill handing off)
+  bool kv_link_blocked = false;  // its handoff found the KV link blocked
   bool reported_finished = false;
 };
 
@@ -115,6 +116,7 @@ class TaskSink final : public engine::OutputSink {
       {
         std::lock_guard lock(task->mu);
         task->ended_job = false;
+        task->kv_link_blocked = r.link_blocked;
         task->written_final = true;
       }
       task->report_now->wake();
@@ -372,8 +374,8 @@ void TaskExecutor::send_reports() {
       if (task->handoff_id >= 0) task->handoff->abandon(std::exchange(task->handoff_id, -1));
     }
     if (task->unreported.empty() && task->written_final == task->reported_finished) continue;
-    TaskProgress p{task->ref, task->attempt, std::move(task->unreported), task->written_final,
-                   task->ended_job};
+    TaskProgress p{task->ref,           task->attempt,   std::move(task->unreported),
+                   task->written_final, task->ended_job, task->kv_link_blocked};
     task->unreported.clear();
     task->reported_finished = task->written_final;
     if (task->written_final) done.push_back(task->ref);

@@ -104,6 +104,19 @@ void UcxWorker::progress_until(const std::function<bool()>& done,
   while (!done() && std::chrono::steady_clock::now() < deadline) ucp_worker_progress(worker_);
 }
 
+void UcxWorker::drain(std::chrono::milliseconds quiet, std::chrono::milliseconds timeout) {
+  const auto start = std::chrono::steady_clock::now();
+  auto last_progress = start;
+  while (true) {
+    const auto now = std::chrono::steady_clock::now();
+    if (ucp_worker_progress(worker_) != 0) {
+      last_progress = now;
+    } else if (now - last_progress >= quiet || now - start >= timeout) {
+      return;
+    }
+  }
+}
+
 void UcxWorker::stop() {
   if (!thread_.joinable()) return;
   stop_.store(true);

@@ -50,6 +50,11 @@ class UcxWorker {
   // Drives progress on the worker thread until `done()` or `timeout` (for closing endpoints
   // inside a task). Worker thread only.
   void progress_until(const std::function<bool()>& done, std::chrono::milliseconds timeout);
+  // Drives progress until the worker has been quiet (no progress) for `quiet`, or `timeout`:
+  // after closing endpoints, UCX still completes internal work (a closed endpoint's transports
+  // are flushed and destroyed in the background), which must finish before the worker is
+  // destroyed. Worker thread only.
+  void drain(std::chrono::milliseconds quiet, std::chrono::milliseconds timeout);
   // Joins the thread; queued tasks not yet run are dropped. Idempotent.
   void stop();
 

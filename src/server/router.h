@@ -4,7 +4,7 @@
 // validated GenerationSpec for the asynchronous generation handler.
 //
 //   OPTIONS *                      204 preflight (never authenticated)
-//   GET  /health                   200 ready, 503 loading or draining
+//   GET  /health                   200 ready, 503 loading, draining, or (a fleet) no healthy TE
 //   GET  /metrics                  Prometheus text
 //   GET  /v1/models[/{id}]         model list / model object (404 for another id)
 //   POST /v1/chat/completions      → GenerationSpec (kind kChat)

@@ -39,6 +39,10 @@ struct ServerDeps {
   // → 503). Thread-safe; must outlive the Server.
   std::function<std::string()> extra_metrics;
   std::function<Result<std::string>()> cluster_status;
+  // Optional, a fleet's readiness (the cluster gateway): false → /health answers 503 (no task
+  // executor of the model is healthy); generation routes still take requests (the fleet may
+  // recover, and the JE holds or fails them). Thread-safe; must outlive the Server.
+  std::function<bool()> serving;
   // How the chat template's model writes tool calls (detect_tool_format on the template's text);
   // the default is keel's generic convention with tools described in the system prompt.
   ToolFormat tool_format;

@@ -68,6 +68,9 @@ HttpResponse handle_health(const ServerContext& ctx) {
     return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
   }
   if (!ctx.ready()) return HttpResponse::error(ApiError::unavailable("The model is loading."));
+  if (ctx.deps.serving && !ctx.deps.serving()) {
+    return HttpResponse::error(ApiError::unavailable("No task executor of the model is healthy."));
+  }
   return HttpResponse::json(200, R"({"status":"ok"})");
 }
 

@@ -58,7 +58,8 @@ struct Rig {
   std::vector<int32_t> prompt;
   std::vector<kv::BlockHash> keys;
 
-  Rig(KvHandoffMode mode, int num_blocks, KvTransferFaults faults = {}) {
+  Rig(KvHandoffMode mode, int num_blocks, KvTransferFaults faults = {},
+      std::chrono::milliseconds blocked_after = 1000ms) {
     KvTransferServerOptions so;
     so.kv_identity = kIdentity;
     so.payload_bytes = kBytes;
@@ -78,6 +79,7 @@ struct Rig {
     };
     c.streams = &streams;
     c.deadline = 3s;
+    c.blocked_after = blocked_after;
     c.faults = faults;
     handoff = std::make_unique<KvHandoff>(std::move(c));
   }
@@ -193,6 +195,35 @@ TEST(KvHandoffTest, UnreachableDestinationFailsWithinTheDeadline) {
   EXPECT_EQ(rig.finish(bad).status.code(), StatusCode::kInvalidArgument);
 }
 
+// The KV-link probe: a link that stalls after two frames is found blocked (no block moves) and
+// the handoff fails with link_blocked; a throttled link that keeps moving, slower than the probe
+// window per handoff but faster per block, is only delayed and delivers everything.
+TEST(KvHandoffTest, StalledLinkIsBlockedAndAThrottledOneOnlyDelayed) {
+  constexpr int kBlocks = 10;
+  {
+    KvTransferFaults stall;
+    stall.stall_after_frames = 2;
+    Rig rig(KvHandoffMode::kStream, kBlocks, stall, 300ms);
+    const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
+    for (int i = 0; i < kBlocks; ++i) rig.publish(i);
+    const KvHandoffResult r = rig.finish(id);
+    EXPECT_FALSE(r.status.ok());
+    EXPECT_TRUE(r.link_blocked) << r.status.to_string();
+  }
+  {
+    KvTransferFaults slow;
+    slow.throttle_bytes_per_s = 10.0 * kBytes;  // a block every 100 ms, about 1 s in all
+    Rig rig(KvHandoffMode::kStream, kBlocks, slow, 500ms);
+    const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
+    for (int i = 0; i < kBlocks; ++i) rig.publish(i);
+    const KvHandoffResult r = rig.finish(id);
+    EXPECT_TRUE(r.status.ok()) << r.status.to_string();
+    EXPECT_FALSE(r.link_blocked);
+    EXPECT_EQ(r.blocks, kBlocks);
+    ASSERT_TRUE(eventually([&] { return rig.server->stats().blocks_accepted == kBlocks; }));
+  }
+}
+
 TEST(KvHandoffTest, FaultSpecParses) {
   auto f = parse_kv_transfer_faults("drop:3,stall:7");
   ASSERT_TRUE(f.ok()) << f.status().to_string();
@@ -205,6 +236,8 @@ TEST(KvHandoffTest, FaultSpecParses) {
   EXPECT_FALSE(parse_kv_transfer_faults("drop:x").ok());
   EXPECT_FALSE(parse_kv_transfer_faults("drop:-1").ok());
   EXPECT_FALSE(parse_kv_transfer_faults("lose:1").ok());
+  EXPECT_EQ(parse_kv_transfer_faults("throttle:1000")->throttle_bytes_per_s, 1000.0);
+  EXPECT_FALSE(parse_kv_transfer_faults("throttle:0").ok());
   EXPECT_EQ(parse_kv_handoff_mode("stream"), KvHandoffMode::kStream);
   EXPECT_EQ(parse_kv_handoff_mode("after"), KvHandoffMode::kAfter);
   EXPECT_FALSE(parse_kv_handoff_mode("later").has_value());

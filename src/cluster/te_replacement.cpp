@@ -1,0 +1,38 @@
+// The replacement rule (see te_replacement.h).
+#include "cluster/te_replacement.h"
+
+#include <algorithm>
+
+namespace keel::cluster {
+
+std::vector<ReplaceAction> decide_replacements(const FleetSnapshot& fleet,
+                                               const std::vector<ManagedTe>& managed,
+                                               int warm_idle) {
+  std::vector<ReplaceAction> out;
+  for (size_t i = 0; i < managed.size(); ++i) {
+    const ManagedTe& te = managed[i];
+    if (te.replaced) continue;
+    const auto it = std::find_if(fleet.tes.begin(), fleet.tes.end(),
+                                 [&](const TeInfo& t) { return t.address == te.address; });
+    if (it == fleet.tes.end() || health::serving(it->state)) continue;
+    ReplaceAction a{i, it->state, ReplaceHow::kColdStart};
+    if (te.role == TeRole::kColocated && warm_idle > 0) {
+      a.how = ReplaceHow::kWarmPool;
+      --warm_idle;
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+std::vector<std::string> replacement_argv(std::vector<std::string> argv, const std::string& name) {
+  const auto id = std::find(argv.begin(), argv.end(), "--id");
+  if (id != argv.end() && id + 1 != argv.end()) {
+    *(id + 1) = name;
+  } else {
+    argv.insert(argv.end(), {"--id", name});
+  }
+  return argv;
+}
+
+}  // namespace keel::cluster

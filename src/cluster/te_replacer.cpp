@@ -1,0 +1,202 @@
+// TeReplacer (see te_replacer.h): detection, kill, replacement, add_te, metrics and events.
+#include "cluster/te_replacer.h"
+
+#include <cstdio>
+
+#include "cluster/bind_model.h"
+#include "cluster/link.h"
+#include "cluster/messages.h"
+#include "cluster/ready_line.h"
+#include "core/log.h"
+
+namespace keel::cluster {
+namespace {
+
+std::string number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
+}  // namespace
+
+Status TeReplacerConfig::validate() const {
+  if (!fleet) return Status::invalid_argument("te replacer: no fleet source");
+  if (kill_grace.count() < 0) return Status::invalid_argument("kill grace must be >= 0");
+  if (start_timeout.count() <= 0) return Status::invalid_argument("start timeout must be > 0");
+  if (poll_interval.count() <= 0) return Status::invalid_argument("poll interval must be > 0");
+  if (warm_idle && !warm_bind) return Status::invalid_argument("warm pool without a binder");
+  return Status::ok_status();
+}
+
+void TeReplacer::Histogram::add(double v) {
+  for (size_t i = 0; i < kBuckets.size(); ++i) {
+    if (v <= kBuckets[i]) {
+      ++counts[i];
+      break;
+    }
+  }
+  ++count;
+  sum += v;
+}
+
+TeReplacer::TeReplacer(ProcessSupervisor* sup, TeReplacerConfig config)
+    : sup_(sup), config_(std::move(config)) {}
+
+Result<std::unique_ptr<TeReplacer>> TeReplacer::create(ProcessSupervisor* sup,
+                                                       TeReplacerConfig config) {
+  KEEL_TRY(config.validate());
+  std::unique_ptr<TeReplacer> r(new TeReplacer(sup, std::move(config)));
+  if (!r->config_.event_log.empty()) {
+    r->log_.emplace(r->config_.event_log, std::ios::app);
+    if (!*r->log_) return Status::io_error(r->config_.event_log + ": cannot open the event log");
+  }
+  return r;
+}
+
+void TeReplacer::manage(ManagedTe te) { managed_.push_back(std::move(te)); }
+
+void TeReplacer::log_event(const Json& event) {
+  if (log_) *log_ << event.dump() << "\n" << std::flush;
+}
+
+void TeReplacer::tick(const std::vector<ChildExit>& exits) {
+  // Children that exited on their own: dead now, no JE needed to tell.
+  for (const ChildExit& e : exits) {
+    for (size_t i = 0; i < managed_.size(); ++i) {
+      if (managed_[i].replaced || managed_[i].pid != e.pid) continue;
+      replace(ReplaceAction{i, health::TeState::kDead, ReplaceHow::kColdStart}, true);
+    }
+  }
+  const Clock::time_point now = Clock::now();
+  if (now - last_poll_ < config_.poll_interval) return;
+  last_poll_ = now;
+  Result<FleetSnapshot> fleet = config_.fleet();
+  if (!fleet.ok()) return;  // no JE answered: try at the next poll
+  const int idle = config_.warm_idle ? config_.warm_idle() : 0;
+  for (const ReplaceAction& a : decide_replacements(*fleet, managed_, idle)) replace(a, false);
+}
+
+void TeReplacer::replace(const ReplaceAction& action, bool exited) {
+  const Clock::time_point detected = Clock::now();
+  ManagedTe old = managed_[action.te_idx];
+  managed_[action.te_idx].replaced = true;
+  const bool hung = action.state == health::TeState::kHung;
+  {
+    std::lock_guard lock(mu_);
+    ++(hung ? hung_total_ : dead_total_);
+  }
+  log_event(Json{{"event", hung ? "te_hung" : "te_dead"},
+                 {"te", old.name},
+                 {"pid", old.pid},
+                 {"address", old.address},
+                 {"exited", exited},
+                 {"t_ns", steady_now_ns()}});
+  KEEL_LOG_WARN("cluster: te {} (pid {}) is {}{}: replacing it", old.name, old.pid,
+                health::te_state_name(action.state), exited ? " (exited)" : "");
+  if (!exited) {
+    Result<ChildExit> stopped = sup_->stop(old.pid, config_.kill_grace);
+    if (stopped.ok()) {
+      KEEL_LOG_INFO("cluster: te {} stopped: {}", old.name, stopped->describe());
+    } else if (stopped.status().code() != StatusCode::kNotFound) {
+      KEEL_LOG_WARN("cluster: stopping te {}: {}", old.name, stopped.status().message());
+    }
+  }
+  const bool warm = action.how == ReplaceHow::kWarmPool && config_.warm_bind;
+  Result<ManagedTe> fresh = warm ? config_.warm_bind() : cold_start(old);
+  if (!fresh.ok() && warm) fresh = cold_start(old);  // the pool failed: a cold start instead
+  const double seconds = std::chrono::duration<double>(Clock::now() - detected).count();
+  if (!fresh.ok()) {
+    {
+      std::lock_guard lock(mu_);
+      ++replace_failed_total_;
+    }
+    KEEL_LOG_WARN("cluster: replacing te {} failed: {}", old.name, fresh.status().message());
+    log_event(Json{
+        {"event", "te_replace_failed"}, {"te", old.name}, {"error", fresh.status().message()}});
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++replaced_total_;
+    replace_seconds_.add(seconds);
+  }
+  KEEL_LOG_INFO("cluster: te {} replaced by {} at {} ({}) in {:.3f} s", old.name, fresh->name,
+                fresh->address, warm ? "warm pool" : "cold start", seconds);
+  log_event(Json{{"event", "te_replaced"},
+                 {"te", old.name},
+                 {"by", fresh->name},
+                 {"pid", fresh->pid},
+                 {"address", fresh->address},
+                 {"how", warm ? "warm_pool" : "cold_start"},
+                 {"detect_to_ready_s", seconds}});
+  if (fresh->argv.empty()) fresh->argv = replacement_argv(old.argv, fresh->name);  // warm-bound
+  fresh->role = old.role;
+  managed_.push_back(std::move(*fresh));
+}
+
+Result<ManagedTe> TeReplacer::cold_start(const ManagedTe& old) {
+  ManagedTe te;
+  te.name = "te-" + std::to_string(next_id_++);
+  te.argv = replacement_argv(old.argv, te.name);
+  te.role = old.role;
+  ChildSpec spec;
+  spec.name = te.name;
+  spec.argv = te.argv;
+  spec.ready_timeout = config_.start_timeout;
+  KEEL_ASSIGN_OR_RETURN(Child child, sup_->spawn(spec));
+  te.pid = child.pid;
+  KEEL_ASSIGN_OR_RETURN(int port, ready_port(child.ready));
+  te.address = "127.0.0.1:" + std::to_string(port);
+  if (Status s = add_to_jes(te.address); !s.ok()) {
+    (void)sup_->stop(te.pid, config_.kill_grace);
+    return s;
+  }
+  return te;
+}
+
+Status TeReplacer::add_to_jes(const std::string& address) {
+  for (const std::string& je : config_.je_addresses) {
+    KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
+                          Link::connect(
+                              je, std::chrono::milliseconds(5000), [](Link&, Message) {}, nullptr));
+    Result<Json> reply = link->call({std::string(msg::kAddTe), Json{{"address", address}}},
+                                    std::chrono::milliseconds(30000));
+    link->close();
+    if (!reply.ok()) return reply.status();
+    KEEL_TRY(decode_status_body(*reply));
+  }
+  return Status::ok_status();
+}
+
+std::string TeReplacer::metrics_text() const {
+  std::lock_guard lock(mu_);
+  std::string out;
+  const auto counter = [&](const char* name, const char* help, int64_t v) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name +
+           " " + std::to_string(v) + "\n";
+  };
+  counter("keel:cluster_te_hung_total", "Task executors found hung (work and no progress).",
+          hung_total_);
+  counter("keel:cluster_te_dead_total", "Task executors found dead (exited, link gone).",
+          dead_total_);
+  counter("keel:cluster_te_replaced_total", "Task executors replaced.", replaced_total_);
+  counter("keel:cluster_te_replace_failed_total", "Replacements that failed.",
+          replace_failed_total_);
+  const std::string name = "keel:cluster_te_replacement_seconds";
+  out +=
+      "# HELP " + name + " Detection of a hung or dead TE to its replacement added to the JEs.\n";
+  out += "# TYPE " + name + " histogram\n";
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < Histogram::kBuckets.size(); ++i) {
+    cumulative += replace_seconds_.counts[i];
+    out += name + "_bucket{le=\"" + number(Histogram::kBuckets[i]) + "\"} " +
+           std::to_string(cumulative) + "\n";
+  }
+  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(replace_seconds_.count) + "\n";
+  out += name + "_sum " + number(replace_seconds_.sum) + "\n";
+  out += name + "_count " + std::to_string(replace_seconds_.count) + "\n";
+  return out;
+}
+
+}  // namespace keel::cluster

@@ -1,0 +1,98 @@
+// TeReplacer: the cluster manager's side of health from progress. From the manager's loop it
+// learns of task executors (TEs) that are out of service — a child that exited on its own, or a
+// TE a job executor (JE) lists as hung or dead (te_health.h) — and for each, once
+// (te_replacement.h): kills it by PID (SIGTERM, a grace, SIGKILL: ProcessSupervisor::stop), brings
+// a replacement up — an idle warm-pool TE bound to the model when there is one and the role is
+// colocated, else a cold start with the same command under a new id — and adds it to every JE
+// (add_te). The JEs have already re-driven the dead TE's jobs. Exported as Prometheus text
+// (keel:cluster_te_hung_total, keel:cluster_te_dead_total, keel:cluster_te_replaced_total,
+// keel:cluster_te_replace_failed_total, keel:cluster_te_replacement_seconds: detection to the
+// replacement added to the JEs) and JSON event-log lines (te_hung, te_dead, te_replaced,
+// te_replace_failed).
+//
+// Thread safety: manage() and tick() on the supervisor's thread (spawn/stop are its);
+// metrics_text() from any thread.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cluster/child_exit.h"
+#include "cluster/fleet.h"
+#include "cluster/link.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/te_replacement.h"
+#include "core/result.h"
+
+namespace keel::cluster {
+
+struct TeReplacerConfig {
+  std::vector<std::string> je_addresses;           // every JE a replacement joins
+  std::chrono::milliseconds kill_grace{500};       // SIGTERM → SIGKILL
+  std::chrono::milliseconds start_timeout{60000};  // a cold replacement's fork → ready line
+  std::chrono::milliseconds poll_interval{200};    // how often the fleet is read
+  std::string event_log;                           // JSON lines, appended; "" = none
+  // The fleet as a JE sees it (required).
+  std::function<Result<FleetSnapshot>()> fleet;
+  // The warm pool (optional): its idle TEs, and one bound to the model and added to the JEs.
+  std::function<int()> warm_idle;
+  std::function<Result<ManagedTe>()> warm_bind;
+  [[nodiscard]] Status validate() const;
+};
+
+class TeReplacer {
+ public:
+  static Result<std::unique_ptr<TeReplacer>> create(ProcessSupervisor* sup,
+                                                    TeReplacerConfig config);
+  TeReplacer(const TeReplacer&) = delete;
+  TeReplacer& operator=(const TeReplacer&) = delete;
+
+  // A TE the manager started; `next_id` numbers the replacements' names ("te-<n>").
+  void manage(ManagedTe te);
+  void set_next_id(int next_id) { next_id_ = next_id; }
+  // One pass of the manager's loop: `exits` are the children poll_exits() reaped this pass; the
+  // fleet is read every poll_interval. Replacements happen here (a cold start blocks the loop
+  // until the new TE is ready).
+  void tick(const std::vector<ChildExit>& exits);
+  [[nodiscard]] std::string metrics_text() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  TeReplacer(ProcessSupervisor* sup, TeReplacerConfig config);
+  void replace(const ReplaceAction& action, bool exited);
+  Result<ManagedTe> cold_start(const ManagedTe& old);
+  Status add_to_jes(const std::string& address);
+  void log_event(const Json& event);
+
+  struct Histogram {
+    static constexpr std::array<double, 10> kBuckets = {0.1, 0.25, 0.5,  1.0,  2.0,
+                                                        3.0, 5.0,  10.0, 30.0, 60.0};
+    std::array<int64_t, kBuckets.size()> counts{};
+    int64_t count = 0;
+    double sum = 0;
+    void add(double v);
+  };
+
+  ProcessSupervisor* sup_;  // not owned
+  TeReplacerConfig config_;
+  std::vector<ManagedTe> managed_;
+  int next_id_ = 0;
+  Clock::time_point last_poll_{};
+  std::optional<std::ofstream> log_;
+  mutable std::mutex mu_;
+  int64_t hung_total_ = 0;            // GUARDED_BY(mu_)
+  int64_t dead_total_ = 0;            // GUARDED_BY(mu_)
+  int64_t replaced_total_ = 0;        // GUARDED_BY(mu_)
+  int64_t replace_failed_total_ = 0;  // GUARDED_BY(mu_)
+  Histogram replace_seconds_;         // GUARDED_BY(mu_)
+};
+
+}  // namespace keel::cluster

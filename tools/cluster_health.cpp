@@ -1,0 +1,62 @@
+// `keel cluster up`'s replacer and fleet readiness (see cluster_health.h).
+#include "cluster_health.h"
+
+#include <chrono>
+
+namespace keel::cli {
+
+Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
+    cluster::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
+    const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
+    ClusterScaler* scaler) {
+  cluster::TeReplacerConfig c;
+  c.je_addresses = je_addresses;
+  c.kill_grace = std::chrono::milliseconds(o.kill_grace_ms);
+  c.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  c.event_log = o.event_log;
+  c.fleet = [fleet]() -> Result<cluster::FleetSnapshot> {
+    KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, fleet->fleet_status());
+    return s.fleet;
+  };
+  if (scaler != nullptr && o.warm_pool > 0) {
+    c.warm_idle = [scaler] { return scaler->idle_warm(); };
+    c.warm_bind = [scaler]() -> Result<cluster::ManagedTe> {
+      const cluster::Json out = scaler->scale_out(1);
+      const cluster::Json tes = out.value("tes", cluster::Json::array());
+      if (!out.value("ok", false) || tes.empty()) {
+        return Status::unavailable("warm pool bind failed: " +
+                                   out.value("errors", cluster::Json::array()).dump());
+      }
+      cluster::ManagedTe te;
+      te.name = tes[0].value("te", "");
+      te.pid = static_cast<pid_t>(tes[0].value("pid", int64_t{0}));
+      te.address = tes[0].value("address", "");
+      return te;  // its argv: the replaced TE's (the replacer fills it in)
+    };
+  }
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TeReplacer> r,
+                        cluster::TeReplacer::create(&sup, std::move(c)));
+  for (size_t i = 0; i < tes.names.size(); ++i) {
+    cluster::ManagedTe te;
+    te.name = tes.names[i];
+    te.argv = tes.argvs[i];
+    te.role = cluster::parse_te_role(tes.roles[i]).value_or(cluster::TeRole::kColocated);
+    te.address = tes.addresses[i];
+    const std::optional<cluster::Child> child = sup.find(te.name);
+    te.pid = child ? child->pid : 0;
+    r->manage(std::move(te));
+  }
+  r->set_next_id(static_cast<int>(tes.names.size()));
+  return r;
+}
+
+bool fleet_serving(const cluster::FleetClient& fleet, const std::string& model) {
+  Result<cluster::FleetStatus> s = fleet.fleet_status();
+  if (!s.ok()) return false;
+  for (const cluster::TeInfo& te : s->fleet.tes) {
+    if (te.model == model && te.healthy && cluster::health::serving(te.state)) return true;
+  }
+  return false;
+}
+
+}  // namespace keel::cli
