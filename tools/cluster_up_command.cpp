@@ -406,8 +406,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
-  const int sig =
-      wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get());
+  const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get());
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();
