@@ -1,48 +1,15 @@
 // JobExecutor (see job_executor.h): jobs in from gateways, tasks out to TEs, reports back,
-// health by progress, re-drives.
+// routing and dispatch. Failure handling (health, re-drives) is in job_executor_failures.cpp.
 #include "cluster/job_executor.h"
 
 #include <algorithm>
 #include <utility>
 
+#include "cluster/job_executor_entries.h"
 #include "core/log.h"
 #include "sampling/rng.h"
 
 namespace keel::cluster {
-
-struct JobExecutor::TeEntry {
-  std::string address;
-  std::shared_ptr<Link> link;
-  TeInfo info;
-  engine::EngineStats stats;
-  engine::MetricsSnapshot metrics;
-  std::string kv_events, kv_events_replay;  // its announced publisher
-  std::string kv_transfer;                  // a decode TE's KV transfer address
-  std::string kv_fetch;                     // its KV fetch service (tier T3); "" = none
-  bool subscribed = false;
-  bool draining = false;  // remove_te: no new tasks (its jobs go on)
-  int64_t max_model_len = 0;
-  int64_t max_waiting = 0;
-  bool reported = false;
-  Clock::time_point last_report;
-  Clock::time_point last_progress;
-  int64_t last_steps = 0;
-};
-
-struct JobExecutor::Job {
-  JobRef ref;
-  std::shared_ptr<Link> gateway;
-  std::string reply_to;
-  engine::GenerationRequest request;        // as submitted (seed filled in)
-  std::vector<uint64_t> block_hashes;       // of the submitted prompt, for the router
-  std::optional<int32_t> predicted_bucket;  // the predictor's, when it ran
-  int64_t predicted_tokens = 0;             // its decode-length estimate (max_tokens without)
-  std::vector<int32_t> generated;           // tokens its TEs reported, in order
-  int32_t attempt = 0;
-  std::optional<size_t> te;         // the TE running its live attempt (or its prefill)
-  std::optional<size_t> decode_te;  // a disaggregated job's decode TE
-  bool aborted = false;
-};
 
 JobExecutor::JobExecutor(JobExecutorConfig config) : config_(std::move(config)) {}
 
@@ -423,79 +390,6 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
   }
 }
 
-void JobExecutor::monitor_loop() {
-  std::unique_lock lock(mu_);
-  while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stopping_; });
-    if (stopping_) return;
-    lock.unlock();
-    check_health();
-    subscribe_kv_events();
-    lock.lock();
-    std::vector<JobRef> redrives, decodes;
-    redrives.swap(to_redrive_);
-    decodes.swap(to_decode_);
-    lock.unlock();
-    for (const JobRef& ref : decodes) dispatch_decode(ref);
-    for (const JobRef& ref : redrives) redrive(ref);
-    lock.lock();
-  }
-}
-
-void JobExecutor::check_health() {
-  std::vector<std::pair<std::shared_ptr<Link>, AbortTask>> aborts;
-  std::vector<std::shared_ptr<Link>> to_close;
-  {
-    std::lock_guard lock(mu_);
-    const Clock::time_point now = Clock::now();
-    std::vector<int64_t> jobs_on(tes_.size(), 0);  // one pass over the jobs, not one per TE
-    for (const auto& [ref, job] : jobs_) {
-      if (job->te) ++jobs_on[*job->te];
-    }
-    health::HealthConfig hc;
-    hc.hang_timeout = hc.report_timeout = config_.stall_timeout;
-    const auto ms = [](Clock::duration d) {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(d);
-    };
-    for (size_t i = 0; i < tes_.size(); ++i) {
-      TeEntry& te = *tes_[i];
-      const bool has_jobs = jobs_on[i] > 0;
-      if (!has_jobs) te.last_progress = now;  // an idle TE owes no progress
-      const health::TeState state =
-          health::classify({!(te.link && te.link->closed()), te.reported, has_jobs,
-                            ms(now - te.last_report), ms(now - te.last_progress)},
-                           hc);
-      te.info.state = health::shown_state(te.info.state, te.info.healthy, te.reported, state);
-      const bool down = !health::serving(state);
-      if (!down && te.info.healthy) continue;
-      if (down && te.info.healthy && te.draining) {  // removed by the autoscaler, then stopped
-        KEEL_LOG_INFO("je {}: te {} ({}) drained and gone: {}", config_.id, te.info.id, te.address,
-                      health::te_state_name(state));
-        to_close.push_back(te.link);
-      } else if (down && te.info.healthy) {
-        KEEL_LOG_WARN(
-            "je {}: te {} ({}) counted {}: last report {} ms ago, no progress for {} ms{}",
-            config_.id, te.info.id, te.address, health::te_state_name(state),
-            ms(now - te.last_report).count(), ms(now - te.last_progress).count(),
-            has_jobs ? " with work" : "");
-        to_close.push_back(te.link);
-      }
-      te.info.healthy = false;
-      if (!te.reported && !down) continue;  // not up yet
-      for (auto& [ref, job] : jobs_) {
-        if (job->te != i) continue;
-        job->te.reset();
-        aborts.emplace_back(te.link, AbortTask{ref, job->attempt});
-        if (!job->aborted) to_redrive_.push_back(ref);
-      }
-      std::erase_if(jobs_, [](const auto& j) { return !j.second->te && j.second->aborted; });
-    }
-  }
-  // A hung TE that wakes up must not keep computing work that moved elsewhere.
-  for (auto& [link, abort] : aborts) link->send(encode_abort_task(abort));
-  for (auto& link : to_close) link->close();
-}
-
 void JobExecutor::subscribe_kv_events() {
   std::vector<KvEventSource> sources;
   {
@@ -560,47 +454,6 @@ void JobExecutor::dispatch_decode(const JobRef& ref) {
     it->second->decode_te.reset();
     to_redrive_.push_back(ref);
   }
-}
-
-void JobExecutor::redrive(const JobRef& ref) {
-  std::shared_ptr<Link> gateway;
-  int32_t attempt = 0;
-  {
-    std::lock_guard lock(mu_);
-    const auto it = jobs_.find(ref);
-    if (it == jobs_.end()) return;
-    Job& job = *it->second;
-    job.attempt += 1;
-    attempt = job.attempt;
-    gateway = job.gateway;
-    ++jobs_redriven_;
-    if (attempt >= config_.max_attempts) {
-      gateway = nullptr;
-    }
-  }
-  if (gateway == nullptr) {
-    return fail_job(ref, "request failed on " + std::to_string(attempt) + " task executors");
-  }
-  // The gateway drops events of older attempts from now on.
-  gateway->send(encode(JobAttempt{ref.job, attempt}));
-  KEEL_LOG_INFO("je {}: re-driving job {}/{} (attempt {})", config_.id, ref.gateway, ref.job,
-                attempt);
-  const Status s = dispatch(ref);
-  if (!s.ok()) fail_job(ref, "re-drive failed: " + s.message());
-}
-
-void JobExecutor::fail_job(const JobRef& ref, const std::string& error) {
-  std::shared_ptr<Link> gateway;
-  {
-    std::lock_guard lock(mu_);
-    const auto it = jobs_.find(ref);
-    if (it == jobs_.end()) return;
-    gateway = it->second->gateway;
-    jobs_.erase(it);
-    ++jobs_failed_;
-  }
-  KEEL_LOG_WARN("je {}: job {}/{} failed: {}", config_.id, ref.gateway, ref.job, error);
-  gateway->send(encode(JobFailed{ref.job, error}));
 }
 
 FleetStatus JobExecutor::status() const {
