@@ -88,21 +88,6 @@ json greedy_body(const std::string& prompt, int max_tokens) {
           {"ignore_eos", true}};
 }
 
-// The concatenated text of an SSE completion stream; "" and *error = true on an error event.
-std::string stream_text(const std::string& raw, bool* error) {
-  std::string text;
-  for (const std::string& data : sse_events(raw)) {
-    if (data == "[DONE]") break;
-    const json chunk = json::parse(data, nullptr, false);
-    if (chunk.is_discarded() || chunk.contains("error")) {
-      *error = true;
-      continue;
-    }
-    for (const json& c : chunk.value("choices", json::array())) text += c.value("text", "");
-  }
-  return text;
-}
-
 class ClusterE2e : public ::testing::Test {
  protected:
   void SetUp() override { KEEL_REQUIRE_SHARED(); }
@@ -230,7 +215,7 @@ TEST_F(ClusterE2e, PrefillDeathAfterHandoffDoesNotDisturbTheDecode) {
   const std::string raw = conn.read_until(
       [](const std::string& s) { return s.find("[DONE]") != std::string::npos; }, 60000);
   bool error = false;
-  EXPECT_EQ(stream_text(raw, &error), want["choices"][0]["text"].get<std::string>());
+  EXPECT_EQ(completion_stream_text(raw, &error), want["choices"][0]["text"].get<std::string>());
   EXPECT_FALSE(error);
 }
 
@@ -306,7 +291,7 @@ void run_with_fault(int fault) {
         const std::string raw = conn.read_until(
             [](const std::string& s) { return s.find("[DONE]") != std::string::npos; }, 60000);
         bool error = false;
-        got[i] = stream_text(raw, &error);
+        got[i] = completion_stream_text(raw, &error);
         codes[i] = raw.find("200 OK") != std::string::npos ? 200 : 0;
         if (error) stream_errors.fetch_add(1);
       } else {

@@ -108,21 +108,6 @@ json greedy_body(const json& prompt, int max_tokens) {
           {"ignore_eos", true}};
 }
 
-// The concatenated text of an SSE completion stream; *error = true on an error event.
-std::string stream_text(const std::string& raw, bool* error) {
-  std::string text;
-  for (const std::string& data : sse_events(raw)) {
-    if (data == "[DONE]") break;
-    const json chunk = json::parse(data, nullptr, false);
-    if (chunk.is_discarded() || chunk.contains("error")) {
-      *error = true;
-      continue;
-    }
-    for (const json& c : chunk.value("choices", json::array())) text += c.value("text", "");
-  }
-  return text;
-}
-
 // One request's outcome: HTTP status (200 from the stream's status line), text, error events.
 struct Outcome {
   int code = 0;
@@ -140,7 +125,7 @@ Outcome complete(int port, const json& prompt, int max_tokens, bool stream) {
     const std::string raw = conn.read_until(
         [](const std::string& s) { return s.find("[DONE]") != std::string::npos; }, 90000);
     out.code = raw.find("200 OK") != std::string::npos ? 200 : 0;
-    out.text = stream_text(raw, &out.error);
+    out.text = completion_stream_text(raw, &out.error);
     return out;
   }
   const HttpResponse r = http_request(port, "POST", "/v1/completions", body.dump());

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "support/test_support.h"
 
 namespace keel::testing {
@@ -280,6 +282,22 @@ std::vector<std::string> sse_events(const std::string& body) {
     pos = end + 2;
   }
   return out;
+}
+
+std::string completion_stream_text(const std::string& raw, bool* error) {
+  std::string text;
+  for (const std::string& data : sse_events(raw)) {
+    if (data == "[DONE]") break;
+    const nlohmann::json chunk = nlohmann::json::parse(data, nullptr, false);
+    if (chunk.is_discarded() || chunk.contains("error")) {
+      *error = true;
+      continue;
+    }
+    for (const nlohmann::json& c : chunk.value("choices", nlohmann::json::array())) {
+      text += c.value("text", "");
+    }
+  }
+  return text;
 }
 
 double metric_value(const std::string& text, const std::string& name, const std::string& label) {

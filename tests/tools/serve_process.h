@@ -89,4 +89,8 @@ double metric_value(const std::string& text, const std::string& name,
 // The `data:` payloads of an SSE body, in order ("[DONE]" included).
 std::vector<std::string> sse_events(const std::string& body);
 
+// The concatenated `choices[].text` of an SSE completion stream `raw` (up to "[DONE]"); sets
+// *error when an event is an error object or not JSON.
+std::string completion_stream_text(const std::string& raw, bool* error);
+
 }  // namespace keel::testing
