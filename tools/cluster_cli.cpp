@@ -267,10 +267,6 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.up_cmd->add_flag(
       "--no-replace", up.no_replace,
       "Leave hung or dead TEs out of service instead of killing and replacing them");
-  cli.up_cmd
-      ->add_option("--kill-grace-ms", up.kill_grace_ms,
-                   "Milliseconds between SIGTERM and SIGKILL when a hung TE is killed")
-      ->check(CLI::Range(int64_t{0}, int64_t{60000}));
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

@@ -108,10 +108,9 @@ struct ClusterUpOptions {
   int32_t warm_pool = 0;
   std::string event_log;
   AutoscaleOptions autoscale;
-  // Health (cluster/te_replacer.h): a TE a JE finds hung or dead is killed (SIGTERM, this grace,
-  // SIGKILL) and replaced (warm pool or cold start); --no-replace leaves it out of service.
+  // Health (cluster/te_replacer.h): a TE a JE finds hung or dead is killed (SIGKILL) and
+  // replaced (warm pool or cold start); --no-replace leaves it out of service.
   bool no_replace = false;
-  int64_t kill_grace_ms = 500;
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

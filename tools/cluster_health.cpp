@@ -11,7 +11,6 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
     ClusterScaler* scaler) {
   cluster::TeReplacerConfig c;
   c.je_addresses = je_addresses;
-  c.kill_grace = std::chrono::milliseconds(o.kill_grace_ms);
   c.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   c.event_log = o.event_log;
   c.fleet = [fleet]() -> Result<cluster::FleetSnapshot> {

@@ -1,6 +1,9 @@
 // TeReplacer (see te_replacer.h): detection, kill, replacement, add_te, metrics and events.
 #include "cluster/te_replacer.h"
 
+#include <signal.h>
+
+#include <chrono>
 #include <cstdio>
 
 #include "cluster/bind_model.h"
@@ -18,11 +21,13 @@ std::string number(double v) {
   return buf;
 }
 
+// How long stop() waits for a TE to exit before SIGKILL (one that was just killed exits at once).
+constexpr std::chrono::milliseconds kReapWait{2000};
+
 }  // namespace
 
 Status TeReplacerConfig::validate() const {
   if (!fleet) return Status::invalid_argument("te replacer: no fleet source");
-  if (kill_grace.count() < 0) return Status::invalid_argument("kill grace must be >= 0");
   if (start_timeout.count() <= 0) return Status::invalid_argument("start timeout must be > 0");
   if (poll_interval.count() <= 0) return Status::invalid_argument("poll interval must be > 0");
   if (warm_idle && !warm_bind) return Status::invalid_argument("warm pool without a binder");
@@ -95,7 +100,11 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
   KEEL_LOG_WARN("cluster: te {} (pid {}) is {}{}: replacing it", old.name, old.pid,
                 health::te_state_name(action.state), exited ? " (exited)" : "");
   if (!exited) {
-    Result<ChildExit> stopped = sup_->stop(old.pid, config_.kill_grace);
+    // SIGKILL at once, no SIGTERM first: the TE's jobs are being re-driven, and a TE woken by a
+    // graceful stop would drain — cancel its tasks and send their error events to the gateway,
+    // where they could arrive before the JE's new attempt number and end a client's stream.
+    (void)sup_->signal(old.pid, SIGKILL);
+    Result<ChildExit> stopped = sup_->stop(old.pid, kReapWait);
     if (stopped.ok()) {
       KEEL_LOG_INFO("cluster: te {} stopped: {}", old.name, stopped->describe());
     } else if (stopped.status().code() != StatusCode::kNotFound) {
@@ -149,7 +158,7 @@ Result<ManagedTe> TeReplacer::cold_start(const ManagedTe& old) {
   KEEL_ASSIGN_OR_RETURN(int port, ready_port(child.ready));
   te.address = "127.0.0.1:" + std::to_string(port);
   if (Status s = add_to_jes(te.address); !s.ok()) {
-    (void)sup_->stop(te.pid, config_.kill_grace);
+    (void)sup_->stop(te.pid, kReapWait);
     return s;
   }
   return te;

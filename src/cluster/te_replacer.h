@@ -1,10 +1,10 @@
 // TeReplacer: the cluster manager's side of health from progress. From the manager's loop it
 // learns of task executors (TEs) that are out of service — a child that exited on its own, or a
 // TE a job executor (JE) lists as hung or dead (te_health.h) — and for each, once
-// (te_replacement.h): kills it by PID (SIGTERM, a grace, SIGKILL: ProcessSupervisor::stop), brings
-// a replacement up — an idle warm-pool TE bound to the model when there is one and the role is
-// colocated, else a cold start with the same command under a new id — and adds it to every JE
-// (add_te). The JEs have already re-driven the dead TE's jobs. Exported as Prometheus text
+// (te_replacement.h): kills it by PID (SIGKILL at once: its jobs moved, it must not send anything
+// more), brings a replacement up — an idle warm-pool TE bound to the model when there is one and
+// the role is colocated, else a cold start with the same command under a new id — and adds it to
+// every JE (add_te). The JEs have already re-driven the dead TE's jobs. Exported as Prometheus text
 // (keel:cluster_te_hung_total, keel:cluster_te_dead_total, keel:cluster_te_replaced_total,
 // keel:cluster_te_replace_failed_total, keel:cluster_te_replacement_seconds: detection to the
 // replacement added to the JEs) and JSON event-log lines (te_hung, te_dead, te_replaced,
@@ -36,7 +36,6 @@ namespace keel::cluster {
 
 struct TeReplacerConfig {
   std::vector<std::string> je_addresses;           // every JE a replacement joins
-  std::chrono::milliseconds kill_grace{500};       // SIGTERM → SIGKILL
   std::chrono::milliseconds start_timeout{60000};  // a cold replacement's fork → ready line
   std::chrono::milliseconds poll_interval{200};    // how often the fleet is read
   std::string event_log;                           // JSON lines, appended; "" = none

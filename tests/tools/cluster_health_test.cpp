@@ -49,7 +49,7 @@ class Cluster {
     spec.argv = {KEEL_BINARY, "cluster", "up", "-m", model, "--served-model-name", "stories"};
     for (const char* flag :
          {"--jes", "1", "--port", "0", "--threads-per-te", "1", "--stall-timeout-ms", "1500",
-          "--kill-grace-ms", "200", "--max-num-seqs", "16", "--drain-timeout", "20"}) {
+          "--max-num-seqs", "16", "--drain-timeout", "20"}) {
       spec.argv.push_back(flag);
     }
     spec.argv.insert(spec.argv.end(), {"--event-log", log_});
