@@ -1,32 +1,13 @@
 // ScaleOutMetrics and scale_out_event (see scale_out_metrics.h).
 #include "cluster/scale_out_metrics.h"
 
-#include <cstdio>
-
 namespace keel::cluster {
 namespace {
 
 constexpr const char* kPhaseNames[ScaleOutMetrics::kPhases] = {"scaler_pre", "pre_load", "load",
                                                                "post_load", "announce"};
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 }  // namespace
-
-void ScaleOutMetrics::Histogram::add(double v) {
-  for (size_t i = 0; i < kBuckets.size(); ++i) {
-    if (v <= kBuckets[i]) {
-      ++counts[i];
-      break;
-    }
-  }
-  ++count;
-  sum += v;
-}
 
 void ScaleOutMetrics::observe(const ScaleOutPhases& p) {
   const int64_t marks[] = {p.decision_ns, p.bound_ns,       p.preloaded_ns,
@@ -39,33 +20,18 @@ void ScaleOutMetrics::observe(const ScaleOutPhases& p) {
 }
 
 std::string ScaleOutMetrics::text() const {
-  auto render = [](const std::string& name, const std::string& labels, const Histogram& h) {
-    std::string out;
-    int64_t cumulative = 0;
-    const std::string sep = labels.empty() ? "" : labels + ",";
-    for (size_t i = 0; i < kBuckets.size(); ++i) {
-      cumulative += h.counts[i];
-      out += name + "_bucket{" + sep + "le=\"" + number(kBuckets[i]) + "\"} " +
-             std::to_string(cumulative) + "\n";
-    }
-    out += name + "_bucket{" + sep + "le=\"+Inf\"} " + std::to_string(h.count) + "\n";
-    const std::string braces = labels.empty() ? "" : "{" + labels + "}";
-    out += name + "_sum" + braces + " " + number(h.sum) + "\n";
-    out += name + "_count" + braces + " " + std::to_string(h.count) + "\n";
-    return out;
-  };
   std::lock_guard lock(mu_);
   std::string out =
       "# HELP keel:scale_out_phase_seconds Scale-out phases of TEs bound from the warm pool\n"
       "# TYPE keel:scale_out_phase_seconds histogram\n";
   for (int i = 0; i < kPhases; ++i) {
-    out += render("keel:scale_out_phase_seconds", std::string("phase=\"") + kPhaseNames[i] + "\"",
-                  phases_[static_cast<size_t>(i)]);
+    out += phases_[static_cast<size_t>(i)].text("keel:scale_out_phase_seconds",
+                                                std::string("phase=\"") + kPhaseNames[i] + "\"");
   }
   out +=
       "# HELP keel:scale_out_first_token_seconds Scale-out decision to the bound TE's first token\n"
       "# TYPE keel:scale_out_first_token_seconds histogram\n";
-  out += render("keel:scale_out_first_token_seconds", "", first_token_);
+  out += first_token_.text("keel:scale_out_first_token_seconds");
   return out;
 }
 

@@ -12,13 +12,12 @@
 #include <string>
 
 #include "cluster/bind_model.h"
+#include "cluster/seconds_histogram.h"
 
 namespace keel::cluster {
 
 class ScaleOutMetrics {
  public:
-  static constexpr std::array<double, 12> kBuckets = {0.005, 0.01, 0.025, 0.05, 0.1,  0.25,
-                                                      0.5,   1.0,  2.5,   5.0,  10.0, 30.0};
   static constexpr int kPhases = 5;  // scaler_pre, pre_load, load, post_load, announce
 
   void observe(const ScaleOutPhases& p);
@@ -26,15 +25,13 @@ class ScaleOutMetrics {
   [[nodiscard]] std::string text() const;
 
  private:
-  struct Histogram {
-    std::array<int64_t, kBuckets.size()> counts{};  // cumulative at render time, raw here
-    int64_t count = 0;
-    double sum = 0.0;
-    void add(double v);
-  };
   mutable std::mutex mu_;
-  std::array<Histogram, kPhases> phases_;  // GUARDED_BY(mu_)
-  Histogram first_token_;                  // GUARDED_BY(mu_)
+  static SecondsHistogram histogram() {
+    return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0};
+  }
+  std::array<SecondsHistogram, kPhases> phases_ = {histogram(), histogram(), histogram(),
+                                                   histogram(), histogram()};  // GUARDED_BY(mu_)
+  SecondsHistogram first_token_ = histogram();                                 // GUARDED_BY(mu_)
 };
 
 // One scale-out's event-log line: {"event":"scale_out","te","pid","address","from_store",

@@ -15,12 +15,6 @@
 namespace keel::cluster {
 namespace {
 
-std::string number(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 // How long stop() waits for a TE to exit before SIGKILL (one that was just killed exits at once).
 constexpr std::chrono::milliseconds kReapWait{2000};
 
@@ -32,17 +26,6 @@ Status TeReplacerConfig::validate() const {
   if (poll_interval.count() <= 0) return Status::invalid_argument("poll interval must be > 0");
   if (warm_idle && !warm_bind) return Status::invalid_argument("warm pool without a binder");
   return Status::ok_status();
-}
-
-void TeReplacer::Histogram::add(double v) {
-  for (size_t i = 0; i < kBuckets.size(); ++i) {
-    if (v <= kBuckets[i]) {
-      ++counts[i];
-      break;
-    }
-  }
-  ++count;
-  sum += v;
 }
 
 TeReplacer::TeReplacer(ProcessSupervisor* sup, TeReplacerConfig config)
@@ -196,15 +179,7 @@ std::string TeReplacer::metrics_text() const {
   out +=
       "# HELP " + name + " Detection of a hung or dead TE to its replacement added to the JEs.\n";
   out += "# TYPE " + name + " histogram\n";
-  int64_t cumulative = 0;
-  for (size_t i = 0; i < Histogram::kBuckets.size(); ++i) {
-    cumulative += replace_seconds_.counts[i];
-    out += name + "_bucket{le=\"" + number(Histogram::kBuckets[i]) + "\"} " +
-           std::to_string(cumulative) + "\n";
-  }
-  out += name + "_bucket{le=\"+Inf\"} " + std::to_string(replace_seconds_.count) + "\n";
-  out += name + "_sum " + number(replace_seconds_.sum) + "\n";
-  out += name + "_count " + std::to_string(replace_seconds_.count) + "\n";
+  out += replace_seconds_.text(name);
   return out;
 }
 

@@ -29,6 +29,7 @@
 #include "cluster/fleet.h"
 #include "cluster/link.h"
 #include "cluster/process_supervisor.h"
+#include "cluster/seconds_histogram.h"
 #include "cluster/te_replacement.h"
 #include "core/result.h"
 
@@ -71,15 +72,6 @@ class TeReplacer {
   Status add_to_jes(const std::string& address);
   void log_event(const Json& event);
 
-  struct Histogram {
-    static constexpr std::array<double, 10> kBuckets = {0.1, 0.25, 0.5,  1.0,  2.0,
-                                                        3.0, 5.0,  10.0, 30.0, 60.0};
-    std::array<int64_t, kBuckets.size()> counts{};
-    int64_t count = 0;
-    double sum = 0;
-    void add(double v);
-  };
-
   ProcessSupervisor* sup_;  // not owned
   TeReplacerConfig config_;
   std::vector<ManagedTe> managed_;
@@ -91,7 +83,8 @@ class TeReplacer {
   int64_t dead_total_ = 0;            // GUARDED_BY(mu_)
   int64_t replaced_total_ = 0;        // GUARDED_BY(mu_)
   int64_t replace_failed_total_ = 0;  // GUARDED_BY(mu_)
-  Histogram replace_seconds_;         // GUARDED_BY(mu_)
+  SecondsHistogram replace_seconds_{0.1, 0.25, 0.5,  1.0,  2.0,
+                                    3.0, 5.0,  10.0, 30.0, 60.0};  // GUARDED_BY(mu_)
 };
 
 }  // namespace keel::cluster
