@@ -290,9 +290,12 @@ void apply_growth(const Ctx& c, Side side, const std::string& miss, Decision& d)
 Decision decide(const ControllerState& state, const WindowObservation& obs,
                 const ControllerConfig& cfg) {
   Decision d = start(state, obs, cfg);
-  const Ctx c{cfg,        lambda_prime(obs.arrival_rate, obs.prefill_core_s),
-              d.ttft_fit, d.tpot_fit,
-              obs.ttft_s, obs.tpot_s};
+  const Ctx c{.cfg = cfg,
+              .lambda_p = lambda_prime(obs.arrival_rate, obs.prefill_core_s),
+              .ttft = d.ttft_fit,
+              .tpot = d.tpot_fit,
+              .obs_ttft = obs.ttft_s,
+              .obs_tpot = obs.tpot_s};
   const bool ttft_miss = c.misses(Side::kPrefill), tpot_miss = c.misses(Side::kDecode);
   if (state.cooldown_left > 0) {
     d.next.cooldown_left = state.cooldown_left - 1;

@@ -2,6 +2,8 @@
 // refits TTFT = a₁/(x − λ′) + b₁ and TPOT = a₂/y + b₂ by least squares over the (split, percentile
 // latency) points of recent windows, and grows the side that misses its SLO by `step` cores until
 // the model says it meets it or `max_step` steps are taken. x = prefill cores, y = decode cores.
+// TTFT is checked first, as in the listing (a window missing both grows x; the paper's prose keeps
+// the split then); a side shrinks only as the donor under a bounded x + y, never on its own.
 //
 // λ′ (the M/M/1 term): a worker with x cores serves a prefill in l₁/x seconds, l₁ being the
 // core-seconds one prefill needs; with arrivals at λ per second the queue is stable only for
