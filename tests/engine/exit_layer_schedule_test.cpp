@@ -177,9 +177,9 @@ TEST(ExitLayerScheduleTest, SyntheticThirtyTwoLayerTrace) {
   std::printf(
       "[ SpecEE layer scheduling ] %d layers, %d tokens: avg active set %.2f predictor layers "
       "(offline only %.2f); true exits inside it %.1f %% (offline only %.1f %%, a random set of "
-      "the same size %.1f %%); avg layers run %.2f (true exits %.2f)\n",
+      "the same size %.1f %%); avg layers run %.2f (offline only %.2f, true exits %.2f)\n",
       kLayers, kTokens, st.avg_predictor_layers, off.avg_predictor_layers, 100 * st.coverage,
-      100 * off.coverage, 100 * st.chance, st.avg_layers_run, st.oracle_layers);
+      100 * off.coverage, 100 * st.chance, st.avg_layers_run, off.avg_layers_run, st.oracle_layers);
 
   // The bounds follow from the configuration and the generator:
   // - the active set holds at most K + history · (2r + 1) predictor layers, and exits of one
