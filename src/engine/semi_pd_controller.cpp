@@ -229,6 +229,20 @@ std::optional<double> predict_tpot(const LatencyFit& f, int32_t y) {
 
 namespace {
 
+// Drops the oldest point whose split has a newer point too (the oldest of all when every split is
+// alone): a long stay at one split must not push the other splits out of the fits.
+void evict_one(std::vector<SplitPoint>& h) {
+  for (size_t i = 0; i < h.size(); ++i) {
+    for (size_t j = i + 1; j < h.size(); ++j) {
+      if (h[j].x == h[i].x && h[j].y == h[i].y) {
+        h.erase(h.begin() + static_cast<std::ptrdiff_t>(i));
+        return;
+      }
+    }
+  }
+  h.erase(h.begin());
+}
+
 // Records the observation and refits; the decision is still "keep".
 Decision start(const ControllerState& state, const WindowObservation& obs,
                const ControllerConfig& cfg) {
@@ -237,8 +251,9 @@ Decision start(const ControllerState& state, const WindowObservation& obs,
   const double lp = lambda_prime(obs.arrival_rate, obs.prefill_core_s);
   if (obs.split_stable && (obs.ttft_s || obs.tpot_s)) {
     d.next.history.push_back({obs.x, obs.y, lp, obs.ttft_s, obs.tpot_s});
-    const auto excess = static_cast<std::ptrdiff_t>(d.next.history.size()) - cfg.history_windows;
-    if (excess > 0) d.next.history.erase(d.next.history.begin(), d.next.history.begin() + excess);
+    while (static_cast<int32_t>(d.next.history.size()) > cfg.history_windows) {
+      evict_one(d.next.history);
+    }
   }
   d.ttft_fit = fit_ttft(d.next.history);
   d.tpot_fit = fit_tpot(d.next.history);

@@ -38,7 +38,9 @@ struct ControllerConfig {
   // SLO with `headroom` (without a usable fit: nothing, or one step under probe_unfitted when its
   // observed latency has that headroom).
   int32_t max_total_cores = 0;
-  int32_t history_windows = 16;  // recent windows whose points the fits use
+  // Points the fits use: the latest windows, but a full history drops the oldest point of a split
+  // that has a newer one, so each split seen keeps its latest point.
+  int32_t history_windows = 16;
   // Hysteresis: a side misses when its observed latency > SLO, but growth stops only once the
   // model predicts ≤ (1 − headroom) · SLO; a donor gives cores under the same margin.
   double headroom = 0.1;
@@ -71,7 +73,7 @@ struct WindowObservation {
 // State the controller carries from window to window.
 struct ControllerState {
   int32_t x = 1, y = 1;             // the current split
-  std::vector<SplitPoint> history;  // oldest first, at most history_windows points
+  std::vector<SplitPoint> history;  // oldest first, at most history_windows points (see config)
   int32_t cooldown_left = 0;        // windows left before the next change may be made
 };
 

@@ -68,6 +68,19 @@ TEST(ExitLayerScheduleTest, EmptyHistoryIsTheOfflineSetAndTheFinalLayer) {
   EXPECT_EQ(active_layers(none), (std::vector<int32_t>{31}));
 }
 
+TEST(ExitLayerScheduleTest, EachExitActivatesItsNeighbours) {
+  ExitScheduleConfig cfg;
+  cfg.num_layers = 32;
+  ExitLayerSchedule s = make(cfg, {20});
+  s.record(10);
+  EXPECT_EQ(active_layers(s), (std::vector<int32_t>{8, 9, 10, 11, 12, 20, 31}));
+  s.record(30);
+  EXPECT_EQ(active_layers(s), (std::vector<int32_t>{8, 9, 10, 11, 12, 20, 28, 29, 30, 31}))
+      << "clipped at the final layer";
+  EXPECT_EQ(s.num_predictor_layers(), 9);
+  EXPECT_EQ(s.next_active(13), 20);
+}
+
 TEST(ExitLayerScheduleTest, FiveLayerModelPlusMinusTwoCoversEverything) {
   ExitScheduleConfig cfg;
   cfg.num_layers = 5;

@@ -82,6 +82,24 @@ TEST(SemiPdControllerTest, FitsRecoverKnownCoefficients) {
   EXPECT_EQ(lambda_prime(-1.0, 0.5), 0.0);
 }
 
+TEST(SemiPdControllerTest, FitKeepsTheInterceptNonNegative) {
+  // TPOT = 0.1/y − 0.01 exactly: the unconstrained intercept is −0.01, so the fit goes through
+  // the origin with the least-squares slope Σ u·l / Σ u².
+  std::vector<SplitPoint> pts;
+  double sul = 0, suu = 0;
+  for (int32_t y : {1, 2, 4}) {
+    const double l = 0.1 / y - 0.01;
+    pts.push_back({1, y, 0, std::nullopt, l});
+    sul += l / y;
+    suu += 1.0 / (y * y);
+  }
+  const LatencyFit f = fit_tpot(pts);
+  ASSERT_TRUE(f.usable()) << f.degenerate;
+  EXPECT_EQ(f.b, 0.0);
+  EXPECT_NEAR(f.a, sul / suu, 1e-12);
+  EXPECT_FALSE(fit_ttft(pts).usable()) << "no TTFT in these points";
+}
+
 TEST(SemiPdControllerTest, TtftMissGrowsPrefillToWhatTheModelNeeds) {
   const ControllerConfig cfg = config();
   const double lp = 1.5;
@@ -203,6 +221,17 @@ TEST(SemiPdControllerTest, CooldownAfterAChange) {
   EXPECT_EQ(next.next.cooldown_left, 0);
 }
 
+TEST(SemiPdControllerTest, FullHistoryKeepsEachSplitsLatestPoint) {
+  ControllerConfig cfg = config();
+  cfg.history_windows = 3;
+  ControllerState s = state_with_points(3, 4, {{2, 4, 1.5}});
+  for (int w = 0; w < 5; ++w) s = decide(s, observe(3, 4, 1.2 + 0.1 * w), cfg).next;
+  ASSERT_EQ(s.history.size(), 3u);
+  EXPECT_EQ(s.history.front().x, 2) << "the only point at x = 2 stays";
+  EXPECT_DOUBLE_EQ(s.history.back().lambda_prime, 1.6) << "the newest point is last";
+  EXPECT_TRUE(fit_ttft(s.history).usable());
+}
+
 TEST(SemiPdControllerTest, ConfigValidation) {
   ControllerConfig c = config();
   c.ttft_slo_s = 0;
@@ -267,6 +296,31 @@ TEST(SemiPdControllerTest, ClosedLoopConvergesWithBoundedTotal) {
   ControllerConfig cfg = config();
   cfg.max_total_cores = 9;  // exactly what both need: prefill must take decode's spare cores
   run_closed_loop(cfg, 1, 8, "total 9 from (1, 8)");
+}
+
+// Too few cores for both SLOs (x + y ≤ 7 against 5 + 4 needed): the controller must settle
+// instead of trading cores back and forth.
+TEST(SemiPdControllerTest, InfeasibleBoundDoesNotOscillate) {
+  ControllerConfig cfg = config();
+  cfg.max_total_cores = 7;
+  cfg.probe_unfitted = true;
+  SemiPdController c(cfg, 1, 6);
+  std::mt19937 rng(13);
+  std::uniform_real_distribution<double> load(1.2, 1.8), noise(0.95, 1.05);
+  int32_t changes = 0, last_change = -1;
+  std::string trace;
+  for (int w = 0; w < 60; ++w) {
+    WindowObservation o = observe(c.state().x, c.state().y, load(rng));
+    *o.ttft_s *= noise(rng);
+    *o.tpot_s *= noise(rng);
+    const Decision d = c.on_window(o);
+    trace += std::to_string(w) + ": (" + std::to_string(d.x) + ", " + std::to_string(d.y) + ") " +
+             d.detail + "\n";
+    if (d.changed) ++changes, last_change = w;
+  }
+  EXPECT_LE(c.state().x + c.state().y, 7);
+  EXPECT_LT(last_change, 30) << trace;
+  EXPECT_LE(changes, 8) << trace;
 }
 
 }  // namespace
