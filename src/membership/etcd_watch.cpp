@@ -93,13 +93,20 @@ std::optional<MemberEvent> EtcdWatch::next(std::chrono::milliseconds timeout) {
 void EtcdWatch::run() {
   std::chrono::milliseconds backoff{100};
   size_t endpoint_idx = 0;
+  bool failing = false;  // log the first failed reconnect and the recovery, not every try
   while (true) {
     const EtcdEndpoint& ep = client_.endpoints()[endpoint_idx++ % client_.endpoints().size()];
-    if (read_stream(ep)) backoff = std::chrono::milliseconds(100);
+    const bool received = read_stream(ep);
+    if (received) backoff = std::chrono::milliseconds(100);
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return;
-    KEEL_LOG_WARN("membership: watch stream to {}:{} ended; reconnecting in {} ms", ep.host,
-                  ep.port, backoff.count());
+    if (received && failing)
+      KEEL_LOG_INFO("membership: watch stream to {}:{} back", ep.host, ep.port);
+    if (!received && !failing) {
+      KEEL_LOG_WARN("membership: watch stream to {}:{} lost; reconnecting with backoff", ep.host,
+                    ep.port);
+    }
+    failing = !received;
     if (cv_.wait_for(lock, backoff, [this] { return stopping_; })) return;
     backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
   }

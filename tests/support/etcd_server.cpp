@@ -94,55 +94,64 @@ std::unique_ptr<EtcdServer> EtcdServer::start(std::string* error) {
   const std::string client = "http://127.0.0.1:" + std::to_string(s->client_port_);
   const std::string peer = "http://127.0.0.1:" + std::to_string(peer_port);
   s->endpoint_ = client;
-  const std::vector<std::string> args = {bin,
-                                         "--name",
-                                         "keel-test",
-                                         "--data-dir",
-                                         s->data_dir_ + "/data",
-                                         "--listen-client-urls",
-                                         client,
-                                         "--advertise-client-urls",
-                                         client,
-                                         "--listen-peer-urls",
-                                         peer,
-                                         "--initial-advertise-peer-urls",
-                                         peer,
-                                         "--initial-cluster",
-                                         "keel-test=" + peer};
-  const std::string log_path = s->data_dir_ + "/etcd.log";
+  s->args_ = {bin,
+              "--name",
+              "keel-test",
+              "--data-dir",
+              s->data_dir_ + "/data",
+              "--listen-client-urls",
+              client,
+              "--advertise-client-urls",
+              client,
+              "--listen-peer-urls",
+              peer,
+              "--initial-advertise-peer-urls",
+              peer,
+              "--initial-cluster",
+              "keel-test=" + peer};
+  if (!s->launch(error)) return nullptr;  // the destructor stops it
+  return s;
+}
+
+bool EtcdServer::restart(std::string* error) {
+  stop();
+  return launch(error);
+}
+
+bool EtcdServer::launch(std::string* error) {
+  const std::string log_path = data_dir_ + "/etcd.log";
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
-    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(log, 1);
     ::dup2(log, 2);
     std::vector<char*> argv;
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    for (const std::string& a : args_) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execv(bin.c_str(), argv.data());
+    ::execv(args_[0].c_str(), argv.data());
     ::_exit(127);
   }
   if (pid < 0) {
     *error = "fork failed";
-    return nullptr;
+    return false;
   }
-  s->pid_ = pid;
+  pid_ = pid;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (healthy(s->client_port_)) return s;
+    if (healthy(client_port_)) return true;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
-      s->pid_ = -1;
-      *error = "etcd exited at start (status " + std::to_string(status) + "); log in " +
-               s->data_dir_ + "/etcd.log";
-      return nullptr;
+      pid_ = -1;
+      *error = "etcd exited at start (status " + std::to_string(status) + "); log in " + log_path;
+      return false;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  *error = "etcd did not become healthy within 20 s; log in " + s->data_dir_ + "/etcd.log";
-  return nullptr;  // the destructor stops it
+  *error = "etcd did not become healthy within 20 s; log in " + log_path;
+  return false;
 }
 
 void EtcdServer::stop(bool hard) {

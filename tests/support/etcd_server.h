@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace keel::testing {
 
@@ -28,9 +29,13 @@ class EtcdServer {
   pid_t pid() const { return pid_; }
   // Stops it now (SIGKILL when `hard`): what a dead etcd looks like to clients.
   void stop(bool hard = false);
+  // Starts it again on the same ports and data (after stop()); false with `error` set on failure.
+  bool restart(std::string* error);
 
  private:
   EtcdServer() = default;
+  bool launch(std::string* error);
+  std::vector<std::string> args_;
   pid_t pid_ = -1;
   int client_port_ = 0;
   std::string endpoint_;
