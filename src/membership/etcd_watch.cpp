@@ -93,15 +93,13 @@ std::optional<MemberEvent> EtcdWatch::next(std::chrono::milliseconds timeout) {
 void EtcdWatch::run() {
   std::chrono::milliseconds backoff{100};
   size_t endpoint_idx = 0;
-  bool failing = false;  // log the first failed reconnect and the recovery, not every try
+  bool failing = false;  // log the first failed reconnect, not every try
   while (true) {
     const EtcdEndpoint& ep = client_.endpoints()[endpoint_idx++ % client_.endpoints().size()];
     const bool received = read_stream(ep);
     if (received) backoff = std::chrono::milliseconds(100);
     std::unique_lock<std::mutex> lock(mu_);
     if (stopping_) return;
-    if (received && failing)
-      KEEL_LOG_INFO("membership: watch stream to {}:{} back", ep.host, ep.port);
     if (!received && !failing) {
       KEEL_LOG_WARN("membership: watch stream to {}:{} lost; reconnecting with backoff", ep.host,
                     ep.port);
