@@ -120,6 +120,22 @@ void add_autoscale_flags(CLI::App* cmd, AutoscaleOptions* a) {
       ->check(CLI::Range(0.0, 3600.0));
 }
 
+void add_membership_flags(CLI::App* cmd, MembershipOptions* m) {
+  cmd->add_option("--membership", m->mode,
+                  "Where members register and the manager is elected: embedded (this process) "
+                  "or etcd (--etcd-endpoints)")
+      ->check(CLI::IsMember({"embedded", "etcd"}));
+  cmd->add_option("--etcd-endpoints", m->etcd_endpoints,
+                  "etcd v3 client URLs, http://HOST:PORT (comma-separated)")
+      ->delimiter(',');
+  cmd->add_option("--membership-prefix", m->prefix,
+                  "The cluster's key prefix in the membership store");
+  cmd->add_option("--membership-ttl", m->ttl_s,
+                  "Lease TTL in seconds: a dead process's members vanish, and a standby "
+                  "manager takes over, within it")
+      ->check(CLI::Range(2, 3600));
+}
+
 void add_preload_command(CLI::App* cluster, ClusterCli* cli) {
   ClusterPreloadOptions& p = *cli->preload;
   cli->preload_cmd = cluster->add_subcommand(
@@ -267,6 +283,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.up_cmd->add_flag(
       "--no-replace", up.no_replace,
       "Leave hung or dead TEs out of service instead of killing and replacing them");
+  add_membership_flags(cli.up_cmd, &up.membership);
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

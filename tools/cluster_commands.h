@@ -83,6 +83,15 @@ struct AutoscaleOptions {
   double drain_timeout_s = 30.0;       // a drained TE is stopped after this even with work left
 };
 
+// Membership (docs/cluster.md, "Membership (etcd)"): where `keel cluster up` registers its
+// members and campaigns to be the cluster manager.
+struct MembershipOptions {
+  std::string mode = "embedded";            // "embedded" (in-process) or "etcd"
+  std::vector<std::string> etcd_endpoints;  // http://HOST:PORT, with --membership etcd
+  std::string prefix = "/keel/default";     // the cluster's key prefix
+  int32_t ttl_s = 10;                       // lease TTL (keepalive every TTL/3)
+};
+
 struct ClusterUpOptions {
   ServeOptions serve;      // the gateway's HTTP flags and the TEs' engine flags
   int32_t colocated = -1;  // -1: 2, or 0 when prefill/decode TEs are asked for
@@ -111,6 +120,7 @@ struct ClusterUpOptions {
   // Health (cluster/te_replacer.h): a TE a JE finds hung or dead is killed (SIGKILL) and
   // replaced (warm pool or cold start); --no-replace leaves it out of service.
   bool no_replace = false;
+  MembershipOptions membership;
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

@@ -5,6 +5,9 @@
 // does not start in time stops the whole start-up. On SIGTERM/SIGINT the tree drains in order:
 // the gateway stops accepting and lets in-flight requests finish (--drain-timeout), then the JEs
 // stop, then the TEs. Children are stopped by PID and die with this process (PR_SET_PDEATHSIG).
+// Before any of it, the process joins the membership (--membership embedded|etcd) and campaigns
+// to lead the "cluster-manager" election (a standby waits there); it registers the JEs, TEs and
+// the gateway it starts, and revokes them all at shutdown (tools/cluster_membership.h).
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +25,7 @@
 #include "cluster_autoscaler.h"
 #include "cluster_commands.h"
 #include "cluster_health.h"
+#include "cluster_membership.h"
 #include "cluster_scaler.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
@@ -320,13 +324,31 @@ Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
   return ClusterAutoscaler::start(std::move(c), &sup, scaler, fleet);
 }
 
+// Registers the started JEs and TEs in the membership, on their behalf.
+Status register_tree(ClusterMembership& members, const Tree& tree, const std::string& name) {
+  for (size_t i = 0; i < tree.je_names.size(); ++i) {
+    KEEL_TRY(members.add(membership::MemberKind::kJobExecutor, tree.je_names[i],
+                         tree.je_addresses[i], {{"model", name}}));
+  }
+  for (size_t i = 0; i < tree.te_names.size(); ++i) {
+    KEEL_TRY(members.add(membership::MemberKind::kTaskExecutor, tree.te_names[i],
+                         tree.te_addresses[i], {{"model", name}, {"role", tree.tes.roles[i]}}));
+  }
+  return {};
+}
+
 // Waits for a stop signal; meanwhile reports children that exit on their own, runs the
 // autoscaler (when there is one), serves scale-outs (when there is a warm pool) and replaces hung
 // or dead TEs (unless --no-replace).
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
                   ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer) {
+                  cluster::TeReplacer* replacer, ClusterMembership& members) {
+  bool lease_lost = false;
   while (true) {
+    if (!lease_lost && !members.alive()) {
+      lease_lost = true;
+      KEEL_LOG_ERROR("cluster: membership lease lost: another manager may take over");
+    }
     timespec tick{0, 50 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig > 0) return sig;
@@ -350,6 +372,18 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
   KEEL_ASSIGN_OR_RETURN(std::vector<engine::LoraInfo> loras, describe_loras(o.serve.loras));
 
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> members,
+                        ClusterMembership::open(o.membership));
+  const Status led = members->lead([&stop_signals] {
+    timespec zero{0, 0};
+    return sigtimedwait(&stop_signals, nullptr, &zero) > 0;
+  });
+  if (led.code() == StatusCode::kCancelled) {
+    KEEL_LOG_INFO("cluster: stopped while waiting to lead");
+    return {};
+  }
+  KEEL_TRY(led);
+
   cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
   std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
   if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
@@ -357,6 +391,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   }
   KEEL_ASSIGN_OR_RETURN(Tree tree, start_children(sup, o, path, name));
   if (scaler) scaler->set_je_addresses(tree.je_addresses);
+  KEEL_TRY(register_tree(*members, tree, name));
   KEEL_ASSIGN_OR_RETURN(cluster::FleetClientConfig fc, fleet_config(o, tree, path));
   fc.loras = std::move(loras);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::FleetClient> fleet,
@@ -402,11 +437,14 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
                         server::Server::start(gateway_config(o, name), std::move(deps)));
   KEEL_LOG_INFO("ready: gateway on http://{}:{} (model '{}')", o.serve.host, srv->port(), name);
+  KEEL_TRY(members->add(membership::MemberKind::kGateway, "gateway-" + members->manager_id(),
+                        o.serve.host + ":" + std::to_string(srv->port()), {{"model", name}}));
   nlohmann::json ready = {{"role", "gateway"}, {"port", srv->port()}, {"pid", getpid()}};
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
-  const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get());
+  const int sig =
+      wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(), *members);
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();
@@ -416,7 +454,11 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::vector<std::string> order = tree.je_names;
   order.insert(order.end(), tree.te_names.begin(), tree.te_names.end());
   KEEL_TRY(sup.stop_all_in_order(order, std::chrono::milliseconds(10000)).status());
-  if (scaler) scaler->shutdown();  // after the TEs that mapped its entry
+  if (scaler) scaler->shutdown();              // after the TEs that mapped its entry
+  if (Status s = members->close(); !s.ok()) {  // every member registered here vanishes now
+    KEEL_LOG_WARN("cluster: membership not closed ({}); its members vanish after the TTL",
+                  s.to_string());
+  }
   KEEL_LOG_INFO("cluster: stopped");
   return {};
 }

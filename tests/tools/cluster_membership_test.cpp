@@ -1,0 +1,177 @@
+// `keel cluster up --membership etcd` through real processes and a private etcd on loopback: the
+// cluster serves a request; its manager (leading the "cluster-manager" election), gateway, JE and
+// TE are visible in etcd (`etcdctl get --prefix`); after SIGTERM they are gone. A second
+// `cluster up` on the same prefix waits as a standby and, when the leader is SIGKILLed, leads and
+// serves within TTL + 1 s plus its own start-up. A dead etcd at start is a one-line error. Skipped
+// with the reason printed without etcd/etcdctl; failed under CI=true.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "cluster/process_supervisor.h"
+#include "cluster/ready_line.h"
+#include "serve_process.h"
+#include "support/etcd_server.h"
+#include "support/test_support.h"
+
+namespace keel::testing {
+namespace {
+
+// Runs `cmd` and returns its stdout.
+std::string run(const std::string& cmd) {
+  std::string out;
+  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return out;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
+  pclose(p);
+  return out;
+}
+
+std::string etcd_keys(const EtcdServer& etcd, const std::string& prefix) {
+  return run("ETCDCTL_API=3 etcdctl --dial-timeout=3s --command-timeout=5s --endpoints=" +
+             etcd.endpoint() + " get --prefix --keys-only " + prefix);
+}
+
+std::vector<std::string> cluster_argv(const std::string& endpoint) {
+  return {KEEL_BINARY,
+          "cluster",
+          "up",
+          "-m",
+          KEEL_REPO_STORIES,
+          "--served-model-name",
+          "stories",
+          "--colocated",
+          "1",
+          "--jes",
+          "1",
+          "--threads-per-te",
+          "1",
+          "--drain-timeout",
+          "2",
+          "--port",
+          "0",
+          "--membership",
+          "etcd",
+          "--etcd-endpoints",
+          endpoint,
+          "--membership-prefix",
+          "/keel/it",
+          "--membership-ttl",
+          "3"};
+}
+
+TEST(ClusterMembershipTest, MembersInEtcdWhileUpAndGoneAfter) {
+  KEEL_REQUIRE_ETCD();
+  if (run("command -v etcdctl").empty()) {
+    if (under_ci()) GTEST_FAIL() << "etcdctl not found (etcd-client); required under CI=true";
+    GTEST_SKIP() << "etcdctl not found (scripts/install-deps.sh installs etcd-client)";
+  }
+  std::string error;
+  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
+  ASSERT_NE(etcd, nullptr) << error;
+
+  cluster::ProcessSupervisor sup;
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = cluster_argv(etcd->endpoint());
+  spec.ready_timeout = std::chrono::milliseconds(60000);
+  Result<cluster::Child> child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  Result<int> port = cluster::ready_port(child->ready);
+  ASSERT_TRUE(port.ok()) << port.status().to_string();
+
+  const nlohmann::json body = {
+      {"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}};
+  const HttpResponse r = http_request(*port, "POST", "/v1/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+
+  const std::string keys = etcd_keys(*etcd, "/keel/it/");
+  for (const char* want :
+       {"/keel/it/members/te/te-0", "/keel/it/members/je/je-0", "/keel/it/members/gateway/gateway-",
+        "/keel/it/members/manager/", "/keel/it/election/cluster-manager"}) {
+    EXPECT_NE(keys.find(want), std::string::npos) << want << " not in:\n" << keys;
+  }
+  const std::string te = run("ETCDCTL_API=3 etcdctl --endpoints=" + etcd->endpoint() +
+                             " get --print-value-only /keel/it/members/te/te-0");
+  EXPECT_NE(te.find("\"address\":\"127.0.0.1:"), std::string::npos) << te;
+  EXPECT_NE(te.find("\"role\":\"colocated\""), std::string::npos) << te;
+
+  Result<cluster::ChildExit> exit = sup.stop("cluster", std::chrono::milliseconds(20000));
+  ASSERT_TRUE(exit.ok()) << exit.status().to_string();
+  EXPECT_EQ(exit->exit_code, 0) << exit->describe();
+  EXPECT_EQ(etcd_keys(*etcd, "/keel/it/"), "");  // revoked at shutdown, not left to the TTL
+}
+
+TEST(ClusterMembershipTest, StandbyTakesOverWhenTheLeaderDies) {
+  KEEL_REQUIRE_ETCD();
+  if (run("command -v etcdctl").empty()) {
+    if (under_ci()) GTEST_FAIL() << "etcdctl not found (etcd-client); required under CI=true";
+    GTEST_SKIP() << "etcdctl not found (scripts/install-deps.sh installs etcd-client)";
+  }
+  std::string error;
+  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
+  ASSERT_NE(etcd, nullptr) << error;
+  cluster::ProcessSupervisor sup_a;
+  cluster::ProcessSupervisor sup_b;
+  cluster::ChildSpec a;
+  a.name = "leader";
+  a.argv = cluster_argv(etcd->endpoint());
+  a.ready_timeout = std::chrono::milliseconds(60000);
+  Result<cluster::Child> leader = sup_a.spawn(a);
+  ASSERT_TRUE(leader.ok()) << leader.status().to_string();
+
+  const std::string leader_id = run("ETCDCTL_API=3 etcdctl --endpoints=" + etcd->endpoint() +
+                                    " get --print-value-only /keel/it/election/cluster-manager");
+  EXPECT_NE(leader_id.find(std::to_string(leader->pid)), std::string::npos) << leader_id;
+
+  // B is spawned from this thread (a child's parent-death signal follows the thread that forked
+  // it); another thread kills A once B is waiting as a standby.
+  std::chrono::steady_clock::time_point killed;
+  std::thread killer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    killed = std::chrono::steady_clock::now();
+    EXPECT_TRUE(sup_a.signal(leader->pid, SIGKILL).ok());
+  });
+  cluster::ChildSpec b = a;
+  b.name = "standby";
+  Result<cluster::Child> standby = sup_b.spawn(b);
+  const auto standby_ready = std::chrono::steady_clock::now();
+  killer.join();
+  ASSERT_TRUE(standby.ok()) << standby.status().to_string();
+  EXPECT_GT(standby_ready, killed);  // it waited for the leader to die
+  const double took = std::chrono::duration<double>(standby_ready - killed).count();
+  std::printf("standby serving %.2f s after the leader's SIGKILL (TTL 3 s)\n", took);
+  EXPECT_LE(took, 3.0 + 1.0 + 5.0);  // TTL + 1 s, plus the standby's own start of a TE and a JE
+  const std::string now_id = run("ETCDCTL_API=3 etcdctl --endpoints=" + etcd->endpoint() +
+                                 " get --print-value-only /keel/it/election/cluster-manager");
+  EXPECT_NE(now_id.find(std::to_string(standby->pid)), std::string::npos) << now_id;
+  Result<int> port = cluster::ready_port(standby->ready);
+  ASSERT_TRUE(port.ok());
+  const nlohmann::json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};
+  EXPECT_EQ(http_request(*port, "POST", "/v1/completions", body.dump()).status, 200);
+}
+
+TEST(ClusterMembershipTest, DeadEtcdIsAClearError) {
+  KEEL_REQUIRE_ETCD();
+  std::string error;
+  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
+  ASSERT_NE(etcd, nullptr) << error;
+  const std::string endpoint = etcd->endpoint();
+  etcd->stop(/*hard=*/true);
+  std::string cmd;
+  for (const std::string& a : cluster_argv(endpoint)) cmd += "'" + a + "' ";
+  const auto start = std::chrono::steady_clock::now();
+  const std::string out = run(cmd);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(30));
+  EXPECT_NE(out.find("membership: etcd at 127.0.0.1:"), std::string::npos) << out;
+  EXPECT_NE(out.find("unreachable"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace keel::testing

@@ -1,0 +1,54 @@
+// ClusterMembership: `keel cluster up`'s place in the cluster's membership. It opens a session
+// (embedded: an in-process store — one machine, no etcd; etcd: --etcd-endpoints), campaigns for
+// the "cluster-manager" singleton before the manager's work (warm pool, autoscaler, replacer)
+// starts — a second `keel cluster up` on the same prefix waits there as a standby and takes over
+// when the leader's lease expires — and registers the manager, the gateway, and the JEs and TEs
+// it started (on their behalf, under its own lease: they vanish together when it stops or dies).
+//
+// Thread safety: one owner (cluster_up's thread).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster_commands.h"
+#include "core/result.h"
+#include "membership/embedded_store.h"
+#include "membership/membership.h"
+
+namespace keel::cli {
+
+// The election's name for the cluster manager singleton.
+inline constexpr const char* kManagerElection = "cluster-manager";
+
+class ClusterMembership {
+ public:
+  // Opens the session (etcd unreachable → Unavailable naming the endpoints).
+  static Result<std::unique_ptr<ClusterMembership>> open(const MembershipOptions& o);
+  ~ClusterMembership();
+
+  // Blocks until this process leads kManagerElection (Cancelled once `stop` returns true), then
+  // registers the manager.
+  Status lead(const std::function<bool()>& stop);
+  // Registers a started child (kind je or te) or the gateway.
+  Status add(membership::MemberKind kind, const std::string& id, const std::string& address,
+             std::map<std::string, std::string> attributes);
+  // False once the lease was lost (the store unreachable past the TTL).
+  bool alive() { return session_->lease_alive(); }
+  // Revokes the lease: every member registered here vanishes at once.
+  Status close();
+
+  const std::string& manager_id() const { return manager_id_; }
+
+ private:
+  ClusterMembership() = default;
+  SteadyClock clock_;
+  std::unique_ptr<membership::EmbeddedStore> store_;  // embedded mode only
+  std::unique_ptr<membership::Membership> session_;
+  std::string manager_id_;
+  std::string mode_;
+};
+
+}  // namespace keel::cli
