@@ -128,7 +128,7 @@ TEST(SemiPdEngineTest, ReSplitUnderLoadKeepsOutputsAndIsMeasured) {
   auto model = load_stories();
   ASSERT_NE(model, nullptr);
   const auto prompts = test_prompts(8);
-  const auto expected = colocated_outputs(*model, prompts, 40);
+  const auto expected = colocated_outputs(*model, prompts, 32);
   auto e = SemiPdEngine::start(*model, semi_pd_config());
   ASSERT_TRUE(e.ok()) << e.error().to_string();
   const int32_t cores = static_cast<int32_t>(allowed_cores().size());
@@ -136,10 +136,10 @@ TEST(SemiPdEngineTest, ReSplitUnderLoadKeepsOutputsAndIsMeasured) {
   std::vector<std::shared_ptr<CollectingSink>> sinks;
   for (const auto& p : prompts) {
     sinks.push_back(std::make_shared<CollectingSink>());
-    ASSERT_TRUE((*e)->submit(greedy(p, 40), sinks.back()).ok());
+    ASSERT_TRUE((*e)->submit(greedy(p, 32), sinks.back()).ok());
   }
   // Re-split while they run: each switch lands at the workers' next step boundaries.
-  const SemiPdSplit splits[] = {{big, 1}, {1, big}, {1, 1}, {big, big}};
+  const SemiPdSplit splits[] = {{big, 1}, {1, big}, {big, big}, {1, 1}};
   for (const SemiPdSplit& s : splits) {
     ASSERT_TRUE((*e)->set_split(s).ok());
     EXPECT_EQ((*e)->split(), s);
@@ -148,12 +148,12 @@ TEST(SemiPdEngineTest, ReSplitUnderLoadKeepsOutputsAndIsMeasured) {
   for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(sinks[i]->wait(), expected[i]) << i;
   const MetricsSnapshot m = (*e)->metrics();
   ASSERT_TRUE(m.semi_pd.has_value());
-  EXPECT_EQ(m.semi_pd->split_prefill, big);
-  EXPECT_EQ(m.semi_pd->split_decode, big);
+  EXPECT_EQ(m.semi_pd->split_prefill, 1);
+  EXPECT_EQ(m.semi_pd->split_decode, 1);
   EXPECT_EQ(m.semi_pd->num_switches, big > 1 ? 4 : 0);
   if (big > 1) {  // a worker that switched observed its downtime
     EXPECT_GT(m.semi_pd->switch_seconds.count, 0u);
-    EXPECT_TRUE(eventually([&] { return (*e)->metrics().semi_pd->decode_threads == big; }));
+    EXPECT_TRUE(eventually([&] { return (*e)->metrics().semi_pd->decode_threads == 1; }));
   }
   EXPECT_FALSE((*e)->set_split({0, 1}).ok());
   EXPECT_FALSE((*e)->set_split({1, cores + 1}).ok());
@@ -167,6 +167,8 @@ TEST(SemiPdEngineTest, AbortFreesBlocksAndWindowHasSamples) {
   ASSERT_TRUE(e.ok());
   SemiPdEngine& engine = **e;
   run_all(engine, test_prompts(2), 6);
+  // A request's last event comes just before the engine forgets it (and samples its TPOT).
+  ASSERT_TRUE(eventually([&] { return engine.stats().num_tracked == 0; }));
   const SemiPdWindow w = engine.take_window();
   EXPECT_EQ(w.ttft_seconds.size(), 2u);
   EXPECT_EQ(w.tpot_seconds.size(), 2u);
@@ -184,7 +186,7 @@ TEST(SemiPdEngineTest, AbortFreesBlocksAndWindowHasSamples) {
   sink->wait();
   EXPECT_EQ(sink->finish(), FinishReason::kAbort);
   EXPECT_TRUE(eventually([&] { return engine.block_allocator().num_allocated() == 0; }));
-  EXPECT_EQ(engine.stats().num_tracked, 0);
+  EXPECT_TRUE(eventually([&] { return engine.stats().num_tracked == 0; }));
 }
 
 TEST(SemiPdEngineTest, RefusesWhatItDoesNotRun) {
