@@ -129,28 +129,56 @@ bool SemiPdWorker::take_inbox(bool worked) {
   return true;
 }
 
+namespace {
+
+// A pool of cores.size() threads whose workers (threads 1..n-1) are pinned to cores[1..]; thread 0
+// is whoever runs it, pinned by the worker when it takes the pool over.
+std::unique_ptr<ThreadPool> pinned_pool(const std::vector<int>& cores) {
+  auto pool = std::make_unique<ThreadPool>(static_cast<int>(cores.size()));
+  std::atomic<int> failures{0};
+  pool->run([&](int idx, int) {
+    if (idx > 0 && !pin_current_thread(cores[static_cast<size_t>(idx) % cores.size()])) {
+      failures.fetch_add(1);
+    }
+  });
+  if (failures.load() > 0) KEEL_LOG_WARN("semi-PD: {} compute threads not pinned", failures.load());
+  return pool;
+}
+
+}  // namespace
+
 void SemiPdWorker::apply_cores() {
+  if (preparing_.valid()) {  // a pool for the new cores is being built off this thread
+    if (preparing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    const int64_t t0 = now_ns();
+    take_pool(preparing_.get());
+    shared_->switch_seconds->observe(seconds_between(t0, now_ns()));
+    return;
+  }
   std::vector<int> cores;
   {
     std::lock_guard lock(mu_);
     if (next_cores_.empty()) return;
     cores.swap(next_cores_);
   }
-  const int64_t t0 = now_ns();
-  const bool first = pool_ == nullptr;
-  ops_.reset();
-  pool_ = std::make_unique<ThreadPool>(static_cast<int>(cores.size()));
-  std::atomic<int> pin_failures{0};
-  pool_->run([&](int idx, int) {
-    if (!pin_current_thread(cores[static_cast<size_t>(idx) % cores.size()])) {
-      pin_failures.fetch_add(1);
-    }
+  if (pool_ == nullptr) {  // start-up: nothing to compute with yet
+    take_pool({pinned_pool(cores), cores});
+    return;
+  }
+  // Delayed switching: this worker goes on with its old pool while the new one is built.
+  preparing_ = std::async(std::launch::async, [cores = std::move(cores)]() mutable {
+    auto pool = pinned_pool(cores);
+    return PreparedPool{std::move(pool), std::move(cores)};
   });
+}
+
+void SemiPdWorker::take_pool(PreparedPool p) {
+  ops_.reset();
+  pool_ = std::move(p.pool);
+  cores_ = std::move(p.cores);
+  if (!pin_current_thread(cores_.front())) KEEL_LOG_WARN("semi-PD: worker thread not pinned");
   ops_ = std::make_unique<kernels::Ops>(isa_, pool_.get());
-  cores_ = std::move(cores);
   num_threads_.store(static_cast<int32_t>(cores_.size()));
-  if (pin_failures.load() > 0) KEEL_LOG_WARN("semi-PD: {} threads not pinned", pin_failures.load());
-  if (!first) shared_->switch_seconds->observe(seconds_between(t0, now_ns()));
 }
 
 void SemiPdWorker::drop_cancelled() {

@@ -7,9 +7,10 @@
 // recompute: its blocks are released and prefill recomputes prompt + generated tokens).
 //
 // Step boundaries: between two iterations the worker takes its inbox (requests, hand-offs), checks
-// cancellations and applies a new core set asked by set_cores() — the old pool finishes the
-// iteration in progress first (delayed switching); the time spent rebuilding the pool is the
-// switch downtime (SemiPdShared::switch_seconds).
+// cancellations and applies a new core set asked by set_cores(): a helper thread builds the new
+// pool (its threads pinned) while the worker keeps computing on the old one (delayed, asynchronous
+// switching); at the first boundary after it is ready the worker takes it over — the time of that
+// take-over is the switch downtime (SemiPdShared::switch_seconds).
 //
 // Thread safety: push(), set_cores(), stop() and the counters from any thread; everything else is
 // the worker thread's.
@@ -19,6 +20,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -77,8 +79,15 @@ class SemiPdWorker {
   // Takes the inbox — blocking while idle, or briefly when the last step did no work (blocked on
   // KV blocks) — false when stopping.
   bool take_inbox(bool worked);
-  // Rebuilds the pool when set_cores() asked for a new set.
+  // A new core set asked by set_cores(): at start-up the pool is built here; later it is built on
+  // a helper thread while this worker keeps computing, and taken over at the first step boundary
+  // after it is ready (the switch downtime is that take-over).
   void apply_cores();
+  struct PreparedPool {
+    std::unique_ptr<ThreadPool> pool;
+    std::vector<int> cores;
+  };
+  void take_pool(PreparedPool p);
   void drop_cancelled();
   // One iteration of this worker's role; false when it computed nothing.
   bool prefill_step();
@@ -114,6 +123,7 @@ class SemiPdWorker {
   std::deque<std::unique_ptr<SemiPdRequest>> waiting_;
   std::vector<std::unique_ptr<SemiPdRequest>> running_;  // admission order
   std::unique_ptr<ThreadPool> pool_;
+  std::future<PreparedPool> preparing_;  // the next pool, being built
   std::unique_ptr<kernels::Ops> ops_;
   std::unique_ptr<model::Context> ctx_;
   std::vector<float> logits_;
