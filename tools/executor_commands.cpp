@@ -223,6 +223,9 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   start.group_weights = o.compute.weight_layout != "rows";
   start.n_ctx = o.ctx_size;
   start.engine = serve_engine_config(o);
+  if (start.engine.semi_pd.has_value()) {
+    return Status::invalid_argument("--mode semi-pd is not supported for cluster TEs yet");
+  }
   KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(opts, role, &start, &streams));
   const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
   const int64_t before_start_ns = cluster::steady_now_ns();

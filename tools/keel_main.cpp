@@ -8,6 +8,7 @@
 #include "cluster_cli.h"
 #include "commands.h"
 #include "core/log.h"
+#include "engine/semi_pd_split.h"
 #include "kv/pic.h"
 #include "model_pull.h"
 #include "predictor_cli.h"
@@ -203,6 +204,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "ngram"}));
   serve_cmd->add_option("--spec-k", serve.spec_k, "Speculative decoding: tokens drafted per step")
       ->check(CLI::Range(1, 16));
+  serve_cmd
+      ->add_option("--mode", serve.mode,
+                   "colocated (one engine thread) or semi-pd (a prefill and a decode worker on "
+                   "their own cores over one KV pool; no prefix cache)")
+      ->check(CLI::IsMember({"colocated", "semi-pd"}));
+  serve_cmd
+      ->add_option("--semi-pd-split", serve.semi_pd_split,
+                   "--mode semi-pd: cores for the prefill and the decode worker, X,Y (the sets "
+                   "overlap when X+Y exceeds the machine)")
+      ->check([](const std::string& text) -> std::string {
+        const auto s = keel::engine::parse_semi_pd_split(text);
+        return s.ok() ? std::string() : s.status().message();
+      });
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")

@@ -84,6 +84,11 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
                              .value_or(  // checked by the CLI
                                  engine::SpecMethod::kNone);
   c.speculative.k = o.spec_k;
+  if (o.mode == "semi-pd") {
+    if (auto split = engine::parse_semi_pd_split(o.semi_pd_split); split.ok()) {
+      c.semi_pd = *split;  // checked by the CLI; its range by the engine
+    }
+  }
   return c;
 }
 
@@ -147,17 +152,29 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     }));
     progress.finish();
   }
-  engine::Engine& eng = *host->engine();
-  KEEL_TRY(load_lora_adapters(eng, opts.loras));
+  engine::EngineClient& eng = *host->client();
+  int32_t num_kv_blocks = 0;
+  size_t kv_block_bytes = 0;
+  if (engine::SemiPdEngine* semi = host->semi_pd(); semi != nullptr) {
+    if (!opts.loras.empty()) return Status::invalid_argument("--lora needs --mode colocated");
+    num_kv_blocks = semi->num_kv_blocks();
+    kv_block_bytes = semi->kv_block_bytes();
+    const engine::SemiPdSplit split = semi->split();
+    KEEL_LOG_INFO("mode semi-pd: prefill {} cores, decode {} cores (of {}), no prefix cache",
+                  split.prefill, split.decode, engine::allowed_cores().size());
+  } else {
+    num_kv_blocks = host->engine()->num_kv_blocks();
+    kv_block_bytes = host->engine()->kv_block_bytes();
+    KEEL_TRY(load_lora_adapters(eng, opts.loras));
+  }
   KEEL_LOG_INFO("model '{}' from {}{}", name, path,
                 host->random_weights() ? " — RANDOM WEIGHTS: its text is noise" : "");
   KEEL_LOG_INFO("cpu: {} ({}); kernels: {}; threads: {}", cpu.model_name, cpu.to_string(),
                 kernels::isa_name(compute.isa), compute.threads);
   KEEL_LOG_INFO(
       "KV cache: {} blocks of {} tokens = {} tokens ({}, {} bytes per token), max model length {}",
-      eng.num_kv_blocks(), opts.block_size, int64_t{eng.num_kv_blocks()} * opts.block_size,
-      opts.kv_type, eng.kv_block_bytes() / static_cast<size_t>(opts.block_size),
-      eng.max_model_len());
+      num_kv_blocks, opts.block_size, int64_t{num_kv_blocks} * opts.block_size, opts.kv_type,
+      kv_block_bytes / static_cast<size_t>(opts.block_size), eng.max_model_len());
   KEEL_LOG_INFO("ready: listening on http://{}:{}", opts.host, srv->port());
 
   int sig = 0;

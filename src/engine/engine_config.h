@@ -4,12 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
 #include "engine/scheduler.h"
+#include "engine/semi_pd_split.h"
 #include "kernels/kernels.h"
 #include "kv/pic.h"
 #include "sparse/sparse_policy.h"
@@ -49,6 +51,9 @@ struct EngineConfig {
   // --speculative ngram / --spec-k: speculative decoding for requests that do not say (off by
   // default: method kNone).
   SpeculativeParams speculative;
+  // --mode semi-pd --semi-pd-split X,Y: run as semi-PD (engine/semi_pd_engine.h) — a prefill and
+  // a decode worker on X and Y cores over one KV pool; unset = colocated (engine/engine.h).
+  std::optional<SemiPdSplit> semi_pd;
 
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 

@@ -212,6 +212,18 @@ struct HistogramSnapshot {
   friend bool operator==(const HistogramSnapshot&, const HistogramSnapshot&) = default;
 };
 
+// A semi-PD engine's split state (engine/semi_pd_engine.h): the current split (the last asked),
+// the compute threads each worker runs now, and the re-split downtime of the workers.
+struct SemiPdMetrics {
+  int32_t split_prefill = 0;    // cores asked for the prefill worker
+  int32_t split_decode = 0;     // ... and the decode worker
+  int32_t prefill_threads = 0;  // threads the prefill worker computes with now
+  int32_t decode_threads = 0;
+  int64_t num_switches = 0;          // re-splits asked
+  HistogramSnapshot switch_seconds;  // per worker switch: time not computing because of it
+  friend bool operator==(const SemiPdMetrics&, const SemiPdMetrics&) = default;
+};
+
 // The engine's request-level histograms and counters at one moment (vLLM's metric set).
 struct MetricsSnapshot {
   HistogramSnapshot time_to_first_token_seconds;
@@ -222,6 +234,7 @@ struct MetricsSnapshot {
   HistogramSnapshot request_generation_tokens;
   // request_success_total{finished_reason}: indexed by FinishReason.
   std::array<int64_t, 4> request_finished_total{};
+  std::optional<SemiPdMetrics> semi_pd;  // set by a semi-PD engine only
   friend bool operator==(const MetricsSnapshot&, const MetricsSnapshot&) = default;
 };
 

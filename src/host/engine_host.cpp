@@ -36,6 +36,14 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   config.isa = options.compute.isa;
   config.threads = options.compute.threads;
   config.eog_token_ids.assign(tokenizer_->eog_ids().begin(), tokenizer_->eog_ids().end());
+  if (config.semi_pd.has_value()) {
+    KEEL_ASSIGN_OR_RETURN(semi_pd_,
+                          engine::SemiPdEngine::start(*model_, std::move(config),
+                                                      engine::SemiPdDeps{tokenizer_.get()}));
+    client_.attach(semi_pd_.get());
+    ready_.store(true, std::memory_order_release);
+    return {};
+  }
   KEEL_ASSIGN_OR_RETURN(
       engine_, engine::Engine::start(
                    *model_, std::move(config),

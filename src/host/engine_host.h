@@ -22,6 +22,7 @@
 #include "core/result.h"
 #include "engine/engine.h"
 #include "engine/engine_config.h"
+#include "engine/semi_pd_engine.h"
 #include "host/compute.h"
 #include "host/deferred_engine.h"
 #include "host/model_loading.h"
@@ -63,7 +64,10 @@ class EngineHost {
   [[nodiscard]] engine::EngineClient* client() { return &client_; }
   // False until start() succeeded (ServerDeps::ready).
   [[nodiscard]] const std::atomic<bool>* ready() const { return &ready_; }
+  // The colocated engine; null until start() succeeded, and in semi-PD mode.
   [[nodiscard]] engine::Engine* engine() { return engine_.get(); }
+  // The semi-PD engine (StartOptions::engine.semi_pd set); null otherwise.
+  [[nodiscard]] engine::SemiPdEngine* semi_pd() { return semi_pd_.get(); }
   // Seconds start() spent getting the weights' bytes (reading the file, or mapping it), the rest
   // being the model's and the engine's build: the pre-load / load split of a scale-out.
   [[nodiscard]] double weights_seconds() const { return weights_seconds_; }
@@ -80,7 +84,8 @@ class EngineHost {
   DeferredEngine client_;
   std::atomic<bool> ready_{false};
   std::unique_ptr<model::Model> model_;
-  std::unique_ptr<engine::Engine> engine_;  // after model_: stopped before the model goes
+  std::unique_ptr<engine::Engine> engine_;         // after model_: stopped before the model goes
+  std::unique_ptr<engine::SemiPdEngine> semi_pd_;  // idem; set instead of engine_ in semi-PD mode
 };
 
 }  // namespace keel::host

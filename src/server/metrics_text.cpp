@@ -136,6 +136,22 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
   }
 }
 
+// A semi-PD engine's split (engine/semi_pd_engine.h): gauges and the re-split downtime.
+void render_semi_pd_metrics(Writer& w, const engine::SemiPdMetrics& p) {
+  w.gauge("semi_pd_split_prefill_cores", "Cores the semi-PD prefill worker is set to.",
+          p.split_prefill);
+  w.gauge("semi_pd_split_decode_cores", "Cores the semi-PD decode worker is set to.",
+          p.split_decode);
+  w.gauge("semi_pd_prefill_threads", "Compute threads the prefill worker runs with now.",
+          p.prefill_threads);
+  w.gauge("semi_pd_decode_threads", "Compute threads the decode worker runs with now.",
+          p.decode_threads);
+  w.counter("semi_pd_switches_total", "Re-splits asked.", static_cast<double>(p.num_switches));
+  w.histogram("semi_pd_switch_seconds",
+              "Per worker and re-split: seconds it did not compute because of the switch.",
+              p.switch_seconds);
+}
+
 }  // namespace
 
 std::string render_metrics(const engine::EngineStats& stats, const engine::MetricsSnapshot& m,
@@ -229,6 +245,7 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
               m.request_prompt_tokens);
   w.histogram("request_generation_tokens", "Generated tokens of finished requests.",
               m.request_generation_tokens);
+  if (m.semi_pd.has_value()) render_semi_pd_metrics(w, *m.semi_pd);
   return w.take();
 }
 
