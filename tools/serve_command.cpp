@@ -84,6 +84,7 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
                              .value_or(  // checked by the CLI
                                  engine::SpecMethod::kNone);
   c.speculative.k = o.spec_k;
+  c.draft_head_path = o.draft_head;
   return c;
 }
 

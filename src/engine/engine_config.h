@@ -49,6 +49,10 @@ struct EngineConfig {
   // --speculative ngram / --spec-k: speculative decoding for requests that do not say (off by
   // default: method kNone).
   SpeculativeParams speculative;
+  // --draft-head: the draft head file (keel train-draft) for "draft-head" speculation, loaded at
+  // start (an error there fails the start). "" = draft::default_draft_head_path(model file) when
+  // that file exists (a bad one is then only logged, and draft-head requests are refused).
+  std::string draft_head_path;
 
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 
