@@ -242,11 +242,11 @@ struct TrainDraftOptions {
   std::string model_path;   // the target model (required)
   std::string output_path;  // "" = draft::default_draft_head_path(model_path)
   int64_t tokens = 32768;   // training pairs
-  int32_t epochs = 6;
-  int32_t hidden = 128;   // the head's MLP hidden units
+  int32_t epochs = 8;
+  int32_t hidden = 256;   // the head's MLP hidden units
   int32_t seq_len = 256;  // tokens per generated sequence at most
   float learning_rate = 2e-3f;
-  float feature_weight = 1.0f;
+  float feature_weight = 0.1f;
   uint64_t seed = 1;
   std::string command_line;  // recorded in the file
 };

@@ -122,9 +122,10 @@ PairLoss forward(const DraftHeadWeights& w, const Frozen& fz, const DraftDataset
   matvec(fz.w_out.data(), fz.vocab, d, act->f.data(), act->logits.data());
   const auto best = std::max_element(act->logits.begin(), act->logits.end());
   out.correct = best - act->logits.begin() == p.label;
+  const float top = *best;  // read once: the loop below overwrites the logits
   double total = 0;
   for (float& l : act->logits) {
-    l = std::exp(l - *best);  // logits now hold unnormalised probabilities
+    l = std::exp(l - top);  // logits now hold unnormalised probabilities
     total += l;
   }
   for (float& l : act->logits) l = static_cast<float>(l / total);

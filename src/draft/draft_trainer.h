@@ -21,12 +21,12 @@
 namespace keel::draft {
 
 struct DraftTrainConfig {
-  int64_t hidden = 128;         // H
-  int32_t epochs = 6;           // passes over the pairs
+  int64_t hidden = 256;         // H
+  int32_t epochs = 8;           // passes over the pairs
   int64_t max_steps = 0;        // stop after this many Adam steps; 0 = the epochs decide
   int32_t batch = 128;          // pairs per Adam step
   float learning_rate = 2e-3f;  // Adam
-  float feature_weight = 1.0f;  // the feature regression term's weight
+  float feature_weight = 0.1f;  // the feature regression term's weight
   uint64_t seed = 1;
 
   [[nodiscard]] Status validate() const;

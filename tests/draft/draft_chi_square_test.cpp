@@ -7,6 +7,7 @@
 // tokens sequential sampling gives.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -83,7 +84,13 @@ TEST(DraftChiSquareTest, HeadDraftsKeepTheJointDistributionOfTwoTokens) {
   auto head = load_draft_head(KEEL_REPO_DRAFT_HEAD, *m);
   ASSERT_TRUE(head.ok()) << head.error().to_string();
   TestOps t;
-  const std::vector<int32_t> context = {1, 403, 407, 280, 261};
+  // A context the model wrote itself (greedy after a short opening), where the head is in its
+  // element: its first draft is among the likely next tokens.
+  std::vector<int32_t> context = {1, 403, 407};
+  for (int i = 0; i < 8; ++i) {
+    const Row l = run(*m, t.ops, context).logits;
+    context.push_back(static_cast<int32_t>(std::max_element(l.begin(), l.end()) - l.begin()));
+  }
   const Forward base = run(*m, t.ops, context);
   // The head continues the feature of the row that emitted the last context token.
   DraftScratch s;

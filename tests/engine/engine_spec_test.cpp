@@ -22,11 +22,11 @@ using Tokens = std::vector<int32_t>;
 constexpr SpeculativeParams kNgram{SpecMethod::kNgram, 4, 3, 1};
 constexpr SpeculativeParams kHead{SpecMethod::kDraftHead, 4, 3, 1};
 
-// The base configuration with `spec` (and the committed draft head).
+// The base configuration with `spec` (and the committed draft head for the draft-head method).
 EngineConfig spec_config(const SpeculativeParams& spec) {
   EngineConfig c = base_config();
   c.speculative = spec;
-  c.draft_head_path = KEEL_REPO_DRAFT_HEAD;
+  if (spec.method == SpecMethod::kDraftHead) c.draft_head_path = KEEL_REPO_DRAFT_HEAD;
   return c;
 }
 
