@@ -72,10 +72,11 @@ struct ServeOptions {
   std::string pic_link = "legolink-16";  // full | naive | legolink-K
   std::string sparse_policy = "dense";   // dense | streaming | h2o | quest | raas
   int32_t sparse_budget = 1024;          // L, tokens attended per decode step
-  std::string speculative = "none";      // none | ngram: speculative decoding by default
+  std::string speculative = "none";      // none | ngram | draft-head: speculative decoding by default
   std::string mode = "colocated";        // colocated | semi-pd (engine/semi_pd_engine.h)
   std::string semi_pd_split = "1,1";     // semi-pd: cores for prefill, decode ("X,Y")
   int32_t spec_k = 4;                    // drafted tokens per step at most
+  std::string draft_head;                // --draft-head FILE; "" = <model>.draft.gguf if it exists
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
   int32_t max_connections = 1024;                        // open connections (idle ones shed first)
@@ -231,9 +232,27 @@ struct EvalSpecOptions {
   int32_t k = 4;             // drafted tokens per step
   int32_t ngram_max = 3;
   int32_t ngram_min = 1;
+  std::string draft_head_path;  // "" = the default file beside the model (draft-head rows)
   bool json = false;
 };
 int run_eval_spec(const EvalSpecOptions& opts);
+
+// `keel train-draft`: the EAGLE-like draft head (src/draft) for one model, trained on the
+// model's own text and hidden states and written beside it (train_draft_command.cpp).
+struct TrainDraftOptions {
+  ComputeOptions compute;
+  std::string model_path;   // the target model (required)
+  std::string output_path;  // "" = draft::default_draft_head_path(model_path)
+  int64_t tokens = 32768;   // training pairs
+  int32_t epochs = 8;
+  int32_t hidden = 256;   // the head's MLP hidden units
+  int32_t seq_len = 256;  // tokens per generated sequence at most
+  float learning_rate = 2e-3f;
+  float feature_weight = 0.1f;
+  uint64_t seed = 1;
+  std::string command_line;  // recorded in the file
+};
+int run_train_draft(const TrainDraftOptions& opts);
 
 // `keel eval kv`: KV cache element types against f32 KV (eval_kv_command.cpp).
 struct EvalKvOptions {

@@ -1,7 +1,8 @@
 // `keel eval spec`: speculative decoding against autoregressive decoding on one model, through
 // the engine itself (docs/speculative.md). Two workloads: "stories" (short story openings the
 // model continues) and "repetitive" (openings that repeat a sentence, where prompt lookup
-// shines). Per workload and configuration — autoregressive, n-gram speculation — each prompt is
+// shines). Per workload and configuration — autoregressive, n-gram speculation, draft-head
+// speculation (the head of --draft-head, or the one beside the model) — each prompt is
 // decoded greedily (--max-tokens, EOS ignored) one request at a time on a fresh engine, and the
 // row reports: token agreement with autoregressive greedy decoding (ids equal at the same
 // position), the acceptance rate (accepted / drafted), tokens per decode step (generated tokens
@@ -82,6 +83,7 @@ Result<Row> run(const LoadedModel& loaded, const host::ComputeSetup& setup,
   c.isa = setup.isa;
   c.eog_token_ids.assign(loaded.tokenizer->eog_ids().begin(), loaded.tokenizer->eog_ids().end());
   c.speculative = spec;
+  c.draft_head_path = opts.draft_head_path;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::start(*loaded.model, c));
   Row row;
   for (const std::vector<int32_t>& p : prompts) {
@@ -165,6 +167,15 @@ Status evaluate(const EvalSpecOptions& opts, const host::ComputeSetup& setup) {
     KEEL_ASSIGN_OR_RETURN(const Row spec, run(loaded, setup, opts, prompts, ngram));
     print(opts, w.name, "autoregressive", ar, ar);
     print(opts, w.name, "ngram k=" + std::to_string(opts.k), spec, ar);
+    const engine::SpeculativeParams head{engine::SpecMethod::kDraftHead, opts.k, opts.ngram_max,
+                                         opts.ngram_min};
+    Result<Row> drafted = run(loaded, setup, opts, prompts, head);
+    if (!drafted.ok()) {
+      std::fprintf(stderr, "keel: draft-head rows skipped: %s\n",
+                   drafted.error().message().c_str());
+      continue;
+    }
+    print(opts, w.name, "draft-head k=" + std::to_string(opts.k), *drafted, ar);
   }
   return Status();
 }

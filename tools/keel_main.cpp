@@ -200,8 +200,11 @@ int main(int argc, char** argv) {
   serve_cmd
       ->add_option("--speculative", serve.speculative,
                    "Speculative decoding for requests that do not say (`speculative` in the "
-                   "body): none or ngram (prompt lookup)")
-      ->check(CLI::IsMember({"none", "ngram"}));
+                   "body): none, ngram (prompt lookup) or draft-head (keel train-draft)")
+      ->check(CLI::IsMember({"none", "ngram", "draft-head"}));
+  serve_cmd->add_option("--draft-head", serve.draft_head,
+                        "Draft head file for draft-head speculation (default: <model>.draft.gguf "
+                        "beside the model, when it exists)");
   serve_cmd->add_option("--spec-k", serve.spec_k, "Speculative decoding: tokens drafted per step")
       ->check(CLI::Range(1, 16));
   serve_cmd
@@ -397,7 +400,8 @@ int main(int argc, char** argv) {
 
   keel::cli::EvalSpecOptions esp;
   CLI::App* spec_eval_cmd = eval_cmd->add_subcommand(
-      "spec", "Speculative decoding (n-gram prompt lookup) against autoregressive decoding");
+      "spec",
+      "Speculative decoding (n-gram prompt lookup, draft head) against autoregressive decoding");
   spec_eval_cmd->option_defaults()->always_capture_default();
   spec_eval_cmd->add_option(
       "-m,--model", esp.model_path,
@@ -409,7 +413,32 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 16));
   spec_eval_cmd->add_option("--ngram-min", esp.ngram_min, "Shortest n-gram matched")
       ->check(CLI::Range(1, 16));
+  spec_eval_cmd->add_option("--draft-head", esp.draft_head_path,
+                            "Draft head file (default: <model>.draft.gguf beside the model)");
   spec_eval_cmd->add_flag("--json", esp.json, "One JSON object per row instead of a table");
+
+  keel::cli::TrainDraftOptions td;
+  td.command_line = "keel";
+  for (int i = 1; i < argc; ++i) td.command_line += std::string(" ") + argv[i];
+  CLI::App* td_cmd = app.add_subcommand(
+      "train-draft",
+      "Train an EAGLE-like draft head on the model's own hidden states (draft-head speculation)");
+  td_cmd->option_defaults()->always_capture_default();
+  td_cmd->add_option("-m,--model", td.model_path, "The target model (GGUF)")->required();
+  td_cmd->add_option("-o,--output", td.output_path,
+                     "Draft head file (default: <model>.draft.gguf beside the model)");
+  td_cmd->add_option("--tokens", td.tokens, "Training pairs (tokens of the model's own text)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 26));
+  td_cmd->add_option("--epochs", td.epochs, "Passes over the pairs")->check(CLI::Range(1, 1000));
+  td_cmd->add_option("--hidden", td.hidden, "Hidden units of the head's MLP")
+      ->check(CLI::Range(1, 16384));
+  td_cmd->add_option("--seq-len", td.seq_len, "Tokens per generated sequence at most")
+      ->check(CLI::Range(3, 1 << 20));
+  td_cmd->add_option("--lr", td.learning_rate, "Adam learning rate")->check(CLI::Range(1e-6, 1.0));
+  td_cmd->add_option("--feature-weight", td.feature_weight, "Weight of the feature regression term")
+      ->check(CLI::Range(0.0, 100.0));
+  td_cmd->add_option("--seed", td.seed, "Seed of the text, the initial weights and the shuffle");
+  add_compute_options(td_cmd, &td.compute);
   add_compute_options(spec_eval_cmd, &esp.compute);
 
   const keel::cli::PredictorCli predictor_cli(app, *eval_cmd, add_compute_options, argc, argv);
@@ -456,6 +485,7 @@ int main(int argc, char** argv) {
   if (sparse_cmd->parsed()) return keel::cli::run_eval_sparse(sp);
   if (kv_eval_cmd->parsed()) return keel::cli::run_eval_kv(ekv);
   if (spec_eval_cmd->parsed()) return keel::cli::run_eval_spec(esp);
+  if (td_cmd->parsed()) return keel::cli::run_train_draft(td);
   if (auto code = keel::cli::run_cluster_commands(cluster_cli)) return *code;
   if (auto rc = predictor_cli.run()) return *rc;
   return 2;

@@ -89,6 +89,7 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
       c.semi_pd = *split;  // checked by the CLI; its range by the engine
     }
   }
+  c.draft_head_path = o.draft_head;
   return c;
 }
 

@@ -68,6 +68,11 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   }
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
   KEEL_ASSIGN_OR_RETURN(const kv::BlockHash model_key, model_identity(model.file()));
+  std::string head_missing;
+  KEEL_ASSIGN_OR_RETURN(deps.draft_head, open_draft_head(model, config, deps, &head_missing));
+  if (deps.draft_head == nullptr && config.speculative.method == SpecMethod::kDraftHead) {
+    return Status::invalid_argument("--speculative draft-head: " + head_missing);
+  }
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
                         open_tiers(model_key, config, layout.block_bytes(), deps.fs.get()));
   if (!tiers->empty()) {
@@ -81,9 +86,10 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                   config.kv_disk_dir.empty() ? "off" : config.kv_disk_dir,
                   tiers->disk_cost().read_seconds(layout.block_bytes()) * 1e6);
   }
-  return std::unique_ptr<Engine>(new Engine(model, std::move(config), std::move(storage),
-                                            num_blocks, model_key, std::move(deps),
-                                            std::move(tiers)));
+  std::unique_ptr<Engine> e(new Engine(model, std::move(config), std::move(storage), num_blocks,
+                                       model_key, std::move(deps), std::move(tiers)));
+  e->draft_head_missing_ = std::move(head_missing);  // read by submit() only, after this returns
+  return e;
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -95,6 +101,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       num_blocks_(num_blocks),
       model_key_(model_key),
       tokenizer_(deps.tokenizer),
+      draft_head_(std::move(deps.draft_head)),
       fs_(std::move(deps.fs)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
@@ -111,7 +118,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   if (cache_events_ && tiers_ != nullptr) tiers_->set_record_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
-      sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer));
+      sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer), draft_head_.get());
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
@@ -161,7 +168,12 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
         " prompt tokens + " + std::to_string(request.max_tokens) + " completion tokens");
   }
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
-  if (request.speculative.has_value()) KEEL_TRY(request.speculative->validate());
+  if (request.speculative.has_value()) {
+    KEEL_TRY(request.speculative->validate());
+    if (request.speculative->method == SpecMethod::kDraftHead && draft_head_ == nullptr) {
+      return Status::invalid_argument("speculative.method draft-head: " + draft_head_missing_);
+    }
+  }
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
   if (request.sparse.has_value()) {
@@ -402,8 +414,11 @@ bool Engine::launch(StepPlan& plan) {
       in.batch.logits.push_back(s.samples && i + 1 + s.num_drafts >= s.num_tokens ? 1 : 0);
     }
     if (s.samples) {
+      const RequestState* r = scheduler_.find(s.key);
+      const bool head = r != nullptr && r->spec.method == SpecMethod::kDraftHead;
       in.samples.push_back({s.key, a.sampler.get(),
-                            std::vector<int32_t>(s.tokens.end() - s.num_drafts, s.tokens.end())});
+                            std::vector<int32_t>(s.tokens.end() - s.num_drafts, s.tokens.end()),
+                            head ? r->spec.k : 0});
     }
   }
   executor_->launch(std::move(in));
@@ -467,6 +482,9 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   std::vector<SeqResult> results;
   for (const StepOutput::Token& t : out.tokens) results.push_back({t.key, t.token});
   scheduler_.update(plan, results);
+  for (StepOutput::Proposal& p : out.proposals) {
+    scheduler_.propose_drafts(p.key, std::move(p.drafts));
+  }
   counters_.spec_verify_steps += out.num_verified;
   counters_.spec_drafted_tokens += out.num_drafted;
   counters_.spec_accepted_tokens += out.num_accepted;

@@ -31,6 +31,7 @@
 
 #include "core/file_system.h"
 #include "core/thread_pool.h"
+#include "draft/draft_head.h"
 #include "engine/context_cache_table.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
@@ -67,6 +68,9 @@ struct EngineDeps {
   std::function<void(std::vector<kv::CacheEvent>)> cache_events;
   // Sees each block published in the prefix cache (published_block_tap.h). Empty: none.
   PublishedBlockTap published_blocks;
+  // The draft head of "draft-head" speculation, bound to the engine's model. Null: start() loads
+  // EngineConfig::draft_head_path (or the default file beside the model).
+  std::shared_ptr<const draft::DraftHead> draft_head;
 };
 
 class Engine final : public EngineClient {
@@ -188,6 +192,12 @@ class Engine final : public EngineClient {
          std::unique_ptr<kv::KvTiers> tiers);
   // The tiers the config asks for (T1 host, T2 disk under the model's identity); the disk tier's
   // index is rebuilt from its directory. IoError when that directory cannot be used.
+  // The draft head start() binds (EngineDeps::draft_head, else the configured or default file);
+  // null with *missing saying why when there is none.
+  static Result<std::shared_ptr<const draft::DraftHead>> open_draft_head(const model::Model& model,
+                                                                         const EngineConfig& config,
+                                                                         EngineDeps& deps,
+                                                                         std::string* missing);
   static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const kv::BlockHash& model_key,
                                                          const EngineConfig& config,
                                                          size_t block_bytes, FileSystem* fs);
@@ -254,7 +264,10 @@ class Engine final : public EngineClient {
   kv::BlockHash model_key_;
   Metrics metrics_;
   const tokenizer::Tokenizer* tokenizer_;  // for stop strings and grammars; may be null
-  LoraRegistry loras_{model_};             // the adapters requests may name
+  // "draft-head" speculation's head (null: such requests are refused with draft_head_missing_).
+  std::shared_ptr<const draft::DraftHead> draft_head_;
+  std::string draft_head_missing_;
+  LoraRegistry loras_{model_};  // the adapters requests may name
   // Structured outputs: parsed grammars and their mask caches, shared by requests with the same
   // grammar (engine thread; built on the first grammar request). The maskers inside are used by
   // the executor thread only, where every Sampler samples.

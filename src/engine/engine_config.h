@@ -54,6 +54,10 @@ struct EngineConfig {
   // --mode semi-pd --semi-pd-split X,Y: run as semi-PD (engine/semi_pd_engine.h) — a prefill and
   // a decode worker on X and Y cores over one KV pool; unset = colocated (engine/engine.h).
   std::optional<SemiPdSplit> semi_pd;
+  // --draft-head: the draft head file (keel train-draft) for "draft-head" speculation, loaded at
+  // start (an error there fails the start). "" = draft::default_draft_head_path(model file) when
+  // that file exists (a bad one is then only logged, and draft-head requests are refused).
+  std::string draft_head_path;
 
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 

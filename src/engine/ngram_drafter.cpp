@@ -27,7 +27,8 @@ void ngram_draft(std::span<const int32_t> tokens, int32_t ngram_min, int32_t ngr
 }
 
 void draft_tokens(const SpeculativeParams& params, std::span<const int32_t> tokens,
-                  int32_t max_drafts, std::vector<int32_t>* out) {
+                  std::span<const int32_t> proposed, int32_t max_drafts,
+                  std::vector<int32_t>* out) {
   out->clear();
   const int32_t limit = std::min(params.k, max_drafts);
   switch (params.method) {
@@ -35,6 +36,11 @@ void draft_tokens(const SpeculativeParams& params, std::span<const int32_t> toke
       return;
     case SpecMethod::kNgram:
       ngram_draft(tokens, params.ngram_min, params.ngram_max, limit, out);
+      return;
+    case SpecMethod::kDraftHead:
+      if (limit <= 0) return;
+      out->assign(proposed.begin(),
+                  proposed.begin() + std::min<ptrdiff_t>(limit, std::ssize(proposed)));
       return;
   }
 }

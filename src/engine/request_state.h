@@ -87,6 +87,10 @@ struct RequestState {
   // (nothing sampling in flight), so a speculating request skips plans made ahead.
   SpeculativeParams spec;
   int32_t num_pending_drafts = 0;  // drafted positions in flight (not yet verified)
+  // The draft head's proposal (Scheduler::propose_drafts), valid while the request has exactly
+  // proposed_at tokens (it continues tokens[proposed_at - 1]); -1 = none.
+  std::vector<int32_t> proposed_drafts;
+  int32_t proposed_at = -1;
 
   [[nodiscard]] int32_t num_tokens() const { return static_cast<int32_t>(tokens.size()); }
   [[nodiscard]] int32_t num_generated() const { return num_tokens() - num_prompt_tokens; }

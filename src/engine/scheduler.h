@@ -102,6 +102,10 @@ class Scheduler {
   // update() keeps the emitted tokens, counts the accepted positions as computed and rolls the
   // KV of rejected ones back (KvCacheManager::truncate; they were never published).
   void set_speculation(RequestKey key, const SpeculativeParams& params);
+  // The draft head's proposal for `key`, drafted by the step whose update() just ran after the
+  // request's last token; used by its next speculating decode while the request still has the
+  // tokens it has now. Unknown keys (finished, aborted) are ignored.
+  void propose_drafts(RequestKey key, std::vector<int32_t> drafts);
   // Sparse decode: gives back the blocks of `pages` (indices into the request's block table,
   // each below its last page) to the pool. A request that is not running is left alone.
   void release_pages(RequestKey key, std::span<const int32_t> pages);

@@ -25,7 +25,10 @@ bool Scheduler::schedule_spec(StepBuilder& b, RequestState& r) {
   if (config_.max_model_len > 0) room = std::min(room, config_.max_model_len - r.num_tokens() - 1);
   if (room <= 0) return false;
   std::vector<int32_t> drafts;
-  draft_tokens(r.spec, r.tokens, room, &drafts);
+  const std::span<const int32_t> proposed = r.proposed_at == r.num_tokens()
+                                                ? std::span<const int32_t>(r.proposed_drafts)
+                                                : std::span<const int32_t>();
+  draft_tokens(r.spec, r.tokens, proposed, room, &drafts);
   if (drafts.empty()) return false;
   const int32_t start = r.num_scheduled;
   KEEL_CHECK(start == r.num_tokens() - 1 && r.num_pending_samples == 0);
@@ -57,6 +60,13 @@ bool Scheduler::schedule_spec(StepBuilder& b, RequestState& r) {
   b.decodes.push_back(std::move(s));
   b.budget -= 1 + d;
   return true;
+}
+
+void Scheduler::propose_drafts(RequestKey key, std::vector<int32_t> drafts) {
+  const auto it = requests_.find(key);
+  if (it == requests_.end()) return;  // finished or aborted
+  it->second.proposed_drafts = std::move(drafts);
+  it->second.proposed_at = it->second.num_tokens();
 }
 
 void Scheduler::extend_decodes(StepBuilder& b) {

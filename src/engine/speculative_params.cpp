@@ -9,6 +9,8 @@ std::string_view spec_method_name(SpecMethod m) {
       return "none";
     case SpecMethod::kNgram:
       return "ngram";
+    case SpecMethod::kDraftHead:
+      return "draft-head";
   }
   return "none";
 }
@@ -16,6 +18,7 @@ std::string_view spec_method_name(SpecMethod m) {
 std::optional<SpecMethod> parse_spec_method(std::string_view name) {
   if (name == "none") return SpecMethod::kNone;
   if (name == "ngram") return SpecMethod::kNgram;
+  if (name == "draft-head") return SpecMethod::kDraftHead;
   return std::nullopt;
 }
 

@@ -1,8 +1,8 @@
 // SpeculativeParams: how a request speculates (docs/speculative.md) — the drafting method and the
 // most tokens drafted per step — and their validation. A plain value in GenerationRequest (the
 // request field "speculative") and EngineConfig (the server flags --speculative / --spec-k).
-// Invariant of a validated value: method kNone, or kNgram with 1 ≤ k ≤ kMaxSpecK and
-// 1 ≤ ngram_min ≤ ngram_max ≤ kMaxSpecNgram.
+// Invariant of a validated value: 1 ≤ k ≤ kMaxSpecK and 1 ≤ ngram_min ≤ ngram_max ≤
+// kMaxSpecNgram (the n-gram bounds are checked whatever the method; kDraftHead ignores them).
 // Thread safety: a plain value.
 #pragma once
 
@@ -21,8 +21,11 @@ inline constexpr int32_t kMaxSpecNgram = 16;  // longest n-gram the prompt-looku
 enum class SpecMethod {
   kNone,   // autoregressive: one token per step
   kNgram,  // prompt lookup: the tokens that followed an earlier occurrence of the last n tokens
+  // the engine's EAGLE-like draft head (draft/draft_head.h) continuing the target's own hidden
+  // state; needs an engine with a head loaded (EngineConfig::draft_head_path)
+  kDraftHead,
 };
-std::string_view spec_method_name(SpecMethod m);  // "none", "ngram"
+std::string_view spec_method_name(SpecMethod m);  // "none", "ngram", "draft-head"
 // The method named `name`; nullopt for an unknown name.
 std::optional<SpecMethod> parse_spec_method(std::string_view name);
 

@@ -3,19 +3,22 @@
 
 #include "engine/pic_prefill.h"
 
+#include <algorithm>
 #include <chrono>
 #include <span>
 
 namespace keel::engine {
 
 StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa,
-                           int threads, int64_t max_batch_tokens, int64_t select_layer)
+                           int threads, int64_t max_batch_tokens, int64_t select_layer,
+                           const draft::DraftHead* draft_head)
     : model_(model),
       storage_(storage),
       isa_(isa),
       threads_(threads),
       max_batch_tokens_(max_batch_tokens),
       select_layer_(select_layer),
+      draft_head_(draft_head),
       thread_([this] { run(); }) {}
 
 StepExecutor::~StepExecutor() {
@@ -63,10 +66,14 @@ Status StepExecutor::run_probe(model::Context& ctx, kernels::Ops& ops, const mod
   return Status();
 }
 
-void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits, StepOutput* out) {
+void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
+                              const std::vector<float>& hidden, kernels::Ops& ops,
+                              StepOutput* out) {
   const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
+  const auto n_embd = static_cast<size_t>(model_.hparams().n_embd);
   size_t row = 0;
   std::vector<sampling::SampleOutput> emitted;
+  draft::DraftScratch scratch;
   for (StepInput::Sample& sample : input.samples) {
     const size_t rows = sample.drafts.size() + 1;
     KEEL_CHECK(logits.size() >= (row + rows) * n_vocab);
@@ -79,6 +86,18 @@ void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits, Step
       ++out->num_verified;
       out->num_drafted += static_cast<int64_t>(sample.drafts.size());
       out->num_accepted += accepted;
+    }
+    if (sample.head_k > 0 && !hidden.empty()) {
+      // The row that emitted the last token: after the accepted drafts.
+      const size_t h = row - rows + static_cast<size_t>(accepted);
+      KEEL_CHECK(hidden.size() >= (h + 1) * n_embd);
+      const auto t0 = std::chrono::steady_clock::now();
+      StepOutput::Proposal& p = out->proposals.emplace_back();
+      p.key = sample.key;
+      draft_head_->draft(std::span<const float>(hidden.data() + h * n_embd, n_embd),
+                         emitted.back().token, sample.head_k, ops, &scratch, &p.drafts);
+      out->draft_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
     for (sampling::SampleOutput& s : emitted) {
       out->tokens.push_back({sample.key, s.token, std::move(s.logprobs)});
@@ -93,7 +112,7 @@ void StepExecutor::run() {
   kernels::Ops ops(isa_, &pool);
   model::Context ctx(model_, max_batch_tokens_);
   SparseSelector selector(model_.hparams());
-  std::vector<float> logits;
+  std::vector<float> logits, hidden;
   for (;;) {
     StepInput input;
     {
@@ -106,11 +125,18 @@ void StepExecutor::run() {
     StepOutput out;
     const auto t0 = std::chrono::steady_clock::now();
     logits.clear();
+    hidden.clear();
+    const bool want_hidden = draft_head_ != nullptr &&
+                             std::any_of(input.samples.begin(), input.samples.end(),
+                                         [](const StepInput::Sample& s) { return s.head_k > 0; });
     if (selector.bind(std::move(input.sparse))) {
       input.batch.selector = &selector;
       input.batch.select_layer = select_layer_;
     }
-    if (!input.batch.empty()) out.status = ctx.forward(input.batch, *storage_, ops, &logits);
+    if (!input.batch.empty()) {
+      out.status =
+          ctx.forward(input.batch, *storage_, ops, &logits, want_hidden ? &hidden : nullptr);
+    }
     out.forward_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (out.status.ok() && !input.probe.empty()) {
@@ -118,7 +144,7 @@ void StepExecutor::run() {
       out.status = run_probe(ctx, ops, input.probe, &out.deviation);
     }
     if (out.status.ok()) {
-      sample_all(input, logits, &out);
+      sample_all(input, logits, hidden, ops, &out);
     }
     {
       std::lock_guard lock(mu_);

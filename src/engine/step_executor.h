@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "draft/draft_head.h"
 #include "engine/sparse_decode.h"
 #include "engine/types.h"
 #include "kernels/kernels.h"
@@ -37,6 +38,10 @@ struct StepInput {
     sampling::Sampler* sampler;  // owned by the engine; alive until wait() returns
     std::vector<int32_t>
         drafts;  // the seq's drafted tokens (sampling/draft_verify.h); usually none
+    // Draft-head speculation: after sampling, the draft head drafts this many tokens after the
+    // last emitted one, from the target's hidden state of the row that emitted it
+    // (StepOutput::proposals). 0 = none (the forward pass then keeps no hidden states).
+    int32_t head_k = 0;
   };
   std::vector<Sample> samples;
   // CacheBlend's probe (one request; empty when none): run after the batch, through
@@ -61,6 +66,14 @@ struct StepOutput {
   int64_t num_verified = 0;  // samples entries with drafts
   int64_t num_drafted = 0;   // their drafts
   int64_t num_accepted = 0;  // of which accepted
+  // Per StepInput::samples entry with head_k > 0, in order: the draft head's tokens after the
+  // entry's last emitted token (Scheduler::propose_drafts).
+  struct Proposal {
+    RequestKey key;
+    std::vector<int32_t> drafts;
+  };
+  std::vector<Proposal> proposals;
+  double draft_seconds = 0.0;  // of which the draft head
   RequestKey probe_key = 0;
   std::vector<float> deviation;  // the probe's, per probe token (empty when it failed)
   double forward_seconds = 0.0;
@@ -68,9 +81,11 @@ struct StepOutput {
 
 class StepExecutor {
  public:
-  // select_layer: where sparse decode chooses pages (sparse_select_layer()).
+  // select_layer: where sparse decode chooses pages (sparse_select_layer()). draft_head: the
+  // head samples with head_k > 0 draft with (borrowed, outlives the executor; null = none).
   StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
-               int64_t max_batch_tokens, int64_t select_layer = 0);
+               int64_t max_batch_tokens, int64_t select_layer = 0,
+               const draft::DraftHead* draft_head = nullptr);
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();
@@ -82,8 +97,10 @@ class StepExecutor {
  private:
   void run();
   StepOutput execute(StepInput& input);
-  // Samples every StepInput::samples entry from its logits rows (verifying drafts).
-  void sample_all(StepInput& input, std::vector<float>& logits, StepOutput* out);
+  // Samples every StepInput::samples entry from its logits rows (verifying drafts); with
+  // `hidden` (the rows' features), drafts with the head for the entries that ask.
+  void sample_all(StepInput& input, std::vector<float>& logits, const std::vector<float>& hidden,
+                  kernels::Ops& ops, StepOutput* out);
   Status run_probe(model::Context& ctx, kernels::Ops& ops, const model::Batch& probe,
                    std::vector<float>* deviation);
 
@@ -93,6 +110,7 @@ class StepExecutor {
   int threads_;
   int64_t max_batch_tokens_;
   int64_t select_layer_;
+  const draft::DraftHead* draft_head_;
   bool busy_ = false;  // engine thread only
 
   std::mutex mu_;

@@ -61,11 +61,16 @@ Status Context::validate(const Batch& batch, const KvStorage& kv) const {
 
 Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                         std::vector<float>* logits) {
+  return forward(batch, kv, ops, logits, nullptr);
+}
+
+Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                        std::vector<float>* logits, std::vector<float>* hidden) {
   KEEL_TRY(validate(batch, kv));
   bind_tables(batch, kv.layout().block_size);
   embed(batch);
   run_layers(batch, kv, ops);
-  if (logits) output_logits(batch, ops, logits);
+  if (logits) output_logits(batch, ops, logits, hidden);
   return Status();
 }
 
@@ -296,11 +301,18 @@ int64_t Context::gather_outputs(const Batch& batch) {
   return n_out;
 }
 
-void Context::output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits) {
+void Context::output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits,
+                            std::vector<float>* hidden) {
   const int64_t n_out = gather_outputs(batch);
   logits->assign(sz(n_out) * sz(hp_.n_vocab), 0.0f);
+  if (hidden != nullptr) hidden->assign(sz(n_out) * sz(hp_.n_embd), 0.0f);
   if (n_out == 0) return;
   const std::vector<float>& norm = model_.weights().output_norm;
+  if (hidden != nullptr) {  // rms_norm then matmul: equal to the fused path, bit for bit
+    ops.rms_norm(xn_.data(), norm.data(), n_out, hp_.n_embd, hp_.rms_eps, hidden->data());
+    ops.matmul(model_.weights().output, hidden->data(), n_out, logits->data());
+    return;
+  }
   float* const out[] = {logits->data()};
   ops.rms_norm_matmul_many({&model_.weights().output, 1}, xn_.data(), norm.data(), hp_.rms_eps,
                            n_out, out);

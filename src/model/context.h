@@ -39,6 +39,13 @@ class Context {
   // Errors: InvalidArgument for a KV layout that does not fit the model and every malformed batch
   // of validate_batch() (batch.h); OutOfRange for a position ≥ the model's n_ctx.
   Status forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops, std::vector<float>* logits);
+  // forward() that also replaces *hidden (when not null) with [n_outputs][n_embd] floats: the
+  // final hidden state after the output norm of the same rows — the features a draft head
+  // (draft/draft_head.h) continues from. The logits are bit for bit those of forward() (the norm
+  // is written out once and multiplied, which Ops guarantees equal to the fused path); the extra
+  // cost is one n_outputs × n_embd copy, and a null `hidden` is exactly forward().
+  Status forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops, std::vector<float>* logits,
+                 std::vector<float>* hidden);
 
   // forward() without the output head: replaces *hidden with [n_outputs][n_embd] floats, the
   // final hidden state after the output norm of each token with logits[i] = 1, in batch order —
@@ -68,7 +75,10 @@ class Context {
   void attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops);
   // At Batch::select_layer: asks the selector for each marked sequence's pages and rebinds them.
   void select_pages(int64_t il, const Batch& batch, const KvStorage& kv);
-  void output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits);
+  // The rows with logits[i] = 1: their logits and, when `hidden` is not null, their normed
+  // hidden states.
+  void output_logits(const Batch& batch, kernels::Ops& ops, std::vector<float>* logits,
+                     std::vector<float>* hidden);
   // Gathers the rows of the tokens with logits[i] = 1 into xn_; returns how many.
   int64_t gather_outputs(const Batch& batch);
 

@@ -197,8 +197,8 @@ MaybeError parse_speculative(const Json& body, GenerationSpec* spec) {
           ? engine::parse_spec_method(method->get<std::string>())
           : std::nullopt;
   if (!m) {
-    return ApiError::bad_request("`speculative.method` must be \"ngram\" or \"none\"",
-                                 "speculative.method");
+    return ApiError::bad_request(
+        "`speculative.method` must be \"ngram\", \"draft-head\" or \"none\"", "speculative.method");
   }
   p.method = *m;
   if (Status st = p.validate(); !st.ok()) {

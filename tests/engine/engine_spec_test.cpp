@@ -3,6 +3,8 @@
 // repetitive one, batched with requests that do not speculate, with and without schedule-ahead;
 // seeded sampling gives the same tokens with and without speculation; drafts are accepted and
 // rejected along the way, and every KV block is back in the pool at the end (rollback leaks none).
+// All of it for both drafters: n-gram prompt lookup and the committed stories260K draft head;
+// draft-head requests on an engine without a head, and bad head files, are refused.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -18,6 +20,15 @@ namespace {
 using Tokens = std::vector<int32_t>;
 
 constexpr SpeculativeParams kNgram{SpecMethod::kNgram, 4, 3, 1};
+constexpr SpeculativeParams kHead{SpecMethod::kDraftHead, 4, 3, 1};
+
+// The base configuration with `spec` (and the committed draft head for the draft-head method).
+EngineConfig spec_config(const SpeculativeParams& spec) {
+  EngineConfig c = base_config();
+  c.speculative = spec;
+  if (spec.method == SpecMethod::kDraftHead) c.draft_head_path = KEEL_REPO_DRAFT_HEAD;
+  return c;
+}
 
 // The reference prompts, a repetitive one and a short one.
 std::vector<Tokens> prompts() {
@@ -48,7 +59,9 @@ std::vector<Tokens> run_batch(Engine& e, const std::vector<Tokens>& ps,
   return out;
 }
 
-TEST(EngineSpecTest, GreedySpeculationEqualsAutoregressiveDecoding) {
+class EngineSpecMethodTest : public ::testing::TestWithParam<SpeculativeParams> {};
+
+TEST_P(EngineSpecMethodTest, GreedySpeculationEqualsAutoregressiveDecoding) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
   ASSERT_NE(model, nullptr);
@@ -58,9 +71,8 @@ TEST(EngineSpecTest, GreedySpeculationEqualsAutoregressiveDecoding) {
   std::vector<Tokens> expected;
   for (const Tokens& p : ps) expected.push_back(run_one(**plain, greedy(p, 48)));
   for (bool ahead : {true, false}) {
-    EngineConfig c = base_config();
+    EngineConfig c = spec_config(GetParam());
     c.schedule_ahead = ahead;
-    c.speculative = kNgram;
     c.scheduler.max_batched_tokens = 64;  // drafts compete with prefill chunks for the budget
     auto e = Engine::start(*model, c);
     ASSERT_TRUE(e.ok());
@@ -82,13 +94,11 @@ TEST(EngineSpecTest, GreedySpeculationEqualsAutoregressiveDecoding) {
   }
 }
 
-TEST(EngineSpecTest, GreedyMatchesTheLlamaCppReference) {
+TEST_P(EngineSpecMethodTest, GreedyMatchesTheLlamaCppReference) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
   ASSERT_NE(model, nullptr);
-  EngineConfig c = base_config();
-  c.speculative = kNgram;
-  auto e = Engine::start(*model, c);
+  auto e = Engine::start(*model, spec_config(GetParam()));
   ASSERT_TRUE(e.ok());
   const auto ref = nlohmann::json::parse(
       testing::read_file(testing::shared_path("models/stories260K/reference/greedy.json")));
@@ -101,14 +111,12 @@ TEST(EngineSpecTest, GreedyMatchesTheLlamaCppReference) {
 
 // The verification samples each position with the request's own draw (sampling/draft_verify.h),
 // so a seeded request gives the very tokens it gives without speculation.
-TEST(EngineSpecTest, SeededSamplingGivesTheSameTokens) {
+TEST_P(EngineSpecMethodTest, SeededSamplingGivesTheSameTokens) {
   KEEL_REQUIRE_SHARED();
   auto model = load_stories();
   ASSERT_NE(model, nullptr);
   auto plain = Engine::start(*model, base_config());
-  EngineConfig c = base_config();
-  c.speculative = kNgram;
-  auto spec = Engine::start(*model, c);
+  auto spec = Engine::start(*model, spec_config(GetParam()));
   ASSERT_TRUE(plain.ok() && spec.ok());
   const std::vector<Tokens> ps = prompts();
   for (uint64_t seed = 0; seed < 12; ++seed) {
@@ -120,6 +128,63 @@ TEST(EngineSpecTest, SeededSamplingGivesTheSameTokens) {
     EXPECT_EQ(run_one(**spec, r), run_one(**plain, r)) << "seed " << seed;
   }
   EXPECT_GT((*spec)->stats().spec_verify_steps, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Drafters, EngineSpecMethodTest, ::testing::Values(kNgram, kHead),
+                         [](const ::testing::TestParamInfo<SpeculativeParams>& info) {
+                           return info.param.method == SpecMethod::kNgram
+                                      ? std::string("Ngram")
+                                      : std::string("DraftHead");
+                         });
+
+// The draft head runs only for requests that ask: an engine with a head serves plain and n-gram
+// requests as before, side by side with draft-head ones.
+TEST(EngineSpecTest, DraftHeadRequestsMixWithOthers) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  auto plain = Engine::start(*model, base_config());
+  EngineConfig c = base_config();
+  c.draft_head_path = KEEL_REPO_DRAFT_HEAD;  // loaded, not the default method
+  auto e = Engine::start(*model, c);
+  ASSERT_TRUE(plain.ok() && e.ok());
+  const std::vector<Tokens> ps = prompts();
+  std::vector<std::shared_ptr<CollectingSink>> sinks;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    GenerationRequest r = greedy(ps[i], 40);
+    if (i % 3 == 1) r.speculative = kHead;
+    if (i % 3 == 2) r.speculative = kNgram;
+    sinks.push_back(std::make_shared<CollectingSink>());
+    ASSERT_TRUE((*e)->submit(std::move(r), sinks.back()).ok());
+  }
+  for (size_t i = 0; i < ps.size(); ++i) {
+    EXPECT_EQ(sinks[i]->wait(), run_one(**plain, greedy(ps[i], 40))) << "prompt " << i;
+  }
+  EXPECT_GT((*e)->stats().spec_accepted_tokens, 0);
+}
+
+TEST(EngineSpecTest, DraftHeadWithoutAHeadIsRefused) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  auto e = Engine::start(*model, base_config());  // shared data holds no head beside the model
+  ASSERT_TRUE(e.ok());
+  GenerationRequest r = greedy({1, 2, 3}, 4);
+  r.speculative = kHead;
+  auto key = (*e)->submit(r, std::make_shared<CollectingSink>());
+  ASSERT_FALSE(key.ok());
+  EXPECT_NE(key.error().message().find("draft head"), std::string::npos) << key.error().message();
+  EngineConfig c = base_config();
+  c.speculative = kHead;
+  auto no_head = Engine::start(*model, c);
+  ASSERT_FALSE(no_head.ok());
+  EXPECT_NE(no_head.error().message().find("draft-head"), std::string::npos);
+  // A file that is not a draft head: the start fails naming it.
+  c.draft_head_path = testing::shared_path("models/stories260K/stories260K.gguf");
+  auto wrong = Engine::start(*model, c);
+  ASSERT_FALSE(wrong.ok());
+  EXPECT_NE(wrong.error().message().find("not a keel draft head"), std::string::npos)
+      << wrong.error().message();
 }
 
 TEST(EngineSpecTest, BadSpeculativeParamsAreRefused) {

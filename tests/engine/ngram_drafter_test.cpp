@@ -42,14 +42,33 @@ TEST(NgramDrafterTest, DispatchFollowsTheMethodAndK) {
   const Tokens tokens = {1, 2, 3, 4, 1, 2};
   Tokens out = {99};
   SpeculativeParams p;
-  draft_tokens(p, tokens, 8, &out);  // method none
+  const Tokens proposed = {7, 8, 9};
+  draft_tokens(p, tokens, proposed, 8, &out);  // method none
   EXPECT_TRUE(out.empty());
   p.method = SpecMethod::kNgram;
   p.k = 2;
-  draft_tokens(p, tokens, 8, &out);
+  draft_tokens(p, tokens, proposed, 8, &out);  // the proposal is the draft head's, not n-gram's
   EXPECT_EQ(out, (Tokens{3, 4}));
-  draft_tokens(p, tokens, 1, &out);
+  draft_tokens(p, tokens, {}, 1, &out);
   EXPECT_EQ(out, (Tokens{3}));
+}
+
+TEST(NgramDrafterTest, DraftHeadTakesTheProposalUpToKAndTheRoom) {
+  const Tokens tokens = {1, 2, 3, 4, 1, 2};
+  const Tokens proposed = {7, 8, 9};
+  Tokens out = {99};
+  SpeculativeParams p{SpecMethod::kDraftHead, 2, 3, 1};
+  draft_tokens(p, tokens, proposed, 8, &out);
+  EXPECT_EQ(out, (Tokens{7, 8}));
+  draft_tokens(p, tokens, proposed, 1, &out);
+  EXPECT_EQ(out, (Tokens{7}));
+  draft_tokens(p, tokens, proposed, 0, &out);
+  EXPECT_TRUE(out.empty());
+  draft_tokens(p, tokens, {}, 8, &out);  // no proposal: nothing (not n-gram's drafts)
+  EXPECT_TRUE(out.empty());
+  p.k = 8;
+  draft_tokens(p, tokens, proposed, 8, &out);
+  EXPECT_EQ(out, proposed);
 }
 
 TEST(SpeculativeParamsTest, ValidateNamesTheField) {
@@ -63,6 +82,8 @@ TEST(SpeculativeParamsTest, ValidateNamesTheField) {
   EXPECT_NE(p.validate().message().find("speculative.ngram_max"), std::string::npos);
   EXPECT_EQ(parse_spec_method("ngram"), SpecMethod::kNgram);
   EXPECT_EQ(parse_spec_method("eagle"), std::nullopt);
+  EXPECT_EQ(parse_spec_method("draft-head"), SpecMethod::kDraftHead);
+  EXPECT_EQ(spec_method_name(SpecMethod::kDraftHead), "draft-head");
   EXPECT_EQ(spec_method_name(SpecMethod::kNone), "none");
 }
 

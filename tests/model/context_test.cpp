@@ -2,7 +2,7 @@
 // reference for every architecture feature, invariants that tie the architectures together
 // (qwen2 with zero bias = llama with Q/K rows reordered; qwen3 QK-norm scale invariance), output
 // selection, rewriting a sequence's suffix, and a precise Status (and no change to the KV
-// storage) for every malformed batch.
+// storage) for every malformed batch; hidden rows beside the logits change no logit bit.
 #include "model/context.h"
 
 #include <gmock/gmock.h>
@@ -321,6 +321,44 @@ TEST_F(ContextTest, RewritingASuffixGivesTheSameLogits) {
   const std::vector<float> tail = runner_->feed({2, 31, 7}, 1, 3);
   EXPECT_EQ(max_abs_diff(tail.data(), first.data() + 3 * 40, 3 * 40), 0.0);
   EXPECT_EQ(max_abs_diff(runner_->feed(toks, 1), first), 0.0);
+}
+
+}  // namespace
+}  // namespace keel::model::testing
+
+namespace keel::model::testing {
+namespace {
+
+// forward() with hidden rows (the draft head's features): the logits are bit for bit those of
+// forward() without them, and the rows are forward_hidden()'s, for the tokens with logits only.
+TEST(ContextHiddenTest, HiddenRowsLeaveTheLogitsBitForBit) {
+  const TinyModel m = write_tiny_model(TinySpec());
+  auto model = Model::open(m.path);
+  ASSERT_TRUE(model.ok()) << model.error().to_string();
+  ThreadPool pool(2);
+  kernels::Ops ops(kernels::best_isa(detect_cpu_features()), &pool);
+  const HParams& hp = (*model)->hparams();
+  // mode 0: logits only; 1: logits and hidden; 2: forward_hidden.
+  auto run = [&](int mode, std::vector<float>* logits, std::vector<float>* hidden) {
+    auto kv = KvStorage::create(KvLayout::for_model(hp, 4, DType::kF32), 4);
+    ASSERT_TRUE(kv.ok());
+    Context ctx(**model, 8);
+    Batch b;
+    const int32_t s = b.add_seq({0, 1, 2, 3});
+    for (int32_t i = 0; i < 6; ++i) b.add(3 + 5 * i, i, s, i % 2 == 1 || i == 4);
+    const Status st = mode == 0   ? ctx.forward(b, *kv, ops, logits)
+                      : mode == 1 ? ctx.forward(b, *kv, ops, logits, hidden)
+                                  : ctx.forward_hidden(b, *kv, ops, hidden);
+    ASSERT_TRUE(st.ok()) << st.to_string();
+  };
+  std::vector<float> plain, with, hidden, reference;
+  run(0, &plain, nullptr);
+  run(1, &with, &hidden);
+  run(2, nullptr, &reference);
+  ASSERT_EQ(plain.size(), static_cast<size_t>(4 * hp.n_vocab));  // tokens 1, 3, 4, 5
+  EXPECT_EQ(with, plain);                                        // bit for bit
+  ASSERT_EQ(hidden.size(), static_cast<size_t>(4 * hp.n_embd));
+  EXPECT_EQ(hidden, reference);
 }
 
 }  // namespace

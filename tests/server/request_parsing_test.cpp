@@ -381,6 +381,11 @@ TEST(SpeculativeRequestTest, ParsesMethodAndK) {
   r = parse_chat_request(chat, kLimits);
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r.value().speculative->method, engine::SpecMethod::kNone);
+  body["speculative"] = {{"method", "draft-head"}, {"k", 3}};
+  r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().speculative,
+            (engine::SpeculativeParams{engine::SpecMethod::kDraftHead, 3, 3, 1}));
 }
 
 TEST(SpeculativeRequestTest, BadShapesAre400sNamingTheField) {
