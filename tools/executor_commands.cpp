@@ -337,6 +337,9 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     launch.model_path = *resolved;
   }
   launch.source = choose_model_source(opts.store_dir, launch.model_path, store_entry, isa);
+  if (weights && launch.source.from_store) {  // peers may fork it: have its hash ready
+    weights->precompute_hash(std::filesystem::path(launch.source.path).filename().string());
+  }
   return te_serve(opts, compute, std::move(launch), stop_signals);
 }
 

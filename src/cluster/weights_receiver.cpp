@@ -27,6 +27,8 @@ Status errno_status(const std::string& what) {
 
 // Queued copies a relay may hold for a slow downstream (the whole entry of a 7B Q4 model fits).
 constexpr size_t kRelayQueueBytes = size_t{8} << 30;
+// How long finish() waits, after the peer's reply, for the last chunks' receive callbacks.
+constexpr std::chrono::seconds kFinishGrace{2};
 
 }  // namespace
 
@@ -121,13 +123,10 @@ Status WeightsReceiver::begin(const std::string& entry, uint64_t stream_id) {
   s->identity = weights_stream_identity(entry);
   s->final_path = store_dir_ + "/" + entry;
   s->partial = store_dir_ + "/." + entry + ".partial." + std::to_string(::getpid());
+  std::lock_guard lock(mu_);
+  if (stream_) return Status::unavailable("weights receiver: a stream is already open");
   s->fd = ::open(s->partial.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (s->fd < 0) return errno_status(s->partial + ": create");
-  std::lock_guard lock(mu_);
-  if (stream_) {
-    ::unlink(s->partial.c_str());
-    return Status::unavailable("weights receiver: a stream is already open");
-  }
   stream_ = std::move(s);
   cv_.notify_all();
   return Status::ok_status();
@@ -204,7 +203,9 @@ Result<std::string> WeightsReceiver::finish(const WeightsFetchReply& reply,
     return fail(Status(reply.status.code(), "weights stream for " + s->entry +
                                                 ": the peer failed: " + reply.status.message()));
   }
-  cv_.wait_until(lock, deadline, [&] {
+  // The peer replied after its flush: its bytes are here or about to be filed (a grace for the
+  // receive callbacks still running), not on their way.
+  cv_.wait_until(lock, std::min(deadline, Clock::now() + kFinishGrace), [&] {
     return !s->failed.ok() || (s->sized && s->bytes >= s->total && s->total == reply.bytes);
   });
   if (!s->failed.ok()) return fail(s->failed);

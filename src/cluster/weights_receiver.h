@@ -57,8 +57,9 @@ class WeightsReceiver {
 
   // Opens the stream for `entry` under `stream_id`. Unavailable when one is open.
   Status begin(const std::string& entry, uint64_t stream_id);
-  // Waits (until `deadline`) for the bytes the upstream's `reply` says it pushed, checks them and
-  // renames the entry into place: its path. On any failure the partial file is deleted.
+  // Waits (until `deadline`, at most 2 s: the upstream replies after its flush) for the bytes
+  // the upstream's `reply` says it pushed, checks them and renames the entry into place: its
+  // path. On any failure the partial file is deleted.
   Result<std::string> finish(const WeightsFetchReply& reply,
                              std::chrono::steady_clock::time_point deadline);
   // Ends the open stream (if any) with `why`, deleting its partial file.

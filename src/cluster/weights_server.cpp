@@ -110,6 +110,19 @@ void WeightsServer::stop() {
   if (listener_ != nullptr) listener_->stop();
   for (auto& link : links) link->close();
   links.clear();
+  for (std::thread& t : hashers_) t.join();  // stopped_ is set: no more are added
+  hashers_.clear();
+}
+
+void WeightsServer::precompute_hash(const std::string& entry) {
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  hashers_.emplace_back([this, entry] {
+    FileMap file;
+    if (map_file(config_.store_dir + "/" + entry, &file).ok()) {
+      (void)entry_hash(entry, file.bytes, file.size);
+    }
+  });
 }
 
 WeightsServerStats WeightsServer::stats() const {
@@ -197,6 +210,7 @@ Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request
   options.kv_identity = weights_stream_identity(request.entry);
   options.max_queued_bytes = size_t{1} << 30;
   options.max_in_flight = 16;
+  options.faults.throttle_bytes_per_s = config_.faults.throttle_bytes_per_s;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<KvTransferClient> client,
                         KvTransferClient::connect(options));
   int64_t index = 0;

@@ -8,7 +8,8 @@
 //
 // Fault hooks (tests): flip_chunk flips one byte of that chunk before it is checksummed (the
 // frame arrives intact, the entry's hash does not match at the end); stop_after_chunks sends
-// only that many chunks and still replies with the whole size (a truncated stream).
+// only that many chunks and still replies with the whole size (a truncated stream);
+// throttle_bytes_per_s paces the push (a slow link).
 //
 // Thread safety: handlers on the links' reader threads (concurrent calls are served
 // concurrently); stop() from the owner.
@@ -20,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster/link.h"
@@ -33,6 +35,7 @@ namespace keel::cluster {
 struct WeightsFaults {
   int64_t flip_chunk = -1;
   int64_t stop_after_chunks = -1;
+  double throttle_bytes_per_s = 0;  // > 0: a slow link (the transfer client's throttle)
 };
 
 // "flip:N" | "stop:N" | "" → faults; InvalidArgument otherwise.
@@ -68,6 +71,9 @@ class WeightsServer {
   [[nodiscard]] std::string address() const { return listener_->address(); }
   [[nodiscard]] uint16_t port() const { return listener_->port(); }
   [[nodiscard]] WeightsServerStats stats() const;
+  // Computes `entry`'s hash now, on a thread of its own (a TE that just mapped its entry), so a
+  // first fork does not wait for it.
+  void precompute_hash(const std::string& entry);
   void stop();
 
  private:
@@ -84,6 +90,7 @@ class WeightsServer {
   std::vector<std::shared_ptr<Link>> links_;  // guarded by mu_
   bool stopped_ = false;                      // guarded by mu_
   std::map<std::string, uint64_t> hashes_;    // entry → XXH3-64, guarded by mu_
+  std::vector<std::thread> hashers_;          // precompute_hash's, joined by stop()
   WeightsServerStats stats_;                  // guarded by mu_
 };
 

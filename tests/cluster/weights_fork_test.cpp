@@ -94,9 +94,10 @@ TEST(WeightsForkTest, ForkIsByteEqualAndLeavesOnlyTheEntry) {
 }
 
 TEST(WeightsForkTest, ChainRelayForwardsWhileReceiving) {
-  Host a("chain-a"), b("chain-b"), c("chain-c");
+  // A's link is slow (10 MB at 20 MB/s): C's call reaches B while B is still receiving.
+  Host a("chain-a", WeightsFaults{.throttle_bytes_per_s = 20e6}), b("chain-b"), c("chain-c");
   const std::string bytes = put_entry(a, 40 * kChunk + 7);
-  // C asks B before B has begun: B's service waits for B's stream and relays it.
+  // B relays: its service waits for B's stream to open (if it has not yet) and forwards it.
   Result<ForkResult> rc = Status::internal("not run");
   std::thread tc(
       [&] { rc = fork_entry(b.server->address(), kEntry, c.receiver.get(), 20s, kChunk); });
