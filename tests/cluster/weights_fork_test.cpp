@@ -136,10 +136,11 @@ TEST(WeightsForkTest, TruncatedStreamFails) {
 
 TEST(WeightsForkTest, MissingEntryOrPeerFails) {
   Host a("missing-a"), b("missing-b");
-  // a has no entry and is not receiving one: after its relay wait, NotFound.
+  // a has no entry and is not receiving one: after its relay wait, NotFound from the peer.
   auto r = fork_entry(a.server->address(), kEntry, b.receiver.get(), 10s, kChunk);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().to_string().find("no entry"), std::string::npos) << r.status().to_string();
+  EXPECT_NE(r.status().to_string().find("no such entry"), std::string::npos)
+      << r.status().to_string();
   EXPECT_TRUE(names(b.dir).empty());
   const uint16_t port = a.server->port();
   a.server.reset();

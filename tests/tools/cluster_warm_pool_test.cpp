@@ -132,13 +132,13 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
   const std::string entry = only_entry(store_);
   ASSERT_FALSE(entry.empty());
   cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  auto source_pool = [&](std::vector<std::string> extra) {
+  auto source_pool = [&](const std::string& name, std::vector<std::string> extra) {
     std::vector<std::string> argv = warm_argv(store_);
     argv.insert(argv.end(), extra.begin(), extra.end());
     return cluster::WarmPool(&sup,
-                             {argv, "source", std::chrono::seconds(60), std::chrono::seconds(120)});
+                             {argv, name, std::chrono::seconds(60), std::chrono::seconds(120)});
   };
-  cluster::WarmPool sources = source_pool({});
+  cluster::WarmPool sources = source_pool("source", {});
   ASSERT_TRUE(sources.refill(1).ok());
   auto source = sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
   ASSERT_TRUE(source[0].ok()) << source[0].status().to_string();
@@ -171,7 +171,7 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
 
   // A source that flips a byte of chunk 0: the fork fails on the entry hash, the TE loads the
   // file, and its store holds nothing.
-  cluster::WarmPool bad_sources = source_pool({"--weights-fault", "flip:0"});
+  cluster::WarmPool bad_sources = source_pool("bad-source", {"--weights-fault", "flip:0"});
   ASSERT_TRUE(bad_sources.refill(1).ok());
   auto bad = bad_sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
   ASSERT_TRUE(bad[0].ok()) << bad[0].status().to_string();
