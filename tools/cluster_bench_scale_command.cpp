@@ -4,9 +4,14 @@
 //          posix_fadvise(POSIX_FADV_DONTNEED) dropped it from the page cache
 //   store  warm-pool TEs (started before, no model) bound at the decision, mapping the model's
 //          entry from the model store (built before the decision by a preload)
+//   fork   warm-pool TEs each with its own empty store directory (a host without the entry),
+//          bound at the decision to fork the entry from a running TE (bound from the store
+//          before the decision) by chain relay — TE 0 from the source, TE i from TE i-1 while
+//          it receives — then map it. Reported with the fork's bandwidth against a probe: the
+//          source pushing as many bytes to this process over the same transfer service.
 // A TE's "first token" is its warm-up token (bind_model.h's post-load phase), generated on the
 // bound engine before it announces itself; the decision is taken in this process. Both use the
-// steady clock, which every process of a host shares. Fork from a peer is not implemented yet.
+// steady clock, which every process of a host shares.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -22,6 +27,7 @@
 #include "cluster/process_supervisor.h"
 #include "cluster/scale_out_metrics.h"
 #include "cluster/warm_pool.h"
+#include "cluster/weights_fork.h"
 #include "cluster_commands.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
@@ -81,7 +87,9 @@ Json summarize(const std::string& mode, int64_t decision_ns,
   Json out = {{"mode", mode}, {"tes", tes.size()}};
   std::vector<double> first_token, ready;
   std::map<std::string, std::vector<double>> phases;
-  int failed = 0, from_store = 0;
+  int failed = 0, from_store = 0, forked = 0;
+  std::vector<double> fork_seconds;
+  uint64_t fork_bytes = 0;
   for (const Result<cluster::BoundTe>& r : tes) {
     if (!r.ok()) {
       ++failed;
@@ -92,6 +100,13 @@ Json summarize(const std::string& mode, int64_t decision_ns,
     first_token.push_back(static_cast<double>(p.first_token_ns - decision_ns) * 1e-9);
     ready.push_back(static_cast<double>(p.announced_ns - decision_ns) * 1e-9);
     from_store += r->reply.from_store ? 1 : 0;
+    if (r->reply.forked) {
+      ++forked;
+      fork_seconds.push_back(r->reply.fork_seconds);
+      fork_bytes = r->reply.fork_bytes;
+    } else if (!r->reply.fork_error.empty()) {
+      out["fork_errors"].push_back(r->reply.fork_error);
+    }
     const Json secs = cluster::phase_seconds(p);
     for (const auto& [k, v] : secs.items()) phases[k].push_back(v.get<double>());
     if (log != nullptr) {
@@ -102,6 +117,17 @@ Json summarize(const std::string& mode, int64_t decision_ns,
   }
   out["failed"] = failed;
   out["from_store"] = from_store;
+  if (mode == "fork") {
+    out["forked"] = forked;
+    out["fork_seconds"] = fork_seconds;  // per TE, in chain order
+    if (!fork_seconds.empty()) {
+      out["fork_bytes"] = fork_bytes;
+      // TE 0's hop alone, and the whole chain (its last TE has every byte) as one rate.
+      out["fork_gbps_first"] = static_cast<double>(fork_bytes) / fork_seconds.front() * 1e-9;
+      out["fork_gbps_chain"] = static_cast<double>(fork_bytes) /
+                               *std::max_element(fork_seconds.begin(), fork_seconds.end()) * 1e-9;
+    }
+  }
   if (!ready.empty()) {
     out["time_to_all_ready_s"] = *std::max_element(ready.begin(), ready.end());
     out["decision_to_first_token_s"] = {
@@ -110,6 +136,54 @@ Json summarize(const std::string& mode, int64_t decision_ns,
         {"max", *std::max_element(first_token.begin(), first_token.end())}};
     for (auto& [k, v] : phases) out["phase_median_s"][k] = median(v);
   }
+  return out;
+}
+
+// The fork's source: a warm TE (on the bench's store, which holds the entry) bound from the
+// store before the decision — a running TE serving its mapping.
+Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
+                                           const std::string& isa, const std::string& path,
+                                           const store::PreloadResult& entry,
+                                           cluster::ProcessSupervisor* sup) {
+  cluster::WarmPoolConfig wc;
+  wc.te_argv = warm_te_argv(o, isa, o.store_dir);
+  wc.name_prefix = "fork-source";
+  wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  cluster::WarmPool pool(sup, wc);
+  KEEL_TRY(pool.refill(1));
+  cluster::BindModel bind;
+  bind.model_path = path;
+  bind.store_entry = store::entry_name(entry.key);
+  bind.decision_ns = cluster::steady_now_ns();
+  std::vector<Result<cluster::BoundTe>> bound = pool.bind(1, bind);
+  if (bound.empty()) return Status::internal("fork source: no warm TE");
+  KEEL_TRY(bound[0].status());
+  if (bound[0]->weights_address.empty()) {
+    return Status::internal("fork source: the TE announced no weights service");
+  }
+  return std::move(*bound[0]);
+}
+
+// The transfer probe: the source pushes `bytes` zero bytes over the same service to a receiver
+// in this process ({"bytes","seconds","gbps"}, or {"error"}).
+Json probe_link(const ClusterBenchScaleOptions& o, const std::string& source, uint64_t bytes) {
+  const std::string dir = o.store_dir + "/keel-bench-probe-" + std::to_string(::getpid());
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  Json out;
+  {
+    Result<std::unique_ptr<cluster::WeightsReceiver>> receiver =
+        cluster::WeightsReceiver::start("127.0.0.1", dir);
+    Result<double> s = receiver.ok() ? cluster::probe_weights_link(source, receiver->get(), bytes,
+                                                                   std::chrono::minutes(2))
+                                     : Result<double>(receiver.status());
+    if (s.ok()) {
+      out = {{"bytes", bytes}, {"seconds", *s}, {"gbps", static_cast<double>(bytes) / *s * 1e-9}};
+    } else {
+      out = {{"error", s.status().to_string()}};
+    }
+  }
+  std::filesystem::remove_all(dir, ec);
   return out;
 }
 
@@ -123,12 +197,30 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   wc.te_argv = warm_te_argv(o, isa, mode == "store" ? o.store_dir : "");
   wc.name_prefix = mode + "-te";
   wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  std::string fork_root;
+  if (mode == "fork") {
+    fork_root = o.store_dir + "/keel-bench-fork-" + std::to_string(::getpid());
+    wc.store_root = fork_root;  // a store per target TE: hosts without the entry
+  }
   cluster::WarmPool pool(&sup, wc);
   cluster::BindModel bind;
   bind.model_path = path;
   std::vector<Result<cluster::BoundTe>> tes;
   int64_t decision = 0;
-  if (mode == "cold") {
+  Json probe;
+  if (mode == "fork") {
+    Result<cluster::BoundTe> source = start_fork_source(o, isa, path, *entry, &sup);
+    if (!source.ok()) {
+      (void)sup.stop_all(std::chrono::milliseconds(5000));
+      return source.status();
+    }
+    probe = probe_link(o, source->weights_address, entry->bytes);
+    KEEL_TRY(pool.refill(o.tes));
+    bind.store_entry = store::entry_name(entry->key);
+    bind.fork_from = source->weights_address;
+    decision = bind.decision_ns = cluster::steady_now_ns();
+    tes = pool.bind_chain(o.tes, bind);
+  } else if (mode == "cold") {
     KEEL_TRY(drop_page_cache(path));
     decision = bind.decision_ns = cluster::steady_now_ns();
     tes = pool.start_and_bind(o.tes, bind);
@@ -140,6 +232,16 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   }
   Json summary = summarize(mode, decision, tes, log);
   (void)sup.stop_all(std::chrono::milliseconds(5000));
+  if (!fork_root.empty()) {
+    summary["probe"] = probe;
+    if (summary.contains("fork_gbps_first") && probe.contains("gbps")) {
+      const double p = probe["gbps"].get<double>();
+      summary["fork_vs_probe_first"] = summary["fork_gbps_first"].get<double>() / p;
+      summary["fork_vs_probe_chain"] = summary["fork_gbps_chain"].get<double>() / p;
+    }
+    std::error_code ec;
+    std::filesystem::remove_all(fork_root, ec);  // the directory this run made, by its name
+  }
   return summary;
 }
 
@@ -157,10 +259,8 @@ Status bench_main(const ClusterBenchScaleOptions& o) {
   for (size_t at = 0; at <= o.modes.size();) {
     const size_t comma = std::min(o.modes.find(',', at), o.modes.size());
     const std::string m = o.modes.substr(at, comma - at);
-    if (m != "cold" && m != "store") {
-      return Status::invalid_argument("--modes: '" + m +
-                                      "' is not cold or store (fork is not "
-                                      "implemented yet)");
+    if (m != "cold" && m != "store" && m != "fork") {
+      return Status::invalid_argument("--modes: '" + m + "' is not cold, store or fork");
     }
     modes.push_back(m);
     at = comma + 1;
@@ -176,7 +276,8 @@ Status bench_main(const ClusterBenchScaleOptions& o) {
   Json report = {{"model", path}, {"model_bytes", std::filesystem::file_size(path)},
                  {"tes", o.tes},  {"threads_per_te", o.threads_per_te},
                  {"isa", isa},    {"runs", Json::array()}};
-  if (std::find(modes.begin(), modes.end(), "store") != modes.end()) {
+  if (std::find(modes.begin(), modes.end(), "store") != modes.end() ||
+      std::find(modes.begin(), modes.end(), "fork") != modes.end()) {
     const store::StoreConfig config{o.store_dir, 0};
     KEEL_TRY(config.validate());
     KEEL_ASSIGN_OR_RETURN(entry, store.preload(path, isa));
@@ -210,6 +311,14 @@ Status bench_main(const ClusterBenchScaleOptions& o) {
         run["decision_to_first_token_s"]["median"].get<double>(), run["from_store"].get<int>(),
         run["failed"].get<int>());
     std::printf("       phases (median s): %s\n", run["phase_median_s"].dump().c_str());
+    if (run.contains("fork_gbps_first")) {
+      std::printf(
+          "       fork: %d forked, %.3f GB/s first hop, %.3f GB/s whole chain; probe %.3f GB/s "
+          "(first hop %.0f %%, chain %.0f %% of the probe)\n",
+          run["forked"].get<int>(), run["fork_gbps_first"].get<double>(),
+          run["fork_gbps_chain"].get<double>(), run["probe"].value("gbps", 0.0),
+          100 * run.value("fork_vs_probe_first", 0.0), 100 * run.value("fork_vs_probe_chain", 0.0));
+    }
   }
   return {};
 }

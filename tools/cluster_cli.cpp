@@ -3,6 +3,7 @@
 #include "cluster_cli.h"
 
 #include "cli_flags.h"
+#include "cluster/weights_server.h"
 
 namespace keel::cli {
 namespace {
@@ -165,7 +166,7 @@ void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
   ClusterBenchScaleOptions& b = *cli->bench_scale;
   CLI::App* cmd = cli->bench_scale_cmd = cluster->add_subcommand(
       "bench-scale",
-      "Measure scale-outs: time to N ready TEs and decision -> first token, cold vs store");
+      "Measure scale-outs: time to N ready TEs and decision -> first token: cold, store, fork");
   cmd->add_option("-m,--model", b.model_path, "GGUF model file")->required();
   cmd->add_option("--tes", b.tes, "TEs per scale-out")->check(CLI::Range(1, 64));
   cmd->add_option("--threads-per-te", b.threads_per_te, "Compute threads of each TE")
@@ -175,7 +176,9 @@ void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
   cmd->add_option("--kv-cache-bytes", b.kv_cache_bytes, "Each TE's KV cache")
       ->check(CLI::Range(int64_t{1} << 20, int64_t{1} << 40));
   cmd->add_option("--store-dir", b.store_dir, "Model store directory (a tmpfs)");
-  cmd->add_option("--modes", b.modes, "Scale-out paths to measure: cold,store");
+  cmd->add_option("--modes", b.modes,
+                  "Scale-out paths to measure: cold,store,fork (fork: chain relay "
+                  "from a running TE, each target with its own store directory)");
   cmd->add_option("--isa", b.isa, "Kernel table of the TEs")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
   cmd->add_option("--event-log", b.event_log, "Append one JSON line per bound TE to FILE");
@@ -207,6 +210,14 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                        "Warm pool: start without a model and serve what a bind names");
   cli.te_cmd->add_option("--store-dir", te.store_dir,
                          "Model store directory to map the model from (e.g. /dev/shm)");
+  cli.te_cmd
+      ->add_option("--weights-fault", te.weights_fault,
+                   "Fault hook of the weights service (tests): flip:N flips a byte of chunk N, "
+                   "stop:N sends only N chunks")
+      ->check([](const std::string& v) {
+        auto f = cluster::parse_weights_faults(v);
+        return f.ok() ? std::string() : f.status().message();
+      });
 
   JeOptions& je = *cli.je;
   cli.je_cmd = app.add_subcommand("je", "Run one job executor (used by keel cluster up)");

@@ -43,8 +43,11 @@ struct TeOptions {
   // the bind port, and serve what a bind_model call names (cluster/bind_model.h); -m is ignored.
   bool warm = false;
   // --store-dir: the model store (store/model_store.h) to map the model from when it holds an
-  // entry for it; "" = always read the file.
+  // entry for it; "" = always read the file. With a store, the TE also runs a weights service
+  // (its ready line's "weights_port"): peers fork entries from it, and a bind's fork_from pulls
+  // the entry into this store first (cluster/weights_fork.h).
   std::string store_dir;
+  std::string weights_fault;  // --weights-fault flip:N | stop:N (tests): the weights service's
 };
 int run_te(const TeOptions& opts);
 
@@ -171,7 +174,7 @@ struct ClusterBenchScaleOptions {
   int64_t ctx_size = 512;      // each TE's max model length (keeps the KV small)
   int64_t kv_cache_bytes = int64_t{64} << 20;
   std::string store_dir = "/dev/shm";
-  std::string modes = "cold,store";  // comma-separated: cold | store
+  std::string modes = "cold,store";  // comma-separated: cold | store | fork
   std::string isa;                   // "" = this CPU's best (KEEL_ISA)
   std::string event_log;             // JSON lines, one per bound TE; "" = none
   bool json = false;

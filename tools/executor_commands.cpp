@@ -21,6 +21,8 @@
 #include "cluster/pd_heatmap.h"
 #include "cluster/ready_line.h"
 #include "cluster/task_executor.h"
+#include "cluster/weights_receiver.h"
+#include "cluster/weights_server.h"
 #include "cluster_commands.h"
 #include "core/file_system.h"
 #include "core/log.h"
@@ -165,6 +167,7 @@ struct TeLaunch {
   store::ModelSource source;                // where the weights are loaded from
   std::string role;                         // colocated | prefill | decode
   cluster::BindListener* binder = nullptr;  // a warm TE's; null for a TE started with -m
+  ForkOutcome fork;                         // a warm TE's fork of its entry, when asked
   cluster::ScaleOutPhases phases;
 };
 
@@ -260,6 +263,10 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
     r.port = te->port();
     r.from_store = launch.source.from_store;
     r.store_note = launch.source.from_store ? "" : launch.source.store_error.message();
+    r.forked = launch.fork.forked;
+    r.fork_bytes = launch.fork.bytes;
+    r.fork_seconds = launch.fork.seconds;
+    r.fork_error = launch.fork.error;
     r.phases = launch.phases;
     launch.binder->reply(r);
   } else {
@@ -290,15 +297,30 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   launch.role = opts.role;
   std::unique_ptr<cluster::BindListener> binder;
   std::string store_entry;
+  // With a store: the weights service (peers fork from it) and the receiver (forks into it).
+  // Declared before the TE serves, so they outlive it.
+  std::unique_ptr<cluster::WeightsReceiver> receiver;
+  std::unique_ptr<cluster::WeightsServer> weights;
+  if (!opts.store_dir.empty()) {
+    KEEL_ASSIGN_OR_RETURN(receiver, cluster::WeightsReceiver::start(o.host, opts.store_dir));
+    cluster::WeightsServerConfig wc;
+    wc.host = o.host;
+    wc.store_dir = opts.store_dir;
+    wc.receiver = receiver.get();
+    KEEL_ASSIGN_OR_RETURN(wc.faults, cluster::parse_weights_faults(opts.weights_fault));
+    KEEL_ASSIGN_OR_RETURN(weights, cluster::WeightsServer::start(std::move(wc)));
+  }
   if (opts.warm) {
     KEEL_ASSIGN_OR_RETURN(binder, cluster::BindListener::start(o.host));
     KEEL_LOG_INFO("te {}: warm ({} kernels, {} threads), bind port {}", opts.id, isa,
                   compute.threads, binder->port());
-    KEEL_TRY(cluster::print_ready_line({{"role", "te"},
-                                        {"id", opts.id},
-                                        {"state", "warm"},
-                                        {"port", binder->port()},
-                                        {"pid", getpid()}}));
+    nlohmann::json ready = {{"role", "te"},
+                            {"id", opts.id},
+                            {"state", "warm"},
+                            {"port", binder->port()},
+                            {"pid", getpid()}};
+    if (weights) ready["weights_port"] = weights->port();
+    KEEL_TRY(cluster::print_ready_line(ready));
     std::optional<cluster::BindModel> bind = wait_for_bind(*binder, stop_signals);
     if (!bind) return {};  // stopped while warm
     launch.phases.bound_ns = cluster::steady_now_ns();
@@ -307,6 +329,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     launch.model_path = bind->model_path;
     launch.role = bind->role;
     store_entry = bind->store_entry;
+    launch.fork = fork_for_bind(*bind, receiver.get());
   } else {
     launch.model_path = o.model_path;
   }
@@ -317,6 +340,9 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     launch.model_path = *resolved;
   }
   launch.source = choose_model_source(opts.store_dir, launch.model_path, store_entry, isa);
+  if (weights && launch.source.from_store) {  // peers may fork it: have its hash ready
+    weights->precompute_hash(std::filesystem::path(launch.source.path).filename().string());
+  }
   return te_serve(opts, compute, std::move(launch), stop_signals);
 }
 

@@ -1,7 +1,11 @@
 // wait_for_bind / choose_model_source / warm_up_token (see te_warm.h).
 #include "te_warm.h"
 
+#include <unistd.h>
+
 #include <future>
+
+#include "cluster/weights_fork.h"
 
 #include "core/file_system.h"
 #include "core/log.h"
@@ -57,6 +61,31 @@ store::ModelSource choose_model_source(const std::string& store_dir, const std::
     KEEL_LOG_INFO("te: loading {} from the file: {}", model_path, src.store_error.message());
   }
   return src;
+}
+
+ForkOutcome fork_for_bind(const cluster::BindModel& bind, cluster::WeightsReceiver* receiver) {
+  ForkOutcome out;
+  if (bind.fork_from.empty() || bind.store_entry.empty()) return out;
+  if (receiver == nullptr) {
+    out.error = "cannot fork: this TE has no model store (--store-dir)";
+    KEEL_LOG_WARN("te: {}", out.error);
+    return out;
+  }
+  const std::string path = receiver->store_dir() + "/" + bind.store_entry;
+  if (::access(path.c_str(), F_OK) == 0) return out;  // already here: map it
+  Result<cluster::ForkResult> r =
+      cluster::fork_entry(bind.fork_from, bind.store_entry, receiver, std::chrono::minutes(5));
+  if (!r.ok()) {
+    out.error = r.status().to_string();
+    KEEL_LOG_WARN("te: fork failed, loading the file instead: {}", out.error);
+    return out;
+  }
+  out.forked = true;
+  out.bytes = r->bytes;
+  out.seconds = r->seconds;
+  KEEL_LOG_INFO("te: forked {} ({} bytes) from {} in {:.3f} s", bind.store_entry, r->bytes,
+                bind.fork_from, r->seconds);
+  return out;
 }
 
 Status warm_up_token(engine::EngineClient* client, int32_t token) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cluster/bind_listener.h"
+#include "cluster/weights_receiver.h"
 #include "core/result.h"
 #include "engine/engine_client.h"
 #include "store/model_store.h"
@@ -28,6 +29,19 @@ namespace keel::cli {
                                                      const std::string& model_path,
                                                      const std::string& store_entry,
                                                      std::string_view isa);
+
+// A fork's outcome (cluster::BindReply's fork fields).
+struct ForkOutcome {
+  bool forked = false;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  std::string error;  // "" unless a fork was tried and failed
+};
+
+// When `bind` names a peer to fork from and `receiver`'s store lacks the bind's entry: pulls it
+// (cluster::fork_entry). A failed fork leaves no entry (the TE then loads the file); it is logged.
+[[nodiscard]] ForkOutcome fork_for_bind(const cluster::BindModel& bind,
+                                        cluster::WeightsReceiver* receiver);
 
 // Generates one token of a one-token prompt (`token`) on `client`; returns when it came.
 [[nodiscard]] Status warm_up_token(engine::EngineClient* client, int32_t token);

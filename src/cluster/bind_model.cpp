@@ -27,7 +27,8 @@ Message encode_bind_model(const BindModel& m) {
   return {std::string(kBindModel), Json{{"model_path", m.model_path},
                                         {"store_entry", m.store_entry},
                                         {"role", m.role},
-                                        {"decision_ns", m.decision_ns}}};
+                                        {"decision_ns", m.decision_ns},
+                                        {"fork_from", m.fork_from}}};
 }
 
 Result<BindModel> decode_bind_model(const Json& body) {
@@ -37,6 +38,10 @@ Result<BindModel> decode_bind_model(const Json& body) {
     m.store_entry = body.value("store_entry", std::string());
     m.role = body.value("role", std::string("colocated"));
     m.decision_ns = body.value("decision_ns", int64_t{0});
+    m.fork_from = body.value("fork_from", std::string());
+    if (!m.fork_from.empty() && m.store_entry.empty()) {
+      return Status::invalid_argument("bind_model: fork_from without a store_entry to fork");
+    }
     if (m.model_path.empty() && m.store_entry.empty()) {
       return Status::invalid_argument(
           "bind_model: names no model (model_path and store_entry "
@@ -57,6 +62,10 @@ Json encode_bind_reply(const BindReply& r) {
               {"port", r.port},
               {"from_store", r.from_store},
               {"store_note", r.store_note},
+              {"forked", r.forked},
+              {"fork_bytes", r.fork_bytes},
+              {"fork_seconds", r.fork_seconds},
+              {"fork_error", r.fork_error},
               {"phases", phases}};
 }
 
@@ -69,6 +78,10 @@ Result<BindReply> decode_bind_reply(const Json& body) {
     r.port = body.at("port").get<int>();
     r.from_store = body.value("from_store", false);
     r.store_note = body.value("store_note", std::string());
+    r.forked = body.value("forked", false);
+    r.fork_bytes = body.value("fork_bytes", uint64_t{0});
+    r.fork_seconds = body.value("fork_seconds", 0.0);
+    r.fork_error = body.value("fork_error", std::string());
     const Json& phases = body.at("phases");
     for (int i = 0; i < 6; ++i)
       *phase_field(r.phases, i) = phases.at(kPhaseNames[i]).get<int64_t>();

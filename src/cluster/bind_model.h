@@ -11,6 +11,9 @@
 // pre-load = → weights at hand (store entry checked and mapped, or the file read); load = →
 // engine built; post-load = → the warm-up token; announce = → TE-shell listening, ready to JEs.
 //
+// With fork_from, pre-load includes pulling the entry from a peer TE (weights_fork.h); a failed
+// fork falls back to the file, and the reply says why (fork_error).
+//
 // Thread safety: pure functions.
 #pragma once
 
@@ -30,6 +33,9 @@ struct BindModel {
   std::string store_entry;  // the entry's name when the binder preloaded it; "" = look it up
   std::string role = "colocated";
   int64_t decision_ns = 0;  // when the scale-out was decided (steady clock)
+  // Fork: when the TE's store lacks `store_entry`, pull it from this peer's weights service
+  // ("host:port", weights_fork.h) first; "" = no fork (map the entry, else read the file).
+  std::string fork_from;
 };
 
 struct ScaleOutPhases {
@@ -46,6 +52,10 @@ struct BindReply {
   int port = 0;             // the TE's control port (JEs connect here)
   bool from_store = false;  // the weights were mapped from the model store
   std::string store_note;   // why the store was not used ("" when it was)
+  bool forked = false;      // the entry was forked from bind.fork_from (then mapped)
+  uint64_t fork_bytes = 0;
+  double fork_seconds = 0;  // the fork alone (inside the pre-load phase)
+  std::string fork_error;   // why the fork failed (the TE then loaded the file); "" otherwise
   ScaleOutPhases phases;
 };
 

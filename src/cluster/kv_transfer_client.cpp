@@ -290,14 +290,16 @@ KvTransferClient::~KvTransferClient() {
 }
 
 Status KvTransferClient::send(KvBlockToSend block) {
-  if (block.num_tokens == 0 || block.num_tokens > kKvFrameMaxTokens ||
+  const bool weights = block.flags == kKvFrameFlagWeights;
+  if ((block.flags != 0 && !weights) || (weights && block.num_tokens != 0) ||
+      (!weights && (block.num_tokens == 0 || block.num_tokens > kKvFrameMaxTokens)) ||
       block.payload.size() > kKvFrameMaxPayloadBytes) {
     return Status::invalid_argument("kv transfer: block out of the frame limits");
   }
-  Impl::Queued queued{
-      encode_frame_header(make_frame_header(impl_->options.kv_identity, block.block_hash,
-                                            block.parent_hash, block.num_tokens, block.payload)),
-      {}};
+  KvFrameHeader header = make_frame_header(impl_->options.kv_identity, block.block_hash,
+                                           block.parent_hash, block.num_tokens, block.payload);
+  header.flags = block.flags;
+  Impl::Queued queued{encode_frame_header(header), {}};
   {
     std::lock_guard lock(impl_->mu);
     if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());

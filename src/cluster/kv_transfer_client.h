@@ -54,8 +54,9 @@ struct KvTransferClientOptions {
 struct KvBlockToSend {
   kv::BlockHash block_hash;
   kv::BlockHash parent_hash;
-  uint32_t num_tokens = 0;
+  uint32_t num_tokens = 0;  // 0 for a weights chunk
   std::vector<std::byte> payload;
+  uint16_t flags = 0;  // kKvFrameFlagWeights: a chunk of a weights stream (fields as in the frame)
 };
 
 struct KvTransferClientStats {

@@ -59,7 +59,7 @@ KvFrameHeaderBytes encode_frame_header(const KvFrameHeader& h) {
   std::byte* p = out.data();
   put_u32(p + kMagic, kKvFrameMagic);
   put_u16(p + kVersion, kKvFrameVersion);
-  put_u16(p + kFlags, 0);
+  put_u16(p + kFlags, h.flags);
   put_hash(p + kIdentity, h.kv_identity);
   put_hash(p + kHash, h.block_hash);
   put_hash(p + kParent, h.parent_hash);
@@ -84,8 +84,9 @@ Result<KvFrameHeader> decode_frame_header(std::span<const std::byte> bytes) {
     return Status::invalid_argument("kv frame header: unsupported version " +
                                     std::to_string(get_le(p + kVersion, 2)));
   }
-  if (get_le(p + kFlags, 2) != 0 || get_le(p + kReserved, 4) != 0) {
-    return Status::invalid_argument("kv frame header: nonzero flags or reserved field");
+  const uint64_t flags = get_le(p + kFlags, 2);
+  if ((flags != 0 && flags != kKvFrameFlagWeights) || get_le(p + kReserved, 4) != 0) {
+    return Status::invalid_argument("kv frame header: unknown flags or nonzero reserved field");
   }
   if (get_le(p + kHeaderSum, 8) != XXH3_64bits(p, kChecksummedBytes)) {
     return Status::invalid_argument("kv frame header: header checksum mismatch");
@@ -97,7 +98,12 @@ Result<KvFrameHeader> decode_frame_header(std::span<const std::byte> bytes) {
   h.num_tokens = static_cast<uint32_t>(get_le(p + kTokens, 4));
   h.payload_bytes = get_le(p + kLength, 8);
   h.payload_checksum = get_le(p + kPayloadSum, 8);
-  if (h.num_tokens == 0 || h.num_tokens > kKvFrameMaxTokens) {
+  h.flags = static_cast<uint16_t>(flags);
+  if (h.flags == kKvFrameFlagWeights) {
+    if (h.num_tokens != 0) {
+      return Status::invalid_argument("kv frame header: a weights chunk with a token count");
+    }
+  } else if (h.num_tokens == 0 || h.num_tokens > kKvFrameMaxTokens) {
     return Status::invalid_argument("kv frame header: token count " + std::to_string(h.num_tokens) +
                                     " out of range");
   }

@@ -111,11 +111,12 @@ struct KvTransferServer::Impl {
   bool admit(std::span<const std::byte> header_bytes, size_t length, KvFrameHeader* header) {
     auto decoded = decode_frame_header(header_bytes);
     if (!decoded.ok() || decoded->payload_bytes != length ||
+        (decoded->flags == kKvFrameFlagWeights) != options.weights ||
         (options.payload_bytes != 0 && length != options.payload_bytes)) {
       count([](KvTransferServerStats& s) { ++s.rejected_malformed; });
       return false;
     }
-    if (decoded->kv_identity != options.kv_identity) {
+    if (!options.weights && decoded->kv_identity != options.kv_identity) {
       count([](KvTransferServerStats& s) { ++s.rejected_identity; });
       return false;
     }

@@ -39,6 +39,11 @@ struct KvTransferServerOptions {
   uint16_t port = 0;               // 0: a free port (see port())
   kv::BlockHash kv_identity;       // engine::kv_tier_identity of the receiving engine
   size_t payload_bytes = 0;        // every payload's size (the engine's block bytes); 0: any
+  // true: a weights-stream receiver (weights_receiver.h) — it accepts only weights chunks
+  // (kKvFrameFlagWeights) and does not check kv_identity (each stream carries its entry's
+  // identity; the sink checks it); false: only KV blocks. A frame of the other kind is rejected
+  // as malformed.
+  bool weights = false;
   // A connection that delivers no frame for this long is closed (its sender sees an error).
   std::chrono::milliseconds idle_timeout{30'000};
   [[nodiscard]] Status validate() const;

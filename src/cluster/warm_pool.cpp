@@ -1,6 +1,7 @@
 // WarmPool (see warm_pool.h).
 #include "cluster/warm_pool.h"
 
+#include <filesystem>
 #include <thread>
 
 #include "cluster/ready_line.h"
@@ -8,8 +9,8 @@
 namespace keel::cluster {
 namespace {
 
-Result<BoundTe> bind_one(const std::string& name, pid_t pid, int port, const BindModel& bind,
-                         std::chrono::milliseconds timeout) {
+Result<BoundTe> bind_one(const std::string& name, pid_t pid, int port, int weights_port,
+                         const BindModel& bind, std::chrono::milliseconds timeout) {
   KEEL_ASSIGN_OR_RETURN(BindReply reply, bind_warm_te(port, bind, timeout));
   BoundTe out;
   out.replied_ns = steady_now_ns();
@@ -19,6 +20,7 @@ Result<BoundTe> bind_one(const std::string& name, pid_t pid, int port, const Bin
   out.name = name;
   out.pid = pid;
   out.address = "127.0.0.1:" + std::to_string(reply.port);
+  if (weights_port > 0) out.weights_address = "127.0.0.1:" + std::to_string(weights_port);
   out.reply = std::move(reply);
   return out;
 }
@@ -41,6 +43,13 @@ Result<WarmPool::WarmTe> WarmPool::start_one() {
   spec.name = config_.name_prefix + "-" + std::to_string(next_id_++);
   spec.argv = config_.te_argv;
   spec.argv.insert(spec.argv.end(), {"--id", spec.name});
+  if (!config_.store_root.empty()) {
+    const std::string dir = config_.store_root + "/" + spec.name;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::io_error(dir + ": cannot create the TE's store: " + ec.message());
+    spec.argv.insert(spec.argv.end(), {"--store-dir", dir});
+  }
   spec.ready_timeout = config_.start_timeout;
   KEEL_ASSIGN_OR_RETURN(Child child, sup_->spawn(spec));
   if (child.ready.value("state", std::string()) != "warm") {
@@ -48,7 +57,7 @@ Result<WarmPool::WarmTe> WarmPool::start_one() {
                                     ": its ready line is not a warm TE's: " + child.ready.dump());
   }
   KEEL_ASSIGN_OR_RETURN(int port, ready_port(child.ready));
-  return WarmTe{child.name, child.pid, port};
+  return WarmTe{child.name, child.pid, port, child.ready.value("weights_port", 0)};
 }
 
 Status WarmPool::refill(int target) {
@@ -60,13 +69,27 @@ Status WarmPool::refill(int target) {
 }
 
 std::vector<Result<BoundTe>> WarmPool::bind(int n, const BindModel& bind) {
+  return bind_each(n, bind, false);
+}
+
+std::vector<Result<BoundTe>> WarmPool::bind_chain(int n, const BindModel& bind) {
+  return bind_each(n, bind, true);
+}
+
+std::vector<Result<BoundTe>> WarmPool::bind_each(int n, const BindModel& bind, bool chain) {
   const size_t count = std::min(idle_.size(), static_cast<size_t>(std::max(n, 0)));
   std::vector<Result<BoundTe>> out(count, Status::internal("not bound"));
+  std::vector<BindModel> binds(count, bind);
+  for (size_t i = 1; chain && i < count; ++i) {
+    if (idle_[i - 1].weights_port <= 0) continue;  // no --store-dir: no relay; fork from the head
+    binds[i].fork_from = "127.0.0.1:" + std::to_string(idle_[i - 1].weights_port);
+  }
   std::vector<std::thread> threads;
   for (size_t i = 0; i < count; ++i) {
-    threads.emplace_back([this, i, &out, &bind] {
+    threads.emplace_back([this, i, &out, &binds] {
       const WarmTe& te = idle_[i];
-      out[i] = bind_one(te.name, te.pid, te.bind_port, bind, config_.bind_timeout);
+      out[i] =
+          bind_one(te.name, te.pid, te.bind_port, te.weights_port, binds[i], config_.bind_timeout);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -85,7 +108,7 @@ std::vector<Result<BoundTe>> WarmPool::start_and_bind(int n, const BindModel& bi
       continue;
     }
     threads.emplace_back([this, i, &out, &bind, te = *te] {
-      out[i] = bind_one(te.name, te.pid, te.bind_port, bind, config_.bind_timeout);
+      out[i] = bind_one(te.name, te.pid, te.bind_port, te.weights_port, bind, config_.bind_timeout);
     });
   }
   for (std::thread& t : threads) t.join();

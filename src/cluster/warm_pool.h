@@ -28,14 +28,18 @@ struct WarmPoolConfig {
   std::string name_prefix = "warm-te";
   std::chrono::milliseconds start_timeout{60000};  // fork → warm ready line
   std::chrono::milliseconds bind_timeout{300000};  // bind → reply (the model's whole load)
+  // Non-empty: each TE gets its own model store, "<this>/<TE name>" (made here; --store-dir
+  // appended), as if each ran on its own host — forks between them (bench-scale, tests).
+  std::string store_root;
 };
 
 struct BoundTe {
   std::string name;
   pid_t pid = 0;
-  std::string address;     // its control address "127.0.0.1:port"
-  BindReply reply;         // reply.phases: the scale-out's marks
-  int64_t replied_ns = 0;  // when the binder had the reply (steady clock)
+  std::string address;          // its control address "127.0.0.1:port"
+  std::string weights_address;  // its weights service (fork source for others); "" = none
+  BindReply reply;              // reply.phases: the scale-out's marks
+  int64_t replied_ns = 0;       // when the binder had the reply (steady clock)
 };
 
 class WarmPool {
@@ -49,6 +53,9 @@ class WarmPool {
 
   // Binds min(n, idle()) idle TEs to `bind` concurrently; one result per TE, in pool order.
   [[nodiscard]] std::vector<Result<BoundTe>> bind(int n, const BindModel& bind);
+  // Fork by chain relay: as bind(), but TE 0 forks from bind.fork_from and TE i from TE i-1's
+  // weights service (which relays the chunks as they reach it). The TEs need --store-dir.
+  [[nodiscard]] std::vector<Result<BoundTe>> bind_chain(int n, const BindModel& bind);
   // Cold path: starts n new TEs one after another, binding each (concurrently with the next
   // start) once its process is up.
   [[nodiscard]] std::vector<Result<BoundTe>> start_and_bind(int n, const BindModel& bind);
@@ -58,8 +65,10 @@ class WarmPool {
     std::string name;
     pid_t pid = 0;
     int bind_port = 0;
+    int weights_port = 0;  // its weights service (ready line "weights_port"); 0 = none
   };
   Result<WarmTe> start_one();
+  std::vector<Result<BoundTe>> bind_each(int n, const BindModel& bind, bool chain);
 
   ProcessSupervisor* sup_;  // not owned
   WarmPoolConfig config_;

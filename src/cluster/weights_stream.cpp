@@ -1,21 +1,20 @@
 // Weights stream codec (see weights_stream.h).
 #include "cluster/weights_stream.h"
 
-#include <vector>
+#include <span>
 
 #include "cluster/messages.h"
 
 namespace keel::cluster {
 
 kv::BlockHash weights_stream_identity(std::string_view entry) {
-  std::string lo = "keel-weights-lo:";
-  std::string hi = "keel-weights-hi:";
-  lo += entry;
-  hi += entry;
-  auto bytes = [](const std::string& s) {
-    return std::span<const std::byte>(reinterpret_cast<const std::byte*>(s.data()), s.size());
+  auto hash = [entry](std::string_view prefix) {
+    std::string s(prefix);
+    s += entry;
+    return frame_payload_checksum(
+        std::span<const std::byte>(reinterpret_cast<const std::byte*>(s.data()), s.size()));
   };
-  return {frame_payload_checksum(bytes(lo)), frame_payload_checksum(bytes(hi))};
+  return {hash("keel-weights-lo:"), hash("keel-weights-hi:")};
 }
 
 void put_weights_chunk(const WeightsChunk& c, kv::BlockHash* block_hash, kv::BlockHash* parent) {
@@ -24,16 +23,14 @@ void put_weights_chunk(const WeightsChunk& c, kv::BlockHash* block_hash, kv::Blo
 }
 
 WeightsChunk weights_chunk_of(const KvFrameHeader& header) {
-  return {header.block_hash.lo, header.block_hash.hi, header.parent_hash.lo,
-          header.parent_hash.hi};
+  return {header.block_hash.lo, header.block_hash.hi, header.parent_hash.lo, header.parent_hash.hi};
 }
 
 Status check_weights_chunk(const WeightsChunk& c, uint64_t payload_bytes) {
   if (c.offset > c.total_bytes || payload_bytes > c.total_bytes - c.offset) {
-    return Status::invalid_argument("weights chunk at " + std::to_string(c.offset) + " of " +
-                                    std::to_string(payload_bytes) +
-                                    " bytes lies outside its stream of " +
-                                    std::to_string(c.total_bytes) + " bytes");
+    return Status::invalid_argument(
+        "weights chunk at " + std::to_string(c.offset) + " of " + std::to_string(payload_bytes) +
+        " bytes lies outside its stream of " + std::to_string(c.total_bytes) + " bytes");
   }
   return Status::ok_status();
 }
@@ -59,7 +56,8 @@ Result<WeightsFetchRequest> decode_weights_fetch(const Json& body) {
                                       std::to_string(m.chunk_bytes) + " out of (0, 64 MiB]");
     }
     if (m.entry.empty() == (m.probe_bytes == 0)) {
-      return Status::invalid_argument("weights_fetch: names neither an entry nor a probe (or both)");
+      return Status::invalid_argument(
+          "weights_fetch: must name exactly one of an entry and a probe size");
     }
     if (m.reply_to.empty()) return Status::invalid_argument("weights_fetch: no reply_to");
     return m;

@@ -98,5 +98,19 @@ TEST(KvTransferFrameTest, LimitsAreEnforced) {
   EXPECT_TRUE(decode_frame_header(encode_frame_header(h)).ok());
 }
 
+// A weights chunk (flags = kKvFrameFlagWeights) carries no token count; a KV block must.
+TEST(KvTransferFrameTest, WeightsChunkFlag) {
+  KvFrameHeader h = header_for({});
+  h.flags = kKvFrameFlagWeights;
+  EXPECT_FALSE(decode_frame_header(encode_frame_header(h)).ok()) << "weights with tokens";
+  h.num_tokens = 0;
+  auto back = decode_frame_header(encode_frame_header(h));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, h);
+  h.flags = 2;  // unknown
+  EXPECT_EQ(decode_frame_header(encode_frame_header(h)).error().code(),
+            StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace keel::cluster

@@ -3,7 +3,11 @@
 // (from_store) and reports its scale-out phases in order; a TE bound to a missing or a truncated
 // entry falls back to the file and says why; `keel cluster up --warm-pool 1 --store-dir` scales
 // out on `keel cluster scale` — the new TE joins the fleet and serves, its phases show in /metrics
-// and the event log — and removes the entry it built when it stops. Children are stopped by PID.
+// and the event log — and removes the entry it built when it stops. Fork: two warm TEs, each with
+// its own store directory (a host without the entry), fork the entry from a running TE by chain
+// relay, map it, and the forked entry generates the same greedy text as the source's; a source
+// whose weights service flips a byte makes the fork fail (hash mismatch), the TE load the file,
+// and nothing stay in its store. Children are stopped by PID.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -108,6 +112,80 @@ TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
   EXPECT_NE(corrupt[0]->reply.store_note.find(entry), std::string::npos)
       << corrupt[0]->reply.store_note;
   EXPECT_TRUE(sup.stop_all(std::chrono::seconds(5)).ok());
+}
+
+std::string greedy(const std::string& model) {
+  const CliResult r =
+      run_keel({"run", "-m", model, "-p", "Once upon a time", "-n", "24", "--temp", "0"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
+  const CliResult pre = run_keel({"cluster", "preload", "-m", stories(), "--store-dir", store_});
+  ASSERT_EQ(pre.exit_code, 0) << pre.err;
+  const std::string entry = only_entry(store_);
+  ASSERT_FALSE(entry.empty());
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  auto source_pool = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> argv = warm_argv(store_);
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return cluster::WarmPool(&sup,
+                             {argv, name, std::chrono::seconds(60), std::chrono::seconds(120)});
+  };
+  cluster::WarmPool sources = source_pool("source", {});
+  ASSERT_TRUE(sources.refill(1).ok());
+  auto source = sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
+  ASSERT_TRUE(source[0].ok()) << source[0].status().to_string();
+  ASSERT_TRUE(source[0]->reply.from_store);
+  ASSERT_FALSE(source[0]->weights_address.empty()) << "a TE with a store serves its weights";
+
+  const std::string hosts = make_temp_dir("fork-hosts");
+  std::vector<std::string> target_argv = warm_argv(store_);
+  target_argv.resize(target_argv.size() - 2);  // no --store-dir: the pool gives each its own
+  cluster::WarmPool targets(
+      &sup, {target_argv, "target", std::chrono::seconds(60), std::chrono::seconds(120), hosts});
+  ASSERT_TRUE(targets.refill(3).ok());
+  cluster::BindModel bind{stories(), entry, "colocated", cluster::steady_now_ns(),
+                          source[0]->weights_address};
+  auto forked = targets.bind_chain(2, bind);
+  ASSERT_EQ(forked.size(), 2u);
+  const std::string source_bytes = read_file(store_ + "/" + entry);
+  for (const auto& te : forked) {
+    ASSERT_TRUE(te.ok()) << te.status().to_string();
+    EXPECT_TRUE(te->reply.forked) << te->reply.fork_error;
+    EXPECT_TRUE(te->reply.from_store) << te->reply.store_note;
+    EXPECT_EQ(te->reply.fork_bytes, source_bytes.size());
+    expect_phases_in_order(te->reply.phases);
+    const std::string dir = hosts + "/" + te->name;
+    EXPECT_EQ(only_entry(dir), entry);
+    EXPECT_TRUE(read_file(dir + "/" + entry) == source_bytes) << te->name << ": bytes differ";
+  }
+  EXPECT_EQ(greedy(hosts + "/" + forked[1]->name + "/" + entry), greedy(store_ + "/" + entry))
+      << "the forked entry generates the source's greedy text";
+
+  // A source that flips a byte of chunk 0: the fork fails on the entry hash, the TE loads the
+  // file, and its store holds nothing.
+  cluster::WarmPool bad_sources = source_pool("bad-source", {"--weights-fault", "flip:0"});
+  ASSERT_TRUE(bad_sources.refill(1).ok());
+  auto bad = bad_sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
+  ASSERT_TRUE(bad[0].ok()) << bad[0].status().to_string();
+  bind.fork_from = bad[0]->weights_address;
+  auto fallback = targets.bind(1, bind);
+  ASSERT_TRUE(fallback[0].ok()) << fallback[0].status().to_string();
+  EXPECT_FALSE(fallback[0]->reply.forked);
+  EXPECT_FALSE(fallback[0]->reply.from_store);
+  EXPECT_NE(fallback[0]->reply.fork_error.find("content hash mismatch"), std::string::npos)
+      << fallback[0]->reply.fork_error;
+  EXPECT_TRUE(std::filesystem::is_empty(hosts + "/" + fallback[0]->name))
+      << "no entry and no partial file";
+  EXPECT_TRUE(sup.stop_all(std::chrono::seconds(10)).ok());
+  std::filesystem::remove_all(hosts);
 }
 
 TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {

@@ -1,0 +1,185 @@
+// Forking a model store entry between TEs' weights services, in process on loopback (the wire is
+// the same as between processes): a fork is byte-equal and leaves only the final entry; a chain
+// relay (C from B while B receives from A) is byte-equal at both hops; a chunk whose byte was
+// flipped before its frame checksum (the entry hash catches it), a truncated stream, an
+// unreachable peer, an entry the peer lacks — each fails with a clear error and leaves neither an
+// entry nor a partial file. The weights layer never parses the entry, so the "entry" here is
+// plain bytes under an entry name. Every wait is bounded.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cluster/weights_fork.h"
+#include "cluster/weights_receiver.h"
+#include "cluster/weights_server.h"
+#include "support/test_support.h"
+
+namespace keel::cluster {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kEntry = "keel-store-0123456789abcdef-l1-avx2";
+constexpr uint64_t kChunk = 256 << 10;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The names in `dir`.
+std::vector<std::string> names(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+// A "host": a store directory, its receiver and its weights service.
+struct Host {
+  std::string dir;
+  std::unique_ptr<WeightsReceiver> receiver;
+  std::unique_ptr<WeightsServer> server;
+
+  explicit Host(const std::string& tag, WeightsFaults faults = {}) {
+    dir = keel::testing::make_temp_dir(tag);
+    auto r = WeightsReceiver::start("127.0.0.1", dir);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+    if (r.ok()) receiver = std::move(*r);
+    WeightsServerConfig c;
+    c.store_dir = dir;
+    c.receiver = receiver.get();
+    c.deadline = 20s;
+    c.relay_wait = 2s;
+    c.faults = faults;
+    auto s = WeightsServer::start(std::move(c));
+    EXPECT_TRUE(s.ok()) << s.status().to_string();
+    if (s.ok()) server = std::move(*s);
+  }
+  ~Host() {
+    server.reset();
+    receiver.reset();
+    std::filesystem::remove_all(dir);
+  }
+  [[nodiscard]] std::string entry_path() const { return dir + "/" + kEntry; }
+};
+
+// An entry of `n` bytes (not a multiple of the chunk size) in `host`'s store.
+std::string put_entry(const Host& host, size_t n = 3 * kChunk + 1234) {
+  std::string bytes(n, '\0');
+  for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  std::ofstream(host.entry_path(), std::ios::binary) << bytes;
+  return bytes;
+}
+
+TEST(WeightsForkTest, ForkIsByteEqualAndLeavesOnlyTheEntry) {
+  Host a("fork-a"), b("fork-b");
+  const std::string bytes = put_entry(a);
+  auto r = fork_entry(a.server->address(), kEntry, b.receiver.get(), 20s, kChunk);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->path, b.entry_path());
+  EXPECT_EQ(r->bytes, bytes.size());
+  EXPECT_EQ(read_all(b.entry_path()), bytes);
+  EXPECT_EQ(names(b.dir), std::vector<std::string>{kEntry});
+  EXPECT_EQ(
+      std::filesystem::status(b.entry_path()).permissions() & std::filesystem::perms::owner_write,
+      std::filesystem::perms::none)
+      << "a finished entry is read-only";
+  EXPECT_EQ(a.server->stats().served, 1);
+  EXPECT_EQ(b.receiver->stats().chunks, 4);
+}
+
+TEST(WeightsForkTest, ChainRelayForwardsWhileReceiving) {
+  // A's link is slow (10 MB at 20 MB/s): C's call reaches B while B is still receiving.
+  Host a("chain-a", WeightsFaults{.throttle_bytes_per_s = 20e6}), b("chain-b"), c("chain-c");
+  const std::string bytes = put_entry(a, 40 * kChunk + 7);
+  // B relays: its service waits for B's stream to open (if it has not yet) and forwards it.
+  Result<ForkResult> rc = Status::internal("not run");
+  std::thread tc(
+      [&] { rc = fork_entry(b.server->address(), kEntry, c.receiver.get(), 20s, kChunk); });
+  auto rb = fork_entry(a.server->address(), kEntry, b.receiver.get(), 20s, kChunk);
+  tc.join();
+  ASSERT_TRUE(rb.ok()) << rb.status().to_string();
+  ASSERT_TRUE(rc.ok()) << rc.status().to_string();
+  EXPECT_EQ(read_all(b.entry_path()), bytes);
+  EXPECT_EQ(read_all(c.entry_path()), bytes);
+  EXPECT_EQ(b.server->stats().relayed, 1);
+  EXPECT_EQ(a.server->stats().served, 1) << "the source sent the entry once";
+}
+
+void expect_fails_clean(Host& src, Host& dst, const std::string& needle) {
+  auto r = fork_entry(src.server->address(), kEntry, dst.receiver.get(), 20s, kChunk);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().to_string().find(needle), std::string::npos) << r.status().to_string();
+  EXPECT_TRUE(names(dst.dir).empty()) << "no entry, no partial file";
+}
+
+TEST(WeightsForkTest, FlippedByteFailsOnTheEntryHash) {
+  Host a("flip-a", WeightsFaults{.flip_chunk = 2}), b("flip-b");
+  put_entry(a);
+  expect_fails_clean(a, b, "content hash mismatch");
+  // The receiver is usable again: a good source forks fine.
+  Host good("flip-good");
+  put_entry(good);
+  EXPECT_TRUE(fork_entry(good.server->address(), kEntry, b.receiver.get(), 20s, kChunk).ok());
+}
+
+TEST(WeightsForkTest, TruncatedStreamFails) {
+  Host a("trunc-a", WeightsFaults{.stop_after_chunks = 2}), b("trunc-b");
+  put_entry(a);
+  expect_fails_clean(a, b, "truncated");
+}
+
+TEST(WeightsForkTest, MissingEntryOrPeerFails) {
+  Host a("missing-a"), b("missing-b");
+  // a has no entry and is not receiving one: after its relay wait, NotFound from the peer.
+  auto r = fork_entry(a.server->address(), kEntry, b.receiver.get(), 10s, kChunk);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().to_string().find("no such entry"), std::string::npos)
+      << r.status().to_string();
+  EXPECT_TRUE(names(b.dir).empty());
+  const uint16_t port = a.server->port();
+  a.server.reset();
+  auto gone = fork_entry("127.0.0.1:" + std::to_string(port), kEntry, b.receiver.get(), 2s, kChunk);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_TRUE(names(b.dir).empty());
+}
+
+TEST(WeightsForkTest, ProbeIsDropped) {
+  Host a("probe-a"), b("probe-b");
+  auto s = probe_weights_link(a.server->address(), b.receiver.get(), 5 * kChunk, 20s, kChunk);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_GT(*s, 0.0);
+  EXPECT_TRUE(keel::testing::eventually(
+      [&] { return b.receiver->stats().probe_bytes == static_cast<int64_t>(5 * kChunk); }, 5s));
+  EXPECT_TRUE(names(b.dir).empty());
+}
+
+TEST(WeightsForkTest, RequestCodecRejectsBadInput) {
+  WeightsFetchRequest q{kEntry, "127.0.0.1:1", 7, kChunk, 0};
+  Message m = encode(q);
+  auto back = decode_weights_fetch(m.body);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, q);
+  Json bad = m.body;
+  bad["chunk_bytes"] = 0;
+  EXPECT_FALSE(decode_weights_fetch(bad).ok());
+  bad = m.body;
+  bad["probe_bytes"] = 10;  // an entry and a probe
+  EXPECT_FALSE(decode_weights_fetch(bad).ok());
+  bad = m.body;
+  bad.erase("reply_to");
+  EXPECT_FALSE(decode_weights_fetch(bad).ok());
+  EXPECT_FALSE(parse_weights_faults("flip").ok());
+  EXPECT_FALSE(parse_weights_faults("bend:1").ok());
+  EXPECT_EQ(parse_weights_faults("stop:3")->stop_after_chunks, 3);
+  EXPECT_FALSE(check_weights_chunk({90, 100, 0, 0}, 11).ok());
+  EXPECT_TRUE(check_weights_chunk({90, 100, 0, 0}, 10).ok());
+}
+
+}  // namespace
+}  // namespace keel::cluster
