@@ -72,11 +72,11 @@ struct ServeOptions {
   std::string pic_link = "legolink-16";  // full | naive | legolink-K
   std::string sparse_policy = "dense";   // dense | streaming | h2o | quest | raas
   int32_t sparse_budget = 1024;          // L, tokens attended per decode step
-  std::string speculative = "none";      // none | ngram | draft-head: speculative decoding by default
-  std::string mode = "colocated";        // colocated | semi-pd (engine/semi_pd_engine.h)
-  std::string semi_pd_split = "1,1";     // semi-pd: cores for prefill, decode ("X,Y")
-  int32_t spec_k = 4;                    // drafted tokens per step at most
-  std::string draft_head;                // --draft-head FILE; "" = <model>.draft.gguf if it exists
+  std::string speculative = "none";   // none | ngram | draft-head: speculative decoding by default
+  std::string mode = "colocated";     // colocated | semi-pd (engine/semi_pd_engine.h)
+  std::string semi_pd_split = "1,1";  // semi-pd: cores for prefill, decode ("X,Y")
+  int32_t spec_k = 4;                 // drafted tokens per step at most
+  std::string draft_head;             // --draft-head FILE; "" = <model>.draft.gguf if it exists
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
   int32_t max_connections = 1024;                        // open connections (idle ones shed first)
