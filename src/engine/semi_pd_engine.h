@@ -54,11 +54,11 @@ struct SemiPdWindow {
   SemiPdSplit split;                 // the split in force (the last one set)
   int32_t num_prefill_waiting = 0;   // queue lengths at the call
   int32_t num_decode_running = 0;
-  int32_t num_arrivals = 0;          // requests admitted by submit() in the window
-  int32_t num_prefills = 0;          // prefills completed (first token or re-prefill) in it
-  double prefill_busy_core_s = 0;    // Σ over prefill steps: step seconds × prefill cores
-  double duration_s = 0;             // from the previous take_window() (or the start) to this one
-  bool split_changed = false;        // set_split() changed the split inside the window
+  int32_t num_arrivals = 0;        // requests admitted by submit() in the window
+  int32_t num_prefills = 0;        // prefills completed (first token or re-prefill) in it
+  double prefill_busy_core_s = 0;  // Σ over prefill steps: step seconds × prefill cores
+  double duration_s = 0;           // from the previous take_window() (or the start) to this one
+  bool split_changed = false;      // set_split() changed the split inside the window
 };
 
 struct SemiPdDeps {

@@ -34,8 +34,8 @@ TEST(SemiPdWindowStatsTest, ObservationCarriesSplitRatesAndPercentiles) {
   EXPECT_DOUBLE_EQ(*o.ttft_s, 0.3);
   ASSERT_TRUE(o.tpot_s.has_value());
   EXPECT_DOUBLE_EQ(*o.tpot_s, 0.02);
-  EXPECT_DOUBLE_EQ(o.arrival_rate, 4.0);     // 8 arrivals / 2 s
-  EXPECT_DOUBLE_EQ(o.prefill_core_s, 0.3);   // 1.5 core-s / 5 prefills
+  EXPECT_DOUBLE_EQ(o.arrival_rate, 4.0);    // 8 arrivals / 2 s
+  EXPECT_DOUBLE_EQ(o.prefill_core_s, 0.3);  // 1.5 core-s / 5 prefills
   EXPECT_DOUBLE_EQ(lambda_prime(o.arrival_rate, o.prefill_core_s), 1.2);
 }
 
