@@ -468,9 +468,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // bench-serve reports a bad flag on one line; other commands keep CLI11's message.
+    // bench-serve and serve report a bad flag on one line; other commands keep CLI11's message.
     if (e.get_exit_code() != 0 && bs_cmd->parsed()) {
       std::fprintf(stderr, "keel: bench-serve: %s (see keel bench-serve --help)\n", e.what());
+      return e.get_exit_code();
+    }
+    if (e.get_exit_code() != 0 && serve_cmd->parsed()) {
+      std::fprintf(stderr, "keel: serve: %s (see keel serve --help)\n", e.what());
       return e.get_exit_code();
     }
     return app.exit(e);
