@@ -4,8 +4,9 @@
 # the single-request TTFT and TPOT measured at the start of the run on the colocated server
 # (bench-serve at concurrency 1). Per configuration and rate: P90 TTFT, P90 TPOT and SLO
 # attainment (goodput / request throughput). Configurations: colocated (-t CORES, chunked
-# prefill as by default), static semi-PD 1,1 and CORES,CORES (overlapping). Not yet: 1P1D from
-# `keel cluster`, dynamic semi-PD (the controller).
+# prefill as by default), static semi-PD 1,1 and CORES,CORES (overlapping), and dynamic semi-PD
+# from 1,1 (--semi-pd-dynamic with the same SLOs, x + y <= 2·CORES, a 500 ms window; its final
+# split is printed from /metrics). Not yet: 1P1D from `keel cluster`.
 #   bench/semi_pd.sh [--model GGUF] [--rates "2 4 8"] [--num-prompts N] [--quick]
 # Defaults: ../shared/models/stories260K/stories260K.gguf, build/release/tools/keel. Every server
 # is started on a free port and stopped by PID (bench/lib/processes.sh).
@@ -45,12 +46,15 @@ print(5 * r['mean_ttft_ms'], 5 * r['mean_tpot_ms'])")
 echo "SLOs (5x single request on colocated -t $CORES): TTFT $SLO_TTFT ms, TPOT $SLO_TPOT ms"
 
 configs=("colocated|-t $CORES" "semi-pd 1,1|--mode semi-pd --semi-pd-split 1,1"
-         "semi-pd $CORES,$CORES|--mode semi-pd --semi-pd-split $CORES,$CORES")
+         "semi-pd $CORES,$CORES|--mode semi-pd --semi-pd-split $CORES,$CORES"
+         "semi-pd dynamic|--mode semi-pd --semi-pd-split 1,1 --semi-pd-dynamic
+          --semi-pd-ttft-slo-ms $SLO_TTFT --semi-pd-tpot-slo-ms $SLO_TPOT --semi-pd-window-ms 500
+          --semi-pd-max-cores $((2 * CORES))")
 echo "| configuration | rate (req/s) | P90 TTFT (ms) | P90 TPOT (ms) | SLO attainment |"
 echo "|---|---:|---:|---:|---:|"
 for c in "${configs[@]}"; do
   name=${c%%|*}
-  read -r -a flags <<< "${c#*|}"
+  read -r -d '' -a flags <<< "${c#*|}" || true
   start_keel "$OUT/serve.log" serve -m "$MODEL" "${flags[@]}"
   for rate in $RATES; do
     f="$OUT/${name// /_}-$rate.json"
@@ -65,6 +69,11 @@ print(f"| {sys.argv[2]} | {sys.argv[3]} | {r['p90_ttft_ms']:.2f} | {r['p90_tpot_
       f"{100 * att:.0f} % ({r['completed']} ok, {r['failed']} failed) |")
 PY
   done
+  if [ "$name" = "semi-pd dynamic" ]; then
+    curl -s "http://127.0.0.1:$port/metrics" | grep -E '^keel:semi_pd_(split|decisions)' |
+      sed 's/{model_name="[^"]*",\?/{/' | tr '\n' ' ' | sed 's/^/dynamic, at the end: /'
+    echo
+  fi
   stop "$SRV"
 done
 rm -rf "$OUT"

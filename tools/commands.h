@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "core/result.h"
 #include "core/status.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
+#include "engine/semi_pd_controller.h"
 #include "host/compute.h"
 
 namespace keel::cli {
@@ -75,8 +77,17 @@ struct ServeOptions {
   std::string speculative = "none";   // none | ngram | draft-head: speculative decoding by default
   std::string mode = "colocated";     // colocated | semi-pd (engine/semi_pd_engine.h)
   std::string semi_pd_split = "1,1";  // semi-pd: cores for prefill, decode ("X,Y")
-  int32_t spec_k = 4;                 // drafted tokens per step at most
-  std::string draft_head;             // --draft-head FILE; "" = <model>.draft.gguf if it exists
+  // semi-pd --semi-pd-dynamic: the SLO-aware split controller (host/semi_pd_control_loop.h).
+  bool semi_pd_dynamic = false;
+  double semi_pd_ttft_slo_ms = 1000.0;
+  double semi_pd_tpot_slo_ms = 100.0;
+  int32_t semi_pd_window_ms = 1000;
+  int32_t semi_pd_step = 1;
+  int32_t semi_pd_max_step = 4;
+  double semi_pd_percentile = 90.0;
+  int32_t semi_pd_max_cores = 0;  // bound on x + y; 0 = the cores the process may use
+  int32_t spec_k = 4;             // drafted tokens per step at most
+  std::string draft_head;         // --draft-head FILE; "" = <model>.draft.gguf if it exists
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
   int32_t max_connections = 1024;                        // open connections (idle ones shed first)
@@ -94,6 +105,11 @@ std::string served_model_name(const std::string& given, const std::string& model
 // The engine's configuration from serve's flags (EngineHost::start adds the kernel table,
 // threads and the model's end-of-generation ids); `keel te` uses it too.
 engine::EngineConfig serve_engine_config(const ServeOptions& o);
+// --semi-pd-dynamic's controller configuration over `num_cores` (the cores the process may use):
+// each side at most num_cores; x + y at most --semi-pd-max-cores, by default max(2, num_cores),
+// never above max(2, 2·num_cores) (overlapping sets, as MPS). InvalidArgument naming the flag.
+Result<engine::ControllerConfig> semi_pd_controller_config(const ServeOptions& o,
+                                                           int32_t num_cores);
 // Loads each --lora NAME=PATH (`specs`, checked by the flag's parser) into `eng`; the first
 // failure stops (the engine's message names the adapter). `keel serve` and `keel te` use it.
 Status load_lora_adapters(engine::EngineClient& eng, const std::vector<std::string>& specs);

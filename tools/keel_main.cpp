@@ -220,6 +220,37 @@ int main(int argc, char** argv) {
         const auto s = keel::engine::parse_semi_pd_split(text);
         return s.ok() ? std::string() : s.status().message();
       });
+  serve_cmd->add_flag("--semi-pd-dynamic", serve.semi_pd_dynamic,
+                      "--mode semi-pd: re-split by the SLO-aware controller once per window "
+                      "(default: the static --semi-pd-split)");
+  serve_cmd
+      ->add_option("--semi-pd-ttft-slo-ms", serve.semi_pd_ttft_slo_ms,
+                   "--semi-pd-dynamic: TTFT SLO in ms (at --semi-pd-percentile)")
+      ->check(CLI::Range(1e-6, 3.6e6));
+  serve_cmd
+      ->add_option("--semi-pd-tpot-slo-ms", serve.semi_pd_tpot_slo_ms,
+                   "--semi-pd-dynamic: TPOT SLO in ms per output token")
+      ->check(CLI::Range(1e-6, 3.6e6));
+  serve_cmd
+      ->add_option("--semi-pd-window-ms", serve.semi_pd_window_ms,
+                   "--semi-pd-dynamic: the controller's window (a time window), ms")
+      ->check(CLI::Range(10, 3600000));
+  serve_cmd
+      ->add_option("--semi-pd-step", serve.semi_pd_step, "--semi-pd-dynamic: cores added per step")
+      ->check(CLI::Range(1, 1024));
+  serve_cmd
+      ->add_option("--semi-pd-max-step", serve.semi_pd_max_step,
+                   "--semi-pd-dynamic: steps one decision takes at most")
+      ->check(CLI::Range(1, 1024));
+  serve_cmd
+      ->add_option("--semi-pd-percentile", serve.semi_pd_percentile,
+                   "--semi-pd-dynamic: the latency percentile compared with the SLOs, in (0, 100]")
+      ->check(CLI::Range(1e-6, 100.0));
+  serve_cmd
+      ->add_option("--semi-pd-max-cores", serve.semi_pd_max_cores,
+                   "--semi-pd-dynamic: bound on prefill + decode cores, 2 to twice the cores the "
+                   "process may use (default: those cores; above them the sets overlap, as MPS)")
+      ->check(CLI::Range(2, 1 << 16));
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")
@@ -466,9 +497,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    // bench-serve reports a bad flag on one line; other commands keep CLI11's message.
+    // bench-serve and serve report a bad flag on one line; other commands keep CLI11's message.
     if (e.get_exit_code() != 0 && bs_cmd->parsed()) {
       std::fprintf(stderr, "keel: bench-serve: %s (see keel bench-serve --help)\n", e.what());
+      return e.get_exit_code();
+    }
+    if (e.get_exit_code() != 0 && serve_cmd->parsed()) {
+      std::fprintf(stderr, "keel: serve: %s (see keel serve --help)\n", e.what());
       return e.get_exit_code();
     }
     return app.exit(e);

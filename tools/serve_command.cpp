@@ -22,6 +22,7 @@
 #include "engine/engine.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
+#include "host/semi_pd_control_loop.h"
 #include "model/kv_type.h"
 #include "progress.h"
 #include "server/chat_formatter.h"
@@ -93,6 +94,31 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   return c;
 }
 
+Result<engine::ControllerConfig> semi_pd_controller_config(const ServeOptions& o,
+                                                           int32_t num_cores) {
+  const bool tuned = o.semi_pd_max_cores != 0;
+  if (o.semi_pd_dynamic && o.mode != "semi-pd") {
+    return Status::invalid_argument("--semi-pd-dynamic needs --mode semi-pd");
+  }
+  engine::ControllerConfig c;
+  c.ttft_slo_s = o.semi_pd_ttft_slo_ms / 1000.0;
+  c.tpot_slo_s = o.semi_pd_tpot_slo_ms / 1000.0;
+  c.percentile = o.semi_pd_percentile;
+  c.step = o.semi_pd_step;
+  c.max_step = o.semi_pd_max_step;
+  c.min_cores = 1;
+  c.max_cores = num_cores;  // a worker's set never exceeds the cores (SemiPdSplit::validate)
+  c.probe_unfitted = true;  // from one split there is no model: probe one step to get a second
+  c.max_total_cores = tuned ? o.semi_pd_max_cores : std::max(2, num_cores);
+  if (c.max_total_cores > std::max(2, 2 * num_cores)) {
+    return Status::invalid_argument("--semi-pd-max-cores " + std::to_string(o.semi_pd_max_cores) +
+                                    " exceeds twice the " + std::to_string(num_cores) +
+                                    " cores this process may use");
+  }
+  KEEL_TRY(c.validate());
+  return c;
+}
+
 namespace {
 
 server::ServerConfig server_config(const ServeOptions& o, const std::string& name,
@@ -116,6 +142,9 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
 }
 
 Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
+  KEEL_ASSIGN_OR_RETURN(
+      const engine::ControllerConfig controller,
+      semi_pd_controller_config(opts, static_cast<int32_t>(engine::allowed_cores().size())));
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(opts.compute));
   const CpuFeatures cpu = detect_cpu_features();
   std::string path = opts.model_path;
@@ -154,6 +183,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     progress.finish();
   }
   engine::EngineClient& eng = *host->client();
+  std::unique_ptr<host::SemiPdControlLoop> control;  // before the host goes: stopped first
   int32_t num_kv_blocks = 0;
   size_t kv_block_bytes = 0;
   if (engine::SemiPdEngine* semi = host->semi_pd(); semi != nullptr) {
@@ -163,6 +193,14 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     const engine::SemiPdSplit split = semi->split();
     KEEL_LOG_INFO("mode semi-pd: prefill {} cores, decode {} cores (of {}), no prefix cache",
                   split.prefill, split.decode, engine::allowed_cores().size());
+    if (opts.semi_pd_dynamic) {
+      control = std::make_unique<host::SemiPdControlLoop>(
+          semi, controller, std::chrono::milliseconds(opts.semi_pd_window_ms));
+      KEEL_LOG_INFO(
+          "semi-pd dynamic: TTFT SLO {} ms, TPOT SLO {} ms at p{}, window {} ms, x + y <= {}",
+          opts.semi_pd_ttft_slo_ms, opts.semi_pd_tpot_slo_ms, opts.semi_pd_percentile,
+          opts.semi_pd_window_ms, controller.max_total_cores);
+    }
   } else {
     num_kv_blocks = host->engine()->num_kv_blocks();
     kv_block_bytes = host->engine()->kv_block_bytes();
@@ -182,6 +220,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("received {}: draining (up to {:.1f} s)", signal_name(sig), opts.drain_timeout_s);
   srv->stop_accepting();
+  control.reset();  // the split stays as it is while the engine drains
   eng.drain(std::chrono::milliseconds(static_cast<int64_t>(opts.drain_timeout_s * 1000)));
   srv->shutdown();
   KEEL_LOG_INFO("stopped");

@@ -85,6 +85,7 @@ SemiPdEngine::SemiPdEngine(const model::Model& model, EngineConfig config, model
   shared_.switch_seconds = &switch_seconds_;
   shared_.on_finished = [this](const SemiPdRequest& r) { forget(r); };
   shared_.on_first_token = [this](double s) { observe_ttft(s); };
+  shared_.on_prefill_step = [this](double core_s, int32_t n) { observe_prefill_step(core_s, n); };
   shared_.on_hand_off = std::move(deps.on_hand_off);
   const SemiPdCoreSets sets = semi_pd_core_sets(split_, cores_);
   prefill_ =
@@ -93,6 +94,7 @@ SemiPdEngine::SemiPdEngine(const model::Model& model, EngineConfig config, model
   prefill_->start(decode_.get());
   decode_->start(prefill_.get());
   window_.split = split_;
+  window_start_ns_ = now_ns();
 }
 
 SemiPdEngine::~SemiPdEngine() {
@@ -157,6 +159,7 @@ Result<RequestKey> SemiPdEngine::submit(GenerationRequest request,
   {
     std::lock_guard lock(mu_);
     live_.emplace(key, r->cancelled);
+    ++window_.num_arrivals;
   }
   prefill_->push(std::move(r));
   return key;
@@ -190,6 +193,20 @@ void SemiPdEngine::observe_ttft(double seconds) {
   window_.ttft_seconds.push_back(seconds);
 }
 
+void SemiPdEngine::observe_prefill_step(double core_seconds, int32_t completed) {
+  std::lock_guard lock(mu_);
+  window_.prefill_busy_core_s += core_seconds;
+  window_.num_prefills += completed;
+}
+
+void SemiPdEngine::note_decision(const std::string& reason, std::optional<double> predicted_ttft_s,
+                                 std::optional<double> predicted_tpot_s) {
+  std::lock_guard lock(mu_);
+  ++decisions_[reason];
+  predicted_ttft_s_ = predicted_ttft_s;
+  predicted_tpot_s_ = predicted_tpot_s;
+}
+
 Status SemiPdEngine::set_split(const SemiPdSplit& split) {
   KEEL_TRY(split.validate(static_cast<int32_t>(cores_.size())));
   SemiPdCoreSets sets;
@@ -198,6 +215,7 @@ Status SemiPdEngine::set_split(const SemiPdSplit& split) {
     if (split == split_) return {};
     split_ = split;
     ++num_switches_;
+    window_.split_changed = true;
     sets = semi_pd_core_sets(split, cores_);
   }
   KEEL_LOG_INFO("semi-PD: re-split to {},{} (prefill, decode cores)", split.prefill, split.decode);
@@ -217,6 +235,9 @@ SemiPdWindow SemiPdEngine::take_window() {
   window_ = SemiPdWindow{};
   w.split = split_;
   window_.split = split_;
+  const int64_t now = now_ns();
+  w.duration_s = seconds_between(window_start_ns_, now);
+  window_start_ns_ = now;
   w.num_prefill_waiting = prefill_->num_waiting();
   w.num_decode_running = decode_->num_running();
   return w;
@@ -254,6 +275,9 @@ MetricsSnapshot SemiPdEngine::metrics() const {
     p.split_prefill = split_.prefill;
     p.split_decode = split_.decode;
     p.num_switches = num_switches_;
+    p.decisions = decisions_;
+    p.predicted_ttft_s = predicted_ttft_s_;
+    p.predicted_tpot_s = predicted_tpot_s_;
   }
   m.semi_pd = p;
   return m;

@@ -21,8 +21,11 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -43,13 +46,19 @@ class Tokenizer;
 namespace keel::engine {
 
 // What the SLO-aware controller reads each window (take_window()): the latency samples observed
-// since the last call and the split they were observed under.
+// since the last call, the load offered in it (arrivals, prefill busy core-seconds), its length
+// and the split they were observed under (semi_pd_window_stats.h turns it into an observation).
 struct SemiPdWindow {
   std::vector<double> ttft_seconds;  // one per request whose first token came in the window
   std::vector<double> tpot_seconds;  // one per request finished in the window with ≥ 2 tokens
   SemiPdSplit split;                 // the split in force (the last one set)
   int32_t num_prefill_waiting = 0;   // queue lengths at the call
   int32_t num_decode_running = 0;
+  int32_t num_arrivals = 0;        // requests admitted by submit() in the window
+  int32_t num_prefills = 0;        // prefills completed (first token or re-prefill) in it
+  double prefill_busy_core_s = 0;  // Σ over prefill steps: step seconds × prefill cores
+  double duration_s = 0;           // from the previous take_window() (or the start) to this one
+  bool split_changed = false;      // set_split() changed the split inside the window
 };
 
 struct SemiPdDeps {
@@ -88,6 +97,10 @@ class SemiPdEngine final : public EngineClient {
   [[nodiscard]] SemiPdSplit split() const;
   // The samples since the last call (then forgotten) and the current split.
   SemiPdWindow take_window();
+  // The controller's last decision, for /metrics (SemiPdMetrics): counted by reason, with the
+  // models' predictions at the chosen split (empty: no usable fit).
+  void note_decision(const std::string& reason, std::optional<double> predicted_ttft_s,
+                     std::optional<double> predicted_tpot_s);
 
   [[nodiscard]] int32_t num_kv_blocks() const { return blocks_.num_blocks(); }
   [[nodiscard]] size_t kv_block_bytes() const { return storage_.layout().block_bytes(); }
@@ -99,6 +112,7 @@ class SemiPdEngine final : public EngineClient {
                int32_t num_blocks, SemiPdDeps deps);
   void forget(const SemiPdRequest& r);  // a request finished (worker thread)
   void observe_ttft(double seconds);
+  void observe_prefill_step(double core_seconds, int32_t completed);
 
   const model::Model& model_;
   EngineConfig config_;
@@ -115,6 +129,9 @@ class SemiPdEngine final : public EngineClient {
   SemiPdSplit split_;                                                        // guarded by mu_
   SemiPdWindow window_;                                                      // guarded by mu_
   int64_t num_switches_ = 0;                                                 // guarded by mu_
+  int64_t window_start_ns_ = 0;                                              // guarded by mu_
+  std::map<std::string, int64_t> decisions_;                                 // guarded by mu_
+  std::optional<double> predicted_ttft_s_, predicted_tpot_s_;                // guarded by mu_
   std::atomic<RequestKey> next_key_{1};
   std::atomic<int64_t> prompt_tokens_total_{0};
   std::atomic<int64_t> generation_tokens_total_{0};

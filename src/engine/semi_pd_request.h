@@ -62,6 +62,9 @@ struct SemiPdShared {
   std::function<void(const SemiPdRequest&)> on_finished;
   // A request's first token was sampled (TTFT) — for the controller's window.
   std::function<void(double ttft_seconds)> on_first_token;
+  // A prefill step ran (prefill worker): its seconds × the worker's cores, and the prefills it
+  // completed — the controller's λ′ inputs.
+  std::function<void(double core_seconds, int32_t completed)> on_prefill_step;
   // Tests: each hand-off, seen by decode on receipt. Empty: none.
   std::function<void(const SemiPdHandOff&)> on_hand_off;
 };

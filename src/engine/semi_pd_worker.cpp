@@ -230,6 +230,7 @@ bool SemiPdWorker::prefill_step() {
     budget -= n;
   }
   std::vector<std::pair<int32_t, std::optional<sampling::Logprobs>>> tokens;
+  const int64_t t0 = now_ns();
   if (!forward(batch, sched, &tokens)) return true;
   size_t t = 0;
   std::vector<SemiPdRequest*> done;  // finished or handed off
@@ -251,6 +252,10 @@ bool SemiPdWorker::prefill_step() {
     }
     hand_off(std::move(*it));
     it = running_.erase(it);
+  }
+  if (shared_->on_prefill_step) {
+    shared_->on_prefill_step(seconds_between(t0, now_ns()) * static_cast<double>(cores_.size()),
+                             static_cast<int32_t>(done.size()));
   }
   return true;
 }

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -219,8 +220,11 @@ struct SemiPdMetrics {
   int32_t split_decode = 0;     // ... and the decode worker
   int32_t prefill_threads = 0;  // threads the prefill worker computes with now
   int32_t decode_threads = 0;
-  int64_t num_switches = 0;          // re-splits asked
-  HistogramSnapshot switch_seconds;  // per worker switch: time not computing because of it
+  int64_t num_switches = 0;                  // re-splits asked
+  HistogramSnapshot switch_seconds;          // per worker switch: time not computing because of it
+  std::map<std::string, int64_t> decisions;  // the split controller's decisions by reason
+  std::optional<double> predicted_ttft_s;    // its models at the split chosen last (no fit: empty)
+  std::optional<double> predicted_tpot_s;
   friend bool operator==(const SemiPdMetrics&, const SemiPdMetrics&) = default;
 };
 

@@ -150,6 +150,24 @@ void render_semi_pd_metrics(Writer& w, const engine::SemiPdMetrics& p) {
   w.histogram("semi_pd_switch_seconds",
               "Per worker and re-split: seconds it did not compute because of the switch.",
               p.switch_seconds);
+  if (!p.decisions.empty()) {  // --semi-pd-dynamic: the split controller's windows
+    w.header("semi_pd_decisions_total", "counter",
+             "Split controller decisions (one per window), by reason.");
+    for (const auto& [reason, n] : p.decisions) {
+      w.sample("semi_pd_decisions_total", static_cast<double>(n),
+               fmt::format("reason=\"{}\"", reason));
+    }
+  }
+  if (p.predicted_ttft_s.has_value()) {
+    w.gauge("semi_pd_predicted_ttft_seconds",
+            "The controller's TTFT model at the split it chose last (percentile p).",
+            *p.predicted_ttft_s);
+  }
+  if (p.predicted_tpot_s.has_value()) {
+    w.gauge("semi_pd_predicted_tpot_seconds",
+            "The controller's TPOT model at the split it chose last (percentile p).",
+            *p.predicted_tpot_s);
+  }
 }
 
 }  // namespace

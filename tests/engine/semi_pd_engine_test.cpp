@@ -173,7 +173,15 @@ TEST(SemiPdEngineTest, AbortFreesBlocksAndWindowHasSamples) {
   EXPECT_EQ(w.ttft_seconds.size(), 2u);
   EXPECT_EQ(w.tpot_seconds.size(), 2u);
   EXPECT_EQ(w.split, (SemiPdSplit{1, 1}));
-  EXPECT_TRUE(engine.take_window().ttft_seconds.empty());  // taken
+  EXPECT_EQ(w.num_arrivals, 2);  // the controller's λ′ inputs
+  EXPECT_EQ(w.num_prefills, 2);
+  EXPECT_GT(w.prefill_busy_core_s, 0.0);
+  EXPECT_GT(w.duration_s, 0.0);
+  EXPECT_FALSE(w.split_changed);
+  const SemiPdWindow next = engine.take_window();  // taken
+  EXPECT_TRUE(next.ttft_seconds.empty());
+  EXPECT_EQ(next.num_arrivals, 0);
+  EXPECT_EQ(next.prefill_busy_core_s, 0.0);
 
   auto sink = std::make_shared<CollectingSink>();
   auto key = engine.submit(greedy({1, 403, 407, 261, 378}, 200), sink);
