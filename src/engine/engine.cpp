@@ -9,6 +9,7 @@
 
 #include "core/log.h"
 #include "engine/model_identity.h"
+#include "engine/request_checks.h"
 #include "engine/resumed_request.h"
 #include "engine/steady_time.h"
 #include "grammar/gbnf_parser.h"
@@ -139,19 +140,8 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   if (draining_.load() || stop_.load()) {
     return Status::unavailable("the server is shutting down");
   }
-  if (request.prompt_tokens.empty()) return Status::invalid_argument("the prompt is empty");
   const int64_t n_vocab = model_.hparams().n_vocab;
-  for (int32_t t : request.prompt_tokens) {
-    if (t < 0 || t >= n_vocab) {
-      return Status::invalid_argument("token id " + std::to_string(t) +
-                                      " is outside the vocabulary [0, " + std::to_string(n_vocab) +
-                                      ")");
-    }
-  }
-  if (request.max_tokens < 1) return Status::invalid_argument("max_tokens must be at least 1");
-  if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
-    return Status::invalid_argument("stop strings need an engine with a tokenizer");
-  }
+  KEEL_TRY(check_request_basics(request, n_vocab, tokenizer_ != nullptr));
   if (!request.grammar.empty()) {
     if (tokenizer_ == nullptr) {
       return Status::invalid_argument("a grammar needs an engine with a tokenizer");
@@ -160,13 +150,8 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   }
   KEEL_TRY(validate_resumed(request, config_.eog_token_ids, tokenizer_));
   // Resumed tokens count in max_tokens: the original prompt + max_tokens is the context needed.
-  const int64_t total = int64_t{request.num_original_prompt_tokens()} + request.max_tokens;
-  if (total > max_model_len_) {
-    return Status::out_of_range(
-        "this model's maximum context length is " + std::to_string(max_model_len_) +
-        " tokens, but the request needs " + std::to_string(request.num_original_prompt_tokens()) +
-        " prompt tokens + " + std::to_string(request.max_tokens) + " completion tokens");
-  }
+  KEEL_TRY(check_context_length(request.num_original_prompt_tokens(), request.max_tokens,
+                                max_model_len_));
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
   if (request.speculative.has_value()) {
     KEEL_TRY(request.speculative->validate());

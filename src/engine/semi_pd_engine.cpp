@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/log.h"
+#include "engine/request_checks.h"
 #include "engine/resumed_request.h"
 #include "engine/steady_time.h"
 
@@ -111,28 +112,12 @@ SemiPdEngine::~SemiPdEngine() {
 Result<RequestKey> SemiPdEngine::submit(GenerationRequest request,
                                         std::shared_ptr<OutputSink> sink) {
   if (draining_.load()) return Status::unavailable("the server is shutting down");
-  if (request.prompt_tokens.empty()) return Status::invalid_argument("the prompt is empty");
   const int64_t n_vocab = model_.hparams().n_vocab;
-  for (int32_t t : request.prompt_tokens) {
-    if (t < 0 || t >= n_vocab) {
-      return Status::invalid_argument("token id " + std::to_string(t) +
-                                      " is outside the vocabulary [0, " + std::to_string(n_vocab) +
-                                      ")");
-    }
-  }
-  if (request.max_tokens < 1) return Status::invalid_argument("max_tokens must be at least 1");
+  KEEL_TRY(check_request_basics(request, n_vocab, tokenizer_ != nullptr));
   KEEL_TRY(check_supported(request));
-  if (!request.stop_strings.empty() && tokenizer_ == nullptr) {
-    return Status::invalid_argument("stop strings need an engine with a tokenizer");
-  }
   const int64_t total = static_cast<int64_t>(request.prompt_tokens.size()) + request.max_tokens;
-  if (total > config_.scheduler.max_model_len) {
-    return Status::out_of_range("this model's maximum context length is " +
-                                std::to_string(config_.scheduler.max_model_len) +
-                                " tokens, but the request needs " +
-                                std::to_string(request.prompt_tokens.size()) + " prompt tokens + " +
-                                std::to_string(request.max_tokens) + " completion tokens");
-  }
+  KEEL_TRY(check_context_length(static_cast<int64_t>(request.prompt_tokens.size()),
+                                request.max_tokens, config_.scheduler.max_model_len));
   if ((total + config_.block_size - 1) / config_.block_size > blocks_.num_blocks()) {
     return Status::out_of_range("the request needs more KV blocks than the whole pool holds");
   }
