@@ -4,6 +4,7 @@
 #include <cstring>
 #include <span>
 
+#include "gguf/checked_read.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "predictor/features.h"
@@ -14,45 +15,27 @@ namespace {
 constexpr const char* kArch = "keel-length-predictor";
 constexpr int64_t kVersion = 1;
 
+constexpr std::string_view kKind = "predictor file";
+
 Status add_f32(gguf::GgufWriter& w, const std::string& name, const std::vector<float>& v,
                std::vector<int64_t> shape) {
-  return w.add_tensor(name, DType::kF32, std::move(shape), std::as_bytes(std::span(v)));
+  return gguf::add_f32_tensor(w, name, v, std::move(shape));
 }
-
 Status bad(const std::string& path, const std::string& what) {
-  return Status::invalid_argument("predictor file " + path + ": " + what);
+  return gguf::file_error(kKind, path, what);
 }
-
-// Copies tensor `name` (F32, shape `shape`) into *out; a missing tensor is an error unless
-// `optional`.
-Status read_f32(const gguf::GgufFile& f, const std::string& name, std::vector<int64_t> shape,
+// As gguf::read_f32_tensor; a missing tensor is no error when `optional` (*out left empty).
+Status read_f32(const gguf::GgufFile& f, const std::string& name, const std::vector<int64_t>& shape,
                 bool optional, std::vector<float>* out) {
-  const gguf::TensorInfo* t = f.find_tensor(name);
   out->clear();
-  if (t == nullptr) return optional ? Status() : bad(f.path(), "tensor " + name + " is missing");
-  if (t->dtype != DType::kF32 || t->shape != shape) {
-    return bad(f.path(), "tensor " + name + " is not F32 of the expected shape");
-  }
-  const std::span<const std::byte> bytes = f.tensor_data(*t);
-  out->resize(bytes.size() / sizeof(float));
-  if (!out->empty()) std::memcpy(out->data(), bytes.data(), out->size() * sizeof(float));
-  return Status();
+  if (optional && f.find_tensor(name) == nullptr) return Status();
+  return gguf::read_f32_tensor(f, kKind, name, shape, out);
 }
-
 Result<int64_t> get_int(const gguf::GgufFile& f, const std::string& key, int64_t lo, int64_t hi) {
-  Result<int64_t> v = f.get_int(key);
-  if (!v.ok()) return bad(f.path(), v.error().message());
-  if (*v < lo || *v > hi) {
-    return bad(f.path(), key + " = " + std::to_string(*v) + " is outside [" + std::to_string(lo) +
-                             ", " + std::to_string(hi) + "]");
-  }
-  return *v;
+  return gguf::read_int_key(f, kKind, key, lo, hi);
 }
-
 Result<std::string> get_string(const gguf::GgufFile& f, const std::string& key) {
-  Result<std::string> v = f.get_string(key);
-  if (!v.ok()) return bad(f.path(), v.error().message());
-  return *v;
+  return gguf::read_string_key(f, kKind, key);
 }
 
 Status read_dataset(const gguf::GgufFile& f, DatasetSpec* d) {
