@@ -54,19 +54,7 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   config.scheduler.max_model_len = static_cast<int32_t>(max_len);
   const model::KvLayout layout =
       model::KvLayout::for_model(model.hparams(), config.block_size, config.kv_dtype);
-  int64_t bytes = config.kv_cache_bytes;
-  if (bytes == 0) {
-    const int64_t blocks_per_seq = (max_len + config.block_size - 1) / config.block_size;
-    bytes = std::min<int64_t>(EngineConfig::kDefaultKvCacheCapBytes,
-                              blocks_per_seq * config.scheduler.max_num_seqs *
-                                  static_cast<int64_t>(layout.block_bytes()));
-  }
-  const int32_t num_blocks = model::KvStorage::blocks_for_bytes(layout, static_cast<size_t>(bytes));
-  if (num_blocks < 2) {
-    return Status::invalid_argument("--kv-cache-bytes " + std::to_string(bytes) +
-                                    " holds fewer than 2 KV blocks of " +
-                                    std::to_string(layout.block_bytes()) + " bytes");
-  }
+  KEEL_ASSIGN_OR_RETURN(const int32_t num_blocks, kv_pool_blocks(config, max_len, layout));
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
   KEEL_ASSIGN_OR_RETURN(const kv::BlockHash model_key, model_identity(model.file()));
   std::string head_missing;

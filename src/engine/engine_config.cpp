@@ -1,8 +1,10 @@
 // EngineConfig::validate.
 #include "engine/engine_config.h"
 
+#include <algorithm>
 #include <string>
 
+#include "model/kv_storage.h"
 #include "model/kv_type.h"
 
 namespace keel::engine {
@@ -44,6 +46,24 @@ Status EngineConfig::validate() const {
     return Status::invalid_argument("--spec-k / --speculative: " + st.message());
   }
   return {};
+}
+
+Result<int32_t> kv_pool_blocks(const EngineConfig& config, int64_t max_len,
+                               const model::KvLayout& layout) {
+  int64_t bytes = config.kv_cache_bytes;
+  if (bytes == 0) {
+    const int64_t blocks_per_seq = (max_len + config.block_size - 1) / config.block_size;
+    bytes = std::min<int64_t>(EngineConfig::kDefaultKvCacheCapBytes,
+                              blocks_per_seq * config.scheduler.max_num_seqs *
+                                  static_cast<int64_t>(layout.block_bytes()));
+  }
+  const int32_t num_blocks = model::KvStorage::blocks_for_bytes(layout, static_cast<size_t>(bytes));
+  if (num_blocks < 2) {
+    return Status::invalid_argument("--kv-cache-bytes " + std::to_string(bytes) +
+                                    " holds fewer than 2 KV blocks of " +
+                                    std::to_string(layout.block_bytes()) + " bytes");
+  }
+  return num_blocks;
 }
 
 }  // namespace keel::engine

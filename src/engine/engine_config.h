@@ -9,12 +9,17 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/result.h"
 #include "core/status.h"
 #include "engine/scheduler.h"
 #include "engine/semi_pd_split.h"
 #include "kernels/kernels.h"
 #include "kv/pic.h"
 #include "sparse/sparse_policy.h"
+
+namespace keel::model {
+struct KvLayout;
+}  // namespace keel::model
 
 namespace keel::engine {
 
@@ -63,5 +68,11 @@ struct EngineConfig {
 
   [[nodiscard]] Status validate() const;
 };
+
+// The KV pool's size in blocks of `layout` for contexts of `max_len` tokens: kv_cache_bytes, or
+// when 0 room for max_num_seqs full contexts capped at kDefaultKvCacheCapBytes. Fewer than 2
+// blocks is InvalidArgument. Shared by the colocated and the semi-PD engine.
+[[nodiscard]] Result<int32_t> kv_pool_blocks(const EngineConfig& config, int64_t max_len,
+                                             const model::KvLayout& layout);
 
 }  // namespace keel::engine

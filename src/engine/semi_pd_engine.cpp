@@ -51,18 +51,7 @@ Result<std::unique_ptr<SemiPdEngine>> SemiPdEngine::start(const model::Model& mo
   config.enable_prefix_cache = false;
   const model::KvLayout layout =
       model::KvLayout::for_model(model.hparams(), config.block_size, config.kv_dtype);
-  int64_t bytes = config.kv_cache_bytes;
-  if (bytes == 0) {  // as Engine::start: room for max_num_seqs full contexts, capped
-    const int64_t blocks_per_seq = (max_len + config.block_size - 1) / config.block_size;
-    bytes = std::min<int64_t>(EngineConfig::kDefaultKvCacheCapBytes,
-                              blocks_per_seq * config.scheduler.max_num_seqs *
-                                  static_cast<int64_t>(layout.block_bytes()));
-  }
-  const int32_t num_blocks = model::KvStorage::blocks_for_bytes(layout, static_cast<size_t>(bytes));
-  if (num_blocks < 2) {
-    return Status::invalid_argument("--kv-cache-bytes " + std::to_string(bytes) +
-                                    " holds fewer than 2 KV blocks");
-  }
+  KEEL_ASSIGN_OR_RETURN(const int32_t num_blocks, kv_pool_blocks(config, max_len, layout));
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
   return std::unique_ptr<SemiPdEngine>(
       new SemiPdEngine(model, std::move(config), std::move(storage), num_blocks, std::move(deps)));
