@@ -4,6 +4,7 @@
 
 #include "cli_flags.h"
 #include "cluster/weights_server.h"
+#include "engine/semi_pd_split.h"
 
 namespace keel::cli {
 namespace {
@@ -34,6 +35,17 @@ void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
                   "LoRA adapter NAME=PATH served by every TE (repeatable); requests select it by "
                   "`model` = NAME")
       ->check(check_lora_spec);
+}
+
+// --semi-pd-split of `keel te` and `keel cluster up` (the cores of a semi-PD TE's two workers).
+void add_semi_pd_split_flag(CLI::App* cmd, std::string* split) {
+  cmd->add_option("--semi-pd-split", *split,
+                  "Semi-PD TEs: cores for the prefill and the decode worker, X,Y (the sets overlap "
+                  "when X+Y exceeds the cores the TE may use)")
+      ->check([](const std::string& text) -> std::string {
+        const auto s = engine::parse_semi_pd_split(text);
+        return s.ok() ? std::string() : s.status().message();
+      });
 }
 
 void add_router_flags(CLI::App* cmd, std::string* router, double* balance, double* balance_abs,
@@ -200,6 +212,12 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.te_cmd->add_option("--id", te.id, "This TE's id in the fleet");
   cli.te_cmd->add_option("--role", te.role, "What it computes")
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}));
+  cli.te_cmd
+      ->add_option("--mode", te.engine.mode,
+                   "The engine of a colocated TE: colocated, or semi-pd (a prefill and a decode "
+                   "worker on their own cores over one KV pool; no prefix cache, KV tiers, LoRA)")
+      ->check(CLI::IsMember({"colocated", "semi-pd"}));
+  add_semi_pd_split_flag(cli.te_cmd, &te.engine.semi_pd_split);
   cli.te_cmd->add_option("--host", te.engine.host, "Control address to listen on");
   te.engine.port = 0;
   cli.te_cmd->add_option("--port", te.engine.port, "Control port (0 = a free one)")
@@ -261,6 +279,12 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(0, 256));
   cli.up_cmd->add_option("--decode", up.decode, "Decode task executors (PD-disaggregated)")
       ->check(CLI::Range(0, 256));
+  cli.up_cmd
+      ->add_option(
+          "--semi-pd", up.semi_pd,
+          "Semi-PD task executors (colocated TEs whose engine is semi-PD, --semi-pd-split)")
+      ->check(CLI::Range(0, 256));
+  add_semi_pd_split_flag(cli.up_cmd, &up.serve.semi_pd_split);
   cli.up_cmd->add_option("--jes", up.jes, "Job executors")->check(CLI::Range(1, 64));
   cli.up_cmd
       ->add_option("--threads-per-te", up.threads_per_te,

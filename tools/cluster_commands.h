@@ -100,6 +100,7 @@ struct ClusterUpOptions {
   int32_t colocated = -1;  // -1: 2, or 0 when prefill/decode TEs are asked for
   int32_t prefill = 0;
   int32_t decode = 0;
+  int32_t semi_pd = 0;  // colocated TEs with the semi-PD engine (serve.semi_pd_split)
   int32_t jes = 1;
   int32_t threads_per_te = 0;  // 0 = the machine's threads / TEs (at least 1)
   std::string router = "deepserve";

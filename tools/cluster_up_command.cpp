@@ -49,10 +49,12 @@ std::string self_exe() {
   return ec ? std::string("keel") : p.string();
 }
 
+// `kind`: colocated | prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
 std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
                                  const std::string& name, int i, int threads,
-                                 const std::string& role) {
+                                 const std::string& kind) {
   const ServeOptions& s = o.serve;
+  const std::string role = kind == "semi-pd" ? "colocated" : kind;
   std::vector<std::string> argv = {self_exe(),
                                    "te",
                                    "-m",
@@ -89,6 +91,9 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
   if (s.compute.use_mmap) argv.push_back("--mmap");
   if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
   for (const std::string& lora : s.loras) argv.insert(argv.end(), {"--lora", lora});
+  if (kind == "semi-pd") {
+    argv.insert(argv.end(), {"--mode", "semi-pd", "--semi-pd-split", s.semi_pd_split});
+  }
   if (role == "prefill") {
     argv.insert(argv.end(), {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
                              std::to_string(o.handoff.prefill_chunk)});
@@ -156,16 +161,18 @@ struct Tree {
 
 bool autoscaling(const ClusterUpOptions& o) { return o.autoscale.max_replicas > 0; }
 
-// Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode TEs; --min when
-// autoscaling).
+// Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode or semi-PD TEs; --min
+// when autoscaling).
 int colocated_tes(const ClusterUpOptions& o) {
   if (o.colocated >= 0) return o.colocated;
   if (autoscaling(o)) return o.autoscale.min_replicas;
-  return o.prefill + o.decode > 0 ? 0 : 2;
+  return o.prefill + o.decode + o.semi_pd > 0 ? 0 : 2;
 }
 
-// TEs at start-up (colocated + prefill + decode).
-int initial_tes(const ClusterUpOptions& o) { return colocated_tes(o) + o.prefill + o.decode; }
+// TEs at start-up (colocated + semi-PD + prefill + decode).
+int initial_tes(const ClusterUpOptions& o) {
+  return colocated_tes(o) + o.semi_pd + o.prefill + o.decode;
+}
 
 // Each TE's compute threads: --threads-per-te, else the machine's threads / TEs (/ --max when
 // autoscaling).
@@ -211,19 +218,22 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
                             const std::string& path, const std::string& name) {
   Tree t;
   const int colocated = colocated_tes(o);
-  const int total = colocated + o.prefill + o.decode;
+  const int total = initial_tes(o);
   if (total == 0 && !autoscaling(o))
     return Status::invalid_argument("cluster up: no task executors asked for");
   if ((o.prefill > 0) != (o.decode > 0)) {
     return Status::invalid_argument("cluster up: --prefill and --decode go together");
   }
   const int threads = threads_per_te(o);
-  std::vector<std::string> roles(static_cast<size_t>(colocated), "colocated");
-  roles.insert(roles.end(), static_cast<size_t>(o.prefill), "prefill");
-  roles.insert(roles.end(), static_cast<size_t>(o.decode), "decode");
+  std::vector<std::string> kinds(static_cast<size_t>(colocated), "colocated");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.semi_pd), "semi-pd");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.prefill), "prefill");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
+  std::vector<std::string> roles;  // a semi-PD TE's role is colocated
+  for (const std::string& k : kinds) roles.push_back(k == "semi-pd" ? "colocated" : k);
   for (int i = 0; i < total; ++i) {
     t.te_names.push_back("te-" + std::to_string(i));
-    std::vector<std::string> argv = te_argv(o, path, name, i, threads, roles[i]);
+    std::vector<std::string> argv = te_argv(o, path, name, i, threads, kinds[i]);
     KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o));
     t.te_addresses.push_back(address);
     t.tes.argvs.push_back(std::move(argv));
@@ -239,8 +249,10 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
                           spawn(sup, t.je_names.back(), je_argv(o, path, name, i, tes), o));
     t.je_addresses.push_back(address);
   }
-  KEEL_LOG_INFO("cluster: {} colocated, {} prefill, {} decode TEs ({} threads each), {} JEs",
-                colocated, o.prefill, o.decode, threads, o.jes);
+  KEEL_LOG_INFO(
+      "cluster: {} colocated, {} semi-PD (split {}), {} prefill, {} decode TEs ({} threads each), "
+      "{} JEs",
+      colocated, o.semi_pd, o.serve.semi_pd_split, o.prefill, o.decode, threads, o.jes);
   return t;
 }
 

@@ -160,6 +160,22 @@ Result<HandoffSetup> prepare_role(const TeOptions& opts, cluster::TeRole role,
   return handoff;
 }
 
+// A semi-PD TE (`--mode semi-pd`) is a colocated TE: it runs whole requests on its own two
+// workers, so it has no KV handoff, and its engine has no prefix cache or host tier to fetch peers'
+// blocks into, and no LoRA.
+Status check_semi_pd_te(const TeOptions& opts, cluster::TeRole role) {
+  if (role != cluster::TeRole::kColocated) {
+    return Status::invalid_argument(
+        "--mode semi-pd needs --role colocated (a semi-PD TE runs "
+        "whole requests; got --role " +
+        std::string(cluster::te_role_name(role)) + ")");
+  }
+  if (opts.peer.enabled) return Status::invalid_argument("--mode semi-pd: no --kv-peer-tier");
+  if (!opts.engine.loras.empty()) return Status::invalid_argument("--mode semi-pd: no --lora");
+  if (opts.warm) return Status::invalid_argument("--mode semi-pd: a warm TE binds colocated");
+  return {};
+}
+
 // What a TE serves and how it came to: the model (its path, and where its weights come from)
 // and, for a warm TE, its binder and the scale-out's phase marks.
 struct TeLaunch {
@@ -226,17 +242,18 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   start.group_weights = o.compute.weight_layout != "rows";
   start.n_ctx = o.ctx_size;
   start.engine = serve_engine_config(o);
-  if (start.engine.semi_pd.has_value()) {
-    return Status::invalid_argument("--mode semi-pd is not supported for cluster TEs yet");
-  }
+  const bool semi_pd = start.engine.semi_pd.has_value();
+  if (semi_pd) KEEL_TRY(check_semi_pd_te(opts, role));
   KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(opts, role, &start, &streams));
   const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
   const int64_t before_start_ns = cluster::steady_now_ns();
   if (Status s = host->start(std::move(start)); !s.ok()) return fail_bind(launch, s);
   launch.phases.preloaded_ns =
       before_start_ns + static_cast<int64_t>(host->weights_seconds() * 1e9);
-  engine::Engine* eng = host->engine();
-  if (Status s = load_lora_adapters(*eng, o.loras); !s.ok()) return fail_bind(launch, s);
+  engine::Engine* eng = host->engine();  // null for a semi-PD TE (no LoRA, no KV services)
+  if (eng != nullptr) {
+    if (Status s = load_lora_adapters(*eng, o.loras); !s.ok()) return fail_bind(launch, s);
+  }
   launch.phases.loaded_ns = cluster::steady_now_ns();
   if (launch.binder != nullptr) {  // post-load: one warm-up token
     const int32_t bos = host->tokenizer().bos_id();
@@ -246,14 +263,21 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   }
   launch.phases.first_token_ns = cluster::steady_now_ns();
   KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, model_key(path));
-  KEEL_ASSIGN_OR_RETURN(KvServices svc, start_kv_services(opts, role, eng, key, handoff));
+  KvServices svc;
+  if (eng != nullptr) {
+    KEEL_ASSIGN_OR_RETURN(svc, start_kv_services(opts, role, eng, key, handoff));
+  }
 
-  const cluster::TaskExecutorConfig config = te_config(opts, role, svc, *events, launch.model_path);
+  cluster::TaskExecutorConfig config = te_config(opts, role, svc, *events, launch.model_path);
+  config.semi_pd = semi_pd;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
                         cluster::TaskExecutor::start(config, host->client()));
   launch.phases.announced_ns = cluster::steady_now_ns();
-  KEEL_LOG_INFO("te {}: {} on {}{} ({} threads), control at {}", opts.id, config.model, path,
-                launch.source.from_store ? " (model store)" : "", compute.threads, te->address());
+  KEEL_LOG_INFO(
+      "te {}: {} on {}{} ({}), control at {}", opts.id, config.model, path,
+      launch.source.from_store ? " (model store)" : "",
+      semi_pd ? "semi-PD, split " + o.semi_pd_split : std::to_string(compute.threads) + " threads",
+      te->address());
   if (svc.handoff) {
     KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", opts.id,
                   cluster::kv_handoff_mode_name(handoff.mode), start_chunk_tokens);
@@ -277,7 +301,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   int sig = 0;
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
-  host->engine()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
+  host->client()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
   te->stop();
   // They read from and write into the engine: readers first, the fetcher after the transfer
   // server whose sink tells it of arrivals.

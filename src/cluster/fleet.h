@@ -43,6 +43,10 @@ struct TeInfo {
   TeLoad load;
   bool healthy = true;  // false once the JE counts it dead (gone, or no progress for too long)
   health::TeState state = health::TeState::kHealthy;  // from progress (te_health.h)
+  // A colocated TE whose engine is semi-PD (`keel te --role colocated --mode semi-pd`): a prefill
+  // and a decode worker over one KV pool. It runs whole requests, so the router treats it as any
+  // colocated TE (its load: both workers' queues and its KV use); the flag is for status only.
+  bool semi_pd = false;
   friend bool operator==(const TeInfo&, const TeInfo&) = default;
 };
 

@@ -21,6 +21,7 @@ Json fleet_status_json(const FleetStatus& s) {
         Json{{"id", te.id},
              {"address", te.address},
              {"role", std::string(te_role_name(te.role))},
+             {"engine", te.semi_pd ? "semi-pd" : "colocated"},
              {"model", te.model},
              {"pid", te.pid},
              {"healthy", te.healthy},

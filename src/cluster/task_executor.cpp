@@ -352,6 +352,7 @@ void TaskExecutor::send_reports() {
   base.kv_events_replay = config_.kv_events_replay;
   base.kv_transfer = config_.kv_transfer;
   base.kv_fetch = config_.kv_fetch;
+  base.semi_pd = config_.semi_pd;
   base.max_model_len = engine_->max_model_len();
   base.max_waiting = engine_->max_waiting();
   base.stats = stats;

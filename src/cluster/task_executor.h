@@ -55,6 +55,9 @@ struct TaskExecutorConfig {
   // kv_fetch: this TE's own fetch service, announced in reports so the JE can point peers at it.
   KvPeerFetcher* peer_fetch = nullptr;
   std::string kv_fetch;
+  // The engine is semi-PD (a colocated TE: LoadReport::semi_pd); the engine's stats already
+  // count both workers' queues.
+  bool semi_pd = false;
 };
 
 class TaskExecutor {

@@ -128,6 +128,12 @@ TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
   EXPECT_EQ(r->load, report.load);
   EXPECT_EQ(r->stats, report.stats);
   EXPECT_EQ(r->progress, report.progress);
+  EXPECT_FALSE(r->semi_pd);
+  report.role = TeRole::kColocated;
+  report.semi_pd = true;  // a semi-PD TE
+  r = decode_load_report(through_link(encode(report), "load_report"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->semi_pd);
 
   Result<AbortTask> a =
       decode_abort(through_link(encode_abort_task(AbortTask{JobRef{"g", 1}, 3}), "abort_task"));
@@ -157,8 +163,11 @@ TEST(ClusterMessagesTest, FleetStatusRoundTrip) {
   FleetStatus s;
   s.je_id = "je-1";
   s.fleet.tes.push_back(TeInfo{"te-0", "127.0.0.1:1", TeRole::kColocated, "m", 77, {}, true});
-  s.stats.push_back({});
-  s.metrics.push_back({});
+  s.fleet.tes.push_back(s.fleet.tes[0]);
+  s.fleet.tes[1].id = "te-1";
+  s.fleet.tes[1].semi_pd = true;
+  s.stats.resize(2);
+  s.metrics.resize(2);
   s.jobs_redriven = 3;
   s.max_model_len = 256;
   s.router = Json{{"locality", 4}};

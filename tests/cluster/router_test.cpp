@@ -1,7 +1,8 @@
 // Router tests: every branch of DeepServe's Algorithm 1 (PD-aware choice from the heatmap or from
 // what exists, locality when balanced, least load when not, no capacity), the balance threshold
 // at its boundary, unhealthy and other-model TEs skipped, tier weighting, tie-breaks, the KV term
-// of the load, the baseline policies, the counters and the config.
+// of the load, a semi-PD TE among colocated TEs and pairs, the baseline policies, the counters
+// and the config.
 #include "cluster/router.h"
 
 #include <gtest/gtest.h>
@@ -345,6 +346,48 @@ TEST(RouterTest, WithoutHeatmapOrOneKindUseWhatExists) {
   d = f.run();
   EXPECT_EQ(d.pd, PdMode::kPdColocated);
   EXPECT_EQ(d.te_id, "c-0");
+}
+
+// A semi-PD TE (TeInfo::semi_pd: a colocated TE whose engine splits prefill and decode over one KV
+// pool) beside a colocated TE and a prefill/decode pair: it is chosen for whole requests like any
+// colocated TE — by its load (both workers' queues, KV use) and its prefix — and never as half of
+// a disaggregated pair.
+TEST(RouterTest, SemiPdTeServesWholeRequestsBesideColocatedAndPairs) {
+  Fixture f;
+  f.fleet = mixed_fleet();
+  TeInfo semi = colo("s-0", 10);
+  semi.semi_pd = true;
+  f.fleet.tes.push_back(semi);
+  f.config.balance_abs_tokens = 0;
+  // No heatmap, both kinds: colocated; c-0 has 100 pending tokens, s-0 10: s-0 by least load.
+  RouteDecision d = f.run();
+  EXPECT_EQ(d.pd, PdMode::kPdColocated);
+  EXPECT_EQ(d.branch, RouteBranch::kLeastLoad);
+  EXPECT_EQ(d.te_id, "s-0");
+  EXPECT_TRUE(d.decode_te_id.empty());
+  // Its KV use counts in its load: nearly full, it loses to c-0.
+  f.fleet.tes.back().load.kv_blocks_used = 95;
+  f.fleet.tes.back().load.kv_blocks_total = 100;
+  d = f.run();
+  EXPECT_EQ(d.te_id, "c-0");
+  // Balanced loads: the prefix decides, and a semi-PD TE can hold it.
+  f.fleet.tes.back().load = TeLoad{.pending_tokens = 100};
+  f.hold("s-0", {1, 2, 3});
+  d = f.run();
+  EXPECT_EQ(d.branch, RouteBranch::kLocality);
+  EXPECT_EQ(d.te_id, "s-0");
+  // The heatmap says disaggregate: the pair, never the semi-PD TE.
+  f.heatmap = flat_heatmap(0.5);
+  d = f.run();
+  EXPECT_EQ(d.pd, PdMode::kPdDisaggregated);
+  EXPECT_EQ(d.te_id.front(), 'p');
+  EXPECT_EQ(d.decode_te_id.front(), 'd');
+  // Only semi-PD TEs left for whole requests (c-0 down), heatmap says colocate: s-0.
+  f.fleet.tes[0].healthy = false;
+  f.heatmap = flat_heatmap(-0.5);
+  d = f.run();
+  EXPECT_EQ(d.pd, PdMode::kPdColocated);
+  EXPECT_EQ(d.te_id, "s-0");
 }
 
 TEST(RouterTest, RoundRobinPolicyCyclesOverTheHealthyGroup) {

@@ -4,7 +4,8 @@
 // hung (SIGSTOP) during 16 concurrent requests costs no request — the JE re-drives them and the
 // text equals an uninterrupted run; 1P1D with a Q8_0 KV cache; the streamed KV handoff of a chunked
 // prefill delivers every block, and a frame dropped mid-stream means a recompute with equal text;
-// SIGTERM drains the tree and every child exits. Each fixture bounds its time; children are stopped
+// SIGTERM drains the tree and every child exits; a semi-PD TE serves greedy text equal to keel
+// serve's. Each fixture bounds its time; children are stopped
 // by PID (the supervisor's rule).
 #include <signal.h>
 
@@ -109,6 +110,31 @@ TEST_F(ClusterE2e, GreedyTextEqualsKeelServe) {
                           {"messages", {{{"role", "user"}, {"content", "Hello"}}}},
                           {"max_tokens", 8}});
   EXPECT_EQ(chat["object"], "chat.completion");
+}
+
+// A semi-PD TE (`cluster up --semi-pd 1 --semi-pd-split 1,1`: `keel te --role colocated --mode
+// semi-pd`): the router sends it whole requests; greedy text equals keel serve's; the fleet shows
+// it as a colocated TE whose engine is semi-PD, its load and KV pool reported.
+TEST_F(ClusterE2e, SemiPdTeGreedyTextEqualsKeelServe) {
+  ServeProcess serve({"-m", stories(), "-t", "1", "--served-model-name", "stories"});
+  ASSERT_TRUE(serve.ok()) << serve.error();
+  Cluster c({"--semi-pd", "1", "--semi-pd-split", "1,1"});
+  ASSERT_GT(c.port(), 0) << c.error();
+  for (const std::string& prompt : kPrompts) {
+    const json want = post(serve.port(), "/v1/completions", greedy_body(prompt, 40));
+    const json got = post(c.port(), "/v1/completions", greedy_body(prompt, 40));
+    EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]) << prompt;
+    EXPECT_EQ(got["usage"]["completion_tokens"], want["usage"]["completion_tokens"]) << prompt;
+    EXPECT_EQ(got["usage"]["prompt_tokens"], want["usage"]["prompt_tokens"]) << prompt;
+  }
+  const json s = status(c.port());
+  ASSERT_EQ(s["task_executors"].size(), 1u) << s.dump();
+  const json& te = s["task_executors"][0];
+  EXPECT_EQ(te["role"], "colocated") << te.dump();
+  EXPECT_EQ(te["engine"], "semi-pd") << te.dump();
+  EXPECT_GT(te["kv_blocks_total"].get<int64_t>(), 0) << te.dump();
+  EXPECT_GT(te["generation_tokens_total"].get<int64_t>(), 0) << te.dump();
+  EXPECT_GE(s["router"]["pd_colocated"].get<int>(), 1) << s.dump();
 }
 
 // 1P1D: the prefill TE computes the prompt and the first token, pushes the prompt's KV blocks to
