@@ -1,5 +1,6 @@
 // semi-PD against the colocated engine on one model, in-process (no HTTP): greedy equality of
-// concurrent requests, single-request TTFT and TPOT (colocated with 1 and 2 threads, semi-PD 1,1),
+// concurrent requests, single-request TTFT and TPOT (colocated with 1 and 2 threads, semi-PD 1,1;
+// ratios to colocated -t 1; the first inter-token gap — semi-PD's hand-off — apart from the rest),
 // and the re-split downtime under load (keel:semi_pd_switch_seconds) against the decode step.
 //   keel_semi_pd_bench MODEL.gguf [REPEATS]
 // Figures: docs/benchmarks.md.
@@ -86,25 +87,43 @@ std::vector<std::shared_ptr<TimingSink>> run(EngineClient& e, int n, int prompt_
 struct Latency {
   double ttft_ms = 0;
   double tpot_ms = 0;
+  double first_gap_ms = 0;  // first → second token (semi-PD: includes the hand-off to decode)
+  double steady_ms = 0;     // mean gap over the tokens after the second
 };
 
-// Median TTFT and median TPOT of `repeats` single requests, one at a time.
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Medians over `repeats` single requests, one at a time (out ≥ 3).
 Latency single(EngineClient& e, int repeats, int prompt_len, int out) {
-  std::vector<double> ttft, tpot;
+  std::vector<double> ttft, tpot, first_gap, steady;
+  const auto ms = [](Clock::duration d) {
+    return std::chrono::duration<double, std::milli>(d).count();
+  };
   for (int i = 0; i < repeats; ++i) {
     auto sink = std::make_shared<TimingSink>();
     const auto t0 = Clock::now();
     if (!e.submit(greedy(prompt_of(i, prompt_len), out), sink).ok()) std::abort();
     sink->wait();
-    ttft.push_back(std::chrono::duration<double, std::milli>(sink->times_.front() - t0).count());
-    tpot.push_back(
-        std::chrono::duration<double, std::milli>(sink->times_.back() - sink->times_.front())
-            .count() /
-        static_cast<double>(sink->times_.size() - 1));
+    const auto& t = sink->times_;
+    ttft.push_back(ms(t.front() - t0));
+    tpot.push_back(ms(t.back() - t.front()) / static_cast<double>(t.size() - 1));
+    first_gap.push_back(ms(t[1] - t[0]));
+    steady.push_back(ms(t.back() - t[1]) / static_cast<double>(t.size() - 2));
   }
-  std::sort(ttft.begin(), ttft.end());
-  std::sort(tpot.begin(), tpot.end());
-  return {ttft[ttft.size() / 2], tpot[tpot.size() / 2]};
+  return {median(ttft), median(tpot), median(first_gap), median(steady)};
+}
+
+void print_latency(const char* name, const Latency& l, const Latency* base) {
+  std::printf("  %-16s TTFT %.3f ms", name, l.ttft_ms);
+  if (base != nullptr) std::printf(" (%.2fx)", l.ttft_ms / base->ttft_ms);
+  std::printf(", TPOT %.4f ms", l.tpot_ms);
+  if (base != nullptr) std::printf(" (%.2fx)", l.tpot_ms / base->tpot_ms);
+  std::printf(", 1st->2nd token %.3f ms, later steps %.4f ms", l.first_gap_ms, l.steady_ms);
+  if (base != nullptr) std::printf(" (%.2fx)", l.steady_ms / base->steady_ms);
+  std::printf("\n");
 }
 
 int main_impl(int argc, char** argv) {
@@ -147,13 +166,11 @@ int main_impl(int argc, char** argv) {
     auto e = Engine::start(**model, config(t));
     const Latency l = single(**e, repeats, kPrompt, kOut);
     if (t == 1) base = l;
-    std::printf("  colocated -t %d: TTFT %.3f ms, TPOT %.4f ms\n", t, l.ttft_ms, l.tpot_ms);
+    print_latency(t == 1 ? "colocated -t 1:" : "colocated -t 2:", l, t == 1 ? nullptr : &base);
   }
   {
     auto e = SemiPdEngine::start(**model, semi);
-    const Latency l = single(**e, repeats, kPrompt, kOut);
-    std::printf("  semi-PD 1,1:    TTFT %.3f ms (%.2fx colocated -t 1), TPOT %.4f ms (%.2fx)\n",
-                l.ttft_ms, l.ttft_ms / base.ttft_ms, l.tpot_ms, l.tpot_ms / base.tpot_ms);
+    print_latency("semi-PD 1,1:", single(**e, repeats, kPrompt, kOut), &base);
   }
   // Re-split downtime under load: 8 requests of 400 output tokens; the split toggles every 10 ms.
   {
