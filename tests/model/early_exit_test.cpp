@@ -21,12 +21,12 @@ namespace {
 
 constexpr int32_t kBlock = 4;
 
-struct Setup {
+struct TinyFixture {
   TinyModel tiny;
   std::unique_ptr<Model> model;
   ThreadPool pool{1};
   kernels::Ops ops{test_isa(), &pool};
-  Setup() {
+  TinyFixture() {
     TinySpec spec;
     spec.n_ctx = 64;
     spec.n_layer = 4;
@@ -65,7 +65,7 @@ Batch one_seq(const std::vector<int32_t>& toks, int32_t start, const std::vector
 }
 
 TEST(EarlyExitTest, NoExitEqualsForwardBitForBit) {
-  Setup s;
+  TinyFixture s;
   ASSERT_NE(s.model, nullptr);
   KvStorage a = s.storage(false), b = s.storage(false);
   Context ca(*s.model, 16), cb(*s.model, 16);
@@ -89,7 +89,7 @@ TEST(EarlyExitTest, NoExitEqualsForwardBitForBit) {
 }
 
 TEST(EarlyExitTest, ExitedTokensLeaveNoKvRowUnwritten) {
-  Setup s;
+  TinyFixture s;
   ASSERT_NE(s.model, nullptr);
   const int64_t n_layer = s.model->hparams().n_layer;
   ASSERT_GE(n_layer, 2);
@@ -123,7 +123,7 @@ TEST(EarlyExitTest, ExitedTokensLeaveNoKvRowUnwritten) {
 }
 
 TEST(EarlyExitTest, TokensThatDoNotExitAreUnchangedInAMixedBatch) {
-  Setup s;
+  TinyFixture s;
   ASSERT_NE(s.model, nullptr);
   KvStorage a = s.storage(false), b = s.storage(false);
   Context ca(*s.model, 16), cb(*s.model, 16);
@@ -156,7 +156,7 @@ TEST(EarlyExitTest, TokensThatDoNotExitAreUnchangedInAMixedBatch) {
 }
 
 TEST(EarlyExitTest, MayExitOfTheWrongLengthIsRefused) {
-  Setup s;
+  TinyFixture s;
   ASSERT_NE(s.model, nullptr);
   KvStorage kv = s.storage(false);
   Context ctx(*s.model, 16);
