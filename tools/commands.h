@@ -252,6 +252,7 @@ struct EvalSpecOptions {
   int32_t ngram_min = 1;
   std::string draft_head_path;       // "" = the default file beside the model (draft-head rows)
   std::string exit_predictors_path;  // "" = the default file beside the model (early-exit rows)
+  std::vector<float> exit_thresholds = {0.5f, 0.95f};  // one early-exit row pair per threshold
   bool json = false;
 };
 int run_eval_spec(const EvalSpecOptions& opts);

@@ -69,6 +69,7 @@ struct Row {
 struct RowConfig {
   engine::SpeculativeParams spec;
   bool early_exit = false;
+  float threshold = 0.5f;  // the predictors' exit threshold
 };
 
 // exp(mean NLL) of each output token given the prompt and the output before it, at full depth.
@@ -143,6 +144,7 @@ Result<Row> run(const LoadedModel& loaded, const host::ComputeSetup& setup,
   c.draft_head_path = opts.draft_head_path;
   c.exit_predictors_path = opts.exit_predictors_path;
   c.early_exit.enabled = config.early_exit;
+  c.early_exit.threshold = config.threshold;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::start(*loaded.model, c));
   Row row;
   for (const std::vector<int32_t>& p : prompts) {
@@ -270,14 +272,19 @@ Status evaluate(const EvalSpecOptions& opts, const host::ComputeSetup& setup) {
       continue;
     }
     print(opts, w.name, "draft-head k=" + std::to_string(opts.k), *drafted, ar);
-    Result<Row> exits = run(loaded, setup, opts, prompts, RowConfig{{}, true});
-    if (!exits.ok()) {
-      std::fprintf(stderr, "keel: early-exit rows skipped: %s\n", exits.error().message().c_str());
-      continue;
+    for (float t : opts.exit_thresholds) {
+      Result<Row> exits = run(loaded, setup, opts, prompts, RowConfig{{}, true, t});
+      if (!exits.ok()) {
+        std::fprintf(stderr, "keel: early-exit rows skipped: %s\n",
+                     exits.error().message().c_str());
+        break;
+      }
+      const std::string name = "early exit t=" + std::to_string(t).substr(0, 4);
+      print(opts, w.name, name, *exits, ar);
+      KEEL_ASSIGN_OR_RETURN(const Row both,
+                            run(loaded, setup, opts, prompts, RowConfig{head, true, t}));
+      print(opts, w.name, name + " + draft-head k=" + std::to_string(opts.k), both, ar);
     }
-    print(opts, w.name, "early exit", *exits, ar);
-    KEEL_ASSIGN_OR_RETURN(const Row both, run(loaded, setup, opts, prompts, RowConfig{head, true}));
-    print(opts, w.name, "early exit + draft-head k=" + std::to_string(opts.k), both, ar);
   }
   return print_predictor_accuracy(opts, *loaded.model);
 }

@@ -454,6 +454,10 @@ int main(int argc, char** argv) {
                             "Draft head file (default: <model>.draft.gguf beside the model)");
   spec_eval_cmd->add_option("--exit-predictors", esp.exit_predictors_path,
                             "Exit predictor file (default: <model>.exit.gguf beside the model)");
+  spec_eval_cmd
+      ->add_option("--exit-thresholds", esp.exit_thresholds,
+                   "Early-exit rows: the predictors' thresholds (the paper: 0.5)")
+      ->delimiter(',');
   spec_eval_cmd->add_flag("--json", esp.json, "One JSON object per row instead of a table");
 
   keel::cli::TrainDraftOptions td;
