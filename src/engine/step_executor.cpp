@@ -72,11 +72,12 @@ Status StepExecutor::forward(model::Context& ctx, kernels::Ops& ops, const StepI
                              bool want_hidden, std::vector<float>* logits,
                              std::vector<float>* hidden, std::vector<int32_t>* sample_exit) {
   const model::Batch& batch = input.batch;
-  sample_exit->assign(input.samples.size(), -1);
+  sample_exit->clear();  // the default path: no early exit, nothing allocated
   const bool any = exit_predictors_ != nullptr && draft_head_ != nullptr &&
                    std::any_of(input.samples.begin(), input.samples.end(),
                                [](const StepInput::Sample& s) { return s.early_exit.on; });
   if (!any) return ctx.forward(batch, *storage_, ops, logits, want_hidden ? hidden : nullptr);
+  sample_exit->assign(input.samples.size(), -1);
   const size_t n = batch.size();
   const auto n_layer = static_cast<size_t>(model_.hparams().n_layer);
   const auto n_embd = static_cast<size_t>(model_.hparams().n_embd);
