@@ -65,7 +65,7 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   std::string exit_missing;
   KEEL_ASSIGN_OR_RETURN(deps.exit_predictors,
                         open_exit_predictors(model, config, deps, &exit_missing));
-  if (deps.exit_predictors == nullptr && exit_missing.empty() && deps.draft_head == nullptr) {
+  if (exit_missing.empty() && deps.draft_head == nullptr) {  // the candidates come from it
     exit_missing = "early exit needs the draft head: " + head_missing;
   }
   if (config.early_exit.enabled && !exit_missing.empty()) {
