@@ -88,6 +88,8 @@ struct ServeOptions {
   int32_t semi_pd_max_cores = 0;  // bound on x + y; 0 = the cores the process may use
   int32_t spec_k = 4;             // drafted tokens per step at most
   std::string draft_head;         // --draft-head FILE; "" = <model>.draft.gguf if it exists
+  bool early_exit = false;        // --early-exit: SpecEE early exit for requests that do not say
+  std::string exit_predictors;    // --exit-predictors FILE; "" = <model>.exit.gguf if it exists
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
   int32_t max_connections = 1024;                        // open connections (idle ones shed first)
@@ -248,7 +250,9 @@ struct EvalSpecOptions {
   int32_t k = 4;             // drafted tokens per step
   int32_t ngram_max = 3;
   int32_t ngram_min = 1;
-  std::string draft_head_path;  // "" = the default file beside the model (draft-head rows)
+  std::string draft_head_path;       // "" = the default file beside the model (draft-head rows)
+  std::string exit_predictors_path;  // "" = the default file beside the model (early-exit rows)
+  std::vector<float> exit_thresholds = {0.5f, 0.95f};  // one early-exit row pair per threshold
   bool json = false;
 };
 int run_eval_spec(const EvalSpecOptions& opts);
@@ -269,6 +273,23 @@ struct TrainDraftOptions {
   std::string command_line;  // recorded in the file
 };
 int run_train_draft(const TrainDraftOptions& opts);
+
+// `keel train-exit`: SpecEE's per-layer exit predictors (src/draft/exit_predictor.h) for one
+// model, trained on the model's own greedy text with its draft head's candidates, and written
+// beside it (train_exit_command.cpp).
+struct TrainExitOptions {
+  ComputeOptions compute;
+  std::string model_path;       // the target model (required)
+  std::string output_path;      // "" = draft::default_exit_path(model_path)
+  std::string draft_head_path;  // "" = the draft head beside the model
+  int64_t tokens = 8192;        // training tokens (each gives one sample per layer)
+  int32_t epochs = 20;
+  int32_t hidden = 512;
+  int32_t seq_len = 256;
+  uint64_t seed = 1;
+  std::string command_line;  // recorded in the file
+};
+int run_train_exit(const TrainExitOptions& opts);
 
 // `keel eval kv`: KV cache element types against f32 KV (eval_kv_command.cpp).
 struct EvalKvOptions {

@@ -205,6 +205,12 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--draft-head", serve.draft_head,
                         "Draft head file for draft-head speculation (default: <model>.draft.gguf "
                         "beside the model, when it exists)");
+  serve_cmd->add_flag("--early-exit", serve.early_exit,
+                      "SpecEE early exit for requests that do not say (`early_exit` in the body; "
+                      "needs the draft head and keel train-exit's predictors)");
+  serve_cmd->add_option("--exit-predictors", serve.exit_predictors,
+                        "Exit predictor file for early exit (default: <model>.exit.gguf beside "
+                        "the model, when it exists)");
   serve_cmd->add_option("--spec-k", serve.spec_k, "Speculative decoding: tokens drafted per step")
       ->check(CLI::Range(1, 16));
   serve_cmd
@@ -446,6 +452,12 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 16));
   spec_eval_cmd->add_option("--draft-head", esp.draft_head_path,
                             "Draft head file (default: <model>.draft.gguf beside the model)");
+  spec_eval_cmd->add_option("--exit-predictors", esp.exit_predictors_path,
+                            "Exit predictor file (default: <model>.exit.gguf beside the model)");
+  spec_eval_cmd
+      ->add_option("--exit-thresholds", esp.exit_thresholds,
+                   "Early-exit rows: the predictors' thresholds (the paper: 0.5)")
+      ->delimiter(',');
   spec_eval_cmd->add_flag("--json", esp.json, "One JSON object per row instead of a table");
 
   keel::cli::TrainDraftOptions td;
@@ -470,6 +482,28 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 100.0));
   td_cmd->add_option("--seed", td.seed, "Seed of the text, the initial weights and the shuffle");
   add_compute_options(td_cmd, &td.compute);
+
+  keel::cli::TrainExitOptions te;
+  te.command_line = td.command_line;
+  CLI::App* te_cmd = app.add_subcommand(
+      "train-exit",
+      "Train SpecEE's per-layer exit predictors on the model's own text (early exit)");
+  te_cmd->option_defaults()->always_capture_default();
+  te_cmd->add_option("-m,--model", te.model_path, "The target model (GGUF)")->required();
+  te_cmd->add_option("-o,--output", te.output_path,
+                     "Exit predictor file (default: <model>.exit.gguf beside the model)");
+  te_cmd->add_option("--draft-head", te.draft_head_path,
+                     "Draft head giving the candidates (default: <model>.draft.gguf)");
+  te_cmd->add_option("--tokens", te.tokens, "Training tokens (one sample per layer each)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  te_cmd->add_option("--epochs", te.epochs, "Passes over each layer's tokens")
+      ->check(CLI::Range(1, 1000));
+  te_cmd->add_option("--hidden", te.hidden, "Hidden units of each predictor (the paper: 512)")
+      ->check(CLI::Range(1, 16384));
+  te_cmd->add_option("--seq-len", te.seq_len, "Tokens per generated sequence at most")
+      ->check(CLI::Range(3, 1 << 20));
+  te_cmd->add_option("--seed", te.seed, "Seed of the text, the initial weights and the shuffle");
+  add_compute_options(te_cmd, &te.compute);
   add_compute_options(spec_eval_cmd, &esp.compute);
 
   const keel::cli::PredictorCli predictor_cli(app, *eval_cmd, add_compute_options, argc, argv);
@@ -521,6 +555,7 @@ int main(int argc, char** argv) {
   if (kv_eval_cmd->parsed()) return keel::cli::run_eval_kv(ekv);
   if (spec_eval_cmd->parsed()) return keel::cli::run_eval_spec(esp);
   if (td_cmd->parsed()) return keel::cli::run_train_draft(td);
+  if (te_cmd->parsed()) return keel::cli::run_train_exit(te);
   if (auto code = keel::cli::run_cluster_commands(cluster_cli)) return *code;
   if (auto rc = predictor_cli.run()) return *rc;
   return 2;

@@ -91,6 +91,8 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
     }
   }
   c.draft_head_path = o.draft_head;
+  c.early_exit.enabled = o.early_exit;
+  c.exit_predictors_path = o.exit_predictors;
   return c;
 }
 

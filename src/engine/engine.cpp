@@ -62,6 +62,15 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   if (deps.draft_head == nullptr && config.speculative.method == SpecMethod::kDraftHead) {
     return Status::invalid_argument("--speculative draft-head: " + head_missing);
   }
+  std::string exit_missing;
+  KEEL_ASSIGN_OR_RETURN(deps.exit_predictors,
+                        open_exit_predictors(model, config, deps, &exit_missing));
+  if (exit_missing.empty() && deps.draft_head == nullptr) {  // the candidates come from it
+    exit_missing = "early exit needs the draft head: " + head_missing;
+  }
+  if (config.early_exit.enabled && !exit_missing.empty()) {
+    return Status::invalid_argument("--early-exit: " + exit_missing);
+  }
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
                         open_tiers(model_key, config, layout.block_bytes(), deps.fs.get()));
   if (!tiers->empty()) {
@@ -78,6 +87,7 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   std::unique_ptr<Engine> e(new Engine(model, std::move(config), std::move(storage), num_blocks,
                                        model_key, std::move(deps), std::move(tiers)));
   e->draft_head_missing_ = std::move(head_missing);  // read by submit() only, after this returns
+  e->exit_missing_ = std::move(exit_missing);
   return e;
 }
 
@@ -91,6 +101,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       model_key_(model_key),
       tokenizer_(deps.tokenizer),
       draft_head_(std::move(deps.draft_head)),
+      exit_predictors_(std::move(deps.exit_predictors)),
       fs_(std::move(deps.fs)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
@@ -107,7 +118,8 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   if (cache_events_ && tiers_ != nullptr) tiers_->set_record_events(true);
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
-      sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer), draft_head_.get());
+      sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer), draft_head_.get(),
+      exit_predictors_ != nullptr ? &exit_predictors_->predictors : nullptr);
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
@@ -146,6 +158,10 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
     if (request.speculative->method == SpecMethod::kDraftHead && draft_head_ == nullptr) {
       return Status::invalid_argument("speculative.method draft-head: " + draft_head_missing_);
     }
+  }
+  if (request.early_exit.has_value()) KEEL_TRY(request.early_exit->validate());
+  if (request.early_exit.value_or(config_.early_exit).enabled && !exit_missing_.empty()) {
+    return Status::invalid_argument("early_exit: " + exit_missing_);
   }
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
@@ -285,6 +301,7 @@ void Engine::admit(Submit s) {
   a.cache_blocks = s.cache_blocks;
   a.lora = std::move(s.lora);
   Active& r = active_.emplace(s.key, std::move(a)).first->second;
+  init_early_exit(r);
   const GenerationRequest& q = r.request;
   const auto prompt_len = static_cast<int32_t>(q.prompt_tokens.size());
   Result<std::unique_ptr<SparseSequence>> sparse = make_sparse_sequence(
@@ -391,7 +408,7 @@ bool Engine::launch(StepPlan& plan) {
       const bool head = r != nullptr && r->spec.method == SpecMethod::kDraftHead;
       in.samples.push_back({s.key, a.sampler.get(),
                             std::vector<int32_t>(s.tokens.end() - s.num_drafts, s.tokens.end()),
-                            head ? r->spec.k : 0});
+                            head ? r->spec.k : 0, early_exit_sample(a)});
     }
   }
   executor_->launch(std::move(in));
@@ -458,6 +475,7 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   for (StepOutput::Proposal& p : out.proposals) {
     scheduler_.propose_drafts(p.key, std::move(p.drafts));
   }
+  apply_exits(out);
   counters_.spec_verify_steps += out.num_verified;
   counters_.spec_drafted_tokens += out.num_drafted;
   counters_.spec_accepted_tokens += out.num_accepted;

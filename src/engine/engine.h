@@ -32,9 +32,11 @@
 #include "core/file_system.h"
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
+#include "draft/exit_predictor_file.h"
 #include "engine/context_cache_table.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
+#include "engine/exit_layer_schedule.h"
 #include "engine/lora_registry.h"
 #include "engine/metrics.h"
 #include "engine/published_block_tap.h"
@@ -71,6 +73,9 @@ struct EngineDeps {
   // The draft head of "draft-head" speculation, bound to the engine's model. Null: start() loads
   // EngineConfig::draft_head_path (or the default file beside the model).
   std::shared_ptr<const draft::DraftHead> draft_head;
+  // SpecEE's exit predictors, bound to the engine's model. Null: start() loads
+  // EngineConfig::exit_predictors_path (or the default file beside the model).
+  std::shared_ptr<const draft::ExitPredictorFile> exit_predictors;
 };
 
 class Engine final : public EngineClient {
@@ -185,6 +190,11 @@ class Engine final : public EngineClient {
     std::shared_ptr<const model::LoraAdapter> lora;  // held until the request is erased
     int in_flight = 0;                               // launched steps that include this request
     bool finished = false;                           // its final event was sent
+    // SpecEE early exit (engine_early_exit.cpp): the resolved parameters, the request's layer
+    // schedule and the feature of its last emitted position (empty until its first step).
+    EarlyExitParams early_exit;
+    std::optional<ExitLayerSchedule> exit_schedule;
+    std::vector<float> exit_feature;
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -198,6 +208,17 @@ class Engine final : public EngineClient {
                                                                          const EngineConfig& config,
                                                                          EngineDeps& deps,
                                                                          std::string* missing);
+  // The exit predictors start() binds (EngineDeps::exit_predictors, else the configured or
+  // default file); null with *missing saying why when there are none (engine_early_exit.cpp).
+  static Result<std::shared_ptr<const draft::ExitPredictorFile>> open_exit_predictors(
+      const model::Model& model, const EngineConfig& config, EngineDeps& deps,
+      std::string* missing);
+  // Early exit of an admitted request: its parameters and schedule.
+  void init_early_exit(Active& a) const;
+  // What the executor needs of an early-exit request for this step.
+  [[nodiscard]] StepInput::Sample::EarlyExit early_exit_sample(const Active& a) const;
+  // The step's exits: features kept, schedules and the layer histogram updated.
+  void apply_exits(StepOutput& out);
   static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const kv::BlockHash& model_key,
                                                          const EngineConfig& config,
                                                          size_t block_bytes, FileSystem* fs);
@@ -267,6 +288,9 @@ class Engine final : public EngineClient {
   // "draft-head" speculation's head (null: such requests are refused with draft_head_missing_).
   std::shared_ptr<const draft::DraftHead> draft_head_;
   std::string draft_head_missing_;
+  // Early exit's predictors (null: early-exit requests are refused with exit_missing_).
+  std::shared_ptr<const draft::ExitPredictorFile> exit_predictors_;
+  std::string exit_missing_;
   LoraRegistry loras_{model_};  // the adapters requests may name
   // Structured outputs: parsed grammars and their mask caches, shared by requests with the same
   // grammar (engine thread; built on the first grammar request). The maskers inside are used by

@@ -42,6 +42,9 @@ Status EngineConfig::validate() const {
       !p.ok()) {
     return p.error();
   }
+  if (Status st = early_exit.validate(); !st.ok()) {
+    return Status::invalid_argument("--early-exit: " + st.message());
+  }
   if (Status st = speculative.validate(); !st.ok()) {
     return Status::invalid_argument("--spec-k / --speculative: " + st.message());
   }

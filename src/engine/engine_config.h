@@ -56,6 +56,13 @@ struct EngineConfig {
   // --speculative ngram / --spec-k: speculative decoding for requests that do not say (off by
   // default: method kNone).
   SpeculativeParams speculative;
+  // --early-exit: SpecEE early exit for requests that do not say (off by default).
+  EarlyExitParams early_exit;
+  // --exit-predictors: the exit predictor file (keel train-exit), loaded at start (an error there
+  // fails the start). "" = draft::default_exit_path(model file) when that file exists (a bad one
+  // is then only logged, and early-exit requests are refused). Early exit also needs the draft
+  // head (its candidates).
+  std::string exit_predictors_path;
   // --mode semi-pd --semi-pd-split X,Y: run as semi-PD (engine/semi_pd_engine.h) — a prefill and
   // a decode worker on X and Y cores over one KV pool; unset = colocated (engine/engine.h).
   std::optional<SemiPdSplit> semi_pd;

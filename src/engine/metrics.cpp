@@ -15,6 +15,13 @@ std::vector<double> token_buckets() {
   return {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000};
 }
 
+std::vector<double> layer_buckets() {
+  std::vector<double> b;
+  for (int l = 1; l <= 32; ++l) b.push_back(l);
+  for (double l : {40.0, 48.0, 64.0, 80.0, 96.0, 128.0}) b.push_back(l);
+  return b;
+}
+
 }  // namespace
 
 Histogram::Histogram(std::vector<double> bounds)
@@ -50,7 +57,8 @@ Metrics::Metrics()
       e2e_request_latency_seconds(latency_buckets()),
       request_queue_time_seconds(latency_buckets()),
       request_prompt_tokens(token_buckets()),
-      request_generation_tokens(token_buckets()) {}
+      request_generation_tokens(token_buckets()),
+      early_exit_layers(layer_buckets()) {}
 
 MetricsSnapshot Metrics::snapshot() const {
   MetricsSnapshot s;
@@ -60,6 +68,7 @@ MetricsSnapshot Metrics::snapshot() const {
   s.request_queue_time_seconds = request_queue_time_seconds.snapshot();
   s.request_prompt_tokens = request_prompt_tokens.snapshot();
   s.request_generation_tokens = request_generation_tokens.snapshot();
+  s.early_exit_layers = early_exit_layers.snapshot();
   for (size_t i = 0; i < s.request_finished_total.size(); ++i) {
     s.request_finished_total[i] = request_finished_total[i].load(std::memory_order_relaxed);
   }

@@ -43,6 +43,7 @@ struct Metrics {
   Histogram request_queue_time_seconds;
   Histogram request_prompt_tokens;
   Histogram request_generation_tokens;
+  Histogram early_exit_layers;  // layers executed per early-exit decode token
   // request_success_total{finished_reason}: indexed by FinishReason.
   std::array<std::atomic<int64_t>, 4> request_finished_total{};
 

@@ -29,6 +29,7 @@ Status check_supported(const GenerationRequest& r) {
   if (!r.pic_chunks.empty()) what = "position-independent chunks";
   if (r.sparse.has_value() && r.sparse->policy != "dense") what = "sparse decode";
   if (r.speculative.has_value() && r.speculative->enabled()) what = "speculative decoding";
+  if (r.early_exit.has_value() && r.early_exit->enabled) what = "early exit requests";
   if (r.resumed_tokens > 0) what = "resumed requests";
   if (what == nullptr) return {};
   return Status::invalid_argument(std::string(what) + " are not supported in --mode semi-pd");
@@ -41,6 +42,9 @@ Result<std::unique_ptr<SemiPdEngine>> SemiPdEngine::start(const model::Model& mo
   KEEL_TRY(config.validate());
   if (!config.semi_pd.has_value()) return Status::invalid_argument("no semi-PD split given");
   KEEL_TRY(config.semi_pd->validate(static_cast<int32_t>(allowed_cores().size())));
+  if (config.early_exit.enabled) {
+    return Status::invalid_argument("--early-exit is not supported in --mode semi-pd");
+  }
   if (config.kv_host_bytes > 0 || !config.kv_disk_dir.empty()) {
     return Status::invalid_argument("KV tiers are not supported in --mode semi-pd");
   }

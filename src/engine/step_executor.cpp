@@ -11,7 +11,8 @@ namespace keel::engine {
 
 StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa,
                            int threads, int64_t max_batch_tokens, int64_t select_layer,
-                           const draft::DraftHead* draft_head)
+                           const draft::DraftHead* draft_head,
+                           const draft::ExitPredictors* exit_predictors)
     : model_(model),
       storage_(storage),
       isa_(isa),
@@ -19,6 +20,7 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
       max_batch_tokens_(max_batch_tokens),
       select_layer_(select_layer),
       draft_head_(draft_head),
+      exit_predictors_(exit_predictors),
       thread_([this] { run(); }) {}
 
 StepExecutor::~StepExecutor() {
@@ -66,15 +68,78 @@ Status StepExecutor::run_probe(model::Context& ctx, kernels::Ops& ops, const mod
   return Status();
 }
 
+Status StepExecutor::forward(model::Context& ctx, kernels::Ops& ops, const StepInput& input,
+                             bool want_hidden, std::vector<float>* logits,
+                             std::vector<float>* hidden, std::vector<int32_t>* sample_exit) {
+  const model::Batch& batch = input.batch;
+  sample_exit->clear();  // the default path: no early exit, nothing allocated
+  const bool any = exit_predictors_ != nullptr && draft_head_ != nullptr &&
+                   std::any_of(input.samples.begin(), input.samples.end(),
+                               [](const StepInput::Sample& s) { return s.early_exit.on; });
+  if (!any) return ctx.forward(batch, *storage_, ops, logits, want_hidden ? hidden : nullptr);
+  sample_exit->assign(input.samples.size(), -1);
+  const size_t n = batch.size();
+  const auto n_layer = static_cast<size_t>(model_.hparams().n_layer);
+  const auto n_embd = static_cast<size_t>(model_.hparams().n_embd);
+  std::vector<size_t> row_token;  // logits row → batch token
+  std::vector<int32_t> per_seq(batch.seqs.size(), 0);
+  for (size_t t = 0; t < n; ++t) {
+    if (batch.logits[t]) row_token.push_back(t);
+    ++per_seq[static_cast<size_t>(batch.seq_index[t])];
+  }
+  model::EarlyExit ee;
+  ee.may_exit.assign(n, 0);
+  std::vector<draft::ExitEvaluator> evals;
+  evals.reserve(input.samples.size());
+  std::vector<int32_t> eval_of(n, -1);
+  std::vector<size_t> sample_of;  // evaluator → samples entry
+  draft::DraftScratch scratch;
+  size_t row = 0;
+  for (size_t i = 0; i < input.samples.size(); ++i) {
+    const StepInput::Sample& s = input.samples[i];
+    const size_t first = row;
+    row += s.drafts.size() + 1;
+    if (!s.early_exit.on || !s.drafts.empty() || s.early_exit.feature.size() != n_embd ||
+        s.early_exit.active.size() != n_layer) {
+      continue;
+    }
+    const size_t t = row_token[first];
+    if (per_seq[static_cast<size_t>(batch.seq_index[t])] != 1) continue;  // a prefill piece
+    std::vector<int32_t> ids;
+    for (const draft::DraftCandidate& c : draft_head_->top_candidates(
+             s.early_exit.feature, batch.tokens[t], draft::kExitCandidates, ops, &scratch)) {
+      ids.push_back(c.token);
+    }
+    evals.emplace_back(*exit_predictors_, model_, s.early_exit.threshold);
+    evals.back().begin(ids);
+    eval_of[t] = static_cast<int32_t>(evals.size() - 1);
+    sample_of.push_back(i);
+    ee.may_exit[t] = 1;
+  }
+  ee.decide = [&](int64_t il, size_t t, std::span<const float> x) {
+    const auto k = static_cast<size_t>(eval_of[t]);
+    if (!input.samples[sample_of[k]].early_exit.active[static_cast<size_t>(il)]) return false;
+    return evals[k].at_layer(il, x, ops);
+  };
+  KEEL_TRY(ctx.forward_early_exit(batch, *storage_, ops, &ee, logits, hidden));
+  for (size_t t = 0; t < n; ++t) {
+    if (eval_of[t] >= 0)
+      (*sample_exit)[sample_of[static_cast<size_t>(eval_of[t])]] = ee.exit_layer[t];
+  }
+  return Status();
+}
+
 void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
-                              const std::vector<float>& hidden, kernels::Ops& ops,
+                              const std::vector<float>& hidden,
+                              const std::vector<int32_t>& sample_exit, kernels::Ops& ops,
                               StepOutput* out) {
   const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
   const auto n_embd = static_cast<size_t>(model_.hparams().n_embd);
   size_t row = 0;
   std::vector<sampling::SampleOutput> emitted;
   draft::DraftScratch scratch;
-  for (StepInput::Sample& sample : input.samples) {
+  for (size_t i = 0; i < input.samples.size(); ++i) {
+    StepInput::Sample& sample = input.samples[i];
     const size_t rows = sample.drafts.size() + 1;
     KEEL_CHECK(logits.size() >= (row + rows) * n_vocab);
     std::span<float> span(logits.data() + row * n_vocab, rows * n_vocab);
@@ -98,6 +163,15 @@ void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
                          emitted.back().token, sample.head_k, ops, &scratch, &p.drafts);
       out->draft_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    }
+    if (sample.early_exit.on && !hidden.empty()) {
+      // The feature of the row that emitted the last token (as the draft head's).
+      const size_t h = row - rows + static_cast<size_t>(accepted);
+      KEEL_CHECK(hidden.size() >= (h + 1) * n_embd);
+      out->exits.push_back(
+          {sample.key, sample_exit.empty() ? -1 : sample_exit[i],
+           std::vector<float>(hidden.begin() + static_cast<ptrdiff_t>(h * n_embd),
+                              hidden.begin() + static_cast<ptrdiff_t>((h + 1) * n_embd))});
     }
     for (sampling::SampleOutput& s : emitted) {
       out->tokens.push_back({sample.key, s.token, std::move(s.logprobs)});
@@ -126,16 +200,17 @@ void StepExecutor::run() {
     const auto t0 = std::chrono::steady_clock::now();
     logits.clear();
     hidden.clear();
-    const bool want_hidden = draft_head_ != nullptr &&
-                             std::any_of(input.samples.begin(), input.samples.end(),
-                                         [](const StepInput::Sample& s) { return s.head_k > 0; });
+    const bool want_hidden =
+        draft_head_ != nullptr &&
+        std::any_of(input.samples.begin(), input.samples.end(),
+                    [](const StepInput::Sample& s) { return s.head_k > 0 || s.early_exit.on; });
+    std::vector<int32_t> sample_exit;
     if (selector.bind(std::move(input.sparse))) {
       input.batch.selector = &selector;
       input.batch.select_layer = select_layer_;
     }
     if (!input.batch.empty()) {
-      out.status =
-          ctx.forward(input.batch, *storage_, ops, &logits, want_hidden ? &hidden : nullptr);
+      out.status = forward(ctx, ops, input, want_hidden, &logits, &hidden, &sample_exit);
     }
     out.forward_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -144,7 +219,7 @@ void StepExecutor::run() {
       out.status = run_probe(ctx, ops, input.probe, &out.deviation);
     }
     if (out.status.ok()) {
-      sample_all(input, logits, hidden, ops, &out);
+      sample_all(input, logits, hidden, sample_exit, ops, &out);
     }
     {
       std::lock_guard lock(mu_);

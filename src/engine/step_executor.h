@@ -17,6 +17,7 @@
 
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
+#include "draft/exit_predictor.h"
 #include "engine/sparse_decode.h"
 #include "engine/types.h"
 #include "kernels/kernels.h"
@@ -42,6 +43,15 @@ struct StepInput {
     // last emitted one, from the target's hidden state of the row that emitted it
     // (StepOutput::proposals). 0 = none (the forward pass then keeps no hidden states).
     int32_t head_k = 0;
+    // SpecEE early exit (engine/early_exit_params.h): when `on`, the executor returns this
+    // entry's feature (StepOutput::exits) and, for a single-token decode row without drafts
+    // whose previous feature is known, lets the row exit at an active layer.
+    struct EarlyExit {
+      bool on = false;
+      float threshold = 0.5f;
+      std::vector<uint8_t> active;  // [n_layer] 1 = run the layer's predictor
+      std::vector<float> feature;   // [n_embd] the previous position's feature; empty = none
+    } early_exit;
   };
   std::vector<Sample> samples;
   // CacheBlend's probe (one request; empty when none): run after the batch, through
@@ -74,6 +84,15 @@ struct StepOutput {
   };
   std::vector<Proposal> proposals;
   double draft_seconds = 0.0;  // of which the draft head
+  // Per StepInput::samples entry with early_exit.on, in order: the layer its emitted row's pass
+  // ended at (n_layer − 1 = full depth; -1 when no row could exit: a prefill or a verification)
+  // and that row's feature (the normed hidden state the next step's candidates start from).
+  struct Exit {
+    RequestKey key;
+    int32_t layer = -1;
+    std::vector<float> feature;
+  };
+  std::vector<Exit> exits;
   RequestKey probe_key = 0;
   std::vector<float> deviation;  // the probe's, per probe token (empty when it failed)
   double forward_seconds = 0.0;
@@ -85,7 +104,8 @@ class StepExecutor {
   // head samples with head_k > 0 draft with (borrowed, outlives the executor; null = none).
   StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
                int64_t max_batch_tokens, int64_t select_layer = 0,
-               const draft::DraftHead* draft_head = nullptr);
+               const draft::DraftHead* draft_head = nullptr,
+               const draft::ExitPredictors* exit_predictors = nullptr);
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();
@@ -100,7 +120,13 @@ class StepExecutor {
   // Samples every StepInput::samples entry from its logits rows (verifying drafts); with
   // `hidden` (the rows' features), drafts with the head for the entries that ask.
   void sample_all(StepInput& input, std::vector<float>& logits, const std::vector<float>& hidden,
-                  kernels::Ops& ops, StepOutput* out);
+                  const std::vector<int32_t>& sample_exit, kernels::Ops& ops, StepOutput* out);
+  // The step's forward pass: the plain one, or model::Context::forward_early_exit when a sample
+  // asks for early exit (its candidates from the draft head). *sample_exit: per samples entry,
+  // the layer its row's pass ended at, or -1 when the row could not exit.
+  Status forward(model::Context& ctx, kernels::Ops& ops, const StepInput& input, bool want_hidden,
+                 std::vector<float>* logits, std::vector<float>* hidden,
+                 std::vector<int32_t>* sample_exit);
   Status run_probe(model::Context& ctx, kernels::Ops& ops, const model::Batch& probe,
                    std::vector<float>* deviation);
 
@@ -111,6 +137,7 @@ class StepExecutor {
   int64_t max_batch_tokens_;
   int64_t select_layer_;
   const draft::DraftHead* draft_head_;
+  const draft::ExitPredictors* exit_predictors_;
   bool busy_ = false;  // engine thread only
 
   std::mutex mu_;

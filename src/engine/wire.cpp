@@ -164,6 +164,11 @@ Json encode_request_body(const GenerationRequest& q) {
                             {"ngram_max", q.speculative->ngram_max},
                             {"ngram_min", q.speculative->ngram_min}};
   }
+  if (q.early_exit) {
+    j["early_exit"] = Json{{"enabled", q.early_exit->enabled},
+                           {"threshold", q.early_exit->threshold},
+                           {"layers", q.early_exit->layers}};
+  }
   return j;
 }
 
@@ -223,6 +228,14 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
                                       method + "\"");
     }
     q->speculative->method = *m;
+  }
+  if (const Json* s = r.object("early_exit")) {
+    FieldReader er(*s, "generation_request.early_exit");
+    q->early_exit.emplace();
+    er.boolean("enabled", &q->early_exit->enabled);
+    er.f32("threshold", &q->early_exit->threshold);
+    er.i32_list("layers", &q->early_exit->layers);
+    if (!er.ok()) return er.status();
   }
   return r.status();
 }
@@ -395,6 +408,7 @@ constexpr Field<MetricsSnapshot, HistogramSnapshot> kHistograms[] = {
     {"request_queue_time_seconds", &MetricsSnapshot::request_queue_time_seconds},
     {"request_prompt_tokens", &MetricsSnapshot::request_prompt_tokens},
     {"request_generation_tokens", &MetricsSnapshot::request_generation_tokens},
+    {"early_exit_layers", &MetricsSnapshot::early_exit_layers},
 };
 
 Json encode_metrics_body(const MetricsSnapshot& m) {

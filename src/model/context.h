@@ -20,6 +20,7 @@
 #include "core/result.h"
 #include "kernels/kernels.h"
 #include "model/batch.h"
+#include "model/early_exit.h"
 #include "model/kv_storage.h"
 #include "model/lora_batch.h"
 #include "model/model.h"
@@ -54,6 +55,14 @@ class Context {
   Status forward_hidden(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                         std::vector<float>* hidden);
 
+  // forward() with per-token early exit (early_exit.h): the layer loop stops once every token has
+  // exited or run the last layer; the skipped layers' K/V are filled from each exited token's
+  // residual (projections only). With no token exiting, the outputs and K/V equal forward()'s.
+  // Same errors as forward(), plus InvalidArgument for a may_exit of the wrong length.
+  Status forward_early_exit(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                            EarlyExit* early_exit, std::vector<float>* logits,
+                            std::vector<float>* hidden);
+
   // CacheBlend's token selection probe: runs layers [0, check_layer) over the batch exactly as
   // forward() does (their K/V rows are written), then computes layer check_layer's V rows of the
   // batch tokens and replaces *deviation with, per token, the squared L2 distance to the V row
@@ -72,6 +81,9 @@ class Context {
   // The KV access: store this layer's K/V rows (converted to the storage's type) in their
   // blocks, then attend over [0, pos] of each token's sequence.
   void write_kv(int64_t il, const Batch& batch, KvStorage& kv) const;
+  // Early exit's fill: layer il's K/V rows of every batch token from x_ (norm, K/V projections,
+  // RoPE) written into their blocks; no attention, no FFN.
+  void fill_kv(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops);
   void attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops);
   // At Batch::select_layer: asks the selector for each marked sequence's pages and rebinds them.
   void select_pages(int64_t il, const Batch& batch, const KvStorage& kv);

@@ -58,6 +58,7 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
   if (spec_.sparse_policy)
     r.sparse = engine::SparseParams{*spec_.sparse_policy, spec_.sparse_budget};
   r.speculative = spec_.speculative;
+  r.early_exit = spec_.early_exit;
   return r;
 }
 

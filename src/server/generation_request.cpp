@@ -209,6 +209,42 @@ MaybeError parse_speculative(const Json& body, GenerationSpec* spec) {
   return std::nullopt;
 }
 
+// `early_exit`: true / false, or {"threshold": number, "layers": [int, ...]} (enabled).
+MaybeError parse_early_exit(const Json& body, GenerationSpec* spec) {
+  const Json* ee = field(body, "early_exit");
+  if (ee == nullptr) return std::nullopt;
+  engine::EarlyExitParams p;
+  if (ee->is_boolean()) {
+    p.enabled = ee->get<bool>();
+    spec->early_exit = p;
+    return std::nullopt;
+  }
+  if (!ee->is_object()) return type_error("early_exit", "a boolean or an object", *ee);
+  p.enabled = true;
+  for (const auto& [key, value] : ee->items()) {
+    if (key == "threshold") {
+      if (!value.is_number()) return type_error("early_exit.threshold", "a number", value);
+      p.threshold = value.get<float>();
+    } else if (key == "layers") {
+      if (!value.is_array()) return type_error("early_exit.layers", "an array", value);
+      for (const Json& l : value) {
+        if (!l.is_number_integer()) return type_error("early_exit.layers", "integers", l);
+        p.layers.push_back(
+            static_cast<int32_t>(std::clamp<int64_t>(l.get<int64_t>(), -1, 1 << 20)));
+      }
+    } else {
+      return ApiError::bad_request("`early_exit` takes only `threshold` and `layers`",
+                                   "early_exit." + key);
+    }
+  }
+  if (Status st = p.validate(); !st.ok()) {
+    const std::string& msg = st.message();
+    return ApiError::bad_request(msg, msg.substr(0, msg.find(' ')));
+  }
+  spec->early_exit = p;
+  return std::nullopt;
+}
+
 MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationSpec* spec) {
   std::optional<std::string> s;
   KEEL_API_TRY(read_string(body, "model", &s));
@@ -246,6 +282,7 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
     spec->pic_link = *v;
   }
   KEEL_API_TRY(parse_sparse(body, spec));
+  KEEL_API_TRY(parse_early_exit(body, spec));
   return parse_speculative(body, spec);
 }
 

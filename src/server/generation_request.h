@@ -20,6 +20,9 @@
 //   - `speculative` (keel extension): {"method": "ngram"|"none", "k": 1..16, "ngram_max": 1..16,
 //     "ngram_min": 1..ngram_max} — speculative decoding for this request (docs/speculative.md);
 //     method required, the rest default to 4, 3 and 1; other keys are refused.
+//   - `early_exit` (keel extension): true | false | {"threshold": number, "layers": [int]} —
+//     SpecEE early exit for this request (engine/early_exit_params.h); an object enables it;
+//     other keys are refused.
 //
 // Thread safety: pure functions over their arguments.
 #pragma once
@@ -31,6 +34,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/early_exit_params.h"
 #include "engine/speculative_params.h"
 #include "kv/pic.h"
 #include "sampling/sampling_params.h"
@@ -79,6 +83,7 @@ struct GenerationSpec {
   std::optional<std::string> sparse_policy;  // `sparse.policy` (keel extension)
   int32_t sparse_budget = 0;                 // `sparse.budget`; 0 = the server's default
   std::optional<engine::SpeculativeParams> speculative;  // `speculative` (keel extension)
+  std::optional<engine::EarlyExitParams> early_exit;     // `early_exit` (keel extension)
   // Completions with cache_id: the cache's tokens, placed before every prompt (whose text is then
   // tokenized without special tokens). Chat caches prepend their messages instead.
   std::vector<int32_t> prefix_tokens;

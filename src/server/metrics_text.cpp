@@ -263,6 +263,9 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
               m.request_prompt_tokens);
   w.histogram("request_generation_tokens", "Generated tokens of finished requests.",
               m.request_generation_tokens);
+  w.histogram("early_exit_layers",
+              "Layers executed per decode token that could exit early (SpecEE early exit).",
+              m.early_exit_layers);
   if (m.semi_pd.has_value()) render_semi_pd_metrics(w, *m.semi_pd);
   return w.take();
 }

@@ -46,6 +46,7 @@ GenerationRequest full_request() {
   q.pic_link = kv::PicVariant{kv::PicMode::kCacheBlend, 3, 30};
   q.sparse = SparseParams{"raas", 256};
   q.speculative = SpeculativeParams{SpecMethod::kNgram, 5, 4, 2};
+  q.early_exit = EarlyExitParams{true, 0.25f, {1, 3}};
   q.resumed_tokens = 2;
   return q;
 }
@@ -154,6 +155,7 @@ TEST(WireTest, DefaultsSurviveBeingOmitted) {
   EXPECT_FALSE(back->pic_link.has_value());
   EXPECT_FALSE(back->sparse.has_value());
   EXPECT_FALSE(back->speculative.has_value());
+  EXPECT_FALSE(back->early_exit.has_value());
   EXPECT_EQ(back->resumed_tokens, 0);  // not sent at 0: a missing field reads as not resumed
   EXPECT_EQ(Json::from_msgpack(encode(q))["body"].count("resumed_tokens"), 0u);
   // An event without a finish stays unfinished; a default stats/metrics value stays default.

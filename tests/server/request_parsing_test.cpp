@@ -409,5 +409,43 @@ TEST(SpeculativeRequestTest, BadShapesAre400sNamingTheField) {
   }
 }
 
+TEST(EarlyExitRequestTest, BooleanOrObject) {
+  Json body = completion_body();
+  ApiResult<GenerationSpec> r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r.value().early_exit.has_value());
+  body["early_exit"] = true;
+  r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().early_exit, (engine::EarlyExitParams{true, 0.5f, {}}));
+  body["early_exit"] = false;  // turns the server's default off
+  r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r.value().early_exit->enabled);
+  body["early_exit"] = {{"threshold", 0.25}, {"layers", {1, 2}}};
+  r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().early_exit, (engine::EarlyExitParams{true, 0.25f, {1, 2}}));
+}
+
+TEST(EarlyExitRequestTest, BadShapesAre400sNamingTheField) {
+  const std::vector<std::pair<Json, std::string>> cases = {
+      {"yes", "early_exit"},
+      {{{"threshold", "high"}}, "early_exit.threshold"},
+      {{{"layers", 3}}, "early_exit.layers"},
+      {{{"layers", {1.5}}}, "early_exit.layers"},
+      {{{"layers", {-1}}}, "early_exit.layers"},
+      {{{"depth", 3}}, "early_exit.depth"},
+  };
+  for (const auto& [value, param] : cases) {
+    Json body = completion_body();
+    body["early_exit"] = value;
+    ApiResult<GenerationSpec> r = parse_completion_request(body, kLimits);
+    ASSERT_FALSE(r.ok()) << value.dump();
+    EXPECT_EQ(r.error().status, 400) << value.dump();
+    EXPECT_EQ(r.error().param.value_or("<null>"), param) << value.dump();
+  }
+}
+
 }  // namespace
 }  // namespace keel::server
