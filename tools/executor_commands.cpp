@@ -443,7 +443,9 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
                                       je->address(),
                                       {{"model", model_name}, {"pid", std::to_string(getpid())}}}));
   std::unique_ptr<membership::MemberFollower> follower;
-  if (member) KEEL_ASSIGN_OR_RETURN(follower, follow_tes(member->session(), *je, model_name));
+  if (member) {
+    KEEL_ASSIGN_OR_RETURN(follower, follow_tes(member->session(), *je, model_name));
+  }
   KEEL_TRY(cluster::print_ready_line(
       {{"role", "je"}, {"id", opts.id}, {"port", je->port()}, {"pid", getpid()}}));
   int sig = 0;
