@@ -3,6 +3,7 @@
 
 #include <map>
 
+#include "cluster/messages.h"
 #include "cluster/placement.h"
 #include "core/log.h"
 

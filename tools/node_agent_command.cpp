@@ -22,6 +22,7 @@
 
 #include "cluster/host_port.h"
 #include "cluster/listener.h"
+#include "cluster/messages.h"
 #include "cluster/node_capacity.h"
 #include "cluster/node_messages.h"
 #include "cluster/process_supervisor.h"
@@ -105,9 +106,10 @@ cluster::NodeCapacity NodeAgent::capacity() const {
   std::ifstream in("/proc/meminfo");
   std::stringstream text;
   text << in.rdbuf();
-  c.memory_total_bytes = cluster::parse_meminfo_field(text.str(), "MemTotal").value_or(0);
-  c.memory_available_bytes = std::min(
-      c.memory_total_bytes, cluster::parse_meminfo_field(text.str(), "MemAvailable").value_or(0));
+  const Result<int64_t> total = cluster::parse_meminfo_field(text.str(), "MemTotal");
+  const Result<int64_t> available = cluster::parse_meminfo_field(text.str(), "MemAvailable");
+  c.memory_total_bytes = total.ok() ? *total : 0;
+  c.memory_available_bytes = std::min(c.memory_total_bytes, available.ok() ? *available : 0);
   if (!o_.store_dir.empty()) {
     PosixFileSystem fs;
     store::ModelStore st({.dir = o_.store_dir}, &fs);
