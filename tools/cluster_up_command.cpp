@@ -543,7 +543,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::vector<std::string> order = tree.je_names;
   order.insert(order.end(), tree.te_names.begin(), tree.te_names.end());
   KEEL_TRY(sup.stop_all_in_order(order, std::chrono::milliseconds(10000)).status());
-  nodes.stop_all(std::chrono::milliseconds(10000));
+  nodes.stop_all(std::chrono::milliseconds(3000));
   if (scaler) scaler->shutdown();              // after the TEs that mapped its entry
   if (Status s = members->close(); !s.ok()) {  // every member registered here vanishes now
     KEEL_LOG_WARN("cluster: membership not closed ({}); its members vanish after the TTL",

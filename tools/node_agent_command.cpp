@@ -143,7 +143,11 @@ Status NodeAgent::start() {
     return Status::invalid_argument("node-agent: needs --membership etcd --etcd-endpoints URLS");
   }
   KEEL_TRY(membership::validate_name("--host-id", o_.host_id));
-  KEEL_ASSIGN_OR_RETURN(listen_, cluster::parse_host_port(o_.listen));
+  if (o_.listen.size() > 2 && o_.listen.ends_with(":0")) {  // a free port
+    listen_.host = o_.listen.substr(0, o_.listen.size() - 2);
+  } else {
+    KEEL_ASSIGN_OR_RETURN(listen_, cluster::parse_host_port(o_.listen));
+  }
   if (listen_.host == "0.0.0.0") {
     return Status::invalid_argument("node-agent: --listen needs the host's address, not 0.0.0.0");
   }

@@ -11,6 +11,7 @@
 // CI=true). Names carry this process's pid; everything made is removed on every path (the
 // fixture's TearDown, and the supervisor's destructor stops each process by pid).
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -110,6 +112,7 @@ class ClusterNetnsTest : public ::testing::Test {
   }
 
   void TearDown() override {
+    if (made_ && veth_.size() == 3) run("ip link set " + veth_[2] + " up");  // let h3 leave cleanly
     sup_.reset();  // every process, by pid, before the namespaces go
     etcd_.reset();
     if (!made_) return;
