@@ -1,11 +1,11 @@
 // Many hosts on one machine: three network namespaces ("hosts") joined by veth pairs to a bridge
 // that this test makes (private 10.x addresses, no address on the bridge, nothing routed out),
-// etcd in host 1, a node agent per host (host 1's takes no TEs), and `keel cluster up --nodes
-// auto` in host 1 — its gateway and JE there, its two TEs placed by the agents on hosts 2 and 3.
-// A request is served across hosts; then, under non-streamed load, host 3 is cut off (its veth
-// down): its TE's and agent's leases expire within the TTL (3 s), the JE drops the TE from its
-// fleet and re-drives its jobs (the JE's stall timeout is set far above the TTL, so the membership
-// is what moves them), and no client sees an error.
+// etcd in host 1, a node agent per host (host 1's reports one core: no room for a two-thread TE),
+// and `keel cluster up --nodes auto` in host 1 — its gateway and JE there, its two TEs placed by
+// the agents on hosts 2 and 3. A request is served across hosts; then, under non-streamed load,
+// host 3 is cut off (its veth down): its TE's and agent's leases expire within the TTL (3 s), the
+// JE drops the TE from its fleet and re-drives its jobs (the JE's stall timeout is set far above
+// the TTL, so the membership is what moves them), and no client sees an error.
 //
 // Needs root, `ip` and etcd: without them the test prints why and is skipped (failed under
 // CI=true). Names carry this process's pid; everything made is removed on every path (the
@@ -181,9 +181,11 @@ TEST_F(ClusterNetnsTest, CrossHostRequestAndHostCutOff) {
   etcd_ = EtcdServer::start_in_netns(ns_[0], addr(0), &error);
   ASSERT_NE(etcd_, nullptr) << error;
   for (size_t h = 0; h < 3; ++h) {
-    std::vector<std::string> args = {"node-agent", "--host-id",    "h" + std::to_string(h + 1),
-                                     "--listen",   addr(h) + ":0", "--cores",
-                                     "2",          "--max-tes",    h == 0 ? "0" : "1"};
+    // Host 1 reports one core: no room for a TE of two threads (placement.h).
+    std::vector<std::string> args = {
+        "node-agent",       "--host-id",    "h" + std::to_string(h + 1),
+        "--listen",         addr(h) + ":0", "--cores",
+        h == 0 ? "1" : "2", "--max-tes",    "1"};
     Result<cluster::Child> agent = spawn("agent-h" + std::to_string(h + 1), h, args, 20);
     ASSERT_TRUE(agent.ok()) << agent.status().to_string();
   }
@@ -201,7 +203,7 @@ TEST_F(ClusterNetnsTest, CrossHostRequestAndHostCutOff) {
                                      "--jes",
                                      "1",
                                      "--threads-per-te",
-                                     "1",
+                                     "2",
                                      "--host",
                                      addr(0),
                                      "--port",
