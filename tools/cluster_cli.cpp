@@ -236,6 +236,9 @@ ClusterCli add_cluster_commands(CLI::App& app) {
         auto f = cluster::parse_weights_faults(v);
         return f.ok() ? std::string() : f.status().message();
       });
+  cli.te_cmd->add_option("--advertise-host", te.advertise_host,
+                         "Host the TE is registered at in the membership (default: --host)");
+  add_membership_flags(cli.te_cmd, &te.membership);
 
   JeOptions& je = *cli.je;
   cli.je_cmd = app.add_subcommand("je", "Run one job executor (used by keel cluster up)");
@@ -259,6 +262,29 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.balance_abs_tokens,
                    &je.pd_heatmap, &je.stall_timeout_ms);
   add_predictor_flags(cli.je_cmd, &je.predictor, &je.predictor_model);
+  add_membership_flags(cli.je_cmd, &je.membership);
+
+  NodeAgentOptions& agent = *cli.agent;
+  cli.agent_cmd = app.add_subcommand(
+      "node-agent", "Run a host's node agent: register its capacity, start/stop TEs on request");
+  add_membership_flags(cli.agent_cmd, &agent.membership);
+  cli.agent_cmd->add_option("--host-id", agent.host_id, "This host's id in the cluster")
+      ->required();
+  cli.agent_cmd->add_option("--listen", agent.listen,
+                            "Control endpoint HOST:PORT (TEs started here listen on HOST)");
+  cli.agent_cmd->add_option("--store-dir", agent.store_dir,
+                            "The host's model store (reported; TEs map models from it)");
+  cli.agent_cmd->add_option("--warm", agent.warm, "Warm TEs to keep idle on this host")
+      ->check(CLI::Range(0, 64));
+  cli.agent_cmd->add_option("--max-tes", agent.max_tes, "Most TEs started here (0 = the cores)")
+      ->check(CLI::Range(0, 4096));
+  cli.agent_cmd->add_option("--cores", agent.cores, "Cores reported (0 = this machine's)")
+      ->check(CLI::Range(0, 1 << 20));
+  cli.agent_cmd->add_option("--threads-per-te", agent.threads_per_te, "A warm TE's threads")
+      ->check(CLI::Range(1, 1024));
+  cli.agent_cmd
+      ->add_option("--start-timeout", agent.start_timeout_s, "Seconds a TE may take to start")
+      ->check(CLI::Range(1.0, 3600.0));
 
   CLI::App* cluster = app.add_subcommand("cluster", "Run or inspect a keel cluster");
   cluster->require_subcommand(1);
@@ -319,6 +345,11 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       "--no-replace", up.no_replace,
       "Leave hung or dead TEs out of service instead of killing and replacing them");
   add_membership_flags(cli.up_cmd, &up.membership);
+  cli.up_cmd
+      ->add_option("--nodes", up.nodes,
+                   "Where TEs run: local (forked here) or auto (placed through the node agents "
+                   "in the membership; needs --membership etcd)")
+      ->check(CLI::IsMember({"local", "auto"}));
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");
@@ -361,6 +392,7 @@ std::optional<int> run_cluster_commands(const ClusterCli& cli) {
   if (cli.te_cmd->parsed()) return run_te(*cli.te);
   if (cli.je_cmd->parsed()) return run_je(*cli.je);
   if (cli.up_cmd->parsed()) return run_cluster_up(*cli.up);
+  if (cli.agent_cmd->parsed()) return run_node_agent(*cli.agent);
   if (cli.status_cmd->parsed()) return run_cluster_status(*cli.status);
   if (cli.profile_pd_cmd->parsed()) return run_cluster_profile_pd(*cli.profile_pd);
   if (cli.preload_cmd->parsed()) return run_cluster_preload(*cli.preload);

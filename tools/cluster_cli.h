@@ -16,6 +16,7 @@ struct ClusterCli {
   std::shared_ptr<TeOptions> te = std::make_shared<TeOptions>();
   std::shared_ptr<JeOptions> je = std::make_shared<JeOptions>();
   std::shared_ptr<ClusterUpOptions> up = std::make_shared<ClusterUpOptions>();
+  std::shared_ptr<NodeAgentOptions> agent = std::make_shared<NodeAgentOptions>();
   std::shared_ptr<ClusterStatusOptions> status = std::make_shared<ClusterStatusOptions>();
   std::shared_ptr<ClusterProfilePdOptions> profile_pd = std::make_shared<ClusterProfilePdOptions>();
   std::shared_ptr<ClusterScaleOptions> scale = std::make_shared<ClusterScaleOptions>();
@@ -25,6 +26,7 @@ struct ClusterCli {
   CLI::App* te_cmd = nullptr;
   CLI::App* je_cmd = nullptr;
   CLI::App* up_cmd = nullptr;
+  CLI::App* agent_cmd = nullptr;
   CLI::App* status_cmd = nullptr;
   CLI::App* profile_pd_cmd = nullptr;
   CLI::App* preload_cmd = nullptr;

@@ -32,6 +32,17 @@ struct PeerTierOptions {
   double throttle_bytes_per_s = 0;
 };
 
+// Membership (docs/cluster.md, "Membership (etcd)"): where `keel cluster up` registers its
+// members and campaigns to be the cluster manager, and where `keel te`, `keel je` and
+// `keel node-agent` register themselves under leases of their own (etcd mode only: "embedded"
+// for a TE or JE means its manager registers it).
+struct MembershipOptions {
+  std::string mode = "embedded";            // "embedded" (in-process) or "etcd"
+  std::vector<std::string> etcd_endpoints;  // http://HOST:PORT, with --membership etcd
+  std::string prefix = "/keel/default";     // the cluster's key prefix
+  int32_t ttl_s = 10;                       // lease TTL (keepalive every TTL/3)
+};
+
 struct TeOptions {
   ServeOptions engine;  // model, engine and compute flags (host/port are the TE's control port)
   std::string id = "te-0";
@@ -48,6 +59,10 @@ struct TeOptions {
   // the entry into this store first (cluster/weights_fork.h).
   std::string store_dir;
   std::string weights_fault;  // --weights-fault flip:N | stop:N (tests): the weights service's
+  // --advertise-host: the host others reach this TE's control port at, as registered in the
+  // membership ("" = --host; needed when --host is 0.0.0.0).
+  std::string advertise_host;
+  MembershipOptions membership;  // etcd: the TE registers itself (te/<id>) under its own lease
 };
 int run_te(const TeOptions& opts);
 
@@ -67,6 +82,9 @@ struct JeOptions {
   std::string predictor;           // decode-length predictor file (keel train-predictor); "" = none
   std::string predictor_model;     // its side model; "" = model_path
   std::vector<std::string> loras;  // --lora NAME=PATH: adapters the TEs serve (prefix keys)
+  // etcd: the JE registers itself (je/<id>) and follows the TEs of its model in the membership —
+  // one registered is added to its fleet, one whose lease expires leaves it (jobs re-driven).
+  MembershipOptions membership;
 };
 int run_je(const JeOptions& opts);
 
@@ -86,14 +104,22 @@ struct AutoscaleOptions {
   double drain_timeout_s = 30.0;       // a drained TE is stopped after this even with work left
 };
 
-// Membership (docs/cluster.md, "Membership (etcd)"): where `keel cluster up` registers its
-// members and campaigns to be the cluster manager.
-struct MembershipOptions {
-  std::string mode = "embedded";            // "embedded" (in-process) or "etcd"
-  std::vector<std::string> etcd_endpoints;  // http://HOST:PORT, with --membership etcd
-  std::string prefix = "/keel/default";     // the cluster's key prefix
-  int32_t ttl_s = 10;                       // lease TTL (keepalive every TTL/3)
+// `keel node-agent` (docs/cluster.md, "Node agents"): one per host. It registers the host
+// (node/<host-id>) with its capacity under its own lease, starts and stops TEs there when the
+// cluster manager asks (start_te / stop_te over a link, cluster/node_messages.h), and keeps the
+// host's warm pool.
+struct NodeAgentOptions {
+  MembershipOptions membership;        // --membership etcd is required
+  std::string host_id;                 // this host's id in the cluster (its member id)
+  std::string listen = "127.0.0.1:0";  // control endpoint HOST:PORT; TEs listen on HOST too
+  std::string store_dir;               // the host's model store ("" = none)
+  int32_t warm = 0;                    // warm TEs kept idle (`keel te --warm`)
+  int32_t max_tes = 0;                 // the most TEs started here (0 = the cores)
+  int32_t cores = 0;                   // cores reported (0 = this machine's)
+  int32_t threads_per_te = 1;          // a warm TE's compute threads
+  double start_timeout_s = 120.0;      // a TE's start (fork → ready line)
 };
+int run_node_agent(const NodeAgentOptions& opts);
 
 struct ClusterUpOptions {
   ServeOptions serve;      // the gateway's HTTP flags and the TEs' engine flags
@@ -125,6 +151,10 @@ struct ClusterUpOptions {
   // replaced (warm pool or cold start); --no-replace leaves it out of service.
   bool no_replace = false;
   MembershipOptions membership;
+  // --nodes: "local" forks the TEs here; "auto" places them through the node agents registered
+  // in the membership (needs --membership etcd; cluster/placement.h), and stops them through the
+  // agents at shutdown.
+  std::string nodes = "local";
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

@@ -3,6 +3,9 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include "core/log.h"
 #include "membership/campaign.h"
 #include "membership/embedded_membership.h"
@@ -14,20 +17,25 @@ using membership::MemberKind;
 
 Result<std::unique_ptr<ClusterMembership>> ClusterMembership::open(const MembershipOptions& o) {
   std::unique_ptr<ClusterMembership> m(new ClusterMembership());
-  membership::MembershipConfig config;
-  config.prefix = o.prefix;
-  config.ttl_s = o.ttl_s;
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
   m->manager_id_ = std::string(host) + "-" + std::to_string(::getpid());
-  m->mode_ = o.mode;
+  m->options_ = o;
+  KEEL_TRY(m->open_session());
+  return m;
+}
+
+Status ClusterMembership::open_session() {
+  const MembershipOptions& o = options_;
+  membership::MembershipConfig config;
+  config.prefix = o.prefix;
+  config.ttl_s = o.ttl_s;
   if (o.mode == "embedded") {
     if (!o.etcd_endpoints.empty()) {
       return Status::invalid_argument("--etcd-endpoints needs --membership etcd");
     }
-    m->store_ = std::make_unique<membership::EmbeddedStore>(&m->clock_);
-    KEEL_ASSIGN_OR_RETURN(m->session_,
-                          membership::EmbeddedMembership::open(m->store_.get(), config));
+    if (!store_) store_ = std::make_unique<membership::EmbeddedStore>(&clock_);
+    KEEL_ASSIGN_OR_RETURN(session_, membership::EmbeddedMembership::open(store_.get(), config));
   } else if (o.mode == "etcd") {
     if (o.etcd_endpoints.empty()) {
       return Status::invalid_argument("--membership etcd needs --etcd-endpoints http://HOST:PORT");
@@ -37,11 +45,29 @@ Result<std::unique_ptr<ClusterMembership>> ClusterMembership::open(const Members
     Result<std::unique_ptr<membership::EtcdMembership>> s =
         membership::EtcdMembership::open(client, config);
     if (!s.ok()) return s.status().with_prefix("membership");
-    m->session_ = std::move(*s);
+    session_ = std::move(*s);
   } else {
     return Status::invalid_argument("--membership must be embedded or etcd, not '" + o.mode + "'");
   }
-  return m;
+  return {};
+}
+
+Status ClusterMembership::rejoin(const std::function<bool()>& stop) {
+  if (session_) (void)session_->close();  // the lease is gone already; so are its keys
+  session_.reset();
+  constexpr auto kRetry = std::chrono::milliseconds(500);
+  while (true) {  // the store may still be unreachable: keep trying until it answers or `stop`
+    const Status opened = open_session();
+    if (opened.ok()) break;
+    if (opened.code() == StatusCode::kInvalidArgument) return opened;
+    KEEL_LOG_WARN("membership: rejoin: {}", opened.to_string());
+    for (auto waited = std::chrono::milliseconds(0); waited < kRetry;
+         waited += std::chrono::milliseconds(50)) {
+      if (stop && stop()) return Status::cancelled("stopped while rejoining the membership");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return lead(stop);
 }
 
 ClusterMembership::~ClusterMembership() { (void)close(); }
@@ -67,5 +93,17 @@ Status ClusterMembership::add(MemberKind kind, const std::string& id, const std:
 }
 
 Status ClusterMembership::close() { return session_ ? session_->close() : Status(); }
+
+bool ClusterMembership::alive() { return session_ && session_->lease_alive(); }
+
+Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions& o,
+                                                         const membership::Member& self) {
+  if (o.mode == "embedded") return std::unique_ptr<ClusterMembership>();
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> m, ClusterMembership::open(o));
+  KEEL_TRY(m->add(self.kind, self.id, self.address, self.attributes));
+  KEEL_LOG_INFO("membership: registered {}/{} at {} (lease TTL {} s)",
+                membership::member_kind_name(self.kind), self.id, self.address, o.ttl_s);
+  return m;
+}
 
 }  // namespace keel::cli

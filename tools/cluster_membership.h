@@ -5,6 +5,10 @@
 // when the leader's lease expires — and registers the manager, the gateway, and the JEs and TEs
 // it started (on their behalf, under its own lease: they vanish together when it stops or dies).
 //
+// `keel te`, `keel je` and `keel node-agent` use the same session type for themselves
+// (register_self): one lease per process, so a process that dies leaves the membership within the
+// TTL.
+//
 // Thread safety: one owner (cluster_up's thread).
 #pragma once
 
@@ -36,19 +40,31 @@ class ClusterMembership {
   Status add(membership::MemberKind kind, const std::string& id, const std::string& address,
              std::map<std::string, std::string> attributes);
   // False once the lease was lost (the store unreachable past the TTL).
-  bool alive() { return session_->lease_alive(); }
+  bool alive();
+  // After the lease was lost: drops the session, opens a new one (retrying while the store is
+  // unreachable) and campaigns again as lead() does (Cancelled once `stop` returns true).
+  Status rejoin(const std::function<bool()>& stop);
   // Revokes the lease: every member registered here vanishes at once.
   Status close();
 
   const std::string& manager_id() const { return manager_id_; }
+  // The session itself (to list, watch or follow members); lives as long as this object.
+  membership::Membership& session() { return *session_; }
 
  private:
   ClusterMembership() = default;
+  Status open_session();
+  MembershipOptions options_;
   SteadyClock clock_;
   std::unique_ptr<membership::EmbeddedStore> store_;  // embedded mode only
   std::unique_ptr<membership::Membership> session_;
   std::string manager_id_;
   std::string mode_;
 };
+
+// A process's own session (etcd mode): opens one and registers `self` under its lease. nullptr
+// when `o.mode` is "embedded" (nothing to join: its manager registers it, if anyone).
+Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions& o,
+                                                         const membership::Member& self);
 
 }  // namespace keel::cli

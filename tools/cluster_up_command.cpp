@@ -26,6 +26,7 @@
 #include "cluster_commands.h"
 #include "cluster_health.h"
 #include "cluster_membership.h"
+#include "cluster_nodes.h"
 #include "cluster_scaler.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
@@ -49,27 +50,23 @@ std::string self_exe() {
   return ec ? std::string("keel") : p.string();
 }
 
-// `kind`: colocated | prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
-std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, int i, int threads,
-                                 const std::string& kind) {
+// With --membership etcd, each child joins the membership itself (its own lease, so it leaves the
+// routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
+void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv) {
+  if (m.mode != "etcd") return;
+  std::string endpoints;
+  for (const std::string& e : m.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
+  argv->insert(argv->end(),
+               {"--membership", "etcd", "--etcd-endpoints", endpoints, "--membership-prefix",
+                m.prefix, "--membership-ttl", std::to_string(m.ttl_s)});
+}
+
+// A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
+// prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
+std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind) {
   const ServeOptions& s = o.serve;
   const std::string role = kind == "semi-pd" ? "colocated" : kind;
-  std::vector<std::string> argv = {self_exe(),
-                                   "te",
-                                   "-m",
-                                   path,
-                                   "--served-model-name",
-                                   name,
-                                   "--id",
-                                   "te-" + std::to_string(i),
-                                   "--role",
-                                   role,
-                                   "--port",
-                                   "0",
-                                   "-t",
-                                   std::to_string(threads),
-                                   "--max-num-seqs",
+  std::vector<std::string> argv = {"--max-num-seqs",
                                    std::to_string(s.max_num_seqs),
                                    "--max-batched-tokens",
                                    std::to_string(s.max_batched_tokens),
@@ -100,11 +97,35 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
     if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
   }
   if (o.peer.enabled) argv.push_back("--kv-peer-tier");
-  if (!o.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o.store_dir});
   if (o.peer.throttle_bytes_per_s > 0) {
     argv.insert(argv.end(),
                 {"--kv-transfer-throttle", std::to_string(o.peer.throttle_bytes_per_s)});
   }
+  return argv;
+}
+
+std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
+                                 const std::string& name, int i, int threads,
+                                 const std::string& kind) {
+  const std::string role = kind == "semi-pd" ? "colocated" : kind;
+  std::vector<std::string> argv = {self_exe(),
+                                   "te",
+                                   "-m",
+                                   path,
+                                   "--served-model-name",
+                                   name,
+                                   "--id",
+                                   "te-" + std::to_string(i),
+                                   "--role",
+                                   role,
+                                   "--port",
+                                   "0",
+                                   "-t",
+                                   std::to_string(threads)};
+  const std::vector<std::string> engine = te_engine_args(o, kind);
+  argv.insert(argv.end(), engine.begin(), engine.end());
+  if (!o.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o.store_dir});
+  add_membership_argv(o.membership, &argv);
   return argv;
 }
 
@@ -139,6 +160,7 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
   if (!o.predictor_model.empty()) {
     argv.insert(argv.end(), {"--predictor-model", o.predictor_model});
   }
+  add_membership_argv(o.membership, &argv);
   return argv;
 }
 
@@ -214,8 +236,28 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   return ClusterScaler::start(&sup, std::move(c));
 }
 
+// --nodes auto: the TEs through the node agents in the membership (placement.h), not forked here.
+Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
+                        const ClusterUpOptions& o, const std::string& path, const std::string& name,
+                        const std::vector<std::string>& kinds, int threads, Tree* t) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> agents, ClusterNodes::list(session));
+  std::vector<cluster::StartTe> starts;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const std::string role = kinds[i] == "semi-pd" ? "colocated" : kinds[i];  // semi-PD's role
+    starts.push_back(
+        {"te-" + std::to_string(i), path, name, role, threads, te_engine_args(o, kinds[i])});
+  }
+  KEEL_ASSIGN_OR_RETURN(
+      std::vector<RemoteTe> tes,
+      nodes.start(agents, starts,
+                  std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))));
+  for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
+  return {};
+}
+
 Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
-                            const std::string& path, const std::string& name) {
+                            const std::string& path, const std::string& name, ClusterNodes& nodes,
+                            ClusterMembership& members) {
   Tree t;
   const int colocated = colocated_tes(o);
   const int total = initial_tes(o);
@@ -231,7 +273,10 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
   std::vector<std::string> roles;  // a semi-PD TE's role is colocated
   for (const std::string& k : kinds) roles.push_back(k == "semi-pd" ? "colocated" : k);
-  for (int i = 0; i < total; ++i) {
+  if (o.nodes == "auto") {  // the TEs run on the agents' hosts; the JEs here
+    KEEL_TRY(start_remote_tes(nodes, members.session(), o, path, name, kinds, threads, &t));
+  }
+  for (int i = 0; i < total && o.nodes != "auto"; ++i) {
     t.te_names.push_back("te-" + std::to_string(i));
     std::vector<std::string> argv = te_argv(o, path, name, i, threads, kinds[i]);
     KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o));
@@ -297,6 +342,7 @@ Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const
                                                 const std::string& path) {
   cluster::FleetClientConfig fc;
   fc.je_addresses = tree.je_addresses;
+  if (o.nodes == "auto") fc.event_host = o.serve.host;  // TEs on other hosts stream tokens here
   fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   if (!autoscaling(o)) return fc;
   fc.activation_timeout =
@@ -336,8 +382,11 @@ Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
   return ClusterAutoscaler::start(std::move(c), &sup, scaler, fleet);
 }
 
-// Registers the started JEs and TEs in the membership, on their behalf.
-Status register_tree(ClusterMembership& members, const Tree& tree, const std::string& name) {
+// Registers the started JEs and TEs in the membership, on their behalf (embedded mode: with etcd
+// they register themselves).
+Status register_tree(ClusterMembership& members, const Tree& tree, const std::string& name,
+                     const MembershipOptions& o) {
+  if (o.mode == "etcd") return {};
   for (size_t i = 0; i < tree.je_names.size(); ++i) {
     KEEL_TRY(members.add(membership::MemberKind::kJobExecutor, tree.je_names[i],
                          tree.je_addresses[i], {{"model", name}}));
@@ -349,17 +398,40 @@ Status register_tree(ClusterMembership& members, const Tree& tree, const std::st
   return {};
 }
 
+// A stop signal taken while campaigning (0 when none came).
+struct StopCheck {
+  const sigset_t* signals;
+  int seen = 0;
+  bool operator()() {
+    timespec zero{0, 0};
+    const int sig = sigtimedwait(signals, nullptr, &zero);
+    if (sig > 0) seen = sig;
+    return seen > 0;
+  }
+};
+
 // Waits for a stop signal; meanwhile reports children that exit on their own, runs the
 // autoscaler (when there is one), serves scale-outs (when there is a warm pool) and replaces hung
-// or dead TEs (unless --no-replace).
+// or dead TEs (unless --no-replace). A manager whose lease is lost (the store unreachable past
+// the TTL) may have been replaced: it stops managing — no autoscaling, scale-outs or replacements
+// — and campaigns again (the gateway keeps serving); once it leads again it re-registers its
+// gateway (`rejoined`) and resumes.
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
                   ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer, ClusterMembership& members) {
-  bool lease_lost = false;
+                  cluster::TeReplacer* replacer, ClusterMembership& members,
+                  const std::function<Status()>& rejoined) {
   while (true) {
-    if (!lease_lost && !members.alive()) {
-      lease_lost = true;
-      KEEL_LOG_ERROR("cluster: membership lease lost: another manager may take over");
+    if (!members.alive()) {
+      KEEL_LOG_ERROR("cluster: membership lease lost: autoscaler stopped; campaigning again");
+      StopCheck stop{&stop_signals};
+      const Status s = members.rejoin(std::ref(stop));
+      if (stop.seen > 0) return stop.seen;
+      if (!s.ok()) {
+        KEEL_LOG_ERROR("cluster: cannot rejoin the membership: {}", s.to_string());
+        return SIGTERM;
+      }
+      if (Status r = rejoined(); !r.ok()) KEEL_LOG_WARN("cluster: {}", r.to_string());
+      KEEL_LOG_INFO("cluster: leading again: autoscaler resumed");
     }
     timespec tick{0, 50 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
@@ -386,10 +458,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
 
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> members,
                         ClusterMembership::open(o.membership));
-  const Status led = members->lead([&stop_signals] {
-    timespec zero{0, 0};
-    return sigtimedwait(&stop_signals, nullptr, &zero) > 0;
-  });
+  const Status led = members->lead(StopCheck{&stop_signals});
   if (led.code() == StatusCode::kCancelled) {
     KEEL_LOG_INFO("cluster: stopped while waiting to lead");
     return {};
@@ -401,9 +470,23 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
     KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
   }
-  KEEL_ASSIGN_OR_RETURN(Tree tree, start_children(sup, o, path, name));
+  ClusterNodes nodes;  // --nodes auto: the TEs started through node agents
+  if (o.nodes == "auto") {
+    if (o.membership.mode != "etcd") {
+      return Status::invalid_argument("--nodes auto needs --membership etcd");
+    }
+    if (autoscaling(o) || o.warm_pool > 0) {
+      return Status::invalid_argument(
+          "--nodes auto does not drive the autoscaler or a local warm pool yet (the agents keep "
+          "their hosts' warm pools: keel node-agent --warm)");
+    }
+  }
+  Result<Tree> started = start_children(sup, o, path, name, nodes, *members);
+  if (!started.ok()) nodes.stop_all(std::chrono::milliseconds(5000));
+  KEEL_TRY(started.status());
+  Tree tree = std::move(*started);
   if (scaler) scaler->set_je_addresses(tree.je_addresses);
-  KEEL_TRY(register_tree(*members, tree, name));
+  KEEL_TRY(register_tree(*members, tree, name, o.membership));
   KEEL_ASSIGN_OR_RETURN(cluster::FleetClientConfig fc, fleet_config(o, tree, path));
   fc.loras = std::move(loras);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::FleetClient> fleet,
@@ -423,7 +506,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
                           start_autoscaler(o, tree, name, sup, scaler.get(), fleet.get()));
   }
   std::unique_ptr<cluster::TeReplacer> replacer;
-  if (!o.no_replace) {
+  if (!o.no_replace && o.nodes != "auto") {  // remote TEs leave through the membership
     KEEL_ASSIGN_OR_RETURN(replacer,
                           start_replacer(sup, o, tree.tes, tree.je_addresses, f, scaler.get()));
   }
@@ -449,14 +532,22 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<server::Server> srv,
                         server::Server::start(gateway_config(o, name), std::move(deps)));
   KEEL_LOG_INFO("ready: gateway on http://{}:{} (model '{}')", o.serve.host, srv->port(), name);
-  KEEL_TRY(members->add(membership::MemberKind::kGateway, "gateway-" + members->manager_id(),
-                        o.serve.host + ":" + std::to_string(srv->port()), {{"model", name}}));
+  ClusterMembership* mp = members.get();
+  const std::string gateway_address = o.serve.host + ":" + std::to_string(srv->port());
+  const auto register_gateway = [mp, gateway_address, name]() -> Status {
+    return mp->add(membership::MemberKind::kGateway, "gateway-" + mp->manager_id(), gateway_address,
+                   {{"model", name}});
+  };
+  KEEL_TRY(register_gateway());
   nlohmann::json ready = {{"role", "gateway"}, {"port", srv->port()}, {"pid", getpid()}};
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
-  const int sig =
-      wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(), *members);
+  const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(),
+                                *members, [&]() -> Status {
+                                  KEEL_TRY(register_tree(*members, tree, name, o.membership));
+                                  return register_gateway();
+                                });
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();
@@ -466,6 +557,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::vector<std::string> order = tree.je_names;
   order.insert(order.end(), tree.te_names.begin(), tree.te_names.end());
   KEEL_TRY(sup.stop_all_in_order(order, std::chrono::milliseconds(10000)).status());
+  nodes.stop_all(std::chrono::milliseconds(3000));
   if (scaler) scaler->shutdown();              // after the TEs that mapped its entry
   if (Status s = members->close(); !s.ok()) {  // every member registered here vanishes now
     KEEL_LOG_WARN("cluster: membership not closed ({}); its members vanish after the TTL",

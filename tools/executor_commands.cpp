@@ -24,6 +24,7 @@
 #include "cluster/weights_receiver.h"
 #include "cluster/weights_server.h"
 #include "cluster_commands.h"
+#include "cluster_membership.h"
 #include "core/file_system.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -33,6 +34,7 @@
 #include "host/compute.h"
 #include "host/engine_host.h"
 #include "kernels/kernels.h"
+#include "membership/member_follower.h"
 #include "model/lora_summary.h"
 #include "predictor/length_predictor.h"
 #include "stop_signals.h"
@@ -282,6 +284,17 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
     KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", opts.id,
                   cluster::kv_handoff_mode_name(handoff.mode), start_chunk_tokens);
   }
+  // With --membership etcd: te/<id> under this process's own lease, before anyone is told.
+  const std::string advertised = (opts.advertise_host.empty() ? o.host : opts.advertise_host) +
+                                 ":" + std::to_string(te->port());
+  Result<std::unique_ptr<ClusterMembership>> member =
+      register_self(opts.membership, {membership::MemberKind::kTaskExecutor,
+                                      opts.id,
+                                      advertised,
+                                      {{"model", config.model},
+                                       {"role", std::string(cluster::te_role_name(role))},
+                                       {"pid", std::to_string(getpid())}}});
+  if (!member.ok()) return fail_bind(launch, member.status());
   if (launch.binder != nullptr) {
     cluster::BindReply r;
     r.port = te->port();
@@ -309,7 +322,8 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   svc.handoff.reset();
   svc.transfer.reset();
   svc.fetcher.reset();
-  host.reset();  // the engine stops before its publisher
+  host.reset();                           // the engine stops before its publisher
+  if (*member) (void)(*member)->close();  // drained: leave the membership now, not at the TTL
   return {};
 }
 
@@ -370,6 +384,33 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   return te_serve(opts, compute, std::move(launch), stop_signals);
 }
 
+// The JE's side of the membership: every TE registered for `model` joins its fleet (add_te; one it
+// already has is left as it is), and one whose lease expires or that deregisters leaves it
+// (te_gone: out of routing, its jobs re-driven).
+Result<std::unique_ptr<membership::MemberFollower>> follow_tes(membership::Membership& session,
+                                                               cluster::JobExecutor& je,
+                                                               const std::string& model) {
+  membership::FollowerCallbacks cb;
+  cb.added = [&je](const membership::Member& m) {
+    const Status s = je.add_te(m.address);
+    if (!s.ok() && s.code() != StatusCode::kInvalidArgument) {  // InvalidArgument: known already
+      KEEL_LOG_WARN("je: te {} ({}) from the membership not added: {}", m.id, m.address,
+                    s.to_string());
+    }
+  };
+  cb.removed = [&je](const membership::Member& m) {
+    const Status s = je.te_gone(m.address);
+    if (!s.ok()) KEEL_LOG_WARN("je: te {} left: {}", m.id, s.to_string());
+  };
+  return membership::MemberFollower::start(
+      &session, membership::MemberKind::kTaskExecutor,
+      [model](const membership::Member& m) {
+        const auto it = m.attributes.find("model");
+        return it != m.attributes.end() && it->second == model;
+      },
+      std::move(cb));
+}
+
 Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   cluster::JobExecutorConfig config;
   config.id = opts.id;
@@ -378,6 +419,7 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   config.te_addresses = opts.tes;
   config.stall_timeout = std::chrono::milliseconds(opts.stall_timeout_ms);
   config.model = served_model_name(opts.served_model_name, opts.model_path, opts.model_path);
+  const std::string model_name = config.model;
   config.block_size = opts.block_size;
   config.router.policy =
       cluster::parse_route_policy(opts.router).value_or(cluster::RoutePolicy::kDeepServe);
@@ -418,12 +460,24 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
                         cluster::JobExecutor::start(std::move(config)));
   KEEL_LOG_INFO("je {}: {} TEs, router {}, listening at {}", opts.id, opts.tes.size(), opts.router,
                 je->address());
+  KEEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<ClusterMembership> member,
+      register_self(opts.membership, {membership::MemberKind::kJobExecutor,
+                                      opts.id,
+                                      je->address(),
+                                      {{"model", model_name}, {"pid", std::to_string(getpid())}}}));
+  std::unique_ptr<membership::MemberFollower> follower;
+  if (member) {
+    KEEL_ASSIGN_OR_RETURN(follower, follow_tes(member->session(), *je, model_name));
+  }
   KEEL_TRY(cluster::print_ready_line(
       {{"role", "je"}, {"id", opts.id}, {"port", je->port()}, {"pid", getpid()}}));
   int sig = 0;
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("je {}: {}: stopping", opts.id, signal_name(sig));
+  if (follower) follower->stop();
   je->stop();
+  if (member) (void)member->close();
   return {};
 }
 

@@ -81,6 +81,26 @@ Status JobExecutor::remove_te(const std::string& address) {
   return Status::not_found("te " + address + " is not in this job executor's fleet");
 }
 
+Status JobExecutor::te_gone(const std::string& address) {
+  std::shared_ptr<Link> link;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& te : tes_) {
+      if (te->address != address && te->info.address != address) continue;
+      te->draining = true;
+      link = te->link;
+      KEEL_LOG_WARN("je {}: te {} ({}) left the membership: out of service", config_.id,
+                    te->info.id, address);
+      break;
+    }
+    if (link == nullptr) {
+      return Status::not_found("te " + address + " is not in this job executor's fleet");
+    }
+  }
+  link->close();  // the health check now counts it dead and re-drives its jobs
+  return {};
+}
+
 Status JobExecutor::connect_tes() {
   for (size_t i = 0; i < config_.te_addresses.size(); ++i) {
     auto entry = std::make_unique<TeEntry>();

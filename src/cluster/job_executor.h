@@ -93,6 +93,10 @@ class JobExecutor {
   // it; its jobs go on, and are re-driven as for a dead TE if it goes away with work left.
   // NotFound when the JE does not know it.
   Status remove_te(const std::string& address);
+  // The TE at `address` is gone (its membership lease expired, or it deregistered): the router no
+  // longer picks it, its link is closed, and the health check re-drives its jobs elsewhere as for
+  // a dead TE. NotFound when the JE does not know it.
+  Status te_gone(const std::string& address);
   // Stops listening, closes every link, joins the monitor. Idempotent.
   void stop();
   // Applies TE `te_id`'s cache events to the router's prefix index (the KV-event subscriber's

@@ -15,17 +15,19 @@ const char* member_kind_name(MemberKind kind) {
       return "te";
     case MemberKind::kManager:
       return "manager";
+    case MemberKind::kNode:
+      return "node";
   }
   return "?";
 }
 
 Result<MemberKind> parse_member_kind(const std::string& name) {
   for (MemberKind k : {MemberKind::kGateway, MemberKind::kJobExecutor, MemberKind::kTaskExecutor,
-                       MemberKind::kManager}) {
+                       MemberKind::kManager, MemberKind::kNode}) {
     if (name == member_kind_name(k)) return k;
   }
   return Status::invalid_argument("unknown member kind '" + name +
-                                  "' (expected gateway, je, te or manager)");
+                                  "' (expected gateway, je, te, manager or node)");
 }
 
 Status validate_prefix(const std::string& prefix) {

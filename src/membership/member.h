@@ -11,9 +11,10 @@
 
 namespace keel::membership {
 
-enum class MemberKind { kGateway, kJobExecutor, kTaskExecutor, kManager };
+// kNode: a host's node agent (`keel node-agent`), its capacity in the attributes.
+enum class MemberKind { kGateway, kJobExecutor, kTaskExecutor, kManager, kNode };
 
-// "gateway", "je", "te", "manager".
+// "gateway", "je", "te", "manager", "node".
 const char* member_kind_name(MemberKind kind);
 Result<MemberKind> parse_member_kind(const std::string& name);
 

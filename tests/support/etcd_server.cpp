@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -38,15 +39,15 @@ int free_port() {
   return port;
 }
 
-// GET /health on 127.0.0.1:port answers with "true" in its body.
-bool healthy(int port) {
+// GET /health on host:port answers with "true" in its body.
+bool healthy(const std::string& host, int port) {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   timeval tv{1, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
   sockaddr_in a{};
   a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::inet_pton(AF_INET, host.c_str(), &a.sin_addr);
   a.sin_port = htons(static_cast<uint16_t>(port));
   std::string got;
   if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0) {
@@ -62,6 +63,19 @@ bool healthy(int port) {
 }
 
 }  // namespace
+
+bool run_in_netns(const std::string& netns, const std::function<void()>& fn) {
+  bool entered = false;
+  std::thread t([&] {
+    const int fd = ::open(("/run/netns/" + netns).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    entered = ::setns(fd, CLONE_NEWNET) == 0;
+    ::close(fd);
+    if (entered) fn();
+  });
+  t.join();
+  return entered;
+}
 
 bool under_ci() {
   const char* ci = std::getenv("CI");
@@ -113,6 +127,45 @@ std::unique_ptr<EtcdServer> EtcdServer::start(std::string* error) {
   return s;
 }
 
+std::unique_ptr<EtcdServer> EtcdServer::start_in_netns(const std::string& netns,
+                                                       const std::string& host,
+                                                       std::string* error) {
+  const std::string bin = find_binary();
+  if (bin.empty()) {
+    *error = "etcd not found on PATH";
+    return nullptr;
+  }
+  std::unique_ptr<EtcdServer> s(new EtcdServer());
+  s->data_dir_ = make_temp_dir("etcd");
+  s->client_port_ = 2379;  // a fresh namespace: its ports are free
+  s->host_ = host;
+  s->netns_ = netns;
+  const std::string client = "http://" + host + ":2379";
+  const std::string peer = "http://127.0.0.1:2380";
+  s->endpoint_ = client;
+  s->args_ = {"ip",
+              "netns",
+              "exec",
+              netns,
+              bin,
+              "--name",
+              "keel-test",
+              "--data-dir",
+              s->data_dir_ + "/data",
+              "--listen-client-urls",
+              client,
+              "--advertise-client-urls",
+              client,
+              "--listen-peer-urls",
+              peer,
+              "--initial-advertise-peer-urls",
+              peer,
+              "--initial-cluster",
+              "keel-test=" + peer};
+  if (!s->launch(error)) return nullptr;
+  return s;
+}
+
 bool EtcdServer::restart(std::string* error) {
   stop();
   return launch(error);
@@ -131,7 +184,7 @@ bool EtcdServer::launch(std::string* error) {
     std::vector<char*> argv;
     for (const std::string& a : args_) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
-    ::execv(args_[0].c_str(), argv.data());
+    ::execvp(args_[0].c_str(), argv.data());
     ::_exit(127);
   }
   if (pid < 0) {
@@ -141,7 +194,13 @@ bool EtcdServer::launch(std::string* error) {
   pid_ = pid;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
-    if (healthy(client_port_)) return true;
+    bool ok = false;
+    if (netns_.empty()) {
+      ok = healthy(host_, client_port_);
+    } else {
+      run_in_netns(netns_, [&] { ok = healthy(host_, client_port_); });
+    }
+    if (ok) return true;
     int status = 0;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
       pid_ = -1;

@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +20,11 @@ class EtcdServer {
   static std::string find_binary();
   // Starts etcd and waits (up to 20 s) for it to serve; nullptr with `error` set on failure.
   static std::unique_ptr<EtcdServer> start(std::string* error);
+  // Starts etcd inside network namespace `netns` (`ip netns exec`), its client URL on
+  // http://HOST:2379 and its peer URL on the namespace's loopback; health is checked from a
+  // thread that entered the namespace.
+  static std::unique_ptr<EtcdServer> start_in_netns(const std::string& netns,
+                                                    const std::string& host, std::string* error);
   ~EtcdServer();
   EtcdServer(const EtcdServer&) = delete;
   EtcdServer& operator=(const EtcdServer&) = delete;
@@ -38,9 +44,15 @@ class EtcdServer {
   std::vector<std::string> args_;
   pid_t pid_ = -1;
   int client_port_ = 0;
+  std::string host_ = "127.0.0.1";
+  std::string netns_;  // "" = this process's namespace
   std::string endpoint_;
   std::string data_dir_;
 };
+
+// Runs `fn` on a thread that entered network namespace `netns` (/run/netns/NAME); false when it
+// could not enter it.
+bool run_in_netns(const std::string& netns, const std::function<void()>& fn);
 
 // True when CI=true is set in the environment.
 bool under_ci();

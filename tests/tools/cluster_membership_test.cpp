@@ -6,6 +6,7 @@
 // with the reason printed without etcd/etcdctl; failed under CI=true.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -153,6 +154,89 @@ TEST(ClusterMembershipTest, StandbyTakesOverWhenTheLeaderDies) {
   EXPECT_NE(now_id.find(std::to_string(standby->pid)), std::string::npos) << now_id;
   Result<int> port = cluster::ready_port(standby->ready);
   ASSERT_TRUE(port.ok());
+  const nlohmann::json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};
+  EXPECT_EQ(http_request(*port, "POST", "/v1/completions", body.dump()).status, 200);
+}
+
+// The healthy TEs the gateway's JE routes to, by address (GET /v1/cluster/status).
+std::vector<std::string> healthy_tes(int port) {
+  const HttpResponse r = http_request(port, "GET", "/v1/cluster/status");
+  std::vector<std::string> out;
+  const nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+  if (!j.is_object() || !j.contains("task_executors")) return out;
+  for (const auto& te : j["task_executors"]) {
+    if (te.value("healthy", false)) out.push_back(te.value("address", ""));
+  }
+  return out;
+}
+
+// A TE started on its own with the membership flags joins the running cluster's JE (it follows
+// the TEs in etcd) and, SIGKILLed, leaves its routing set (here its link closes at once; a TE
+// whose host is cut off leaves by its lease: keel_cluster_netns_test).
+TEST(ClusterMembershipTest, JeAddsTesThatRegisterLater) {
+  KEEL_REQUIRE_ETCD();
+  std::string error;
+  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
+  ASSERT_NE(etcd, nullptr) << error;
+  cluster::ProcessSupervisor sup;
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = cluster_argv(etcd->endpoint());
+  spec.ready_timeout = std::chrono::milliseconds(60000);
+  Result<cluster::Child> up = sup.spawn(spec);
+  ASSERT_TRUE(up.ok()) << up.status().to_string();
+  Result<int> port = cluster::ready_port(up->ready);
+  ASSERT_TRUE(port.ok());
+  ASSERT_EQ(healthy_tes(*port).size(), 1u);
+
+  cluster::ChildSpec late;
+  late.name = "te-late";
+  late.argv = {KEEL_BINARY,
+               "te",
+               "-m",
+               KEEL_REPO_STORIES,
+               "--served-model-name",
+               "stories",
+               "--id",
+               "te-late",
+               "--port",
+               "0",
+               "-t",
+               "1",
+               "--membership",
+               "etcd",
+               "--etcd-endpoints",
+               etcd->endpoint(),
+               "--membership-prefix",
+               "/keel/it",
+               "--membership-ttl",
+               "3"};
+  late.ready_timeout = std::chrono::milliseconds(60000);
+  Result<cluster::Child> te = sup.spawn(late);
+  ASSERT_TRUE(te.ok()) << te.status().to_string();
+  const std::string address = "127.0.0.1:" + std::to_string(*cluster::ready_port(te->ready));
+  const auto joined_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  std::vector<std::string> tes;
+  while (std::chrono::steady_clock::now() < joined_by) {
+    tes = healthy_tes(*port);
+    if (std::find(tes.begin(), tes.end(), address) != tes.end()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_EQ(tes.size(), 2u) << "te-late (" << address << ") never joined the JE's fleet";
+
+  ASSERT_TRUE(sup.signal(te->pid, SIGKILL).ok());
+  const auto killed = std::chrono::steady_clock::now();
+  double gone_s = -1;
+  while (std::chrono::steady_clock::now() - killed < std::chrono::seconds(10)) {
+    tes = healthy_tes(*port);
+    if (std::find(tes.begin(), tes.end(), address) == tes.end()) {
+      gone_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - killed).count();
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::printf("te-late out of the JE's routing set %.2f s after its SIGKILL\n", gone_s);
+  EXPECT_GE(gone_s, 0) << "te-late still routed 10 s after its SIGKILL";
   const nlohmann::json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};
   EXPECT_EQ(http_request(*port, "POST", "/v1/completions", body.dump()).status, 200);
 }

@@ -1,0 +1,109 @@
+// The node agent's message codecs; see node_messages.h.
+#include "cluster/node_messages.h"
+
+#include "cluster/messages.h"
+
+namespace keel::cluster {
+namespace {
+
+Status bad(std::string_view message, std::string_view field, std::string_view why) {
+  return Status::invalid_argument(std::string(message) + ": '" + std::string(field) + "' " +
+                                  std::string(why));
+}
+
+Status read_str(const Json& body, std::string_view message, const char* field, std::string* out,
+                bool required) {
+  const auto it = body.find(field);
+  if (it == body.end()) return required ? bad(message, field, "missing") : Status();
+  if (!it->is_string()) return bad(message, field, "is not a string");
+  *out = it->get<std::string>();
+  return {};
+}
+
+Status read_int(const Json& body, std::string_view message, const char* field, int64_t lo,
+                int64_t hi, int32_t* out) {
+  const auto it = body.find(field);
+  if (it == body.end()) return {};  // the default stands
+  if (!it->is_number_integer()) return bad(message, field, "is not an integer");
+  const int64_t v = it->get<int64_t>();
+  if (v < lo || v > hi) return bad(message, field, "out of range");
+  *out = static_cast<int32_t>(v);
+  return {};
+}
+
+}  // namespace
+
+Message encode(const StartTe& m) {
+  return {std::string(msg::kStartTe), Json{{"id", m.id},
+                                           {"model_path", m.model_path},
+                                           {"served_model_name", m.served_model_name},
+                                           {"role", m.role},
+                                           {"threads", m.threads},
+                                           {"args", m.args}}};
+}
+
+Message encode(const StopTe& m) {
+  return {std::string(msg::kStopTe), Json{{"id", m.id}, {"grace_ms", m.grace_ms}}};
+}
+
+Json encode_body(const StartTeReply& m) {
+  Json body = status_body(m.status);
+  body["id"] = m.id;
+  body["address"] = m.address;
+  body["pid"] = m.pid;
+  body["warm"] = m.warm;
+  return body;
+}
+
+Result<StartTe> decode_start_te(const Json& body) {
+  constexpr std::string_view kMsg = "start_te";
+  if (!body.is_object()) return Status::invalid_argument("start_te: body is not a map");
+  StartTe m;
+  KEEL_TRY(read_str(body, kMsg, "id", &m.id, true));
+  if (m.id.empty() || m.id.find('/') != std::string::npos) return bad(kMsg, "id", "is not an id");
+  KEEL_TRY(read_str(body, kMsg, "model_path", &m.model_path, true));
+  if (m.model_path.empty()) return bad(kMsg, "model_path", "is empty");
+  KEEL_TRY(read_str(body, kMsg, "served_model_name", &m.served_model_name, false));
+  KEEL_TRY(read_str(body, kMsg, "role", &m.role, false));
+  if (m.role != "colocated" && m.role != "prefill" && m.role != "decode") {
+    return bad(kMsg, "role", "is not colocated, prefill or decode");
+  }
+  KEEL_TRY(read_int(body, kMsg, "threads", 1, 1024, &m.threads));
+  const auto args = body.find("args");
+  if (args != body.end()) {
+    if (!args->is_array()) return bad(kMsg, "args", "is not a list");
+    for (const Json& a : *args) {
+      if (!a.is_string()) return bad(kMsg, "args", "holds a non-string");
+      m.args.push_back(a.get<std::string>());
+    }
+  }
+  return m;
+}
+
+Result<StopTe> decode_stop_te(const Json& body) {
+  constexpr std::string_view kMsg = "stop_te";
+  if (!body.is_object()) return Status::invalid_argument("stop_te: body is not a map");
+  StopTe m;
+  KEEL_TRY(read_str(body, kMsg, "id", &m.id, true));
+  if (m.id.empty()) return bad(kMsg, "id", "is empty");
+  KEEL_TRY(read_int(body, kMsg, "grace_ms", 0, 600000, &m.grace_ms));
+  return m;
+}
+
+Result<StartTeReply> decode_start_te_reply(const Json& body) {
+  constexpr std::string_view kMsg = "start_te reply";
+  if (!body.is_object()) return Status::invalid_argument("start_te reply: body is not a map");
+  StartTeReply m;
+  m.status = decode_status_body(body);
+  if (!m.status.ok()) return m;
+  KEEL_TRY(read_str(body, kMsg, "id", &m.id, true));
+  KEEL_TRY(read_str(body, kMsg, "address", &m.address, true));
+  const auto pid = body.find("pid");
+  if (pid == body.end() || !pid->is_number_integer()) return bad(kMsg, "pid", "missing");
+  m.pid = pid->get<int64_t>();
+  const auto warm = body.find("warm");
+  if (warm != body.end() && warm->is_boolean()) m.warm = warm->get<bool>();
+  return m;
+}
+
+}  // namespace keel::cluster

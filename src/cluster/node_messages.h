@@ -1,0 +1,59 @@
+// The node agent's control messages (`keel node-agent`, docs/cluster.md "Node agents"): the
+// cluster manager asks a host's agent over a Link (link.h: MessagePack frames) to start or stop
+// one task executor there. Plain structs, one codec each; every decode checks types and ranges
+// and names the bad field.
+//
+//   manager → agent  start_te (a call; StartTe, the reply StartTeReply): start TE `id` serving
+//                    `model_path` (a warm TE from the host's pool is bound when one is idle, else
+//                    a TE is cold-started); the reply carries its control address and pid.
+//   manager → agent  stop_te (a call; StopTe, the reply a status_body): stop TE `id` (SIGTERM,
+//                    drain, then SIGKILL after the grace), by the pid the agent started.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/link.h"
+#include "core/result.h"
+
+namespace keel::cluster {
+
+namespace msg {
+inline constexpr std::string_view kStartTe = "start_te";
+inline constexpr std::string_view kStopTe = "stop_te";
+}  // namespace msg
+
+struct StartTe {
+  std::string id;                 // the TE's id in the fleet (unique in the cluster)
+  std::string model_path;         // the GGUF, as the host sees it
+  std::string served_model_name;  // the model's id in the API
+  std::string role = "colocated";
+  int32_t threads = 1;            // its compute threads
+  std::vector<std::string> args;  // further `keel te` flags (engine sizes), passed as they are
+  bool operator==(const StartTe&) const = default;
+};
+
+struct StartTeReply {
+  Status status;
+  std::string id;       // the TE's id (a bound warm TE keeps its pool name)
+  std::string address;  // its control endpoint "host:port", as registered in the membership
+  int64_t pid = 0;
+  bool warm = false;  // bound from the warm pool
+};
+
+struct StopTe {
+  std::string id;
+  int32_t grace_ms = 10000;  // SIGTERM → SIGKILL
+  bool operator==(const StopTe&) const = default;
+};
+
+[[nodiscard]] Message encode(const StartTe& m);
+[[nodiscard]] Message encode(const StopTe& m);
+[[nodiscard]] Json encode_body(const StartTeReply& m);
+[[nodiscard]] Result<StartTe> decode_start_te(const Json& body);
+[[nodiscard]] Result<StopTe> decode_stop_te(const Json& body);
+[[nodiscard]] Result<StartTeReply> decode_start_te_reply(const Json& body);
+
+}  // namespace keel::cluster

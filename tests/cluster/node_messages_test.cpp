@@ -1,0 +1,76 @@
+// The node agent's control messages: round trips and precise errors on malformed bodies.
+#include "cluster/node_messages.h"
+
+#include <gtest/gtest.h>
+
+namespace keel::cluster {
+namespace {
+
+TEST(NodeMessagesTest, StartAndStopRoundTrip) {
+  StartTe s;
+  s.id = "te-3";
+  s.model_path = "/models/m.gguf";
+  s.served_model_name = "m";
+  s.role = "decode";
+  s.threads = 2;
+  s.args = {"--max-num-seqs", "8"};
+  const Message m = encode(s);
+  EXPECT_EQ(m.type, msg::kStartTe);
+  Result<StartTe> back = decode_start_te(m.body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, s);
+
+  const StopTe stop{"te-3", 2500};
+  Result<StopTe> stop_back = decode_stop_te(encode(stop).body);
+  ASSERT_TRUE(stop_back.ok());
+  EXPECT_EQ(*stop_back, stop);
+
+  StartTeReply r;
+  r.id = "h2-warm-te-0";
+  r.address = "10.0.0.2:4000";
+  r.pid = 77;
+  r.warm = true;
+  Result<StartTeReply> r_back = decode_start_te_reply(encode_body(r));
+  ASSERT_TRUE(r_back.ok());
+  EXPECT_TRUE(r_back->status.ok());
+  EXPECT_EQ(r_back->address, "10.0.0.2:4000");
+  EXPECT_EQ(r_back->pid, 77);
+  EXPECT_TRUE(r_back->warm);
+  r.status = Status::resource_exhausted("no room");
+  r_back = decode_start_te_reply(encode_body(r));
+  ASSERT_TRUE(r_back.ok());
+  EXPECT_EQ(r_back->status.code(), StatusCode::kResourceExhausted);
+}
+
+TEST(NodeMessagesTest, MalformedBodiesNameTheField) {
+  const Json good = encode(StartTe{"te-0", "/m.gguf", "m", "colocated", 1, {}}).body;
+  const auto broken = [&](const char* field, Json value) {
+    Json b = good;
+    b[field] = std::move(value);
+    return decode_start_te(b).status();
+  };
+  for (const auto& [field, value] :
+       std::vector<std::pair<const char*, Json>>{{"id", 5},
+                                                 {"id", "a/b"},
+                                                 {"model_path", ""},
+                                                 {"role", "both"},
+                                                 {"threads", 0},
+                                                 {"threads", "2"},
+                                                 {"args", "x"},
+                                                 {"args", Json::array({1})}}) {
+    const Status s = broken(field, value);
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << field;
+    EXPECT_NE(s.message().find(field), std::string::npos) << s.message();
+  }
+  Json no_id = good;
+  no_id.erase("id");
+  EXPECT_NE(decode_start_te(no_id).status().message().find("'id' missing"), std::string::npos);
+  EXPECT_FALSE(decode_start_te(Json::array()).ok());
+  EXPECT_FALSE(decode_stop_te(Json{{"id", ""}}).ok());
+  EXPECT_FALSE(decode_stop_te(Json{{"id", "te-0"}, {"grace_ms", -1}}).ok());
+  EXPECT_FALSE(decode_start_te_reply(Json::object()).ok() &&
+               decode_start_te_reply(Json::object())->status.ok());
+}
+
+}  // namespace
+}  // namespace keel::cluster

@@ -1,0 +1,94 @@
+// ClusterNodes; see cluster_nodes.h.
+#include "cluster_nodes.h"
+
+#include <map>
+
+#include "cluster/messages.h"
+#include "cluster/placement.h"
+#include "core/log.h"
+
+namespace keel::cli {
+
+Result<std::vector<cluster::NodeCapacity>> ClusterNodes::list(membership::Membership& session) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<membership::Member> members, session.list());
+  std::vector<cluster::NodeCapacity> out;
+  for (const membership::Member& m : members) {
+    if (m.kind != membership::MemberKind::kNode) continue;
+    Result<cluster::NodeCapacity> c =
+        cluster::capacity_from_attributes(m.id, m.address, m.attributes);
+    if (!c.ok()) {
+      KEEL_LOG_WARN("cluster: node {} skipped: {}", m.id, c.status().to_string());
+      continue;
+    }
+    out.push_back(std::move(*c));
+  }
+  return out;
+}
+
+Result<std::shared_ptr<cluster::Link>> ClusterNodes::link_to(const std::string& address) {
+  auto it = links_.find(address);
+  if (it != links_.end() && !it->second->closed()) return it->second;
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link,
+                        cluster::Link::connect(
+                            address, std::chrono::milliseconds(5000),
+                            [](cluster::Link&, cluster::Message) {}, nullptr));
+  links_[address] = link;
+  return link;
+}
+
+Result<std::vector<RemoteTe>> ClusterNodes::start(const std::vector<cluster::NodeCapacity>& nodes,
+                                                  const std::vector<cluster::StartTe>& starts,
+                                                  std::chrono::milliseconds timeout) {
+  if (starts.empty()) return std::vector<RemoteTe>{};
+  cluster::PlacementRequest req;
+  req.tes = static_cast<int32_t>(starts.size());
+  req.threads_per_te = starts[0].threads;
+  KEEL_ASSIGN_OR_RETURN(std::vector<std::string> hosts, cluster::place_tes(nodes, req));
+  std::map<std::string, std::string> address_of;
+  for (const cluster::NodeCapacity& n : nodes) address_of[n.host_id] = n.address;
+  std::vector<RemoteTe> out;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    const std::string& agent = address_of[hosts[i]];
+    Status failed;
+    Result<std::shared_ptr<cluster::Link>> link = link_to(agent);
+    if (link.ok()) {
+      Result<cluster::Json> reply = (*link)->call(cluster::encode(starts[i]), timeout);
+      Result<cluster::StartTeReply> r = reply.ok() ? cluster::decode_start_te_reply(*reply)
+                                                   : Result<cluster::StartTeReply>(reply.status());
+      if (r.ok() && r->status.ok()) {
+        RemoteTe te{r->id, hosts[i], r->address, r->pid};
+        KEEL_LOG_INFO("cluster: te {} on node {} at {} (pid {}){}", te.id, te.host_id, te.address,
+                      te.pid, r->warm ? ", from its warm pool" : "");
+        started_.emplace_back(agent, te);
+        out.push_back(std::move(te));
+        continue;
+      }
+      failed = r.ok() ? r->status : r.status();
+    } else {
+      failed = link.status();
+    }
+    stop_all(std::chrono::milliseconds(5000));
+    return failed.with_prefix("cluster: start " + starts[i].id + " on node " + hosts[i]);
+  }
+  return out;
+}
+
+void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
+  for (const auto& [agent, te] : started_) {
+    Result<std::shared_ptr<cluster::Link>> link = link_to(agent);
+    Status s = link.status();
+    if (link.ok()) {
+      cluster::StopTe stop{te.id, static_cast<int32_t>(grace.count())};
+      Result<cluster::Json> reply =
+          (*link)->call(cluster::encode(stop), grace + std::chrono::seconds(2));
+      s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
+    }
+    if (!s.ok())
+      KEEL_LOG_WARN("cluster: te {} on node {} not stopped: {}", te.id, te.host_id, s.to_string());
+  }
+  started_.clear();
+  for (auto& [address, link] : links_) link->close();
+  links_.clear();
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,366 @@
+// `keel node-agent`: a host's agent. It registers the host in the membership (node/<host-id>, its
+// capacity as attributes: cluster/node_capacity.h) under its own lease — a host cut off vanishes
+// within the TTL — and listens on --listen for the cluster manager's start_te / stop_te calls
+// (cluster/node_messages.h). A start binds an idle warm TE of the host's pool (--warm N, kept
+// topped up) when one is idle and the model's name allows, else forks `keel te` with the model;
+// either way the TE registers itself (te/<id>, its own lease) before the reply, so JEs following
+// the membership take it. Children are started and stopped by PID (ProcessSupervisor); SIGTERM
+// stops every one of them, then revokes the lease.
+//
+// Threads: the main thread owns the supervisor and the warm pool and handles every request; the
+// listener's link threads only queue requests (under queue_mu) and the main thread answers them.
+#include <unistd.h>
+
+#include <algorithm>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cluster/host_port.h"
+#include "cluster/listener.h"
+#include "cluster/messages.h"
+#include "cluster/node_capacity.h"
+#include "cluster/node_messages.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/ready_line.h"
+#include "cluster/warm_pool.h"
+#include "cluster_commands.h"
+#include "cluster_membership.h"
+#include "core/file_system.h"
+#include "core/log.h"
+#include "stop_signals.h"
+#include "store/model_store.h"
+
+namespace keel::cli {
+namespace {
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("keel") : p.string();
+}
+
+// A request from a link thread, answered on the main thread.
+struct Pending {
+  std::shared_ptr<cluster::Link> link;
+  cluster::Message message;
+};
+
+// The TEs this agent started and that still run.
+struct StartedTe {
+  pid_t pid = 0;
+  std::string address;
+};
+
+class NodeAgent {
+ public:
+  explicit NodeAgent(const NodeAgentOptions& o) : o_(o) {}
+
+  Status start();
+  // Handles requests until a stop signal; returns it.
+  int run(const sigset_t& stop_signals);
+  void shutdown();
+
+ private:
+  void on_message(cluster::Link& link, cluster::Message m);
+  void handle(const Pending& p);
+  cluster::StartTeReply start_te(const cluster::StartTe& req);
+  Status stop_te(const cluster::StopTe& req);
+  std::vector<std::string> membership_argv() const;
+  // Reads the host's capacity now (cores, /proc/meminfo, store entries, TE counts).
+  cluster::NodeCapacity capacity() const;
+  // Re-registers node/<host-id> when its capacity attributes changed.
+  void publish();
+
+  const NodeAgentOptions& o_;
+  cluster::HostPort listen_;
+  cluster::ProcessSupervisor sup_;
+  std::unique_ptr<cluster::WarmPool> pool_;
+  std::unique_ptr<cluster::Listener> listener_;
+  std::unique_ptr<ClusterMembership> member_;
+  std::map<std::string, StartedTe> tes_;  // by id
+  std::map<std::string, std::string> published_;
+  std::mutex queue_mu_;
+  std::deque<Pending> queue_;                          // guarded by queue_mu_
+  std::vector<std::shared_ptr<cluster::Link>> links_;  // guarded by queue_mu_
+};
+
+std::vector<std::string> NodeAgent::membership_argv() const {
+  const MembershipOptions& m = o_.membership;
+  std::string endpoints;
+  for (const std::string& e : m.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
+  return {"--membership",        "etcd",   "--etcd-endpoints", endpoints,
+          "--membership-prefix", m.prefix, "--membership-ttl", std::to_string(m.ttl_s)};
+}
+
+cluster::NodeCapacity NodeAgent::capacity() const {
+  cluster::NodeCapacity c;
+  c.host_id = o_.host_id;
+  c.address = listen_.host + ":" + std::to_string(listener_->port());
+  c.cores = o_.cores > 0 ? o_.cores
+                         : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  std::ifstream in("/proc/meminfo");
+  std::stringstream text;
+  text << in.rdbuf();
+  const Result<int64_t> total = cluster::parse_meminfo_field(text.str(), "MemTotal");
+  const Result<int64_t> available = cluster::parse_meminfo_field(text.str(), "MemAvailable");
+  c.memory_total_bytes = total.ok() ? *total : 0;
+  c.memory_available_bytes = std::min(c.memory_total_bytes, available.ok() ? *available : 0);
+  if (!o_.store_dir.empty()) {
+    PosixFileSystem fs;
+    store::ModelStore st({.dir = o_.store_dir}, &fs);
+    if (Result<std::vector<store::EntryInfo>> e = st.entries(); e.ok()) {
+      for (const store::EntryInfo& x : *e) {
+        c.models.push_back(std::filesystem::path(x.path).filename().string());
+      }
+    }
+  }
+  c.max_tes = o_.max_tes > 0 ? o_.max_tes : c.cores;
+  c.running_tes = static_cast<int32_t>(tes_.size());
+  c.warm_tes = pool_ ? static_cast<int32_t>(pool_->idle()) : 0;
+  return c;
+}
+
+void NodeAgent::publish() {
+  const cluster::NodeCapacity c = capacity();
+  std::map<std::string, std::string> attrs = cluster::capacity_attributes(c);
+  attrs["pid"] = std::to_string(getpid());
+  if (attrs == published_) return;
+  const Status s = member_->add(membership::MemberKind::kNode, o_.host_id, c.address, attrs);
+  if (!s.ok()) {
+    KEEL_LOG_WARN("node-agent {}: capacity not published: {}", o_.host_id, s.to_string());
+    return;
+  }
+  published_ = std::move(attrs);
+}
+
+Status NodeAgent::start() {
+  if (o_.membership.mode != "etcd") {
+    return Status::invalid_argument("node-agent: needs --membership etcd --etcd-endpoints URLS");
+  }
+  KEEL_TRY(membership::validate_name("--host-id", o_.host_id));
+  if (o_.listen.size() > 2 && o_.listen.ends_with(":0")) {  // a free port
+    listen_.host = o_.listen.substr(0, o_.listen.size() - 2);
+  } else {
+    KEEL_ASSIGN_OR_RETURN(listen_, cluster::parse_host_port(o_.listen));
+  }
+  if (listen_.host == "0.0.0.0") {
+    return Status::invalid_argument("node-agent: --listen needs the host's address, not 0.0.0.0");
+  }
+  KEEL_ASSIGN_OR_RETURN(listener_, cluster::Listener::start(
+                                       listen_.host, listen_.port,
+                                       [this](cluster::Link& link, cluster::Message m) {
+                                         on_message(link, std::move(m));
+                                       },
+                                       nullptr,
+                                       [this](std::shared_ptr<cluster::Link> link) {
+                                         std::lock_guard lock(queue_mu_);
+                                         links_.push_back(std::move(link));
+                                       }));
+  if (o_.warm > 0) {
+    cluster::WarmPoolConfig wc;
+    // Warm TEs bind to a model later; their bind port is reached on loopback, their control port
+    // from other hosts (registered at --advertise-host).
+    wc.te_argv = {self_exe(),
+                  "te",
+                  "--warm",
+                  "--host",
+                  "0.0.0.0",
+                  "--advertise-host",
+                  listen_.host,
+                  "--port",
+                  "0",
+                  "-t",
+                  std::to_string(o_.threads_per_te)};
+    if (!o_.store_dir.empty()) wc.te_argv.insert(wc.te_argv.end(), {"--store-dir", o_.store_dir});
+    const std::vector<std::string> m = membership_argv();
+    wc.te_argv.insert(wc.te_argv.end(), m.begin(), m.end());
+    wc.name_prefix = o_.host_id + "-warm-te";
+    wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
+    pool_ = std::make_unique<cluster::WarmPool>(&sup_, std::move(wc));
+    KEEL_TRY(pool_->refill(o_.warm));
+  }
+  KEEL_ASSIGN_OR_RETURN(member_, ClusterMembership::open(o_.membership));
+  publish();
+  if (published_.empty()) return Status::unavailable("node-agent: could not register the host");
+  const cluster::NodeCapacity c = capacity();
+  KEEL_LOG_INFO("node-agent {}: {} cores, {} MiB, {} store entries, {} warm TEs; control at {}",
+                o_.host_id, c.cores, c.memory_total_bytes >> 20, c.models.size(), c.warm_tes,
+                c.address);
+  return cluster::print_ready_line(
+      {{"role", "node-agent"}, {"id", o_.host_id}, {"port", listener_->port()}, {"pid", getpid()}});
+}
+
+void NodeAgent::on_message(cluster::Link& link, cluster::Message m) {
+  std::lock_guard lock(queue_mu_);
+  queue_.push_back({link.shared_from_this(), std::move(m)});
+}
+
+cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
+  cluster::StartTeReply reply;
+  if (tes_.count(req.id) > 0 || sup_.find(req.id)) {
+    reply.status = Status::invalid_argument("te " + req.id + " already runs on " + o_.host_id);
+    return reply;
+  }
+  const cluster::NodeCapacity c = capacity();
+  if (c.running_tes >= c.max_tes) {
+    reply.status = Status::resource_exhausted("node " + o_.host_id + " runs " +
+                                              std::to_string(c.running_tes) + " TEs (its max)");
+    return reply;
+  }
+  const bool name_fits =
+      req.served_model_name.empty() ||
+      req.served_model_name == served_model_name("", req.model_path, req.model_path);
+  if (pool_ && pool_->idle() > 0 && name_fits && req.args.empty()) {
+    cluster::BindModel bind;
+    bind.model_path = req.model_path;
+    bind.role = req.role;
+    std::vector<Result<cluster::BoundTe>> bound = pool_->bind(1, bind);
+    if (bound.size() == 1 && bound[0].ok()) {
+      const std::string port = bound[0]->address.substr(bound[0]->address.rfind(':') + 1);
+      reply.id = bound[0]->name;
+      reply.address = listen_.host + ":" + port;
+      reply.pid = bound[0]->pid;
+      reply.warm = true;
+      tes_[reply.id] = {bound[0]->pid, reply.address};
+      return reply;
+    }
+    KEEL_LOG_WARN("node-agent {}: warm bind failed ({}); cold start", o_.host_id,
+                  bound.empty() ? "no TE" : bound[0].status().to_string());
+  }
+  cluster::ChildSpec spec;
+  spec.name = req.id;
+  spec.argv = {self_exe(), "te",
+               "-m",       req.model_path,
+               "--id",     req.id,
+               "--role",   req.role,
+               "--host",   listen_.host,
+               "--port",   "0",
+               "-t",       std::to_string(req.threads)};
+  if (!req.served_model_name.empty()) {
+    spec.argv.insert(spec.argv.end(), {"--served-model-name", req.served_model_name});
+  }
+  spec.argv.insert(spec.argv.end(), req.args.begin(), req.args.end());
+  if (!o_.store_dir.empty()) spec.argv.insert(spec.argv.end(), {"--store-dir", o_.store_dir});
+  const std::vector<std::string> m = membership_argv();
+  spec.argv.insert(spec.argv.end(), m.begin(), m.end());
+  spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
+  Result<cluster::Child> child = sup_.spawn(spec);
+  if (!child.ok()) {
+    reply.status = child.status();
+    return reply;
+  }
+  Result<int> port = cluster::ready_port(child->ready);
+  if (!port.ok()) {
+    reply.status = port.status();
+    (void)sup_.stop(child->pid, std::chrono::milliseconds(2000));
+    return reply;
+  }
+  reply.id = req.id;
+  reply.address = listen_.host + ":" + std::to_string(*port);
+  reply.pid = child->pid;
+  tes_[req.id] = {child->pid, reply.address};
+  return reply;
+}
+
+Status NodeAgent::stop_te(const cluster::StopTe& req) {
+  const auto it = tes_.find(req.id);
+  if (it == tes_.end()) return Status::not_found("te " + req.id + " does not run on " + o_.host_id);
+  const pid_t pid = it->second.pid;
+  tes_.erase(it);
+  KEEL_ASSIGN_OR_RETURN(cluster::ChildExit e,
+                        sup_.stop(pid, std::chrono::milliseconds(req.grace_ms)));
+  KEEL_LOG_INFO("node-agent {}: te {} stopped: {}", o_.host_id, req.id, e.describe());
+  return {};
+}
+
+void NodeAgent::handle(const Pending& p) {
+  const auto id = p.message.body.find("call_id");
+  if (id == p.message.body.end() || !id->is_number_integer()) return;  // not a call
+  const int64_t call_id = id->get<int64_t>();
+  if (p.message.type == cluster::msg::kStartTe) {
+    Result<cluster::StartTe> req = cluster::decode_start_te(p.message.body);
+    cluster::StartTeReply reply;
+    if (req.ok()) {
+      reply = start_te(*req);
+      KEEL_LOG_INFO("node-agent {}: start_te {}: {}{}", o_.host_id, req->id,
+                    reply.status.ok() ? reply.address : reply.status.to_string(),
+                    reply.warm ? " (warm pool)" : "");
+    } else {
+      reply.status = req.status();
+    }
+    p.link->reply(call_id, cluster::encode_body(reply));
+  } else if (p.message.type == cluster::msg::kStopTe) {
+    Result<cluster::StopTe> req = cluster::decode_stop_te(p.message.body);
+    p.link->reply(call_id, cluster::status_body(req.ok() ? stop_te(*req) : req.status()));
+  } else {
+    p.link->reply(call_id, cluster::status_body(Status::invalid_argument(
+                               "node-agent: unknown message '" + p.message.type + "'")));
+  }
+}
+
+int NodeAgent::run(const sigset_t& stop_signals) {
+  while (true) {
+    timespec tick{0, 50 * 1000 * 1000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (sig > 0) return sig;
+    std::deque<Pending> batch;
+    {
+      std::lock_guard lock(queue_mu_);
+      batch.swap(queue_);
+      std::erase_if(links_, [](const auto& l) { return l->closed(); });
+    }
+    for (const Pending& p : batch) handle(p);
+    for (const cluster::ChildExit& e : sup_.poll_exits()) {
+      KEEL_LOG_WARN("node-agent {}: {} exited: {}", o_.host_id, e.name, e.describe());
+      std::erase_if(tes_, [&](const auto& t) { return t.second.pid == e.pid; });
+    }
+    if (pool_ && static_cast<int>(pool_->idle()) < o_.warm) {
+      if (Status s = pool_->refill(o_.warm); !s.ok()) {
+        KEEL_LOG_WARN("node-agent {}: warm pool: {}", o_.host_id, s.to_string());
+      }
+    }
+    if (!member_->alive()) {
+      KEEL_LOG_ERROR("node-agent {}: lease lost; registering again", o_.host_id);
+      (void)member_->close();
+      Result<std::unique_ptr<ClusterMembership>> m = ClusterMembership::open(o_.membership);
+      if (m.ok()) {
+        member_ = std::move(*m);
+        published_.clear();
+      }
+    }
+    publish();
+  }
+}
+
+void NodeAgent::shutdown() {
+  if (listener_) listener_->stop();
+  {
+    std::lock_guard lock(queue_mu_);
+    for (const auto& l : links_) l->close();
+  }
+  (void)sup_.stop_all(std::chrono::milliseconds(10000));
+  if (member_) (void)member_->close();
+}
+
+}  // namespace
+
+int run_node_agent(const NodeAgentOptions& opts) {
+  const sigset_t stop_signals = block_stop_signals();
+  spdlog::set_level(spdlog::level::info);
+  NodeAgent agent(opts);
+  if (Status s = agent.start(); !s.ok()) {
+    agent.shutdown();
+    return report_error(s);
+  }
+  const int sig = agent.run(stop_signals);
+  KEEL_LOG_INFO("node-agent {}: {}: stopping its TEs", opts.host_id, signal_name(sig));
+  agent.shutdown();
+  return 0;
+}
+
+}  // namespace keel::cli
