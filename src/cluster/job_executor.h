@@ -92,7 +92,9 @@ class JobExecutor {
   // Drains the TE at `address` (remove_te from the cluster manager): the router no longer picks
   // it; its jobs go on, and are re-driven as for a dead TE if it goes away with work left.
   // NotFound when the JE does not know it.
-  Status remove_te(const std::string& address);
+  // With forget (the TE was stopped or replaced) it also leaves the fleet list: counted dead (its
+  // jobs are re-driven), its link closed, no longer in status().
+  Status remove_te(const std::string& address, bool forget = false);
   // Stops listening, closes every link, joins the monitor. Idempotent.
   void stop();
   // Applies TE `te_id`'s cache events to the router's prefix index (the KV-event subscriber's

@@ -91,6 +91,8 @@ TEST(WeightsForkTest, ForkIsByteEqualAndLeavesOnlyTheEntry) {
       << "a finished entry is read-only";
   EXPECT_EQ(a.server->stats().served, 1);
   EXPECT_EQ(b.receiver->stats().chunks, 4);
+  // Rendezvous payloads land straight in the entry's mapping (no intermediate buffer).
+  EXPECT_EQ(b.receiver->stats().in_place_chunks, 4);
 }
 
 TEST(WeightsForkTest, ChainRelayForwardsWhileReceiving) {
@@ -109,6 +111,7 @@ TEST(WeightsForkTest, ChainRelayForwardsWhileReceiving) {
   EXPECT_EQ(read_all(c.entry_path()), bytes);
   EXPECT_EQ(b.server->stats().relayed, 1);
   EXPECT_EQ(a.server->stats().served, 1) << "the source sent the entry once";
+  EXPECT_EQ(b.receiver->stats().relayed_chunks, 41) << "every chunk forwarded, none twice";
 }
 
 void expect_fails_clean(Host& src, Host& dst, const std::string& needle) {
