@@ -324,12 +324,18 @@ TEST_F(WarmPoolE2e, ClusterUpForksABoundTeFromARunningTe) {
   }
   for (const std::string& t : texts) EXPECT_EQ(t, texts[0]) << "greedy text differs between TEs";
   EXPECT_FALSE(texts[0].empty());
-  const json s = json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
-  ASSERT_EQ(s["task_executors"].size(), 2u) << s.dump();
-  for (const json& t : s["task_executors"]) {
-    EXPECT_GT(t.value("generation_tokens_total", int64_t{0}), 0)
-        << "both TEs (the source and the forked one) generated: " << s.dump();
-  }
+  json s;
+  EXPECT_TRUE(eventually(  // the TEs' stats arrive with their next load reports
+      [&] {
+        s = json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+        if (!s.contains("task_executors") || s["task_executors"].size() != 2) return false;
+        for (const json& t : s["task_executors"]) {
+          if (t.value("generation_tokens_total", int64_t{0}) <= 0) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(10)))
+      << "both TEs (the source and the forked one) generated: " << s.dump();
   ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
   std::filesystem::remove_all(hosts);
 }
