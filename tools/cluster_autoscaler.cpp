@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "cluster/je_calls.h"
 #include "cluster/link.h"
 #include "cluster/messages.h"
 #include "cluster/slo_count.h"
@@ -191,6 +192,13 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
     const Result<cluster::ChildExit> exit =
         d.pid > 0 ? sup_->stop(static_cast<pid_t>(d.pid), kStopGrace)
                   : Result<cluster::ChildExit>(Status::not_found("no pid"));
+    // Stopped: it leaves the JEs' fleet lists (not kept there as dead).
+    if (Status s = cluster::call_jes(config_.je_addresses,
+                                     cluster::encode(cluster::RemoveTe{d.address, true}),
+                                     std::chrono::milliseconds(5000));
+        !s.ok()) {
+      KEEL_LOG_WARN("cluster: drain {}: removing it from the JEs: {}", d.id, s.message());
+    }
     log_event({{"event", "drain"},
                {"phase", "stopped"},
                {"te", d.id},

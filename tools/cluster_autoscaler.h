@@ -6,9 +6,10 @@
 // ClusterScaler (the same call as `keel cluster scale`); a scale-in drains — remove_te to every
 // JE (no new tasks), then, once the TE's load reports show no work (after at least two report
 // intervals) or at the drain timeout, the TE is stopped by PID through the ProcessSupervisor (work
-// still there is re-driven by the JEs, as for a dead TE). Decisions that change the count go to
-// the event log as `{"event":"autoscale",...}` lines; drains as `{"event":"drain",...}`; both to
-// /metrics.
+// still there is re-driven by the JEs, as for a dead TE) and removed from the JEs' fleet lists
+// (remove_te with forget). A scale-out with no idle warm TE cold-starts one (ClusterScaler).
+// Decisions that change the count go to the event log as `{"event":"autoscale",...}` lines; drains
+// as `{"event":"drain",...}`; both to /metrics.
 //
 // Thread safety: tick() on the supervisor's thread (it spawns and stops children);
 // metrics_text() from any thread.

@@ -334,6 +334,14 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.up_cmd->add_option("--store-budget", up.store_budget,
                          "Bytes of entries the store may hold (0 = no limit)");
   cli.up_cmd
+      ->add_option("--bind-source", up.bind_source,
+                   "Where a bound TE gets its weights: auto (its host store, else a fork from a "
+                   "running TE that serves the entry, else the file), store, fork or disk")
+      ->check(CLI::IsMember({"auto", "store", "fork", "disk"}));
+  cli.up_cmd->add_option("--te-stores", up.te_stores,
+                         "Give each warm TE its own model store under DIR (as if each ran on a "
+                         "host of its own; nothing is preloaded there)");
+  cli.up_cmd
       ->add_option("--warm-pool", up.warm_pool,
                    "Warm, model-agnostic TEs kept ready to bind (keel cluster scale)")
       ->check(CLI::Range(0, 64));

@@ -145,6 +145,8 @@ struct ClusterUpOptions {
   std::string store_dir;
   uint64_t store_budget = 0;
   int32_t warm_pool = 0;
+  std::string bind_source = "auto";  // auto | store | fork | disk (cluster/bind_source.h)
+  std::string te_stores;             // a store per warm TE under this root ("" = the shared one)
   std::string event_log;
   AutoscaleOptions autoscale;
   // Health (cluster/te_replacer.h): a TE a JE finds hung or dead is killed (SIGKILL) and

@@ -14,7 +14,8 @@ namespace keel::cli {
 ClusterScaler::ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config)
     : config_(std::move(config)),
       pool_(sup, cluster::WarmPoolConfig{config_.warm_te_argv, "warm-te", config_.start_timeout,
-                                         std::chrono::milliseconds(300000)}) {}
+                                         std::chrono::milliseconds(300000), config_.te_store_root}),
+      sup_(sup) {}
 
 ClusterScaler::~ClusterScaler() { shutdown(); }
 
@@ -34,6 +35,14 @@ Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(cluster::ProcessSupe
     KEEL_LOG_INFO("cluster: model store entry {} ({} bytes, {:.2f} s{})", s->entry_->path,
                   s->entry_->bytes, s->entry_->seconds,
                   s->entry_->already_present ? ", already present" : "");
+  }
+  if (s->entry_) {
+    s->entry_name_ = store::entry_name(s->entry_->key);
+  } else if (!s->config_.te_store_root.empty()) {
+    PosixFileSystem fs;
+    KEEL_ASSIGN_OR_RETURN(store::StoreKey key,
+                          store::key_for_file(fs, s->config_.model_path, s->config_.isa));
+    s->entry_name_ = store::entry_name(key);
   }
   ClusterScaler* self = s.get();
   KEEL_ASSIGN_OR_RETURN(s->listener_, cluster::Listener::start(
@@ -80,29 +89,82 @@ Status ClusterScaler::add_to_jes(const std::string& te_address) {
   return {};
 }
 
-cluster::Json ClusterScaler::scale_out(int tes) {
+void ClusterScaler::add_peer(pid_t pid, std::string weights_address) {
+  if (pid > 0 && !weights_address.empty()) peers_.push_back({pid, std::move(weights_address)});
+}
+
+std::vector<std::string> ClusterScaler::live_peers() const {
+  std::vector<std::string> out;
+  const std::vector<cluster::Child> live = sup_->children();
+  for (const Peer& p : peers_) {
+    const bool alive = std::any_of(live.begin(), live.end(),
+                                   [&](const cluster::Child& c) { return c.pid == p.pid; });
+    if (alive) out.push_back(p.weights_address);
+  }
+  return out;
+}
+
+std::vector<cluster::BindModel> ClusterScaler::plan_binds(
+    int n, std::vector<cluster::BindSourcePlan>* plans) const {
   cluster::BindModel bind;
   bind.model_path = config_.model_path;
-  if (entry_) bind.store_entry = store::entry_name(entry_->key);
+  bind.store_entry = entry_name_;
   bind.decision_ns = cluster::steady_now_ns();
-  cluster::Json out = {{"ok", true}, {"tes", cluster::Json::array()}};
-  if (static_cast<int>(pool_.idle()) < tes) {
-    out["errors"].push_back("warm pool has " + std::to_string(pool_.idle()) + " idle TEs of " +
-                            std::to_string(tes) + " asked for");
+  std::vector<cluster::BindTarget> targets;
+  for (const cluster::WarmPool::IdleTe& te : pool_.peek(n)) {
+    const std::string dir = te.store_dir.empty() ? config_.store_dir : te.store_dir;
+    const bool held =
+        !dir.empty() && !entry_name_.empty() && std::filesystem::exists(dir + "/" + entry_name_);
+    targets.push_back({held, te.weights_address});
   }
-  for (Result<cluster::BoundTe>& r : pool_.bind(tes, bind)) {
+  *plans =
+      cluster::plan_bind_sources(config_.bind_source, targets,
+                                 entry_name_.empty() ? std::vector<std::string>{} : live_peers());
+  std::vector<cluster::BindModel> binds(plans->size(), bind);
+  for (size_t i = 0; i < binds.size(); ++i) {
+    binds[i].fork_from = (*plans)[i].fork_from;
+    binds[i].use_store = config_.bind_source != cluster::BindSourceMode::kDisk;
+  }
+  return binds;
+}
+
+cluster::Json ClusterScaler::scale_out(int tes) {
+  const int64_t decision_ns = cluster::steady_now_ns();
+  cluster::Json out = {{"ok", true}, {"tes", cluster::Json::array()}};
+  if (static_cast<int>(pool_.idle()) < tes) {  // cold-start the rest now rather than wait
+    const int cold = tes - static_cast<int>(pool_.idle());
+    KEEL_LOG_INFO("cluster: scale-out of {}: the warm pool has {} idle; cold-starting {}", tes,
+                  pool_.idle(), cold);
+    out["cold_started"] = cold;
+    if (Status s = pool_.refill(tes); !s.ok()) out["errors"].push_back(s.to_string());
+  }
+  std::vector<cluster::BindSourcePlan> plans;
+  std::vector<cluster::BindModel> binds = plan_binds(tes, &plans);
+  for (cluster::BindModel& b : binds) b.decision_ns = decision_ns;
+  std::vector<Result<cluster::BoundTe>> bound = pool_.bind_each(binds);
+  for (size_t i = 0; i < bound.size(); ++i) {
+    Result<cluster::BoundTe>& r = bound[i];
     Status s = r.ok() ? add_to_jes(r->address) : r.status();
     if (!s.ok()) {
       out["ok"] = false;
       out["errors"].push_back(s.to_string());
       continue;
     }
+    if ((r->reply.from_store || r->reply.forked) && !entry_name_.empty()) {
+      add_peer(r->pid, r->weights_address);  // it serves the entry from now on
+    }
     metrics_.observe(r->reply.phases);
     cluster::Json event = cluster::scale_out_event(r->name, r->pid, r->address, r->reply);
+    event["bind_source"] = cluster::bind_source_kind_name(plans[i].kind);
+    event["bind_source_why"] = plans[i].why;
+    if (!plans[i].fork_from.empty()) event["fork_from"] = plans[i].fork_from;
     if (log_) *log_ << event.dump() << "\n" << std::flush;
-    KEEL_LOG_INFO("cluster: scale-out: {} at {} ready in {:.3f} s ({})", r->name, r->address,
+    KEEL_LOG_INFO("cluster: scale-out: {} at {} ready in {:.3f} s ({}{})", r->name, r->address,
                   event["ready_s"].get<double>(),
-                  r->reply.from_store ? "model store" : "file: " + r->reply.store_note);
+                  r->reply.forked       ? "forked from " + plans[i].fork_from
+                  : r->reply.from_store ? std::string("model store")
+                                        : "file: " + r->reply.store_note,
+                  r->reply.fork_error.empty() ? "" : "; fork failed: " + r->reply.fork_error);
     out["tes"].push_back(std::move(event));
   }
   if (out["tes"].empty()) out["ok"] = false;

@@ -2,9 +2,12 @@
 // cluster manager's model store preload (before any TE starts, so all of them map it), its warm
 // pool of model-agnostic TEs (cluster/warm_pool.h), and the trigger that binds them: a `scale_out`
 // call on its control port (`keel cluster scale`; the autoscaler will call the same). A scale-out
-// binds idle warm TEs to the cluster's model (mapped from the store), adds each to every JE
-// (add_te), records its phases (/metrics histograms, the JSON-lines event log) and answers the
-// caller; the pool is then refilled to N.
+// binds idle warm TEs to the cluster's model, adds each to every JE (add_te), records its phases
+// (/metrics histograms, the JSON-lines event log) and answers the caller; the pool is then
+// refilled to N. Each TE's weights come from where cluster/bind_source.h's plan says
+// (--bind-source; auto: its host store, else a fork from a running TE that serves the entry, else
+// the file). A scale-out asking for more TEs than the pool holds idle cold-starts the rest (new
+// processes, started at the decision) instead of waiting for a refill.
 //
 // Store cleanup: the entry this cluster built is removed at shutdown(); an entry that was there
 // before (another cluster's, or `keel cluster preload`'s) is left alone.
@@ -23,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/bind_source.h"
 #include "cluster/listener.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/scale_out_metrics.h"
@@ -43,6 +47,12 @@ struct ClusterScalerConfig {
   std::vector<std::string> je_addresses;  // or set_je_addresses() later
   std::string model_path;
   std::string isa;  // the kernel table the TEs run (the store key's ISA)
+  // Where a bound TE gets its weights (cluster/bind_source.h): store, fork from a running TE that
+  // serves the entry, or the file.
+  cluster::BindSourceMode bind_source = cluster::BindSourceMode::kAuto;
+  // Non-empty: each warm TE has its own store "<this>/<TE name>" (as if on a host of its own;
+  // nothing is preloaded there): a bound TE forks the entry from a peer, or reads the file.
+  std::string te_store_root;
   std::chrono::milliseconds start_timeout{120000};
   // The forecast (store/preload_plan.h), run once a second within store_budget (> 0): the fleet's
   // finished-request count (empty: no forecast), the EWMA's half-life, the rate worth a preload.
@@ -71,6 +81,10 @@ class ClusterScaler {
   // supervisor's thread). The reply: {"ok", "tes": [scale_out events], "errors"?}.
   cluster::Json scale_out(int tes);
   [[nodiscard]] int idle_warm() const { return static_cast<int>(pool_.idle()); }
+  // A running TE whose store holds the model's entry and serves it at `weights_address` (a fork
+  // source while its process `pid` lives). Bound TEs that mapped or forked the entry are added
+  // by scale_out() itself.
+  void add_peer(pid_t pid, std::string weights_address);
   // Stops the control port and removes the store entry this cluster built.
   void shutdown();
 
@@ -84,12 +98,23 @@ class ClusterScaler {
   void on_message(cluster::Link& link, cluster::Message m);
   void forecast();
   Status add_to_jes(const std::string& te_address);
+  // One bind per TE about to be bound (the next `n` idle ones), with its plan's source.
+  std::vector<cluster::BindModel> plan_binds(int n,
+                                             std::vector<cluster::BindSourcePlan>* plans) const;
+  [[nodiscard]] std::vector<std::string> live_peers() const;
 
   ClusterScalerConfig config_;
   cluster::WarmPool pool_;
+  cluster::ProcessSupervisor* sup_;  // not owned
   std::unique_ptr<cluster::Listener> listener_;
   std::optional<store::PreloadResult> entry_;  // the model's store entry
   bool entry_owned_ = false;                   // built by this cluster
+  std::string entry_name_;                     // the model's store entry name ("" without a store)
+  struct Peer {
+    pid_t pid = 0;
+    std::string weights_address;
+  };
+  std::vector<Peer> peers_;  // fork sources (see add_peer)
   cluster::ScaleOutMetrics metrics_;
   std::optional<std::ofstream> log_;
   // The forecast's state: the last count and when, the EWMA of the request rate.

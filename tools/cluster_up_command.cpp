@@ -165,20 +165,25 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
 }
 
 // Starts one child and returns "127.0.0.1:<its port>".
+// *child (optional): the started child, with its ready line.
 Result<std::string> spawn(cluster::ProcessSupervisor& sup, const std::string& name,
-                          std::vector<std::string> argv, const ClusterUpOptions& o) {
+                          std::vector<std::string> argv, const ClusterUpOptions& o,
+                          cluster::Child* child_out = nullptr) {
   cluster::ChildSpec spec;
   spec.name = name;
   spec.argv = std::move(argv);
   spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   KEEL_ASSIGN_OR_RETURN(cluster::Child child, sup.spawn(spec));
   KEEL_ASSIGN_OR_RETURN(int port, cluster::ready_port(child.ready));
+  if (child_out != nullptr) *child_out = child;
   return "127.0.0.1:" + std::to_string(port);
 }
 
 struct Tree {
   std::vector<std::string> te_names, je_names, te_addresses, je_addresses;
   StartedTes tes;  // for the replacer
+  // Started TEs that mapped the store entry and serve it (fork sources): pid, weights service.
+  std::vector<std::pair<pid_t, std::string>> weights_sources;
 };
 
 bool autoscaling(const ClusterUpOptions& o) { return o.autoscale.max_replicas > 0; }
@@ -211,6 +216,10 @@ std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::stri
   std::vector<std::string> argv = te_argv(o, path, name, 0, threads, "colocated");
   const auto id = std::find(argv.begin(), argv.end(), "--id");
   argv.erase(id, id + 2);
+  if (!o.te_stores.empty()) {  // the pool gives each its own store
+    const auto store = std::find(argv.begin(), argv.end(), "--store-dir");
+    if (store != argv.end()) argv.erase(store, store + 2);
+  }
   argv.push_back("--warm");
   return argv;
 }
@@ -227,6 +236,9 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   c.event_log = o.event_log;
   c.warm_te_argv = warm_te_argv(o, path, name, threads_per_te(o));
   c.model_path = path;
+  c.bind_source =
+      cluster::parse_bind_source_mode(o.bind_source).value_or(cluster::BindSourceMode::kAuto);
+  c.te_store_root = o.te_stores;
   KEEL_ASSIGN_OR_RETURN(kernels::Isa isa,
                         o.serve.compute.isa.empty()
                             ? kernels::choose_isa_from_env(detect_cpu_features())
@@ -279,8 +291,13 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   for (int i = 0; i < total && o.nodes != "auto"; ++i) {
     t.te_names.push_back("te-" + std::to_string(i));
     std::vector<std::string> argv = te_argv(o, path, name, i, threads, kinds[i]);
-    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o));
+    cluster::Child child;
+    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o, &child));
     t.te_addresses.push_back(address);
+    const int weights_port = child.ready.value("weights_port", 0);
+    if (child.ready.value("from_store", false) && weights_port > 0) {
+      t.weights_sources.emplace_back(child.pid, "127.0.0.1:" + std::to_string(weights_port));
+    }
     t.tes.argvs.push_back(std::move(argv));
   }
   t.tes.names = t.te_names;
@@ -377,7 +394,7 @@ Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
   c.je_addresses = tree.je_addresses;
   c.event_log = o.event_log;
   if (o.warm_pool == 0) {
-    KEEL_LOG_WARN("cluster: --max without --warm-pool: the autoscaler has no TE to bind");
+    KEEL_LOG_INFO("cluster: --max without --warm-pool: each scale-out cold-starts its TEs");
   }
   return ClusterAutoscaler::start(std::move(c), &sup, scaler, fleet);
 }
@@ -485,7 +502,10 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (!started.ok()) nodes.stop_all(std::chrono::milliseconds(5000));
   KEEL_TRY(started.status());
   Tree tree = std::move(*started);
-  if (scaler) scaler->set_je_addresses(tree.je_addresses);
+  if (scaler) {
+    scaler->set_je_addresses(tree.je_addresses);
+    for (const auto& [pid, address] : tree.weights_sources) scaler->add_peer(pid, address);
+  }
   KEEL_TRY(register_tree(*members, tree, name, o.membership));
   KEEL_ASSIGN_OR_RETURN(cluster::FleetClientConfig fc, fleet_config(o, tree, path));
   fc.loras = std::move(loras);

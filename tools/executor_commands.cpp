@@ -187,6 +187,7 @@ struct TeLaunch {
   cluster::BindListener* binder = nullptr;  // a warm TE's; null for a TE started with -m
   ForkOutcome fork;                         // a warm TE's fork of its entry, when asked
   cluster::ScaleOutPhases phases;
+  int weights_port = 0;  // its weights service (peers fork from it); 0 = none
 };
 
 // Announces a warm TE's bind failure to its binder, then returns the error.
@@ -307,8 +308,13 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
     r.phases = launch.phases;
     launch.binder->reply(r);
   } else {
-    KEEL_TRY(cluster::print_ready_line(
-        {{"role", "te"}, {"id", opts.id}, {"port", te->port()}, {"pid", getpid()}}));
+    nlohmann::json ready = {{"role", "te"},
+                            {"id", opts.id},
+                            {"port", te->port()},
+                            {"pid", getpid()},
+                            {"from_store", launch.source.from_store}};
+    if (launch.weights_port > 0) ready["weights_port"] = launch.weights_port;
+    KEEL_TRY(cluster::print_ready_line(ready));
   }
 
   int sig = 0;
@@ -335,6 +341,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   launch.role = opts.role;
   std::unique_ptr<cluster::BindListener> binder;
   std::string store_entry;
+  bool use_store = true;  // false: the binder asked for the file (--bind-source disk)
   // With a store: the weights service (peers fork from it) and the receiver (forks into it).
   // Declared before the TE serves, so they outlive it.
   std::unique_ptr<cluster::WeightsReceiver> receiver;
@@ -367,7 +374,8 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     launch.model_path = bind->model_path;
     launch.role = bind->role;
     store_entry = bind->store_entry;
-    launch.fork = fork_for_bind(*bind, receiver.get());
+    use_store = bind->use_store;
+    if (use_store) launch.fork = fork_for_bind(*bind, receiver.get());
   } else {
     launch.model_path = o.model_path;
   }
@@ -377,7 +385,9 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     if (!resolved.ok()) return fail_bind(launch, resolved.status());
     launch.model_path = *resolved;
   }
-  launch.source = choose_model_source(opts.store_dir, launch.model_path, store_entry, isa);
+  launch.source =
+      choose_model_source(use_store ? opts.store_dir : "", launch.model_path, store_entry, isa);
+  launch.weights_port = weights ? weights->port() : 0;
   if (weights && launch.source.from_store) {  // peers may fork it: have its hash ready
     weights->precompute_hash(std::filesystem::path(launch.source.path).filename().string());
   }

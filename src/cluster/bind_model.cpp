@@ -28,7 +28,8 @@ Message encode_bind_model(const BindModel& m) {
                                         {"store_entry", m.store_entry},
                                         {"role", m.role},
                                         {"decision_ns", m.decision_ns},
-                                        {"fork_from", m.fork_from}}};
+                                        {"fork_from", m.fork_from},
+                                        {"use_store", m.use_store}}};
 }
 
 Result<BindModel> decode_bind_model(const Json& body) {
@@ -39,6 +40,7 @@ Result<BindModel> decode_bind_model(const Json& body) {
     m.role = body.value("role", std::string("colocated"));
     m.decision_ns = body.value("decision_ns", int64_t{0});
     m.fork_from = body.value("fork_from", std::string());
+    m.use_store = body.value("use_store", true);
     if (!m.fork_from.empty() && m.store_entry.empty()) {
       return Status::invalid_argument("bind_model: fork_from without a store_entry to fork");
     }

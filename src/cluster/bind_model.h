@@ -36,6 +36,8 @@ struct BindModel {
   // Fork: when the TE's store lacks `store_entry`, pull it from this peer's weights service
   // ("host:port", weights_fork.h) first; "" = no fork (map the entry, else read the file).
   std::string fork_from;
+  // false: read the file even when the TE's store holds the entry (`--bind-source disk`).
+  bool use_store = true;
 };
 
 struct ScaleOutPhases {

@@ -1,5 +1,7 @@
-// Names of TE roles and lookup in a fleet snapshot (fleet.h).
+// Names of TE roles, lookup in a fleet snapshot and the listed TEs (fleet.h).
 #include "cluster/fleet.h"
+
+#include <algorithm>
 
 namespace keel::cluster {
 
@@ -27,6 +29,17 @@ const TeInfo* FleetSnapshot::find(std::string_view id) const {
     if (te.id == id) return &te;
   }
   return nullptr;
+}
+
+std::vector<size_t> listed_tes(const std::vector<TeInfo>& tes,
+                               const std::vector<std::string>& forgotten) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < tes.size(); ++i) {
+    if (std::find(forgotten.begin(), forgotten.end(), tes[i].address) == forgotten.end()) {
+      out.push_back(i);
+    }
+  }
+  return out;
 }
 
 }  // namespace keel::cluster

@@ -55,4 +55,10 @@ struct FleetSnapshot {
   [[nodiscard]] const TeInfo* find(std::string_view id) const;
 };
 
+// The TEs a JE lists in its fleet, as indices into `tes` in order: all but those whose address
+// is in `forgotten` (remove_te with forget: a TE replaced, or drained and stopped — it leaves the
+// list instead of staying in it marked hung or dead).
+[[nodiscard]] std::vector<size_t> listed_tes(const std::vector<TeInfo>& tes,
+                                             const std::vector<std::string>& forgotten);
+
 }  // namespace keel::cluster

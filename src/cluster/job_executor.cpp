@@ -49,7 +49,10 @@ Status JobExecutor::add_te(const std::string& address) {
     std::lock_guard lock(mu_);
     if (stopping_) return Status::unavailable("job executor is stopping");
     for (const auto& te : tes_) {
-      if (te->address == address) return Status::invalid_argument("te " + address + " is known");
+      if (te->address != address) continue;
+      if (!te->forgotten) return Status::invalid_argument("te " + address + " is known");
+      te->address.clear();  // the forgotten record keeps no address a new one could be hidden by
+      te->info.address.clear();
     }
     auto entry = std::make_unique<TeEntry>();
     entry->address = address;
@@ -70,35 +73,37 @@ Status JobExecutor::add_te(const std::string& address) {
   return {};
 }
 
-Status JobExecutor::remove_te(const std::string& address) {
-  std::lock_guard lock(mu_);
-  for (const auto& te : tes_) {
-    if (te->address != address && te->info.address != address) continue;
-    te->draining = true;
-    KEEL_LOG_INFO("je {}: te {} ({}) draining: no new tasks", config_.id, te->info.id, address);
-    return {};
+Status JobExecutor::remove_te(const std::string& address, bool forget) {
+  std::shared_ptr<Link> to_close;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = std::find_if(tes_.begin(), tes_.end(), [&](const auto& te) {
+      return !te->forgotten && (te->address == address || te->info.address == address);
+    });
+    if (it == tes_.end()) {
+      return Status::not_found("te " + address + " is not in this job executor's fleet");
+    }
+    TeEntry& te = **it;
+    te.draining = true;
+    if (!forget) {
+      KEEL_LOG_INFO("je {}: te {} ({}) draining: no new tasks", config_.id, te.info.id, address);
+      return {};
+    }
+    te.forgotten = true;
+    te.info.healthy = false;  // the health pass re-drives what it still had
+    te.info.state = health::TeState::kDead;
+    to_close = te.link;
+    KEEL_LOG_INFO("je {}: te {} ({}) removed from the fleet", config_.id, te.info.id, address);
   }
-  return Status::not_found("te " + address + " is not in this job executor's fleet");
+  if (to_close) to_close->close();
+  return {};
 }
 
 Status JobExecutor::te_gone(const std::string& address) {
-  std::shared_ptr<Link> link;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& te : tes_) {
-      if (te->address != address && te->info.address != address) continue;
-      te->draining = true;
-      link = te->link;
-      KEEL_LOG_WARN("je {}: te {} ({}) left the membership: out of service", config_.id,
-                    te->info.id, address);
-      break;
-    }
-    if (link == nullptr) {
-      return Status::not_found("te " + address + " is not in this job executor's fleet");
-    }
-  }
-  link->close();  // the health check now counts it dead and re-drives its jobs
-  return {};
+  // As a forgotten TE: out of routing and off the fleet list, its link closed, its jobs re-driven
+  // by the health pass; a TE that registers again at the same address is added anew.
+  KEEL_LOG_WARN("je {}: te {} left the membership: out of service", config_.id, address);
+  return remove_te(address, /*forget=*/true);
 }
 
 Status JobExecutor::connect_tes() {
@@ -170,8 +175,9 @@ void JobExecutor::on_gateway_message(Link& link, Message message) {
     const auto id = message.body.find("call_id");
     if (id == message.body.end() || !id->is_number_integer()) return;
     Result<RemoveTe> remove = decode_remove_te(message.body);
-    link.reply(id->get<int64_t>(),
-               status_body(remove.ok() ? remove_te(remove->address) : remove.status()));
+    link.reply(
+        id->get<int64_t>(),
+        status_body(remove.ok() ? remove_te(remove->address, remove->forget) : remove.status()));
     return;
   }
   KEEL_LOG_WARN("je {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
@@ -361,6 +367,7 @@ void JobExecutor::on_te_message(size_t te, Message message) {
 void JobExecutor::apply_report(size_t te, LoadReport report) {
   std::lock_guard lock(mu_);
   TeEntry& e = *tes_[te];
+  if (e.forgotten) return;  // a report still in flight from a TE removed for good
   const Clock::time_point now = Clock::now();
   if (!e.reported) {
     e.reported = true;
@@ -481,15 +488,22 @@ FleetStatus JobExecutor::status() const {
   std::lock_guard lock(mu_);
   FleetStatus s;
   s.je_id = config_.id;
+  std::vector<TeInfo> infos;
+  std::vector<std::string> forgotten;
   for (const auto& te : tes_) {
-    if (te->info.healthy && te->max_model_len > 0) {
+    infos.push_back(te->info);
+    if (te->forgotten) forgotten.push_back(te->info.address);
+  }
+  for (size_t i : listed_tes(infos, forgotten)) {
+    const TeEntry& te = *tes_[i];
+    if (te.info.healthy && te.max_model_len > 0) {
       s.max_model_len =
-          s.max_model_len == 0 ? te->max_model_len : std::min(s.max_model_len, te->max_model_len);
-      s.max_waiting += te->max_waiting;
+          s.max_model_len == 0 ? te.max_model_len : std::min(s.max_model_len, te.max_model_len);
+      s.max_waiting += te.max_waiting;
     }
-    s.fleet.tes.push_back(te->info);
-    s.stats.push_back(te->stats);
-    s.metrics.push_back(te->metrics);
+    s.fleet.tes.push_back(te.info);
+    s.stats.push_back(te.stats);
+    s.metrics.push_back(te.metrics);
   }
   s.jobs_active = static_cast<int64_t>(jobs_.size());
   s.jobs_total = jobs_total_;

@@ -92,10 +92,12 @@ class JobExecutor {
   // Drains the TE at `address` (remove_te from the cluster manager): the router no longer picks
   // it; its jobs go on, and are re-driven as for a dead TE if it goes away with work left.
   // NotFound when the JE does not know it.
-  Status remove_te(const std::string& address);
-  // The TE at `address` is gone (its membership lease expired, or it deregistered): the router no
-  // longer picks it, its link is closed, and the health check re-drives its jobs elsewhere as for
-  // a dead TE. NotFound when the JE does not know it.
+  // With forget (the TE was stopped or replaced) it also leaves the fleet list: counted dead (its
+  // jobs are re-driven), its link closed, no longer in status().
+  Status remove_te(const std::string& address, bool forget = false);
+  // The TE at `address` is gone (its membership lease expired, or it deregistered): removed as
+  // with forget — the router no longer picks it, its link is closed, the health check re-drives
+  // its jobs elsewhere as for a dead TE, and it may register again. NotFound when unknown.
   Status te_gone(const std::string& address);
   // Stops listening, closes every link, joins the monitor. Idempotent.
   void stop();

@@ -22,7 +22,8 @@ struct JobExecutor::TeEntry {
   std::string kv_transfer;                  // a decode TE's KV transfer address
   std::string kv_fetch;                     // its KV fetch service (tier T3); "" = none
   bool subscribed = false;
-  bool draining = false;  // remove_te: no new tasks (its jobs go on)
+  bool draining = false;   // remove_te: no new tasks (its jobs go on)
+  bool forgotten = false;  // remove_te with forget: gone for good, not listed in the fleet
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;
   bool reported = false;

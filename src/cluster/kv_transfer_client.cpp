@@ -37,6 +37,11 @@ struct KvTransferClient::Impl {
   struct Queued {
     KvFrameHeaderBytes header;
     std::vector<std::byte> payload;
+    std::span<const std::byte> borrowed;  // sent instead of `payload` when not empty
+    std::shared_ptr<const void> owner;    // keeps `borrowed` valid
+    [[nodiscard]] std::span<const std::byte> bytes() const {
+      return borrowed.empty() ? std::span<const std::byte>(payload) : borrowed;
+    }
   };
   std::deque<Queued> queue;     // guarded by mu
   size_t queued_bytes = 0;      // guarded by mu
@@ -49,8 +54,7 @@ struct KvTransferClient::Impl {
   // UCX thread only.
   struct InFlight {
     Impl* impl = nullptr;
-    KvFrameHeaderBytes header;  // must live until the send completes
-    std::vector<std::byte> payload;
+    Queued block;  // header and payload must live until the send completes
   };
   ucp_ep_h ep = nullptr;
   int in_flight = 0;
@@ -88,7 +92,7 @@ struct KvTransferClient::Impl {
 
   static void on_sent(void* request, ucs_status_t status, void* user_data) {
     auto* f = static_cast<InFlight*>(user_data);
-    f->impl->sent(status, f->payload.size());
+    f->impl->sent(status, f->block.bytes().size());
     delete f;
     ucp_request_free(request);
   }
@@ -137,11 +141,11 @@ struct KvTransferClient::Impl {
         *wait = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1e3) + 1);
         return std::nullopt;
       }
-      throttled_bytes += static_cast<double>(queue.front().payload.size());
+      throttled_bytes += static_cast<double>(queue.front().bytes().size());
     }
     Queued block = std::move(queue.front());
     queue.pop_front();
-    queued_bytes -= block.payload.size();
+    queued_bytes -= block.bytes().size();
     return block;
   }
 
@@ -153,8 +157,16 @@ struct KvTransferClient::Impl {
       ++stats.blocks_dropped;
       return;
     }
-    auto* f = new InFlight{this, block.header, std::move(block.payload)};
-    if (idx == options.faults.corrupt_frame && !f->payload.empty()) f->payload[0] ^= std::byte{1};
+    auto* f = new InFlight{this, std::move(block)};
+    if (idx == options.faults.corrupt_frame && !f->block.bytes().empty()) {
+      if (!f->block.borrowed.empty()) {  // never write into a borrowed payload
+        f->block.payload.assign(f->block.borrowed.begin(), f->block.borrowed.end());
+        f->block.borrowed = {};
+        f->block.owner.reset();
+      }
+      f->block.payload[0] ^= std::byte{1};
+    }
+    const std::span<const std::byte> payload = f->block.bytes();
     ucp_request_param_t param{};
     param.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
@@ -162,10 +174,10 @@ struct KvTransferClient::Impl {
     param.user_data = f;
     param.flags = UCP_AM_SEND_FLAG_REPLY;  // the server learns which connection sent it
     ++in_flight;
-    void* req = ucp_am_send_nbx(ep, kKvFrameAmId, f->header.data(), f->header.size(),
-                                f->payload.data(), f->payload.size(), &param);
+    void* req = ucp_am_send_nbx(ep, kKvFrameAmId, f->block.header.data(), f->block.header.size(),
+                                payload.data(), payload.size(), &param);
     if (UCS_PTR_IS_PTR(req)) return;
-    sent(UCS_PTR_STATUS(req), f->payload.size());
+    sent(UCS_PTR_STATUS(req), payload.size());
     delete f;
   }
 
@@ -293,21 +305,30 @@ Status KvTransferClient::send(KvBlockToSend block) {
   const bool weights = block.flags == kKvFrameFlagWeights;
   if ((block.flags != 0 && !weights) || (weights && block.num_tokens != 0) ||
       (!weights && (block.num_tokens == 0 || block.num_tokens > kKvFrameMaxTokens)) ||
-      block.payload.size() > kKvFrameMaxPayloadBytes) {
+      block.bytes().size() > kKvFrameMaxPayloadBytes) {
     return Status::invalid_argument("kv transfer: block out of the frame limits");
   }
-  KvFrameHeader header = make_frame_header(impl_->options.kv_identity, block.block_hash,
-                                           block.parent_hash, block.num_tokens, block.payload);
+  const std::span<const std::byte> bytes = block.bytes();
+  KvFrameHeader header;
+  header.kv_identity = impl_->options.kv_identity;
+  header.block_hash = block.block_hash;
+  header.parent_hash = block.parent_hash;
+  header.num_tokens = block.num_tokens;
+  header.payload_bytes = bytes.size();
+  header.payload_checksum =
+      block.payload_checksum.has_value() ? *block.payload_checksum : frame_payload_checksum(bytes);
   header.flags = block.flags;
-  Impl::Queued queued{encode_frame_header(header), {}};
+  Impl::Queued queued{encode_frame_header(header), {}, {}, {}};
   {
     std::lock_guard lock(impl_->mu);
     if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
-    if (impl_->queued_bytes + block.payload.size() > impl_->options.max_queued_bytes) {
+    if (impl_->queued_bytes + bytes.size() > impl_->options.max_queued_bytes) {
       return Status::resource_exhausted("kv transfer: send queue full");
     }
-    impl_->queued_bytes += block.payload.size();
+    impl_->queued_bytes += bytes.size();
     queued.payload = std::move(block.payload);
+    queued.borrowed = block.borrowed;
+    queued.owner = std::move(block.owner);
     impl_->queue.push_back(std::move(queued));
     ++impl_->num_queued;
     ++impl_->stats.blocks_queued;

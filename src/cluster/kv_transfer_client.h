@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,13 +52,23 @@ struct KvTransferClientOptions {
   [[nodiscard]] Status validate() const;
 };
 
-// One block to send; the client owns the payload from send() on.
+// One block to send; the client owns the payload from send() on. A borrowed payload (`borrowed`
+// non-empty; `payload` then unused) is sent straight from the caller's memory — a mapped store
+// entry, a shared zero buffer — which `owner` keeps valid until the send completed or was dropped.
 struct KvBlockToSend {
   kv::BlockHash block_hash;
   kv::BlockHash parent_hash;
   uint32_t num_tokens = 0;  // 0 for a weights chunk
   std::vector<std::byte> payload;
   uint16_t flags = 0;  // kKvFrameFlagWeights: a chunk of a weights stream (fields as in the frame)
+  std::span<const std::byte> borrowed;
+  std::shared_ptr<const void> owner;
+  // The payload's XXH3-64 when the caller already has it (a relay forwarding a chunk whose frame
+  // checksum it just verified); send() computes it otherwise.
+  std::optional<uint64_t> payload_checksum;
+  [[nodiscard]] std::span<const std::byte> bytes() const {
+    return borrowed.empty() ? std::span<const std::byte>(payload) : borrowed;
+  }
 };
 
 struct KvTransferClientStats {

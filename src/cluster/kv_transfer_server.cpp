@@ -33,6 +33,7 @@ KvBlockSink tier_store_sink(kv::TierStore* store) {
 struct KvTransferServer::Impl {
   KvTransferServerOptions options;
   KvBlockSink sink;
+  KvPayloadPlacer placer;
   std::unique_ptr<UcxWorker> worker;
   ucp_listener_h listener = nullptr;
   uint16_t port = 0;
@@ -41,7 +42,9 @@ struct KvTransferServer::Impl {
   struct PendingReceive {
     Impl* impl = nullptr;
     KvFrameHeader header;
-    std::unique_ptr<std::byte[]> payload;  // `length` bytes (from the spare pool)
+    std::unique_ptr<std::byte[]> payload;  // `length` bytes (from the spare pool); null in place
+    std::byte* dst = nullptr;              // where the payload lands
+    std::shared_ptr<void> keep;            // holds a placer's destination until the receive ends
     size_t length = 0;
     void* request = nullptr;
     bool discard = false;  // a rejected frame: received only to complete the rendezvous
@@ -144,15 +147,27 @@ struct KvTransferServer::Impl {
     }
     // A rejected rendezvous frame is still received, into a buffer that is then dropped:
     // declining it with ucp_am_data_release leaks UCX's receive descriptors in 1.13.
-    auto* pending = new PendingReceive{this,   header,  take_buffer(length),
-                                       length, nullptr, !admitted || stopping};
+    auto* pending = new PendingReceive{};
+    pending->impl = this;
+    pending->header = header;
+    pending->length = length;
+    pending->discard = !admitted || stopping;
+    if (!pending->discard && placer) {
+      KvPlacement place = placer(header);
+      pending->dst = place.dst;
+      pending->keep = std::move(place.keep);
+    }
+    if (pending->dst == nullptr) {
+      pending->payload = take_buffer(length);
+      pending->dst = pending->payload.get();
+    }
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = &Impl::on_payload;
     rp.user_data = pending;
-    void* req = ucp_am_recv_data_nbx(worker->handle(), data, pending->payload.get(), length, &rp);
+    void* req = ucp_am_recv_data_nbx(worker->handle(), data, pending->dst, length, &rp);
     if (req == nullptr) {  // completed at once
-      if (!pending->discard) deliver(pending->header, {pending->payload.get(), length});
+      if (!pending->discard) deliver(pending->header, {pending->dst, length});
       finish_receive(pending);
     } else if (UCS_PTR_IS_ERR(req)) {
       count([](KvTransferServerStats& s) { ++s.receive_errors; });
@@ -170,7 +185,7 @@ struct KvTransferServer::Impl {
     impl->receives.erase(pending);
     if (status == UCS_OK) {
       if (!pending->discard) {
-        impl->deliver(pending->header, {pending->payload.get(), pending->length});
+        impl->deliver(pending->header, {pending->dst, pending->length});
       }
     } else if (!pending->discard) {
       impl->count([](KvTransferServerStats& s) { ++s.receive_errors; });
@@ -294,11 +309,13 @@ struct KvTransferServer::Impl {
 KvTransferServer::KvTransferServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start(KvTransferServerOptions options,
-                                                                  KvBlockSink sink) {
+                                                                  KvBlockSink sink,
+                                                                  KvPayloadPlacer placer) {
   KEEL_TRY(options.validate());
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->sink = std::move(sink);
+  impl->placer = std::move(placer);
   Impl* raw = impl.get();
   KEEL_ASSIGN_OR_RETURN(impl->worker,
                         UcxWorker::start("keel-kv-recv", [raw] { return raw->tick(); }));

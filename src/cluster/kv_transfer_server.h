@@ -64,6 +64,16 @@ struct KvTransferServerStats {
 // Receives each accepted block: its header and payload (valid during the call).
 using KvBlockSink = std::function<void(const KvFrameHeader&, std::span<const std::byte>)>;
 
+// Where an admitted rendezvous payload is received: `dst` (header.payload_bytes writable bytes)
+// kept valid by `keep` until the receive completed — the payload lands there with no copy, and
+// the sink is called with a span at `dst`. dst null: the server's own buffer (then the sink
+// copies). A payload that fails its checksum is not handed on: `dst` then holds garbage bytes.
+struct KvPlacement {
+  std::byte* dst = nullptr;
+  std::shared_ptr<void> keep;
+};
+using KvPayloadPlacer = std::function<KvPlacement(const KvFrameHeader&)>;
+
 // A sink that puts every block into `store` (e.g. the decode engine's host tier T1) under its
 // block hash; evicted entries are dropped. `store` must outlive the server.
 [[nodiscard]] KvBlockSink tier_store_sink(kv::TierStore* store);
@@ -71,8 +81,10 @@ using KvBlockSink = std::function<void(const KvFrameHeader&, std::span<const std
 class KvTransferServer {
  public:
   // Listens and starts receiving. Unavailable when UCX cannot start or bind.
+  // `placer` (may be empty; on the UCX thread, before the sink) receives payloads in place.
   static Result<std::unique_ptr<KvTransferServer>> start(KvTransferServerOptions options,
-                                                         KvBlockSink sink);
+                                                         KvBlockSink sink,
+                                                         KvPayloadPlacer placer = {});
   KvTransferServer(const KvTransferServer&) = delete;
   KvTransferServer& operator=(const KvTransferServer&) = delete;
   // Closes every connection (blocks in flight are dropped), then stops.

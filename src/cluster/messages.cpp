@@ -206,7 +206,7 @@ Message encode(const JobFailed& m) {
 }
 
 Message encode(const RemoveTe& m) {
-  return {std::string(msg::kRemoveTe), Json{{"address", m.address}}};
+  return {std::string(msg::kRemoveTe), Json{{"address", m.address}, {"forget", m.forget}}};
 }
 
 Json encode_body(const FleetStatus& m) {
@@ -354,6 +354,7 @@ Result<RemoveTe> decode_remove_te(const Json& body) {
   FieldReader r(body, "remove_te");
   RemoveTe m;
   r.str("address", &m.address);
+  if (r.has("forget")) r.boolean("forget", &m.forget);
   if (r.ok() && m.address.empty()) r.fail("address", "empty");
   return finish(r, std::move(m));
 }

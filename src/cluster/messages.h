@@ -16,7 +16,8 @@
 //                  bound from the warm pool joins the JE's fleet
 //   manager → JE   remove_te (a call; RemoveTe, the reply a Status): the JE routes no new task to
 //                  that TE (a drain before the autoscaler stops it); its jobs go on there, and are
-//                  re-driven as for a dead TE if it stops with work left
+//                  re-driven as for a dead TE if it stops with work left. With forget (the TE was
+//                  stopped or replaced) the JE drops it from its fleet list.
 //   TE → TE        kv_fetch (a call to a peer's fetch service: tier T3; the reply says how many
 //                  blocks the peer pushed back over the KV transfer service)
 //   JE → gateway   job_attempt (a job was re-driven: events of older attempts are stale),
@@ -166,9 +167,12 @@ struct JobFailed {
 };
 
 // manager → JE: drain the TE whose control address is `address` (host:port, as add_te named it or
-// as its load reports' TeInfo.address says).
+// as its load reports' TeInfo.address says). forget: the TE is gone for good (replaced, or
+// drained and stopped): the JE also drops it from its fleet list (its jobs, if any, are re-driven
+// as for a dead TE); the address may later be added again.
 struct RemoveTe {
   std::string address;
+  bool forget = false;
   friend bool operator==(const RemoveTe&, const RemoveTe&) = default;
 };
 

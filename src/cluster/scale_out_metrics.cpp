@@ -38,16 +38,23 @@ std::string ScaleOutMetrics::text() const {
 Json scale_out_event(const std::string& te, int64_t pid, const std::string& address,
                      const BindReply& reply) {
   const ScaleOutPhases& p = reply.phases;
-  return Json{{"event", "scale_out"},
-              {"te", te},
-              {"pid", pid},
-              {"address", address},
-              {"from_store", reply.from_store},
-              {"store_note", reply.store_note},
-              {"decision_ns", p.decision_ns},
-              {"phases_s", phase_seconds(p)},
-              {"first_token_s", static_cast<double>(p.first_token_ns - p.decision_ns) * 1e-9},
-              {"ready_s", static_cast<double>(p.announced_ns - p.decision_ns) * 1e-9}};
+  Json event{{"event", "scale_out"},
+             {"te", te},
+             {"pid", pid},
+             {"address", address},
+             {"from_store", reply.from_store},
+             {"store_note", reply.store_note},
+             {"decision_ns", p.decision_ns},
+             {"phases_s", phase_seconds(p)},
+             {"first_token_s", static_cast<double>(p.first_token_ns - p.decision_ns) * 1e-9},
+             {"ready_s", static_cast<double>(p.announced_ns - p.decision_ns) * 1e-9}};
+  event["forked"] = reply.forked;
+  if (reply.forked) {
+    event["fork_bytes"] = reply.fork_bytes;
+    event["fork_s"] = reply.fork_seconds;
+  }
+  if (!reply.fork_error.empty()) event["fork_error"] = reply.fork_error;
+  return event;
 }
 
 }  // namespace keel::cluster

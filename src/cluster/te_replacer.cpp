@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cluster/bind_model.h"
+#include "cluster/je_calls.h"
 #include "cluster/link.h"
 #include "cluster/messages.h"
 #include "cluster/ready_line.h"
@@ -93,6 +94,12 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
     } else if (stopped.status().code() != StatusCode::kNotFound) {
       KEEL_LOG_WARN("cluster: stopping te {}: {}", old.name, stopped.status().message());
     }
+  }
+  // The JEs drop it from their fleet lists (they already counted it hung or dead).
+  if (Status s = call_jes(config_.je_addresses, encode(RemoveTe{old.address, /*forget=*/true}),
+                          std::chrono::milliseconds(5000));
+      !s.ok()) {
+    KEEL_LOG_WARN("cluster: removing te {} from the JEs: {}", old.name, s.message());
   }
   const bool warm = action.how == ReplaceHow::kWarmPool && config_.warm_bind;
   Result<ManagedTe> fresh = warm ? config_.warm_bind() : cold_start(old);

@@ -4,7 +4,8 @@
 // (te_replacement.h): kills it by PID (SIGKILL at once: its jobs moved, it must not send anything
 // more), brings a replacement up — an idle warm-pool TE bound to the model when there is one and
 // the role is colocated, else a cold start with the same command under a new id — and adds it to
-// every JE (add_te). The JEs have already re-driven the dead TE's jobs. Exported as Prometheus text
+// every JE (add_te). The JEs have already re-driven the dead TE's jobs; the old TE leaves their
+// fleet lists (remove_te with forget). Exported as Prometheus text
 // (keel:cluster_te_hung_total, keel:cluster_te_dead_total, keel:cluster_te_replaced_total,
 // keel:cluster_te_replace_failed_total, keel:cluster_te_replacement_seconds: detection to the
 // replacement added to the JEs) and JSON event-log lines (te_hung, te_dead, te_replaced,

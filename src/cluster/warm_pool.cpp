@@ -69,21 +69,37 @@ Status WarmPool::refill(int target) {
 }
 
 std::vector<Result<BoundTe>> WarmPool::bind(int n, const BindModel& bind) {
-  return bind_each(n, bind, false);
+  const size_t count = std::min(idle_.size(), static_cast<size_t>(std::max(n, 0)));
+  return bind_each(std::vector<BindModel>(count, bind));
 }
 
 std::vector<Result<BoundTe>> WarmPool::bind_chain(int n, const BindModel& bind) {
-  return bind_each(n, bind, true);
-}
-
-std::vector<Result<BoundTe>> WarmPool::bind_each(int n, const BindModel& bind, bool chain) {
   const size_t count = std::min(idle_.size(), static_cast<size_t>(std::max(n, 0)));
-  std::vector<Result<BoundTe>> out(count, Status::internal("not bound"));
   std::vector<BindModel> binds(count, bind);
-  for (size_t i = 1; chain && i < count; ++i) {
+  for (size_t i = 1; i < count; ++i) {
     if (idle_[i - 1].weights_port <= 0) continue;  // no --store-dir: no relay; fork from the head
     binds[i].fork_from = "127.0.0.1:" + std::to_string(idle_[i - 1].weights_port);
   }
+  return bind_each(binds);
+}
+
+std::vector<WarmPool::IdleTe> WarmPool::peek(int n) const {
+  std::vector<IdleTe> out;
+  for (size_t i = 0; i < idle_.size() && static_cast<int>(i) < n; ++i) {
+    IdleTe t;
+    t.name = idle_[i].name;
+    if (!config_.store_root.empty()) t.store_dir = config_.store_root + "/" + idle_[i].name;
+    if (idle_[i].weights_port > 0) {
+      t.weights_address = "127.0.0.1:" + std::to_string(idle_[i].weights_port);
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<Result<BoundTe>> WarmPool::bind_each(const std::vector<BindModel>& binds) {
+  const size_t count = std::min(idle_.size(), binds.size());
+  std::vector<Result<BoundTe>> out(count, Status::internal("not bound"));
   std::vector<std::thread> threads;
   for (size_t i = 0; i < count; ++i) {
     threads.emplace_back([this, i, &out, &binds] {

@@ -53,6 +53,15 @@ class WarmPool {
 
   // Binds min(n, idle()) idle TEs to `bind` concurrently; one result per TE, in pool order.
   [[nodiscard]] std::vector<Result<BoundTe>> bind(int n, const BindModel& bind);
+  // The next min(n, idle()) idle TEs, in the order bind_each() takes them.
+  struct IdleTe {
+    std::string name;
+    std::string store_dir;        // its own store (store_root/name); "" = the TEs' shared one
+    std::string weights_address;  // its weights service; "" = none
+  };
+  [[nodiscard]] std::vector<IdleTe> peek(int n) const;
+  // Binds the next binds.size() idle TEs (at most idle()), TE i to binds[i], concurrently.
+  [[nodiscard]] std::vector<Result<BoundTe>> bind_each(const std::vector<BindModel>& binds);
   // Fork by chain relay: as bind(), but TE 0 forks from bind.fork_from and TE i from TE i-1's
   // weights service (which relays the chunks as they reach it). The TEs need --store-dir.
   [[nodiscard]] std::vector<Result<BoundTe>> bind_chain(int n, const BindModel& bind);
@@ -68,7 +77,6 @@ class WarmPool {
     int weights_port = 0;  // its weights service (ready line "weights_port"); 0 = none
   };
   Result<WarmTe> start_one();
-  std::vector<Result<BoundTe>> bind_each(int n, const BindModel& bind, bool chain);
 
   ProcessSupervisor* sup_;  // not owned
   WarmPoolConfig config_;

@@ -7,12 +7,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <set>
 #include <thread>
 #include <vector>
 
 #include "cluster/host_port.h"
+#include "cluster/weights_hasher.h"
 #include "core/log.h"
 
 namespace keel::cluster {
@@ -29,10 +33,18 @@ Status errno_status(const std::string& what) {
 constexpr size_t kRelayQueueBytes = size_t{8} << 30;
 // How long finish() waits, after the peer's reply, for the last chunks' receive callbacks.
 constexpr std::chrono::seconds kFinishGrace{2};
+// The pre-fault's step: the file's pages are allocated this many bytes at a time.
+constexpr uint64_t kPrefaultStep = uint64_t{32} << 20;
+// madvise(MADV_POPULATE_WRITE) (Linux 5.14): faults pages in writable without touching content.
+#ifdef MADV_POPULATE_WRITE
+constexpr int kMadvPopulateWrite = MADV_POPULATE_WRITE;
+#else
+constexpr int kMadvPopulateWrite = 23;
+#endif
 
 }  // namespace
 
-struct WeightsReceiver::Stream {
+struct WeightsReceiver::Stream : std::enable_shared_from_this<Stream> {
   std::string entry;
   uint64_t stream_id = 0;
   kv::BlockHash identity;
@@ -43,8 +55,14 @@ struct WeightsReceiver::Stream {
   bool sized = false;
   uint64_t total = 0;
   uint64_t entry_hash = 0;
-  std::map<uint64_t, uint64_t> received;  // offset → bytes
+  struct Filed {
+    uint64_t bytes = 0;
+    uint64_t checksum = 0;  // the frame's (verified) payload checksum
+  };
+  std::map<uint64_t, Filed> received;  // offset → the chunk filed there
+  std::set<uint64_t> placed;           // offsets a payload was received in place at (or filed)
   uint64_t bytes = 0;
+  uint64_t contiguous = 0;  // bytes [0, contiguous) are filed (what the hasher may read)
   Status failed;      // a chunk that could not be filed, or the stream's end-of-stream failure
   bool done = false;  // finished (ok: renamed into place) or failed; relays stop waiting
   struct Downstream {
@@ -53,13 +71,21 @@ struct WeightsReceiver::Stream {
     Status status;  // the first failed send
   };
   std::vector<std::shared_ptr<Downstream>> downstream;
+  std::unique_ptr<WeightsHasher> hasher;  // from the first chunk on; before the mapping goes
+  std::thread prefault;                   // faults the mapping's pages in ahead of the chunks
+  std::atomic<bool> stop_prefault{false};
 
   ~Stream() {
+    stop_prefault = true;
+    if (prefault.joinable()) prefault.join();
+    hasher.reset();
     if (map != nullptr) ::munmap(map, total);
     if (fd >= 0) ::close(fd);
   }
 
-  // Sizes and maps the partial file for a stream of `n` bytes.
+  // Sizes and maps the partial file for a stream of `n` bytes; starts the hasher and, off the
+  // receive thread, faults the file's pages in ahead of the chunks (a page's first write then
+  // costs no allocation on the receive path). Content is never touched by the pre-fault.
   Status size_to(uint64_t n, uint64_t hash) {
     if (n == 0) return Status::invalid_argument("weights stream of 0 bytes");
     if (::ftruncate(fd, static_cast<off_t>(n)) != 0) return errno_status(partial + ": ftruncate");
@@ -69,17 +95,40 @@ struct WeightsReceiver::Stream {
     total = n;
     entry_hash = hash;
     sized = true;
+    hasher = std::make_unique<WeightsHasher>(map, total);
+    prefault = std::thread([this] {
+      for (uint64_t off = 0; off < total && !stop_prefault.load(); off += kPrefaultStep) {
+        const uint64_t len = std::min(kPrefaultStep, total - off);
+        if (::madvise(map + off, len, kMadvPopulateWrite) != 0) return;  // an older kernel
+      }
+    });
     return Status::ok_status();
   }
 
-  // Sends bytes [offset, offset + n) of the mapping to one downstream.
-  void forward(Downstream& d, uint64_t offset, uint64_t n) const {
+  // Files a chunk already written at its offset (or copies it there); the hasher's prefix moves.
+  void file(uint64_t offset, std::span<const std::byte> payload, uint64_t checksum) {
+    if (payload.data() != map + offset) std::memcpy(map + offset, payload.data(), payload.size());
+    received[offset] = {payload.size(), checksum};
+    placed.insert(offset);
+    bytes += payload.size();
+    for (auto it = received.find(contiguous); it != received.end();
+         it = received.find(contiguous)) {
+      contiguous += it->second.bytes;
+    }
+    hasher->advance(contiguous);
+  }
+
+  // Sends bytes [offset, offset + n) of the mapping to one downstream, straight from the mapping
+  // (the send holds this stream, so the mapping outlives it) with the checksum already verified.
+  void forward(Downstream& d, uint64_t offset, const Filed& f) {
     if (!d.status.ok()) return;
     KvBlockToSend block;
     block.flags = kKvFrameFlagWeights;
     put_weights_chunk({offset, total, entry_hash, d.stream_id}, &block.block_hash,
                       &block.parent_hash);
-    block.payload.assign(map + offset, map + offset + n);
+    block.borrowed = {map + offset, f.bytes};
+    block.owner = shared_from_this();
+    block.payload_checksum = f.checksum;
     d.status = d.client->send(std::move(block));
   }
 };
@@ -95,9 +144,10 @@ Result<std::unique_ptr<WeightsReceiver>> WeightsReceiver::start(const std::strin
   WeightsReceiver* raw = r.get();
   KEEL_ASSIGN_OR_RETURN(
       r->server_,
-      KvTransferServer::start(options, [raw](const KvFrameHeader& h, std::span<const std::byte> p) {
-        raw->on_chunk(h, p);
-      }));
+      KvTransferServer::start(
+          options,
+          [raw](const KvFrameHeader& h, std::span<const std::byte> p) { raw->on_chunk(h, p); },
+          [raw](const KvFrameHeader& h) { return raw->place(h); }));
   r->address_ = host + ":" + std::to_string(r->server_->port());
   return r;
 }
@@ -132,6 +182,43 @@ Status WeightsReceiver::begin(const std::string& entry, uint64_t stream_id) {
   return Status::ok_status();
 }
 
+// The stream a chunk belongs to (open, not failed, its identity and stream id), or null.
+WeightsReceiver::Stream* WeightsReceiver::stream_for_locked(const KvFrameHeader& header,
+                                                            const WeightsChunk& c,
+                                                            uint64_t payload_bytes) {
+  Stream* s = stream_.get();
+  if (s == nullptr || s->done || !s->failed.ok() || header.kv_identity != s->identity ||
+      c.stream_id != s->stream_id || !check_weights_chunk(c, payload_bytes).ok()) {
+    return nullptr;
+  }
+  return s;
+}
+
+KvPlacement WeightsReceiver::place(const KvFrameHeader& header) {
+  const WeightsChunk c = weights_chunk_of(header);
+  std::lock_guard lock(mu_);
+  Stream* s = stream_for_locked(header, c, header.payload_bytes);
+  if (s == nullptr || !size_stream_locked(*s, c) || s->placed.count(c.offset) != 0) return {};
+  s->placed.insert(c.offset);  // one payload in place per offset: filed bytes never change
+  return {s->map + c.offset, stream_};
+}
+
+bool WeightsReceiver::size_stream_locked(Stream& s, const WeightsChunk& c) {
+  if (!s.sized) {
+    if (Status st = s.size_to(c.total_bytes, c.entry_hash); !st.ok()) {
+      s.failed = st;
+      cv_.notify_all();
+      return false;
+    }
+  } else if (c.total_bytes != s.total || c.entry_hash != s.entry_hash) {
+    s.failed = Status::corrupt("weights stream for " + s.entry +
+                               ": a chunk disagrees on the entry's size or hash");
+    cv_.notify_all();
+    return false;
+  }
+  return true;
+}
+
 void WeightsReceiver::on_chunk(const KvFrameHeader& header, std::span<const std::byte> payload) {
   static const kv::BlockHash kProbe = weights_stream_identity(kWeightsProbeEntry);
   const WeightsChunk c = weights_chunk_of(header);
@@ -140,38 +227,21 @@ void WeightsReceiver::on_chunk(const KvFrameHeader& header, std::span<const std:
     stats_.probe_bytes += static_cast<int64_t>(payload.size());
     return;
   }
-  Stream* s = stream_.get();
-  if (s == nullptr || s->done || !s->failed.ok() || header.kv_identity != s->identity ||
-      c.stream_id != s->stream_id || !check_weights_chunk(c, payload.size()).ok()) {
+  Stream* s = stream_for_locked(header, c, payload.size());
+  if (s == nullptr) {
     ++stats_.rejected;
     return;
   }
-  file_chunk(*s, c, payload);
-  cv_.notify_all();
-}
-
-void WeightsReceiver::file_chunk(Stream& s, const WeightsChunk& c,
-                                 std::span<const std::byte> payload) {
-  if (!s.sized) {
-    if (Status st = s.size_to(c.total_bytes, c.entry_hash); !st.ok()) {
-      s.failed = st;
-      return;
-    }
-  } else if (c.total_bytes != s.total || c.entry_hash != s.entry_hash) {
-    s.failed = Status::corrupt("weights stream for " + s.entry +
-                               ": a chunk disagrees on the entry's size or hash");
-    return;
-  }
-  if (s.received.count(c.offset) != 0) return;  // a duplicate
-  std::memcpy(s.map + c.offset, payload.data(), payload.size());
-  s.received[c.offset] = payload.size();
-  s.bytes += payload.size();
+  if (!size_stream_locked(*s, c) || s->received.count(c.offset) != 0) return;  // or a duplicate
+  s->file(c.offset, payload, header.payload_checksum);
   ++stats_.chunks;
   stats_.bytes += static_cast<int64_t>(payload.size());
-  for (const auto& d : s.downstream) {
-    s.forward(*d, c.offset, payload.size());
+  if (payload.data() == s->map + c.offset) ++stats_.in_place_chunks;
+  for (const auto& d : s->downstream) {
+    s->forward(*d, c.offset, s->received[c.offset]);
     ++stats_.relayed_chunks;
   }
+  cv_.notify_all();
 }
 
 void WeightsReceiver::close_stream_locked(const Status& why) {
@@ -214,11 +284,13 @@ Result<std::string> WeightsReceiver::finish(const WeightsFetchReply& reply,
                                 " truncated: " + std::to_string(s->bytes) + " of " +
                                 std::to_string(reply.bytes) + " bytes arrived"));
   }
-  // Every byte is in: no chunk writes any more (duplicates are skipped), so hash unlocked.
+  // Every byte is in: the hasher, which followed the stream, has at most the tail left.
   lock.unlock();
-  const uint64_t hash = frame_payload_checksum({s->map, s->total});
+  Result<uint64_t> hashed = s->hasher->result(deadline);
   lock.lock();
   if (stream_ != keep) return Status::cancelled("weights stream for " + s->entry + ": aborted");
+  if (!hashed.ok()) return fail(hashed.status());
+  const uint64_t hash = *hashed;
   if (hash != reply.entry_hash || hash != s->entry_hash) {
     return fail(Status::corrupt("weights stream for " + s->entry +
                                 ": content hash mismatch (the entry's bytes changed in transit)"));
@@ -255,16 +327,16 @@ Result<WeightsFetchReply> WeightsReceiver::relay(const WeightsFetchRequest& requ
   auto d = std::make_shared<Stream::Downstream>();
   d->stream_id = request.stream_id;
   KEEL_ASSIGN_OR_RETURN(d->client, KvTransferClient::connect(options));
-  std::map<uint64_t, uint64_t> already;
+  std::map<uint64_t, Stream::Filed> already;
   {
     std::lock_guard lock(mu_);
     if (s->done && !s->failed.ok()) return s->failed;
     already = s->received;  // sent below; every later chunk is forwarded by the sink
     s->downstream.push_back(d);
   }
-  for (const auto& [offset, n] : already) {
+  for (const auto& [offset, filed] : already) {
     std::lock_guard lock(mu_);  // forward() writes d->status, which the sink also touches
-    s->forward(*d, offset, n);
+    s->forward(*d, offset, filed);
   }
   Status status;
   {

@@ -4,16 +4,20 @@
 //
 // One stream at a time (a TE forks once): begin(entry) creates ".<entry>.partial.<pid>" (the
 // store's own temporary name) in the store directory; chunks of that entry's stream (identity,
-// stream id and sizes checked; anything else is dropped and counted) are written at their offset
-// into its shared mapping. finish(reply) waits for the upstream's bytes, then checks that every
-// byte arrived and that the whole file hashes (XXH3-64) to the entry hash the chunks and the reply
-// carry; only then is the file made read-only (0444) and renamed to its entry name. Any failure —
+// stream id and sizes checked; anything else is dropped and counted) are received by UCX straight
+// into the file's shared mapping at their offset (no intermediate buffer; the first chunk sizes
+// the file, and a thread allocates its pages ahead of the chunks), at most once per offset. The
+// whole-file XXH3-64 is computed while the stream arrives (weights_hasher.h, over the in-order
+// prefix). finish(reply) waits for the upstream's bytes, then checks that every byte arrived and
+// that the whole file hashes to the entry hash the chunks and the reply carry; only then is the
+// file made read-only (0444) and renamed to its entry name. Any failure —
 // a truncated stream, a hash mismatch, an upstream error, a deadline — deletes the partial file:
 // a partial entry is never left under an entry name.
 //
 // Chain relay: relay(request) (the WeightsServer, when a downstream TE asks for the entry this TE
 // is still receiving) sends the chunks received so far from the mapping, and every later chunk as
-// the sink files it; it answers once this TE's own stream completed and the downstream flushed.
+// the sink files it — straight from the mapping, with the checksum its frame arrived with; it
+// answers once this TE's own stream completed and the downstream flushed.
 //
 // Thread safety: the sink runs on the server's UCX thread; begin/finish/abort from the fetching
 // thread; relay from the WeightsServer's link threads; all under one mutex.
@@ -35,11 +39,12 @@
 namespace keel::cluster {
 
 struct WeightsReceiverStats {
-  int64_t chunks = 0;          // filed into the partial entry
-  int64_t bytes = 0;           // their bytes
-  int64_t probe_bytes = 0;     // probe chunks' bytes (dropped)
-  int64_t rejected = 0;        // chunks of no open stream, another entry or outside the stream
-  int64_t relayed_chunks = 0;  // forwarded downstream
+  int64_t chunks = 0;           // filed into the partial entry
+  int64_t bytes = 0;            // their bytes
+  int64_t probe_bytes = 0;      // probe chunks' bytes (dropped)
+  int64_t rejected = 0;         // chunks of no open stream, another entry or outside the stream
+  int64_t relayed_chunks = 0;   // forwarded downstream
+  int64_t in_place_chunks = 0;  // of `chunks`, received straight into the entry's mapping
 };
 
 class WeightsReceiver {
@@ -78,7 +83,10 @@ class WeightsReceiver {
   struct Stream;
   WeightsReceiver(std::string store_dir) : store_dir_(std::move(store_dir)) {}
   void on_chunk(const KvFrameHeader& header, std::span<const std::byte> payload);
-  void file_chunk(Stream& s, const WeightsChunk& c, std::span<const std::byte> payload);
+  KvPlacement place(const KvFrameHeader& header);
+  Stream* stream_for_locked(const KvFrameHeader& header, const WeightsChunk& c,
+                            uint64_t payload_bytes);
+  bool size_stream_locked(Stream& s, const WeightsChunk& c);
   void close_stream_locked(const Status& why);
 
   std::string store_dir_;

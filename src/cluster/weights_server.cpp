@@ -165,10 +165,12 @@ Result<uint64_t> WeightsServer::entry_hash(const std::string& entry, const std::
 Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& request) {
   const Clock::time_point deadline = Clock::now() + config_.deadline;
   if (request.probe_bytes > 0) {
-    const std::vector<std::byte> zeros(request.chunk_bytes);
+    // One zero chunk, sent as every chunk of the probe (no copy, as a fork sends its mapping).
+    auto zeros = std::make_shared<const std::vector<std::byte>>(request.chunk_bytes);
     WeightsFetchRequest probe = request;
     probe.entry = std::string(kWeightsProbeEntry);
-    KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r, push(probe, nullptr, request.probe_bytes, 0));
+    KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r,
+                          push(probe, {zeros, zeros->data()}, request.probe_bytes, 0));
     std::lock_guard lock(mu_);
     ++stats_.probes;
     return r;
@@ -177,8 +179,8 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
     return Status::invalid_argument("weights_fetch: '" + request.entry + "' is not an entry name");
   }
   const std::string path = config_.store_dir + "/" + request.entry;
-  FileMap file;
-  Status mapped = map_file(path, &file);
+  auto file = std::make_shared<FileMap>();  // shared with the sends in flight
+  Status mapped = map_file(path, file.get());
   if (mapped.code() == StatusCode::kNotFound && config_.receiver != nullptr) {
     Result<WeightsFetchReply> relayed =
         config_.receiver->relay(request, deadline, config_.relay_wait);
@@ -187,20 +189,21 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
       ++stats_.relayed;
       return relayed;
     }
-    mapped = map_file(path, &file);  // it may have completed meanwhile
+    mapped = map_file(path, file.get());  // it may have completed meanwhile
   }
   KEEL_TRY(mapped);
-  KEEL_ASSIGN_OR_RETURN(const uint64_t hash, entry_hash(request.entry, file.bytes, file.size));
-  KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r, push(request, file.bytes, file.size, hash));
+  KEEL_ASSIGN_OR_RETURN(const uint64_t hash, entry_hash(request.entry, file->bytes, file->size));
+  KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r, push(request, {file, file->bytes}, file->size, hash));
   std::lock_guard lock(mu_);
   ++stats_.served;
   stats_.bytes += static_cast<int64_t>(r.bytes);
   return r;
 }
 
-// Pushes `total` bytes (`bytes`, or zeros when null) to request.reply_to; flushes; the reply.
+// Pushes `total` bytes to request.reply_to — source.bytes, or (a probe) source.bytes' one chunk
+// of zeros again and again — sent from there with no copy; flushes; the reply.
 Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request,
-                                              const std::byte* bytes, uint64_t total,
+                                              const PushSource& source, uint64_t total,
                                               uint64_t hash) {
   const Clock::time_point deadline = Clock::now() + config_.deadline;
   KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(request.reply_to));
@@ -221,14 +224,15 @@ Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request
     block.flags = kKvFrameFlagWeights;
     put_weights_chunk({offset, total, hash, request.stream_id}, &block.block_hash,
                       &block.parent_hash);
-    if (bytes != nullptr) {
-      block.payload.assign(bytes + offset, bytes + offset + n);
+    const std::byte* from = request.probe_bytes > 0 ? source.bytes : source.bytes + offset;
+    if (index == config_.faults.flip_chunk) {  // a copy: the mapping is read-only
+      block.payload.assign(from, from + n);
+      block.payload[n / 2] ^= std::byte{0x40};
     } else {
-      block.payload.resize(n);
+      block.borrowed = {from, n};
+      block.owner = source.owner;
     }
-    if (index == config_.faults.flip_chunk) block.payload[n / 2] ^= std::byte{0x40};
-    // At most kWindowBytes queued ahead of the network (the client copies nothing: its queue
-    // holds the payloads).
+    // At most kWindowBytes queued ahead of the network.
     while (true) {
       const KvTransferClientStats st = client->stats();
       const uint64_t queued =

@@ -1,10 +1,11 @@
 // WeightsServer: a TE's weights service — the serving side of a fork. Answers `weights_fetch`
 // calls (weights_stream.h) on a link listener: the entry named in the call is pushed to the
-// caller's WeightsReceiver in chunks, straight from a read-only shared mapping of the entry file
-// in this host's store directory (the same pages the TE's model runs from); when this TE is itself
-// still receiving that entry (a chain relay), the call is handed to its WeightsReceiver, which
-// forwards chunks as they arrive. A probe call pushes zero bytes under the probe identity.
-// The whole entry's XXH3-64 goes in every chunk and the reply; it is computed once per entry.
+// caller's WeightsReceiver in chunks, sent with no copy straight from a read-only shared mapping
+// of the entry file in this host's store directory (the same pages the TE's model runs from); when
+// this TE is itself still receiving that entry (a chain relay), the call is handed to its
+// WeightsReceiver, which forwards chunks as they arrive. A probe call pushes zero bytes under the
+// probe identity. The whole entry's XXH3-64 goes in every chunk and the reply; it is computed once
+// per entry.
 //
 // Fault hooks (tests): flip_chunk flips one byte of that chunk before it is checksummed (the
 // frame arrives intact, the entry's hash does not match at the end); stop_after_chunks sends
@@ -80,7 +81,12 @@ class WeightsServer {
   explicit WeightsServer(WeightsServerConfig config) : config_(std::move(config)) {}
   void on_message(Link& link, Message message);
   Result<WeightsFetchReply> serve(const WeightsFetchRequest& request);
-  Result<WeightsFetchReply> push(const WeightsFetchRequest& request, const std::byte* bytes,
+  // What a push sends from: bytes kept valid by owner (the sends in flight hold it).
+  struct PushSource {
+    std::shared_ptr<const void> owner;
+    const std::byte* bytes = nullptr;
+  };
+  Result<WeightsFetchReply> push(const WeightsFetchRequest& request, const PushSource& source,
                                  uint64_t total, uint64_t entry_hash);
   Result<uint64_t> entry_hash(const std::string& entry, const std::byte* bytes, uint64_t total);
 

@@ -1,4 +1,4 @@
-// Fleet snapshot helpers: role names round-trip, lookup by id.
+// Fleet snapshot helpers: role names round-trip, lookup by id, the listed TEs.
 #include "cluster/fleet.h"
 
 #include <gtest/gtest.h>
@@ -20,6 +20,18 @@ TEST(FleetTest, FindById) {
   ASSERT_NE(fleet.find("te-1"), nullptr);
   EXPECT_EQ(fleet.find("te-1")->role, TeRole::kDecode);
   EXPECT_EQ(fleet.find("te-2"), nullptr);
+}
+
+TEST(FleetTest, ForgottenTesLeaveTheList) {
+  std::vector<TeInfo> tes;
+  tes.push_back({.id = "te-0", .address = "127.0.0.1:1"});
+  tes.push_back({.id = "te-1", .address = "127.0.0.1:2", .healthy = false});
+  tes.push_back({.id = "te-2", .address = "127.0.0.1:3"});
+  EXPECT_EQ(listed_tes(tes, {}), (std::vector<size_t>{0, 1, 2}));  // dead ones stay listed
+  EXPECT_EQ(listed_tes(tes, {"127.0.0.1:2"}), (std::vector<size_t>{0, 2}));
+  EXPECT_EQ(listed_tes(tes, {"127.0.0.1:1", "127.0.0.1:3", "127.0.0.1:9"}),
+            (std::vector<size_t>{1}));
+  EXPECT_TRUE(listed_tes({}, {"127.0.0.1:1"}).empty());
 }
 
 }  // namespace

@@ -152,6 +152,13 @@ TEST(ClusterMessagesTest, RemoveTeRoundTripAndRejects) {
       decode_remove_te(through_link(encode(RemoveTe{"127.0.0.1:4242"}), "remove_te"));
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->address, "127.0.0.1:4242");
+  EXPECT_FALSE(r->forget);
+  r = decode_remove_te(through_link(encode(RemoveTe{"127.0.0.1:4243", true}), "remove_te"));
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(*r, (RemoveTe{"127.0.0.1:4243", true}));
+  EXPECT_FALSE(decode_remove_te(Json{{"address", "a:1"}})->forget);  // an older manager's
+  EXPECT_EQ(decode_remove_te(Json{{"address", "a:1"}, {"forget", "yes"}}).status().code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(encode(RemoveTe{"a:1"}).type, msg::kRemoveTe);
   EXPECT_EQ(decode_remove_te(Json::object()).status().code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(decode_remove_te(Json{{"address", 7}}).status().code(), StatusCode::kInvalidArgument);

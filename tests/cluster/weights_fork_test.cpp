@@ -91,6 +91,9 @@ TEST(WeightsForkTest, ForkIsByteEqualAndLeavesOnlyTheEntry) {
       << "a finished entry is read-only";
   EXPECT_EQ(a.server->stats().served, 1);
   EXPECT_EQ(b.receiver->stats().chunks, 4);
+  // The three full chunks (rendezvous payloads) land straight in the entry's mapping; the
+  // 1234-byte tail travels inside its message (eager) and is copied.
+  EXPECT_EQ(b.receiver->stats().in_place_chunks, 3);
 }
 
 TEST(WeightsForkTest, ChainRelayForwardsWhileReceiving) {
@@ -109,6 +112,7 @@ TEST(WeightsForkTest, ChainRelayForwardsWhileReceiving) {
   EXPECT_EQ(read_all(c.entry_path()), bytes);
   EXPECT_EQ(b.server->stats().relayed, 1);
   EXPECT_EQ(a.server->stats().served, 1) << "the source sent the entry once";
+  EXPECT_EQ(b.receiver->stats().relayed_chunks, 41) << "every chunk forwarded, none twice";
 }
 
 void expect_fails_clean(Host& src, Host& dst, const std::string& needle) {

@@ -157,8 +157,9 @@ TEST_F(AutoscaleE2e, AHeldRequestPastTheActivationTimeoutGets503WithRetryAfter) 
   cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
   cluster::ChildSpec spec;
   spec.name = "cluster";
-  // No warm pool: the autoscaler has nothing to bind, so no TE ever becomes ready.
-  spec.argv = cluster_argv({"--max", "1", "--activation-timeout", "0.5"});
+  // No warm pool: the autoscaler cold-starts a TE (a new process that loads the model), which
+  // takes far longer than this activation timeout.
+  spec.argv = cluster_argv({"--max", "1", "--activation-timeout", "0.05"});
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
@@ -167,7 +168,7 @@ TEST_F(AutoscaleE2e, AHeldRequestPastTheActivationTimeoutGets503WithRetryAfter) 
   const HttpResponse r = http_request(port, "POST", "/v1/completions", completion(4).dump());
   const double held_s = std::chrono::duration<double>(Clock::now() - t0).count();
   EXPECT_EQ(r.status, 503) << r.body;
-  EXPECT_GE(held_s, 0.5) << "held for the activation timeout first";
+  EXPECT_GE(held_s, 0.05) << "held for the activation timeout first";
   EXPECT_EQ(r.headers.count("retry-after"), 1u);
   const json body = json::parse(r.body, nullptr, false);
   ASSERT_TRUE(body.contains("error")) << r.body;

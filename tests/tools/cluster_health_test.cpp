@@ -178,22 +178,22 @@ std::pair<std::string, int64_t> run_with_fault(int port, int fault,
   return {victim, fault_ns};
 }
 
-// Waits until the status shows `victim` in `state` and a TE outside `known` healthy or busy;
-// returns that TE's id ("" on timeout).
-std::string await_replacement(int port, const std::string& victim, const std::string& state,
+// Waits until `victim` has left the fleet list (replaced: the JEs forget it) and a TE outside
+// `known` is healthy or busy; returns that TE's id ("" on timeout).
+std::string await_replacement(int port, const std::string& victim,
                               const std::set<std::string>& known) {
   std::string fresh;
   poll(
       [&] {
-        bool victim_down = false;
+        bool victim_listed = false;
         fresh.clear();
         for (const json& te : status(port).value("task_executors", json::array())) {
           const std::string id = te.value("id", "");
-          if (id == victim) victim_down = te.value("state", "") == state;
+          if (id == victim) victim_listed = true;
           const std::string s = te.value("state", "");
           if (known.count(id) == 0 && (s == "healthy" || s == "busy")) fresh = id;
         }
-        return victim_down && !fresh.empty();
+        return !victim_listed && !fresh.empty();
       },
       std::chrono::milliseconds(30000));
   return fresh;
@@ -214,7 +214,7 @@ TEST_F(ClusterHealth, HungAndKilledTesAreReplacedWithNoClientError) {
   // SIGSTOP: silent with work → hung → killed, replaced; its jobs re-driven.
   std::set<std::string> known = {"te-0", "te-1"};
   const auto [hung, stop_ns] = run_with_fault(c.port(), SIGSTOP, want, known);
-  const std::string first = await_replacement(c.port(), hung, "hung", known);
+  const std::string first = await_replacement(c.port(), hung, known);
   ASSERT_FALSE(first.empty()) << status(c.port()).dump();
   known.insert(first);
   const std::vector<json> hung_events = c.events("te_hung");
@@ -232,7 +232,7 @@ TEST_F(ClusterHealth, HungAndKilledTesAreReplacedWithNoClientError) {
   // SIGKILL on the other original TE: dead → replaced (the new TE takes work meanwhile).
   const std::set<std::string> originals = {hung == "te-0" ? "te-1" : "te-0"};
   const auto [dead, kill_ns] = run_with_fault(c.port(), SIGKILL, want, originals);
-  const std::string second = await_replacement(c.port(), dead, "dead", known);
+  const std::string second = await_replacement(c.port(), dead, known);
   ASSERT_FALSE(second.empty()) << status(c.port()).dump();
   const std::vector<json> dead_events = c.events("te_dead");
   ASSERT_EQ(dead_events.size(), 1u);
@@ -247,7 +247,17 @@ TEST_F(ClusterHealth, HungAndKilledTesAreReplacedWithNoClientError) {
   EXPECT_EQ(metric_value(metrics, "keel:cluster_te_dead_total"), 1);
   EXPECT_EQ(metric_value(metrics, "keel:cluster_te_replaced_total"), 2);
   EXPECT_EQ(metric_value(metrics, "keel:cluster_te_replacement_seconds_count"), 2);
-  EXPECT_EQ(metric_value(metrics, "keel:cluster_te_state", "state=\"hung\""), 1);
+  // The replaced TEs left the JEs' fleet lists: only the two replacements are listed (a new TE's
+  // id is its address until its first report, so the originals' ids are what is checked).
+  EXPECT_EQ(metric_value(metrics, "keel:cluster_te_state", "state=\"hung\""), 0);
+  EXPECT_EQ(metric_value(metrics, "keel:cluster_te_state", "state=\"dead\""), 0);
+  std::set<std::string> listed;
+  for (const json& te : status(c.port()).value("task_executors", json::array())) {
+    listed.insert(te.value("id", ""));
+  }
+  EXPECT_EQ(listed.size(), 2u) << status(c.port()).dump();
+  EXPECT_EQ(listed.count(hung), 0u) << "the hung TE was replaced: " << status(c.port()).dump();
+  EXPECT_EQ(listed.count(dead), 0u) << "the killed TE was replaced: " << status(c.port()).dump();
   // The replacements serve: the undisturbed text again, and /health is up.
   EXPECT_EQ(complete(c.port(), kPrompts[0], kTokens, true).text, want[0]);
   EXPECT_EQ(http_request(c.port(), "GET", "/health").status, 200);

@@ -7,7 +7,9 @@
 // its own store directory (a host without the entry), fork the entry from a running TE by chain
 // relay, map it, and the forked entry generates the same greedy text as the source's; a source
 // whose weights service flips a byte makes the fork fail (hash mismatch), the TE load the file,
-// and nothing stay in its store. Children are stopped by PID.
+// and nothing stay in its store. `keel cluster up --te-stores` binds a warm TE whose store lacks
+// the entry by a fork from the running TE (--bind-source auto), and the forked TE serves the
+// source's greedy text. Children are stopped by PID.
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -250,6 +252,92 @@ TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {
 
   ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
   EXPECT_TRUE(only_entry(store_).empty()) << "the cluster removes the entry it built";
+}
+
+// `keel cluster up` with a store per warm TE (--te-stores: hosts without the entry) and the
+// default --bind-source auto: te-0 maps the preloaded shared store and serves the entry; `keel
+// cluster scale` binds the warm TE, whose own store lacks the entry, by a fork from te-0. The
+// forked TE serves requests (round-robin routing sends it every other one) with the same greedy
+// text as te-0.
+TEST_F(WarmPoolE2e, ClusterUpForksABoundTeFromARunningTe) {
+  const std::string hosts = make_temp_dir("up-fork-hosts");
+  const std::string log = hosts + "/events.jsonl";
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = {KEEL_BINARY,   "cluster",
+               "up",          "-m",
+               stories(),     "--served-model-name",
+               "stories",     "--port",
+               "0",           "--colocated",
+               "1",           "--threads-per-te",
+               "1",           "-c",
+               "128",         "--warm-pool",
+               "1",           "--store-dir",
+               store_,        "--te-stores",
+               hosts,         "--router",
+               "round_robin", "--event-log",
+               log,           "--kv-cache-bytes",
+               "8388608"};
+  spec.ready_timeout = std::chrono::seconds(60);
+  auto child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  const int port = *cluster::ready_port(child->ready);
+  const std::string entry = only_entry(store_);
+  ASSERT_FALSE(entry.empty()) << "cluster up preloads the model";
+
+  const CliResult scale =
+      run_keel({"cluster", "scale", "--control",
+                "127.0.0.1:" + std::to_string(child->ready["control_port"].get<int>()), "--json"});
+  ASSERT_EQ(scale.exit_code, 0) << scale.err << scale.out;
+  const json reply = json::parse(scale.out, nullptr, false);
+  ASSERT_EQ(reply["tes"].size(), 1u) << scale.out;
+  const json& te = reply["tes"][0];
+  EXPECT_EQ(te.value("bind_source", ""), "fork") << scale.out;
+  EXPECT_TRUE(te.value("forked", false)) << scale.out;
+  EXPECT_TRUE(te.value("from_store", false)) << "it maps the entry it forked: " << scale.out;
+  const std::string te_name = te.value("te", "");
+  EXPECT_EQ(only_entry(hosts + "/" + te_name), entry) << "the fork landed in the TE's own store";
+
+  ASSERT_TRUE(eventually(
+      [&] {
+        const json s =
+            json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+        if (!s.contains("task_executors") || s["task_executors"].size() != 2) return false;
+        for (const json& t : s["task_executors"]) {
+          if (!t.value("healthy", false)) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(20)))
+      << "the forked TE joins the fleet";
+  std::vector<std::string> texts;
+  for (int i = 0; i < 4; ++i) {
+    const HttpResponse r = http_request(port, "POST", "/v1/completions",
+                                        json{{"model", "stories"},
+                                             {"prompt", "Once upon a time"},
+                                             {"max_tokens", 16},
+                                             {"temperature", 0}}
+                                            .dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    texts.push_back(json::parse(r.body)["choices"][0]["text"].get<std::string>());
+  }
+  for (const std::string& t : texts) EXPECT_EQ(t, texts[0]) << "greedy text differs between TEs";
+  EXPECT_FALSE(texts[0].empty());
+  json s;
+  EXPECT_TRUE(eventually(  // the TEs' stats arrive with their next load reports
+      [&] {
+        s = json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+        if (!s.contains("task_executors") || s["task_executors"].size() != 2) return false;
+        for (const json& t : s["task_executors"]) {
+          if (t.value("generation_tokens_total", int64_t{0}) <= 0) return false;
+        }
+        return true;
+      },
+      std::chrono::seconds(10)))
+      << "both TEs (the source and the forked one) generated: " << s.dump();
+  ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
+  std::filesystem::remove_all(hosts);
 }
 
 }  // namespace
