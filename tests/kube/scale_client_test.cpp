@@ -1,9 +1,14 @@
 // ScaleClient against the fake API server: the requests it sends for a scale-up and a scale-down
 // (path, method, Content-Type, body, bearer token), and its errors — 403 (RBAC), 401, 404, a
-// server that keeps answering 503, and a dead server (Unavailable after bounded retries).
+// server that keeps answering 503, a dead server and a silent one (Unavailable after bounded
+// retries, each call within its deadline).
 #include "kube/scale_client.h"
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -81,7 +86,7 @@ TEST_F(ScaleClientTest, ForbiddenNamesTheRbacItNeeds) {
   Result<DeploymentScale> s = client.set_replicas("te", 2);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
-  const std::string& m = s.status().message();
+  const std::string m = s.status().message();
   EXPECT_NE(m.find("deployment keel/te"), std::string::npos) << m;
   EXPECT_NE(m.find("403 Forbidden"), std::string::npos) << m;
   EXPECT_NE(m.find("deployments/scale"), std::string::npos) << m;
@@ -124,6 +129,30 @@ TEST(ScaleClientDead, DeadServerIsUnavailableNotAHang) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
   EXPECT_NE(s.status().message().find("connecting"), std::string::npos) << s.status().message();
+}
+
+TEST(ScaleClientDead, SilentServerTimesOut) {
+  // A socket that listens but never accepts: the connection completes (the backlog), no answer.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  ScaleClientConfig c = fast();
+  c.request_timeout = std::chrono::milliseconds(300);
+  c.attempts = 2;
+  ScaleClient client(config_for("http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port))), c);
+  Result<DeploymentScale> s = client.get_scale("te");
+  ::close(fd);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(s.status().message().find("timed out after 300 ms"), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("2 tries"), std::string::npos) << s.status().message();
 }
 
 TEST(ScaleClientParse, RejectsWhatIsNotAScale) {
