@@ -15,6 +15,7 @@ packages=(
   clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
   chromium  # the gateway dashboard's headless-browser test (tests/tools/cluster_dashboard_test)
   etcd-server etcd-client  # membership and leader election on etcd v3 (tests/membership, cluster up --membership etcd)
+  kubernetes-client  # kubectl: tests/kube applies deploy/ to a fake API server (docs/deploy.md)
 )
 
 missing=()

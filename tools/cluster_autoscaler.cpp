@@ -39,13 +39,13 @@ ClusterAutoscaler::ClusterAutoscaler(ClusterAutoscalerConfig config,
                                      cluster::FleetClient* fleet)
     : config_(std::move(config)), sup_(sup), scaler_(scaler), fleet_(fleet), start_(Clock::now()) {}
 
-Result<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::start(ClusterAutoscalerConfig config,
-                                                                    cluster::ProcessSupervisor* sup,
-                                                                    ClusterScaler* scaler,
-                                                                    cluster::FleetClient* fleet) {
+Result<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::start(
+    ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup, ClusterScaler* scaler,
+    cluster::FleetClient* fleet, std::unique_ptr<kube::ReplicaActuator> actuator) {
   KEEL_TRY(config.policy.validate());
   std::unique_ptr<ClusterAutoscaler> a(
       new ClusterAutoscaler(std::move(config), sup, scaler, fleet));
+  a->actuator_ = std::move(actuator);
   if (!a->config_.event_log.empty()) {
     a->log_.emplace(a->config_.event_log, std::ios::app);
     if (!*a->log_) return Status::io_error(a->config_.event_log + ": cannot open the event log");
@@ -111,7 +111,11 @@ void ClusterAutoscaler::tick() {
   if (!status.ok()) return;
   progress_drains(*status);
   const double now_s = std::chrono::duration<double>(now - start_).count();
-  const as::GroupSignals s = signals(*status, now_s);
+  as::GroupSignals s = signals(*status, now_s);
+  if (actuator_ && actuator_->known_replicas()) {
+    // Pods the Deployment asks for that are not ready TEs yet count as replicas.
+    s.pending = std::max(0, *actuator_->known_replicas() - static_cast<int32_t>(s.tes.size()));
+  }
   const as::ScaleDecision d = as::decide(s, config_.policy, state_);
   {
     std::lock_guard lock(mu_);
@@ -128,6 +132,7 @@ void ClusterAutoscaler::tick() {
                   d.panic ? ", panic" : "");
   }
   last_panic_ = d.panic;
+  if (actuator_) return set_replicas(d);
   if (d.scale_out > 0) scale_out(d.scale_out);
   for (const std::string& id : d.drain) {
     for (const cluster::TeInfo& te : s.tes) {
@@ -146,6 +151,32 @@ void ClusterAutoscaler::scale_out(int32_t n) {
   if (reply.contains("errors")) {
     KEEL_LOG_WARN("cluster: autoscale scale-out of {}: {}", n, reply["errors"].dump());
   }
+}
+
+void ClusterAutoscaler::set_replicas(const as::ScaleDecision& d) {
+  const std::optional<int32_t> before = actuator_->known_replicas();
+  Result<bool> wrote = actuator_->apply(d.desired, Clock::now());
+  if (wrote.ok() && !*wrote) return;  // the same count, or backing off after a failure
+  const std::string outcome = wrote.ok() ? "ok" : "error";
+  {
+    std::lock_guard lock(mu_);
+    ++k8s_writes_[outcome];
+  }
+  cluster::Json e = {{"event", "k8s_scale"},
+                     {"deployment", actuator_->deployment()},
+                     {"previous", before ? cluster::Json(*before) : cluster::Json()},
+                     {"replicas", d.desired},
+                     {"reason", std::string(as::scale_reason_name(d.reason))},
+                     {"outcome", outcome}};
+  if (!wrote.ok()) {
+    e["error"] = wrote.status().message();
+    KEEL_LOG_WARN("cluster: autoscale: {} replicas → {}: {}", actuator_->deployment(), d.desired,
+                  wrote.status().message());
+  } else {
+    KEEL_LOG_INFO("cluster: autoscale: {} replicas {} → {}", actuator_->deployment(),
+                  before ? std::to_string(*before) : "?", d.desired);
+  }
+  log_event(e);
 }
 
 void ClusterAutoscaler::start_drain(const cluster::TeInfo& te) {
@@ -271,6 +302,13 @@ std::string ClusterAutoscaler::metrics_text() const {
   for (const auto& [outcome, n] : drains_) {
     out +=
         fmt::format("keel:autoscaler_drains_total{{{},outcome=\"{}\"}} {}\n", labels, outcome, n);
+  }
+  if (actuator_) {
+    out += "# TYPE keel:autoscaler_k8s_replica_writes_total counter\n";
+    for (const auto& [outcome, n] : k8s_writes_) {
+      out += fmt::format("keel:autoscaler_k8s_replica_writes_total{{{},outcome=\"{}\"}} {}\n",
+                         labels, outcome, n);
+    }
   }
   return out;
 }

@@ -10,6 +10,10 @@
 // (remove_te with forget). A scale-out with no idle warm TE cold-starts one (ClusterScaler).
 // Decisions that change the count go to the event log as `{"event":"autoscale",...}` lines; drains
 // as `{"event":"drain",...}`; both to /metrics.
+// With a kube::ReplicaActuator (`--scaler k8s`, docs/deploy.md) the same decisions set
+// spec.replicas of a TE Deployment instead: the count the Deployment asks for and not yet ready
+// counts as pending, nothing is bound or drained here (Kubernetes starts and deletes the pods;
+// each pod's preStop hook drains its TE), and each write is a `{"event":"k8s_scale",...}` line.
 //
 // Thread safety: tick() on the supervisor's thread (it spawns and stops children);
 // metrics_text() from any thread.
@@ -28,6 +32,7 @@
 #include "cluster/fleet_client.h"
 #include "cluster/process_supervisor.h"
 #include "cluster_scaler.h"
+#include "kube/replica_actuator.h"
 
 namespace keel::cli {
 
@@ -43,11 +48,11 @@ struct ClusterAutoscalerConfig {
 class ClusterAutoscaler {
  public:
   using Clock = std::chrono::steady_clock;
-  // All borrowed; they outlive this object.
-  static Result<std::unique_ptr<ClusterAutoscaler>> start(ClusterAutoscalerConfig config,
-                                                          cluster::ProcessSupervisor* sup,
-                                                          ClusterScaler* scaler,
-                                                          cluster::FleetClient* fleet);
+  // sup, scaler and fleet are borrowed; they outlive this object. `actuator` (owned; may be null)
+  // replaces binding and draining by writes of the Deployment's replica count.
+  static Result<std::unique_ptr<ClusterAutoscaler>> start(
+      ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup, ClusterScaler* scaler,
+      cluster::FleetClient* fleet, std::unique_ptr<kube::ReplicaActuator> actuator = nullptr);
   // One step when the interval has passed: signals → decide → actions; drains progress.
   void tick();
   [[nodiscard]] std::string metrics_text() const;
@@ -63,6 +68,7 @@ class ClusterAutoscaler {
                     ClusterScaler* scaler, cluster::FleetClient* fleet);
   cluster::autoscale::GroupSignals signals(const cluster::FleetStatus& status, double now_s);
   void scale_out(int32_t n);
+  void set_replicas(const cluster::autoscale::ScaleDecision& d);
   void start_drain(const cluster::TeInfo& te);
   void progress_drains(const cluster::FleetStatus& status);
   void log_event(const cluster::Json& event);
@@ -72,6 +78,7 @@ class ClusterAutoscaler {
   cluster::ProcessSupervisor* sup_;
   ClusterScaler* scaler_;
   cluster::FleetClient* fleet_;
+  std::unique_ptr<kube::ReplicaActuator> actuator_;
   cluster::autoscale::AutoscalerState state_;
   std::optional<std::ofstream> log_;
   Clock::time_point start_, last_tick_{};
@@ -87,8 +94,9 @@ class ClusterAutoscaler {
   int32_t ready_ = 0;
   int64_t held_ = 0;
   bool panic_ = false;
-  std::map<std::string, int64_t> decisions_;  // by reason, decisions that changed the count
-  std::map<std::string, int64_t> drains_;     // by outcome: idle, timeout, gone
+  std::map<std::string, int64_t> decisions_;   // by reason, decisions that changed the count
+  std::map<std::string, int64_t> drains_;      // by outcome: idle, timeout, gone
+  std::map<std::string, int64_t> k8s_writes_;  // replica writes by outcome: ok, error
 };
 
 }  // namespace keel::cli

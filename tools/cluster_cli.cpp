@@ -131,6 +131,18 @@ void add_autoscale_flags(CLI::App* cmd, AutoscaleOptions* a) {
                   "Autoscaler: seconds a drained TE may finish its work before it is stopped (the "
                   "rest is re-driven)")
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--scaler", a->scaler,
+                  "Autoscaler: warm-pool (bind and drain this machine's TEs) or k8s (set "
+                  "spec.replicas of --k8s-deployment through the Kubernetes API)")
+      ->check(CLI::IsMember({"warm-pool", "k8s"}));
+  cmd->add_option("--k8s-deployment", a->k8s_deployment,
+                  "With --scaler k8s: the TE Deployment whose scale subresource is set");
+  cmd->add_option("--k8s-api", a->k8s_api,
+                  "With --scaler k8s: the API server, http(s)://HOST:PORT (default: in-cluster)");
+  cmd->add_option("--k8s-token-file", a->k8s_token_file,
+                  "With --scaler k8s: bearer token file (default: the pod's service account)");
+  cmd->add_option("--k8s-namespace", a->k8s_namespace,
+                  "With --scaler k8s: the Deployment's namespace (default: the pod's)");
 }
 
 void add_membership_flags(CLI::App* cmd, MembershipOptions* m) {

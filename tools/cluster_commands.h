@@ -102,6 +102,13 @@ struct AutoscaleOptions {
   double tpot_slo_ms = 0.0;            // 0 = no TPOT objective
   double activation_timeout_s = 30.0;  // a request held at zero TEs gets a 503 after this
   double drain_timeout_s = 30.0;       // a drained TE is stopped after this even with work left
+  // What carries the decisions out: "warm-pool" binds warm TEs and drains them (this machine);
+  // "k8s" sets spec.replicas of a Deployment through the Kubernetes API (docs/deploy.md).
+  std::string scaler = "warm-pool";
+  std::string k8s_deployment;  // --k8s-deployment: the TE Deployment scaled (with --scaler k8s)
+  std::string k8s_api;         // --k8s-api URL ("" = in-cluster: KUBERNETES_SERVICE_HOST/PORT)
+  std::string k8s_token_file;  // --k8s-token-file ("" = the pod's service-account token)
+  std::string k8s_namespace;   // --k8s-namespace ("" = the pod's namespace)
 };
 
 // `keel node-agent` (docs/cluster.md, "Node agents"): one per host. It registers the host

@@ -275,6 +275,9 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   const int total = initial_tes(o);
   if (total == 0 && !autoscaling(o))
     return Status::invalid_argument("cluster up: no task executors asked for");
+  if (o.autoscale.scaler == "k8s" && !autoscaling(o)) {
+    return Status::invalid_argument("cluster up: --scaler k8s needs the autoscaler (--max N)");
+  }
   if ((o.prefill > 0) != (o.decode > 0)) {
     return Status::invalid_argument("cluster up: --prefill and --decode go together");
   }
@@ -393,10 +396,16 @@ Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
   c.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
   c.je_addresses = tree.je_addresses;
   c.event_log = o.event_log;
-  if (o.warm_pool == 0) {
+  std::unique_ptr<kube::ReplicaActuator> actuator;
+  if (a.scaler == "k8s") {
+    kube::KubeConfigOverrides k{a.k8s_api, a.k8s_token_file, a.k8s_namespace};
+    KEEL_ASSIGN_OR_RETURN(actuator, kube::open_replica_actuator(k, a.k8s_deployment));
+    KEEL_LOG_INFO("cluster: autoscaler sets the replicas of deployment {} (now {})",
+                  a.k8s_deployment, *actuator->known_replicas());
+  } else if (o.warm_pool == 0) {
     KEEL_LOG_INFO("cluster: --max without --warm-pool: each scale-out cold-starts its TEs");
   }
-  return ClusterAutoscaler::start(std::move(c), &sup, scaler, fleet);
+  return ClusterAutoscaler::start(std::move(c), &sup, scaler, fleet, std::move(actuator));
 }
 
 // Registers the started JEs and TEs in the membership, on their behalf (embedded mode: with etcd
