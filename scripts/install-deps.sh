@@ -15,7 +15,6 @@ packages=(
   clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
   chromium  # the gateway dashboard's headless-browser test (tests/tools/cluster_dashboard_test)
   etcd-server etcd-client  # membership and leader election on etcd v3 (tests/membership, cluster up --membership etcd)
-  kubernetes-client  # kubectl: tests/kube applies deploy/ to a fake API server (docs/deploy.md)
 )
 
 missing=()
@@ -24,6 +23,13 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# kubectl (Debian's kubernetes-client) applies deploy/ to a fake API server in tests/kube
+# (docs/deploy.md). A machine may already have another kubectl (e.g. Google's `kubectl` package,
+# whose /usr/bin/kubectl the Debian package cannot overwrite), which is kept.
+if ! command -v kubectl >/dev/null; then
+  missing+=(kubernetes-client)
+fi
 
 # Node.js runs the end-to-end test with the official openai SDK (tests/sdk); a machine may already
 # have its own node, which is kept.
