@@ -87,20 +87,9 @@ Status save_draft_head(const DraftHeadFile& file, const std::string& path) {
 }
 
 Result<DraftHeadFile> read_draft_head(const std::string& path) {
-  Result<gguf::GgufFile> opened = gguf::GgufFile::open(path);
-  if (!opened.ok()) {
-    const StatusCode c = opened.error().code();
-    if (c == StatusCode::kNotFound || c == StatusCode::kIoError) return opened.error();
-    return bad(path, opened.error().message());
-  }
-  const gguf::GgufFile& f = *opened;
-  Result<std::string> arch = f.get_string("general.architecture");
-  if (!arch.ok() || *arch != kArch) return bad(path, "not a keel draft head");
-  KEEL_ASSIGN_OR_RETURN(int64_t version, get_int(f, "keel.draft.version", 0, INT64_MAX));
-  if (version != kDraftHeadVersion) {
-    return bad(path, "unsupported version " + std::to_string(version) + " (this keel reads " +
-                         std::to_string(kDraftHeadVersion) + ")");
-  }
+  KEEL_ASSIGN_OR_RETURN(
+      const gguf::GgufFile f,
+      gguf::open_keel_file(path, kKind, kArch, "keel.draft.version", kDraftHeadVersion));
   DraftHeadFile out;
   DraftHeadWeights& h = out.weights;
   KEEL_ASSIGN_OR_RETURN(h.n_embd, get_int(f, "keel.draft.n_embd", 1, 1 << 16));

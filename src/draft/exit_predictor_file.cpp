@@ -83,20 +83,9 @@ Status save_exit_predictors(const ExitPredictorFile& file, const std::string& pa
 }
 
 Result<ExitPredictorFile> read_exit_predictors(const std::string& path) {
-  Result<gguf::GgufFile> opened = gguf::GgufFile::open(path);
-  if (!opened.ok()) {
-    const StatusCode c = opened.error().code();
-    if (c == StatusCode::kNotFound || c == StatusCode::kIoError) return opened.error();
-    return bad(path, opened.error().message());
-  }
-  const gguf::GgufFile& f = *opened;
-  Result<std::string> arch = f.get_string("general.architecture");
-  if (!arch.ok() || *arch != kArch) return bad(path, "not a keel exit predictor file");
-  KEEL_ASSIGN_OR_RETURN(int64_t version, get_int(f, "keel.exit.version", 0, INT64_MAX));
-  if (version != kExitFileVersion) {
-    return bad(path, "unsupported version " + std::to_string(version) + " (this keel reads " +
-                         std::to_string(kExitFileVersion) + ")");
-  }
+  KEEL_ASSIGN_OR_RETURN(
+      const gguf::GgufFile f,
+      gguf::open_keel_file(path, kKind, kArch, "keel.exit.version", kExitFileVersion));
   ExitPredictorFile out;
   ExitPredictors& p = out.predictors;
   KEEL_ASSIGN_OR_RETURN(p.n_layer, get_int(f, "keel.exit.n_layer", 2, 4096));

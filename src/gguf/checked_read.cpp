@@ -1,6 +1,7 @@
 // Checked reads of keel's own small GGUF files (see checked_read.h).
 #include "gguf/checked_read.h"
 
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <utility>
@@ -9,6 +10,27 @@ namespace keel::gguf {
 
 Status file_error(std::string_view kind, const std::string& path, const std::string& what) {
   return Status::invalid_argument(std::string(kind) + " " + path + ": " + what);
+}
+
+Result<GgufFile> open_keel_file(const std::string& path, std::string_view kind,
+                                std::string_view arch, const std::string& version_key,
+                                int64_t version) {
+  Result<GgufFile> opened = GgufFile::open(path);
+  if (!opened.ok()) {
+    const StatusCode c = opened.error().code();
+    if (c == StatusCode::kNotFound || c == StatusCode::kIoError) return opened.error();
+    return file_error(kind, path, opened.error().message());
+  }
+  Result<std::string> a = opened->get_string("general.architecture");
+  if (!a.ok() || *a != arch) return file_error(kind, path, "not a keel " + std::string(kind));
+  Result<int64_t> v = read_int_key(*opened, kind, version_key, 0, INT64_MAX);
+  if (!v.ok()) return v.error();
+  if (*v != version) {
+    return file_error(kind, path,
+                      "unsupported version " + std::to_string(*v) + " (this keel reads " +
+                          std::to_string(version) + ")");
+  }
+  return opened;
 }
 
 Status add_f32_tensor(GgufWriter& w, const std::string& name, const std::vector<float>& v,

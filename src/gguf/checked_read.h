@@ -20,6 +20,13 @@ namespace keel::gguf {
 [[nodiscard]] Status file_error(std::string_view kind, const std::string& path,
                                 const std::string& what);
 
+// Opens `path` as one of keel's own files: general.architecture must be `arch` ("not a keel
+// <kind>" otherwise) and `version_key` must equal `version`. NotFound and IoError pass through as
+// they are; every other failure is a file_error.
+[[nodiscard]] Result<GgufFile> open_keel_file(const std::string& path, std::string_view kind,
+                                              std::string_view arch, const std::string& version_key,
+                                              int64_t version);
+
 // Adds `v` as an F32 tensor of `shape` (the caller keeps `v` alive until the writer is done).
 [[nodiscard]] Status add_f32_tensor(GgufWriter& w, const std::string& name,
                                     const std::vector<float>& v, std::vector<int64_t> shape);

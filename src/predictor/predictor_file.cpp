@@ -97,17 +97,9 @@ Status save_predictor(const PredictorFile& file, const std::string& path) {
 }
 
 Result<PredictorFile> load_predictor(const std::string& path) {
-  Result<gguf::GgufFile> opened = gguf::GgufFile::open(path);
-  if (!opened.ok()) {
-    const StatusCode c = opened.error().code();
-    if (c == StatusCode::kNotFound || c == StatusCode::kIoError) return opened.error();
-    return bad(path, opened.error().message());
-  }
-  const gguf::GgufFile& f = *opened;
-  Result<std::string> arch = f.get_string("general.architecture");
-  if (!arch.ok() || *arch != kArch) return bad(path, "not a keel length predictor");
-  KEEL_ASSIGN_OR_RETURN(int64_t version, get_int(f, "keel.predictor.version", 0, INT64_MAX));
-  if (version != kVersion) return bad(path, "unsupported version " + std::to_string(version));
+  KEEL_ASSIGN_OR_RETURN(
+      const gguf::GgufFile f,
+      gguf::open_keel_file(path, kKind, kArch, "keel.predictor.version", kVersion));
   PredictorFile out;
   LengthHead& h = out.head;
   constexpr int64_t kMax = LengthBuckets::kMaxTokens;
