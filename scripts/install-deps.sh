@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
   chromium  # the gateway dashboard's headless-browser test (tests/tools/cluster_dashboard_test)
+  iproute2  # ip netns / veth / bridge: the multi-host test (tests/tools/cluster_netns_test)
   etcd-server etcd-client  # membership and leader election on etcd v3 (tests/membership, cluster up --membership etcd)
 )
 
