@@ -4,7 +4,7 @@
 
 #include "cli_flags.h"
 #include "cluster/weights_server.h"
-#include "engine/semi_pd_split.h"
+#include "semi_pd_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -35,17 +35,6 @@ void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
                   "LoRA adapter NAME=PATH served by every TE (repeatable); requests select it by "
                   "`model` = NAME")
       ->check(check_lora_spec);
-}
-
-// --semi-pd-split of `keel te` and `keel cluster up` (the cores of a semi-PD TE's two workers).
-void add_semi_pd_split_flag(CLI::App* cmd, std::string* split) {
-  cmd->add_option("--semi-pd-split", *split,
-                  "Semi-PD TEs: cores for the prefill and the decode worker, X,Y (the sets overlap "
-                  "when X+Y exceeds the cores the TE may use)")
-      ->check([](const std::string& text) -> std::string {
-        const auto s = engine::parse_semi_pd_split(text);
-        return s.ok() ? std::string() : s.status().message();
-      });
 }
 
 void add_router_flags(CLI::App* cmd, std::string* router, double* balance, double* balance_abs,
@@ -229,7 +218,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                    "The engine of a colocated TE: colocated, or semi-pd (a prefill and a decode "
                    "worker on their own cores over one KV pool; no prefix cache, KV tiers, LoRA)")
       ->check(CLI::IsMember({"colocated", "semi-pd"}));
-  add_semi_pd_split_flag(cli.te_cmd, &te.engine.semi_pd_split);
+  add_semi_pd_flags(cli.te_cmd, &te.engine);
   cli.te_cmd->add_option("--host", te.engine.host, "Control address to listen on");
   te.engine.port = 0;
   cli.te_cmd->add_option("--port", te.engine.port, "Control port (0 = a free one)")
@@ -322,7 +311,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
           "--semi-pd", up.semi_pd,
           "Semi-PD task executors (colocated TEs whose engine is semi-PD, --semi-pd-split)")
       ->check(CLI::Range(0, 256));
-  add_semi_pd_split_flag(cli.up_cmd, &up.serve.semi_pd_split);
+  add_semi_pd_flags(cli.up_cmd, &up.serve);
   cli.up_cmd->add_option("--jes", up.jes, "Job executors")->check(CLI::Range(1, 64));
   cli.up_cmd
       ->add_option("--threads-per-te", up.threads_per_te,

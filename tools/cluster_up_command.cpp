@@ -37,6 +37,7 @@
 #include "kernels/kernels.h"
 #include "model/hparams.h"
 #include "model/lora_summary.h"
+#include "semi_pd_flags.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
 #include "stop_signals.h"
@@ -89,7 +90,8 @@ std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::st
   if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
   for (const std::string& lora : s.loras) argv.insert(argv.end(), {"--lora", lora});
   if (kind == "semi-pd") {
-    argv.insert(argv.end(), {"--mode", "semi-pd", "--semi-pd-split", s.semi_pd_split});
+    argv.insert(argv.end(), {"--mode", "semi-pd"});
+    for (std::string& a : semi_pd_flag_args(s)) argv.push_back(std::move(a));
   }
   if (role == "prefill") {
     argv.insert(argv.end(), {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
@@ -280,6 +282,9 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   }
   if ((o.prefill > 0) != (o.decode > 0)) {
     return Status::invalid_argument("cluster up: --prefill and --decode go together");
+  }
+  if (o.serve.semi_pd_dynamic && o.semi_pd == 0) {
+    return Status::invalid_argument("cluster up: --semi-pd-dynamic needs --semi-pd N");
   }
   const int threads = threads_per_te(o);
   std::vector<std::string> kinds(static_cast<size_t>(colocated), "colocated");

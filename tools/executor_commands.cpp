@@ -30,9 +30,11 @@
 #include "core/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/model_identity.h"
+#include "engine/semi_pd_split.h"
 #include "gguf/reader.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
+#include "host/semi_pd_control_loop.h"
 #include "kernels/kernels.h"
 #include "membership/member_follower.h"
 #include "model/lora_summary.h"
@@ -247,6 +249,8 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   start.engine = serve_engine_config(o);
   const bool semi_pd = start.engine.semi_pd.has_value();
   if (semi_pd) KEEL_TRY(check_semi_pd_te(opts, role));
+  const Result<engine::ControllerConfig> controller = semi_pd_controller_config(
+      o, static_cast<int32_t>(engine::allowed_cores().size()));  // checked in te_main
   KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(opts, role, &start, &streams));
   const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
   const int64_t before_start_ns = cluster::steady_now_ns();
@@ -258,6 +262,11 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
     if (Status s = load_lora_adapters(*eng, o.loras); !s.ok()) return fail_bind(launch, s);
   }
   launch.phases.loaded_ns = cluster::steady_now_ns();
+  std::unique_ptr<host::SemiPdControlLoop> control;  // --semi-pd-dynamic; stopped before the drain
+  if (semi_pd && o.semi_pd_dynamic && controller.ok()) {
+    control = std::make_unique<host::SemiPdControlLoop>(
+        host->semi_pd(), *controller, std::chrono::milliseconds(o.semi_pd_window_ms));
+  }
   if (launch.binder != nullptr) {  // post-load: one warm-up token
     const int32_t bos = host->tokenizer().bos_id();
     if (Status s = warm_up_token(host->client(), bos >= 0 ? bos : 0); !s.ok()) {
@@ -320,6 +329,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   int sig = 0;
   sigwait(&stop_signals, &sig);
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
+  control.reset();  // the split stays as it is while the engine drains
   host->client()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
   te->stop();
   // They read from and write into the engine: readers first, the fetcher after the transfer
@@ -335,6 +345,8 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
 
 Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   const ServeOptions& o = opts.engine;
+  KEEL_TRY(semi_pd_controller_config(o, static_cast<int32_t>(engine::allowed_cores().size()))
+               .status());  // --semi-pd-dynamic's flags, before anything starts
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
   const std::string isa(kernels::isa_name(compute.isa));
   TeLaunch launch;

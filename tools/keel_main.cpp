@@ -8,10 +8,10 @@
 #include "cluster_cli.h"
 #include "commands.h"
 #include "core/log.h"
-#include "engine/semi_pd_split.h"
 #include "kv/pic.h"
 #include "model_pull.h"
 #include "predictor_cli.h"
+#include "semi_pd_flags.h"
 
 namespace keel::cli {
 
@@ -218,45 +218,7 @@ int main(int argc, char** argv) {
                    "colocated (one engine thread) or semi-pd (a prefill and a decode worker on "
                    "their own cores over one KV pool; no prefix cache)")
       ->check(CLI::IsMember({"colocated", "semi-pd"}));
-  serve_cmd
-      ->add_option("--semi-pd-split", serve.semi_pd_split,
-                   "--mode semi-pd: cores for the prefill and the decode worker, X,Y (the sets "
-                   "overlap when X+Y exceeds the machine)")
-      ->check([](const std::string& text) -> std::string {
-        const auto s = keel::engine::parse_semi_pd_split(text);
-        return s.ok() ? std::string() : s.status().message();
-      });
-  serve_cmd->add_flag("--semi-pd-dynamic", serve.semi_pd_dynamic,
-                      "--mode semi-pd: re-split by the SLO-aware controller once per window "
-                      "(default: the static --semi-pd-split)");
-  serve_cmd
-      ->add_option("--semi-pd-ttft-slo-ms", serve.semi_pd_ttft_slo_ms,
-                   "--semi-pd-dynamic: TTFT SLO in ms (at --semi-pd-percentile)")
-      ->check(CLI::Range(1e-6, 3.6e6));
-  serve_cmd
-      ->add_option("--semi-pd-tpot-slo-ms", serve.semi_pd_tpot_slo_ms,
-                   "--semi-pd-dynamic: TPOT SLO in ms per output token")
-      ->check(CLI::Range(1e-6, 3.6e6));
-  serve_cmd
-      ->add_option("--semi-pd-window-ms", serve.semi_pd_window_ms,
-                   "--semi-pd-dynamic: the controller's window (a time window), ms")
-      ->check(CLI::Range(10, 3600000));
-  serve_cmd
-      ->add_option("--semi-pd-step", serve.semi_pd_step, "--semi-pd-dynamic: cores added per step")
-      ->check(CLI::Range(1, 1024));
-  serve_cmd
-      ->add_option("--semi-pd-max-step", serve.semi_pd_max_step,
-                   "--semi-pd-dynamic: steps one decision takes at most")
-      ->check(CLI::Range(1, 1024));
-  serve_cmd
-      ->add_option("--semi-pd-percentile", serve.semi_pd_percentile,
-                   "--semi-pd-dynamic: the latency percentile compared with the SLOs, in (0, 100]")
-      ->check(CLI::Range(1e-6, 100.0));
-  serve_cmd
-      ->add_option("--semi-pd-max-cores", serve.semi_pd_max_cores,
-                   "--semi-pd-dynamic: bound on prefill + decode cores, 2 to twice the cores the "
-                   "process may use (default: those cores; above them the sets overlap, as MPS)")
-      ->check(CLI::Range(2, 1 << 16));
+  add_semi_pd_flags(serve_cmd, &serve);
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")

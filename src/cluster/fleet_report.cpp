@@ -17,7 +17,7 @@ Json fleet_status_json(const FleetStatus& s) {
   for (size_t i = 0; i < s.fleet.tes.size(); ++i) {
     const TeInfo& te = s.fleet.tes[i];
     const engine::EngineStats stats = i < s.stats.size() ? s.stats[i] : engine::EngineStats{};
-    tes.push_back(
+    Json entry =
         Json{{"id", te.id},
              {"address", te.address},
              {"role", std::string(te_role_name(te.role))},
@@ -38,7 +38,14 @@ Json fleet_status_json(const FleetStatus& s) {
              {"peer_tier", Json{{"fetch", stats.peer_decisions_fetch},
                                 {"recompute", stats.peer_decisions_recompute},
                                 {"blocks_fetched", stats.peer_blocks_fetched},
-                                {"hit_tokens", stats.peer_hit_tokens}}}});
+                                {"hit_tokens", stats.peer_hit_tokens}}}};
+    if (i < s.metrics.size() && s.metrics[i].semi_pd) {  // a semi-PD TE's split, as it reports it
+      const engine::SemiPdMetrics& p = *s.metrics[i].semi_pd;
+      entry["semi_pd"] = Json{{"split", Json::array({p.split_prefill, p.split_decode})},
+                              {"switches", p.num_switches},
+                              {"decisions", p.decisions}};
+    }
+    tes.push_back(std::move(entry));
   }
   return Json{{"je", s.je_id},
               {"jobs", Json{{"active", s.jobs_active},

@@ -423,7 +423,30 @@ Json encode_metrics_body(const MetricsSnapshot& m) {
     finished[std::string(finish_reason_name(r))] = m.request_finished_total[static_cast<size_t>(r)];
   }
   j["request_finished_total"] = std::move(finished);
+  if (m.semi_pd) {  // the split and the decisions; the switch histogram stays in the process
+    const SemiPdMetrics& p = *m.semi_pd;
+    j["semi_pd"] =
+        Json{{"split_prefill", p.split_prefill},     {"split_decode", p.split_decode},
+             {"prefill_threads", p.prefill_threads}, {"decode_threads", p.decode_threads},
+             {"num_switches", p.num_switches},       {"decisions", p.decisions}};
+  }
   return j;
+}
+
+Status decode_semi_pd_metrics(const Json& j, SemiPdMetrics* p) {
+  FieldReader r(j, "metrics.semi_pd");
+  r.i32("split_prefill", &p->split_prefill, 0);
+  r.i32("split_decode", &p->split_decode, 0);
+  r.i32("prefill_threads", &p->prefill_threads, 0);
+  r.i32("decode_threads", &p->decode_threads, 0);
+  r.i64("num_switches", &p->num_switches, 0);
+  if (const Json* d = r.object("decisions")) {
+    for (const auto& [reason, n] : d->items()) {
+      if (!n.is_number_integer()) return Status::invalid_argument("metrics.semi_pd.decisions");
+      p->decisions[reason] = n.get<int64_t>();
+    }
+  }
+  return r.status();
 }
 
 Status decode_metrics_body(const Json& j, MetricsSnapshot* m) {
@@ -452,6 +475,8 @@ Status decode_metrics_body(const Json& j, MetricsSnapshot* m) {
     }
     KEEL_TRY(fr.status());
   }
+  if (const Json* p = r.object("semi_pd"))
+    KEEL_TRY(decode_semi_pd_metrics(*p, &m->semi_pd.emplace()));
   return r.status();
 }
 

@@ -201,6 +201,34 @@ TEST(WireTest, StatsAndMetricsRoundTripEveryField) {
   EXPECT_EQ(*metrics, m);
 }
 
+// A semi-PD engine's split state crosses the wire (the cluster's load reports) except the
+// switch histogram and the controller's predictions, which stay in the process.
+TEST(WireTest, SemiPdMetricsCarryTheSplitAndDecisions) {
+  MetricsSnapshot m;
+  SemiPdMetrics& p = m.semi_pd.emplace();
+  p.split_prefill = 3;
+  p.split_decode = 2;
+  p.prefill_threads = 3;
+  p.decode_threads = 1;
+  p.num_switches = 7;
+  p.decisions = {{"probe_prefill", 2}, {"keep", 5}};
+  p.switch_seconds.bounds = {0.001};
+  p.switch_seconds.cumulative = {1, 1};
+  p.predicted_ttft_s = 0.5;
+  auto back = decode_metrics(encode(m));
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  ASSERT_TRUE(back->semi_pd.has_value());
+  SemiPdMetrics want = p;
+  want.switch_seconds = {};
+  want.predicted_ttft_s.reset();
+  EXPECT_EQ(*back->semi_pd, want);
+  // A malformed decision count is refused, not read as zero.
+  Json doc = Json::from_msgpack(encode(m));
+  doc["body"]["semi_pd"]["decisions"]["keep"] = "five";
+  const std::vector<uint8_t> bad = Json::to_msgpack(doc);
+  EXPECT_FALSE(decode_metrics(bad).ok());
+}
+
 TEST(WireTest, StatusRoundTrips) {
   for (const Status& s : {Status(), Status::resource_exhausted("queue full"),
                           Status::out_of_range("too long"), Status::unavailable("draining")}) {

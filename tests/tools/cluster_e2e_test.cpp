@@ -5,8 +5,9 @@
 // text equals an uninterrupted run; 1P1D with a Q8_0 KV cache; the streamed KV handoff of a chunked
 // prefill delivers every block, and a frame dropped mid-stream means a recompute with equal text;
 // SIGTERM drains the tree and every child exits; a semi-PD TE serves greedy text equal to keel
-// serve's. Each fixture bounds its time; children are stopped
-// by PID (the supervisor's rule).
+// serve's, and with --semi-pd-dynamic re-splits from its SLOs. Each fixture bounds its time;
+// children are stopped by PID (the supervisor's rule).
+#include <sched.h>
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -135,6 +136,49 @@ TEST_F(ClusterE2e, SemiPdTeGreedyTextEqualsKeelServe) {
   EXPECT_GT(te["kv_blocks_total"].get<int64_t>(), 0) << te.dump();
   EXPECT_GT(te["generation_tokens_total"].get<int64_t>(), 0) << te.dump();
   EXPECT_GE(s["router"]["pd_colocated"].get<int>(), 1) << s.dump();
+}
+
+// Dynamic semi-PD inside a TE (`cluster up --semi-pd 1 --semi-pd-dynamic ...`, passed on to
+// `keel te`): a 1 µs TTFT SLO is missed by every window with a first token, so the TE's
+// controller grows its prefill side from 1 to 2 cores (x + y ≤ 4: the sets overlap); the split
+// shows in the fleet status, and greedy text stays equal to the first answers across the re-split.
+TEST_F(ClusterE2e, SemiPdTeDynamicResplitsFromItsSlo) {
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2) {
+    GTEST_SKIP() << "needs 2 cores for a prefill side of 2";
+  }
+  Cluster c({"--semi-pd", "1", "--semi-pd-split", "1,1", "--semi-pd-dynamic",
+             "--semi-pd-ttft-slo-ms", "0.001", "--semi-pd-tpot-slo-ms", "60000",
+             "--semi-pd-window-ms", "50", "--semi-pd-max-cores", "4"});
+  ASSERT_GT(c.port(), 0) << c.error();
+  std::vector<json> first;
+  for (const std::string& prompt : kPrompts) {
+    first.push_back(
+        post(c.port(), "/v1/completions", greedy_body(prompt, 16))["choices"][0]["text"]);
+  }
+  const auto split = [&]() -> json {
+    const json s = status(c.port());
+    if (s["task_executors"].size() != 1) return json();
+    return s["task_executors"][0].value("semi_pd", json::object()).value("split", json());
+  };
+  size_t i = 0;
+  ASSERT_TRUE(eventually(
+      [&] {
+        const size_t k = i++ % kPrompts.size();
+        const json got = post(c.port(), "/v1/completions", greedy_body(kPrompts[k], 16));
+        EXPECT_EQ(got["choices"][0]["text"], first[k]) << kPrompts[k];
+        return split() == json::array({2, 1});
+      },
+      std::chrono::seconds(20)))
+      << status(c.port()).dump();
+  const json te = status(c.port())["task_executors"][0];
+  EXPECT_GE(te["semi_pd"]["switches"].get<int64_t>(), 1) << te.dump();
+  EXPECT_GE(te["semi_pd"]["decisions"].value("probe_prefill", 0), 1) << te.dump();
+  for (size_t k = 0; k < kPrompts.size(); ++k) {  // after the re-split
+    const json got = post(c.port(), "/v1/completions", greedy_body(kPrompts[k], 16));
+    EXPECT_EQ(got["choices"][0]["text"], first[k]) << kPrompts[k];
+  }
 }
 
 // 1P1D: the prefill TE computes the prompt and the first token, pushes the prompt's KV blocks to
