@@ -1,6 +1,7 @@
 // StepExecutor: a mailbox of one step between the engine thread and the executor thread.
 #include "engine/step_executor.h"
 
+#include "draft/exit_pass.h"
 #include "engine/pic_prefill.h"
 
 #include <algorithm>
@@ -87,12 +88,8 @@ Status StepExecutor::forward(model::Context& ctx, kernels::Ops& ops, const StepI
     if (batch.logits[t]) row_token.push_back(t);
     ++per_seq[static_cast<size_t>(batch.seq_index[t])];
   }
-  model::EarlyExit ee;
-  ee.may_exit.assign(n, 0);
-  std::vector<draft::ExitEvaluator> evals;
-  evals.reserve(input.samples.size());
-  std::vector<int32_t> eval_of(n, -1);
-  std::vector<size_t> sample_of;  // evaluator → samples entry
+  draft::ExitPass pass(*exit_predictors_, model_, n);
+  std::vector<int32_t> sample_of_token(n, -1);
   draft::DraftScratch scratch;
   size_t row = 0;
   for (size_t i = 0; i < input.samples.size(); ++i) {
@@ -105,26 +102,17 @@ Status StepExecutor::forward(model::Context& ctx, kernels::Ops& ops, const StepI
     }
     const size_t t = row_token[first];
     if (per_seq[static_cast<size_t>(batch.seq_index[t])] != 1) continue;  // a prefill piece
-    std::vector<int32_t> ids;
-    for (const draft::DraftCandidate& c : draft_head_->top_candidates(
-             s.early_exit.feature, batch.tokens[t], draft::kExitCandidates, ops, &scratch)) {
-      ids.push_back(c.token);
-    }
-    evals.emplace_back(*exit_predictors_, model_, s.early_exit.threshold);
-    evals.back().begin(ids);
-    eval_of[t] = static_cast<int32_t>(evals.size() - 1);
-    sample_of.push_back(i);
-    ee.may_exit[t] = 1;
+    pass.add_row(t, *draft_head_, s.early_exit.feature, batch.tokens[t], s.early_exit.threshold,
+                 s.early_exit.active, ops, &scratch);
+    sample_of_token[t] = static_cast<int32_t>(i);
   }
-  ee.decide = [&](int64_t il, size_t t, std::span<const float> x) {
-    const auto k = static_cast<size_t>(eval_of[t]);
-    if (!input.samples[sample_of[k]].early_exit.active[static_cast<size_t>(il)]) return false;
-    return evals[k].at_layer(il, x, ops);
-  };
+  model::EarlyExit ee;
+  pass.bind(&ee, ops);
   KEEL_TRY(ctx.forward_early_exit(batch, *storage_, ops, &ee, logits, hidden));
   for (size_t t = 0; t < n; ++t) {
-    if (eval_of[t] >= 0)
-      (*sample_exit)[sample_of[static_cast<size_t>(eval_of[t])]] = ee.exit_layer[t];
+    if (sample_of_token[t] >= 0) {
+      (*sample_exit)[static_cast<size_t>(sample_of_token[t])] = ee.exit_layer[t];
+    }
   }
   return Status();
 }
