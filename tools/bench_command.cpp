@@ -6,7 +6,10 @@
 // reported as mean ± sample sd over the reps. With --roofline, this machine's bandwidth and peaks
 // are measured first (kernels/roofline.h) and each test gets a bound: tg — weight bytes streamed
 // per token / read bandwidth; pp — FLOPs per token / peak of the instructions the matmuls of this
-// weight type use on this kernel table.
+// weight type use on this kernel table. With --exit-predictors FILE|random (bench_exit.h), each tg
+// test runs twice, interleaved rep by rep with the same tokens: plain decode, and decode with
+// SpecEE's machinery active at every layer that has a predictor but no token exiting; the
+// "+exit" row and the overhead (time with / time plain − 1, over all reps) are reported.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -14,12 +17,14 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "bench_exit.h"
 #include "commands.h"
 #include "core/cpu_features.h"
 #include "host/compute.h"
@@ -43,6 +48,10 @@ struct TestResult {
   double avg_ts = 0, stddev_ts = 0;
   double bound_ts = 0;  // 0 = unknown
   std::string bound_by;
+  // A "+exit" row (--exit-predictors): the plain row's mean t/s, the extra decode time over the
+  // plain runs' (Σ with / Σ plain − 1), and of it the candidates' share (Σ head / Σ plain).
+  bool with_exit = false;
+  double plain_ts = 0, overhead = 0, candidates_share = 0;
 };
 
 // What the model costs per token, from its tensors.
@@ -123,12 +132,15 @@ void fill_depth(model::KvStorage& kv, int32_t depth, std::mt19937& rng) {
 // Seconds of one run of a test: pp = one batch of n_prompt tokens; tg = n_gen single-token steps
 // at positions depth, depth + 1, ... (positions [0, depth) hold fill_depth's K/V; the steps
 // overwrite only later positions, so every run sees the same context).
+// With `exit` (tg only) every step runs ExitBench::step; *head_seconds gets its candidates' time.
 Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
-                        int32_t n_prompt, int32_t n_gen, int32_t depth, std::mt19937& rng) {
+                        int32_t n_prompt, int32_t n_gen, int32_t depth, std::mt19937& rng,
+                        ExitBench* exit = nullptr, double* head_seconds = nullptr) {
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
   model::Batch batch = one_sequence(kv);
   std::vector<float> logits;
   model::Context ctx(m, std::max(n_prompt, 1));  // scratch allocation is not timed
+  if (exit != nullptr) exit->reset();
   const auto start = Clock::now();
   if (n_prompt > 0) {
     for (int32_t i = 0; i < n_prompt; ++i) batch.add(token(rng), i, 0, i + 1 == n_prompt);
@@ -137,10 +149,24 @@ Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Op
     for (int32_t i = 0; i < n_gen; ++i) {
       batch.clear_tokens();
       batch.add(token(rng), depth + i, 0, true);
-      KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
+      if (exit != nullptr) {
+        KEEL_TRY(exit->step(ctx, batch, kv, ops, &logits, head_seconds));
+      } else {
+        KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
+      }
     }
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Mean and sample sd of r->samples_ts.
+void summarize(TestResult* r) {
+  const auto n = static_cast<double>(r->samples_ts.size());
+  r->avg_ts = 0;
+  for (double v : r->samples_ts) r->avg_ts += v / n;
+  double var = 0;
+  for (double v : r->samples_ts) var += (v - r->avg_ts) * (v - r->avg_ts);
+  r->stddev_ts = n > 1 ? std::sqrt(var / (n - 1)) : 0.0;
 }
 
 Result<TestResult> run_test(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
@@ -159,11 +185,46 @@ Result<TestResult> run_test(const model::Model& m, model::KvStorage& kv, kernels
     KEEL_ASSIGN_OR_RETURN(double s, run_once(m, kv, ops, n_prompt, n_gen, depth, rng));
     r.samples_ts.push_back((n_prompt > 0 ? n_prompt : n_gen) / s);
   }
-  for (double v : r.samples_ts) r.avg_ts += v / reps;
-  double var = 0;
-  for (double v : r.samples_ts) var += (v - r.avg_ts) * (v - r.avg_ts);
-  r.stddev_ts = reps > 1 ? std::sqrt(var / (reps - 1)) : 0.0;
+  summarize(&r);
   return r;
+}
+
+// A tg test plain and with the exit machinery, interleaved rep by rep (each pair decodes the same
+// tokens): {plain row, "+exit" row}.
+Result<std::pair<TestResult, TestResult>> run_exit_test(const model::Model& m, model::KvStorage& kv,
+                                                        kernels::Ops& ops, int32_t n_gen,
+                                                        int32_t depth, int32_t reps,
+                                                        ExitBench& exit) {
+  TestResult plain;
+  plain.n_gen = n_gen;
+  plain.n_depth = depth;
+  plain.kv_type = kv.layout().dtype;
+  plain.name = "tg" + std::to_string(n_gen) + (depth > 0 ? "@d" + std::to_string(depth) : "");
+  TestResult with = plain;
+  with.name += "+exit";
+  with.with_exit = true;
+  std::mt19937 rng(1234);
+  if (depth > 0) fill_depth(kv, depth, rng);
+  double head = 0, sum_plain = 0, sum_with = 0;
+  for (int32_t i = -1; i < reps; ++i) {  // i = -1: warm-up of both
+    const auto seed = static_cast<uint32_t>(5678 + i);
+    std::mt19937 a(seed), b(seed);
+    KEEL_ASSIGN_OR_RETURN(double sp, run_once(m, kv, ops, 0, n_gen, depth, a));
+    double h = 0;
+    KEEL_ASSIGN_OR_RETURN(double sw, run_once(m, kv, ops, 0, n_gen, depth, b, &exit, &h));
+    if (i < 0) continue;
+    plain.samples_ts.push_back(n_gen / sp);
+    with.samples_ts.push_back(n_gen / sw);
+    sum_plain += sp;
+    sum_with += sw;
+    head += h;
+  }
+  summarize(&plain);
+  summarize(&with);
+  with.plain_ts = plain.avg_ts;
+  with.overhead = sum_with / sum_plain - 1.0;
+  with.candidates_share = head / sum_plain;
+  return std::make_pair(std::move(plain), std::move(with));
 }
 
 void add_bound(TestResult* t, const ModelCost& cost, const model::HParams& hp,
@@ -207,7 +268,7 @@ std::string model_type(const model::Model& m, const ModelCost& c) {
 }
 
 json to_json(const TestResult& t, const LoadedModel& lm, const ModelCost& c, int threads,
-             kernels::Isa isa, const CpuFeatures& cpu) {
+             kernels::Isa isa, const CpuFeatures& cpu, const std::string& exit_source) {
   json j{{"model_filename", lm.path},
          {"model_type", model_type(*lm.model, c)},
          {"model_size", c.size_bytes},
@@ -225,6 +286,12 @@ json to_json(const TestResult& t, const LoadedModel& lm, const ModelCost& c, int
          {"avg_ts", t.avg_ts},
          {"stddev_ts", t.stddev_ts},
          {"samples_ts", t.samples_ts}};
+  if (t.with_exit) {
+    j["exit_predictors"] = exit_source;
+    j["plain_avg_ts"] = t.plain_ts;
+    j["overhead"] = t.overhead;
+    j["candidates_share"] = t.candidates_share;
+  }
   if (t.bound_ts > 0) {
     j["bound_ts"] = t.bound_ts;
     j["efficiency"] = t.avg_ts / t.bound_ts;
@@ -249,6 +316,20 @@ void print_markdown(const std::vector<TestResult>& tests, const LoadedModel& lm,
                 std::string(kernels::isa_name(isa)).c_str(),
                 std::string(model::kv_type_name(t.kv_type)).c_str(), t.name.c_str(), t.avg_ts,
                 t.stddev_ts, bound.c_str(), eff.c_str());
+  }
+}
+
+void print_exit_overheads(const std::vector<TestResult>& tests, const ExitBench& exit) {
+  std::printf(
+      "\nSpecEE machinery at every predictor layer, threshold %.0f (no token exits): %s\n\n",
+      static_cast<double>(exit.threshold()), exit.source().c_str());
+  std::printf("| kv | test | plain t/s | with predictors t/s | overhead | of which candidates |\n");
+  std::printf("|---|---|---:|---:|---:|---:|\n");
+  for (const TestResult& t : tests) {
+    if (!t.with_exit) continue;
+    std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.1f%% |\n",
+                std::string(model::kv_type_name(t.kv_type)).c_str(), t.name.c_str(), t.plain_ts,
+                t.avg_ts, 100 * t.overhead, 100 * t.candidates_share);
   }
 }
 
@@ -301,6 +382,10 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
     print_roofline(opts.output == "md" ? stdout : stderr, *roof);
   }
   kernels::Ops ops(setup.isa, &pool);
+  std::unique_ptr<ExitBench> exit;
+  if (!opts.exit_predictors.empty()) {
+    KEEL_ASSIGN_OR_RETURN(exit, ExitBench::create(m, opts.exit_predictors, opts.draft_head));
+  }
   std::vector<TestResult> tests;
   for (const DType kv_type : kv_types) {
     const model::KvLayout layout = model::KvLayout::for_model(m.hparams(), 16, kv_type);
@@ -314,6 +399,12 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
     for (int32_t d : opts.n_depth) {
       for (int32_t n : opts.n_gen) {
         if (n == 0) continue;
+        if (exit) {
+          KEEL_ASSIGN_OR_RETURN(auto pair, run_exit_test(m, kv, ops, n, d, opts.reps, *exit));
+          tests.push_back(std::move(pair.first));
+          tests.push_back(std::move(pair.second));
+          continue;
+        }
         KEEL_ASSIGN_OR_RETURN(TestResult t, run_test(m, kv, ops, 0, n, d, opts.reps));
         tests.push_back(std::move(t));
       }
@@ -325,11 +416,13 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
   if (opts.output == "json") {
     json out = json::array();
     for (const TestResult& t : tests) {
-      out.push_back(to_json(t, lm, cost, setup.threads, setup.isa, cpu));
+      out.push_back(to_json(t, lm, cost, setup.threads, setup.isa, cpu,
+                            exit ? exit->source() : std::string()));
     }
     std::printf("%s\n", out.dump(2).c_str());
   } else {
     print_markdown(tests, lm, cost, setup.threads, setup.isa);
+    if (exit) print_exit_overheads(tests, *exit);
   }
   return {};
 }

@@ -132,6 +132,11 @@ struct BenchOptions {
   // grammar_runs constrained generations of n_gen[0] tokens.
   std::string grammar_file;
   int32_t grammar_runs = 10;
+  // --exit-predictors FILE|random: every tg test also with SpecEE's predictors at every layer and
+  // no token exiting (bench_exit.h), interleaved rep by rep, with the overhead. --draft-head FILE:
+  // the head whose candidates they read (FILE only; default beside the model).
+  std::string exit_predictors;
+  std::string draft_head;
 };
 int run_bench(const BenchOptions& opts);
 int run_bench_grammar(const BenchOptions& opts, const host::ComputeSetup& setup);

@@ -9,10 +9,10 @@
 // over the engine steps that produced them, the prefill step included) and tokens per second
 // (generated tokens over the wall time from submit to the last token, summed over prompts).
 // SpecEE early exit (the exit predictors beside the model, or --exit-predictors) adds two rows:
-// early exit alone and early exit with draft-head speculation (verification passes run full
-// depth), with the perplexity of the generated text under the full-depth model (teacher forcing,
-// so a continuation the model itself would not have written scores worse) and the average layers
-// executed per decode token that could exit (keel:early_exit_layers); after the table, each
+// early exit alone and early exit with draft-head speculation (the verification rows exit too),
+// with the perplexity of the generated text under the full-depth model (teacher forcing, so a
+// continuation the model itself would not have written scores worse) and the average layers
+// executed per emitted token whose row could exit (keel:early_exit_layers); after the table, each
 // layer predictor's held-out accuracy as stored by keel train-exit.
 // Output: a markdown table, or one JSON object per row (--json).
 #include <algorithm>

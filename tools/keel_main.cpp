@@ -313,6 +313,12 @@ int main(int argc, char** argv) {
                         "or an array of them) or GBNF file, decoding -n tokens per run");
   bench_cmd->add_option("--grammar-runs", bench.grammar_runs, "Constrained generations")
       ->check(CLI::Range(1, 100000));
+  bench_cmd->add_option("--exit-predictors", bench.exit_predictors,
+                        "SpecEE cost: run each tg test also with the exit predictors of FILE, or "
+                        "seeded random ones (random), at every layer with no token exiting; "
+                        "reports the overhead");
+  bench_cmd->add_option("--draft-head", bench.draft_head,
+                        "Draft head for --exit-predictors FILE (default: beside the model)");
   add_compute_options(bench_cmd, &bench.compute);
 
   keel::cli::EvalPicOptions pic;

@@ -115,6 +115,26 @@ void DraftHead::draft(std::span<const float> feature, int32_t token, int32_t k, 
   }
 }
 
+void DraftHead::draft_with_candidates(std::span<const float> feature, int32_t token, int32_t k,
+                                      int32_t n, kernels::Ops& ops, DraftScratch* s,
+                                      std::vector<int32_t>* out,
+                                      std::vector<int32_t>* candidates) const {
+  KEEL_CHECK(n >= 1);
+  out->clear();
+  candidates->clear();
+  std::vector<float> f(feature.begin(), feature.end());
+  for (int32_t i = 0; i <= k; ++i) {
+    step(f, token, ops, s);
+    const std::vector<DraftCandidate> top = top_n_softmax(s->logits, n);
+    for (int32_t j = 0; j < n; ++j)
+      candidates->push_back(top[std::min(sz(j), top.size() - 1)].token);
+    if (i == k) break;
+    token = top.front().token;  // the argmax, ties → the lowest id, as draft()
+    out->push_back(token);
+    f.swap(s->feature);
+  }
+}
+
 std::vector<DraftCandidate> DraftHead::top_candidates(std::span<const float> feature, int32_t token,
                                                       int32_t n, kernels::Ops& ops,
                                                       DraftScratch* scratch) const {

@@ -73,6 +73,15 @@ class DraftHead {
   void draft(std::span<const float> feature, int32_t token, int32_t k, kernels::Ops& ops,
              DraftScratch* scratch, std::vector<int32_t>* out) const;
 
+  // draft() that also replaces *candidates with the head's top-n candidates at every drafted
+  // position and at the one after the last draft: (k + 1) × n ids, position-major, each set
+  // padded with its last id when the vocabulary is smaller than n. Set i is what a verification
+  // pass's row i (of [token, d1 … dk]) predicts, so SpecEE's exit predictors read it there. The
+  // drafts are draft()'s (each is its set's first id); the last set costs one more head step.
+  void draft_with_candidates(std::span<const float> feature, int32_t token, int32_t k, int32_t n,
+                             kernels::Ops& ops, DraftScratch* scratch, std::vector<int32_t>* out,
+                             std::vector<int32_t>* candidates) const;
+
   // The head's top-n candidates for the token after `token` (highest probability first, ties to
   // the lower id) — what SpecEE's exit predictors read (its speculative LM head: n = 4).
   [[nodiscard]] std::vector<DraftCandidate> top_candidates(std::span<const float> feature,

@@ -1,4 +1,5 @@
-// train_exit_predictors, exit_loss and calibrate_exits (see exit_trainer.h).
+// train_exit_predictors, exit_loss, calibrate_exits and random_exit_predictors (see
+// exit_trainer.h).
 #include "draft/exit_trainer.h"
 
 #include <algorithm>
@@ -209,6 +210,18 @@ Result<ExitTrainResult> train_exit_predictors(const ExitDataset& data,
   }
   p.exit_counts = calibrate_exits(p, data);
   return out;
+}
+
+ExitPredictors random_exit_predictors(int64_t n_layer, int64_t hidden, uint64_t seed) {
+  ExitPredictors p;
+  p.n_layer = n_layer;
+  p.hidden = hidden;
+  p.layers.resize(sz(std::max<int64_t>(n_layer - 1, 0)));
+  p.exit_counts.assign(sz(std::max<int64_t>(n_layer, 0)), 0);
+  sampling::Rng rng(seed);
+  const Flat f{hidden};
+  for (LayerExitPredictor& layer : p.layers) unflatten(init_layer(f, rng), f, &layer);
+  return p;
 }
 
 }  // namespace keel::draft

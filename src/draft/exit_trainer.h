@@ -53,6 +53,12 @@ using ExitTrainProgress = std::function<void(int64_t layer, const ExitLayerStats
 // Mean BCE of layer `layer`'s predictor over data.layers[layer].
 [[nodiscard]] double exit_loss(const ExitPredictors& p, const ExitDataset& data, int64_t layer);
 
+// Untrained predictors of the right shape: every layer's MLP at the trainer's seeded initial
+// weights (uniform, ±1/√fan-in; biases 0), an all-zero histogram. For cost measurements at a
+// model shape that has no trained predictors (keel bench --exit-predictors random): nothing says
+// such weights predict anything.
+[[nodiscard]] ExitPredictors random_exit_predictors(int64_t n_layer, int64_t hidden, uint64_t seed);
+
 // The calibration histogram (see above) of `p` over every token of `data`.
 [[nodiscard]] std::vector<int64_t> calibrate_exits(const ExitPredictors& p,
                                                    const ExitDataset& data);

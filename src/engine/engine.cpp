@@ -406,9 +406,10 @@ bool Engine::launch(StepPlan& plan) {
     if (s.samples) {
       const RequestState* r = scheduler_.find(s.key);
       const bool head = r != nullptr && r->spec.method == SpecMethod::kDraftHead;
-      in.samples.push_back({s.key, a.sampler.get(),
-                            std::vector<int32_t>(s.tokens.end() - s.num_drafts, s.tokens.end()),
-                            head ? r->spec.k : 0, early_exit_sample(a)});
+      std::vector<int32_t> drafts(s.tokens.end() - s.num_drafts, s.tokens.end());
+      StepInput::Sample::EarlyExit ee = early_exit_sample(a, drafts);
+      in.samples.push_back(
+          {s.key, a.sampler.get(), std::move(drafts), head ? r->spec.k : 0, std::move(ee)});
     }
   }
   executor_->launch(std::move(in));
@@ -472,10 +473,10 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   std::vector<SeqResult> results;
   for (const StepOutput::Token& t : out.tokens) results.push_back({t.key, t.token});
   scheduler_.update(plan, results);
+  apply_exits(out);  // before the proposals' drafts move to the scheduler
   for (StepOutput::Proposal& p : out.proposals) {
     scheduler_.propose_drafts(p.key, std::move(p.drafts));
   }
-  apply_exits(out);
   counters_.spec_verify_steps += out.num_verified;
   counters_.spec_drafted_tokens += out.num_drafted;
   counters_.spec_accepted_tokens += out.num_accepted;

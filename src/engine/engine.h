@@ -191,10 +191,13 @@ class Engine final : public EngineClient {
     int in_flight = 0;                               // launched steps that include this request
     bool finished = false;                           // its final event was sent
     // SpecEE early exit (engine_early_exit.cpp): the resolved parameters, the request's layer
-    // schedule and the feature of its last emitted position (empty until its first step).
+    // schedule and the feature of its last emitted position (empty until its first step); the
+    // draft head's last proposal with its candidates (StepOutput::Proposal), which a
+    // verification of a prefix of those drafts gives its rows.
     EarlyExitParams early_exit;
     std::optional<ExitLayerSchedule> exit_schedule;
     std::vector<float> exit_feature;
+    std::vector<int32_t> exit_drafts, exit_candidates;
   };
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
@@ -215,9 +218,12 @@ class Engine final : public EngineClient {
       std::string* missing);
   // Early exit of an admitted request: its parameters and schedule.
   void init_early_exit(Active& a) const;
-  // What the executor needs of an early-exit request for this step.
-  [[nodiscard]] StepInput::Sample::EarlyExit early_exit_sample(const Active& a) const;
-  // The step's exits: features kept, schedules and the layer histogram updated.
+  // What the executor needs of an early-exit request for this step, whose seq verifies `drafts`
+  // (none: a decode or a prefill).
+  [[nodiscard]] StepInput::Sample::EarlyExit early_exit_sample(
+      const Active& a, const std::vector<int32_t>& drafts) const;
+  // The step's exits: features kept, schedules and the layer histogram updated; the proposals'
+  // candidates kept for their verifications.
   void apply_exits(StepOutput& out);
   static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const kv::BlockHash& model_key,
                                                          const EngineConfig& config,

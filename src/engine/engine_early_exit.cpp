@@ -1,7 +1,8 @@
 // Engine, SpecEE early exit (docs/speculative.md): which exit predictors the engine binds at
 // start, each request's parameters and two-level layer schedule (exit_layer_schedule.h), what a
-// step's executor gets of them, and what comes back (the exit layer, recorded in the schedule and
-// the keel:early_exit_layers histogram; the feature the next step's candidates start from).
+// step's executor gets of them (with a verification, its rows' candidates from the proposal its
+// drafts came from), and what comes back (the exit layers, recorded in the schedule and the
+// keel:early_exit_layers histogram; the feature the next step's candidates start from).
 #include <algorithm>
 #include <filesystem>
 
@@ -75,13 +76,23 @@ void Engine::init_early_exit(Active& a) const {
   a.exit_schedule.emplace(std::move(schedule).value());
 }
 
-StepInput::Sample::EarlyExit Engine::early_exit_sample(const Active& a) const {
+StepInput::Sample::EarlyExit Engine::early_exit_sample(const Active& a,
+                                                       const std::vector<int32_t>& drafts) const {
   StepInput::Sample::EarlyExit e;
   if (!a.early_exit.enabled || !a.exit_schedule.has_value()) return e;
   e.on = true;
   e.threshold = a.early_exit.threshold;
   e.active = a.exit_schedule->mask();
   e.feature = a.exit_feature;
+  const size_t per_row = draft::kExitCandidates, rows = drafts.size() + 1;
+  // The drafts are a prefix of the head's last proposal (the scheduler verifies only the
+  // proposal made at the request's current length, maybe cut): its first rows' candidates.
+  if (!drafts.empty() && drafts.size() <= a.exit_drafts.size() &&
+      std::equal(drafts.begin(), drafts.end(), a.exit_drafts.begin()) &&
+      a.exit_candidates.size() == (a.exit_drafts.size() + 1) * per_row) {
+    e.candidates.assign(a.exit_candidates.begin(),
+                        a.exit_candidates.begin() + static_cast<ptrdiff_t>(rows * per_row));
+  }
   return e;
 }
 
@@ -91,9 +102,16 @@ void Engine::apply_exits(StepOutput& out) {
     if (it == active_.end() || !it->second.exit_schedule.has_value()) continue;
     Active& a = it->second;
     a.exit_feature = std::move(x.feature);
-    if (x.layer < 0) continue;  // a prefill or a verification: full depth, not an exit chance
-    a.exit_schedule->record(x.layer);
-    metrics_.early_exit_layers.observe(static_cast<double>(x.layer + 1));
+    for (int32_t layer : x.layers) {  // none: a prefill or an n-gram verification
+      a.exit_schedule->record(layer);
+      metrics_.early_exit_layers.observe(static_cast<double>(layer + 1));
+    }
+  }
+  for (const StepOutput::Proposal& p : out.proposals) {
+    auto it = active_.find(p.key);
+    if (it == active_.end() || !it->second.exit_schedule.has_value()) continue;
+    it->second.exit_drafts = p.drafts;
+    it->second.exit_candidates = p.candidates;
   }
 }
 

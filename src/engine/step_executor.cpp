@@ -1,6 +1,7 @@
 // StepExecutor: a mailbox of one step between the engine thread and the executor thread.
 #include "engine/step_executor.h"
 
+#include "draft/exit_pass.h"
 #include "engine/pic_prefill.h"
 
 #include <algorithm>
@@ -70,14 +71,13 @@ Status StepExecutor::run_probe(model::Context& ctx, kernels::Ops& ops, const mod
 
 Status StepExecutor::forward(model::Context& ctx, kernels::Ops& ops, const StepInput& input,
                              bool want_hidden, std::vector<float>* logits,
-                             std::vector<float>* hidden, std::vector<int32_t>* sample_exit) {
+                             std::vector<float>* hidden, std::vector<int32_t>* row_exit) {
   const model::Batch& batch = input.batch;
-  sample_exit->clear();  // the default path: no early exit, nothing allocated
+  row_exit->clear();  // the default path: no early exit, nothing allocated
   const bool any = exit_predictors_ != nullptr && draft_head_ != nullptr &&
                    std::any_of(input.samples.begin(), input.samples.end(),
                                [](const StepInput::Sample& s) { return s.early_exit.on; });
   if (!any) return ctx.forward(batch, *storage_, ops, logits, want_hidden ? hidden : nullptr);
-  sample_exit->assign(input.samples.size(), -1);
   const size_t n = batch.size();
   const auto n_layer = static_cast<size_t>(model_.hparams().n_layer);
   const auto n_embd = static_cast<size_t>(model_.hparams().n_embd);
@@ -87,51 +87,49 @@ Status StepExecutor::forward(model::Context& ctx, kernels::Ops& ops, const StepI
     if (batch.logits[t]) row_token.push_back(t);
     ++per_seq[static_cast<size_t>(batch.seq_index[t])];
   }
-  model::EarlyExit ee;
-  ee.may_exit.assign(n, 0);
-  std::vector<draft::ExitEvaluator> evals;
-  evals.reserve(input.samples.size());
-  std::vector<int32_t> eval_of(n, -1);
-  std::vector<size_t> sample_of;  // evaluator → samples entry
+  row_exit->assign(row_token.size(), -1);
+  draft::ExitPass pass(*exit_predictors_, model_, n);
+  std::vector<int32_t> row_of_token(n, -1);  // batch token → its logits row, when it may exit
   draft::DraftScratch scratch;
   size_t row = 0;
-  for (size_t i = 0; i < input.samples.size(); ++i) {
-    const StepInput::Sample& s = input.samples[i];
-    const size_t first = row;
-    row += s.drafts.size() + 1;
-    if (!s.early_exit.on || !s.drafts.empty() || s.early_exit.feature.size() != n_embd ||
-        s.early_exit.active.size() != n_layer) {
-      continue;
+  for (const StepInput::Sample& s : input.samples) {
+    const size_t first = row, rows = s.drafts.size() + 1;
+    row += rows;
+    const StepInput::Sample::EarlyExit& e = s.early_exit;
+    if (!e.on || e.active.size() != n_layer) continue;
+    const size_t t0 = row_token[first];
+    if (per_seq[static_cast<size_t>(batch.seq_index[t0])] != static_cast<int32_t>(rows)) {
+      continue;  // a prefill piece
     }
-    const size_t t = row_token[first];
-    if (per_seq[static_cast<size_t>(batch.seq_index[t])] != 1) continue;  // a prefill piece
-    std::vector<int32_t> ids;
-    for (const draft::DraftCandidate& c : draft_head_->top_candidates(
-             s.early_exit.feature, batch.tokens[t], draft::kExitCandidates, ops, &scratch)) {
-      ids.push_back(c.token);
+    if (s.drafts.empty()) {
+      if (e.feature.size() != n_embd) continue;  // the first token after the prefill
+      pass.add_row(t0, *draft_head_, e.feature, batch.tokens[t0], e.threshold, e.active, ops,
+                   &scratch);
+    } else {
+      const auto per_row = static_cast<size_t>(draft::kExitCandidates);
+      if (e.candidates.size() != rows * per_row) continue;  // n-gram drafts: full depth
+      for (size_t j = 0; j < rows; ++j) {
+        pass.add_row(row_token[first + j],
+                     std::span<const int32_t>(e.candidates.data() + j * per_row, per_row),
+                     e.threshold, e.active);
+      }
     }
-    evals.emplace_back(*exit_predictors_, model_, s.early_exit.threshold);
-    evals.back().begin(ids);
-    eval_of[t] = static_cast<int32_t>(evals.size() - 1);
-    sample_of.push_back(i);
-    ee.may_exit[t] = 1;
+    for (size_t j = 0; j < rows; ++j) {
+      row_of_token[row_token[first + j]] = static_cast<int32_t>(first + j);
+    }
   }
-  ee.decide = [&](int64_t il, size_t t, std::span<const float> x) {
-    const auto k = static_cast<size_t>(eval_of[t]);
-    if (!input.samples[sample_of[k]].early_exit.active[static_cast<size_t>(il)]) return false;
-    return evals[k].at_layer(il, x, ops);
-  };
+  model::EarlyExit ee;
+  pass.bind(&ee, ops);
   KEEL_TRY(ctx.forward_early_exit(batch, *storage_, ops, &ee, logits, hidden));
   for (size_t t = 0; t < n; ++t) {
-    if (eval_of[t] >= 0)
-      (*sample_exit)[sample_of[static_cast<size_t>(eval_of[t])]] = ee.exit_layer[t];
+    if (row_of_token[t] >= 0) (*row_exit)[static_cast<size_t>(row_of_token[t])] = ee.exit_layer[t];
   }
   return Status();
 }
 
 void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
                               const std::vector<float>& hidden,
-                              const std::vector<int32_t>& sample_exit, kernels::Ops& ops,
+                              const std::vector<int32_t>& row_exit, kernels::Ops& ops,
                               StepOutput* out) {
   const auto n_vocab = static_cast<size_t>(model_.hparams().n_vocab);
   const auto n_embd = static_cast<size_t>(model_.hparams().n_embd);
@@ -159,8 +157,14 @@ void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
       const auto t0 = std::chrono::steady_clock::now();
       StepOutput::Proposal& p = out->proposals.emplace_back();
       p.key = sample.key;
-      draft_head_->draft(std::span<const float>(hidden.data() + h * n_embd, n_embd),
-                         emitted.back().token, sample.head_k, ops, &scratch, &p.drafts);
+      const std::span<const float> f(hidden.data() + h * n_embd, n_embd);
+      if (sample.early_exit.on) {  // the next verification's rows get the candidates
+        draft_head_->draft_with_candidates(f, emitted.back().token, sample.head_k,
+                                           draft::kExitCandidates, ops, &scratch, &p.drafts,
+                                           &p.candidates);
+      } else {
+        draft_head_->draft(f, emitted.back().token, sample.head_k, ops, &scratch, &p.drafts);
+      }
       out->draft_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     }
@@ -168,10 +172,14 @@ void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
       // The feature of the row that emitted the last token (as the draft head's).
       const size_t h = row - rows + static_cast<size_t>(accepted);
       KEEL_CHECK(hidden.size() >= (h + 1) * n_embd);
-      out->exits.push_back(
-          {sample.key, sample_exit.empty() ? -1 : sample_exit[i],
-           std::vector<float>(hidden.begin() + static_cast<ptrdiff_t>(h * n_embd),
-                              hidden.begin() + static_cast<ptrdiff_t>((h + 1) * n_embd))});
+      StepOutput::Exit& x = out->exits.emplace_back();
+      x.key = sample.key;
+      x.feature.assign(hidden.begin() + static_cast<ptrdiff_t>(h * n_embd),
+                       hidden.begin() + static_cast<ptrdiff_t>((h + 1) * n_embd));
+      const size_t first = row - rows;
+      if (!row_exit.empty() && row_exit[first] >= 0) {  // its rows could exit
+        for (size_t r = first; r <= h; ++r) x.layers.push_back(row_exit[r]);
+      }
     }
     for (sampling::SampleOutput& s : emitted) {
       out->tokens.push_back({sample.key, s.token, std::move(s.logprobs)});
@@ -204,13 +212,13 @@ void StepExecutor::run() {
         draft_head_ != nullptr &&
         std::any_of(input.samples.begin(), input.samples.end(),
                     [](const StepInput::Sample& s) { return s.head_k > 0 || s.early_exit.on; });
-    std::vector<int32_t> sample_exit;
+    std::vector<int32_t> row_exit;
     if (selector.bind(std::move(input.sparse))) {
       input.batch.selector = &selector;
       input.batch.select_layer = select_layer_;
     }
     if (!input.batch.empty()) {
-      out.status = forward(ctx, ops, input, want_hidden, &logits, &hidden, &sample_exit);
+      out.status = forward(ctx, ops, input, want_hidden, &logits, &hidden, &row_exit);
     }
     out.forward_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -219,7 +227,7 @@ void StepExecutor::run() {
       out.status = run_probe(ctx, ops, input.probe, &out.deviation);
     }
     if (out.status.ok()) {
-      sample_all(input, logits, hidden, sample_exit, ops, &out);
+      sample_all(input, logits, hidden, row_exit, ops, &out);
     }
     {
       std::lock_guard lock(mu_);

@@ -44,13 +44,18 @@ struct StepInput {
     // (StepOutput::proposals). 0 = none (the forward pass then keeps no hidden states).
     int32_t head_k = 0;
     // SpecEE early exit (engine/early_exit_params.h): when `on`, the executor returns this
-    // entry's feature (StepOutput::exits) and, for a single-token decode row without drafts
-    // whose previous feature is known, lets the row exit at an active layer.
+    // entry's feature (StepOutput::exits) and lets its rows exit at an active layer: a
+    // single-token decode row without drafts whose previous feature is known (candidates from the
+    // draft head, here), or every row of a verification whose candidates are given.
     struct EarlyExit {
       bool on = false;
       float threshold = 0.5f;
       std::vector<uint8_t> active;  // [n_layer] 1 = run the layer's predictor
       std::vector<float> feature;   // [n_embd] the previous position's feature; empty = none
+      // A verification: [drafts.size() + 1][draft::kExitCandidates] the draft head's candidates
+      // for each row, from the proposal its drafts came from (DraftHead::draft_with_candidates);
+      // empty = its rows run full depth (n-gram drafts).
+      std::vector<int32_t> candidates;
     } early_exit;
   };
   std::vector<Sample> samples;
@@ -81,15 +86,19 @@ struct StepOutput {
   struct Proposal {
     RequestKey key;
     std::vector<int32_t> drafts;
+    // With early exit on: [drafts.size() + 1][draft::kExitCandidates] the head's candidates at
+    // each row of the verification these drafts make (StepInput::Sample::EarlyExit::candidates).
+    std::vector<int32_t> candidates;
   };
   std::vector<Proposal> proposals;
   double draft_seconds = 0.0;  // of which the draft head
-  // Per StepInput::samples entry with early_exit.on, in order: the layer its emitted row's pass
-  // ended at (n_layer − 1 = full depth; -1 when no row could exit: a prefill or a verification)
-  // and that row's feature (the normed hidden state the next step's candidates start from).
+  // Per StepInput::samples entry with early_exit.on, in order: per emitted token, the layer its
+  // row's pass ended at (n_layer − 1 = full depth; empty when its rows could not exit: a
+  // prefill, an n-gram verification) and the last emitted row's feature (the normed hidden state
+  // the next step's candidates start from).
   struct Exit {
     RequestKey key;
-    int32_t layer = -1;
+    std::vector<int32_t> layers;
     std::vector<float> feature;
   };
   std::vector<Exit> exits;
@@ -120,13 +129,14 @@ class StepExecutor {
   // Samples every StepInput::samples entry from its logits rows (verifying drafts); with
   // `hidden` (the rows' features), drafts with the head for the entries that ask.
   void sample_all(StepInput& input, std::vector<float>& logits, const std::vector<float>& hidden,
-                  const std::vector<int32_t>& sample_exit, kernels::Ops& ops, StepOutput* out);
+                  const std::vector<int32_t>& row_exit, kernels::Ops& ops, StepOutput* out);
   // The step's forward pass: the plain one, or model::Context::forward_early_exit when a sample
-  // asks for early exit (its candidates from the draft head). *sample_exit: per samples entry,
-  // the layer its row's pass ended at, or -1 when the row could not exit.
+  // asks for early exit (candidates from the draft head, or a verification's given ones).
+  // *row_exit: per logits row, the layer its pass ended at, or -1 when the row could not exit
+  // (empty when no sample asked).
   Status forward(model::Context& ctx, kernels::Ops& ops, const StepInput& input, bool want_hidden,
                  std::vector<float>* logits, std::vector<float>* hidden,
-                 std::vector<int32_t>* sample_exit);
+                 std::vector<int32_t>* row_exit);
   Status run_probe(model::Context& ctx, kernels::Ops& ops, const model::Batch& probe,
                    std::vector<float>* deviation);
 

@@ -1,8 +1,10 @@
 // End-to-end tests of the keel binary: run, info and make-model, and the one-line errors for bad
-// input (a GGUF cut in half, a flipped magic, a missing file, a prompt longer than the context).
+// input (a GGUF cut in half, a flipped magic, a missing file, a prompt longer than the context),
+// and keel bench (llama-bench JSON, --exit-predictors).
 // Built with the sanitizers in the test preset, so a crash or sanitizer report fails the test.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -233,6 +235,50 @@ TEST(KeelCliTest, BenchPrintsLlamaBenchJson) {
     EXPECT_GE(t["stddev_ts"].get<double>(), 0.0);
     EXPECT_FALSE(t.contains("bound_ts"));  // only with --roofline
   }
+}
+
+// --exit-predictors: each tg test plain and "+exit" (SpecEE machinery, nothing exits), and the
+// overhead — random predictors in the markdown table, the committed ones in the JSON.
+TEST(KeelCliTest, BenchExitPredictorsReportsBothRowsAndTheOverhead) {
+  CliResult r = run_keel({"bench", "-m", KEEL_REPO_STORIES, "-p", "0", "-n", "4", "-r", "2", "-t",
+                          "1", "--exit-predictors", "random"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| tg4 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("| tg4+exit |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("random weights exit nowhere"), std::string::npos) << r.out;
+  const size_t table = r.out.find("| f32 | tg4+exit | ", r.out.find("| kv | test | plain"));
+  ASSERT_NE(table, std::string::npos) << r.out;
+  // | kv | test | plain t/s | with t/s | overhead | of which candidates |
+  const std::string row = r.out.substr(table, r.out.find('\n', table) - table);
+  std::vector<std::string> cells;
+  for (size_t p = 1, q; (q = row.find('|', p)) != std::string::npos; p = q + 1) {
+    cells.push_back(row.substr(p + 1, q - p - 2));
+  }
+  ASSERT_EQ(cells.size(), 6u) << row;
+  EXPECT_GT(std::stod(cells[2]), 0.0) << row;
+  EXPECT_GT(std::stod(cells[3]), 0.0) << row;
+  EXPECT_TRUE(std::isfinite(std::stod(cells[4]))) << row;
+  EXPECT_EQ(cells[4].back(), '%') << row;
+
+  r = run_keel({"bench", "-m", KEEL_REPO_STORIES, "-p", "0", "-n", "4", "-r", "1", "-t", "1", "-o",
+                "json", "--exit-predictors",
+                std::string(KEEL_REPO_STORIES)
+                    .replace(std::string(KEEL_REPO_STORIES).size() - 5, 5, ".exit.gguf")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(j.is_array() && j.size() == 2u) << r.out;
+  EXPECT_EQ(j[0]["test"], "tg4");
+  EXPECT_FALSE(j[0].contains("overhead"));
+  EXPECT_EQ(j[1]["test"], "tg4+exit");
+  EXPECT_GT(j[1]["avg_ts"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(j[1]["plain_avg_ts"].get<double>(), j[0]["avg_ts"].get<double>());
+  EXPECT_TRUE(std::isfinite(j[1]["overhead"].get<double>()));
+  EXPECT_GE(j[1]["candidates_share"].get<double>(), 0.0);
+  EXPECT_NE(j[1]["exit_predictors"].get<std::string>().find("draft head"), std::string::npos);
+
+  expect_one_line_error(run_keel({"bench", "-m", KEEL_REPO_STORIES, "-p", "0", "-n", "4",
+                                  "--exit-predictors", "/nonexistent.exit.gguf"}),
+                        "nonexistent.exit.gguf");
 }
 
 TEST(KeelCliTest, BenchBadInputIsOneLine) {
