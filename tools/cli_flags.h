@@ -24,3 +24,16 @@ inline std::string check_lora_spec(const std::string& v) {
 
 // -t/--threads, --isa, --mmap, --weight-layout, --verbose.
 void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o);
+
+// --pp, --pp-stage1, --pp-step-timeout (serve and te).
+inline void add_pipeline_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
+  cmd->add_option("--pp", o->pp,
+                  "Pipeline-parallel stages: 2 = this process runs the first half of the layers "
+                  "and the scheduler, a `keel pp-stage` process the rest")
+      ->check(CLI::Range(1, 2));
+  cmd->add_option("--pp-stage1", o->pp_stage1,
+                  "--pp 2: HOST:PORT of a running `keel pp-stage` (default: start one here)");
+  cmd->add_option("--pp-step-timeout", o->pp_step_timeout_s,
+                  "--pp 2: seconds to wait for stage 1's reply to one step")
+      ->check(CLI::Range(0.001, 3600.0));
+}

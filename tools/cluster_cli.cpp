@@ -209,6 +209,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   TeOptions& te = *cli.te;
   cli.te_cmd = app.add_subcommand("te", "Run one task executor (used by keel cluster up)");
   add_engine_flags(cli.te_cmd, &te.engine);
+  add_pipeline_flags(cli.te_cmd, &te.engine);  // a TE only: `cluster up` starts no pipelined TE
   add_compute_options(cli.te_cmd, &te.engine.compute);
   cli.te_cmd->add_option("--id", te.id, "This TE's id in the fleet");
   cli.te_cmd->add_option("--role", te.role, "What it computes")

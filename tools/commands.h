@@ -14,6 +14,7 @@
 #include "engine/engine_config.h"
 #include "engine/semi_pd_controller.h"
 #include "host/compute.h"
+#include "host/pipeline_stage.h"
 
 namespace keel::cli {
 
@@ -98,8 +99,23 @@ struct ServeOptions {
   int32_t batch_concurrency = 8;    // batch (/v1/batches) lines in flight at once
   std::vector<std::string> loras;   // --lora NAME=PATH, loaded at start (repeatable)
   bool allow_runtime_lora = false;  // --allow-runtime-lora: POST /v1/{load,unload}_lora_adapter
+  int32_t pp = 1;                   // --pp: pipeline stages (1 or 2; host/pipeline_stage.h)
+  std::string pp_stage1;            // --pp-stage1 HOST:PORT: a running `keel pp-stage`
+  double pp_step_timeout_s = 60.0;  // --pp-step-timeout: one step's reply from stage 1
 };
+// The pipeline part of host::StartOptions from serve/te flags.
+host::PipelineOptions serve_pipeline_options(const ServeOptions& o);
 int run_serve(const ServeOptions& opts);
+
+// `keel pp-stage`: stage 1 of a pipeline-parallel engine (`keel serve --pp 2` starts one).
+struct PpStageOptions {
+  ComputeOptions compute;
+  std::string model_path;       // the same GGUF as stage 0's
+  std::string listen;           // HOST:PORT (port 0 = a free one; "" = 127.0.0.1:0)
+  int64_t ctx_size = 0;         // as stage 0's --ctx-size
+  bool exit_with_peer = false;  // exit when the stage-0 link closes
+};
+int run_pp_stage(const PpStageOptions& opts);
 // The model id the API shows: `given` (--served-model-name) when set, builtin_model_name() for a
 // built-in model (no -m, or builtin:NAME), else the stem of the model file (`resolved_path`).
 std::string served_model_name(const std::string& given, const std::string& model_path,

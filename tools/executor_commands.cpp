@@ -247,6 +247,15 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   start.group_weights = o.compute.weight_layout != "rows";
   start.n_ctx = o.ctx_size;
   start.engine = serve_engine_config(o);
+  start.pipeline = serve_pipeline_options(o);
+  if (start.pipeline.enabled() && role != cluster::TeRole::kColocated) {
+    return fail_bind(launch, Status::invalid_argument(
+                                 "--pp needs --role colocated (a pipelined TE cannot hand off "
+                                 "KV: its layers are split over two processes)"));
+  }
+  if (start.pipeline.enabled() && opts.peer.enabled) {
+    return fail_bind(launch, Status::invalid_argument("--pp: no --kv-peer-tier"));
+  }
   const bool semi_pd = start.engine.semi_pd.has_value();
   if (semi_pd) KEEL_TRY(check_semi_pd_te(opts, role));
   const Result<engine::ControllerConfig> controller = semi_pd_controller_config(

@@ -247,7 +247,20 @@ int main(int argc, char** argv) {
       ->add_option("--batch-concurrency", serve.batch_concurrency,
                    "Batch API (/v1/batches) lines run at once")
       ->check(CLI::Range(1, 1024));
+  add_pipeline_flags(serve_cmd, &serve);
   add_compute_options(serve_cmd, &serve.compute);
+
+  keel::cli::PpStageOptions pps;
+  CLI::App* pps_cmd = app.add_subcommand(
+      "pp-stage", "Run stage 1 of a pipeline-parallel engine (started by `keel serve --pp 2`)");
+  pps_cmd->add_option("-m,--model", pps.model_path, "The GGUF stage 0 runs")->required();
+  pps_cmd->add_option("--listen", pps.listen, "HOST:PORT to listen on (port 0 = a free one)")
+      ->default_val("127.0.0.1:0");
+  pps_cmd->add_option("-c,--ctx-size", pps.ctx_size, "Max model length, as stage 0's")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  pps_cmd->add_flag("--exit-with-peer", pps.exit_with_peer,
+                    "Exit when the stage-0 link closes (how stage 0 starts it)");
+  add_compute_options(pps_cmd, &pps.compute);
 
   keel::cli::InfoOptions info;
   CLI::App* info_cmd = app.add_subcommand("info", "Describe a GGUF model and this CPU");
@@ -512,6 +525,7 @@ int main(int argc, char** argv) {
   }
   if (run_cmd->parsed()) return keel::cli::run_run(run);
   if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
+  if (pps_cmd->parsed()) return keel::cli::run_pp_stage(pps);
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
   if (ml_cmd->parsed()) return keel::cli::run_make_lora(ml);

@@ -64,6 +64,15 @@ std::string served_model_name(const std::string& given, const std::string& model
   return std::filesystem::path(resolved_path).stem().string();
 }
 
+host::PipelineOptions serve_pipeline_options(const ServeOptions& o) {
+  host::PipelineOptions p;
+  p.stages = o.pp;
+  p.stage1_address = o.pp_stage1;
+  p.stage1_host = o.host;
+  p.step_timeout_s = o.pp_step_timeout_s;
+  return p;
+}
+
 engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;
@@ -177,6 +186,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   start.group_weights = opts.compute.weight_layout != "rows";
   start.n_ctx = opts.ctx_size;
   start.engine = serve_engine_config(opts);
+  start.pipeline = serve_pipeline_options(opts);
   {
     ProgressReporter progress("loading " + path, "B");
     KEEL_TRY(host->start(std::move(start), [&progress](uint64_t done, uint64_t total) {
@@ -204,6 +214,9 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
           opts.semi_pd_window_ms, controller.max_total_cores);
     }
   } else {
+    if (opts.pp > 1 && !opts.loras.empty()) {
+      return Status::invalid_argument("--lora is not supported with pipeline parallelism (--pp)");
+    }
     num_kv_blocks = host->engine()->num_kv_blocks();
     kv_block_bytes = host->engine()->kv_block_bytes();
     KEEL_TRY(load_lora_adapters(eng, opts.loras));

@@ -2,6 +2,8 @@
 // engine_finish.cpp, stats in engine_stats.cpp. See engine.h for the cycle.
 #include "engine/engine.h"
 
+#include "engine/pipeline_checks.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -9,6 +11,7 @@
 
 #include "core/log.h"
 #include "engine/model_identity.h"
+#include "engine/pipeline_checks.h"
 #include "engine/request_checks.h"
 #include "engine/resumed_request.h"
 #include "engine/steady_time.h"
@@ -52,9 +55,25 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                               ? std::min<int64_t>(config.scheduler.max_model_len, model.n_ctx())
                               : model.n_ctx();
   config.scheduler.max_model_len = static_cast<int32_t>(max_len);
-  const model::KvLayout layout =
+  model::KvLayout layout =
       model::KvLayout::for_model(model.hparams(), config.block_size, config.kv_dtype);
-  KEEL_ASSIGN_OR_RETURN(const int32_t num_blocks, kv_pool_blocks(config, max_len, layout));
+  if (deps.pipeline_tail != nullptr) {
+    KEEL_TRY(check_pipeline_config(config));
+    if (deps.published_blocks) return Status::invalid_argument("a streamed KV hand-off with --pp");
+    const int64_t split = deps.pipeline_tail->first_layer();
+    if (split < 1 || split >= model.hparams().n_layer) {
+      return Status::invalid_argument("pipeline split at layer " + std::to_string(split) +
+                                      " is outside [1, " + std::to_string(model.hparams().n_layer) +
+                                      ")");
+    }
+    layout.n_layer = split;  // stage 0's layers only
+  }
+  // The pool's size in blocks is that of the full model's layout, so every stage holds as many
+  // blocks (the later stages use stage 0's block ids).
+  KEEL_ASSIGN_OR_RETURN(const int32_t num_blocks,
+                        kv_pool_blocks(config, max_len,
+                                       model::KvLayout::for_model(
+                                           model.hparams(), config.block_size, config.kv_dtype)));
   KEEL_ASSIGN_OR_RETURN(model::KvStorage storage, model::KvStorage::create(layout, num_blocks));
   KEEL_ASSIGN_OR_RETURN(const kv::BlockHash model_key, model_identity(model.file()));
   std::string head_missing;
@@ -102,6 +121,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       tokenizer_(deps.tokenizer),
       draft_head_(std::move(deps.draft_head)),
       exit_predictors_(std::move(deps.exit_predictors)),
+      pipeline_tail_(deps.pipeline_tail),
       fs_(std::move(deps.fs)),
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
@@ -119,7 +139,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer), draft_head_.get(),
-      exit_predictors_ != nullptr ? &exit_predictors_->predictors : nullptr);
+      exit_predictors_ != nullptr ? &exit_predictors_->predictors : nullptr, pipeline_tail_);
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
@@ -153,6 +173,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   KEEL_TRY(check_context_length(request.num_original_prompt_tokens(), request.max_tokens,
                                 max_model_len_));
   KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
+  if (pipeline_tail_ != nullptr) KEEL_TRY(check_pipeline_request(request, config_));
   if (request.speculative.has_value()) {
     KEEL_TRY(request.speculative->validate());
     if (request.speculative->method == SpecMethod::kDraftHead && draft_head_ == nullptr) {
@@ -357,6 +378,9 @@ bool Engine::launch(StepPlan& plan) {
     transfer_->demote(e.hash, std::vector<std::byte>(bytes, bytes + block_bytes));
   }
   for (const auto& [src, dst] : plan.copies) storage_.copy_block(src, dst);
+  if (pipeline_tail_ != nullptr) {  // mirrored to the later stages with the next step
+    pipeline_copies_.insert(pipeline_copies_.end(), plan.copies.begin(), plan.copies.end());
+  }
   for (const Promotion& p : plan.promotions) {
     std::memcpy(storage_.block(p.block), p.payload.data(), block_bytes);
   }
@@ -412,6 +436,8 @@ bool Engine::launch(StepPlan& plan) {
           {s.key, a.sampler.get(), std::move(drafts), head ? r->spec.k : 0, std::move(ee)});
     }
   }
+  in.block_copies = std::move(pipeline_copies_);
+  pipeline_copies_.clear();
   executor_->launch(std::move(in));
   return true;
 }

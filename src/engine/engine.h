@@ -39,6 +39,7 @@
 #include "engine/exit_layer_schedule.h"
 #include "engine/lora_registry.h"
 #include "engine/metrics.h"
+#include "engine/pipeline_tail.h"
 #include "engine/published_block_tap.h"
 #include "engine/scheduler.h"
 #include "engine/sparse_decode.h"
@@ -76,6 +77,10 @@ struct EngineDeps {
   // SpecEE's exit predictors, bound to the engine's model. Null: start() loads
   // EngineConfig::exit_predictors_path (or the default file beside the model).
   std::shared_ptr<const draft::ExitPredictorFile> exit_predictors;
+  // Pipeline parallelism (pipeline_tail.h): the later stages; this engine then holds the K/V of
+  // layers [0, tail->first_layer()) only and refuses what pipeline_checks.h lists. Borrowed: must
+  // outlive the engine. Null: every layer here.
+  PipelineTail* pipeline_tail = nullptr;
 };
 
 class Engine final : public EngineClient {
@@ -297,7 +302,9 @@ class Engine final : public EngineClient {
   // Early exit's predictors (null: early-exit requests are refused with exit_missing_).
   std::shared_ptr<const draft::ExitPredictorFile> exit_predictors_;
   std::string exit_missing_;
-  LoraRegistry loras_{model_};  // the adapters requests may name
+  PipelineTail* pipeline_tail_ = nullptr;   // pipeline parallelism; null = every layer here
+  std::vector<BlockCopy> pipeline_copies_;  // engine thread: copies not yet sent with a step
+  LoraRegistry loras_{model_};              // the adapters requests may name
   // Structured outputs: parsed grammars and their mask caches, shared by requests with the same
   // grammar (engine thread; built on the first grammar request). The maskers inside are used by
   // the executor thread only, where every Sampler samples.

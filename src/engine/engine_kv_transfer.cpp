@@ -43,6 +43,10 @@ void Engine::serve_block_read(const ReadBlock& r) {
 
 Status Engine::read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out,
                              std::chrono::milliseconds timeout) {
+  if (pipeline_tail_ != nullptr) {  // the block's later layers live on other processes
+    return Status::unsupported(
+        "read_kv_block: a pipeline-parallel engine (--pp) cannot hand off KV");
+  }
   if (out.size() != kv_block_bytes()) {
     return Status::invalid_argument("read_kv_block: buffer of " + std::to_string(out.size()) +
                                     " bytes, a block has " + std::to_string(kv_block_bytes()));
@@ -85,6 +89,9 @@ void Engine::tap_published_blocks() {
 }
 
 Status Engine::accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload) {
+  if (pipeline_tail_ != nullptr) {
+    return Status::unsupported("accept_kv_block: a pipeline-parallel engine (--pp) takes no KV");
+  }
   if (tiers_ == nullptr || tiers_->host() == nullptr) {
     return Status::unavailable("accept_kv_block: the engine has no host KV tier");
   }

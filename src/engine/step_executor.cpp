@@ -13,7 +13,8 @@ namespace keel::engine {
 StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa,
                            int threads, int64_t max_batch_tokens, int64_t select_layer,
                            const draft::DraftHead* draft_head,
-                           const draft::ExitPredictors* exit_predictors)
+                           const draft::ExitPredictors* exit_predictors,
+                           PipelineTail* pipeline_tail)
     : model_(model),
       storage_(storage),
       isa_(isa),
@@ -22,6 +23,7 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
       select_layer_(select_layer),
       draft_head_(draft_head),
       exit_predictors_(exit_predictors),
+      pipeline_tail_(pipeline_tail),
       thread_([this] { run(); }) {}
 
 StepExecutor::~StepExecutor() {
@@ -69,11 +71,25 @@ Status StepExecutor::run_probe(model::Context& ctx, kernels::Ops& ops, const mod
   return Status();
 }
 
+Status StepExecutor::forward_pipeline(model::Context& ctx, kernels::Ops& ops,
+                                      const StepInput& input, std::vector<float>* logits) {
+  residual_.clear();
+  if (!input.batch.empty()) {
+    KEEL_TRY(ctx.forward_first_stage(input.batch, *storage_, ops, &residual_));
+  }
+  PipelineStep step;
+  step.batch = &input.batch;
+  step.residual = residual_;
+  step.block_copies = input.block_copies;
+  return pipeline_tail_->run(step, logits);
+}
+
 Status StepExecutor::forward(model::Context& ctx, kernels::Ops& ops, const StepInput& input,
                              bool want_hidden, std::vector<float>* logits,
                              std::vector<float>* hidden, std::vector<int32_t>* row_exit) {
   const model::Batch& batch = input.batch;
   row_exit->clear();  // the default path: no early exit, nothing allocated
+  if (pipeline_tail_ != nullptr) return forward_pipeline(ctx, ops, input, logits);
   const bool any = exit_predictors_ != nullptr && draft_head_ != nullptr &&
                    std::any_of(input.samples.begin(), input.samples.end(),
                                [](const StepInput::Sample& s) { return s.early_exit.on; });
@@ -192,7 +208,9 @@ void StepExecutor::run() {
   // The pool, ops and scratch live on this thread: it is the pool's only caller.
   ThreadPool pool(threads_);
   kernels::Ops ops(isa_, &pool);
-  model::Context ctx(model_, max_batch_tokens_);
+  model::Context ctx(model_, max_batch_tokens_,
+                     pipeline_tail_ != nullptr ? model::LayerRange{0, pipeline_tail_->first_layer()}
+                                               : model::LayerRange{});
   SparseSelector selector(model_.hparams());
   std::vector<float> logits, hidden;
   for (;;) {
@@ -217,7 +235,7 @@ void StepExecutor::run() {
       input.batch.selector = &selector;
       input.batch.select_layer = select_layer_;
     }
-    if (!input.batch.empty()) {
+    if (!input.batch.empty() || !input.block_copies.empty()) {
       out.status = forward(ctx, ops, input, want_hidden, &logits, &hidden, &row_exit);
     }
     out.forward_seconds =

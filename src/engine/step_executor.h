@@ -18,6 +18,7 @@
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
 #include "draft/exit_predictor.h"
+#include "engine/pipeline_tail.h"
 #include "engine/sparse_decode.h"
 #include "engine/types.h"
 #include "kernels/kernels.h"
@@ -66,6 +67,9 @@ struct StepInput {
   // Sparse decode: parallel to batch.seqs (all null = dense); the sequences are owned by the
   // engine and used by the executor only until wait() returns.
   std::vector<SparseSelector::Binding> sparse;
+  // Pipeline parallelism: the copy-on-write copies made since the last step, mirrored to the
+  // later stages before this step's batch (empty without a PipelineTail).
+  std::vector<BlockCopy> block_copies;
 };
 
 struct StepOutput {
@@ -111,10 +115,15 @@ class StepExecutor {
  public:
   // select_layer: where sparse decode chooses pages (sparse_select_layer()). draft_head: the
   // head samples with head_k > 0 draft with (borrowed, outlives the executor; null = none).
+  // pipeline_tail: the later pipeline stages (borrowed, outlives the executor; null = this
+  // executor runs every layer); with one, `storage` holds layers [0, tail->first_layer()) and
+  // the step's forward pass is stage 0's layers then the tail (no early exit, probe or hidden
+  // states — the engine refuses those features with a tail).
   StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
                int64_t max_batch_tokens, int64_t select_layer = 0,
                const draft::DraftHead* draft_head = nullptr,
-               const draft::ExitPredictors* exit_predictors = nullptr);
+               const draft::ExitPredictors* exit_predictors = nullptr,
+               PipelineTail* pipeline_tail = nullptr);
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();
@@ -137,6 +146,9 @@ class StepExecutor {
   Status forward(model::Context& ctx, kernels::Ops& ops, const StepInput& input, bool want_hidden,
                  std::vector<float>* logits, std::vector<float>* hidden,
                  std::vector<int32_t>* row_exit);
+  // Stage 0's layers then the tail (pipeline_tail_ set).
+  Status forward_pipeline(model::Context& ctx, kernels::Ops& ops, const StepInput& input,
+                          std::vector<float>* logits);
   Status run_probe(model::Context& ctx, kernels::Ops& ops, const model::Batch& probe,
                    std::vector<float>* deviation);
 
@@ -148,7 +160,9 @@ class StepExecutor {
   int64_t select_layer_;
   const draft::DraftHead* draft_head_;
   const draft::ExitPredictors* exit_predictors_;
-  bool busy_ = false;  // engine thread only
+  PipelineTail* pipeline_tail_;
+  std::vector<float> residual_;  // executor thread only: stage 0's output rows
+  bool busy_ = false;            // engine thread only
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <utility>
 
+#include "engine/pipeline_checks.h"
 #include "gguf/reader.h"
 
 namespace keel::host {
@@ -36,6 +37,11 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   config.isa = options.compute.isa;
   config.threads = options.compute.threads;
   config.eog_token_ids.assign(tokenizer_->eog_ids().begin(), tokenizer_->eog_ids().end());
+  if (options.pipeline.enabled()) {
+    KEEL_TRY(engine::check_pipeline_config(config));  // before a stage process is started
+    KEEL_ASSIGN_OR_RETURN(stage_,
+                          connect_stage(options.pipeline, path_, *model_, config, &stage_process_));
+  }
   if (config.semi_pd.has_value()) {
     KEEL_ASSIGN_OR_RETURN(semi_pd_,
                           engine::SemiPdEngine::start(*model_, std::move(config),
@@ -49,7 +55,8 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
                    *model_, std::move(config),
                    engine::EngineDeps{.tokenizer = tokenizer_.get(),
                                       .cache_events = std::move(options.cache_events),
-                                      .published_blocks = std::move(options.published_blocks)}));
+                                      .published_blocks = std::move(options.published_blocks),
+                                      .pipeline_tail = stage_.get()}));
   client_.attach(engine_.get());
   ready_.store(true, std::memory_order_release);
   return {};

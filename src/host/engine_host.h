@@ -26,6 +26,7 @@
 #include "host/compute.h"
 #include "host/deferred_engine.h"
 #include "host/model_loading.h"
+#include "host/pipeline_stage.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
 #include "tokenizer/tokenizer.h"
@@ -43,6 +44,8 @@ struct StartOptions {
   std::function<void(std::vector<kv::CacheEvent>)> cache_events;
   // EngineDeps::published_blocks: a streamed KV handoff's tap on published blocks; empty: none.
   engine::PublishedBlockTap published_blocks;
+  // --pp 2: the engine is stage 0 of a pipeline whose stage 1 is started (or reached) here.
+  PipelineOptions pipeline;
 };
 
 class EngineHost {
@@ -71,6 +74,8 @@ class EngineHost {
   // Seconds start() spent getting the weights' bytes (reading the file, or mapping it), the rest
   // being the model's and the engine's build: the pre-load / load split of a scale-out.
   [[nodiscard]] double weights_seconds() const { return weights_seconds_; }
+  // The started stage-1 process's pid (--pp 2 without --pp-stage1); 0 otherwise.
+  [[nodiscard]] pid_t stage1_pid() const { return stage_process_ ? stage_process_->pid() : 0; }
 
  private:
   EngineHost(std::string path, tokenizer::Tokenizer tok, tokenizer::ChatTemplate tmpl,
@@ -84,6 +89,9 @@ class EngineHost {
   DeferredEngine client_;
   std::atomic<bool> ready_{false};
   std::unique_ptr<model::Model> model_;
+  // Pipeline stage 1 (--pp 2): declared before engine_, so the engine stops before its tail goes.
+  std::unique_ptr<StageProcess> stage_process_;
+  std::unique_ptr<pipeline::RemoteStage> stage_;
   std::unique_ptr<engine::Engine> engine_;         // after model_: stopped before the model goes
   std::unique_ptr<engine::SemiPdEngine> semi_pd_;  // idem; set instead of engine_ in semi-PD mode
 };

@@ -15,9 +15,14 @@ size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 }  // namespace
 
-Context::Context(const Model& model, int64_t max_batch_tokens)
-    : model_(model), hp_(model.hparams()), max_tokens_(max_batch_tokens) {
+Context::Context(const Model& model, int64_t max_batch_tokens, LayerRange range)
+    : model_(model),
+      hp_(model.hparams()),
+      max_tokens_(max_batch_tokens),
+      first_(range.first),
+      last_(range.last < 0 ? model.hparams().n_layer : range.last) {
   KEEL_CHECK(max_tokens_ >= 1);
+  KEEL_CHECK(first_ >= 0 && first_ < last_ && last_ <= hp_.n_layer);
   const size_t t = sz(max_tokens_);
   x_.resize(t * sz(hp_.n_embd));
   xn_.resize(t * sz(hp_.n_embd));
@@ -35,11 +40,16 @@ Context::Context(const Model& model, int64_t max_batch_tokens)
 
 Status Context::validate(const Batch& batch, const KvStorage& kv) const {
   const KvLayout& layout = kv.layout();
-  if (layout.n_layer != hp_.n_layer || layout.kv_dim != hp_.kv_dim()) {
+  if (layout.n_layer != last_ - first_ || layout.kv_dim != hp_.kv_dim()) {
+    const std::string layers = full_range()
+                                   ? "the model (" + std::to_string(hp_.n_layer) + " layers"
+                                   : "the model's layers [" + std::to_string(first_) + ", " +
+                                         std::to_string(last_) + ") (" +
+                                         std::to_string(last_ - first_) + " layers";
     return Status::invalid_argument("KV storage layout (" + std::to_string(layout.n_layer) +
                                     " layers, rows of " + std::to_string(layout.kv_dim) +
-                                    ") does not match the model (" + std::to_string(hp_.n_layer) +
-                                    " layers, rows of " + std::to_string(hp_.kv_dim()) + ")");
+                                    ") does not match " + layers + ", rows of " +
+                                    std::to_string(hp_.kv_dim()) + ")");
   }
   for (size_t i = 0; i < batch.seqs.size(); ++i) {
     const LoraAdapter* a = batch.seqs[i].lora;
@@ -59,6 +69,50 @@ Status Context::validate(const Batch& batch, const KvStorage& kv) const {
   return validate_batch(batch, limits);
 }
 
+Status Context::validate_full(const Batch& batch, const KvStorage& kv) const {
+  if (!full_range()) {
+    return Status::invalid_argument("this pass needs every layer; the context has layers [" +
+                                    std::to_string(first_) + ", " + std::to_string(last_) + ")");
+  }
+  return validate(batch, kv);
+}
+
+Status Context::forward_first_stage(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                                    std::vector<float>* residual) {
+  if (first_ != 0 || last_ == hp_.n_layer) {
+    return Status::invalid_argument("forward_first_stage needs a range [0, k) with k < n_layer");
+  }
+  KEEL_TRY(validate(batch, kv));
+  bind_tables(batch, kv.layout().block_size);
+  embed(batch);
+  run_layers(batch, kv, ops);
+  residual->assign(x_.begin(), x_.begin() + static_cast<ptrdiff_t>(batch.size() * sz(hp_.n_embd)));
+  return Status();
+}
+
+Status Context::forward_stage_from(const Batch& batch, std::span<const float> residual,
+                                   KvStorage& kv, kernels::Ops& ops, std::vector<float>* logits,
+                                   std::vector<float>* residual_out) {
+  if (first_ == 0) {
+    return Status::invalid_argument("forward_stage_from needs a range that starts after layer 0");
+  }
+  KEEL_TRY(validate(batch, kv));
+  if (residual.size() != batch.size() * sz(hp_.n_embd)) {
+    return Status::invalid_argument("stage residual has " + std::to_string(residual.size()) +
+                                    " floats, the batch needs " +
+                                    std::to_string(batch.size() * sz(hp_.n_embd)));
+  }
+  bind_tables(batch, kv.layout().block_size);
+  std::memcpy(x_.data(), residual.data(), residual.size() * sizeof(float));
+  run_layers(batch, kv, ops);
+  if (last_ == hp_.n_layer) {
+    output_logits(batch, ops, logits, nullptr);
+  } else {
+    residual_out->assign(x_.begin(), x_.begin() + static_cast<ptrdiff_t>(residual.size()));
+  }
+  return Status();
+}
+
 Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                         std::vector<float>* logits) {
   return forward(batch, kv, ops, logits, nullptr);
@@ -66,7 +120,7 @@ Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
 
 Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                         std::vector<float>* logits, std::vector<float>* hidden) {
-  KEEL_TRY(validate(batch, kv));
+  KEEL_TRY(validate_full(batch, kv));
   bind_tables(batch, kv.layout().block_size);
   embed(batch);
   run_layers(batch, kv, ops);
@@ -76,7 +130,7 @@ Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
 
 Status Context::forward_hidden(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                                std::vector<float>* hidden) {
-  KEEL_TRY(validate(batch, kv));
+  KEEL_TRY(validate_full(batch, kv));
   bind_tables(batch, kv.layout().block_size);
   embed(batch);
   run_layers(batch, kv, ops);
@@ -95,7 +149,7 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
     return Status::invalid_argument("check layer " + std::to_string(check_layer) +
                                     " is outside [0, " + std::to_string(hp_.n_layer) + ")");
   }
-  KEEL_TRY(validate(batch, kv));
+  KEEL_TRY(validate_full(batch, kv));
   bind_tables(batch, kv.layout().block_size);
   embed(batch);
   const auto n = static_cast<int64_t>(batch.size());
@@ -206,7 +260,7 @@ void Context::embed(const Batch& batch) {
 }
 
 void Context::run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
-  for (int64_t il = 0; il < hp_.n_layer; ++il) {
+  for (int64_t il = first_; il < last_; ++il) {
     attention_block(il, batch, kv, ops);
     ffn_block(il, static_cast<int64_t>(batch.size()), ops);
   }
@@ -270,8 +324,8 @@ void Context::write_kv(int64_t il, const Batch& batch, KvStorage& kv) const {
   for (size_t t = 0; t < batch.size(); ++t) {
     const int32_t pos = batch.positions[t];
     const int32_t block = block_tables_[t][pos / bs];
-    kv.write_row(k_.data() + t * kv_dim, kv.k_row(block, il, pos % bs));
-    kv.write_row(v_.data() + t * kv_dim, kv.v_row(block, il, pos % bs));
+    kv.write_row(k_.data() + t * kv_dim, kv.k_row(block, kv_layer(il), pos % bs));
+    kv.write_row(v_.data() + t * kv_dim, kv.v_row(block, kv_layer(il), pos % bs));
   }
 }
 
@@ -287,7 +341,7 @@ void Context::attend(int64_t il, const Batch& batch, const KvStorage& kv, kernel
   queries.block_tables = attend_tables_.data();
   queries.out = attn_.data();
   queries.out_stride = q_dim;
-  ops.paged_attention(kv.paged(il), heads, queries);
+  ops.paged_attention(kv.paged(kv_layer(il)), heads, queries);
 }
 
 int64_t Context::gather_outputs(const Batch& batch) {

@@ -8,6 +8,11 @@
 //   attend_pages restrict its attention, and a Batch::selector (page_selector.h) may replace them
 //   at one layer.
 // A batch that fails validation changes nothing (neither the KV storage nor the outputs).
+// Pipeline stages (LayerRange): a Context built for layers [first, last) runs only those layers
+// over a KvStorage of last - first layers (its layer 0 is the model's layer `first`); the first
+// stage starts from token embeddings and hands on the residual stream (forward_first_stage), a
+// later stage starts from that residual (forward_stage_from): the last one ends with the output
+// norm and head, a middle one hands its residual on. The other entry points need the full range.
 //
 // Thread safety: one Context per engine thread; the Model it borrows must outlive it and may be
 // shared with other Contexts. Parallelism comes from kernels::Ops (its thread pool).
@@ -27,12 +32,38 @@
 
 namespace keel::model {
 
+// The layers [first, last) a pipeline stage owns; last = -1 means n_layer. The default is the
+// whole model.
+struct LayerRange {
+  int64_t first = 0;
+  int64_t last = -1;
+};
+
 class Context {
  public:
   // Scratch for batches of up to max_batch_tokens tokens (≥ 1). `model` must outlive this.
-  Context(const Model& model, int64_t max_batch_tokens);
+  // `range` must lie in [0, n_layer] and be non-empty (checked).
+  Context(const Model& model, int64_t max_batch_tokens, LayerRange range = {});
 
   [[nodiscard]] int64_t max_batch_tokens() const { return max_tokens_; }
+  [[nodiscard]] int64_t first_layer() const { return first_; }
+  [[nodiscard]] int64_t last_layer() const { return last_; }  // exclusive
+  [[nodiscard]] bool full_range() const { return first_ == 0 && last_ == hp_.n_layer; }
+
+  // Pipeline stage entry points. The KV layout must have last - first layers.
+  // forward_first_stage (a range starting at layer 0 and ending before n_layer): embeds the
+  // batch, runs the range and replaces *residual with [n_tokens][n_embd] floats, every batch
+  // token's residual stream after the range's last layer, in batch order.
+  // forward_stage_from (a range starting after layer 0): starts from `residual` ([n_tokens]
+  // [n_embd], the previous stage's output for the same batch), runs the range, and then — when
+  // the range ends at n_layer — replaces *logits as forward() does, otherwise replaces *residual
+  // (may not alias `residual`) with this stage's output. Errors: as forward(), plus
+  // InvalidArgument for a range that does not fit the call or a residual of the wrong size.
+  Status forward_first_stage(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                             std::vector<float>* residual);
+  Status forward_stage_from(const Batch& batch, std::span<const float> residual, KvStorage& kv,
+                            kernels::Ops& ops, std::vector<float>* logits,
+                            std::vector<float>* residual_out);
 
   // Runs the batch, writing its K/V into the blocks of `kv` (whose layout must have the model's
   // n_layer and kv_dim) and, when `logits` is not null, replacing *logits with
@@ -73,8 +104,12 @@ class Context {
 
  private:
   Status validate(const Batch& batch, const KvStorage& kv) const;
+  // validate() plus InvalidArgument unless this Context has the whole model's layers.
+  Status validate_full(const Batch& batch, const KvStorage& kv) const;
+  // Layer il's index in the KV storage (il - first_).
+  [[nodiscard]] int64_t kv_layer(int64_t il) const { return il - first_; }
   void embed(const Batch& batch);
-  // Every layer in order; the single place a per-layer hook (early exit) will go.
+  // Every layer of the range in order; the single place a per-layer hook (early exit) will go.
   void run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops);
   void attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops);
   void ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops);
@@ -97,6 +132,8 @@ class Context {
   const Model& model_;
   const HParams& hp_;
   int64_t max_tokens_;
+  int64_t first_ = 0;  // the layer range [first_, last_)
+  int64_t last_ = 0;
   // Scratch, each sized for max_tokens_ rows.
   std::vector<float> x_;     // [T][n_embd] residual stream
   std::vector<float> xn_;    // [T][n_embd] the rows whose logits are wanted, gathered

@@ -16,7 +16,7 @@ size_t sz(int64_t n) { return static_cast<size_t>(n); }
 Status Context::forward_early_exit(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                                    EarlyExit* ee, std::vector<float>* logits,
                                    std::vector<float>* hidden) {
-  KEEL_TRY(validate(batch, kv));
+  KEEL_TRY(validate_full(batch, kv));
   const size_t n = batch.size();
   if (!ee->may_exit.empty() && ee->may_exit.size() != n) {
     return Status::invalid_argument("early exit: may_exit has " +
