@@ -24,7 +24,7 @@
 
 namespace keel::cli {
 
-// The election's name for the cluster manager singleton.
+// The default name of the cluster manager singleton's election (MembershipOptions::election).
 inline constexpr const char* kManagerElection = "cluster-manager";
 
 class ClusterMembership {

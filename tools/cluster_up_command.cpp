@@ -248,22 +248,62 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   return ClusterScaler::start(&sup, std::move(c));
 }
 
-// --nodes auto: the TEs through the node agents in the membership (placement.h), not forked here.
+// What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size
+// and the KV cache's bytes.
+int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
+  if (o.te_memory_bytes > 0) return o.te_memory_bytes;
+  std::error_code ec;
+  const auto file = std::filesystem::file_size(path, ec);
+  return (ec ? 0 : static_cast<int64_t>(file)) + static_cast<int64_t>(o.serve.kv_cache_bytes);
+}
+
+// --nodes auto: the TEs through the node agents in the membership, each instance placed as a gang
+// (cluster_nodes.h): a colocated or semi-PD TE alone, the k-th prefill TE with the k-th decode TE.
+// TE and instance ids carry the model's name, so several models' managers share the agents.
 Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
                         const ClusterUpOptions& o, const std::string& path, const std::string& name,
                         const std::vector<std::string>& kinds, int threads, Tree* t) {
-  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> agents, ClusterNodes::list(session));
+  const int64_t memory = te_memory_bytes(o, path);
   std::vector<cluster::StartTe> starts;
   for (size_t i = 0; i < kinds.size(); ++i) {
     const std::string role = kinds[i] == "semi-pd" ? "colocated" : kinds[i];  // semi-PD's role
-    starts.push_back(
-        {"te-" + std::to_string(i), path, name, role, threads, te_engine_args(o, kinds[i])});
+    cluster::StartTe s{name + "-te-" + std::to_string(i), path, name, role, threads,
+                       te_engine_args(o, kinds[i])};
+    s.memory_bytes = memory;
+    starts.push_back(std::move(s));
   }
-  KEEL_ASSIGN_OR_RETURN(
-      std::vector<RemoteTe> tes,
-      nodes.start(agents, starts,
-                  std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))));
-  for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
+  std::vector<GangStart> gangs;
+  std::vector<std::vector<size_t>> index;  // gang → its TEs' indices in `kinds`
+  std::vector<size_t> prefill, decode;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (kinds[i] == "prefill") {
+      prefill.push_back(i);
+    } else if (kinds[i] == "decode") {
+      decode.push_back(i);
+    } else {
+      index.push_back({i});
+    }
+  }
+  for (size_t k = 0; k < std::max(prefill.size(), decode.size()); ++k) {
+    std::vector<size_t> g;
+    if (k < prefill.size()) g.push_back(prefill[k]);
+    if (k < decode.size()) g.push_back(decode[k]);
+    index.push_back(std::move(g));
+  }
+  for (const std::vector<size_t>& g : index) {
+    GangStart gang;
+    gang.instance = name + (g.size() == 2 ? "-pd-" + std::to_string(gangs.size())
+                                          : "-te-" + std::to_string(g[0]));
+    gang.priority = o.priority;
+    for (size_t i : g) gang.tes.push_back(starts[i]);
+    gangs.push_back(std::move(gang));
+  }
+  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes, nodes.start_gangs(session, gangs));
+  t->te_addresses.assign(kinds.size(), "");
+  size_t next = 0;
+  for (const std::vector<size_t>& g : index) {
+    for (size_t i : g) t->te_addresses[i] = tes[next++].address;
+  }
   return {};
 }
 
@@ -496,7 +536,13 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
     KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
   }
-  ClusterNodes nodes;  // --nodes auto: the TEs started through node agents
+  // --nodes auto: the TEs started through node agents, placed as gangs.
+  ClusterNodes nodes(
+      {.model = name,
+       .event_log = o.event_log,
+       .drain_grace =
+           std::chrono::milliseconds(static_cast<int64_t>(o.serve.drain_timeout_s * 1000)),
+       .start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))});
   if (o.nodes == "auto") {
     if (o.membership.mode != "etcd") {
       return Status::invalid_argument("--nodes auto needs --membership etcd");
@@ -546,9 +592,11 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   ClusterScaler* sc = scaler.get();
   ClusterAutoscaler* as = autoscaler.get();
   cluster::TeReplacer* rp = replacer.get();
-  deps.extra_metrics = [f, name, sc, as, rp]() -> std::string {
+  ClusterNodes* np = o.nodes == "auto" ? &nodes : nullptr;
+  deps.extra_metrics = [f, name, sc, as, rp, np]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    if (np != nullptr) text += np->metrics_text();
     if (sc != nullptr) text += sc->metrics_text();
     if (rp != nullptr) text += rp->metrics_text();
     return as != nullptr ? text + as->metrics_text() : text;
