@@ -363,7 +363,8 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(0, 64));
   cli.up_cmd->add_option("--event-log", up.event_log,
                          "Append one JSON line per scale-out (its phases), autoscaler decision, "
-                         "drain, and TE found hung, dead or replaced to FILE");
+                         "drain, TE found hung, dead or replaced, and gang placement or eviction "
+                         "to FILE");
   add_autoscale_flags(cli.up_cmd, &up.autoscale);
   cli.up_cmd->add_flag(
       "--no-replace", up.no_replace,
