@@ -129,12 +129,18 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
   return argv;
 }
 
+// A JE's id: je-<i>, with the model's name first under --nodes auto (several models' managers
+// share the membership there).
+std::string je_id(const ClusterUpOptions& o, const std::string& name, int i) {
+  return (o.nodes == "auto" ? name + "-" : std::string()) + "je-" + std::to_string(i);
+}
+
 std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
                                  const std::string& name, int i, const std::string& tes) {
   std::vector<std::string> argv = {self_exe(),
                                    "je",
                                    "--id",
-                                   "je-" + std::to_string(i),
+                                   je_id(o, name, i),
                                    "--port",
                                    "0",
                                    "--te",
@@ -349,7 +355,7 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   std::string tes;
   for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
   for (int i = 0; i < o.jes; ++i) {
-    t.je_names.push_back("je-" + std::to_string(i));
+    t.je_names.push_back(je_id(o, name, i));
     KEEL_ASSIGN_OR_RETURN(std::string address,
                           spawn(sup, t.je_names.back(), je_argv(o, path, name, i, tes), o));
     t.je_addresses.push_back(address);
