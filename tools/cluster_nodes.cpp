@@ -1,6 +1,7 @@
 // ClusterNodes; see cluster_nodes.h.
 #include "cluster_nodes.h"
 
+#include <algorithm>
 #include <ctime>
 #include <fstream>
 #include <map>
