@@ -44,6 +44,37 @@ cluster::GangRequest gang_request(const GangStart& g) {
 
 }  // namespace
 
+ModelGangs model_gangs(const std::string& model, int32_t priority,
+                       const std::vector<cluster::StartTe>& starts) {
+  ModelGangs out;
+  std::vector<size_t> prefill, decode;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    if (starts[i].role == "prefill") {
+      prefill.push_back(i);
+    } else if (starts[i].role == "decode") {
+      decode.push_back(i);
+    } else {
+      out.index.push_back({i});
+    }
+  }
+  for (size_t k = 0; k < std::max(prefill.size(), decode.size()); ++k) {
+    std::vector<size_t> g;
+    if (k < prefill.size()) g.push_back(prefill[k]);
+    if (k < decode.size()) g.push_back(decode[k]);
+    out.index.push_back(std::move(g));
+  }
+  size_t pairs = 0;
+  for (const std::vector<size_t>& g : out.index) {
+    GangStart gang;
+    gang.instance =
+        model + (g.size() == 2 ? "-pd-" + std::to_string(pairs++) : "-te-" + std::to_string(g[0]));
+    gang.priority = priority;
+    for (size_t i : g) gang.tes.push_back(starts[i]);
+    out.gangs.push_back(std::move(gang));
+  }
+  return out;
+}
+
 Result<std::vector<cluster::NodeCapacity>> ClusterNodes::list(membership::Membership& session) {
   KEEL_ASSIGN_OR_RETURN(std::vector<membership::Member> members, session.list());
   std::vector<cluster::NodeCapacity> out;

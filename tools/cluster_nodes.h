@@ -48,6 +48,16 @@ struct GangStart {
   std::vector<cluster::StartTe> tes;
 };
 
+// A model's TEs as instances: each colocated (or semi-PD) TE alone (`<model>-te-<i>`), the k-th
+// prefill TE with the k-th decode TE (`<model>-pd-<k>`; a prefill or decode TE left over alone).
+// index[g]: the positions in `starts` of gang g's TEs, in the gang's order.
+struct ModelGangs {
+  std::vector<GangStart> gangs;
+  std::vector<std::vector<size_t>> index;
+};
+ModelGangs model_gangs(const std::string& model, int32_t priority,
+                       const std::vector<cluster::StartTe>& starts);
+
 struct ClusterNodesConfig {
   std::string model;                                // the served model name (metrics labels)
   std::string event_log;                            // JSON lines, appended; "" = none

@@ -264,8 +264,8 @@ int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
 }
 
 // --nodes auto: the TEs through the node agents in the membership, each instance placed as a gang
-// (cluster_nodes.h): a colocated or semi-PD TE alone, the k-th prefill TE with the k-th decode TE.
-// TE and instance ids carry the model's name, so several models' managers share the agents.
+// (cluster_nodes.h, model_gangs). TE and instance ids carry the model's name, so several models'
+// managers share the agents.
 Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
                         const ClusterUpOptions& o, const std::string& path, const std::string& name,
                         const std::vector<std::string>& kinds, int threads, Tree* t) {
@@ -278,37 +278,12 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
     s.memory_bytes = memory;
     starts.push_back(std::move(s));
   }
-  std::vector<GangStart> gangs;
-  std::vector<std::vector<size_t>> index;  // gang → its TEs' indices in `kinds`
-  std::vector<size_t> prefill, decode;
-  for (size_t i = 0; i < kinds.size(); ++i) {
-    if (kinds[i] == "prefill") {
-      prefill.push_back(i);
-    } else if (kinds[i] == "decode") {
-      decode.push_back(i);
-    } else {
-      index.push_back({i});
-    }
-  }
-  for (size_t k = 0; k < std::max(prefill.size(), decode.size()); ++k) {
-    std::vector<size_t> g;
-    if (k < prefill.size()) g.push_back(prefill[k]);
-    if (k < decode.size()) g.push_back(decode[k]);
-    index.push_back(std::move(g));
-  }
-  for (const std::vector<size_t>& g : index) {
-    GangStart gang;
-    gang.instance = name + (g.size() == 2 ? "-pd-" + std::to_string(gangs.size())
-                                          : "-te-" + std::to_string(g[0]));
-    gang.priority = o.priority;
-    for (size_t i : g) gang.tes.push_back(starts[i]);
-    gangs.push_back(std::move(gang));
-  }
-  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes, nodes.start_gangs(session, gangs));
+  const ModelGangs g = model_gangs(name, o.priority, starts);
+  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes, nodes.start_gangs(session, g.gangs));
   t->te_addresses.assign(kinds.size(), "");
   size_t next = 0;
-  for (const std::vector<size_t>& g : index) {
-    for (size_t i : g) t->te_addresses[i] = tes[next++].address;
+  for (const std::vector<size_t>& gang : g.index) {
+    for (size_t i : gang) t->te_addresses[i] = tes[next++].address;
   }
   return {};
 }
