@@ -33,7 +33,7 @@ class ClusterMembership {
   static Result<std::unique_ptr<ClusterMembership>> open(const MembershipOptions& o);
   ~ClusterMembership();
 
-  // Blocks until this process leads kManagerElection (Cancelled once `stop` returns true), then
+  // Blocks until this process leads its election (MembershipOptions::election) (Cancelled once `stop` returns true), then
   // registers the manager.
   Status lead(const std::function<bool()>& stop);
   // Registers a started child (kind je or te) or the gateway.
