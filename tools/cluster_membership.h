@@ -33,8 +33,8 @@ class ClusterMembership {
   static Result<std::unique_ptr<ClusterMembership>> open(const MembershipOptions& o);
   ~ClusterMembership();
 
-  // Blocks until this process leads its election (MembershipOptions::election) (Cancelled once `stop` returns true), then
-  // registers the manager.
+  // Blocks until this process leads its election (MembershipOptions::election) (Cancelled once
+  // `stop` returns true), then registers the manager.
   Status lead(const std::function<bool()>& stop);
   // Registers a started child (kind je or te) or the gateway.
   Status add(membership::MemberKind kind, const std::string& id, const std::string& address,
