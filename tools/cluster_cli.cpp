@@ -282,6 +282,10 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(0, 4096));
   cli.agent_cmd->add_option("--cores", agent.cores, "Cores reported (0 = this machine's)")
       ->check(CLI::Range(0, 1 << 20));
+  cli.agent_cmd
+      ->add_option("--memory-bytes", agent.memory_bytes,
+                   "Memory reported for placement: the smaller of this and MemTotal (0 = MemTotal)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
   cli.agent_cmd->add_option("--threads-per-te", agent.threads_per_te, "A warm TE's threads")
       ->check(CLI::Range(1, 1024));
   cli.agent_cmd
@@ -349,7 +353,8 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(0, 64));
   cli.up_cmd->add_option("--event-log", up.event_log,
                          "Append one JSON line per scale-out (its phases), autoscaler decision, "
-                         "drain, and TE found hung, dead or replaced to FILE");
+                         "drain, TE found hung, dead or replaced, and gang placement or eviction "
+                         "to FILE");
   add_autoscale_flags(cli.up_cmd, &up.autoscale);
   cli.up_cmd->add_flag(
       "--no-replace", up.no_replace,
@@ -360,6 +365,20 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                    "Where TEs run: local (forked here) or auto (placed through the node agents "
                    "in the membership; needs --membership etcd)")
       ->check(CLI::IsMember({"local", "auto"}));
+  cli.up_cmd
+      ->add_option("--priority", up.priority,
+                   "With --nodes auto: this model's instances' priority (as a Kubernetes "
+                   "PriorityClass value); idle instances of lower priority are evicted to make "
+                   "room")
+      ->check(CLI::Range(-(1 << 30), 1 << 30));
+  cli.up_cmd
+      ->add_option("--te-memory-bytes", up.te_memory_bytes,
+                   "With --nodes auto: memory each TE reserves on its host (0 = the GGUF's size "
+                   "+ --kv-cache-bytes)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 50));
+  cli.up_cmd->add_option("--manager-election", up.membership.election,
+                         "The manager election to campaign in (one per model when several "
+                         "models' managers share the node agents)");
 
   ClusterStatusOptions& st = *cli.status;
   cli.status_cmd = cluster->add_subcommand("status", "Print the fleet: TEs, roles, load, KV use");

@@ -41,6 +41,9 @@ struct MembershipOptions {
   std::vector<std::string> etcd_endpoints;  // http://HOST:PORT, with --membership etcd
   std::string prefix = "/keel/default";     // the cluster's key prefix
   int32_t ttl_s = 10;                       // lease TTL (keepalive every TTL/3)
+  // The manager election `keel cluster up` campaigns in: one per model when several models'
+  // managers share a cluster (and its node agents); the same name makes a standby.
+  std::string election = "cluster-manager";
 };
 
 struct TeOptions {
@@ -123,6 +126,7 @@ struct NodeAgentOptions {
   int32_t warm = 0;                    // warm TEs kept idle (`keel te --warm`)
   int32_t max_tes = 0;                 // the most TEs started here (0 = the cores)
   int32_t cores = 0;                   // cores reported (0 = this machine's)
+  int64_t memory_bytes = 0;            // memory reported: the smaller of this and MemTotal (0 = it)
   int32_t threads_per_te = 1;          // a warm TE's compute threads
   double start_timeout_s = 120.0;      // a TE's start (fork → ready line)
 };
@@ -164,6 +168,12 @@ struct ClusterUpOptions {
   // in the membership (needs --membership etcd; cluster/placement.h), and stops them through the
   // agents at shutdown.
   std::string nodes = "local";
+  // With --nodes auto, each instance (a colocated TE, or a prefill + decode pair) is placed as a
+  // gang (cluster/gang_placement.h): `priority` is its instance's (as a Kubernetes PriorityClass
+  // value: idle instances of lower priority are evicted to make room), `te_memory_bytes` what each
+  // TE reserves (0 = the GGUF's size + --kv-cache-bytes).
+  int32_t priority = 0;
+  int64_t te_memory_bytes = 0;
 };
 int run_cluster_up(const ClusterUpOptions& opts);
 

@@ -73,16 +73,16 @@ Status ClusterMembership::rejoin(const std::function<bool()>& stop) {
 ClusterMembership::~ClusterMembership() { (void)close(); }
 
 Status ClusterMembership::lead(const std::function<bool()>& stop) {
-  Result<std::optional<std::string>> current = session_->leader(kManagerElection);
+  Result<std::optional<std::string>> current = session_->leader(options_.election);
   if (current.ok() && current->has_value()) {
-    KEEL_LOG_INFO("membership: '{}' is led by {}; waiting as a standby", kManagerElection,
+    KEEL_LOG_INFO("membership: '{}' is led by {}; waiting as a standby", options_.election,
                   **current);
   }
   membership::CampaignOptions c;
   c.stop = stop;
-  KEEL_TRY(membership::campaign(*session_, kManagerElection, manager_id_, c));
+  KEEL_TRY(membership::campaign(*session_, options_.election, manager_id_, c));
   KEEL_LOG_INFO("membership ({}): this process ({}) leads '{}'", mode_, manager_id_,
-                kManagerElection);
+                options_.election);
   return add(MemberKind::kManager, manager_id_, "", {{"pid", std::to_string(::getpid())}});
 }
 

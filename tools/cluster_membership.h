@@ -24,7 +24,7 @@
 
 namespace keel::cli {
 
-// The election's name for the cluster manager singleton.
+// The default name of the cluster manager singleton's election (MembershipOptions::election).
 inline constexpr const char* kManagerElection = "cluster-manager";
 
 class ClusterMembership {
@@ -33,8 +33,8 @@ class ClusterMembership {
   static Result<std::unique_ptr<ClusterMembership>> open(const MembershipOptions& o);
   ~ClusterMembership();
 
-  // Blocks until this process leads kManagerElection (Cancelled once `stop` returns true), then
-  // registers the manager.
+  // Blocks until this process leads its election (MembershipOptions::election) (Cancelled once
+  // `stop` returns true), then registers the manager.
   Status lead(const std::function<bool()>& stop);
   // Registers a started child (kind je or te) or the gateway.
   Status add(membership::MemberKind kind, const std::string& id, const std::string& address,

@@ -1,13 +1,79 @@
 // ClusterNodes; see cluster_nodes.h.
 #include "cluster_nodes.h"
 
+#include <algorithm>
+#include <ctime>
+#include <fstream>
 #include <map>
 
+#include "cluster/gang_placement.h"
 #include "cluster/messages.h"
-#include "cluster/placement.h"
 #include "core/log.h"
 
 namespace keel::cli {
+namespace {
+
+// The hosts as gang placement sees them: each agent's declared room and its TEs, idle as the JEs
+// report them (a TE no JE reports counts as busy).
+template <typename Use>
+std::vector<cluster::GangHost> gang_hosts(const std::vector<cluster::NodeCapacity>& nodes,
+                                          const Use& use) {
+  std::vector<cluster::GangHost> out;
+  for (const cluster::NodeCapacity& n : nodes) {
+    cluster::GangHost h;
+    h.host_id = n.host_id;
+    h.cores = n.cores;
+    h.memory_bytes = n.memory_total_bytes;
+    h.max_processes = n.max_tes;
+    for (const cluster::HostedTe& t : n.tes) {
+      const auto u = use.find(t.id);
+      h.running.push_back({t.id, t.instance, t.priority, t.threads, t.memory_bytes,
+                           u != use.end() && u->second.idle});
+    }
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+cluster::GangRequest gang_request(const GangStart& g) {
+  cluster::GangRequest r{g.instance, g.priority, {}};
+  for (const cluster::StartTe& t : g.tes)
+    r.processes.push_back({t.role, t.threads, t.memory_bytes});
+  return r;
+}
+
+}  // namespace
+
+ModelGangs model_gangs(const std::string& model, int32_t priority,
+                       const std::vector<cluster::StartTe>& starts) {
+  ModelGangs out;
+  std::vector<size_t> prefill, decode;
+  for (size_t i = 0; i < starts.size(); ++i) {
+    if (starts[i].role == "prefill") {
+      prefill.push_back(i);
+    } else if (starts[i].role == "decode") {
+      decode.push_back(i);
+    } else {
+      out.index.push_back({i});
+    }
+  }
+  for (size_t k = 0; k < std::max(prefill.size(), decode.size()); ++k) {
+    std::vector<size_t> g;
+    if (k < prefill.size()) g.push_back(prefill[k]);
+    if (k < decode.size()) g.push_back(decode[k]);
+    out.index.push_back(std::move(g));
+  }
+  size_t pairs = 0;
+  for (const std::vector<size_t>& g : out.index) {
+    GangStart gang;
+    gang.instance =
+        model + (g.size() == 2 ? "-pd-" + std::to_string(pairs++) : "-te-" + std::to_string(g[0]));
+    gang.priority = priority;
+    for (size_t i : g) gang.tes.push_back(starts[i]);
+    out.gangs.push_back(std::move(gang));
+  }
+  return out;
+}
 
 Result<std::vector<cluster::NodeCapacity>> ClusterNodes::list(membership::Membership& session) {
   KEEL_ASSIGN_OR_RETURN(std::vector<membership::Member> members, session.list());
@@ -36,39 +102,163 @@ Result<std::shared_ptr<cluster::Link>> ClusterNodes::link_to(const std::string& 
   return link;
 }
 
-Result<std::vector<RemoteTe>> ClusterNodes::start(const std::vector<cluster::NodeCapacity>& nodes,
-                                                  const std::vector<cluster::StartTe>& starts,
-                                                  std::chrono::milliseconds timeout) {
-  if (starts.empty()) return std::vector<RemoteTe>{};
-  cluster::PlacementRequest req;
-  req.tes = static_cast<int32_t>(starts.size());
-  req.threads_per_te = starts[0].threads;
-  KEEL_ASSIGN_OR_RETURN(std::vector<std::string> hosts, cluster::place_tes(nodes, req));
-  std::map<std::string, std::string> address_of;
-  for (const cluster::NodeCapacity& n : nodes) address_of[n.host_id] = n.address;
-  std::vector<RemoteTe> out;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    const std::string& agent = address_of[hosts[i]];
-    Status failed;
-    Result<std::shared_ptr<cluster::Link>> link = link_to(agent);
-    if (link.ok()) {
-      Result<cluster::Json> reply = (*link)->call(cluster::encode(starts[i]), timeout);
-      Result<cluster::StartTeReply> r = reply.ok() ? cluster::decode_start_te_reply(*reply)
-                                                   : Result<cluster::StartTeReply>(reply.status());
-      if (r.ok() && r->status.ok()) {
-        RemoteTe te{r->id, hosts[i], r->address, r->pid};
-        KEEL_LOG_INFO("cluster: te {} on node {} at {} (pid {}){}", te.id, te.host_id, te.address,
-                      te.pid, r->warm ? ", from its warm pool" : "");
-        started_.emplace_back(agent, te);
-        out.push_back(std::move(te));
-        continue;
-      }
-      failed = r.ok() ? r->status : r.status();
-    } else {
-      failed = link.status();
+std::map<std::string, ClusterNodes::TeUse> ClusterNodes::te_use(membership::Membership& session) {
+  std::map<std::string, TeUse> use;
+  Result<std::vector<membership::Member>> members = session.list();
+  if (!members.ok()) {
+    KEEL_LOG_WARN("cluster: JEs not listed ({}): no TE counts as idle",
+                  members.status().to_string());
+    return use;
+  }
+  for (const membership::Member& m : *members) {
+    if (m.kind != membership::MemberKind::kJobExecutor || m.address.empty()) continue;
+    Result<std::shared_ptr<cluster::Link>> link = link_to(m.address);
+    Result<cluster::Json> reply =
+        link.ok() ? (*link)->call(cluster::Message{std::string(cluster::msg::kFleet),
+                                                   cluster::Json::object()},
+                                  config_.call_timeout)
+                  : Result<cluster::Json>(link.status());
+    Result<cluster::FleetStatus> fleet = reply.ok() ? cluster::decode_fleet_status(*reply)
+                                                    : Result<cluster::FleetStatus>(reply.status());
+    if (!fleet.ok()) {
+      KEEL_LOG_WARN("cluster: je {} not asked for its fleet: {}", m.id, fleet.status().to_string());
+      continue;
     }
-    stop_all(std::chrono::milliseconds(5000));
-    return failed.with_prefix("cluster: start " + starts[i].id + " on node " + hosts[i]);
+    for (const cluster::TeInfo& te : fleet->fleet.tes) {
+      TeUse& u = use[te.id];
+      u.idle = u.idle && te.healthy && te.load.num_waiting == 0 && te.load.num_running == 0;
+      u.listed.emplace_back(m.address, te.address);
+    }
+  }
+  return use;
+}
+
+void ClusterNodes::log_event(cluster::Json event) {
+  if (config_.event_log.empty()) return;
+  event["unix_s"] = static_cast<double>(std::time(nullptr));
+  std::ofstream out(config_.event_log, std::ios::app);
+  out << event.dump() << "\n" << std::flush;
+  if (!out) KEEL_LOG_WARN("cluster: cannot append to the event log {}", config_.event_log);
+}
+
+Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gang,
+                           std::vector<cluster::NodeCapacity>& nodes,
+                           const std::map<std::string, TeUse>& use) {
+  const auto t0 = std::chrono::steady_clock::now();
+  cluster::Json tes = cluster::Json::array();
+  int32_t priority = 0;
+  for (cluster::NodeCapacity& n : nodes) {
+    for (const cluster::HostedTe& t : n.tes) {
+      if (t.instance != instance) continue;
+      priority = t.priority;
+      const auto u = use.find(t.id);
+      const std::vector<std::pair<std::string, std::string>> listed =
+          u == use.end() ? std::vector<std::pair<std::string, std::string>>{} : u->second.listed;
+      const auto tell_jes = [&](bool forget) {
+        for (const auto& [je, te_address] : listed) {
+          Result<std::shared_ptr<cluster::Link>> link = link_to(je);
+          Result<cluster::Json> r =
+              link.ok() ? (*link)->call(cluster::encode(cluster::RemoveTe{te_address, forget}),
+                                        config_.call_timeout)
+                        : Result<cluster::Json>(link.status());
+          const Status s = r.ok() ? cluster::decode_status_body(*r) : r.status();
+          if (!s.ok()) KEEL_LOG_WARN("cluster: remove_te {} at je {}: {}", t.id, je, s.to_string());
+        }
+      };
+      tell_jes(false);  // drain: no new task goes there
+      KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> agent, link_to(n.address));
+      const cluster::StopTe stop{t.id, static_cast<int32_t>(config_.drain_grace.count())};
+      KEEL_ASSIGN_OR_RETURN(
+          cluster::Json reply,
+          agent->call(cluster::encode(stop), config_.drain_grace + std::chrono::seconds(5)));
+      KEEL_TRY(cluster::decode_status_body(reply).with_prefix("cluster: evict " + t.id + " on " +
+                                                              n.host_id));
+      tell_jes(true);
+      tes.push_back({{"id", t.id}, {"host", n.host_id}});
+    }
+    const size_t before = n.tes.size();
+    std::erase_if(n.tes, [&](const cluster::HostedTe& t) { return t.instance == instance; });
+    n.running_tes -= static_cast<int32_t>(before - n.tes.size());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ++evicted_;
+  KEEL_LOG_INFO("cluster: evicted idle instance {} (priority {}) for {} (priority {}) in {:.2f} s",
+                instance, priority, for_gang.instance, for_gang.priority, seconds);
+  log_event({{"event", "evict"},
+             {"instance", instance},
+             {"priority", priority},
+             {"for", for_gang.instance},
+             {"for_priority", for_gang.priority},
+             {"tes", tes},
+             {"seconds", seconds}});
+  return {};
+}
+
+Result<RemoteTe> ClusterNodes::start_one(const cluster::NodeCapacity& node,
+                                         const cluster::StartTe& start) {
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(node.address));
+  KEEL_ASSIGN_OR_RETURN(cluster::Json reply,
+                        link->call(cluster::encode(start), config_.start_timeout));
+  KEEL_ASSIGN_OR_RETURN(cluster::StartTeReply r, cluster::decode_start_te_reply(reply));
+  KEEL_TRY(r.status);
+  RemoteTe te{r.id, node.host_id, r.address, r.pid};
+  KEEL_LOG_INFO("cluster: te {} ({}) on node {} at {} (pid {}){}", te.id, start.role, te.host_id,
+                te.address, te.pid, r.warm ? ", from its warm pool" : "");
+  started_.emplace_back(node.address, te);
+  return te;
+}
+
+Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& session,
+                                                        const std::vector<GangStart>& gangs) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> nodes, list(session));
+  const std::map<std::string, TeUse> use = te_use(session);
+  std::vector<RemoteTe> out;
+  for (const GangStart& g : gangs) {
+    Result<cluster::GangPlan> plan = cluster::place_gang(gang_hosts(nodes, use), gang_request(g));
+    if (!plan.ok()) {
+      ++unplaceable_;
+      log_event({{"event", "gang_unplaceable"},
+                 {"instance", g.instance},
+                 {"priority", g.priority},
+                 {"reason", plan.status().message()}});
+      stop_all(std::chrono::milliseconds(5000));
+      return plan.status();
+    }
+    for (const std::string& victim : plan->evict) {
+      if (Status s = evict(victim, g, nodes, use); !s.ok()) {
+        stop_all(std::chrono::milliseconds(5000));
+        return s;
+      }
+    }
+    cluster::Json processes = cluster::Json::array();
+    for (size_t i = 0; i < g.tes.size(); ++i) {
+      cluster::StartTe start = g.tes[i];
+      start.instance = g.instance;
+      start.priority = g.priority;
+      const auto node = std::find_if(nodes.begin(), nodes.end(),
+                                     [&](const auto& n) { return n.host_id == plan->hosts[i]; });
+      Result<RemoteTe> te = start_one(*node, start);
+      if (!te.ok()) {
+        stop_all(std::chrono::milliseconds(5000));
+        return te.status().with_prefix("cluster: start " + start.id + " on node " + node->host_id);
+      }
+      node->tes.push_back({te->id, g.instance, g.priority, start.threads, start.memory_bytes});
+      ++node->running_tes;
+      processes.push_back(
+          {{"id", te->id}, {"role", start.role}, {"host", te->host_id}, {"address", te->address}});
+      out.push_back(std::move(*te));
+    }
+    ++placed_;
+    cluster::Json evicted = cluster::Json::array();
+    for (const std::string& v : plan->evict) evicted.push_back(v);
+    KEEL_LOG_INFO("cluster: instance {} (priority {}) placed: {} processes, {} evicted", g.instance,
+                  g.priority, g.tes.size(), plan->evict.size());
+    log_event({{"event", "gang_placed"},
+               {"instance", g.instance},
+               {"priority", g.priority},
+               {"processes", processes},
+               {"evicted", evicted}});
   }
   return out;
 }
@@ -89,6 +279,19 @@ void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
   started_.clear();
   for (auto& [address, link] : links_) link->close();
   links_.clear();
+}
+
+std::string ClusterNodes::metrics_text() const {
+  const std::string labels = "model_name=\"" + config_.model + "\"";
+  std::string out;
+  out += "# TYPE keel:gang_placements_total counter\n";
+  out += "keel:gang_placements_total{" + labels + "} " + std::to_string(placed_.load()) + "\n";
+  out += "# TYPE keel:gang_evictions_total counter\n";
+  out += "keel:gang_evictions_total{" + labels + "} " + std::to_string(evicted_.load()) + "\n";
+  out += "# TYPE keel:gang_unplaceable_total counter\n";
+  out +=
+      "keel:gang_unplaceable_total{" + labels + "} " + std::to_string(unplaceable_.load()) + "\n";
+  return out;
 }
 
 }  // namespace keel::cli

@@ -1,12 +1,23 @@
 // ClusterNodes: `keel cluster up --nodes auto` — the cluster manager's side of the node agents.
-// It reads the agents registered in the membership (node/<host-id>, their capacity), places the
-// TEs with the pure step function cluster/placement.h, asks each chosen agent to start its TE
-// (start_te over a link) and, at shutdown, to stop it (stop_te; an agent that cannot be reached —
-// its host cut off — is logged and skipped: its TEs are gone with its lease).
+// It reads the agents registered in the membership (node/<host-id>, their capacity), places each
+// instance as a gang — all of its TEs or none: a colocated TE alone, a prefill + decode pair
+// together (later a pipeline-parallel TE's stages) — with the pure step function
+// cluster/gang_placement.h over cores and memory per host, evicts first the idle lower-priority
+// instances the plan names, asks each chosen agent to start its TE (start_te over a link) and, at
+// shutdown, to stop it (stop_te; an agent that cannot be reached — its host cut off — is logged and
+// skipped: its TEs are gone with its lease).
 //
-// Thread safety: one owner (cluster_up's thread).
+// An instance is idle when every JE in the membership that lists its TEs reports none of them
+// with a request queued or running (a TE no JE reports is taken as busy: never evicted unseen).
+// An eviction drains: remove_te to those JEs (no new task), stop_te through the TE's agent
+// (SIGTERM: the TE finishes what it runs, SIGKILL after the grace), then remove_te with forget.
+// Each eviction and placement is a JSON line in the event log ({"event":"evict"} before
+// {"event":"gang_placed"}; {"event":"gang_unplaceable"} with the reason) and a /metrics counter.
+//
+// Thread safety: one owner (cluster_up's thread); metrics_text() from any thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -29,9 +40,35 @@ struct RemoteTe {
   int64_t pid = 0;      // on its host
 };
 
+// One instance to place as a gang. Each TE's `threads` and `memory_bytes` are what it reserves;
+// its `instance` and `priority` are set from here.
+struct GangStart {
+  std::string instance;  // unique in the cluster
+  int32_t priority = 0;  // higher wins (as a Kubernetes PriorityClass value)
+  std::vector<cluster::StartTe> tes;
+};
+
+// A model's TEs as instances: each colocated (or semi-PD) TE alone (`<model>-te-<i>`), the k-th
+// prefill TE with the k-th decode TE (`<model>-pd-<k>`; a prefill or decode TE left over alone).
+// index[g]: the positions in `starts` of gang g's TEs, in the gang's order.
+struct ModelGangs {
+  std::vector<GangStart> gangs;
+  std::vector<std::vector<size_t>> index;
+};
+ModelGangs model_gangs(const std::string& model, int32_t priority,
+                       const std::vector<cluster::StartTe>& starts);
+
+struct ClusterNodesConfig {
+  std::string model;                                // the served model name (metrics labels)
+  std::string event_log;                            // JSON lines, appended; "" = none
+  std::chrono::milliseconds drain_grace{10000};     // an evicted TE's SIGTERM → SIGKILL
+  std::chrono::milliseconds call_timeout{5000};     // a JE's fleet / remove_te call
+  std::chrono::milliseconds start_timeout{120000};  // an agent's start_te call
+};
+
 class ClusterNodes {
  public:
-  ClusterNodes() = default;
+  explicit ClusterNodes(ClusterNodesConfig config = {}) : config_(std::move(config)) {}
   ~ClusterNodes() { stop_all(std::chrono::milliseconds(5000)); }
   ClusterNodes(const ClusterNodes&) = delete;
   ClusterNodes& operator=(const ClusterNodes&) = delete;
@@ -39,19 +76,35 @@ class ClusterNodes {
   // The agents registered now (their capacity decoded; a malformed one is skipped, logged).
   static Result<std::vector<cluster::NodeCapacity>> list(membership::Membership& session);
 
-  // Places `starts` (their threads: starts[0].threads) over `nodes` and starts each through its
-  // agent, in order; the first failure stops the ones started and is returned.
-  Result<std::vector<RemoteTe>> start(const std::vector<cluster::NodeCapacity>& nodes,
-                                      const std::vector<cluster::StartTe>& starts,
-                                      std::chrono::milliseconds timeout);
+  // Places and starts each gang in order (evicting first what its plan names); the first failure
+  // stops the TEs started here and is returned (ResourceExhausted when a gang fits nowhere).
+  Result<std::vector<RemoteTe>> start_gangs(membership::Membership& session,
+                                            const std::vector<GangStart>& gangs);
   // Stops every TE started here through its agent (best effort).
   void stop_all(std::chrono::milliseconds grace);
 
- private:
-  Result<std::shared_ptr<cluster::Link>> link_to(const std::string& address);
+  [[nodiscard]] std::string metrics_text() const;
 
-  std::map<std::string, std::shared_ptr<cluster::Link>> links_;  // by agent address
+ private:
+  // Where a TE is listed: the JEs that report it, and whether all of them find it idle.
+  struct TeUse {
+    bool idle = true;
+    std::vector<std::pair<std::string, std::string>> listed;  // JE address, TE address
+  };
+
+  Result<std::shared_ptr<cluster::Link>> link_to(const std::string& address);
+  std::map<std::string, TeUse> te_use(membership::Membership& session);
+  Status evict(const std::string& instance, const GangStart& for_gang,
+               std::vector<cluster::NodeCapacity>& nodes, const std::map<std::string, TeUse>& use);
+  Result<RemoteTe> start_one(const cluster::NodeCapacity& node, const cluster::StartTe& start);
+  void log_event(cluster::Json event);
+
+  ClusterNodesConfig config_;
+  std::map<std::string, std::shared_ptr<cluster::Link>> links_;  // by agent or JE address
   std::vector<std::pair<std::string, RemoteTe>> started_;        // agent address, TE
+  std::atomic<int64_t> placed_{0};
+  std::atomic<int64_t> evicted_{0};
+  std::atomic<int64_t> unplaceable_{0};
 };
 
 }  // namespace keel::cli

@@ -131,12 +131,18 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
   return argv;
 }
 
+// A JE's id: je-<i>, with the model's name first under --nodes auto (several models' managers
+// share the membership there).
+std::string je_id(const ClusterUpOptions& o, const std::string& name, int i) {
+  return (o.nodes == "auto" ? name + "-" : std::string()) + "je-" + std::to_string(i);
+}
+
 std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
                                  const std::string& name, int i, const std::string& tes) {
   std::vector<std::string> argv = {self_exe(),
                                    "je",
                                    "--id",
-                                   "je-" + std::to_string(i),
+                                   je_id(o, name, i),
                                    "--port",
                                    "0",
                                    "--te",
@@ -250,22 +256,37 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   return ClusterScaler::start(&sup, std::move(c));
 }
 
-// --nodes auto: the TEs through the node agents in the membership (placement.h), not forked here.
+// What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size
+// and the KV cache's bytes.
+int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
+  if (o.te_memory_bytes > 0) return o.te_memory_bytes;
+  std::error_code ec;
+  const auto file = std::filesystem::file_size(path, ec);
+  return (ec ? 0 : static_cast<int64_t>(file)) + static_cast<int64_t>(o.serve.kv_cache_bytes);
+}
+
+// --nodes auto: the TEs through the node agents in the membership, each instance placed as a gang
+// (cluster_nodes.h, model_gangs). TE and instance ids carry the model's name, so several models'
+// managers share the agents.
 Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
                         const ClusterUpOptions& o, const std::string& path, const std::string& name,
                         const std::vector<std::string>& kinds, int threads, Tree* t) {
-  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> agents, ClusterNodes::list(session));
+  const int64_t memory = te_memory_bytes(o, path);
   std::vector<cluster::StartTe> starts;
   for (size_t i = 0; i < kinds.size(); ++i) {
     const std::string role = kinds[i] == "semi-pd" ? "colocated" : kinds[i];  // semi-PD's role
-    starts.push_back(
-        {"te-" + std::to_string(i), path, name, role, threads, te_engine_args(o, kinds[i])});
+    cluster::StartTe s{name + "-te-" + std::to_string(i), path, name, role, threads,
+                       te_engine_args(o, kinds[i])};
+    s.memory_bytes = memory;
+    starts.push_back(std::move(s));
   }
-  KEEL_ASSIGN_OR_RETURN(
-      std::vector<RemoteTe> tes,
-      nodes.start(agents, starts,
-                  std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))));
-  for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
+  const ModelGangs g = model_gangs(name, o.priority, starts);
+  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes, nodes.start_gangs(session, g.gangs));
+  t->te_addresses.assign(kinds.size(), "");
+  size_t next = 0;
+  for (const std::vector<size_t>& gang : g.index) {
+    for (size_t i : gang) t->te_addresses[i] = tes[next++].address;
+  }
   return {};
 }
 
@@ -314,7 +335,7 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   std::string tes;
   for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
   for (int i = 0; i < o.jes; ++i) {
-    t.je_names.push_back("je-" + std::to_string(i));
+    t.je_names.push_back(je_id(o, name, i));
     KEEL_ASSIGN_OR_RETURN(std::string address,
                           spawn(sup, t.je_names.back(), je_argv(o, path, name, i, tes), o));
     t.je_addresses.push_back(address);
@@ -501,7 +522,13 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
     KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
   }
-  ClusterNodes nodes;  // --nodes auto: the TEs started through node agents
+  // --nodes auto: the TEs started through node agents, placed as gangs.
+  ClusterNodes nodes(
+      {.model = name,
+       .event_log = o.event_log,
+       .drain_grace =
+           std::chrono::milliseconds(static_cast<int64_t>(o.serve.drain_timeout_s * 1000)),
+       .start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))});
   if (o.nodes == "auto") {
     if (o.membership.mode != "etcd") {
       return Status::invalid_argument("--nodes auto needs --membership etcd");
@@ -551,9 +578,11 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   ClusterScaler* sc = scaler.get();
   ClusterAutoscaler* as = autoscaler.get();
   cluster::TeReplacer* rp = replacer.get();
-  deps.extra_metrics = [f, name, sc, as, rp]() -> std::string {
+  ClusterNodes* np = o.nodes == "auto" ? &nodes : nullptr;
+  deps.extra_metrics = [f, name, sc, as, rp, np]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    if (np != nullptr) text += np->metrics_text();
     if (sc != nullptr) text += sc->metrics_text();
     if (rp != nullptr) text += rp->metrics_text();
     return as != nullptr ? text + as->metrics_text() : text;

@@ -50,10 +50,14 @@ struct Pending {
   cluster::Message message;
 };
 
-// The TEs this agent started and that still run.
+// The TEs this agent started and that still run, with what their start_te reserved.
 struct StartedTe {
   pid_t pid = 0;
   std::string address;
+  std::string instance;
+  int32_t priority = 0;
+  int32_t threads = 1;
+  int64_t memory_bytes = 0;
 };
 
 class NodeAgent {
@@ -109,6 +113,11 @@ cluster::NodeCapacity NodeAgent::capacity() const {
   const Result<int64_t> total = cluster::parse_meminfo_field(text.str(), "MemTotal");
   const Result<int64_t> available = cluster::parse_meminfo_field(text.str(), "MemAvailable");
   c.memory_total_bytes = total.ok() ? *total : 0;
+  if (o_.memory_bytes > 0) {  // a declared cap (tests; a share of a bigger host)
+    c.memory_total_bytes = c.memory_total_bytes > 0
+                               ? std::min(c.memory_total_bytes, o_.memory_bytes)
+                               : o_.memory_bytes;
+  }
   c.memory_available_bytes = std::min(c.memory_total_bytes, available.ok() ? *available : 0);
   if (!o_.store_dir.empty()) {
     PosixFileSystem fs;
@@ -121,6 +130,10 @@ cluster::NodeCapacity NodeAgent::capacity() const {
   }
   c.max_tes = o_.max_tes > 0 ? o_.max_tes : c.cores;
   c.running_tes = static_cast<int32_t>(tes_.size());
+  for (const auto& [id, t] : tes_) {
+    c.tes.push_back(
+        {id, t.instance.empty() ? id : t.instance, t.priority, t.threads, t.memory_bytes});
+  }
   c.warm_tes = pool_ ? static_cast<int32_t>(pool_->idle()) : 0;
   return c;
 }
@@ -226,7 +239,8 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
       reply.address = listen_.host + ":" + port;
       reply.pid = bound[0]->pid;
       reply.warm = true;
-      tes_[reply.id] = {bound[0]->pid, reply.address};
+      tes_[reply.id] = {bound[0]->pid, reply.address, req.instance,
+                        req.priority,  req.threads,   req.memory_bytes};
       return reply;
     }
     KEEL_LOG_WARN("node-agent {}: warm bind failed ({}); cold start", o_.host_id,
@@ -263,7 +277,8 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
   reply.id = req.id;
   reply.address = listen_.host + ":" + std::to_string(*port);
   reply.pid = child->pid;
-  tes_[req.id] = {child->pid, reply.address};
+  tes_[req.id] = {child->pid,   reply.address, req.instance,
+                  req.priority, req.threads,   req.memory_bytes};
   return reply;
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <nlohmann/json.hpp>
 
 namespace keel::cluster {
 namespace {
@@ -15,6 +16,47 @@ Result<int64_t> parse_int(std::string_view what, std::string_view text) {
                                     "'");
   }
   return v;
+}
+
+// The "tes" attribute: a JSON array of {"id", "instance", "priority", "threads", "memory_bytes"}.
+std::string encode_tes(const std::vector<HostedTe>& tes) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const HostedTe& t : tes) {
+    a.push_back({{"id", t.id},
+                 {"instance", t.instance},
+                 {"priority", t.priority},
+                 {"threads", t.threads},
+                 {"memory_bytes", t.memory_bytes}});
+  }
+  return a.dump();
+}
+
+Result<std::vector<HostedTe>> decode_tes(const std::string& host_id, const std::string& text) {
+  const Status bad = Status::invalid_argument("node " + host_id + ": malformed 'tes' attribute");
+  const nlohmann::json a = nlohmann::json::parse(text, nullptr, false);
+  if (!a.is_array()) return bad;
+  std::vector<HostedTe> out;
+  for (const nlohmann::json& e : a) {
+    if (!e.is_object()) return bad;
+    const auto str = [&](const char* k) { return e.contains(k) && e[k].is_string(); };
+    const auto num = [&](const char* k, int64_t hi) {
+      return e.contains(k) && e[k].is_number_integer() && e[k].get<int64_t>() >= 0 &&
+             e[k].get<int64_t>() <= hi;
+    };
+    if (!str("id") || !str("instance") || !num("threads", 1 << 20) ||
+        !num("memory_bytes", int64_t{1} << 60) || !e.contains("priority") ||
+        !e["priority"].is_number_integer()) {
+      return bad;
+    }
+    const int64_t priority = e["priority"].get<int64_t>();
+    if (priority < -(int64_t{1} << 30) || priority > (int64_t{1} << 30)) return bad;
+    out.push_back({e["id"].get<std::string>(), e["instance"].get<std::string>(),
+                   static_cast<int32_t>(priority), e["threads"].get<int32_t>(),
+                   e["memory_bytes"].get<int64_t>()});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const HostedTe& x, const HostedTe& y) { return x.id < y.id; });
+  return out;
 }
 
 std::string_view trim(std::string_view s) {
@@ -59,7 +101,8 @@ std::map<std::string, std::string> capacity_attributes(const NodeCapacity& c) {
           {"models", models},
           {"max_tes", std::to_string(c.max_tes)},
           {"running_tes", std::to_string(c.running_tes)},
-          {"warm_tes", std::to_string(c.warm_tes)}};
+          {"warm_tes", std::to_string(c.warm_tes)},
+          {"tes", encode_tes(c.tes)}};
 }
 
 Result<NodeCapacity> capacity_from_attributes(const std::string& host_id,
@@ -96,6 +139,9 @@ Result<NodeCapacity> capacity_from_attributes(const std::string& host_id,
   c.max_tes = static_cast<int32_t>(max_tes);
   c.running_tes = static_cast<int32_t>(running);
   c.warm_tes = static_cast<int32_t>(warm);
+  if (const auto tes = attrs.find("tes"); tes != attrs.end()) {
+    KEEL_ASSIGN_OR_RETURN(c.tes, decode_tes(host_id, tes->second));
+  }
   const auto models = attrs.find("models");
   if (models != attrs.end() && !models->second.empty()) {
     std::string_view rest = models->second;

@@ -1,6 +1,8 @@
 // NodeCapacity: what one host offers the cluster, as its node agent (`keel node-agent`) reports it
 // in the membership (node/<host-id>, the fields as string attributes): cores, memory, the model
-// entries in its shared-memory store, and its task executors (running, warm, the most it may run).
+// entries in its shared-memory store, and its task executors (running, warm, the most it may run;
+// each running one with the instance it belongs to, its priority and its reserved cores and
+// memory, for gang placement: gang_placement.h).
 // Plain data and pure functions: the agent reads /proc and the store and fills the struct; the
 // cluster manager decodes members back into it for placement (placement.h).
 //
@@ -18,16 +20,27 @@
 
 namespace keel::cluster {
 
+// A TE a node agent started and that runs, as its start_te asked (node_messages.h).
+struct HostedTe {
+  std::string id;
+  std::string instance;      // the instance (gang) it belongs to
+  int32_t priority = 0;      // its instance's priority
+  int32_t threads = 1;       // cores it reserves
+  int64_t memory_bytes = 0;  // memory it reserves
+  bool operator==(const HostedTe&) const = default;
+};
+
 struct NodeCapacity {
   std::string host_id;                 // the agent's --host-id (its member id)
   std::string address;                 // the agent's control endpoint "host:port"
   int32_t cores = 1;                   // CPUs this host's TEs may use
-  int64_t memory_total_bytes = 0;      // MemTotal
+  int64_t memory_total_bytes = 0;      // MemTotal, or the agent's --memory-bytes when smaller
   int64_t memory_available_bytes = 0;  // MemAvailable when reported
   std::vector<std::string> models;     // the entry names in its model store (sorted)
   int32_t max_tes = 0;                 // the most TEs the agent starts (its --max-tes)
   int32_t running_tes = 0;             // TEs it started that are serving
   int32_t warm_tes = 0;                // idle warm TEs in its pool
+  std::vector<HostedTe> tes;           // the running TEs (by id); absent from older agents
   bool operator==(const NodeCapacity&) const = default;
 };
 

@@ -39,7 +39,10 @@ Message encode(const StartTe& m) {
                                            {"served_model_name", m.served_model_name},
                                            {"role", m.role},
                                            {"threads", m.threads},
-                                           {"args", m.args}}};
+                                           {"args", m.args},
+                                           {"instance", m.instance},
+                                           {"priority", m.priority},
+                                           {"memory_bytes", m.memory_bytes}}};
 }
 
 Message encode(const StopTe& m) {
@@ -69,6 +72,14 @@ Result<StartTe> decode_start_te(const Json& body) {
     return bad(kMsg, "role", "is not colocated, prefill or decode");
   }
   KEEL_TRY(read_int(body, kMsg, "threads", 1, 1024, &m.threads));
+  KEEL_TRY(read_str(body, kMsg, "instance", &m.instance, false));
+  KEEL_TRY(read_int(body, kMsg, "priority", -(1 << 30), 1 << 30, &m.priority));
+  if (const auto mem = body.find("memory_bytes"); mem != body.end()) {
+    if (!mem->is_number_integer() || mem->get<int64_t>() < 0) {
+      return bad(kMsg, "memory_bytes", "is not a byte count");
+    }
+    m.memory_bytes = mem->get<int64_t>();
+  }
   const auto args = body.find("args");
   if (args != body.end()) {
     if (!args->is_array()) return bad(kMsg, "args", "is not a list");

@@ -32,6 +32,11 @@ struct StartTe {
   std::string role = "colocated";
   int32_t threads = 1;            // its compute threads
   std::vector<std::string> args;  // further `keel te` flags (engine sizes), passed as they are
+  // For gang placement (gang_placement.h), reported back in the agent's capacity: the instance
+  // (gang) the TE belongs to ("" = its own id), that instance's priority, the memory it reserves.
+  std::string instance;
+  int32_t priority = 0;
+  int64_t memory_bytes = 0;
   bool operator==(const StartTe&) const = default;
 };
 

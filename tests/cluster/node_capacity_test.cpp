@@ -42,6 +42,7 @@ TEST(NodeCapacityTest, AttributesRoundTrip) {
   c.max_tes = 4;
   c.running_tes = 1;
   c.warm_tes = 2;
+  c.tes = {{"a-te-0", "a", -3, 2, int64_t{3} << 30}, {"b-te-0", "b", 10, 1, 0}};
   Result<NodeCapacity> back =
       capacity_from_attributes("h2", "10.0.0.2:7000", capacity_attributes(c));
   ASSERT_TRUE(back.ok()) << back.status().to_string();
@@ -74,7 +75,9 @@ TEST(NodeCapacityTest, MalformedAttributesNameTheField) {
                                                         {"memory_available_bytes", "101"},
                                                         {"max_tes", "-1"},
                                                         {"running_tes", "1x"},
-                                                        {"warm_tes", ""}}) {
+                                                        {"warm_tes", ""},
+                                                        {"tes", "[{\"id\": 1}]"},
+                                                        {"tes", "not json"}}) {
     const Status s = with(key, value);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key << "=" << value;
     EXPECT_NE(s.message().find("h9"), std::string::npos) << s.message();

@@ -14,6 +14,9 @@ TEST(NodeMessagesTest, StartAndStopRoundTrip) {
   s.role = "decode";
   s.threads = 2;
   s.args = {"--max-num-seqs", "8"};
+  s.instance = "m-pd-0";
+  s.priority = -5;
+  s.memory_bytes = int64_t{5} << 30;
   const Message m = encode(s);
   EXPECT_EQ(m.type, msg::kStartTe);
   Result<StartTe> back = decode_start_te(m.body);
@@ -57,7 +60,9 @@ TEST(NodeMessagesTest, MalformedBodiesNameTheField) {
                                                  {"threads", 0},
                                                  {"threads", "2"},
                                                  {"args", "x"},
-                                                 {"args", Json::array({1})}}) {
+                                                 {"args", Json::array({1})},
+                                                 {"priority", "high"},
+                                                 {"memory_bytes", -1}}) {
     const Status s = broken(field, value);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << field;
     EXPECT_NE(s.message().find(field), std::string::npos) << s.message();
