@@ -2,7 +2,11 @@
 // It reads the agents registered in the membership (node/<host-id>, their capacity), places the
 // TEs with the pure step function cluster/placement.h, asks each chosen agent to start its TE
 // (start_te over a link) and, at shutdown, to stop it (stop_te; an agent that cannot be reached —
-// its host cut off — is logged and skipped: its TEs are gone with its lease).
+// its host cut off — is logged and skipped: its TEs are gone with its lease). A manager that takes
+// over from another (take_over) adopts the TEs of its model that are still registered — a
+// previous leader started them and they outlive it — and starts only the rest
+// (cluster/takeover_plan.h); adopted TEs are stopped at shutdown like started ones, through the
+// agent on their host.
 //
 // Thread safety: one owner (cluster_up's thread).
 #pragma once
@@ -44,7 +48,13 @@ class ClusterNodes {
   Result<std::vector<RemoteTe>> start(const std::vector<cluster::NodeCapacity>& nodes,
                                       const std::vector<cluster::StartTe>& starts,
                                       std::chrono::milliseconds timeout);
-  // Stops every TE started here through its agent (best effort).
+  // The manager's TEs after it won the election: `wanted` (ids ignored) matched against the TEs
+  // of `model` registered now; the live ones adopted, the rest placed and started with fresh ids
+  // (cluster/takeover_plan.h). *adopted (optional): how many were adopted.
+  Result<std::vector<RemoteTe>> take_over(membership::Membership& session, const std::string& model,
+                                          std::vector<cluster::StartTe> wanted,
+                                          std::chrono::milliseconds timeout, size_t* adopted);
+  // Stops every TE started or adopted here through its agent (best effort).
   void stop_all(std::chrono::milliseconds grace);
 
  private:

@@ -7,10 +7,14 @@
 // stop, then the TEs. Children are stopped by PID and die with this process (PR_SET_PDEATHSIG).
 // Before any of it, the process joins the membership (--membership embedded|etcd) and campaigns
 // to lead the "cluster-manager" election (a standby waits there); it registers the JEs, TEs and
-// the gateway it starts, and revokes them all at shutdown (tools/cluster_membership.h).
+// the gateway it starts, and revokes them all at shutdown (tools/cluster_membership.h). With
+// --nodes auto a standby does not wait idle: it starts its JEs (they follow the TEs in the
+// membership) and its gateway and serves, and when it wins the election it takes the TEs over
+// (ClusterNodes::take_over: the live ones adopted, the missing ones started through the agents).
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +29,7 @@
 #include "cluster_autoscaler.h"
 #include "cluster_commands.h"
 #include "cluster_health.h"
+#include "cluster_manager_loop.h"
 #include "cluster_membership.h"
 #include "cluster_nodes.h"
 #include "cluster_scaler.h"
@@ -130,11 +135,12 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
 }
 
 std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, int i, const std::string& tes) {
+                                 const std::string& name, const std::string& id,
+                                 const std::string& tes) {
   std::vector<std::string> argv = {self_exe(),
                                    "je",
                                    "--id",
-                                   "je-" + std::to_string(i),
+                                   id,
                                    "--port",
                                    "0",
                                    "--te",
@@ -248,28 +254,42 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   return ClusterScaler::start(&sup, std::move(c));
 }
 
-// --nodes auto: the TEs through the node agents in the membership (placement.h), not forked here.
+// --nodes auto: the TEs through the node agents in the membership (placement.h), not forked here;
+// those of the model still registered (a previous leader's) are adopted.
 Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
                         const ClusterUpOptions& o, const std::string& path, const std::string& name,
                         const std::vector<std::string>& kinds, int threads, Tree* t) {
-  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> agents, ClusterNodes::list(session));
   std::vector<cluster::StartTe> starts;
   for (size_t i = 0; i < kinds.size(); ++i) {
     const std::string role = kinds[i] == "semi-pd" ? "colocated" : kinds[i];  // semi-PD's role
     starts.push_back(
         {"te-" + std::to_string(i), path, name, role, threads, te_engine_args(o, kinds[i])});
   }
+  size_t adopted = 0;
   KEEL_ASSIGN_OR_RETURN(
       std::vector<RemoteTe> tes,
-      nodes.start(agents, starts,
-                  std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))));
+      nodes.take_over(session, name, std::move(starts),
+                      std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000)),
+                      &adopted));
   for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
+  KEEL_LOG_INFO("cluster: managing {} TEs through the node agents ({} adopted, {} started)",
+                tes.size(), adopted, tes.size() - adopted);
   return {};
 }
 
+// The TE kinds asked for, in start order: colocated, semi-pd, prefill, decode.
+std::vector<std::string> te_kinds(const ClusterUpOptions& o) {
+  std::vector<std::string> kinds(static_cast<size_t>(colocated_tes(o)), "colocated");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.semi_pd), "semi-pd");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.prefill), "prefill");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
+  return kinds;
+}
+
+// `leading` false: a --nodes auto standby — its JEs only (they follow the TEs in the membership).
 Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
                             const std::string& path, const std::string& name, ClusterNodes& nodes,
-                            ClusterMembership& members) {
+                            ClusterMembership& members, bool leading) {
   Tree t;
   const int colocated = colocated_tes(o);
   const int total = initial_tes(o);
@@ -282,13 +302,10 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
     return Status::invalid_argument("cluster up: --prefill and --decode go together");
   }
   const int threads = threads_per_te(o);
-  std::vector<std::string> kinds(static_cast<size_t>(colocated), "colocated");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.semi_pd), "semi-pd");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.prefill), "prefill");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
+  const std::vector<std::string> kinds = te_kinds(o);
   std::vector<std::string> roles;  // a semi-PD TE's role is colocated
   for (const std::string& k : kinds) roles.push_back(k == "semi-pd" ? "colocated" : k);
-  if (o.nodes == "auto") {  // the TEs run on the agents' hosts; the JEs here
+  if (o.nodes == "auto" && leading) {  // the TEs run on the agents' hosts; the JEs here
     KEEL_TRY(start_remote_tes(nodes, members.session(), o, path, name, kinds, threads, &t));
   }
   for (int i = 0; i < total && o.nodes != "auto"; ++i) {
@@ -309,9 +326,12 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   std::string tes;
   for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
   for (int i = 0; i < o.jes; ++i) {
-    t.je_names.push_back("je-" + std::to_string(i));
-    KEEL_ASSIGN_OR_RETURN(std::string address,
-                          spawn(sup, t.je_names.back(), je_argv(o, path, name, i, tes), o));
+    // With --nodes auto the leader's and the standbys' JEs share the membership: ids by manager.
+    t.je_names.push_back("je-" + std::to_string(i) +
+                         (o.nodes == "auto" ? "-" + members.manager_id() : std::string()));
+    KEEL_ASSIGN_OR_RETURN(
+        std::string address,
+        spawn(sup, t.je_names.back(), je_argv(o, path, name, t.je_names.back(), tes), o));
     t.je_addresses.push_back(address);
   }
   KEEL_LOG_INFO(
@@ -364,9 +384,12 @@ Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const
   fc.je_addresses = tree.je_addresses;
   if (o.nodes == "auto") fc.event_host = o.serve.host;  // TEs on other hosts stream tokens here
   fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
-  if (!autoscaling(o)) return fc;
-  fc.activation_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(o.autoscale.activation_timeout_s * 1000));
+  // A --nodes auto standby (or a leader that adopted every TE) learns its TEs from the membership.
+  if (!autoscaling(o) && o.nodes != "auto") return fc;
+  if (autoscaling(o)) {
+    fc.activation_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(o.autoscale.activation_timeout_s * 1000));
+  }
   if (!tree.te_addresses.empty()) return fc;
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
                         gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
@@ -424,54 +447,6 @@ Status register_tree(ClusterMembership& members, const Tree& tree, const std::st
   return {};
 }
 
-// A stop signal taken while campaigning (0 when none came).
-struct StopCheck {
-  const sigset_t* signals;
-  int seen = 0;
-  bool operator()() {
-    timespec zero{0, 0};
-    const int sig = sigtimedwait(signals, nullptr, &zero);
-    if (sig > 0) seen = sig;
-    return seen > 0;
-  }
-};
-
-// Waits for a stop signal; meanwhile reports children that exit on their own, runs the
-// autoscaler (when there is one), serves scale-outs (when there is a warm pool) and replaces hung
-// or dead TEs (unless --no-replace). A manager whose lease is lost (the store unreachable past
-// the TTL) may have been replaced: it stops managing — no autoscaling, scale-outs or replacements
-// — and campaigns again (the gateway keeps serving); once it leads again it re-registers its
-// gateway (`rejoined`) and resumes.
-int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
-                  ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer, ClusterMembership& members,
-                  const std::function<Status()>& rejoined) {
-  while (true) {
-    if (!members.alive()) {
-      KEEL_LOG_ERROR("cluster: membership lease lost: autoscaler stopped; campaigning again");
-      StopCheck stop{&stop_signals};
-      const Status s = members.rejoin(std::ref(stop));
-      if (stop.seen > 0) return stop.seen;
-      if (!s.ok()) {
-        KEEL_LOG_ERROR("cluster: cannot rejoin the membership: {}", s.to_string());
-        return SIGTERM;
-      }
-      if (Status r = rejoined(); !r.ok()) KEEL_LOG_WARN("cluster: {}", r.to_string());
-      KEEL_LOG_INFO("cluster: leading again: autoscaler resumed");
-    }
-    timespec tick{0, 50 * 1000 * 1000};
-    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
-    if (sig > 0) return sig;
-    if (autoscaler != nullptr) autoscaler->tick();
-    if (scaler != nullptr) scaler->tick();
-    const std::vector<cluster::ChildExit> exits = sup.poll_exits();
-    for (const cluster::ChildExit& e : exits) {
-      KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
-    }
-    if (replacer != nullptr) replacer->tick(exits);
-  }
-}
-
 Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::string path = o.serve.model_path;
   {
@@ -482,21 +457,6 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
   KEEL_ASSIGN_OR_RETURN(std::vector<engine::LoraInfo> loras, describe_loras(o.serve.loras));
 
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> members,
-                        ClusterMembership::open(o.membership));
-  const Status led = members->lead(StopCheck{&stop_signals});
-  if (led.code() == StatusCode::kCancelled) {
-    KEEL_LOG_INFO("cluster: stopped while waiting to lead");
-    return {};
-  }
-  KEEL_TRY(led);
-
-  cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
-  std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
-  if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
-    KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
-  }
-  ClusterNodes nodes;  // --nodes auto: the TEs started through node agents
   if (o.nodes == "auto") {
     if (o.membership.mode != "etcd") {
       return Status::invalid_argument("--nodes auto needs --membership etcd");
@@ -507,7 +467,35 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
           "their hosts' warm pools: keel node-agent --warm)");
     }
   }
-  Result<Tree> started = start_children(sup, o, path, name, nodes, *members);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> members,
+                        ClusterMembership::open(o.membership));
+  ManagerRole role;
+  if (o.nodes == "auto") {  // a standby serves while it waits (wait_for_stop campaigns)
+    KEEL_ASSIGN_OR_RETURN(bool won, members->try_lead());
+    role.leading = won;
+    if (!won) {
+      KEEL_LOG_INFO(
+          "cluster: standby manager: serving through its own JEs and gateway; takes the "
+          "TEs over when it wins '{}'",
+          kManagerElection);
+    }
+  } else {
+    const Status led = members->lead(StopCheck{&stop_signals});
+    if (led.code() == StatusCode::kCancelled) {
+      KEEL_LOG_INFO("cluster: stopped while waiting to lead");
+      return {};
+    }
+    KEEL_TRY(led);
+    role.leading = true;
+  }
+
+  cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
+  std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
+  if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
+    KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
+  }
+  ClusterNodes nodes;  // --nodes auto: the TEs started through node agents
+  Result<Tree> started = start_children(sup, o, path, name, nodes, *members, role.leading);
   if (!started.ok()) nodes.stop_all(std::chrono::milliseconds(5000));
   KEEL_TRY(started.status());
   Tree tree = std::move(*started);
@@ -546,9 +534,11 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   ClusterScaler* sc = scaler.get();
   ClusterAutoscaler* as = autoscaler.get();
   cluster::TeReplacer* rp = replacer.get();
-  deps.extra_metrics = [f, name, sc, as, rp]() -> std::string {
+  const ManagerRole* mr = &role;
+  deps.extra_metrics = [f, name, sc, as, rp, mr]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    text += mr->metrics_text();
     if (sc != nullptr) text += sc->metrics_text();
     if (rp != nullptr) text += rp->metrics_text();
     return as != nullptr ? text + as->metrics_text() : text;
@@ -568,12 +558,22 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
                    {{"model", name}});
   };
   KEEL_TRY(register_gateway());
-  nlohmann::json ready = {{"role", "gateway"}, {"port", srv->port()}, {"pid", getpid()}};
+  nlohmann::json ready = {{"role", "gateway"},
+                          {"port", srv->port()},
+                          {"pid", getpid()},
+                          {"manager", role.leading ? "leader" : "standby"}};
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
+  // A --nodes auto standby that wins: the TEs taken over (adopted or started), as at start-up.
+  role.take_over = [&]() -> Status {
+    Tree taken;
+    KEEL_TRY(start_remote_tes(nodes, members->session(), o, path, name, te_kinds(o),
+                              threads_per_te(o), &taken));
+    return {};
+  };
   const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(),
-                                *members, [&]() -> Status {
+                                *members, role, [&]() -> Status {
                                   KEEL_TRY(register_tree(*members, tree, name, o.membership));
                                   return register_gateway();
                                 });
