@@ -57,6 +57,7 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
       }
     } else if (!members.alive()) {
       KEEL_LOG_ERROR("cluster: membership lease lost: autoscaler stopped; campaigning again");
+      if (role.lost) role.lost();  // another manager may lead (and manage the TEs) now
       StopCheck stop{&stop_signals};
       const Status s = members.rejoin(std::ref(stop));
       if (stop.seen > 0) return stop.seen;
@@ -65,6 +66,9 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
         return SIGTERM;
       }
       if (Status r = rejoined(); !r.ok()) KEEL_LOG_WARN("cluster: {}", r.to_string());
+      if (Status t = role.take_over ? role.take_over() : Status(); !t.ok()) {
+        KEEL_LOG_ERROR("cluster: leading again, but the TEs: {}", t.to_string());
+      }
       KEEL_LOG_INFO("cluster: leading again: autoscaler resumed");
     }
     timespec tick{0, 50 * 1000 * 1000};

@@ -27,7 +27,8 @@ namespace keel::cli {
 struct ManagerRole {
   std::atomic<bool> leading{false};
   std::atomic<int64_t> takeovers{0};  // standby → leader transitions
-  std::function<Status()> take_over;  // run once on winning (optional)
+  std::function<Status()> take_over;  // run on winning, and on leading again (optional)
+  std::function<void()> lost;         // run when the lease is lost while leading (optional)
 
   // One try to lead; true when this process has just taken over.
   bool try_take_over(ClusterMembership& members);
@@ -47,8 +48,10 @@ struct StopCheck {
 // pool) and replaces hung or dead TEs (unless --no-replace). A manager whose lease is lost (the
 // store unreachable past the TTL) may have been replaced: it stops managing — no autoscaling,
 // scale-outs or replacements — and campaigns again (the gateway keeps serving); once it leads
-// again it re-registers its gateway (`rejoined`) and resumes. A standby (role.leading false)
-// manages nothing; it tries to lead every 200 ms (a lost lease: a new session, `rejoined`).
+// again it re-registers its gateway (`rejoined`), takes over again (`take_over`: with --nodes
+// auto the TEs are adopted anew, having been dropped by `lost`) and resumes. A standby
+// (role.leading false) manages nothing; it tries to lead every 200 ms (a lost lease: a new session,
+// `rejoined`).
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
                   ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
                   cluster::TeReplacer* replacer, ClusterMembership& members, ManagerRole& role,

@@ -101,6 +101,11 @@ Result<bool> ClusterMembership::try_lead() {
   return true;
 }
 
+bool ClusterMembership::confirmed_leader() {
+  Result<std::optional<std::string>> current = session_->leader(kManagerElection);
+  return current.ok() && current->has_value() && **current == manager_id_;
+}
+
 Status ClusterMembership::add(MemberKind kind, const std::string& id, const std::string& address,
                               std::map<std::string, std::string> attributes) {
   return session_->register_member({kind, id, address, std::move(attributes)})

@@ -39,6 +39,8 @@ class ClusterMembership {
   // One try to lead kManagerElection, without waiting: true once this process leads (the manager
   // then registered), false while another does.
   Result<bool> try_lead();
+  // True when the store confirms this process leads kManagerElection now (false on an error).
+  bool confirmed_leader();
   // Registers a started child (kind je or te) or the gateway.
   Status add(membership::MemberKind kind, const std::string& id, const std::string& address,
              std::map<std::string, std::string> attributes);

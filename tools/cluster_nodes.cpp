@@ -127,6 +127,12 @@ Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& se
   return out;
 }
 
+void ClusterNodes::forget() {
+  started_.clear();
+  for (auto& [address, link] : links_) link->close();
+  links_.clear();
+}
+
 void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
   for (const auto& [agent, te] : started_) {
     Result<std::shared_ptr<cluster::Link>> link = link_to(agent);

@@ -54,6 +54,8 @@ class ClusterNodes {
   Result<std::vector<RemoteTe>> take_over(membership::Membership& session, const std::string& model,
                                           std::vector<cluster::StartTe> wanted,
                                           std::chrono::milliseconds timeout, size_t* adopted);
+  // Drops every TE started or adopted here without stopping it (another manager leads now).
+  void forget();
   // Stops every TE started or adopted here through its agent (best effort).
   void stop_all(std::chrono::milliseconds grace);
 

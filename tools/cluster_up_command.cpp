@@ -566,12 +566,15 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_TRY(cluster::print_ready_line(ready));
 
   // A --nodes auto standby that wins: the TEs taken over (adopted or started), as at start-up.
-  role.take_over = [&]() -> Status {
-    Tree taken;
-    KEEL_TRY(start_remote_tes(nodes, members->session(), o, path, name, te_kinds(o),
-                              threads_per_te(o), &taken));
-    return {};
-  };
+  if (o.nodes == "auto") {
+    role.take_over = [&]() -> Status {
+      Tree taken;
+      nodes.forget();  // what this process managed before is adopted again if it still runs
+      return start_remote_tes(nodes, members->session(), o, path, name, te_kinds(o),
+                              threads_per_te(o), &taken);
+    };
+    role.lost = [&nodes] { nodes.forget(); };
+  }
   const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(),
                                 *members, role, [&]() -> Status {
                                   KEEL_TRY(register_tree(*members, tree, name, o.membership));
@@ -586,6 +589,10 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::vector<std::string> order = tree.je_names;
   order.insert(order.end(), tree.te_names.begin(), tree.te_names.end());
   KEEL_TRY(sup.stop_all_in_order(order, std::chrono::milliseconds(10000)).status());
+  if (o.nodes == "auto" && !members->confirmed_leader()) {
+    KEEL_LOG_INFO("cluster: not the confirmed leader: the TEs are left to the one that leads");
+    nodes.forget();
+  }
   nodes.stop_all(std::chrono::milliseconds(3000));
   if (scaler) scaler->shutdown();              // after the TEs that mapped its entry
   if (Status s = members->close(); !s.ok()) {  // every member registered here vanishes now
