@@ -58,8 +58,12 @@ TEST_F(ClusterNetnsFailoverTest, LeaderHostCutOffStandbyLeadsAndServes) {
                               {"temperature", 0}};
   nlohmann::json stream_req = req;
   stream_req["stream"] = true;
-  // The standby serves before it leads.
-  auto first = netns_http(ns(1), addr(1), port, "POST", "/v1/completions", req.dump());
+  // The standby serves before it leads (once its JE has found the TEs in etcd).
+  std::pair<int, std::string> first;
+  for (int i = 0; i < 100 && first.first != 200; ++i) {
+    if (i > 0) std::this_thread::sleep_for(100ms);
+    first = netns_http(ns(1), addr(1), port, "POST", "/v1/completions", req.dump());
+  }
   ASSERT_EQ(first.first, 200) << first.second;
 
   std::atomic<bool> stop{false};
