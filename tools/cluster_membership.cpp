@@ -21,6 +21,7 @@ Result<std::unique_ptr<ClusterMembership>> ClusterMembership::open(const Members
   ::gethostname(host, sizeof(host) - 1);
   m->manager_id_ = std::string(host) + "-" + std::to_string(::getpid());
   m->options_ = o;
+  m->mode_ = o.mode;
   KEEL_TRY(m->open_session());
   return m;
 }
@@ -53,6 +54,11 @@ Status ClusterMembership::open_session() {
 }
 
 Status ClusterMembership::rejoin(const std::function<bool()>& stop) {
+  KEEL_TRY(reopen(stop));
+  return lead(stop);
+}
+
+Status ClusterMembership::reopen(const std::function<bool()>& stop) {
   if (session_) (void)session_->close();  // the lease is gone already; so are its keys
   session_.reset();
   constexpr auto kRetry = std::chrono::milliseconds(500);
@@ -67,7 +73,7 @@ Status ClusterMembership::rejoin(const std::function<bool()>& stop) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
   }
-  return lead(stop);
+  return {};
 }
 
 ClusterMembership::~ClusterMembership() { (void)close(); }
@@ -84,6 +90,20 @@ Status ClusterMembership::lead(const std::function<bool()>& stop) {
   KEEL_LOG_INFO("membership ({}): this process ({}) leads '{}'", mode_, manager_id_,
                 options_.election);
   return add(MemberKind::kManager, manager_id_, "", {{"pid", std::to_string(::getpid())}});
+}
+
+Result<bool> ClusterMembership::try_lead() {
+  KEEL_ASSIGN_OR_RETURN(bool won, session_->try_lead(options_.election, manager_id_));
+  if (!won) return false;
+  KEEL_LOG_INFO("membership ({}): this process ({}) leads '{}'", mode_, manager_id_,
+                options_.election);
+  KEEL_TRY(add(MemberKind::kManager, manager_id_, "", {{"pid", std::to_string(::getpid())}}));
+  return true;
+}
+
+bool ClusterMembership::confirmed_leader() {
+  Result<std::optional<std::string>> current = session_->leader(options_.election);
+  return current.ok() && current->has_value() && **current == manager_id_;
 }
 
 Status ClusterMembership::add(MemberKind kind, const std::string& id, const std::string& address,

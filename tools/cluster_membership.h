@@ -36,6 +36,11 @@ class ClusterMembership {
   // Blocks until this process leads its election (MembershipOptions::election) (Cancelled once
   // `stop` returns true), then registers the manager.
   Status lead(const std::function<bool()>& stop);
+  // One try to lead its election, without waiting: true once this process leads (the manager
+  // then registered), false while another does.
+  Result<bool> try_lead();
+  // True when the store confirms this process leads its election now (false on an error).
+  bool confirmed_leader();
   // Registers a started child (kind je or te) or the gateway.
   Status add(membership::MemberKind kind, const std::string& id, const std::string& address,
              std::map<std::string, std::string> attributes);
@@ -44,6 +49,8 @@ class ClusterMembership {
   // After the lease was lost: drops the session, opens a new one (retrying while the store is
   // unreachable) and campaigns again as lead() does (Cancelled once `stop` returns true).
   Status rejoin(const std::function<bool()>& stop);
+  // rejoin() without the campaign (a standby's lost lease).
+  Status reopen(const std::function<bool()>& stop);
   // Revokes the lease: every member registered here vanishes at once.
   Status close();
 

@@ -7,7 +7,10 @@
 #include <map>
 
 #include "cluster/gang_placement.h"
+#include "cluster/host_port.h"
 #include "cluster/messages.h"
+#include "cluster/placement.h"
+#include "cluster/takeover_plan.h"
 #include "core/log.h"
 
 namespace keel::cli {
@@ -261,6 +264,64 @@ Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& 
                {"evicted", evicted}});
   }
   return out;
+}
+
+Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& session,
+                                                      const std::string& model,
+                                                      std::vector<cluster::StartTe> wanted,
+                                                      std::chrono::milliseconds timeout,
+                                                      size_t* adopted) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<membership::Member> members, session.list());
+  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> nodes, list(session));
+  std::vector<cluster::LiveTe> live;
+  std::map<std::string, std::string> te_address;
+  for (const membership::Member& m : members) {
+    const auto model_it = m.attributes.find("model");
+    if (m.kind != membership::MemberKind::kTaskExecutor || model_it == m.attributes.end() ||
+        model_it->second != model) {
+      continue;
+    }
+    const auto role = m.attributes.find("role");
+    live.push_back({m.id, role == m.attributes.end() ? "colocated" : role->second});
+    te_address[m.id] = m.address;
+  }
+  std::vector<std::string> roles;
+  for (const cluster::StartTe& s : wanted) roles.push_back(s.role);
+  const cluster::TakeoverPlan plan = cluster::plan_takeover(roles, live, model + "-te-");
+  std::vector<RemoteTe> out;
+  std::vector<std::pair<std::string, RemoteTe>> adopted_tes;  // kept once the starts succeed
+  for (const std::string& id : plan.adopted) {  // stopped later through the agent on its host
+    Result<cluster::HostPort> te = cluster::parse_host_port(te_address[id]);
+    RemoteTe r{id, "", te_address[id], 0};
+    std::string agent;
+    for (const cluster::NodeCapacity& n : nodes) {
+      Result<cluster::HostPort> a = cluster::parse_host_port(n.address);
+      if (te.ok() && a.ok() && a->host == te->host) {
+        r.host_id = n.host_id;
+        agent = n.address;
+      }
+    }
+    KEEL_LOG_INFO("cluster: te {} at {} adopted (node {})", id, r.address,
+                  r.host_id.empty() ? "unknown" : r.host_id);
+    if (!agent.empty()) adopted_tes.emplace_back(agent, r);
+    out.push_back(std::move(r));
+  }
+  if (adopted != nullptr) *adopted = plan.adopted.size();
+  std::vector<cluster::StartTe> starts;
+  for (const cluster::TeToStart& t : plan.start) {
+    starts.push_back(std::move(wanted[t.wanted_idx]));
+    starts.back().id = t.id;
+  }
+  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> started, start(nodes, starts, timeout));
+  out.insert(out.end(), started.begin(), started.end());
+  started_.insert(started_.end(), adopted_tes.begin(), adopted_tes.end());
+  return out;
+}
+
+void ClusterNodes::forget() {
+  started_.clear();
+  for (auto& [address, link] : links_) link->close();
+  links_.clear();
 }
 
 void ClusterNodes::stop_all(std::chrono::milliseconds grace) {

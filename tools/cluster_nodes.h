@@ -5,7 +5,11 @@
 // cluster/gang_placement.h over cores and memory per host, evicts first the idle lower-priority
 // instances the plan names, asks each chosen agent to start its TE (start_te over a link) and, at
 // shutdown, to stop it (stop_te; an agent that cannot be reached — its host cut off — is logged and
-// skipped: its TEs are gone with its lease).
+// skipped: its TEs are gone with its lease). A manager that takes over from another (take_over)
+// adopts the TEs of its model that are still registered — a previous leader started them and they
+// outlive it — and starts only the rest (cluster/takeover_plan.h, placed one by one with
+// cluster/placement.h); adopted TEs are stopped at shutdown like started ones, through the agent
+// on their host.
 //
 // An instance is idle when every JE in the membership that lists its TEs reports none of them
 // with a request queued or running (a TE no JE reports is taken as busy: never evicted unseen).
@@ -80,7 +84,20 @@ class ClusterNodes {
   // stops the TEs started here and is returned (ResourceExhausted when a gang fits nowhere).
   Result<std::vector<RemoteTe>> start_gangs(membership::Membership& session,
                                             const std::vector<GangStart>& gangs);
-  // Stops every TE started here through its agent (best effort).
+  // Places `starts` (their threads: starts[0].threads) over `nodes` and starts each through its
+  // agent, in order; the first failure stops the ones started and is returned.
+  Result<std::vector<RemoteTe>> start(const std::vector<cluster::NodeCapacity>& nodes,
+                                      const std::vector<cluster::StartTe>& starts,
+                                      std::chrono::milliseconds timeout);
+  // The manager's TEs after it won the election: `wanted` (ids ignored) matched against the TEs
+  // of `model` registered now; the live ones adopted, the rest placed and started with fresh ids
+  // (cluster/takeover_plan.h). *adopted (optional): how many were adopted.
+  Result<std::vector<RemoteTe>> take_over(membership::Membership& session, const std::string& model,
+                                          std::vector<cluster::StartTe> wanted,
+                                          std::chrono::milliseconds timeout, size_t* adopted);
+  // Drops every TE started or adopted here without stopping it (another manager leads now).
+  void forget();
+  // Stops every TE started or adopted here through its agent (best effort).
   void stop_all(std::chrono::milliseconds grace);
 
   [[nodiscard]] std::string metrics_text() const;

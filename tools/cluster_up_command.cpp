@@ -7,10 +7,14 @@
 // stop, then the TEs. Children are stopped by PID and die with this process (PR_SET_PDEATHSIG).
 // Before any of it, the process joins the membership (--membership embedded|etcd) and campaigns
 // to lead the "cluster-manager" election (a standby waits there); it registers the JEs, TEs and
-// the gateway it starts, and revokes them all at shutdown (tools/cluster_membership.h).
+// the gateway it starts, and revokes them all at shutdown (tools/cluster_membership.h). With
+// --nodes auto a standby does not wait idle: it starts its JEs (they follow the TEs in the
+// membership) and its gateway and serves, and when it wins the election it takes the TEs over
+// (ClusterNodes::take_over: the live ones adopted, the missing ones started through the agents).
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -25,6 +29,7 @@
 #include "cluster_autoscaler.h"
 #include "cluster_commands.h"
 #include "cluster_health.h"
+#include "cluster_manager_loop.h"
 #include "cluster_membership.h"
 #include "cluster_nodes.h"
 #include "cluster_scaler.h"
@@ -131,18 +136,21 @@ std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& p
   return argv;
 }
 
-// A JE's id: je-<i>, with the model's name first under --nodes auto (several models' managers
-// share the membership there).
-std::string je_id(const ClusterUpOptions& o, const std::string& name, int i) {
-  return (o.nodes == "auto" ? name + "-" : std::string()) + "je-" + std::to_string(i);
+// A JE's id: je-<i>; under --nodes auto <model>-je-<i>-<manager id> (several models' managers, and
+// a leader's and its standbys' JEs, share the membership there).
+std::string je_id(const ClusterUpOptions& o, const std::string& name, int i,
+                  const std::string& manager) {
+  const std::string base = "je-" + std::to_string(i);
+  return o.nodes == "auto" ? name + "-" + base + "-" + manager : base;
 }
 
 std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, int i, const std::string& tes) {
+                                 const std::string& name, const std::string& id,
+                                 const std::string& tes) {
   std::vector<std::string> argv = {self_exe(),
                                    "je",
                                    "--id",
-                                   je_id(o, name, i),
+                                   id,
                                    "--port",
                                    "0",
                                    "--te",
@@ -256,6 +264,16 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   return ClusterScaler::start(&sup, std::move(c));
 }
 
+// Whether a TE of `model` is registered in the membership now (a previous leader's).
+Result<bool> model_has_tes(membership::Membership& session, const std::string& model) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<membership::Member> members, session.list());
+  return std::any_of(members.begin(), members.end(), [&](const membership::Member& m) {
+    const auto it = m.attributes.find("model");
+    return m.kind == membership::MemberKind::kTaskExecutor && it != m.attributes.end() &&
+           it->second == model;
+  });
+}
+
 // What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size
 // and the KV cache's bytes.
 int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
@@ -265,8 +283,10 @@ int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
   return (ec ? 0 : static_cast<int64_t>(file)) + static_cast<int64_t>(o.serve.kv_cache_bytes);
 }
 
-// --nodes auto: the TEs through the node agents in the membership, each instance placed as a gang
-// (cluster_nodes.h, model_gangs). TE and instance ids carry the model's name, so several models'
+// --nodes auto: the TEs through the node agents in the membership, not forked here. With none of
+// the model registered, each instance is placed as a gang (cluster_nodes.h, model_gangs); those
+// still registered (a previous leader's) are adopted and only the missing ones started (one by
+// one, cluster/placement.h). TE and instance ids carry the model's name, so several models'
 // managers share the agents.
 Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
                         const ClusterUpOptions& o, const std::string& path, const std::string& name,
@@ -280,19 +300,42 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
     s.memory_bytes = memory;
     starts.push_back(std::move(s));
   }
-  const ModelGangs g = model_gangs(name, o.priority, starts);
-  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes, nodes.start_gangs(session, g.gangs));
-  t->te_addresses.assign(kinds.size(), "");
-  size_t next = 0;
-  for (const std::vector<size_t>& gang : g.index) {
-    for (size_t i : gang) t->te_addresses[i] = tes[next++].address;
+  KEEL_ASSIGN_OR_RETURN(const bool registered, model_has_tes(session, name));
+  if (!registered) {  // nothing to adopt: every instance placed as a gang
+    const ModelGangs g = model_gangs(name, o.priority, starts);
+    KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes, nodes.start_gangs(session, g.gangs));
+    t->te_addresses.assign(kinds.size(), "");
+    size_t next = 0;
+    for (const std::vector<size_t>& gang : g.index) {
+      for (size_t i : gang) t->te_addresses[i] = tes[next++].address;
+    }
+    return {};
   }
+  size_t adopted = 0;
+  KEEL_ASSIGN_OR_RETURN(
+      std::vector<RemoteTe> tes,
+      nodes.take_over(session, name, std::move(starts),
+                      std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000)),
+                      &adopted));
+  for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
+  KEEL_LOG_INFO("cluster: managing {} TEs through the node agents ({} adopted, {} started)",
+                tes.size(), adopted, tes.size() - adopted);
   return {};
 }
 
+// The TE kinds asked for, in start order: colocated, semi-pd, prefill, decode.
+std::vector<std::string> te_kinds(const ClusterUpOptions& o) {
+  std::vector<std::string> kinds(static_cast<size_t>(colocated_tes(o)), "colocated");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.semi_pd), "semi-pd");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.prefill), "prefill");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
+  return kinds;
+}
+
+// `leading` false: a --nodes auto standby — its JEs only (they follow the TEs in the membership).
 Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
                             const std::string& path, const std::string& name, ClusterNodes& nodes,
-                            ClusterMembership& members) {
+                            ClusterMembership& members, bool leading) {
   Tree t;
   const int colocated = colocated_tes(o);
   const int total = initial_tes(o);
@@ -308,13 +351,10 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
     return Status::invalid_argument("cluster up: --semi-pd-dynamic needs --semi-pd N");
   }
   const int threads = threads_per_te(o);
-  std::vector<std::string> kinds(static_cast<size_t>(colocated), "colocated");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.semi_pd), "semi-pd");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.prefill), "prefill");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
+  const std::vector<std::string> kinds = te_kinds(o);
   std::vector<std::string> roles;  // a semi-PD TE's role is colocated
   for (const std::string& k : kinds) roles.push_back(k == "semi-pd" ? "colocated" : k);
-  if (o.nodes == "auto") {  // the TEs run on the agents' hosts; the JEs here
+  if (o.nodes == "auto" && leading) {  // the TEs run on the agents' hosts; the JEs here
     KEEL_TRY(start_remote_tes(nodes, members.session(), o, path, name, kinds, threads, &t));
   }
   for (int i = 0; i < total && o.nodes != "auto"; ++i) {
@@ -335,9 +375,10 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   std::string tes;
   for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
   for (int i = 0; i < o.jes; ++i) {
-    t.je_names.push_back(je_id(o, name, i));
-    KEEL_ASSIGN_OR_RETURN(std::string address,
-                          spawn(sup, t.je_names.back(), je_argv(o, path, name, i, tes), o));
+    t.je_names.push_back(je_id(o, name, i, members.manager_id()));
+    KEEL_ASSIGN_OR_RETURN(
+        std::string address,
+        spawn(sup, t.je_names.back(), je_argv(o, path, name, t.je_names.back(), tes), o));
     t.je_addresses.push_back(address);
   }
   KEEL_LOG_INFO(
@@ -390,9 +431,12 @@ Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const
   fc.je_addresses = tree.je_addresses;
   if (o.nodes == "auto") fc.event_host = o.serve.host;  // TEs on other hosts stream tokens here
   fc.connect_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
-  if (!autoscaling(o)) return fc;
-  fc.activation_timeout =
-      std::chrono::milliseconds(static_cast<int64_t>(o.autoscale.activation_timeout_s * 1000));
+  // A --nodes auto standby (or a leader that adopted every TE) learns its TEs from the membership.
+  if (!autoscaling(o) && o.nodes != "auto") return fc;
+  if (autoscaling(o)) {
+    fc.activation_timeout =
+        std::chrono::milliseconds(static_cast<int64_t>(o.autoscale.activation_timeout_s * 1000));
+  }
   if (!tree.te_addresses.empty()) return fc;
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
                         gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
@@ -450,54 +494,6 @@ Status register_tree(ClusterMembership& members, const Tree& tree, const std::st
   return {};
 }
 
-// A stop signal taken while campaigning (0 when none came).
-struct StopCheck {
-  const sigset_t* signals;
-  int seen = 0;
-  bool operator()() {
-    timespec zero{0, 0};
-    const int sig = sigtimedwait(signals, nullptr, &zero);
-    if (sig > 0) seen = sig;
-    return seen > 0;
-  }
-};
-
-// Waits for a stop signal; meanwhile reports children that exit on their own, runs the
-// autoscaler (when there is one), serves scale-outs (when there is a warm pool) and replaces hung
-// or dead TEs (unless --no-replace). A manager whose lease is lost (the store unreachable past
-// the TTL) may have been replaced: it stops managing — no autoscaling, scale-outs or replacements
-// — and campaigns again (the gateway keeps serving); once it leads again it re-registers its
-// gateway (`rejoined`) and resumes.
-int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
-                  ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer, ClusterMembership& members,
-                  const std::function<Status()>& rejoined) {
-  while (true) {
-    if (!members.alive()) {
-      KEEL_LOG_ERROR("cluster: membership lease lost: autoscaler stopped; campaigning again");
-      StopCheck stop{&stop_signals};
-      const Status s = members.rejoin(std::ref(stop));
-      if (stop.seen > 0) return stop.seen;
-      if (!s.ok()) {
-        KEEL_LOG_ERROR("cluster: cannot rejoin the membership: {}", s.to_string());
-        return SIGTERM;
-      }
-      if (Status r = rejoined(); !r.ok()) KEEL_LOG_WARN("cluster: {}", r.to_string());
-      KEEL_LOG_INFO("cluster: leading again: autoscaler resumed");
-    }
-    timespec tick{0, 50 * 1000 * 1000};
-    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
-    if (sig > 0) return sig;
-    if (autoscaler != nullptr) autoscaler->tick();
-    if (scaler != nullptr) scaler->tick();
-    const std::vector<cluster::ChildExit> exits = sup.poll_exits();
-    for (const cluster::ChildExit& e : exits) {
-      KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
-    }
-    if (replacer != nullptr) replacer->tick(exits);
-  }
-}
-
 Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::string path = o.serve.model_path;
   {
@@ -508,14 +504,37 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
   KEEL_ASSIGN_OR_RETURN(std::vector<engine::LoraInfo> loras, describe_loras(o.serve.loras));
 
+  if (o.nodes == "auto") {
+    if (o.membership.mode != "etcd") {
+      return Status::invalid_argument("--nodes auto needs --membership etcd");
+    }
+    if (autoscaling(o) || o.warm_pool > 0) {
+      return Status::invalid_argument(
+          "--nodes auto does not drive the autoscaler or a local warm pool yet (the agents keep "
+          "their hosts' warm pools: keel node-agent --warm)");
+    }
+  }
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> members,
                         ClusterMembership::open(o.membership));
-  const Status led = members->lead(StopCheck{&stop_signals});
-  if (led.code() == StatusCode::kCancelled) {
-    KEEL_LOG_INFO("cluster: stopped while waiting to lead");
-    return {};
+  ManagerRole role;
+  if (o.nodes == "auto") {  // a standby serves while it waits (wait_for_stop campaigns)
+    KEEL_ASSIGN_OR_RETURN(bool won, members->try_lead());
+    role.leading = won;
+    if (!won) {
+      KEEL_LOG_INFO(
+          "cluster: standby manager: serving through its own JEs and gateway; takes the "
+          "TEs over when it wins '{}'",
+          o.membership.election);
+    }
+  } else {
+    const Status led = members->lead(StopCheck{&stop_signals});
+    if (led.code() == StatusCode::kCancelled) {
+      KEEL_LOG_INFO("cluster: stopped while waiting to lead");
+      return {};
+    }
+    KEEL_TRY(led);
+    role.leading = true;
   }
-  KEEL_TRY(led);
 
   cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
   std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
@@ -529,17 +548,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
        .drain_grace =
            std::chrono::milliseconds(static_cast<int64_t>(o.serve.drain_timeout_s * 1000)),
        .start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))});
-  if (o.nodes == "auto") {
-    if (o.membership.mode != "etcd") {
-      return Status::invalid_argument("--nodes auto needs --membership etcd");
-    }
-    if (autoscaling(o) || o.warm_pool > 0) {
-      return Status::invalid_argument(
-          "--nodes auto does not drive the autoscaler or a local warm pool yet (the agents keep "
-          "their hosts' warm pools: keel node-agent --warm)");
-    }
-  }
-  Result<Tree> started = start_children(sup, o, path, name, nodes, *members);
+  Result<Tree> started = start_children(sup, o, path, name, nodes, *members, role.leading);
   if (!started.ok()) nodes.stop_all(std::chrono::milliseconds(5000));
   KEEL_TRY(started.status());
   Tree tree = std::move(*started);
@@ -579,9 +588,11 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   ClusterAutoscaler* as = autoscaler.get();
   cluster::TeReplacer* rp = replacer.get();
   ClusterNodes* np = o.nodes == "auto" ? &nodes : nullptr;
-  deps.extra_metrics = [f, name, sc, as, rp, np]() -> std::string {
+  const ManagerRole* mr = &role;
+  deps.extra_metrics = [f, name, sc, as, rp, np, mr]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    text += mr->metrics_text();
     if (np != nullptr) text += np->metrics_text();
     if (sc != nullptr) text += sc->metrics_text();
     if (rp != nullptr) text += rp->metrics_text();
@@ -602,12 +613,25 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
                    {{"model", name}});
   };
   KEEL_TRY(register_gateway());
-  nlohmann::json ready = {{"role", "gateway"}, {"port", srv->port()}, {"pid", getpid()}};
+  nlohmann::json ready = {{"role", "gateway"},
+                          {"port", srv->port()},
+                          {"pid", getpid()},
+                          {"manager", role.leading ? "leader" : "standby"}};
   if (scaler) ready["control_port"] = scaler->control_port();
   KEEL_TRY(cluster::print_ready_line(ready));
 
+  // A --nodes auto standby that wins: the TEs taken over (adopted or started), as at start-up.
+  if (o.nodes == "auto") {
+    role.take_over = [&]() -> Status {
+      Tree taken;
+      nodes.forget();  // what this process managed before is adopted again if it still runs
+      return start_remote_tes(nodes, members->session(), o, path, name, te_kinds(o),
+                              threads_per_te(o), &taken);
+    };
+    role.lost = [&nodes] { nodes.forget(); };
+  }
   const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(),
-                                *members, [&]() -> Status {
+                                *members, role, [&]() -> Status {
                                   KEEL_TRY(register_tree(*members, tree, name, o.membership));
                                   return register_gateway();
                                 });
@@ -620,6 +644,10 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   std::vector<std::string> order = tree.je_names;
   order.insert(order.end(), tree.te_names.begin(), tree.te_names.end());
   KEEL_TRY(sup.stop_all_in_order(order, std::chrono::milliseconds(10000)).status());
+  if (o.nodes == "auto" && !members->confirmed_leader()) {
+    KEEL_LOG_INFO("cluster: not the confirmed leader: the TEs are left to the one that leads");
+    nodes.forget();
+  }
   nodes.stop_all(std::chrono::milliseconds(3000));
   if (scaler) scaler->shutdown();              // after the TEs that mapped its entry
   if (Status s = members->close(); !s.ok()) {  // every member registered here vanishes now

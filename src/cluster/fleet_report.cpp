@@ -38,7 +38,11 @@ Json fleet_status_json(const FleetStatus& s) {
              {"peer_tier", Json{{"fetch", stats.peer_decisions_fetch},
                                 {"recompute", stats.peer_decisions_recompute},
                                 {"blocks_fetched", stats.peer_blocks_fetched},
-                                {"hit_tokens", stats.peer_hit_tokens}}}};
+                                {"hit_tokens", stats.peer_hit_tokens}}},
+             // Bytes filed in its host tier (a decode TE: the KV handoffs it received) and the
+             // tier-held blocks admission fetched instead of recomputing.
+             {"host_tier", Json{{"bytes_in", stats.host_tier.bytes_in},
+                                {"blocks_fetched", stats.tier_blocks_fetched}}}};
     if (i < s.metrics.size() && s.metrics[i].semi_pd) {  // a semi-PD TE's split, as it reports it
       const engine::SemiPdMetrics& p = *s.metrics[i].semi_pd;
       entry["semi_pd"] = Json{{"split", Json::array({p.split_prefill, p.split_decode})},
