@@ -269,8 +269,7 @@ Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& 
 Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& session,
                                                       const std::string& model,
                                                       std::vector<cluster::StartTe> wanted,
-                                                      std::chrono::milliseconds timeout,
-                                                      size_t* adopted) {
+                                                      int32_t priority, size_t* adopted) {
   KEEL_ASSIGN_OR_RETURN(std::vector<membership::Member> members, session.list());
   KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> nodes, list(session));
   std::vector<cluster::LiveTe> live;
@@ -312,7 +311,9 @@ Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& se
     starts.push_back(std::move(wanted[t.wanted_idx]));
     starts.back().id = t.id;
   }
-  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> started, start(nodes, starts, timeout));
+  std::vector<GangStart> gangs;  // each missing TE alone: its peers may be the adopted ones
+  for (cluster::StartTe& s : starts) gangs.push_back({s.id, priority, {std::move(s)}});
+  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> started, start_gangs(session, gangs));
   out.insert(out.end(), started.begin(), started.end());
   started_.insert(started_.end(), adopted_tes.begin(), adopted_tes.end());
   return out;

@@ -84,17 +84,13 @@ class ClusterNodes {
   // stops the TEs started here and is returned (ResourceExhausted when a gang fits nowhere).
   Result<std::vector<RemoteTe>> start_gangs(membership::Membership& session,
                                             const std::vector<GangStart>& gangs);
-  // Places `starts` (their threads: starts[0].threads) over `nodes` and starts each through its
-  // agent, in order; the first failure stops the ones started and is returned.
-  Result<std::vector<RemoteTe>> start(const std::vector<cluster::NodeCapacity>& nodes,
-                                      const std::vector<cluster::StartTe>& starts,
-                                      std::chrono::milliseconds timeout);
   // The manager's TEs after it won the election: `wanted` (ids ignored) matched against the TEs
-  // of `model` registered now; the live ones adopted, the rest placed and started with fresh ids
-  // (cluster/takeover_plan.h). *adopted (optional): how many were adopted.
+  // of `model` registered now; the live ones adopted, the rest started with fresh ids
+  // (cluster/takeover_plan.h), each as a gang of its own at `priority` (a missing prefill TE is
+  // not re-paired with a missing decode TE). *adopted (optional): how many were adopted.
   Result<std::vector<RemoteTe>> take_over(membership::Membership& session, const std::string& model,
-                                          std::vector<cluster::StartTe> wanted,
-                                          std::chrono::milliseconds timeout, size_t* adopted);
+                                          std::vector<cluster::StartTe> wanted, int32_t priority,
+                                          size_t* adopted);
   // Drops every TE started or adopted here without stopping it (another manager leads now).
   void forget();
   // Stops every TE started or adopted here through its agent (best effort).

@@ -312,11 +312,8 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
     return {};
   }
   size_t adopted = 0;
-  KEEL_ASSIGN_OR_RETURN(
-      std::vector<RemoteTe> tes,
-      nodes.take_over(session, name, std::move(starts),
-                      std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000)),
-                      &adopted));
+  KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes,
+                        nodes.take_over(session, name, std::move(starts), o.priority, &adopted));
   for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
   KEEL_LOG_INFO("cluster: managing {} TEs through the node agents ({} adopted, {} started)",
                 tes.size(), adopted, tes.size() - adopted);
