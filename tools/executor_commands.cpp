@@ -202,6 +202,21 @@ Status fail_bind(TeLaunch& launch, Status s) {
   return s;
 }
 
+// The cache-event publisher's sockets on the TE's --host (JEs on other hosts subscribe to them).
+cluster::KvEventPublisherConfig publisher_config(const std::string& host) {
+  cluster::KvEventPublisherConfig c;
+  c.endpoint = "tcp://" + host + ":0";
+  c.replay_endpoint = c.endpoint;
+  return c;
+}
+
+// A bound endpoint as others reach it: a wildcard host replaced by `reach` (--advertise-host).
+std::string announced_endpoint(const std::string& bound, const std::string& reach) {
+  const std::string wildcard = "tcp://0.0.0.0:";
+  if (bound.rfind(wildcard, 0) != 0 || reach.empty() || reach == "0.0.0.0") return bound;
+  return "tcp://" + reach + ":" + bound.substr(wildcard.size());
+}
+
 // The TE-shell's settings: its id, role, KV services' addresses, served name and report cadence.
 cluster::TaskExecutorConfig te_config(const TeOptions& opts, cluster::TeRole role,
                                       const KvServices& svc,
@@ -221,8 +236,9 @@ cluster::TaskExecutorConfig te_config(const TeOptions& opts, cluster::TeRole rol
   config.host = o.host;
   config.port = static_cast<uint16_t>(o.port);
   config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
-  config.kv_events = events.endpoint();
-  config.kv_events_replay = events.replay_endpoint();
+  const std::string reach = opts.advertise_host.empty() ? o.host : opts.advertise_host;
+  config.kv_events = announced_endpoint(events.endpoint(), reach);
+  config.kv_events_replay = announced_endpoint(events.replay_endpoint(), reach);
   return config;
 }
 
@@ -232,7 +248,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   const std::string& path = launch.source.path;
   // The cache-event publisher outlives the engine that feeds it (declared first).
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
-                        cluster::KvEventPublisher::start({}));
+                        cluster::KvEventPublisher::start(publisher_config(o.host)));
   // A streamed handoff's watch list, fed by the engine's tap: outlives the engine (declared first).
   std::unique_ptr<cluster::KvHandoffStreams> streams;
   Result<std::unique_ptr<host::EngineHost>> opened = host::EngineHost::open(path);

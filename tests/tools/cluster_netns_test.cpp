@@ -126,12 +126,9 @@ std::string openai_module() {
   return ::stat(module.c_str(), &st) == 0 && S_ISDIR(st.st_mode) ? module : "";
 }
 
-// DISABLED: it fails today on one check — the suite's second identical chat request reports no
-// cached tokens, because each TE's cache-event publisher binds tcp://127.0.0.1 (executor_commands
-// starts KvEventPublisher with its defaults), so a JE on another host cannot subscribe, the router
-// has no prefix index across hosts and sends the repeat to the other TE. Enable it once the
-// publisher binds the TE's --host. Run it with --gtest_also_run_disabled_tests.
-TEST_F(ClusterNetnsTest, DISABLED_OpenAiSdkThroughTheGateway) {
+// The OpenAI SDK suite through the gateway of the three-host setup (its prefix-cache check needs
+// the TEs' cache events to reach JEs on other hosts: the publisher binds the TE's --host).
+TEST_F(ClusterNetnsTest, OpenAiSdkThroughTheGateway) {
   std::string why;
   if (shell_failed(run_shell("command -v node"))) why = "node not found";
   const std::string module = openai_module();
