@@ -10,6 +10,11 @@
 
 namespace keel::cli {
 
+// Seconds elapsed on the steady clock since `t` (the training commands' progress lines).
+inline double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
 class ProgressReporter {
  public:
   // `label` names the step ("loading model.gguf"); `unit` is "B" for bytes or "" for counts.

@@ -4,6 +4,7 @@
 // model's digest, with the command line that produced it.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "commands.h"
@@ -12,20 +13,12 @@
 #include "draft/draft_trainer.h"
 #include "draft/target_digest.h"
 #include "model_loading.h"
+#include "progress.h"
 
 namespace keel::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string base_name(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 Status train(const TrainDraftOptions& o, const host::ComputeSetup& setup) {
   draft::DraftTrainConfig tc;
   tc.hidden = o.hidden;
@@ -71,7 +64,7 @@ Status train(const TrainDraftOptions& o, const host::ComputeSetup& setup) {
   f.weights = std::move(r.weights);
   f.n_vocab = m.hparams().n_vocab;
   f.target_digest = draft::target_digest(m);
-  f.target_name = base_name(loaded.path);
+  f.target_name = std::filesystem::path(loaded.path).filename().string();
   f.train = {static_cast<int64_t>(data.pairs.size()), o.epochs, o.seed, final_loss.loss,
              final_loss.accuracy};
   f.command = o.command_line;

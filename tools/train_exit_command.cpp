@@ -4,6 +4,7 @@
 // the calibration histogram, and writes the file beside the model (draft/exit_predictor_file.h).
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "commands.h"
@@ -13,20 +14,12 @@
 #include "draft/exit_trainer.h"
 #include "draft/target_digest.h"
 #include "model_loading.h"
+#include "progress.h"
 
 namespace keel::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-std::string base_name(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 Status train(const TrainExitOptions& o, const host::ComputeSetup& setup) {
   draft::ExitTrainConfig tc;
   tc.hidden = o.hidden;
@@ -75,7 +68,7 @@ Status train(const TrainExitOptions& o, const host::ComputeSetup& setup) {
   f.n_embd = m.hparams().n_embd;
   f.n_vocab = m.hparams().n_vocab;
   f.target_digest = draft::target_digest(m);
-  f.target_name = base_name(loaded.path);
+  f.target_name = std::filesystem::path(loaded.path).filename().string();
   f.train_tokens = data.num_tokens();
   f.train_epochs = o.epochs;
   f.train_seed = o.seed;
