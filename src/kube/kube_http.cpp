@@ -14,6 +14,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "pull/asio_run_op.h"
+
 namespace keel::kube {
 namespace {
 
@@ -23,15 +25,7 @@ namespace http = beast::http;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
 
-// Runs one asynchronous operation to completion (or to the stream's deadline).
-template <class Start>
-error_code run_op(net::io_context& ioc, Start&& start) {
-  error_code result;
-  start([&result](error_code ec, auto&&...) { result = ec; });
-  ioc.restart();
-  ioc.run();
-  return result;
-}
+using pull::run_op;
 
 Status transport(const pull::Url& api, std::string_view stage, const error_code& ec,
                  std::chrono::milliseconds timeout) {

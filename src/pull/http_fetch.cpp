@@ -16,6 +16,8 @@
 #include <charconv>
 #include <limits>
 
+#include "pull/asio_run_op.h"
+
 namespace keel::pull {
 namespace {
 
@@ -24,16 +26,6 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
-
-// Runs one asynchronous operation to completion.
-template <class Start>
-error_code run_op(net::io_context& ioc, Start&& start) {
-  error_code result;
-  start([&result](error_code ec, auto&&...) { result = ec; });
-  ioc.restart();
-  ioc.run();
-  return result;
-}
 
 Status transport(const Url& url, std::string_view what, const error_code& ec) {
   return Status::unavailable(url.str() + ": " + std::string(what) + ": " + ec.message());
