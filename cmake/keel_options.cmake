@@ -15,6 +15,13 @@ endif()
 if(KEEL_WERROR)
   target_compile_options(keel_options INTERFACE -Werror)
 endif()
+# Unity builds (CMAKE_UNITY_BUILD, the sanitizer presets: they compile each module's shared
+# headers and templates once per batch instead of once per file). GCC warns about a type with
+# internal linkage used in a "header", and every file of a batch counts as one; names in the
+# anonymous namespaces of one module's files must differ (a test binary may opt out: NO_UNITY).
+if(CMAKE_UNITY_BUILD AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  target_compile_options(keel_options INTERFACE -Wno-subobject-linkage)
+endif()
 if(KEEL_SANITIZE)
   target_compile_options(keel_options INTERFACE -fsanitize=address,undefined -fno-omit-frame-pointer
                                                 -fno-sanitize-recover=undefined)
@@ -47,10 +54,13 @@ function(keel_add_module name)
   target_link_libraries(keel_${name} PUBLIC keel_options ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()
 
-# keel_add_test(NAME SOURCES... DEPS ...): one GoogleTest binary registered with CTest.
+# keel_add_test(NAME [NO_UNITY] SOURCES... DEPS ...): one GoogleTest binary registered with CTest.
 function(keel_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_UNITY" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
+  if(ARG_NO_UNITY)  # files whose local helpers share names: each compiled on its own
+    set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
+  endif()
   target_link_libraries(${name} PRIVATE keel_options keel_test_support ${ARG_DEPS}
                         GTest::gmock GTest::gtest_main)
   if(KEEL_SANITIZE)

@@ -34,18 +34,13 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
+#include "self_exe.h"
 #include "store/model_store.h"
 
 namespace keel::cli {
 namespace {
 
 using Json = nlohmann::json;
-
-std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("keel") : p.string();
-}
 
 std::vector<std::string> warm_te_argv(const ClusterBenchScaleOptions& o, const std::string& isa,
                                       const std::string& store_dir) {

@@ -27,6 +27,7 @@
 #include "loadgen/bench_serve.h"
 #include "loadgen/metrics.h"
 #include "model/hparams.h"
+#include "self_exe.h"
 
 namespace keel::cli {
 namespace {
@@ -73,12 +74,6 @@ Result<std::vector<T>> parse_list(const std::string& text, const std::string& wh
     }
   }
   return out;
-}
-
-std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("keel") : p.string();
 }
 
 std::string utc_now() {

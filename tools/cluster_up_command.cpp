@@ -42,6 +42,7 @@
 #include "kernels/kernels.h"
 #include "model/hparams.h"
 #include "model/lora_summary.h"
+#include "self_exe.h"
 #include "semi_pd_flags.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
@@ -49,12 +50,6 @@
 
 namespace keel::cli {
 namespace {
-
-std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("keel") : p.string();
-}
 
 // With --membership etcd, each child joins the membership itself (its own lease, so it leaves the
 // routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.

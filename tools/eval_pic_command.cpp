@@ -41,7 +41,7 @@ struct Prompt {
   std::vector<std::vector<int32_t>> chunk_tables;  // compiled chunk KV
 };
 
-struct Totals {  // one variant, summed over prompts
+struct PicTotals {  // one variant, summed over prompts
   double kl = 0, top1 = 0, steps = 0, match = 0, recompute = 0, ttft_ms = 0;
   int prompts = 0;
 };
@@ -151,7 +151,7 @@ Status evaluate(const EvalPicOptions& opts, const host::ComputeSetup& setup) {
   o.eos = loaded.tokenizer->eos_id();
   PicEval eval(o, *loaded.model, ops);
   KEEL_TRY(eval.init());
-  std::vector<Totals> totals(variants.size());
+  std::vector<PicTotals> totals(variants.size());
   for (int32_t i = 0; i < opts.prompts; ++i) {
     KEEL_ASSIGN_OR_RETURN(Prompt p, eval.make_prompt(static_cast<uint64_t>(i) + 1));
     std::vector<std::vector<float>> ref_steps, steps;
@@ -160,7 +160,7 @@ Status evaluate(const EvalPicOptions& opts, const host::ComputeSetup& setup) {
     double ms = 0;
     KEEL_TRY(eval.run(p, *kv::PicVariant::parse("full"), {}, &ref_steps, &ref_greedy, &stats, &ms));
     for (size_t v = 0; v < variants.size(); ++v) {
-      Totals& t = totals[v];
+      PicTotals& t = totals[v];
       KEEL_TRY(eval.run(p, variants[v], ref_greedy, &steps, &greedy, &stats, &ms));
       for (size_t s = 0; s < steps.size(); ++s) {
         t.kl += sampling::kl_divergence(ref_steps[s], steps[s]);
@@ -183,7 +183,7 @@ Status evaluate(const EvalPicOptions& opts, const host::ComputeSetup& setup) {
         opts.continuation);
   }
   for (size_t v = 0; v < variants.size(); ++v) {
-    const Totals& t = totals[v];
+    const PicTotals& t = totals[v];
     const kv::PicVariant& var = variants[v];
     const int32_t k = var.mode == kv::PicMode::kLegoLink     ? var.k
                       : var.mode == kv::PicMode::kCacheBlend ? var.percent

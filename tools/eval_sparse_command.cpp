@@ -35,7 +35,7 @@ using Clock = std::chrono::steady_clock;
 constexpr int kQuarters = 4;
 constexpr int kCurvePoints = 8;  // pages-held samples along the generation
 
-struct Totals {  // one policy, summed over generations
+struct SparseTotals {  // one policy, summed over generations
   double kl = 0, top1 = 0, steps = 0;
   int32_t max_pages = 0, prefill_pages = 0;
   double final_pages = 0;
@@ -106,7 +106,7 @@ class SparseEval {
   }
 
   // Teacher-forces `policy` along the reference, adding its figures to *t.
-  Status run(const Reference& ref, const std::string& policy, Totals* t) {
+  Status run(const Reference& ref, const std::string& policy, SparseTotals* t) {
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::SparseSequence> st,
                           engine::make_sparse_sequence({policy, opts_.budget}, tuning_,
                                                        opts_.page_size, opts_.prompt_len));
@@ -164,7 +164,7 @@ class SparseEval {
   std::vector<int32_t> ref_table_, run_table_;
 };
 
-void print(const EvalSparseOptions& opts, const std::string& policy, const Totals& t) {
+void print(const EvalSparseOptions& opts, const std::string& policy, const SparseTotals& t) {
   const double g = std::max(t.generations, 1);
   const double generated = opts.max_len - opts.prompt_len;
   auto quarter = [&](int q) { return t.quarter_ms[q] / std::max(t.quarter_steps[q], 1.0); };
@@ -214,7 +214,7 @@ Status evaluate(EvalSparseOptions opts, const host::ComputeSetup& setup) {
                       static_cast<int32_t>(loaded.model->hparams().n_vocab)};
   SparseEval eval(opts, *loaded.model, ops, text);
   KEEL_TRY(eval.init());
-  std::vector<Totals> totals(opts.policies.size());
+  std::vector<SparseTotals> totals(opts.policies.size());
   for (int32_t i = 0; i < opts.prompts; ++i) {
     KEEL_ASSIGN_OR_RETURN(Reference ref,
                           eval.reference(opts.seed * 1000 + static_cast<uint64_t>(i)));

@@ -32,17 +32,12 @@
 #include "cluster_membership.h"
 #include "core/file_system.h"
 #include "core/log.h"
+#include "self_exe.h"
 #include "stop_signals.h"
 #include "store/model_store.h"
 
 namespace keel::cli {
 namespace {
-
-std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("keel") : p.string();
-}
 
 // A request from a link thread, answered on the main thread.
 struct Pending {

@@ -4,8 +4,8 @@
 namespace keel::cluster {
 namespace {
 
-constexpr const char* kPhaseNames[ScaleOutMetrics::kPhases] = {"scaler_pre", "pre_load", "load",
-                                                               "post_load", "announce"};
+constexpr const char* kScaleOutPhaseNames[ScaleOutMetrics::kPhases] = {
+    "scaler_pre", "pre_load", "load", "post_load", "announce"};
 
 }  // namespace
 
@@ -25,8 +25,8 @@ std::string ScaleOutMetrics::text() const {
       "# HELP keel:scale_out_phase_seconds Scale-out phases of TEs bound from the warm pool\n"
       "# TYPE keel:scale_out_phase_seconds histogram\n";
   for (int i = 0; i < kPhases; ++i) {
-    out += phases_[static_cast<size_t>(i)].text("keel:scale_out_phase_seconds",
-                                                std::string("phase=\"") + kPhaseNames[i] + "\"");
+    out += phases_[static_cast<size_t>(i)].text(
+        "keel:scale_out_phase_seconds", std::string("phase=\"") + kScaleOutPhaseNames[i] + "\"");
   }
   out +=
       "# HELP keel:scale_out_first_token_seconds Scale-out decision to the bound TE's first token\n"

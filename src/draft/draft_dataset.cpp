@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 
+#include "draft/dataset_sampling.h"
 #include "model/batch.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
@@ -13,23 +14,6 @@
 
 namespace keel::draft {
 namespace {
-
-constexpr int32_t kBlock = 16;
-
-uint64_t derive_seed(uint64_t seed, int64_t index, uint64_t stream) {
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(index) * 1000003ull + stream;
-  return sampling::splitmix64_next(&s);
-}
-
-sampling::SamplingParams sampled(float temperature, uint64_t seed) {
-  sampling::SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = 40;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  p.seed = seed;
-  return p;
-}
 
 // One sequence (see draft_dataset.h): appends its features to *features and returns its tokens.
 Result<std::vector<int32_t>> run_sequence(model::Context& ctx, model::KvStorage& kv,
@@ -89,10 +73,10 @@ Result<DraftDataset> build_draft_dataset(const model::Model& model, const DraftD
   }
   const auto max_len = static_cast<int32_t>(std::min<int64_t>(spec.seq_len, model.n_ctx()));
   if (max_len < 3) return Status::invalid_argument("the model's context is too short");
-  const int32_t blocks = (max_len + kBlock - 1) / kBlock;
-  KEEL_ASSIGN_OR_RETURN(
-      model::KvStorage kv,
-      model::KvStorage::create(model::KvLayout::for_model(hp, kBlock, DType::kF32), blocks));
+  const int32_t blocks = (max_len + kDatasetKvBlock - 1) / kDatasetKvBlock;
+  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
+                        model::KvStorage::create(
+                            model::KvLayout::for_model(hp, kDatasetKvBlock, DType::kF32), blocks));
   model::Context ctx(model, 1);
   std::vector<int32_t> table(static_cast<size_t>(blocks));
   std::iota(table.begin(), table.end(), 0);

@@ -7,12 +7,11 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/index_cast.h"
 #include "kernels/weight_layout.h"
 
 namespace keel::draft {
 namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 kernels::Matrix f32_view(const std::vector<float>& v, int64_t rows, int64_t cols) {
   kernels::Matrix m;

@@ -6,13 +6,12 @@
 #include <cmath>
 #include <string>
 
+#include "core/index_cast.h"
 #include "kernels/weight_layout.h"
 #include "sampling/rng.h"
 
 namespace keel::draft {
 namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 // The parameter tensors of a weights (or gradient, or Adam moment) struct, in a fixed order.
 std::array<std::vector<float>*, 7> tensors(DraftHeadWeights& w) {

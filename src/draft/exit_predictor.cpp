@@ -6,12 +6,11 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/index_cast.h"
 #include "kernels/weight_layout.h"
 
 namespace keel::draft {
 namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 Status check(const std::string& name, const std::vector<float>& v, int64_t want) {
   if (v.size() != sz(want)) {

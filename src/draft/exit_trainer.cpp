@@ -7,12 +7,11 @@
 #include <numeric>
 #include <string>
 
+#include "core/index_cast.h"
 #include "sampling/rng.h"
 
 namespace keel::draft {
 namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 double bce(float p, uint8_t label) {
   const double q = std::clamp(static_cast<double>(p), 1e-7, 1.0 - 1e-7);

@@ -1,5 +1,6 @@
 // SparseSequence and SparseSelector (see sparse_decode.h).
 #include "engine/sparse_decode.h"
+#include "core/index_cast.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,8 +8,6 @@
 
 namespace keel::engine {
 namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 bool contains(const std::vector<int32_t>& sorted, int32_t v) {
   return std::binary_search(sorted.begin(), sorted.end(), v);

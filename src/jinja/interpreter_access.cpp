@@ -8,7 +8,7 @@
 namespace keel::jinja {
 namespace {
 
-Status undefined_error(const Value& v) {
+Status undefined_access_error(const Value& v) {
   const std::string& name = v.undefined_name();
   return Status::invalid_argument(name.empty() ? "value is undefined"
                                                : "'" + name + "' is undefined");
@@ -30,7 +30,7 @@ Result<Value> Interpreter::eval_slice(const Expr& e) {
     }
     parts[i] = v.as_int();
   }
-  if (obj.is_undefined()) return undefined_error(obj);
+  if (obj.is_undefined()) return undefined_access_error(obj);
   if (obj.is_list()) {
     const Value::List& list = obj.as_list();
     KEEL_ASSIGN_OR_RETURN(auto idx, slice_indices(list.size(), parts[0], parts[1], parts[2]));
@@ -55,7 +55,7 @@ Result<Value> Interpreter::eval_slice(const Expr& e) {
 Result<Value> Interpreter::get_attr(const Value& obj, const std::string& name) {
   switch (obj.kind()) {
     case ValueKind::kUndefined:
-      return undefined_error(obj);
+      return undefined_access_error(obj);
     case ValueKind::kDict:
     case ValueKind::kString:
     case ValueKind::kList: {
@@ -76,7 +76,7 @@ Result<Value> Interpreter::get_attr(const Value& obj, const std::string& name) {
 Result<Value> Interpreter::get_item(const Value& obj, const Value& key) {
   switch (obj.kind()) {
     case ValueKind::kUndefined:
-      return undefined_error(obj);
+      return undefined_access_error(obj);
     case ValueKind::kDict:
     case ValueKind::kNamespace:
       if (key.is_string()) {

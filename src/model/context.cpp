@@ -5,16 +5,11 @@
 #include <cstring>
 #include <string>
 
+#include "core/index_cast.h"
 #include "kernels/weight_layout.h"
 #include "model/page_selector.h"
 
 namespace keel::model {
-namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-}  // namespace
-
 Context::Context(const Model& model, int64_t max_batch_tokens, LayerRange range)
     : model_(model),
       hp_(model.hparams()),

@@ -4,15 +4,10 @@
 #include <cstring>
 #include <string>
 
+#include "core/index_cast.h"
 #include "model/context.h"
 
 namespace keel::model {
-namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-}  // namespace
-
 Status Context::forward_early_exit(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                                    EarlyExit* ee, std::vector<float>* logits,
                                    std::vector<float>* hidden) {

@@ -37,7 +37,7 @@ const kernels::Matrix& base_matrix(const LayerWeights& w, LoraTarget t) {
   return w.wq;
 }
 
-std::string shape_string(const std::vector<int64_t>& shape) {
+std::string lora_shape_string(const std::vector<int64_t>& shape) {
   std::string s = "{";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "}";
@@ -208,8 +208,8 @@ Status LoraAdapter::bind_tensors(const Model& base) {
     if (ta->shape.size() != 2 || tb->shape.size() != 2 || ta->shape[0] != w.cols ||
         tb->shape[1] != w.rows || ta->shape[1] != tb->shape[0] || ta->shape[1] < 1) {
       status = Status::invalid_argument(
-          p + ": '" + name + "' has lora_a " + shape_string(ta->shape) + " and lora_b " +
-          shape_string(tb->shape) + "; the base matrix {" + std::to_string(w.cols) + ", " +
+          p + ": '" + name + "' has lora_a " + lora_shape_string(ta->shape) + " and lora_b " +
+          lora_shape_string(tb->shape) + "; the base matrix {" + std::to_string(w.cols) + ", " +
           std::to_string(w.rows) + "} needs lora_a {" + std::to_string(w.cols) +
           ", rank} and lora_b {rank, " + std::to_string(w.rows) + "} (GGML order)");
       break;

@@ -1,15 +1,10 @@
 // LoraBatch: grouping by adapter and the gathered low-rank matmuls (see lora_batch.h).
 #include "model/lora_batch.h"
+#include "core/index_cast.h"
 
 #include <cstring>
 
 namespace keel::model {
-namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
-
-}  // namespace
-
 LoraBatch::LoraBatch() = default;
 LoraBatch::~LoraBatch() = default;
 

@@ -8,14 +8,15 @@
 namespace keel::model {
 namespace {
 
-constexpr int64_t kMaxContext = int64_t{1} << 24;
+constexpr int64_t kMaxContextLength = int64_t{1} << 24;
 
 }  // namespace
 
 Status ModelOptions::validate() const {
-  if (n_ctx < 0 || n_ctx > kMaxContext) {
+  if (n_ctx < 0 || n_ctx > kMaxContextLength) {
     return Status::invalid_argument("model option n_ctx = " + std::to_string(n_ctx) +
-                                    " is out of range [0, " + std::to_string(kMaxContext) + "]");
+                                    " is out of range [0, " + std::to_string(kMaxContextLength) +
+                                    "]");
   }
   return Status();
 }

@@ -12,7 +12,7 @@
 namespace keel::predictor {
 namespace {
 
-constexpr int32_t kBlock = 16;
+constexpr int32_t kDatasetBlock = 16;
 
 // A seed for stream `stream` of sample `index`.
 uint64_t derive_seed(uint64_t seed, int32_t index, uint64_t stream) {
@@ -58,10 +58,11 @@ std::vector<int32_t> split_indices(const DatasetSpec& spec, bool held_out) {
 Result<DatasetBuilder::Side> DatasetBuilder::make_side(const model::Model& m, int64_t max_batch) {
   Side s;
   s.model = &m;
-  const auto blocks = static_cast<int32_t>((m.n_ctx() + kBlock - 1) / kBlock);
-  KEEL_ASSIGN_OR_RETURN(model::KvStorage kv,
-                        model::KvStorage::create(
-                            model::KvLayout::for_model(m.hparams(), kBlock, DType::kF32), blocks));
+  const auto blocks = static_cast<int32_t>((m.n_ctx() + kDatasetBlock - 1) / kDatasetBlock);
+  KEEL_ASSIGN_OR_RETURN(
+      model::KvStorage kv,
+      model::KvStorage::create(model::KvLayout::for_model(m.hparams(), kDatasetBlock, DType::kF32),
+                               blocks));
   s.kv = std::make_unique<model::KvStorage>(std::move(kv));
   s.ctx = std::make_unique<model::Context>(m, max_batch);
   s.table.resize(static_cast<size_t>(blocks));

@@ -6,12 +6,11 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/index_cast.h"
 #include "core/result.h"
 
 namespace keel::predictor {
 namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 Status check_vector(const char* name, const std::vector<float>& v, int64_t want) {
   if (static_cast<int64_t>(v.size()) != want) {

@@ -4,12 +4,11 @@
 #include <cmath>
 #include <string>
 
+#include "core/index_cast.h"
 #include "sampling/rng.h"
 
 namespace keel::predictor {
 namespace {
-
-size_t sz(int64_t n) { return static_cast<size_t>(n); }
 
 // Adam over one parameter vector.
 struct Adam {

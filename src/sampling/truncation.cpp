@@ -13,7 +13,7 @@
 namespace keel::sampling {
 namespace {
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kMinusInf = -std::numeric_limits<float>::infinity();
 constexpr uint16_t kNumBuckets = 4096;
 constexpr uint16_t kExcludedKey = kNumBuckets;  // -inf logits: in no bucket
 constexpr float kBucketsPerLogit = 32.0f;
@@ -29,7 +29,7 @@ void Truncator::compute_keys(std::span<const float> logits, float max_logit) {
   for (size_t i = 0; i < logits.size(); ++i) {
     const float distance = std::min(max_logit - in[i], kMaxBucketedDistance);
     const auto key = static_cast<uint16_t>(static_cast<int32_t>(distance * kBucketsPerLogit));
-    out[i] = in[i] == kNegInf ? kExcludedKey : key;
+    out[i] = in[i] == kMinusInf ? kExcludedKey : key;
   }
 }
 
@@ -106,7 +106,7 @@ void Truncator::apply_dense_top_p(std::span<float> logits, std::span<float> weig
     if (keys_[i] > boundary ||
         (keys_[i] == boundary &&
          ranks_before(last_kept, Candidate{logits[i], static_cast<int32_t>(i)}))) {
-      logits[i] = kNegInf;
+      logits[i] = kMinusInf;
       weights[i] = 0.0f;
     }
   }
@@ -133,7 +133,7 @@ bool Truncator::apply(std::span<float> logits, std::span<float> weights, float m
         return exp_nonpositive(c.logit - max_logit) < params.min_p;
       });
     }
-    std::fill(logits.begin(), logits.end(), kNegInf);
+    std::fill(logits.begin(), logits.end(), kMinusInf);
     std::fill(weights.begin(), weights.end(), 0.0f);
     for (const Candidate& c : survivors_) {
       logits[static_cast<size_t>(c.token_id)] = c.logit;
@@ -150,7 +150,7 @@ bool Truncator::apply(std::span<float> logits, std::span<float> weights, float m
   if (min_p_on) {
     for (size_t i = 0; i < logits.size(); ++i) {
       const bool keep = weights[i] >= params.min_p;
-      logits[i] = keep ? logits[i] : kNegInf;
+      logits[i] = keep ? logits[i] : kMinusInf;
       weights[i] = keep ? weights[i] : 0.0f;
     }
   }

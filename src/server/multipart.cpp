@@ -14,7 +14,7 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_blanks(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
   return s;
@@ -37,7 +37,7 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
     i = skip_space(i + 1);
     const size_t eq = value.find('=', i);
     if (eq == kNpos) return std::nullopt;
-    const std::string name = lower(trim(value.substr(i, eq - i)));
+    const std::string name = lower(trim_blanks(value.substr(i, eq - i)));
     i = skip_space(eq + 1);
     std::string parsed;
     if (i < value.size() && value[i] == '"') {
@@ -48,7 +48,7 @@ std::optional<std::string> header_param(std::string_view value, std::string_view
       i = value.find(';', i);
     } else {
       const size_t end = value.find(';', i);
-      parsed = std::string(trim(value.substr(i, end == kNpos ? kNpos : end - i)));
+      parsed = std::string(trim_blanks(value.substr(i, end == kNpos ? kNpos : end - i)));
       i = end;
     }
     if (name == key) return parsed;
@@ -65,8 +65,8 @@ std::optional<ApiError> parse_part_headers(std::string_view block, MultipartPart
     block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 2);
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) return malformed("a part header has no ':'");
-    const std::string name = lower(trim(line.substr(0, colon)));
-    const std::string_view value = trim(line.substr(colon + 1));
+    const std::string name = lower(trim_blanks(line.substr(0, colon)));
+    const std::string_view value = trim_blanks(line.substr(colon + 1));
     if (name == "content-disposition") {
       if (lower(value.substr(0, value.find(';'))) != "form-data") {
         return malformed("a part's Content-Disposition is not form-data");
@@ -87,7 +87,7 @@ std::optional<ApiError> parse_part_headers(std::string_view block, MultipartPart
 }  // namespace
 
 ApiResult<std::string> multipart_boundary(std::string_view content_type) {
-  const std::string media = lower(trim(content_type.substr(0, content_type.find(';'))));
+  const std::string media = lower(trim_blanks(content_type.substr(0, content_type.find(';'))));
   if (media != "multipart/form-data") {
     return ApiError::bad_request(
         fmt::format("Expected a multipart/form-data body, got Content-Type \"{}\"",

@@ -6,11 +6,11 @@
 namespace keel::server {
 namespace {
 
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesClose = "</tool_call>";
+constexpr std::string_view kStreamHermesOpen = "<tool_call>";
+constexpr std::string_view kStreamHermesClose = "</tool_call>";
 constexpr std::string_view kSpaces = " \t\r\n";
 
-std::string_view trim(std::string_view s) {
+std::string_view trim_space(std::string_view s) {
   const size_t b = s.find_first_not_of(kSpaces);
   if (b == std::string_view::npos) return {};
   return s.substr(b, s.find_last_not_of(kSpaces) - b + 1);
@@ -69,9 +69,9 @@ ToolStreamOutput ToolCallStream::push(std::string_view text) {
 
 void ToolCallStream::on_text(ToolStreamOutput* out) {
   if (family_ == ToolFamily::kHermes) {
-    const size_t open = held_.find(kHermesOpen);
+    const size_t open = held_.find(kStreamHermesOpen);
     if (open == std::string::npos) {
-      const size_t keep = partial_marker_tail(held_, kHermesOpen);
+      const size_t keep = partial_marker_tail(held_, kStreamHermesOpen);
       out->content += held_.substr(0, held_.size() - keep);
       held_.erase(0, held_.size() - keep);
       return;
@@ -82,7 +82,7 @@ void ToolCallStream::on_text(ToolStreamOutput* out) {
       state_ = State::kHeld;
       return;
     }
-    held_.erase(0, open + kHermesOpen.size());
+    held_.erase(0, open + kStreamHermesOpen.size());
     start_call();
     return;
   }
@@ -149,22 +149,22 @@ void ToolCallStream::on_call(ToolStreamOutput* out) {
 }
 
 void ToolCallStream::on_after_call() {
-  const size_t close = held_.find(kHermesClose);
+  const size_t close = held_.find(kStreamHermesClose);
   if (close == std::string::npos) return;
-  held_.erase(0, close + kHermesClose.size());
+  held_.erase(0, close + kStreamHermesClose.size());
   state_ = State::kBetween;
 }
 
 void ToolCallStream::on_between() {
-  const size_t open = held_.find(kHermesOpen);
+  const size_t open = held_.find(kStreamHermesOpen);
   if (open == std::string::npos) {
-    const size_t keep = partial_marker_tail(held_, kHermesOpen);
+    const size_t keep = partial_marker_tail(held_, kStreamHermesOpen);
     trailing_ += held_.substr(0, held_.size() - keep);
     held_.erase(0, held_.size() - keep);
     return;
   }
   trailing_ += held_.substr(0, open);
-  held_.erase(0, open + kHermesOpen.size());
+  held_.erase(0, open + kStreamHermesOpen.size());
   start_call();
 }
 
@@ -212,7 +212,7 @@ ToolStreamOutput ToolCallStream::finish() {
       break;
   }
   held_.clear();
-  out.content = std::string(num_calls_ > 0 ? trim(trailing_) : std::string_view(trailing_));
+  out.content = std::string(num_calls_ > 0 ? trim_space(trailing_) : std::string_view(trailing_));
   trailing_.clear();
   return out;
 }

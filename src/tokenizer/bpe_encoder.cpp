@@ -12,14 +12,14 @@
 namespace keel::tokenizer {
 namespace {
 
-struct Symbol {
+struct BpeSymbol {
   int32_t prev;
   int32_t next;
   size_t offset;
   size_t length;  // 0 once merged into its left neighbour
 };
 
-struct Bigram {
+struct BpeBigram {
   int32_t left;
   int32_t right;
   int32_t rank;
@@ -27,7 +27,7 @@ struct Bigram {
 };
 
 // Max-heap order: the lowest rank first, then the leftmost pair.
-bool lower_priority(const Bigram& a, const Bigram& b) {
+bool bpe_lower_priority(const BpeBigram& a, const BpeBigram& b) {
   return a.rank > b.rank || (a.rank == b.rank && a.left > b.left);
 }
 
@@ -55,11 +55,11 @@ class BpeSession {
     }
     for (int32_t i = 1; i < static_cast<int32_t>(symbols_.size()); ++i) try_add(i - 1, i);
     while (!queue_.empty()) {
-      std::pop_heap(queue_.begin(), queue_.end(), lower_priority);
-      const Bigram b = queue_.back();
+      std::pop_heap(queue_.begin(), queue_.end(), bpe_lower_priority);
+      const BpeBigram b = queue_.back();
       queue_.pop_back();
-      Symbol& left = symbols_[static_cast<size_t>(b.left)];
-      Symbol& right = symbols_[static_cast<size_t>(b.right)];
+      BpeSymbol& left = symbols_[static_cast<size_t>(b.left)];
+      BpeSymbol& right = symbols_[static_cast<size_t>(b.right)];
       if (left.length == 0 || right.length == 0 || left.length + right.length != b.size) continue;
       left.length += right.length;
       right.length = 0;
@@ -76,7 +76,7 @@ class BpeSession {
 
  private:
   std::string_view text_of(int32_t i) const {
-    const Symbol& s = symbols_[static_cast<size_t>(i)];
+    const BpeSymbol& s = symbols_[static_cast<size_t>(i)];
     return word_.substr(s.offset, s.length);
   }
 
@@ -88,10 +88,10 @@ class BpeSession {
     const auto it = vocab_.merge_ranks.find(std::string_view(key_));
     if (it == vocab_.merge_ranks.end()) return;
     queue_.push_back({left, right, it->second, key_.size() - 1});
-    std::push_heap(queue_.begin(), queue_.end(), lower_priority);
+    std::push_heap(queue_.begin(), queue_.end(), bpe_lower_priority);
   }
 
-  void emit(const Symbol& s, std::vector<TokenId>* out) const {
+  void emit(const BpeSymbol& s, std::vector<TokenId>* out) const {
     const std::string_view piece = word_.substr(s.offset, s.length);
     if (const TokenId id = vocab_.find(piece); id != kNoToken) {
       out->push_back(id);
@@ -105,8 +105,8 @@ class BpeSession {
   const Vocab& vocab_;
   std::string_view word_;
   std::string key_;
-  std::vector<Symbol> symbols_;
-  std::vector<Bigram> queue_;
+  std::vector<BpeSymbol> symbols_;
+  std::vector<BpeBigram> queue_;
 };
 
 }  // namespace

@@ -24,7 +24,7 @@ using namespace std::chrono_literals;
 using keel::testing::eventually;
 
 constexpr kv::BlockHash kModel{0x5151, 0x6161};
-constexpr kv::BlockHash kIdentity{0x1111, 0x2222};
+constexpr kv::BlockHash kHandoffIdentity{0x1111, 0x2222};
 constexpr size_t kBytes = 65536;
 constexpr int32_t kBlockSize = 16;
 
@@ -49,7 +49,7 @@ struct FakeEngine {
   }
 };
 
-struct Rig {
+struct HandoffRig {
   kv::HostTier tier{int64_t{1} << 30, kBytes};
   std::unique_ptr<KvTransferServer> server;
   FakeEngine engine;
@@ -58,10 +58,10 @@ struct Rig {
   std::vector<int32_t> prompt;
   std::vector<kv::BlockHash> keys;
 
-  Rig(KvHandoffMode mode, int num_blocks, KvTransferFaults faults = {},
-      std::chrono::milliseconds blocked_after = 1000ms) {
+  HandoffRig(KvHandoffMode mode, int num_blocks, KvTransferFaults faults = {},
+             std::chrono::milliseconds blocked_after = 1000ms) {
     KvTransferServerOptions so;
-    so.kv_identity = kIdentity;
+    so.kv_identity = kHandoffIdentity;
     so.payload_bytes = kBytes;
     auto s = KvTransferServer::start(so, tier_store_sink(&tier));
     EXPECT_TRUE(s.ok()) << s.status().to_string();
@@ -71,7 +71,7 @@ struct Rig {
     KvHandoffConfig c;
     c.mode = mode;
     c.model_key = kModel;
-    c.kv_identity = kIdentity;
+    c.kv_identity = kHandoffIdentity;
     c.block_size = kBlockSize;
     c.block_bytes = kBytes;
     c.read_block = [this](const kv::BlockHash& h, std::span<std::byte> out) {
@@ -114,7 +114,7 @@ struct Rig {
 
 TEST(KvHandoffTest, StreamSendsBlocksAsTheyPublishAndTheRestAtFinish) {
   constexpr int kBlocks = 12;
-  Rig rig(KvHandoffMode::kStream, kBlocks);
+  HandoffRig rig(KvHandoffMode::kStream, kBlocks);
   ASSERT_NE(rig.server, nullptr);
   ASSERT_EQ(rig.keys.size(), static_cast<size_t>(kBlocks));
   const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
@@ -139,7 +139,7 @@ TEST(KvHandoffTest, StreamSendsBlocksAsTheyPublishAndTheRestAtFinish) {
 
 TEST(KvHandoffTest, AfterModeReadsEveryBlockAtFinish) {
   constexpr int kBlocks = 6;
-  Rig rig(KvHandoffMode::kAfter, kBlocks);
+  HandoffRig rig(KvHandoffMode::kAfter, kBlocks);
   const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
   for (int i = 0; i < kBlocks; ++i) rig.publish(i);
   EXPECT_EQ(rig.server->stats().blocks_accepted, 0);
@@ -157,7 +157,7 @@ TEST(KvHandoffTest, DroppedFrameMidStreamLeavesOnlyThatBlockMissing) {
   constexpr int kBlocks = 8;
   KvTransferFaults faults;
   faults.drop_frame = 3;
-  Rig rig(KvHandoffMode::kStream, kBlocks, faults);
+  HandoffRig rig(KvHandoffMode::kStream, kBlocks, faults);
   const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
   for (int i = 0; i < kBlocks; ++i) rig.publish(i);
   const KvHandoffResult r = rig.finish(id);
@@ -167,7 +167,7 @@ TEST(KvHandoffTest, DroppedFrameMidStreamLeavesOnlyThatBlockMissing) {
 }
 
 TEST(KvHandoffTest, MissingBlockStopsTheReadAndAbandonForgets) {
-  Rig rig(KvHandoffMode::kStream, 4);
+  HandoffRig rig(KvHandoffMode::kStream, 4);
   const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
   rig.hold(0);  // block 1 is gone (evicted): reading stops there
   rig.hold(2);
@@ -182,7 +182,7 @@ TEST(KvHandoffTest, MissingBlockStopsTheReadAndAbandonForgets) {
 }
 
 TEST(KvHandoffTest, UnreachableDestinationFailsWithinTheDeadline) {
-  Rig rig(KvHandoffMode::kStream, 2);
+  HandoffRig rig(KvHandoffMode::kStream, 2);
   const std::string gone = rig.destination();
   rig.server.reset();
   const int64_t id = rig.handoff->begin(rig.prompt, "", gone);
@@ -203,7 +203,7 @@ TEST(KvHandoffTest, StalledLinkIsBlockedAndAThrottledOneOnlyDelayed) {
   {
     KvTransferFaults stall;
     stall.stall_after_frames = 2;
-    Rig rig(KvHandoffMode::kStream, kBlocks, stall, 300ms);
+    HandoffRig rig(KvHandoffMode::kStream, kBlocks, stall, 300ms);
     const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
     for (int i = 0; i < kBlocks; ++i) rig.publish(i);
     const KvHandoffResult r = rig.finish(id);
@@ -213,7 +213,7 @@ TEST(KvHandoffTest, StalledLinkIsBlockedAndAThrottledOneOnlyDelayed) {
   {
     KvTransferFaults slow;
     slow.throttle_bytes_per_s = 10.0 * kBytes;  // a block every 100 ms, about 1 s in all
-    Rig rig(KvHandoffMode::kStream, kBlocks, slow, 500ms);
+    HandoffRig rig(KvHandoffMode::kStream, kBlocks, slow, 500ms);
     const int64_t id = rig.handoff->begin(rig.prompt, "", rig.destination());
     for (int i = 0; i < kBlocks; ++i) rig.publish(i);
     const KvHandoffResult r = rig.finish(id);

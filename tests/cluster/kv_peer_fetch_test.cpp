@@ -19,12 +19,12 @@ namespace {
 
 using namespace std::chrono_literals;
 
-constexpr kv::BlockHash kModel{0x5151, 0x7373};
-constexpr kv::BlockHash kIdentity{0x1111, 0x2222};
+constexpr kv::BlockHash kFetchModel{0x5151, 0x7373};
+constexpr kv::BlockHash kFetchIdentity{0x1111, 0x2222};
 constexpr int32_t kBlockTokens = 4;
 constexpr size_t kBlockBytes = 256;
 
-std::vector<std::byte> payload_of(const kv::BlockHash& h) {
+std::vector<std::byte> fetch_payload_of(const kv::BlockHash& h) {
   std::vector<std::byte> p(kBlockBytes);
   for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<std::byte>((h.lo + i * 31) & 0xff);
   return p;
@@ -52,14 +52,14 @@ struct BlockMap {
 
 const std::vector<int32_t> kPrompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17};
 std::vector<kv::BlockHash> prompt_keys() {
-  return engine::prefix_block_hashes(kModel, "", kPrompt, kBlockTokens);  // 4 full blocks
+  return engine::prefix_block_hashes(kFetchModel, "", kPrompt, kBlockTokens);  // 4 full blocks
 }
 
 // The serving TE: a KvPeerServer over `held`.
 struct PeerSide {
   BlockMap held;
   std::unique_ptr<KvPeerServer> server;
-  explicit PeerSide(double throttle = 0, kv::BlockHash identity = kIdentity) {
+  explicit PeerSide(double throttle = 0, kv::BlockHash identity = kFetchIdentity) {
     KvPeerServerConfig c;
     c.kv_identity = identity;
     c.block_tokens = kBlockTokens;
@@ -85,7 +85,7 @@ struct FetchSide {
   std::unique_ptr<KvTransferServer> transfer;  // destroyed first: its sink uses the fetcher
   FetchSide() {
     KvTransferServerOptions so;
-    so.kv_identity = kIdentity;
+    so.kv_identity = kFetchIdentity;
     so.payload_bytes = kBlockBytes;
     auto t =
         KvTransferServer::start(so, [this](const KvFrameHeader& h, std::span<const std::byte> p) {
@@ -94,8 +94,8 @@ struct FetchSide {
         });
     EXPECT_TRUE(t.ok()) << t.status().to_string();
     KvPeerFetchConfig c;
-    c.model_key = kModel;
-    c.kv_identity = kIdentity;
+    c.model_key = kFetchModel;
+    c.kv_identity = kFetchIdentity;
     c.block_size = kBlockTokens;
     c.block_bytes = kBlockBytes;
     c.reply_to = "127.0.0.1:" + std::to_string(t.ok() ? (*t)->port() : 1);
@@ -109,7 +109,7 @@ TEST(KvPeerFetchTest, FetchesTheHintedRunIntoTheHostTier) {
   PeerSide peer;
   const std::vector<kv::BlockHash> keys = prompt_keys();
   ASSERT_EQ(keys.size(), 4u);
-  for (const kv::BlockHash& k : keys) peer.held.put(k, payload_of(k));
+  for (const kv::BlockHash& k : keys) peer.held.put(k, fetch_payload_of(k));
   FetchSide me;
   // The fetching TE holds block 0; the peer all 4. Prefill speed not measured: fetch.
   const PeerFetchOutcome out =
@@ -120,7 +120,7 @@ TEST(KvPeerFetchTest, FetchesTheHintedRunIntoTheHostTier) {
   EXPECT_EQ(out.blocks, 3);
   EXPECT_EQ(me.filed.size(), 3u);
   EXPECT_FALSE(me.filed.get(keys[0]).has_value());
-  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(me.filed.get(keys[i]), payload_of(keys[i])) << i;
+  for (size_t i = 1; i < 4; ++i) EXPECT_EQ(me.filed.get(keys[i]), fetch_payload_of(keys[i])) << i;
   const KvPeerFetchStats s = me.fetcher->stats();
   EXPECT_EQ(s.decisions_fetch, 1);
   EXPECT_EQ(s.decisions_recompute, 0);
@@ -138,8 +138,8 @@ TEST(KvPeerFetchTest, FetchesTheHintedRunIntoTheHostTier) {
 TEST(KvPeerFetchTest, APeerLackingABlockStopsTheRunThere) {
   PeerSide peer;
   const std::vector<kv::BlockHash> keys = prompt_keys();
-  peer.held.put(keys[0], payload_of(keys[0]));
-  peer.held.put(keys[2], payload_of(keys[2]));  // block 1 missing: block 2 is useless
+  peer.held.put(keys[0], fetch_payload_of(keys[0]));
+  peer.held.put(keys[2], fetch_payload_of(keys[2]));  // block 1 missing: block 2 is useless
   FetchSide me;
   const PeerFetchOutcome out =
       me.fetcher->fetch(PeerHint{"te-1", peer.server->address(), 0, 3}, kPrompt, "");
@@ -154,7 +154,7 @@ TEST(KvPeerFetchTest, ThrottledLinkMakesTheCostModelRecompute) {
   // recomputing its 4 tokens at 0.1 ms a token costs 0.4 ms.
   PeerSide peer(1024);
   const std::vector<kv::BlockHash> keys = prompt_keys();
-  for (const kv::BlockHash& k : keys) peer.held.put(k, payload_of(k));
+  for (const kv::BlockHash& k : keys) peer.held.put(k, fetch_payload_of(k));
   FetchSide me;
   me.prefill_seconds_per_token = 1e-4;
   const PeerFetchOutcome out =
@@ -172,7 +172,7 @@ TEST(KvPeerFetchTest, ThrottledLinkMakesTheCostModelRecompute) {
 TEST(KvPeerFetchTest, ForeignIdentityOrUnreachablePeerIsABoundedFailure) {
   PeerSide other_model(0, kv::BlockHash{9, 9});
   const std::vector<kv::BlockHash> keys = prompt_keys();
-  for (const kv::BlockHash& k : keys) other_model.held.put(k, payload_of(k));
+  for (const kv::BlockHash& k : keys) other_model.held.put(k, fetch_payload_of(k));
   FetchSide me;
   PeerFetchOutcome out =
       me.fetcher->fetch(PeerHint{"te-1", other_model.server->address(), 0, 4}, kPrompt, "");

@@ -274,14 +274,14 @@ TEST(ProcessSupervisorTest, OutputLinesAreForwardedWithTheChildsName) {
 }
 
 TEST(ProcessSupervisorTest, DefaultSinkPrefixesLinesOnStderr) {
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   {
     ProcessSupervisor sup;
     Result<Child> child = sup.spawn(sh_child("loud", "echo hi-there; " + std::string(kServe)));
     EXPECT_TRUE(child.ok()) << child.status().to_string();
     EXPECT_TRUE(sup.stop("loud", milliseconds(3000)).ok());
   }
-  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("[loud] hi-there\n"), std::string::npos) << err;
 }
 

@@ -56,10 +56,10 @@ TEST(ReadyLineTest, PortMustBeAnIntegerInRange) {
 }
 
 TEST(ReadyLineTest, PrintWritesOneFlushedLine) {
-  testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStdout();
   std::printf("before\n");  // buffered stdio output must come out first
   Status printed = print_ready_line({{"role", "gateway"}, {"port", 8080}});
-  const std::string out = testing::internal::GetCapturedStdout();
+  const std::string out = ::testing::internal::GetCapturedStdout();
   ASSERT_TRUE(printed.ok()) << printed.to_string();
   EXPECT_EQ(out, "before\nKEEL_READY {\"port\":8080,\"role\":\"gateway\"}\n");
   EXPECT_FALSE(print_ready_line(nlohmann::json::array()).ok());

@@ -103,7 +103,7 @@ TEST(ExitPredictorTest, EvaluatorThresholdsAndVerification) {
   EXPECT_EQ(always.num_predicted(), 2);
 }
 
-ExitPredictorFile small_file(const model::Model& m) {
+ExitPredictorFile small_exit_file(const model::Model& m) {
   ExitPredictorFile f;
   f.predictors = tiny_predictors(m.hparams().n_layer, 0.25f);
   f.n_embd = m.hparams().n_embd;
@@ -129,7 +129,7 @@ TEST(ExitPredictorFileTest, RoundTripAndBadFiles) {
   ASSERT_NE(m, nullptr);
   const std::string dir = testing::make_temp_dir("exit_file");
   const std::string path = dir + "/m.exit.gguf";
-  ExitPredictorFile f = small_file(*m);
+  ExitPredictorFile f = small_exit_file(*m);
   ASSERT_TRUE(save_exit_predictors(f, path).ok());
   auto back = load_exit_predictors(path, *m);
   ASSERT_TRUE(back.ok()) << back.error().to_string();

@@ -15,7 +15,7 @@ namespace {
 
 using Tokens = std::vector<int32_t>;
 
-const kv::BlockHash kExtra = kv::request_extra_key(kv::BlockHash{5, 6}, "");
+const kv::BlockHash kAheadExtra = kv::request_extra_key(kv::BlockHash{5, 6}, "");
 
 class SchedulerAheadTest : public ::testing::Test {
  protected:
@@ -53,10 +53,10 @@ class SchedulerAheadTest : public ::testing::Test {
 // extended plan updates like any other, and a plan that preempted is not extended.
 TEST_F(SchedulerAheadTest, ExtendPlanAdmitsRequestsThatArrivedMeanwhile) {
   sched_->set_prefill_budget(10);
-  sched_->add(1, {10, 11, 12, 13, 14}, 4, kExtra);
+  sched_->add(1, {10, 11, 12, 13, 14}, 4, kAheadExtra);
   StepPlan n0 = schedule();
   StepPlan n1 = schedule();  // made ahead: request 1 decodes
-  sched_->add(2, Tokens(30, 7), 4, kExtra);
+  sched_->add(2, Tokens(30, 7), 4, kAheadExtra);
   update(n0, 99);
   sched_->resolve_plan(&n1);
   sched_->extend_plan(&n1);
@@ -77,7 +77,7 @@ TEST_F(SchedulerAheadTest, ExtendPlanAdmitsRequestsThatArrivedMeanwhile) {
 }
 
 TEST_F(SchedulerAheadTest, NextPlanUsesPlaceholdersUntilResolved) {
-  sched_->add(1, {10, 11, 12, 13, 14}, 4, kExtra);
+  sched_->add(1, {10, 11, 12, 13, 14}, 4, kAheadExtra);
   StepPlan n0 = schedule();
   StepPlan n1 = schedule();  // before update(n0)
   ASSERT_EQ(n1.seqs.size(), 1u);
@@ -106,7 +106,7 @@ TEST_F(SchedulerAheadTest, NextPlanUsesPlaceholdersUntilResolved) {
 }
 
 TEST_F(SchedulerAheadTest, AheadPlanStopsAtMaxTokens) {
-  sched_->add(1, {1, 2, 3}, 1, kExtra);
+  sched_->add(1, {1, 2, 3}, 1, kAheadExtra);
   StepPlan n0 = schedule();
   StepPlan n1 = schedule();  // the pending sample is the last allowed token
   EXPECT_TRUE(n1.empty());
@@ -116,8 +116,8 @@ TEST_F(SchedulerAheadTest, AheadPlanStopsAtMaxTokens) {
 }
 
 TEST_F(SchedulerAheadTest, FinishedBeforeTheNextPlanNeverAppears) {
-  sched_->add(1, {1, 2, 3}, 8, kExtra);
-  sched_->add(2, {4, 5, 6}, 8, kExtra);
+  sched_->add(1, {1, 2, 3}, 8, kAheadExtra);
+  sched_->add(2, {4, 5, 6}, 8, kAheadExtra);
   StepPlan n0 = schedule();
   update(n0, 30);
   sched_->finish(1);  // e.g. EOS sampled at n0
@@ -130,8 +130,8 @@ TEST_F(SchedulerAheadTest, FinishedAfterTheNextPlanIsDroppedOrDiscarded) {
   for (bool resolve : {true, false}) {
     SCOPED_TRACE(resolve ? "resolve_plan" : "no resolve_plan");
     init(64);
-    sched_->add(1, {1, 2, 3}, 8, kExtra);
-    sched_->add(2, {4, 5, 6}, 8, kExtra);
+    sched_->add(1, {1, 2, 3}, 8, kAheadExtra);
+    sched_->add(2, {4, 5, 6}, 8, kAheadExtra);
     StepPlan n0 = schedule();
     StepPlan n1 = schedule();  // contains request 1 with a placeholder
     ASSERT_EQ(n1.seqs.size(), 2u);
@@ -155,7 +155,7 @@ TEST_F(SchedulerAheadTest, FinishedAfterTheNextPlanIsDroppedOrDiscarded) {
 }
 
 TEST_F(SchedulerAheadTest, AbortWhileTwoPlansAreInFlight) {
-  sched_->add(1, {1, 2, 3, 4, 5}, 8, kExtra);
+  sched_->add(1, {1, 2, 3, 4, 5}, 8, kAheadExtra);
   StepPlan n0 = schedule();
   StepPlan n1 = schedule();
   sched_->abort(1);
@@ -172,8 +172,8 @@ TEST_F(SchedulerAheadTest, AbortWhileTwoPlansAreInFlight) {
 // preempted, its in-flight token is kept, and it is re-admitted only after that token is known.
 TEST_F(SchedulerAheadTest, PreemptedWithASampleInFlightKeepsTheToken) {
   init(/*num_blocks=*/4);
-  sched_->add(1, {1, 2, 3, 4, 5, 6, 7}, 8, kExtra);  // 2 blocks, decodes at position 7, 8, ...
-  sched_->add(2, {8, 9, 10, 11, 12, 13, 14}, 8, kExtra);
+  sched_->add(1, {1, 2, 3, 4, 5, 6, 7}, 8, kAheadExtra);  // 2 blocks, decodes at position 7, 8, ...
+  sched_->add(2, {8, 9, 10, 11, 12, 13, 14}, 8, kAheadExtra);
   StepPlan n0 = schedule();
   ASSERT_EQ(n0.seqs.size(), 2u);
   update(n0, 40);
@@ -216,7 +216,7 @@ TEST_F(SchedulerAheadTest, PreemptedWithASampleInFlightKeepsTheToken) {
 TEST(SchedulerAheadDeathTest, UpdateOutOfOrderAborts) {
   kv::KvCacheManager kv(kv::KvCacheConfig{8, 4, true});
   Scheduler sched(SchedulerConfig{4, 16, 8, 0}, &kv);
-  sched.add(1, {1, 2}, 4, kExtra);
+  sched.add(1, {1, 2}, 4, kAheadExtra);
   const StepPlan n0 = sched.schedule();
   const StepPlan n1 = sched.schedule();
   EXPECT_DEATH(sched.update(n1, {}), "in the order");

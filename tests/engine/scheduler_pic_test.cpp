@@ -12,9 +12,9 @@
 namespace keel::engine {
 namespace {
 
-const kv::BlockHash kExtra = kv::request_extra_key(kv::BlockHash{3, 4}, "");
+const kv::BlockHash kPicExtra = kv::request_extra_key(kv::BlockHash{3, 4}, "");
 
-std::vector<int32_t> iota_tokens(int32_t n, int32_t first) {
+std::vector<int32_t> pic_iota_tokens(int32_t n, int32_t first) {
   std::vector<int32_t> t(static_cast<size_t>(n));
   std::iota(t.begin(), t.end(), first);
   return t;
@@ -29,7 +29,7 @@ class SchedulerPicTest : public ::testing::Test {
   }
   // Compiles `tokens` as a retained chunk request (as the engine does) and returns its key.
   RequestKey compile(RequestKey key, const std::vector<int32_t>& tokens) {
-    sched_->add(key, tokens, 1, kExtra);
+    sched_->add(key, tokens, 1, kPicExtra);
     for (int i = 0; i < 4 && sched_->find(key)->num_generated() == 0; ++i) run_step();
     sched_->retain(key);
     return key;
@@ -48,19 +48,19 @@ class SchedulerPicTest : public ::testing::Test {
   // A prompt of a 6-token prefix, chunks A (8) and B (8) and a 10-token question, linking the
   // chunks with LegoLink-2; returns the first plan after its admission.
   StepPlan admit_linked() {
-    const auto a = iota_tokens(8, 200), b = iota_tokens(8, 300);
+    const auto a = pic_iota_tokens(8, 200), b = pic_iota_tokens(8, 300);
     compile(10, a);
     compile(11, b);
-    std::vector<int32_t> prompt = iota_tokens(6, 100);
+    std::vector<int32_t> prompt = pic_iota_tokens(6, 100);
     prompt.insert(prompt.end(), a.begin(), a.end());
     prompt.insert(prompt.end(), b.begin(), b.end());
-    const auto q = iota_tokens(10, 400);
+    const auto q = pic_iota_tokens(10, 400);
     prompt.insert(prompt.end(), q.begin(), q.end());
     PicState pic;
     pic.chunks = {{6, 8}, {14, 8}};
     pic.sources = {10, 11};
     pic.variant = *kv::PicVariant::parse("legolink-2");
-    sched_->add(20, prompt, 4, kExtra, pic);
+    sched_->add(20, prompt, 4, kPicExtra, pic);
     return run_step();
   }
 

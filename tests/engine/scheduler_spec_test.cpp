@@ -16,7 +16,7 @@ namespace {
 
 using Tokens = std::vector<int32_t>;
 
-const kv::BlockHash kExtra = kv::request_extra_key(kv::BlockHash{5, 6}, "");
+const kv::BlockHash kSpecExtra = kv::request_extra_key(kv::BlockHash{5, 6}, "");
 const SpeculativeParams kNgram4{SpecMethod::kNgram, 4, 3, 1};
 
 class SchedulerSpecTest : public ::testing::Test {
@@ -38,7 +38,7 @@ class SchedulerSpecTest : public ::testing::Test {
   }
   // Prefills request 1 (prompt `prompt`, speculating) and samples `first` after it.
   void prefill(const Tokens& prompt, int32_t first, int32_t max_tokens = 16) {
-    sched_->add(1, prompt, max_tokens, kExtra);
+    sched_->add(1, prompt, max_tokens, kSpecExtra);
     sched_->set_speculation(1, kNgram4);
     StepPlan p = schedule();
     ASSERT_EQ(p.seqs.size(), 1u);
@@ -91,8 +91,8 @@ TEST_F(SchedulerSpecTest, RejectedDraftsAreRolledBackAndNeverPublished) {
   // and no chain holding the rejected drafts (5 6 at positions 10, 11) is found.
   const Tokens accepted = {5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 42, 3, 0};
   const Tokens rejected = {5, 6, 7, 8, 9, 5, 6, 7, 8, 9, 5, 6, 0};
-  EXPECT_EQ(kv_->lookup_prefix(accepted, kExtra).num_tokens, 12);
-  EXPECT_EQ(kv_->lookup_prefix(rejected, kExtra).num_tokens, 8);
+  EXPECT_EQ(kv_->lookup_prefix(accepted, kSpecExtra).num_tokens, 12);
+  EXPECT_EQ(kv_->lookup_prefix(rejected, kSpecExtra).num_tokens, 8);
 }
 
 TEST_F(SchedulerSpecTest, EveryDraftAcceptedEmitsTheBonusToken) {
@@ -127,9 +127,9 @@ TEST_F(SchedulerSpecTest, DraftsRespectMaxTokens) {
 
 TEST_F(SchedulerSpecTest, DraftsNeverPreemptAndShrinkToTheFreeBlocks) {
   init(4);  // 16 positions in all
-  sched_->add(1, {5, 6, 7, 8, 9, 5, 6, 7}, 8, kExtra);
+  sched_->add(1, {5, 6, 7, 8, 9, 5, 6, 7}, 8, kSpecExtra);
   sched_->set_speculation(1, kNgram4);
-  sched_->add(2, {1, 2, 3}, 2, kExtra);  // one block, admitted after request 1
+  sched_->add(2, {1, 2, 3}, 2, kSpecExtra);  // one block, admitted after request 1
   StepPlan p = schedule();
   ASSERT_EQ(p.seqs.size(), 2u);
   sched_->update(p, std::vector<SeqResult>{{1, 8}, {2, 4}});
@@ -148,9 +148,9 @@ TEST_F(SchedulerSpecTest, DraftsNeverPreemptAndShrinkToTheFreeBlocks) {
 }
 
 TEST_F(SchedulerSpecTest, PlansMadeAheadWaitForTheLastTokenThenExtendAddsTheDrafts) {
-  sched_->add(1, {5, 6, 7, 8, 9, 5, 6, 7}, 16, kExtra);
+  sched_->add(1, {5, 6, 7, 8, 9, 5, 6, 7}, 16, kSpecExtra);
   sched_->set_speculation(1, kNgram4);
-  sched_->add(2, {1, 2, 3}, 16, kExtra);  // not speculating: decodes ahead as usual
+  sched_->add(2, {1, 2, 3}, 16, kSpecExtra);  // not speculating: decodes ahead as usual
   StepPlan n0 = schedule();
   ASSERT_EQ(n0.seqs.size(), 2u);
   StepPlan n1 = schedule();  // made ahead: request 1's sampled token is unknown

@@ -24,8 +24,8 @@ using testing::FakeKvModel;
 using testing::SimEngine;
 using testing::SimRequest;
 
-constexpr int32_t kVocab = 50;
-constexpr int32_t kBlockSize = 4;
+constexpr int32_t kSimVocab = 50;
+constexpr int32_t kSimBlockSize = 4;
 
 // Prompts from a few long stems (so block-aligned prefixes repeat) with random tails.
 SimRequest stem_request(std::mt19937& rng, RequestKey key) {
@@ -33,8 +33,8 @@ SimRequest stem_request(std::mt19937& rng, RequestKey key) {
   SimRequest r;
   r.key = key;
   const int stem = pick(0, 3);
-  for (int i = 0; i < 16; ++i) r.prompt.push_back(1 + (stem * 11 + i * 3) % (kVocab - 1));
-  for (int i = 0, n = pick(1, 6); i < n; ++i) r.prompt.push_back(pick(1, kVocab - 1));
+  for (int i = 0; i < 16; ++i) r.prompt.push_back(1 + (stem * 11 + i * 3) % (kSimVocab - 1));
+  for (int i = 0, n = pick(1, 6); i < n; ++i) r.prompt.push_back(pick(1, kSimVocab - 1));
   r.max_tokens = pick(1, 6);
   r.extra_key = kv::request_extra_key(kv::BlockHash{9, 9}, "");
   return r;
@@ -50,9 +50,9 @@ class SchedulerTiersSimTest : public ::testing::TestWithParam<TierCase> {};
 TEST_P(SchedulerTiersSimTest, PromotedBlocksGiveTheTokensOfUnlimitedMemory) {
   const TierCase c = GetParam();
   const SchedulerConfig sc{2, 16, 256, 0};
-  kv::KvCacheManager kv(kv::KvCacheConfig{14, kBlockSize, true, /*record_evictions=*/true});
+  kv::KvCacheManager kv(kv::KvCacheConfig{14, kSimBlockSize, true, /*record_evictions=*/true});
   Scheduler sched(sc, &kv);
-  FakeKvModel model(14, kBlockSize, kVocab);
+  FakeKvModel model(14, kSimBlockSize, kSimVocab);
   PosixFileSystem fs;
   std::unique_ptr<kv::TierStore> disk;
   if (c.disk) {
@@ -85,7 +85,7 @@ TEST_P(SchedulerTiersSimTest, PromotedBlocksGiveTheTokensOfUnlimitedMemory) {
   EXPECT_EQ(model.num_errors(), 0);
   for (const SimRequest& r : requests) {
     EXPECT_EQ(engine.outputs().at(r.key),
-              testing::reference_output(r.prompt, r.max_tokens, kVocab, /*eos=*/0))
+              testing::reference_output(r.prompt, r.max_tokens, kSimVocab, /*eos=*/0))
         << "request " << r.key;
   }
   EXPECT_GT(sched.tier_blocks_fetched(), 0) << "the workload is meant to hit the tier";

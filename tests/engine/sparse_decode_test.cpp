@@ -19,7 +19,7 @@
 namespace keel::engine {
 namespace {
 
-constexpr int32_t kBlock = 8;
+constexpr int32_t kSparseBlock = 8;
 constexpr int32_t kPrompt = 20;
 constexpr int32_t kPos = 37;  // the decode token: pages 0..4, page 4 holds 32..37
 
@@ -32,7 +32,7 @@ class SparseDecodeTest : public ::testing::Test {
     ops_ = std::make_unique<kernels::Ops>(kernels::best_isa(detect_cpu_features()), &pool_);
     model::Context ctx(*model_, 64);
     auto kv = model::KvStorage::create(
-        model::KvLayout::for_model(model_->hparams(), kBlock, DType::kF32), 8);
+        model::KvLayout::for_model(model_->hparams(), kSparseBlock, DType::kF32), 8);
     ASSERT_TRUE(kv.ok());
     kv_ = std::make_unique<model::KvStorage>(std::move(kv).value());
     seq_.block_table = {3, 1, 4, 0, 5, 2};  // scattered on purpose
@@ -49,14 +49,14 @@ class SparseDecodeTest : public ::testing::Test {
   std::vector<float> k_row(int32_t pos, int64_t layer) const {
     const model::KvLayout& l = kv_->layout();
     std::vector<float> out(static_cast<size_t>(l.kv_dim));
-    std::memcpy(
-        out.data(),
-        kv_->k_row(seq_.block_table[static_cast<size_t>(pos / kBlock)], layer, pos % kBlock),
-        l.row_bytes());
+    std::memcpy(out.data(),
+                kv_->k_row(seq_.block_table[static_cast<size_t>(pos / kSparseBlock)], layer,
+                           pos % kSparseBlock),
+                l.row_bytes());
     return out;
   }
   std::unique_ptr<SparseSequence> sequence(const char* policy, int32_t budget) {
-    auto st = make_sparse_sequence({policy, budget}, sparse::SparseConfig{}, kBlock, kPrompt);
+    auto st = make_sparse_sequence({policy, budget}, sparse::SparseConfig{}, kSparseBlock, kPrompt);
     EXPECT_TRUE(st.ok());
     return st.ok() ? std::move(st).value() : nullptr;
   }
@@ -84,7 +84,7 @@ TEST_F(SparseDecodeTest, SummariesAreTheMinMaxOfTheStoredKeys) {
   ASSERT_EQ(st->pages.size(), 5u);
   EXPECT_EQ(st->folded, kPos + 1);
   for (const sparse::PageSummary& page : st->pages) {
-    const int32_t first = page.index * kBlock, end = std::min(first + kBlock, kPos + 1);
+    const int32_t first = page.index * kSparseBlock, end = std::min(first + kSparseBlock, kPos + 1);
     EXPECT_EQ(page.num_tokens, end - first);
     EXPECT_EQ(page.prefill, first < kPrompt) << page.index;  // page 2 holds 16..23: prompt too
     for (size_t c = 0; c < page.k_min.size(); ++c) {
@@ -127,7 +127,7 @@ TEST_F(SparseDecodeTest, AttentionMassIsTheSoftmaxPerPage) {
     double z = 0;
     for (double v : s) z += std::exp(v - mx);
     for (int32_t p = 0; p <= kPos; ++p)
-      want[p / kBlock] += std::exp(s[p] - mx) / z / shape_.n_heads;
+      want[p / kSparseBlock] += std::exp(s[p] - mx) / z / shape_.n_heads;
   }
   double total = 0;
   for (size_t i = 0; i < 5; ++i) {
@@ -145,10 +145,10 @@ TEST_F(SparseDecodeTest, ReleasesLeaveTheSummariesAndWaitInPending) {
   EXPECT_EQ(st->released, (std::vector<int32_t>{1, 2, 3}));
   EXPECT_EQ(st->pages_released_total, 3);
   ASSERT_EQ(st->pages.size(), 2u);
-  EXPECT_EQ(st->held_pages(kPos + 3, kBlock), (std::vector<int32_t>{0, 4, 5}));  // 5: new
+  EXPECT_EQ(st->held_pages(kPos + 3, kSparseBlock), (std::vector<int32_t>{0, 4, 5}));  // 5: new
   // The next step's batch seq: holes for the released pages, the held ones for early layers.
   model::BatchSeq next = seq_;
-  st->prepare_decode(&next, kPos + 3, kBlock);
+  st->prepare_decode(&next, kPos + 3, kSparseBlock);
   EXPECT_TRUE(next.select_pages);
   EXPECT_EQ(next.attend_pages, (std::vector<int32_t>{0, 4, 5}));
   EXPECT_EQ(next.block_table, (std::vector<int32_t>{3, model::kReleasedBlock, model::kReleasedBlock,

@@ -19,7 +19,7 @@
 namespace keel::gguf {
 namespace {
 
-constexpr DataMode kModes[] = {DataMode::kRead, DataMode::kMmap, DataMode::kNone};
+constexpr DataMode kSweepModes[] = {DataMode::kRead, DataMode::kMmap, DataMode::kNone};
 
 std::vector<std::byte> small_model_bytes(uint32_t version = 3) {
   auto bytes = test_util::small_model(version).to_bytes();
@@ -84,7 +84,7 @@ TEST(GgufSweepTest, EveryPrefixFailsCleanlyUntilTheLastTensorIsComplete) {
     int failures = 0, successes = 0;
     for (size_t len = 0; len < full.size(); ++len) {
       test_util::write_bytes(path, std::vector<std::byte>(full.begin(), full.begin() + len));
-      for (DataMode mode : kModes) {
+      for (DataMode mode : kSweepModes) {
         auto f = GgufFile::open(path, {.mode = mode});
         if (len < required) {
           // Metadata, tensor infos or tensor bytes are cut: the same error in every mode.
@@ -168,7 +168,7 @@ TEST(GgufSweepTest, RandomMutationsParseOrFailCleanly) {
     const int num_mutations = 1 + static_cast<int>(rng() % 3);
     for (int m = 0; m < num_mutations; ++m) mutate(bytes, header_end, rng);
     fs.put(path, bytes);
-    for (DataMode mode : kModes) {
+    for (DataMode mode : kSweepModes) {
       ReadOptions opts;
       opts.mode = mode;
       opts.fs = &fs;

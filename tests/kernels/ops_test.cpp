@@ -16,7 +16,7 @@
 namespace keel::kernels {
 namespace {
 
-CpuFeatures features_for(const KernelTable& table, CpuFeatures cpu) {
+CpuFeatures ops_features_for(const KernelTable& table, CpuFeatures cpu) {
   if (!table.needs_bf16) cpu.avx512bf16 = false;
   return cpu;
 }
@@ -31,7 +31,7 @@ class OpsTest : public ::testing::Test {
 
 TEST_F(OpsTest, RmsNormMatchesScalar) {
   for (const KernelTable* t : testing::runnable_tables(cpu_)) {
-    Ops ops(t->isa, &pool_, features_for(*t, cpu_));
+    Ops ops(t->isa, &pool_, ops_features_for(*t, cpu_));
     for (int64_t dim : {1, 7, 16, 100, 2048}) {
       for (int64_t rows : {1, 3, 40}) {
         const auto x = testing::random_floats(rng_, rows * dim, 3.0f);
@@ -53,7 +53,7 @@ TEST_F(OpsTest, RmsNormMatchesScalar) {
 
 TEST_F(OpsTest, SiluMulMatchesScalar) {
   for (const KernelTable* t : testing::runnable_tables(cpu_)) {
-    Ops ops(t->isa, &pool_, features_for(*t, cpu_));
+    Ops ops(t->isa, &pool_, ops_features_for(*t, cpu_));
     for (int64_t n : {1, 15, 16, 33, 100000}) {
       auto g = testing::random_floats(rng_, n, 4.0f);
       const auto u = testing::random_floats(rng_, n, 1.0f);
@@ -72,7 +72,7 @@ TEST_F(OpsTest, SiluMulMatchesScalar) {
 
 TEST_F(OpsTest, AddIsExact) {
   for (const KernelTable* t : testing::runnable_tables(cpu_)) {
-    Ops ops(t->isa, &pool_, features_for(*t, cpu_));
+    Ops ops(t->isa, &pool_, ops_features_for(*t, cpu_));
     for (int64_t n : {1, 9, 64, 70000}) {
       const auto x = testing::random_floats(rng_, n, 1.0f);
       const auto y0 = testing::random_floats(rng_, n, 1.0f);

@@ -23,7 +23,7 @@
 namespace keel::kernels {
 namespace {
 
-CpuFeatures features_for(const KernelTable& table, CpuFeatures cpu) {
+CpuFeatures attention_features_for(const KernelTable& table, CpuFeatures cpu) {
   if (!table.needs_bf16) cpu.avx512bf16 = false;
   return cpu;
 }
@@ -207,7 +207,7 @@ TEST_F(PagedAttentionTest, EveryTableMatchesScalarAndDoubleReference) {
             }
           }
           for (const KernelTable* t : tables) {
-            Ops ops(t->isa, &pool_, features_for(*t, cpu_));
+            Ops ops(t->isa, &pool_, attention_features_for(*t, cpu_));
             std::vector<float> got(n_q * row, -7.0f);
             ops.paged_attention(kv, h, qs.view(h, got.data()));
             for (size_t i = 0; i < n_q; ++i) {
@@ -239,7 +239,7 @@ TEST_F(PagedAttentionTest, EveryTableMatchesScalarAndDoubleReference) {
 TEST_F(PagedAttentionTest, OnePositionGivesItsValueRow) {
   for (const KernelTable* t : testing::runnable_tables(cpu_)) {
     for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0}) {
-      Ops ops(t->isa, &pool_, features_for(*t, cpu_));
+      Ops ops(t->isa, &pool_, attention_features_for(*t, cpu_));
       const AttentionHeads h{8, 2, 64, 0.125f};
       TestStorage st(rng_, 4, 16, 128, dtype);
       Queries qs;
@@ -272,7 +272,8 @@ TEST_F(PagedAttentionTest, ThreadAndBatchInvariantAndLongContexts) {
     qs.n_kv[0] = max_kv;
     const size_t row = 8 * 64, n_q = qs.seq.size();
     ThreadPool one(1), three(3);
-    Ops ops1(t->isa, &one, features_for(*t, cpu_)), ops3(t->isa, &three, features_for(*t, cpu_));
+    Ops ops1(t->isa, &one, attention_features_for(*t, cpu_)),
+        ops3(t->isa, &three, attention_features_for(*t, cpu_));
     std::vector<float> a(n_q * row), b(n_q * row);
     ops1.paged_attention(st.layer(0), h, qs.view(h, a.data()));
     ops3.paged_attention(st.layer(0), h, qs.view(h, b.data()));

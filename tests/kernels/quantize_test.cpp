@@ -21,7 +21,7 @@
 namespace keel::kernels {
 namespace {
 
-const char kFixtureDir[] = "models/quant-fixtures/";
+const char kQuantFixtureDir[] = "models/quant-fixtures/";
 
 // Row count and length of a 2-D (or 1-D) tensor.
 std::pair<int64_t, int64_t> rows_cols(const gguf::TensorInfo& info) {
@@ -31,7 +31,7 @@ std::pair<int64_t, int64_t> rows_cols(const gguf::TensorInfo& info) {
 // Quantizing the F32 fixture's tensors reproduces llama-quantize's bytes for every tensor of
 // `dtype` in `file` (llama-quantize without an importance matrix uses the reference quantizers).
 void expect_matches_llama_quantize(const std::string& file, DType dtype) {
-  const std::string dir = keel::testing::shared_path(kFixtureDir);
+  const std::string dir = keel::testing::shared_path(kQuantFixtureDir);
   auto src = gguf::GgufFile::open(dir + "fixture-f32.gguf");
   ASSERT_TRUE(src.ok()) << src.error().to_string();
   auto dst = gguf::GgufFile::open(dir + file);
@@ -70,7 +70,7 @@ TEST(QuantizeTest, MatchesLlamaQuantizeOnFixtures) {
 // scale equals the stored fp16 scale and every x/d lands within rounding of its integer.
 TEST(QuantizeTest, FixtureRoundTripIsExact) {
   KEEL_REQUIRE_SHARED();
-  const std::string dir = keel::testing::shared_path(kFixtureDir);
+  const std::string dir = keel::testing::shared_path(kQuantFixtureDir);
   const std::pair<const char*, DType> cases[] = {{"fixture-q8_0.gguf", DType::kQ8_0},
                                                  {"fixture-q4_0.gguf", DType::kQ4_0},
                                                  {"fixture-f16.gguf", DType::kF16},

@@ -58,7 +58,7 @@ testing::TestMatrix grouped_copy(const testing::TestMatrix& src) {
   return g;
 }
 
-CpuFeatures features_for(const KernelTable& table, CpuFeatures cpu) {
+CpuFeatures layout_features_for(const KernelTable& table, CpuFeatures cpu) {
   if (!table.needs_bf16) cpu.avx512bf16 = false;
   return cpu;
 }
@@ -118,7 +118,7 @@ TEST(WeightLayoutTest, BytesSitWhereTheHeaderSays) {
 std::vector<float> run(const KernelTable& table, int threads, const Matrix& w,
                        const std::vector<float>& x, int64_t n_tokens) {
   ThreadPool pool(threads);
-  Ops ops(table.isa, &pool, features_for(table, detect_cpu_features()));
+  Ops ops(table.isa, &pool, layout_features_for(table, detect_cpu_features()));
   std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), NAN);
   ops.matmul(w, x.data(), n_tokens, y.data());
   return y;
@@ -188,7 +188,7 @@ TEST(WeightLayoutTest, MatmulManyMixesLayouts) {
     const auto x = random_activations(rng, n_tokens, cols);
     for (const KernelTable* table : runnable_tables(detect_cpu_features())) {
       ThreadPool pool(2);
-      Ops ops(table->isa, &pool, features_for(*table, detect_cpu_features()));
+      Ops ops(table->isa, &pool, layout_features_for(*table, detect_cpu_features()));
       std::vector<std::vector<float>> ys;
       std::vector<float*> ptrs;
       for (const Matrix& m : mixed) ys.emplace_back(static_cast<size_t>(n_tokens * m.rows), NAN);

@@ -18,17 +18,17 @@
 namespace keel::kv {
 namespace {
 
-constexpr size_t kPayload = 96;
-constexpr int64_t kFile = static_cast<int64_t>(kBlockFileHeaderBytes + kPayload);
+constexpr size_t kDiskPayload = 96;
+constexpr int64_t kFile = static_cast<int64_t>(kBlockFileHeaderBytes + kDiskPayload);
 
-std::vector<std::byte> payload(int seed) {
-  std::vector<std::byte> p(kPayload);
+std::vector<std::byte> disk_payload(int seed) {
+  std::vector<std::byte> p(kDiskPayload);
   for (size_t i = 0; i < p.size(); ++i)
     p[i] = static_cast<std::byte>(seed * 17 + static_cast<int>(i));
   return p;
 }
 
-BlockHash key(uint64_t i) { return {i * 0x9e3779b97f4a7c15ull, i}; }
+BlockHash disk_key(uint64_t i) { return {i * 0x9e3779b97f4a7c15ull, i}; }
 
 class DiskTierTest : public ::testing::Test {
  protected:
@@ -37,7 +37,7 @@ class DiskTierTest : public ::testing::Test {
     c.dir = dir_;
     c.capacity_bytes = capacity;
     c.identity = identity;
-    c.payload_bytes = kPayload;
+    c.payload_bytes = kDiskPayload;
     Result<std::unique_ptr<DiskTier>> t = DiskTier::open(&fs_, c);
     EXPECT_TRUE(t.ok()) << t.status().message();
     return t.ok() ? std::move(*t) : nullptr;
@@ -62,19 +62,19 @@ TEST_F(DiskTierTest, RoundTripAndPersistenceAcrossRestart) {
   {
     auto tier = open();
     for (uint64_t i = 1; i <= 3; ++i)
-      ASSERT_TRUE(tier->put(key(i), payload(static_cast<int>(i)), nullptr).ok());
+      ASSERT_TRUE(tier->put(disk_key(i), disk_payload(static_cast<int>(i)), nullptr).ok());
     EXPECT_EQ(tier->stats().used_bytes, 3 * kFile);
     EXPECT_EQ(tier->name(), "disk");
   }
   auto tier = open();  // restart: the index comes back from the files
   EXPECT_EQ(tier->stats().blocks, 3);
   EXPECT_EQ(tier->stats().corrupt, 0);
-  std::vector<std::byte> out(kPayload);
+  std::vector<std::byte> out(kDiskPayload);
   for (uint64_t i = 1; i <= 3; ++i) {
-    ASSERT_TRUE(tier->get(key(i), out).ok());
-    EXPECT_EQ(out, payload(static_cast<int>(i)));
+    ASSERT_TRUE(tier->get(disk_key(i), out).ok());
+    EXPECT_EQ(out, disk_payload(static_cast<int>(i)));
   }
-  EXPECT_EQ(tier->get(key(9), out).code(), StatusCode::kNotFound);
+  EXPECT_EQ(tier->get(disk_key(9), out).code(), StatusCode::kNotFound);
   EXPECT_EQ(tier->stats().hits, 3);
   EXPECT_EQ(tier->stats().misses, 1);
 }
@@ -83,34 +83,35 @@ TEST_F(DiskTierTest, CapacityEvictsOldestAndRestartKeepsWriteOrder) {
   {
     auto tier = open(3 * kFile);
     for (uint64_t i = 1; i <= 4; ++i)
-      ASSERT_TRUE(tier->put(key(i), payload(static_cast<int>(i)), nullptr).ok());
-    EXPECT_FALSE(tier->contains(key(1)));
-    EXPECT_FALSE(std::filesystem::exists(tier->path_of(key(1))));
+      ASSERT_TRUE(tier->put(disk_key(i), disk_payload(static_cast<int>(i)), nullptr).ok());
+    EXPECT_FALSE(tier->contains(disk_key(1)));
+    EXPECT_FALSE(std::filesystem::exists(tier->path_of(disk_key(1))));
     EXPECT_EQ(tier->stats().evictions, 1);
   }
   auto tier = open(3 * kFile);
-  ASSERT_TRUE(tier->put(key(5), payload(5), nullptr).ok());  // evicts the oldest write: key 2
-  EXPECT_FALSE(tier->contains(key(2)));
-  EXPECT_TRUE(tier->contains(key(3)));
+  ASSERT_TRUE(
+      tier->put(disk_key(5), disk_payload(5), nullptr).ok());  // evicts the oldest write: key 2
+  EXPECT_FALSE(tier->contains(disk_key(2)));
+  EXPECT_TRUE(tier->contains(disk_key(3)));
   EXPECT_LE(tier->stats().used_bytes, 3 * kFile);
   auto smaller = open(kFile);  // reopening with less capacity trims to it
   EXPECT_EQ(smaller->stats().blocks, 1);
-  EXPECT_TRUE(smaller->contains(key(5)));
+  EXPECT_TRUE(smaller->contains(disk_key(5)));
 }
 
 TEST_F(DiskTierTest, FlippedPayloadByteIsDetectedOnReadAndNeverServed) {
   std::string path;
   {
     auto tier = open();
-    ASSERT_TRUE(tier->put(key(1), payload(1), nullptr).ok());
-    path = tier->path_of(key(1));
+    ASSERT_TRUE(tier->put(disk_key(1), disk_payload(1), nullptr).ok());
+    path = tier->path_of(disk_key(1));
   }
   flip_byte(path, static_cast<std::streamoff>(kBlockFileHeaderBytes + 10));
   auto tier = open();
-  ASSERT_TRUE(tier->contains(key(1)));  // the header is intact: found at open
-  std::vector<std::byte> out(kPayload);
-  EXPECT_EQ(tier->get(key(1), out).code(), StatusCode::kCorrupt);
-  EXPECT_FALSE(tier->contains(key(1)));
+  ASSERT_TRUE(tier->contains(disk_key(1)));  // the header is intact: found at open
+  std::vector<std::byte> out(kDiskPayload);
+  EXPECT_EQ(tier->get(disk_key(1), out).code(), StatusCode::kCorrupt);
+  EXPECT_FALSE(tier->contains(disk_key(1)));
   EXPECT_FALSE(std::filesystem::exists(path));
   EXPECT_EQ(tier->stats().corrupt, 1);
   EXPECT_EQ(tier->stats().hits, 0);
@@ -121,51 +122,52 @@ TEST_F(DiskTierTest, DamagedHeaderTruncationAndForeignFilesAreSkippedAtOpen) {
   {
     auto tier = open();
     for (uint64_t i = 1; i <= 4; ++i)
-      ASSERT_TRUE(tier->put(key(i), payload(static_cast<int>(i)), nullptr).ok());
+      ASSERT_TRUE(tier->put(disk_key(i), disk_payload(static_cast<int>(i)), nullptr).ok());
     dir = tier->directory();
-    flip_byte(tier->path_of(key(1)), 20);                                    // header: identity
-    std::filesystem::resize_file(tier->path_of(key(2)), kFile - 7);          // truncated
-    std::filesystem::rename(tier->path_of(key(3)), tier->path_of(key(33)));  // misnamed
+    flip_byte(tier->path_of(disk_key(1)), 20);                            // header: identity
+    std::filesystem::resize_file(tier->path_of(disk_key(2)), kFile - 7);  // truncated
+    std::filesystem::rename(tier->path_of(disk_key(3)), tier->path_of(disk_key(33)));  // misnamed
   }
   // A file of another model, copied into this store's directory under a valid name.
   {
     auto other = open(8 * kFile, BlockHash{1, 2});
-    ASSERT_TRUE(other->put(key(5), payload(5), nullptr).ok());
-    std::filesystem::copy_file(other->path_of(key(5)), dir + "/" + block_hash_hex(key(5)) + ".kvb");
+    ASSERT_TRUE(other->put(disk_key(5), disk_payload(5), nullptr).ok());
+    std::filesystem::copy_file(other->path_of(disk_key(5)),
+                               dir + "/" + block_hash_hex(disk_key(5)) + ".kvb");
   }
-  std::ofstream(dir + "/" + block_hash_hex(key(6)) + ".kvb.tmp") << "partial";
+  std::ofstream(dir + "/" + block_hash_hex(disk_key(6)) + ".kvb.tmp") << "partial";
   auto tier = open();
   EXPECT_EQ(tier->stats().blocks, 1);  // only key 4 survives
-  EXPECT_TRUE(tier->contains(key(4)));
+  EXPECT_TRUE(tier->contains(disk_key(4)));
   EXPECT_EQ(tier->stats().corrupt, 4);  // header, truncation, misnamed, foreign
-  EXPECT_FALSE(std::filesystem::exists(dir + "/" + block_hash_hex(key(6)) + ".kvb.tmp"));
-  std::vector<std::byte> out(kPayload);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/" + block_hash_hex(disk_key(6)) + ".kvb.tmp"));
+  std::vector<std::byte> out(kDiskPayload);
   for (uint64_t i : {1, 2, 3, 33, 5})
-    EXPECT_EQ(tier->get(key(i), out).code(), StatusCode::kNotFound);
+    EXPECT_EQ(tier->get(disk_key(i), out).code(), StatusCode::kNotFound);
 }
 
 TEST_F(DiskTierTest, AnotherIdentityNeverSeesTheFiles) {
   {
     auto tier = open();
-    ASSERT_TRUE(tier->put(key(1), payload(1), nullptr).ok());
+    ASSERT_TRUE(tier->put(disk_key(1), disk_payload(1), nullptr).ok());
   }
   auto other = open(8 * kFile, BlockHash{7, 9});
   EXPECT_EQ(other->stats().blocks, 0);
-  EXPECT_FALSE(other->contains(key(1)));
+  EXPECT_FALSE(other->contains(disk_key(1)));
   auto same = open();  // the first identity's files are untouched
-  EXPECT_TRUE(same->contains(key(1)));
+  EXPECT_TRUE(same->contains(disk_key(1)));
 }
 
 TEST_F(DiskTierTest, RejectsWrongSizesAndTooSmallCapacity) {
   auto tier = open();
-  EXPECT_EQ(tier->put(key(1), std::vector<std::byte>(kPayload - 1), nullptr).code(),
+  EXPECT_EQ(tier->put(disk_key(1), std::vector<std::byte>(kDiskPayload - 1), nullptr).code(),
             StatusCode::kInvalidArgument);
   // A capacity that cannot hold one block file is refused at open, naming the flag.
   DiskTierConfig c;
   c.dir = dir_;
   c.capacity_bytes = kFile - 1;
   c.identity = {7, 8};
-  c.payload_bytes = kPayload;
+  c.payload_bytes = kDiskPayload;
   Result<std::unique_ptr<DiskTier>> tiny = DiskTier::open(&fs_, c);
   ASSERT_FALSE(tiny.ok());
   EXPECT_EQ(tiny.status().code(), StatusCode::kInvalidArgument);
@@ -208,13 +210,13 @@ TEST_F(DiskTierTest, FailedWritesAreCountedAndTheTierRecovers) {
   c.dir = dir_;
   c.capacity_bytes = 8 * kFile;
   c.identity = {7, 8};
-  c.payload_bytes = kPayload;
+  c.payload_bytes = kDiskPayload;
   auto tier = DiskTier::open(&fs, c);
   ASSERT_TRUE(tier.ok());
-  ASSERT_TRUE((*tier)->put(key(1), payload(1), nullptr).ok());
+  ASSERT_TRUE((*tier)->put(disk_key(1), disk_payload(1), nullptr).ok());
   fs.broken = true;  // the directory became unwritable
   for (uint64_t i = 2; i <= 4; ++i) {
-    EXPECT_EQ((*tier)->put(key(i), payload(static_cast<int>(i)), nullptr).code(),
+    EXPECT_EQ((*tier)->put(disk_key(i), disk_payload(static_cast<int>(i)), nullptr).code(),
               StatusCode::kIoError);
   }
   TierStats s = (*tier)->stats();
@@ -222,7 +224,7 @@ TEST_F(DiskTierTest, FailedWritesAreCountedAndTheTierRecovers) {
   EXPECT_EQ(s.blocks, 1);
   EXPECT_EQ(s.used_bytes, kFile);  // the failed writes' reservations were returned
   fs.broken = false;
-  ASSERT_TRUE((*tier)->put(key(5), payload(5), nullptr).ok());
+  ASSERT_TRUE((*tier)->put(disk_key(5), disk_payload(5), nullptr).ok());
   s = (*tier)->stats();
   EXPECT_EQ(s.write_errors, 3);
   EXPECT_EQ(s.blocks, 2);

@@ -16,13 +16,13 @@
 namespace keel::kv {
 namespace {
 
-constexpr size_t kPayload = 128;
+constexpr size_t kTiersPayload = 128;
 
-std::vector<std::byte> payload(int seed) {
-  return std::vector<std::byte>(kPayload, static_cast<std::byte>(seed));
+std::vector<std::byte> tiers_payload(int seed) {
+  return std::vector<std::byte>(kTiersPayload, static_cast<std::byte>(seed));
 }
 
-BlockHash key(uint64_t i) { return {i, i + 100}; }
+BlockHash tiers_key(uint64_t i) { return {i, i + 100}; }
 
 std::unique_ptr<TierStore> disk(FileSystem* fs, const std::string& dir,
                                 int64_t capacity_bytes = 1 << 20) {
@@ -30,7 +30,7 @@ std::unique_ptr<TierStore> disk(FileSystem* fs, const std::string& dir,
   c.dir = dir;
   c.capacity_bytes = capacity_bytes;
   c.identity = {1, 1};
-  c.payload_bytes = kPayload;
+  c.payload_bytes = kTiersPayload;
   auto t = DiskTier::open(fs, c);
   EXPECT_TRUE(t.ok());
   return t.ok() ? std::unique_ptr<TierStore>(std::move(*t)) : nullptr;
@@ -38,38 +38,38 @@ std::unique_ptr<TierStore> disk(FileSystem* fs, const std::string& dir,
 
 TEST(KvTiersTest, WriteThroughEvictionDownAndFetchOrder) {
   PosixFileSystem fs;
-  KvTiers tiers(std::make_unique<HostTier>(2 * kPayload, kPayload),
+  KvTiers tiers(std::make_unique<HostTier>(2 * kTiersPayload, kTiersPayload),
                 disk(&fs, testing::make_temp_dir("kv_tiers")));
-  for (uint64_t i = 1; i <= 3; ++i) tiers.demote(key(i), payload(static_cast<int>(i)));
+  for (uint64_t i = 1; i <= 3; ++i) tiers.demote(tiers_key(i), tiers_payload(static_cast<int>(i)));
   // T1 holds the 2 most recent; T2 holds all 3 (write-through).
   EXPECT_EQ(tiers.host()->stats().blocks, 2);
   EXPECT_EQ(tiers.disk()->stats().blocks, 3);
-  EXPECT_EQ(tiers.where(key(1)), TierKind::kDisk);
-  EXPECT_EQ(tiers.where(key(3)), TierKind::kHost);
-  EXPECT_EQ(tiers.where(key(9)), TierKind::kNone);
-  std::vector<std::byte> out(kPayload);
-  ASSERT_TRUE(tiers.fetch(key(3), out));
-  EXPECT_EQ(out, payload(3));
+  EXPECT_EQ(tiers.where(tiers_key(1)), TierKind::kDisk);
+  EXPECT_EQ(tiers.where(tiers_key(3)), TierKind::kHost);
+  EXPECT_EQ(tiers.where(tiers_key(9)), TierKind::kNone);
+  std::vector<std::byte> out(kTiersPayload);
+  ASSERT_TRUE(tiers.fetch(tiers_key(3), out));
+  EXPECT_EQ(out, tiers_payload(3));
   EXPECT_EQ(tiers.host()->stats().hits, 1);
   EXPECT_EQ(tiers.disk()->stats().hits, 0);
-  ASSERT_TRUE(tiers.fetch(key(1), out));  // only on disk
-  EXPECT_EQ(out, payload(1));
+  ASSERT_TRUE(tiers.fetch(tiers_key(1), out));  // only on disk
+  EXPECT_EQ(out, tiers_payload(1));
   EXPECT_EQ(tiers.disk()->stats().hits, 1);
-  EXPECT_FALSE(tiers.fetch(key(9), out));
+  EXPECT_FALSE(tiers.fetch(tiers_key(9), out));
 }
 
 TEST(KvTiersTest, HostOnlyAndNone) {
-  KvTiers host(std::make_unique<HostTier>(kPayload, kPayload), nullptr);
-  host.demote(key(1), payload(1));
-  host.demote(key(2), payload(2));  // evicts 1: no T2 to take it
-  EXPECT_EQ(host.where(key(1)), TierKind::kNone);
-  EXPECT_TRUE(host.contains(key(2)));
+  KvTiers host(std::make_unique<HostTier>(kTiersPayload, kTiersPayload), nullptr);
+  host.demote(tiers_key(1), tiers_payload(1));
+  host.demote(tiers_key(2), tiers_payload(2));  // evicts 1: no T2 to take it
+  EXPECT_EQ(host.where(tiers_key(1)), TierKind::kNone);
+  EXPECT_TRUE(host.contains(tiers_key(2)));
   KvTiers none(nullptr, nullptr);
   EXPECT_TRUE(none.empty());
-  none.demote(key(1), payload(1));
-  EXPECT_FALSE(none.contains(key(1)));
-  std::vector<std::byte> out(kPayload);
-  EXPECT_FALSE(none.fetch(key(1), out));
+  none.demote(tiers_key(1), tiers_payload(1));
+  EXPECT_FALSE(none.contains(tiers_key(1)));
+  std::vector<std::byte> out(kTiersPayload);
+  EXPECT_FALSE(none.fetch(tiers_key(1), out));
   EXPECT_TRUE(none.measure().ok());
 }
 
@@ -79,21 +79,22 @@ TEST(KvTiersTest, HostOnlyAndNone) {
 TEST(KvTiersTest, LogsTierGainsAndDropsWithTheirMedium) {
   PosixFileSystem fs;
   // T1 holds 2 blocks; T2 holds 3 block files.
-  KvTiers tiers(std::make_unique<HostTier>(2 * kPayload, kPayload),
+  KvTiers tiers(std::make_unique<HostTier>(2 * kTiersPayload, kTiersPayload),
                 disk(&fs, testing::make_temp_dir("kv_tiers_events"),
-                     3 * static_cast<int64_t>(kPayload + kBlockFileHeaderBytes)));
-  tiers.demote(key(1), payload(1));
+                     3 * static_cast<int64_t>(kTiersPayload + kBlockFileHeaderBytes)));
+  tiers.demote(tiers_key(1), tiers_payload(1));
   EXPECT_TRUE(tiers.take_events().empty()) << "not recording yet";
   tiers.set_record_events(true);
-  tiers.demote(key(1), payload(1));  // a refresh in both tiers
+  tiers.demote(tiers_key(1), tiers_payload(1));  // a refresh in both tiers
   EXPECT_TRUE(tiers.take_events().empty());
-  tiers.demote(key(2), payload(2));
-  tiers.demote(key(3), payload(3));  // T1 evicts key 1 (already on disk)
-  tiers.demote(key(4), payload(4));  // T1 evicts key 2; T2 evicts key 1 (unreported) for key 4
+  tiers.demote(tiers_key(2), tiers_payload(2));
+  tiers.demote(tiers_key(3), tiers_payload(3));  // T1 evicts key 1 (already on disk)
+  tiers.demote(tiers_key(4),
+               tiers_payload(4));  // T1 evicts key 2; T2 evicts key 1 (unreported) for key 4
   using K = CacheEventKind;
   using M = CacheMedium;
   auto ev = [](K kind, uint64_t k, M medium) {
-    return CacheEvent{kind, key(k), kRootHash, {}, medium};
+    return CacheEvent{kind, tiers_key(k), kRootHash, {}, medium};
   };
   const std::vector<CacheEvent> want = {
       ev(K::kStored, 2, M::kHost),  ev(K::kStored, 2, M::kDisk), ev(K::kStored, 3, M::kHost),
@@ -102,7 +103,7 @@ TEST(KvTiersTest, LogsTierGainsAndDropsWithTheirMedium) {
   };
   EXPECT_EQ(tiers.take_events(), want);
   EXPECT_TRUE(tiers.take_events().empty());
-  EXPECT_EQ(tiers.where(key(1)), TierKind::kNone);
+  EXPECT_EQ(tiers.where(tiers_key(1)), TierKind::kNone);
 }
 
 }  // namespace

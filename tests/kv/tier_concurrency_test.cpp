@@ -22,13 +22,13 @@
 namespace keel::kv {
 namespace {
 
-constexpr size_t kPayload = 256;
+constexpr size_t kConcurrentPayload = 256;
 constexpr uint64_t kKeys = 24;
 
-BlockHash key(uint64_t i) { return {i + 1, 0x5eed}; }
+BlockHash concurrent_key(uint64_t i) { return {i + 1, 0x5eed}; }
 
 std::vector<std::byte> payload_of(uint64_t i) {
-  std::vector<std::byte> p(kPayload);
+  std::vector<std::byte> p(kConcurrentPayload);
   for (size_t b = 0; b < p.size(); ++b) p[b] = static_cast<std::byte>(i * 131 + b);
   return p;
 }
@@ -40,7 +40,7 @@ int64_t hammer(TierStore* store, int threads, int ops) {
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       std::mt19937_64 rng(static_cast<uint64_t>(t) * 7919 + 1);
-      std::vector<std::byte> out(kPayload);
+      std::vector<std::byte> out(kConcurrentPayload);
       std::vector<EvictedBlock> evicted;
       for (int i = 0; i < ops; ++i) {
         const uint64_t k = rng() % kKeys;
@@ -48,21 +48,21 @@ int64_t hammer(TierStore* store, int threads, int ops) {
           case 0:
           case 1:
             evicted.clear();
-            (void)store->put(key(k), payload_of(k), &evicted);
+            (void)store->put(concurrent_key(k), payload_of(k), &evicted);
             for (const EvictedBlock& e : evicted) {
               EXPECT_EQ(e.payload, payload_of(e.key.lo - 1));
             }
             break;
           case 2:
           case 3:
-            if (store->get(key(k), out).ok()) {
+            if (store->get(concurrent_key(k), out).ok()) {
               EXPECT_EQ(out, payload_of(k)) << "key " << k;
               hits.fetch_add(1);
             }
             break;
           case 4:
-            if (rng() % 4 == 0) store->erase(key(k));
-            (void)store->contains(key(k));
+            if (rng() % 4 == 0) store->erase(concurrent_key(k));
+            (void)store->contains(concurrent_key(k));
             break;
           default: {
             const TierStats s = store->stats();
@@ -78,10 +78,11 @@ int64_t hammer(TierStore* store, int threads, int ops) {
 }
 
 TEST(TierConcurrencyTest, HostTierUnderFourThreads) {
-  HostTier tier(8 * kPayload, kPayload);  // a third of the keys fit: constant eviction
+  HostTier tier(8 * kConcurrentPayload,
+                kConcurrentPayload);  // a third of the keys fit: constant eviction
   EXPECT_GT(hammer(&tier, 4, 4000), 0);
   const TierStats s = tier.stats();
-  EXPECT_EQ(s.used_bytes, s.blocks * static_cast<int64_t>(kPayload));
+  EXPECT_EQ(s.used_bytes, s.blocks * static_cast<int64_t>(kConcurrentPayload));
   EXPECT_LE(s.used_bytes, s.capacity_bytes);
 }
 
@@ -90,8 +91,8 @@ TEST(TierConcurrencyTest, DiskTierUnderFourThreads) {
   DiskTierConfig c;
   c.dir = testing::make_temp_dir("tier_concurrency");
   c.identity = {1, 2};
-  c.payload_bytes = kPayload;
-  const int64_t file_bytes = static_cast<int64_t>(kBlockFileHeaderBytes + kPayload);
+  c.payload_bytes = kConcurrentPayload;
+  const int64_t file_bytes = static_cast<int64_t>(kBlockFileHeaderBytes + kConcurrentPayload);
   c.capacity_bytes = 8 * file_bytes;
   auto tier = DiskTier::open(&fs, c);
   ASSERT_TRUE(tier.ok()) << tier.error().to_string();
@@ -113,26 +114,27 @@ TEST(TierConcurrencyTest, KvTiersDemoteAndFetchFromThreeThreads) {
   DiskTierConfig c;
   c.dir = testing::make_temp_dir("tier_concurrency_both");
   c.identity = {3, 4};
-  c.payload_bytes = kPayload;
-  c.capacity_bytes = 12 * static_cast<int64_t>(kBlockFileHeaderBytes + kPayload);
+  c.payload_bytes = kConcurrentPayload;
+  c.capacity_bytes = 12 * static_cast<int64_t>(kBlockFileHeaderBytes + kConcurrentPayload);
   auto disk = DiskTier::open(&fs, c);
   ASSERT_TRUE(disk.ok());
-  KvTiers tiers(std::make_unique<HostTier>(4 * kPayload, kPayload), std::move(disk).value());
+  KvTiers tiers(std::make_unique<HostTier>(4 * kConcurrentPayload, kConcurrentPayload),
+                std::move(disk).value());
   std::atomic<int64_t> fetched{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 3; ++t) {
     threads.emplace_back([&, t] {
       std::mt19937_64 rng(static_cast<uint64_t>(t) + 99);
-      std::vector<std::byte> out(kPayload);
+      std::vector<std::byte> out(kConcurrentPayload);
       for (int i = 0; i < 400; ++i) {
         const uint64_t k = rng() % kKeys;
         if (rng() % 2 == 0) {
-          tiers.demote(key(k), payload_of(k));
-        } else if (tiers.fetch(key(k), out)) {
+          tiers.demote(concurrent_key(k), payload_of(k));
+        } else if (tiers.fetch(concurrent_key(k), out)) {
           EXPECT_EQ(out, payload_of(k)) << "key " << k;
           fetched.fetch_add(1);
         }
-        (void)tiers.where(key(k));
+        (void)tiers.where(concurrent_key(k));
       }
     });
   }

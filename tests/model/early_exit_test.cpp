@@ -19,7 +19,7 @@
 namespace keel::model::testing {
 namespace {
 
-constexpr int32_t kBlock = 4;
+constexpr int32_t kExitBlock = 4;
 
 struct TinyFixture {
   TinyModel tiny;
@@ -36,7 +36,7 @@ struct TinyFixture {
     if (m.ok()) model = std::move(m).value();
   }
   KvStorage storage(bool poison) const {
-    auto kv = KvStorage::create(KvLayout::for_model(model->hparams(), kBlock, DType::kF32), 16);
+    auto kv = KvStorage::create(KvLayout::for_model(model->hparams(), kExitBlock, DType::kF32), 16);
     EXPECT_TRUE(kv.ok());
     if (poison) {
       const float nan = std::nanf("");
@@ -111,8 +111,8 @@ TEST(EarlyExitTest, ExitedTokensLeaveNoKvRowUnwritten) {
   std::vector<float> row(static_cast<size_t>(kv.layout().kv_dim));
   for (int32_t pos = 0; pos < 9; ++pos) {
     for (int64_t l = 0; l < n_layer; ++l) {
-      for (const std::byte* r :
-           {kv.k_row(pos / kBlock, l, pos % kBlock), kv.v_row(pos / kBlock, l, pos % kBlock)}) {
+      for (const std::byte* r : {kv.k_row(pos / kExitBlock, l, pos % kExitBlock),
+                                 kv.v_row(pos / kExitBlock, l, pos % kExitBlock)}) {
         kv.read_row(r, row.data());
         for (float x : row) ASSERT_TRUE(std::isfinite(x)) << "position " << pos << " layer " << l;
       }

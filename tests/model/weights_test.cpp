@@ -13,7 +13,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Status load_error(const TinyModel& m) {
+Status weights_load_error(const TinyModel& m) {
   auto r = Model::open(m.path);
   if (r.ok()) return Status::internal("unexpectedly loaded " + m.path);
   return r.error();
@@ -23,7 +23,7 @@ TEST(WeightsTest, MissingTensorIsNamed) {
   TinySpec s;
   s.skip_tensors = {"blk.1.ffn_up.weight"};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
   EXPECT_EQ(st.message(), m.path + ": tensor 'blk.1.ffn_up.weight' is missing");
 }
@@ -32,7 +32,7 @@ TEST(WeightsTest, MissingEmbeddingIsNamed) {
   TinySpec s;
   s.skip_tensors = {"token_embd.weight"};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
   EXPECT_EQ(st.message(), m.path + ": tensor 'token_embd.weight' is missing");
 }
@@ -42,13 +42,13 @@ TEST(WeightsTest, ArchitectureSpecificTensorsAreRequired) {
   s.arch = "qwen2";
   s.skip_tensors = {"blk.0.attn_k.bias"};
   TinyModel m = write_tiny_model(s);
-  Status st = load_error(m);
+  Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
   EXPECT_EQ(st.message(), m.path + ": tensor 'blk.0.attn_k.bias' is missing");
   s.arch = "qwen3";
   s.skip_tensors = {"blk.1.attn_q_norm.weight"};
   m = write_tiny_model(s);
-  st = load_error(m);
+  st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kNotFound);
   EXPECT_EQ(st.message(), m.path + ": tensor 'blk.1.attn_q_norm.weight' is missing");
 }
@@ -57,7 +57,7 @@ TEST(WeightsTest, WrongShapeIsNamed) {
   TinySpec s;
   s.shape_override = {{"blk.0.attn_k.weight", {32, 12}}};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(st.message(), m.path +
                               ": tensor 'blk.0.attn_k.weight' has shape [32, 12], expected [32, "
@@ -68,14 +68,14 @@ TEST(WeightsTest, WrongNormAndBiasShapesAreNamed) {
   TinySpec s;
   s.shape_override = {{"blk.1.ffn_norm.weight", {31}}};
   TinyModel m = write_tiny_model(s);
-  Status st = load_error(m);
+  Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("'blk.1.ffn_norm.weight' has shape [31], expected [32]"));
   s = TinySpec();
   s.arch = "qwen2";
   s.shape_override = {{"blk.0.attn_q.bias", {16}}};
   m = write_tiny_model(s);
-  st = load_error(m);
+  st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("'blk.0.attn_q.bias' has shape [16], expected [32]"));
 }
@@ -84,7 +84,7 @@ TEST(WeightsTest, WrongEmbeddingWidthIsNamed) {
   TinySpec s;
   s.shape_override = {{"token_embd.weight", {16, 40}}};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(st.message(), m.path +
                               ": tensor 'token_embd.weight' has shape [16, 40], expected [32, "
@@ -95,7 +95,7 @@ TEST(WeightsTest, DeclaredVocabularySizeMustMatchEmbedding) {
   TinySpec s;
   s.extra_keys = {{"llama.vocab_size", uint32_t{41}}};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_EQ(st.message(),
             m.path + ": llama.vocab_size (41) differs from the 40 rows of token_embd.weight");
@@ -107,7 +107,7 @@ TEST(WeightsTest, OutputVocabularyMustMatchEmbedding) {
   TinySpec s;
   s.shape_override = {{"output.weight", {32, 41}}};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("'output.weight' has shape [32, 41], expected [32, 40]"));
 }
@@ -118,7 +118,7 @@ TEST(WeightsTest, UnsupportedMatrixTypeIsNamed) {
   s.n_layer = 1;
   s.dtype_override = {{"blk.0.attn_q.weight", DType::kIQ2_XS}};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
   EXPECT_EQ(st.message(),
             m.path + ": blk.0.attn_q.weight has type IQ2_XS, which keel does not support");
@@ -128,7 +128,7 @@ TEST(WeightsTest, QuantizedNormIsUnsupported) {
   TinySpec s;
   s.dtype_override = {{"blk.0.attn_norm.weight", DType::kQ8_0}};
   const TinyModel m = write_tiny_model(s);
-  const Status st = load_error(m);
+  const Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
   EXPECT_THAT(st.message(), HasSubstr("blk.0.attn_norm.weight has type Q8_0"));
 }
@@ -169,12 +169,12 @@ TEST(WeightsTest, RopeFreqsAreValidated) {
   TinySpec s;
   s.rope_freqs = {1.0f, 2.0f, 4.0f};  // n_rot / 2 = 4 expected
   TinyModel m = write_tiny_model(s);
-  Status st = load_error(m);
+  Status st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("'rope_freqs.weight' has shape [3], expected [4]"));
   s.rope_freqs = {1.0f, 2.0f, 0.0f, 8.0f};
   m = write_tiny_model(s);
-  st = load_error(m);
+  st = weights_load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("rope_freqs.weight[2] = 0.000000 is not a positive"));
   s.rope_freqs = {1.0f, 2.0f, 4.0f, 8.0f};

@@ -25,13 +25,13 @@ namespace keel::predictor {
 namespace {
 
 // The best kernel table of this CPU, the one keel train-predictor uses.
-kernels::Isa best_isa() { return kernels::best_isa(detect_cpu_features()); }
+kernels::Isa length_best_isa() { return kernels::best_isa(detect_cpu_features()); }
 
 class LengthPredictorTest : public ::testing::Test {
  protected:
   void SetUp() override {
     KEEL_REQUIRE_SHARED();
-    auto p = LengthPredictor::load(KEEL_PREDICTOR_FILE, stories_path(), best_isa());
+    auto p = LengthPredictor::load(KEEL_PREDICTOR_FILE, stories_path(), length_best_isa());
     ASSERT_TRUE(p.ok()) << p.error().to_string();
     predictor_ = std::move(*p);
   }
@@ -105,11 +105,12 @@ TEST_F(LengthPredictorTest, BadPromptsAndSideModelsAreRejected) {
   other.head = LengthHead::zeros(other.head.buckets, FeatureExtractor::dim_for(32), 0);
   auto m = model::Model::open(stories_path());
   ASSERT_TRUE(m.ok());
-  EXPECT_EQ(LengthPredictor::create(other, **m, best_isa()).error().code(),
+  EXPECT_EQ(LengthPredictor::create(other, **m, length_best_isa()).error().code(),
             StatusCode::kInvalidArgument);
-  EXPECT_EQ(
-      LengthPredictor::load(KEEL_PREDICTOR_FILE, KEEL_PREDICTOR_FILE, best_isa()).error().code(),
-      StatusCode::kUnsupported);  // the predictor file is no model (the model loader's error)
+  EXPECT_EQ(LengthPredictor::load(KEEL_PREDICTOR_FILE, KEEL_PREDICTOR_FILE, length_best_isa())
+                .error()
+                .code(),
+            StatusCode::kUnsupported);  // the predictor file is no model (the model loader's error)
 }
 
 // The held-out slice (tests/predictor/data): the first 60 held-out samples of the committed
@@ -143,7 +144,7 @@ TEST_F(LengthPredictorTest, BeatsTheMajorityBucketOnAHeldOutSlice) {
   auto m = model::Model::open(stories_path());
   ASSERT_TRUE(m.ok());
   ThreadPool pool(1);
-  kernels::Ops ops(best_isa(), &pool);
+  kernels::Ops ops(length_best_isa(), &pool);
   auto builder = DatasetBuilder::create(f.dataset, **m, **m, {1, 2}, ops);
   ASSERT_TRUE(builder.ok()) << builder.error().to_string();
   for (size_t k : {order[0], order[1]}) {

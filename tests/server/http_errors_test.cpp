@@ -14,7 +14,9 @@ namespace {
 using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
-Json chat() { return Json{{"messages", Json::array({Json{{"role", "user"}, {"content", "Hi"}}})}}; }
+Json chat_body() {
+  return Json{{"messages", Json::array({Json{{"role", "user"}, {"content", "Hi"}}})}};
+}
 
 void expect_error(const HttpResult& r, int status, const std::string& type,
                   std::optional<std::string> param = std::nullopt,
@@ -56,11 +58,11 @@ TEST_F(ErrorsHttpTest, MalformedJsonAndWrongTypes) {
   expect_error(r, 400, "invalid_request_error");
   EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("Malformed JSON"),
             std::string::npos);
-  Json body = chat();
+  Json body = chat_body();
   body["temperature"] = 2.5;
   expect_error(post_json(h_.port(), "/v1/chat/completions", body), 400, "invalid_request_error",
                "temperature");
-  body = chat();
+  body = chat_body();
   body["stream_options"] = {{"include_usage", true}};
   expect_error(post_json(h_.port(), "/v1/chat/completions", body), 400, "invalid_request_error",
                "stream_options");
@@ -79,7 +81,7 @@ TEST_F(ErrorsHttpTest, ContextLengthExceeded) {
   EXPECT_NE(r.json()["error"]["message"].get<std::string>().find(
                 "This model's maximum context length is 256 tokens. However, you requested"),
             std::string::npos);
-  Json long_chat = chat();
+  Json long_chat = chat_body();
   long_chat["messages"][0]["content"] = std::string(400, 'x');  // > 256 byte tokens
   expect_error(post_json(h_.port(), "/v1/chat/completions", long_chat), 400,
                "invalid_request_error", "messages", "context_length_exceeded");
@@ -123,7 +125,7 @@ TEST(ErrorsConfigTest, JsonWithTooManyValuesIsRefusedBeforeItIsParsed) {
 }
 
 TEST_F(ErrorsHttpTest, UnknownModelPathAndMethod) {
-  Json body = chat();
+  Json body = chat_body();
   body["model"] = "gpt-4o";
   HttpResult r = post_json(h_.port(), "/v1/chat/completions", body);
   expect_error(r, 404, "invalid_request_error", "model", "model_not_found");
@@ -138,18 +140,18 @@ TEST_F(ErrorsHttpTest, UnknownModelPathAndMethod) {
 
 TEST_F(ErrorsHttpTest, QueueFullIs429WithRetryAfter) {
   h_.engine().set_queue_full(true);
-  HttpResult r = post_json(h_.port(), "/v1/chat/completions", chat());
+  HttpResult r = post_json(h_.port(), "/v1/chat/completions", chat_body());
   expect_error(r, 429, "rate_limit_error");
   EXPECT_EQ(r.header("retry-after"), "1");
   h_.engine().set_queue_full(false);
-  HttpResult ok = post_json(h_.port(), "/v1/chat/completions", chat());
+  HttpResult ok = post_json(h_.port(), "/v1/chat/completions", chat_body());
   EXPECT_EQ(ok.status, 200);
 }
 
 TEST_F(ErrorsHttpTest, LoadingAndDrainingAre503) {
   h_.ready().store(false);
   expect_error(http_request(h_.port(), "GET", "/health"), 503, "service_unavailable_error");
-  expect_error(post_json(h_.port(), "/v1/chat/completions", chat()), 503,
+  expect_error(post_json(h_.port(), "/v1/chat/completions", chat_body()), 503,
                "service_unavailable_error");
   h_.ready().store(true);
   EXPECT_EQ(http_request(h_.port(), "GET", "/health").status, 200);
@@ -212,7 +214,7 @@ TEST(ErrorsConfigTest, CorsAllowsOnlyTheConfiguredOrigins) {
 
 TEST_F(ErrorsHttpTest, MoreChoicesThanTheQueueHoldsIs400) {
   h_.engine().set_max_waiting(2);
-  Json body = chat();
+  Json body = chat_body();
   body["n"] = 3;
   HttpResult r = post_json(h_.port(), "/v1/chat/completions", body);
   expect_error(r, 400, "invalid_request_error", "n", "too_many_choices");
@@ -259,16 +261,18 @@ TEST(ErrorsConfigTest, ApiKeyGuardsV1AndTokenizeOnly) {
     s.tokens = {kHello};
     return s;
   });
-  expect_error(post_json(h.port(), "/v1/chat/completions", chat()), 401, "invalid_request_error",
-               std::nullopt, "invalid_api_key");
-  expect_error(post_json(h.port(), "/v1/chat/completions", chat(), {"Authorization: Bearer nope"}),
-               401, "invalid_request_error");
+  expect_error(post_json(h.port(), "/v1/chat/completions", chat_body()), 401,
+               "invalid_request_error", std::nullopt, "invalid_api_key");
+  expect_error(
+      post_json(h.port(), "/v1/chat/completions", chat_body(), {"Authorization: Bearer nope"}), 401,
+      "invalid_request_error");
   expect_error(http_request(h.port(), "GET", "/v1/models", "", {"Authorization: sekret"}), 401,
                "invalid_request_error");
   expect_error(post_json(h.port(), "/tokenize", Json{{"prompt", "x"}}), 401,
                "invalid_request_error");
   EXPECT_EQ(
-      post_json(h.port(), "/v1/chat/completions", chat(), {"Authorization: Bearer sekret"}).status,
+      post_json(h.port(), "/v1/chat/completions", chat_body(), {"Authorization: Bearer sekret"})
+          .status,
       200);
   EXPECT_EQ(
       http_request(h.port(), "GET", "/v1/models", "", {"authorization: bearer sekret"}).status,
@@ -321,7 +325,7 @@ TEST(ErrorsConfigTest, RequestTimeoutAbortsAndAnswers408) {
     s.stall = FakeScript::Stall::kQueued;
     return s;
   });
-  HttpResult r = post_json(h.port(), "/v1/chat/completions", chat());
+  HttpResult r = post_json(h.port(), "/v1/chat/completions", chat_body());
   expect_error(r, 408, "timeout_error");
   ASSERT_EQ(h.engine().keys().size(), 1u);
   EXPECT_TRUE(h.engine().wait_for_aborted(h.engine().keys()[0], 5s));

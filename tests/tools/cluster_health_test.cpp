@@ -217,6 +217,7 @@ TEST_F(ClusterHealth, HungAndKilledTesAreReplacedWithNoClientError) {
   const std::string first = await_replacement(c.port(), hung, known);
   ASSERT_FALSE(first.empty()) << status(c.port()).dump();
   known.insert(first);
+  poll([&] { return !c.events("te_replaced").empty(); }, std::chrono::milliseconds(10000));
   const std::vector<json> hung_events = c.events("te_hung");
   const std::vector<json> replaced = c.events("te_replaced");
   ASSERT_EQ(hung_events.size(), 1u);
@@ -236,6 +237,8 @@ TEST_F(ClusterHealth, HungAndKilledTesAreReplacedWithNoClientError) {
   ASSERT_FALSE(second.empty()) << status(c.port()).dump();
   const std::vector<json> dead_events = c.events("te_dead");
   ASSERT_EQ(dead_events.size(), 1u);
+  // The JEs may list the new TE a few ms before the manager logs te_replaced.
+  poll([&] { return c.events("te_replaced").size() >= 2; }, std::chrono::milliseconds(10000));
   ASSERT_EQ(c.events("te_replaced").size(), 2u);
   const double kill_detect_s =
       static_cast<double>(dead_events[0]["t_ns"].get<int64_t>() - kill_ns) * 1e-9;
