@@ -23,7 +23,7 @@ Result<int64_t> get_exit_int(const gguf::GgufFile& f, const std::string& key, in
   return gguf::read_int_key(f, kExitKind, key, lo, hi);
 }
 std::string exit_blk(size_t l, const char* name) {
-  return "exit_blk." + std::to_string(l) + "." + name;
+  return "blk." + std::to_string(l) + "." + name;
 }
 
 Status read_layers(const gguf::GgufFile& f, ExitPredictors* p) {
