@@ -49,9 +49,12 @@ struct TestResult {
   double bound_ts = 0;  // 0 = unknown
   std::string bound_by;
   // A "+exit" row (--exit-predictors): the plain row's mean t/s, the extra decode time over the
-  // plain runs' (Σ with / Σ plain − 1), and of it the candidates' share (Σ head / Σ plain).
+  // plain runs' (Σ with / Σ plain − 1), and of it the candidates' share (Σ head / Σ plain); the
+  // predictors alone, on candidates given (as a speculative step has them): their mean t/s and
+  // extra time.
   bool with_exit = false;
   double plain_ts = 0, overhead = 0, candidates_share = 0;
+  double predictors_ts = 0, predictors_overhead = 0;
 };
 
 // What the model costs per token, from its tensors.
@@ -132,10 +135,12 @@ void fill_depth(model::KvStorage& kv, int32_t depth, std::mt19937& rng) {
 // Seconds of one run of a test: pp = one batch of n_prompt tokens; tg = n_gen single-token steps
 // at positions depth, depth + 1, ... (positions [0, depth) hold fill_depth's K/V; the steps
 // overwrite only later positions, so every run sees the same context).
-// With `exit` (tg only) every step runs ExitBench::step; *head_seconds gets its candidates' time.
+// With `exit` (tg only) every step runs ExitBench::step (`head`: the draft head's candidates, or
+// candidates given); *head_seconds gets the candidates' time.
 Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
                         int32_t n_prompt, int32_t n_gen, int32_t depth, std::mt19937& rng,
-                        ExitBench* exit = nullptr, double* head_seconds = nullptr) {
+                        ExitBench* exit = nullptr, double* head_seconds = nullptr,
+                        bool head = true) {
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
   model::Batch batch = one_sequence(kv);
   std::vector<float> logits;
@@ -150,7 +155,7 @@ Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Op
       batch.clear_tokens();
       batch.add(token(rng), depth + i, 0, true);
       if (exit != nullptr) {
-        KEEL_TRY(exit->step(ctx, batch, kv, ops, &logits, head_seconds));
+        KEEL_TRY(exit->step(ctx, batch, kv, ops, &logits, head, head_seconds));
       } else {
         KEEL_TRY(ctx.forward(batch, kv, ops, &logits));
       }
@@ -189,8 +194,9 @@ Result<TestResult> run_test(const model::Model& m, model::KvStorage& kv, kernels
   return r;
 }
 
-// A tg test plain and with the exit machinery, interleaved rep by rep (each pair decodes the same
-// tokens): {plain row, "+exit" row}.
+// A tg test plain, with the predictors on candidates given, and with the whole exit machinery
+// (the draft head's candidates too), interleaved rep by rep (each triple decodes the same tokens):
+// {plain row, "+exit" row}.
 Result<std::pair<TestResult, TestResult>> run_exit_test(const model::Model& m, model::KvStorage& kv,
                                                         kernels::Ops& ops, int32_t n_gen,
                                                         int32_t depth, int32_t reps,
@@ -200,30 +206,37 @@ Result<std::pair<TestResult, TestResult>> run_exit_test(const model::Model& m, m
   plain.n_depth = depth;
   plain.kv_type = kv.layout().dtype;
   plain.name = "tg" + std::to_string(n_gen) + (depth > 0 ? "@d" + std::to_string(depth) : "");
-  TestResult with = plain;
+  TestResult with = plain, given = plain;
   with.name += "+exit";
   with.with_exit = true;
   std::mt19937 rng(1234);
   if (depth > 0) fill_depth(kv, depth, rng);
-  double head = 0, sum_plain = 0, sum_with = 0;
-  for (int32_t i = -1; i < reps; ++i) {  // i = -1: warm-up of both
+  double head = 0, sum_plain = 0, sum_with = 0, sum_given = 0;
+  for (int32_t i = -1; i < reps; ++i) {  // i = -1: warm-up of all three
     const auto seed = static_cast<uint32_t>(5678 + i);
-    std::mt19937 a(seed), b(seed);
+    std::mt19937 a(seed), b(seed), c(seed);
     KEEL_ASSIGN_OR_RETURN(double sp, run_once(m, kv, ops, 0, n_gen, depth, a));
-    double h = 0;
+    double h = 0, unused = 0;
+    KEEL_ASSIGN_OR_RETURN(double sg, run_once(m, kv, ops, 0, n_gen, depth, c, &exit, &unused,
+                                              /*head=*/false));
     KEEL_ASSIGN_OR_RETURN(double sw, run_once(m, kv, ops, 0, n_gen, depth, b, &exit, &h));
     if (i < 0) continue;
     plain.samples_ts.push_back(n_gen / sp);
+    given.samples_ts.push_back(n_gen / sg);
     with.samples_ts.push_back(n_gen / sw);
     sum_plain += sp;
+    sum_given += sg;
     sum_with += sw;
     head += h;
   }
   summarize(&plain);
+  summarize(&given);
   summarize(&with);
   with.plain_ts = plain.avg_ts;
   with.overhead = sum_with / sum_plain - 1.0;
   with.candidates_share = head / sum_plain;
+  with.predictors_ts = given.avg_ts;
+  with.predictors_overhead = sum_given / sum_plain - 1.0;
   return std::make_pair(std::move(plain), std::move(with));
 }
 
@@ -291,6 +304,8 @@ json to_json(const TestResult& t, const LoadedModel& lm, const ModelCost& c, int
     j["plain_avg_ts"] = t.plain_ts;
     j["overhead"] = t.overhead;
     j["candidates_share"] = t.candidates_share;
+    j["predictors_avg_ts"] = t.predictors_ts;
+    j["predictors_overhead"] = t.predictors_overhead;
   }
   if (t.bound_ts > 0) {
     j["bound_ts"] = t.bound_ts;
@@ -323,14 +338,21 @@ void print_exit_overheads(const std::vector<TestResult>& tests, const ExitBench&
   std::printf(
       "\nSpecEE machinery at every predictor layer, threshold %.0f (no token exits): %s\n\n",
       static_cast<double>(exit.threshold()), exit.source().c_str());
-  std::printf("| kv | test | plain t/s | with predictors t/s | overhead | of which candidates |\n");
-  std::printf("|---|---|---:|---:|---:|---:|\n");
+  std::printf(
+      "| kv | test | plain t/s | predictors t/s | predictors overhead | with candidates t/s | "
+      "overhead | of which candidates |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|\n");
   for (const TestResult& t : tests) {
     if (!t.with_exit) continue;
-    std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.1f%% |\n",
+    std::printf("| %s | %s | %.2f | %.2f | %.1f%% | %.2f | %.1f%% | %.1f%% |\n",
                 std::string(model::kv_type_name(t.kv_type)).c_str(), t.name.c_str(), t.plain_ts,
-                t.avg_ts, 100 * t.overhead, 100 * t.candidates_share);
+                t.predictors_ts, 100 * t.predictors_overhead, t.avg_ts, 100 * t.overhead,
+                100 * t.candidates_share);
   }
+  std::printf(
+      "\npredictors: the per-layer features and MLPs on candidates given (as a speculative step "
+      "has them from its drafter); with candidates: the draft head's top-4 computed per token "
+      "too (early exit without speculation)\n");
 }
 
 // The features a table may use: a forced lower table must not be measured with wider instructions.

@@ -1,9 +1,12 @@
 // ExitBench (see bench_exit.h).
 #include "bench_exit.h"
 
+#include <algorithm>
 #include <chrono>
+#include <span>
 
 #include "core/check.h"
+#include "core/index_cast.h"
 
 #include "draft/draft_head_file.h"
 #include "draft/draft_trainer.h"
@@ -55,12 +58,20 @@ Result<std::unique_ptr<ExitBench>> ExitBench::create(const model::Model& m, cons
 void ExitBench::reset() { feature_.assign(static_cast<size_t>(model_.hparams().n_embd), 0.0f); }
 
 Status ExitBench::step(model::Context& ctx, const model::Batch& batch, model::KvStorage& kv,
-                       kernels::Ops& ops, std::vector<float>* logits, double* head_seconds) {
+                       kernels::Ops& ops, std::vector<float>* logits, bool head,
+                       double* head_seconds) {
   KEEL_CHECK(batch.size() == 1);
   const auto t0 = std::chrono::steady_clock::now();
   draft::ExitPass pass(predictors_, model_, 1);
-  pass.add_row(0, *head_, feature_, batch.tokens[0], kThreshold, {}, ops, &scratch_);
-  *head_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (head) {
+    pass.add_row(0, *head_, feature_, batch.tokens[0], kThreshold, {}, ops, &scratch_);
+    *head_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  } else {
+    const int32_t given[] = {0, 1, 2, 3};  // any 4 ids cost the same
+    pass.add_row(0,
+                 std::span<const int32_t>(given, std::min<size_t>(4, sz(model_.hparams().n_vocab))),
+                 kThreshold, {});
+  }
   model::EarlyExit ee;
   pass.bind(&ee, ops);
   KEEL_TRY(ctx.forward_early_exit(batch, kv, ops, &ee, logits, &hidden_));

@@ -37,10 +37,12 @@ class ExitBench {
   // A run starts from a zero feature (the previous position's normed hidden state).
   void reset();
   // One decode step of `batch` (one token with logits) with the machinery active; the step's
-  // hidden output is the next step's feature. Adds the candidates' (draft head's) seconds to
-  // *head_seconds. Errors: those of forward_early_exit; Internal if a token exited.
+  // hidden output is the next step's feature. `head`: the candidates are the draft head's top-4,
+  // their seconds added to *head_seconds; otherwise four fixed ids stand for candidates a drafter
+  // already produced (the predictors' own cost). Errors: those of forward_early_exit; Internal if
+  // a token exited.
   Status step(model::Context& ctx, const model::Batch& batch, model::KvStorage& kv,
-              kernels::Ops& ops, std::vector<float>* logits, double* head_seconds);
+              kernels::Ops& ops, std::vector<float>* logits, bool head, double* head_seconds);
 
  private:
   static constexpr float kThreshold = 2.0f;  // > 1: P(exit) never passes it

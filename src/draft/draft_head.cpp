@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/check.h"
+#include "core/dtype.h"
 #include "core/index_cast.h"
 #include "kernels/weight_layout.h"
 
@@ -20,6 +21,27 @@ kernels::Matrix f32_view(const std::vector<float>& v, int64_t rows, int64_t cols
   m.cols = cols;
   m.data = reinterpret_cast<const std::byte*>(v.data());
   m.row_bytes = sz(cols) * sizeof(float);
+  return m;
+}
+
+// W (rows x cols, F32) as a Q8_0 matrix in the grouped decode layout, its bytes in *storage;
+// F32 over `v` itself when cols is not a multiple of the Q8_0 block.
+kernels::Matrix run_time_matrix(const std::vector<float>& v, int64_t rows, int64_t cols,
+                                std::vector<std::byte>* storage) {
+  if (cols % dtype_info(DType::kQ8_0).block_size != 0) return f32_view(v, rows, cols);
+  kernels::Matrix m;
+  m.dtype = DType::kQ8_0;
+  m.rows = rows;
+  m.cols = cols;
+  m.row_bytes = dtype_row_bytes(DType::kQ8_0, cols);
+  storage->resize(sz(rows) * m.row_bytes);
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::quantize_row(DType::kQ8_0, v.data() + r * cols, storage->data() + sz(r) * m.row_bytes,
+                          cols);
+  }
+  kernels::group_rows_in_place(DType::kQ8_0, rows, m.row_bytes, storage->data());
+  m.layout = kernels::WeightLayout::kGrouped16;
+  m.data = storage->data();
   return m;
 }
 
@@ -71,9 +93,9 @@ DraftHead::DraftHead(DraftHeadWeights weights, const model::Model& target)
     : w_(std::move(weights)), target_(&target) {
   KEEL_CHECK(w_.validate().ok());
   KEEL_CHECK(target.hparams().n_embd == w_.n_embd);
-  in_ = f32_view(w_.w_in, w_.n_embd, 2 * w_.n_embd);
-  up_ = f32_view(w_.w_up, w_.hidden, w_.n_embd);
-  down_ = f32_view(w_.w_down, w_.n_embd, w_.hidden);
+  in_ = run_time_matrix(w_.w_in, w_.n_embd, 2 * w_.n_embd, &in_q_);
+  up_ = run_time_matrix(w_.w_up, w_.hidden, w_.n_embd, &up_q_);
+  down_ = run_time_matrix(w_.w_down, w_.n_embd, w_.hidden, &down_q_);
 }
 
 void DraftHead::step(std::span<const float> feature, int32_t token, kernels::Ops& ops,
@@ -122,13 +144,13 @@ void DraftHead::draft_with_candidates(std::span<const float> feature, int32_t to
   out->clear();
   candidates->clear();
   std::vector<float> f(feature.begin(), feature.end());
+  std::vector<int32_t> ids;
   for (int32_t i = 0; i <= k; ++i) {
     step(f, token, ops, s);
-    const std::vector<DraftCandidate> top = top_n_softmax(s->logits, n);
-    for (int32_t j = 0; j < n; ++j)
-      candidates->push_back(top[std::min(sz(j), top.size() - 1)].token);
+    top_n_ids(s->logits, n, &ids);
+    for (int32_t j = 0; j < n; ++j) candidates->push_back(ids[std::min(sz(j), ids.size() - 1)]);
     if (i == k) break;
-    token = top.front().token;  // the argmax, ties → the lowest id, as draft()
+    token = ids.front();  // the argmax, ties → the lowest id, as draft()
     out->push_back(token);
     f.swap(s->feature);
   }
@@ -139,6 +161,29 @@ std::vector<DraftCandidate> DraftHead::top_candidates(std::span<const float> fea
                                                       DraftScratch* scratch) const {
   step(feature, token, ops, scratch);
   return top_n_softmax(scratch->logits, n);
+}
+
+void DraftHead::candidate_ids(std::span<const float> feature, int32_t token, int32_t n,
+                              kernels::Ops& ops, DraftScratch* scratch,
+                              std::vector<int32_t>* out) const {
+  step(feature, token, ops, scratch);
+  top_n_ids(scratch->logits, n, out);
+}
+
+void top_n_ids(std::span<const float> logits, int32_t n, std::vector<int32_t>* out) {
+  out->clear();
+  const auto count = static_cast<size_t>(std::clamp<int64_t>(n, 0, std::ssize(logits)));
+  if (count == 0) return;
+  // *out stays sorted best first; a later id replaces an entry only when strictly greater, so
+  // ties keep the lower id.
+  for (size_t i = 0; i < logits.size(); ++i) {
+    const float x = logits[i];
+    if (out->size() == count && !(x > logits[sz(out->back())])) continue;
+    if (out->size() < count) out->push_back(0);
+    size_t j = out->size() - 1;
+    for (; j > 0 && x > logits[sz((*out)[j - 1])]; --j) (*out)[j] = (*out)[j - 1];
+    (*out)[j] = static_cast<int32_t>(i);
+  }
 }
 
 std::vector<DraftCandidate> top_n_softmax(std::span<const float> logits, int32_t n) {

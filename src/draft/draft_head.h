@@ -11,6 +11,9 @@
 // so the argmax of the logits drafts the token at position i + 2, and (f', that token) is the
 // next step's input. The head owns only W_in, b_in, W_up, b_up, W_down, b_down and g.
 //
+// Run-time layout: a DraftHead multiplies by Q8_0 copies of W_in, W_up and W_down in the grouped
+// decode layout (kernels/weight_layout.h) when their columns are a multiple of 32, F32 views of
+// the trained weights otherwise; the file and DraftHeadWeights stay F32 (the trainer's form).
 // Invariants (validate()): every vector has the size its comment gives, all finite; d ≥ 1,
 // 1 ≤ H ≤ kMaxDraftHidden. Thread safety: DraftHeadWeights is plain data; a DraftHead is immutable
 // and may be shared by threads, each with its own DraftScratch and Ops.
@@ -88,15 +91,23 @@ class DraftHead {
                                                            int32_t token, int32_t n,
                                                            kernels::Ops& ops,
                                                            DraftScratch* scratch) const;
+  // top_candidates' ids without the softmax over the vocabulary (the decode path's form): appends
+  // them to *out (cleared first).
+  void candidate_ids(std::span<const float> feature, int32_t token, int32_t n, kernels::Ops& ops,
+                     DraftScratch* scratch, std::vector<int32_t>* out) const;
 
  private:
   DraftHeadWeights w_;
   const model::Model* target_;
-  kernels::Matrix in_, up_, down_;  // F32 views of w_'s matrices for Ops::matmul
+  std::vector<std::byte> in_q_, up_q_, down_q_;  // the Q8_0 copies (empty where F32 is used)
+  kernels::Matrix in_, up_, down_;               // what Ops::matmul multiplies by
 };
 
 // The top-n entries of `logits` as (token, softmax probability), highest first, ties to the lower
 // id; n is clamped to the vocabulary.
 std::vector<DraftCandidate> top_n_softmax(std::span<const float> logits, int32_t n);
+// top_n_softmax's ids in its order, in one pass and without exponentials: appended to *out
+// (cleared first).
+void top_n_ids(std::span<const float> logits, int32_t n, std::vector<int32_t>* out);
 
 }  // namespace keel::draft

@@ -21,11 +21,7 @@ void ExitPass::add_row(size_t t, std::span<const int32_t> candidates, float thre
 void ExitPass::add_row(size_t t, const DraftHead& head, std::span<const float> feature,
                        int32_t token, float threshold, std::span<const uint8_t> active,
                        kernels::Ops& ops, DraftScratch* scratch) {
-  candidates_.clear();
-  for (const DraftCandidate& c :
-       head.top_candidates(feature, token, kExitCandidates, ops, scratch)) {
-    candidates_.push_back(c.token);
-  }
+  head.candidate_ids(feature, token, kExitCandidates, ops, scratch, &candidates_);
   add_row(t, candidates_, threshold, active);
 }
 

@@ -25,6 +25,20 @@ Status check(const std::string& name, const std::vector<float>& v, int64_t want)
   return Status();
 }
 
+// Σ a[j]·b[j] over b's length, in 16 independent partial sums so the compiler vectorizes it.
+float dot(const float* a, const std::vector<float>& b) {
+  constexpr size_t kLanes = 16;
+  std::array<float, kLanes> acc{};
+  const size_t n = b.size(), whole = n / kLanes * kLanes;
+  for (size_t j = 0; j < whole; j += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) acc[l] += a[j + l] * b[j + l];
+  }
+  float s = 0.0f;
+  for (size_t j = whole; j < n; ++j) s += a[j] * b[j];
+  for (float x : acc) s += x;
+  return s;
+}
+
 }  // namespace
 
 Status ExitPredictors::validate() const {
@@ -114,12 +128,7 @@ bool ExitEvaluator::at_layer(int64_t layer, std::span<const float> residual, ker
   ops.rms_norm(residual.data(), target_.weights().output_norm.data(), 1, hp.n_embd, hp.rms_eps,
                normed_.data());
   std::array<float, kExitCandidates> z{};
-  for (int32_t i = 0; i < kExitCandidates; ++i) {
-    const float* r = rows_.data() + i * d;
-    float s = 0.0f;
-    for (size_t j = 0; j < d; ++j) s += r[j] * normed_[j];
-    z[sz(i)] = s;
-  }
+  for (int32_t i = 0; i < kExitCandidates; ++i) z[sz(i)] = dot(rows_.data() + i * d, normed_);
   std::array<float, kExitCandidates> probs{};
   const ExitFeatureRow f = exit_features(z, has_prev_ ? prev_.data() : nullptr, &probs);
   prev_ = probs;

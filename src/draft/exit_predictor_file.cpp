@@ -22,9 +22,7 @@ Result<int64_t> get_exit_int(const gguf::GgufFile& f, const std::string& key, in
                              int64_t hi) {
   return gguf::read_int_key(f, kExitKind, key, lo, hi);
 }
-std::string exit_blk(size_t l, const char* name) {
-  return "blk." + std::to_string(l) + "." + name;
-}
+std::string exit_blk(size_t l, const char* name) { return "blk." + std::to_string(l) + "." + name; }
 
 Status read_layers(const gguf::GgufFile& f, ExitPredictors* p) {
   const int64_t h = p->hidden;

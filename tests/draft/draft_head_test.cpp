@@ -36,6 +36,29 @@ TEST(TopNSoftmaxTest, SortsByProbabilityWithTiesToTheLowerId) {
   EXPECT_TRUE(top_n_softmax(logits, 0).empty());
 }
 
+// The one-pass selection gives top_n_softmax's ids in its order, ties included, on random logits
+// with many repeated values.
+TEST(TopNIdsTest, MatchesTopNSoftmaxOrderWithTies) {
+  std::vector<int32_t> ids;
+  top_n_ids(std::vector<float>{0.0f, 2.0f, 1.0f, 2.0f, -1.0f}, 4, &ids);
+  EXPECT_EQ(ids, (std::vector<int32_t>{1, 3, 2, 0}));
+  uint64_t state = 7;
+  for (int trial = 0; trial < 200; ++trial) {
+    std::vector<float> logits(1 + trial * 7 % 300);
+    for (float& x : logits) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      x = static_cast<float>((state >> 40) % 16) - 8.0f;  // 16 values: many ties
+    }
+    const int32_t n = 1 + trial % 6;
+    top_n_ids(logits, n, &ids);
+    std::vector<int32_t> want;
+    for (const DraftCandidate& c : top_n_softmax(logits, n)) want.push_back(c.token);
+    ASSERT_EQ(ids, want) << "trial " << trial;
+  }
+  top_n_ids(std::vector<float>{1.0f}, 0, &ids);
+  EXPECT_TRUE(ids.empty());
+}
+
 // Greedy decoding of the target after `prompt`, with the feature of every fed position.
 struct Greedy {
   std::vector<int32_t> tokens;             // prompt then generated

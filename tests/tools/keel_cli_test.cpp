@@ -248,17 +248,19 @@ TEST(KeelCliTest, BenchExitPredictorsReportsBothRowsAndTheOverhead) {
   EXPECT_NE(r.out.find("random weights exit nowhere"), std::string::npos) << r.out;
   const size_t table = r.out.find("| f32 | tg4+exit | ", r.out.find("| kv | test | plain"));
   ASSERT_NE(table, std::string::npos) << r.out;
-  // | kv | test | plain t/s | with t/s | overhead | of which candidates |
+  // | kv | test | plain t/s | predictors t/s | predictors overhead | with candidates t/s |
+  // overhead | of which candidates |
   const std::string row = r.out.substr(table, r.out.find('\n', table) - table);
   std::vector<std::string> cells;
   for (size_t p = 1, q; (q = row.find('|', p)) != std::string::npos; p = q + 1) {
     cells.push_back(row.substr(p + 1, q - p - 2));
   }
-  ASSERT_EQ(cells.size(), 6u) << row;
-  EXPECT_GT(std::stod(cells[2]), 0.0) << row;
-  EXPECT_GT(std::stod(cells[3]), 0.0) << row;
-  EXPECT_TRUE(std::isfinite(std::stod(cells[4]))) << row;
-  EXPECT_EQ(cells[4].back(), '%') << row;
+  ASSERT_EQ(cells.size(), 8u) << row;
+  for (size_t c : {2, 3, 5}) EXPECT_GT(std::stod(cells[c]), 0.0) << row;
+  for (size_t c : {4, 6, 7}) {
+    EXPECT_TRUE(std::isfinite(std::stod(cells[c]))) << row;
+    EXPECT_EQ(cells[c].back(), '%') << row;
+  }
 
   r = run_keel({"bench", "-m", KEEL_REPO_STORIES, "-p", "0", "-n", "4", "-r", "1", "-t", "1", "-o",
                 "json", "--exit-predictors",
@@ -274,6 +276,8 @@ TEST(KeelCliTest, BenchExitPredictorsReportsBothRowsAndTheOverhead) {
   EXPECT_DOUBLE_EQ(j[1]["plain_avg_ts"].get<double>(), j[0]["avg_ts"].get<double>());
   EXPECT_TRUE(std::isfinite(j[1]["overhead"].get<double>()));
   EXPECT_GE(j[1]["candidates_share"].get<double>(), 0.0);
+  EXPECT_GT(j[1]["predictors_avg_ts"].get<double>(), 0.0);
+  EXPECT_TRUE(std::isfinite(j[1]["predictors_overhead"].get<double>()));
   EXPECT_NE(j[1]["exit_predictors"].get<std::string>().find("draft head"), std::string::npos);
 
   expect_one_line_error(run_keel({"bench", "-m", KEEL_REPO_STORIES, "-p", "0", "-n", "4",
