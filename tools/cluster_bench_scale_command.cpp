@@ -8,7 +8,9 @@
 //          bound at the decision to fork the entry from a running TE (bound from the store
 //          before the decision) by chain relay — TE 0 from the source, TE i from TE i-1 while
 //          it receives — then map it. Reported with the fork's bandwidth against a probe: the
-//          source pushing as many bytes to this process over the same transfer service.
+//          source pushing as many bytes to this process over the same transfer service. With
+//          --source-netns the source runs in another network namespace at --source-host (another
+//          host as far as the network goes): bench/fork_hosts.sh.
 // A TE's "first token" is its warm-up token (bind_model.h's post-load phase), generated on the
 // bound engine before it announces itself; the decision is taken in this process. Both use the
 // steady clock, which every process of a host shares.
@@ -59,6 +61,14 @@ std::vector<std::string> warm_te_argv(const ClusterBenchScaleOptions& o, const s
                                    isa};
   if (!store_dir.empty()) argv.insert(argv.end(), {"--store-dir", store_dir});
   return argv;
+}
+
+// iproute2's `ip`, by absolute path (the supervisor execs without a PATH search).
+std::string ip_binary() {
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+    if (::access(p, X_OK) == 0) return p;
+  }
+  return "/usr/sbin/ip";
 }
 
 Status drop_page_cache(const std::string& path) {
@@ -141,7 +151,12 @@ Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
                                            const store::PreloadResult& entry,
                                            cluster::ProcessSupervisor* sup) {
   cluster::WarmPoolConfig wc;
+  wc.host = o.source_host.empty() ? o.host : o.source_host;
   wc.te_argv = warm_te_argv(o, isa, o.store_dir);
+  wc.te_argv.insert(wc.te_argv.end(), {"--host", wc.host});
+  if (!o.source_netns.empty()) {  // `ip netns exec` execs the TE: its PID is the TE's
+    wc.te_argv.insert(wc.te_argv.begin(), {ip_binary(), "netns", "exec", o.source_netns});
+  }
   wc.name_prefix = "fork-source";
   wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   cluster::WarmPool pool(sup, wc);
@@ -168,7 +183,7 @@ Json probe_link(const ClusterBenchScaleOptions& o, const std::string& source, ui
   Json out;
   {
     Result<std::unique_ptr<cluster::WeightsReceiver>> receiver =
-        cluster::WeightsReceiver::start("127.0.0.1", dir);
+        cluster::WeightsReceiver::start(o.host, dir);
     Result<double> s = receiver.ok() ? cluster::probe_weights_link(source, receiver->get(), bytes,
                                                                    std::chrono::minutes(2))
                                      : Result<double>(receiver.status());
@@ -190,6 +205,8 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   cluster::ProcessSupervisor sup(so);
   cluster::WarmPoolConfig wc;
   wc.te_argv = warm_te_argv(o, isa, mode == "store" ? o.store_dir : "");
+  wc.te_argv.insert(wc.te_argv.end(), {"--host", o.host});
+  wc.host = o.host;
   wc.name_prefix = mode + "-te";
   wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   std::string fork_root;

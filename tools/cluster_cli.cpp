@@ -200,6 +200,11 @@ void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
   cmd->add_option("--start-timeout", b.start_timeout_s, "Seconds a warm TE may take to start")
       ->check(CLI::Range(1.0, 3600.0));
   cmd->add_flag("--verbose", b.verbose, "Forward the TEs' output");
+  cmd->add_option("--host", b.host, "Address the TEs listen on and the probe is received at");
+  cmd->add_option("--source-netns", b.source_netns,
+                  "Run the fork's source TE in this network namespace (another host; "
+                  "bench/fork_hosts.sh)");
+  cmd->add_option("--source-host", b.source_host, "The fork source's address (default: --host)");
 }
 
 }  // namespace

@@ -231,6 +231,11 @@ struct ClusterBenchScaleOptions {
   bool keep_entry = false;  // leave the store entry the bench built (else removed at the end)
   double start_timeout_s = 120.0;
   bool verbose = false;  // forward the TEs' output
+  // Where the TEs listen and this process receives the probe; the fork's source may run in
+  // another network namespace (`ip netns exec`) at its own address — another host.
+  std::string host = "127.0.0.1";
+  std::string source_netns;  // "" = this namespace
+  std::string source_host;   // "" = host
 };
 int run_cluster_bench_scale(const ClusterBenchScaleOptions& opts);
 

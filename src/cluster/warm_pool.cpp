@@ -9,9 +9,10 @@
 namespace keel::cluster {
 namespace {
 
-Result<BoundTe> bind_one(const std::string& name, pid_t pid, int port, int weights_port,
-                         const BindModel& bind, std::chrono::milliseconds timeout) {
-  KEEL_ASSIGN_OR_RETURN(BindReply reply, bind_warm_te(port, bind, timeout));
+Result<BoundTe> bind_one(const std::string& host, const std::string& name, pid_t pid, int port,
+                         int weights_port, const BindModel& bind,
+                         std::chrono::milliseconds timeout) {
+  KEEL_ASSIGN_OR_RETURN(BindReply reply, bind_warm_te(host, port, bind, timeout));
   BoundTe out;
   out.replied_ns = steady_now_ns();
   if (!reply.status.ok()) {
@@ -19,18 +20,19 @@ Result<BoundTe> bind_one(const std::string& name, pid_t pid, int port, int weigh
   }
   out.name = name;
   out.pid = pid;
-  out.address = "127.0.0.1:" + std::to_string(reply.port);
-  if (weights_port > 0) out.weights_address = "127.0.0.1:" + std::to_string(weights_port);
+  out.address = host + ":" + std::to_string(reply.port);
+  if (weights_port > 0) out.weights_address = host + ":" + std::to_string(weights_port);
   out.reply = std::move(reply);
   return out;
 }
 
 }  // namespace
 
-Result<BindReply> bind_warm_te(int port, const BindModel& bind, std::chrono::milliseconds timeout) {
+Result<BindReply> bind_warm_te(const std::string& host, int port, const BindModel& bind,
+                               std::chrono::milliseconds timeout) {
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
                         Link::connect(
-                            "127.0.0.1:" + std::to_string(port), std::chrono::milliseconds(5000),
+                            host + ":" + std::to_string(port), std::chrono::milliseconds(5000),
                             [](Link&, Message) {}, [](Link&) {}));
   Result<Json> body = link->call(encode_bind_model(bind), timeout);
   link->close();
@@ -78,7 +80,7 @@ std::vector<Result<BoundTe>> WarmPool::bind_chain(int n, const BindModel& bind) 
   std::vector<BindModel> binds(count, bind);
   for (size_t i = 1; i < count; ++i) {
     if (idle_[i - 1].weights_port <= 0) continue;  // no --store-dir: no relay; fork from the head
-    binds[i].fork_from = "127.0.0.1:" + std::to_string(idle_[i - 1].weights_port);
+    binds[i].fork_from = config_.host + ":" + std::to_string(idle_[i - 1].weights_port);
   }
   return bind_each(binds);
 }
@@ -90,7 +92,7 @@ std::vector<WarmPool::IdleTe> WarmPool::peek(int n) const {
     t.name = idle_[i].name;
     if (!config_.store_root.empty()) t.store_dir = config_.store_root + "/" + idle_[i].name;
     if (idle_[i].weights_port > 0) {
-      t.weights_address = "127.0.0.1:" + std::to_string(idle_[i].weights_port);
+      t.weights_address = config_.host + ":" + std::to_string(idle_[i].weights_port);
     }
     out.push_back(std::move(t));
   }
@@ -104,8 +106,8 @@ std::vector<Result<BoundTe>> WarmPool::bind_each(const std::vector<BindModel>& b
   for (size_t i = 0; i < count; ++i) {
     threads.emplace_back([this, i, &out, &binds] {
       const WarmTe& te = idle_[i];
-      out[i] =
-          bind_one(te.name, te.pid, te.bind_port, te.weights_port, binds[i], config_.bind_timeout);
+      out[i] = bind_one(config_.host, te.name, te.pid, te.bind_port, te.weights_port, binds[i],
+                        config_.bind_timeout);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -124,7 +126,8 @@ std::vector<Result<BoundTe>> WarmPool::start_and_bind(int n, const BindModel& bi
       continue;
     }
     threads.emplace_back([this, i, &out, &bind, te = *te] {
-      out[i] = bind_one(te.name, te.pid, te.bind_port, te.weights_port, bind, config_.bind_timeout);
+      out[i] = bind_one(config_.host, te.name, te.pid, te.bind_port, te.weights_port, bind,
+                        config_.bind_timeout);
     });
   }
   for (std::thread& t : threads) t.join();

@@ -31,6 +31,10 @@ struct WarmPoolConfig {
   // Non-empty: each TE gets its own model store, "<this>/<TE name>" (made here; --store-dir
   // appended), as if each ran on its own host — forks between them (bench-scale, tests).
   std::string store_root;
+  // The address the TEs listen on and are reached at: te_argv must make them listen there
+  // (`--host`; with a command prefix such as `ip netns exec NS` they may run in another network
+  // namespace, as another host).
+  std::string host = "127.0.0.1";
 };
 
 struct BoundTe {
@@ -84,8 +88,9 @@ class WarmPool {
   int next_id_ = 0;
 };
 
-// Sends `bind` to the warm TE whose bind port is `port` and waits for its reply.
-[[nodiscard]] Result<BindReply> bind_warm_te(int port, const BindModel& bind,
+// Sends `bind` to the warm TE whose bind port is host:port and waits for its reply.
+[[nodiscard]] Result<BindReply> bind_warm_te(const std::string& host, int port,
+                                             const BindModel& bind,
                                              std::chrono::milliseconds timeout);
 
 }  // namespace keel::cluster

@@ -74,11 +74,13 @@ TEST(BindListenerTest, TakesOneBindAndRefusesASecond) {
     r.port = 777;
     EXPECT_TRUE((*listener)->reply(r));
   });
-  auto reply = bind_warm_te(port, {"/a.gguf", "", "colocated", 1}, std::chrono::seconds(10));
+  auto reply =
+      bind_warm_te("127.0.0.1", port, {"/a.gguf", "", "colocated", 1}, std::chrono::seconds(10));
   owner.join();
   ASSERT_TRUE(reply.ok()) << reply.status().to_string();
   EXPECT_EQ(reply->port, 777);
-  auto second = bind_warm_te(port, {"/b.gguf", "", "colocated", 2}, std::chrono::seconds(10));
+  auto second =
+      bind_warm_te("127.0.0.1", port, {"/b.gguf", "", "colocated", 2}, std::chrono::seconds(10));
   ASSERT_TRUE(second.ok());
   EXPECT_FALSE(second->status.ok());
   EXPECT_NE(second->status.message().find("bound already"), std::string::npos);
