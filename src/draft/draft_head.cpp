@@ -3,13 +3,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 #include <string>
 
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/index_cast.h"
 #include "kernels/weight_layout.h"
+#include "sampling/logprobs.h"
 
 namespace keel::draft {
 namespace {
@@ -172,38 +172,22 @@ void DraftHead::candidate_ids(std::span<const float> feature, int32_t token, int
 
 void top_n_ids(std::span<const float> logits, int32_t n, std::vector<int32_t>* out) {
   out->clear();
-  const auto count = static_cast<size_t>(std::clamp<int64_t>(n, 0, std::ssize(logits)));
-  if (count == 0) return;
-  // *out stays sorted best first; a later id replaces an entry only when strictly greater, so
-  // ties keep the lower id.
-  for (size_t i = 0; i < logits.size(); ++i) {
-    const float x = logits[i];
-    if (out->size() == count && !(x > logits[sz(out->back())])) continue;
-    if (out->size() < count) out->push_back(0);
-    size_t j = out->size() - 1;
-    for (; j > 0 && x > logits[sz((*out)[j - 1])]; --j) (*out)[j] = (*out)[j - 1];
-    (*out)[j] = static_cast<int32_t>(i);
+  for (const sampling::Candidate& c : sampling::top_candidates(logits, sz(std::max(n, 0)))) {
+    out->push_back(c.token_id);
   }
 }
 
 std::vector<DraftCandidate> top_n_softmax(std::span<const float> logits, int32_t n) {
-  const auto count = static_cast<size_t>(std::clamp<int64_t>(n, 0, std::ssize(logits)));
-  if (count == 0) return {};
-  const float top = *std::max_element(logits.begin(), logits.end());
+  std::vector<int32_t> ids;
+  top_n_ids(logits, n, &ids);
+  if (ids.empty()) return {};
+  const float top = logits[sz(ids.front())];
   double total = 0;
   for (float x : logits) total += std::exp(static_cast<double>(x - top));
-  std::vector<int32_t> ids(logits.size());
-  std::iota(ids.begin(), ids.end(), 0);
-  std::partial_sort(ids.begin(), ids.begin() + static_cast<ptrdiff_t>(count), ids.end(),
-                    [&](int32_t a, int32_t b) {
-                      return logits[sz(a)] > logits[sz(b)] ||
-                             (logits[sz(a)] == logits[sz(b)] && a < b);
-                    });
   std::vector<DraftCandidate> out;
-  for (size_t i = 0; i < count; ++i) {
-    const float p =
-        static_cast<float>(std::exp(static_cast<double>(logits[sz(ids[i])] - top)) / total);
-    out.push_back({ids[i], p});
+  for (int32_t id : ids) {
+    const float p = static_cast<float>(std::exp(static_cast<double>(logits[sz(id)] - top)) / total);
+    out.push_back({id, p});
   }
   return out;
 }

@@ -16,7 +16,8 @@ constexpr size_t kMaxInsertionTopN = 32;
 
 float sanitized(float x) { return std::isnan(x) ? -kInf : x; }
 
-// The top_n entries of logits by ranks_before, best first.
+}  // namespace
+
 std::vector<Candidate> top_candidates(std::span<const float> logits, size_t top_n) {
   std::vector<Candidate> top;
   if (top_n == 0) return top;
@@ -40,8 +41,6 @@ std::vector<Candidate> top_candidates(std::span<const float> logits, size_t top_
   }
   return top;
 }
-
-}  // namespace
 
 double log_sum_exp(std::span<const float> logits) {
   float max_logit = -kInf;

@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include "sampling/truncation.h"
+
 namespace keel::sampling {
 
 struct TokenLogprob {
@@ -39,5 +41,9 @@ double kl_divergence(std::span<const float> p_logits, std::span<const float> q_l
 // <= 32, O(top_n) per entry that enters the running top list; larger top_n use nth_element.
 // If some logits are +inf, those tokens share all the probability (each gets -log(count)).
 Logprobs compute_logprobs(std::span<const float> logits, int32_t chosen, int32_t top_n);
+
+// The top_n entries of logits by ranks_before (higher logit first, ties to the lower id; NaN
+// ranks last), best first; top_n larger than the vocabulary gives every entry. Same cost as above.
+std::vector<Candidate> top_candidates(std::span<const float> logits, size_t top_n);
 
 }  // namespace keel::sampling
