@@ -214,7 +214,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   TeOptions& te = *cli.te;
   cli.te_cmd = app.add_subcommand("te", "Run one task executor (used by keel cluster up)");
   add_engine_flags(cli.te_cmd, &te.engine);
-  add_pipeline_flags(cli.te_cmd, &te.engine);  // a TE only: `cluster up` starts no pipelined TE
+  add_pipeline_flags(cli.te_cmd, &te.engine);
   add_compute_options(cli.te_cmd, &te.engine.compute);
   cli.te_cmd->add_option("--id", te.id, "This TE's id in the fleet");
   cli.te_cmd->add_option("--role", te.role, "What it computes")
@@ -322,6 +322,15 @@ ClusterCli add_cluster_commands(CLI::App& app) {
           "Semi-PD task executors (colocated TEs whose engine is semi-PD, --semi-pd-split)")
       ->check(CLI::Range(0, 256));
   add_semi_pd_flags(cli.up_cmd, &up.serve);
+  cli.up_cmd
+      ->add_option("--pp", up.serve.pp,
+                   "Pipeline-parallel colocated TEs: 2 = each is two processes (`keel te --pp 2` "
+                   "and its `keel pp-stage`), placed together as one gang under --nodes auto")
+      ->check(CLI::Range(1, 2));
+  cli.up_cmd
+      ->add_option("--pp-step-timeout", up.serve.pp_step_timeout_s,
+                   "--pp 2: seconds a TE waits for its stage 1's reply to one step")
+      ->check(CLI::Range(0.001, 3600.0));
   cli.up_cmd->add_option("--jes", up.jes, "Job executors")->check(CLI::Range(1, 64));
   cli.up_cmd
       ->add_option("--threads-per-te", up.threads_per_te,

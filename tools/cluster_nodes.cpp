@@ -30,8 +30,10 @@ std::vector<cluster::GangHost> gang_hosts(const std::vector<cluster::NodeCapacit
     h.max_processes = n.max_tes;
     for (const cluster::HostedTe& t : n.tes) {
       const auto u = use.find(t.id);
-      h.running.push_back({t.id, t.instance, t.priority, t.threads, t.memory_bytes,
-                           u != use.end() && u->second.idle});
+      cluster::HostedProcess p{t.id,      t.instance,     t.priority,
+                               t.threads, t.memory_bytes, u != use.end() && u->second.idle};
+      p.follows_instance = t.role == cluster::kPpStageRole;  // idle as its stage 0 is
+      h.running.push_back(std::move(p));
     }
     out.push_back(std::move(h));
   }
@@ -45,7 +47,34 @@ cluster::GangRequest gang_request(const GangStart& g) {
   return r;
 }
 
+// The value after `flag` in `args`, "" when absent.
+std::string flag_value(const std::vector<std::string>& args, std::string_view flag) {
+  const auto it = std::find(args.begin(), args.end(), flag);
+  return it == args.end() || it + 1 == args.end() ? std::string() : *(it + 1);
+}
+
 }  // namespace
+
+bool pipelined(const cluster::StartTe& te) {
+  return te.role == "colocated" && flag_value(te.args, "--pp") == "2";
+}
+
+cluster::StartTe stage_start(const cluster::StartTe& te) {
+  cluster::StartTe s;
+  s.id = te.id + "-stage1";
+  s.model_path = te.model_path;
+  s.role = std::string(cluster::kPpStageRole);
+  s.threads = te.threads;
+  s.memory_bytes = te.memory_bytes;  // a stage maps the whole file and holds its layers' KV
+  for (const char* flag : {"-c", "--weight-layout", "--isa"}) {
+    const std::string v = flag_value(te.args, flag);
+    if (!v.empty()) s.args.insert(s.args.end(), {flag, v});
+  }
+  if (std::find(te.args.begin(), te.args.end(), "--mmap") != te.args.end()) {
+    s.args.push_back("--mmap");
+  }
+  return s;
+}
 
 ModelGangs model_gangs(const std::string& model, int32_t priority,
                        const std::vector<cluster::StartTe>& starts) {
@@ -67,12 +96,17 @@ ModelGangs model_gangs(const std::string& model, int32_t priority,
     out.index.push_back(std::move(g));
   }
   size_t pairs = 0;
-  for (const std::vector<size_t>& g : out.index) {
+  for (std::vector<size_t>& g : out.index) {
     GangStart gang;
     gang.instance =
         model + (g.size() == 2 ? "-pd-" + std::to_string(pairs++) : "-te-" + std::to_string(g[0]));
     gang.priority = priority;
     for (size_t i : g) gang.tes.push_back(starts[i]);
+    if (g.size() == 1 && pipelined(starts[g[0]])) {  // stage 1 first: stage 0 is told its address
+      gang.instance = model + "-pp-" + std::to_string(g[0]);
+      gang.tes.insert(gang.tes.begin(), stage_start(starts[g[0]]));
+      g.insert(g.begin(), kNotATe);
+    }
     out.gangs.push_back(std::move(gang));
   }
   return out;
@@ -174,8 +208,12 @@ Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gan
       KEEL_ASSIGN_OR_RETURN(
           cluster::Json reply,
           agent->call(cluster::encode(stop), config_.drain_grace + std::chrono::seconds(5)));
-      KEEL_TRY(cluster::decode_status_body(reply).with_prefix("cluster: evict " + t.id + " on " +
-                                                              n.host_id));
+      const Status stopped = cluster::decode_status_body(reply);
+      if (stopped.code() == StatusCode::kNotFound) {  // gone already (a stage whose peer left)
+        KEEL_LOG_INFO("cluster: evict {} on {}: already gone", t.id, n.host_id);
+      } else {
+        KEEL_TRY(stopped.with_prefix("cluster: evict " + t.id + " on " + n.host_id));
+      }
       tell_jes(true);
       tes.push_back({{"id", t.id}, {"host", n.host_id}});
     }
@@ -205,7 +243,7 @@ Result<RemoteTe> ClusterNodes::start_one(const cluster::NodeCapacity& node,
                         link->call(cluster::encode(start), config_.start_timeout));
   KEEL_ASSIGN_OR_RETURN(cluster::StartTeReply r, cluster::decode_start_te_reply(reply));
   KEEL_TRY(r.status);
-  RemoteTe te{r.id, node.host_id, r.address, r.pid};
+  RemoteTe te{r.id, node.host_id, r.address, r.pid, start.role};
   KEEL_LOG_INFO("cluster: te {} ({}) on node {} at {} (pid {}){}", te.id, start.role, te.host_id,
                 te.address, te.pid, r.warm ? ", from its warm pool" : "");
   started_.emplace_back(node.address, te);
@@ -235,10 +273,14 @@ Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& 
       }
     }
     cluster::Json processes = cluster::Json::array();
+    std::string stage1;  // the gang's stage 1, started first: its stage 0 connects to it
     for (size_t i = 0; i < g.tes.size(); ++i) {
       cluster::StartTe start = g.tes[i];
       start.instance = g.instance;
       start.priority = g.priority;
+      if (!stage1.empty() && pipelined(start)) {
+        start.args.insert(start.args.end(), {"--pp-stage1", stage1});
+      }
       const auto node = std::find_if(nodes.begin(), nodes.end(),
                                      [&](const auto& n) { return n.host_id == plan->hosts[i]; });
       Result<RemoteTe> te = start_one(*node, start);
@@ -246,8 +288,10 @@ Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& 
         stop_all(std::chrono::milliseconds(5000));
         return te.status().with_prefix("cluster: start " + start.id + " on node " + node->host_id);
       }
-      node->tes.push_back({te->id, g.instance, g.priority, start.threads, start.memory_bytes});
+      node->tes.push_back(
+          {te->id, g.instance, g.priority, start.threads, start.memory_bytes, start.role});
       ++node->running_tes;
+      if (start.role == cluster::kPpStageRole) stage1 = te->address;
       processes.push_back(
           {{"id", te->id}, {"role", start.role}, {"host", te->host_id}, {"address", te->address}});
       out.push_back(std::move(*te));
@@ -312,7 +356,12 @@ Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& se
     starts.back().id = t.id;
   }
   std::vector<GangStart> gangs;  // each missing TE alone: its peers may be the adopted ones
-  for (cluster::StartTe& s : starts) gangs.push_back({s.id, priority, {std::move(s)}});
+  for (cluster::StartTe& s : starts) {
+    GangStart g{s.id, priority, {}};
+    if (pipelined(s)) g.tes.push_back(stage_start(s));  // with its own stage 1
+    g.tes.push_back(std::move(s));
+    gangs.push_back(std::move(g));
+  }
   KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> started, start_gangs(session, gangs));
   out.insert(out.end(), started.begin(), started.end());
   started_.insert(started_.end(), adopted_tes.begin(), adopted_tes.end());

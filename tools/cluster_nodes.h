@@ -1,7 +1,7 @@
 // ClusterNodes: `keel cluster up --nodes auto` — the cluster manager's side of the node agents.
 // It reads the agents registered in the membership (node/<host-id>, their capacity), places each
 // instance as a gang — all of its TEs or none: a colocated TE alone, a prefill + decode pair
-// together (later a pipeline-parallel TE's stages) — with the pure step function
+// together, a pipeline-parallel TE with its stage-1 process — with the pure step function
 // cluster/gang_placement.h over cores and memory per host, evicts first the idle lower-priority
 // instances the plan names, asks each chosen agent to start its TE (start_te over a link) and, at
 // shutdown, to stop it (stop_te; an agent that cannot be reached — its host cut off — is logged and
@@ -42,6 +42,7 @@ struct RemoteTe {
   std::string host_id;
   std::string address;  // its control endpoint
   int64_t pid = 0;      // on its host
+  std::string role;     // as started: a TE's role, or cluster::kPpStageRole (not a TE)
 };
 
 // One instance to place as a gang. Each TE's `threads` and `memory_bytes` are what it reserves;
@@ -52,9 +53,22 @@ struct GangStart {
   std::vector<cluster::StartTe> tes;
 };
 
-// A model's TEs as instances: each colocated (or semi-PD) TE alone (`<model>-te-<i>`), the k-th
-// prefill TE with the k-th decode TE (`<model>-pd-<k>`; a prefill or decode TE left over alone).
-// index[g]: the positions in `starts` of gang g's TEs, in the gang's order.
+// Whether `te` is a pipeline-parallel TE (colocated, `--pp 2` in its args): placed with its
+// stage 1 (stage_start) as one gang, stage 1 first; its start then gets `--pp-stage1 ADDRESS`.
+bool pipelined(const cluster::StartTe& te);
+// The stage-1 process of pipelined `te`: `<id>-stage1`, role pp-stage, the same model, threads
+// and reservation, and the flags `keel pp-stage` shares with it (-c, --weight-layout, --isa,
+// --mmap).
+cluster::StartTe stage_start(const cluster::StartTe& te);
+
+// index entry of a process that is not one of `starts` (a pipelined TE's stage 1).
+inline constexpr size_t kNotATe = static_cast<size_t>(-1);
+
+// A model's TEs as instances: each colocated (or semi-PD) TE alone (`<model>-te-<i>`; a pipelined
+// one with its stage 1 before it, `<model>-pp-<i>`), the k-th prefill TE with the k-th decode TE
+// (`<model>-pd-<k>`; a prefill or decode TE left over alone).
+// index[g]: the positions in `starts` of gang g's processes, in the gang's order (kNotATe for a
+// stage 1).
 struct ModelGangs {
   std::vector<GangStart> gangs;
   std::vector<std::vector<size_t>> index;

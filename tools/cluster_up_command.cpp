@@ -33,6 +33,7 @@
 #include "cluster_membership.h"
 #include "cluster_nodes.h"
 #include "cluster_scaler.h"
+#include "cluster_up_plan.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
 #include "core/log.h"
@@ -50,130 +51,6 @@
 
 namespace keel::cli {
 namespace {
-
-// With --membership etcd, each child joins the membership itself (its own lease, so it leaves the
-// routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
-void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv) {
-  if (m.mode != "etcd") return;
-  std::string endpoints;
-  for (const std::string& e : m.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
-  argv->insert(argv->end(),
-               {"--membership", "etcd", "--etcd-endpoints", endpoints, "--membership-prefix",
-                m.prefix, "--membership-ttl", std::to_string(m.ttl_s)});
-}
-
-// A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
-// prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
-std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind) {
-  const ServeOptions& s = o.serve;
-  const std::string role = kind == "semi-pd" ? "colocated" : kind;
-  std::vector<std::string> argv = {"--max-num-seqs",
-                                   std::to_string(s.max_num_seqs),
-                                   "--max-batched-tokens",
-                                   std::to_string(s.max_batched_tokens),
-                                   "--max-waiting",
-                                   std::to_string(s.max_waiting),
-                                   "--block-size",
-                                   std::to_string(s.block_size),
-                                   "--kv-cache-bytes",
-                                   std::to_string(s.kv_cache_bytes),
-                                   "--kv-host-bytes",
-                                   std::to_string(s.kv_host_bytes),
-                                   "--kv-type",
-                                   s.kv_type,
-                                   "-c",
-                                   std::to_string(s.ctx_size),
-                                   "--weight-layout",
-                                   s.compute.weight_layout};
-  if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
-  if (s.compute.use_mmap) argv.push_back("--mmap");
-  if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
-  for (const std::string& lora : s.loras) argv.insert(argv.end(), {"--lora", lora});
-  if (kind == "semi-pd") {
-    argv.insert(argv.end(), {"--mode", "semi-pd"});
-    for (std::string& a : semi_pd_flag_args(s)) argv.push_back(std::move(a));
-  }
-  if (role == "prefill") {
-    argv.insert(argv.end(), {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
-                             std::to_string(o.handoff.prefill_chunk)});
-    if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
-  }
-  if (o.peer.enabled) argv.push_back("--kv-peer-tier");
-  if (o.peer.throttle_bytes_per_s > 0) {
-    argv.insert(argv.end(),
-                {"--kv-transfer-throttle", std::to_string(o.peer.throttle_bytes_per_s)});
-  }
-  return argv;
-}
-
-std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, int i, int threads,
-                                 const std::string& kind) {
-  const std::string role = kind == "semi-pd" ? "colocated" : kind;
-  std::vector<std::string> argv = {self_exe(),
-                                   "te",
-                                   "-m",
-                                   path,
-                                   "--served-model-name",
-                                   name,
-                                   "--id",
-                                   "te-" + std::to_string(i),
-                                   "--role",
-                                   role,
-                                   "--port",
-                                   "0",
-                                   "-t",
-                                   std::to_string(threads)};
-  const std::vector<std::string> engine = te_engine_args(o, kind);
-  argv.insert(argv.end(), engine.begin(), engine.end());
-  if (!o.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o.store_dir});
-  add_membership_argv(o.membership, &argv);
-  return argv;
-}
-
-// A JE's id: je-<i>; under --nodes auto <model>-je-<i>-<manager id> (several models' managers, and
-// a leader's and its standbys' JEs, share the membership there).
-std::string je_id(const ClusterUpOptions& o, const std::string& name, int i,
-                  const std::string& manager) {
-  const std::string base = "je-" + std::to_string(i);
-  return o.nodes == "auto" ? name + "-" + base + "-" + manager : base;
-}
-
-std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, const std::string& id,
-                                 const std::string& tes) {
-  std::vector<std::string> argv = {self_exe(),
-                                   "je",
-                                   "--id",
-                                   id,
-                                   "--port",
-                                   "0",
-                                   "--te",
-                                   tes,
-                                   "-m",
-                                   path,
-                                   "--served-model-name",
-                                   name,
-                                   "--block-size",
-                                   std::to_string(o.serve.block_size),
-                                   "--router",
-                                   o.router,
-                                   "--balance-threshold",
-                                   std::to_string(o.balance_threshold),
-                                   "--balance-abs-tokens",
-                                   std::to_string(o.balance_abs_tokens),
-                                   "--stall-timeout-ms",
-                                   std::to_string(o.stall_timeout_ms)};
-  if (tes.empty()) argv.erase(argv.begin() + 6, argv.begin() + 8);  // the autoscaler adds them
-  for (const std::string& lora : o.serve.loras) argv.insert(argv.end(), {"--lora", lora});
-  if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});
-  if (!o.predictor.empty()) argv.insert(argv.end(), {"--predictor", o.predictor});
-  if (!o.predictor_model.empty()) {
-    argv.insert(argv.end(), {"--predictor-model", o.predictor_model});
-  }
-  add_membership_argv(o.membership, &argv);
-  return argv;
-}
 
 // Starts one child and returns "127.0.0.1:<its port>".
 // *child (optional): the started child, with its ready line.
@@ -196,44 +73,6 @@ struct Tree {
   // Started TEs that mapped the store entry and serve it (fork sources): pid, weights service.
   std::vector<std::pair<pid_t, std::string>> weights_sources;
 };
-
-bool autoscaling(const ClusterUpOptions& o) { return o.autoscale.max_replicas > 0; }
-
-// Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode or semi-PD TEs; --min
-// when autoscaling).
-int colocated_tes(const ClusterUpOptions& o) {
-  if (o.colocated >= 0) return o.colocated;
-  if (autoscaling(o)) return o.autoscale.min_replicas;
-  return o.prefill + o.decode + o.semi_pd > 0 ? 0 : 2;
-}
-
-// TEs at start-up (colocated + semi-PD + prefill + decode).
-int initial_tes(const ClusterUpOptions& o) {
-  return colocated_tes(o) + o.semi_pd + o.prefill + o.decode;
-}
-
-// Each TE's compute threads: --threads-per-te, else the machine's threads / TEs (/ --max when
-// autoscaling).
-int threads_per_te(const ClusterUpOptions& o) {
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int tes =
-      autoscaling(o) ? std::max(initial_tes(o), o.autoscale.max_replicas) : initial_tes(o);
-  return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, tes));
-}
-
-// A warm pool TE's command: a colocated TE's, without a model id, with --warm.
-std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::string& path,
-                                      const std::string& name, int threads) {
-  std::vector<std::string> argv = te_argv(o, path, name, 0, threads, "colocated");
-  const auto id = std::find(argv.begin(), argv.end(), "--id");
-  argv.erase(id, id + 2);
-  if (!o.te_stores.empty()) {  // the pool gives each its own store
-    const auto store = std::find(argv.begin(), argv.end(), "--store-dir");
-    if (store != argv.end()) argv.erase(store, store + 2);
-  }
-  argv.push_back("--warm");
-  return argv;
-}
 
 // The scale-out side (--warm-pool): preload into the store, the warm pool, the control port.
 Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& sup,
@@ -269,15 +108,6 @@ Result<bool> model_has_tes(membership::Membership& session, const std::string& m
   });
 }
 
-// What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size
-// and the KV cache's bytes.
-int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
-  if (o.te_memory_bytes > 0) return o.te_memory_bytes;
-  std::error_code ec;
-  const auto file = std::filesystem::file_size(path, ec);
-  return (ec ? 0 : static_cast<int64_t>(file)) + static_cast<int64_t>(o.serve.kv_cache_bytes);
-}
-
 // --nodes auto: the TEs through the node agents in the membership, not forked here. With none of
 // the model registered, each instance is placed as a gang (cluster_nodes.h, model_gangs); those
 // still registered (a previous leader's) are adopted and only the missing ones started (one by
@@ -302,26 +132,21 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
     t->te_addresses.assign(kinds.size(), "");
     size_t next = 0;
     for (const std::vector<size_t>& gang : g.index) {
-      for (size_t i : gang) t->te_addresses[i] = tes[next++].address;
+      for (size_t i : gang) {
+        const RemoteTe& te = tes[next++];
+        if (i != kNotATe) t->te_addresses[i] = te.address;  // a stage 1 is not a TE
+      }
     }
     return {};
   }
   size_t adopted = 0;
   KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes,
                         nodes.take_over(session, name, std::move(starts), o.priority, &adopted));
+  std::erase_if(tes, [](const RemoteTe& te) { return te.role == cluster::kPpStageRole; });
   for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
   KEEL_LOG_INFO("cluster: managing {} TEs through the node agents ({} adopted, {} started)",
                 tes.size(), adopted, tes.size() - adopted);
   return {};
-}
-
-// The TE kinds asked for, in start order: colocated, semi-pd, prefill, decode.
-std::vector<std::string> te_kinds(const ClusterUpOptions& o) {
-  std::vector<std::string> kinds(static_cast<size_t>(colocated_tes(o)), "colocated");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.semi_pd), "semi-pd");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.prefill), "prefill");
-  kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
-  return kinds;
 }
 
 // `leading` false: a --nodes auto standby — its JEs only (they follow the TEs in the membership).
@@ -342,6 +167,7 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   if (o.serve.semi_pd_dynamic && o.semi_pd == 0) {
     return Status::invalid_argument("cluster up: --semi-pd-dynamic needs --semi-pd N");
   }
+  KEEL_TRY(check_pipelined(o));
   const int threads = threads_per_te(o);
   const std::vector<std::string> kinds = te_kinds(o);
   std::vector<std::string> roles;  // a semi-PD TE's role is colocated

@@ -307,6 +307,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
 
   cluster::TaskExecutorConfig config = te_config(opts, role, svc, *events, launch.model_path);
   config.semi_pd = semi_pd;
+  config.pp_stages = std::max(1, o.pp);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
                         cluster::TaskExecutor::start(config, host->client()));
   launch.phases.announced_ns = cluster::steady_now_ns();

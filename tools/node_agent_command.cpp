@@ -4,8 +4,10 @@
 // (cluster/node_messages.h). A start binds an idle warm TE of the host's pool (--warm N, kept
 // topped up) when one is idle and the model's name allows, else forks `keel te` with the model;
 // either way the TE registers itself (te/<id>, its own lease) before the reply, so JEs following
-// the membership take it. Children are started and stopped by PID (ProcessSupervisor); SIGTERM
-// stops every one of them, then revokes the lease.
+// the membership take it. A start with role "pp-stage" forks `keel pp-stage` instead (a pipelined
+// TE's stage 1, placed in its gang by the manager: it listens on the agent's host, registers
+// nothing, and exits when its stage 0's link closes). Children are started and stopped by PID
+// (ProcessSupervisor); SIGTERM stops every one of them, then revokes the lease.
 //
 // Threads: the main thread owns the supervisor and the warm pool and handles every request; the
 // listener's link threads only queue requests (under queue_mu) and the main thread answers them.
@@ -53,6 +55,7 @@ struct StartedTe {
   int32_t priority = 0;
   int32_t threads = 1;
   int64_t memory_bytes = 0;
+  std::string role;
 };
 
 class NodeAgent {
@@ -68,6 +71,8 @@ class NodeAgent {
   void on_message(cluster::Link& link, cluster::Message m);
   void handle(const Pending& p);
   cluster::StartTeReply start_te(const cluster::StartTe& req);
+  // The argv of a cold start: `keel te ...`, or `keel pp-stage ...` for role pp-stage.
+  std::vector<std::string> start_argv(const cluster::StartTe& req) const;
   Status stop_te(const cluster::StopTe& req);
   std::vector<std::string> membership_argv() const;
   // Reads the host's capacity now (cores, /proc/meminfo, store entries, TE counts).
@@ -127,7 +132,7 @@ cluster::NodeCapacity NodeAgent::capacity() const {
   c.running_tes = static_cast<int32_t>(tes_.size());
   for (const auto& [id, t] : tes_) {
     c.tes.push_back(
-        {id, t.instance.empty() ? id : t.instance, t.priority, t.threads, t.memory_bytes});
+        {id, t.instance.empty() ? id : t.instance, t.priority, t.threads, t.memory_bytes, t.role});
   }
   c.warm_tes = pool_ ? static_cast<int32_t>(pool_->idle()) : 0;
   return c;
@@ -223,7 +228,8 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
   const bool name_fits =
       req.served_model_name.empty() ||
       req.served_model_name == served_model_name("", req.model_path, req.model_path);
-  if (pool_ && pool_->idle() > 0 && name_fits && req.args.empty()) {
+  const bool stage = req.role == cluster::kPpStageRole;
+  if (pool_ && pool_->idle() > 0 && name_fits && req.args.empty() && !stage) {
     cluster::BindModel bind;
     bind.model_path = req.model_path;
     bind.role = req.role;
@@ -234,8 +240,8 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
       reply.address = listen_.host + ":" + port;
       reply.pid = bound[0]->pid;
       reply.warm = true;
-      tes_[reply.id] = {bound[0]->pid, reply.address, req.instance,
-                        req.priority,  req.threads,   req.memory_bytes};
+      tes_[reply.id] = {bound[0]->pid, reply.address,    req.instance, req.priority,
+                        req.threads,   req.memory_bytes, req.role};
       return reply;
     }
     KEEL_LOG_WARN("node-agent {}: warm bind failed ({}); cold start", o_.host_id,
@@ -243,20 +249,7 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
   }
   cluster::ChildSpec spec;
   spec.name = req.id;
-  spec.argv = {self_exe(), "te",
-               "-m",       req.model_path,
-               "--id",     req.id,
-               "--role",   req.role,
-               "--host",   listen_.host,
-               "--port",   "0",
-               "-t",       std::to_string(req.threads)};
-  if (!req.served_model_name.empty()) {
-    spec.argv.insert(spec.argv.end(), {"--served-model-name", req.served_model_name});
-  }
-  spec.argv.insert(spec.argv.end(), req.args.begin(), req.args.end());
-  if (!o_.store_dir.empty()) spec.argv.insert(spec.argv.end(), {"--store-dir", o_.store_dir});
-  const std::vector<std::string> m = membership_argv();
-  spec.argv.insert(spec.argv.end(), m.begin(), m.end());
+  spec.argv = start_argv(req);
   spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
   Result<cluster::Child> child = sup_.spawn(spec);
   if (!child.ok()) {
@@ -272,9 +265,35 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
   reply.id = req.id;
   reply.address = listen_.host + ":" + std::to_string(*port);
   reply.pid = child->pid;
-  tes_[req.id] = {child->pid,   reply.address, req.instance,
-                  req.priority, req.threads,   req.memory_bytes};
+  tes_[req.id] = {child->pid,  reply.address,    req.instance, req.priority,
+                  req.threads, req.memory_bytes, req.role};
   return reply;
+}
+
+std::vector<std::string> NodeAgent::start_argv(const cluster::StartTe& req) const {
+  std::vector<std::string> argv;
+  if (req.role == cluster::kPpStageRole) {
+    argv = {self_exe(),        "pp-stage",          "-m", req.model_path,
+            "--listen",        listen_.host + ":0", "-t", std::to_string(req.threads),
+            "--exit-with-peer"};
+    argv.insert(argv.end(), req.args.begin(), req.args.end());
+    return argv;
+  }
+  argv = {self_exe(), "te",
+          "-m",       req.model_path,
+          "--id",     req.id,
+          "--role",   req.role,
+          "--host",   listen_.host,
+          "--port",   "0",
+          "-t",       std::to_string(req.threads)};
+  if (!req.served_model_name.empty()) {
+    argv.insert(argv.end(), {"--served-model-name", req.served_model_name});
+  }
+  argv.insert(argv.end(), req.args.begin(), req.args.end());
+  if (!o_.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o_.store_dir});
+  const std::vector<std::string> m = membership_argv();
+  argv.insert(argv.end(), m.begin(), m.end());
+  return argv;
 }
 
 Status NodeAgent::stop_te(const cluster::StopTe& req) {

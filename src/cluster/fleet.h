@@ -47,6 +47,9 @@ struct TeInfo {
   // and a decode worker over one KV pool. It runs whole requests, so the router treats it as any
   // colocated TE (its load: both workers' queues and its KV use); the flag is for status only.
   bool semi_pd = false;
+  // Pipeline stages (`keel te --pp 2`: this process and its `keel pp-stage`); 1 = every layer
+  // here. Status only: the router treats a pipelined TE as any colocated TE.
+  int32_t pp_stages = 1;
   friend bool operator==(const TeInfo&, const TeInfo&) = default;
 };
 

@@ -22,6 +22,7 @@ Json fleet_status_json(const FleetStatus& s) {
              {"address", te.address},
              {"role", std::string(te_role_name(te.role))},
              {"engine", te.semi_pd ? "semi-pd" : "colocated"},
+             {"pipeline_stages", te.pp_stages},
              {"model", te.model},
              {"pid", te.pid},
              {"healthy", te.healthy},

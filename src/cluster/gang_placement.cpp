@@ -45,7 +45,7 @@ std::vector<Room> free_room(const std::vector<GangHost>& hosts) {
 // Idle instances of priority below `priority`, cheapest first, at most kMaxEvictionCandidates.
 std::vector<Victim> victims(const std::vector<GangHost>& hosts, int32_t priority) {
   std::map<std::string, Victim> by_id;
-  std::set<std::string> busy;
+  std::set<std::string> busy, seen;  // seen: instances with a process that has a queue
   for (size_t h = 0; h < hosts.size(); ++h) {
     for (const HostedProcess& p : hosts[h].running) {
       const std::string id = instance_of(p);
@@ -61,12 +61,16 @@ std::vector<Victim> victims(const std::vector<GangHost>& hosts, int32_t priority
       r.cores += p.cores;
       r.memory += p.memory_bytes;
       r.slots += 1;
+      if (p.follows_instance) continue;
+      seen.insert(id);
       if (!p.idle) busy.insert(id);
     }
   }
   std::vector<Victim> out;
   for (auto& [id, v] : by_id) {
-    if (busy.count(id) == 0 && v.priority < priority) out.push_back(std::move(v));
+    if (seen.count(id) > 0 && busy.count(id) == 0 && v.priority < priority) {
+      out.push_back(std::move(v));
+    }
   }
   std::sort(out.begin(), out.end(), [](const Victim& a, const Victim& b) {
     return std::tie(a.priority, a.cores, a.memory, a.instance) <

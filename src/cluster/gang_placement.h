@@ -11,7 +11,9 @@
 //    instances that make it fit are chosen; among sets of that size the cheapest (lowest summed
 //    priority, then the least cores and memory freed, then instance ids in order).
 //  - Only idle instances of strictly lower priority are victims; an instance is idle only when
-//    every one of its processes is, and its priority is the highest of its processes'.
+//    every one of its processes is, and its priority is the highest of its processes'. A process
+//    with no queue of its own (a pipeline's later stage, `follows_instance`) is as idle as the
+//    rest of its instance; an instance made only of such processes is never idle.
 //  - Processes go largest first (cores, then memory) to the host with the most free cores, then
 //    memory, then the smallest host id, backtracking so a fit is found whenever one exists.
 // Every tie is broken by ids, so equal inputs give equal plans.
@@ -33,6 +35,8 @@ struct HostedProcess {
   int32_t cores = 1;     // cores it reserves
   int64_t memory_bytes = 0;
   bool idle = false;  // it has no request queued or running (as its JE reports)
+  // No queue of its own (a pipeline-parallel TE's stage 1): `idle` is not consulted.
+  bool follows_instance = false;
   friend bool operator==(const HostedProcess&, const HostedProcess&) = default;
 };
 

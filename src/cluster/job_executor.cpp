@@ -381,6 +381,7 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
   e.info.id = report.te_id;
   e.info.role = report.role;
   e.info.semi_pd = report.semi_pd;
+  e.info.pp_stages = report.pp_stages;
   e.info.model = report.model;
   e.info.pid = report.pid;
   e.kv_events = report.kv_events;

@@ -189,6 +189,7 @@ Message encode(const LoadReport& m) {
                                               {"kv_transfer", m.kv_transfer},
                                               {"kv_fetch", m.kv_fetch},
                                               {"semi_pd", m.semi_pd},
+                                              {"pp_stages", m.pp_stages},
                                               {"load", load_json(m.load)},
                                               {"max_model_len", m.max_model_len},
                                               {"max_waiting", m.max_waiting},
@@ -221,6 +222,7 @@ Json encode_body(const FleetStatus& m) {
                {"healthy", te.healthy},
                {"state", std::string(health::te_state_name(te.state))},
                {"semi_pd", te.semi_pd},
+               {"pp_stages", te.pp_stages},
                {"load", load_json(te.load)}};
     if (i < m.stats.size()) entry["stats"] = binary(engine::wire::encode(m.stats[i]));
     if (i < m.metrics.size()) entry["metrics"] = binary(engine::wire::encode(m.metrics[i]));
@@ -312,6 +314,7 @@ Result<LoadReport> decode_load_report(const Json& body) {
   r.str("kv_transfer", &m.kv_transfer);
   if (r.has("kv_fetch")) r.str("kv_fetch", &m.kv_fetch);
   if (r.has("semi_pd")) r.boolean("semi_pd", &m.semi_pd);
+  if (r.has("pp_stages")) r.i32("pp_stages", &m.pp_stages, 1);
   read_load(r, &m.load);
   r.i64("max_model_len", &m.max_model_len, 0);
   r.i64("max_waiting", &m.max_waiting, 0);
@@ -382,6 +385,7 @@ Result<FleetStatus> decode_fleet_status(const Json& body) {
       tr.i64("pid", &te.pid, 0);
       tr.boolean("healthy", &te.healthy);
       if (tr.has("semi_pd")) tr.boolean("semi_pd", &te.semi_pd);
+      if (tr.has("pp_stages")) tr.i32("pp_stages", &te.pp_stages, 1);
       if (tr.has("state")) {
         std::string state;
         tr.str("state", &state);

@@ -148,6 +148,7 @@ struct LoadReport {
   std::string kv_transfer;       // a decode TE's KV transfer address ("host:port"); "" = none
   std::string kv_fetch;          // its KV fetch service (tier T3 peers fetch from it); "" = none
   bool semi_pd = false;          // its engine is semi-PD (TeInfo::semi_pd); absent = false
+  int32_t pp_stages = 1;         // pipeline stages (TeInfo::pp_stages); absent = 1
   TeLoad load;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;

@@ -18,7 +18,8 @@ Result<int64_t> parse_int(std::string_view what, std::string_view text) {
   return v;
 }
 
-// The "tes" attribute: a JSON array of {"id", "instance", "priority", "threads", "memory_bytes"}.
+// The "tes" attribute: a JSON array of {"id", "instance", "priority", "threads", "memory_bytes",
+// "role"} ("role" absent from older agents: colocated).
 std::string encode_tes(const std::vector<HostedTe>& tes) {
   nlohmann::json a = nlohmann::json::array();
   for (const HostedTe& t : tes) {
@@ -26,7 +27,8 @@ std::string encode_tes(const std::vector<HostedTe>& tes) {
                  {"instance", t.instance},
                  {"priority", t.priority},
                  {"threads", t.threads},
-                 {"memory_bytes", t.memory_bytes}});
+                 {"memory_bytes", t.memory_bytes},
+                 {"role", t.role}});
   }
   return a.dump();
 }
@@ -45,14 +47,14 @@ Result<std::vector<HostedTe>> decode_tes(const std::string& host_id, const std::
     };
     if (!str("id") || !str("instance") || !num("threads", 1 << 20) ||
         !num("memory_bytes", int64_t{1} << 60) || !e.contains("priority") ||
-        !e["priority"].is_number_integer()) {
+        !e["priority"].is_number_integer() || (e.contains("role") && !str("role"))) {
       return bad;
     }
     const int64_t priority = e["priority"].get<int64_t>();
     if (priority < -(int64_t{1} << 30) || priority > (int64_t{1} << 30)) return bad;
     out.push_back({e["id"].get<std::string>(), e["instance"].get<std::string>(),
                    static_cast<int32_t>(priority), e["threads"].get<int32_t>(),
-                   e["memory_bytes"].get<int64_t>()});
+                   e["memory_bytes"].get<int64_t>(), e.value("role", std::string("colocated"))});
   }
   std::sort(out.begin(), out.end(),
             [](const HostedTe& x, const HostedTe& y) { return x.id < y.id; });

@@ -27,6 +27,9 @@ struct HostedTe {
   int32_t priority = 0;      // its instance's priority
   int32_t threads = 1;       // cores it reserves
   int64_t memory_bytes = 0;  // memory it reserves
+  // What it runs: a TE's role (colocated | prefill | decode), or "pp-stage" for a
+  // pipeline-parallel TE's stage 1 (`keel pp-stage`: no queue, no JE reports it).
+  std::string role = "colocated";
   bool operator==(const HostedTe&) const = default;
 };
 

@@ -68,8 +68,9 @@ Result<StartTe> decode_start_te(const Json& body) {
   if (m.model_path.empty()) return bad(kMsg, "model_path", "is empty");
   KEEL_TRY(read_str(body, kMsg, "served_model_name", &m.served_model_name, false));
   KEEL_TRY(read_str(body, kMsg, "role", &m.role, false));
-  if (m.role != "colocated" && m.role != "prefill" && m.role != "decode") {
-    return bad(kMsg, "role", "is not colocated, prefill or decode");
+  if (m.role != "colocated" && m.role != "prefill" && m.role != "decode" &&
+      m.role != kPpStageRole) {
+    return bad(kMsg, "role", "is not colocated, prefill, decode or pp-stage");
   }
   KEEL_TRY(read_int(body, kMsg, "threads", 1, 1024, &m.threads));
   KEEL_TRY(read_str(body, kMsg, "instance", &m.instance, false));

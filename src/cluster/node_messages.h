@@ -25,13 +25,17 @@ inline constexpr std::string_view kStartTe = "start_te";
 inline constexpr std::string_view kStopTe = "stop_te";
 }  // namespace msg
 
+// The StartTe role of a pipeline-parallel TE's stage 1: the agent starts `keel pp-stage` (no
+// membership, no queue) and replies with its activation endpoint as the address.
+inline constexpr std::string_view kPpStageRole = "pp-stage";
+
 struct StartTe {
-  std::string id;                 // the TE's id in the fleet (unique in the cluster)
-  std::string model_path;         // the GGUF, as the host sees it
-  std::string served_model_name;  // the model's id in the API
-  std::string role = "colocated";
-  int32_t threads = 1;            // its compute threads
-  std::vector<std::string> args;  // further `keel te` flags (engine sizes), passed as they are
+  std::string id;                  // the TE's id in the fleet (unique in the cluster)
+  std::string model_path;          // the GGUF, as the host sees it
+  std::string served_model_name;   // the model's id in the API
+  std::string role = "colocated";  // colocated | prefill | decode | pp-stage
+  int32_t threads = 1;             // its compute threads
+  std::vector<std::string> args;   // further `keel te` flags (engine sizes), passed as they are
   // For gang placement (gang_placement.h), reported back in the agent's capacity: the instance
   // (gang) the TE belongs to ("" = its own id), that instance's priority, the memory it reserves.
   std::string instance;

@@ -353,6 +353,7 @@ void TaskExecutor::send_reports() {
   base.kv_transfer = config_.kv_transfer;
   base.kv_fetch = config_.kv_fetch;
   base.semi_pd = config_.semi_pd;
+  base.pp_stages = config_.pp_stages;
   base.max_model_len = engine_->max_model_len();
   base.max_waiting = engine_->max_waiting();
   base.stats = stats;

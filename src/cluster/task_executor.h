@@ -58,6 +58,7 @@ struct TaskExecutorConfig {
   // The engine is semi-PD (a colocated TE: LoadReport::semi_pd); the engine's stats already
   // count both workers' queues.
   bool semi_pd = false;
+  int32_t pp_stages = 1;  // pipeline stages of the engine (LoadReport::pp_stages)
 };
 
 class TaskExecutor {

@@ -111,6 +111,39 @@ TEST(GangPlacementTest, AnInstanceWithOneBusyProcessIsBusy) {
   EXPECT_FALSE(place_gang(hosts, pd_pair(5, 1, kGiB)).ok());
 }
 
+// A pipeline's stage 1 (no queue, no JE reports it) as its instance's placer sees it.
+HostedProcess stage(const std::string& id, const std::string& instance, int32_t priority,
+                    int32_t cores, int64_t memory) {
+  HostedProcess p = proc(id, instance, priority, cores, memory, /*idle=*/false);
+  p.follows_instance = true;
+  return p;
+}
+
+TEST(GangPlacementTest, APipelineStageIsAsIdleAsItsInstance) {
+  // "a" is a pipelined TE: stage 0 on h1 (idle as its JE reports), stage 1 on h2 (its own idle
+  // flag false: nothing reports it). The instance is idle, so both processes' room is freed.
+  const std::vector<GangHost> hosts = {
+      host("h1", 1, 8 * kGiB, {proc("a-te-0", "a", 0, 1, kGiB, true)}),
+      host("h2", 1, 8 * kGiB, {stage("a-te-0-stage1", "a", 0, 1, kGiB)})};
+  const GangPlan p = place(hosts, pd_pair(5, 1, kGiB));
+  EXPECT_EQ(p.evict, (std::vector<std::string>{"a"}));
+  EXPECT_EQ(p.hosts, (std::vector<std::string>{"h1", "h2"}));
+  // Stage 0 busy: the instance is busy whatever the stage says.
+  const std::vector<GangHost> busy = {
+      host("h1", 1, 8 * kGiB, {proc("a-te-0", "a", 0, 1, kGiB, false)}),
+      host("h2", 1, 8 * kGiB, {stage("a-te-0-stage1", "a", 0, 1, kGiB)})};
+  EXPECT_FALSE(place_gang(busy, pd_pair(5, 1, kGiB)).ok());
+}
+
+TEST(GangPlacementTest, AnInstanceOfOnlyStagesIsNeverEvicted) {
+  // Its stage 0 is not reported (gone, or not yet seen): never evicted unseen.
+  const std::vector<GangHost> hosts = {
+      host("h1", 2, 8 * kGiB, {stage("a-te-0-stage1", "a", 0, 1, kGiB)})};
+  Result<GangPlan> p = place_gang(hosts, pd_pair(5, 1, kGiB));
+  ASSERT_FALSE(p.ok());
+  EXPECT_NE(p.status().message().find("evictable: none"), std::string::npos);
+}
+
 TEST(GangPlacementTest, NeverEvictsEqualOrHigherPriority) {
   for (int32_t other : {10, 11}) {
     const std::vector<GangHost> hosts = {

@@ -134,6 +134,12 @@ TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
   r = decode_load_report(through_link(encode(report), "load_report"));
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_TRUE(r->semi_pd);
+  EXPECT_EQ(r->pp_stages, 1);
+  report.semi_pd = false;
+  report.pp_stages = 2;  // a pipelined TE
+  r = decode_load_report(through_link(encode(report), "load_report"));
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->pp_stages, 2);
 
   Result<AbortTask> a =
       decode_abort(through_link(encode_abort_task(AbortTask{JobRef{"g", 1}, 3}), "abort_task"));
@@ -173,6 +179,7 @@ TEST(ClusterMessagesTest, FleetStatusRoundTrip) {
   s.fleet.tes.push_back(s.fleet.tes[0]);
   s.fleet.tes[1].id = "te-1";
   s.fleet.tes[1].semi_pd = true;
+  s.fleet.tes[1].pp_stages = 2;
   s.stats.resize(2);
   s.metrics.resize(2);
   s.jobs_redriven = 3;

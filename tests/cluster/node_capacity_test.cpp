@@ -42,7 +42,9 @@ TEST(NodeCapacityTest, AttributesRoundTrip) {
   c.max_tes = 4;
   c.running_tes = 1;
   c.warm_tes = 2;
-  c.tes = {{"a-te-0", "a", -3, 2, int64_t{3} << 30}, {"b-te-0", "b", 10, 1, 0}};
+  c.tes = {{"a-te-0", "a", -3, 2, int64_t{3} << 30},
+           {"a-te-0-stage1", "a", -3, 2, int64_t{3} << 30, "pp-stage"},
+           {"b-te-0", "b", 10, 1, 0, "prefill"}};
   Result<NodeCapacity> back =
       capacity_from_attributes("h2", "10.0.0.2:7000", capacity_attributes(c));
   ASSERT_TRUE(back.ok()) << back.status().to_string();
@@ -51,6 +53,13 @@ TEST(NodeCapacityTest, AttributesRoundTrip) {
   back = capacity_from_attributes("h2", "10.0.0.2:7000", capacity_attributes(c));
   ASSERT_TRUE(back.ok());
   EXPECT_TRUE(back->models.empty());
+  // An older agent's entry has no "role": colocated.
+  auto attrs = capacity_attributes(c);
+  attrs["tes"] = R"([{"id":"a-te-0","instance":"a","priority":0,"threads":1,"memory_bytes":0}])";
+  back = capacity_from_attributes("h2", "10.0.0.2:7000", attrs);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  ASSERT_EQ(back->tes.size(), 1u);
+  EXPECT_EQ(back->tes[0].role, "colocated");
 }
 
 TEST(NodeCapacityTest, MalformedAttributesNameTheField) {
@@ -77,6 +86,10 @@ TEST(NodeCapacityTest, MalformedAttributesNameTheField) {
                                                         {"running_tes", "1x"},
                                                         {"warm_tes", ""},
                                                         {"tes", "[{\"id\": 1}]"},
+                                                        {"tes",
+                                                         "[{\"id\":\"x\",\"instance\":\"x\","
+                                                         "\"priority\":0,\"threads\":1,"
+                                                         "\"memory_bytes\":0,\"role\":7}]"},
                                                         {"tes", "not json"}}) {
     const Status s = with(key, value);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key << "=" << value;

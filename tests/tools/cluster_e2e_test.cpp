@@ -138,6 +138,30 @@ TEST_F(ClusterE2e, SemiPdTeGreedyTextEqualsKeelServe) {
   EXPECT_GE(s["router"]["pd_colocated"].get<int>(), 1) << s.dump();
 }
 
+// Pipelined TEs (`cluster up --pp 2`: each TE is `keel te --pp 2`, which starts its own `keel
+// pp-stage`): greedy text equals keel serve's, the fleet shows two stages per TE; a pipelined TE
+// with PD disaggregation is refused at start with an error naming --pp.
+TEST_F(ClusterE2e, PipelinedTesGreedyTextEqualsKeelServe) {
+  ServeProcess serve({"-m", stories(), "-t", "1", "--served-model-name", "stories"});
+  ASSERT_TRUE(serve.ok()) << serve.error();
+  Cluster c({"--colocated", "1", "--pp", "2"});
+  ASSERT_GT(c.port(), 0) << c.error();
+  for (const std::string& prompt : kPrompts) {
+    const json want = post(serve.port(), "/v1/completions", greedy_body(prompt, 40));
+    const json got = post(c.port(), "/v1/completions", greedy_body(prompt, 40));
+    EXPECT_EQ(got["choices"][0]["text"], want["choices"][0]["text"]) << prompt;
+  }
+  const json s = status(c.port());
+  ASSERT_EQ(s["task_executors"].size(), 1u) << s.dump();
+  EXPECT_EQ(s["task_executors"][0]["pipeline_stages"], 2) << s.dump();
+
+  const CliResult bad = run_keel({"cluster", "up", "-m", stories(), "--pp", "2", "--prefill", "1",
+                                  "--decode", "1", "--port", "0"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--pp 2 does not go with --prefill/--decode"), std::string::npos)
+      << bad.err;
+}
+
 // Dynamic semi-PD inside a TE (`cluster up --semi-pd 1 --semi-pd-dynamic ...`, passed on to
 // `keel te`): a 1 µs TTFT SLO is missed by every window with a first token, so the TE's
 // controller grows its prefill side from 1 to 2 cores (x + y ≤ 4: the sets overlap); the split

@@ -7,6 +7,11 @@
 // "peer" (priority 10, equal to high's) then asks for one more TE: nothing of lower priority is
 // left to evict, so its start-up fails with ResourceExhausted and nothing is placed.
 //
+// A pipeline-parallel TE (`--pp 2`) is a gang of two processes: two agents of one core each, so
+// `keel te --pp 2` and its `keel pp-stage` must land on different hosts (stage 1 started first,
+// stage 0 told its address); greedy text equals `keel serve`'s; then a higher-priority instance
+// that needs one core evicts the idle pipelined instance — both of its processes — and serves.
+//
 // Skipped with the reason printed without etcd (failed under CI=true). Every process is stopped
 // by pid (the supervisor's destructor); files live in a per-pid temporary directory.
 #include <unistd.h>
@@ -108,6 +113,16 @@ class ClusterGangTest : public ::testing::Test {
     return sup_->spawn(spec);
   }
 
+  Result<cluster::Child> agent(const std::string& id, int cores, int64_t memory) {
+    std::vector<std::string> argv = {
+        KEEL_BINARY, "node-agent",  "--host-id",      id,
+        "--listen",  "127.0.0.1:0", "--cores",        std::to_string(cores),
+        "--max-tes", "4",           "--memory-bytes", std::to_string(memory)};
+    const std::vector<std::string> m = membership();
+    argv.insert(argv.end(), m.begin(), m.end());
+    return spawn("agent-" + id, argv);
+  }
+
   static HttpResponse complete(int port, const std::string& model) {
     const nlohmann::json body = {
         {"model", model}, {"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}};
@@ -183,6 +198,62 @@ TEST_F(ClusterGangTest, HigherPriorityPairEvictsTheIdleLowInstance) {
   EXPECT_NE(peer_ev[0].value("reason", "").find("evictable: none"), std::string::npos)
       << peer_ev[0].dump();
   // "high" still serves: nothing of it was touched.
+  EXPECT_EQ(complete(*high_port, "high").status, 200);
+}
+
+TEST_F(ClusterGangTest, PipelinedTeIsOneGangAcrossHostsAndIsEvictedWhole) {
+  KEEL_REQUIRE_ETCD();
+  const std::string prompt = "Once upon a time";
+  std::string want;
+  {
+    ServeProcess one({"-m", KEEL_REPO_STORIES, "-t", "1"});
+    ASSERT_TRUE(one.ok()) << one.error();
+    const HttpResponse r = complete(one.port(), "stories260K");
+    ASSERT_EQ(r.status, 200) << r.body;
+    want = nlohmann::json::parse(r.body)["choices"][0]["text"].get<std::string>();
+  }
+  std::string error;
+  etcd_ = EtcdServer::start(&error);
+  ASSERT_NE(etcd_, nullptr) << error;
+  for (const char* id : {"h1", "h2"}) {
+    Result<cluster::Child> a = agent(id, 1, 1024 * kMiB);
+    ASSERT_TRUE(a.ok()) << a.status().to_string();
+  }
+
+  // Two processes of one core each on hosts of one core each: one per host.
+  Result<cluster::Child> pipe =
+      spawn("pipe", up("pipe", 0, 300 * kMiB, {"--colocated", "1", "--pp", "2"}));
+  ASSERT_TRUE(pipe.ok()) << pipe.status().to_string();
+  Result<int> pipe_port = cluster::ready_port(pipe->ready);
+  ASSERT_TRUE(pipe_port.ok());
+  const std::vector<nlohmann::json> ev = events("pipe");
+  ASSERT_EQ(ev.size(), 1u) << nlohmann::json(ev).dump();
+  EXPECT_EQ(ev[0].value("event", ""), "gang_placed");
+  EXPECT_EQ(ev[0].value("instance", ""), "pipe-pp-0");
+  ASSERT_EQ(ev[0]["processes"].size(), 2u) << ev[0].dump();
+  const nlohmann::json& stage = ev[0]["processes"][0];
+  const nlohmann::json& te = ev[0]["processes"][1];
+  EXPECT_EQ(stage.value("role", ""), "pp-stage");
+  EXPECT_EQ(stage.value("id", ""), "pipe-te-0-stage1");
+  EXPECT_EQ(te.value("role", ""), "colocated");
+  EXPECT_EQ(te.value("id", ""), "pipe-te-0");
+  EXPECT_NE(stage.value("host", ""), te.value("host", "")) << ev[0].dump();
+
+  const HttpResponse r = complete(*pipe_port, "pipe");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(nlohmann::json::parse(r.body)["choices"][0]["text"].get<std::string>(), want);
+
+  // "pipe" is idle now; "high" needs one core: only evicting both of pipe's processes frees one.
+  Result<cluster::Child> high = spawn("high", up("high", 10, 300 * kMiB, {"--colocated", "1"}));
+  ASSERT_TRUE(high.ok()) << high.status().to_string();
+  Result<int> high_port = cluster::ready_port(high->ready);
+  ASSERT_TRUE(high_port.ok());
+  const std::vector<nlohmann::json> hev = events("high");
+  ASSERT_EQ(hev.size(), 2u) << nlohmann::json(hev).dump();
+  EXPECT_EQ(hev[0].value("event", ""), "evict");
+  EXPECT_EQ(hev[0].value("instance", ""), "pipe-pp-0");
+  EXPECT_EQ(hev[0]["tes"].size(), 2u) << hev[0].dump();
+  EXPECT_EQ(hev[1].value("event", ""), "gang_placed");
   EXPECT_EQ(complete(*high_port, "high").status, 200);
 }
 

@@ -1,0 +1,215 @@
+// cluster up's plan; see cluster_up_plan.h.
+#include "cluster_up_plan.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <thread>
+
+#include "self_exe.h"
+#include "semi_pd_flags.h"
+
+namespace keel::cli {
+
+// With --membership etcd, each child joins the membership itself (its own lease, so it leaves the
+// routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
+void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv) {
+  if (m.mode != "etcd") return;
+  std::string endpoints;
+  for (const std::string& e : m.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
+  argv->insert(argv->end(),
+               {"--membership", "etcd", "--etcd-endpoints", endpoints, "--membership-prefix",
+                m.prefix, "--membership-ttl", std::to_string(m.ttl_s)});
+}
+
+// A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
+// prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
+std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind) {
+  const ServeOptions& s = o.serve;
+  const std::string role = kind == "semi-pd" ? "colocated" : kind;
+  std::vector<std::string> argv = {"--max-num-seqs",
+                                   std::to_string(s.max_num_seqs),
+                                   "--max-batched-tokens",
+                                   std::to_string(s.max_batched_tokens),
+                                   "--max-waiting",
+                                   std::to_string(s.max_waiting),
+                                   "--block-size",
+                                   std::to_string(s.block_size),
+                                   "--kv-cache-bytes",
+                                   std::to_string(s.kv_cache_bytes),
+                                   "--kv-host-bytes",
+                                   std::to_string(s.kv_host_bytes),
+                                   "--kv-type",
+                                   s.kv_type,
+                                   "-c",
+                                   std::to_string(s.ctx_size),
+                                   "--weight-layout",
+                                   s.compute.weight_layout};
+  if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
+  if (s.compute.use_mmap) argv.push_back("--mmap");
+  if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
+  for (const std::string& lora : s.loras) argv.insert(argv.end(), {"--lora", lora});
+  if (kind == "colocated" && s.pp > 1) {  // the TE starts its stage 1, or is told where it runs
+    argv.insert(argv.end(), {"--pp", std::to_string(s.pp), "--pp-step-timeout",
+                             std::to_string(s.pp_step_timeout_s)});
+  }
+  if (kind == "semi-pd") {
+    argv.insert(argv.end(), {"--mode", "semi-pd"});
+    for (std::string& a : semi_pd_flag_args(s)) argv.push_back(std::move(a));
+  }
+  if (role == "prefill") {
+    argv.insert(argv.end(), {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
+                             std::to_string(o.handoff.prefill_chunk)});
+    if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
+  }
+  if (o.peer.enabled) argv.push_back("--kv-peer-tier");
+  if (o.peer.throttle_bytes_per_s > 0) {
+    argv.insert(argv.end(),
+                {"--kv-transfer-throttle", std::to_string(o.peer.throttle_bytes_per_s)});
+  }
+  return argv;
+}
+
+std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
+                                 const std::string& name, int i, int threads,
+                                 const std::string& kind) {
+  const std::string role = kind == "semi-pd" ? "colocated" : kind;
+  std::vector<std::string> argv = {self_exe(),
+                                   "te",
+                                   "-m",
+                                   path,
+                                   "--served-model-name",
+                                   name,
+                                   "--id",
+                                   "te-" + std::to_string(i),
+                                   "--role",
+                                   role,
+                                   "--port",
+                                   "0",
+                                   "-t",
+                                   std::to_string(threads)};
+  const std::vector<std::string> engine = te_engine_args(o, kind);
+  argv.insert(argv.end(), engine.begin(), engine.end());
+  if (!o.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o.store_dir});
+  add_membership_argv(o.membership, &argv);
+  return argv;
+}
+
+// A JE's id: je-<i>; under --nodes auto <model>-je-<i>-<manager id> (several models' managers, and
+// a leader's and its standbys' JEs, share the membership there).
+std::string je_id(const ClusterUpOptions& o, const std::string& name, int i,
+                  const std::string& manager) {
+  const std::string base = "je-" + std::to_string(i);
+  return o.nodes == "auto" ? name + "-" + base + "-" + manager : base;
+}
+
+std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
+                                 const std::string& name, const std::string& id,
+                                 const std::string& tes) {
+  std::vector<std::string> argv = {self_exe(),
+                                   "je",
+                                   "--id",
+                                   id,
+                                   "--port",
+                                   "0",
+                                   "--te",
+                                   tes,
+                                   "-m",
+                                   path,
+                                   "--served-model-name",
+                                   name,
+                                   "--block-size",
+                                   std::to_string(o.serve.block_size),
+                                   "--router",
+                                   o.router,
+                                   "--balance-threshold",
+                                   std::to_string(o.balance_threshold),
+                                   "--balance-abs-tokens",
+                                   std::to_string(o.balance_abs_tokens),
+                                   "--stall-timeout-ms",
+                                   std::to_string(o.stall_timeout_ms)};
+  if (tes.empty()) argv.erase(argv.begin() + 6, argv.begin() + 8);  // the autoscaler adds them
+  for (const std::string& lora : o.serve.loras) argv.insert(argv.end(), {"--lora", lora});
+  if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});
+  if (!o.predictor.empty()) argv.insert(argv.end(), {"--predictor", o.predictor});
+  if (!o.predictor_model.empty()) {
+    argv.insert(argv.end(), {"--predictor-model", o.predictor_model});
+  }
+  add_membership_argv(o.membership, &argv);
+  return argv;
+}
+
+bool autoscaling(const ClusterUpOptions& o) { return o.autoscale.max_replicas > 0; }
+
+// Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode or semi-PD TEs; --min
+// when autoscaling).
+int colocated_tes(const ClusterUpOptions& o) {
+  if (o.colocated >= 0) return o.colocated;
+  if (autoscaling(o)) return o.autoscale.min_replicas;
+  return o.prefill + o.decode + o.semi_pd > 0 ? 0 : 2;
+}
+
+// TEs at start-up (colocated + semi-PD + prefill + decode).
+int initial_tes(const ClusterUpOptions& o) {
+  return colocated_tes(o) + o.semi_pd + o.prefill + o.decode;
+}
+
+// Each TE's compute threads: --threads-per-te, else the machine's threads / processes (a
+// pipelined TE is --pp processes, each with these threads; / --max when autoscaling).
+int threads_per_te(const ClusterUpOptions& o) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int tes =
+      autoscaling(o) ? std::max(initial_tes(o), o.autoscale.max_replicas) : initial_tes(o);
+  const int processes = tes + colocated_tes(o) * (std::max(1, o.serve.pp) - 1);
+  return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, processes));
+}
+
+// A warm pool TE's command: a colocated TE's, without a model id, with --warm.
+std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::string& path,
+                                      const std::string& name, int threads) {
+  std::vector<std::string> argv = te_argv(o, path, name, 0, threads, "colocated");
+  const auto id = std::find(argv.begin(), argv.end(), "--id");
+  argv.erase(id, id + 2);
+  if (!o.te_stores.empty()) {  // the pool gives each its own store
+    const auto store = std::find(argv.begin(), argv.end(), "--store-dir");
+    if (store != argv.end()) argv.erase(store, store + 2);
+  }
+  argv.push_back("--warm");
+  return argv;
+}
+
+// What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size
+// and the KV cache's bytes.
+int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
+  if (o.te_memory_bytes > 0) return o.te_memory_bytes;
+  std::error_code ec;
+  const auto file = std::filesystem::file_size(path, ec);
+  return (ec ? 0 : static_cast<int64_t>(file)) + static_cast<int64_t>(o.serve.kv_cache_bytes);
+}
+
+// --pp 2: colocated TEs only, each two processes; what binds or replaces TEs from a warm pool or
+// a store entry (model-agnostic single-process TEs) is refused rather than half-supported.
+Status check_pipelined(const ClusterUpOptions& o) {
+  if (o.serve.pp <= 1) return {};
+  const auto refuse = [](const std::string& what) {
+    return Status::invalid_argument("cluster up: --pp 2 does not go with " + what +
+                                    " (pipelined TEs are colocated, started with their stage)");
+  };
+  if (o.prefill + o.decode > 0) return refuse("--prefill/--decode");
+  if (o.semi_pd > 0) return refuse("--semi-pd");
+  if (autoscaling(o)) return refuse("the autoscaler (--max)");
+  if (o.warm_pool > 0) return refuse("--warm-pool");
+  if (!o.store_dir.empty()) return refuse("--store-dir");
+  if (o.peer.enabled) return refuse("--kv-peer-tier");
+  return {};
+}
+
+// The TE kinds asked for, in start order: colocated, semi-pd, prefill, decode.
+std::vector<std::string> te_kinds(const ClusterUpOptions& o) {
+  std::vector<std::string> kinds(static_cast<size_t>(colocated_tes(o)), "colocated");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.semi_pd), "semi-pd");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.prefill), "prefill");
+  kinds.insert(kinds.end(), static_cast<size_t>(o.decode), "decode");
+  return kinds;
+}
+
+}  // namespace keel::cli

@@ -1,0 +1,68 @@
+// What `keel cluster up` starts, worked out from its flags before anything runs: the TE kinds in
+// start order and how many, each TE's threads and memory reservation, the command lines of its
+// children (`keel te`, `keel je`, a warm-pool TE) and the checks on flag combinations (pipelined
+// TEs). Pure functions of ClusterUpOptions (and a GGUF's size); no process is started here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cluster_commands.h"
+#include "core/result.h"
+
+namespace keel::cli {
+
+// With --membership etcd, each child joins the membership itself (its own lease, so it leaves the
+// routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
+void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv);
+
+// A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
+// prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
+std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind);
+
+// `keel te` for TE `i` (id te-<i>) of `kind` with `threads` compute threads, on this machine.
+std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
+                                 const std::string& name, int i, int threads,
+                                 const std::string& kind);
+
+// A JE's id: je-<i>; under --nodes auto <model>-je-<i>-<manager id> (several models' managers, and
+// a leader's and its standbys' JEs, share the membership there).
+std::string je_id(const ClusterUpOptions& o, const std::string& name, int i,
+                  const std::string& manager);
+
+// `keel je` with `id`, routing to `tes` (comma-separated addresses; "" = it learns them later).
+std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
+                                 const std::string& name, const std::string& id,
+                                 const std::string& tes);
+
+// Whether the autoscaler runs (--max > 0).
+bool autoscaling(const ClusterUpOptions& o);
+
+// Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode or semi-PD TEs; --min
+// when autoscaling).
+int colocated_tes(const ClusterUpOptions& o);
+
+// TEs at start-up (colocated + semi-PD + prefill + decode).
+int initial_tes(const ClusterUpOptions& o);
+
+// Each TE's compute threads: --threads-per-te, else the machine's threads / processes (a
+// pipelined TE is --pp processes, each with these threads; / --max when autoscaling).
+int threads_per_te(const ClusterUpOptions& o);
+
+// A warm pool TE's command: a colocated TE's, without a model id, with --warm.
+std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::string& path,
+                                      const std::string& name, int threads);
+
+// What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size
+// and the KV cache's bytes.
+int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path);
+
+// --pp 2: colocated TEs only, each two processes; what binds or replaces TEs from a warm pool or
+// a store entry (model-agnostic single-process TEs) is refused rather than half-supported.
+Status check_pipelined(const ClusterUpOptions& o);
+
+// The TE kinds asked for, in start order: colocated, semi-pd, prefill, decode.
+std::vector<std::string> te_kinds(const ClusterUpOptions& o);
+
+}  // namespace keel::cli
