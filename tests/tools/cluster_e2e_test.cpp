@@ -128,7 +128,13 @@ TEST_F(ClusterE2e, SemiPdTeGreedyTextEqualsKeelServe) {
     EXPECT_EQ(got["usage"]["completion_tokens"], want["usage"]["completion_tokens"]) << prompt;
     EXPECT_EQ(got["usage"]["prompt_tokens"], want["usage"]["prompt_tokens"]) << prompt;
   }
-  const json s = status(c.port());
+  // The fleet view follows the TEs' periodic load reports: wait for one sent after the requests.
+  json s;
+  EXPECT_TRUE(eventually([&] {
+    s = status(c.port());
+    return s["task_executors"].size() == 1 &&
+           s["task_executors"][0]["generation_tokens_total"].get<int64_t>() > 0;
+  }));
   ASSERT_EQ(s["task_executors"].size(), 1u) << s.dump();
   const json& te = s["task_executors"][0];
   EXPECT_EQ(te["role"], "colocated") << te.dump();
