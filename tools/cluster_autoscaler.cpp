@@ -142,6 +142,16 @@ void ClusterAutoscaler::tick() {
 }
 
 void ClusterAutoscaler::scale_out(int32_t n) {
+  if (config_.start_remote) {
+    Result<std::vector<std::string>> started = config_.start_remote(n);
+    if (!started.ok()) {
+      KEEL_LOG_WARN("cluster: autoscale scale-out of {} through the agents: {}", n,
+                    started.status().to_string());
+      return;
+    }
+    for (const std::string& address : *started) bound_[address] = Clock::now();
+    return;
+  }
   const cluster::Json reply = scaler_->scale_out(n);
   for (const cluster::Json& te : reply.value("tes", cluster::Json::array())) {
     if (te.contains("address") && te["address"].is_string()) {
@@ -220,9 +230,14 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
       ++it;
       continue;
     }
-    const Result<cluster::ChildExit> exit =
-        d.pid > 0 ? sup_->stop(static_cast<pid_t>(d.pid), kStopGrace)
-                  : Result<cluster::ChildExit>(Status::not_found("no pid"));
+    std::string exit_text = "no pid";  // how it ended
+    if (config_.stop_remote) {         // through its host's agent
+      const Status s = config_.stop_remote(d.id, kStopGrace);
+      exit_text = s.ok() ? "stopped by its node agent" : s.message();
+    } else if (d.pid > 0) {
+      const Result<cluster::ChildExit> exit = sup_->stop(static_cast<pid_t>(d.pid), kStopGrace);
+      exit_text = exit.ok() ? exit->describe() : exit.status().message();
+    }
     // Stopped: it leaves the JEs' fleet lists (not kept there as dead).
     if (Status s = cluster::call_jes(config_.je_addresses,
                                      cluster::encode(cluster::RemoveTe{d.address, true}),
@@ -238,10 +253,9 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
                {"outcome", outcome},
                {"left_requests", te != nullptr ? te_requests(*te) : 0},
                {"drain_s", std::chrono::duration<double>(waited).count()},
-               {"exit", exit.ok() ? exit->describe() : exit.status().message()}});
+               {"exit", exit_text}});
     KEEL_LOG_INFO("cluster: drained {} ({}) in {:.2f} s: stopped ({})", d.id, outcome,
-                  std::chrono::duration<double>(waited).count(),
-                  exit.ok() ? exit->describe() : exit.status().message());
+                  std::chrono::duration<double>(waited).count(), exit_text);
     {
       std::lock_guard lock(mu_);
       ++drains_[outcome];

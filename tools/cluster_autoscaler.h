@@ -10,6 +10,8 @@
 // (remove_te with forget). A scale-out with no idle warm TE cold-starts one (ClusterScaler).
 // Decisions that change the count go to the event log as `{"event":"autoscale",...}` lines; drains
 // as `{"event":"drain",...}`; both to /metrics.
+// Under `--nodes auto` the scale-outs and stops go through the node agents instead (the config's
+// start_remote / stop_remote): the new TEs register themselves and the JEs follow them.
 // With a kube::ReplicaActuator (`--scaler k8s`, docs/deploy.md) the same decisions set
 // spec.replicas of a TE Deployment instead: the count the Deployment asks for and not yet ready
 // counts as pending, nothing is bound or drained here (Kubernetes starts and deletes the pods;
@@ -21,6 +23,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -43,6 +46,11 @@ struct ClusterAutoscalerConfig {
   std::chrono::milliseconds drain_timeout{30000};
   std::vector<std::string> je_addresses;
   std::string event_log;  // JSON lines, appended; "" = none
+  // --nodes auto: TEs come from and go back to the node agents (cluster_nodes.h), not the local
+  // warm pool and supervisor. start_remote(n): the addresses of the TEs started (each placed as a
+  // gang of one; an agent binds a warm TE of its pool when it has one); stop_remote(id, grace).
+  std::function<Result<std::vector<std::string>>(int32_t)> start_remote;
+  std::function<Status(const std::string&, std::chrono::milliseconds)> stop_remote;
 };
 
 class ClusterAutoscaler {

@@ -250,64 +250,93 @@ Result<RemoteTe> ClusterNodes::start_one(const cluster::NodeCapacity& node,
   return te;
 }
 
+Result<std::vector<RemoteTe>> ClusterNodes::start_gang(membership::Membership& session,
+                                                       const GangStart& g) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> nodes, list(session));
+  return place_and_start(g, nodes, te_use(session));
+}
+
+Result<std::vector<RemoteTe>> ClusterNodes::place_and_start(
+    const GangStart& g, std::vector<cluster::NodeCapacity>& nodes,
+    const std::map<std::string, TeUse>& use) {
+  Result<cluster::GangPlan> plan = cluster::place_gang(gang_hosts(nodes, use), gang_request(g));
+  if (!plan.ok()) {
+    ++unplaceable_;
+    log_event({{"event", "gang_unplaceable"},
+               {"instance", g.instance},
+               {"priority", g.priority},
+               {"reason", plan.status().message()}});
+    return plan.status();
+  }
+  for (const std::string& victim : plan->evict) KEEL_TRY(evict(victim, g, nodes, use));
+  cluster::Json processes = cluster::Json::array();
+  std::vector<RemoteTe> out;
+  std::string stage1;  // the gang's stage 1, started first: its stage 0 connects to it
+  for (size_t i = 0; i < g.tes.size(); ++i) {
+    cluster::StartTe start = g.tes[i];
+    start.instance = g.instance;
+    start.priority = g.priority;
+    if (!stage1.empty() && pipelined(start)) {
+      start.args.insert(start.args.end(), {"--pp-stage1", stage1});
+    }
+    const auto node = std::find_if(nodes.begin(), nodes.end(),
+                                   [&](const auto& n) { return n.host_id == plan->hosts[i]; });
+    Result<RemoteTe> te = start_one(*node, start);
+    if (!te.ok()) {  // all or nothing: what this gang started goes again
+      for (const RemoteTe& done : out) (void)stop_te(done.id, std::chrono::milliseconds(5000));
+      return te.status().with_prefix("cluster: start " + start.id + " on node " + node->host_id);
+    }
+    node->tes.push_back(
+        {te->id, g.instance, g.priority, start.threads, start.memory_bytes, start.role});
+    ++node->running_tes;
+    if (start.role == cluster::kPpStageRole) stage1 = te->address;
+    processes.push_back(
+        {{"id", te->id}, {"role", start.role}, {"host", te->host_id}, {"address", te->address}});
+    out.push_back(std::move(*te));
+  }
+  ++placed_;
+  cluster::Json evicted = cluster::Json::array();
+  for (const std::string& v : plan->evict) evicted.push_back(v);
+  KEEL_LOG_INFO("cluster: instance {} (priority {}) placed: {} processes, {} evicted", g.instance,
+                g.priority, g.tes.size(), plan->evict.size());
+  log_event({{"event", "gang_placed"},
+             {"instance", g.instance},
+             {"priority", g.priority},
+             {"processes", processes},
+             {"evicted", evicted}});
+  return out;
+}
+
 Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& session,
                                                         const std::vector<GangStart>& gangs) {
   KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> nodes, list(session));
   const std::map<std::string, TeUse> use = te_use(session);
   std::vector<RemoteTe> out;
   for (const GangStart& g : gangs) {
-    Result<cluster::GangPlan> plan = cluster::place_gang(gang_hosts(nodes, use), gang_request(g));
-    if (!plan.ok()) {
-      ++unplaceable_;
-      log_event({{"event", "gang_unplaceable"},
-                 {"instance", g.instance},
-                 {"priority", g.priority},
-                 {"reason", plan.status().message()}});
+    Result<std::vector<RemoteTe>> started = place_and_start(g, nodes, use);
+    if (!started.ok()) {
       stop_all(std::chrono::milliseconds(5000));
-      return plan.status();
+      return started.status();
     }
-    for (const std::string& victim : plan->evict) {
-      if (Status s = evict(victim, g, nodes, use); !s.ok()) {
-        stop_all(std::chrono::milliseconds(5000));
-        return s;
-      }
-    }
-    cluster::Json processes = cluster::Json::array();
-    std::string stage1;  // the gang's stage 1, started first: its stage 0 connects to it
-    for (size_t i = 0; i < g.tes.size(); ++i) {
-      cluster::StartTe start = g.tes[i];
-      start.instance = g.instance;
-      start.priority = g.priority;
-      if (!stage1.empty() && pipelined(start)) {
-        start.args.insert(start.args.end(), {"--pp-stage1", stage1});
-      }
-      const auto node = std::find_if(nodes.begin(), nodes.end(),
-                                     [&](const auto& n) { return n.host_id == plan->hosts[i]; });
-      Result<RemoteTe> te = start_one(*node, start);
-      if (!te.ok()) {
-        stop_all(std::chrono::milliseconds(5000));
-        return te.status().with_prefix("cluster: start " + start.id + " on node " + node->host_id);
-      }
-      node->tes.push_back(
-          {te->id, g.instance, g.priority, start.threads, start.memory_bytes, start.role});
-      ++node->running_tes;
-      if (start.role == cluster::kPpStageRole) stage1 = te->address;
-      processes.push_back(
-          {{"id", te->id}, {"role", start.role}, {"host", te->host_id}, {"address", te->address}});
-      out.push_back(std::move(*te));
-    }
-    ++placed_;
-    cluster::Json evicted = cluster::Json::array();
-    for (const std::string& v : plan->evict) evicted.push_back(v);
-    KEEL_LOG_INFO("cluster: instance {} (priority {}) placed: {} processes, {} evicted", g.instance,
-                  g.priority, g.tes.size(), plan->evict.size());
-    log_event({{"event", "gang_placed"},
-               {"instance", g.instance},
-               {"priority", g.priority},
-               {"processes", processes},
-               {"evicted", evicted}});
+    out.insert(out.end(), started->begin(), started->end());
   }
   return out;
+}
+
+Status ClusterNodes::stop_te(const std::string& id, std::chrono::milliseconds grace) {
+  const auto it = std::find_if(started_.begin(), started_.end(),
+                               [&](const auto& s) { return s.second.id == id; });
+  if (it == started_.end()) return Status::not_found("cluster: te " + id + " is not managed here");
+  const std::string agent = it->first;
+  const RemoteTe te = it->second;
+  started_.erase(it);
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(agent));
+  KEEL_ASSIGN_OR_RETURN(
+      cluster::Json reply,
+      link->call(cluster::encode(cluster::StopTe{id, static_cast<int32_t>(grace.count())}),
+                 grace + std::chrono::seconds(2)));
+  return cluster::decode_status_body(reply).with_prefix("cluster: stop " + id + " on node " +
+                                                        te.host_id);
 }
 
 Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& session,

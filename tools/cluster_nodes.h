@@ -98,6 +98,12 @@ class ClusterNodes {
   // stops the TEs started here and is returned (ResourceExhausted when a gang fits nowhere).
   Result<std::vector<RemoteTe>> start_gangs(membership::Membership& session,
                                             const std::vector<GangStart>& gangs);
+  // Places and starts one gang over the hosts as they stand now (the autoscaler's scale-out); a
+  // failure stops only what this gang started and is returned.
+  Result<std::vector<RemoteTe>> start_gang(membership::Membership& session, const GangStart& g);
+  // Stops one TE started or adopted here through its agent (SIGTERM, SIGKILL after `grace`) and
+  // forgets it; NotFound when it is not one of them.
+  Status stop_te(const std::string& id, std::chrono::milliseconds grace);
   // The manager's TEs after it won the election: `wanted` (ids ignored) matched against the TEs
   // of `model` registered now; the live ones adopted, the rest started with fresh ids
   // (cluster/takeover_plan.h), each as a gang of its own at `priority` (a missing prefill TE is
@@ -124,6 +130,10 @@ class ClusterNodes {
   Status evict(const std::string& instance, const GangStart& for_gang,
                std::vector<cluster::NodeCapacity>& nodes, const std::map<std::string, TeUse>& use);
   Result<RemoteTe> start_one(const cluster::NodeCapacity& node, const cluster::StartTe& start);
+  // Places gang `g` over `nodes` (updated with what it starts) and starts it; no stop_all.
+  Result<std::vector<RemoteTe>> place_and_start(const GangStart& g,
+                                                std::vector<cluster::NodeCapacity>& nodes,
+                                                const std::map<std::string, TeUse>& use);
   void log_event(cluster::Json event);
 
   ClusterNodesConfig config_;

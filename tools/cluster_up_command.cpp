@@ -18,6 +18,7 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <thread>
 
@@ -121,7 +122,7 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
   for (size_t i = 0; i < kinds.size(); ++i) {
     const std::string role = kinds[i] == "semi-pd" ? "colocated" : kinds[i];  // semi-PD's role
     cluster::StartTe s{name + "-te-" + std::to_string(i), path, name, role, threads,
-                       te_engine_args(o, kinds[i])};
+                       agent_engine_args(o, kinds[i])};
     s.memory_bytes = memory;
     starts.push_back(std::move(s));
   }
@@ -266,9 +267,47 @@ Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const
   return fc;
 }
 
+// --nodes auto: the autoscaler's scale-outs placed through the agents (each TE a gang of one,
+// `<model>-te-<manager id>-s<k>`), its drained TEs stopped through them.
+struct RemoteScaling {
+  std::function<Result<std::vector<std::string>>(int32_t)> start;
+  std::function<Status(const std::string&, std::chrono::milliseconds)> stop;
+};
+RemoteScaling remote_scaling(ClusterNodes& nodes, ClusterMembership* members,
+                             const ClusterUpOptions& o, const std::string& path,
+                             const std::string& name) {
+  RemoteScaling r;
+  auto next = std::make_shared<int>(0);
+  r.start = [&nodes, members, &o, path, name, next](int32_t n) -> Result<std::vector<std::string>> {
+    const std::string manager = members->manager_id();
+    std::vector<std::string> out;
+    Status last;
+    for (int32_t k = 0; k < n; ++k) {
+      const std::string id = name + "-te-" + manager + "-s" + std::to_string((*next)++);
+      cluster::StartTe s{
+          id, path, name, "colocated", threads_per_te(o), agent_engine_args(o, "colocated")};
+      s.memory_bytes = te_memory_bytes(o, path);
+      Result<std::vector<RemoteTe>> tes =
+          nodes.start_gang(members->session(), {id, o.priority, {s}});
+      if (!tes.ok()) {
+        last = tes.status();
+        break;  // the hosts are full: later ones would not fit either
+      }
+      for (const RemoteTe& te : *tes) out.push_back(te.address);
+    }
+    if (out.empty() && !last.ok()) return last;
+    return out;
+  };
+  r.stop = [&nodes](const std::string& id, std::chrono::milliseconds grace) {
+    return nodes.stop_te(id, grace);
+  };
+  return r;
+}
+
 Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
     const ClusterUpOptions& o, const Tree& tree, const std::string& name,
-    cluster::ProcessSupervisor& sup, ClusterScaler* scaler, cluster::FleetClient* fleet) {
+    cluster::ProcessSupervisor& sup, ClusterScaler* scaler, cluster::FleetClient* fleet,
+    RemoteScaling remote) {
   const AutoscaleOptions& a = o.autoscale;
   ClusterAutoscalerConfig c;
   c.policy.min_replicas = a.min_replicas;
@@ -284,6 +323,8 @@ Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
   c.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
   c.je_addresses = tree.je_addresses;
   c.event_log = o.event_log;
+  c.start_remote = std::move(remote.start);
+  c.stop_remote = std::move(remote.stop);
   std::unique_ptr<kube::ReplicaActuator> actuator;
   if (a.scaler == "k8s") {
     kube::KubeConfigOverrides k{a.k8s_api, a.k8s_token_file, a.k8s_namespace};
@@ -326,10 +367,14 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     if (o.membership.mode != "etcd") {
       return Status::invalid_argument("--nodes auto needs --membership etcd");
     }
-    if (autoscaling(o) || o.warm_pool > 0) {
+    if (o.warm_pool > 0) {
       return Status::invalid_argument(
-          "--nodes auto does not drive the autoscaler or a local warm pool yet (the agents keep "
-          "their hosts' warm pools: keel node-agent --warm)");
+          "--nodes auto does not keep a local warm pool (the agents keep their hosts' warm "
+          "pools: keel node-agent --warm)");
+    }
+    if (o.autoscale.scaler == "k8s") {
+      return Status::invalid_argument(
+          "--nodes auto places TEs through the agents: not --scaler k8s");
     }
   }
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> members,
@@ -356,7 +401,8 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
 
   cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
   std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
-  if (o.warm_pool > 0 || !o.store_dir.empty() || autoscaling(o)) {
+  // (Under --nodes auto the autoscaler's TEs come from the agents, not a local scaler.)
+  if (o.warm_pool > 0 || !o.store_dir.empty() || (autoscaling(o) && o.nodes != "auto")) {
     KEEL_ASSIGN_OR_RETURN(scaler, start_scaler(sup, o, path, name));
   }
   // --nodes auto: the TEs started through node agents, placed as gangs.
@@ -390,8 +436,10 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   }
   std::unique_ptr<ClusterAutoscaler> autoscaler;
   if (autoscaling(o)) {
-    KEEL_ASSIGN_OR_RETURN(autoscaler,
-                          start_autoscaler(o, tree, name, sup, scaler.get(), fleet.get()));
+    RemoteScaling remote;
+    if (o.nodes == "auto") remote = remote_scaling(nodes, members.get(), o, path, name);
+    KEEL_ASSIGN_OR_RETURN(autoscaler, start_autoscaler(o, tree, name, sup, scaler.get(),
+                                                       fleet.get(), std::move(remote)));
   }
   std::unique_ptr<cluster::TeReplacer> replacer;
   if (!o.no_replace && o.nodes != "auto") {  // remote TEs leave through the membership

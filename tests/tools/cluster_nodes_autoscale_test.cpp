@@ -1,0 +1,165 @@
+// The autoscaler under `--nodes auto`, through real processes on loopback: a private etcd, one
+// node agent keeping 2 warm TEs (`keel node-agent --warm 2`), and `keel cluster up --nodes auto
+// --min 0 --max 3`. The first request is held at the gateway while the autoscaler places a TE
+// through the agent — which binds one of its warm TEs — and is served; a `keel bench-serve` ramp
+// drives it to >= 2 TEs and, once idle past the grace period, it drains back to 0, the TEs stopped
+// through the agent — from its signals alone (nothing here asks for a scale-out). The event log
+// shows the decisions, the gangs placed and the drains.
+//
+// Skipped with the reason printed without etcd (failed under CI=true). Every process is stopped
+// by pid (the supervisor's destructor); files live in a per-test temporary directory.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "cluster/process_supervisor.h"
+#include "cluster/ready_line.h"
+#include "serve_process.h"
+#include "support/etcd_server.h"
+#include "support/test_support.h"
+
+namespace keel::testing {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+std::vector<json> log_events(const std::string& path, const std::string& kind) {
+  std::vector<json> out;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    json e = json::parse(line, nullptr, false);
+    if (e.is_object() && e.value("event", "") == kind) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZero) {
+  KEEL_REQUIRE_ETCD();
+  std::string error;
+  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
+  ASSERT_NE(etcd, nullptr) << error;
+  const std::string dir = make_temp_dir("nodes-autoscale");
+  const std::string log = dir + "/events.jsonl";
+  const std::vector<std::string> membership = {"--membership",        "etcd",
+                                               "--etcd-endpoints",    etcd->endpoint(),
+                                               "--membership-prefix", "/keel/autoscale",
+                                               "--membership-ttl",    "3"};
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  const auto spawn = [&](const std::string& name, std::vector<std::string> argv) {
+    argv.insert(argv.end(), membership.begin(), membership.end());
+    cluster::ChildSpec spec;
+    spec.name = name;
+    spec.argv = std::move(argv);
+    spec.ready_timeout = 90s;
+    return sup.spawn(spec);
+  };
+  Result<cluster::Child> agent =
+      spawn("agent", {KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen", "127.0.0.1:0",
+                      "--cores", "4", "--max-tes", "4", "--warm", "2", "--threads-per-te", "1"});
+  ASSERT_TRUE(agent.ok()) << agent.status().to_string();
+  Result<cluster::Child> up = spawn("cluster", {KEEL_BINARY,
+                                                "cluster",
+                                                "up",
+                                                "-m",
+                                                KEEL_REPO_STORIES,
+                                                "--nodes",
+                                                "auto",
+                                                "--port",
+                                                "0",
+                                                "--threads-per-te",
+                                                "1",
+                                                "--te-memory-bytes",
+                                                "104857600",
+                                                "--min",
+                                                "0",
+                                                "--max",
+                                                "3",
+                                                "--target-concurrency",
+                                                "2",
+                                                "--stable-window",
+                                                "3",
+                                                "--panic-window",
+                                                "0.6",
+                                                "--scale-to-zero-grace",
+                                                "3",
+                                                "--activation-timeout",
+                                                "30",
+                                                "--drain-timeout",
+                                                "5",
+                                                "--event-log",
+                                                log});
+  ASSERT_TRUE(up.ok()) << up.status().to_string();
+  const int port = *cluster::ready_port(up->ready);
+  const auto num_tes = [&] {
+    const json s =
+        json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+    int n = 0;
+    for (const json& te : s.value("task_executors", json::array())) n += te.value("healthy", false);
+    return n;
+  };
+  EXPECT_EQ(num_tes(), 0) << "--min 0 starts with no TE";
+
+  // Held while the autoscaler places one through the agent, then served.
+  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}};
+  const auto t0 = std::chrono::steady_clock::now();
+  const HttpResponse first = http_request(port, "POST", "/v1/completions", body.dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  std::printf("[ first request from zero TEs, through the agent's warm pool: %.3f s ]\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  const std::vector<json> activations = log_events(log, "autoscale");
+  ASSERT_FALSE(activations.empty());
+  EXPECT_EQ(activations[0]["reason"], "activate") << activations[0].dump();
+  const std::vector<json> placed = log_events(log, "gang_placed");
+  ASSERT_FALSE(placed.empty());
+  ASSERT_EQ(placed[0]["processes"].size(), 1u) << placed[0].dump();
+  EXPECT_EQ(placed[0]["processes"][0].value("host", ""), "h1");
+  EXPECT_EQ(placed[0]["processes"][0].value("id", "").rfind("h1-warm-te", 0), 0u)
+      << "the agent bound a warm TE of its pool: " << placed[0].dump();
+
+  // A ramp: 2 requests in flight, then 8 (target 2 per TE), long enough (64 x 128 tokens) that
+  // the panic window sees it before it ends.
+  const std::string result = dir + "/bench.json";
+  for (const auto& [prompts, concurrency] : {std::pair{"8", "2"}, std::pair{"64", "8"}}) {
+    const CliResult bench =
+        run_keel({"bench-serve", "--base-url", "http://127.0.0.1:" + std::to_string(port),
+                  "--model", "stories260K", "--num-prompts", prompts, "--max-concurrency",
+                  concurrency, "--input-len", "16", "--output-len", "128", "--vocab-size", "500",
+                  "--skip-test-request", "--save-result", result});
+    ASSERT_EQ(bench.exit_code, 0) << bench.err;
+    const json j = json::parse(read_file(result), nullptr, false);
+    EXPECT_EQ(j["failed"], 0) << "no request lost while TEs come and go";
+  }
+  int peak = 0;
+  for (const json& e : log_events(log, "autoscale")) peak = std::max(peak, e["desired"].get<int>());
+  EXPECT_GE(peak, 2) << "the ramp scaled out";
+  // The second TE's gang_placed line is written once its start returns, which may be after a
+  // fast ramp has already ended.
+  EXPECT_TRUE(eventually([&] { return log_events(log, "gang_placed").size() >= 2; }, 10s))
+      << log_events(log, "gang_placed").size() << " TEs placed";
+
+  // Idle: back to zero, each TE drained and stopped through the agent.
+  EXPECT_TRUE(eventually([&] { return num_tes() == 0; }, 30s)) << "back to zero TEs";
+  const auto stopped = [&] {
+    size_t n = 0;
+    for (const json& e : log_events(log, "drain")) {
+      n += e["phase"] == "stopped" && e.value("exit", "") == "stopped by its node agent";
+    }
+    return n;
+  };
+  EXPECT_TRUE(eventually([&] { return stopped() >= 2; }, 30s))
+      << stopped() << " TEs drained, then stopped through the agent";
+  bool zero = false;
+  for (const json& e : log_events(log, "autoscale")) {
+    zero = zero || (e["desired"] == 0 && e["reason"] == "scale_to_zero");
+  }
+  EXPECT_TRUE(zero) << "the event log shows the scale to zero";
+  ASSERT_TRUE(sup.stop(up->pid, 20s).ok());
+}
+
+}  // namespace
+}  // namespace keel::testing
