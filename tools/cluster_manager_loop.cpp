@@ -57,6 +57,7 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
       }
     } else if (!members.alive()) {
       KEEL_LOG_ERROR("cluster: membership lease lost: autoscaler stopped; campaigning again");
+      role.leading = false;        // fenced: /metrics says so while it campaigns
       if (role.lost) role.lost();  // another manager may lead (and manage the TEs) now
       StopCheck stop{&stop_signals};
       const Status s = members.rejoin(std::ref(stop));
@@ -65,6 +66,7 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
         KEEL_LOG_ERROR("cluster: cannot rejoin the membership: {}", s.to_string());
         return SIGTERM;
       }
+      role.leading = true;
       if (Status r = rejoined(); !r.ok()) KEEL_LOG_WARN("cluster: {}", r.to_string());
       if (Status t = role.take_over ? role.take_over() : Status(); !t.ok()) {
         KEEL_LOG_ERROR("cluster: leading again, but the TEs: {}", t.to_string());

@@ -45,9 +45,10 @@ struct StopCheck {
 
 // Waits for a stop signal and returns it; meanwhile reports children that exit on their own and,
 // while leading, runs the autoscaler (when there is one), serves scale-outs (when there is a warm
-// pool) and replaces hung or dead TEs (unless --no-replace). A manager whose lease is lost (the
-// store unreachable past the TTL) may have been replaced: it stops managing — no autoscaling,
-// scale-outs or replacements — and campaigns again (the gateway keeps serving); once it leads
+// pool) and replaces hung or dead TEs (unless --no-replace). A manager whose lease is lost (etcd
+// said so, or no keepalive was confirmed for TTL − TTL/6: fenced before etcd can expire it) may
+// have been replaced: it stops managing — no autoscaling, scale-outs or replacements, and
+// keel:cluster_manager_leader 0 — and campaigns again (the gateway keeps serving); once it leads
 // again it re-registers its gateway (`rejoined`), takes over again (`take_over`: with --nodes
 // auto the TEs are adopted anew, having been dropped by `lost`) and resumes. A standby
 // (role.leading false) manages nothing; it tries to lead every 200 ms (a lost lease: a new session,

@@ -56,8 +56,12 @@ Result<std::unique_ptr<EtcdMembership>> EtcdMembership::open(const EtcdClientCon
 
 EtcdMembership::EtcdMembership(EtcdClient client, MembershipConfig config, int64_t lease_id)
     : client_(std::move(client)), config_(std::move(config)), lease_id_(lease_id) {
-  keepalive_ = std::make_unique<KeepaliveLoop>(std::chrono::milliseconds(config_.ttl_s * 1000 / 3),
-                                               [this] { return refresh_lease(); });
+  // Keepalive every TTL/3; fenced at TTL − TTL/6 without a confirmed one (keepalive_loop.h), so a
+  // holder cut off from etcd gives the lease up before etcd can expire it.
+  const int64_t ttl_ms = int64_t{config_.ttl_s} * 1000;
+  keepalive_ = std::make_unique<KeepaliveLoop>(
+      std::chrono::milliseconds(ttl_ms / 3), [this] { return refresh_lease(); },
+      std::chrono::milliseconds(ttl_ms - ttl_ms / 6));
 }
 
 EtcdMembership::~EtcdMembership() { (void)close(); }

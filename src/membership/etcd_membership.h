@@ -1,5 +1,6 @@
 // EtcdMembership: a Membership session on etcd v3 through its JSON gateway (EtcdClient). The
-// session's lease is granted at open and refreshed by /v3/lease/keepalive every TTL/3; members
+// session's lease is granted at open and refreshed by /v3/lease/keepalive every TTL/3 (and taken
+// as lost, lease_alive() false, after TTL − TTL/6 without a confirmed keepalive: fencing); members
 // are /v3/kv/put under the lease; list is one /v3/kv/range over the members prefix; watch is an
 // EtcdWatch from the range's revision + 1; try_lead is one /v3/kv/txn — "if the election key's
 // create_revision is 0 (absent), put it under my lease, else read it" — so exactly one session

@@ -5,8 +5,31 @@
 
 namespace keel::membership {
 
-KeepaliveLoop::KeepaliveLoop(std::chrono::milliseconds interval, std::function<Status()> refresh)
-    : interval_(interval), refresh_(std::move(refresh)), thread_([this] { run(); }) {}
+namespace {
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+KeepaliveLoop::KeepaliveLoop(std::chrono::milliseconds interval, std::function<Status()> refresh,
+                             std::chrono::milliseconds expire_after)
+    : interval_(interval),
+      refresh_(std::move(refresh)),
+      expire_after_(expire_after),
+      deadline_ns_(expire_after.count() > 0
+                       ? steady_ns() + std::chrono::nanoseconds(expire_after).count()
+                       : 0),
+      thread_([this] { run(); }) {}
+
+bool KeepaliveLoop::alive() const {
+  if (!alive_.load()) return false;
+  const int64_t deadline = deadline_ns_.load();
+  if (deadline == 0 || steady_ns() < deadline) return true;
+  alive_ = false;  // latched: once seen lost, a later confirmation does not revive it
+  return false;
+}
 
 KeepaliveLoop::~KeepaliveLoop() { stop(); }
 
@@ -26,7 +49,16 @@ void KeepaliveLoop::run() {
       std::unique_lock<std::mutex> lock(mu_);
       if (cv_.wait_for(lock, interval_, [this] { return stopping_; })) return;
     }
+    const int64_t sent_ns = steady_ns();
     const Status s = refresh_();
+    if (!alive()) {  // past the deadline (fencing): lost, whatever a late refresh says
+      KEEL_LOG_WARN("membership: lease taken as lost: no keepalive confirmed for {} ms",
+                    expire_after_.count());
+      return;
+    }
+    if (s.ok() && expire_after_.count() > 0) {
+      deadline_ns_ = sent_ns + std::chrono::nanoseconds(expire_after_).count();
+    }
     if (s.code() == StatusCode::kNotFound) {
       KEEL_LOG_WARN("membership: lease lost: {}", s.to_string());
       alive_ = false;

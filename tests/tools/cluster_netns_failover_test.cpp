@@ -7,7 +7,9 @@
 // election within TTL + 1 s (3 s TTL; measured from the cut to the election key changing in
 // etcd), adopts the two live TEs (starts none), and every request through its gateway succeeds —
 // no non-streamed error, and every stream either completes or ends with a clean error event
-// (counted). Skipped (failed under CI=true) without root, `ip` or etcd.
+// (counted). The old leader, cut off, steps down by itself within the TTL (fencing: its
+// keel:cluster_manager_leader goes to 0, read inside its host). Skipped (failed under CI=true)
+// without root, `ip` or etcd.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -97,13 +99,24 @@ TEST_F(ClusterNetnsFailoverTest, LeaderHostCutOffStandbyLeadsAndServes) {
   std::this_thread::sleep_for(1500ms);
   const auto cut = Clock::now();
   set_link(0, false);
-  double failover_s = -1;
+  // Both from the cut: the new leader in etcd, and (fencing) the old leader giving up leading by
+  // itself — no keepalive confirmed for TTL − TTL/6 — as its own /metrics say inside its host.
+  double failover_s = -1, fenced_s = -1;
   std::string new_leader;
-  while (Clock::now() - cut < std::chrono::seconds(kNetnsTtlS + 5)) {
-    new_leader = etcd_get(election);
-    if (!shell_failed(new_leader) && !new_leader.empty() && new_leader != leader_id) {
-      failover_s = std::chrono::duration<double>(Clock::now() - cut).count();
-      break;
+  while (Clock::now() - cut < std::chrono::seconds(kNetnsTtlS + 5) &&
+         (failover_s < 0 || fenced_s < 0)) {
+    const double since = std::chrono::duration<double>(Clock::now() - cut).count();
+    if (failover_s < 0) {
+      new_leader = etcd_get(election);
+      if (!shell_failed(new_leader) && !new_leader.empty() && new_leader != leader_id) {
+        failover_s = since;
+      }
+    }
+    if (fenced_s < 0) {
+      const auto m = netns_http(ns(0), addr(0), *leader, "GET", "/metrics");
+      if (m.first == 200 && metric_value(m.second, "keel:cluster_manager_leader") == 0) {
+        fenced_s = since;
+      }
     }
     std::this_thread::sleep_for(50ms);
   }
@@ -117,13 +130,17 @@ TEST_F(ClusterNetnsFailoverTest, LeaderHostCutOffStandbyLeadsAndServes) {
   const double takeovers = metric_value(metrics.second, "keel:cluster_manager_takeovers_total");
   const std::string tes_after = te_members();
   std::printf(
-      "netns failover: the standby led %.2f s after the leader's host was cut off (TTL %d s); "
+      "netns failover: the standby led %.2f s after the leader's host was cut off (TTL %d s), "
+      "the old leader stepped down after %.2f s; "
       "%d requests ok (%d before the new leader), %d errors; streams: %d completed, %d ended "
       "with an error event, %d broken; %.1f s in all\n",
-      failover_s, kNetnsTtlS, ok.load(), ok_at_takeover, errors.load(), completed.load(),
+      failover_s, kNetnsTtlS, fenced_s, ok.load(), ok_at_takeover, errors.load(), completed.load(),
       clean_errors.load(), broken.load(), std::chrono::duration<double>(Clock::now() - t0).count());
   EXPECT_GE(failover_s, 0) << "no new leader " << kNetnsTtlS + 5 << " s after the cut";
   EXPECT_LE(failover_s, kNetnsTtlS + 1.0);
+  EXPECT_GE(fenced_s, 0) << "the cut-off leader still says it leads " << kNetnsTtlS + 5
+                         << " s after the cut";
+  EXPECT_LE(fenced_s, kNetnsTtlS) << "fenced only after etcd could have expired its lease";
   EXPECT_EQ(leading, 1) << metrics.second;
   EXPECT_EQ(takeovers, 1) << metrics.second;
   EXPECT_EQ(errors.load(), 0) << first_error;
