@@ -207,30 +207,53 @@ void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
   cmd->add_option("--source-host", b.source_host, "The fork source's address (default: --host)");
 }
 
+// A TE's engine flags: what `cluster up` passes on (te_engine_args) and a bind may carry.
+void add_te_engine_flags(CLI::App* cmd, TeOptions* te) {
+  add_engine_flags(cmd, &te->engine);
+  add_pipeline_flags(cmd, &te->engine);
+  add_compute_options(cmd, &te->engine.compute);
+  cmd->add_option("--mode", te->engine.mode,
+                  "The engine of a colocated TE: colocated, or semi-pd (a prefill and a decode "
+                  "worker on their own cores over one KV pool; no prefix cache, KV tiers, LoRA)")
+      ->check(CLI::IsMember({"colocated", "semi-pd"}));
+  add_semi_pd_flags(cmd, &te->engine);
+  add_handoff_flags(cmd, &te->handoff);
+  add_peer_tier_flags(cmd, &te->peer);
+}
+
 }  // namespace
+
+Status apply_bind_engine_args(const std::vector<std::string>& args, TeOptions* te) {
+  if (args.empty()) return {};
+  const ComputeOptions before = te->engine.compute;
+  CLI::App app{"the engine flags of a bind"};
+  add_te_engine_flags(&app, te);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return Status::invalid_argument(std::string("bind: engine flags: ") + e.what());
+  }
+  if (te->engine.compute.threads != before.threads || te->engine.compute.isa != before.isa) {
+    return Status::invalid_argument(
+        "bind: -t and --isa are a warm TE's own (its kernels and threads were set when it "
+        "started)");
+  }
+  return {};
+}
 
 ClusterCli add_cluster_commands(CLI::App& app) {
   ClusterCli cli;
   TeOptions& te = *cli.te;
   cli.te_cmd = app.add_subcommand("te", "Run one task executor (used by keel cluster up)");
-  add_engine_flags(cli.te_cmd, &te.engine);
-  add_pipeline_flags(cli.te_cmd, &te.engine);
-  add_compute_options(cli.te_cmd, &te.engine.compute);
+  add_te_engine_flags(cli.te_cmd, &te);
   cli.te_cmd->add_option("--id", te.id, "This TE's id in the fleet");
   cli.te_cmd->add_option("--role", te.role, "What it computes")
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}));
-  cli.te_cmd
-      ->add_option("--mode", te.engine.mode,
-                   "The engine of a colocated TE: colocated, or semi-pd (a prefill and a decode "
-                   "worker on their own cores over one KV pool; no prefix cache, KV tiers, LoRA)")
-      ->check(CLI::IsMember({"colocated", "semi-pd"}));
-  add_semi_pd_flags(cli.te_cmd, &te.engine);
   cli.te_cmd->add_option("--host", te.engine.host, "Control address to listen on");
   te.engine.port = 0;
   cli.te_cmd->add_option("--port", te.engine.port, "Control port (0 = a free one)")
       ->check(CLI::Range(0, 65535));
-  add_handoff_flags(cli.te_cmd, &te.handoff);
-  add_peer_tier_flags(cli.te_cmd, &te.peer);
   cli.te_cmd->add_flag("--warm", te.warm,
                        "Warm pool: start without a model and serve what a bind names");
   cli.te_cmd->add_option("--store-dir", te.store_dir,

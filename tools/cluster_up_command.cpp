@@ -122,7 +122,7 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
   for (size_t i = 0; i < kinds.size(); ++i) {
     const std::string role = kinds[i] == "semi-pd" ? "colocated" : kinds[i];  // semi-PD's role
     cluster::StartTe s{name + "-te-" + std::to_string(i), path, name, role, threads,
-                       agent_engine_args(o, kinds[i])};
+                       te_engine_args(o, kinds[i])};
     s.memory_bytes = memory;
     starts.push_back(std::move(s));
   }
@@ -285,7 +285,7 @@ RemoteScaling remote_scaling(ClusterNodes& nodes, ClusterMembership* members,
     for (int32_t k = 0; k < n; ++k) {
       const std::string id = name + "-te-" + manager + "-s" + std::to_string((*next)++);
       cluster::StartTe s{
-          id, path, name, "colocated", threads_per_te(o), agent_engine_args(o, "colocated")};
+          id, path, name, "colocated", threads_per_te(o), te_engine_args(o, "colocated")};
       s.memory_bytes = te_memory_bytes(o, path);
       Result<std::vector<RemoteTe>> tes =
           nodes.start_gang(members->session(), {id, o.priority, {s}});

@@ -69,13 +69,6 @@ std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::st
   return argv;
 }
 
-std::vector<std::string> agent_engine_args(const ClusterUpOptions& o, const std::string& kind) {
-  std::vector<std::string> args = te_engine_args(o, kind);
-  static const ClusterUpOptions kDefaults;
-  if (args == te_engine_args(kDefaults, kind)) args.clear();
-  return args;
-}
-
 std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
                                  const std::string& name, int i, int threads,
                                  const std::string& kind) {

@@ -21,11 +21,6 @@ void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* a
 // prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
 std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind);
 
-// What a start_te through a node agent passes: te_engine_args, or none when they are all the
-// defaults (the TE's own defaults are the same), so the agent may bind a warm TE of its pool
-// (it binds one only for a start with no extra flags).
-std::vector<std::string> agent_engine_args(const ClusterUpOptions& o, const std::string& kind);
-
 // `keel te` for TE `i` (id te-<i>) of `kind` with `threads` compute threads, on this machine.
 std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
                                  const std::string& name, int i, int threads,

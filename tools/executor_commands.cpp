@@ -23,6 +23,7 @@
 #include "cluster/task_executor.h"
 #include "cluster/weights_receiver.h"
 #include "cluster/weights_server.h"
+#include "cluster_cli.h"
 #include "cluster_commands.h"
 #include "cluster_membership.h"
 #include "core/file_system.h"
@@ -377,6 +378,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   const std::string isa(kernels::isa_name(compute.isa));
   TeLaunch launch;
   launch.role = opts.role;
+  TeOptions bound = opts;  // a warm TE's options with its bind's engine flags applied
   std::unique_ptr<cluster::BindListener> binder;
   std::string store_entry;
   bool use_store = true;  // false: the binder asked for the file (--bind-source disk)
@@ -413,6 +415,9 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     launch.role = bind->role;
     store_entry = bind->store_entry;
     use_store = bind->use_store;
+    if (Status s = apply_bind_engine_args(bind->engine_args, &bound); !s.ok()) {
+      return fail_bind(launch, s);
+    }
     if (use_store) launch.fork = fork_for_bind(*bind, receiver.get());
   } else {
     launch.model_path = o.model_path;
@@ -429,7 +434,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   if (weights && launch.source.from_store) {  // peers may fork it: have its hash ready
     weights->precompute_hash(std::filesystem::path(launch.source.path).filename().string());
   }
-  return te_serve(opts, compute, std::move(launch), stop_signals);
+  return te_serve(bound, compute, std::move(launch), stop_signals);
 }
 
 // The JE's side of the membership: every TE registered for `model` joins its fleet (add_te; one it

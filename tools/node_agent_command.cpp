@@ -2,7 +2,8 @@
 // capacity as attributes: cluster/node_capacity.h) under its own lease — a host cut off vanishes
 // within the TTL — and listens on --listen for the cluster manager's start_te / stop_te calls
 // (cluster/node_messages.h). A start binds an idle warm TE of the host's pool (--warm N, kept
-// topped up) when one is idle and the model's name allows, else forks `keel te` with the model;
+// topped up) when one is idle and the model's name allows — the start's engine flags go with the
+// bind and the TE applies them over its own — else forks `keel te` with the model;
 // either way the TE registers itself (te/<id>, its own lease) before the reply, so JEs following
 // the membership take it. A start with role "pp-stage" forks `keel pp-stage` instead (a pipelined
 // TE's stage 1, placed in its gang by the manager: it listens on the agent's host, registers
@@ -229,10 +230,11 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
       req.served_model_name.empty() ||
       req.served_model_name == served_model_name("", req.model_path, req.model_path);
   const bool stage = req.role == cluster::kPpStageRole;
-  if (pool_ && pool_->idle() > 0 && name_fits && req.args.empty() && !stage) {
+  if (pool_ && pool_->idle() > 0 && name_fits && !stage) {
     cluster::BindModel bind;
     bind.model_path = req.model_path;
     bind.role = req.role;
+    bind.engine_args = req.args;  // applied by the warm TE over its own flags
     std::vector<Result<cluster::BoundTe>> bound = pool_->bind(1, bind);
     if (bound.size() == 1 && bound[0].ok()) {
       const std::string port = bound[0]->address.substr(bound[0]->address.rfind(':') + 1);

@@ -29,7 +29,8 @@ Message encode_bind_model(const BindModel& m) {
                                         {"role", m.role},
                                         {"decision_ns", m.decision_ns},
                                         {"fork_from", m.fork_from},
-                                        {"use_store", m.use_store}}};
+                                        {"use_store", m.use_store},
+                                        {"engine_args", m.engine_args}}};
 }
 
 Result<BindModel> decode_bind_model(const Json& body) {
@@ -41,6 +42,9 @@ Result<BindModel> decode_bind_model(const Json& body) {
     m.decision_ns = body.value("decision_ns", int64_t{0});
     m.fork_from = body.value("fork_from", std::string());
     m.use_store = body.value("use_store", true);
+    if (body.contains("engine_args")) {
+      m.engine_args = body.at("engine_args").get<std::vector<std::string>>();
+    }
     if (!m.fork_from.empty() && m.store_entry.empty()) {
       return Status::invalid_argument("bind_model: fork_from without a store_entry to fork");
     }

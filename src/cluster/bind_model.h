@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cluster/link.h"
 #include "core/result.h"
@@ -38,6 +39,9 @@ struct BindModel {
   std::string fork_from;
   // false: read the file even when the TE's store holds the entry (`--bind-source disk`).
   bool use_store = true;
+  // `keel te` engine flags applied at the bind, over the warm TE's own (a node agent passes a
+  // start_te's args: `--max-num-seqs 8 -c 256 ...`); the kernels and threads stay as started.
+  std::vector<std::string> engine_args;
 };
 
 struct ScaleOutPhases {

@@ -22,6 +22,11 @@ TEST(BindModelTest, RoundTrips) {
   EXPECT_EQ(back->store_entry, b.store_entry);
   EXPECT_EQ(back->role, "decode");
   EXPECT_EQ(back->decision_ns, 1234);
+  EXPECT_TRUE(back->engine_args.empty());
+  b.engine_args = {"--max-num-seqs", "8", "-c", "256"};
+  back = decode_bind_model(encode_bind_model(b).body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(back->engine_args, b.engine_args);
 
   BindReply r;
   r.port = 4321;
@@ -48,6 +53,8 @@ TEST(BindModelTest, BadBodiesAreErrorsNotCrashes) {
   EXPECT_FALSE(decode_bind_model(Json{{"model_path", 5}}).ok());
   EXPECT_FALSE(decode_bind_model(Json{{"model_path", ""}}).ok());  // names no model
   EXPECT_FALSE(decode_bind_model(Json::array()).ok());
+  EXPECT_FALSE(decode_bind_model(Json{{"model_path", "/m"}, {"engine_args", "-c 5"}}).ok());
+  EXPECT_FALSE(decode_bind_model(Json{{"model_path", "/m"}, {"engine_args", {1, 2}}}).ok());
   EXPECT_FALSE(decode_bind_reply(Json{{"ok", true}}).ok());
   EXPECT_FALSE(decode_bind_reply(Json{{"ok", true}, {"port", 1}, {"phases", {{"x", 1}}}}).ok());
 }

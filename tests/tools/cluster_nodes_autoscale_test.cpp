@@ -1,7 +1,8 @@
 // The autoscaler under `--nodes auto`, through real processes on loopback: a private etcd, one
 // node agent keeping 2 warm TEs (`keel node-agent --warm 2`), and `keel cluster up --nodes auto
 // --min 0 --max 3`. The first request is held at the gateway while the autoscaler places a TE
-// through the agent — which binds one of its warm TEs — and is served; a `keel bench-serve` ramp
+// through the agent — which binds one of its warm TEs, passing cluster up's engine flags with the
+// bind (the TE's KV cache shows it) — and is served; a `keel bench-serve` ramp
 // drives it to >= 2 TEs and, once idle past the grace period, it drains back to 0, the TEs stopped
 // through the agent — from its signals alone (nothing here asks for a scale-out). The event log
 // shows the decisions, the gangs placed and the drains.
@@ -91,6 +92,8 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
                                                 "30",
                                                 "--drain-timeout",
                                                 "5",
+                                                "--kv-cache-bytes",
+                                                "1048576",
                                                 "--event-log",
                                                 log});
   ASSERT_TRUE(up.ok()) << up.status().to_string();
@@ -120,6 +123,13 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
   EXPECT_EQ(placed[0]["processes"][0].value("host", ""), "h1");
   EXPECT_EQ(placed[0]["processes"][0].value("id", "").rfind("h1-warm-te", 0), 0u)
       << "the agent bound a warm TE of its pool: " << placed[0].dump();
+  // The warm TE applied cluster up's engine flags at the bind: a 1 MiB KV cache, not its default
+  // (512 blocks for stories260K).
+  const json st = json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+  ASSERT_EQ(st.value("task_executors", json::array()).size(), 1u) << st.dump();
+  const int64_t blocks = st["task_executors"][0].value("kv_blocks_total", int64_t{0});
+  EXPECT_GT(blocks, 0) << st.dump();
+  EXPECT_LT(blocks, 512) << "--kv-cache-bytes did not reach the bound warm TE: " << st.dump();
 
   // A ramp: 2 requests in flight, then 8 (target 2 per TE), long enough (64 x 128 tokens) that
   // the panic window sees it before it ends.
