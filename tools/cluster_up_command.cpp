@@ -268,7 +268,8 @@ Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const
 }
 
 // --nodes auto: the autoscaler's scale-outs placed through the agents (each TE a gang of one,
-// `<model>-te-<manager id>-s<k>`), its drained TEs stopped through them.
+// `<model>-te-<manager id>-s<k>`; after one that does not fit, none for 2 s), its drained TEs
+// stopped through them.
 struct RemoteScaling {
   std::function<Result<std::vector<std::string>>(int32_t)> start;
   std::function<Status(const std::string&, std::chrono::milliseconds)> stop;
@@ -278,7 +279,11 @@ RemoteScaling remote_scaling(ClusterNodes& nodes, ClusterMembership* members,
                              const std::string& name) {
   RemoteScaling r;
   auto next = std::make_shared<int>(0);
-  r.start = [&nodes, members, &o, path, name, next](int32_t n) -> Result<std::vector<std::string>> {
+  // After a scale-out that did not fit, the next try waits (the decision repeats every tick).
+  auto retry_at = std::make_shared<std::chrono::steady_clock::time_point>();
+  r.start = [&nodes, members, &o, path, name, next,
+             retry_at](int32_t n) -> Result<std::vector<std::string>> {
+    if (std::chrono::steady_clock::now() < *retry_at) return std::vector<std::string>{};
     const std::string manager = members->manager_id();
     std::vector<std::string> out;
     Status last;
@@ -295,6 +300,7 @@ RemoteScaling remote_scaling(ClusterNodes& nodes, ClusterMembership* members,
       }
       for (const RemoteTe& te : *tes) out.push_back(te.address);
     }
+    if (!last.ok()) *retry_at = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     if (out.empty() && !last.ok()) return last;
     return out;
   };
