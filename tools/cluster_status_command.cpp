@@ -19,9 +19,13 @@ void print_table(const Json& doc) {
   std::printf("%-8s %-22s %-10s %-7s %7s %7s %9s %9s %8s\n", "TE", "address", "role", "state",
               "waiting", "running", "pending", "kv_usage", "hit_rate");
   for (const Json& te : doc.value("task_executors", Json::array())) {
-    // A semi-PD TE is a colocated one whose engine splits prefill and decode: "semi-pd".
+    // A semi-PD TE is a colocated one whose engine splits prefill and decode: "semi-pd"; a
+    // pipelined one spreads its layers over processes: "pp2".
+    const int stages = te.value("pipeline_stages", 1);
     const std::string role =
-        te.value("engine", "colocated") == "semi-pd" ? "semi-pd" : te.value("role", "");
+        te.value("engine", "colocated") == "semi-pd"
+            ? "semi-pd"
+            : (stages > 1 ? "pp" + std::to_string(stages) : te.value("role", ""));
     std::printf("%-8s %-22s %-10s %-7s %7lld %7lld %9lld %8.1f%% %7.1f%%\n",
                 te.value("id", "").c_str(), te.value("address", "").c_str(), role.c_str(),
                 te.value("state", te.value("healthy", false) ? "healthy" : "dead").c_str(),

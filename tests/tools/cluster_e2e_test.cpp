@@ -160,6 +160,10 @@ TEST_F(ClusterE2e, PipelinedTesGreedyTextEqualsKeelServe) {
   const json s = status(c.port());
   ASSERT_EQ(s["task_executors"].size(), 1u) << s.dump();
   EXPECT_EQ(s["task_executors"][0]["pipeline_stages"], 2) << s.dump();
+  const CliResult table =
+      run_keel({"cluster", "status", "--url", "http://127.0.0.1:" + std::to_string(c.port())});
+  EXPECT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find(" pp2 "), std::string::npos) << table.out;
 
   const CliResult bad = run_keel({"cluster", "up", "-m", stories(), "--pp", "2", "--prefill", "1",
                                   "--decode", "1", "--port", "0"});
