@@ -270,19 +270,14 @@ Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const
 // --nodes auto: the autoscaler's scale-outs placed through the agents (each TE a gang of one,
 // `<model>-te-<manager id>-s<k>`; after one that does not fit, none for 2 s), its drained TEs
 // stopped through them.
-struct RemoteScaling {
-  std::function<Result<std::vector<std::string>>(int32_t)> start;
-  std::function<Status(const std::string&, std::chrono::milliseconds)> stop;
-};
-RemoteScaling remote_scaling(ClusterNodes& nodes, ClusterMembership* members,
-                             const ClusterUpOptions& o, const std::string& path,
-                             const std::string& name) {
-  RemoteScaling r;
+void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
+                          const ClusterUpOptions& o, const std::string& path,
+                          const std::string& name, ClusterAutoscalerConfig* c) {
   auto next = std::make_shared<int>(0);
   // After a scale-out that did not fit, the next try waits (the decision repeats every tick).
   auto retry_at = std::make_shared<std::chrono::steady_clock::time_point>();
-  r.start = [&nodes, members, &o, path, name, next,
-             retry_at](int32_t n) -> Result<std::vector<std::string>> {
+  c->start_remote = [&nodes, members, &o, path, name, next,
+                     retry_at](int32_t n) -> Result<std::vector<std::string>> {
     if (std::chrono::steady_clock::now() < *retry_at) return std::vector<std::string>{};
     const std::string manager = members->manager_id();
     std::vector<std::string> out;
@@ -304,16 +299,15 @@ RemoteScaling remote_scaling(ClusterNodes& nodes, ClusterMembership* members,
     if (out.empty() && !last.ok()) return last;
     return out;
   };
-  r.stop = [&nodes](const std::string& id, std::chrono::milliseconds grace) {
+  c->stop_remote = [&nodes](const std::string& id, std::chrono::milliseconds grace) {
     return nodes.stop_te(id, grace);
   };
-  return r;
 }
 
 Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
-    const ClusterUpOptions& o, const Tree& tree, const std::string& name,
+    const ClusterUpOptions& o, const Tree& tree, const std::string& path, const std::string& name,
     cluster::ProcessSupervisor& sup, ClusterScaler* scaler, cluster::FleetClient* fleet,
-    RemoteScaling remote) {
+    ClusterNodes& nodes, ClusterMembership* members) {
   const AutoscaleOptions& a = o.autoscale;
   ClusterAutoscalerConfig c;
   c.policy.min_replicas = a.min_replicas;
@@ -329,8 +323,7 @@ Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
   c.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
   c.je_addresses = tree.je_addresses;
   c.event_log = o.event_log;
-  c.start_remote = std::move(remote.start);
-  c.stop_remote = std::move(remote.stop);
+  if (o.nodes == "auto") scale_through_agents(nodes, members, o, path, name, &c);
   std::unique_ptr<kube::ReplicaActuator> actuator;
   if (a.scaler == "k8s") {
     kube::KubeConfigOverrides k{a.k8s_api, a.k8s_token_file, a.k8s_namespace};
@@ -442,10 +435,8 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   }
   std::unique_ptr<ClusterAutoscaler> autoscaler;
   if (autoscaling(o)) {
-    RemoteScaling remote;
-    if (o.nodes == "auto") remote = remote_scaling(nodes, members.get(), o, path, name);
-    KEEL_ASSIGN_OR_RETURN(autoscaler, start_autoscaler(o, tree, name, sup, scaler.get(),
-                                                       fleet.get(), std::move(remote)));
+    KEEL_ASSIGN_OR_RETURN(autoscaler, start_autoscaler(o, tree, path, name, sup, scaler.get(),
+                                                       fleet.get(), nodes, members.get()));
   }
   std::unique_ptr<cluster::TeReplacer> replacer;
   if (!o.no_replace && o.nodes != "auto") {  // remote TEs leave through the membership

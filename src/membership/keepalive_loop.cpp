@@ -1,16 +1,13 @@
 // KeepaliveLoop; see keepalive_loop.h.
 #include "membership/keepalive_loop.h"
 
+#include "core/clock.h"
 #include "core/log.h"
 
 namespace keel::membership {
 
 namespace {
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
+int64_t steady_ns() { return SteadyClock().now_ns(); }
 }  // namespace
 
 KeepaliveLoop::KeepaliveLoop(std::chrono::milliseconds interval, std::function<Status()> refresh,
