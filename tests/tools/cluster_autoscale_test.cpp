@@ -9,12 +9,12 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
+#include "cluster_observe.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -25,17 +25,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
-
-std::vector<json> read_events(const std::string& path, const std::string& kind) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    json e = json::parse(line, nullptr, false);
-    if (e.is_object() && e.value("event", "") == kind) out.push_back(std::move(e));
-  }
-  return out;
-}
 
 std::vector<std::string> cluster_argv(const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {KEEL_BINARY, "cluster",
@@ -77,14 +66,7 @@ TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   const int port = *cluster::ready_port(child->ready);
-  const auto num_tes = [&] {
-    const json s =
-        json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
-    int n = 0;
-    for (const json& te : s.value("task_executors", json::array())) n += te.value("healthy", false);
-    return n;
-  };
-  EXPECT_EQ(num_tes(), 0) << "--min 0 starts with no bound TE";
+  EXPECT_EQ(healthy_tes(port), 0) << "--min 0 starts with no bound TE";
 
   // The first request after idle is held, not refused, while the autoscaler binds a TE.
   const Clock::time_point t0 = Clock::now();
@@ -92,8 +74,8 @@ TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
   const double first_s = std::chrono::duration<double>(Clock::now() - t0).count();
   ASSERT_EQ(first.status, 200) << first.body;
   std::printf("[ first request from zero TEs served in %.3f s ]\n", first_s);
-  ASSERT_FALSE(read_events(log, "scale_out").empty());
-  const std::vector<json> activations = read_events(log, "autoscale");
+  ASSERT_FALSE(read_event_log(log, "scale_out").empty());
+  const std::vector<json> activations = read_event_log(log, "autoscale");
   ASSERT_FALSE(activations.empty());
   EXPECT_EQ(activations[0]["reason"], "activate") << activations[0].dump();
   EXPECT_EQ(activations[0]["current"], 0);
@@ -128,27 +110,27 @@ TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
     EXPECT_EQ(j["failed"], 0) << "no request lost while TEs come and go";
   }
   int peak = 0;
-  for (const json& e : read_events(log, "autoscale"))
+  for (const json& e : read_event_log(log, "autoscale"))
     peak = std::max(peak, e["desired"].get<int>());
   EXPECT_GE(peak, 2) << "the ramp scaled out";
   // The second TE's scale_out line is written once its bind completes, which may be after a
   // fast ramp has already ended.
-  EXPECT_TRUE(eventually([&] { return read_events(log, "scale_out").size() >= 2; },
+  EXPECT_TRUE(eventually([&] { return read_event_log(log, "scale_out").size() >= 2; },
                          std::chrono::seconds(10)))
-      << read_events(log, "scale_out").size() << " scale-outs";
+      << read_event_log(log, "scale_out").size() << " scale-outs";
 
   // Idle: drains back to zero after the stable window and the grace period.
-  EXPECT_TRUE(eventually([&] { return num_tes() == 0; }, std::chrono::seconds(30)))
+  EXPECT_TRUE(eventually([&] { return healthy_tes(port) == 0; }, std::chrono::seconds(30)))
       << "back to zero TEs";
   bool zero = false;
-  for (const json& e : read_events(log, "autoscale")) {
+  for (const json& e : read_event_log(log, "autoscale")) {
     zero = zero || (e["desired"] == 0 && e["reason"] == "scale_to_zero");
   }
   EXPECT_TRUE(zero) << "the event log shows the scale to zero";
   // A draining TE leaves the fleet before its process has exited and its "stopped" line is in.
   const auto stopped = [&] {
     size_t n = 0;
-    for (const json& e : read_events(log, "drain")) n += e["phase"] == "stopped";
+    for (const json& e : read_event_log(log, "drain")) n += e["phase"] == "stopped";
     return n;
   };
   EXPECT_TRUE(eventually([&] { return stopped() >= 2; }, std::chrono::seconds(30)))

@@ -20,12 +20,12 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
+#include "cluster_observe.h"
 #include "serve_process.h"
 #include "support/etcd_server.h"
 #include "support/test_support.h"
@@ -96,13 +96,7 @@ class ClusterGangTest : public ::testing::Test {
   }
 
   std::vector<nlohmann::json> events(const std::string& name) const {
-    std::vector<nlohmann::json> out;
-    std::ifstream in(log_path(name));
-    for (std::string line; std::getline(in, line);) {
-      nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-      if (e.is_object()) out.push_back(std::move(e));
-    }
-    return out;
+    return read_event_log(log_path(name));
   }
 
   Result<cluster::Child> spawn(const std::string& name, std::vector<std::string> argv) {
@@ -140,12 +134,7 @@ TEST_F(ClusterGangTest, HigherPriorityPairEvictsTheIdleLowInstance) {
   etcd_ = EtcdServer::start(&error);
   ASSERT_NE(etcd_, nullptr) << error;
 
-  std::vector<std::string> agent = {
-      KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen",       "127.0.0.1:0",
-      "--cores",   "2",          "--max-tes", "4",  "--memory-bytes", std::to_string(1024 * kMiB)};
-  const std::vector<std::string> m = membership();
-  agent.insert(agent.end(), m.begin(), m.end());
-  Result<cluster::Child> a = spawn("agent-h1", agent);
+  Result<cluster::Child> a = agent("h1", 2, 1024 * kMiB);
   ASSERT_TRUE(a.ok()) << a.status().to_string();
 
   // The low-priority instance takes 1 of 2 cores and 600 of 1024 MiB, serves, and goes idle.

@@ -14,7 +14,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
@@ -22,6 +21,7 @@
 #include "cli_runner.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
+#include "cluster_observe.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -67,14 +67,7 @@ class Cluster {
   [[nodiscard]] const std::string& error() const { return error_; }
   // The event log's lines of kind `event`.
   [[nodiscard]] std::vector<json> events(const std::string& event) const {
-    std::vector<json> out;
-    std::ifstream in(log_);
-    std::string line;
-    while (std::getline(in, line)) {
-      const json j = json::parse(line, nullptr, false);
-      if (!j.is_discarded() && j.value("event", "") == event) out.push_back(j);
-    }
-    return out;
+    return read_event_log(log_, event);
   }
 
  private:

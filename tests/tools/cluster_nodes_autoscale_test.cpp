@@ -13,12 +13,12 @@
 
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
+#include "cluster_observe.h"
 #include "serve_process.h"
 #include "support/etcd_server.h"
 #include "support/test_support.h"
@@ -28,16 +28,6 @@ namespace {
 
 using nlohmann::json;
 using namespace std::chrono_literals;
-
-std::vector<json> log_events(const std::string& path, const std::string& kind) {
-  std::vector<json> out;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    json e = json::parse(line, nullptr, false);
-    if (e.is_object() && e.value("event", "") == kind) out.push_back(std::move(e));
-  }
-  return out;
-}
 
 TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZero) {
   KEEL_REQUIRE_ETCD();
@@ -98,14 +88,7 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
                                                 log});
   ASSERT_TRUE(up.ok()) << up.status().to_string();
   const int port = *cluster::ready_port(up->ready);
-  const auto num_tes = [&] {
-    const json s =
-        json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
-    int n = 0;
-    for (const json& te : s.value("task_executors", json::array())) n += te.value("healthy", false);
-    return n;
-  };
-  EXPECT_EQ(num_tes(), 0) << "--min 0 starts with no TE";
+  EXPECT_EQ(healthy_tes(port), 0) << "--min 0 starts with no TE";
 
   // Held while the autoscaler places one through the agent, then served.
   const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 4}, {"temperature", 0}};
@@ -114,10 +97,10 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
   ASSERT_EQ(first.status, 200) << first.body;
   std::printf("[ first request from zero TEs, through the agent's warm pool: %.3f s ]\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  const std::vector<json> activations = log_events(log, "autoscale");
+  const std::vector<json> activations = read_event_log(log, "autoscale");
   ASSERT_FALSE(activations.empty());
   EXPECT_EQ(activations[0]["reason"], "activate") << activations[0].dump();
-  const std::vector<json> placed = log_events(log, "gang_placed");
+  const std::vector<json> placed = read_event_log(log, "gang_placed");
   ASSERT_FALSE(placed.empty());
   ASSERT_EQ(placed[0]["processes"].size(), 1u) << placed[0].dump();
   EXPECT_EQ(placed[0]["processes"][0].value("host", ""), "h1");
@@ -145,18 +128,19 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
     EXPECT_EQ(j["failed"], 0) << "no request lost while TEs come and go";
   }
   int peak = 0;
-  for (const json& e : log_events(log, "autoscale")) peak = std::max(peak, e["desired"].get<int>());
+  for (const json& e : read_event_log(log, "autoscale"))
+    peak = std::max(peak, e["desired"].get<int>());
   EXPECT_GE(peak, 2) << "the ramp scaled out";
   // The second TE's gang_placed line is written once its start returns, which may be after a
   // fast ramp has already ended.
-  EXPECT_TRUE(eventually([&] { return log_events(log, "gang_placed").size() >= 2; }, 10s))
-      << log_events(log, "gang_placed").size() << " TEs placed";
+  EXPECT_TRUE(eventually([&] { return read_event_log(log, "gang_placed").size() >= 2; }, 10s))
+      << read_event_log(log, "gang_placed").size() << " TEs placed";
 
   // Idle: back to zero, each TE drained and stopped through the agent.
-  EXPECT_TRUE(eventually([&] { return num_tes() == 0; }, 30s)) << "back to zero TEs";
+  EXPECT_TRUE(eventually([&] { return healthy_tes(port) == 0; }, 30s)) << "back to zero TEs";
   const auto stopped = [&] {
     size_t n = 0;
-    for (const json& e : log_events(log, "drain")) {
+    for (const json& e : read_event_log(log, "drain")) {
       n += e["phase"] == "stopped" && e.value("exit", "") == "stopped by its node agent";
     }
     return n;
@@ -164,7 +148,7 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
   EXPECT_TRUE(eventually([&] { return stopped() >= 2; }, 30s))
       << stopped() << " TEs drained, then stopped through the agent";
   bool zero = false;
-  for (const json& e : log_events(log, "autoscale")) {
+  for (const json& e : read_event_log(log, "autoscale")) {
     zero = zero || (e["desired"] == 0 && e["reason"] == "scale_to_zero");
   }
   EXPECT_TRUE(zero) << "the event log shows the scale to zero";
