@@ -44,11 +44,14 @@ namespace {
 
 using Json = nlohmann::json;
 
+// A warm TE listening on `host`.
 std::vector<std::string> warm_te_argv(const ClusterBenchScaleOptions& o, const std::string& isa,
-                                      const std::string& store_dir) {
+                                      const std::string& store_dir, const std::string& host) {
   std::vector<std::string> argv = {self_exe(),
                                    "te",
                                    "--warm",
+                                   "--host",
+                                   host,
                                    "--port",
                                    "0",
                                    "-t",
@@ -152,8 +155,7 @@ Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
                                            cluster::ProcessSupervisor* sup) {
   cluster::WarmPoolConfig wc;
   wc.host = o.source_host.empty() ? o.host : o.source_host;
-  wc.te_argv = warm_te_argv(o, isa, o.store_dir);
-  wc.te_argv.insert(wc.te_argv.end(), {"--host", wc.host});
+  wc.te_argv = warm_te_argv(o, isa, o.store_dir, wc.host);
   if (!o.source_netns.empty()) {  // `ip netns exec` execs the TE: its PID is the TE's
     wc.te_argv.insert(wc.te_argv.begin(), {ip_binary(), "netns", "exec", o.source_netns});
   }
@@ -204,9 +206,8 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   if (!o.verbose) so.sink = [](std::string_view, std::string_view) {};
   cluster::ProcessSupervisor sup(so);
   cluster::WarmPoolConfig wc;
-  wc.te_argv = warm_te_argv(o, isa, mode == "store" ? o.store_dir : "");
-  wc.te_argv.insert(wc.te_argv.end(), {"--host", o.host});
   wc.host = o.host;
+  wc.te_argv = warm_te_argv(o, isa, mode == "store" ? o.store_dir : "", wc.host);
   wc.name_prefix = mode + "-te";
   wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   std::string fork_root;
