@@ -98,6 +98,11 @@ as::GroupSignals ClusterAutoscaler::signals(const cluster::FleetStatus& status, 
     }
   }
   s.held = fleet_->num_held();
+  if (s.tes.empty()) {
+    // No ready TE: every request the gateway has not placed waits for one, including one whose
+    // first try has not yet come back Unavailable (the gateway counts it held only after that).
+    s.held = std::max(s.held, static_cast<int64_t>(fleet_->num_jobs()) - at_tes);
+  }
   // The gateway's count covers requests between the JE and a TE's first report too.
   s.in_flight = std::max(at_tes, static_cast<int64_t>(fleet_->num_jobs()) - s.held);
   return s;
