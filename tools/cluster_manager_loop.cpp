@@ -23,9 +23,11 @@ bool ManagerRole::try_take_over(ClusterMembership& members) {
   return true;
 }
 
-std::string ManagerRole::metrics_text() const {
+std::string ManagerRole::metrics_text(int64_t fencing_token) const {
   return "# TYPE keel:cluster_manager_leader gauge\nkeel:cluster_manager_leader " +
          std::to_string(leading ? 1 : 0) +
+         "\n# TYPE keel:cluster_manager_fencing_token gauge\nkeel:cluster_manager_fencing_token " +
+         std::to_string(fencing_token) +
          "\n# TYPE keel:cluster_manager_takeovers_total counter\n"
          "keel:cluster_manager_takeovers_total " +
          std::to_string(takeovers.load()) + "\n";

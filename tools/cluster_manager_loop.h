@@ -32,8 +32,9 @@ struct ManagerRole {
 
   // One try to lead; true when this process has just taken over.
   bool try_take_over(ClusterMembership& members);
-  // keel:cluster_manager_leader (gauge) and keel:cluster_manager_takeovers_total.
-  std::string metrics_text() const;
+  // keel:cluster_manager_leader (gauge), keel:cluster_manager_fencing_token (gauge: the token of
+  // this process's latest leadership, 0 before any) and keel:cluster_manager_takeovers_total.
+  std::string metrics_text(int64_t fencing_token) const;
 };
 
 // A stop signal taken while campaigning (0 when none came).

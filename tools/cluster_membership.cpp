@@ -87,17 +87,24 @@ Status ClusterMembership::lead(const std::function<bool()>& stop) {
   membership::CampaignOptions c;
   c.stop = stop;
   KEEL_TRY(membership::campaign(*session_, options_.election, manager_id_, c));
-  KEEL_LOG_INFO("membership ({}): this process ({}) leads '{}'", mode_, manager_id_,
-                options_.election);
-  return add(MemberKind::kManager, manager_id_, "", {{"pid", std::to_string(::getpid())}});
+  return register_leadership();
+}
+
+Status ClusterMembership::register_leadership() {
+  KEEL_ASSIGN_OR_RETURN(const int64_t token, session_->leadership_token(options_.election));
+  token_ = token;
+  KEEL_LOG_INFO("membership ({}): this process ({}) leads '{}' (fencing token {})", mode_,
+                manager_id_, options_.election, token);
+  return add(MemberKind::kManager, manager_id_, "",
+             {{"pid", std::to_string(::getpid())}, {"fence", std::to_string(token)}});
 }
 
 Result<bool> ClusterMembership::try_lead() {
   KEEL_ASSIGN_OR_RETURN(bool won, session_->try_lead(options_.election, manager_id_));
   if (!won) return false;
-  KEEL_LOG_INFO("membership ({}): this process ({}) leads '{}'", mode_, manager_id_,
-                options_.election);
-  KEEL_TRY(add(MemberKind::kManager, manager_id_, "", {{"pid", std::to_string(::getpid())}}));
+  const Status registered = register_leadership();
+  if (registered.code() == StatusCode::kFailedPrecondition) return false;  // lost it meanwhile
+  KEEL_TRY(registered);
   return true;
 }
 

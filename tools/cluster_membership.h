@@ -12,6 +12,7 @@
 // Thread safety: one owner (cluster_up's thread).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -41,6 +42,10 @@ class ClusterMembership {
   Result<bool> try_lead();
   // True when the store confirms this process leads its election now (false on an error).
   bool confirmed_leader();
+  // The fencing token of this process's latest leadership (Membership::leadership_token; read
+  // when lead() or try_lead() wins, and registered as the manager's "fence" attribute), 0 before
+  // it first leads. The node agents refuse commands with a lower token than they have seen.
+  int64_t fencing_token() const { return token_.load(); }
   // Registers a started child (kind je or te) or the gateway.
   Status add(membership::MemberKind kind, const std::string& id, const std::string& address,
              std::map<std::string, std::string> attributes);
@@ -61,12 +66,15 @@ class ClusterMembership {
  private:
   ClusterMembership() = default;
   Status open_session();
+  // After winning: reads the leadership's fencing token and registers the manager with it.
+  Status register_leadership();
   MembershipOptions options_;
   SteadyClock clock_;
   std::unique_ptr<membership::EmbeddedStore> store_;  // embedded mode only
   std::unique_ptr<membership::Membership> session_;
   std::string manager_id_;
   std::string mode_;
+  std::atomic<int64_t> token_{0};
 };
 
 // A process's own session (etcd mode): opens one and registers `self` under its lease. nullptr

@@ -128,6 +128,27 @@ Result<std::vector<cluster::NodeCapacity>> ClusterNodes::list(membership::Member
   return out;
 }
 
+Status ClusterNodes::announce(membership::Membership& session) {
+  KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> nodes, list(session));
+  const int64_t token = fence();
+  for (const cluster::NodeCapacity& n : nodes) {
+    Result<std::shared_ptr<cluster::Link>> link = link_to(n.address);
+    Result<cluster::Json> reply =
+        link.ok() ? (*link)->call(cluster::encode(cluster::Fence{config_.election, token}), config_.call_timeout)
+                  : Result<cluster::Json>(link.status());
+    const Status s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
+    if (s.code() == StatusCode::kFailedPrecondition) {
+      return s.with_prefix("cluster: node " + n.host_id);
+    }
+    if (!s.ok()) {
+      KEEL_LOG_WARN("cluster: node {} not told fencing token {}: {}", n.host_id, token,
+                    s.to_string());
+    }
+  }
+  KEEL_LOG_INFO("cluster: fencing token {} announced to {} node agents", token, nodes.size());
+  return {};
+}
+
 Result<std::shared_ptr<cluster::Link>> ClusterNodes::link_to(const std::string& address) {
   auto it = links_.find(address);
   if (it != links_.end() && !it->second->closed()) return it->second;
@@ -204,7 +225,8 @@ Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gan
       };
       tell_jes(false);  // drain: no new task goes there
       KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> agent, link_to(n.address));
-      const cluster::StopTe stop{t.id, static_cast<int32_t>(config_.drain_grace.count())};
+      const cluster::StopTe stop{t.id, static_cast<int32_t>(config_.drain_grace.count()),
+                                 config_.election, fence()};
       KEEL_ASSIGN_OR_RETURN(
           cluster::Json reply,
           agent->call(cluster::encode(stop), config_.drain_grace + std::chrono::seconds(5)));
@@ -237,7 +259,9 @@ Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gan
 }
 
 Result<RemoteTe> ClusterNodes::start_one(const cluster::NodeCapacity& node,
-                                         const cluster::StartTe& start) {
+                                         cluster::StartTe start) {
+  start.election = config_.election;
+  start.fence = fence();
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(node.address));
   KEEL_ASSIGN_OR_RETURN(cluster::Json reply,
                         link->call(cluster::encode(start), config_.start_timeout));
@@ -333,7 +357,8 @@ Status ClusterNodes::stop_te(const std::string& id, std::chrono::milliseconds gr
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(agent));
   KEEL_ASSIGN_OR_RETURN(
       cluster::Json reply,
-      link->call(cluster::encode(cluster::StopTe{id, static_cast<int32_t>(grace.count())}),
+      link->call(cluster::encode(cluster::StopTe{id, static_cast<int32_t>(grace.count()),
+                                                 config_.election, fence()}),
                  grace + std::chrono::seconds(2)));
   return cluster::decode_status_body(reply).with_prefix("cluster: stop " + id + " on node " +
                                                         te.host_id);
@@ -408,7 +433,8 @@ void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
     Result<std::shared_ptr<cluster::Link>> link = link_to(agent);
     Status s = link.status();
     if (link.ok()) {
-      cluster::StopTe stop{te.id, static_cast<int32_t>(grace.count())};
+      cluster::StopTe stop{te.id, static_cast<int32_t>(grace.count()), config_.election,
+                           fence()};
       Result<cluster::Json> reply =
           (*link)->call(cluster::encode(stop), grace + std::chrono::seconds(2));
       s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();

@@ -15,6 +15,10 @@
 // with a request queued or running (a TE no JE reports is taken as busy: never evicted unseen).
 // An eviction drains: remove_te to those JEs (no new task), stop_te through the TE's agent
 // (SIGTERM: the TE finishes what it runs, SIGKILL after the grace), then remove_te with forget.
+// Fencing: every start_te and stop_te carries the manager's fencing token (config.fence), and a
+// manager announces it to every agent (announce, the `fence` call) before it places or adopts TEs;
+// an agent refuses a command with a lower token than it has seen (cluster/leader_fence.h), so a
+// manager that stalled past its lease cannot stop or start TEs behind its successor's back.
 // Each eviction and placement is a JSON line in the event log ({"event":"evict"} before
 // {"event":"gang_placed"}; {"event":"gang_unplaceable"} with the reason) and a /metrics counter.
 //
@@ -23,6 +27,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -82,6 +87,8 @@ struct ClusterNodesConfig {
   std::chrono::milliseconds drain_grace{10000};     // an evicted TE's SIGTERM → SIGKILL
   std::chrono::milliseconds call_timeout{5000};     // a JE's fleet / remove_te call
   std::chrono::milliseconds start_timeout{120000};  // an agent's start_te call
+  std::string election;                             // the manager's election (fencing)
+  std::function<int64_t()> fence;                   // its fencing token now; none: 0
 };
 
 class ClusterNodes {
@@ -94,6 +101,11 @@ class ClusterNodes {
   // The agents registered now (their capacity decoded; a malformed one is skipped, logged).
   static Result<std::vector<cluster::NodeCapacity>> list(membership::Membership& session);
 
+  // Tells every registered agent this manager's fencing token (the `fence` call): from then on
+  // each refuses its predecessors' commands. An agent that cannot be reached is logged and
+  // skipped; one that has seen a higher token makes this FailedPrecondition (this manager is
+  // stale and must not act).
+  Status announce(membership::Membership& session);
   // Places and starts each gang in order (evicting first what its plan names); the first failure
   // stops the TEs started here and is returned (ResourceExhausted when a gang fits nowhere).
   Result<std::vector<RemoteTe>> start_gangs(membership::Membership& session,
@@ -129,12 +141,13 @@ class ClusterNodes {
   std::map<std::string, TeUse> te_use(membership::Membership& session);
   Status evict(const std::string& instance, const GangStart& for_gang,
                std::vector<cluster::NodeCapacity>& nodes, const std::map<std::string, TeUse>& use);
-  Result<RemoteTe> start_one(const cluster::NodeCapacity& node, const cluster::StartTe& start);
+  Result<RemoteTe> start_one(const cluster::NodeCapacity& node, cluster::StartTe start);
   // Places gang `g` over `nodes` (updated with what it starts) and starts it; no stop_all.
   Result<std::vector<RemoteTe>> place_and_start(const GangStart& g,
                                                 std::vector<cluster::NodeCapacity>& nodes,
                                                 const std::map<std::string, TeUse>& use);
   void log_event(cluster::Json event);
+  int64_t fence() const { return config_.fence ? config_.fence() : 0; }
 
   ClusterNodesConfig config_;
   std::map<std::string, std::shared_ptr<cluster::Link>> links_;  // by agent or JE address

@@ -117,6 +117,7 @@ Result<bool> model_has_tes(membership::Membership& session, const std::string& m
 Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
                         const ClusterUpOptions& o, const std::string& path, const std::string& name,
                         const std::vector<std::string>& kinds, int threads, Tree* t) {
+  KEEL_TRY(nodes.announce(session));  // the agents refuse an earlier leader's commands from now
   const int64_t memory = te_memory_bytes(o, path);
   std::vector<cluster::StartTe> starts;
   for (size_t i = 0; i < kinds.size(); ++i) {
@@ -410,7 +411,9 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
        .event_log = o.event_log,
        .drain_grace =
            std::chrono::milliseconds(static_cast<int64_t>(o.serve.drain_timeout_s * 1000)),
-       .start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000))});
+       .start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000)),
+       .election = o.membership.election,
+       .fence = [mp = members.get()] { return mp->fencing_token(); }});
   Result<Tree> started = start_children(sup, o, path, name, nodes, *members, role.leading);
   if (!started.ok()) nodes.stop_all(std::chrono::milliseconds(5000));
   KEEL_TRY(started.status());
@@ -452,10 +455,11 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   cluster::TeReplacer* rp = replacer.get();
   ClusterNodes* np = o.nodes == "auto" ? &nodes : nullptr;
   const ManagerRole* mr = &role;
-  deps.extra_metrics = [f, name, sc, as, rp, np, mr]() -> std::string {
+  const ClusterMembership* mm = members.get();
+  deps.extra_metrics = [f, name, sc, as, rp, np, mr, mm]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
-    text += mr->metrics_text();
+    text += mr->metrics_text(mm->fencing_token());
     if (np != nullptr) text += np->metrics_text();
     if (sc != nullptr) text += sc->metrics_text();
     if (rp != nullptr) text += rp->metrics_text();

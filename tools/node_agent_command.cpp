@@ -8,7 +8,9 @@
 // the membership take it. A start with role "pp-stage" forks `keel pp-stage` instead (a pipelined
 // TE's stage 1, placed in its gang by the manager: it listens on the agent's host, registers
 // nothing, and exits when its stage 0's link closes). Children are started and stopped by PID
-// (ProcessSupervisor); SIGTERM stops every one of them, then revokes the lease.
+// (ProcessSupervisor); SIGTERM stops every one of them, then revokes the lease. Every call
+// carries the manager's fencing token; one lower than the highest this agent has admitted (a stale
+// manager's) is refused with FailedPrecondition before it acts (cluster/leader_fence.h).
 //
 // Threads: the main thread owns the supervisor and the warm pool and handles every request; the
 // listener's link threads only queue requests (under queue_mu) and the main thread answers them.
@@ -24,6 +26,7 @@
 #include <thread>
 
 #include "cluster/host_port.h"
+#include "cluster/leader_fence.h"
 #include "cluster/listener.h"
 #include "cluster/messages.h"
 #include "cluster/node_capacity.h"
@@ -75,6 +78,8 @@ class NodeAgent {
   // The argv of a cold start: `keel te ...`, or `keel pp-stage ...` for role pp-stage.
   std::vector<std::string> start_argv(const cluster::StartTe& req) const;
   Status stop_te(const cluster::StopTe& req);
+  // The fence's verdict on a call's token (logged when it refuses or the token rises).
+  Status admit(const char* call, const std::string& election, int64_t token);
   std::vector<std::string> membership_argv() const;
   // Reads the host's capacity now (cores, /proc/meminfo, store entries, TE counts).
   cluster::NodeCapacity capacity() const;
@@ -88,6 +93,7 @@ class NodeAgent {
   std::unique_ptr<cluster::Listener> listener_;
   std::unique_ptr<ClusterMembership> member_;
   std::map<std::string, StartedTe> tes_;  // by id
+  cluster::LeaderFence fence_;
   std::map<std::string, std::string> published_;
   std::mutex queue_mu_;
   std::deque<Pending> queue_;                          // guarded by queue_mu_
@@ -309,6 +315,17 @@ Status NodeAgent::stop_te(const cluster::StopTe& req) {
   return {};
 }
 
+Status NodeAgent::admit(const char* call, const std::string& election, int64_t token) {
+  const int64_t before = fence_.highest(election);
+  Status s = fence_.admit(election, token);
+  if (!s.ok()) {
+    KEEL_LOG_WARN("node-agent {}: {} refused: {}", o_.host_id, call, s.to_string());
+  } else if (token > before) {
+    KEEL_LOG_INFO("node-agent {}: fencing token of '{}' now {}", o_.host_id, election, token);
+  }
+  return s;
+}
+
 void NodeAgent::handle(const Pending& p) {
   const auto id = p.message.body.find("call_id");
   if (id == p.message.body.end() || !id->is_number_integer()) return;  // not a call
@@ -316,18 +333,23 @@ void NodeAgent::handle(const Pending& p) {
   if (p.message.type == cluster::msg::kStartTe) {
     Result<cluster::StartTe> req = cluster::decode_start_te(p.message.body);
     cluster::StartTeReply reply;
-    if (req.ok()) {
+    reply.status = req.ok() ? admit("start_te", req->election, req->fence) : req.status();
+    if (reply.status.ok()) {
       reply = start_te(*req);
       KEEL_LOG_INFO("node-agent {}: start_te {}: {}{}", o_.host_id, req->id,
                     reply.status.ok() ? reply.address : reply.status.to_string(),
                     reply.warm ? " (warm pool)" : "");
-    } else {
-      reply.status = req.status();
     }
     p.link->reply(call_id, cluster::encode_body(reply));
   } else if (p.message.type == cluster::msg::kStopTe) {
     Result<cluster::StopTe> req = cluster::decode_stop_te(p.message.body);
-    p.link->reply(call_id, cluster::status_body(req.ok() ? stop_te(*req) : req.status()));
+    Status s = req.ok() ? admit("stop_te", req->election, req->fence) : req.status();
+    if (s.ok()) s = stop_te(*req);
+    p.link->reply(call_id, cluster::status_body(s));
+  } else if (p.message.type == cluster::msg::kFence) {
+    Result<cluster::Fence> req = cluster::decode_fence(p.message.body);
+    p.link->reply(call_id,
+                  cluster::status_body(req.ok() ? admit("fence", req->election, req->fence) : req.status()));
   } else {
     p.link->reply(call_id, cluster::status_body(Status::invalid_argument(
                                "node-agent: unknown message '" + p.message.type + "'")));

@@ -31,6 +31,20 @@ Status read_int(const Json& body, std::string_view message, const char* field, i
   return {};
 }
 
+// An election and its fencing token: absent = "" and 0 (a sender outside any election), else a
+// string and a non-negative integer.
+Status read_fence(const Json& body, std::string_view message, std::string* election,
+                  int64_t* out) {
+  KEEL_TRY(read_str(body, message, "election", election, false));
+  const auto it = body.find("fence");
+  if (it == body.end()) return {};
+  if (!it->is_number_integer() || it->get<int64_t>() < 0) {
+    return bad(message, "fence", "is not a fencing token");
+  }
+  *out = it->get<int64_t>();
+  return {};
+}
+
 }  // namespace
 
 Message encode(const StartTe& m) {
@@ -42,11 +56,21 @@ Message encode(const StartTe& m) {
                                            {"args", m.args},
                                            {"instance", m.instance},
                                            {"priority", m.priority},
-                                           {"memory_bytes", m.memory_bytes}}};
+                                           {"memory_bytes", m.memory_bytes},
+                                           {"election", m.election},
+                                           {"fence", m.fence}}};
 }
 
 Message encode(const StopTe& m) {
-  return {std::string(msg::kStopTe), Json{{"id", m.id}, {"grace_ms", m.grace_ms}}};
+  return {std::string(msg::kStopTe),
+          Json{{"id", m.id},
+               {"grace_ms", m.grace_ms},
+               {"election", m.election},
+               {"fence", m.fence}}};
+}
+
+Message encode(const Fence& m) {
+  return {std::string(msg::kFence), Json{{"election", m.election}, {"fence", m.fence}}};
 }
 
 Json encode_body(const StartTeReply& m) {
@@ -81,6 +105,7 @@ Result<StartTe> decode_start_te(const Json& body) {
     }
     m.memory_bytes = mem->get<int64_t>();
   }
+  KEEL_TRY(read_fence(body, kMsg, &m.election, &m.fence));
   const auto args = body.find("args");
   if (args != body.end()) {
     if (!args->is_array()) return bad(kMsg, "args", "is not a list");
@@ -99,6 +124,15 @@ Result<StopTe> decode_stop_te(const Json& body) {
   KEEL_TRY(read_str(body, kMsg, "id", &m.id, true));
   if (m.id.empty()) return bad(kMsg, "id", "is empty");
   KEEL_TRY(read_int(body, kMsg, "grace_ms", 0, 600000, &m.grace_ms));
+  KEEL_TRY(read_fence(body, kMsg, &m.election, &m.fence));
+  return m;
+}
+
+Result<Fence> decode_fence(const Json& body) {
+  if (!body.is_object()) return Status::invalid_argument("fence: body is not a map");
+  Fence m;
+  if (body.find("fence") == body.end()) return bad("fence", "fence", "missing");
+  KEEL_TRY(read_fence(body, "fence", &m.election, &m.fence));
   return m;
 }
 

@@ -8,6 +8,12 @@
 //                    a TE is cold-started); the reply carries its control address and pid.
 //   manager → agent  stop_te (a call; StopTe, the reply a status_body): stop TE `id` (SIGTERM,
 //                    drain, then SIGKILL after the grace), by the pid the agent started.
+//   manager → agent  fence (a call; Fence, the reply a status_body): a manager that has just
+//                    taken over announces its fencing token, so that its predecessor's later
+//                    commands are refused at once (leader_fence.h).
+// Every command carries the sender's election and fencing token (`election`, `fence`; 0 = sent
+// outside any election); the agent refuses a token lower than the highest it has admitted for
+// that election (FailedPrecondition).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +29,7 @@ namespace keel::cluster {
 namespace msg {
 inline constexpr std::string_view kStartTe = "start_te";
 inline constexpr std::string_view kStopTe = "stop_te";
+inline constexpr std::string_view kFence = "fence";
 }  // namespace msg
 
 // The StartTe role of a pipeline-parallel TE's stage 1: the agent starts `keel pp-stage` (no
@@ -41,6 +48,8 @@ struct StartTe {
   std::string instance;
   int32_t priority = 0;
   int64_t memory_bytes = 0;
+  std::string election;  // the sender's election (leader_fence.h)
+  int64_t fence = 0;     // the sender's fencing token in it
   bool operator==(const StartTe&) const = default;
 };
 
@@ -55,14 +64,24 @@ struct StartTeReply {
 struct StopTe {
   std::string id;
   int32_t grace_ms = 10000;  // SIGTERM → SIGKILL
+  std::string election;      // the sender's election
+  int64_t fence = 0;         // the sender's fencing token in it
   bool operator==(const StopTe&) const = default;
+};
+
+struct Fence {
+  std::string election;
+  int64_t fence = 0;  // the new leader's fencing token in `election`
+  bool operator==(const Fence&) const = default;
 };
 
 [[nodiscard]] Message encode(const StartTe& m);
 [[nodiscard]] Message encode(const StopTe& m);
+[[nodiscard]] Message encode(const Fence& m);
 [[nodiscard]] Json encode_body(const StartTeReply& m);
 [[nodiscard]] Result<StartTe> decode_start_te(const Json& body);
 [[nodiscard]] Result<StopTe> decode_stop_te(const Json& body);
+[[nodiscard]] Result<Fence> decode_fence(const Json& body);
 [[nodiscard]] Result<StartTeReply> decode_start_te_reply(const Json& body);
 
 }  // namespace keel::cluster

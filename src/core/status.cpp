@@ -25,6 +25,8 @@ std::string_view status_code_name(StatusCode code) {
       return "unavailable";
     case StatusCode::kCancelled:
       return "cancelled";
+    case StatusCode::kFailedPrecondition:
+      return "failed precondition";
     case StatusCode::kInternal:
       return "internal error";
   }

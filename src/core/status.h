@@ -22,6 +22,7 @@ enum class StatusCode {
   kResourceExhausted,  // out of memory, queue full, ...
   kUnavailable,        // temporarily unable to serve (loading, draining)
   kCancelled,          // the operation was cancelled by its requester
+  kFailedPrecondition, // refused in the receiver's state (a stale leader's fencing token, ...)
   kInternal,           // an unexpected failure inside keel
 };
 
@@ -46,6 +47,9 @@ class [[nodiscard]] Status {
   }
   static Status unavailable(std::string_view msg) { return {StatusCode::kUnavailable, msg}; }
   static Status cancelled(std::string_view msg) { return {StatusCode::kCancelled, msg}; }
+  static Status failed_precondition(std::string_view msg) {
+    return {StatusCode::kFailedPrecondition, msg};
+  }
   static Status internal(std::string_view msg) { return {StatusCode::kInternal, msg}; }
 
   Status(StatusCode code, std::string_view msg);

@@ -524,7 +524,7 @@ constexpr StatusCode kCodes[] = {
     StatusCode::kOk,        StatusCode::kInvalidArgument,   StatusCode::kNotFound,
     StatusCode::kCorrupt,   StatusCode::kUnsupported,       StatusCode::kOutOfRange,
     StatusCode::kIoError,   StatusCode::kResourceExhausted, StatusCode::kUnavailable,
-    StatusCode::kCancelled, StatusCode::kInternal};
+    StatusCode::kCancelled, StatusCode::kFailedPrecondition, StatusCode::kInternal};
 
 template <typename T>
 Result<T> decode_as(std::span<const uint8_t> bytes, MessageType type,

@@ -85,6 +85,13 @@ Result<std::optional<std::string>> EmbeddedMembership::leader(const std::string&
   return store_->get(election_key(config_.prefix, name));
 }
 
+Result<int64_t> EmbeddedMembership::leadership_token(const std::string& name) {
+  KEEL_TRY(validate_name("election name", name));
+  const int64_t token = store_->create_revision_if_owned(election_key(config_.prefix, name), lease_id_);
+  if (token == 0) return Status::failed_precondition("this session does not lead " + name);
+  return token;
+}
+
 Status EmbeddedMembership::resign(const std::string& name) {
   KEEL_TRY(validate_name("election name", name));
   store_->erase_if_owned(election_key(config_.prefix, name), lease_id_);

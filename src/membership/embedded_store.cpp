@@ -39,7 +39,9 @@ Status EmbeddedStore::put(const std::string& key, const std::string& value, int6
   if (leases_.count(lease_id) == 0) {
     return Status::not_found("lease " + std::to_string(lease_id) + " expired or revoked");
   }
-  entries_[key] = {value, lease_id};
+  const auto it = entries_.find(key);
+  ++revision_;
+  entries_[key] = {value, lease_id, it == entries_.end() ? revision_ : it->second.create_revision};
   publish_locked({false, key, value});
   return {};
 }
@@ -53,7 +55,7 @@ Result<bool> EmbeddedStore::put_if_absent(const std::string& key, const std::str
   }
   auto it = entries_.find(key);
   if (it != entries_.end()) return it->second.lease_id == lease_id;
-  entries_[key] = {value, lease_id};
+  entries_[key] = {value, lease_id, ++revision_};
   publish_locked({false, key, value});
   return true;
 }
@@ -71,6 +73,13 @@ std::optional<std::string> EmbeddedStore::get(const std::string& key) {
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
   return it->second.value;
+}
+
+int64_t EmbeddedStore::create_revision_if_owned(const std::string& key, int64_t lease_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  sweep_locked();
+  auto it = entries_.find(key);
+  return it != entries_.end() && it->second.lease_id == lease_id ? it->second.create_revision : 0;
 }
 
 std::vector<std::pair<std::string, std::string>> EmbeddedStore::range(const std::string& prefix) {
@@ -130,6 +139,7 @@ void EmbeddedStore::sweep_locked() {
 
 void EmbeddedStore::erase_locked(const std::string& key) {
   entries_.erase(key);
+  ++revision_;
   publish_locked({true, key, ""});
 }
 

@@ -51,6 +51,9 @@ class EmbeddedStore {
   // Deletes key if it is held by this lease.
   void erase_if_owned(const std::string& key, int64_t lease_id);
   std::optional<std::string> get(const std::string& key);
+  // The revision at which `key` was created if `lease_id` holds it now, else 0. Revisions count
+  // every put and delete in the store, as etcd's do (a new leadership: a higher revision).
+  int64_t create_revision_if_owned(const std::string& key, int64_t lease_id);
   std::vector<std::pair<std::string, std::string>> range(const std::string& prefix);
 
   std::shared_ptr<StoreSubscription> subscribe(const std::string& prefix);
@@ -63,6 +66,7 @@ class EmbeddedStore {
   struct Entry {
     std::string value;
     int64_t lease_id;
+    int64_t create_revision;
   };
   struct Lease {
     int64_t ttl_ns;
@@ -76,6 +80,7 @@ class EmbeddedStore {
   std::mutex mu_;
   std::condition_variable cv_;
   int64_t next_lease_id_ = 1;                             // guarded by mu_
+  int64_t revision_ = 0;                                  // guarded by mu_
   std::map<std::string, Entry> entries_;                  // guarded by mu_
   std::map<int64_t, Lease> leases_;                       // guarded by mu_
   std::vector<std::shared_ptr<StoreSubscription>> subs_;  // guarded by mu_

@@ -25,6 +25,7 @@ int64_t int64_field(const json& j, const char* name) {
 struct Kv {
   std::string key, value;
   int64_t lease = 0;
+  int64_t create_revision = 0;
 };
 
 Result<std::vector<Kv>> decode_kvs(const json& range) {
@@ -37,6 +38,7 @@ Result<std::vector<Kv>> decode_kvs(const json& range) {
     KEEL_ASSIGN_OR_RETURN(k.key, base64_decode(kv.value("key", std::string())));
     KEEL_ASSIGN_OR_RETURN(k.value, base64_decode(kv.value("value", std::string())));
     k.lease = int64_field(kv, "lease");
+    k.create_revision = int64_field(kv, "create_revision");
     out.push_back(std::move(k));
   }
   return out;
@@ -152,6 +154,21 @@ Result<std::optional<std::string>> EtcdMembership::leader(const std::string& nam
   KEEL_ASSIGN_OR_RETURN(std::vector<Kv> kvs, decode_kvs(r));
   if (kvs.empty()) return std::optional<std::string>();
   return std::optional<std::string>(kvs[0].value);
+}
+
+Result<int64_t> EtcdMembership::leadership_token(const std::string& name) {
+  KEEL_TRY(validate_name("election name", name));
+  KEEL_ASSIGN_OR_RETURN(
+      json r,
+      client_.call("/v3/kv/range", {{"key", base64_encode(election_key(config_.prefix, name))}}));
+  KEEL_ASSIGN_OR_RETURN(std::vector<Kv> kvs, decode_kvs(r));
+  if (kvs.empty() || kvs[0].lease != lease_id_) {
+    return Status::failed_precondition("this session does not lead " + name);
+  }
+  if (kvs[0].create_revision <= 0) {
+    return Status::corrupt("etcd range answer without a create_revision for " + name);
+  }
+  return kvs[0].create_revision;
 }
 
 Status EtcdMembership::resign(const std::string& name) {

@@ -31,6 +31,7 @@ class EtcdMembership final : public Membership {
   Result<std::unique_ptr<MemberWatch>> watch() override;
   Result<bool> try_lead(const std::string& name, const std::string& value) override;
   Result<std::optional<std::string>> leader(const std::string& name) override;
+  Result<int64_t> leadership_token(const std::string& name) override;
   Status resign(const std::string& name) override;
   bool lease_alive() override;
   void stop_keepalive() override;

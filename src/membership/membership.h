@@ -55,6 +55,12 @@ class Membership {
   virtual Result<bool> try_lead(const std::string& name, const std::string& value) = 0;
   // The current leader's value, nullopt when there is none.
   virtual Result<std::optional<std::string>> leader(const std::string& name) = 0;
+  // The fencing token of this session's leadership of `name`: the leader key's create revision,
+  // which grows with every new leadership (etcd: one global revision counter, so it also grows
+  // across a store restart that keeps its data). FailedPrecondition when this session does not
+  // lead `name` now. Commands sent while leading carry it; receivers refuse a lower one than they
+  // have seen (cluster/leader_fence.h).
+  virtual Result<int64_t> leadership_token(const std::string& name) = 0;
   // Gives up `name` if this session holds it.
   virtual Status resign(const std::string& name) = 0;
 

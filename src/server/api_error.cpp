@@ -94,6 +94,8 @@ ApiError ApiError::from_status(const Status& status, std::optional<std::string> 
       return rate_limited(status.message());
     case StatusCode::kUnavailable:
       return unavailable(status.message());
+    case StatusCode::kFailedPrecondition:
+      return make(409, status.message(), "invalid_request_error", std::move(param), "conflict");
     case StatusCode::kCancelled:
     case StatusCode::kOk:
     case StatusCode::kCorrupt:

@@ -17,16 +17,23 @@ TEST(NodeMessagesTest, StartAndStopRoundTrip) {
   s.instance = "m-pd-0";
   s.priority = -5;
   s.memory_bytes = int64_t{5} << 30;
+  s.election = "manager-m";
+  s.fence = 7587;
   const Message m = encode(s);
   EXPECT_EQ(m.type, msg::kStartTe);
   Result<StartTe> back = decode_start_te(m.body);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   EXPECT_EQ(*back, s);
 
-  const StopTe stop{"te-3", 2500};
+  const StopTe stop{"te-3", 2500, "manager-m", 7588};
   Result<StopTe> stop_back = decode_stop_te(encode(stop).body);
   ASSERT_TRUE(stop_back.ok());
   EXPECT_EQ(*stop_back, stop);
+
+  Result<Fence> fence_back = decode_fence(encode(Fence{"manager-m", 7590}).body);
+  ASSERT_TRUE(fence_back.ok());
+  EXPECT_EQ(*fence_back, (Fence{"manager-m", 7590}));
+  EXPECT_EQ(encode(Fence{"e", 1}).type, msg::kFence);
 
   StartTeReply r;
   r.id = "h2-warm-te-0";
@@ -62,7 +69,10 @@ TEST(NodeMessagesTest, MalformedBodiesNameTheField) {
                                                  {"args", "x"},
                                                  {"args", Json::array({1})},
                                                  {"priority", "high"},
-                                                 {"memory_bytes", -1}}) {
+                                                 {"memory_bytes", -1},
+                                                 {"fence", -3},
+                                                 {"fence", "9"},
+                                                 {"election", 3}}) {
     const Status s = broken(field, value);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << field;
     EXPECT_NE(s.message().find(field), std::string::npos) << s.message();
@@ -73,6 +83,11 @@ TEST(NodeMessagesTest, MalformedBodiesNameTheField) {
   EXPECT_FALSE(decode_start_te(Json::array()).ok());
   EXPECT_FALSE(decode_stop_te(Json{{"id", ""}}).ok());
   EXPECT_FALSE(decode_stop_te(Json{{"id", "te-0"}, {"grace_ms", -1}}).ok());
+  EXPECT_FALSE(decode_stop_te(Json{{"id", "te-0"}, {"fence", 1.5}}).ok());
+  EXPECT_EQ(decode_stop_te(Json{{"id", "te-0"}})->fence, 0) << "no token: sent outside an election";
+  EXPECT_NE(decode_fence(Json::object()).status().message().find("'fence' missing"),
+            std::string::npos);
+  EXPECT_FALSE(decode_fence(Json{{"fence", -1}}).ok());
   EXPECT_FALSE(decode_start_te_reply(Json::object()).ok() &&
                decode_start_te_reply(Json::object())->status.ok());
 }

@@ -193,6 +193,31 @@ TYPED_TEST(MembershipContractTest, OneLeaderAndResignHandsOver) {
   EXPECT_EQ(a->leader("manager")->value_or(""), "mgr-b");
 }
 
+TYPED_TEST(MembershipContractTest, EachNewLeadershipHasAHigherFencingToken) {
+  auto a = this->session();
+  auto b = this->session();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->leadership_token("manager").status().code(), StatusCode::kFailedPrecondition)
+      << "nobody leads yet";
+  ASSERT_TRUE(*a->try_lead("manager", "mgr-a"));
+  Result<int64_t> first = a->leadership_token("manager");
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_GT(*first, 0);
+  ASSERT_TRUE(a->register_member({MemberKind::kTaskExecutor, "te-0", "127.0.0.1:1", {}}).ok());
+  EXPECT_EQ(*a->leadership_token("manager"), *first) << "the same leadership keeps its token";
+  EXPECT_EQ(b->leadership_token("manager").status().code(), StatusCode::kFailedPrecondition)
+      << "a standby has no token";
+  ASSERT_TRUE(a->resign("manager").ok());
+  EXPECT_FALSE(a->leadership_token("manager").ok()) << "resigned";
+  ASSERT_TRUE(*b->try_lead("manager", "mgr-b"));
+  Result<int64_t> second = b->leadership_token("manager");
+  ASSERT_TRUE(second.ok()) << second.status().to_string();
+  EXPECT_GT(*second, *first) << "the successor's token is higher";
+  ASSERT_TRUE(b->resign("manager").ok());
+  ASSERT_TRUE(*a->try_lead("manager", "mgr-a"));
+  EXPECT_GT(*a->leadership_token("manager"), *second) << "leading again is a new leadership";
+}
+
 TYPED_TEST(MembershipContractTest, StandbyLeadsWithinTtlAfterLeaderDies) {
   auto a = this->session();
   auto b = this->session();

@@ -12,8 +12,15 @@
 // stage 0 told its address); greedy text equals `keel serve`'s; then a higher-priority instance
 // that needs one core evicts the idle pipelined instance — both of its processes — and serves.
 //
+// Fencing: manager A leads and places its TE through the agent; standby B waits. A is stalled
+// (SIGSTOP: its process, not its network) past its lease; B takes over, adopts the TE and
+// announces its higher fencing token to the agent. A command with A's token — what A would send
+// on waking — is then refused by the agent (FailedPrecondition naming both tokens) and the TE
+// keeps serving; the same command with B's token is admitted.
+//
 // Skipped with the reason printed without etcd (failed under CI=true). Every process is stopped
 // by pid (the supervisor's destructor); files live in a per-pid temporary directory.
+#include <signal.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -23,6 +30,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "cluster/link.h"
+#include "cluster/messages.h"
+#include "cluster/node_messages.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
 #include "cluster_observe.h"
@@ -244,6 +254,81 @@ TEST_F(ClusterGangTest, PipelinedTeIsOneGangAcrossHostsAndIsEvictedWhole) {
   EXPECT_EQ(hev[0]["tes"].size(), 2u) << hev[0].dump();
   EXPECT_EQ(hev[1].value("event", ""), "gang_placed");
   EXPECT_EQ(complete(*high_port, "high").status, 200);
+}
+
+TEST_F(ClusterGangTest, AStalledLeadersCommandsAreRefusedAfterItsSuccessorTookOver) {
+  KEEL_REQUIRE_ETCD();
+  std::string error;
+  etcd_ = EtcdServer::start(&error);
+  ASSERT_NE(etcd_, nullptr) << error;
+  Result<cluster::Child> h1 = agent("h1", 2, 1024 * kMiB);
+  ASSERT_TRUE(h1.ok()) << h1.status().to_string();
+  Result<int> agent_port = cluster::ready_port(h1->ready);
+  ASSERT_TRUE(agent_port.ok());
+
+  const std::vector<std::string> argv = up("fenced", 0, 300 * kMiB, {"--colocated", "1"});
+  Result<cluster::Child> a = spawn("leader", argv);
+  ASSERT_TRUE(a.ok()) << a.status().to_string();
+  const int a_port = *cluster::ready_port(a->ready);
+  ASSERT_EQ(complete(a_port, "fenced").status, 200);
+  const std::string a_metrics = http_request(a_port, "GET", "/metrics", "").body;
+  EXPECT_EQ(metric_value(a_metrics, "keel:cluster_manager_leader"), 1);
+  const double a_token = metric_value(a_metrics, "keel:cluster_manager_fencing_token");
+  ASSERT_GT(a_token, 0) << a_metrics.substr(0, 600);
+
+  Result<cluster::Child> b = spawn("standby", argv);  // serves at once, as a standby
+  ASSERT_TRUE(b.ok()) << b.status().to_string();
+  const int b_port = *cluster::ready_port(b->ready);
+  ASSERT_EQ(::kill(static_cast<pid_t>(a->pid), SIGSTOP), 0);  // A stalls, its lease runs out
+  double b_token = 0;
+  EXPECT_TRUE(eventually(
+      [&] {
+        const std::string m = http_request(b_port, "GET", "/metrics", "").body;
+        b_token = metric_value(m, "keel:cluster_manager_fencing_token");
+        return metric_value(m, "keel:cluster_manager_leader") == 1;
+      },
+      15s))
+      << "B never led";
+  EXPECT_GT(b_token, a_token) << "the successor's token is higher";
+
+  // What A would send on waking: stop its TE. B adopted the TE and told the agent its token.
+  Result<std::shared_ptr<cluster::Link>> link =
+      cluster::Link::connect("127.0.0.1:" + std::to_string(*agent_port), 5000ms,
+                             [](cluster::Link&, cluster::Message) {}, nullptr);
+  ASSERT_TRUE(link.ok()) << link.status().to_string();
+  const auto stop_with = [&](double token, const std::string& id) {
+    Result<cluster::Json> r = (*link)->call(
+        cluster::encode(
+        cluster::StopTe{id, 1000, "manager-fenced", static_cast<int64_t>(token)}), 10s);
+    return r.ok() ? cluster::decode_status_body(*r) : r.status();
+  };
+  const Status stale = stop_with(a_token, "fenced-te-0");
+  EXPECT_EQ(stale.code(), StatusCode::kFailedPrecondition) << stale.to_string();
+  EXPECT_NE(stale.message().find(std::to_string(static_cast<int64_t>(a_token))), std::string::npos)
+      << stale.to_string();
+  EXPECT_NE(stale.message().find(std::to_string(static_cast<int64_t>(b_token))), std::string::npos)
+      << stale.to_string();
+  Result<cluster::Json> start = (*link)->call(
+      cluster::encode(cluster::StartTe{.id = "fenced-te-9",
+                                       .model_path = KEEL_REPO_STORIES,
+                                       .election = "manager-fenced",
+                                       .fence = static_cast<int64_t>(a_token)}),
+      10s);
+  ASSERT_TRUE(start.ok()) << start.status().to_string();
+  EXPECT_EQ(cluster::decode_start_te_reply(*start)->status.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(complete(b_port, "fenced").status, 200) << "the TE A tried to stop still serves";
+  // B's token passes the fence: the agent then acts (no such TE here).
+  EXPECT_EQ(stop_with(b_token, "no-such-te").code(), StatusCode::kNotFound);
+
+  ASSERT_EQ(::kill(static_cast<pid_t>(a->pid), SIGCONT), 0);
+  EXPECT_TRUE(eventually(
+      [&] {
+        return metric_value(http_request(a_port, "GET", "/metrics", "").body,
+                            "keel:cluster_manager_leader") == 0;
+      },
+      10s))
+      << "A, awake, does not take itself for the leader";
+  EXPECT_EQ(complete(b_port, "fenced").status, 200);
 }
 
 }  // namespace
