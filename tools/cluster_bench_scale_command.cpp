@@ -7,8 +7,11 @@
 //   fork   warm-pool TEs each with its own empty store directory (a host without the entry),
 //          bound at the decision to fork the entry from a running TE (bound from the store
 //          before the decision) by chain relay — TE 0 from the source, TE i from TE i-1 while
-//          it receives — then map it. Reported with the fork's bandwidth against a probe: the
-//          source pushing as many bytes to this process over the same transfer service. With
+//          it receives — then map it. Reported with the fork's bandwidth against two probes, the
+//          source pushing as many bytes to this process over the same transfer service, which
+//          drops them: "probe" one cached chunk of zeros again and again (the transport alone),
+//          "probe_entry" the entry's own bytes from the source's mapping (what a fork moves,
+//          without the target's writes). With
 //          --source-netns the source runs in another network namespace at --source-host (another
 //          host as far as the network goes): bench/fork_hosts.sh.
 // A TE's "first token" is its warm-up token (bind_model.h's post-load phase), generated on the
@@ -176,9 +179,11 @@ Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
   return std::move(*bound[0]);
 }
 
-// The transfer probe: the source pushes `bytes` zero bytes over the same service to a receiver
-// in this process ({"bytes","seconds","gbps"}, or {"error"}).
-Json probe_link(const ClusterBenchScaleOptions& o, const std::string& source, uint64_t bytes) {
+// The transfer probe: the source pushes `bytes` bytes over the same service to a receiver in this
+// process, which drops them — zeros, or with `entry` named that entry's bytes
+// ({"bytes","seconds","gbps"}, or {"error"}).
+Json probe_link(const ClusterBenchScaleOptions& o, const std::string& source, uint64_t bytes,
+                const std::string& entry = "") {
   const std::string dir = o.store_dir + "/keel-bench-probe-" + std::to_string(::getpid());
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -186,9 +191,11 @@ Json probe_link(const ClusterBenchScaleOptions& o, const std::string& source, ui
   {
     Result<std::unique_ptr<cluster::WeightsReceiver>> receiver =
         cluster::WeightsReceiver::start(o.host, dir);
-    Result<double> s = receiver.ok() ? cluster::probe_weights_link(source, receiver->get(), bytes,
-                                                                   std::chrono::minutes(2))
-                                     : Result<double>(receiver.status());
+    Result<double> s =
+        receiver.ok() ? cluster::probe_weights_link(source, receiver->get(), bytes,
+                                                    std::chrono::minutes(2),
+                                                    cluster::kDefaultWeightsChunkBytes, entry)
+                      : Result<double>(receiver.status());
     if (s.ok()) {
       out = {{"bytes", bytes}, {"seconds", *s}, {"gbps", static_cast<double>(bytes) / *s * 1e-9}};
     } else {
@@ -221,6 +228,7 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   std::vector<Result<cluster::BoundTe>> tes;
   int64_t decision = 0;
   Json probe;
+  Json probe_entry;
   if (mode == "fork") {
     Result<cluster::BoundTe> source = start_fork_source(o, isa, path, *entry, &sup);
     if (!source.ok()) {
@@ -228,6 +236,8 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
       return source.status();
     }
     probe = probe_link(o, source->weights_address, entry->bytes);
+    probe_entry = probe_link(o, source->weights_address, entry->bytes,
+                             store::entry_name(entry->key));
     KEEL_TRY(pool.refill(o.tes));
     bind.store_entry = store::entry_name(entry->key);
     bind.fork_from = source->weights_address;
@@ -247,10 +257,16 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   (void)sup.stop_all(std::chrono::milliseconds(5000));
   if (!fork_root.empty()) {
     summary["probe"] = probe;
+    summary["probe_entry"] = probe_entry;
     if (summary.contains("fork_gbps_first") && probe.contains("gbps")) {
       const double p = probe["gbps"].get<double>();
       summary["fork_vs_probe_first"] = summary["fork_gbps_first"].get<double>() / p;
       summary["fork_vs_probe_chain"] = summary["fork_gbps_chain"].get<double>() / p;
+    }
+    if (summary.contains("fork_gbps_first") && probe_entry.contains("gbps")) {
+      const double p = probe_entry["gbps"].get<double>();
+      summary["fork_vs_entry_probe_first"] = summary["fork_gbps_first"].get<double>() / p;
+      summary["fork_vs_entry_probe_chain"] = summary["fork_gbps_chain"].get<double>() / p;
     }
     std::error_code ec;
     std::filesystem::remove_all(fork_root, ec);  // the directory this run made, by its name
@@ -331,6 +347,10 @@ Status bench_main(const ClusterBenchScaleOptions& o) {
           run["forked"].get<int>(), run["fork_gbps_first"].get<double>(),
           run["fork_gbps_chain"].get<double>(), run["probe"].value("gbps", 0.0),
           100 * run.value("fork_vs_probe_first", 0.0), 100 * run.value("fork_vs_probe_chain", 0.0));
+      std::printf(
+          "       entry probe %.3f GB/s (first hop %.0f %%, chain %.0f %% of the entry probe)\n",
+          run["probe_entry"].value("gbps", 0.0), 100 * run.value("fork_vs_entry_probe_first", 0.0),
+          100 * run.value("fork_vs_entry_probe_chain", 0.0));
     }
   }
   return {};

@@ -54,9 +54,10 @@ Result<ForkResult> fork_entry(const std::string& peer, const std::string& entry,
 
 Result<double> probe_weights_link(const std::string& peer, WeightsReceiver* receiver,
                                   uint64_t bytes, std::chrono::milliseconds timeout,
-                                  uint64_t chunk_bytes) {
+                                  uint64_t chunk_bytes, const std::string& entry) {
   const Clock::time_point start = Clock::now();
   WeightsFetchRequest request;
+  request.entry = entry;
   request.reply_to = receiver->address();
   request.chunk_bytes = chunk_bytes;
   request.probe_bytes = bytes;

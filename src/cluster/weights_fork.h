@@ -29,10 +29,12 @@ struct ForkResult {
                                             std::chrono::milliseconds timeout,
                                             uint64_t chunk_bytes = kDefaultWeightsChunkBytes);
 
-// A probe of the link to `peer`: it pushes `bytes` zero bytes to `receiver`, which drops them.
-// The seconds from the request to the peer's flushed reply.
+// A probe of the link to `peer`: it pushes `bytes` bytes to `receiver`, which drops them — one
+// chunk of zeros again and again, or, with `entry` named, that entry's first `bytes` bytes from
+// the peer's mapping (weights_stream.h). The seconds from the request to the peer's flushed reply.
 [[nodiscard]] Result<double> probe_weights_link(const std::string& peer, WeightsReceiver* receiver,
                                                 uint64_t bytes, std::chrono::milliseconds timeout,
-                                                uint64_t chunk_bytes = kDefaultWeightsChunkBytes);
+                                                uint64_t chunk_bytes = kDefaultWeightsChunkBytes,
+                                                const std::string& entry = "");
 
 }  // namespace keel::cluster

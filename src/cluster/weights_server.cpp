@@ -164,13 +164,13 @@ Result<uint64_t> WeightsServer::entry_hash(const std::string& entry, const std::
 
 Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& request) {
   const Clock::time_point deadline = Clock::now() + config_.deadline;
-  if (request.probe_bytes > 0) {
+  WeightsFetchRequest probe = request;
+  probe.entry = std::string(kWeightsProbeEntry);
+  if (request.probe_bytes > 0 && request.entry.empty()) {
     // One zero chunk, sent as every chunk of the probe (no copy, as a fork sends its mapping).
     auto zeros = std::make_shared<const std::vector<std::byte>>(request.chunk_bytes);
-    WeightsFetchRequest probe = request;
-    probe.entry = std::string(kWeightsProbeEntry);
     KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r,
-                          push(probe, {zeros, zeros->data()}, request.probe_bytes, 0));
+                          push(probe, {zeros, zeros->data(), true}, request.probe_bytes, 0));
     std::lock_guard lock(mu_);
     ++stats_.probes;
     return r;
@@ -181,6 +181,16 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
   const std::string path = config_.store_dir + "/" + request.entry;
   auto file = std::make_shared<FileMap>();  // shared with the sends in flight
   Status mapped = map_file(path, file.get());
+  if (request.probe_bytes > 0) {
+    // An entry probe: the entry's bytes from its mapping, as a fork sends them, then dropped.
+    KEEL_TRY(mapped);
+    KEEL_ASSIGN_OR_RETURN(
+        WeightsFetchReply r,
+        push(probe, {file, file->bytes}, std::min<uint64_t>(request.probe_bytes, file->size), 0));
+    std::lock_guard lock(mu_);
+    ++stats_.probes;
+    return r;
+  }
   if (mapped.code() == StatusCode::kNotFound && config_.receiver != nullptr) {
     Result<WeightsFetchReply> relayed =
         config_.receiver->relay(request, deadline, config_.relay_wait);
@@ -200,8 +210,8 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
   return r;
 }
 
-// Pushes `total` bytes to request.reply_to — source.bytes, or (a probe) source.bytes' one chunk
-// of zeros again and again — sent from there with no copy; flushes; the reply.
+// Pushes `total` bytes to request.reply_to — source.bytes, or (source.repeat) its one chunk again
+// and again — sent from there with no copy; flushes; the reply.
 Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request,
                                               const PushSource& source, uint64_t total,
                                               uint64_t hash) {
@@ -224,7 +234,7 @@ Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request
     block.flags = kKvFrameFlagWeights;
     put_weights_chunk({offset, total, hash, request.stream_id}, &block.block_hash,
                       &block.parent_hash);
-    const std::byte* from = request.probe_bytes > 0 ? source.bytes : source.bytes + offset;
+    const std::byte* from = source.repeat ? source.bytes : source.bytes + offset;
     if (index == config_.faults.flip_chunk) {  // a copy: the mapping is read-only
       block.payload.assign(from, from + n);
       block.payload[n / 2] ^= std::byte{0x40};

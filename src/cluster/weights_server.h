@@ -85,6 +85,7 @@ class WeightsServer {
   struct PushSource {
     std::shared_ptr<const void> owner;
     const std::byte* bytes = nullptr;
+    bool repeat = false;  // one chunk at `bytes`, sent as every chunk (the zero probe)
   };
   Result<WeightsFetchReply> push(const WeightsFetchRequest& request, const PushSource& source,
                                  uint64_t total, uint64_t entry_hash);

@@ -55,9 +55,8 @@ Result<WeightsFetchRequest> decode_weights_fetch(const Json& body) {
       return Status::invalid_argument("weights_fetch: chunk_bytes " +
                                       std::to_string(m.chunk_bytes) + " out of (0, 64 MiB]");
     }
-    if (m.entry.empty() == (m.probe_bytes == 0)) {
-      return Status::invalid_argument(
-          "weights_fetch: must name exactly one of an entry and a probe size");
+    if (m.entry.empty() && m.probe_bytes == 0) {
+      return Status::invalid_argument("weights_fetch: names neither an entry nor a probe size");
     }
     if (m.reply_to.empty()) return Status::invalid_argument("weights_fetch: no reply_to");
     return m;

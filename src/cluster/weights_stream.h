@@ -11,8 +11,11 @@
 // {status, bytes, entry_hash}. The receiver checks, at the end, that every byte arrived and that
 // the whole file hashes to entry_hash, before the entry gets its final name.
 //
-// probe_bytes > 0 (entry ""): a bandwidth probe — the source pushes that many zero bytes in chunks
-// under kWeightsProbeEntry's identity; the receiver drops them (bench-scale times it).
+// probe_bytes > 0: a bandwidth probe under kWeightsProbeEntry's identity; the receiver drops its
+// chunks (bench-scale times it). With entry "" the source pushes one chunk of zeros again and
+// again (the transport alone: that chunk stays in cache at both ends); with an entry named, it
+// pushes the entry's first probe_bytes bytes from its mapping — the bytes a fork moves, without
+// the target's writes into fresh pages or its checks.
 //
 // Thread safety: pure functions.
 #pragma once
@@ -35,7 +38,7 @@ inline constexpr uint64_t kDefaultWeightsChunkBytes = uint64_t{4} << 20;
 inline constexpr uint64_t kMaxWeightsChunkBytes = uint64_t{64} << 20;
 
 struct WeightsFetchRequest {
-  std::string entry;     // the store entry's name; "" for a probe
+  std::string entry;     // the store entry's name; "" for a zero probe
   std::string reply_to;  // the receiver's KV transfer address "host:port"
   uint64_t stream_id = 0;
   uint64_t chunk_bytes = kDefaultWeightsChunkBytes;

@@ -163,6 +163,23 @@ TEST(WeightsForkTest, ProbeIsDropped) {
   EXPECT_TRUE(names(b.dir).empty());
 }
 
+TEST(WeightsForkTest, EntryProbeSendsTheEntrysBytesAndIsDropped) {
+  Host a("eprobe-a"), b("eprobe-b");
+  const std::string bytes = put_entry(a);
+  auto s = probe_weights_link(a.server->address(), b.receiver.get(), 1ull << 40, 20s, kChunk,
+                              kEntry);
+  ASSERT_TRUE(s.ok()) << s.status().to_string();
+  EXPECT_TRUE(keel::testing::eventually(
+      [&] { return b.receiver->stats().probe_bytes == static_cast<int64_t>(bytes.size()); }, 5s))
+      << "the entry's size, not the size asked for: " << b.receiver->stats().probe_bytes;
+  EXPECT_TRUE(names(b.dir).empty()) << "a probe stores nothing";
+  EXPECT_EQ(a.server->stats().probes, 1);
+  EXPECT_EQ(a.server->stats().served, 0);
+  auto missing = probe_weights_link(a.server->address(), b.receiver.get(), kChunk, 5s, kChunk,
+                                    "keel-store-ffffffffffffffff-l1-avx2");
+  EXPECT_FALSE(missing.ok()) << "a probe of an entry the peer lacks";
+}
+
 TEST(WeightsForkTest, RequestCodecRejectsBadInput) {
   WeightsFetchRequest q{kEntry, "127.0.0.1:1", 7, kChunk, 0};
   Message m = encode(q);
@@ -173,7 +190,10 @@ TEST(WeightsForkTest, RequestCodecRejectsBadInput) {
   bad["chunk_bytes"] = 0;
   EXPECT_FALSE(decode_weights_fetch(bad).ok());
   bad = m.body;
-  bad["probe_bytes"] = 10;  // an entry and a probe
+  bad["probe_bytes"] = 10;  // an entry probe
+  EXPECT_EQ(decode_weights_fetch(bad)->probe_bytes, 10u);
+  bad["entry"] = "";
+  bad["probe_bytes"] = 0;  // neither
   EXPECT_FALSE(decode_weights_fetch(bad).ok());
   bad = m.body;
   bad.erase("reply_to");
