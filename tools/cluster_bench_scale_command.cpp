@@ -11,17 +11,21 @@
 //          source pushing as many bytes to this process over the same transfer service, which
 //          drops them: "probe" one cached chunk of zeros again and again (the transport alone),
 //          "probe_entry" the entry's own bytes from the source's mapping (what a fork moves,
-//          without the target's writes). With
+//          without the target's writes) — and against this host's rate of writing as many bytes
+//          into fresh shared memory ("fresh_pages": a new file in the store directory, mapped and
+//          written chunk by chunk, as a fork's target fills its entry). With
 //          --source-netns the source runs in another network namespace at --source-host (another
 //          host as far as the network goes): bench/fork_hosts.sh.
 // A TE's "first token" is its warm-up token (bind_model.h's post-load phase), generated on the
 // bound engine before it announces itself; the decision is taken in this process. Both use the
 // steady clock, which every process of a host shares.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -206,6 +210,32 @@ Json probe_link(const ClusterBenchScaleOptions& o, const std::string& source, ui
   return out;
 }
 
+// The rate of writing `bytes` into fresh shared memory here: a new file in `dir`, sized, mapped
+// and written in 4 MiB chunks, as a fork's target fills its entry ({"bytes","seconds","gbps"}, or
+// {"error"}). The file is unlinked at once.
+Json probe_fresh_pages(const std::string& dir, uint64_t bytes) {
+  const std::string path = dir + "/keel-bench-pages-" + std::to_string(::getpid());
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0) return {{"error", path + ": cannot create"}};
+  ::unlink(path.c_str());
+  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    ::close(fd);
+    return {{"error", path + ": cannot size"}};
+  }
+  void* map = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return {{"error", path + ": cannot map"}};
+  auto* p = static_cast<unsigned char*>(map);
+  const int64_t t0 = cluster::steady_now_ns();
+  constexpr uint64_t kChunk = uint64_t{4} << 20;
+  for (uint64_t off = 0; off < bytes; off += kChunk) {
+    std::memset(p + off, static_cast<int>(off >> 22), std::min(kChunk, bytes - off));
+  }
+  const double seconds = static_cast<double>(cluster::steady_now_ns() - t0) * 1e-9;
+  ::munmap(map, bytes);
+  return {{"bytes", bytes}, {"seconds", seconds}, {"gbps", static_cast<double>(bytes) / seconds * 1e-9}};
+}
+
 Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode,
                       const std::string& path, const std::string& isa,
                       const store::PreloadResult* entry, std::ofstream* log) {
@@ -229,6 +259,7 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   int64_t decision = 0;
   Json probe;
   Json probe_entry;
+  Json fresh_pages;
   if (mode == "fork") {
     Result<cluster::BoundTe> source = start_fork_source(o, isa, path, *entry, &sup);
     if (!source.ok()) {
@@ -238,6 +269,7 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
     probe = probe_link(o, source->weights_address, entry->bytes);
     probe_entry = probe_link(o, source->weights_address, entry->bytes,
                              store::entry_name(entry->key));
+    fresh_pages = probe_fresh_pages(o.store_dir, entry->bytes);
     KEEL_TRY(pool.refill(o.tes));
     bind.store_entry = store::entry_name(entry->key);
     bind.fork_from = source->weights_address;
@@ -258,6 +290,11 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   if (!fork_root.empty()) {
     summary["probe"] = probe;
     summary["probe_entry"] = probe_entry;
+    summary["fresh_pages"] = fresh_pages;
+    if (summary.contains("fork_gbps_first") && fresh_pages.contains("gbps")) {
+      summary["fork_vs_fresh_pages_first"] =
+          summary["fork_gbps_first"].get<double>() / fresh_pages["gbps"].get<double>();
+    }
     if (summary.contains("fork_gbps_first") && probe.contains("gbps")) {
       const double p = probe["gbps"].get<double>();
       summary["fork_vs_probe_first"] = summary["fork_gbps_first"].get<double>() / p;
@@ -348,9 +385,11 @@ Status bench_main(const ClusterBenchScaleOptions& o) {
           run["fork_gbps_chain"].get<double>(), run["probe"].value("gbps", 0.0),
           100 * run.value("fork_vs_probe_first", 0.0), 100 * run.value("fork_vs_probe_chain", 0.0));
       std::printf(
-          "       entry probe %.3f GB/s (first hop %.0f %%, chain %.0f %% of the entry probe)\n",
+          "       entry probe %.3f GB/s (first hop %.0f %%, chain %.0f %% of the entry probe); "
+          "fresh shared pages written at %.3f GB/s (first hop %.0f %% of that)\n",
           run["probe_entry"].value("gbps", 0.0), 100 * run.value("fork_vs_entry_probe_first", 0.0),
-          100 * run.value("fork_vs_entry_probe_chain", 0.0));
+          100 * run.value("fork_vs_entry_probe_chain", 0.0), run["fresh_pages"].value("gbps", 0.0),
+          100 * run.value("fork_vs_fresh_pages_first", 0.0));
     }
   }
   return {};
