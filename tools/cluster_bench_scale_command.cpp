@@ -233,7 +233,9 @@ Json probe_fresh_pages(const std::string& dir, uint64_t bytes) {
   }
   const double seconds = static_cast<double>(cluster::steady_now_ns() - t0) * 1e-9;
   ::munmap(map, bytes);
-  return {{"bytes", bytes}, {"seconds", seconds}, {"gbps", static_cast<double>(bytes) / seconds * 1e-9}};
+  return {{"bytes", bytes},
+          {"seconds", seconds},
+          {"gbps", static_cast<double>(bytes) / seconds * 1e-9}};
 }
 
 Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode,

@@ -134,7 +134,8 @@ Status ClusterNodes::announce(membership::Membership& session) {
   for (const cluster::NodeCapacity& n : nodes) {
     Result<std::shared_ptr<cluster::Link>> link = link_to(n.address);
     Result<cluster::Json> reply =
-        link.ok() ? (*link)->call(cluster::encode(cluster::Fence{config_.election, token}), config_.call_timeout)
+        link.ok() ? (*link)->call(cluster::encode(cluster::Fence{config_.election, token}),
+                                  config_.call_timeout)
                   : Result<cluster::Json>(link.status());
     const Status s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
     if (s.code() == StatusCode::kFailedPrecondition) {

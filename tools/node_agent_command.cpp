@@ -348,8 +348,8 @@ void NodeAgent::handle(const Pending& p) {
     p.link->reply(call_id, cluster::status_body(s));
   } else if (p.message.type == cluster::msg::kFence) {
     Result<cluster::Fence> req = cluster::decode_fence(p.message.body);
-    p.link->reply(call_id,
-                  cluster::status_body(req.ok() ? admit("fence", req->election, req->fence) : req.status()));
+    const Status s = req.ok() ? admit("fence", req->election, req->fence) : req.status();
+    p.link->reply(call_id, cluster::status_body(s));
   } else {
     p.link->reply(call_id, cluster::status_body(Status::invalid_argument(
                                "node-agent: unknown message '" + p.message.type + "'")));

@@ -13,17 +13,17 @@ namespace keel {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,    // the caller passed something malformed or out of range
-  kNotFound,           // a named thing (file, tensor, key, model) does not exist
-  kCorrupt,            // stored data (model file, cache file) fails validation
-  kUnsupported,        // well-formed but not handled (unknown architecture, weight type)
-  kOutOfRange,         // a size or position exceeds a limit (context length, ...)
-  kIoError,            // the operating system reported an error
-  kResourceExhausted,  // out of memory, queue full, ...
-  kUnavailable,        // temporarily unable to serve (loading, draining)
-  kCancelled,          // the operation was cancelled by its requester
-  kFailedPrecondition, // refused in the receiver's state (a stale leader's fencing token, ...)
-  kInternal,           // an unexpected failure inside keel
+  kInvalidArgument,     // the caller passed something malformed or out of range
+  kNotFound,            // a named thing (file, tensor, key, model) does not exist
+  kCorrupt,             // stored data (model file, cache file) fails validation
+  kUnsupported,         // well-formed but not handled (unknown architecture, weight type)
+  kOutOfRange,          // a size or position exceeds a limit (context length, ...)
+  kIoError,             // the operating system reported an error
+  kResourceExhausted,   // out of memory, queue full, ...
+  kUnavailable,         // temporarily unable to serve (loading, draining)
+  kCancelled,           // the operation was cancelled by its requester
+  kFailedPrecondition,  // refused in the receiver's state (a stale leader's fencing token, ...)
+  kInternal,            // an unexpected failure inside keel
 };
 
 // Returns a stable lower-case name for a code, e.g. "invalid argument".

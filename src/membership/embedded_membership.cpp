@@ -87,7 +87,8 @@ Result<std::optional<std::string>> EmbeddedMembership::leader(const std::string&
 
 Result<int64_t> EmbeddedMembership::leadership_token(const std::string& name) {
   KEEL_TRY(validate_name("election name", name));
-  const int64_t token = store_->create_revision_if_owned(election_key(config_.prefix, name), lease_id_);
+  const int64_t token =
+      store_->create_revision_if_owned(election_key(config_.prefix, name), lease_id_);
   if (token == 0) return Status::failed_precondition("this session does not lead " + name);
   return token;
 }
