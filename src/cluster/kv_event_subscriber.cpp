@@ -3,7 +3,9 @@
 
 #include <zmq.h>
 
+#include <algorithm>
 #include <chrono>
+#include <limits>
 #include <string_view>
 #include <utility>
 
@@ -30,9 +32,9 @@ Status KvEventSubscriberConfig::validate() const {
     return Status::invalid_argument("kv event subscriber: start_seq must be ≥ −1, got " +
                                     std::to_string(start_seq));
   }
-  if (replay_timeout_ms < 1 || poll_interval_ms < 1) {
+  if (replay_timeout_ms < 1 || poll_interval_ms < 1 || catch_up_ms < 0) {
     return Status::invalid_argument(
-        "kv event subscriber: replay_timeout_ms and poll_interval_ms must be ≥ 1");
+        "kv event subscriber: replay_timeout_ms and poll_interval_ms must be ≥ 1, catch_up_ms ≥ 0");
   }
   return Status::ok_status();
 }
@@ -45,6 +47,10 @@ Result<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::start(KvEventSubsc
       new KvEventSubscriber(std::move(config), std::move(callback)));
   for (const KvEventSource& info : s->config_.sources) {
     Source src{info, {}, s->config_.start_seq};
+    src.heard = std::chrono::steady_clock::now();
+    // The first catch-up comes soon: what the source published while the SUB socket was still
+    // connecting is in its replay buffer, and a request may already depend on it.
+    src.quiet_ms = std::min<int64_t>(s->config_.catch_up_ms, 50);
     KEEL_ASSIGN_OR_RETURN(src.sub, ZmqSocket::open(s->ctx_, ZMQ_SUB));
     KEEL_TRY(src.sub.set_int(ZMQ_RCVHWM, 0));
     KEEL_TRY(src.sub.set_bytes(ZMQ_SUBSCRIBE, s->config_.topic));
@@ -70,7 +76,7 @@ void KvEventSubscriber::stop() {
 
 KvEventSubscriberStats KvEventSubscriber::stats() const {
   return {delivered_.load(), replayed_.load(), lost_.load(), decode_errors_.load(),
-          restarts_.load()};
+          restarts_.load(), duplicates_.load()};
 }
 
 void KvEventSubscriber::run() {
@@ -79,11 +85,13 @@ void KvEventSubscriber::run() {
     for (size_t i = 0; i < sources_.size(); ++i) {
       items[i] = zmq_pollitem_t{sources_[i].sub.get(), 0, ZMQ_POLLIN, 0};
     }
-    if (zmq_poll(items.data(), static_cast<int>(items.size()), config_.poll_interval_ms) <= 0) {
-      continue;
-    }
+    const int ready =
+        zmq_poll(items.data(), static_cast<int>(items.size()), config_.poll_interval_ms);
     for (size_t i = 0; i < sources_.size() && !stop_.load(); ++i) {
-      if ((items[i].revents & ZMQ_POLLIN) == 0) continue;
+      if (ready <= 0 || (items[i].revents & ZMQ_POLLIN) == 0) {
+        catch_up(sources_[i]);  // quiet: anything published before the subscription took?
+        continue;
+      }
       // A bounded batch per wake-up, so one busy source cannot starve the others or stop().
       for (int n = 0; n < 256 && !stop_.load(); ++n) {
         std::optional<std::vector<std::string>> frames = sources_[i].sub.try_recv();
@@ -94,11 +102,33 @@ void KvEventSubscriber::run() {
   }
 }
 
+void KvEventSubscriber::catch_up(Source& src) {
+  if (config_.catch_up_ms == 0 || src.info.replay_endpoint.empty() || src.next_seq < 0) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (now - src.heard < std::chrono::milliseconds(src.quiet_ms)) return;
+  const int64_t from = src.next_seq;
+  replay(src, std::numeric_limits<int64_t>::max());
+  src.heard = std::chrono::steady_clock::now();
+  if (src.next_seq > from) {
+    src.caught_up_from = from;
+    src.caught_up_at = src.heard;
+    src.quiet_ms = config_.catch_up_ms;
+  } else {
+    src.quiet_ms = std::min<int64_t>(src.quiet_ms * 2, int64_t{64} * config_.catch_up_ms);
+  }
+}
+
 void KvEventSubscriber::on_message(Source& src, const std::vector<std::string>& frames) {
   // [topic, seq, payload]
   const std::optional<int64_t> seq = frames.size() == 3 ? decode_seq(frames[1]) : std::nullopt;
   if (!seq.has_value() || *seq < 0) {
     decode_errors_.fetch_add(1);
+    return;
+  }
+  src.heard = std::chrono::steady_clock::now();
+  if (*seq < src.next_seq && src.caught_up_from >= 0 && *seq >= src.caught_up_from &&
+      src.heard - src.caught_up_at < std::chrono::seconds(1)) {
+    duplicates_.fetch_add(1);  // in flight while a catch-up delivered it
     return;
   }
   if (src.next_seq >= 0 && *seq < src.next_seq) {

@@ -1,10 +1,12 @@
 // KvEventPublisher and KvEventSubscriber on loopback (ports chosen by the OS): vLLM's framing on
 // the PUB and ROUTER sockets, in-order delivery, a late subscriber filled from the replay buffer,
-// loss beyond the buffer, several publishers, a publisher restart, bounded shutdown.
+// loss beyond the buffer, a quiet source's catch-up (alone, and racing a live stream), several
+// publishers, a publisher restart, bounded shutdown.
 #include <gtest/gtest.h>
 #include <zmq.h>
 
 #include <chrono>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -74,10 +76,11 @@ class Collector {
 };
 
 std::unique_ptr<KvEventSubscriber> subscribe(std::vector<KvEventSource> sources, Collector& c,
-                                             int64_t start_seq = 0) {
+                                             int64_t start_seq = 0, int32_t catch_up_ms = 500) {
   KvEventSubscriberConfig config;
   config.sources = std::move(sources);
   config.start_seq = start_seq;
+  config.catch_up_ms = catch_up_ms;
   auto s = KvEventSubscriber::start(std::move(config), c.callback());
   EXPECT_TRUE(s.ok()) << s.error().to_string();
   return s.ok() ? std::move(s).value() : nullptr;
@@ -193,6 +196,52 @@ TEST(KvEventPubSubTest, LateSubscriberGetsTheHistoryFromReplay) {
   EXPECT_EQ(c.seqs("te1"), iota(0, n));
   EXPECT_GE(sub->stats().replayed, 50);
   EXPECT_EQ(sub->stats().lost, 0);
+}
+
+// The slow joiner: one batch published before the subscriber existed, then nothing. No later
+// batch reveals the gap, so only the quiet source's catch-up delivers it.
+TEST(KvEventPubSubTest, AQuietSourcesEarlierBatchArrivesByCatchUp) {
+  auto pub = start_publisher();
+  ASSERT_NE(pub, nullptr);
+  ASSERT_TRUE(pub->publish(batch_with_ts(0)));
+  ASSERT_TRUE(eventually([&] { return pub->stats().published == 1; }));
+  Collector c;
+  auto sub = subscribe({source_of("te1", *pub)}, c, 0, /*catch_up_ms=*/100);
+  ASSERT_NE(sub, nullptr);
+  ASSERT_TRUE(eventually([&] { return c.count("te1") == 1; }, std::chrono::seconds(5)));
+  EXPECT_EQ(c.seqs("te1"), iota(0, 1));
+  EXPECT_EQ(sub->stats().replayed, 1);
+  EXPECT_EQ(sub->stats().lost, 0);
+
+  // Without catch-ups it stays undelivered.
+  Collector quiet;
+  auto off = subscribe({source_of("te1", *pub)}, quiet, 0, /*catch_up_ms=*/0);
+  ASSERT_NE(off, nullptr);
+  std::this_thread::sleep_for(milliseconds(500));
+  EXPECT_EQ(quiet.count("te1"), 0u);
+}
+
+// Catch-ups racing a live stream (every 1 ms of quiet): each batch once, in order; a live batch a
+// catch-up already gave is a duplicate, never a restart.
+TEST(KvEventPubSubTest, CatchUpsRacingALiveStreamDeliverEachBatchOnce) {
+  auto pub = start_publisher();
+  ASSERT_NE(pub, nullptr);
+  Collector c;
+  auto sub = subscribe({source_of("te1", *pub)}, c, 0, /*catch_up_ms=*/1);
+  ASSERT_NE(sub, nullptr);
+  int64_t n = 0;
+  for (; n < 300; ++n) {
+    ASSERT_TRUE(pub->publish(batch_with_ts(static_cast<double>(n))));
+    std::this_thread::sleep_for(std::chrono::microseconds(500 + 500 * (n % 4)));
+  }
+  ASSERT_TRUE(eventually([&] { return c.count("te1") == static_cast<size_t>(n); }));
+  std::this_thread::sleep_for(milliseconds(100));  // any late duplicate would land now
+  EXPECT_EQ(c.seqs("te1"), iota(0, n));
+  EXPECT_EQ(sub->stats().restarts, 0);
+  EXPECT_EQ(sub->stats().lost, 0);
+  std::printf("[ %lld batches: %lld replayed, %lld live duplicates dropped ]\n",
+              static_cast<long long>(n), static_cast<long long>(sub->stats().replayed),
+              static_cast<long long>(sub->stats().duplicates));
 }
 
 TEST(KvEventPubSubTest, HistoryBeyondTheReplayBufferIsCountedLost) {
