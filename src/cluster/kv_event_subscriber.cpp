@@ -107,7 +107,7 @@ void KvEventSubscriber::catch_up(Source& src) {
   const auto now = std::chrono::steady_clock::now();
   if (now - src.heard < std::chrono::milliseconds(src.quiet_ms)) return;
   const int64_t from = src.next_seq;
-  replay(src, std::numeric_limits<int64_t>::max());
+  replay(src, std::numeric_limits<int64_t>::max(), std::min(config_.replay_timeout_ms, 100));
   src.heard = std::chrono::steady_clock::now();
   if (src.next_seq > from) {
     src.caught_up_from = from;
@@ -142,7 +142,7 @@ void KvEventSubscriber::on_message(Source& src, const std::vector<std::string>& 
     src.next_seq = 0;
   }
   if (src.next_seq < 0) src.next_seq = *seq;
-  if (*seq > src.next_seq) replay(src, *seq);
+  if (*seq > src.next_seq) replay(src, *seq, config_.replay_timeout_ms);
   if (*seq > src.next_seq) {
     lost_.fetch_add(*seq - src.next_seq);
     src.next_seq = *seq;
@@ -150,7 +150,7 @@ void KvEventSubscriber::on_message(Source& src, const std::vector<std::string>& 
   deliver(src, *seq, frames[2], /*replayed=*/false);
 }
 
-void KvEventSubscriber::replay(Source& src, int64_t until) {
+void KvEventSubscriber::replay(Source& src, int64_t until, int32_t timeout_ms) {
   if (src.info.replay_endpoint.empty()) return;
   // A fresh DEALER per replay: an abandoned request (timeout) can never answer a later one.
   Result<ZmqSocket> opened = ZmqSocket::open(ctx_, ZMQ_DEALER);
@@ -162,7 +162,7 @@ void KvEventSubscriber::replay(Source& src, int64_t until) {
   const std::string start = encode_seq(src.next_seq);
   if (!dealer.send({"", start})) return;
   const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(config_.replay_timeout_ms);
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (!stop_.load()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())

@@ -12,7 +12,8 @@
 // subscription took effect (ZeroMQ's slow joiner) with nothing after it would otherwise wait for
 // the next batch to reveal the gap. The first catch-up comes 50 ms after the subscription (the
 // SUB socket is connected by then); each that finds nothing doubles the quiet time before the
-// next, up to 64 × catch_up_ms, and one that delivers resets it to catch_up_ms. A live batch the catch-up already delivered (it was in flight
+// next, up to 64 × catch_up_ms, and one that delivers resets it to catch_up_ms. A catch-up waits
+// at most 100 ms for its answer (a gone source costs that once per backed-off interval). A live batch the catch-up already delivered (it was in flight
 // meanwhile) is dropped as a duplicate, not taken for a restart, for one second after it.
 // Thread safety: one subscriber thread owns the sockets and runs the callback (which must not call
 // stop()); stop() and stats() may be called from any thread. A replay blocks that thread (other
@@ -95,8 +96,9 @@ class KvEventSubscriber {
   void on_message(Source& src, const std::vector<std::string>& frames);
   // Asks a source quiet for catch_up_ms for what it has from next_seq on.
   void catch_up(Source& src);
-  // Delivers src's batches [src.next_seq, until) from its replay socket, as far as it has them.
-  void replay(Source& src, int64_t until);
+  // Delivers src's batches [src.next_seq, until) from its replay socket, as far as it has them,
+  // waiting at most timeout_ms for them.
+  void replay(Source& src, int64_t until, int32_t timeout_ms);
   void deliver(Source& src, int64_t seq, std::string_view payload, bool replayed);
 
   KvEventSubscriberConfig config_;
