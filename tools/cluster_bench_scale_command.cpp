@@ -195,11 +195,10 @@ Json probe_link(const ClusterBenchScaleOptions& o, const std::string& source, ui
   {
     Result<std::unique_ptr<cluster::WeightsReceiver>> receiver =
         cluster::WeightsReceiver::start(o.host, dir);
-    Result<double> s =
-        receiver.ok() ? cluster::probe_weights_link(source, receiver->get(), bytes,
-                                                    std::chrono::minutes(2),
-                                                    cluster::kDefaultWeightsChunkBytes, entry)
-                      : Result<double>(receiver.status());
+    Result<double> s = receiver.ok() ? cluster::probe_weights_link(
+                                           source, receiver->get(), bytes, std::chrono::minutes(2),
+                                           cluster::kDefaultWeightsChunkBytes, entry)
+                                     : Result<double>(receiver.status());
     if (s.ok()) {
       out = {{"bytes", bytes}, {"seconds", *s}, {"gbps", static_cast<double>(bytes) / *s * 1e-9}};
     } else {
@@ -269,8 +268,8 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
       return source.status();
     }
     probe = probe_link(o, source->weights_address, entry->bytes);
-    probe_entry = probe_link(o, source->weights_address, entry->bytes,
-                             store::entry_name(entry->key));
+    probe_entry =
+        probe_link(o, source->weights_address, entry->bytes, store::entry_name(entry->key));
     fresh_pages = probe_fresh_pages(o.store_dir, entry->bytes);
     KEEL_TRY(pool.refill(o.tes));
     bind.store_entry = store::entry_name(entry->key);

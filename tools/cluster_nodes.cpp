@@ -434,8 +434,7 @@ void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
     Result<std::shared_ptr<cluster::Link>> link = link_to(agent);
     Status s = link.status();
     if (link.ok()) {
-      cluster::StopTe stop{te.id, static_cast<int32_t>(grace.count()), config_.election,
-                           fence()};
+      cluster::StopTe stop{te.id, static_cast<int32_t>(grace.count()), config_.election, fence()};
       Result<cluster::Json> reply =
           (*link)->call(cluster::encode(stop), grace + std::chrono::seconds(2));
       s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();

@@ -75,8 +75,8 @@ void KvEventSubscriber::stop() {
 }
 
 KvEventSubscriberStats KvEventSubscriber::stats() const {
-  return {delivered_.load(), replayed_.load(), lost_.load(), decode_errors_.load(),
-          restarts_.load(), duplicates_.load()};
+  return {delivered_.load(),     replayed_.load(), lost_.load(),
+          decode_errors_.load(), restarts_.load(), duplicates_.load()};
 }
 
 void KvEventSubscriber::run() {
@@ -161,8 +161,7 @@ void KvEventSubscriber::replay(Source& src, int64_t until, int32_t timeout_ms) {
   }
   const std::string start = encode_seq(src.next_seq);
   if (!dealer.send({"", start})) return;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (!stop_.load()) {
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                           deadline - std::chrono::steady_clock::now())

@@ -13,11 +13,11 @@
 // the next batch to reveal the gap. The first catch-up comes 50 ms after the subscription (the
 // SUB socket is connected by then); each that finds nothing doubles the quiet time before the
 // next, up to 64 × catch_up_ms, and one that delivers resets it to catch_up_ms. A catch-up waits
-// at most 100 ms for its answer (a gone source costs that once per backed-off interval). A live batch the catch-up already delivered (it was in flight
-// meanwhile) is dropped as a duplicate, not taken for a restart, for one second after it.
-// Thread safety: one subscriber thread owns the sockets and runs the callback (which must not call
-// stop()); stop() and stats() may be called from any thread. A replay blocks that thread (other
-// sources wait) for at most replay_timeout_ms.
+// at most 100 ms for its answer (a gone source costs that once per backed-off interval). A live
+// batch the catch-up already delivered (it was in flight meanwhile) is dropped as a duplicate, not
+// taken for a restart, for one second after it. Thread safety: one subscriber thread owns the
+// sockets and runs the callback (which must not call stop()); stop() and stats() may be called from
+// any thread. A replay blocks that thread (other sources wait) for at most replay_timeout_ms.
 #pragma once
 
 #include <atomic>
@@ -85,9 +85,9 @@ class KvEventSubscriber {
     KvEventSource info;
     ZmqSocket sub;
     int64_t next_seq = -1;  // the next seq to deliver; −1: take whatever comes first
-    std::chrono::steady_clock::time_point heard;        // the last live batch or catch-up
-    int64_t quiet_ms = 0;                               // before the next catch-up
-    int64_t caught_up_from = -1;                        // the first seq the last catch-up gave
+    std::chrono::steady_clock::time_point heard;         // the last live batch or catch-up
+    int64_t quiet_ms = 0;                                // before the next catch-up
+    int64_t caught_up_from = -1;                         // the first seq the last catch-up gave
     std::chrono::steady_clock::time_point caught_up_at;  // when it did
   };
 

@@ -8,10 +8,10 @@ Status LeaderFence::admit(const std::string& election, int64_t token) {
   int64_t& highest = highest_[election];
   if (token < highest) {
     ++refused_;
-    return Status::failed_precondition(
-        "stale cluster manager: its fencing token in '" + election + "' is " +
-        std::to_string(token) + ", and a manager with token " + std::to_string(highest) +
-        " has led since");
+    return Status::failed_precondition("stale cluster manager: its fencing token in '" + election +
+                                       "' is " + std::to_string(token) +
+                                       ", and a manager with token " + std::to_string(highest) +
+                                       " has led since");
   }
   highest = token;
   return {};

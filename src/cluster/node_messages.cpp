@@ -33,8 +33,7 @@ Status read_int(const Json& body, std::string_view message, const char* field, i
 
 // An election and its fencing token: absent = "" and 0 (a sender outside any election), else a
 // string and a non-negative integer.
-Status read_fence(const Json& body, std::string_view message, std::string* election,
-                  int64_t* out) {
+Status read_fence(const Json& body, std::string_view message, std::string* election, int64_t* out) {
   KEEL_TRY(read_str(body, message, "election", election, false));
   const auto it = body.find("fence");
   if (it == body.end()) return {};
@@ -62,11 +61,9 @@ Message encode(const StartTe& m) {
 }
 
 Message encode(const StopTe& m) {
-  return {std::string(msg::kStopTe),
-          Json{{"id", m.id},
-               {"grace_ms", m.grace_ms},
-               {"election", m.election},
-               {"fence", m.fence}}};
+  return {
+      std::string(msg::kStopTe),
+      Json{{"id", m.id}, {"grace_ms", m.grace_ms}, {"election", m.election}, {"fence", m.fence}}};
 }
 
 Message encode(const Fence& m) {

@@ -521,9 +521,9 @@ Status decode_caches_body(const Json& j, std::vector<ContextCacheInfo>* out) {
 // --- status ---
 
 constexpr StatusCode kCodes[] = {
-    StatusCode::kOk,        StatusCode::kInvalidArgument,   StatusCode::kNotFound,
-    StatusCode::kCorrupt,   StatusCode::kUnsupported,       StatusCode::kOutOfRange,
-    StatusCode::kIoError,   StatusCode::kResourceExhausted, StatusCode::kUnavailable,
+    StatusCode::kOk,        StatusCode::kInvalidArgument,    StatusCode::kNotFound,
+    StatusCode::kCorrupt,   StatusCode::kUnsupported,        StatusCode::kOutOfRange,
+    StatusCode::kIoError,   StatusCode::kResourceExhausted,  StatusCode::kUnavailable,
     StatusCode::kCancelled, StatusCode::kFailedPrecondition, StatusCode::kInternal};
 
 template <typename T>

@@ -166,8 +166,8 @@ TEST(WeightsForkTest, ProbeIsDropped) {
 TEST(WeightsForkTest, EntryProbeSendsTheEntrysBytesAndIsDropped) {
   Host a("eprobe-a"), b("eprobe-b");
   const std::string bytes = put_entry(a);
-  auto s = probe_weights_link(a.server->address(), b.receiver.get(), 1ull << 40, 20s, kChunk,
-                              kEntry);
+  auto s =
+      probe_weights_link(a.server->address(), b.receiver.get(), 1ull << 40, 20s, kChunk, kEntry);
   ASSERT_TRUE(s.ok()) << s.status().to_string();
   EXPECT_TRUE(keel::testing::eventually(
       [&] { return b.receiver->stats().probe_bytes == static_cast<int64_t>(bytes.size()); }, 5s))

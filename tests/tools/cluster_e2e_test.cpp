@@ -443,8 +443,8 @@ void run_with_fault(int fault) {
         bool replaced = false;
         bool victim_healthy = false;
         for (const json& te : s["task_executors"]) {
-          victim_healthy = victim_healthy ||
-                           (te["pid"].get<int64_t>() == victim && te["healthy"].get<bool>());
+          victim_healthy =
+              victim_healthy || (te["pid"].get<int64_t>() == victim && te["healthy"].get<bool>());
           dead += te["healthy"].get<bool>() ? 0 : 1;
           replaced = replaced || (te["id"] != "te-0" && te["id"] != "te-1");
         }

@@ -292,14 +292,14 @@ TEST_F(ClusterGangTest, AStalledLeadersCommandsAreRefusedAfterItsSuccessorTookOv
   EXPECT_GT(b_token, a_token) << "the successor's token is higher";
 
   // What A would send on waking: stop its TE. B adopted the TE and told the agent its token.
-  Result<std::shared_ptr<cluster::Link>> link =
-      cluster::Link::connect("127.0.0.1:" + std::to_string(*agent_port), 5000ms,
-                             [](cluster::Link&, cluster::Message) {}, nullptr);
+  Result<std::shared_ptr<cluster::Link>> link = cluster::Link::connect(
+      "127.0.0.1:" + std::to_string(*agent_port), 5000ms, [](cluster::Link&, cluster::Message) {},
+      nullptr);
   ASSERT_TRUE(link.ok()) << link.status().to_string();
   const auto stop_with = [&](double token, const std::string& id) {
     Result<cluster::Json> r = (*link)->call(
-        cluster::encode(
-        cluster::StopTe{id, 1000, "manager-fenced", static_cast<int64_t>(token)}), 10s);
+        cluster::encode(cluster::StopTe{id, 1000, "manager-fenced", static_cast<int64_t>(token)}),
+        10s);
     return r.ok() ? cluster::decode_status_body(*r) : r.status();
   };
   const Status stale = stop_with(a_token, "fenced-te-0");
@@ -308,12 +308,12 @@ TEST_F(ClusterGangTest, AStalledLeadersCommandsAreRefusedAfterItsSuccessorTookOv
       << stale.to_string();
   EXPECT_NE(stale.message().find(std::to_string(static_cast<int64_t>(b_token))), std::string::npos)
       << stale.to_string();
-  Result<cluster::Json> start = (*link)->call(
-      cluster::encode(cluster::StartTe{.id = "fenced-te-9",
-                                       .model_path = KEEL_REPO_STORIES,
-                                       .election = "manager-fenced",
-                                       .fence = static_cast<int64_t>(a_token)}),
-      10s);
+  Result<cluster::Json> start =
+      (*link)->call(cluster::encode(cluster::StartTe{.id = "fenced-te-9",
+                                                     .model_path = KEEL_REPO_STORIES,
+                                                     .election = "manager-fenced",
+                                                     .fence = static_cast<int64_t>(a_token)}),
+                    10s);
   ASSERT_TRUE(start.ok()) << start.status().to_string();
   EXPECT_EQ(cluster::decode_start_te_reply(*start)->status.code(), StatusCode::kFailedPrecondition);
   EXPECT_EQ(complete(b_port, "fenced").status, 200) << "the TE A tried to stop still serves";
