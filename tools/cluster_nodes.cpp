@@ -226,8 +226,7 @@ Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gan
       };
       tell_jes(false);  // drain: no new task goes there
       KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> agent, link_to(n.address));
-      const cluster::StopTe stop{t.id, static_cast<int32_t>(config_.drain_grace.count()),
-                                 config_.election, fence()};
+      const cluster::StopTe stop = stop_request(t.id, config_.drain_grace);
       KEEL_ASSIGN_OR_RETURN(
           cluster::Json reply,
           agent->call(cluster::encode(stop), config_.drain_grace + std::chrono::seconds(5)));
@@ -356,11 +355,8 @@ Status ClusterNodes::stop_te(const std::string& id, std::chrono::milliseconds gr
   const RemoteTe te = it->second;
   started_.erase(it);
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(agent));
-  KEEL_ASSIGN_OR_RETURN(
-      cluster::Json reply,
-      link->call(cluster::encode(cluster::StopTe{id, static_cast<int32_t>(grace.count()),
-                                                 config_.election, fence()}),
-                 grace + std::chrono::seconds(2)));
+  KEEL_ASSIGN_OR_RETURN(cluster::Json reply, link->call(cluster::encode(stop_request(id, grace)),
+                                                        grace + std::chrono::seconds(2)));
   return cluster::decode_status_body(reply).with_prefix("cluster: stop " + id + " on node " +
                                                         te.host_id);
 }
@@ -434,7 +430,7 @@ void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
     Result<std::shared_ptr<cluster::Link>> link = link_to(agent);
     Status s = link.status();
     if (link.ok()) {
-      cluster::StopTe stop{te.id, static_cast<int32_t>(grace.count()), config_.election, fence()};
+      const cluster::StopTe stop = stop_request(te.id, grace);
       Result<cluster::Json> reply =
           (*link)->call(cluster::encode(stop), grace + std::chrono::seconds(2));
       s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();

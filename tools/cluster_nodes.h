@@ -148,6 +148,10 @@ class ClusterNodes {
                                                 const std::map<std::string, TeUse>& use);
   void log_event(cluster::Json event);
   int64_t fence() const { return config_.fence ? config_.fence() : 0; }
+  // A stop_te for `id`, fenced with this manager's election and token (every stop goes through it).
+  cluster::StopTe stop_request(const std::string& id, std::chrono::milliseconds grace) const {
+    return {id, static_cast<int32_t>(grace.count()), config_.election, fence()};
+  }
 
   ClusterNodesConfig config_;
   std::map<std::string, std::shared_ptr<cluster::Link>> links_;  // by agent or JE address
