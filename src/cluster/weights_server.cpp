@@ -164,13 +164,17 @@ Result<uint64_t> WeightsServer::entry_hash(const std::string& entry, const std::
 
 Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& request) {
   const Clock::time_point deadline = Clock::now() + config_.deadline;
-  WeightsFetchRequest probe = request;
-  probe.entry = std::string(kWeightsProbeEntry);
+  // A probe's chunks travel under the probe identity (the receiver drops them).
+  const auto as_probe = [&request] {
+    WeightsFetchRequest probe = request;
+    probe.entry = std::string(kWeightsProbeEntry);
+    return probe;
+  };
   if (request.probe_bytes > 0 && request.entry.empty()) {
     // One zero chunk, sent as every chunk of the probe (no copy, as a fork sends its mapping).
     auto zeros = std::make_shared<const std::vector<std::byte>>(request.chunk_bytes);
     KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r,
-                          push(probe, {zeros, zeros->data(), true}, request.probe_bytes, 0));
+                          push(as_probe(), {zeros, zeros->data(), true}, request.probe_bytes, 0));
     std::lock_guard lock(mu_);
     ++stats_.probes;
     return r;
@@ -184,9 +188,9 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
   if (request.probe_bytes > 0) {
     // An entry probe: the entry's bytes from its mapping, as a fork sends them, then dropped.
     KEEL_TRY(mapped);
-    KEEL_ASSIGN_OR_RETURN(
-        WeightsFetchReply r,
-        push(probe, {file, file->bytes}, std::min<uint64_t>(request.probe_bytes, file->size), 0));
+    KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r,
+                          push(as_probe(), {file, file->bytes},
+                               std::min<uint64_t>(request.probe_bytes, file->size), 0));
     std::lock_guard lock(mu_);
     ++stats_.probes;
     return r;
