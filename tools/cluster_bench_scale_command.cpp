@@ -237,6 +237,15 @@ Json probe_fresh_pages(const std::string& dir, uint64_t bytes) {
           {"gbps", static_cast<double>(bytes) / seconds * 1e-9}};
 }
 
+// The fork's bandwidth over a yardstick's ({"gbps"}; none when it failed): `<prefix>_first` for
+// the first hop and, with `chain`, `<prefix>_chain` for the whole chain.
+void fork_ratio(const Json& yardstick, const std::string& prefix, bool chain, Json* summary) {
+  if (!summary->contains("fork_gbps_first") || !yardstick.contains("gbps")) return;
+  const double y = yardstick["gbps"].get<double>();
+  (*summary)[prefix + "_first"] = (*summary)["fork_gbps_first"].get<double>() / y;
+  if (chain) (*summary)[prefix + "_chain"] = (*summary)["fork_gbps_chain"].get<double>() / y;
+}
+
 Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode,
                       const std::string& path, const std::string& isa,
                       const store::PreloadResult* entry, std::ofstream* log) {
@@ -292,20 +301,9 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
     summary["probe"] = probe;
     summary["probe_entry"] = probe_entry;
     summary["fresh_pages"] = fresh_pages;
-    if (summary.contains("fork_gbps_first") && fresh_pages.contains("gbps")) {
-      summary["fork_vs_fresh_pages_first"] =
-          summary["fork_gbps_first"].get<double>() / fresh_pages["gbps"].get<double>();
-    }
-    if (summary.contains("fork_gbps_first") && probe.contains("gbps")) {
-      const double p = probe["gbps"].get<double>();
-      summary["fork_vs_probe_first"] = summary["fork_gbps_first"].get<double>() / p;
-      summary["fork_vs_probe_chain"] = summary["fork_gbps_chain"].get<double>() / p;
-    }
-    if (summary.contains("fork_gbps_first") && probe_entry.contains("gbps")) {
-      const double p = probe_entry["gbps"].get<double>();
-      summary["fork_vs_entry_probe_first"] = summary["fork_gbps_first"].get<double>() / p;
-      summary["fork_vs_entry_probe_chain"] = summary["fork_gbps_chain"].get<double>() / p;
-    }
+    fork_ratio(probe, "fork_vs_probe", true, &summary);
+    fork_ratio(probe_entry, "fork_vs_entry_probe", true, &summary);
+    fork_ratio(fresh_pages, "fork_vs_fresh_pages", false, &summary);
     std::error_code ec;
     std::filesystem::remove_all(fork_root, ec);  // the directory this run made, by its name
   }
