@@ -16,9 +16,9 @@ bool ManagerRole::try_take_over(ClusterMembership& members) {
   }
   if (!*won) return false;
   leading = true;
-  ++takeovers;
   const Status s = take_over ? take_over() : Status();
   if (!s.ok()) KEEL_LOG_ERROR("cluster: took over, but the TEs: {}", s.to_string());
+  ++takeovers;  // counted once the take-over ran: the agents know this leader's token
   KEEL_LOG_INFO("cluster: this standby now leads: it manages the cluster's TEs");
   return true;
 }

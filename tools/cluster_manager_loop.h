@@ -26,7 +26,7 @@ namespace keel::cli {
 
 struct ManagerRole {
   std::atomic<bool> leading{false};
-  std::atomic<int64_t> takeovers{0};  // standby → leader transitions
+  std::atomic<int64_t> takeovers{0};  // standby → leader transitions, counted once take_over ran
   std::function<Status()> take_over;  // run on winning, and on leading again (optional)
   std::function<void()> lost;         // run when the lease is lost while leading (optional)
 

@@ -285,10 +285,12 @@ TEST_F(ClusterGangTest, AStalledLeadersCommandsAreRefusedAfterItsSuccessorTookOv
       [&] {
         const std::string m = http_request(b_port, "GET", "/metrics", "").body;
         b_token = metric_value(m, "keel:cluster_manager_fencing_token");
-        return metric_value(m, "keel:cluster_manager_leader") == 1;
+        // Counted once B's take-over ran: B leads, adopted the TE, and told the agent its token.
+        return metric_value(m, "keel:cluster_manager_leader") == 1 &&
+               metric_value(m, "keel:cluster_manager_takeovers_total") == 1;
       },
       15s))
-      << "B never led";
+      << "B never took over";
   EXPECT_GT(b_token, a_token) << "the successor's token is higher";
 
   // What A would send on waking: stop its TE. B adopted the TE and told the agent its token.
