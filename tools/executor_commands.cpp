@@ -265,6 +265,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   start.n_ctx = o.ctx_size;
   start.engine = serve_engine_config(o);
   start.pipeline = serve_pipeline_options(o);
+  start.pipeline.exit_on_loss = true;  // its JEs re-drive its jobs, its manager replaces it
   if (start.pipeline.enabled() && role != cluster::TeRole::kColocated) {
     return fail_bind(launch, Status::invalid_argument(
                                  "--pp needs --role colocated (a pipelined TE cannot hand off "

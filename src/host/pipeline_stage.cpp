@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <thread>
 
 #include "cluster/child_launch.h"
@@ -34,6 +36,19 @@ bool reap_within(pid_t pid, std::chrono::milliseconds timeout) {
     if (std::chrono::steady_clock::now() >= deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+// exit_on_loss: no request of this process is failed; its JEs re-drive them once it is gone.
+std::function<void(const Status&)> exit_on_stage_loss(pid_t started_stage) {
+  return [started_stage](const Status& why) {
+    KEEL_LOG_ERROR(
+        "pipeline: stage 1 lost ({}): exiting (status {}) so that this TE's requests "
+        "are re-driven and the TE replaced",
+        why.to_string(), kStageLostExit);
+    if (started_stage > 0) ::kill(started_stage, SIGKILL);  // ours, maybe hung: stopped by pid
+    spdlog::default_logger()->flush();
+    std::_Exit(kStageLostExit);
+  };
 }
 
 }  // namespace
@@ -138,6 +153,7 @@ Result<std::unique_ptr<pipeline::RemoteStage>> connect_stage(
   pipeline::RemoteStageOptions ro;
   ro.address = address;
   ro.step_timeout = std::chrono::milliseconds(static_cast<int64_t>(options.step_timeout_s * 1000));
+  if (options.exit_on_loss) ro.on_lost = exit_on_stage_loss(*process ? (*process)->pid() : 0);
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<pipeline::RemoteStage> stage,
                         pipeline::RemoteStage::connect(ro, spec, key));
   KEEL_LOG_INFO("pipeline: stage 0 layers [0, {}), stage 1 layers [{}, {}) at {}{}",

@@ -28,11 +28,19 @@ struct PipelineOptions {
   int stage1_threads = 0;                 // a started stage's compute threads (0 = stage 0's)
   std::string program;         // the keel binary a started stage runs ("" = /proc/self/exe)
   double step_timeout_s = 60;  // --pp-step-timeout: one step's reply from stage 1
+  // Stage 1 lost (its link broke or a step timed out): false — the steps fail, their requests
+  // end with an error (`keel serve`: nobody else could serve them); true — this process stops a
+  // stage it started (SIGKILL by pid) and exits with kStageLostExit before any request is failed
+  // (`keel te`: its JEs count it dead and re-drive its jobs; its manager replaces it).
+  bool exit_on_loss = false;
 
   [[nodiscard]] bool enabled() const { return stages > 1; }
   // InvalidArgument unless stages is 1 or 2 and the timeout is positive.
   [[nodiscard]] Status validate() const;
 };
+
+// The exit status of a TE that lost its stage 1 (exit_on_loss).
+inline constexpr int kStageLostExit = 3;
 
 // A started `keel pp-stage` child: its pid and address; destroying it stops it by pid.
 class StageProcess {

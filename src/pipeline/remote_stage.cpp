@@ -38,16 +38,24 @@ RemoteStage::~RemoteStage() {
   if (link_) link_->close();
 }
 
+Status RemoteStage::lost(Status why) {
+  if (!lost_told_ && options_.on_lost) {
+    lost_told_ = true;
+    options_.on_lost(why);
+  }
+  return why;
+}
+
 Status RemoteStage::run(const engine::PipelineStep& step, std::vector<float>* logits) {
   if (link_->closed()) {
-    return Status::unavailable("pipeline stage " + options_.address + " is gone");
+    return lost(Status::unavailable("pipeline stage " + options_.address + " is gone"));
   }
   Result<Json> reply =
       link_->call(cluster::Message{"pp_step", Json{{"step", Json::binary(encode_pp_step(step))}}},
                   options_.step_timeout);
   if (!reply.ok()) {
-    return Status::unavailable("pipeline stage " + options_.address + ": " +
-                               reply.status().message());
+    return lost(Status::unavailable("pipeline stage " + options_.address + ": " +
+                                    reply.status().message()));
   }
   KEEL_TRY(cluster::decode_status_body(*reply));
   const auto it = reply->find("logits");

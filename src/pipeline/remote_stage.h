@@ -5,11 +5,14 @@
 // flight and every later one fail at once with Unavailable (the engine finishes their requests
 // with an error); a stage that stops answering fails the step after step_timeout. No reconnect:
 // a broken pipeline stays broken until the engine is restarted (its KV would be stale anyway).
+// on_lost, when set, is told first (once, on the step's thread) and may end the process: a TE
+// does, so that its job executors re-drive its requests instead of seeing them fail.
 //
 // Thread safety: run() from one thread (the step executor); the link's threads are its own.
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@ struct RemoteStageOptions {
   std::string address;                               // the stage's "host:port"
   std::chrono::milliseconds connect_timeout{10000};  // link up and hello answered
   std::chrono::milliseconds step_timeout{60000};     // one step's reply (a loaded machine)
+  std::function<void(const Status&)> on_lost;        // the link broke or timed out (optional)
 };
 
 class RemoteStage final : public engine::PipelineTail {
@@ -45,8 +49,11 @@ class RemoteStage final : public engine::PipelineTail {
       : options_(std::move(options)), spec_(spec) {}
 
   RemoteStageOptions options_;
+  Status lost(Status why);  // tells on_lost (once), returns `why`
+
   StageSpec spec_;
   std::shared_ptr<cluster::Link> link_;
+  bool lost_told_ = false;
 };
 
 }  // namespace keel::pipeline

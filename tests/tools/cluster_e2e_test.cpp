@@ -5,7 +5,8 @@
 // text equals an uninterrupted run; 1P1D with a Q8_0 KV cache; the streamed KV handoff of a chunked
 // prefill delivers every block, and a frame dropped mid-stream means a recompute with equal text;
 // SIGTERM drains the tree and every child exits; a semi-PD TE serves greedy text equal to keel
-// serve's, and with --semi-pd-dynamic re-splits from its SLOs. Each fixture bounds its time;
+// serve's, and with --semi-pd-dynamic re-splits from its SLOs; a pipelined TE whose stage 1 is
+// killed exits, costs no request, and is replaced. Each fixture bounds its time;
 // children are stopped by PID (the supervisor's rule).
 #include <sched.h>
 #include <signal.h>
@@ -14,6 +15,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -370,10 +373,10 @@ TEST_F(ClusterE2e, RouterFollowsCachedPrefixes) {
   EXPECT_GE(cached, 16);
 }
 
-// 16 concurrent requests (8 plain, 8 streamed); once tokens flow, `fault` hits the TE that runs
-// the most; every request must finish with the uninterrupted run's text.
-void run_with_fault(int fault) {
-  Cluster c;
+// 16 concurrent requests (8 plain, 8 streamed) to `c`; once tokens flow, `hit` is given the pid
+// of the TE that runs the most; every request must finish with the uninterrupted run's text, and
+// that TE must end out of service (listed unhealthy, or replaced by a TE with a new id).
+void run_with_fault(Cluster& c, const std::function<void(pid_t)>& hit) {
   ASSERT_GT(c.port(), 0) << c.error();
   constexpr int kTokens = 300;
   std::vector<std::string> want;
@@ -422,10 +425,10 @@ void run_with_fault(int fault) {
         return most >= 2;
       },
       std::chrono::milliseconds(20000));
-  ASSERT_TRUE(busy && victim > 0);
-  ASSERT_EQ(kill(victim, fault), 0);
+  EXPECT_TRUE(busy && victim > 0);
+  if (busy && victim > 0) hit(victim);
   for (auto& t : clients) t.join();
-  if (fault == SIGSTOP) kill(victim, SIGKILL);  // its JE counted it dead; do not leave it stopped
+  ASSERT_TRUE(busy && victim > 0);
   for (int i = 0; i < 16; ++i) {
     EXPECT_EQ(codes[i], 200) << "request " << i;
     EXPECT_EQ(got[i], want[i]) << "request " << i;
@@ -454,12 +457,62 @@ void run_with_fault(int fault) {
   EXPECT_TRUE(out) << s.dump();
 }
 
-TEST_F(ClusterE2e, KilledTaskExecutorLosesNoRequest) { run_with_fault(SIGKILL); }
+TEST_F(ClusterE2e, KilledTaskExecutorLosesNoRequest) {
+  Cluster c;
+  run_with_fault(c, [](pid_t te) { EXPECT_EQ(kill(te, SIGKILL), 0); });
+}
 
-TEST_F(ClusterE2e, HungTaskExecutorLosesNoRequest) { run_with_fault(SIGSTOP); }
+TEST_F(ClusterE2e, HungTaskExecutorLosesNoRequest) {
+  Cluster c;
+  pid_t stopped = 0;
+  run_with_fault(c, [&](pid_t te) {
+    EXPECT_EQ(kill(te, SIGSTOP), 0);
+    stopped = te;
+  });
+  if (stopped > 0) kill(stopped, SIGKILL);  // its JE counted it dead; do not leave it stopped
+}
 
-// The Batch API through the gateway: one job of many tasks spread over the TEs; a TE killed
-// mid-batch costs no line (the JE re-drives its tasks) and every output equals the direct call's.
+// The children of `pid` (its main thread's list in /proc).
+std::vector<pid_t> children_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
+  std::vector<pid_t> out;
+  for (pid_t child = 0; in >> child;) out.push_back(child);
+  return out;
+}
+
+// Pipelined TEs (`--pp 2`): stage 1 of the busiest TE is killed (SIGKILL). That TE fails none of
+// its requests: it stops and exits, its JEs re-drive its jobs (every request keeps the
+// uninterrupted run's text), and the manager replaces it with a new pipelined TE.
+TEST_F(ClusterE2e, PipelinedTeWhoseStageDiesLosesNoRequestAndIsReplaced) {
+  Cluster c({"--colocated", "2", "--pp", "2"});
+  pid_t te_pid = 0;
+  run_with_fault(c, [&](pid_t te) {
+    te_pid = te;
+    const std::vector<pid_t> stage = children_of(te);
+    ASSERT_EQ(stage.size(), 1u) << "TE " << te << ": its stage 1 is its one child";
+    EXPECT_EQ(kill(stage[0], SIGKILL), 0);
+  });
+  ASSERT_GT(te_pid, 0);
+  EXPECT_TRUE(eventually([&] { return kill(te_pid, 0) != 0; }, std::chrono::seconds(10)))
+      << "the TE whose stage died still runs";
+  json s;
+  const bool replaced = eventually(
+      [&] {
+        s = status(c.port());
+        for (const json& te : s["task_executors"]) {
+          if (te["id"] != "te-0" && te["id"] != "te-1" && te["healthy"].get<bool>() &&
+              te.value("pipeline_stages", 1) == 2) {
+            return true;
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(30));
+  EXPECT_TRUE(replaced) << s.dump();
+  const json r = post(c.port(), "/v1/completions", greedy_body(kPrompts[0], 8));
+  EXPECT_EQ(r["usage"]["completion_tokens"], 8) << r.dump();
+}
+
 TEST_F(ClusterE2e, BatchSurvivesATaskExecutorDying) {
   Cluster c;
   ASSERT_GT(c.port(), 0) << c.error();
