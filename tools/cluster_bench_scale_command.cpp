@@ -336,7 +336,8 @@ Status bench_main(const ClusterBenchScaleOptions& o) {
     if (!*log) return Status::io_error(o.event_log + ": cannot open the event log");
   }
   PosixFileSystem fs;
-  store::ModelStore store({o.store_dir, 0}, &fs);
+  store::SealedHolder sealed;  // the entry lives while this process does, unless --keep-entry
+  store::ModelStore store({o.store_dir, 0}, &fs, o.keep_entry ? nullptr : &sealed);
   std::optional<store::PreloadResult> entry;
   Json report = {{"model", path}, {"model_bytes", std::filesystem::file_size(path)},
                  {"tes", o.tes},  {"threads_per_te", o.threads_per_te},

@@ -28,7 +28,7 @@ Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(cluster::ProcessSupe
   }
   if (!s->config_.store_dir.empty()) {
     PosixFileSystem fs;
-    store::ModelStore st({s->config_.store_dir, s->config_.store_budget}, &fs);
+    store::ModelStore st({s->config_.store_dir, s->config_.store_budget}, &fs, &s->sealed_);
     KEEL_TRY(st.config().validate());
     KEEL_ASSIGN_OR_RETURN(s->entry_, st.preload(s->config_.model_path, s->config_.isa));
     s->entry_owned_ = !s->entry_->already_present;
@@ -184,7 +184,7 @@ void ClusterScaler::forecast() {
   last_requests_ = total;
   last_forecast_ = now;
   PosixFileSystem fs;
-  store::ModelStore st({config_.store_dir, config_.store_budget}, &fs);
+  store::ModelStore st({config_.store_dir, config_.store_budget}, &fs, &sealed_);
   Result<store::StoreKey> key = store::key_for_file(fs, config_.model_path, config_.isa);
   if (!key.ok()) return;
   const bool resident = fs.exists(st.path_of(*key));
@@ -234,7 +234,7 @@ void ClusterScaler::shutdown() {
   for (auto& l : links) l->close();
   if (entry_ && entry_owned_) {
     PosixFileSystem fs;
-    store::ModelStore st({config_.store_dir, 0}, &fs);
+    store::ModelStore st({config_.store_dir, 0}, &fs, &sealed_);
     const Status s = st.remove(entry_->key);
     KEEL_LOG_INFO("cluster: removed model store entry {}: {}", entry_->path,
                   s.ok() ? "ok" : s.message());

@@ -107,6 +107,7 @@ class ClusterScaler {
   cluster::WarmPool pool_;
   cluster::ProcessSupervisor* sup_;  // not owned
   std::unique_ptr<cluster::Listener> listener_;
+  store::SealedHolder sealed_;  // the entries this manager built: sealed memfds, held here
   std::optional<store::PreloadResult> entry_;  // the model's store entry
   bool entry_owned_ = false;                   // built by this cluster
   std::string entry_name_;                     // the model's store entry name ("" without a store)

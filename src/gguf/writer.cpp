@@ -188,6 +188,10 @@ Result<std::vector<std::byte>> GgufWriter::to_bytes() const {
   return out;
 }
 
+Status GgufWriter::write_to(WritableFile& file, const ProgressFn& progress) const {
+  return serialize([&file](std::span<const std::byte> b) { return file.append(b); }, progress);
+}
+
 Status GgufWriter::write(const std::string& path, FileSystem* fs,
                          const ProgressFn& progress) const {
   PosixFileSystem posix;
@@ -195,7 +199,7 @@ Status GgufWriter::write(const std::string& path, FileSystem* fs,
   // A per-process temporary name: concurrent writers of one path never share a temporary file.
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> file, fs->open_writable(tmp));
-  Status s = serialize([&file](std::span<const std::byte> b) { return file->append(b); }, progress);
+  Status s = write_to(*file, progress);
   if (s.ok()) s = file->close();
   if (!s.ok()) {
     (void)fs->remove(tmp);

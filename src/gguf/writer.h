@@ -47,6 +47,8 @@ class GgufWriter {
   // Writes `path` atomically (a temporary file renamed into place).
   [[nodiscard]] Status write(const std::string& path, FileSystem* fs = nullptr,
                              const ProgressFn& progress = {}) const;
+  // Appends the whole file to `file` (left open: the caller closes it).
+  [[nodiscard]] Status write_to(WritableFile& file, const ProgressFn& progress = {}) const;
 
  private:
   struct PendingTensor {

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 
@@ -91,11 +92,34 @@ ModelSource ModelStore::choose_source(const std::string& gguf_path,
 Status ModelStore::remove(const StoreKey& key) {
   const std::string path = path_of(key);
   if (!fs_->exists(path)) return Status::not_found("model store: no entry " + entry_name(key));
+  return remove_path(path);
+}
+
+Status ModelStore::remove_path(const std::string& path) {
+  if (sealed_ != nullptr && sealed_->release(path)) return {};
   return fs_->remove(path);
+}
+
+void ModelStore::remove_dangling_links() {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(config_.dir, ec);  // links too (list_directory: files)
+  for (; !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!parse_entry_name(name)) continue;
+    const std::string path = it->path().string();
+    struct stat link_st {};
+    struct stat target_st {};
+    if (::lstat(path.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode) &&
+        ::stat(path.c_str(), &target_st) != 0 && errno == ENOENT) {
+      KEEL_LOG_INFO("model store: removing {}: its holder is gone", name);
+      (void)fs_->remove(path);
+    }
+  }
 }
 
 Status ModelStore::make_room(uint64_t incoming, const StoreKey& keep,
                              std::vector<std::string>* evicted) {
+  remove_dangling_links();
   KEEL_ASSIGN_OR_RETURN(std::vector<EntryInfo> all, entries());
   std::vector<EntryUse> uses;
   for (const EntryInfo& e : all) {
@@ -109,7 +133,7 @@ Status ModelStore::make_room(uint64_t incoming, const StoreKey& keep,
                                       std::to_string(config_.budget_bytes) + " bytes");
   }
   for (size_t idx : *victims) {
-    KEEL_TRY(fs_->remove(all[idx].path));
+    KEEL_TRY(remove_path(all[idx].path));
     KEEL_LOG_INFO("model store: evicted {} ({} bytes)", uses[idx].name, uses[idx].bytes);
     evicted->push_back(uses[idx].name);
   }
@@ -127,14 +151,16 @@ Result<PreloadResult> ModelStore::preload(const std::string& gguf_path, std::str
   } else {
     if (found.status().code() != StatusCode::kNotFound) {
       KEEL_LOG_WARN("model store: replacing a bad entry: {}", found.status().message());
-      KEEL_TRY(fs_->remove(out.path));
+      KEEL_TRY(remove_path(out.path));
     }
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> src, fs_->open_readable(gguf_path));
     // An entry is the source's tensors re-aligned plus a few keys: its size, give or take pages.
     KEEL_TRY(make_room(src->size(), out.key, &out.evicted));
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m,
                           model::Model::open(gguf_path, {.group_weights = true}));
-    KEEL_ASSIGN_OR_RETURN(out.bytes, write_entry(*m, out.key, out.path, *fs_));
+    KEEL_ASSIGN_OR_RETURN(out.bytes, sealed_ != nullptr
+                                         ? write_sealed_entry(*m, out.key, out.path, *fs_, *sealed_)
+                                         : write_entry(*m, out.key, out.path, *fs_));
   }
   if (out.bytes == 0) {
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs_->open_readable(out.path));

@@ -13,6 +13,11 @@
 //
 // Last use is the entry file's modification time (set by preload and find).
 //
+// An entry is a read-only file, or — when the store is given a SealedHolder — a sealed memfd of
+// the holding process named by a link (sealed_holder.h): readers cannot tell the difference, and
+// such an entry goes away with its holder (its link then dangles: not an entry; make_room
+// removes such links).
+//
 // Thread safety: none; one owner. Several processes may share a directory: entries appear
 // atomically, and a racing preload of the same key writes the same bytes.
 #pragma once
@@ -26,6 +31,7 @@
 #include "core/file_system.h"
 #include "core/result.h"
 #include "core/thread_pool.h"
+#include "store/sealed_holder.h"
 #include "store/store_key.h"
 
 namespace keel::store {
@@ -62,7 +68,10 @@ struct ModelSource {
 
 class ModelStore {
  public:
-  ModelStore(StoreConfig config, FileSystem* fs) : config_(std::move(config)), fs_(fs) {}
+  // `sealed`: preload builds sealed memfd entries held there (sealed_holder.h; they live while
+  // the holder does); nullptr: read-only files that outlive this process.
+  ModelStore(StoreConfig config, FileSystem* fs, SealedHolder* sealed = nullptr)
+      : config_(std::move(config)), fs_(fs), sealed_(sealed) {}
 
   [[nodiscard]] const StoreConfig& config() const { return config_; }
   // Every entry in the directory (names that parse as entry names), in name order.
@@ -80,14 +89,18 @@ class ModelStore {
   [[nodiscard]] ModelSource choose_source(const std::string& gguf_path,
                                           const std::optional<StoreKey>& key,
                                           std::string_view isa) const;
-  // Removes `key`'s entry (NotFound when absent).
+  // Removes `key`'s entry (NotFound when absent); a sealed one this store's holder holds is also
+  // let go.
   [[nodiscard]] Status remove(const StoreKey& key);
 
  private:
   Status make_room(uint64_t incoming, const StoreKey& keep, std::vector<std::string>* evicted);
+  Status remove_path(const std::string& path);
+  void remove_dangling_links();  // entry links whose holder is gone
 
   StoreConfig config_;
-  FileSystem* fs_;  // not owned
+  FileSystem* fs_;        // not owned
+  SealedHolder* sealed_;  // not owned; may be null
 };
 
 }  // namespace keel::store

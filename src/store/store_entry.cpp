@@ -38,10 +38,7 @@ Status check_metadata(const gguf::GgufFile& file, const StoreKey& key) {
   return {};
 }
 
-}  // namespace
-
-Result<uint64_t> write_entry(const model::Model& model, const StoreKey& key,
-                             const std::string& path, FileSystem& fs) {
+Result<gguf::GgufWriter> entry_writer(const model::Model& model, const StoreKey& key) {
   const gguf::GgufFile& src = model.file();
   KEEL_ASSIGN_OR_RETURN(const kv::BlockHash identity, engine::model_identity(src));
   gguf::GgufWriter w;
@@ -65,6 +62,14 @@ Result<uint64_t> write_entry(const model::Model& model, const StoreKey& key,
       return Status();
     }));
   }
+  return w;
+}
+
+}  // namespace
+
+Result<uint64_t> write_entry(const model::Model& model, const StoreKey& key,
+                             const std::string& path, FileSystem& fs) {
+  KEEL_ASSIGN_OR_RETURN(const gguf::GgufWriter w, entry_writer(model, key));
   const std::filesystem::path final_path(path);
   const std::string partial = (final_path.parent_path() / ("." + final_path.filename().string() +
                                                            ".partial." + std::to_string(getpid())))
@@ -80,6 +85,26 @@ Result<uint64_t> write_entry(const model::Model& model, const StoreKey& key,
   }
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> f, fs.open_readable(path));
   return f->size();
+}
+
+Result<uint64_t> write_sealed_entry(const model::Model& model, const StoreKey& key,
+                                    const std::string& path, FileSystem& fs, SealedHolder& holder) {
+  KEEL_ASSIGN_OR_RETURN(const gguf::GgufWriter w, entry_writer(model, key));
+  KEEL_ASSIGN_OR_RETURN(const int fd, holder.create(entry_name(key)));
+  const auto written = [&]() -> Status {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<WritableFile> f,
+                          fs.open_writable(holder_fd_path(getpid(), fd)));
+    KEEL_TRY(w.write_to(*f));
+    return f->close();
+  }();
+  if (!written.ok()) {
+    holder.drop(fd);
+    return written;
+  }
+  struct stat st {};
+  const uint64_t bytes = ::fstat(fd, &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  KEEL_TRY(holder.seal_and_link(fd, path));
+  return bytes;
 }
 
 Status check_entry(const std::string& path, const StoreKey& key) {

@@ -9,8 +9,9 @@
 // and general.alignment 64 (every tensor starts on a cache line). The GGUF's own index (tensor
 // name → offset, type, shape) is the entry's index.
 //
-// Invariants: an entry appears under its final name only whole (written to a dot-prefixed
-// temporary, made read-only (0444), then renamed), and is never written again. A reader maps it
+// Invariants: an entry appears under its final name only whole, and is never written again:
+// either a file (written to a dot-prefixed temporary, made read-only (0444), then renamed) or a
+// sealed memfd named by a link (write_sealed_entry: written, sealed, then linked). A reader maps it
 // read-only (MAP_SHARED, PROT_READ): the model's matrices point into the mapping — no copy, no
 // read of the source file.
 //
@@ -24,6 +25,7 @@
 #include "core/file_system.h"
 #include "core/result.h"
 #include "model/model.h"
+#include "store/sealed_holder.h"
 #include "store/store_key.h"
 
 namespace keel::store {
@@ -34,6 +36,12 @@ inline constexpr uint32_t kEntryFormat = 1;
 // run-time layout) as the entry for `key` at `path`; returns the entry's size in bytes.
 [[nodiscard]] Result<uint64_t> write_entry(const model::Model& model, const StoreKey& key,
                                            const std::string& path, FileSystem& fs);
+
+// The same entry as a sealed memfd held by `holder` (sealed_holder.h), named at `path` by a link:
+// no process can write it once it is linked. Returns its size in bytes.
+[[nodiscard]] Result<uint64_t> write_sealed_entry(const model::Model& model, const StoreKey& key,
+                                                  const std::string& path, FileSystem& fs,
+                                                  SealedHolder& holder);
 
 // Checks the entry at `path` without mapping its tensors: a whole GGUF (a truncated or partial
 // file fails), of kEntryFormat, made for `key`. Corrupt with the reason otherwise.

@@ -2,14 +2,16 @@
 // `keel cluster preload` builds the store entry; a warm TE (`keel te --warm`) bound to it maps it
 // (from_store) and reports its scale-out phases in order; a TE bound to a missing or a truncated
 // entry falls back to the file and says why; `keel cluster up --warm-pool 1 --store-dir` scales
-// out on `keel cluster scale` — the new TE joins the fleet and serves, its phases show in /metrics
-// and the event log — and removes the entry it built when it stops. Fork: two warm TEs, each with
+// out on `keel cluster scale` — its entry is a sealed memfd, which every TE's /proc/PID/maps
+// shows it runs from; the new TE joins the fleet and serves, its phases show in /metrics and the
+// event log — and removes the entry it built when it stops. Fork: two warm TEs, each with
 // its own store directory (a host without the entry), fork the entry from a running TE by chain
 // relay, map it, and the forked entry generates the same greedy text as the source's; a source
 // whose weights service flips a byte makes the fork fail (hash mismatch), the TE load the file,
 // and nothing stay in its store. `keel cluster up --te-stores` binds a warm TE whose store lacks
 // the entry by a fork from the running TE (--bind-source auto), and the forked TE serves the
 // source's greedy text. Children are stopped by PID.
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_runner.h"
 #include "cluster/link.h"
@@ -214,7 +217,13 @@ TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {
   const int port = *cluster::ready_port(child->ready);
   ASSERT_TRUE(child->ready.contains("control_port")) << child->ready.dump();
   const std::string entry = only_entry(store_);
-  EXPECT_FALSE(entry.empty()) << "cluster up preloads the model";
+  ASSERT_FALSE(entry.empty()) << "cluster up preloads the model";
+  // A sealed memfd of the manager, named by a link (store/sealed_holder.h).
+  EXPECT_TRUE(std::filesystem::is_symlink(store_ + "/" + entry));
+  const int fd = ::open((store_ + "/" + entry).c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(::fcntl(fd, F_GET_SEALS), F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  ::close(fd);
 
   const CliResult scale =
       run_keel({"cluster", "scale", "--control",
@@ -236,6 +245,15 @@ TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {
       },
       std::chrono::seconds(20)))
       << "the bound TE joins the fleet";
+  // Every TE runs from the manager's sealed memfd: it shows in each one's /proc/PID/maps.
+  const json fleet =
+      json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+  for (const json& te : fleet["task_executors"]) {
+    std::ifstream maps("/proc/" + std::to_string(te["pid"].get<int64_t>()) + "/maps");
+    std::stringstream text;
+    text << maps.rdbuf();
+    EXPECT_NE(text.str().find("/memfd:" + entry), std::string::npos) << te.dump();
+  }
   const HttpResponse r = http_request(
       port, "POST", "/v1/completions",
       json{{"model", "stories"}, {"prompt", "Once upon a time"}, {"max_tokens", 4}}.dump());
