@@ -133,4 +133,42 @@ Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions
   return m;
 }
 
+int wait_registered(const sigset_t& stop_signals, const MembershipOptions& o,
+                    const membership::Member& self, std::unique_ptr<ClusterMembership>* member,
+                    const std::function<void()>& lost,
+                    const std::function<void(ClusterMembership&)>& rejoined) {
+  const bool keeping = *member != nullptr;
+  const std::string name = std::string(membership::member_kind_name(self.kind)) + "/" + self.id;
+  auto next_try = std::chrono::steady_clock::now();
+  int failed_tries = 0;
+  while (true) {
+    timespec tick{0, 100 * 1000 * 1000};
+    const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+    if (sig > 0) return sig;
+    if (!keeping || (*member && (*member)->alive())) continue;
+    if (*member) {
+      KEEL_LOG_ERROR(
+          "membership: {}: lease lost (the store unreachable past the TTL); "
+          "registering again",
+          name);
+      if (lost) lost();
+      (void)(*member)->close();
+      member->reset();
+    }
+    if (std::chrono::steady_clock::now() < next_try) continue;
+    next_try = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    Result<std::unique_ptr<ClusterMembership>> again = register_self(o, self);
+    if (!again.ok()) {
+      if (failed_tries++ % 20 == 0) {  // every 10 s while the store stays away
+        KEEL_LOG_WARN("membership: {}: not registered yet: {}", name, again.status().to_string());
+      }
+      continue;
+    }
+    KEEL_LOG_INFO("membership: {} registered again under a new lease", name);
+    failed_tries = 0;
+    *member = std::move(*again);
+    if (rejoined) rejoined(**member);
+  }
+}
+
 }  // namespace keel::cli

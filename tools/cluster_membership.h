@@ -12,6 +12,8 @@
 // Thread safety: one owner (cluster_up's thread).
 #pragma once
 
+#include <signal.h>
+
 #include <atomic>
 #include <functional>
 #include <memory>
@@ -81,5 +83,16 @@ class ClusterMembership {
 // when `o.mode` is "embedded" (nothing to join: its manager registers it, if anyone).
 Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions& o,
                                                          const membership::Member& self);
+
+// What a self-registered process does while it serves: waits for one of `stop_signals` (blocked
+// by the caller) and keeps `self` registered. Once its session's lease is lost — the store
+// unreachable past the TTL, this host cut off — `lost` runs (stop using the session: it is
+// closed next), and a new session is opened, retried every 500 ms while the store stays
+// unreachable, `self` registered again under it (logged), and `rejoined` given it. With a null
+// *member (embedded mode) it only waits. Returns the signal.
+int wait_registered(const sigset_t& stop_signals, const MembershipOptions& o,
+                    const membership::Member& self, std::unique_ptr<ClusterMembership>* member,
+                    const std::function<void()>& lost = {},
+                    const std::function<void(ClusterMembership&)>& rejoined = {});
 
 }  // namespace keel::cli

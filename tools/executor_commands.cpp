@@ -325,14 +325,15 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   // With --membership etcd: te/<id> under this process's own lease, before anyone is told.
   const std::string advertised = (opts.advertise_host.empty() ? o.host : opts.advertise_host) +
                                  ":" + std::to_string(te->port());
-  Result<std::unique_ptr<ClusterMembership>> member =
-      register_self(opts.membership, {membership::MemberKind::kTaskExecutor,
-                                      opts.id,
-                                      advertised,
-                                      {{"model", config.model},
-                                       {"role", std::string(cluster::te_role_name(role))},
-                                       {"pid", std::to_string(getpid())}}});
-  if (!member.ok()) return fail_bind(launch, member.status());
+  const membership::Member self{membership::MemberKind::kTaskExecutor,
+                                opts.id,
+                                advertised,
+                                {{"model", config.model},
+                                 {"role", std::string(cluster::te_role_name(role))},
+                                 {"pid", std::to_string(getpid())}}};
+  Result<std::unique_ptr<ClusterMembership>> registered = register_self(opts.membership, self);
+  if (!registered.ok()) return fail_bind(launch, registered.status());
+  std::unique_ptr<ClusterMembership> member = std::move(*registered);
   if (launch.binder != nullptr) {
     cluster::BindReply r;
     r.port = te->port();
@@ -354,8 +355,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
     KEEL_TRY(cluster::print_ready_line(ready));
   }
 
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  const int sig = wait_registered(stop_signals, opts.membership, self, &member);
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
   control.reset();  // the split stays as it is while the engine drains
   host->client()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
@@ -366,8 +366,8 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   svc.handoff.reset();
   svc.transfer.reset();
   svc.fetcher.reset();
-  host.reset();                           // the engine stops before its publisher
-  if (*member) (void)(*member)->close();  // drained: leave the membership now, not at the TTL
+  host.reset();                       // the engine stops before its publisher
+  if (member) (void)member->close();  // drained: leave the membership now, not at the TTL
   return {};
 }
 
@@ -514,20 +514,36 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
                         cluster::JobExecutor::start(std::move(config)));
   KEEL_LOG_INFO("je {}: {} TEs, router {}, listening at {}", opts.id, opts.tes.size(), opts.router,
                 je->address());
-  KEEL_ASSIGN_OR_RETURN(
-      std::unique_ptr<ClusterMembership> member,
-      register_self(opts.membership, {membership::MemberKind::kJobExecutor,
-                                      opts.id,
-                                      je->address(),
-                                      {{"model", model_name}, {"pid", std::to_string(getpid())}}}));
+  const membership::Member self{membership::MemberKind::kJobExecutor,
+                                opts.id,
+                                je->address(),
+                                {{"model", model_name}, {"pid", std::to_string(getpid())}}};
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> member,
+                        register_self(opts.membership, self));
   std::unique_ptr<membership::MemberFollower> follower;
   if (member) {
     KEEL_ASSIGN_OR_RETURN(follower, follow_tes(member->session(), *je, model_name));
   }
   KEEL_TRY(cluster::print_ready_line(
       {{"role", "je"}, {"id", opts.id}, {"port", je->port()}, {"pid", getpid()}}));
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  // A lost lease: the follower goes with the old session and a new one follows the new session
+  // (it lists the TEs registered now; those that left meanwhile are found dead by the health
+  // check).
+  const int sig = wait_registered(
+      stop_signals, opts.membership, self, &member,
+      [&] {
+        if (follower) follower->stop();
+        follower.reset();
+      },
+      [&](ClusterMembership& again) {
+        Result<std::unique_ptr<membership::MemberFollower>> f =
+            follow_tes(again.session(), *je, model_name);
+        if (f.ok()) {
+          follower = std::move(*f);
+        } else {
+          KEEL_LOG_ERROR("je {}: cannot follow the TEs again: {}", opts.id, f.status().to_string());
+        }
+      });
   KEEL_LOG_INFO("je {}: {}: stopping", opts.id, signal_name(sig));
   if (follower) follower->stop();
   je->stop();

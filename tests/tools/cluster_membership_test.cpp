@@ -2,7 +2,9 @@
 // cluster serves a request; its manager (leading the "cluster-manager" election), gateway, JE and
 // TE are visible in etcd (`etcdctl get --prefix`); after SIGTERM they are gone. A second
 // `cluster up` on the same prefix waits as a standby and, when the leader is SIGKILLed, leads and
-// serves within TTL + 1 s plus its own start-up. A dead etcd at start is a one-line error. Skipped
+// serves within TTL + 1 s plus its own start-up. A TE and a JE whose leases were lost (etcd frozen
+// past the TTL) register again and the JE keeps following the TEs. A dead etcd at start is a
+// one-line error. Skipped
 // with the reason printed without etcd/etcdctl; failed under CI=true.
 #include <gtest/gtest.h>
 
@@ -170,6 +172,55 @@ std::vector<std::string> healthy_tes(int port) {
   return out;
 }
 
+// `keel te` on its own, registering itself in `etcd` under /keel/it.
+cluster::ChildSpec self_registered_te(const EtcdServer& etcd, const std::string& id) {
+  cluster::ChildSpec spec;
+  spec.name = id;
+  spec.argv = {KEEL_BINARY,
+               "te",
+               "-m",
+               KEEL_REPO_STORIES,
+               "--served-model-name",
+               "stories",
+               "--id",
+               id,
+               "--port",
+               "0",
+               "-t",
+               "1",
+               "--membership",
+               "etcd",
+               "--etcd-endpoints",
+               etcd.endpoint(),
+               "--membership-prefix",
+               "/keel/it",
+               "--membership-ttl",
+               "3"};
+  spec.ready_timeout = std::chrono::milliseconds(60000);
+  return spec;
+}
+
+// Whether the gateway at `port` lists `address` as a healthy TE within `limit`.
+bool joins_within(int port, const std::string& address, std::chrono::seconds limit) {
+  const auto by = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < by) {
+    const std::vector<std::string> tes = healthy_tes(port);
+    if (std::find(tes.begin(), tes.end(), address) != tes.end()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return false;
+}
+
+// The lease `key` is held under in etcd (0: no such key).
+int64_t lease_of(const EtcdServer& etcd, const std::string& key) {
+  const nlohmann::json j = nlohmann::json::parse(
+      run("ETCDCTL_API=3 etcdctl --dial-timeout=3s --command-timeout=5s --endpoints=" +
+          etcd.endpoint() + " get -w json " + key),
+      nullptr, false);
+  if (!j.is_object() || !j.contains("kvs") || j["kvs"].empty()) return 0;
+  return j["kvs"][0].value("lease", int64_t{0});
+}
+
 // A TE started on its own with the membership flags joins the running cluster's JE (it follows
 // the TEs in etcd) and, SIGKILLed, leaves its routing set (here its link closes at once; a TE
 // whose host is cut off leaves by its lease: keel_cluster_netns_test).
@@ -189,40 +240,12 @@ TEST(ClusterMembershipTest, JeAddsTesThatRegisterLater) {
   ASSERT_TRUE(port.ok());
   ASSERT_EQ(healthy_tes(*port).size(), 1u);
 
-  cluster::ChildSpec late;
-  late.name = "te-late";
-  late.argv = {KEEL_BINARY,
-               "te",
-               "-m",
-               KEEL_REPO_STORIES,
-               "--served-model-name",
-               "stories",
-               "--id",
-               "te-late",
-               "--port",
-               "0",
-               "-t",
-               "1",
-               "--membership",
-               "etcd",
-               "--etcd-endpoints",
-               etcd->endpoint(),
-               "--membership-prefix",
-               "/keel/it",
-               "--membership-ttl",
-               "3"};
-  late.ready_timeout = std::chrono::milliseconds(60000);
-  Result<cluster::Child> te = sup.spawn(late);
+  Result<cluster::Child> te = sup.spawn(self_registered_te(*etcd, "te-late"));
   ASSERT_TRUE(te.ok()) << te.status().to_string();
   const std::string address = "127.0.0.1:" + std::to_string(*cluster::ready_port(te->ready));
-  const auto joined_by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  ASSERT_TRUE(joins_within(*port, address, std::chrono::seconds(20)))
+      << "te-late (" << address << ") never joined the JE's fleet";
   std::vector<std::string> tes;
-  while (std::chrono::steady_clock::now() < joined_by) {
-    tes = healthy_tes(*port);
-    if (std::find(tes.begin(), tes.end(), address) != tes.end()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  ASSERT_EQ(tes.size(), 2u) << "te-late (" << address << ") never joined the JE's fleet";
 
   ASSERT_TRUE(sup.signal(te->pid, SIGKILL).ok());
   const auto killed = std::chrono::steady_clock::now();
@@ -237,6 +260,64 @@ TEST(ClusterMembershipTest, JeAddsTesThatRegisterLater) {
   }
   std::printf("te-late out of the JE's routing set %.2f s after its SIGKILL\n", gone_s);
   EXPECT_GE(gone_s, 0) << "te-late still routed 10 s after its SIGKILL";
+  const nlohmann::json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};
+  EXPECT_EQ(http_request(*port, "POST", "/v1/completions", body.dump()).status, 200);
+}
+
+// Leases lost while the processes live on (etcd frozen by SIGSTOP for longer than the 3 s TTL,
+// as a cut-off host sees it): a self-registered TE and the JE each open a new session and
+// register again — their keys are back under new leases — and the JE follows the TEs through its
+// new session: a TE started afterwards joins its fleet (only the membership tells it of that TE).
+TEST(ClusterMembershipTest, TeAndJeRegisterAgainAfterTheirLeasesWereLost) {
+  KEEL_REQUIRE_ETCD();
+  if (run("command -v etcdctl").empty()) {
+    if (under_ci()) GTEST_FAIL() << "etcdctl not found (etcd-client); required under CI=true";
+    GTEST_SKIP() << "etcdctl not found (scripts/install-deps.sh installs etcd-client)";
+  }
+  std::string error;
+  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
+  ASSERT_NE(etcd, nullptr) << error;
+  cluster::ProcessSupervisor sup;
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = cluster_argv(etcd->endpoint());
+  spec.ready_timeout = std::chrono::milliseconds(60000);
+  Result<cluster::Child> up = sup.spawn(spec);
+  ASSERT_TRUE(up.ok()) << up.status().to_string();
+  Result<int> port = cluster::ready_port(up->ready);
+  ASSERT_TRUE(port.ok());
+  Result<cluster::Child> te = sup.spawn(self_registered_te(*etcd, "te-late"));
+  ASSERT_TRUE(te.ok()) << te.status().to_string();
+  ASSERT_TRUE(joins_within(*port, "127.0.0.1:" + std::to_string(*cluster::ready_port(te->ready)),
+                           std::chrono::seconds(20)));
+  const std::string te_key = "/keel/it/members/te/te-late";
+  const std::string je_key = "/keel/it/members/je/je-0";
+  const int64_t te_lease = lease_of(*etcd, te_key);
+  const int64_t je_lease = lease_of(*etcd, je_key);
+  ASSERT_NE(te_lease, 0);
+  ASSERT_NE(je_lease, 0);
+
+  ASSERT_EQ(::kill(etcd->pid(), SIGSTOP), 0);
+  std::this_thread::sleep_for(std::chrono::seconds(4));  // past the TTL: every client's lease lost
+  ASSERT_EQ(::kill(etcd->pid(), SIGCONT), 0);
+  int64_t te_again = 0, je_again = 0;
+  const auto by = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (std::chrono::steady_clock::now() < by) {
+    te_again = lease_of(*etcd, te_key);
+    je_again = lease_of(*etcd, je_key);
+    if (te_again != 0 && te_again != te_lease && je_again != 0 && je_again != je_lease) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  EXPECT_NE(te_again, 0) << "te-late is not registered again";
+  EXPECT_NE(te_again, te_lease) << "te-late's key is not under a new lease";
+  EXPECT_NE(je_again, 0) << "the JE is not registered again";
+  EXPECT_NE(je_again, je_lease) << "the JE's key is not under a new lease";
+
+  Result<cluster::Child> later = sup.spawn(self_registered_te(*etcd, "te-later"));
+  ASSERT_TRUE(later.ok()) << later.status().to_string();
+  EXPECT_TRUE(joins_within(*port, "127.0.0.1:" + std::to_string(*cluster::ready_port(later->ready)),
+                           std::chrono::seconds(20)))
+      << "the JE does not follow the TEs through its new session";
   const nlohmann::json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};
   EXPECT_EQ(http_request(*port, "POST", "/v1/completions", body.dump()).status, 200);
 }
