@@ -266,6 +266,15 @@ ClusterCli add_cluster_commands(CLI::App& app) {
         auto f = cluster::parse_weights_faults(v);
         return f.ok() ? std::string() : f.status().message();
       });
+  cli.te_cmd
+      ->add_option("--health-port", te.health_port,
+                   "Serve HTTP GET /health (progress-based: 503 when hung or draining) on this "
+                   "port of --host (0 = a free one; default: none)")
+      ->check(CLI::Range(0, 65535));
+  cli.te_cmd
+      ->add_option("--health-hang-ms", te.health_hang_ms,
+                   "/health: work held and no engine step for this long is hung")
+      ->check(CLI::PositiveNumber);
   cli.te_cmd->add_option("--advertise-host", te.advertise_host,
                          "Host the TE is registered at in the membership (default: --host)");
   add_membership_flags(cli.te_cmd, &te.membership);

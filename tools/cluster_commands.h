@@ -66,6 +66,11 @@ struct TeOptions {
   // membership ("" = --host; needed when --host is 0.0.0.0).
   std::string advertise_host;
   MembershipOptions membership;  // etcd: the TE registers itself (te/<id>) under its own lease
+  // --health-port: HTTP GET /health from progress (te_health_endpoint.h; 0 = a free port, shown
+  // in the ready line as "health_port"); -1 = none. --health-hang-ms: work held and no engine
+  // step for this long is hung (503).
+  int health_port = -1;
+  int64_t health_hang_ms = 5000;
 };
 int run_te(const TeOptions& opts);
 

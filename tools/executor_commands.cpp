@@ -21,6 +21,7 @@
 #include "cluster/pd_heatmap.h"
 #include "cluster/ready_line.h"
 #include "cluster/task_executor.h"
+#include "cluster/te_health_endpoint.h"
 #include "cluster/weights_receiver.h"
 #include "cluster/weights_server.h"
 #include "cluster_cli.h"
@@ -191,6 +192,7 @@ struct TeLaunch {
   ForkOutcome fork;                         // a warm TE's fork of its entry, when asked
   cluster::ScaleOutPhases phases;
   int weights_port = 0;  // its weights service (peers fork from it); 0 = none
+  cluster::TeHealthEndpoint* health = nullptr;  // --health-port; null = none
 };
 
 // Announces a warm TE's bind failure to its binder, then returns the error.
@@ -334,6 +336,8 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
   Result<std::unique_ptr<ClusterMembership>> registered = register_self(opts.membership, self);
   if (!registered.ok()) return fail_bind(launch, registered.status());
   std::unique_ptr<ClusterMembership> member = std::move(*registered);
+  const cluster::HealthServing health(
+      launch.health, [c = host->client()] { return c->stats(); });  // ends before the engine does
   if (launch.binder != nullptr) {
     cluster::BindReply r;
     r.port = te->port();
@@ -352,11 +356,13 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
                             {"pid", getpid()},
                             {"from_store", launch.source.from_store}};
     if (launch.weights_port > 0) ready["weights_port"] = launch.weights_port;
+    if (launch.health != nullptr) ready["health_port"] = launch.health->port();
     KEEL_TRY(cluster::print_ready_line(ready));
   }
 
   const int sig = wait_registered(stop_signals, opts.membership, self, &member);
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
+  if (launch.health != nullptr) launch.health->draining();  // 503 while it drains
   control.reset();  // the split stays as it is while the engine drains
   host->client()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
   te->stop();
@@ -387,6 +393,15 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   // Declared before the TE serves, so they outlive it.
   std::unique_ptr<cluster::WeightsReceiver> receiver;
   std::unique_ptr<cluster::WeightsServer> weights;
+  std::unique_ptr<cluster::TeHealthEndpoint> health;  // up from the start: a warm TE answers "warm"
+  if (opts.health_port >= 0) {
+    KEEL_ASSIGN_OR_RETURN(
+        health, cluster::TeHealthEndpoint::start(o.host, opts.health_port,
+                                                 std::chrono::milliseconds(opts.health_hang_ms)));
+    launch.health = health.get();
+    KEEL_LOG_INFO("te {}: health from progress at http://{}:{}/health", opts.id, o.host,
+                  health->port());
+  }
   if (!opts.store_dir.empty()) {
     KEEL_ASSIGN_OR_RETURN(receiver, cluster::WeightsReceiver::start(o.host, opts.store_dir));
     cluster::WeightsServerConfig wc;
@@ -406,6 +421,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
                             {"port", binder->port()},
                             {"pid", getpid()}};
     if (weights) ready["weights_port"] = weights->port();
+    if (health) ready["health_port"] = health->port();
     KEEL_TRY(cluster::print_ready_line(ready));
     std::optional<cluster::BindModel> bind = wait_for_bind(*binder, stop_signals);
     if (!bind) return {};  // stopped while warm

@@ -186,17 +186,24 @@ TEST_F(KubectlApply, ProbesPointAtTheHealthEndpoints) {
   for (const std::string& role : kTePools) {
     const Json& te =
         container_of(find(objects_, kApps + "/deployments/keel-te-stories260k-" + role));
-    // The TE's control port (keel te --port) is what the probes dial.
+    // The probes ask the TE's progress-based /health (keel te --health-port), on its own port.
     EXPECT_EQ(te["ports"][0]["name"], "control");
     EXPECT_EQ(te["ports"][0]["containerPort"], std::stoi(flag_value(te, "--port")));
-    EXPECT_EQ(te["readinessProbe"]["tcpSocket"]["port"], "control") << role;
-    EXPECT_EQ(te["livenessProbe"]["tcpSocket"]["port"], "control") << role;
+    EXPECT_EQ(te["ports"][1]["name"], "health");
+    EXPECT_EQ(te["ports"][1]["containerPort"], std::stoi(flag_value(te, "--health-port")));
+    for (const char* probe : {"readinessProbe", "livenessProbe"}) {
+      EXPECT_EQ(te[probe]["httpGet"]["path"], "/health") << role << " " << probe;
+      EXPECT_EQ(te[probe]["httpGet"]["port"], "health") << role << " " << probe;
+    }
     EXPECT_EQ(flag_value(te, "--role"), role);
     EXPECT_EQ(flag_value(te, "--membership"), "etcd");
     EXPECT_EQ(flag_value(te, "--etcd-endpoints"), "http://keel-etcd:2379");
     EXPECT_TRUE(te["resources"]["requests"].contains("cpu"));
     EXPECT_TRUE(te["resources"]["limits"].contains("memory"));
   }
+  const Json& warm = container_of(find(objects_, kApps + "/deployments/keel-te-warm"));
+  EXPECT_EQ(warm["livenessProbe"]["httpGet"]["path"], "/health") << "a warm TE answers \"warm\"";
+  EXPECT_EQ(warm["ports"][1]["containerPort"], std::stoi(flag_value(warm, "--health-port")));
   const Json& etcd = container_of(find(objects_, kApps + "/deployments/keel-etcd"));
   EXPECT_EQ(etcd["readinessProbe"]["httpGet"]["path"], "/health");
 }

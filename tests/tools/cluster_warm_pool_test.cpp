@@ -8,7 +8,8 @@
 // its own store directory (a host without the entry), fork the entry from a running TE by chain
 // relay, map it, and the forked entry generates the same greedy text as the source's; a source
 // whose weights service flips a byte makes the fork fail (hash mismatch), the TE load the file,
-// and nothing stay in its store. `keel cluster up --te-stores` binds a warm TE whose store lacks
+// and nothing stay in its store. A warm TE's /health (--health-port) says "warm", then follows its
+// engine once bound. `keel cluster up --te-stores` binds a warm TE whose store lacks
 // the entry by a fork from the running TE (--bind-source auto), and the forked TE serves the
 // source's greedy text. Children are stopped by PID.
 #include <fcntl.h>
@@ -117,6 +118,41 @@ TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
   EXPECT_NE(corrupt[0]->reply.store_note.find(entry), std::string::npos)
       << corrupt[0]->reply.store_note;
   EXPECT_TRUE(sup.stop_all(std::chrono::seconds(5)).ok());
+}
+
+// `keel te --warm --health-port 0`: its /health says "warm" before the bind and, bound, judges the
+// engine's progress ("healthy" while idle); the ready line names the health port.
+TEST_F(WarmPoolE2e, AWarmTesHealthEndpointFollowsItsBind) {
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::ChildSpec spec;
+  spec.name = "warm-health";
+  spec.argv = warm_argv(store_);
+  spec.argv.insert(spec.argv.end(), {"--health-port", "0", "--health-hang-ms", "2000"});
+  spec.ready_timeout = std::chrono::seconds(60);
+  auto te = sup.spawn(spec);
+  ASSERT_TRUE(te.ok()) << te.status().to_string();
+  ASSERT_TRUE(te->ready.contains("health_port")) << te->ready.dump();
+  const int health = te->ready["health_port"].get<int>();
+  const auto status = [&] {
+    const HttpResponse r = http_request(health, "GET", "/health");
+    return std::to_string(r.status) + " " +
+           json::parse(r.body, nullptr, false).value("status", std::string("?"));
+  };
+  EXPECT_EQ(status(), "200 warm");
+
+  auto link = cluster::Link::connect(
+      "127.0.0.1:" + std::to_string(te->ready["port"].get<int>()), std::chrono::seconds(5),
+      [](cluster::Link&, cluster::Message) {}, nullptr);
+  ASSERT_TRUE(link.ok()) << link.status().to_string();
+  const cluster::BindModel bind{stories(), "", "colocated", cluster::steady_now_ns()};
+  Result<json> reply =
+      (*link)->call(cluster::encode_bind_model(bind), std::chrono::milliseconds(60000));
+  ASSERT_TRUE(reply.ok()) << reply.status().to_string();
+  ASSERT_TRUE(cluster::decode_bind_reply(*reply).ok());
+  EXPECT_TRUE(eventually([&] { return status() == "200 healthy"; }, std::chrono::seconds(5)))
+      << status();
+  (*link)->close();
+  EXPECT_TRUE(sup.stop_all(std::chrono::seconds(10)).ok());
 }
 
 std::string greedy(const std::string& model) {
