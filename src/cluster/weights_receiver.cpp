@@ -337,6 +337,7 @@ Result<WeightsFetchReply> WeightsReceiver::relay(const WeightsFetchRequest& requ
   for (const auto& [offset, filed] : already) {
     std::lock_guard lock(mu_);  // forward() writes d->status, which the sink also touches
     s->forward(*d, offset, filed);
+    ++stats_.relayed_chunks;
   }
   Status status;
   {

@@ -43,7 +43,7 @@ struct WeightsReceiverStats {
   int64_t bytes = 0;            // their bytes
   int64_t probe_bytes = 0;      // probe chunks' bytes (dropped)
   int64_t rejected = 0;         // chunks of no open stream, another entry or outside the stream
-  int64_t relayed_chunks = 0;   // forwarded downstream
+  int64_t relayed_chunks = 0;   // forwarded downstream (caught up at a relay's start, or live)
   int64_t in_place_chunks = 0;  // of `chunks`, received straight into the entry's mapping
 };
 

@@ -97,15 +97,21 @@ TEST(WeightsForkTest, ForkIsByteEqualAndLeavesOnlyTheEntry) {
 }
 
 TEST(WeightsForkTest, ChainRelayForwardsWhileReceiving) {
-  // A's link is slow (10 MB at 20 MB/s): C's call reaches B while B is still receiving.
-  Host a("chain-a", WeightsFaults{.throttle_bytes_per_s = 20e6}), b("chain-b"), c("chain-c");
+  // A's link is slow (10 MB at 10 MB/s), and C asks B once B holds its first chunk: C's call
+  // reaches B while B is still receiving (about a second to spare, even on a loaded machine).
+  Host a("chain-a", WeightsFaults{.throttle_bytes_per_s = 10e6}), b("chain-b"), c("chain-c");
   const std::string bytes = put_entry(a, 40 * kChunk + 7);
-  // B relays: its service waits for B's stream to open (if it has not yet) and forwards it.
-  Result<ForkResult> rc = Status::internal("not run");
-  std::thread tc(
-      [&] { rc = fork_entry(b.server->address(), kEntry, c.receiver.get(), 20s, kChunk); });
-  auto rb = fork_entry(a.server->address(), kEntry, b.receiver.get(), 20s, kChunk);
-  tc.join();
+  Result<ForkResult> rb = Status::internal("not run");
+  std::thread tb(
+      [&] { rb = fork_entry(a.server->address(), kEntry, b.receiver.get(), 20s, kChunk); });
+  const auto by = std::chrono::steady_clock::now() + 10s;
+  while (b.receiver->stats().chunks == 0 && std::chrono::steady_clock::now() < by) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_GT(b.receiver->stats().chunks, 0) << "B never started receiving";
+  // B relays: it forwards what it holds, then every chunk as it lands.
+  auto rc = fork_entry(b.server->address(), kEntry, c.receiver.get(), 20s, kChunk);
+  tb.join();
   ASSERT_TRUE(rb.ok()) << rb.status().to_string();
   ASSERT_TRUE(rc.ok()) << rc.status().to_string();
   EXPECT_EQ(read_all(b.entry_path()), bytes);
