@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <thread>
 
 #include "cluster/gang_placement.h"
 #include "cluster/host_port.h"
@@ -15,6 +16,9 @@
 
 namespace keel::cli {
 namespace {
+
+// The fence call's bound per agent, connect and reply each (announce).
+constexpr std::chrono::milliseconds kAnnounceTimeout{1000};
 
 // The hosts as gang placement sees them: each agent's declared room and its TEs, idle as the JEs
 // report them (a TE no JE reports counts as busy).
@@ -131,19 +135,30 @@ Result<std::vector<cluster::NodeCapacity>> ClusterNodes::list(membership::Member
 Status ClusterNodes::announce(membership::Membership& session) {
   KEEL_ASSIGN_OR_RETURN(std::vector<cluster::NodeCapacity> nodes, list(session));
   const int64_t token = fence();
-  for (const cluster::NodeCapacity& n : nodes) {
-    Result<std::shared_ptr<cluster::Link>> link = link_to(n.address);
-    Result<cluster::Json> reply =
-        link.ok() ? (*link)->call(cluster::encode(cluster::Fence{config_.election, token}),
-                                  config_.call_timeout)
-                  : Result<cluster::Json>(link.status());
-    const Status s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
-    if (s.code() == StatusCode::kFailedPrecondition) {
-      return s.with_prefix("cluster: node " + n.host_id);
+  // Every agent at once, each bounded by kAnnounceTimeout: a cut-off host (the old leader's,
+  // typically) must not hold up the take-over; it learns the token with the next command it gets.
+  std::vector<Status> told(nodes.size());
+  std::vector<std::thread> callers;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    callers.emplace_back([&, i] {
+      Result<std::shared_ptr<cluster::Link>> link = cluster::Link::connect(
+          nodes[i].address, kAnnounceTimeout, [](cluster::Link&, cluster::Message) {}, nullptr);
+      Result<cluster::Json> reply =
+          link.ok() ? (*link)->call(cluster::encode(cluster::Fence{config_.election, token}),
+                                    kAnnounceTimeout)
+                    : Result<cluster::Json>(link.status());
+      if (link.ok()) (*link)->close();
+      told[i] = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (told[i].code() == StatusCode::kFailedPrecondition) {
+      return told[i].with_prefix("cluster: node " + nodes[i].host_id);
     }
-    if (!s.ok()) {
-      KEEL_LOG_WARN("cluster: node {} not told fencing token {}: {}", n.host_id, token,
-                    s.to_string());
+    if (!told[i].ok()) {
+      KEEL_LOG_WARN("cluster: node {} not told fencing token {}: {}", nodes[i].host_id, token,
+                    told[i].to_string());
     }
   }
   KEEL_LOG_INFO("cluster: fencing token {} announced to {} node agents", token, nodes.size());

@@ -101,9 +101,10 @@ class ClusterNodes {
   // The agents registered now (their capacity decoded; a malformed one is skipped, logged).
   static Result<std::vector<cluster::NodeCapacity>> list(membership::Membership& session);
 
-  // Tells every registered agent this manager's fencing token (the `fence` call): from then on
-  // each refuses its predecessors' commands. An agent that cannot be reached is logged and
-  // skipped; one that has seen a higher token makes this FailedPrecondition (this manager is
+  // Tells every registered agent this manager's fencing token (the `fence` call, all agents at
+  // once, 1 s each): from then on each refuses its predecessors' commands. An agent that cannot be
+  // reached in time is logged and skipped (a cut-off host learns the token with the next command
+  // it gets); one that has seen a higher token makes this FailedPrecondition (this manager is
   // stale and must not act).
   Status announce(membership::Membership& session);
   // Places and starts each gang in order (evicting first what its plan names); the first failure

@@ -3,7 +3,9 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
+#include <chrono>
 #include <exception>
 #include <utility>
 
@@ -22,6 +24,26 @@ namespace asio = boost::asio;
 using asio::ip::tcp;
 
 Status invalid(const std::string& what) { return Status::invalid_argument("link: " + what); }
+
+// One connect attempt that gives up at `deadline` (a blocking connect to a host that drops
+// packets — cut off, its link down — would wait for the kernel's SYN retries, minutes).
+boost::system::error_code connect_by(asio::io_context& io, tcp::socket& socket,
+                                     const tcp::resolver::results_type& endpoints,
+                                     std::chrono::steady_clock::time_point deadline) {
+  boost::system::error_code result = asio::error::would_block;
+  asio::async_connect(
+      socket, endpoints,
+      [&result](const boost::system::error_code& e, const tcp::endpoint&) { result = e; });
+  io.restart();
+  const auto left = deadline - std::chrono::steady_clock::now();
+  io.run_for(std::max<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(1)));
+  if (result != asio::error::would_block) return result;
+  boost::system::error_code ignored;
+  socket.close(ignored);  // the deadline came first: cancel, and let the handler run
+  io.restart();
+  io.run();
+  return asio::error::timed_out;
+}
 
 }  // namespace
 
@@ -79,7 +101,7 @@ Result<std::shared_ptr<Link>> Link::connect(const std::string& address,
     auto endpoints = resolver.resolve(hp.host, std::to_string(hp.port), ec);
     if (!ec) {
       tcp::socket socket(io);
-      asio::connect(socket, endpoints, ec);
+      ec = connect_by(io, socket, endpoints, deadline);
       if (!ec) return start(std::move(socket), std::move(on_message), std::move(on_close), address);
     }
     last = Status::unavailable("cannot connect to " + address + ": " + ec.message());

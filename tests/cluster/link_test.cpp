@@ -1,11 +1,14 @@
 // Links on loopback: calls are answered by call_id, messages arrive in order, on_written runs
 // after the frame left, a closed peer fails pending calls at once (no hang), an oversize or
-// garbage frame closes the link, and a listener stops promptly.
+// garbage frame closes the link, a listener stops promptly, and a connect to a peer that drops
+// SYNs gives up at its timeout.
 #include "cluster/link.h"
 
 #include <gtest/gtest.h>
 
+#include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <boost/asio/connect.hpp>
@@ -14,6 +17,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "cluster/listener.h"
 
@@ -145,6 +149,36 @@ TEST(LinkTest, ConnectToNothingFailsWithinTheTimeout) {
   EXPECT_FALSE(link.ok());
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
   EXPECT_FALSE(Link::connect("nonsense", 100ms, nullptr, nullptr).ok());
+}
+
+// A peer that drops connection attempts (a cut-off host; here a listener whose accept queue is
+// full, so the kernel drops further SYNs) is given up at the timeout, not after the kernel's SYN
+// retries (minutes).
+TEST(LinkTest, ConnectToAPeerThatDropsSynsGivesUpAtItsTimeout) {
+  const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
+  ASSERT_EQ(::listen(listener, 0), 0);  // never accepts
+  socklen_t len = sizeof(a);
+  ASSERT_EQ(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  std::vector<int> fillers;  // fill the accept queue: later SYNs are dropped
+  for (int i = 0; i < 4; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    fillers.push_back(fd);
+  }
+  std::this_thread::sleep_for(100ms);
+  const auto start = std::chrono::steady_clock::now();
+  auto link =
+      Link::connect("127.0.0.1:" + std::to_string(ntohs(a.sin_port)), 500ms, nullptr, nullptr);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(link.ok());
+  EXPECT_LT(took, 3s) << "the connect outlived its 500 ms timeout";
+  for (int fd : fillers) ::close(fd);
+  ::close(listener);
 }
 
 }  // namespace

@@ -125,9 +125,15 @@ TEST_F(ClusterNetnsFailoverTest, LeaderHostCutOffStandbyLeadsAndServes) {
   stop = true;
   for (std::thread& t : clients) t.join();
 
-  const auto metrics = netns_http(ns(1), addr(1), port, "GET", "/metrics");
+  // The take-over (fence announced, TEs adopted) is counted once it has run; wait for it.
+  std::pair<int, std::string> metrics;
+  double takeovers = 0;
+  for (const auto by = Clock::now() + 10s; Clock::now() < by; std::this_thread::sleep_for(100ms)) {
+    metrics = netns_http(ns(1), addr(1), port, "GET", "/metrics");
+    takeovers = metric_value(metrics.second, "keel:cluster_manager_takeovers_total");
+    if (takeovers >= 1) break;
+  }
   const double leading = metric_value(metrics.second, "keel:cluster_manager_leader");
-  const double takeovers = metric_value(metrics.second, "keel:cluster_manager_takeovers_total");
   const std::string tes_after = te_members();
   std::printf(
       "netns failover: the standby led %.2f s after the leader's host was cut off (TTL %d s), "

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "netns_hosts.h"
 #include "serve_process.h"
@@ -17,6 +18,7 @@
 namespace keel::testing {
 namespace {
 
+using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
@@ -64,11 +66,18 @@ TEST_F(ClusterNetnsKvTest, PrefillAndDecodeOnTwoHostsHandOffKv) {
   const int cached =
       json::parse(again.second)["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
 
-  const auto st = netns_http(ns(0), addr(0), *port, "GET", "/v1/cluster/status");
-  ASSERT_EQ(st.first, 200) << st.second;
-  const json status = json::parse(st.second);
-  json prefill, decode;
-  for (const json& te : status["task_executors"]) (te["role"] == "prefill" ? prefill : decode) = te;
+  // The fleet view follows the TEs' periodic load reports: wait for one sent after the requests.
+  json status, prefill, decode;
+  for (const auto by = Clock::now() + 10s; Clock::now() < by; std::this_thread::sleep_for(50ms)) {
+    const auto st = netns_http(ns(0), addr(0), *port, "GET", "/v1/cluster/status");
+    ASSERT_EQ(st.first, 200) << st.second;
+    status = json::parse(st.second);
+    prefill = decode = json();
+    for (const json& te : status["task_executors"]) {
+      (te["role"] == "prefill" ? prefill : decode) = te;
+    }
+    if (decode.is_object() && decode["host_tier"]["blocks_fetched"].get<int64_t>() > 0) break;
+  }
   ASSERT_TRUE(prefill.is_object() && decode.is_object()) << status.dump();
   const std::string prefill_host = host_of(prefill["address"]);
   const std::string decode_host = host_of(decode["address"]);
