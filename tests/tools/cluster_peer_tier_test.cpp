@@ -111,9 +111,11 @@ TEST_F(ClusterPeerTier, RepeatedPrefixOnTheOtherTeIsFetchedFromItsPeer) {
   const Completion second = complete(c.port(), prompt);  // round robin: the other TE
   EXPECT_EQ(second.text, first.text);
   EXPECT_GE(second.cached_tokens, 16) << "the peer's blocks served as cached tokens";
-  // The fleet's /metrics sums the TEs' peer-tier counters (reported every 50 ms).
+  // The fleet's /metrics sums the TEs' peer-tier counters (reported every 50 ms; a report may
+  // carry the fetch decision before the fetched blocks): wait for both.
   EXPECT_TRUE(eventually([&] {
-    return fleet_metric(c.port(), "keel:kv_peer_decisions_total", "decision=\"fetch\"") >= 1;
+    return fleet_metric(c.port(), "keel:kv_peer_decisions_total", "decision=\"fetch\"") >= 1 &&
+           fleet_metric(c.port(), "keel:kv_peer_blocks_fetched_total") >= 1;
   }));
   EXPECT_EQ(fleet_metric(c.port(), "keel:kv_peer_decisions_total", "decision=\"recompute\""), 0);
   const double blocks = fleet_metric(c.port(), "keel:kv_peer_blocks_fetched_total");
