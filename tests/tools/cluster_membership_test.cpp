@@ -69,21 +69,33 @@ std::vector<std::string> cluster_argv(const std::string& endpoint) {
           "3"};
 }
 
+// The tests that read etcd through etcdctl: skipped without it (failed under CI=true).
+#define KEEL_REQUIRE_ETCDCTL()                                                                   \
+  do {                                                                                           \
+    if (run("command -v etcdctl").empty()) {                                                     \
+      if (under_ci()) GTEST_FAIL() << "etcdctl not found (etcd-client); required under CI=true"; \
+      GTEST_SKIP() << "etcdctl not found (scripts/install-deps.sh installs etcd-client)";        \
+    }                                                                                            \
+  } while (0)
+
+// `keel cluster up` on `etcd` as the child "cluster".
+cluster::ChildSpec cluster_spec(const EtcdServer& etcd) {
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = cluster_argv(etcd.endpoint());
+  spec.ready_timeout = std::chrono::milliseconds(60000);
+  return spec;
+}
+
 TEST(ClusterMembershipTest, MembersInEtcdWhileUpAndGoneAfter) {
   KEEL_REQUIRE_ETCD();
-  if (run("command -v etcdctl").empty()) {
-    if (under_ci()) GTEST_FAIL() << "etcdctl not found (etcd-client); required under CI=true";
-    GTEST_SKIP() << "etcdctl not found (scripts/install-deps.sh installs etcd-client)";
-  }
+  KEEL_REQUIRE_ETCDCTL();
   std::string error;
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
 
   cluster::ProcessSupervisor sup;
-  cluster::ChildSpec spec;
-  spec.name = "cluster";
-  spec.argv = cluster_argv(etcd->endpoint());
-  spec.ready_timeout = std::chrono::milliseconds(60000);
+  const cluster::ChildSpec spec = cluster_spec(*etcd);
   Result<cluster::Child> child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
   Result<int> port = cluster::ready_port(child->ready);
@@ -113,10 +125,7 @@ TEST(ClusterMembershipTest, MembersInEtcdWhileUpAndGoneAfter) {
 
 TEST(ClusterMembershipTest, StandbyTakesOverWhenTheLeaderDies) {
   KEEL_REQUIRE_ETCD();
-  if (run("command -v etcdctl").empty()) {
-    if (under_ci()) GTEST_FAIL() << "etcdctl not found (etcd-client); required under CI=true";
-    GTEST_SKIP() << "etcdctl not found (scripts/install-deps.sh installs etcd-client)";
-  }
+  KEEL_REQUIRE_ETCDCTL();
   std::string error;
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
@@ -230,10 +239,7 @@ TEST(ClusterMembershipTest, JeAddsTesThatRegisterLater) {
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
   cluster::ProcessSupervisor sup;
-  cluster::ChildSpec spec;
-  spec.name = "cluster";
-  spec.argv = cluster_argv(etcd->endpoint());
-  spec.ready_timeout = std::chrono::milliseconds(60000);
+  const cluster::ChildSpec spec = cluster_spec(*etcd);
   Result<cluster::Child> up = sup.spawn(spec);
   ASSERT_TRUE(up.ok()) << up.status().to_string();
   Result<int> port = cluster::ready_port(up->ready);
@@ -270,18 +276,12 @@ TEST(ClusterMembershipTest, JeAddsTesThatRegisterLater) {
 // new session: a TE started afterwards joins its fleet (only the membership tells it of that TE).
 TEST(ClusterMembershipTest, TeAndJeRegisterAgainAfterTheirLeasesWereLost) {
   KEEL_REQUIRE_ETCD();
-  if (run("command -v etcdctl").empty()) {
-    if (under_ci()) GTEST_FAIL() << "etcdctl not found (etcd-client); required under CI=true";
-    GTEST_SKIP() << "etcdctl not found (scripts/install-deps.sh installs etcd-client)";
-  }
+  KEEL_REQUIRE_ETCDCTL();
   std::string error;
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
   cluster::ProcessSupervisor sup;
-  cluster::ChildSpec spec;
-  spec.name = "cluster";
-  spec.argv = cluster_argv(etcd->endpoint());
-  spec.ready_timeout = std::chrono::milliseconds(60000);
+  const cluster::ChildSpec spec = cluster_spec(*etcd);
   Result<cluster::Child> up = sup.spawn(spec);
   ASSERT_TRUE(up.ok()) << up.status().to_string();
   Result<int> port = cluster::ready_port(up->ready);
