@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
+#include "cluster/autoscale_signals.h"
 #include "cluster/je_calls.h"
 #include "cluster/link.h"
 #include "cluster/messages.h"
-#include "cluster/slo_count.h"
 #include "core/log.h"
 
 namespace keel::cli {
@@ -42,10 +42,29 @@ ClusterAutoscaler::ClusterAutoscaler(ClusterAutoscalerConfig config,
 Result<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::start(
     ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup, ClusterScaler* scaler,
     cluster::FleetClient* fleet, std::unique_ptr<kube::ReplicaActuator> actuator) {
-  KEEL_TRY(config.policy.validate());
+  if (config.groups.empty()) return Status::invalid_argument("autoscaler: no group to scale");
+  std::set<cluster::TeRole> roles;
+  for (const AutoscaleGroupConfig& g : config.groups) {
+    KEEL_TRY(g.policy.validate());
+    if (!roles.insert(g.role).second) {
+      return Status::invalid_argument(
+          fmt::format("autoscaler: two groups of role {}", cluster::te_role_name(g.role)));
+    }
+  }
+  if (actuator &&
+      (config.groups.size() != 1 || config.groups[0].role != cluster::TeRole::kColocated)) {
+    return Status::invalid_argument(
+        "autoscaler: a Deployment's replicas scale one colocated group, not prefill and decode "
+        "apart");
+  }
   std::unique_ptr<ClusterAutoscaler> a(
       new ClusterAutoscaler(std::move(config), sup, scaler, fleet));
   a->actuator_ = std::move(actuator);
+  for (const AutoscaleGroupConfig& g : a->config_.groups) {
+    Group group;
+    group.config = g;
+    a->groups_.push_back(std::move(group));
+  }
   if (!a->config_.event_log.empty()) {
     a->log_.emplace(a->config_.event_log, std::ios::app);
     if (!*a->log_) return Status::io_error(a->config_.event_log + ": cannot open the event log");
@@ -53,58 +72,22 @@ Result<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::start(
   return a;
 }
 
-as::GroupSignals ClusterAutoscaler::signals(const cluster::FleetStatus& status, double now_s) {
-  as::GroupSignals s;
-  s.now_s = now_s;
-  int64_t at_tes = 0;
-  std::map<std::string, engine::MetricsSnapshot> seen;
-  for (size_t i = 0; i < status.fleet.tes.size(); ++i) {
-    const cluster::TeInfo& te = status.fleet.tes[i];
-    if (!te.healthy || te.model != config_.model || te.role != cluster::TeRole::kColocated) {
-      continue;
-    }
-    if (stopped_.count(te.address) != 0) continue;  // the JE has not seen it go yet
-    at_tes += te_requests(te);
-    if (draining_.count(te.address) != 0) continue;
-    s.tes.push_back(te);
-    if (i >= status.metrics.size()) continue;
-    const engine::MetricsSnapshot& m = status.metrics[i];
-    const engine::MetricsSnapshot& before = last_metrics_[te.id];
-    if (config_.policy.ttft_slo_s > 0) {
-      const as::SloCount c =
-          as::count_within(before.time_to_first_token_seconds, m.time_to_first_token_seconds,
-                           config_.policy.ttft_slo_s);
-      s.ttft.met += c.met;
-      s.ttft.total += c.total;
-    }
-    if (config_.policy.tpot_slo_s > 0) {
-      const as::SloCount c =
-          as::count_within(before.inter_token_latency_seconds, m.inter_token_latency_seconds,
-                           config_.policy.tpot_slo_s);
-      s.tpot.met += c.met;
-      s.tpot.total += c.total;
-    }
-    seen[te.id] = m;
-  }
-  last_metrics_ = std::move(seen);
+as::GroupSignals ClusterAutoscaler::signals(Group& g, const cluster::FleetStatus& status,
+                                            double now_s) {
+  const as::GatewayCounts gateway{static_cast<int64_t>(fleet_->num_jobs()), fleet_->num_held()};
+  as::GroupSignals s =
+      as::group_signals(status, {config_.model, g.config.role}, g.config.policy,
+                        {&draining_addresses_, &stopped_}, gateway, now_s, &g.last_metrics);
   // Bound TEs count from the bind until their first report makes them healthy (30 s at most).
-  for (auto it = bound_.begin(); it != bound_.end();) {
+  for (auto it = g.bound.begin(); it != g.bound.end();) {
     const cluster::TeInfo* te = find_by_address(status, it->first);
     if ((te != nullptr && te->healthy) || Clock::now() - it->second > std::chrono::seconds(30)) {
-      it = bound_.erase(it);
+      it = g.bound.erase(it);
     } else {
       ++s.pending;
       ++it;
     }
   }
-  s.held = fleet_->num_held();
-  if (s.tes.empty()) {
-    // No ready TE: every request the gateway has not placed waits for one, including one whose
-    // first try has not yet come back Unavailable (the gateway counts it held only after that).
-    s.held = std::max(s.held, static_cast<int64_t>(fleet_->num_jobs()) - at_tes);
-  }
-  // The gateway's count covers requests between the JE and a TE's first report too.
-  s.in_flight = std::max(at_tes, static_cast<int64_t>(fleet_->num_jobs()) - s.held);
   return s;
 }
 
@@ -116,29 +99,33 @@ void ClusterAutoscaler::tick() {
   if (!status.ok()) return;
   progress_drains(*status);
   const double now_s = std::chrono::duration<double>(now - start_).count();
-  as::GroupSignals s = signals(*status, now_s);
+  for (Group& g : groups_) tick_group(g, *status, now_s);
+}
+
+void ClusterAutoscaler::tick_group(Group& g, const cluster::FleetStatus& status, double now_s) {
+  as::GroupSignals s = signals(g, status, now_s);
   if (actuator_ && actuator_->known_replicas()) {
     // Pods the Deployment asks for that are not ready TEs yet count as replicas.
     s.pending = std::max(0, *actuator_->known_replicas() - static_cast<int32_t>(s.tes.size()));
   }
-  const as::ScaleDecision d = as::decide(s, config_.policy, state_);
+  const as::ScaleDecision d = as::decide(s, g.config.policy, g.state);
   {
     std::lock_guard lock(mu_);
-    desired_ = d.desired;
-    ready_ = static_cast<int32_t>(s.tes.size());
-    held_ = s.held;
-    panic_ = d.panic;
-    if (d.desired != d.current) ++decisions_[std::string(as::scale_reason_name(d.reason))];
+    g.desired = d.desired;
+    g.ready = static_cast<int32_t>(s.tes.size());
+    g.held = s.held;
+    g.panic = d.panic;
+    if (d.desired != d.current) ++g.decisions[std::string(as::scale_reason_name(d.reason))];
   }
-  if (d.desired != d.current || d.panic != last_panic_) {
-    log_decision(d, now_s);
-    KEEL_LOG_INFO("cluster: autoscale {} → {} TEs ({}; concurrency {:.1f}, held {}{})", d.current,
-                  d.desired, as::scale_reason_name(d.reason), d.concurrency, s.held,
-                  d.panic ? ", panic" : "");
+  if (d.desired != d.current || d.panic != g.last_panic) {
+    log_decision(g, d, now_s);
+    KEEL_LOG_INFO("cluster: autoscale {} {} → {} TEs ({}; concurrency {:.1f}, held {}{})",
+                  cluster::te_role_name(g.config.role), d.current, d.desired,
+                  as::scale_reason_name(d.reason), d.concurrency, s.held, d.panic ? ", panic" : "");
   }
-  last_panic_ = d.panic;
+  g.last_panic = d.panic;
   if (actuator_) return set_replicas(d);
-  if (d.scale_out > 0) scale_out(d.scale_out);
+  if (d.scale_out > 0) scale_out(g, d.scale_out);
   for (const std::string& id : d.drain) {
     for (const cluster::TeInfo& te : s.tes) {
       if (te.id == id) start_drain(te);
@@ -146,25 +133,26 @@ void ClusterAutoscaler::tick() {
   }
 }
 
-void ClusterAutoscaler::scale_out(int32_t n) {
+void ClusterAutoscaler::scale_out(Group& g, int32_t n) {
+  const std::string_view role = cluster::te_role_name(g.config.role);
   if (config_.start_remote) {
-    Result<std::vector<std::string>> started = config_.start_remote(n);
+    Result<std::vector<std::string>> started = config_.start_remote(n, g.config.role);
     if (!started.ok()) {
-      KEEL_LOG_WARN("cluster: autoscale scale-out of {} through the agents: {}", n,
+      KEEL_LOG_WARN("cluster: autoscale {} scale-out of {} through the agents: {}", role, n,
                     started.status().to_string());
       return;
     }
-    for (const std::string& address : *started) bound_[address] = Clock::now();
+    for (const std::string& address : *started) g.bound[address] = Clock::now();
     return;
   }
-  const cluster::Json reply = scaler_->scale_out(n);
+  const cluster::Json reply = scaler_->scale_out(n, g.config.role);
   for (const cluster::Json& te : reply.value("tes", cluster::Json::array())) {
     if (te.contains("address") && te["address"].is_string()) {
-      bound_[te["address"].get<std::string>()] = Clock::now();
+      g.bound[te["address"].get<std::string>()] = Clock::now();
     }
   }
   if (reply.contains("errors")) {
-    KEEL_LOG_WARN("cluster: autoscale scale-out of {}: {}", n, reply["errors"].dump());
+    KEEL_LOG_WARN("cluster: autoscale {} scale-out of {}: {}", role, n, reply["errors"].dump());
   }
 }
 
@@ -208,12 +196,14 @@ void ClusterAutoscaler::start_drain(const cluster::TeInfo& te) {
     const Status st = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
     if (!st.ok()) KEEL_LOG_WARN("cluster: drain {}: JE {}: {}", te.id, je, st.message());
   }
-  draining_[te.address] = Draining{te.id, te.address, te.pid, Clock::now()};
+  draining_[te.address] = Draining{te.id, te.address, te.pid, te.role, Clock::now()};
+  draining_addresses_.insert(te.address);
   log_event({{"event", "drain"},
              {"phase", "start"},
              {"te", te.id},
              {"address", te.address},
              {"pid", te.pid},
+             {"role", std::string(cluster::te_role_name(te.role))},
              {"requests", te_requests(te)}});
 }
 
@@ -255,6 +245,7 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
                {"te", d.id},
                {"address", d.address},
                {"pid", d.pid},
+               {"role", std::string(cluster::te_role_name(d.role))},
                {"outcome", outcome},
                {"left_requests", te != nullptr ? te_requests(*te) : 0},
                {"drain_s", std::chrono::duration<double>(waited).count()},
@@ -263,9 +254,10 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
                   std::chrono::duration<double>(waited).count(), exit_text);
     {
       std::lock_guard lock(mu_);
-      ++drains_[outcome];
+      ++drains_[{std::string(cluster::te_role_name(d.role)), outcome}];
     }
     stopped_.insert(d.address);
+    draining_addresses_.erase(d.address);
     it = draining_.erase(it);
   }
 }
@@ -277,13 +269,13 @@ void ClusterAutoscaler::log_event(const cluster::Json& event) {
   *log_ << e.dump() << "\n" << std::flush;
 }
 
-void ClusterAutoscaler::log_decision(const as::ScaleDecision& d, double now_s) {
+void ClusterAutoscaler::log_decision(const Group& g, const as::ScaleDecision& d, double now_s) {
   cluster::Json drain = cluster::Json::array();
   for (const std::string& id : d.drain) drain.push_back(id);
   log_event({{"event", "autoscale"},
              {"decision_t_s", now_s},
              {"model", config_.model},
-             {"role", "colocated"},
+             {"role", std::string(cluster::te_role_name(g.config.role))},
              {"current", d.current},
              {"desired", d.desired},
              {"reason", std::string(as::scale_reason_name(d.reason))},
@@ -292,7 +284,7 @@ void ClusterAutoscaler::log_decision(const as::ScaleDecision& d, double now_s) {
               {{"concurrency", d.concurrency},
                {"stable_concurrency", d.stable_concurrency},
                {"panic_concurrency", d.panic_concurrency},
-               {"held", held_},
+               {"held", g.held},
                {"kv_use", d.kv_use},
                {"ttft_attainment", d.ttft_attainment},
                {"tpot_attainment", d.tpot_attainment}}},
@@ -302,31 +294,39 @@ void ClusterAutoscaler::log_decision(const as::ScaleDecision& d, double now_s) {
 
 std::string ClusterAutoscaler::metrics_text() const {
   std::lock_guard lock(mu_);
-  const std::string labels = fmt::format("model_name=\"{}\",role=\"colocated\"", config_.model);
+  const auto labels = [&](std::string_view role) {
+    return fmt::format("model_name=\"{}\",role=\"{}\"", config_.model, role);
+  };
+  const auto gauge = [&](std::string_view name, auto value_of) {
+    std::string out = fmt::format("# TYPE keel:autoscaler_{} gauge\n", name);
+    for (const Group& g : groups_) {
+      out += fmt::format("keel:autoscaler_{}{{{}}} {}\n", name,
+                         labels(cluster::te_role_name(g.config.role)), value_of(g));
+    }
+    return out;
+  };
   std::string out;
-  out += "# TYPE keel:autoscaler_desired_replicas gauge\n";
-  out += fmt::format("keel:autoscaler_desired_replicas{{{}}} {}\n", labels, desired_);
-  out += "# TYPE keel:autoscaler_ready_replicas gauge\n";
-  out += fmt::format("keel:autoscaler_ready_replicas{{{}}} {}\n", labels, ready_);
-  out += "# TYPE keel:autoscaler_held_requests gauge\n";
-  out += fmt::format("keel:autoscaler_held_requests{{{}}} {}\n", labels, held_);
-  out += "# TYPE keel:autoscaler_panic gauge\n";
-  out += fmt::format("keel:autoscaler_panic{{{}}} {}\n", labels, panic_ ? 1 : 0);
+  out += gauge("desired_replicas", [](const Group& g) { return g.desired; });
+  out += gauge("ready_replicas", [](const Group& g) { return g.ready; });
+  out += gauge("held_requests", [](const Group& g) { return g.held; });
+  out += gauge("panic", [](const Group& g) { return g.panic ? 1 : 0; });
   out += "# TYPE keel:autoscaler_decisions_total counter\n";
-  for (const auto& [reason, n] : decisions_) {
-    out +=
-        fmt::format("keel:autoscaler_decisions_total{{{},reason=\"{}\"}} {}\n", labels, reason, n);
+  for (const Group& g : groups_) {
+    for (const auto& [reason, n] : g.decisions) {
+      out += fmt::format("keel:autoscaler_decisions_total{{{},reason=\"{}\"}} {}\n",
+                         labels(cluster::te_role_name(g.config.role)), reason, n);
+    }
   }
   out += "# TYPE keel:autoscaler_drains_total counter\n";
-  for (const auto& [outcome, n] : drains_) {
-    out +=
-        fmt::format("keel:autoscaler_drains_total{{{},outcome=\"{}\"}} {}\n", labels, outcome, n);
+  for (const auto& [key, n] : drains_) {
+    out += fmt::format("keel:autoscaler_drains_total{{{},outcome=\"{}\"}} {}\n", labels(key.first),
+                       key.second, n);
   }
   if (actuator_) {
     out += "# TYPE keel:autoscaler_k8s_replica_writes_total counter\n";
     for (const auto& [outcome, n] : k8s_writes_) {
       out += fmt::format("keel:autoscaler_k8s_replica_writes_total{{{},outcome=\"{}\"}} {}\n",
-                         labels, outcome, n);
+                         labels("colocated"), outcome, n);
     }
   }
   return out;

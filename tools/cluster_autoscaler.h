@@ -1,21 +1,24 @@
-// ClusterAutoscaler: the cluster manager's autoscaler loop in `keel cluster up --max N` — one
-// group (the cluster's model, colocated role). Each tick (every `interval`) it gathers the
-// group's signals (the fleet as the first JE sees it, the gateway's in-flight and held requests,
-// the TEs' TTFT / inter-token histograms against the SLOs), runs the pure step
-// cluster::autoscale::decide(), and applies the actions: a scale-out binds warm TEs through the
-// ClusterScaler (the same call as `keel cluster scale`); a scale-in drains — remove_te to every
+// ClusterAutoscaler: the cluster manager's autoscaler loop in `keel cluster up` — one group per
+// role of the cluster's model: colocated (`--max N`), or prefill and decode apart
+// (`--max-prefill`, `--max-decode`), each with its own policy, state and decisions. Each tick
+// (every `interval`) it gathers each group's signals (cluster/autoscale_signals.h: the fleet as
+// the first JE sees it, the gateway's in-flight and held requests, the TEs' TTFT / inter-token
+// histograms against the SLOs), runs the pure step cluster::autoscale::decide() per group, and
+// applies the actions: a scale-out binds warm TEs to the group's role through the ClusterScaler
+// (the same call as `keel cluster scale --role R`); a scale-in drains — remove_te to every
 // JE (no new tasks), then, once the TE's load reports show no work (after at least two report
 // intervals) or at the drain timeout, the TE is stopped by PID through the ProcessSupervisor (work
 // still there is re-driven by the JEs, as for a dead TE) and removed from the JEs' fleet lists
 // (remove_te with forget). A scale-out with no idle warm TE cold-starts one (ClusterScaler).
-// Decisions that change the count go to the event log as `{"event":"autoscale",...}` lines; drains
-// as `{"event":"drain",...}`; both to /metrics.
+// Decisions that change the count go to the event log as `{"event":"autoscale","role":...}` lines;
+// drains as `{"event":"drain",...}`; both to /metrics, labelled by role.
 // Under `--nodes auto` the scale-outs and stops go through the node agents instead (the config's
 // start_remote / stop_remote): the new TEs register themselves and the JEs follow them.
 // With a kube::ReplicaActuator (`--scaler k8s`, docs/deploy.md) the same decisions set
 // spec.replicas of a TE Deployment instead: the count the Deployment asks for and not yet ready
 // counts as pending, nothing is bound or drained here (Kubernetes starts and deletes the pods;
 // each pod's preStop hook drains its TE), and each write is a `{"event":"k8s_scale",...}` line.
+// The actuator scales one Deployment: one colocated group only.
 //
 // Thread safety: tick() on the supervisor's thread (it spawns and stops children);
 // metrics_text() from any thread.
@@ -29,6 +32,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cluster/autoscaler.h"
@@ -39,17 +43,24 @@
 
 namespace keel::cli {
 
-struct ClusterAutoscalerConfig {
+// One group: the role it scales and its policy.
+struct AutoscaleGroupConfig {
+  cluster::TeRole role = cluster::TeRole::kColocated;
   cluster::autoscale::AutoscalerConfig policy;
-  std::string model;  // the served model name (the group's)
+};
+
+struct ClusterAutoscalerConfig {
+  std::vector<AutoscaleGroupConfig> groups;  // at most one per role
+  std::string model;                         // the served model name (every group's)
   std::chrono::milliseconds interval{200};
   std::chrono::milliseconds drain_timeout{30000};
   std::vector<std::string> je_addresses;
   std::string event_log;  // JSON lines, appended; "" = none
   // --nodes auto: TEs come from and go back to the node agents (cluster_nodes.h), not the local
-  // warm pool and supervisor. start_remote(n): the addresses of the TEs started (each placed as a
-  // gang of one; an agent binds a warm TE of its pool when it has one); stop_remote(id, grace).
-  std::function<Result<std::vector<std::string>>(int32_t)> start_remote;
+  // warm pool and supervisor. start_remote(n, role): the addresses of the TEs started (each
+  // placed as a gang of one; an agent binds a warm TE of its pool when it has one);
+  // stop_remote(id, grace).
+  std::function<Result<std::vector<std::string>>(int32_t, cluster::TeRole)> start_remote;
   std::function<Status(const std::string&, std::chrono::milliseconds)> stop_remote;
 };
 
@@ -70,40 +81,50 @@ class ClusterAutoscaler {
     std::string id;
     std::string address;
     int64_t pid = 0;
+    cluster::TeRole role = cluster::TeRole::kColocated;
     Clock::time_point since;
+  };
+  // One group's step state and what /metrics shows of it.
+  struct Group {
+    AutoscaleGroupConfig config;
+    cluster::autoscale::AutoscalerState state;
+    std::map<std::string, Clock::time_point> bound;  // bound, not yet reported (by address)
+    // The TEs' latency histograms at the previous tick (by TE id), for the SLO counts.
+    std::map<std::string, engine::MetricsSnapshot> last_metrics;
+    bool last_panic = false;
+    // Guarded by mu_ (metrics_text() reads them).
+    int32_t desired = 0;
+    int32_t ready = 0;
+    int64_t held = 0;
+    bool panic = false;
+    std::map<std::string, int64_t> decisions;  // by reason, decisions that changed the count
   };
   ClusterAutoscaler(ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup,
                     ClusterScaler* scaler, cluster::FleetClient* fleet);
-  cluster::autoscale::GroupSignals signals(const cluster::FleetStatus& status, double now_s);
-  void scale_out(int32_t n);
+  void tick_group(Group& g, const cluster::FleetStatus& status, double now_s);
+  cluster::autoscale::GroupSignals signals(Group& g, const cluster::FleetStatus& status,
+                                           double now_s);
+  void scale_out(Group& g, int32_t n);
   void set_replicas(const cluster::autoscale::ScaleDecision& d);
   void start_drain(const cluster::TeInfo& te);
   void progress_drains(const cluster::FleetStatus& status);
   void log_event(const cluster::Json& event);
-  void log_decision(const cluster::autoscale::ScaleDecision& d, double now_s);
+  void log_decision(const Group& g, const cluster::autoscale::ScaleDecision& d, double now_s);
 
   ClusterAutoscalerConfig config_;
   cluster::ProcessSupervisor* sup_;
   ClusterScaler* scaler_;
   cluster::FleetClient* fleet_;
   std::unique_ptr<kube::ReplicaActuator> actuator_;
-  cluster::autoscale::AutoscalerState state_;
+  std::vector<Group> groups_;  // one per config_.groups entry, in order
   std::optional<std::ofstream> log_;
   Clock::time_point start_, last_tick_{};
   std::map<std::string, Draining> draining_;  // by TE address
+  std::set<std::string> draining_addresses_;  // draining_'s keys (the signals' view)
   std::set<std::string> stopped_;  // drained and stopped (by address): never counted again
-  std::map<std::string, Clock::time_point> bound_;  // bound, not yet reported (by address)
-  // The TEs' latency histograms at the previous tick (by TE id), for the SLO counts.
-  std::map<std::string, engine::MetricsSnapshot> last_metrics_;
-  bool last_panic_ = false;
 
-  mutable std::mutex mu_;  // guards what metrics_text() reads
-  int32_t desired_ = 0;
-  int32_t ready_ = 0;
-  int64_t held_ = 0;
-  bool panic_ = false;
-  std::map<std::string, int64_t> decisions_;   // by reason, decisions that changed the count
-  std::map<std::string, int64_t> drains_;      // by outcome: idle, timeout, gone
+  mutable std::mutex mu_;  // guards what metrics_text() reads (and the groups' fields marked so)
+  std::map<std::pair<std::string, std::string>, int64_t> drains_;  // by role, outcome
   std::map<std::string, int64_t> k8s_writes_;  // replica writes by outcome: ok, error
 };
 

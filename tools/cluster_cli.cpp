@@ -89,6 +89,26 @@ void add_autoscale_flags(CLI::App* cmd, AutoscaleOptions* a) {
   cmd->add_option("--max", a->max_replicas,
                   "Autoscaler: TEs at most; > 0 turns the autoscaler on (binds from --warm-pool)")
       ->check(CLI::Range(0, 256));
+  cmd->add_option("--min-prefill", a->min_prefill,
+                  "Autoscaler: prefill TEs kept when idle (with --max-prefill)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--max-prefill", a->max_prefill,
+                  "Autoscaler: prefill TEs at most; > 0 scales the --prefill TEs on their own "
+                  "signals (queue, KV use, TTFT SLO)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--min-decode", a->min_decode,
+                  "Autoscaler: decode TEs kept when idle (with --max-decode)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--max-decode", a->max_decode,
+                  "Autoscaler: decode TEs at most; > 0 scales the --decode TEs on their own "
+                  "signals (running requests, KV use, TPOT SLO)")
+      ->check(CLI::Range(0, 256));
+  cmd->add_option("--prefill-target-concurrency", a->prefill_target_concurrency,
+                  "Autoscaler: requests per prefill TE to aim at (0 = --target-concurrency)")
+      ->check(CLI::Range(0.0, 1e6));
+  cmd->add_option("--decode-target-concurrency", a->decode_target_concurrency,
+                  "Autoscaler: requests per decode TE to aim at (0 = --target-concurrency)")
+      ->check(CLI::Range(0.0, 1e6));
   cmd->add_option("--target-concurrency", a->target_concurrency,
                   "Autoscaler: requests in flight or queued per TE to aim at")
       ->check(CLI::Range(0.01, 1e6));
@@ -172,6 +192,8 @@ void add_scale_command(CLI::App* cluster, ClusterCli* cli) {
   cli->scale_cmd->add_option("--control", c.control, "The cluster's control address host:port")
       ->required();
   cli->scale_cmd->add_option("--tes", c.tes, "TEs to add")->check(CLI::Range(1, 64));
+  cli->scale_cmd->add_option("--role", c.role, "What the added TEs compute")
+      ->check(CLI::IsMember({"colocated", "prefill", "decode"}));
   cli->scale_cmd->add_flag("--json", c.json, "Print the reply as JSON");
 }
 

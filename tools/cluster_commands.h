@@ -100,8 +100,17 @@ int run_je(const JeOptions& opts);
 // 0.
 struct AutoscaleOptions {
   int32_t min_replicas = 0;
-  int32_t max_replicas = 0;         // 0 = no autoscaler
+  int32_t max_replicas = 0;         // 0 = no autoscaler of colocated TEs
   double target_concurrency = 4.0;  // requests in flight or queued per TE
+  // Prefill and decode TEs scaled apart (--prefill/--decode fleets): a group per role whose max
+  // is > 0, from the start-up counts. Targets 0 = --target-concurrency. The TTFT objective is the
+  // prefill group's signal, the TPOT one the decode group's.
+  int32_t min_prefill = 1;
+  int32_t max_prefill = 0;
+  int32_t min_decode = 1;
+  int32_t max_decode = 0;
+  double prefill_target_concurrency = 0.0;
+  double decode_target_concurrency = 0.0;
   double stable_window_s = 60.0;
   double panic_window_s = 0.0;  // 0 = 10 % of the stable window
   double scale_down_delay_s = 0.0;
@@ -206,6 +215,7 @@ int run_cluster_profile_pd(const ClusterProfilePdOptions& opts);
 struct ClusterScaleOptions {
   std::string control;  // host:port (the gateway's ready line's control_port)
   int32_t tes = 1;
+  std::string role = "colocated";  // what the bound TEs compute: colocated | prefill | decode
   bool json = false;
 };
 int run_cluster_scale(const ClusterScaleOptions& opts);

@@ -19,8 +19,8 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
   };
   if (scaler != nullptr && o.warm_pool > 0) {
     c.warm_idle = [scaler] { return scaler->idle_warm(); };
-    c.warm_bind = [scaler]() -> Result<cluster::ManagedTe> {
-      const cluster::Json out = scaler->scale_out(1);
+    c.warm_bind = [scaler](cluster::TeRole role) -> Result<cluster::ManagedTe> {
+      const cluster::Json out = scaler->scale_out(1, role);
       const cluster::Json tes = out.value("tes", cluster::Json::array());
       if (!out.value("ok", false) || tes.empty()) {
         return Status::unavailable("warm pool bind failed: " +

@@ -69,8 +69,15 @@ void ClusterScaler::on_message(cluster::Link& link, cluster::Message m) {
   const int tes = n != m.body.end() && n->is_number_integer()
                       ? static_cast<int>(std::clamp<int64_t>(n->get<int64_t>(), 1, 64))
                       : 1;
+  const std::string role_name = m.body.value("role", std::string("colocated"));
+  const std::optional<cluster::TeRole> role = cluster::parse_te_role(role_name);
+  if (!role) {
+    link.reply(id->get<int64_t>(),
+               cluster::Json{{"ok", false}, {"errors", {"unknown role '" + role_name + "'"}}});
+    return;
+  }
   std::lock_guard lock(mu_);
-  requests_.push_back({link.shared_from_this(), id->get<int64_t>(), tes});
+  requests_.push_back({link.shared_from_this(), id->get<int64_t>(), tes, *role});
 }
 
 Status ClusterScaler::add_to_jes(const std::string& te_address) {
@@ -105,9 +112,14 @@ std::vector<std::string> ClusterScaler::live_peers() const {
 }
 
 std::vector<cluster::BindModel> ClusterScaler::plan_binds(
-    int n, std::vector<cluster::BindSourcePlan>* plans) const {
+    int n, cluster::TeRole role, std::vector<cluster::BindSourcePlan>* plans) const {
   cluster::BindModel bind;
   bind.model_path = config_.model_path;
+  bind.role = std::string(cluster::te_role_name(role));
+  if (const auto args = config_.role_engine_args.find(role);
+      args != config_.role_engine_args.end()) {
+    bind.engine_args = args->second;
+  }
   bind.store_entry = entry_name_;
   bind.decision_ns = cluster::steady_now_ns();
   std::vector<cluster::BindTarget> targets;
@@ -128,7 +140,7 @@ std::vector<cluster::BindModel> ClusterScaler::plan_binds(
   return binds;
 }
 
-cluster::Json ClusterScaler::scale_out(int tes) {
+cluster::Json ClusterScaler::scale_out(int tes, cluster::TeRole role) {
   const int64_t decision_ns = cluster::steady_now_ns();
   cluster::Json out = {{"ok", true}, {"tes", cluster::Json::array()}};
   if (static_cast<int>(pool_.idle()) < tes) {  // cold-start the rest now rather than wait
@@ -139,7 +151,7 @@ cluster::Json ClusterScaler::scale_out(int tes) {
     if (Status s = pool_.refill(tes); !s.ok()) out["errors"].push_back(s.to_string());
   }
   std::vector<cluster::BindSourcePlan> plans;
-  std::vector<cluster::BindModel> binds = plan_binds(tes, &plans);
+  std::vector<cluster::BindModel> binds = plan_binds(tes, role, &plans);
   for (cluster::BindModel& b : binds) b.decision_ns = decision_ns;
   std::vector<Result<cluster::BoundTe>> bound = pool_.bind_each(binds);
   for (size_t i = 0; i < bound.size(); ++i) {
@@ -155,12 +167,13 @@ cluster::Json ClusterScaler::scale_out(int tes) {
     }
     metrics_.observe(r->reply.phases);
     cluster::Json event = cluster::scale_out_event(r->name, r->pid, r->address, r->reply);
+    event["role"] = std::string(cluster::te_role_name(role));
     event["bind_source"] = cluster::bind_source_kind_name(plans[i].kind);
     event["bind_source_why"] = plans[i].why;
     if (!plans[i].fork_from.empty()) event["fork_from"] = plans[i].fork_from;
     if (log_) *log_ << event.dump() << "\n" << std::flush;
-    KEEL_LOG_INFO("cluster: scale-out: {} at {} ready in {:.3f} s ({}{})", r->name, r->address,
-                  event["ready_s"].get<double>(),
+    KEEL_LOG_INFO("cluster: scale-out: {} ({}) at {} ready in {:.3f} s ({}{})", r->name,
+                  cluster::te_role_name(role), r->address, event["ready_s"].get<double>(),
                   r->reply.forked       ? "forked from " + plans[i].fork_from
                   : r->reply.from_store ? std::string("model store")
                                         : "file: " + r->reply.store_note,
@@ -216,7 +229,9 @@ void ClusterScaler::tick() {
     std::lock_guard lock(mu_);
     requests.swap(requests_);
   }
-  for (Request& req : requests) req.link->reply(req.call_id, scale_out(std::max(1, req.tes)));
+  for (Request& req : requests) {
+    req.link->reply(req.call_id, scale_out(std::max(1, req.tes), req.role));
+  }
   if (!requests.empty() || static_cast<int>(pool_.idle()) < config_.warm_pool) {
     if (Status s = pool_.refill(config_.warm_pool); !s.ok()) {
       KEEL_LOG_WARN("cluster: warm pool refill failed: {}", s.message());

@@ -1,8 +1,9 @@
 // ClusterScaler: the scale-out side of `keel cluster up --warm-pool N --store-dir DIR` — the
 // cluster manager's model store preload (before any TE starts, so all of them map it), its warm
 // pool of model-agnostic TEs (cluster/warm_pool.h), and the trigger that binds them: a `scale_out`
-// call on its control port (`keel cluster scale`; the autoscaler will call the same). A scale-out
-// binds idle warm TEs to the cluster's model, adds each to every JE (add_te), records its phases
+// call on its control port (`keel cluster scale [--role R]`; the autoscaler calls the same). A
+// scale-out binds idle warm TEs to the cluster's model in a role (colocated, prefill or decode:
+// the pool's TEs serve any), adds each to every JE (add_te), records its phases
 // (/metrics histograms, the JSON-lines event log) and answers the caller; the pool is then
 // refilled to N. Each TE's weights come from where cluster/bind_source.h's plan says
 // (--bind-source; auto: its host store, else a fork from a running TE that serves the entry, else
@@ -20,6 +21,7 @@
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "cluster/bind_source.h"
+#include "cluster/fleet.h"
 #include "cluster/listener.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/scale_out_metrics.h"
@@ -47,6 +50,9 @@ struct ClusterScalerConfig {
   std::vector<std::string> je_addresses;  // or set_je_addresses() later
   std::string model_path;
   std::string isa;  // the kernel table the TEs run (the store key's ISA)
+  // Engine flags a bind to a role adds to the warm TE's own (a prefill TE's KV hand-off flags);
+  // a role not listed adds none.
+  std::map<cluster::TeRole, std::vector<std::string>> role_engine_args;
   // Where a bound TE gets its weights (cluster/bind_source.h): store, fork from a running TE that
   // serves the entry, or the file.
   cluster::BindSourceMode bind_source = cluster::BindSourceMode::kAuto;
@@ -77,9 +83,9 @@ class ClusterScaler {
   // Serves the queued scale-out requests, refills the pool, and runs the preload forecast.
   void tick();
   [[nodiscard]] std::string metrics_text() const { return metrics_.text(); }
-  // Binds `tes` warm TEs now and adds them to the JEs (the autoscaler's scale-out; on the
-  // supervisor's thread). The reply: {"ok", "tes": [scale_out events], "errors"?}.
-  cluster::Json scale_out(int tes);
+  // Binds `tes` warm TEs to `role` now and adds them to the JEs (the autoscaler's scale-out; on
+  // the supervisor's thread). The reply: {"ok", "tes": [scale_out events], "errors"?}.
+  cluster::Json scale_out(int tes, cluster::TeRole role = cluster::TeRole::kColocated);
   [[nodiscard]] int idle_warm() const { return static_cast<int>(pool_.idle()); }
   // A running TE whose store holds the model's entry and serves it at `weights_address` (a fork
   // source while its process `pid` lives). Bound TEs that mapped or forked the entry are added
@@ -93,13 +99,14 @@ class ClusterScaler {
     std::shared_ptr<cluster::Link> link;
     int64_t call_id = 0;
     int tes = 1;
+    cluster::TeRole role = cluster::TeRole::kColocated;
   };
   ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config);
   void on_message(cluster::Link& link, cluster::Message m);
   void forecast();
   Status add_to_jes(const std::string& te_address);
   // One bind per TE about to be bound (the next `n` idle ones), with its plan's source.
-  std::vector<cluster::BindModel> plan_binds(int n,
+  std::vector<cluster::BindModel> plan_binds(int n, cluster::TeRole role,
                                              std::vector<cluster::BindSourcePlan>* plans) const;
   [[nodiscard]] std::vector<std::string> live_peers() const;
 

@@ -87,6 +87,9 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   c.event_log = o.event_log;
   c.warm_te_argv = warm_te_argv(o, path, name, threads_per_te(o));
   c.model_path = path;
+  for (const auto role : {cluster::TeRole::kPrefill, cluster::TeRole::kDecode}) {
+    c.role_engine_args[role] = te_role_args(o, std::string(cluster::te_role_name(role)));
+  }
   c.bind_source =
       cluster::parse_bind_source_mode(o.bind_source).value_or(cluster::BindSourceMode::kAuto);
   c.te_store_root = o.te_stores;
@@ -277,16 +280,16 @@ void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
   auto next = std::make_shared<int>(0);
   // After a scale-out that did not fit, the next try waits (the decision repeats every tick).
   auto retry_at = std::make_shared<std::chrono::steady_clock::time_point>();
-  c->start_remote = [&nodes, members, &o, path, name, next,
-                     retry_at](int32_t n) -> Result<std::vector<std::string>> {
+  c->start_remote = [&nodes, members, &o, path, name, next, retry_at](
+                        int32_t n, cluster::TeRole te_role) -> Result<std::vector<std::string>> {
+    const std::string role(cluster::te_role_name(te_role));
     if (std::chrono::steady_clock::now() < *retry_at) return std::vector<std::string>{};
     const std::string manager = members->manager_id();
     std::vector<std::string> out;
     Status last;
     for (int32_t k = 0; k < n; ++k) {
       const std::string id = name + "-te-" + manager + "-s" + std::to_string((*next)++);
-      cluster::StartTe s{
-          id, path, name, "colocated", threads_per_te(o), te_engine_args(o, "colocated")};
+      cluster::StartTe s{id, path, name, role, threads_per_te(o), te_engine_args(o, role)};
       s.memory_bytes = te_memory_bytes(o, path);
       Result<std::vector<RemoteTe>> tes =
           nodes.start_gang(members->session(), {id, o.priority, {s}});
@@ -305,21 +308,41 @@ void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
   };
 }
 
+// The autoscaler's groups: colocated (--max), prefill (--max-prefill: the TTFT objective its
+// signal) and decode (--max-decode: the TPOT one), each whose max is > 0.
+std::vector<AutoscaleGroupConfig> autoscale_groups(const AutoscaleOptions& a) {
+  cluster::autoscale::AutoscalerConfig base;
+  base.target_concurrency = a.target_concurrency;
+  base.stable_window_s = a.stable_window_s;
+  base.panic_window_s = a.panic_window_s > 0 ? a.panic_window_s : a.stable_window_s / 10;
+  base.scale_down_delay_s = a.scale_down_delay_s;
+  base.scale_to_zero_grace_s = a.scale_to_zero_grace_s;
+  base.ttft_slo_s = a.ttft_slo_ms / 1000.0;
+  base.tpot_slo_s = a.tpot_slo_ms / 1000.0;
+  std::vector<AutoscaleGroupConfig> groups;
+  const auto add = [&](cluster::TeRole role, int32_t min, int32_t max, double target) {
+    if (max <= 0) return;
+    AutoscaleGroupConfig g{role, base};
+    g.policy.min_replicas = min;
+    g.policy.max_replicas = max;
+    if (target > 0) g.policy.target_concurrency = target;
+    if (role == cluster::TeRole::kPrefill) g.policy.tpot_slo_s = 0;  // no token after the first
+    if (role == cluster::TeRole::kDecode) g.policy.ttft_slo_s = 0;   // the first came from prefill
+    groups.push_back(g);
+  };
+  add(cluster::TeRole::kColocated, a.min_replicas, a.max_replicas, 0);
+  add(cluster::TeRole::kPrefill, a.min_prefill, a.max_prefill, a.prefill_target_concurrency);
+  add(cluster::TeRole::kDecode, a.min_decode, a.max_decode, a.decode_target_concurrency);
+  return groups;
+}
+
 Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
     const ClusterUpOptions& o, const Tree& tree, const std::string& path, const std::string& name,
     cluster::ProcessSupervisor& sup, ClusterScaler* scaler, cluster::FleetClient* fleet,
     ClusterNodes& nodes, ClusterMembership* members) {
   const AutoscaleOptions& a = o.autoscale;
   ClusterAutoscalerConfig c;
-  c.policy.min_replicas = a.min_replicas;
-  c.policy.max_replicas = a.max_replicas;
-  c.policy.target_concurrency = a.target_concurrency;
-  c.policy.stable_window_s = a.stable_window_s;
-  c.policy.panic_window_s = a.panic_window_s > 0 ? a.panic_window_s : a.stable_window_s / 10;
-  c.policy.scale_down_delay_s = a.scale_down_delay_s;
-  c.policy.scale_to_zero_grace_s = a.scale_to_zero_grace_s;
-  c.policy.ttft_slo_s = a.ttft_slo_ms / 1000.0;
-  c.policy.tpot_slo_s = a.tpot_slo_ms / 1000.0;
+  c.groups = autoscale_groups(o.autoscale);
   c.model = name;
   c.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(a.drain_timeout_s * 1000));
   c.je_addresses = tree.je_addresses;
@@ -354,6 +377,7 @@ Status register_tree(ClusterMembership& members, const Tree& tree, const std::st
 }
 
 Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
+  KEEL_TRY(check_role_autoscaling(o));  // before the warm pool starts
   std::string path = o.serve.model_path;
   {
     ThreadPool pool(1);

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "self_exe.h"
 #include "semi_pd_flags.h"
 
@@ -19,6 +21,15 @@ void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* a
   argv->insert(argv->end(),
                {"--membership", "etcd", "--etcd-endpoints", endpoints, "--membership-prefix",
                 m.prefix, "--membership-ttl", std::to_string(m.ttl_s)});
+}
+
+// The flags only a TE of `role` takes: a prefill TE's KV hand-off.
+std::vector<std::string> te_role_args(const ClusterUpOptions& o, const std::string& role) {
+  if (role != "prefill") return {};
+  std::vector<std::string> argv = {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
+                                   std::to_string(o.handoff.prefill_chunk)};
+  if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
+  return argv;
 }
 
 // A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
@@ -56,11 +67,8 @@ std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::st
     argv.insert(argv.end(), {"--mode", "semi-pd"});
     for (std::string& a : semi_pd_flag_args(s)) argv.push_back(std::move(a));
   }
-  if (role == "prefill") {
-    argv.insert(argv.end(), {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
-                             std::to_string(o.handoff.prefill_chunk)});
-    if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
-  }
+  const std::vector<std::string> for_role = te_role_args(o, role);
+  argv.insert(argv.end(), for_role.begin(), for_role.end());
   if (o.peer.enabled) argv.push_back("--kv-peer-tier");
   if (o.peer.throttle_bytes_per_s > 0) {
     argv.insert(argv.end(),
@@ -138,13 +146,44 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
   return argv;
 }
 
-bool autoscaling(const ClusterUpOptions& o) { return o.autoscale.max_replicas > 0; }
+bool autoscaling(const ClusterUpOptions& o) {
+  return o.autoscale.max_replicas > 0 || role_autoscaling(o);
+}
+
+bool role_autoscaling(const ClusterUpOptions& o) {
+  return o.autoscale.max_prefill > 0 || o.autoscale.max_decode > 0;
+}
+
+Status check_role_autoscaling(const ClusterUpOptions& o) {
+  if (!role_autoscaling(o)) return {};
+  const AutoscaleOptions& a = o.autoscale;
+  if (o.prefill == 0 || o.decode == 0) {
+    return Status::invalid_argument(
+        "cluster up: --max-prefill/--max-decode scale a PD fleet: give --prefill and --decode");
+  }
+  if (a.scaler == "k8s") {
+    return Status::invalid_argument(
+        "cluster up: --scaler k8s scales one Deployment of colocated TEs, not prefill and decode "
+        "apart");
+  }
+  const auto check = [](const char* role, int32_t min, int32_t max, int32_t start) -> Status {
+    if (max == 0) return {};
+    if (min > max || start > max) {
+      return Status::invalid_argument(
+          fmt::format("cluster up: --min-{0} {1} and --{0} {2} must not exceed --max-{0} {3}", role,
+                      min, start, max));
+    }
+    return {};
+  };
+  KEEL_TRY(check("prefill", a.min_prefill, a.max_prefill, o.prefill));
+  return check("decode", a.min_decode, a.max_decode, o.decode);
+}
 
 // Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode or semi-PD TEs; --min
 // when autoscaling).
 int colocated_tes(const ClusterUpOptions& o) {
   if (o.colocated >= 0) return o.colocated;
-  if (autoscaling(o)) return o.autoscale.min_replicas;
+  if (o.autoscale.max_replicas > 0) return o.autoscale.min_replicas;
   return o.prefill + o.decode + o.semi_pd > 0 ? 0 : 2;
 }
 
@@ -154,11 +193,13 @@ int initial_tes(const ClusterUpOptions& o) {
 }
 
 // Each TE's compute threads: --threads-per-te, else the machine's threads / processes (a
-// pipelined TE is --pp processes, each with these threads; / --max when autoscaling).
+// pipelined TE is --pp processes, each with these threads; an autoscaled group counts at its max).
 int threads_per_te(const ClusterUpOptions& o) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int tes =
-      autoscaling(o) ? std::max(initial_tes(o), o.autoscale.max_replicas) : initial_tes(o);
+  const AutoscaleOptions& a = o.autoscale;
+  // An autoscaled group counts at its max.
+  const int tes = std::max(colocated_tes(o), a.max_replicas) + o.semi_pd +
+                  std::max(o.prefill, a.max_prefill) + std::max(o.decode, a.max_decode);
   const int processes = tes + colocated_tes(o) * (std::max(1, o.serve.pp) - 1);
   return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, processes));
 }

@@ -17,6 +17,9 @@ namespace keel::cli {
 // routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
 void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv);
 
+// The flags only a TE of `role` takes (a prefill TE's KV hand-off), added at a warm TE's bind.
+std::vector<std::string> te_role_args(const ClusterUpOptions& o, const std::string& role);
+
 // A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
 // prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
 std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind);
@@ -36,8 +39,12 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
                                  const std::string& name, const std::string& id,
                                  const std::string& tes);
 
-// Whether the autoscaler runs (--max > 0).
+// Whether the autoscaler runs (--max, --max-prefill or --max-decode > 0).
 bool autoscaling(const ClusterUpOptions& o);
+// Whether it scales prefill and decode TEs apart (--max-prefill or --max-decode > 0).
+bool role_autoscaling(const ClusterUpOptions& o);
+// The role groups' flags: a PD fleet to scale, min <= max, the start-up counts within max.
+Status check_role_autoscaling(const ClusterUpOptions& o);
 
 // Colocated TEs at start-up: --colocated, else 2 (0 with prefill/decode or semi-PD TEs; --min
 // when autoscaling).
@@ -47,7 +54,7 @@ int colocated_tes(const ClusterUpOptions& o);
 int initial_tes(const ClusterUpOptions& o);
 
 // Each TE's compute threads: --threads-per-te, else the machine's threads / processes (a
-// pipelined TE is --pp processes, each with these threads; / --max when autoscaling).
+// pipelined TE is --pp processes, each with these threads; an autoscaled group counts at its max).
 int threads_per_te(const ClusterUpOptions& o);
 
 // A warm pool TE's command: a colocated TE's, without a model id, with --warm.

@@ -16,7 +16,7 @@ std::vector<ReplaceAction> decide_replacements(const FleetSnapshot& fleet,
                                  [&](const TeInfo& t) { return t.address == te.address; });
     if (it == fleet.tes.end() || health::serving(it->state)) continue;
     ReplaceAction a{i, it->state, ReplaceHow::kColdStart};
-    if (te.role == TeRole::kColocated && warm_idle > 0) {
+    if (warm_idle > 0) {  // a warm TE binds to any role
       a.how = ReplaceHow::kWarmPool;
       --warm_idle;
     }

@@ -3,7 +3,7 @@
 // health::classify) and the children that exited on their own. A TE is replaced once: a hung or
 // dead TE the manager knows (by control address) and has not replaced yet; a TE the JE does not
 // list, or lists as healthy or busy, is left alone. A replacement keeps the TE's role; it comes
-// from the warm pool when one has an idle TE and the role is colocated, else from a cold start.
+// from the warm pool when one has an idle TE (a warm TE binds to any role), else from a cold start.
 //
 // Thread safety: pure functions over plain values.
 #pragma once
@@ -37,7 +37,7 @@ struct ReplaceAction {
 };
 
 // The replacements `fleet` calls for. `warm_idle`: idle warm-pool TEs (each serves one
-// colocated replacement, in order).
+// replacement, in order).
 [[nodiscard]] std::vector<ReplaceAction> decide_replacements(const FleetSnapshot& fleet,
                                                              const std::vector<ManagedTe>& managed,
                                                              int warm_idle);

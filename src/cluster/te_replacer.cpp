@@ -102,7 +102,7 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
     KEEL_LOG_WARN("cluster: removing te {} from the JEs: {}", old.name, s.message());
   }
   const bool warm = action.how == ReplaceHow::kWarmPool && config_.warm_bind;
-  Result<ManagedTe> fresh = warm ? config_.warm_bind() : cold_start(old);
+  Result<ManagedTe> fresh = warm ? config_.warm_bind(old.role) : cold_start(old);
   if (!fresh.ok() && warm) fresh = cold_start(old);  // the pool failed: a cold start instead
   const double seconds = std::chrono::duration<double>(Clock::now() - detected).count();
   if (!fresh.ok()) {

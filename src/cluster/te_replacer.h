@@ -2,8 +2,8 @@
 // learns of task executors (TEs) that are out of service — a child that exited on its own, or a
 // TE a job executor (JE) lists as hung or dead (te_health.h) — and for each, once
 // (te_replacement.h): kills it by PID (SIGKILL at once: its jobs moved, it must not send anything
-// more), brings a replacement up — an idle warm-pool TE bound to the model when there is one and
-// the role is colocated, else a cold start with the same command under a new id — and adds it to
+// more), brings a replacement up — an idle warm-pool TE bound to the model in the TE's role when
+// there is one, else a cold start with the same command under a new id — and adds it to
 // every JE (add_te). The JEs have already re-driven the dead TE's jobs; the old TE leaves their
 // fleet lists (remove_te with forget). Exported as Prometheus text
 // (keel:cluster_te_hung_total, keel:cluster_te_dead_total, keel:cluster_te_replaced_total,
@@ -45,7 +45,7 @@ struct TeReplacerConfig {
   std::function<Result<FleetSnapshot>()> fleet;
   // The warm pool (optional): its idle TEs, and one bound to the model and added to the JEs.
   std::function<int()> warm_idle;
-  std::function<Result<ManagedTe>()> warm_bind;
+  std::function<Result<ManagedTe>(TeRole)> warm_bind;  // bound to the replaced TE's role
   [[nodiscard]] Status validate() const;
 };
 

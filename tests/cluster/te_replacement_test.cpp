@@ -48,15 +48,15 @@ TEST(TeReplacementTest, UnknownOrUnlistedTesAreLeftAlone) {
   EXPECT_TRUE(decide_replacements(fleet, {managed("a")}, 0).empty());  // "a" not listed
 }
 
-TEST(TeReplacementTest, WarmPoolServesColocatedReplacementsWhileItLasts) {
+TEST(TeReplacementTest, WarmPoolServesReplacementsOfEveryRoleWhileItLasts) {
   FleetSnapshot fleet;
   fleet.tes = {te("a", TeState::kHung), te("b", TeState::kDead), te("p", TeState::kDead)};
   const std::vector<ManagedTe> tes = {managed("p", TeRole::kPrefill), managed("a"), managed("b")};
-  const std::vector<ReplaceAction> actions = decide_replacements(fleet, tes, 1);
+  const std::vector<ReplaceAction> actions = decide_replacements(fleet, tes, 2);
   ASSERT_EQ(actions.size(), 3u);
-  EXPECT_EQ(actions[0].how, ReplaceHow::kColdStart);  // a prefill TE: never from the pool
+  EXPECT_EQ(actions[0].how, ReplaceHow::kWarmPool);  // a warm TE binds to the prefill role too
   EXPECT_EQ(actions[1].how, ReplaceHow::kWarmPool);
-  EXPECT_EQ(actions[2].how, ReplaceHow::kColdStart);  // the pool's one idle TE is taken
+  EXPECT_EQ(actions[2].how, ReplaceHow::kColdStart);  // the pool's two idle TEs are taken
 }
 
 TEST(TeReplacementTest, ReplacementArgvTakesTheNewId) {

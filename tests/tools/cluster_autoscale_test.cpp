@@ -4,6 +4,8 @@
 // TEs and, once idle past the grace period, it drains back to 0 — from its signals alone (nothing
 // here asks for a scale-out); the event log and /metrics show it. With nothing to bind, a request
 // held past --activation-timeout gets a 503 with Retry-After and an OpenAI-style error object.
+// A PD fleet (--prefill 1 --decode 1) scales its roles apart on their own signals: decode on its
+// running requests, prefill on its TTFT objective, each back to its --min-* once idle.
 // Children are stopped by PID.
 #include <gtest/gtest.h>
 
@@ -26,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 
 std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
 
-std::vector<std::string> cluster_argv(const std::vector<std::string>& extra) {
+std::vector<std::string> cluster_argv(const std::vector<std::string>& extra, bool pd = false) {
   std::vector<std::string> argv = {KEEL_BINARY, "cluster",
                                    "up",        "-m",
                                    stories(),   "--served-model-name",
@@ -34,10 +36,42 @@ std::vector<std::string> cluster_argv(const std::vector<std::string>& extra) {
                                    "0",         "--threads-per-te",
                                    "1",         "-c",
                                    "256",       "--kv-cache-bytes",
-                                   "8388608",   "--min",
-                                   "0"};
+                                   "8388608"};
+  if (pd) {
+    argv.insert(argv.end(), {"--prefill", "1", "--decode", "1"});
+  } else {
+    argv.insert(argv.end(), {"--min", "0"});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   return argv;
+}
+
+// Runs `keel bench-serve` against the gateway; its failed-request count.
+int bench(int port, const std::string& result, const std::string& prompts,
+          const std::string& concurrency, const std::string& output_len) {
+  const CliResult r = run_keel({"bench-serve",
+                                "--base-url",
+                                "http://127.0.0.1:" + std::to_string(port),
+                                "--model",
+                                "stories",
+                                "--num-prompts",
+                                prompts,
+                                "--max-concurrency",
+                                concurrency,
+                                "--input-len",
+                                "16",
+                                "--output-len",
+                                output_len,
+                                "--vocab-size",
+                                "500",
+                                "--min-token-id",
+                                "3",
+                                "--skip-test-request",
+                                "--save-result",
+                                result});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(read_file(result), nullptr, false);
+  return j.is_object() ? j.value("failed", -1) : -1;
 }
 
 json completion(int max_tokens) {
@@ -142,6 +176,114 @@ TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
             1);
 
   ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
+}
+
+TEST_F(AutoscaleE2e, PrefillAndDecodeTesScaleApartOnTheirOwnSignals) {
+  const std::string log = dir_ + "/events.jsonl";
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  // Decode: 2 running requests per TE. Prefill: a target no load here reaches (8 per TE with 8
+  // in flight in all), and a TTFT objective no request meets; a TPOT objective every gap meets.
+  spec.argv = cluster_argv({"--max-prefill",
+                            "2",
+                            "--max-decode",
+                            "3",
+                            "--target-concurrency",
+                            "2",
+                            "--prefill-target-concurrency",
+                            "8",
+                            "--ttft-slo-ms",
+                            "0.001",
+                            "--tpot-slo-ms",
+                            "100000",
+                            "--warm-pool",
+                            "2",
+                            "--event-log",
+                            log,
+                            "--stable-window",
+                            "3",
+                            "--panic-window",
+                            "0.6"},
+                           /*pd=*/true);
+  spec.ready_timeout = std::chrono::seconds(60);
+  auto child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  const int port = *cluster::ready_port(child->ready);
+  EXPECT_EQ(healthy_tes(port), 2);
+
+  // 8 requests in flight, each decoding 96 tokens.
+  EXPECT_EQ(bench(port, dir_ + "/bench.json", "200", "8", "96"), 0) << "no request lost";
+  const auto events = [&](const std::string& role) {
+    std::vector<json> out;
+    for (const json& e : read_event_log(log, "autoscale")) {
+      if (e["role"] == role) out.push_back(e);
+    }
+    return out;
+  };
+  int decode_peak = 0;
+  for (const json& e : events("decode")) {
+    decode_peak = std::max(decode_peak, e["desired"].get<int>());
+    EXPECT_NE(e["reason"], "slo_miss") << "TTFT is not the decode TEs' signal: " << e.dump();
+    EXPECT_EQ(e["signals"]["ttft_attainment"], -1.0) << e.dump();
+  }
+  EXPECT_GE(decode_peak, 2) << "decode scaled out on its running requests";
+  bool prefill_slo = false;
+  for (const json& e : events("prefill")) {
+    prefill_slo = prefill_slo || (e["reason"] == "slo_miss" && e["desired"] == 2);
+    if (e["desired"] > e["current"]) {
+      EXPECT_EQ(e["reason"], "slo_miss") << "only the TTFT misses scale prefill out: " << e.dump();
+    }
+  }
+  EXPECT_TRUE(prefill_slo) << "prefill scaled out on its TTFT misses";
+  const auto scale_outs = [&](const std::string& role) {
+    int n = 0;
+    for (const json& e : read_event_log(log, "scale_out")) n += e["role"] == role;
+    return n;
+  };
+  EXPECT_TRUE(eventually([&] { return scale_outs("decode") >= 1 && scale_outs("prefill") >= 1; },
+                         std::chrono::seconds(10)))
+      << scale_outs("decode") << " decode and " << scale_outs("prefill") << " prefill binds";
+
+  // Idle: each role drains back to its minimum of 1, and the fleet still serves.
+  const auto desired = [&](const std::string& role) {
+    return metric_value(http_request(port, "GET", "/metrics").body,
+                        "keel:autoscaler_desired_replicas", "role=\"" + role + "\"");
+  };
+  EXPECT_TRUE(eventually([&] { return desired("decode") == 1 && desired("prefill") == 1; },
+                         std::chrono::seconds(30)))
+      << desired("decode") << " decode, " << desired("prefill") << " prefill";
+  // A drain counts once its TE has stopped.
+  const auto drained = [&](const std::string& role) {
+    return metric_value(http_request(port, "GET", "/metrics").body, "keel:autoscaler_drains_total",
+                        "role=\"" + role + "\"");
+  };
+  EXPECT_TRUE(eventually([&] { return drained("decode") >= 1 && drained("prefill") >= 1; },
+                         std::chrono::seconds(30)))
+      << drained("decode") << " decode and " << drained("prefill") << " prefill TEs drained";
+  EXPECT_EQ(healthy_tes(port), 2);
+  const HttpResponse after = http_request(port, "POST", "/v1/completions", completion(8).dump());
+  EXPECT_EQ(after.status, 200) << after.body;
+  ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
+}
+
+TEST_F(AutoscaleE2e, RoleFlagsOutsideAPdFleetAreRefusedWithAOneLineError) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--max-decode", "2"}, "give --prefill and --decode"},
+      {{"--prefill", "1", "--decode", "3", "--max-decode", "2"},
+       "--min-decode 1 and --decode 3 must not exceed --max-decode 2"},
+      {{"--prefill", "1", "--decode", "1", "--min-prefill", "3", "--max-prefill", "2"},
+       "--min-prefill 3 and --prefill 1 must not exceed --max-prefill 2"},
+      {{"--prefill", "1", "--decode", "1", "--max-prefill", "2", "--scaler", "k8s"},
+       "--scaler k8s scales one Deployment"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> argv = {"cluster", "up", "-m", stories(), "--port", "0"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    const CliResult r = run_keel(argv);
+    EXPECT_NE(r.exit_code, 0) << flags[0];
+    EXPECT_NE(r.err.find(message), std::string::npos) << r.err;
+  }
 }
 
 TEST_F(AutoscaleE2e, AHeldRequestPastTheActivationTimeoutGets503WithRetryAfter) {
