@@ -271,9 +271,9 @@ Result<cluster::FleetClientConfig> fleet_config(const ClusterUpOptions& o, const
   return fc;
 }
 
-// --nodes auto: the autoscaler's scale-outs placed through the agents (each TE a gang of one,
-// `<model>-te-<manager id>-s<k>`; after one that does not fit, none for 2 s), its drained TEs
-// stopped through them.
+// --nodes auto: the autoscaler's scale-outs placed through the agents (each TE a gang of one, or
+// of two with its stage 1 under --pp 2, `<model>-te-<manager id>-s<k>`; after one that does not
+// fit, none for 2 s), its drained TEs stopped through them (a stage 1 exits with its stage 0).
 void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
                           const ClusterUpOptions& o, const std::string& path,
                           const std::string& name, ClusterAutoscalerConfig* c) {
@@ -291,13 +291,17 @@ void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
       const std::string id = name + "-te-" + manager + "-s" + std::to_string((*next)++);
       cluster::StartTe s{id, path, name, role, threads_per_te(o), te_engine_args(o, role)};
       s.memory_bytes = te_memory_bytes(o, path);
-      Result<std::vector<RemoteTe>> tes =
-          nodes.start_gang(members->session(), {id, o.priority, {s}});
+      GangStart gang{id, o.priority, {s}};
+      // A pipelined TE goes with its stage 1, started first (it exits with its stage 0).
+      if (pipelined(s)) gang.tes.insert(gang.tes.begin(), stage_start(s));
+      Result<std::vector<RemoteTe>> tes = nodes.start_gang(members->session(), gang);
       if (!tes.ok()) {
         last = tes.status();
         break;  // the hosts are full: later ones would not fit either
       }
-      for (const RemoteTe& te : *tes) out.push_back(te.address);
+      for (const RemoteTe& te : *tes) {
+        if (te.role != cluster::kPpStageRole) out.push_back(te.address);
+      }
     }
     if (!last.ok()) *retry_at = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     if (out.empty() && !last.ok()) return last;

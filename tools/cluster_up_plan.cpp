@@ -200,7 +200,8 @@ int threads_per_te(const ClusterUpOptions& o) {
   // An autoscaled group counts at its max.
   const int tes = std::max(colocated_tes(o), a.max_replicas) + o.semi_pd +
                   std::max(o.prefill, a.max_prefill) + std::max(o.decode, a.max_decode);
-  const int processes = tes + colocated_tes(o) * (std::max(1, o.serve.pp) - 1);
+  const int pipelined = std::max(colocated_tes(o), a.max_replicas);
+  const int processes = tes + pipelined * (std::max(1, o.serve.pp) - 1);
   return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, processes));
 }
 
@@ -227,8 +228,8 @@ int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path) {
   return (ec ? 0 : static_cast<int64_t>(file)) + static_cast<int64_t>(o.serve.kv_cache_bytes);
 }
 
-// --pp 2: colocated TEs only, each two processes; what binds or replaces TEs from a warm pool or
-// a store entry (model-agnostic single-process TEs) is refused rather than half-supported.
+// --pp 2: colocated TEs only, each two processes. A warm TE is one process until its bind, which
+// starts its stage 1 (a warm TE's flags carry --pp 2); with a store both stages map the entry.
 Status check_pipelined(const ClusterUpOptions& o) {
   if (o.serve.pp <= 1) return {};
   const auto refuse = [](const std::string& what) {
@@ -237,9 +238,6 @@ Status check_pipelined(const ClusterUpOptions& o) {
   };
   if (o.prefill + o.decode > 0) return refuse("--prefill/--decode");
   if (o.semi_pd > 0) return refuse("--semi-pd");
-  if (autoscaling(o)) return refuse("the autoscaler (--max)");
-  if (o.warm_pool > 0) return refuse("--warm-pool");
-  if (!o.store_dir.empty()) return refuse("--store-dir");
   if (o.peer.enabled) return refuse("--kv-peer-tier");
   return {};
 }

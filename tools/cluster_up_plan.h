@@ -65,8 +65,8 @@ std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::stri
 // and the KV cache's bytes.
 int64_t te_memory_bytes(const ClusterUpOptions& o, const std::string& path);
 
-// --pp 2: colocated TEs only, each two processes; what binds or replaces TEs from a warm pool or
-// a store entry (model-agnostic single-process TEs) is refused rather than half-supported.
+// --pp 2: colocated TEs only, each two processes (a warm TE starts its stage 1 at its bind); not
+// with prefill/decode or semi-PD TEs, nor the peer tier.
 Status check_pipelined(const ClusterUpOptions& o);
 
 // The TE kinds asked for, in start order: colocated, semi-pd, prefill, decode.

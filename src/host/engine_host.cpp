@@ -39,6 +39,7 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   config.eog_token_ids.assign(tokenizer_->eog_ids().begin(), tokenizer_->eog_ids().end());
   if (options.pipeline.enabled()) {
     KEEL_TRY(engine::check_pipeline_config(config));  // before a stage process is started
+    options.pipeline.stage1_mmap = options.pipeline.stage1_mmap || options.use_mmap;
     KEEL_ASSIGN_OR_RETURN(stage_,
                           connect_stage(options.pipeline, path_, *model_, config, &stage_process_));
   }

@@ -66,7 +66,8 @@ int64_t pipeline_split(int64_t n_layer) { return (n_layer + 1) / 2; }
 Result<std::unique_ptr<StageProcess>> StageProcess::start(const std::string& program,
                                                           const std::string& model_path,
                                                           const std::string& host, int threads,
-                                                          int64_t n_ctx, double timeout_s) {
+                                                          int64_t n_ctx, double timeout_s,
+                                                          bool use_mmap) {
   cluster::LaunchSpec spec;
   spec.argv = {program.empty() ? self_exe() : program,
                "pp-stage",
@@ -79,6 +80,7 @@ Result<std::unique_ptr<StageProcess>> StageProcess::start(const std::string& pro
                "-c",
                std::to_string(n_ctx),
                "--exit-with-peer"};
+  if (use_mmap) spec.argv.push_back("--mmap");
   KEEL_ASSIGN_OR_RETURN(const cluster::LaunchedChild child, cluster::launch_child(spec));
   auto drain = std::make_unique<cluster::OutputDrain>(
       child.stdout_fd, child.stderr_fd,
@@ -132,7 +134,7 @@ Result<std::unique_ptr<pipeline::RemoteStage>> connect_stage(
     const int threads = options.stage1_threads > 0 ? options.stage1_threads : config.threads;
     KEEL_ASSIGN_OR_RETURN(
         *process, StageProcess::start(options.program, model_path, options.stage1_host, threads,
-                                      model.n_ctx(), 120.0));
+                                      model.n_ctx(), 120.0, options.stage1_mmap));
     address = (*process)->address();
   }
   const int64_t n_ctx = model.n_ctx();

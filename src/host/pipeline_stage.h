@@ -28,6 +28,9 @@ struct PipelineOptions {
   int stage1_threads = 0;                 // a started stage's compute threads (0 = stage 0's)
   std::string program;         // the keel binary a started stage runs ("" = /proc/self/exe)
   double step_timeout_s = 60;  // --pp-step-timeout: one step's reply from stage 1
+  // A started stage maps the weights (`--mmap`) instead of reading them: set when stage 0 maps
+  // them (a model store entry: both stages then run from the same shared pages).
+  bool stage1_mmap = false;
   // Stage 1 lost (its link broke or a step timed out): false — the steps fail, their requests
   // end with an error (`keel serve`: nobody else could serve them); true — this process stops a
   // stage it started (SIGKILL by pid) and exits with kStageLostExit before any request is failed
@@ -52,7 +55,8 @@ class StageProcess {
   static Result<std::unique_ptr<StageProcess>> start(const std::string& program,
                                                      const std::string& model_path,
                                                      const std::string& host, int threads,
-                                                     int64_t n_ctx, double timeout_s);
+                                                     int64_t n_ctx, double timeout_s,
+                                                     bool use_mmap = false);
   ~StageProcess();  // SIGTERM; SIGKILL after 5 s; reaped
   StageProcess(const StageProcess&) = delete;
   StageProcess& operator=(const StageProcess&) = delete;

@@ -6,12 +6,19 @@
 // held past --activation-timeout gets a 503 with Retry-After and an OpenAI-style error object.
 // A PD fleet (--prefill 1 --decode 1) scales its roles apart on their own signals: decode on its
 // running requests, prefill on its TTFT objective, each back to its --min-* once idle.
+// Pipelined TEs (--pp 2) scale from zero too: a warm TE's bind starts its stage 1, both stages
+// map the store's sealed memfd, the greedy text equals keel serve's, and the drain to zero stops
+// the stage with its TE.
 // Children are stopped by PID.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_runner.h"
 #include "cluster/process_supervisor.h"
@@ -72,6 +79,34 @@ int bench(int port, const std::string& result, const std::string& prompts,
   EXPECT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(read_file(result), nullptr, false);
   return j.is_object() ? j.value("failed", -1) : -1;
+}
+
+// The text of `pid`'s /proc file `name` ("" when it is gone).
+std::string proc_file(int64_t pid, const std::string& name) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The pid of the `keel pp-stage` child of `parent` (0 when there is none).
+int64_t stage_child(int64_t parent) {
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = proc_file(std::stoll(name), "stat");
+    const size_t close = stat.rfind(')');  // "pid (comm) state ppid ..."
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string state;
+    int64_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent &&
+        proc_file(std::stoll(name), "cmdline").find("pp-stage") != std::string::npos) {
+      return std::stoll(name);
+    }
+  }
+  return 0;
 }
 
 json completion(int max_tokens) {
@@ -264,6 +299,63 @@ TEST_F(AutoscaleE2e, PrefillAndDecodeTesScaleApartOnTheirOwnSignals) {
   EXPECT_EQ(healthy_tes(port), 2);
   const HttpResponse after = http_request(port, "POST", "/v1/completions", completion(8).dump());
   EXPECT_EQ(after.status, 200) << after.body;
+  ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
+}
+
+TEST_F(AutoscaleE2e, PipelinedTesScaleFromZeroWithBothStagesOnTheStoresEntry) {
+  const json greedy = {{"model", "stories"},
+                       {"prompt", "Lily went to the park"},
+                       {"max_tokens", 32},
+                       {"temperature", 0},
+                       {"ignore_eos", true}};
+  std::string want;
+  {
+    ServeProcess serve({"-m", stories(), "-t", "1", "--served-model-name", "stories"});
+    ASSERT_TRUE(serve.ok()) << serve.error();
+    const HttpResponse r = http_request(serve.port(), "POST", "/v1/completions", greedy.dump());
+    ASSERT_EQ(r.status, 200) << r.body;
+    want = json::parse(r.body)["choices"][0]["text"].get<std::string>();
+  }
+  const std::string log = dir_ + "/events.jsonl";
+  const std::string store = dir_ + "/store";
+  std::filesystem::create_directories(store);
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  cluster::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv =
+      cluster_argv({"--pp", "2", "--max", "2", "--warm-pool", "1", "--store-dir", store,
+                    "--event-log", log, "--stable-window", "2", "--scale-to-zero-grace", "1"});
+  spec.ready_timeout = std::chrono::seconds(60);
+  auto child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  const int port = *cluster::ready_port(child->ready);
+  EXPECT_EQ(healthy_tes(port), 0);
+
+  // Held while the autoscaler binds the warm TE, which then starts its stage 1.
+  const HttpResponse r = http_request(port, "POST", "/v1/completions", greedy.dump());
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["choices"][0]["text"], want) << "greedy text as keel serve's";
+  const HttpResponse st = http_request(port, "GET", "/v1/cluster/status");
+  const json s = json::parse(st.body, nullptr, false);
+  ASSERT_EQ(s["task_executors"].size(), 1u) << st.body;
+  const json& te = s["task_executors"][0];
+  EXPECT_EQ(te["pipeline_stages"], 2) << te.dump();
+  const int64_t te_pid = te["pid"].get<int64_t>();
+  const int64_t stage_pid = stage_child(te_pid);
+  ASSERT_GT(stage_pid, 0) << "the bound TE started its stage 1";
+  // Both stages run from the store's sealed memfd entry (one copy of the weights on the host).
+  EXPECT_NE(proc_file(te_pid, "maps").find("/memfd:keel-store-"), std::string::npos);
+  EXPECT_NE(proc_file(stage_pid, "maps").find("/memfd:keel-store-"), std::string::npos)
+      << proc_file(stage_pid, "cmdline");
+
+  // Idle: drained to zero, and the stage goes with its TE.
+  EXPECT_TRUE(eventually([&] { return healthy_tes(port) == 0; }, std::chrono::seconds(30)));
+  EXPECT_TRUE(eventually([&] { return ::kill(static_cast<pid_t>(stage_pid), 0) != 0; },
+                         std::chrono::seconds(15)))
+      << "stage 1 (pid " << stage_pid << ") outlived its TE";
+  bool zero = false;
+  for (const json& e : read_event_log(log, "autoscale")) zero = zero || e["desired"] == 0;
+  EXPECT_TRUE(zero);
   ASSERT_TRUE(sup.stop(child->pid, std::chrono::seconds(20)).ok());
 }
 

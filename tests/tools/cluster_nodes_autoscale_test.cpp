@@ -5,11 +5,17 @@
 // bind (the TE's KV cache shows it) — and is served; a `keel bench-serve` ramp
 // drives it to >= 2 TEs and, once idle past the grace period, it drains back to 0, the TEs stopped
 // through the agent — from its signals alone (nothing here asks for a scale-out). The event log
-// shows the decisions, the gangs placed and the drains.
+// shows the decisions, the gangs placed and the drains. With `--pp 2`, a scale-out places a
+// pipelined TE and its stage 1 as one gang through the agent (a warm TE bound as stage 0), and the
+// drain to zero takes the stage with it.
 //
 // Skipped with the reason printed without etcd (failed under CI=true). Every process is stopped
 // by pid (the supervisor's destructor); files live in a per-test temporary directory.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -152,6 +158,100 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
     zero = zero || (e["desired"] == 0 && e["reason"] == "scale_to_zero");
   }
   EXPECT_TRUE(zero) << "the event log shows the scale to zero";
+  ASSERT_TRUE(sup.stop(up->pid, 20s).ok());
+}
+
+// Whether something accepts TCP connections at "127.0.0.1:PORT".
+bool listening(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  if (colon == std::string::npos) return false;
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(std::stoi(address.substr(colon + 1))));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+TEST(ClusterNodesAutoscaleTest, APipelinedTeScalesFromZeroAsOneGangWithItsStage) {
+  KEEL_REQUIRE_ETCD();
+  std::string error;
+  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
+  ASSERT_NE(etcd, nullptr) << error;
+  const std::string dir = make_temp_dir("nodes-autoscale-pp");
+  const std::string log = dir + "/events.jsonl";
+  const std::vector<std::string> membership = {"--membership",        "etcd",
+                                               "--etcd-endpoints",    etcd->endpoint(),
+                                               "--membership-prefix", "/keel/autoscale-pp",
+                                               "--membership-ttl",    "3"};
+  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  const auto spawn = [&](const std::string& name, std::vector<std::string> argv) {
+    argv.insert(argv.end(), membership.begin(), membership.end());
+    cluster::ChildSpec spec;
+    spec.name = name;
+    spec.argv = std::move(argv);
+    spec.ready_timeout = 90s;
+    return sup.spawn(spec);
+  };
+  Result<cluster::Child> agent =
+      spawn("agent", {KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen", "127.0.0.1:0",
+                      "--cores", "4", "--max-tes", "4", "--warm", "1", "--threads-per-te", "1"});
+  ASSERT_TRUE(agent.ok()) << agent.status().to_string();
+  Result<cluster::Child> up = spawn("cluster", {KEEL_BINARY,
+                                                "cluster",
+                                                "up",
+                                                "-m",
+                                                KEEL_REPO_STORIES,
+                                                "--nodes",
+                                                "auto",
+                                                "--port",
+                                                "0",
+                                                "--threads-per-te",
+                                                "1",
+                                                "--te-memory-bytes",
+                                                "104857600",
+                                                "--pp",
+                                                "2",
+                                                "--min",
+                                                "0",
+                                                "--max",
+                                                "1",
+                                                "--stable-window",
+                                                "2",
+                                                "--scale-to-zero-grace",
+                                                "1",
+                                                "--drain-timeout",
+                                                "5",
+                                                "--event-log",
+                                                log});
+  ASSERT_TRUE(up.ok()) << up.status().to_string();
+  const int port = *cluster::ready_port(up->ready);
+  EXPECT_EQ(healthy_tes(port), 0);
+
+  const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}};
+  const HttpResponse first = http_request(port, "POST", "/v1/completions", body.dump());
+  ASSERT_EQ(first.status, 200) << first.body;
+  const std::vector<json> placed = read_event_log(log, "gang_placed");
+  ASSERT_EQ(placed.size(), 1u);
+  const json& processes = placed[0]["processes"];
+  ASSERT_EQ(processes.size(), 2u) << placed[0].dump();
+  EXPECT_EQ(processes[0]["role"], "pp-stage") << "stage 1 first: " << placed[0].dump();
+  EXPECT_EQ(processes[1]["role"], "colocated") << placed[0].dump();
+  EXPECT_EQ(processes[1].value("id", "").rfind("h1-warm-te", 0), 0u)
+      << "stage 0 is the agent's warm TE, bound with --pp-stage1: " << placed[0].dump();
+  const json st = json::parse(http_request(port, "GET", "/v1/cluster/status").body, nullptr, false);
+  ASSERT_EQ(st.value("task_executors", json::array()).size(), 1u) << st.dump();
+  EXPECT_EQ(st["task_executors"][0]["pipeline_stages"], 2) << st.dump();
+  const std::string stage = processes[0].value("address", "");
+  EXPECT_TRUE(listening(stage)) << stage;
+
+  // Idle: the TE is drained and stopped through the agent, and its stage exits with it.
+  EXPECT_TRUE(eventually([&] { return healthy_tes(port) == 0; }, 30s)) << "back to zero TEs";
+  EXPECT_TRUE(eventually([&] { return !listening(stage); }, 20s))
+      << "stage 1 at " << stage << " outlived its TE";
   ASSERT_TRUE(sup.stop(up->pid, 20s).ok());
 }
 
