@@ -33,6 +33,10 @@ tr.down td { color: #b3261e; } .role { display: inline-block; padding: 0 6px; bo
 <section><h2>Jobs</h2><div class="cards" id="jobs"></div></section>
 <section><h2>Router</h2><div class="cards" id="router"></div>
 <h2>Recent decisions</h2><ol id="decisions"></ol></section>
+<section><h2>Autoscaler</h2>
+<table><thead><tr><th>group</th><th>desired</th><th>ready</th><th>held requests</th>
+<th>panic</th><th>decisions</th><th>drains</th></tr></thead>
+<tbody id="autoscaler"></tbody></table></section>
 <section><h2>Scale-out</h2>
 <svg id="timeline" width="720" height="110" role="img" aria-label="fleet size over time"></svg>
 <table><thead><tr><th>phase</th><th>scale-outs</th><th>mean seconds</th></tr></thead>
@@ -122,6 +126,27 @@ function renderPhases(metrics) {
     ...rows.map(([p, c, m]) => el('tr', {}, el('td', {}, p), num(c), num(m))));
 }
 
+// One row per autoscaler group (role) that /metrics reports.
+function renderAutoscaler(metrics) {
+  const sum = (name, label) => (metrics[name] || [])
+    .filter((x) => x.labels.includes(label)).reduce((a, x) => a + x.value, 0);
+  const rows = ROLES.filter((role) => (metrics['keel:autoscaler_desired_replicas'] || [])
+    .some((x) => x.labels.includes(`role="${role}"`))).map((role) => {
+    const label = `role="${role}"`;
+    return el('tr', { id: 'autoscaler-' + role },
+      el('td', {}, el('span', { class: 'role ' + role }, role)),
+      num(metric(metrics, 'keel:autoscaler_desired_replicas', label)),
+      num(metric(metrics, 'keel:autoscaler_ready_replicas', label)),
+      num(metric(metrics, 'keel:autoscaler_held_requests', label)),
+      el('td', {}, metric(metrics, 'keel:autoscaler_panic', label) ? 'panic' : '-'),
+      num(sum('keel:autoscaler_decisions_total', label)),
+      num(sum('keel:autoscaler_drains_total', label)));
+  });
+  document.getElementById('autoscaler').replaceChildren(...(rows.length ? rows :
+    [el('tr', {}, el('td', { colspan: 7 },
+      'no autoscaler (cluster up --max, or --max-prefill / --max-decode)'))]));
+}
+
 function renderTimeline() {
   const svg = document.getElementById('timeline');
   const ns = 'http://www.w3.org/2000/svg';
@@ -173,7 +198,9 @@ async function poll() {
     history.push({ total: tes.length, healthy: tes.filter((t) => t.healthy).length, roles });
     if (history.length > 120) history.shift();
     renderTimeline();
-    renderPhases(parseMetrics(m));
+    const metrics = parseMetrics(m);
+    renderPhases(metrics);
+    renderAutoscaler(metrics);
     document.getElementById('status').textContent =
       `job executor ${s.je}: ${tes.length} TEs; updated ${new Date().toLocaleTimeString()}`;
   } catch (e) {

@@ -1,7 +1,8 @@
 // The gateway's fleet dashboard (GET /dashboard) in headless Chromium: a cluster of two TEs
 // serves the page; Chromium loads it, lets its JS poll /v1/cluster/status and /metrics for a few
 // seconds of virtual time, and the dumped DOM must hold a row per TE ("te-te-0", "te-te-1") with
-// its state, the router's counters and the scale-out section; a screenshot of the page must not be
+// its state, the router's counters, the autoscaler's row for its group (`--min 2 --max 3`:
+// colocated) and the scale-out section; a screenshot of the page must not be
 // blank (its PNG at least 3× the size of about:blank's at the same window size). Without Chromium
 // the browser part is skipped with the reason printed (and fails under CI=true).
 #include <gtest/gtest.h>
@@ -51,7 +52,8 @@ TEST(ClusterDashboardTest, ChromiumRendersTheFleet) {
   spec.name = "cluster";
   spec.argv = {KEEL_BINARY, "cluster",         "up", "-m",     stories(), "--served-model-name",
                "stories",   "--colocated",     "2",  "--jes",  "1",       "--threads-per-te",
-               "1",         "--drain-timeout", "5",  "--port", "0"};
+               "1",         "--drain-timeout", "5",  "--port", "0",       "--min",
+               "2",         "--max",           "3"};
   spec.ready_timeout = std::chrono::milliseconds(60000);
   Result<cluster::Child> child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
@@ -83,8 +85,9 @@ TEST(ClusterDashboardTest, ChromiumRendersTheFleet) {
                             "--user-data-dir=" + dir + "/profile --window-size=1100,900 " +
                             "--virtual-time-budget=4000 ";
   const std::string dom = run(flags + "--dump-dom " + url);
-  for (const char* want : {"id=\"te-te-0\"", "id=\"te-te-1\"", "healthy", "colocated", "locality",
-                           "decision → first token", "TEs over the last"}) {
+  for (const char* want :
+       {"id=\"te-te-0\"", "id=\"te-te-1\"", "healthy", "colocated", "locality",
+        "decision → first token", "TEs over the last", "id=\"autoscaler-colocated\""}) {
     EXPECT_NE(dom.find(want), std::string::npos) << want << "\n" << dom.substr(0, 4000);
   }
   // The status line says the last poll succeeded (the script's own text holds "error:" too).
