@@ -406,7 +406,16 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                          "Model store (a tmpfs, e.g. /dev/shm): preload the model there and map "
                          "it in every TE");
   cli.up_cmd->add_option("--store-budget", up.store_budget,
-                         "Bytes of entries the store may hold (0 = no limit)");
+                         "Bytes of entries the store may hold (0 = no limit); with a budget the "
+                         "model's entry follows its demand forecast");
+  cli.up_cmd
+      ->add_option("--forecast-half-life", up.forecast_half_life_s,
+                   "Seconds: the half-life of the request rate's moving average (--store-budget)")
+      ->check(CLI::Range(0.1, 86400.0));
+  cli.up_cmd
+      ->add_option("--forecast-min-rate", up.forecast_min_rate,
+                   "Requests per second worth a store entry (--store-budget)")
+      ->check(CLI::Range(0.0, 1e6));
   cli.up_cmd
       ->add_option("--bind-source", up.bind_source,
                    "Where a bound TE gets its weights: auto (its host store, else a fork from a "

@@ -169,6 +169,10 @@ struct ClusterUpOptions {
   // (`keel cluster scale`), their phases in /metrics and the --event-log JSON lines.
   std::string store_dir;
   uint64_t store_budget = 0;
+  // The preload forecast under --store-budget (store/preload_plan.h): the request rate's EWMA
+  // half-life and the rate worth an entry.
+  double forecast_half_life_s = 30.0;
+  double forecast_min_rate = 0.05;
   int32_t warm_pool = 0;
   std::string bind_source = "auto";  // auto | store | fork | disk (cluster/bind_source.h)
   std::string te_stores;             // a store per warm TE under this root ("" = the shared one)

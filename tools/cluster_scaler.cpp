@@ -7,6 +7,7 @@
 #include "cluster/messages.h"
 #include "core/file_system.h"
 #include "core/log.h"
+#include "store/demand_board.h"
 #include "store/preload_plan.h"
 
 namespace keel::cli {
@@ -30,15 +31,30 @@ Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(cluster::ProcessSupe
     PosixFileSystem fs;
     store::ModelStore st({s->config_.store_dir, s->config_.store_budget}, &fs, &s->sealed_);
     KEEL_TRY(st.config().validate());
-    KEEL_ASSIGN_OR_RETURN(s->entry_, st.preload(s->config_.model_path, s->config_.isa));
-    s->entry_owned_ = !s->entry_->already_present;
-    KEEL_LOG_INFO("cluster: model store entry {} ({} bytes, {:.2f} s{})", s->entry_->path,
-                  s->entry_->bytes, s->entry_->seconds,
-                  s->entry_->already_present ? ", already present" : "");
+    // Under a budget, other models' entries are not evicted at start-up: the forecast decides.
+    Result<store::PreloadResult> entry = st.preload(s->config_.model_path, s->config_.isa,
+                                                    /*may_evict=*/s->config_.store_budget == 0);
+    if (entry.ok()) {
+      s->entry_ = std::move(*entry);
+      s->entry_owned_ = !s->entry_->already_present;
+      KEEL_LOG_INFO("cluster: model store entry {} ({} bytes, {:.2f} s{})", s->entry_->path,
+                    s->entry_->bytes, s->entry_->seconds,
+                    s->entry_->already_present ? ", already present" : "");
+      s->log_forecast("preload", 0.0, s->entry_->path, {});
+    } else if (entry.status().code() == StatusCode::kResourceExhausted &&
+               s->config_.store_budget > 0) {
+      KEEL_LOG_INFO(
+          "cluster: no model store entry at start: {}; TEs read the file until the "
+          "forecast preloads it",
+          entry.status().message());
+      s->log_forecast("skip", 0.0, entry.status().message(), {});
+    } else {
+      return entry.status();
+    }
   }
   if (s->entry_) {
     s->entry_name_ = store::entry_name(s->entry_->key);
-  } else if (!s->config_.te_store_root.empty()) {
+  } else if (!s->config_.te_store_root.empty() || !s->config_.store_dir.empty()) {
     PosixFileSystem fs;
     KEEL_ASSIGN_OR_RETURN(store::StoreKey key,
                           store::key_for_file(fs, s->config_.model_path, s->config_.isa));
@@ -184,10 +200,45 @@ cluster::Json ClusterScaler::scale_out(int tes, cluster::TeRole role) {
   return out;
 }
 
+void ClusterScaler::log_forecast(const std::string& action, double rate, const std::string& what,
+                                 const std::vector<std::string>& evicted) {
+  if (!log_) return;
+  cluster::Json e = {{"event", "forecast"},
+                     {"action", action},
+                     {"model", config_.model_path},
+                     {"rate", rate},
+                     {"entry", what}};
+  if (!evicted.empty()) e["evicted"] = evicted;
+  *log_ << e.dump() << "\n" << std::flush;
+}
+
+// An entry this manager built and holds that another process evicted (its link is gone): let its
+// memfd go, so that the memory the other's budget counted as free is freed.
+void ClusterScaler::release_if_evicted() {
+  if (!entry_ || !entry_owned_ || !sealed_.holds(entry_->path)) return;
+  std::error_code ec;
+  if (std::filesystem::symlink_status(entry_->path, ec).type() ==
+      std::filesystem::file_type::symlink) {
+    return;
+  }
+  sealed_.release(entry_->path);
+  KEEL_LOG_INFO("cluster: model store entry {} was evicted by another preload: released",
+                entry_->path);
+  log_forecast("released", rate_, entry_->path, {});
+  entry_.reset();
+  entry_owned_ = false;
+}
+
 void ClusterScaler::forecast() {
-  if (!config_.requests_total || config_.store_dir.empty() || config_.store_budget == 0) return;
+  if (config_.store_dir.empty()) return;
   const auto now = std::chrono::steady_clock::now();
   if (last_requests_ >= 0 && now - last_forecast_ < std::chrono::seconds(1)) return;
+  release_if_evicted();
+  if (!config_.requests_total || config_.store_budget == 0) {
+    last_requests_ = 0;  // once a second from now on
+    last_forecast_ = now;
+    return;
+  }
   const int64_t total = config_.requests_total();
   if (last_requests_ >= 0) {
     const double dt = std::chrono::duration<double>(now - last_forecast_).count();
@@ -200,24 +251,57 @@ void ClusterScaler::forecast() {
   store::ModelStore st({config_.store_dir, config_.store_budget}, &fs, &sealed_);
   Result<store::StoreKey> key = store::key_for_file(fs, config_.model_path, config_.isa);
   if (!key.ok()) return;
-  const bool resident = fs.exists(st.path_of(*key));
+  const std::string own = store::entry_name(*key);
+  const double unix_now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const uint64_t bytes = entry_ ? entry_->bytes : std::filesystem::file_size(config_.model_path);
+  // The snapshot: every manager's fresh note on the store's board, this one's included.
   store::PreloadSnapshot snap;
   snap.budget_bytes = config_.store_budget;
   snap.min_rate = config_.min_rate;
-  snap.models.push_back(
-      {config_.model_path, std::filesystem::file_size(config_.model_path), rate_, resident});
-  for (const store::PreloadAction& a : store::plan_preloads(snap)) {
-    if (a.kind == store::PreloadActionKind::kPreload) {
-      Result<store::PreloadResult> r = st.preload(a.model, config_.isa);
-      KEEL_LOG_INFO("cluster: forecast {:.2f} req/s: preload {}: {}", rate_, a.model,
+  snap.models.push_back({own, bytes, rate_, fs.exists(st.path_of(*key))});
+  if (Status s =
+          store::post_demand(config_.store_dir, {own, config_.model_path, bytes, rate_, unix_now});
+      !s.ok()) {
+    KEEL_LOG_WARN("cluster: forecast: {}", s.message());
+  }
+  posted_demand_ = own;
+  for (const store::DemandNote& n : store::read_demands(config_.store_dir, unix_now, 5.0)) {
+    if (n.entry == own) continue;
+    snap.models.push_back({n.entry, n.bytes, n.rate, fs.exists(config_.store_dir + "/" + n.entry)});
+  }
+  apply_forecast(store::plan_preloads(snap), st, *key);
+}
+
+// This manager carries out the plan's actions on its own model: its preload (with the evictions
+// that make room for it) or its eviction. Other models' preloads are their managers' to make.
+void ClusterScaler::apply_forecast(const std::vector<store::PreloadAction>& actions,
+                                   store::ModelStore& st, const store::StoreKey& key) {
+  const std::string own = store::entry_name(key);
+  const bool preload_own = std::any_of(actions.begin(), actions.end(), [&](const auto& a) {
+    return a.kind == store::PreloadActionKind::kPreload && a.model == own;
+  });
+  std::vector<std::string> evicted;
+  for (const store::PreloadAction& a : actions) {
+    if (a.kind == store::PreloadActionKind::kEvict && a.model == own) {
+      KEEL_LOG_INFO("cluster: forecast {:.2f} req/s: evict {}", rate_, own);
+      log_forecast("evict", rate_, st.path_of(key), {});
+      (void)st.remove(key);
+      entry_.reset();
+      entry_owned_ = false;
+    } else if (a.kind == store::PreloadActionKind::kEvict && preload_own) {
+      const std::optional<store::StoreKey> other = store::parse_entry_name(a.model);
+      if (other && st.remove(*other).ok()) evicted.push_back(a.model);
+    } else if (a.kind == store::PreloadActionKind::kPreload && a.model == own) {
+      Result<store::PreloadResult> r = st.preload(config_.model_path, config_.isa);
+      KEEL_LOG_INFO("cluster: forecast {:.2f} req/s: preload {}: {}", rate_, config_.model_path,
                     r.ok() ? r->path : r.status().message());
+      if (r.ok()) evicted.insert(evicted.end(), r->evicted.begin(), r->evicted.end());
+      log_forecast("preload", rate_, r.ok() ? r->path : r.status().message(), evicted);
       if (r.ok() && !r->already_present) {
         entry_ = *r;
         entry_owned_ = true;
       }
-    } else {
-      KEEL_LOG_INFO("cluster: forecast {:.2f} req/s: evict {}", rate_, a.model);
-      (void)st.remove(*key);
     }
   }
 }
@@ -247,6 +331,7 @@ void ClusterScaler::shutdown() {
     links.swap(links_);
   }
   for (auto& l : links) l->close();
+  if (!posted_demand_.empty()) store::withdraw_demand(config_.store_dir, posted_demand_);
   if (entry_ && entry_owned_) {
     PosixFileSystem fs;
     store::ModelStore st({config_.store_dir, 0}, &fs, &sealed_);

@@ -36,6 +36,7 @@
 #include "cluster/warm_pool.h"
 #include "core/result.h"
 #include "store/model_store.h"
+#include "store/preload_plan.h"
 
 namespace keel::cli {
 
@@ -62,6 +63,10 @@ struct ClusterScalerConfig {
   std::chrono::milliseconds start_timeout{120000};
   // The forecast (store/preload_plan.h), run once a second within store_budget (> 0): the fleet's
   // finished-request count (empty: no forecast), the EWMA's half-life, the rate worth a preload.
+  // The managers sharing the store see each other's rates on its demand board
+  // (store/demand_board.h) and plan over all of them; each carries out its own model's actions.
+  // Under a budget the start-up preload evicts nothing (the forecast decides); an entry of this
+  // manager's that another evicted is let go (its memfd closed).
   std::function<int64_t()> requests_total;
   double rate_half_life_s = 30.0;
   double min_rate = 0.05;
@@ -104,6 +109,13 @@ class ClusterScaler {
   ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config);
   void on_message(cluster::Link& link, cluster::Message m);
   void forecast();
+  void release_if_evicted();
+  void apply_forecast(const std::vector<store::PreloadAction>& actions, store::ModelStore& st,
+                      const store::StoreKey& key);
+  // A `{"event":"forecast","action",...}` event-log line: preload, skip (not at start-up: the
+  // budget holds other entries), evict, released (evicted by another preload).
+  void log_forecast(const std::string& action, double rate, const std::string& what,
+                    const std::vector<std::string>& evicted);
   Status add_to_jes(const std::string& te_address);
   // One bind per TE about to be bound (the next `n` idle ones), with its plan's source.
   std::vector<cluster::BindModel> plan_binds(int n, cluster::TeRole role,
@@ -129,6 +141,7 @@ class ClusterScaler {
   int64_t last_requests_ = -1;
   std::chrono::steady_clock::time_point last_forecast_{};
   double rate_ = 0.0;
+  std::string posted_demand_;  // this model's note on the store's demand board ("" = none)
   std::mutex mu_;
   std::deque<Request> requests_;                       // GUARDED_BY(mu_)
   std::vector<std::shared_ptr<cluster::Link>> links_;  // GUARDED_BY(mu_)

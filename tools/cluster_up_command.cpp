@@ -84,6 +84,8 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& 
   c.warm_pool = o.warm_pool;
   c.store_dir = o.store_dir;
   c.store_budget = o.store_budget;
+  c.rate_half_life_s = o.forecast_half_life_s;
+  c.min_rate = o.forecast_min_rate;
   c.event_log = o.event_log;
   c.warm_te_argv = warm_te_argv(o, path, name, threads_per_te(o));
   c.model_path = path;

@@ -117,7 +117,7 @@ void ModelStore::remove_dangling_links() {
   }
 }
 
-Status ModelStore::make_room(uint64_t incoming, const StoreKey& keep,
+Status ModelStore::make_room(uint64_t incoming, const StoreKey& keep, bool may_evict,
                              std::vector<std::string>* evicted) {
   remove_dangling_links();
   KEEL_ASSIGN_OR_RETURN(std::vector<EntryInfo> all, entries());
@@ -132,6 +132,12 @@ Status ModelStore::make_room(uint64_t incoming, const StoreKey& keep,
                                       " bytes does not fit in the budget of " +
                                       std::to_string(config_.budget_bytes) + " bytes");
   }
+  if (!may_evict && !victims->empty()) {
+    return Status::resource_exhausted(
+        "model store: an entry of " + std::to_string(incoming) + " bytes fits the budget of " +
+        std::to_string(config_.budget_bytes) + " bytes only by evicting " +
+        uses[victims->front()].name + (victims->size() > 1 ? " and others" : ""));
+  }
   for (size_t idx : *victims) {
     KEEL_TRY(remove_path(all[idx].path));
     KEEL_LOG_INFO("model store: evicted {} ({} bytes)", uses[idx].name, uses[idx].bytes);
@@ -140,7 +146,8 @@ Status ModelStore::make_room(uint64_t incoming, const StoreKey& keep,
   return {};
 }
 
-Result<PreloadResult> ModelStore::preload(const std::string& gguf_path, std::string_view isa) {
+Result<PreloadResult> ModelStore::preload(const std::string& gguf_path, std::string_view isa,
+                                          bool may_evict) {
   const auto t0 = std::chrono::steady_clock::now();
   PreloadResult out;
   KEEL_ASSIGN_OR_RETURN(out.key, key_for_file(*fs_, gguf_path, isa));
@@ -155,7 +162,7 @@ Result<PreloadResult> ModelStore::preload(const std::string& gguf_path, std::str
     }
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<RandomAccessFile> src, fs_->open_readable(gguf_path));
     // An entry is the source's tensors re-aligned plus a few keys: its size, give or take pages.
-    KEEL_TRY(make_room(src->size(), out.key, &out.evicted));
+    KEEL_TRY(make_room(src->size(), out.key, may_evict, &out.evicted));
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<model::Model> m,
                           model::Model::open(gguf_path, {.group_weights = true}));
     KEEL_ASSIGN_OR_RETURN(out.bytes, sealed_ != nullptr

@@ -81,8 +81,11 @@ class ModelStore {
   // there is none, Corrupt (with the reason) when the file is not a whole entry for `key`.
   [[nodiscard]] Result<std::string> find(const StoreKey& key) const;
   // Builds the entry of the GGUF at `gguf_path` for `isa` unless a valid one exists; a corrupt one
-  // is replaced. ResourceExhausted when it cannot fit in the budget.
-  [[nodiscard]] Result<PreloadResult> preload(const std::string& gguf_path, std::string_view isa);
+  // is replaced. ResourceExhausted when it cannot fit in the budget — or, with `may_evict` false,
+  // when it fits only by evicting another entry (a cluster starting next to busier models' entries
+  // leaves the choice to its forecast).
+  [[nodiscard]] Result<PreloadResult> preload(const std::string& gguf_path, std::string_view isa,
+                                              bool may_evict = true);
   // The entry for `key` (when given: a binder that preloaded knows it, and the GGUF is not read)
   // or for the GGUF at `gguf_path` built for `isa`, checked; else the GGUF itself, with the reason
   // (a corrupt, partial or mismatched entry falls back to the file).
@@ -94,7 +97,8 @@ class ModelStore {
   [[nodiscard]] Status remove(const StoreKey& key);
 
  private:
-  Status make_room(uint64_t incoming, const StoreKey& keep, std::vector<std::string>* evicted);
+  Status make_room(uint64_t incoming, const StoreKey& keep, bool may_evict,
+                   std::vector<std::string>* evicted);
   Status remove_path(const std::string& path);
   void remove_dangling_links();  // entry links whose holder is gone
 

@@ -113,6 +113,17 @@ TEST_F(ModelStoreTest, BudgetEvictsTheLeastRecentlyUsedAndLeavesOtherFilesAlone)
   EXPECT_TRUE(std::filesystem::exists(shm_ + "/unrelated"));
   EXPECT_TRUE(std::filesystem::exists(shm_ + "/keel-store-notanentry"));
 
+  // Without leave to evict, b (room only after evicting a or c) is refused and nothing goes.
+  auto kept = s.preload(b, "test", /*may_evict=*/false);
+  ASSERT_FALSE(kept.ok());
+  EXPECT_EQ(kept.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(kept.status().message().find("only by evicting"), std::string::npos)
+      << kept.status().message();
+  EXPECT_TRUE(std::filesystem::exists(ea->path));
+  EXPECT_TRUE(std::filesystem::exists(ec->path));
+  EXPECT_FALSE(std::filesystem::exists(eb->path));
+  EXPECT_TRUE(s.preload(a, "test", /*may_evict=*/false).ok()) << "present: nothing to evict";
+
   ModelStore tiny = store(size / 2);
   auto refused = tiny.preload(b, "test");
   ASSERT_FALSE(refused.ok());
