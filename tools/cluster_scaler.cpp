@@ -40,7 +40,7 @@ Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(cluster::ProcessSupe
       KEEL_LOG_INFO("cluster: model store entry {} ({} bytes, {:.2f} s{})", s->entry_->path,
                     s->entry_->bytes, s->entry_->seconds,
                     s->entry_->already_present ? ", already present" : "");
-      s->log_forecast("preload", 0.0, s->entry_->path, {});
+      if (s->config_.store_budget > 0) s->log_forecast("preload", 0.0, s->entry_->path, {});
     } else if (entry.status().code() == StatusCode::kResourceExhausted &&
                s->config_.store_budget > 0) {
       KEEL_LOG_INFO(
