@@ -151,32 +151,9 @@ TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
   EXPECT_GE(activations[0]["signals"]["held"].get<int>(), 1) << activations[0].dump();
 
   // A ramp: 2 requests in flight, then 8 (target 2 per TE).
-  const std::string result = dir_ + "/bench.json";
-  const std::string url = "http://127.0.0.1:" + std::to_string(port);
   for (const auto& [prompts, concurrency] : {std::pair{"8", "2"}, std::pair{"48", "8"}}) {
-    const CliResult bench = run_keel({"bench-serve",
-                                      "--base-url",
-                                      url,
-                                      "--model",
-                                      "stories",
-                                      "--num-prompts",
-                                      prompts,
-                                      "--max-concurrency",
-                                      concurrency,
-                                      "--input-len",
-                                      "16",
-                                      "--output-len",
-                                      "48",
-                                      "--vocab-size",
-                                      "500",
-                                      "--min-token-id",
-                                      "3",
-                                      "--skip-test-request",
-                                      "--save-result",
-                                      result});
-    ASSERT_EQ(bench.exit_code, 0) << bench.err;
-    const json j = json::parse(read_file(result), nullptr, false);
-    EXPECT_EQ(j["failed"], 0) << "no request lost while TEs come and go";
+    EXPECT_EQ(bench(port, dir_ + "/bench.json", prompts, concurrency, "48"), 0)
+        << "no request lost while TEs come and go";
   }
   int peak = 0;
   for (const json& e : read_event_log(log, "autoscale"))

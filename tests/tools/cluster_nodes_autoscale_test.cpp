@@ -35,30 +35,44 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZero) {
-  KEEL_REQUIRE_ETCD();
-  std::string error;
-  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
-  ASSERT_NE(etcd, nullptr) << error;
-  const std::string dir = make_temp_dir("nodes-autoscale");
-  const std::string log = dir + "/events.jsonl";
-  const std::vector<std::string> membership = {"--membership",        "etcd",
-                                               "--etcd-endpoints",    etcd->endpoint(),
-                                               "--membership-prefix", "/keel/autoscale",
-                                               "--membership-ttl",    "3"};
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  const auto spawn = [&](const std::string& name, std::vector<std::string> argv) {
-    argv.insert(argv.end(), membership.begin(), membership.end());
+// A private etcd, the test's directory and event log, and children spawned with the membership
+// flags (stopped by pid when the supervisor goes).
+class ClusterNodesAutoscaleTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    KEEL_REQUIRE_ETCD();
+    std::string error;
+    etcd_ = EtcdServer::start(&error);
+    ASSERT_NE(etcd_, nullptr) << error;
+    dir_ = make_temp_dir("nodes-autoscale");
+    log_ = dir_ + "/events.jsonl";
+  }
+  Result<cluster::Child> spawn(const std::string& name, std::vector<std::string> argv) {
+    argv.insert(argv.end(), {"--membership", "etcd", "--etcd-endpoints", etcd_->endpoint(),
+                             "--membership-prefix", "/keel/autoscale", "--membership-ttl", "3"});
     cluster::ChildSpec spec;
     spec.name = name;
     spec.argv = std::move(argv);
     spec.ready_timeout = 90s;
-    return sup.spawn(spec);
-  };
-  Result<cluster::Child> agent =
-      spawn("agent", {KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen", "127.0.0.1:0",
-                      "--cores", "4", "--max-tes", "4", "--warm", "2", "--threads-per-te", "1"});
-  ASSERT_TRUE(agent.ok()) << agent.status().to_string();
+    return sup_.spawn(spec);
+  }
+  // One node agent, h1, with 4 cores and `warm` warm TEs of 1 thread.
+  Result<cluster::Child> agent(int warm) {
+    return spawn("agent", {KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen", "127.0.0.1:0",
+                           "--cores", "4", "--max-tes", "4", "--warm", std::to_string(warm),
+                           "--threads-per-te", "1"});
+  }
+
+  std::unique_ptr<EtcdServer> etcd_;
+  std::string dir_, log_;
+  cluster::ProcessSupervisor sup_{{.sink = [](std::string_view, std::string_view) {}}};
+};
+
+TEST_F(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZero) {
+  const std::string& dir = dir_;
+  const std::string& log = log_;
+  Result<cluster::Child> agent_h1 = agent(2);
+  ASSERT_TRUE(agent_h1.ok()) << agent_h1.status().to_string();
   Result<cluster::Child> up = spawn("cluster", {KEEL_BINARY,
                                                 "cluster",
                                                 "up",
@@ -158,7 +172,7 @@ TEST(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZ
     zero = zero || (e["desired"] == 0 && e["reason"] == "scale_to_zero");
   }
   EXPECT_TRUE(zero) << "the event log shows the scale to zero";
-  ASSERT_TRUE(sup.stop(up->pid, 20s).ok());
+  ASSERT_TRUE(sup_.stop(up->pid, 20s).ok());
 }
 
 // Whether something accepts TCP connections at "127.0.0.1:PORT".
@@ -176,30 +190,10 @@ bool listening(const std::string& address) {
   return ok;
 }
 
-TEST(ClusterNodesAutoscaleTest, APipelinedTeScalesFromZeroAsOneGangWithItsStage) {
-  KEEL_REQUIRE_ETCD();
-  std::string error;
-  std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
-  ASSERT_NE(etcd, nullptr) << error;
-  const std::string dir = make_temp_dir("nodes-autoscale-pp");
-  const std::string log = dir + "/events.jsonl";
-  const std::vector<std::string> membership = {"--membership",        "etcd",
-                                               "--etcd-endpoints",    etcd->endpoint(),
-                                               "--membership-prefix", "/keel/autoscale-pp",
-                                               "--membership-ttl",    "3"};
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  const auto spawn = [&](const std::string& name, std::vector<std::string> argv) {
-    argv.insert(argv.end(), membership.begin(), membership.end());
-    cluster::ChildSpec spec;
-    spec.name = name;
-    spec.argv = std::move(argv);
-    spec.ready_timeout = 90s;
-    return sup.spawn(spec);
-  };
-  Result<cluster::Child> agent =
-      spawn("agent", {KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen", "127.0.0.1:0",
-                      "--cores", "4", "--max-tes", "4", "--warm", "1", "--threads-per-te", "1"});
-  ASSERT_TRUE(agent.ok()) << agent.status().to_string();
+TEST_F(ClusterNodesAutoscaleTest, APipelinedTeScalesFromZeroAsOneGangWithItsStage) {
+  const std::string& log = log_;
+  Result<cluster::Child> agent_h1 = agent(1);
+  ASSERT_TRUE(agent_h1.ok()) << agent_h1.status().to_string();
   Result<cluster::Child> up = spawn("cluster", {KEEL_BINARY,
                                                 "cluster",
                                                 "up",
@@ -252,7 +246,7 @@ TEST(ClusterNodesAutoscaleTest, APipelinedTeScalesFromZeroAsOneGangWithItsStage)
   EXPECT_TRUE(eventually([&] { return healthy_tes(port) == 0; }, 30s)) << "back to zero TEs";
   EXPECT_TRUE(eventually([&] { return !listening(stage); }, 20s))
       << "stage 1 at " << stage << " outlived its TE";
-  ASSERT_TRUE(sup.stop(up->pid, 20s).ok());
+  ASSERT_TRUE(sup_.stop(up->pid, 20s).ok());
 }
 
 }  // namespace
