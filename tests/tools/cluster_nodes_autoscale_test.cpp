@@ -56,6 +56,24 @@ class ClusterNodesAutoscaleTest : public ::testing::Test {
     spec.ready_timeout = 90s;
     return sup_.spawn(spec);
   }
+  // `keel cluster up --nodes auto` on stories260K (1 thread and 100 MiB per TE), with `extra`.
+  Result<cluster::Child> cluster_up(const std::vector<std::string>& extra) {
+    std::vector<std::string> argv = {KEEL_BINARY,
+                                     "cluster",
+                                     "up",
+                                     "-m",
+                                     KEEL_REPO_STORIES,
+                                     "--nodes",
+                                     "auto",
+                                     "--port",
+                                     "0",
+                                     "--threads-per-te",
+                                     "1",
+                                     "--te-memory-bytes",
+                                     "104857600"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return spawn("cluster", std::move(argv));
+  }
   // One node agent, h1, with 4 cores and `warm` warm TEs of 1 thread.
   Result<cluster::Child> agent(int warm) {
     return spawn("agent", {KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen", "127.0.0.1:0",
@@ -73,39 +91,26 @@ TEST_F(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackT
   const std::string& log = log_;
   Result<cluster::Child> agent_h1 = agent(2);
   ASSERT_TRUE(agent_h1.ok()) << agent_h1.status().to_string();
-  Result<cluster::Child> up = spawn("cluster", {KEEL_BINARY,
-                                                "cluster",
-                                                "up",
-                                                "-m",
-                                                KEEL_REPO_STORIES,
-                                                "--nodes",
-                                                "auto",
-                                                "--port",
-                                                "0",
-                                                "--threads-per-te",
-                                                "1",
-                                                "--te-memory-bytes",
-                                                "104857600",
-                                                "--min",
-                                                "0",
-                                                "--max",
-                                                "3",
-                                                "--target-concurrency",
-                                                "2",
-                                                "--stable-window",
-                                                "3",
-                                                "--panic-window",
-                                                "0.6",
-                                                "--scale-to-zero-grace",
-                                                "3",
-                                                "--activation-timeout",
-                                                "30",
-                                                "--drain-timeout",
-                                                "5",
-                                                "--kv-cache-bytes",
-                                                "1048576",
-                                                "--event-log",
-                                                log});
+  Result<cluster::Child> up = cluster_up({"--min",
+                                          "0",
+                                          "--max",
+                                          "3",
+                                          "--target-concurrency",
+                                          "2",
+                                          "--stable-window",
+                                          "3",
+                                          "--panic-window",
+                                          "0.6",
+                                          "--scale-to-zero-grace",
+                                          "3",
+                                          "--activation-timeout",
+                                          "30",
+                                          "--drain-timeout",
+                                          "5",
+                                          "--kv-cache-bytes",
+                                          "1048576",
+                                          "--event-log",
+                                          log});
   ASSERT_TRUE(up.ok()) << up.status().to_string();
   const int port = *cluster::ready_port(up->ready);
   EXPECT_EQ(healthy_tes(port), 0) << "--min 0 starts with no TE";
@@ -194,33 +199,9 @@ TEST_F(ClusterNodesAutoscaleTest, APipelinedTeScalesFromZeroAsOneGangWithItsStag
   const std::string& log = log_;
   Result<cluster::Child> agent_h1 = agent(1);
   ASSERT_TRUE(agent_h1.ok()) << agent_h1.status().to_string();
-  Result<cluster::Child> up = spawn("cluster", {KEEL_BINARY,
-                                                "cluster",
-                                                "up",
-                                                "-m",
-                                                KEEL_REPO_STORIES,
-                                                "--nodes",
-                                                "auto",
-                                                "--port",
-                                                "0",
-                                                "--threads-per-te",
-                                                "1",
-                                                "--te-memory-bytes",
-                                                "104857600",
-                                                "--pp",
-                                                "2",
-                                                "--min",
-                                                "0",
-                                                "--max",
-                                                "1",
-                                                "--stable-window",
-                                                "2",
-                                                "--scale-to-zero-grace",
-                                                "1",
-                                                "--drain-timeout",
-                                                "5",
-                                                "--event-log",
-                                                log});
+  Result<cluster::Child> up =
+      cluster_up({"--pp", "2", "--min", "0", "--max", "1", "--stable-window", "2",
+                  "--scale-to-zero-grace", "1", "--drain-timeout", "5", "--event-log", log});
   ASSERT_TRUE(up.ok()) << up.status().to_string();
   const int port = *cluster::ready_port(up->ready);
   EXPECT_EQ(healthy_tes(port), 0);
