@@ -9,7 +9,9 @@ namespace keel::cluster::autoscale {
 
 namespace {
 
-int64_t te_requests(const TeInfo& te) { return int64_t{te.load.num_waiting} + te.load.num_running; }
+int64_t queued_or_running(const TeInfo& te) {
+  return int64_t{te.load.num_waiting} + te.load.num_running;
+}
 
 bool in(const std::set<std::string>* set, const std::string& address) {
   return set != nullptr && set->count(address) != 0;
@@ -34,9 +36,9 @@ GroupSignals group_signals(const FleetStatus& status, const GroupKey& group,
   for (size_t i = 0; i < status.fleet.tes.size(); ++i) {
     const TeInfo& te = status.fleet.tes[i];
     if (!te.healthy || te.model != group.model || in(drains.stopped, te.address)) continue;
-    at_model += te_requests(te);
+    at_model += queued_or_running(te);
     if (te.role != group.role) continue;
-    at_group += te_requests(te);
+    at_group += queued_or_running(te);
     if (in(drains.draining, te.address)) continue;
     s.tes.push_back(te);
     if (i >= status.metrics.size()) continue;

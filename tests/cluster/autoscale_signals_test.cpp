@@ -13,7 +13,7 @@
 namespace keel::cluster::autoscale {
 namespace {
 
-TeInfo te(const std::string& id, TeRole role, int32_t waiting, int32_t running) {
+TeInfo role_te(const std::string& id, TeRole role, int32_t waiting, int32_t running) {
   TeInfo t;
   t.id = id;
   t.address = "127.0.0.1:" + id;
@@ -24,7 +24,7 @@ TeInfo te(const std::string& id, TeRole role, int32_t waiting, int32_t running) 
   return t;
 }
 
-engine::HistogramSnapshot hist(std::vector<uint64_t> cumulative) {
+engine::HistogramSnapshot cumulative_hist(std::vector<uint64_t> cumulative) {
   engine::HistogramSnapshot h;
   h.bounds = {0.1, 0.5, 1.0};
   h.count = cumulative.back();
@@ -35,19 +35,19 @@ engine::HistogramSnapshot hist(std::vector<uint64_t> cumulative) {
 // A PD fleet (p0, p1 prefill; d0, d1 decode), a colocated TE and another model's prefill TE.
 FleetStatus pd_fleet() {
   FleetStatus s;
-  s.fleet.tes = {te("p0", TeRole::kPrefill, 2, 1),   te("p1", TeRole::kPrefill, 0, 1),
-                 te("d0", TeRole::kDecode, 0, 6),    te("d1", TeRole::kDecode, 1, 4),
-                 te("c0", TeRole::kColocated, 0, 3), te("x0", TeRole::kPrefill, 9, 9)};
+  s.fleet.tes = {role_te("p0", TeRole::kPrefill, 2, 1),   role_te("p1", TeRole::kPrefill, 0, 1),
+                 role_te("d0", TeRole::kDecode, 0, 6),    role_te("d1", TeRole::kDecode, 1, 4),
+                 role_te("c0", TeRole::kColocated, 0, 3), role_te("x0", TeRole::kPrefill, 9, 9)};
   s.fleet.tes.back().model = "other";
   s.metrics.resize(s.fleet.tes.size());
   for (engine::MetricsSnapshot& m : s.metrics) {
-    m.time_to_first_token_seconds = hist({1, 2, 2, 4});
-    m.inter_token_latency_seconds = hist({5, 5, 6, 6});
+    m.time_to_first_token_seconds = cumulative_hist({1, 2, 2, 4});
+    m.inter_token_latency_seconds = cumulative_hist({5, 5, 6, 6});
   }
   return s;
 }
 
-std::vector<std::string> ids(const GroupSignals& s) {
+std::vector<std::string> te_ids(const GroupSignals& s) {
   std::vector<std::string> out;
   for (const TeInfo& t : s.tes) out.push_back(t.id);
   return out;
@@ -58,19 +58,19 @@ TEST(AutoscaleSignalsTest, EachRoleSeesItsOwnTesAndRequests) {
   std::map<std::string, engine::MetricsSnapshot> last_p, last_d;
   const GroupSignals p =
       group_signals(status, {"m", TeRole::kPrefill}, {}, {}, {20, 0}, 1.5, &last_p);
-  EXPECT_EQ(ids(p), (std::vector<std::string>{"p0", "p1"}));
+  EXPECT_EQ(te_ids(p), (std::vector<std::string>{"p0", "p1"}));
   EXPECT_EQ(p.in_flight, 4) << "the prefill TEs' queues only, not the gateway's 20";
   EXPECT_EQ(p.held, 0);
   EXPECT_EQ(p.now_s, 1.5);
   EXPECT_EQ(p.pending, 0);
   const GroupSignals d =
       group_signals(status, {"m", TeRole::kDecode}, {}, {}, {20, 0}, 1.5, &last_d);
-  EXPECT_EQ(ids(d), (std::vector<std::string>{"d0", "d1"}));
+  EXPECT_EQ(te_ids(d), (std::vector<std::string>{"d0", "d1"}));
   EXPECT_EQ(d.in_flight, 11);
   std::map<std::string, engine::MetricsSnapshot> last_c;
   const GroupSignals c =
       group_signals(status, {"m", TeRole::kColocated}, {}, {}, {20, 2}, 1.5, &last_c);
-  EXPECT_EQ(ids(c), (std::vector<std::string>{"c0"}));
+  EXPECT_EQ(te_ids(c), (std::vector<std::string>{"c0"}));
   EXPECT_EQ(c.in_flight, 18) << "colocated: the gateway's requests less the held ones";
   EXPECT_EQ(c.held, 2);
 }
@@ -88,7 +88,7 @@ TEST(AutoscaleSignalsTest, DrainingTesAreWorkNotReplicasAndStoppedOnesAreNeither
   unhealthy.fleet.tes[0].healthy = false;
   const GroupSignals p =
       group_signals(unhealthy, {"m", TeRole::kPrefill}, {}, {}, {0, 0}, 0, &last);
-  EXPECT_EQ(ids(p), (std::vector<std::string>{"p1"}));
+  EXPECT_EQ(te_ids(p), (std::vector<std::string>{"p1"}));
   EXPECT_EQ(p.in_flight, 1);
 }
 
@@ -118,7 +118,7 @@ TEST(AutoscaleSignalsTest, SloCountsFollowThePolicysObjectivesSinceTheLastCall) 
   EXPECT_EQ(last.size(), 2u);
   EXPECT_EQ(last.count("p0"), 1u);
   // One more TTFT at p0, over the objective: only the new one counts.
-  status.metrics[0].time_to_first_token_seconds = hist({1, 2, 2, 5});
+  status.metrics[0].time_to_first_token_seconds = cumulative_hist({1, 2, 2, 5});
   p = group_signals(status, {"m", TeRole::kPrefill}, ttft_only, {}, {}, 0.2, &last);
   EXPECT_EQ(p.ttft.total, 1);
   EXPECT_EQ(p.ttft.met, 0);
