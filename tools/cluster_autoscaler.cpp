@@ -73,11 +73,10 @@ Result<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::start(
 }
 
 as::GroupSignals ClusterAutoscaler::signals(Group& g, const cluster::FleetStatus& status,
-                                            double now_s) {
+                                            const std::set<std::string>& draining, double now_s) {
   const as::GatewayCounts gateway{static_cast<int64_t>(fleet_->num_jobs()), fleet_->num_held()};
-  as::GroupSignals s =
-      as::group_signals(status, {config_.model, g.config.role}, g.config.policy,
-                        {&draining_addresses_, &stopped_}, gateway, now_s, &g.last_metrics);
+  as::GroupSignals s = as::group_signals(status, {config_.model, g.config.role}, g.config.policy,
+                                         {&draining, &stopped_}, gateway, now_s, &g.last_metrics);
   // Bound TEs count from the bind until their first report makes them healthy (30 s at most).
   for (auto it = g.bound.begin(); it != g.bound.end();) {
     const cluster::TeInfo* te = find_by_address(status, it->first);
@@ -99,11 +98,14 @@ void ClusterAutoscaler::tick() {
   if (!status.ok()) return;
   progress_drains(*status);
   const double now_s = std::chrono::duration<double>(now - start_).count();
-  for (Group& g : groups_) tick_group(g, *status, now_s);
+  std::set<std::string> draining;
+  for (const auto& [address, d] : draining_) draining.insert(address);
+  for (Group& g : groups_) tick_group(g, *status, now_s, draining);
 }
 
-void ClusterAutoscaler::tick_group(Group& g, const cluster::FleetStatus& status, double now_s) {
-  as::GroupSignals s = signals(g, status, now_s);
+void ClusterAutoscaler::tick_group(Group& g, const cluster::FleetStatus& status, double now_s,
+                                   const std::set<std::string>& draining) {
+  as::GroupSignals s = signals(g, status, draining, now_s);
   if (actuator_ && actuator_->known_replicas()) {
     // Pods the Deployment asks for that are not ready TEs yet count as replicas.
     s.pending = std::max(0, *actuator_->known_replicas() - static_cast<int32_t>(s.tes.size()));
@@ -197,7 +199,6 @@ void ClusterAutoscaler::start_drain(const cluster::TeInfo& te) {
     if (!st.ok()) KEEL_LOG_WARN("cluster: drain {}: JE {}: {}", te.id, je, st.message());
   }
   draining_[te.address] = Draining{te.id, te.address, te.pid, te.role, Clock::now()};
-  draining_addresses_.insert(te.address);
   log_event({{"event", "drain"},
              {"phase", "start"},
              {"te", te.id},
@@ -257,7 +258,6 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
       ++drains_[{std::string(cluster::te_role_name(d.role)), outcome}];
     }
     stopped_.insert(d.address);
-    draining_addresses_.erase(d.address);
     it = draining_.erase(it);
   }
 }

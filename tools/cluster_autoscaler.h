@@ -101,9 +101,11 @@ class ClusterAutoscaler {
   };
   ClusterAutoscaler(ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup,
                     ClusterScaler* scaler, cluster::FleetClient* fleet);
-  void tick_group(Group& g, const cluster::FleetStatus& status, double now_s);
+  // `draining`: the addresses of the TEs being drained (draining_'s keys).
+  void tick_group(Group& g, const cluster::FleetStatus& status, double now_s,
+                  const std::set<std::string>& draining);
   cluster::autoscale::GroupSignals signals(Group& g, const cluster::FleetStatus& status,
-                                           double now_s);
+                                           const std::set<std::string>& draining, double now_s);
   void scale_out(Group& g, int32_t n);
   void set_replicas(const cluster::autoscale::ScaleDecision& d);
   void start_drain(const cluster::TeInfo& te);
@@ -120,7 +122,6 @@ class ClusterAutoscaler {
   std::optional<std::ofstream> log_;
   Clock::time_point start_, last_tick_{};
   std::map<std::string, Draining> draining_;  // by TE address
-  std::set<std::string> draining_addresses_;  // draining_'s keys (the signals' view)
   std::set<std::string> stopped_;  // drained and stopped (by address): never counted again
 
   mutable std::mutex mu_;  // guards what metrics_text() reads (and the groups' fields marked so)

@@ -53,13 +53,12 @@ Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(cluster::ProcessSupe
     }
   }
   if (s->entry_) {
-    s->entry_name_ = store::entry_name(s->entry_->key);
+    s->key_ = s->entry_->key;
   } else if (!s->config_.te_store_root.empty() || !s->config_.store_dir.empty()) {
     PosixFileSystem fs;
-    KEEL_ASSIGN_OR_RETURN(store::StoreKey key,
-                          store::key_for_file(fs, s->config_.model_path, s->config_.isa));
-    s->entry_name_ = store::entry_name(key);
+    KEEL_ASSIGN_OR_RETURN(s->key_, store::key_for_file(fs, s->config_.model_path, s->config_.isa));
   }
+  if (s->key_) s->entry_name_ = store::entry_name(*s->key_);
   ClusterScaler* self = s.get();
   KEEL_ASSIGN_OR_RETURN(s->listener_, cluster::Listener::start(
                                           "127.0.0.1", 0,
@@ -249,9 +248,9 @@ void ClusterScaler::forecast() {
   last_forecast_ = now;
   PosixFileSystem fs;
   store::ModelStore st({config_.store_dir, config_.store_budget}, &fs, &sealed_);
-  Result<store::StoreKey> key = store::key_for_file(fs, config_.model_path, config_.isa);
-  if (!key.ok()) return;
-  const std::string own = store::entry_name(*key);
+  const std::optional<store::StoreKey>& key = key_;  // known since start()
+  if (!key) return;
+  const std::string& own = entry_name_;
   const double unix_now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const uint64_t bytes = entry_ ? entry_->bytes : std::filesystem::file_size(config_.model_path);

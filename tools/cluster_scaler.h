@@ -129,7 +129,8 @@ class ClusterScaler {
   store::SealedHolder sealed_;  // the entries this manager built: sealed memfds, held here
   std::optional<store::PreloadResult> entry_;  // the model's store entry
   bool entry_owned_ = false;                   // built by this cluster
-  std::string entry_name_;                     // the model's store entry name ("" without a store)
+  std::optional<store::StoreKey> key_;         // the model's store key (hashed once, at start)
+  std::string entry_name_;                     // its entry name ("" without a store)
   struct Peer {
     pid_t pid = 0;
     std::string weights_address;
