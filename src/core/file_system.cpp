@@ -2,6 +2,7 @@
 #include "core/file_system.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,6 +88,12 @@ class PosixWritableFile final : public WritableFile {
     return {};
   }
 
+  Status sync() override {
+    if (fd_ < 0) return Status::internal(path_ + ": sync after close");
+    if (::fsync(fd_) != 0) return errno_status("fsync failed", path_, errno);
+    return {};
+  }
+
   Status close() override {
     if (fd_ < 0) return {};
     const int fd = fd_;
@@ -97,6 +104,16 @@ class PosixWritableFile final : public WritableFile {
 
  private:
   std::string path_;
+  int fd_;
+};
+
+// flock() on a descriptor of its own: released when it is closed (or the process dies).
+class PosixFileLock final : public FileLock {
+ public:
+  explicit PosixFileLock(int fd) : fd_(fd) {}
+  ~PosixFileLock() override { ::close(fd_); }
+
+ private:
   int fd_;
 };
 
@@ -168,6 +185,29 @@ Result<std::vector<std::string>> PosixFileSystem::list_directory(const std::stri
     if (it->is_regular_file(type_ec)) names.push_back(it->path().filename().string());
   }
   return names;
+}
+
+Status PosixFileSystem::sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_status("cannot open directory", dir, errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  ::close(fd);
+  if (rc != 0) return errno_status("fsync of the directory failed", dir, err);
+  return {};
+}
+
+Result<std::unique_ptr<FileLock>> PosixFileSystem::lock_file(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_status("cannot open lock file", path, errno);
+  while (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK) return Status::failed_precondition(path + ": locked by another holder");
+    return errno_status("cannot lock", path, err);
+  }
+  return std::unique_ptr<FileLock>(new PosixFileLock(fd));
 }
 
 }  // namespace keel

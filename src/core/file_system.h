@@ -47,8 +47,17 @@ class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status append(std::span<const std::byte> data) = 0;
+  // Makes what was appended durable (fsync) before it returns. File systems without a disk
+  // (in-memory test ones) need not implement it.
+  virtual Status sync() { return {}; }
   // Flushes and closes; the file is complete only after close() returns ok.
   virtual Status close() = 0;
+};
+
+// An exclusive lock on a file, held until this object is destroyed (or the process dies).
+class FileLock {
+ public:
+  virtual ~FileLock() = default;
 };
 
 class FileSystem {
@@ -70,6 +79,14 @@ class FileSystem {
   // The names (not paths) of the regular files directly in `dir`, in no particular order.
   // NotFound when `dir` does not exist.
   virtual Result<std::vector<std::string>> list_directory(const std::string& dir) = 0;
+  // Makes the directory's entries (files created, renamed or removed in it) durable (fsync of
+  // the directory). File systems without a disk need not implement it.
+  virtual Status sync_directory(const std::string& /*dir*/) { return {}; }
+  // Takes an exclusive lock on `path` (created if missing) without waiting: FailedPrecondition
+  // when another holder has it — another process, or another lock_file() of this one.
+  virtual Result<std::unique_ptr<FileLock>> lock_file(const std::string& path) {
+    return Status::unsupported(path + ": this file system cannot lock files");
+  }
 };
 
 class PosixFileSystem final : public FileSystem {
@@ -82,6 +99,8 @@ class PosixFileSystem final : public FileSystem {
   Status rename(const std::string& from, const std::string& to) override;
   Status remove(const std::string& path) override;
   Result<std::vector<std::string>> list_directory(const std::string& dir) override;
+  Status sync_directory(const std::string& dir) override;
+  Result<std::unique_ptr<FileLock>> lock_file(const std::string& path) override;
 };
 
 }  // namespace keel
