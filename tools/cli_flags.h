@@ -25,6 +25,23 @@ inline std::string check_lora_spec(const std::string& v) {
 // -t/--threads, --isa, --mmap, --weight-layout, --verbose.
 void add_compute_options(CLI::App* cmd, keel::cli::ComputeOptions* o);
 
+// --chat-template, --chat-template-file (serve, te, cluster up).
+inline void add_chat_template_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
+  cmd->add_option("--chat-template", o->chat_template,
+                  "Chat template instead of the model's: a built-in name (chatml, llama2, llama3, "
+                  "mistral, gemma, qwen2, qwen3, deepseek-r1), a Jinja file, or Jinja text");
+  cmd->add_option("--chat-template-file", o->chat_template_file,
+                  "Chat template instead of the model's, from a Jinja file");
+}
+
+// --reasoning-parser (serve, cluster up).
+inline void add_reasoning_parser_flag(CLI::App* cmd, keel::cli::ServeOptions* o) {
+  cmd->add_option("--reasoning-parser", o->reasoning_parser,
+                  "Split a reasoning model's <think> text out of chat output into "
+                  "reasoning_content / reasoning: none, qwen3 or deepseek-r1")
+      ->check(CLI::IsMember({"none", "qwen3", "deepseek-r1"}));
+}
+
 // --pp, --pp-stage1, --pp-step-timeout (serve and te).
 inline void add_pipeline_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
   cmd->add_option("--pp", o->pp,

@@ -15,6 +15,7 @@ void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
                   "GGUF model file, or builtin:stories260K (the default) or builtin:random");
   cmd->add_option("--served-model-name", o->served_model_name,
                   "Model id in the API (default: the file's stem)");
+  add_chat_template_flags(cmd, o);
   cmd->add_option("-c,--ctx-size", o->ctx_size, "Max model length (0 = the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   cmd->add_option("--max-num-seqs", o->max_num_seqs, "Sequences decoded together per TE")
@@ -362,6 +363,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.up_cmd->add_option("--port", up.serve.port, "Gateway port (0 = a free one)")
       ->check(CLI::Range(0, 65535));
   cli.up_cmd->add_option("--api-key", up.serve.api_key, "Require 'Authorization: Bearer KEY'");
+  add_reasoning_parser_flag(cli.up_cmd, &up.serve);
   cli.up_cmd
       ->add_option("--colocated", up.colocated,
                    "Colocated task executors (default 2, or 0 with --prefill/--decode)")

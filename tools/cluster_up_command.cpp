@@ -390,7 +390,9 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(o.serve.model_path, pool));
   }
   const std::string name = served_model_name(o.serve.served_model_name, o.serve.model_path, path);
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> meta, host::EngineHost::open(path));
+  KEEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<host::EngineHost> meta,
+      host::EngineHost::open(path, {o.serve.chat_template, o.serve.chat_template_file}));
   KEEL_ASSIGN_OR_RETURN(std::vector<engine::LoraInfo> loras, describe_loras(o.serve.loras));
 
   if (o.nodes == "auto") {
@@ -480,6 +482,8 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
   deps.tool_format = server::detect_tool_format(meta->chat_template()->source());
+  KEEL_ASSIGN_OR_RETURN(deps.reasoning_parser,
+                        server::parse_reasoning_parser(o.serve.reasoning_parser));
   ClusterScaler* sc = scaler.get();
   ClusterAutoscaler* as = autoscaler.get();
   cluster::TeReplacer* rp = replacer.get();

@@ -9,6 +9,7 @@
 
 #include "self_exe.h"
 #include "semi_pd_flags.h"
+#include "tokenizer/builtin_chat_templates.h"
 
 namespace keel::cli {
 
@@ -31,6 +32,20 @@ std::vector<std::string> te_role_args(const ClusterUpOptions& o, const std::stri
   if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
   return argv;
 }
+
+namespace {
+
+// --chat-template as a TE gets it: a built-in name or Jinja text as given, a file's path made
+// absolute (the TE may run elsewhere in the tree).
+std::string chat_template_arg(const std::string& v) {
+  if (tokenizer::builtin_chat_template_source(v) || v.find("{{") != std::string::npos ||
+      v.find("{%") != std::string::npos) {
+    return v;
+  }
+  return std::filesystem::absolute(v).string();
+}
+
+}  // namespace
 
 // A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
 // prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
@@ -58,6 +73,13 @@ std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::st
   if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
   if (s.compute.use_mmap) argv.push_back("--mmap");
   if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
+  if (!s.chat_template.empty()) {
+    argv.insert(argv.end(), {"--chat-template", chat_template_arg(s.chat_template)});
+  }
+  if (!s.chat_template_file.empty()) {
+    argv.insert(argv.end(),
+                {"--chat-template-file", std::filesystem::absolute(s.chat_template_file).string()});
+  }
   for (const std::string& lora : s.loras) argv.insert(argv.end(), {"--lora", lora});
   if (kind == "colocated" && s.pp > 1) {  // the TE starts its stage 1, or is told where it runs
     argv.insert(argv.end(), {"--pp", std::to_string(s.pp), "--pp-step-timeout",

@@ -56,7 +56,14 @@ struct ServeOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                // 0 = an ephemeral port (logged)
   std::string served_model_name;  // "" = the model file's stem
-  std::string api_key;            // "" = no authentication
+  // --chat-template NAME|FILE|TEXT and --chat-template-file FILE: the chat template instead of the
+  // GGUF's (tokenizer/chat_template_choice.h); "" = the model's.
+  std::string chat_template;
+  std::string chat_template_file;
+  // --reasoning-parser none | qwen3 | deepseek-r1 (server/reasoning_split.h): thinking split out
+  // of chat output into reasoning_content / reasoning. keel serve and cluster up's gateway.
+  std::string reasoning_parser = "none";
+  std::string api_key;  // "" = no authentication
   int64_t max_body_bytes = int64_t{8} << 20;
   int64_t ctx_size = 0;  // max model length; 0 = the model's context length
   int32_t max_num_seqs = 16;

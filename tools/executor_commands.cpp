@@ -254,7 +254,10 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
                         cluster::KvEventPublisher::start(publisher_config(o.host)));
   // A streamed handoff's watch list, fed by the engine's tap: outlives the engine (declared first).
   std::unique_ptr<cluster::KvHandoffStreams> streams;
-  Result<std::unique_ptr<host::EngineHost>> opened = host::EngineHost::open(path);
+  // The chat template is checked here as keel serve checks it (a TE renders no chat: its
+  // gateway does), so one set of flags starts either.
+  Result<std::unique_ptr<host::EngineHost>> opened =
+      host::EngineHost::open(path, {o.chat_template, o.chat_template_file});
   if (!opened.ok()) return fail_bind(launch, opened.status());
   std::unique_ptr<host::EngineHost> host = std::move(*opened);
   host::StartOptions start;

@@ -138,6 +138,8 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--served-model-name", serve.served_model_name,
                         "Model id in the API (default: the file's stem)");
   serve_cmd->add_option("--api-key", serve.api_key, "Require 'Authorization: Bearer KEY'");
+  add_chat_template_flags(serve_cmd, &serve);
+  add_reasoning_parser_flag(serve_cmd, &serve);
   serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes, "Largest request body")
       ->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
   serve_cmd->add_option("-c,--ctx-size", serve.ctx_size, "Max model length (0 = the model's)")

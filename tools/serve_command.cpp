@@ -164,7 +164,9 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     KEEL_ASSIGN_OR_RETURN(path, resolve_model_path(opts.model_path, pool));
   }
   // Metadata first: the tokenizer and chat template, so the server can listen during the load.
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<host::EngineHost> host, host::EngineHost::open(path));
+  KEEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<host::EngineHost> host,
+      host::EngineHost::open(path, {opts.chat_template, opts.chat_template_file}));
   const std::string name = served_model_name(opts.served_model_name, opts.model_path, path);
 
   const int64_t descriptor_limit = raise_descriptor_limit();
@@ -172,6 +174,8 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
       host->client(), &host->tokenizer(),
       server::template_chat_formatter(host->chat_template(), &host->tokenizer()), host->ready()};
   deps.tool_format = server::detect_tool_format(host->chat_template()->source());
+  KEEL_ASSIGN_OR_RETURN(deps.reasoning_parser,
+                        server::parse_reasoning_parser(opts.reasoning_parser));
   KEEL_ASSIGN_OR_RETURN(
       std::unique_ptr<server::Server> srv,
       server::Server::start(server_config(opts, name, host->random_weights(), descriptor_limit),

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <utility>
 
+#include "core/file_system.h"
+#include "core/log.h"
 #include "engine/pipeline_checks.h"
 #include "gguf/reader.h"
 
@@ -16,12 +18,19 @@ EngineHost::EngineHost(std::string path, tokenizer::Tokenizer tok, tokenizer::Ch
       chat_template_(std::make_shared<const tokenizer::ChatTemplate>(std::move(tmpl))),
       random_weights_(random_weights) {}
 
-Result<std::unique_ptr<EngineHost>> EngineHost::open(const std::string& path) {
+Result<std::unique_ptr<EngineHost>> EngineHost::open(
+    const std::string& path, const tokenizer::ChatTemplateChoice& chat_template) {
+  PosixFileSystem fs;
+  KEEL_ASSIGN_OR_RETURN(std::optional<tokenizer::ChosenChatTemplate> chosen,
+                        tokenizer::load_chat_template(chat_template, fs));
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile meta,
                         gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
   KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(meta));
-  return std::unique_ptr<EngineHost>(new EngineHost(
-      path, std::move(tok), tokenizer::ChatTemplate::from_gguf(meta), has_random_weights(meta)));
+  if (chosen) KEEL_LOG_INFO("chat template: {} (instead of the model's)", chosen->description);
+  tokenizer::ChatTemplate tmpl =
+      chosen ? std::move(chosen->tmpl) : tokenizer::ChatTemplate::from_gguf(meta);
+  return std::unique_ptr<EngineHost>(
+      new EngineHost(path, std::move(tok), std::move(tmpl), has_random_weights(meta)));
 }
 
 Status EngineHost::start(StartOptions options, const ReadProgress& progress) {

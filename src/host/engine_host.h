@@ -29,6 +29,7 @@
 #include "host/pipeline_stage.h"
 #include "model/model.h"
 #include "tokenizer/chat_template.h"
+#include "tokenizer/chat_template_choice.h"
 #include "tokenizer/tokenizer.h"
 
 namespace keel::host {
@@ -50,8 +51,11 @@ struct StartOptions {
 
 class EngineHost {
  public:
-  // The metadata of the GGUF at `path` (no tensor bytes are read).
-  static Result<std::unique_ptr<EngineHost>> open(const std::string& path);
+  // The metadata of the GGUF at `path` (no tensor bytes are read). A non-empty `chat_template`
+  // (--chat-template / --chat-template-file) replaces the GGUF's template; its errors
+  // (tokenizer/chat_template_choice.h) fail the open.
+  static Result<std::unique_ptr<EngineHost>> open(
+      const std::string& path, const tokenizer::ChatTemplateChoice& chat_template = {});
 
   // Reads the weights (reporting bytes to `progress`), loads the model, starts the engine and
   // attaches it to client(); then ready() turns true.

@@ -29,8 +29,9 @@ Tokenized tokenize(const ServerContext& ctx, const CacheSpec& spec) {
           ApiError::bad_request("This server has no chat template; cache a `prompt`.", "messages");
       return out;
     }
-    Result<tokenizer::TrackedText> text = ctx.deps.chat(plain_tool_messages(ctx, spec.messages),
-                                                        /*add_generation_prompt=*/false, nullptr);
+    Result<tokenizer::TrackedText> text =
+        ctx.deps.chat(plain_tool_messages(ctx, spec.messages),
+                      /*add_generation_prompt=*/false, nullptr, nullptr);
     if (!text.ok()) {
       out.error = ApiError::from_status(text.error(), "messages");
       return out;

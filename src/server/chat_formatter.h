@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -32,19 +33,25 @@ struct ChatMessage {
   // role "assistant": the calls it made, [{"id", "type", "function": {"name", "arguments"}}] with
   // arguments parsed to JSON (tool_request.h); null when none.
   nlohmann::ordered_json tool_calls;
+  // role "assistant": its thinking, from `reasoning_content` or `reasoning` (reasoning_split.h);
+  // nullopt when absent. Templates read it as `reasoning_content` (Qwen3's does).
+  std::optional<std::string> reasoning_content;
 };
 
 // Messages → prompt text. add_generation_prompt: end with the assistant turn's opening. tools: the
 // template's `tools` variable (OpenAI tool definitions), null for none (tool_prompt.h).
+// template_kwargs: the request's chat_template_kwargs (more template variables, e.g.
+// {"enable_thinking": false}), an object or null; their text is plain like the messages'.
 // Errors (e.g. a template rejecting a role order) are returned to the client as 400.
 using ChatFormatter = std::function<Result<tokenizer::TrackedText>(
     std::span<const ChatMessage> messages, bool add_generation_prompt,
-    const nlohmann::ordered_json& tools)>;
+    const nlohmann::ordered_json& tools, const nlohmann::ordered_json& template_kwargs)>;
 
 // Messages → prompt text through `tmpl` (a model's tokenizer.chat_template, or ChatML), with the
 // tokenizer's BOS and EOS texts as the template's bos_token / eos_token; a BOS the template
 // renders is dropped when `tok` adds one itself (tokenizer::prompt_for_tokenizer): never a double
-// BOS. A message's name, tool_call_id and tool_calls reach the template as message fields. `tok`
+// BOS. A message's name, tool_call_id, tool_calls and reasoning_content reach the template as
+// message fields; template_kwargs as template variables (ChatRenderOptions). `tok`
 // must outlive the formatter.
 [[nodiscard]] ChatFormatter template_chat_formatter(
     std::shared_ptr<const tokenizer::ChatTemplate> tmpl, const tokenizer::Tokenizer* tok);

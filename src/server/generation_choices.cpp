@@ -2,6 +2,7 @@
 #include "server/generation_choices.h"
 
 #include "server/lora_routes.h"
+#include "server/tool_grammar.h"
 
 #include <fmt/format.h>
 
@@ -15,7 +16,10 @@ GenerationChoices::GenerationChoices(const ServerContext& ctx, GenerationSpec sp
       spec_(std::move(spec)),
       prompts_(std::move(prompts)),
       request_id_(std::move(request_id)),
-      tool_family_(ctx.deps.tool_format.family) {
+      tool_family_(ctx.deps.tool_format.family),
+      reasoning_parser_(ctx.deps.reasoning_parser) {
+  reasoning_ = spec_.kind == ApiKind::kChat && reasoning_parser_ != ReasoningParser::kNone &&
+               (spec_.grammar.empty() || spec_.tools.constrained);
   meta_.kind = spec_.kind;
   meta_.id = (spec_.kind == ApiKind::kChat ? "chatcmpl-" : "cmpl-") + request_id_;
   meta_.created = static_cast<int64_t>(std::time(nullptr));
@@ -36,7 +40,14 @@ GenerationChoices::GenerationChoices(const ServerContext& ctx, GenerationSpec sp
     if (spec_.stream && spec_.tools.active()) {
       s.tools = std::make_unique<ToolCallStream>(tool_family_, &spec_.tools);
     }
+    if (spec_.stream && reasoning_) {
+      s.reasoning = std::make_unique<ReasoningSplitter>(starts_in_reasoning(s));
+    }
   }
+}
+
+bool GenerationChoices::starts_in_reasoning(const Slot& slot) const {
+  return server::starts_in_reasoning(reasoning_parser_, prompts_[slot.prompt].think_tail);
 }
 
 engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) const {
@@ -53,6 +64,9 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
   r.cache_salt = spec_.cache_salt;
   r.lora = lora_;
   r.grammar = spec_.grammar;
+  if (reasoning_ && spec_.tools.constrained) {  // the thinking first, then the calls' grammar
+    r.grammar = with_reasoning_prefix(spec_.grammar, starts_in_reasoning(slot));
+  }
   r.pic_chunks = p.pic_chunks;
   r.pic_link = spec_.pic_link;
   if (spec_.sparse_policy)
@@ -92,19 +106,28 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
       d.text.insert(0, prompts_[slot.prompt].text);
     }
   }
+  std::string reasoning;
+  if (slot.reasoning) {
+    ReasoningParts parts = slot.reasoning->push(d.text);
+    if (d.finish) {
+      ReasoningParts rest = slot.reasoning->finish();
+      parts.reasoning += rest.reasoning;
+      parts.content += rest.content;
+    }
+    reasoning = std::move(parts.reasoning);
+    d.text = std::move(parts.content);
+  }
   ToolStreamOutput calls;
   if (slot.tools) {
     calls = slot.tools->push(d.text);
     d.text = std::move(calls.content);
     calls.content.clear();
   }
-  if (!d.text.empty() || !d.logprobs.empty()) {
-    *out += chunk_event(meta_,
-                        {.index = slot.index,
-                         .text = std::move(d.text),
-                         .has_logprobs = spec_.logprobs,
-                         .logprobs = d.logprobs},
-                        spec_.include_usage);
+  if (!d.text.empty() || !d.logprobs.empty() || !reasoning.empty()) {
+    ChunkChoice c{.index = slot.index, .has_logprobs = spec_.logprobs, .logprobs = d.logprobs};
+    if (!reasoning.empty()) c.reasoning = std::move(reasoning);
+    if (!d.text.empty() || !c.reasoning) c.text = std::move(d.text);
+    *out += chunk_event(meta_, c, spec_.include_usage);
   }
   if (slot.tools) stream_tool_output(slot, std::move(calls), out);
   if (d.finish) {
@@ -179,6 +202,11 @@ std::string GenerationChoices::final_body() const {
     c.index = s.index;
     c.text = spec_.echo ? prompts_[s.prompt].text + s.out->text() : s.out->text();
     c.finish_reason = s.out->finish_reason().value_or("stop");
+    if (reasoning_) {
+      ReasoningParts parts = split_reasoning(c.text, starts_in_reasoning(s));
+      c.text = std::move(parts.content);
+      if (!parts.reasoning.empty()) c.reasoning = std::move(parts.reasoning);
+    }
     if (spec_.kind == ApiKind::kChat && spec_.tools.active()) {
       ParsedToolOutput parsed = parse_tool_output(tool_family_, c.text, spec_.tools);
       std::string content = std::move(parsed.content);

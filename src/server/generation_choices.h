@@ -5,7 +5,12 @@
 // (batch_runner.cpp) from a batch worker thread. Both route events to consume() themselves.
 // With tools (tool_choice not "none") the output is parsed into calls (parse_tool_output; streamed:
 // a ToolCallStream, calls sent as they are generated when a tool grammar constrains the output):
-// message.tool_calls / tool-call deltas and finish_reason "tool_calls".
+// message.tool_calls / tool-call deltas and finish_reason "tool_calls". With a reasoning parser
+// (ServerDeps::reasoning_parser) a chat choice's text is first split into thinking and content
+// (reasoning_split.h; streamed: a ReasoningSplitter per choice): the thinking goes out as
+// reasoning_content / reasoning, tool calls are parsed from the content only, and a tool grammar
+// lets the thinking come first (with_reasoning_prefix). A request whose output another grammar
+// shapes from its first token (response_format, `grammar`, `regex`) is not split.
 //
 // Invariant: every engine request submitted is finished or aborted once abort_unfinished() has
 // run; callers run it on every exit path (the destructor does not: the engine may be gone).
@@ -23,6 +28,7 @@
 #include "server/choice_output.h"
 #include "server/generation_request.h"
 #include "server/prompt_preparation.h"
+#include "server/reasoning_split.h"
 #include "server/response_builder.h"
 #include "server/server_context.h"
 #include "server/tool_call_stream.h"
@@ -66,7 +72,11 @@ class GenerationChoices {
     bool sent_first = false;  // chat: role chunk sent; completions: echo text sent
     std::unique_ptr<ChoiceOutput> out;
     std::unique_ptr<ToolCallStream> tools;  // streamed chat with tools: holds back calls
+    // Streamed chat with a reasoning parser: splits the thinking from the content.
+    std::unique_ptr<ReasoningSplitter> reasoning;
   };
+  // Whether the output of `slot` starts inside the thinking (reasoning_ only).
+  [[nodiscard]] bool starts_in_reasoning(const Slot& slot) const;
   engine::GenerationRequest make_request(const Slot& slot) const;
   void stream_delta(Slot& slot, ChoiceDelta& delta, std::string* out) const;
   // A ToolCallStream's content and deltas as SSE chunks of choice `slot`.
@@ -80,6 +90,9 @@ class GenerationChoices {
   std::string request_id_;
   ResponseMeta meta_;
   ToolFamily tool_family_ = ToolFamily::kGeneric;
+  ReasoningParser reasoning_parser_ = ReasoningParser::kNone;
+  // Chat output is split into thinking and content (a parser, and no grammar but tools').
+  bool reasoning_ = false;
   std::string lora_;  // the engine adapter `model` selects ("" = the base model)
   std::vector<Slot> slots_;
   size_t num_done_ = 0;

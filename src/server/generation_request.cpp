@@ -341,6 +341,7 @@ ApiResult<GenerationSpec> parse_chat(const Json& body, const ParseLimits& limits
     spec.top_logprobs = static_cast<int32_t>(*top_logprobs);
   }
   KEEL_API_TRY(read_bool(body, "add_generation_prompt", &spec.add_generation_prompt));
+  KEEL_API_TRY(parse_chat_template_kwargs(body, &spec.chat_template_kwargs));
   KEEL_API_TRY(check_choice_count(spec, limits));
   KEEL_API_TRY(finish_sampling(&spec, limits));
   return spec;
@@ -391,6 +392,21 @@ MaybeError parse_cache_salt(const Json& body, std::string* out) {
     }
     *out = std::move(*s);
   }
+  return std::nullopt;
+}
+
+MaybeError parse_chat_template_kwargs(const Json& body, nlohmann::ordered_json* out) {
+  const Json* kwargs = field(body, "chat_template_kwargs");
+  if (kwargs == nullptr) return std::nullopt;
+  if (!kwargs->is_object()) return type_error("chat_template_kwargs", "an object", *kwargs);
+  for (const auto& [key, value] : kwargs->items()) {
+    if (tokenizer::is_reserved_variable(key)) {
+      return ApiError::bad_request(
+          fmt::format("`chat_template_kwargs` may not set `{}`: the server sets it", key),
+          "chat_template_kwargs." + key);
+    }
+  }
+  *out = nlohmann::ordered_json::parse(kwargs->dump());
   return std::nullopt;
 }
 

@@ -20,6 +20,11 @@
 //   - `speculative` (keel extension): {"method": "ngram"|"none", "k": 1..16, "ngram_max": 1..16,
 //     "ngram_min": 1..ngram_max} — speculative decoding for this request (docs/speculative.md);
 //     method required, the rest default to 4, 3 and 1; other keys are refused.
+//   - `chat_template_kwargs` (vLLM's and llama-server's name): a JSON object of more chat
+//     template variables (e.g. {"enable_thinking": false}); anything else is a 400, and so is a
+//     name the server sets itself (messages, tools, add_generation_prompt, ...).
+//   - assistant messages may carry `reasoning_content` or `reasoning` (a string or null; the
+//     first when both are given), passed to the template as `reasoning_content`.
 //   - `early_exit` (keel extension): true | false | {"threshold": number, "layers": [int]} —
 //     SpecEE early exit for this request (engine/early_exit_params.h); an object enables it;
 //     other keys are refused.
@@ -55,12 +60,13 @@ struct PromptInput {
 
 struct GenerationSpec {
   ApiKind kind = ApiKind::kChat;
-  std::string model;                  // as sent; "" when absent
-  std::vector<ChatMessage> messages;  // chat only (non-empty)
-  bool add_generation_prompt = true;  // chat only (vLLM extension)
-  std::vector<PromptInput> prompts;   // completions only (non-empty)
-  int32_t n = 1;                      // choices per prompt
-  std::optional<int32_t> max_tokens;  // ≥ 1; chat: unset = rest of the context
+  std::string model;                            // as sent; "" when absent
+  std::vector<ChatMessage> messages;            // chat only (non-empty)
+  bool add_generation_prompt = true;            // chat only (vLLM extension)
+  nlohmann::ordered_json chat_template_kwargs;  // chat only: an object, or null when absent
+  std::vector<PromptInput> prompts;             // completions only (non-empty)
+  int32_t n = 1;                                // choices per prompt
+  std::optional<int32_t> max_tokens;            // ≥ 1; chat: unset = rest of the context
   sampling::SamplingParams sampling;  // logprobs = top-N alternatives when logprobs requested
   bool logprobs = false;              // return logprobs (chat `logprobs: true`, completions int)
   int32_t top_logprobs = 0;           // alternatives per position (chat top_logprobs, completions
@@ -105,6 +111,10 @@ ApiResult<GenerationSpec> parse_completion_request(const nlohmann::json& body,
 
 // Shared with POST /v1/caches: the optional `cache_salt` (1 to 1024 bytes).
 std::optional<ApiError> parse_cache_salt(const nlohmann::json& body, std::string* out);
+
+// Shared with /tokenize: the optional `chat_template_kwargs` object (null when absent).
+std::optional<ApiError> parse_chat_template_kwargs(const nlohmann::json& body,
+                                                   nlohmann::ordered_json* out);
 
 // Shared with /tokenize: the `messages` array (param names "messages[i]...").
 ApiResult<std::vector<ChatMessage>> parse_messages(const nlohmann::json& messages);

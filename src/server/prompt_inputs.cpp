@@ -83,6 +83,22 @@ ApiResult<std::string> parse_content(const Json& msg, const std::string& where,
   return text;
 }
 
+// An assistant message's thinking: `reasoning_content` (llama-server, the AI SDK) or `reasoning`
+// (vLLM), a string or null; the first when both are given.
+MaybeError parse_message_reasoning(const Json& msg, const std::string& where,
+                                   std::optional<std::string>* out) {
+  for (std::string_view name : {"reasoning_content", "reasoning"}) {
+    const Json* r = field(msg, name);
+    if (r == nullptr || r->is_null()) continue;
+    if (!r->is_string()) return type_error(where + "." + std::string(name), "a string", *r);
+    if (has_pic_marks(r->get_ref<const std::string&>())) {
+      return reserved_marker(where + "." + std::string(name));
+    }
+    if (!out->has_value()) *out = r->get<std::string>();
+  }
+  return std::nullopt;
+}
+
 ApiResult<ChatMessage> parse_message(const Json& msg, size_t i) {
   const std::string where = fmt::format("messages[{}]", i);
   if (!msg.is_object()) return type_error(where, "an object", msg);
@@ -112,6 +128,7 @@ ApiResult<ChatMessage> parse_message(const Json& msg, size_t i) {
     ApiResult<nlohmann::ordered_json> calls = parse_message_tool_calls(msg, where);
     if (!calls.ok()) return calls.error();
     out.tool_calls = std::move(calls.value());
+    KEEL_API_TRY(parse_message_reasoning(msg, where, &out.reasoning_content));
   }
   return out;
 }

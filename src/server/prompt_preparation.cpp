@@ -71,7 +71,7 @@ PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& 
     ToolPrompt tp = tool_prompt(spec.messages, spec.tools, ctx.deps.tool_format);
     const std::vector<ChatMessage> messages = pic_marked_messages(ctx, tp.messages);
     Result<tokenizer::TrackedText> text =
-        ctx.deps.chat(messages, spec.add_generation_prompt, tp.tools);
+        ctx.deps.chat(messages, spec.add_generation_prompt, tp.tools, spec.chat_template_kwargs);
     if (!text.ok()) {
       out.error = ApiError::from_status(text.error(), "messages");
       return out;
@@ -83,6 +83,7 @@ PreparedPrompts prepare_prompts(const ServerContext& ctx, const GenerationSpec& 
       return out;
     }
     PreparedPrompt p;
+    p.think_tail = think_tail(*text);
     // Message contents are the plain spans: tokenized as text, never as special tokens.
     if (has_pic_marks(text->text)) {
       Result<PicTokens> pic = tokenize_pic(tok, *text);

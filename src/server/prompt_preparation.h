@@ -20,15 +20,17 @@
 
 #include "server/api_error.h"
 #include "server/generation_request.h"
+#include "server/reasoning_split.h"
 #include "server/server_context.h"
 
 namespace keel::server {
 
 struct PreparedPrompt {
-  std::vector<int32_t> tokens;           // non-empty
-  std::string text;                      // the prompt as text (for echo)
-  int32_t max_tokens = 0;                // ≥ 1
-  std::vector<kv::PicChunk> pic_chunks;  // position-independent spans of `tokens` (chat)
+  std::vector<int32_t> tokens;              // non-empty
+  std::string text;                         // the prompt as text (for echo)
+  int32_t max_tokens = 0;                   // ≥ 1
+  std::vector<kv::PicChunk> pic_chunks;     // position-independent spans of `tokens` (chat)
+  ThinkTail think_tail = ThinkTail::kNone;  // chat: how the generation prompt left <think>
 };
 
 struct PreparedPrompts {  // default-constructible (crosses a co_spawn)

@@ -119,6 +119,10 @@ std::string completion_body(const ResponseMeta& meta, std::span<const FinishedCh
       choice["message"] = {{"role", "assistant"},
                            {"content", c.content_null ? Json(nullptr) : Json(c.text)}};
       if (!c.tool_calls.is_null()) choice["message"]["tool_calls"] = c.tool_calls;
+      if (c.reasoning) {
+        choice["message"]["reasoning_content"] = *c.reasoning;
+        choice["message"]["reasoning"] = *c.reasoning;
+      }
     } else {
       choice["text"] = c.text;
     }
@@ -138,6 +142,10 @@ std::string chunk_event(const ResponseMeta& meta, const ChunkChoice& c, bool inc
   if (meta.kind == ApiKind::kChat) {
     Json delta = Json::object();
     if (c.role) delta["role"] = "assistant";
+    if (c.reasoning) {
+      delta["reasoning_content"] = *c.reasoning;
+      delta["reasoning"] = *c.reasoning;
+    }
     if (c.text) delta["content"] = *c.text;
     if (!c.tool_calls.is_null()) delta["tool_calls"] = c.tool_calls;
     choice["delta"] = std::move(delta);

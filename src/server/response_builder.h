@@ -42,6 +42,9 @@ struct FinishedChoice {
   std::optional<std::string> stop_reason;
   bool content_null = false;  // chat: "content": null (a message with only tool calls)
   nlohmann::json tool_calls;  // chat: message.tool_calls (tool_calls_json), null when none
+  // chat: the thinking (reasoning_split.h), as message.reasoning_content and message.reasoning;
+  // nullopt: neither key.
+  std::optional<std::string> reasoning;
   bool has_logprobs = false;
   std::span<const LogprobEntry> logprobs;
 };
@@ -55,7 +58,9 @@ struct ChunkChoice {
   int32_t index = 0;
   bool role = false;                // chat: delta carries role "assistant"
   std::optional<std::string> text;  // delta content / text (nullopt: none)
-  nlohmann::json tool_calls;        // chat: delta.tool_calls (tool_call_*_delta), null when none
+  // chat: thinking text, as delta.reasoning_content and delta.reasoning (nullopt: none)
+  std::optional<std::string> reasoning;
+  nlohmann::json tool_calls;  // chat: delta.tool_calls (tool_call_*_delta), null when none
   std::optional<std::string> finish_reason;
   std::optional<std::string> stop_reason;
   bool has_logprobs = false;  // logprobs requested (else "logprobs": null)

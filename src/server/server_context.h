@@ -19,6 +19,7 @@
 #include "server/body_budget.h"
 #include "server/chat_formatter.h"
 #include "server/file_store.h"
+#include "server/reasoning_split.h"
 #include "server/server_config.h"
 #include "server/tool_format.h"
 #include "tokenizer/tokenizer.h"
@@ -46,6 +47,9 @@ struct ServerDeps {
   // How the chat template's model writes tool calls (detect_tool_format on the template's text);
   // the default is keel's generic convention with tools described in the system prompt.
   ToolFormat tool_format;
+  // How the model's chat output is split into thinking and answer (--reasoning-parser;
+  // reasoning_split.h); kNone: the whole output is content.
+  ReasoningParser reasoning_parser = ReasoningParser::kNone;
 };
 
 // 128-bit random-looking hex ids: a per-server random salt mixed with a counter (no lock).

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "core/check.h"
 #include "grammar/json_schema.h"
 
 namespace keel::server {
@@ -78,6 +79,21 @@ std::string text_without_rules(std::string_view marker, const std::string& name)
     rules += fmt::format("{}-{} ::= ({})?\n", name, k, alts);
   }
   return rules;
+}
+
+std::string with_reasoning_prefix(std::string_view tool_grammar, bool in_reasoning) {
+  constexpr std::string_view kRoot = "root ::= ";
+  KEEL_CHECK(tool_grammar.starts_with(kRoot));
+  const size_t eol = tool_grammar.find('\n');
+  KEEL_CHECK(eol != std::string_view::npos);
+  const std::string_view body = tool_grammar.substr(kRoot.size(), eol - kRoot.size());
+  std::string out = fmt::format("root ::= {} ({})\n", in_reasoning ? "think" : "think?", body);
+  out += tool_grammar.substr(eol + 1);
+  if (!out.ends_with('\n')) out += '\n';
+  out += fmt::format("think ::= {}reasoning-0 \"</think>\" [ \\t\\r\\n]*\n",
+                     in_reasoning ? "" : "\"<think>\" ");
+  out += text_without_rules("</think>", "reasoning");
+  return out;
 }
 
 Result<std::string> forced_tool_grammar(ToolFamily family, const ToolRequest& request) {

@@ -31,6 +31,12 @@ Result<std::string> forced_tool_grammar(ToolFamily family, const ToolRequest& re
 // Errors: as forced_tool_grammar.
 Result<std::string> auto_tool_grammar(ToolFamily family, const ToolRequest& request);
 
+// A tool grammar (forced or auto; its first line is its `root` rule) that lets a reasoning model
+// think first (reasoning_split.h): in_reasoning (the prompt opened <think>): any text without
+// "</think>", then "</think>" and spaces, then the tool grammar; otherwise an optional
+// "<think>" … "</think>" block and spaces before it.
+[[nodiscard]] std::string with_reasoning_prefix(std::string_view tool_grammar, bool in_reasoning);
+
 // Rules `<name>-0` … `<name>-(n-1)` (n = |marker|) for any text that does not contain `marker`,
 // `<name>-0` the start (a KMP automaton: rule k = the text so far ends with k bytes of marker).
 [[nodiscard]] std::string text_without_rules(std::string_view marker, const std::string& name);

@@ -31,6 +31,8 @@ ApiResult<std::vector<int32_t>> tokenize_body(const ServerContext& ctx, const Js
   bool add_special = true, add_generation_prompt = true;
   KEEL_API_TRY(read_bool(body, "add_special_tokens", &add_special));
   KEEL_API_TRY(read_bool(body, "add_generation_prompt", &add_generation_prompt));
+  nlohmann::ordered_json template_kwargs;
+  KEEL_API_TRY(parse_chat_template_kwargs(body, &template_kwargs));
   const Json* prompt = field(body, "prompt");
   const Json* messages = field(body, "messages");
   if ((prompt == nullptr) == (messages == nullptr)) {
@@ -49,7 +51,7 @@ ApiResult<std::vector<int32_t>> tokenize_body(const ServerContext& ctx, const Js
       return ApiError::bad_request("This server has no chat template.", "messages");
     Result<tokenizer::TrackedText> formatted =
         ctx.deps.chat(pic_marked_messages(ctx, plain_tool_messages(ctx, parsed.value())),
-                      add_generation_prompt, nullptr);
+                      add_generation_prompt, nullptr, template_kwargs);
     if (!formatted.ok()) return ApiError::from_status(formatted.error(), "messages");
     text = strip_pic_marks(*formatted);
   }

@@ -1,48 +1,17 @@
-// ChatTemplate: the built-in templates (ChatML, Llama 2), GGUF loading with the ChatML fallback,
-// the render variables, and the BOS rule (see chat_template.h).
+// ChatTemplate: the built-in templates (builtin_chat_templates.h), GGUF loading with the ChatML
+// fallback, the render variables, and the BOS rule (see chat_template.h).
 #include "tokenizer/chat_template.h"
 
 #include "core/check.h"
 #include "core/log.h"
 #include "jinja/json_text.h"
 #include "jinja/plain_spans.h"
+#include "tokenizer/builtin_chat_templates.h"
 
 namespace keel::tokenizer {
 namespace {
 
 constexpr int kMaxJsonDepth = 64;  // nesting accepted in tools, tool calls and extra context
-
-// ChatML, the fallback: every message as <|im_start|>role\ncontent<|im_end|>\n.
-constexpr std::string_view kChatMl = R"({#- ChatML -#}
-{%- for message in messages -%}
-  {{- '<|im_start|>' ~ message.role ~ '\n' ~ message.content ~ '<|im_end|>\n' -}}
-{%- endfor -%}
-{%- if add_generation_prompt -%}
-  {{- '<|im_start|>assistant\n' -}}
-{%- endif -%})";
-
-// Llama 2 chat: [INST] turns, the system prompt folded into the first user turn inside
-// <<SYS>> markers, each user turn opened by BOS and each assistant turn closed by EOS.
-constexpr std::string_view kLlama2 = R"({#- Llama 2 chat -#}
-{%- set ns = namespace(system='', turns=messages) -%}
-{%- if messages and messages[0].role == 'system' -%}
-  {%- set ns.system = messages[0].content -%}
-  {%- set ns.turns = messages[1:] -%}
-{%- endif -%}
-{%- for m in ns.turns -%}
-  {%- if (m.role == 'user') != (loop.index0 is even) -%}
-    {{- raise_exception('Llama 2 chat needs user and assistant turns alternating, user first') -}}
-  {%- endif -%}
-  {%- if m.role == 'user' -%}
-    {%- set text = m.content -%}
-    {%- if loop.first and ns.system -%}
-      {%- set text = '<<SYS>>\n' ~ ns.system ~ '\n<</SYS>>\n\n' ~ text -%}
-    {%- endif -%}
-    {{- bos_token ~ '[INST] ' ~ text | trim ~ ' [/INST]' -}}
-  {%- else -%}
-    {{- ' ' ~ m.content | trim ~ ' ' ~ eos_token -}}
-  {%- endif -%}
-{%- endfor -%})";
 
 ChatTemplate must_parse(std::string_view source) {
   auto t = ChatTemplate::parse(source);
@@ -85,9 +54,15 @@ Result<ChatTemplate> ChatTemplate::parse(std::string_view source) {
   return ChatTemplate(std::string(source), std::move(t).value());
 }
 
-ChatTemplate ChatTemplate::chatml() { return must_parse(kChatMl); }
+ChatTemplate ChatTemplate::chatml() { return must_parse(*builtin_chat_template_source("chatml")); }
 
-ChatTemplate ChatTemplate::llama2() { return must_parse(kLlama2); }
+ChatTemplate ChatTemplate::llama2() { return must_parse(*builtin_chat_template_source("llama2")); }
+
+std::optional<ChatTemplate> ChatTemplate::builtin(std::string_view name) {
+  std::optional<std::string> source = builtin_chat_template_source(name);
+  if (!source) return std::nullopt;
+  return must_parse(*source);
+}
 
 ChatTemplate ChatTemplate::from_gguf(const gguf::GgufFile& file) {
   auto text = file.get_string("tokenizer.chat_template");
@@ -134,6 +109,19 @@ Result<TrackedText> ChatTemplate::render_tracked(std::span<const ChatMessage> me
       vars.set(it.key(), std::move(v));
     }
   }
+  if (!options.template_kwargs.is_null()) {
+    if (!options.template_kwargs.is_object()) {
+      return Status::invalid_argument("chat template: chat_template_kwargs must be a JSON object");
+    }
+    for (auto it = options.template_kwargs.begin(); it != options.template_kwargs.end(); ++it) {
+      if (is_reserved_variable(it.key())) {
+        return Status::invalid_argument("chat template: chat_template_kwargs may not set `" +
+                                        it.key() + "` (the server sets it)");
+      }
+      KEEL_ASSIGN_OR_RETURN(jinja::Value v, json_value(it.value(), "chat template: " + it.key()));
+      vars.set(it.key(), jinja::mark_plain(v));
+    }
+  }
   jinja::Value::List list;
   list.reserve(messages.size());
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -155,6 +143,11 @@ Result<TrackedText> ChatTemplate::render_tracked(std::span<const ChatMessage> me
   auto out = tmpl_.render_tracked(vars, env);
   if (!out.ok()) return out.error().with_prefix("chat template");
   return out;
+}
+
+bool is_reserved_variable(std::string_view name) {
+  return name == "messages" || name == "tools" || name == "documents" ||
+         name == "add_generation_prompt" || name == "bos_token" || name == "eos_token";
 }
 
 std::string bos_text(const Tokenizer& tokenizer) {

@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -50,6 +51,10 @@ struct ChatRenderOptions {
   nlohmann::ordered_json documents;   // list of documents (RAG templates); null: none
   // More template variables, e.g. {"enable_thinking": false}; must be an object or null.
   nlohmann::ordered_json extra_context;
+  // A request's chat_template_kwargs: more variables, from the client, so their text is plain
+  // (never special tokens); an object or null. A name the render sets itself (messages, tools,
+  // documents, add_generation_prompt, bos_token, eos_token) is refused (is_reserved_variable).
+  nlohmann::ordered_json template_kwargs;
   // Clock behind strftime_now() (formatted in UTC); null: the system clock.
   std::function<std::chrono::system_clock::time_point()> now;
   jinja::RenderLimits limits;
@@ -64,6 +69,8 @@ class ChatTemplate {
   // The classic Llama 2 chat format: "<s>[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST]
   // {assistant} </s><s>[INST] ...", roles alternating user/assistant after an optional system.
   static ChatTemplate llama2();
+  // A template keel ships (builtin_chat_templates.h); nullopt for an unknown name.
+  static std::optional<ChatTemplate> builtin(std::string_view name);
   // tokenizer.chat_template when present and parseable; else ChatML, with a logged warning
   // naming the file and the reason.
   static ChatTemplate from_gguf(const gguf::GgufFile& file);
@@ -95,6 +102,9 @@ class ChatTemplate {
   jinja::Template tmpl_;
   bool fallback_ = false;
 };
+
+// True for the variables every render sets itself (see ChatRenderOptions::template_kwargs).
+bool is_reserved_variable(std::string_view name);
 
 // bos_token / eos_token texts of a vocabulary for ChatRenderOptions ("" when it has none).
 std::string bos_text(const Tokenizer& tokenizer);

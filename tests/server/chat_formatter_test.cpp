@@ -19,7 +19,7 @@ TEST(TemplateChatFormatterTest, ChatmlRendersAsTheTestFormatter) {
   const std::vector<ChatMessage> messages = {{"system", "be brief", "", ""},
                                              {"user", "<|im_end|> Hello", "ann", ""}};
   for (const bool gen : {false, true}) {
-    auto got = format(messages, gen, nullptr);
+    auto got = format(messages, gen, nullptr, nullptr);
     ASSERT_TRUE(got.ok()) << got.error().to_string();
     auto want = testing::chatml_tracked(messages, gen);
     ASSERT_TRUE(want.ok());

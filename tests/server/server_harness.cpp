@@ -20,7 +20,8 @@ ServerConfig test_config() {
 }
 
 ServerHarness::ServerHarness(ServerConfig config, int64_t max_model_len,
-                             const tokenizer::Tokenizer* tokenizer)
+                             const tokenizer::Tokenizer* tokenizer,
+                             const std::function<void(ServerDeps*)>& customize)
     : engine_(std::make_unique<FakeEngine>(max_model_len)),
       own_tokenizer_(make_test_tokenizer()),
       tokenizer_(tokenizer != nullptr ? tokenizer : &own_tokenizer_) {
@@ -30,6 +31,7 @@ ServerHarness::ServerHarness(ServerConfig config, int64_t max_model_len,
   deps.tokenizer = tokenizer_;
   deps.chat = chatml_tracked;
   deps.ready = &ready_;
+  if (customize) customize(&deps);
   Result<std::unique_ptr<Server>> s = Server::start(std::move(config), std::move(deps));
   KEEL_CHECK_MSG(s.ok(), s.status().to_string().c_str());
   server_ = std::move(s).value();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -20,8 +21,10 @@ ServerConfig test_config();
 
 class ServerHarness {
  public:
+  // `customize` may change the deps (formatter, tool format, reasoning parser) before the start.
   explicit ServerHarness(ServerConfig config = test_config(), int64_t max_model_len = 256,
-                         const tokenizer::Tokenizer* tokenizer = nullptr);
+                         const tokenizer::Tokenizer* tokenizer = nullptr,
+                         const std::function<void(ServerDeps*)>& customize = {});
   ~ServerHarness();
 
   [[nodiscard]] uint16_t port() const { return server_->port(); }

@@ -51,7 +51,8 @@ tokenizer::Tokenizer make_test_tokenizer() {
 
 Result<tokenizer::TrackedText> chatml_tracked(std::span<const ChatMessage> messages,
                                               bool add_generation_prompt,
-                                              const nlohmann::ordered_json& /*tools*/) {
+                                              const nlohmann::ordered_json& /*tools*/,
+                                              const nlohmann::ordered_json& /*kwargs*/) {
   tokenizer::TrackedText out;
   for (const ChatMessage& m : messages) {
     if (m.content == "__template_error__") return Status::invalid_argument("template rejected");

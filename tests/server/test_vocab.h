@@ -34,7 +34,8 @@ tokenizer::Tokenizer make_test_tokenizer();
 // the contents are the plain spans (the harness's ChatFormatter).
 Result<tokenizer::TrackedText> chatml_tracked(std::span<const ChatMessage> messages,
                                               bool add_generation_prompt,
-                                              const nlohmann::ordered_json& tools = nullptr);
+                                              const nlohmann::ordered_json& tools = nullptr,
+                                              const nlohmann::ordered_json& kwargs = nullptr);
 // chatml_tracked's text.
 Result<std::string> chatml(std::span<const ChatMessage> messages, bool add_generation_prompt);
 

@@ -351,7 +351,7 @@ std::string render(const std::string& file, const std::vector<ChatMessage>& mess
   const ToolPrompt tp = tool_prompt(messages, request, format);
   ChatFormatter f = template_chat_formatter(
       std::make_shared<const tokenizer::ChatTemplate>(std::move(tmpl).value()), &tok);
-  Result<tokenizer::TrackedText> text = f(tp.messages, true, tp.tools);
+  Result<tokenizer::TrackedText> text = f(tp.messages, true, tp.tools, nullptr);
   EXPECT_TRUE(text.ok()) << text.error().to_string();
   return text.ok() ? text->text : "";
 }
