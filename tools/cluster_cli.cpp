@@ -6,6 +6,7 @@
 #include "cluster/weights_server.h"
 #include "semi_pd_flags.h"
 
+#include "state_flags.h"
 namespace keel::cli {
 namespace {
 
@@ -385,6 +386,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(1, 2));
   cli.up_cmd
       ->add_option("--pp-step-timeout", up.serve.pp_step_timeout_s,
+  add_state_flags(cli.up_cmd, &up.serve);
                    "--pp 2: seconds a TE waits for its stage 1's reply to one step")
       ->check(CLI::Range(0.001, 3600.0));
   cli.up_cmd->add_option("--jes", up.jes, "Job executors")->check(CLI::Range(1, 64));

@@ -50,6 +50,7 @@
 #include "server/server.h"
 #include "stop_signals.h"
 
+#include "state_flags.h"
 namespace keel::cli {
 namespace {
 
@@ -247,6 +248,7 @@ server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string
   c.allow_runtime_lora = true;
   return c;
 }
+  c.state_dir = serve_state_dir(o.serve);
 
 // The gateway's fleet client: with an autoscaler it holds requests while no TE is ready, and a
 // fleet that starts with none takes its limits from the flags and the GGUF.

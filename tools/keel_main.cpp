@@ -13,6 +13,7 @@
 #include "predictor_cli.h"
 #include "semi_pd_flags.h"
 
+#include "state_flags.h"
 namespace keel::cli {
 
 int report_error(const Status& s) {
@@ -240,6 +241,7 @@ int main(int argc, char** argv) {
                    "`model` = NAME")
       ->check(check_lora_spec);
   serve_cmd->add_flag("--allow-runtime-lora", serve.allow_runtime_lora,
+  keel::cli::add_state_flags(serve_cmd, &serve);
                       "Enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter");
   serve_cmd
       ->add_option("--cors-origins", serve.cors_origins,

@@ -28,6 +28,7 @@
 #include "server/chat_formatter.h"
 #include "server/server.h"
 #include "stop_signals.h"
+#include "state_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -119,6 +120,7 @@ Result<engine::ControllerConfig> semi_pd_controller_config(const ServeOptions& o
   c.max_step = o.semi_pd_max_step;
   c.min_cores = 1;
   c.max_cores = num_cores;  // a worker's set never exceeds the cores (SemiPdSplit::validate)
+  c.state_dir = serve_state_dir(o);
   c.probe_unfitted = true;  // from one split there is no model: probe one step to get a second
   c.max_total_cores = tuned ? o.semi_pd_max_cores : std::max(2, num_cores);
   if (c.max_total_cores > std::max(2, 2 * num_cores)) {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/log.h"
 #include "server/batch_input.h"
 #include "server/batch_runner.h"
 #include "server/http_framing.h"
@@ -246,17 +247,20 @@ HttpResponse create_batch(ServerContext& ctx, const HttpRequest& req) {
   if (!body.ok()) return HttpResponse::error(body.error());
   ApiResult<BatchRecord> record = parse_batch_create(ctx, body.value());
   if (!record.ok()) return HttpResponse::error(record.error());
-  BatchRecord& r = record.value();
-  // The input's bytes are shared with the runner: deleting the file later does not affect it.
-  std::optional<StoredFile> file = ctx.files.find(r.input_file_id);
-  if (!file) return HttpResponse::error(not_found("File", r.input_file_id, "file_not_found"));
-  const ApiKind kind = r.endpoint == "/v1/chat/completions" ? ApiKind::kChat : ApiKind::kCompletion;
-  const Json object = r.to_json();
-  const std::string id = r.id;
-  const std::string endpoint = r.endpoint;
-  ctx.batches.add(std::move(r));
-  ctx.batch_runner->submit(id, kind, endpoint, file->content);
-  return json_response(object);
+  const BatchRecord& r = record.value();
+  // The input is pinned for the runner: deleting the file later does not affect the batch.
+  std::shared_ptr<const std::string> input = ctx.files.pin(r.input_file_id);
+  if (!input) return HttpResponse::error(not_found("File", r.input_file_id, "file_not_found"));
+  if (Status added = ctx.batches.add(r); !added.ok()) {
+    ctx.files.unpin(r.input_file_id);
+    KEEL_LOG_WARN("batch {} not created: {}", r.id, added.message());
+    ApiError e = ApiError::internal(
+        "The batch could not be written to the server's state directory; see the server's log.");
+    e.code = "batch_store_write_failed";
+    return HttpResponse::error(e);
+  }
+  ctx.batch_runner->submit(r, std::move(input));
+  return json_response(r.to_json());
 }
 
 HttpResponse list_batches(ServerContext& ctx, const HttpRequest& req) {

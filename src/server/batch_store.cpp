@@ -1,93 +1,70 @@
-// BatchStore and the Batch object (see batch_store.h).
+// BatchStore (see batch_store.h).
 #include "server/batch_store.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "core/log.h"
 
 namespace keel::server {
 namespace {
 
-nlohmann::json optional_time(const std::optional<int64_t>& t) {
-  return t ? nlohmann::json(*t) : nlohmann::json(nullptr);
-}
-
-nlohmann::json optional_string(const std::optional<std::string>& s) {
-  return s ? nlohmann::json(*s) : nlohmann::json(nullptr);
-}
+constexpr std::string_view kBatchesCollection = "batches";
 
 }  // namespace
 
-std::string_view batch_status_name(BatchStatus status) {
-  switch (status) {
-    case BatchStatus::kValidating:
-      return "validating";
-    case BatchStatus::kFailed:
-      return "failed";
-    case BatchStatus::kInProgress:
-      return "in_progress";
-    case BatchStatus::kFinalizing:
-      return "finalizing";
-    case BatchStatus::kCompleted:
-      return "completed";
-    case BatchStatus::kExpired:
-      return "expired";
-    case BatchStatus::kCancelling:
-      return "cancelling";
-    case BatchStatus::kCancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
-
-bool is_terminal(BatchStatus status) {
-  return status == BatchStatus::kFailed || status == BatchStatus::kCompleted ||
-         status == BatchStatus::kExpired || status == BatchStatus::kCancelled;
-}
-
-nlohmann::json BatchRecord::to_json() const {
-  nlohmann::json errs = nullptr;
-  if (!errors.empty()) {
-    errs = {{"object", "list"}, {"data", nlohmann::json::array()}};
-    for (const BatchError& e : errors) {
-      errs["data"].push_back({{"code", e.code},
-                              {"message", e.message},
-                              {"param", optional_string(e.param)},
-                              {"line", optional_time(e.line)}});
-    }
-  }
-  return {{"id", id},
-          {"object", "batch"},
-          {"endpoint", endpoint},
-          {"errors", errs},
-          {"input_file_id", input_file_id},
-          {"completion_window", completion_window},
-          {"status", batch_status_name(status)},
-          {"output_file_id", optional_string(output_file_id)},
-          {"error_file_id", optional_string(error_file_id)},
-          {"created_at", created_at},
-          {"in_progress_at", optional_time(in_progress_at)},
-          {"expires_at", expires_at},
-          {"finalizing_at", optional_time(finalizing_at)},
-          {"completed_at", optional_time(completed_at)},
-          {"failed_at", optional_time(failed_at)},
-          {"expired_at", optional_time(expired_at)},
-          {"cancelling_at", optional_time(cancelling_at)},
-          {"cancelled_at", optional_time(cancelled_at)},
-          {"request_counts", {{"total", total}, {"completed", completed}, {"failed", failed}}},
-          {"metadata", metadata}};
-}
-
-void BatchStore::add(BatchRecord record) {
+Status BatchStore::attach(state::StateStore* state) {
+  state_ = state;
+  KEEL_ASSIGN_OR_RETURN(std::vector<state::Record> records,
+                        state->load_records(kBatchesCollection));
   std::lock_guard<std::mutex> lock(mu_);
+  for (const state::Record& r : records) {
+    Result<std::pair<BatchRecord, uint64_t>> loaded = batch_record_from_state_json(r.value);
+    if (!loaded.ok() || loaded->first.id != r.id) {
+      KEEL_LOG_WARN("batches: {} is left out: {}", r.id,
+                    loaded.ok() ? "its record names another batch" : loaded.status().message());
+      continue;
+    }
+    auto& [record, seq] = *loaded;
+    next_seq_ = std::max(next_seq_, seq + 1);
+    seq_of_[record.id] = seq;
+    batches_.emplace(seq, std::move(record));
+  }
+  KEEL_LOG_INFO("batches: {} batches from {}", batches_.size(), state->dir());
+  return {};
+}
+
+void BatchStore::persist_locked(const BatchRecord& record, uint64_t seq) {
+  if (state_ == nullptr) return;
+  if (Status st = state_->put_record(kBatchesCollection, record.id, record.to_state_json(seq));
+      !st.ok()) {
+    KEEL_LOG_WARN("batches: {} not written to the state directory: {}", record.id, st.message());
+  }
+}
+
+Status BatchStore::add(BatchRecord record) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const uint64_t seq = next_seq_++;
+  if (state_ != nullptr)
+    KEEL_TRY(state_->put_record(kBatchesCollection, record.id, record.to_state_json(seq)));
   if (batches_.size() >= kMaxBatches) {
     for (auto it = batches_.begin(); it != batches_.end(); ++it) {
       if (is_terminal(it->second.status)) {
+        if (state_ != nullptr) {
+          (void)state_->remove_record(kBatchesCollection, it->second.id);
+          (void)state_->remove_log(kBatchesCollection, it->second.id);
+        }
         seq_of_.erase(it->second.id);
         batches_.erase(it);
         break;
       }
     }
   }
-  const uint64_t seq = next_seq_++;
   seq_of_[record.id] = seq;
   batches_.emplace(seq, std::move(record));
+  return {};
 }
 
 std::optional<BatchRecord> BatchStore::find(std::string_view id) const {
@@ -98,13 +75,24 @@ std::optional<BatchRecord> BatchStore::find(std::string_view id) const {
 }
 
 std::optional<BatchRecord> BatchStore::update(std::string_view id,
-                                              const std::function<void(BatchRecord&)>& fn) {
+                                              const std::function<void(BatchRecord&)>& fn,
+                                              bool persist) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = seq_of_.find(std::string(id));
   if (it == seq_of_.end()) return std::nullopt;
   BatchRecord& r = batches_.at(it->second);
   fn(r);
+  if (persist) persist_locked(r, it->second);
   return r;
+}
+
+std::vector<BatchRecord> BatchStore::unfinished() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<BatchRecord> out;
+  for (const auto& [seq, r] : batches_) {
+    if (!is_terminal(r.status)) out.push_back(r);
+  }
+  return out;
 }
 
 BatchStore::Page BatchStore::list(size_t limit, std::string_view after) const {
@@ -123,6 +111,46 @@ BatchStore::Page BatchStore::list(size_t limit, std::string_view after) const {
     page.batches.push_back(it->second);
   }
   return page;
+}
+
+Status BatchStore::record_line(std::string_view id, const FinishedLine& line) {
+  if (state_ == nullptr) return {};
+  const nlohmann::json entry = {
+      {"custom_id", line.custom_id}, {"ok", line.ok}, {"line", line.jsonl}};
+  return state_->append(kBatchesCollection, id, entry.dump());
+}
+
+std::vector<FinishedLine> BatchStore::finished_lines(std::string_view id) {
+  if (state_ == nullptr) return {};
+  Result<std::vector<std::string>> entries = state_->read_log(kBatchesCollection, id);
+  if (!entries.ok()) {
+    KEEL_LOG_WARN("batches: {}: progress log unreadable ({}): its lines run again", id,
+                  entries.status().message());
+    return {};
+  }
+  std::vector<FinishedLine> lines;
+  std::unordered_set<std::string> seen;
+  for (const std::string& text : *entries) {
+    const nlohmann::json e = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+    FinishedLine line;
+    try {
+      line = {e.at("custom_id").get<std::string>(), e.at("ok").get<bool>(),
+              e.at("line").get<std::string>()};
+    } catch (const nlohmann::json::exception& ex) {
+      KEEL_LOG_WARN("batches: {}: a progress entry is malformed ({}): left out", id, ex.what());
+      continue;
+    }
+    // A line appended whole whose append then reported an error ran again: the first counts.
+    if (seen.insert(line.custom_id).second) lines.push_back(std::move(line));
+  }
+  return lines;
+}
+
+void BatchStore::forget_lines(std::string_view id) {
+  if (state_ == nullptr) return;
+  if (Status st = state_->remove_log(kBatchesCollection, id); !st.ok()) {
+    KEEL_LOG_WARN("batches: {}: progress log not removed: {}", id, st.message());
+  }
 }
 
 }  // namespace keel::server

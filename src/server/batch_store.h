@@ -1,14 +1,19 @@
-// BatchStore: the records of /v1/batches — OpenAI's Batch object (status, timestamps,
-// request_counts, output/error file ids, batch-level errors, metadata), kept in memory. The
-// BatchRunner moves a batch through its statuses with update(); routes read copies.
+// BatchStore: the records of /v1/batches (batch_record.h) and, with a state store, everything
+// kept about them on disk. The BatchRunner moves a batch through its statuses with update();
+// routes read copies. At most kMaxBatches records are kept; past it the oldest finished batch is
+// forgotten (a running one never is).
 //
-// Status flow: validating → in_progress → finalizing → completed; validating → failed (input
-// errors, in `errors`); validating/in_progress → cancelling → cancelled. (`expired` is never
-// entered: keel runs a batch until it is done.) At most kMaxBatches records are kept; past it
-// the oldest finished batch is forgotten (a running one never is).
+// Durability (after attach(): `--state-dir`): each record is written to the state store's
+// "batches" collection when added and whenever update() changes it with `persist` (status
+// changes; the per-line counts are not written each time: a resumed batch counts them again
+// from its progress log). A batch's progress log ("batches/<id>.log") holds one entry per
+// finished line — its custom_id and its output or error line — appended durably before the line
+// counts as done, so a batch resumed after a restart runs only the lines not in it. Without
+// attach() everything lives in memory only and the log calls do nothing.
 //
 // Thread safety: every member may be called from any thread (one mutex; update()'s function runs
-// under it and must not call back into the store).
+// under it and must not call back into the store; a record is written under it, so the disk
+// holds the updates in order); attach() before the store is shared.
 #pragma once
 
 #include <cstdint>
@@ -21,62 +26,38 @@
 #include <unordered_map>
 #include <vector>
 
-#include <nlohmann/json.hpp>
+#include "server/batch_record.h"
+#include "state/state_store.h"
 
 namespace keel::server {
 
-enum class BatchStatus {
-  kValidating,
-  kFailed,
-  kInProgress,
-  kFinalizing,
-  kCompleted,
-  kExpired,
-  kCancelling,
-  kCancelled,
-};
-std::string_view batch_status_name(BatchStatus status);
-// failed, completed, expired, cancelled.
-bool is_terminal(BatchStatus status);
-
-// One entry of a batch's `errors.data`.
-struct BatchError {
-  std::string code;
-  std::string message;
-  std::optional<std::string> param;
-  std::optional<int64_t> line;  // 1-based line of the input file
-};
-
-struct BatchRecord {
-  std::string id;  // "batch_<hex>"
-  std::string endpoint;
-  std::string input_file_id;
-  std::string completion_window;
-  BatchStatus status = BatchStatus::kValidating;
-  nlohmann::json metadata;  // null or an object of strings
-  std::vector<BatchError> errors;
-  std::optional<std::string> output_file_id;
-  std::optional<std::string> error_file_id;
-  int64_t created_at = 0;
-  int64_t expires_at = 0;
-  std::optional<int64_t> in_progress_at, finalizing_at, completed_at, failed_at, expired_at,
-      cancelling_at, cancelled_at;
-  int64_t total = 0;  // request_counts
-  int64_t completed = 0;
-  int64_t failed = 0;
-
-  [[nodiscard]] nlohmann::json to_json() const;
-};
-
 inline constexpr size_t kMaxBatches = 10'000;
+
+// One finished line of a batch, as its progress log holds it.
+struct FinishedLine {
+  std::string custom_id;
+  bool ok = false;    // true: a line of the output file; false: of the error file
+  std::string jsonl;  // that line (no newline)
+};
 
 class BatchStore {
  public:
-  void add(BatchRecord record);
+  // Loads the batch records `state` holds (damaged ones are set aside by the state store and
+  // logged) and keeps every later change there. `state` must outlive the store.
+  Status attach(state::StateStore* state);
+  // Whether attach() was called: records and progress survive a restart.
+  [[nodiscard]] bool durable() const { return state_ != nullptr; }
+  // With a state store: the error when the record could not be written (then it is not added).
+  Status add(BatchRecord record);
   [[nodiscard]] std::optional<BatchRecord> find(std::string_view id) const;
-  // Runs fn on batch `id` under the lock; the updated copy, or nullopt when unknown.
+  // Runs fn on batch `id` under the lock, writing the result to the state store when `persist`
+  // (a failed write is logged: the record in memory is updated anyway); the updated copy, or
+  // nullopt when unknown.
   std::optional<BatchRecord> update(std::string_view id,
-                                    const std::function<void(BatchRecord&)>& fn);
+                                    const std::function<void(BatchRecord&)>& fn,
+                                    bool persist = true);
+  // Every batch not in a terminal status, oldest first (to resume after attach()).
+  [[nodiscard]] std::vector<BatchRecord> unfinished() const;
 
   struct Page {
     std::vector<BatchRecord> batches;
@@ -85,7 +66,18 @@ class BatchStore {
   // Newest first, after batch `after` ("" = from the newest), at most `limit`.
   [[nodiscard]] Page list(size_t limit, std::string_view after) const;
 
+  // Progress logs. record_line: durable when it returns ok.
+  Status record_line(std::string_view id, const FinishedLine& line);
+  // The lines batch `id` finished, in order, the first entry of each custom_id only; entries the
+  // state store found damaged are left out (those lines run again).
+  [[nodiscard]] std::vector<FinishedLine> finished_lines(std::string_view id);
+  // Drops batch `id`'s progress log (its results are in its files now).
+  void forget_lines(std::string_view id);
+
  private:
+  void persist_locked(const BatchRecord& record, uint64_t seq);  // mu_
+
+  state::StateStore* state_ = nullptr;  // set once by attach()
   mutable std::mutex mu_;
   uint64_t next_seq_ = 0;                             // mu_
   std::map<uint64_t, BatchRecord> batches_;           // mu_; by creation order

@@ -19,10 +19,15 @@
 #include "server/batch_runner.h"
 #include "server/http_connection.h"
 #include "server/net.h"
+#include "state/state_store.h"
 
 namespace keel::server {
 
 struct Server::Impl {
+  // Declared before ctx, so the stores in ctx that write to it go first.
+  PosixFileSystem state_fs;
+  std::unique_ptr<state::StateStore> state;  // config.state_dir's; null: memory only
+
   Impl(ServerConfig config, ServerDeps deps)
       : ctx(std::move(config)),
         acceptor_strand(net::make_strand(ioc)),
@@ -36,6 +41,8 @@ struct Server::Impl {
   }
 
   Status listen();
+  // Opens config.state_dir (when set) and loads the files and batches it holds.
+  Status open_state();
   void register_connection(const std::shared_ptr<HttpConnection>& conn);
   void unregister_connection(HttpConnection* conn);
   // Posts close_if_idle() (or close()) to every open connection.
@@ -95,6 +102,20 @@ Status Server::Impl::listen() {
   }
   port = acceptor.local_endpoint(ec).port();
   return Status();
+}
+
+Status Server::Impl::open_state() {
+  if (ctx.config.state_dir.empty()) return {};
+  Result<std::unique_ptr<state::StateStore>> opened =
+      state::StateStore::open(&state_fs, ctx.config.state_dir);
+  if (!opened.ok()) {
+    return Status(opened.status().code(),
+                  fmt::format("server: --state-dir {}: {}", ctx.config.state_dir,
+                              opened.status().message()));
+  }
+  state = std::move(*opened);
+  KEEL_TRY(ctx.files.attach(state.get()));
+  return ctx.batches.attach(state.get());
 }
 
 void Server::Impl::register_connection(const std::shared_ptr<HttpConnection>& conn) {
@@ -218,11 +239,13 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, ServerDeps de
   if (deps.tokenizer == nullptr) return Status::invalid_argument("server: deps.tokenizer is null");
   auto impl = std::make_unique<Impl>(std::move(config), std::move(deps));
   KEEL_TRY(impl->listen());
+  KEEL_TRY(impl->open_state());
   Impl* raw = impl.get();
   raw->batch_runner =
       std::make_unique<BatchRunner>(raw->ctx, raw->ctx.config.batch_concurrency,
                                     static_cast<size_t>(raw->ctx.config.max_batch_requests));
   raw->ctx.batch_runner = raw->batch_runner.get();
+  raw->batch_runner->resume();  // the batches a restart interrupted
   net::co_spawn(raw->acceptor_strand, Impl::accept_loop(raw), net::detached);
   for (int32_t i = 0; i < raw->ctx.config.io_threads; ++i) {
     raw->threads.emplace_back([raw] {
@@ -257,7 +280,8 @@ void Server::stop_accepting() {
   impl->ctx.draining.store(true, std::memory_order_release);
   if (!impl->accepting.exchange(false)) return;
   // Running batches are cancelled (their lines in flight aborted) so a drain does not wait on
-  // them; what finished is kept in their output files.
+  // them; what finished is kept in their output files. With a state directory they are
+  // suspended instead, and resume at the next start.
   if (impl->batch_runner) impl->batch_runner->cancel_all();
   net::post(impl->acceptor_strand, [impl] {
     error_code ec;

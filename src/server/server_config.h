@@ -87,6 +87,11 @@ struct ServerConfig {
 
   // Ok, or InvalidArgument naming the first bad field and its value.
   [[nodiscard]] Status validate() const;
+  // Where files, batches and their progress are kept so they survive a restart (`--state-dir`;
+  // state/state_store.h): a batch still running when the server stops resumes at the next start
+  // on the same directory, without running its finished lines again. The directory is locked:
+  // a second server on it fails to start. Empty (the default here): memory only.
+  std::string state_dir;
 };
 
 }  // namespace keel::server

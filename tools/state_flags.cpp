@@ -1,0 +1,23 @@
+// --state-dir and --no-state (see state_flags.h).
+#include "state_flags.h"
+
+#include "model_pull.h"
+#include "state/default_dir.h"
+
+namespace keel::cli {
+
+void add_state_flags(CLI::App* cmd, ServeOptions* o) {
+  CLI::Option* dir = cmd->add_option(
+      "--state-dir", o->state_dir,
+      "Directory keeping /v1/files and /v1/batches across restarts (locked: one server each); "
+      "default: ~/.cache/keel/state/port-<port>, memory only with --port 0");
+  cmd->add_flag("--no-state", o->no_state, "Keep files and batches in memory only")->excludes(dir);
+}
+
+std::string serve_state_dir(const ServeOptions& o) {
+  if (o.no_state) return {};
+  if (!o.state_dir.empty()) return o.state_dir;
+  return state::default_state_dir(keel_cache_dir(), o.port);
+}
+
+}  // namespace keel::cli
