@@ -5,8 +5,8 @@
 #include "cli_flags.h"
 #include "cluster/weights_server.h"
 #include "semi_pd_flags.h"
-
 #include "state_flags.h"
+
 namespace keel::cli {
 namespace {
 
@@ -379,6 +379,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
           "Semi-PD task executors (colocated TEs whose engine is semi-PD, --semi-pd-split)")
       ->check(CLI::Range(0, 256));
   add_semi_pd_flags(cli.up_cmd, &up.serve);
+  add_state_flags(cli.up_cmd, &up.serve);
   cli.up_cmd
       ->add_option("--pp", up.serve.pp,
                    "Pipeline-parallel colocated TEs: 2 = each is two processes (`keel te --pp 2` "
@@ -386,7 +387,6 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(1, 2));
   cli.up_cmd
       ->add_option("--pp-step-timeout", up.serve.pp_step_timeout_s,
-  add_state_flags(cli.up_cmd, &up.serve);
                    "--pp 2: seconds a TE waits for its stage 1's reply to one step")
       ->check(CLI::Range(0.001, 3600.0));
   cli.up_cmd->add_option("--jes", up.jes, "Job executors")->check(CLI::Range(1, 64));

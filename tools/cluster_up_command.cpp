@@ -246,9 +246,9 @@ server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string
   c.pic_mode = o.serve.pic;
   // The LoRA routes reach the FleetClient, which refuses run-time loads (400 naming --lora).
   c.allow_runtime_lora = true;
+  c.state_dir = serve_state_dir(o.serve);
   return c;
 }
-  c.state_dir = serve_state_dir(o.serve);
 
 // The gateway's fleet client: with an autoscaler it holds requests while no TE is ready, and a
 // fleet that starts with none takes its limits from the flags and the GGUF.

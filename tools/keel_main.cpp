@@ -12,8 +12,8 @@
 #include "model_pull.h"
 #include "predictor_cli.h"
 #include "semi_pd_flags.h"
-
 #include "state_flags.h"
+
 namespace keel::cli {
 
 int report_error(const Status& s) {
@@ -241,7 +241,6 @@ int main(int argc, char** argv) {
                    "`model` = NAME")
       ->check(check_lora_spec);
   serve_cmd->add_flag("--allow-runtime-lora", serve.allow_runtime_lora,
-  keel::cli::add_state_flags(serve_cmd, &serve);
                       "Enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter");
   serve_cmd
       ->add_option("--cors-origins", serve.cors_origins,
@@ -253,6 +252,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   add_pipeline_flags(serve_cmd, &serve);
   add_compute_options(serve_cmd, &serve.compute);
+  keel::cli::add_state_flags(serve_cmd, &serve);
 
   keel::cli::PpStageOptions pps;
   CLI::App* pps_cmd = app.add_subcommand(

@@ -120,7 +120,6 @@ Result<engine::ControllerConfig> semi_pd_controller_config(const ServeOptions& o
   c.max_step = o.semi_pd_max_step;
   c.min_cores = 1;
   c.max_cores = num_cores;  // a worker's set never exceeds the cores (SemiPdSplit::validate)
-  c.state_dir = serve_state_dir(o);
   c.probe_unfitted = true;  // from one split there is no model: probe one step to get a second
   c.max_total_cores = tuned ? o.semi_pd_max_cores : std::max(2, num_cores);
   if (c.max_total_cores > std::max(2, 2 * num_cores)) {
@@ -151,6 +150,7 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   c.pic_mode = o.pic;
   c.batch_concurrency = o.batch_concurrency;
   c.allow_runtime_lora = o.allow_runtime_lora;
+  c.state_dir = serve_state_dir(o);
   return c;
 }
 

@@ -79,6 +79,11 @@ struct ServerConfig {
   // charged its size plus 512 bytes); an upload that does not fit gets 400 file_store_full. One
   // upload is bounded by max_body_bytes (413 past it).
   size_t max_file_store_bytes = size_t{256} << 20;
+  // Where files, batches and their progress are kept so they survive a restart (`--state-dir`;
+  // state/state_store.h): a batch still running when the server stops resumes at the next start
+  // on the same directory, without running its finished lines again. The directory is locked:
+  // a second server on it fails to start. Empty (the default here): memory only.
+  std::string state_dir;
 
   // Position-independent chunks in chat prompts (EPIC): "marked" honours content parts marked
   // cache_control position_independent; "auto" also marks every message before the last user
@@ -87,11 +92,6 @@ struct ServerConfig {
 
   // Ok, or InvalidArgument naming the first bad field and its value.
   [[nodiscard]] Status validate() const;
-  // Where files, batches and their progress are kept so they survive a restart (`--state-dir`;
-  // state/state_store.h): a batch still running when the server stops resumes at the next start
-  // on the same directory, without running its finished lines again. The directory is locked:
-  // a second server on it fails to start. Empty (the default here): memory only.
-  std::string state_dir;
 };
 
 }  // namespace keel::server
