@@ -28,8 +28,19 @@ namespace {
 // A pipelining client may send this much while a generation request runs; beyond it the peer
 // watch stops reading (the bytes are kept) and disconnects are noticed on the next write only.
 constexpr size_t kMaxPipelinedBytes = 64 * 1024;
-// At most this much of an erroneous request is read and discarded before closing.
-constexpr size_t kMaxLingerBytes = size_t{1} << 20;
+// After an error reply the client's input is read and discarded before closing (closing with
+// unread input sends a reset, which can destroy the reply before the client reads it: a client
+// still writing an oversize body gets EPIPE/ECONNRESET instead of the 413). Until the client
+// closes, no byte comes for kLingerQuiet, or the linger's total time or bytes are spent.
+struct Linger {
+  std::chrono::milliseconds total{0};
+  size_t max_bytes = 0;
+};
+constexpr std::chrono::milliseconds kLingerQuiet{2000};
+// An error reply to a request (413, 400, ...): its body may still be on its way.
+constexpr Linger kErrorLinger{std::chrono::milliseconds(10'000), size_t{1} << 30};
+// A refused connection (over a connection cap): nothing of its was read; a short linger only.
+constexpr Linger kRefusalLinger{std::chrono::milliseconds(1000), size_t{1} << 20};
 
 std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
 
@@ -92,7 +103,7 @@ struct HttpConnection::Impl {
   bool keep_alive = true;  // of the current exchange
   bool http10 = false;     // the current request is HTTP/1.0 (no chunked streaming)
   bool closed = false;
-  bool linger = false;  // an error reply was sent: drain the client's input before closing
+  Linger linger;  // an error reply was sent: drain the client's input before closing
   std::array<char, 4096> scratch{};
   // Peer watch.
   bool watch_active = false;
@@ -132,7 +143,7 @@ net::awaitable<void> HttpConnection::reject(ApiError e) {
   r.headers.emplace_back("x-request-id", ctx_->ids.next());
   r.close = true;
   s.keep_alive = false;
-  s.linger = true;
+  s.linger = kErrorLinger;
   co_await write_response(std::move(r));
 }
 
@@ -184,13 +195,16 @@ net::awaitable<bool> HttpConnection::read_request(HttpRequest* out, BodyReservat
   parser.header_limit(cfg.max_header_bytes);
   parser.body_limit(cfg.max_body_bytes);
   error_code ec;
-  s.stream.expires_after(std::chrono::milliseconds(cfg.idle_timeout_ms));
+  // One deadline for the whole header (a client trickling it a byte at a time is closed), then
+  // the idle timeout for the body.
+  s.stream.expires_after(std::chrono::milliseconds(cfg.header_timeout_ms));
   co_await http::async_read_header(s.stream, s.buffer, parser,
                                    net::redirect_error(net::use_awaitable, ec));
   if (ec) {
     co_await reject_read_error(ec);
     co_return false;
   }
+  s.stream.expires_after(std::chrono::milliseconds(cfg.idle_timeout_ms));
   if (std::optional<FramingError> e = framing_error(parser.get())) {
     co_await reject(e->status, std::move(e->message));
     co_return false;
@@ -248,6 +262,7 @@ net::awaitable<void> HttpConnection::run() {
 net::awaitable<void> HttpConnection::refuse(ApiError error) {
   auto self = shared_from_this();
   co_await reject(std::move(error));
+  impl_->linger = kRefusalLinger;
   co_await finish();
 }
 
@@ -255,19 +270,20 @@ net::awaitable<void> HttpConnection::finish() {
   Impl& s = *impl_;
   if (s.closed) co_return;
   error_code ec;
+  // FIN first: the client sees the reply end, then (after an error reply) its remaining input is
+  // discarded until it closes — see Linger.
   s.stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-  if (s.linger) {
-    // After an error reply the client may still be sending (an oversize body): read and
-    // discard for a moment so that closing does not reset the connection before the client
-    // has read the reply.
-    s.stream.expires_after(std::chrono::seconds(1));
-    size_t discarded = 0;
-    while (discarded < kMaxLingerBytes) {
-      const size_t n = co_await s.stream.async_read_some(
-          net::buffer(s.scratch), net::redirect_error(net::use_awaitable, ec));
-      if (ec) break;
-      discarded += n;
-    }
+  const auto deadline = std::chrono::steady_clock::now() + s.linger.total;
+  size_t discarded = 0;
+  while (discarded < s.linger.max_bytes) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    s.stream.expires_after(std::min(left, kLingerQuiet));
+    const size_t n = co_await s.stream.async_read_some(net::buffer(s.scratch),
+                                                       net::redirect_error(net::use_awaitable, ec));
+    if (ec) break;  // the client closed (EOF), reset, went quiet, or close() was called
+    discarded += n;
   }
   s.stream.close();
   s.closed = true;

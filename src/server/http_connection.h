@@ -1,6 +1,7 @@
 // HttpConnection: one accepted TCP connection speaking HTTP/1.1 with keep-alive, run as a C++20
-// coroutine on its own strand. run() reads a request (Content-Length checked against
-// max_body_bytes before the body is read; the body parser is capped too), routes it, and either
+// coroutine on its own strand. run() reads a request (its header within header_timeout_ms of its
+// first byte; Content-Length checked against max_body_bytes before the body is read; the body
+// parser is capped too), routes it, and either
 // writes the response or hands the exchange to the generation handler, which uses the
 // streaming/peer-watch calls below. Boost.Beast stays inside http_connection.cpp.
 //
@@ -85,7 +86,9 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
   net::awaitable<bool> handle(HttpRequest request, BodyReservation* body);
   net::awaitable<void> reject(int status, std::string message);
   net::awaitable<void> reject(ApiError error);
-  // Ends the connection: FIN, then (after an error reply) discards input for up to a second.
+  // Ends the connection: FIN, then (after an error reply) discards the client's input until it
+  // closes, goes quiet for 2 s, or 10 s pass (1 s for a refused connection), so the reply is
+  // read before the close (no reset).
   net::awaitable<void> finish();
   net::awaitable<void> reject_read_error(const error_code& ec);
   static net::awaitable<void> watch_loop(std::shared_ptr<HttpConnection> self);

@@ -8,6 +8,7 @@
 
 #include <condition_variable>
 #include <ctime>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -17,6 +18,7 @@
 #include "core/failure_streak.h"
 #include "core/log.h"
 #include "server/batch_runner.h"
+#include "server/connection_admission.h"
 #include "server/http_connection.h"
 #include "server/net.h"
 #include "state/state_store.h"
@@ -40,17 +42,28 @@ struct Server::Impl {
     }
   }
 
+  // A registered connection and the address of its client (for the per-client cap).
+  struct Entry {
+    std::weak_ptr<HttpConnection> conn;
+    net::ip::address client;
+  };
+
   Status listen();
   // Opens config.state_dir (when set) and loads the files and batches it holds.
   Status open_state();
-  void register_connection(const std::shared_ptr<HttpConnection>& conn);
+  void register_connection(const std::shared_ptr<HttpConnection>& conn,
+                           const net::ip::address& client);
   void unregister_connection(HttpConnection* conn);
   // Posts close_if_idle() (or close()) to every open connection.
   void close_connections(bool idle_only);
-  // Closes the connection that has been idle longest; false when none is idle.
-  bool shed_idle_connection();
-  // Open connections at or above config.max_connections.
-  bool at_capacity() const;
+  // Closes the connection that has been idle longest (of `client` only, when given); false when
+  // none is idle.
+  bool shed_idle_connection(const net::ip::address* client = nullptr);
+  // connection_admission.h's verdict for a new connection from `client`.
+  Admission admission(const net::ip::address& client) const;
+  // Registers `conn` when the caps allow (shedding an idle connection at a cap), else answers
+  // 429/503 on it and closes it.
+  void admit(const std::shared_ptr<HttpConnection>& conn, const net::ip::address& client);
   void note_accept_failure(const error_code& ec);
   void note_accept_success();
   static net::awaitable<void> accept_loop(Impl* impl);
@@ -72,7 +85,8 @@ struct Server::Impl {
 
   mutable std::mutex mu;
   std::condition_variable cv;
-  std::unordered_map<HttpConnection*, std::weak_ptr<HttpConnection>> connections;  // mu
+  std::unordered_map<HttpConnection*, Entry> connections;   // mu
+  std::map<net::ip::address, size_t> per_client;            // mu; open connections by client
   std::mutex shutdown_mu;                                   // serializes shutdown()
   bool shut_down = false;                                   // mu; io threads joined
   FailureStreak accept_failures{std::chrono::seconds(60)};  // acceptor strand only
@@ -118,14 +132,21 @@ Status Server::Impl::open_state() {
   return ctx.batches.attach(state.get());
 }
 
-void Server::Impl::register_connection(const std::shared_ptr<HttpConnection>& conn) {
+void Server::Impl::register_connection(const std::shared_ptr<HttpConnection>& conn,
+                                       const net::ip::address& client) {
   std::lock_guard<std::mutex> lock(mu);
-  connections.emplace(conn.get(), conn);
+  connections.emplace(conn.get(), Entry{conn, client});
+  ++per_client[client];
 }
 
 void Server::Impl::unregister_connection(HttpConnection* conn) {
   std::lock_guard<std::mutex> lock(mu);
-  connections.erase(conn);
+  const auto it = connections.find(conn);
+  if (it != connections.end()) {
+    const auto count = per_client.find(it->second.client);
+    if (count != per_client.end() && --count->second == 0) per_client.erase(count);
+    connections.erase(it);
+  }
   cv.notify_all();
 }
 
@@ -142,8 +163,8 @@ void Server::Impl::close_connections(bool idle_only) {
   std::vector<std::shared_ptr<HttpConnection>> open;
   {
     std::lock_guard<std::mutex> lock(mu);
-    for (auto& [ptr, weak] : connections) {
-      if (auto conn = weak.lock()) open.push_back(std::move(conn));
+    for (auto& [ptr, entry] : connections) {
+      if (auto conn = entry.conn.lock()) open.push_back(std::move(conn));
     }
   }
   for (auto& conn : open) {
@@ -157,20 +178,23 @@ void Server::Impl::close_connections(bool idle_only) {
   }
 }
 
-bool Server::Impl::at_capacity() const {
+Admission Server::Impl::admission(const net::ip::address& client) const {
   std::lock_guard<std::mutex> lock(mu);
-  return connections.size() >= static_cast<size_t>(ctx.config.max_connections);
+  const auto it = per_client.find(client);
+  return admit_connection(connections.size(), it == per_client.end() ? 0 : it->second,
+                          ctx.config.max_connections, ctx.config.max_connections_per_client);
 }
 
-bool Server::Impl::shed_idle_connection() {
+bool Server::Impl::shed_idle_connection(const net::ip::address* client) {
   std::shared_ptr<HttpConnection> oldest;
   {
     std::lock_guard<std::mutex> lock(mu);
     int64_t oldest_since = 0;
-    for (auto& [ptr, weak] : connections) {
+    for (auto& [ptr, entry] : connections) {
       const int64_t since = ptr->idle_since_ns();
       if (since == 0 || (oldest_since != 0 && since >= oldest_since)) continue;
-      if (auto conn = weak.lock()) {
+      if (client != nullptr && entry.client != *client) continue;
+      if (auto conn = entry.conn.lock()) {
         oldest = std::move(conn);
         oldest_since = since;
       }
@@ -216,17 +240,40 @@ net::awaitable<void> Server::Impl::accept_loop(Impl* impl) {
     }
     impl->note_accept_success();
     socket.set_option(tcp::no_delay(true), ec);
-    auto conn = std::make_shared<HttpConnection>(std::move(socket), &impl->ctx, tokenize_ex);
-    if (impl->at_capacity() && !impl->shed_idle_connection()) {
-      // Not registered: it answers 503 and closes within about a second.
-      ApiError busy = ApiError::unavailable("The server has too many open connections.");
-      busy.code = "too_many_connections";
-      net::co_spawn(conn->executor(), refuse(conn, std::move(busy)), net::detached);
-      continue;
-    }
-    impl->register_connection(conn);
-    net::co_spawn(conn->executor(), serve(impl, conn), net::detached);
+    const tcp::endpoint peer = socket.remote_endpoint(ec);
+    if (ec) continue;  // gone already
+    impl->admit(std::make_shared<HttpConnection>(std::move(socket), &impl->ctx, tokenize_ex),
+                peer.address());
   }
+}
+
+void Server::Impl::admit(const std::shared_ptr<HttpConnection>& conn,
+                         const net::ip::address& client) {
+  std::optional<ApiError> refusal;
+  switch (admission(client)) {
+    case Admission::kAdmit:
+      break;
+    case Admission::kClientCap:
+      if (!shed_idle_connection(&client)) {
+        refusal = ApiError::rate_limited(
+            fmt::format("This client address has too many open connections (at most {}).",
+                        ctx.config.max_connections_per_client));
+      }
+      break;
+    case Admission::kServerCap:
+      if (!shed_idle_connection()) {
+        refusal = ApiError::unavailable("The server has too many open connections.");
+      }
+      break;
+  }
+  if (refusal) {
+    // Not registered: it answers 429/503 and closes within about a second.
+    refusal->code = "too_many_connections";
+    net::co_spawn(conn->executor(), refuse(conn, std::move(*refusal)), net::detached);
+    return;
+  }
+  register_connection(conn, client);
+  net::co_spawn(conn->executor(), serve(this, conn), net::detached);
 }
 
 Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -271,7 +318,7 @@ size_t Server::num_connections() const {
 size_t Server::num_idle_connections() const {
   std::lock_guard<std::mutex> lock(impl_->mu);
   size_t n = 0;
-  for (const auto& [ptr, weak] : impl_->connections) n += ptr->idle() ? 1 : 0;
+  for (const auto& [ptr, entry] : impl_->connections) n += ptr->idle() ? 1 : 0;
   return n;
 }
 

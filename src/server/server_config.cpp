@@ -25,6 +25,10 @@ Status ServerConfig::validate() const {
                ">= max_body_bytes");
   }
   if (max_connections < 1) return bad("max_connections", std::to_string(max_connections), ">= 1");
+  if (max_connections_per_client < 0) {
+    return bad("max_connections_per_client", std::to_string(max_connections_per_client),
+               ">= 0 (0: no cap)");
+  }
   if (max_header_bytes < 1024) {
     return bad("max_header_bytes", std::to_string(max_header_bytes), ">= 1024");
   }
@@ -35,6 +39,9 @@ Status ServerConfig::validate() const {
     return bad("tokenizer_threads", std::to_string(tokenizer_threads), "in [0, 1024]");
   }
   if (idle_timeout_ms <= 0) return bad("idle_timeout_ms", std::to_string(idle_timeout_ms), "> 0");
+  if (header_timeout_ms <= 0) {
+    return bad("header_timeout_ms", std::to_string(header_timeout_ms), "> 0");
+  }
   if (write_timeout_ms <= 0) {
     return bad("write_timeout_ms", std::to_string(write_timeout_ms), "> 0");
   }

@@ -37,15 +37,23 @@ struct ServerConfig {
   // connection (one waiting for its next request); when none is idle the new one gets 503 and is
   // closed. `keel serve` also keeps it below the process's descriptor limit.
   int32_t max_connections = 1024;
+  // Open connections one client address may hold at most (0: no cap), so that one client cannot
+  // take every connection (slowloris). At its cap a client's new connection closes that client's
+  // longest-idle keep-alive connection; when none is idle it gets 429 (too_many_connections) and
+  // is closed. Behind a proxy that opens every connection itself, raise it or set 0.
+  int32_t max_connections_per_client = 256;
   // Limit on the request line plus headers (431-style overflows answer 400 and close).
   uint32_t max_header_bytes = 16 * 1024;
   // Threads running the io_context (HTTP parsing, routing, tokenization, detokenization).
   int32_t io_threads = 2;
   // Threads of the prompt tokenization pool; 0 tokenizes on the io threads.
   int32_t tokenizer_threads = 1;
-  // A keep-alive connection may idle this long between requests, and a request's headers and
-  // body must arrive within it.
+  // A keep-alive connection may idle this long between requests, and a request's body must
+  // arrive within it of the end of its header.
   int64_t idle_timeout_ms = 60'000;
+  // A request's line and headers must arrive whole within this long of its first byte (one
+  // deadline for the whole header, not per read: a client trickling a byte at a time is closed).
+  int64_t header_timeout_ms = 10'000;
   // Limit on writing one response or SSE chunk to a slow client.
   int64_t write_timeout_ms = 30'000;
   // Wall-clock limit on one generation request (queue + prefill + decode); on expiry the engine

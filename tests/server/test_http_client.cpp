@@ -25,12 +25,21 @@ std::vector<std::string> HttpResult::sse_data() const {
   return out;
 }
 
-TestHttpClient::TestHttpClient(uint16_t port, int timeout_ms) {
+TestHttpClient::TestHttpClient(uint16_t port, int timeout_ms, const char* source_ip) {
   fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd_ < 0) return;
   timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
   ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
   ::setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+  if (source_ip != nullptr) {
+    sockaddr_in from{};
+    from.sin_family = AF_INET;
+    if (::inet_pton(AF_INET, source_ip, &from.sin_addr) != 1 ||
+        ::bind(fd_, reinterpret_cast<sockaddr*>(&from), sizeof(from)) != 0) {
+      close();
+      return;
+    }
+  }
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(port);

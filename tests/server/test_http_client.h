@@ -32,7 +32,9 @@ struct HttpResult {
 
 class TestHttpClient {
  public:
-  explicit TestHttpClient(uint16_t port, int timeout_ms = 10'000);
+  // `source_ip` (an IPv4 literal, e.g. "127.0.0.2"): the address to connect from (another
+  // client address on loopback); nullptr: the kernel's choice.
+  explicit TestHttpClient(uint16_t port, int timeout_ms = 10'000, const char* source_ip = nullptr);
   ~TestHttpClient();
   TestHttpClient(const TestHttpClient&) = delete;
   TestHttpClient& operator=(const TestHttpClient&) = delete;
