@@ -64,11 +64,29 @@ class RegexParser {
  public:
   RegexParser(std::string_view p, bool json) : p_(p), json_(json) {}
 
-  Result<std::string> run() {
+  Result<RegexParts> run(bool lookaheads) {
+    RegexParts parts;
+    parts.anchored_start = peek() == '^';
+    size_t escapes = 0;  // backslashes before a final '$'
+    while (p_.size() >= 2 + escapes && p_[p_.size() - 2 - escapes] == '\\') ++escapes;
+    parts.anchored_end = !p_.empty() && p_.back() == '$' && escapes % 2 == 0;
     if (peek() == '^') ++pos_;
+    while (lookaheads && peek() == '(' && peek(1) == '?' && (peek(2) == '=' || peek(2) == '!')) {
+      const bool negative = peek(2) == '!';
+      pos_ += 3;
+      if (peek() == '^') ++pos_;  // a redundant anchor inside the leading lookahead
+      in_lookahead_ = true;
+      lookahead_end_ = false;
+      KEEL_ASSIGN_OR_RETURN(std::string x, alternation());
+      in_lookahead_ = false;
+      if (peek() != ')') return error("expected `)`");
+      ++pos_;
+      parts.lookaheads.push_back({negative, lookahead_end_, std::move(x)});
+    }
     KEEL_ASSIGN_OR_RETURN(std::string e, alternation());
     if (pos_ < p_.size()) return error("unbalanced `)`");
-    return e.empty() ? std::string("\"\"") : e;
+    parts.expr = e.empty() ? std::string("\"\"") : e;
+    return parts;
   }
 
  private:
@@ -95,6 +113,11 @@ class RegexParser {
     while (!eof() && peek() != '|' && peek() != ')') {
       if (peek() == '$' && pos_ + 1 == p_.size()) {
         ++pos_;
+        break;
+      }
+      if (peek() == '$' && in_lookahead_ && depth_ == 0 && peek(1) == ')') {
+        ++pos_;
+        lookahead_end_ = true;
         break;
       }
       KEEL_ASSIGN_OR_RETURN(std::string atom, parse_atom());
@@ -265,7 +288,9 @@ class RegexParser {
         if (peek(1) != ':') return error("lookaround and named groups are not supported");
         pos_ += 2;
       }
+      ++depth_;
       KEEL_ASSIGN_OR_RETURN(std::string inner, alternation());
+      --depth_;
       if (peek() != ')') return error("expected `)`");
       ++pos_;
       return inner;
@@ -301,12 +326,20 @@ class RegexParser {
   std::string_view p_;
   bool json_;
   size_t pos_ = 0;
+  int depth_ = 0;               // open groups
+  bool in_lookahead_ = false;   // parsing a leading lookahead's body
+  bool lookahead_end_ = false;  // ... which ended with $
 };
 
 }  // namespace
 
 Result<std::string> regex_to_gbnf(std::string_view pattern, bool json_string) {
-  return RegexParser(pattern, json_string).run();
+  KEEL_ASSIGN_OR_RETURN(RegexParts parts, RegexParser(pattern, json_string).run(false));
+  return parts.expr;
+}
+
+Result<RegexParts> regex_parts(std::string_view pattern, bool json_string) {
+  return RegexParser(pattern, json_string).run(true);
 }
 
 Result<std::string> regex_grammar(std::string_view pattern) {

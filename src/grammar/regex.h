@@ -4,7 +4,9 @@
 // escapes (\n \r \t \f \v \xHH \uHHHH and escaped punctuation), groups (...) and (?:...),
 // alternation |, quantifiers * + ? {m} {m,} {m,n} (a trailing lazy ? is accepted, and ignored).
 // Refused with InvalidArgument naming the construct: backreferences, lookaround, anchors inside,
-// word boundaries, possessive quantifiers, named groups.
+// word boundaries, possessive quantifiers, named groups. regex_parts() also accepts lookaheads
+// (?=X) / (?!X) at the start of the pattern (right after ^) and returns them apart: the caller
+// intersects (regular_product.h).
 // json_string: the expression describes the contents of a JSON string: characters are emitted
 // JSON-escaped (a `"` as \"), and classes and `.` never produce control characters, `"` or `\`.
 // Thread safety: a pure function.
@@ -12,12 +14,26 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/result.h"
 
 namespace keel::grammar {
 
 Result<std::string> regex_to_gbnf(std::string_view pattern, bool json_string);
+
+struct RegexParts {
+  struct Lookahead {
+    bool negative = false;      // (?!X): no prefix of the text matches X; (?=X): some prefix does
+    bool anchored_end = false;  // X ended with $: the whole text (does not) match X
+    std::string expr;           // X as a GBNF expression
+  };
+  std::string expr;  // the rest of the pattern, matched against the whole text
+  std::vector<Lookahead> lookaheads;
+  bool anchored_start = false;  // the pattern began with ^
+  bool anchored_end = false;    // the pattern ended with $
+};
+Result<RegexParts> regex_parts(std::string_view pattern, bool json_string);
 
 // A full grammar (root rule `root`) of the texts matching `pattern`.
 Result<std::string> regex_grammar(std::string_view pattern);

@@ -132,7 +132,7 @@ BatchLineResult run_batch_line(ServerContext& ctx, ApiKind kind, const BatchLine
                                         "or set it to false.",
                                         "stream"));
   }
-  ApiResult<GenerationSpec> spec = generation_spec_for(ctx, body, kind);
+  ApiResult<GenerationSpec> spec = generation_spec_for(ctx, body, kind, {line.text, "body"});
   if (!spec.ok()) return failed(request_id, line, spec.error());
   PreparedPrompts prepared = prepare_prompts(ctx, spec.value());
   if (prepared.error) return failed(request_id, line, *prepared.error);

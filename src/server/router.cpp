@@ -129,7 +129,7 @@ std::optional<ApiError> check_queue_capacity(const ServerContext& ctx, const Gen
 RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKind kind) {
   ApiResult<nlohmann::json> body = parse_json_text(req.body);
   if (!body.ok()) return HttpResponse::error(body.error());
-  ApiResult<GenerationSpec> spec = generation_spec_for(ctx, body.value(), kind);
+  ApiResult<GenerationSpec> spec = generation_spec_for(ctx, body.value(), kind, {req.body, ""});
   if (!spec.ok()) return HttpResponse::error(spec.error());
   return GenerationCall{std::move(spec.value())};
 }
@@ -221,7 +221,7 @@ std::optional<ApiError> apply_tool_grammar(const ServerContext& ctx, GenerationS
 }  // namespace
 
 ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann::json& body,
-                                              ApiKind kind) {
+                                              ApiKind kind, const BodyText& text) {
   const ParseLimits limits{.vocab_size = ctx.deps.tokenizer->vocab_size(),
                            .max_n = ctx.config.max_n,
                            .max_choices = ctx.config.max_choices_per_request,
@@ -231,6 +231,7 @@ ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann
                                                           : parse_completion_request(body, limits);
   if (!spec.ok()) return spec.error();
   if (auto e = check_model(ctx, spec.value().model)) return *e;
+  if (auto e = apply_schema_order(body, text, &spec.value())) return *e;
   if (auto e = apply_tool_grammar(ctx, &spec.value())) return *e;
   if (auto e = check_queue_capacity(ctx, spec.value())) return *e;
   if (auto e = resolve_cache_id(ctx, &spec.value())) return *e;

@@ -33,6 +33,7 @@
 #include "server/cache_routes.h"
 #include "server/generation_request.h"
 #include "server/http_message.h"
+#include "server/schema_order.h"
 #include "server/server_context.h"
 
 namespace keel::server {
@@ -61,9 +62,10 @@ ApiResult<nlohmann::json> parse_json_text(std::string_view text);
 
 // A generation body validated as the route does it: fields (generation_request.h), model name,
 // queue capacity, cache_id, then draining/readiness and the chat template. Shared with the batch
-// runner, which runs each batch line through it.
+// runner, which runs each batch line through it. `text` is the body's JSON text, from which the
+// JSON Schemas are read again in the order sent (schema_order.h).
 ApiResult<GenerationSpec> generation_spec_for(ServerContext& ctx, const nlohmann::json& body,
-                                              ApiKind kind);
+                                              ApiKind kind, const BodyText& text);
 
 // What a JSON text would build, counted without building it (strings skipped): the deepest
 // nesting of arrays/objects, how many arrays/objects and how many values (scalars, keys and

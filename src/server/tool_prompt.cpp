@@ -27,7 +27,7 @@ std::string generic_tools_text(const ToolRequest& request) {
     OJson fn;
     fn["name"] = t.name;
     if (!t.description.empty()) fn["description"] = t.description;
-    fn["parameters"] = OJson::parse(t.parameters.dump());
+    fn["parameters"] = t.parameters;
     text += fn.dump(-1, ' ', false, OJson::error_handler_t::replace) + "\n";
   }
   text +=
@@ -44,7 +44,7 @@ ToolPrompt tool_prompt(std::vector<ChatMessage> messages, const ToolRequest& req
   if (format.template_renders_tools) {
     if (request.active()) {
       out.tools = OJson::array();
-      for (const ToolDef& t : request.tools) out.tools.push_back(OJson::parse(t.definition.dump()));
+      for (const ToolDef& t : request.tools) out.tools.push_back(t.definition);
     }
     out.messages = std::move(messages);
     return out;

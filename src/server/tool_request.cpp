@@ -27,7 +27,7 @@ MaybeError parse_parameters(const Json& fn, const std::string& where, ToolDef* t
   const std::string param = where + ".parameters";
   const Json* params = field(fn, "parameters");
   if (params == nullptr) {
-    tool->parameters = Json{{"type", "object"}};
+    tool->parameters = nlohmann::ordered_json{{"type", "object"}};
     return std::nullopt;
   }
   if (!params->is_object()) return type_error(param, "a JSON Schema object", *params);

@@ -27,9 +27,11 @@ enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
 
 struct ToolDef {
   std::string name;
-  std::string description;    // "" when absent
-  nlohmann::json parameters;  // JSON Schema of the arguments object ({"type": "object"} if absent)
-  nlohmann::json definition;  // the tool as sent, {"type": "function", "function": {...}}
+  std::string description;  // "" when absent
+  // JSON Schema of the arguments object ({"type": "object"} if absent), keys in the order sent
+  // (server/schema_order.h).
+  nlohmann::ordered_json parameters;
+  nlohmann::ordered_json definition;  // the tool as sent, {"type": "function", "function": {...}}
 };
 
 struct ToolRequest {

@@ -5,6 +5,8 @@
 // finish_reason "tool_calls", and OpenAI's streamed tool-call deltas.
 #include <gtest/gtest.h>
 
+#include "grammar/gbnf_parser.h"
+#include "grammar/matcher.h"
 #include "server_harness.h"
 
 namespace keel::server::testing {
@@ -186,13 +188,49 @@ TEST_F(ToolsHttpTest, AutoCallIsParsedAndNoneKeepsToolsOut) {
   EXPECT_EQ(prompt_text(reqs[2]).find("You can call these functions"), std::string::npos);
 }
 
+bool grammar_accepts(const std::string& gbnf, std::string_view text) {
+  Result<grammar::Grammar> g = grammar::parse_gbnf(gbnf);
+  EXPECT_TRUE(g.ok()) << gbnf;
+  if (!g.ok()) return false;
+  grammar::StackSet s = grammar::initial_state(*g);
+  return grammar::advance(*g, text, &s) && s.has_complete();
+}
+
+// JSON Schemas keep the key order of the request's text (server/schema_order.h): properties are
+// generated in the declared order, and the chat template sees the tool as sent.
+TEST_F(ToolsHttpTest, SchemasKeepTheOrderSent) {
+  script(R"({"name": "add", "arguments": {"b": 2, "a": 1}})");
+  const std::string body = R"({"model": "test-model", "messages": [{"role": "user",
+      "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "r",
+      "schema": {"type": "object", "properties": {"zeta": {"type": "integer"},
+      "alpha": {"type": "string"}}, "required": ["zeta", "alpha"]}}}})";
+  HttpResult r = http_request(h_.port(), "POST", "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string tools = R"({"model": "test-model", "messages": [{"role": "user",
+      "content": "hi"}], "tool_choice": "required", "tools": [{"type": "function", "function":
+      {"name": "add", "parameters": {"type": "object", "properties": {"b": {"type": "integer"},
+      "a": {"type": "integer"}}, "required": ["b", "a"]}}}]})";
+  r = http_request(h_.port(), "POST", "/v1/chat/completions", tools);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<engine::GenerationRequest> reqs = h_.engine().submitted();
+  ASSERT_EQ(reqs.size(), 2u);
+  EXPECT_TRUE(grammar_accepts(reqs[0].grammar, R"({"zeta": 1, "alpha": "x"})"));
+  EXPECT_FALSE(grammar_accepts(reqs[0].grammar, R"({"alpha": "x", "zeta": 1})"));
+  EXPECT_TRUE(
+      grammar_accepts(reqs[1].grammar, R"({"name": "add", "arguments": {"b": 2, "a": 1}})"));
+  EXPECT_FALSE(
+      grammar_accepts(reqs[1].grammar, R"({"name": "add", "arguments": {"a": 1, "b": 2}})"));
+  const std::string prompt = prompt_text(reqs[1]);
+  EXPECT_LT(prompt.find("\"b\""), prompt.find("\"a\"")) << prompt;
+}
+
 TEST_F(ToolsHttpTest, BadToolsAre400s) {
   Json bad = tools_body(nullptr, false);
-  bad["tools"][0]["function"]["parameters"]["properties"]["a"]["minimum"] = 0;
+  bad["tools"][0]["function"]["parameters"]["properties"]["a"]["not"] = Json::object();
   HttpResult r = post_json(h_.port(), "/v1/chat/completions", bad);
   ASSERT_EQ(r.status, 400) << r.body;
   EXPECT_EQ(r.json()["error"]["param"], "tools[0].function.parameters");
-  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("`minimum`"), std::string::npos);
+  EXPECT_NE(r.json()["error"]["message"].get<std::string>().find("`not`"), std::string::npos);
   const Json unknown = {{"type", "function"}, {"function", {{"name", "mul"}}}};
   r = post_json(h_.port(), "/v1/chat/completions", tools_body(unknown, false));
   ASSERT_EQ(r.status, 400) << r.body;

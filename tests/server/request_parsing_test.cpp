@@ -219,7 +219,7 @@ const BadCase kBadCases[] = {
      true,
      {{"response_format",
        {{"type", "json_schema"},
-        {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"}, {"format", "date"}}}}}}}},
+        {"json_schema", {{"name", "x"}, {"schema", {{"type", "string"}, {"format", "regex"}}}}}}}},
      "response_format.json_schema.schema"},
     {"grammar bad", false, {{"grammar", "root ::= undefined"}}, "grammar"},
     {"grammar and regex", false, {{"grammar", "root ::= \"a\""}, {"regex", "a"}}, "grammar"},

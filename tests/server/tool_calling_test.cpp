@@ -6,7 +6,10 @@
 // "model" over the stories260K vocabulary: every output they allow parses into calls.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
+
+#include <fmt/format.h>
 
 #include "gguf/reader.h"
 #include "grammar/gbnf_parser.h"
@@ -67,7 +70,7 @@ TEST(ToolRequestTest, DefaultsAndChoices) {
   ASSERT_EQ(r.tools.size(), 2u);
   EXPECT_EQ(r.tools[0].name, "get_weather");
   EXPECT_EQ(r.tools[0].description, "Weather of a city");
-  EXPECT_EQ(r.tools[1].parameters["required"], Json::array({"a", "b"}));
+  EXPECT_EQ(r.tools[1].parameters["required"], nlohmann::ordered_json::array({"a", "b"}));
   EXPECT_EQ(parsed(body_with(Json::array({weather_tool()}), "required")).choice,
             ToolChoice::kRequired);
   EXPECT_EQ(parsed(body_with(Json::array({weather_tool()}), "none")).choice, ToolChoice::kNone);
@@ -83,7 +86,7 @@ TEST(ToolRequestTest, DefaultsAndChoices) {
   // No parameters: a function of no arguments.
   ToolRequest bare =
       parsed(body_with(Json::array({Json{{"type", "function"}, {"function", {{"name", "now"}}}}})));
-  EXPECT_EQ(bare.tools[0].parameters, Json({{"type", "object"}}));
+  EXPECT_EQ(bare.tools[0].parameters, nlohmann::ordered_json({{"type", "object"}}));
 }
 
 TEST(ToolRequestTest, RefusesBadToolsAndChoices) {
@@ -96,7 +99,7 @@ TEST(ToolRequestTest, RefusesBadToolsAndChoices) {
   not_fn["type"] = "retrieval";
   EXPECT_EQ(error_param(body_with(Json::array({not_fn}))), "tools[0].type");
   Json fmt = weather_tool();
-  fmt["function"]["parameters"]["properties"]["city"]["format"] = "date";
+  fmt["function"]["parameters"]["properties"]["city"]["format"] = "regex";
   ToolRequest r;
   MaybeError e = parse_tool_request(body_with(Json::array({fmt})), &r);
   ASSERT_TRUE(e.has_value());
@@ -184,6 +187,22 @@ TEST(ToolFormatTest, CallIds) {
   const std::string m = make_tool_call_id(ToolFamily::kMistral, "req1", 0, 0);
   ASSERT_EQ(m.size(), 9u);
   for (char c : m) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c))) << m;
+}
+
+// Every block of an id is drawn from a full-width hash: no id ends in a run of one character (an
+// earlier id reused the small quotient left after 8 characters, and about 1 id in 300 ended in
+// 16 'a's). A run of 8 equal characters has a chance of about 1e-11 per uniform id.
+TEST(ToolFormatTest, CallIdsHaveNoLongRuns) {
+  for (int r = 0; r < 20000; ++r) {
+    const std::string id = make_tool_call_id(ToolFamily::kHermes, fmt::format("req-{}", r), 0, 0);
+    size_t run = 1;
+    size_t longest = 1;
+    for (size_t i = 6; i < id.size(); ++i) {
+      run = id[i] == id[i - 1] ? run + 1 : 1;
+      longest = std::max(longest, run);
+    }
+    ASSERT_LT(longest, 8u) << id;
+  }
 }
 
 ToolRequest two_tools(ToolChoice choice = ToolChoice::kAuto, bool parallel = true) {
