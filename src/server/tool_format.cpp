@@ -19,6 +19,13 @@ uint64_t fnv1a(std::string_view s, uint64_t h = 14695981039346656037ULL) {
   return h;
 }
 
+// SplitMix64's finalizer: a bijection of 64-bit values that spreads every input bit.
+uint64_t mix64(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+  return x ^ (x >> 31);
+}
+
 }  // namespace
 
 ToolFormat detect_tool_format(std::string_view src) {
@@ -55,9 +62,12 @@ std::string make_tool_call_id(ToolFamily family, std::string_view request_id, in
       "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
   const size_t len = family == ToolFamily::kMistral ? 9 : 24;
   std::string out = family == ToolFamily::kMistral ? "" : "call_";
-  uint64_t h = fnv1a(fmt::format("{}/{}/{}", request_id, choice, call_idx));
+  const uint64_t seed = fnv1a(fmt::format("{}/{}/{}", request_id, choice, call_idx));
+  uint64_t h = 0;
   for (size_t i = 0; i < len; ++i) {
-    if (i % 8 == 0) h = fnv1a(std::string_view(reinterpret_cast<const char*>(&h), sizeof h), h);
+    // Each block of 8 characters from its own full-width hash of (seed, block): 62^8 < 2^64, so
+    // the quotient left after a block is never reused (it can be small, even 0).
+    if (i % 8 == 0) h = mix64(seed + i / 8);
     out += kAlphabet[h % kAlphabet.size()];
     h /= kAlphabet.size();
   }
