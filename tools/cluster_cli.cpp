@@ -322,6 +322,11 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(check_lora_spec);
   cli.je_cmd->add_option("--block-size", je.block_size, "The TEs' tokens per KV block")
       ->check(CLI::Range(1, 1024));
+  cli.je_cmd
+      ->add_option("--te-connect-timeout-ms", je.te_connect_timeout_ms,
+                   "How long connecting to a TE may take; one that does not connect is left out "
+                   "(the start fails only when none does)")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
   add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.balance_abs_tokens,
                    &je.pd_heatmap, &je.stall_timeout_ms);
   add_predictor_flags(cli.je_cmd, &je.predictor, &je.predictor_model);

@@ -90,6 +90,9 @@ struct JeOptions {
   std::string predictor;           // decode-length predictor file (keel train-predictor); "" = none
   std::string predictor_model;     // its side model; "" = model_path
   std::vector<std::string> loras;  // --lora NAME=PATH: adapters the TEs serve (prefix keys)
+  // How long connecting to a TE may take (one still starting refuses; one that does not connect
+  // in time is left out of the fleet, unless no TE connects). A replacement JE gets a short one.
+  int64_t te_connect_timeout_ms = 30000;
   // etcd: the JE registers itself (je/<id>) and follows the TEs of its model in the membership —
   // one registered is added to its fleet, one whose lease expires leaves it (jobs re-driven).
   MembershipOptions membership;

@@ -1,6 +1,7 @@
 // `keel cluster status`: GET /v1/cluster/status from a gateway and print the fleet — one line per
 // task executor (role, state from progress: healthy/busy/hung/dead, queue, KV use, prefix-cache
-// hit rate) and the job and router counters — or the raw JSON with --json.
+// hit rate), the job and router counters over all JEs and one line per JE (up or down, and why)
+// — or the raw JSON with --json.
 #include <cstdio>
 #include <string>
 
@@ -41,6 +42,21 @@ void print_table(const Json& doc) {
               static_cast<long long>(jobs.value("redriven", 0)),
               static_cast<long long>(jobs.value("failed", 0)));
   std::printf("router: %s\n", doc.value("router", Json::object()).dump().c_str());
+  // Each JE's own line (the totals above are over all of them); a JE that is down says why.
+  for (const Json& je : doc.value("job_executors", Json::array())) {
+    if (je.value("state", "") != "up") {
+      std::printf("JE %s (%s): down: %s\n", je.value("id", "").c_str(),
+                  je.value("address", "").c_str(), je.value("error", "").c_str());
+      continue;
+    }
+    const Json j = je.value("jobs", Json::object());
+    std::printf("JE %s (%s): up; active %lld, total %lld, re-driven %lld, failed %lld\n",
+                je.value("id", "").c_str(), je.value("address", "").c_str(),
+                static_cast<long long>(j.value("active", 0)),
+                static_cast<long long>(j.value("total", 0)),
+                static_cast<long long>(j.value("redriven", 0)),
+                static_cast<long long>(j.value("failed", 0)));
+  }
   for (const Json& te : doc.value("task_executors", Json::array())) {
     const Json peer = te.value("peer_tier", Json::object());
     if (peer.value("fetch", 0) + peer.value("recompute", 0) == 0) continue;

@@ -1,6 +1,8 @@
 // Fleet status document and metrics lines (see fleet_report.h).
 #include "cluster/fleet_report.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 namespace keel::cluster {
@@ -52,19 +54,37 @@ Json fleet_status_json(const FleetStatus& s) {
     }
     tes.push_back(std::move(entry));
   }
+  Json jes = Json::array();
+  for (const JeSummary& je : s.job_executors) {
+    Json entry{{"id", je.id}, {"address", je.address}, {"state", je.up ? "up" : "down"}};
+    if (je.up) {
+      entry["jobs"] = Json{{"active", je.jobs_active},
+                           {"total", je.jobs_total},
+                           {"redriven", je.jobs_redriven},
+                           {"failed", je.jobs_failed},
+                           {"resubmitted", je.jobs_resubmitted}};
+      entry["router"] = je.router.is_object() ? je.router : Json::object();
+    } else {
+      entry["error"] = je.error;
+    }
+    jes.push_back(std::move(entry));
+  }
+  // "je", "jobs" and "router" are over every JE that answered (job_executors lists each).
   return Json{{"je", s.je_id},
               {"jobs", Json{{"active", s.jobs_active},
                             {"total", s.jobs_total},
                             {"redriven", s.jobs_redriven},
-                            {"failed", s.jobs_failed}}},
+                            {"failed", s.jobs_failed},
+                            {"resubmitted", s.jobs_resubmitted}}},
               {"router", s.router.is_object() ? s.router : Json::object()},
               {"predictor", s.predictor.is_object() ? s.predictor : Json::object()},
+              {"job_executors", std::move(jes)},
               {"task_executors", std::move(tes)}};
 }
 
 std::string fleet_metrics_text(const FleetStatus& s, std::string_view model) {
   std::string out;
-  out += "# HELP keel:cluster_router_decisions_total Routing decisions by branch (one JE).\n";
+  out += "# HELP keel:cluster_router_decisions_total Routing decisions by branch (all JEs).\n";
   out += "# TYPE keel:cluster_router_decisions_total counter\n";
   if (s.router.is_object()) {
     for (const char* branch : {"locality", "least_load", "round_robin", "no_capacity"}) {
@@ -79,16 +99,29 @@ std::string fleet_metrics_text(const FleetStatus& s, std::string_view model) {
   out += "# TYPE keel:cluster_jobs_redriven_total counter\n";
   out += fmt::format("keel:cluster_jobs_redriven_total{{model_name=\"{}\"}} {}\n", model,
                      s.jobs_redriven);
+  out += "# HELP keel:cluster_jobs_resubmitted_total Jobs submitted again after their JE died.\n";
+  out += "# TYPE keel:cluster_jobs_resubmitted_total counter\n";
+  out += fmt::format("keel:cluster_jobs_resubmitted_total{{model_name=\"{}\"}} {}\n", model,
+                     s.jobs_resubmitted);
+  out += "# HELP keel:cluster_job_executors Job executors by whether they answer the gateway.\n";
+  out += "# TYPE keel:cluster_job_executors gauge\n";
+  int64_t jes_up = 0;
+  for (const JeSummary& je : s.job_executors) jes_up += je.up ? 1 : 0;
+  for (const auto& [state, n] : {std::pair<const char*, int64_t>{"up", jes_up},
+                                 {"down", static_cast<int64_t>(s.job_executors.size()) - jes_up}}) {
+    out += fmt::format("keel:cluster_job_executors{{model_name=\"{}\",state=\"{}\"}} {}\n", model,
+                       state, n);
+  }
   out += "# HELP keel:cluster_jobs_failed_total Jobs no TE could finish.\n";
   out += "# TYPE keel:cluster_jobs_failed_total counter\n";
   out +=
       fmt::format("keel:cluster_jobs_failed_total{{model_name=\"{}\"}} {}\n", model, s.jobs_failed);
   if (s.predictor.is_object() && s.predictor.value("requests", 0) > 0) {
-    out += "# HELP keel:cluster_predictor_requests_total Decode-length predictions (one JE).\n";
+    out += "# HELP keel:cluster_predictor_requests_total Decode-length predictions (all JEs).\n";
     out += "# TYPE keel:cluster_predictor_requests_total counter\n";
     out += fmt::format("keel:cluster_predictor_requests_total{{model_name=\"{}\"}} {}\n", model,
                        s.predictor.value("requests", 0));
-    out += "# HELP keel:cluster_predictor_seconds_total Time spent predicting (one JE).\n";
+    out += "# HELP keel:cluster_predictor_seconds_total Time spent predicting (all JEs).\n";
     out += "# TYPE keel:cluster_predictor_seconds_total counter\n";
     out += fmt::format("keel:cluster_predictor_seconds_total{{model_name=\"{}\"}} {:.6f}\n", model,
                        s.predictor.value("seconds", 0.0));

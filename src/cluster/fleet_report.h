@@ -1,6 +1,7 @@
 // The fleet for people and for Prometheus: GET /v1/cluster/status's JSON document (every TE's
-// role, health, load, KV use and prefix-cache hit rate; the JE's job counters and the router's
-// decisions per branch) and the gateway's extra /metrics lines (keel:cluster_*).
+// role, health, load, KV use and prefix-cache hit rate; the job counters and the router's
+// decisions per branch over all JEs, and each JE's own, up or down) and the gateway's extra
+// /metrics lines (keel:cluster_*).
 // Thread safety: pure functions.
 #pragma once
 

@@ -22,7 +22,7 @@ Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config
     {
       std::lock_guard lock(je->mu_);
       if (std::all_of(je->tes_.begin(), je->tes_.end(),
-                      [](const auto& t) { return t->reported; })) {
+                      [](const auto& t) { return t->reported || t->forgotten; })) {
         break;
       }
     }
@@ -116,15 +116,27 @@ Status JobExecutor::connect_tes() {
     entry->last_report = entry->last_progress = Clock::now();
     tes_.push_back(std::move(entry));
   }
+  // A TE that does not connect is left out (it died since it was named: a replacement JE is
+  // started with the fleet as last seen) — the JE fails only when none connects.
+  Status last;
+  size_t connected = 0;
   for (size_t i = 0; i < tes_.size(); ++i) {
-    KEEL_ASSIGN_OR_RETURN(
-        std::shared_ptr<Link> link,
-        Link::connect(
-            tes_[i]->address, config_.connect_timeout,
-            [this, i](Link&, Message m) { on_te_message(i, std::move(m)); }, nullptr));
+    Result<std::shared_ptr<Link>> link = Link::connect(
+        tes_[i]->address, config_.connect_timeout,
+        [this, i](Link&, Message m) { on_te_message(i, std::move(m)); }, nullptr);
     std::lock_guard lock(mu_);
-    tes_[i]->link = std::move(link);
+    if (!link.ok()) {
+      KEEL_LOG_WARN("je {}: te {} left out: {}", config_.id, tes_[i]->address,
+                    link.status().message());
+      last = link.status();
+      tes_[i]->forgotten = true;  // not listed; add_te may bring it back
+      tes_[i]->info.state = health::TeState::kDead;
+      continue;
+    }
+    tes_[i]->link = std::move(*link);
+    ++connected;
   }
+  if (connected == 0 && !tes_.empty()) return last;
   return {};
 }
 
@@ -198,6 +210,16 @@ void JobExecutor::on_submit_job(Link& link, const Json& body) {
   job->reply_to = submit->reply_to;
   job->request = std::move(submit->request);
   if (!job->request.sampling.seed) job->request.sampling.seed = sampling::random_seed();
+  // A job whose JE died, re-submitted by its gateway: the tokens the client has end its prompt;
+  // they are the job's generated tokens from here on, as if this JE had seen them reported.
+  const int32_t resumed = job->request.resumed_tokens;
+  if (resumed > 0 && resumed < static_cast<int32_t>(job->request.prompt_tokens.size())) {
+    const auto first = job->request.prompt_tokens.end() - resumed;
+    job->generated.assign(first, job->request.prompt_tokens.end());
+    job->request.prompt_tokens.erase(first, job->request.prompt_tokens.end());
+  }
+  job->request.resumed_tokens = 0;
+  job->attempt = std::max(submit->attempt, 0);
   if (job->request.lora.empty()) {
     job->block_hashes = prompt_block_hashes(config_.model_key, job->request.cache_salt,
                                             job->request.prompt_tokens, config_.block_size);
@@ -216,11 +238,29 @@ void JobExecutor::on_submit_job(Link& link, const Json& body) {
       return;
     }
     ++jobs_total_;
+    if (job->attempt > 0) {
+      ++jobs_resubmitted_;
+      // Whatever attempt its old JE left running goes (a TE aborts that attempt and older ones),
+      // before the new one is sent on the same links.
+      for (const auto& te : tes_) {
+        if (te->link && !te->forgotten) {
+          te->link->send(encode_abort_task(AbortTask{job->ref, job->attempt - 1}));
+        }
+      }
+    }
     jobs_[job->ref] = std::move(job);
   }
+  const bool resubmitted = submit->attempt > 0;
   const Status s = dispatch(submit->ref);
   if (!s.ok()) {
     std::lock_guard lock(mu_);
+    if (resubmitted && s.code() == StatusCode::kUnavailable) {
+      // A job its old JE was running: this JE owns it now, and waits for a TE as a re-drive
+      // does (retry_parked), rather than have the gateway submit it again and again.
+      parked_.emplace(submit->ref, Clock::now() + config_.redrive_wait);
+      link.reply(call, status_body(Status::ok_status()));
+      return;
+    }
     jobs_.erase(submit->ref);
   }
   link.reply(call, status_body(s));
@@ -242,7 +282,7 @@ void JobExecutor::on_abort_job(const Json& body) {
   if (te_link) te_link->send(encode_abort_task(task));
 }
 
-std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job) {
+std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job, bool count_no_capacity) {
   FleetSnapshot fleet;
   for (const auto& te : tes_) {
     if (te->reported && !te->draining) fleet.tes.push_back(te->info);
@@ -257,7 +297,7 @@ std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job) {
                          .config = config_.router,
                          .cursor = cursor_++};
   const RouteDecision decision = route(input);
-  counters_.record(decision);
+  if (count_no_capacity || decision.branch != RouteBranch::kNoCapacity) counters_.record(decision);
   if (decision.branch == RouteBranch::kNoCapacity) return std::nullopt;
   std::optional<Choice> choice;
   for (size_t i = 0; i < tes_.size(); ++i) {
@@ -290,7 +330,7 @@ void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& ba
   if (!s.ok()) KEEL_LOG_WARN("je {}: cache events of {}: {}", config_.id, te_id, s.message());
 }
 
-Status JobExecutor::dispatch(const JobRef& ref) {
+Status JobExecutor::dispatch(const JobRef& ref, bool retry) {
   Status last = Status::unavailable("no healthy task executor");
   for (size_t tries = 0; tries < tes_.size(); ++tries) {
     SubmitTask task;
@@ -301,7 +341,7 @@ Status JobExecutor::dispatch(const JobRef& ref) {
       const auto it = jobs_.find(ref);
       if (it == jobs_.end()) return Status::cancelled("job gone");
       Job& job = *it->second;
-      const std::optional<Choice> chosen = choose_te(job);
+      const std::optional<Choice> chosen = choose_te(job, !retry);
       if (!chosen) return last;
       te = chosen->te;
       te_link = tes_[te]->link;
@@ -341,14 +381,22 @@ Status JobExecutor::dispatch(const JobRef& ref) {
     } else {
       last = reply.status();
     }
-    KEEL_LOG_WARN("je {}: te {} did not take a task: {}; counting it dead", config_.id,
+    KEEL_LOG_WARN("je {}: te {} did not take a task: {}; taking it out of service", config_.id,
                   tes_[te]->address, last.message());
     std::lock_guard lock(mu_);
-    tes_[te]->info.healthy = false;
+    count_out(te, reply);
     const auto it = jobs_.find(ref);
     if (it != jobs_.end()) it->second->te.reset();
   }
   return last;
+}
+
+void JobExecutor::count_out(size_t te, const Result<Json>& why) {
+  TeEntry& e = *tes_[te];
+  if (!e.info.healthy) return;  // already out: it keeps the state that took it out
+  e.info.healthy = false;
+  const bool silent = !why.ok() && e.link && !e.link->closed();  // no answer in time
+  e.info.state = silent ? health::TeState::kHung : health::TeState::kDead;
 }
 
 void JobExecutor::on_te_message(size_t te, Message message) {
@@ -476,7 +524,7 @@ void JobExecutor::dispatch_decode(const JobRef& ref) {
                 ref.job, s.message());
   if (s.code() != StatusCode::kUnavailable && reply.ok()) return fail_job(ref, s.message());
   std::lock_guard lock(mu_);
-  tes_[te]->info.healthy = false;
+  count_out(te, reply);
   const auto it = jobs_.find(ref);
   if (it != jobs_.end()) {
     it->second->te.reset();
@@ -510,14 +558,18 @@ FleetStatus JobExecutor::status() const {
   s.jobs_total = jobs_total_;
   s.jobs_redriven = jobs_redriven_;
   s.jobs_failed = jobs_failed_;
+  s.jobs_resubmitted = jobs_resubmitted_;
   s.router = Json{{"locality", counters_.locality},
                   {"least_load", counters_.least_load},
                   {"round_robin", counters_.round_robin},
                   {"no_capacity", counters_.no_capacity},
                   {"pd_colocated", counters_.pd_colocated},
                   {"pd_disaggregated", counters_.pd_disaggregated},
+                  {"role_fallback", counters_.role_fallback},
                   {"matched_blocks", counters_.matched_blocks},
-                  {"kv_link_blocked", kv_link_blocked_}};
+                  {"kv_link_blocked", kv_link_blocked_},
+                  // How a mixed fleet chooses colocated or disaggregated (router.h).
+                  {"pd_rule", config_.heatmap ? "heatmap" : "pairs_as_replicas"}};
   Json buckets = Json::array();
   for (const auto& [pa, n] : prediction_buckets_) buckets.push_back({pa.first, pa.second, n});
   s.predictor = Json{{"requests", predictions_},

@@ -14,8 +14,9 @@
 // finished (or it is failed); each job has exactly one live attempt, on one TE.
 //
 // Thread safety: start() and stop() from the owner's thread; handlers run on the links' reader
-// threads, re-drives on the monitor thread; shared state under one mutex, never held across a
-// call to another process.
+// threads, re-drives on the monitor thread (a re-drive that finds no TE is parked there and
+// retried, never waited for on a link's reader thread); shared state under one mutex, never held
+// across a call to another process.
 #pragma once
 
 #include <chrono>
@@ -53,6 +54,9 @@ struct JobExecutorConfig {
   std::chrono::milliseconds stall_timeout{5000};
   std::chrono::milliseconds task_call_timeout{5000};
   int32_t max_attempts = 4;  // a job failed on this many TEs is failed
+  // A re-drive that finds no TE able to take the job (the only one died; its replacement is
+  // starting) waits up to this long for one, retried from the monitor loop, before the job fails.
+  std::chrono::milliseconds redrive_wait{10000};
   // Routing: the served model, its prefix-cache identity and block size (the TEs' own, so the
   // prompt's block hashes equal the ones their cache events carry), the router's policy.
   std::string model;
@@ -117,8 +121,9 @@ class JobExecutor {
   void on_submit_job(Link& link, const Json& body);
   void on_abort_job(const Json& body);
   void apply_report(size_t te, LoadReport report);
-  // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it.
-  Status dispatch(const JobRef& ref);
+  // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it. `retry`: a parked
+  // re-drive trying again (a decision with no capacity is not counted again).
+  Status dispatch(const JobRef& ref, bool retry = false);
   // Runs the router over the TEs that reported (under mu_): the TE to run the job (or its
   // prefill) and, for a disaggregated job, its decode TE.
   struct Choice {
@@ -126,7 +131,11 @@ class JobExecutor {
     std::optional<size_t> decode_te;
     std::optional<PeerHint> peer;  // tier T3: a TE holding more of the prompt (peer_hint.h)
   };
-  std::optional<Choice> choose_te(const Job& job);
+  std::optional<Choice> choose_te(const Job& job, bool count_no_capacity = true);
+  // Takes TE `te` out of service after a task call failed with `why` (under mu_): dead when its
+  // link is closed or it refused (stopping), hung when it did not answer in time (a stopped
+  // process: its link is still open).
+  void count_out(size_t te, const Result<Json>& why);
   // Tier T3: the peer the TE `te_id` could fetch the prompt's leading blocks from (under mu_).
   std::optional<PeerHint> peer_hint(const Job& job, const std::string& te_id) const;
   // Sends a disaggregated job's decode half to its decode TE once its prefill handed off (on the
@@ -135,6 +144,8 @@ class JobExecutor {
   void monitor_loop();
   void check_health();
   void redrive(const JobRef& ref);
+  // Retries the parked re-drives (no TE could take them) and fails those past their deadline.
+  void retry_parked();
   void fail_job(const JobRef& ref, const std::string& error);
   // Subscribes to the cache events of TEs that announced a publisher (on the monitor thread).
   void subscribe_kv_events();
@@ -149,6 +160,7 @@ class JobExecutor {
   std::vector<std::shared_ptr<Link>> gateway_links_;
   std::vector<JobRef> to_redrive_;
   std::vector<JobRef> to_decode_;
+  std::map<JobRef, Clock::time_point> parked_;  // re-drives waiting for a TE, by deadline
   PrefixIndex index_;
   std::vector<std::unique_ptr<KvEventSubscriber>> subscribers_;  // monitor thread only
   RouterCounters counters_;
@@ -160,7 +172,8 @@ class JobExecutor {
   int64_t jobs_total_ = 0;
   int64_t jobs_redriven_ = 0;
   int64_t jobs_failed_ = 0;
-  int64_t kv_link_blocked_ = 0;  // prefills whose KV link was blocked (decode ran colocated)
+  int64_t jobs_resubmitted_ = 0;  // jobs a gateway re-submitted after their JE died
+  int64_t kv_link_blocked_ = 0;   // prefills whose KV link was blocked (decode ran colocated)
   std::thread monitor_;
 };
 

@@ -28,6 +28,7 @@ void JobExecutor::monitor_loop() {
     lock.unlock();
     for (const JobRef& ref : decodes) dispatch_decode(ref);
     for (const JobRef& ref : redrives) redrive(ref);
+    retry_parked();
     lock.lock();
   }
 }
@@ -110,7 +111,45 @@ void JobExecutor::redrive(const JobRef& ref) {
   KEEL_LOG_INFO("je {}: re-driving job {}/{} (attempt {})", config_.id, ref.gateway, ref.job,
                 attempt);
   const Status s = dispatch(ref);
-  if (!s.ok()) fail_job(ref, "re-drive failed: " + s.message());
+  if (s.ok()) return;
+  if (s.code() != StatusCode::kUnavailable) return fail_job(ref, "re-drive failed: " + s.message());
+  // No TE can take it now (the only one of its role died; a replacement is starting): it waits,
+  // retried from this loop, up to redrive_wait.
+  KEEL_LOG_INFO("je {}: job {}/{} waits for a task executor (up to {} ms): {}", config_.id,
+                ref.gateway, ref.job, config_.redrive_wait.count(), s.message());
+  std::lock_guard lock(mu_);
+  parked_.emplace(ref, Clock::now() + config_.redrive_wait);
+}
+
+void JobExecutor::retry_parked() {
+  std::vector<std::pair<JobRef, bool>> due;  // (job, past its deadline)
+  {
+    std::lock_guard lock(mu_);
+    const Clock::time_point now = Clock::now();
+    for (auto it = parked_.begin(); it != parked_.end();) {
+      const auto job = jobs_.find(it->first);
+      if (job == jobs_.end() || job->second->aborted) {
+        if (job != jobs_.end()) jobs_.erase(job);  // aborted while it waited: nothing runs it
+        it = parked_.erase(it);
+        continue;
+      }
+      due.emplace_back(it->first, now >= it->second);
+      ++it;
+    }
+  }
+  for (const auto& [ref, expired] : due) {
+    const Status s = dispatch(ref, /*retry=*/true);
+    if (s.ok() || s.code() != StatusCode::kUnavailable || expired) {
+      {
+        std::lock_guard lock(mu_);
+        parked_.erase(ref);
+      }
+      if (!s.ok()) {
+        fail_job(ref, "re-drive failed: " + s.message() + " (waited " +
+                          std::to_string(config_.redrive_wait.count()) + " ms for one)");
+      }
+    }
+  }
 }
 
 void JobExecutor::fail_job(const JobRef& ref, const std::string& error) {

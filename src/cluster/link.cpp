@@ -25,6 +25,22 @@ using asio::ip::tcp;
 
 Status invalid(const std::string& what) { return Status::invalid_argument("link: " + what); }
 
+// A frame's payload at least this long is checked (its first byte) before its buffer is sized.
+constexpr size_t kCheckedFrameBytes = size_t{64} << 10;
+
+bool printable(uint8_t c) { return (c >= 0x20 && c < 0x7f) || c == '\r' || c == '\n' || c == '\t'; }
+
+// The first line of what a foreign peer sent, quoted and bounded, for an error message.
+std::string quoted_head(std::span<const uint8_t> head, std::string_view more) {
+  std::string text(head.begin(), head.end());
+  text += more;
+  text = text.substr(0, std::min(text.find_first_of("\r\n"), size_t{60}));
+  for (char& c : text) {
+    if (!printable(static_cast<uint8_t>(c))) c = '?';
+  }
+  return "\"" + text + "\"";
+}
+
 // One connect attempt that gives up at `deadline` (a blocking connect to a host that drops
 // packets — cut off, its link down — would wait for the kernel's SYN retries, minutes).
 boost::system::error_code connect_by(asio::io_context& io, tcp::socket& socket,
@@ -67,6 +83,30 @@ Result<Message> decode_message(std::span<const uint8_t> bytes) {
   auto body = doc.find("body");
   if (body == doc.end() || !body->is_object()) return invalid("no message body");
   return Message{type->get<std::string>(), std::move(*body)};
+}
+
+Status check_frame_head(std::span<const uint8_t> head, size_t length, std::optional<uint8_t> first,
+                        std::string_view more) {
+  if (!head.empty() && std::all_of(head.begin(), head.end(), printable)) {
+    const bool http = std::string_view(reinterpret_cast<const char*>(head.data()), head.size())
+                          .starts_with("HTTP");
+    return Status::invalid_argument(
+        "the peer is not a keel cluster endpoint: it sent " + quoted_head(head, more) +
+        (http ? " (an HTTP server: is this the gateway's HTTP port? a control port is named by "
+                "the gateway's ready line, \"control_port\")"
+              : " (text, not a framed keel message)"));
+  }
+  if (length > kMaxFrameBytes) {
+    return Status::invalid_argument("the peer sent a frame of " + std::to_string(length) +
+                                    " bytes, over the " + std::to_string(kMaxFrameBytes >> 20) +
+                                    " MiB limit: not a keel cluster endpoint, or a broken one");
+  }
+  // A keel envelope is a MessagePack map: fixmap (0x80-0x8f), map16 (0xde) or map32 (0xdf).
+  if (first && !((*first & 0xf0) == 0x80 || *first == 0xde || *first == 0xdf)) {
+    return Status::invalid_argument(
+        "the peer sent a frame that is not a keel message (it does not open a MessagePack map)");
+  }
+  return Status::ok_status();
 }
 
 Link::Link(tcp::socket socket, MessageHandler on_message, CloseHandler on_close,
@@ -160,14 +200,18 @@ bool Link::reply(int64_t call_id, Json body) {
   return send(Message{"reply", std::move(body)});
 }
 
-void Link::close() {
+void Link::close() { close_for(Status::ok_status()); }
+
+void Link::close_for(Status reason) {
   std::lock_guard lock(mu_);
   if (closed_) return;
   closed_ = true;
+  close_reason_ = reason;
   ::shutdown(socket_.native_handle(), SHUT_RDWR);
   for (auto& [id, call] : calls_) {
     call->done = true;
-    call->error = Status::unavailable("link to " + peer_ + " closed");
+    call->error = reason.ok() ? Status::unavailable("link to " + peer_ + " closed")
+                              : Status(reason.code(), peer_ + ": " + reason.message());
   }
   cv_.notify_all();
 }
@@ -177,6 +221,11 @@ bool Link::closed() const {
   return closed_;
 }
 
+Status Link::close_reason() const {
+  std::lock_guard lock(mu_);
+  return close_reason_;
+}
+
 bool Link::read_frame(std::vector<uint8_t>* out) {
   std::array<uint8_t, 4> header{};
   boost::system::error_code ec;
@@ -184,12 +233,37 @@ bool Link::read_frame(std::vector<uint8_t>* out) {
   if (ec) return false;
   const size_t n = (size_t{header[0]} << 24) | (size_t{header[1]} << 16) |
                    (size_t{header[2]} << 8) | size_t{header[3]};
-  if (n > kMaxFrameBytes) {
-    KEEL_LOG_WARN("link {}: frame of {} bytes over the limit; closing", peer_, n);
+  // True when the frame may be a keel frame; otherwise closes the link, saying why.
+  const auto checked = [&](std::optional<uint8_t> first) {
+    Status s = check_frame_head(header, n, first);
+    if (s.ok()) return true;
+    std::array<char, 64> buf{};  // what else a foreign peer already sent (never waits for more)
+    const size_t ready = std::min(socket_.available(ec), buf.size());
+    if (!ec && ready > 0) {
+      const size_t got = socket_.read_some(asio::buffer(buf.data(), ready), ec);
+      s = check_frame_head(header, n, first, std::string_view(buf.data(), ec ? 0 : got));
+    }
+    KEEL_LOG_WARN("link {}: {}; closing", peer_, s.message());
+    close_for(s);
     return false;
+  };
+  if (!checked(std::nullopt)) return false;
+  if (n == 0) return false;  // an empty frame is no envelope
+  // A large frame's first byte is checked before its buffer is sized (a foreign peer's
+  // "length" could otherwise cost up to kMaxFrameBytes of memory).
+  size_t at = 0;
+  if (n >= kCheckedFrameBytes) {
+    uint8_t first = 0;
+    asio::read(socket_, asio::buffer(&first, 1), ec);
+    if (ec) return false;
+    if (!checked(first)) return false;
+    out->resize(n);
+    (*out)[0] = first;
+    at = 1;
+  } else {
+    out->resize(n);
   }
-  out->resize(n);
-  asio::read(socket_, asio::buffer(*out), ec);
+  asio::read(socket_, asio::buffer(out->data() + at, n - at), ec);
   return !ec;
 }
 
@@ -214,6 +288,7 @@ void Link::run_reader() {
     Result<Message> message = decode_message(frame);
     if (!message.ok()) {
       KEEL_LOG_WARN("link {}: {}; closing", peer_, message.status().message());
+      close_for(message.status());
       break;
     }
     try {

@@ -8,7 +8,10 @@
 // not block on this same link's replies) and a writer thread (send() only queues, never blocks
 // on the network). close() shuts the socket down, which wakes both; the close handler runs once,
 // on the reader thread, when the connection ends for any reason (peer gone, protocol error,
-// close()). A frame larger than kMaxFrameBytes or that does not parse closes the link.
+// close()). A frame larger than kMaxFrameBytes or that does not parse closes the link; so does a
+// peer that is not a keel cluster process (its first bytes are text, e.g. an HTTP server's reply,
+// or a large frame's payload does not open a MessagePack map — checked before the payload's
+// buffer is allocated): calls pending on the link then fail with why (close_reason()).
 //
 // Sockets are Asio's (connect, accept, read, write); shutdown from another thread goes through
 // the native handle, which leaves the Asio object untouched.
@@ -26,7 +29,9 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -75,6 +80,8 @@ class Link : public std::enable_shared_from_this<Link> {
 
   void close();
   [[nodiscard]] bool closed() const;
+  // Why the link closed, when the peer broke the protocol (ok otherwise: closed by either side).
+  [[nodiscard]] Status close_reason() const;
   [[nodiscard]] const std::string& peer() const { return peer_; }
 
  private:
@@ -83,6 +90,8 @@ class Link : public std::enable_shared_from_this<Link> {
   void run_reader();
   void run_writer();
   bool read_frame(std::vector<uint8_t>* out);
+  // Closes the link because the peer broke the protocol: pending calls fail with `reason`.
+  void close_for(Status reason);
   void deliver(Message message);
 
   boost::asio::io_context io_;  // owns nothing but the socket's service
@@ -94,6 +103,7 @@ class Link : public std::enable_shared_from_this<Link> {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool closed_ = false;
+  Status close_reason_;  // set by close_for()
   struct Outgoing {
     std::vector<uint8_t> payload;
     std::function<void()> on_written;
@@ -110,6 +120,14 @@ class Link : public std::enable_shared_from_this<Link> {
   std::thread reader_;
   std::thread writer_;
 };
+
+// Checks a frame's first bytes before its payload is read: `length` from the 4-byte header `head`,
+// `first` the payload's first byte (when already read). InvalidArgument naming what the peer is
+// when it cannot be a keel frame: text where the length should be ("it sent \"HTTP/1.1 400 ...\"
+// — an HTTP server, not a keel cluster endpoint"; `more` is any text that followed, for the
+// message), a length over kMaxFrameBytes, or a payload that does not open a MessagePack map.
+[[nodiscard]] Status check_frame_head(std::span<const uint8_t> head, size_t length,
+                                      std::optional<uint8_t> first, std::string_view more = {});
 
 // Encodes / decodes one envelope (exposed for tests and the fuzz target).
 [[nodiscard]] std::vector<uint8_t> encode_message(const Message& message);

@@ -126,9 +126,11 @@ void read_peer_hint(FieldReader& r, PeerHint* out) {
 }  // namespace
 
 Message encode(const SubmitJob& m) {
-  return {std::string(msg::kSubmitJob), Json{{"ref", ref_json(m.ref)},
-                                             {"reply_to", m.reply_to},
-                                             {"request", binary(engine::wire::encode(m.request))}}};
+  Json body{{"ref", ref_json(m.ref)},
+            {"reply_to", m.reply_to},
+            {"request", binary(engine::wire::encode(m.request))}};
+  if (m.attempt > 0) body["attempt"] = m.attempt;
+  return {std::string(msg::kSubmitJob), std::move(body)};
 }
 
 Message encode(const SubmitTask& m) {
@@ -234,6 +236,7 @@ Json encode_body(const FleetStatus& m) {
               {"jobs_total", m.jobs_total},
               {"jobs_redriven", m.jobs_redriven},
               {"jobs_failed", m.jobs_failed},
+              {"jobs_resubmitted", m.jobs_resubmitted},
               {"max_model_len", m.max_model_len},
               {"max_waiting", m.max_waiting},
               {"router", m.router.is_object() ? m.router : Json::object()},
@@ -246,6 +249,7 @@ Result<SubmitJob> decode_submit_job(const Json& body) {
   read_ref(r, body, &m.ref);
   r.str("reply_to", &m.reply_to);
   engine_field(r, body, "request", engine::wire::decode_request, &m.request);
+  if (r.has("attempt")) r.i32("attempt", &m.attempt, 0);
   return finish(r, std::move(m));
 }
 
@@ -370,6 +374,7 @@ Result<FleetStatus> decode_fleet_status(const Json& body) {
   r.i64("jobs_total", &m.jobs_total, 0);
   r.i64("jobs_redriven", &m.jobs_redriven, 0);
   r.i64("jobs_failed", &m.jobs_failed, 0);
+  if (r.has("jobs_resubmitted")) r.i64("jobs_resubmitted", &m.jobs_resubmitted, 0);
   r.i64("max_model_len", &m.max_model_len, 0);
   r.i64("max_waiting", &m.max_waiting, 0);
   if (const Json* router = r.object("router")) m.router = *router;

@@ -6,7 +6,9 @@
 // each engine type.
 //
 // Who sends what:
-//   gateway → JE   submit_job (a call; the reply carries a Status and the chosen TE), abort_job,
+//   gateway → JE   submit_job (a call; the reply carries a Status and the chosen TE; a job whose
+//                  JE died is submitted again, resumed, to another or the replacement JE),
+//                  abort_job,
 //                  fleet (a call; the reply is FleetStatus)
 //   JE → TE        submit_task (a call; reply: Status), abort_task
 //   TE → JE        load_report (periodic: load, stats, metrics, each task's new tokens)
@@ -63,10 +65,14 @@ struct JobRef {
 };
 
 // gateway → JE. reply_to: the gateway's event address ("host:port") TEs stream to.
+// A job re-submitted because its JE died (fleet_client.h) carries the attempt to start from
+// (above any its old JE may have left running: the new JE aborts those) and, as
+// request.resumed_tokens, the tokens the client already has at the end of its prompt.
 struct SubmitJob {
   JobRef ref;
   std::string reply_to;
   engine::GenerationRequest request;
+  int32_t attempt = 0;  // encoded only when > 0
 };
 
 // Tier T3 (JE → TE, inside SubmitTask): another TE holds more of the prompt's leading blocks
@@ -177,7 +183,23 @@ struct RemoveTe {
   friend bool operator==(const RemoveTe&, const RemoveTe&) = default;
 };
 
+// One JE as the gateway sees it (fleet_merge.h): gateway-side only, never on the wire.
+struct JeSummary {
+  std::string id;       // its id ("je-0"); its address while it does not answer
+  std::string address;  // "host:port"
+  bool up = false;      // it answered the gateway's fleet call
+  std::string error;    // why not, when down
+  int64_t jobs_active = 0;
+  int64_t jobs_total = 0;
+  int64_t jobs_redriven = 0;
+  int64_t jobs_failed = 0;
+  int64_t jobs_resubmitted = 0;
+  Json router;  // its router counters
+};
+
 // The reply to `fleet`: every TE the JE knows, its last stats and metrics, and the JE's counters.
+// At the gateway, the fleet over every JE (merge_fleet_statuses): the TEs once, the counters
+// summed, job_executors one entry per JE.
 struct FleetStatus {
   std::string je_id;
   FleetSnapshot fleet;
@@ -187,10 +209,12 @@ struct FleetStatus {
   int64_t jobs_total = 0;
   int64_t jobs_redriven = 0;
   int64_t jobs_failed = 0;
-  int64_t max_model_len = 0;  // the smallest over healthy TEs (0: none has reported)
-  int64_t max_waiting = 0;    // summed over healthy TEs
-  Json router;                // the router's counters by branch ({"locality": n, ...})
-  Json predictor;             // {"requests", "seconds", "buckets": [[predicted, actual, n]...]}
+  int64_t jobs_resubmitted = 0;  // jobs a gateway re-submitted after their JE died (attempt > 0)
+  int64_t max_model_len = 0;     // the smallest over healthy TEs (0: none has reported)
+  int64_t max_waiting = 0;       // summed over healthy TEs
+  Json router;                   // the router's counters by branch ({"locality": n, ...})
+  Json predictor;                // {"requests", "seconds", "buckets": [[predicted, actual, n]...]}
+  std::vector<JeSummary> job_executors;  // gateway-side (merge_fleet_statuses); not encoded
 };
 
 [[nodiscard]] Message encode(const SubmitJob& m);

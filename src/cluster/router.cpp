@@ -74,13 +74,25 @@ std::vector<const Candidate*> pointers(const std::vector<Candidate>& group) {
   return out;
 }
 
+// Nothing running, waiting or pending on it (a dispatch counts as pending until its report).
+bool idle(const TeInfo& te) {
+  return te.load.num_running == 0 && te.load.num_waiting == 0 && te.load.pending_tokens == 0;
+}
+
 bool loads_balanced(const std::vector<Candidate>& group, double threshold, double abs_tokens) {
   double lo = group.front().load;
   double hi = group.front().load;
+  bool any_idle = false;
+  bool any_busy = false;
   for (const Candidate& c : group) {
     lo = std::min(lo, c.load);
     hi = std::max(hi, c.load);
+    (idle(*c.te) ? any_idle : any_busy) = true;
   }
+  // An idle TE beside a busy one is never balanced: no TE is left idle for locality's sake (a TE
+  // a scale-out just added holds no prefix yet and got nothing while the busy one stayed within
+  // balance_abs_tokens).
+  if (any_idle && any_busy) return false;
   return hi - lo <= abs_tokens || (hi - lo) / std::max(hi, 1.0) <= threshold;
 }
 
@@ -144,8 +156,7 @@ PdChoice choose_pd(bool has_colocated, bool has_pair, const RouteInput& in) {
   if (in.config.policy != RoutePolicy::kDeepServe) {
     return {PdMode::kPdColocated, std::nullopt, "colocated (baseline policy); "};
   }
-  if (in.heatmap == nullptr)
-    return {PdMode::kPdColocated, std::nullopt, "colocated (no heatmap); "};
+  if (in.heatmap == nullptr) return {PdMode::kPdColocated, std::nullopt, "no heatmap; "};
   const double v = in.heatmap->lookup(in.prompt_tokens, in.predicted_decode_tokens);
   const bool disagg = v > in.config.pd_threshold;
   std::string why = std::string(disagg ? "disaggregated" : "colocated") + " (heatmap " +
@@ -232,28 +243,69 @@ Status RouterConfig::validate() const {
   return Status();
 }
 
+namespace {
+
+// The group a request goes to when the model has colocated TEs and prefill/decode pairs but no
+// heatmap: every colocated TE, and every prefill TE standing for its pair, its load counted with
+// the least loaded decode TE's (a pair carries one request's prefill and decode, as one colocated
+// TE does). The usual rule (locality when balanced, else least load) then picks in it.
+std::vector<Candidate> pairs_as_replicas(const std::vector<Candidate>& colocated,
+                                         const std::vector<Candidate>& prefill,
+                                         const std::vector<Candidate>& decode) {
+  double decode_load = decode.front().load;
+  for (const Candidate& d : decode) decode_load = std::min(decode_load, d.load);
+  std::vector<Candidate> group = colocated;
+  for (Candidate p : prefill) {
+    p.load += decode_load;
+    group.push_back(p);
+  }
+  return group;
+}
+
+}  // namespace
+
 RouteDecision route(const RouteInput& in) {
   const std::vector<Candidate> colocated = healthy_group(in, TeRole::kColocated);
   const std::vector<Candidate> prefill = healthy_group(in, TeRole::kPrefill);
   const std::vector<Candidate> decode = healthy_group(in, TeRole::kDecode);
   const bool has_pair = !prefill.empty() && !decode.empty();
+  RouteDecision d;
   if (colocated.empty() && !has_pair) {
-    std::string why = "no healthy TE for model \"" + std::string(in.model) + "\"";
-    if (!prefill.empty()) why += " (prefill TEs but no decode TE)";
-    if (!decode.empty()) why += " (decode TEs but no prefill TE)";
-    return no_capacity(std::move(why));
+    // A PD fleet short of one role (its decode TE died; the replacement is starting): a TE of the
+    // other role runs the whole request, as a colocated TE would — every role's engine can.
+    const std::vector<Candidate>& lone = !prefill.empty() ? prefill : decode;
+    if (lone.empty()) {
+      return no_capacity("no healthy TE for model \"" + std::string(in.model) + "\"");
+    }
+    const Pick pick = pick_in_group(lone, in);
+    d.branch = pick.branch;
+    d.pd = PdMode::kPdColocated;
+    d.te_id = pick.chosen->te->id;
+    d.match = pick.chosen->match;
+    d.role_fallback = true;
+    d.reason = std::string(!prefill.empty() ? "no decode TE: the whole request on a prefill TE; "
+                                            : "no prefill TE: the whole request on a decode TE; ") +
+               pick.why;
+    return d;
   }
   const PdChoice pd = choose_pd(!colocated.empty(), has_pair, in);
-  const bool disagg = pd.mode == PdMode::kPdDisaggregated;
-  const Pick pick = pick_in_group(disagg ? prefill : colocated, in);
-
-  RouteDecision d;
+  // Both kinds and no heatmap: the pairs are replicas beside the colocated TEs.
+  const bool unmapped = !colocated.empty() && has_pair && in.heatmap == nullptr &&
+                        in.config.policy == RoutePolicy::kDeepServe;
+  const std::vector<Candidate> mixed =
+      unmapped ? pairs_as_replicas(colocated, prefill, decode) : std::vector<Candidate>{};
+  const bool disagg_kind = pd.mode == PdMode::kPdDisaggregated;
+  const Pick pick = pick_in_group(unmapped ? mixed : (disagg_kind ? prefill : colocated), in);
+  const bool disagg = unmapped ? pick.chosen->te->role == TeRole::kPrefill : disagg_kind;
   d.branch = pick.branch;
-  d.pd = pd.mode;
+  d.pd = disagg ? PdMode::kPdDisaggregated : PdMode::kPdColocated;
   d.te_id = pick.chosen->te->id;
   d.match = pick.chosen->match;
   d.heatmap_value = pd.heatmap_value;
-  d.reason = pd.why + pick.why;
+  d.reason = (unmapped ? std::string(disagg ? "disaggregated" : "colocated") +
+                             " (no heatmap: pairs are replicas); "
+                       : pd.why) +
+             pick.why;
   if (disagg) {
     const Candidate* dec = pick_decode(decode, in);
     d.decode_te_id = dec->te->id;
@@ -277,6 +329,7 @@ void RouterCounters::record(const RouteDecision& decision) {
       ++no_capacity;
       return;
   }
+  if (decision.role_fallback) ++role_fallback;
   switch (decision.pd) {
     case PdMode::kPdColocated:
       ++pd_colocated;

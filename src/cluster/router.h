@@ -8,10 +8,18 @@
 //   load = pending_tokens + kv_pressure_tokens × kv_blocks_used / kv_blocks_total
 // (the KV term is 0 when kv_blocks_total is 0). A group is balanced when
 //   (max load − min load) / max(max load, 1) ≤ balance_threshold, or
-//   max load − min load ≤ balance_abs_tokens.
+//   max load − min load ≤ balance_abs_tokens,
+// unless one of its TEs is idle (nothing running, waiting or pending) while another is not: then
+// least load sends the request to the idle one (a TE added by a scale-out holds no prefix, and
+// locality would leave it idle until the busy TE's load passed balance_abs_tokens).
 // Locality score of a TE: pool blocks + lower_tier_weight × dram/disk blocks of its prefix match
 // (prefix_index.h). Ties — equal score, then equal load — go to the tied TE at position
 // cursor mod (number tied), in snapshot order, so idle equal TEs share the traffic.
+// The PD step: with a heatmap, its value picks colocated or disaggregated; without one, a model
+// that has both colocated TEs and prefill/decode pairs treats each prefill TE (standing for its
+// pair; its load plus the least loaded decode TE's) as one more replica beside the colocated TEs,
+// and the rule below picks among them all. A model with prefill TEs but no decode TE (or the
+// reverse) runs whole requests on them (role_fallback): every role's engine can.
 // Thread safety: pure functions over values; RouterCounters is a plain struct with one owner.
 #pragma once
 
@@ -57,7 +65,7 @@ struct RouterConfig {
 struct RouteInput {
   const FleetSnapshot& fleet;
   const PrefixIndex& index;
-  const PdHeatmap* heatmap = nullptr;  // optional; none: colocated when both kinds exist
+  const PdHeatmap* heatmap = nullptr;  // optional; none: pairs are replicas (header comment)
   std::string_view model;              // served model name (TeInfo::model)
   int64_t prompt_tokens = 0;
   std::span<const uint64_t> prompt_block_hashes;  // prompt_block_hashes() of the prompt
@@ -80,7 +88,10 @@ struct RouteDecision {
   std::string decode_te_id;             // the decode TE when kPdDisaggregated, else empty
   PrefixMatch match;                    // the prompt's leading blocks te_id holds
   std::optional<double> heatmap_value;  // when the PD step consulted the heatmap
-  std::string reason;                   // one line for logs and traces
+  // A whole request on a prefill or decode TE: the model has no colocated TE and no complete
+  // pair (one role is missing, e.g. its only decode TE died).
+  bool role_fallback = false;
+  std::string reason;  // one line for logs and traces
 };
 
 [[nodiscard]] RouteDecision route(const RouteInput& input);
@@ -93,6 +104,7 @@ struct RouterCounters {
   int64_t no_capacity = 0;
   int64_t pd_colocated = 0;  // routed decisions (not kNoCapacity) per PD mode
   int64_t pd_disaggregated = 0;
+  int64_t role_fallback = 0;        // whole requests on a prefill or decode TE (role_fallback)
   int64_t matched_blocks = 0;       // sum of decisions' match.num_blocks
   int64_t matched_pool_blocks = 0;  // sum of decisions' match.num_pool_blocks
   void record(const RouteDecision& decision);

@@ -306,7 +306,9 @@ void TaskExecutor::on_abort(const Json& body) {
   {
     std::lock_guard lock(mu_);
     const auto it = tasks_.find(abort->ref);
-    if (it == tasks_.end() || it->second->attempt != abort->attempt) return;
+    // An abort names the newest attempt it means: an older one goes too (a job re-submitted
+    // after its JE died aborts whatever attempt its old JE left running), a newer one never.
+    if (it == tasks_.end() || it->second->attempt > abort->attempt) return;
     task = it->second;
   }
   engine_->abort(task->key);
@@ -363,7 +365,7 @@ void TaskExecutor::send_reports() {
   base.load.kv_blocks_used = stats.kv_blocks_used;
   base.load.kv_blocks_total = stats.kv_blocks_total;
   std::map<const Link*, std::vector<TaskProgress>> progress;
-  std::vector<JobRef> done;
+  std::vector<std::shared_ptr<Task>> done;
   for (const auto& task : tasks) {
     std::lock_guard lock(task->mu);
     if (!task->finished) {
@@ -380,7 +382,7 @@ void TaskExecutor::send_reports() {
                    task->written_final, task->ended_job, task->kv_link_blocked};
     task->unreported.clear();
     task->reported_finished = task->written_final;
-    if (task->written_final) done.push_back(task->ref);
+    if (task->written_final) done.push_back(task);
     progress[task->je.get()].push_back(std::move(p));
   }
   for (const auto& link : links) {
@@ -390,7 +392,11 @@ void TaskExecutor::send_reports() {
     link->send(encode(report));
   }
   std::lock_guard lock(mu_);
-  for (const JobRef& ref : done) tasks_.erase(ref);
+  for (const std::shared_ptr<Task>& task : done) {
+    // Only that task: a newer attempt of the job (submitted again) may hold its place by now.
+    const auto it = tasks_.find(task->ref);
+    if (it != tasks_.end() && it->second == task) tasks_.erase(it);
+  }
 }
 
 }  // namespace keel::cluster

@@ -45,6 +45,14 @@ Result<std::unique_ptr<TeReplacer>> TeReplacer::create(ProcessSupervisor* sup,
 
 void TeReplacer::manage(ManagedTe te) { managed_.push_back(std::move(te)); }
 
+std::vector<std::string> TeReplacer::live_addresses() const {
+  std::vector<std::string> out;
+  for (const ManagedTe& te : managed_) {
+    if (!te.replaced && !te.address.empty()) out.push_back(te.address);
+  }
+  return out;
+}
+
 void TeReplacer::log_event(const Json& event) {
   if (log_) *log_ << event.dump() << "\n" << std::flush;
 }

@@ -63,6 +63,9 @@ class TeReplacer {
   // fleet is read every poll_interval. Replacements happen here (a cold start blocks the loop
   // until the new TE is ready).
   void tick(const std::vector<ChildExit>& exits);
+  // The control addresses of the TEs it manages that are not replaced (the JE replacer hands
+  // them to a restarted JE). Supervisor's thread.
+  [[nodiscard]] std::vector<std::string> live_addresses() const;
   [[nodiscard]] std::string metrics_text() const;
 
  private:

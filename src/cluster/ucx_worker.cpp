@@ -146,13 +146,15 @@ void UcxWorker::run() {
       std::this_thread::yield();  // on an oversubscribed host, let the peer thread run
       continue;
     }
-    // Sleep until post(), wake() or stop() signal, or the tick is due.
+    // Sleep until post(), wake() or stop() signal, or the tick is due. Only a signal starts a new
+    // spin (work was handed over); a sleep that timed out polls the worker once more and sleeps
+    // again, so an idle worker costs one poll per tick, not a spin window per tick.
     pollfd pfd{event_fd_, POLLIN, 0};
     if (::poll(&pfd, 1, static_cast<int>(sleep.count())) > 0) {
       uint64_t count = 0;
       (void)::read(event_fd_, &count, sizeof(count));
+      last_busy = std::chrono::steady_clock::now();
     }
-    last_busy = std::chrono::steady_clock::now();
   }
 }
 

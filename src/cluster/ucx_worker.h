@@ -3,6 +3,9 @@
 // runs on that thread: other threads hand it work through post()/run_sync(). The thread polls
 // the worker, runs posted tasks and the owner's tick; after a short spin without progress it
 // sleeps on its own eventfd at most as long as the tick asks (1 ms while a transfer is active).
+// Only progress or a wake-up (post, wake) starts a spin: a sleep that ends with nothing done
+// polls once and sleeps again, so an idle worker does not spin (an idle decode TE's receiver
+// spun 2 ms of every 12: ~17 % of a core in sched_yield).
 // The worker is polled, not woken by UCX (UCP_FEATURE_WAKEUP would rule out shared memory).
 //
 // Transports are UCX's choice (UCX_TLS, default "all"): shared memory (sysv/posix + cma) between

@@ -1,7 +1,8 @@
 // Links on loopback: calls are answered by call_id, messages arrive in order, on_written runs
 // after the frame left, a closed peer fails pending calls at once (no hang), an oversize or
-// garbage frame closes the link, a listener stops promptly, and a connect to a peer that drops
-// SYNs gives up at its timeout.
+// garbage frame closes the link, a peer that is not keel (an HTTP server) fails a call with a
+// message naming it, a listener stops promptly, and a connect to a peer that drops SYNs gives up
+// at its timeout.
 #include "cluster/link.h"
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/write.hpp>
@@ -135,6 +137,53 @@ TEST(LinkTest, GarbageAndOversizeFramesCloseTheLink) {
     }
     EXPECT_EQ(server.closes.load(), 1);
   }
+}
+
+TEST(LinkTest, FrameHeadsThatCannotBeKeelAreNamed) {
+  const std::vector<uint8_t> http = {'H', 'T', 'T', 'P'};
+  const Status s = check_frame_head(http, 0x48545450, std::nullopt, "/1.1 400 Bad Request\r\nX: y");
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("\"HTTP/1.1 400 Bad Request\""), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("HTTP server"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("1213486160"), std::string::npos) << s.message();
+  const std::vector<uint8_t> big = {0x10, 0, 0, 0};
+  EXPECT_NE(check_frame_head(big, 0x10000000, std::nullopt).message().find("over the 64 MiB"),
+            std::string::npos);
+  const std::vector<uint8_t> ok = {0, 1, 0, 0};
+  EXPECT_TRUE(check_frame_head(ok, 0x10000, std::nullopt).ok());
+  EXPECT_TRUE(check_frame_head(ok, 0x10000, uint8_t{0x83}).ok());
+  EXPECT_TRUE(check_frame_head(ok, 0x10000, uint8_t{0xde}).ok());
+  EXPECT_FALSE(check_frame_head(ok, 0x10000, uint8_t{0xc1}).ok());
+  // Every real frame round-trips through the check: an envelope opens a map.
+  EXPECT_TRUE(check_frame_head(ok, 0x10000, encode_message(Message{"x", Json::object()})[0]).ok());
+}
+
+// `keel cluster scale` pointed at the gateway's HTTP port: the call fails at once, saying so.
+TEST(LinkTest, ACallToAnHttpServerFailsNamingIt) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor acceptor(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  std::thread server([&] {
+    boost::asio::ip::tcp::socket peer(io);
+    acceptor.accept(peer);
+    std::array<char, 256> buf{};
+    boost::system::error_code ec;
+    (void)peer.read_some(boost::asio::buffer(buf), ec);  // the call's frame
+    const std::string reply = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+    boost::asio::write(peer, boost::asio::buffer(reply), ec);
+    std::this_thread::sleep_for(200ms);
+  });
+  auto link = Link::connect("127.0.0.1:" + std::to_string(acceptor.local_endpoint().port()), 2000ms,
+                            nullptr, nullptr);
+  ASSERT_TRUE(link.ok());
+  const auto start = std::chrono::steady_clock::now();
+  Result<Json> r = (*link)->call(Message{"scale_out", Json::object()}, 10000ms);
+  server.join();
+  ASSERT_FALSE(r.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_NE(r.status().message().find("not a keel cluster endpoint"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("HTTP/1.1 400 Bad Request"), std::string::npos);
+  EXPECT_FALSE((*link)->close_reason().ok());
 }
 
 TEST(LinkTest, ConnectToNothingFailsWithinTheTimeout) {

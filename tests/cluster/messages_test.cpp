@@ -45,6 +45,16 @@ TEST(ClusterMessagesTest, SubmitJobAndTaskRoundTrip) {
   EXPECT_EQ(j->ref, job.ref);
   EXPECT_EQ(j->reply_to, job.reply_to);
   EXPECT_EQ(j->request, job.request);
+  EXPECT_EQ(j->attempt, 0);
+  // A job re-submitted after its JE died: its attempt travels (absent when 0).
+  SubmitJob again = job;
+  again.attempt = 3;
+  again.request.resumed_tokens = 2;
+  EXPECT_FALSE(encode(job).body.contains("attempt"));
+  Result<SubmitJob> a = decode_submit_job(through_link(encode(again), "submit_job"));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->attempt, 3);
+  EXPECT_EQ(a->request.resumed_tokens, 2);
 
   const SubmitTask task{JobRef{"gw-1", 42}, 2, "127.0.0.1:9000", sample_request()};
   Result<SubmitTask> t = decode_submit_task(through_link(encode(task), "submit_task"));

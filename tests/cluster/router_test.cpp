@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <set>
 #include <vector>
 
 namespace keel::cluster {
@@ -84,12 +85,35 @@ TEST(RouterTest, NoHealthyTeIsNoCapacity) {
                  te("te-1", TeRole::kColocated, 0, true, "other-model")};
   d = f.run();
   EXPECT_EQ(d.branch, RouteBranch::kNoCapacity);
+}
 
-  // A prefill TE without a decode TE cannot serve a request alone.
-  f.fleet.tes.push_back(te("p-0", TeRole::kPrefill, 0));
-  d = f.run();
-  EXPECT_EQ(d.branch, RouteBranch::kNoCapacity);
+// A PD fleet short of one role (its only decode TE died and the replacement is not up yet): the
+// other role's TEs run whole requests, as colocated TEs would; counted as a role fallback.
+TEST(RouterTest, APdFleetShortOfOneRoleRunsWholeRequestsOnTheOther) {
+  Fixture f;
+  f.fleet.tes = {te("p-0", TeRole::kPrefill, 300), te("p-1", TeRole::kPrefill, 10),
+                 te("d-0", TeRole::kDecode, 0, /*healthy=*/false)};
+  RouteDecision d = f.run();
+  EXPECT_NE(d.branch, RouteBranch::kNoCapacity);
+  EXPECT_EQ(d.pd, PdMode::kPdColocated);
+  EXPECT_EQ(d.te_id, "p-1");  // least load
+  EXPECT_TRUE(d.decode_te_id.empty());
+  EXPECT_TRUE(d.role_fallback);
   EXPECT_NE(d.reason.find("no decode TE"), std::string::npos) << d.reason;
+  RouterCounters counters;
+  counters.record(d);
+  EXPECT_EQ(counters.role_fallback, 1);
+  EXPECT_EQ(counters.pd_colocated, 1);
+  // Only a decode TE: it runs the whole request (it computes the prompt itself).
+  f.fleet.tes = {te("p-0", TeRole::kPrefill, 0, /*healthy=*/false), te("d-0", TeRole::kDecode, 0)};
+  d = f.run();
+  EXPECT_EQ(d.te_id, "d-0");
+  EXPECT_TRUE(d.role_fallback);
+  // The decode TE back: disaggregated again, no fallback.
+  f.fleet.tes[0].healthy = true;
+  d = f.run();
+  EXPECT_EQ(d.pd, PdMode::kPdDisaggregated);
+  EXPECT_FALSE(d.role_fallback);
 }
 
 TEST(RouterTest, BalancedLoadsPickTheLongestPrefix) {
@@ -105,6 +129,31 @@ TEST(RouterTest, BalancedLoadsPickTheLongestPrefix) {
   EXPECT_EQ(d.match, (PrefixMatch{5, 5, 0}));
   EXPECT_TRUE(d.decode_te_id.empty());
   EXPECT_FALSE(d.heatmap_value.has_value());
+}
+
+// A TE a scale-out just added holds no prefix: within balance_abs_tokens locality would pick the
+// busy TE that holds it, and leave the new one idle. An idle TE beside a busy one is never
+// balanced, so least load gives it the request; once it has work, locality decides again.
+TEST(RouterTest, AnIdleTeBesideABusyOneTakesTheRequestWhateverThePrefix) {
+  Fixture f;
+  f.config.balance_abs_tokens = 4096;
+  TeInfo busy = colo("te-0", 900);
+  busy.load.num_running = 8;
+  f.fleet.tes = {busy, colo("te-1", 0)};
+  f.hold("te-0", {1, 2, 3, 4});
+  RouteDecision d = f.run();
+  EXPECT_EQ(d.branch, RouteBranch::kLeastLoad);
+  EXPECT_EQ(d.te_id, "te-1");
+  // te-1 got it (pending until its next report): balanced again, the prefix decides.
+  f.fleet.tes[1].load.pending_tokens = 200;
+  d = f.run();
+  EXPECT_EQ(d.branch, RouteBranch::kLocality);
+  EXPECT_EQ(d.te_id, "te-0");
+  // Every TE idle: balanced (locality), as before.
+  f.fleet.tes = {colo("te-0", 0), colo("te-1", 0)};
+  d = f.run();
+  EXPECT_EQ(d.branch, RouteBranch::kLocality);
+  EXPECT_EQ(d.te_id, "te-0");
 }
 
 TEST(RouterTest, UnbalancedLoadsPickTheLeastLoaded) {
@@ -327,10 +376,37 @@ TEST(RouterTest, HeatmapIsReadAtThePromptAndPredictedDecode) {
 TEST(RouterTest, WithoutHeatmapOrOneKindUseWhatExists) {
   Fixture f;
   f.fleet = mixed_fleet();
-  RouteDecision d = f.run();  // both kinds, no heatmap: colocated
+  // Both kinds, no heatmap: a pair is one more replica, its load its prefill TE's plus the least
+  // loaded decode TE's (p-0, p-1: 100 + 50); c-0 (100) is the least loaded.
+  RouteDecision d = f.run();
   EXPECT_EQ(d.pd, PdMode::kPdColocated);
   EXPECT_EQ(d.te_id, "c-0");
   EXPECT_FALSE(d.heatmap_value.has_value());
+  EXPECT_NE(d.reason.find("no heatmap"), std::string::npos) << d.reason;
+  // c-0 busier than a pair: the pair takes it (least load), decode on the least loaded d-1.
+  f.fleet.tes[0].load.pending_tokens = 1000;
+  d = f.run();
+  EXPECT_EQ(d.pd, PdMode::kPdDisaggregated);
+  EXPECT_EQ(d.te_id.front(), 'p');
+  EXPECT_EQ(d.decode_te_id, "d-1");
+  // Balanced loads: the pair holding the prompt's prefix takes it (locality).
+  f.fleet.tes[0].load.pending_tokens = 150;
+  f.hold("p-1", {1, 2});
+  d = f.run();
+  EXPECT_EQ(d.branch, RouteBranch::kLocality);
+  EXPECT_EQ(d.te_id, "p-1");
+  // Idle and equal: the cursor shares the requests among the colocated TE and the pairs.
+  f.fleet.tes[0].load.pending_tokens = 0;
+  for (size_t i = 1; i < f.fleet.tes.size(); ++i) f.fleet.tes[i].load.pending_tokens = 0;
+  f.index.remove_te("p-1");
+  std::set<std::string> chosen;
+  for (uint64_t c = 0; c < 3; ++c) {
+    f.cursor = c;
+    chosen.insert(f.run().te_id);
+  }
+  EXPECT_EQ(chosen, (std::set<std::string>{"c-0", "p-0", "p-1"}));
+  f.cursor = 0;
+  f.fleet = mixed_fleet();
   // Only the pair (the colocated TE is down), heatmap says colocate: disaggregated anyway.
   f.fleet.tes[0].healthy = false;
   f.heatmap = flat_heatmap(-1.0);
@@ -359,7 +435,7 @@ TEST(RouterTest, SemiPdTeServesWholeRequestsBesideColocatedAndPairs) {
   semi.semi_pd = true;
   f.fleet.tes.push_back(semi);
   f.config.balance_abs_tokens = 0;
-  // No heatmap, both kinds: colocated; c-0 has 100 pending tokens, s-0 10: s-0 by least load.
+  // No heatmap, both kinds: c-0 has 100 pending tokens, s-0 10, each pair 150: s-0 by least load.
   RouteDecision d = f.run();
   EXPECT_EQ(d.pd, PdMode::kPdColocated);
   EXPECT_EQ(d.branch, RouteBranch::kLeastLoad);
@@ -370,7 +446,9 @@ TEST(RouterTest, SemiPdTeServesWholeRequestsBesideColocatedAndPairs) {
   f.fleet.tes.back().load.kv_blocks_total = 100;
   d = f.run();
   EXPECT_EQ(d.te_id, "c-0");
-  // Balanced loads: the prefix decides, and a semi-PD TE can hold it.
+  // Balanced loads: the prefix decides, and a semi-PD TE can hold it (the heatmap keeps the pairs
+  // out of this step).
+  f.heatmap = flat_heatmap(-0.5);
   f.fleet.tes.back().load = TeLoad{.pending_tokens = 100};
   f.hold("s-0", {1, 2, 3});
   d = f.run();
