@@ -41,6 +41,7 @@
 #include "core/thread_pool.h"
 #include "gguf/reader.h"
 #include "host/engine_host.h"
+#include "http_front_flags.h"
 #include "kernels/kernels.h"
 #include "model/hparams.h"
 #include "model/lora_summary.h"
@@ -240,9 +241,7 @@ server::ServerConfig gateway_config(const ClusterUpOptions& o, const std::string
   c.port = o.serve.port;
   c.api_key = o.serve.api_key;
   c.served_model_name = name;
-  c.max_body_bytes = static_cast<size_t>(o.serve.max_body_bytes);
-  c.max_inflight_body_bytes = static_cast<size_t>(o.serve.max_inflight_body_bytes);
-  c.io_threads = o.serve.io_threads;
+  apply_http_front(o.serve, raise_descriptor_limit(), &c);
   c.pic_mode = o.serve.pic;
   // The LoRA routes reach the FleetClient, which refuses run-time loads (400 naming --lora).
   c.allow_runtime_lora = true;

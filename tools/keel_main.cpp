@@ -8,6 +8,7 @@
 #include "cluster_cli.h"
 #include "commands.h"
 #include "core/log.h"
+#include "http_front_flags.h"
 #include "kv/pic.h"
 #include "model_pull.h"
 #include "predictor_cli.h"
@@ -107,6 +108,8 @@ int main(int argc, char** argv) {
   CLI::App app{"keel: a serverless LLM serving system (CPU inference, OpenAI-compatible API)"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "keel 0.1.0");
+  // Every subcommand's --help shows each option's default (subcommands inherit this).
+  app.option_defaults()->always_capture_default();
 
   keel::cli::RunOptions run;
   CLI::App* run_cmd = app.add_subcommand("run", "Generate text from a prompt, streamed to stdout");
@@ -141,8 +144,6 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--api-key", serve.api_key, "Require 'Authorization: Bearer KEY'");
   add_chat_template_flags(serve_cmd, &serve);
   add_reasoning_parser_flag(serve_cmd, &serve);
-  serve_cmd->add_option("--max-body-bytes", serve.max_body_bytes, "Largest request body")
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 34));
   serve_cmd->add_option("-c,--ctx-size", serve.ctx_size, "Max model length (0 = the model's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   serve_cmd->add_option("--max-num-seqs", serve.max_num_seqs, "Sequences decoded together")
@@ -226,15 +227,7 @@ int main(int argc, char** argv) {
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")
       ->check(CLI::Range(0.0, 3600.0));
-  serve_cmd->add_option("--io-threads", serve.io_threads, "HTTP threads")->check(CLI::Range(1, 64));
-  serve_cmd
-      ->add_option("--max-connections", serve.max_connections,
-                   "Open connections at most (idle keep-alive ones are closed first)")
-      ->check(CLI::Range(1, 1 << 20));
-  serve_cmd
-      ->add_option("--max-inflight-body-bytes", serve.max_inflight_body_bytes,
-                   "Request-body bytes held in memory at once, all connections together")
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 40));
+  keel::cli::add_http_front_flags(serve_cmd, &serve);
   serve_cmd
       ->add_option("--lora", serve.loras,
                    "LoRA adapter NAME=PATH (GGUF adapter; repeatable); requests select it by "
@@ -246,10 +239,6 @@ int main(int argc, char** argv) {
       ->add_option("--cors-origins", serve.cors_origins,
                    "Origins allowed by CORS, comma-separated ('*' = any); default: CORS off")
       ->delimiter(',');
-  serve_cmd
-      ->add_option("--batch-concurrency", serve.batch_concurrency,
-                   "Batch API (/v1/batches) lines run at once")
-      ->check(CLI::Range(1, 1024));
   add_pipeline_flags(serve_cmd, &serve);
   add_compute_options(serve_cmd, &serve.compute);
   keel::cli::add_state_flags(serve_cmd, &serve);

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "http_front_flags.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
 #include "host/semi_pd_control_loop.h"
@@ -31,32 +32,6 @@
 #include "state_flags.h"
 
 namespace keel::cli {
-namespace {
-
-// Descriptors kept free for everything but client sockets (the model file, logs, the epoll and
-// event descriptors, disk-tier files being written).
-constexpr int64_t kReservedDescriptors = 64;
-
-// Raises the soft RLIMIT_NOFILE to the hard limit; returns the soft limit now in force.
-int64_t raise_descriptor_limit() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0) return 1024;
-  if (lim.rlim_cur < lim.rlim_max) {
-    rlimit raised = lim;
-    raised.rlim_cur = lim.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
-  }
-  return lim.rlim_cur == RLIM_INFINITY ? int64_t{1} << 30 : static_cast<int64_t>(lim.rlim_cur);
-}
-
-// --max-connections, kept below the descriptor limit.
-int32_t connection_cap(int32_t wanted, int64_t descriptor_limit) {
-  int64_t room = descriptor_limit - kReservedDescriptors;
-  if (room < 16) room = std::max<int64_t>(1, descriptor_limit / 2);
-  return static_cast<int32_t>(std::min<int64_t>(wanted, room));
-}
-
-}  // namespace
 
 std::string served_model_name(const std::string& given, const std::string& model_path,
                               const std::string& resolved_path) {
@@ -141,14 +116,9 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   c.api_key = o.api_key;
   c.served_model_name = name;
   if (random_weights) c.model_description = "random weights (keel's built-in default model)";
-  c.max_body_bytes = static_cast<size_t>(o.max_body_bytes);
-  c.max_inflight_body_bytes =
-      static_cast<size_t>(std::max(o.max_inflight_body_bytes, o.max_body_bytes));
-  c.max_connections = connection_cap(o.max_connections, descriptor_limit);
+  apply_http_front(o, descriptor_limit, &c);
   c.cors_allowed_origins = o.cors_origins;
-  c.io_threads = o.io_threads;
   c.pic_mode = o.pic;
-  c.batch_concurrency = o.batch_concurrency;
   c.allow_runtime_lora = o.allow_runtime_lora;
   c.state_dir = serve_state_dir(o);
   return c;

@@ -198,6 +198,42 @@ TEST(KeelCliTest, UsageErrorsAreReported) {
   EXPECT_NE(kv.err.find("--kv-type"), std::string::npos) << kv.err;
 }
 
+// The --help line of `option` in `help` ("" when there is none).
+std::string help_line(const std::string& help, const std::string& option) {
+  const size_t at = help.find("  " + option + " ");
+  if (at == std::string::npos) return "";
+  return help.substr(at, help.find('\n', at) - at);
+}
+
+TEST(KeelCliTest, HelpShowsTheDefaults) {
+  const CliResult serve = run_keel({"serve", "--help"});
+  ASSERT_EQ(serve.exit_code, 0) << serve.err;
+  for (const auto& [option, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--port", "=8080"},
+                                                        {"--host", "=127.0.0.1"},
+                                                        {"--max-body-bytes", "=8388608"},
+                                                        {"--io-threads", "=2"},
+                                                        {"--max-connections", "=1024"},
+                                                        {"--max-connections-per-client", "=256"},
+                                                        {"--header-timeout", "=10"},
+                                                        {"--batch-concurrency", "=8"},
+                                                        {"--max-num-seqs", "=16"}}) {
+    EXPECT_NE(help_line(serve.out, option).find(value), std::string::npos)
+        << option << ": " << help_line(serve.out, option);
+  }
+  // Every subcommand: cluster up's gateway flags and its autoscaler's.
+  const CliResult up = run_keel({"cluster", "up", "--help"});
+  ASSERT_EQ(up.exit_code, 0) << up.err;
+  for (const auto& [option, value] :
+       std::vector<std::pair<std::string, std::string>>{{"--max-body-bytes", "=8388608"},
+                                                        {"--io-threads", "=2"},
+                                                        {"--batch-concurrency", "=8"},
+                                                        {"--activation-timeout", "=30"}}) {
+    EXPECT_NE(help_line(up.out, option).find(value), std::string::npos)
+        << option << ": " << help_line(up.out, option);
+  }
+}
+
 TEST(KeelCliTest, InfoCpuNamesTheTableInUse) {
   // The best table by default; --isa and KEEL_ISA force a lower one (scalar runs everywhere).
   CliResult r = run_keel({"info", "--cpu"});
