@@ -6,7 +6,7 @@
 #   make fuzz   every fuzz target for $(FUZZ_SECONDS) s, one after another
 #   make tsan   the engine, scheduler, tier and server tests under ThreadSanitizer
 #   bench/soak.sh   30 minutes of mixed load against keel serve
-.PHONY: run test deps release asan fuzz-build fuzz tsan-core-build tsan format format-check clean
+.PHONY: run test deps deps-run release asan fuzz-build fuzz tsan-core-build tsan format format-check clean
 
 ARGS ?=
 FUZZ_SECONDS ?= 180
@@ -15,7 +15,11 @@ CLANG_CXX := clang++-15
 deps:
 	@scripts/install-deps.sh
 
-release: deps
+# `make run` installs only what building and running keel needs, and builds only the binary.
+deps-run:
+	@scripts/install-deps.sh run
+
+release: deps-run
 	@cmake --preset release >/dev/null
 	@cmake --build --preset release --target keel
 

@@ -1,22 +1,38 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package that building, running and testing keel needs.
-# Idempotent and non-interactive: when everything is present it only checks and exits.
+# Installs the Debian 12 packages that keel needs. Idempotent and non-interactive: when
+# everything is present it only checks and exits.
+#   install-deps.sh run   what building and running the `keel` binary needs (`make run`)
+#   install-deps.sh       everything: also what the tests, fuzzing and benchmarks need (`make test`)
 set -euo pipefail
 
+mode="${1:-all}"
+case "$mode" in
+  run|all) ;;
+  *) echo "install-deps: unknown mode '$mode' (run | all)" >&2; exit 2 ;;
+esac
+
+# Building and running keel.
 packages=(
-  build-essential cmake ninja-build ccache pkg-config git clang-format
+  build-essential cmake ninja-build ccache pkg-config git
   libboost-dev libboost-system-dev
   nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
   libpcre2-dev libxxhash-dev
   libzmq3-dev libmsgpack-cxx-dev  # cluster cache events (vLLM's format: msgpack over ZeroMQ)
   libucx-dev  # the KV transfer service between engines (UCX: shared memory, TCP, RDMA)
   libssl-dev  # keel pull: HTTPS (Boost.Beast over OpenSSL) and SHA-256
+)
+
+# Testing, fuzzing and benchmarking (not needed by `make run`).
+test_packages=(
+  clang-format
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang-15 libfuzzer-15-dev  # the libFuzzer targets of tests/fuzz (the fuzz preset)
   chromium  # the gateway dashboard's headless-browser test (tests/tools/cluster_dashboard_test)
   iproute2  # ip netns / veth / bridge: the multi-host test (tests/tools/cluster_netns_test)
   etcd-server etcd-client  # membership and leader election on etcd v3 (tests/membership, cluster up --membership etcd)
+  python3-pydantic python3-email-validator  # pydantic 1.10's JSON Schemas (tests/sdk schema corpus)
 )
+if [ "$mode" = all ]; then packages+=("${test_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,13 +44,13 @@ done
 # kubectl (Debian's kubernetes-client) applies deploy/ to a fake API server in tests/kube
 # (docs/deploy.md). A machine may already have another kubectl (e.g. Google's `kubectl` package,
 # whose /usr/bin/kubectl the Debian package cannot overwrite), which is kept.
-if ! command -v kubectl >/dev/null; then
+if [ "$mode" = all ] && ! command -v kubectl >/dev/null; then
   missing+=(kubernetes-client)
 fi
 
 # Node.js runs the end-to-end test with the official openai SDK (tests/sdk); a machine may already
 # have its own node, which is kept.
-if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+if [ "$mode" = all ] && { ! command -v node >/dev/null || ! command -v npm >/dev/null; }; then
   missing+=(nodejs npm)
 fi
 
@@ -46,6 +62,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# Everything below serves the tests only.
+if [ "$mode" = run ]; then exit 0; fi
 
 # The openai npm package, pinned, outside the source tree.
 npm_dir="${KEEL_NPM_DIR:-${HOME:-/tmp}/.cache/keel/npm}"
