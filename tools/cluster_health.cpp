@@ -49,13 +49,17 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
   return r;
 }
 
-bool fleet_serving(const cluster::FleetClient& fleet, const std::string& model) {
+server::FleetHealth fleet_health(const cluster::FleetClient& fleet, const std::string& model) {
+  server::FleetHealth h;
+  h.activation_timeout_s = std::chrono::duration<double>(fleet.activation_timeout()).count();
+  h.held_requests = fleet.num_held();
   Result<cluster::FleetStatus> s = fleet.fleet_status();
-  if (!s.ok()) return false;
+  h.reachable = s.ok();
+  if (!s.ok()) return h;
   for (const cluster::TeInfo& te : s->fleet.tes) {
-    if (te.model == model && te.healthy && cluster::health::serving(te.state)) return true;
+    if (te.model == model && te.healthy && cluster::health::serving(te.state)) ++h.serving_tes;
   }
-  return false;
+  return h;
 }
 
 }  // namespace keel::cli

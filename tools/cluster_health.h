@@ -1,9 +1,10 @@
 // The health side of `keel cluster up`: composes a cluster::TeReplacer over the TEs the command
 // started (their names, commands and roles), the gateway's fleet client (the fleet as a JE sees
-// it) and, when there is one, the warm pool (ClusterScaler). Also the gateway's /health rule for
-// a fleet: ready only while some TE of the model is healthy or busy.
+// it) and, when there is one, the warm pool (ClusterScaler). Also what the gateway's /health says
+// of a fleet (server::FleetHealth): its TEs of the model that are healthy or busy, and whether
+// requests are held while there are none.
 //
-// Thread safety: start_replacer() on the supervisor's thread; fleet_serving() from any thread.
+// Thread safety: start_replacer() on the supervisor's thread; fleet_health() from any thread.
 #pragma once
 
 #include <memory>
@@ -16,6 +17,7 @@
 #include "cluster_commands.h"
 #include "cluster_scaler.h"
 #include "core/result.h"
+#include "server/server_context.h"
 
 namespace keel::cli {
 
@@ -31,7 +33,9 @@ struct StartedTes {
     const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
     ClusterScaler* scaler);
 
-// True when the fleet (as one JE sees it) has a healthy or busy TE serving `model`.
-[[nodiscard]] bool fleet_serving(const cluster::FleetClient& fleet, const std::string& model);
+// The fleet as one JE sees it: its healthy or busy TEs serving `model`; the gateway's activator
+// (timeout and held requests) from `fleet` itself.
+[[nodiscard]] server::FleetHealth fleet_health(const cluster::FleetClient& fleet,
+                                               const std::string& model);
 
 }  // namespace keel::cli

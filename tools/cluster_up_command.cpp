@@ -500,7 +500,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     if (rp != nullptr) text += rp->metrics_text();
     return as != nullptr ? text + as->metrics_text() : text;
   };
-  deps.serving = [f, name] { return fleet_serving(*f, name); };
+  deps.fleet_health = [f, name] { return fleet_health(*f, name); };
   deps.cluster_status = [f]() -> Result<std::string> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
     return cluster::fleet_status_json(s).dump();

@@ -2,6 +2,7 @@
 #include "cluster/fleet_client.h"
 
 #include <algorithm>
+#include <future>
 #include <limits>
 #include <thread>
 #include <utility>
@@ -43,6 +44,9 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
             [self](Link&, Message m) { self->on_je_message(std::move(m)); }, nullptr));
     c->jes_.push_back(std::move(je));
   }
+  if (c->config_.activation_timeout.count() > 0) {
+    c->activator_ = std::thread([self] { self->run_activator(); });
+  }
   // Limits come from the TEs: wait until one has reported (unless the fleet starts empty).
   if (!c->config_.wait_for_te) {
     c->max_model_len_ = c->config_.max_model_len;
@@ -76,6 +80,12 @@ void FleetClient::stop() {
     links = jes_;
     links.insert(links.end(), te_links_.begin(), te_links_.end());
   }
+  {
+    std::lock_guard lock(held_mu_);
+    activator_stop_ = true;
+  }
+  held_cv_.notify_all();
+  if (activator_.joinable()) activator_.join();  // it fails whatever is still held
   if (events_) events_->stop();
   for (const auto& link : links) link->close();
 }
@@ -87,45 +97,122 @@ size_t FleetClient::num_jobs() const {
 
 Result<engine::RequestKey> FleetClient::submit(engine::GenerationRequest request,
                                                std::shared_ptr<engine::OutputSink> sink) {
+  std::promise<Result<engine::RequestKey>> placed;
+  std::future<Result<engine::RequestKey>> result = placed.get_future();
+  submit_async(std::move(request), std::move(sink),
+               [&placed](Result<engine::RequestKey> key) { placed.set_value(std::move(key)); });
+  return result.get();
+}
+
+void FleetClient::submit_async(engine::GenerationRequest request,
+                               std::shared_ptr<engine::OutputSink> sink, SubmitDone done) {
   if (!request.retain_as.empty()) {
-    return Status::invalid_argument(
-        "context caches (retain_as) are not available through the cluster gateway");
+    return done(Status::invalid_argument(
+        "context caches (retain_as) are not available through the cluster gateway"));
   }
-  if (request.prompt_tokens.empty()) return Status::invalid_argument("empty prompt");
+  if (request.prompt_tokens.empty()) return done(Status::invalid_argument("empty prompt"));
   const engine::RequestKey key = next_key_.fetch_add(1);
   {
     std::lock_guard lock(mu_);
-    if (draining_ || stopped_) return Status::unavailable("gateway is draining");
+    if (draining_ || stopped_) return done(Status::unavailable("gateway is draining"));
     jobs_[key] = Pending{std::move(sink), nullptr, 0, 0};
   }
   SubmitJob job{JobRef{config_.gateway_id, key}, events_->address(), std::move(request)};
-  const Message message = encode(job);
-  Status last = submit_once(key, message);
-  if (last.code() == StatusCode::kUnavailable && config_.activation_timeout.count() > 0) {
-    // The activator: hold the request until a TE is ready (the autoscaler sees it as demand).
-    const Clock::time_point deadline = Clock::now() + config_.activation_timeout;
-    held_.fetch_add(1);
-    while (last.code() == StatusCode::kUnavailable && Clock::now() < deadline) {
-      {
-        std::lock_guard lock(mu_);
-        if (draining_ || stopped_) break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      last = submit_once(key, message);
-    }
-    held_.fetch_sub(1);
-    if (last.code() == StatusCode::kUnavailable) {
-      last = Status::unavailable(fmt::format(
-          "no task executor became ready within the activation timeout ({:.1f} s): {}",
-          std::chrono::duration<double>(config_.activation_timeout).count(), last.message()));
-    }
+  auto message = std::make_shared<const Message>(encode(job));
+  const Status first = submit_once(key, *message);
+  if (first.code() != StatusCode::kUnavailable || config_.activation_timeout.count() <= 0) {
+    return resolve(key, first, done);
   }
-  if (!last.ok()) {
+  // The activator: hold the request until a TE is ready (the autoscaler sees it as demand).
+  held_.fetch_add(1);
+  {
+    std::lock_guard lock(held_mu_);
+    held_queue_.push_back(Held{key, std::move(message),
+                               Clock::now() + config_.activation_timeout, first, std::move(done)});
+  }
+  held_cv_.notify_all();
+}
+
+void FleetClient::resolve(engine::RequestKey key, const Status& status, const SubmitDone& done) {
+  if (!status.ok()) {
     std::lock_guard lock(mu_);
     jobs_.erase(key);
-    return last;
   }
-  return key;
+  if (status.ok()) {
+    done(key);
+  } else {
+    done(status);
+  }
+}
+
+void FleetClient::expire_held() {
+  bool give_up_all = false;
+  {
+    std::lock_guard lock(mu_);
+    give_up_all = draining_ || stopped_;
+  }
+  std::vector<Held> expired;
+  {
+    std::lock_guard lock(held_mu_);
+    give_up_all = give_up_all || activator_stop_;
+    const Clock::time_point now = Clock::now();
+    // Deadlines grow along the queue (one timeout for all): the expired ones lead it.
+    while (!held_queue_.empty() && (give_up_all || held_queue_.front().deadline <= now)) {
+      expired.push_back(std::move(held_queue_.front()));
+      held_queue_.pop_front();
+    }
+  }
+  const double timeout_s = std::chrono::duration<double>(config_.activation_timeout).count();
+  for (Held& h : expired) {
+    held_.fetch_sub(1);
+    resolve(h.key,
+            give_up_all ? Status::unavailable("gateway is draining")
+                        : Status::unavailable(fmt::format(
+                              "no task executor became ready within the activation timeout "
+                              "({:.1f} s): {}",
+                              timeout_s, h.last.message())),
+            h.done);
+  }
+}
+
+void FleetClient::run_activator() {
+  std::unique_lock lock(held_mu_);
+  while (true) {
+    held_cv_.wait(lock, [this] { return activator_stop_ || !held_queue_.empty(); });
+    lock.unlock();
+    expire_held();
+    // The oldest first; while it is refused for want of a TE, so would the rest be.
+    for (;;) {
+      engine::RequestKey key = 0;
+      std::shared_ptr<const Message> message;
+      {
+        std::lock_guard held_lock(held_mu_);
+        if (held_queue_.empty()) break;
+        key = held_queue_.front().key;
+        message = held_queue_.front().message;
+      }
+      bool aborted = false;
+      {
+        std::lock_guard jobs_lock(mu_);
+        aborted = jobs_.find(key) == jobs_.end();  // drain() aborted it meanwhile
+      }
+      const Status s = aborted ? Status::unavailable("the request was aborted while held")
+                               : submit_once(key, *message);
+      std::unique_lock held_lock(held_mu_);
+      if (s.code() == StatusCode::kUnavailable && !aborted) {
+        held_queue_.front().last = s;
+        break;
+      }
+      Held h = std::move(held_queue_.front());  // only this thread pops
+      held_queue_.pop_front();
+      held_lock.unlock();
+      held_.fetch_sub(1);
+      resolve(h.key, s, h.done);
+    }
+    lock.lock();
+    if (activator_stop_ && held_queue_.empty()) return;
+    held_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return activator_stop_; });
+  }
 }
 
 Status FleetClient::submit_once(engine::RequestKey key, const Message& message) {

@@ -10,6 +10,12 @@
 // index below what was delivered) are cut, so the client sees one unbroken stream. A job the JE
 // gives up on (job_failed) ends with a kError event.
 //
+// The activator (scale to zero): a request no JE can place because no TE is ready is held in a
+// FIFO queue; one activator thread retries the oldest every 20 ms (while it is refused for want
+// of a TE so would the others be), places the rest in order once it goes through, and gives up
+// on each at its activation timeout. submit_async() returns at once, so a held request holds
+// none of the HTTP server's io threads; submit() waits on the caller's thread.
+//
 // Stats and metrics are the fleet's: the sum over the TEs a JE knows (histograms bucket by bucket),
 // read from the first JE that answers and cached for a moment. Context caches (retain_as) are not
 // offered through the gateway: submit refuses them with InvalidArgument. LoRA adapters are the
@@ -21,11 +27,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cluster/link.h"
@@ -67,6 +76,10 @@ class FleetClient final : public engine::EngineClient {
   // activation_timeout (the calling thread waits).
   Result<engine::RequestKey> submit(engine::GenerationRequest request,
                                     std::shared_ptr<engine::OutputSink> sink) override;
+  // The same without waiting out a hold: `done` runs inline unless the request is held, then on
+  // the activator thread once it is placed, refused, or past activation_timeout.
+  void submit_async(engine::GenerationRequest request, std::shared_ptr<engine::OutputSink> sink,
+                    SubmitDone done) override;
   void abort(engine::RequestKey key) override;
   bool release_cache(const std::string& id, const std::string& salt) override;
   [[nodiscard]] std::optional<engine::ContextCacheInfo> find_cache(
@@ -90,6 +103,10 @@ class FleetClient final : public engine::EngineClient {
   [[nodiscard]] size_t num_jobs() const;
   // Requests held now for want of a ready TE (the autoscaler's activation signal).
   [[nodiscard]] int64_t num_held() const { return held_.load(); }
+  // How long a request is held at most (0: not held).
+  [[nodiscard]] std::chrono::milliseconds activation_timeout() const {
+    return config_.activation_timeout;
+  }
   // Closes every link and the event listener. Idempotent.
   void stop();
 
@@ -101,7 +118,23 @@ class FleetClient final : public engine::EngineClient {
     int32_t delivered = 0;  // generated tokens the client has (index space of TaskEvent)
   };
 
+  // A request waiting for a ready TE (the activator's queue).
+  struct Held {
+    engine::RequestKey key = 0;
+    std::shared_ptr<const Message> message;  // its SubmitJob
+    std::chrono::steady_clock::time_point deadline;
+    Status last;  // its latest refusal
+    SubmitDone done;
+  };
+
   explicit FleetClient(FleetClientConfig config);
+  // Ends a submission: forgets the job when `status` is an error, then runs `done`.
+  void resolve(engine::RequestKey key, const Status& status, const SubmitDone& done);
+  // The activator thread: retries the oldest held request every 20 ms (see the file comment).
+  void run_activator();
+  // Resolves and drops held requests past their deadline (all of them while draining or
+  // stopped); activator thread.
+  void expire_held();
   void on_event_message(Message message);
   void on_je_message(Message message);
   void deliver(TaskEvent event);
@@ -124,6 +157,12 @@ class FleetClient final : public engine::EngineClient {
   std::atomic<int64_t> next_key_{1};
   std::atomic<size_t> next_je_{0};
   std::atomic<int64_t> held_{0};
+
+  std::mutex held_mu_;
+  std::condition_variable held_cv_;
+  std::deque<Held> held_queue_;  // held_mu_; oldest first
+  bool activator_stop_ = false;  // held_mu_
+  std::thread activator_;        // runs while activation_timeout > 0
 
   mutable std::mutex status_mu_;
   mutable std::optional<FleetStatus> cached_;

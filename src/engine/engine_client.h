@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,16 @@ class EngineClient {
   // the request's events; on error it receives nothing.
   virtual Result<RequestKey> submit(GenerationRequest request,
                                     std::shared_ptr<OutputSink> sink) = 0;
+  // What submit() returns, handed to submit_async's caller exactly once.
+  using SubmitDone = std::function<void(Result<RequestKey>)>;
+  // submit() without holding the caller's thread: `done` receives submit()'s result, on this
+  // thread before submit_async returns or later on another (the cluster gateway holds a request
+  // while no task executor is ready, up to its activation timeout, on a thread of its own). The
+  // sink may receive events before `done` runs. The default calls submit() inline.
+  virtual void submit_async(GenerationRequest request, std::shared_ptr<OutputSink> sink,
+                            SubmitDone done) {
+    done(submit(std::move(request), std::move(sink)));
+  }
   // Cancels a request wherever it is (queued, prefilling, decoding); its blocks are freed within
   // one step and its sink receives a final event with FinishReason::kAbort (if it had not
   // finished already). Unknown or finished keys are ignored.

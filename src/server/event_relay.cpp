@@ -30,6 +30,43 @@ void EventRelay::deliver(size_t choice, engine::TokenEvent event) {
   });
 }
 
+engine::EngineClient::SubmitDone EventRelay::make_done(size_t choice,
+                                                       engine::EngineClient* engine) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    engine_ = engine;
+  }
+  return [self = shared_from_this(), choice](Result<engine::RequestKey> key) {
+    self->deliver_placement(Placement{choice, std::move(key)});
+  };
+}
+
+void EventRelay::deliver_placement(Placement placement) {
+  engine::EngineClient* abort_in = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) {
+      abort_in = engine_;
+    } else {
+      placements_.push_back(std::move(placement));
+      net::post(strand_, [self = shared_from_this()] {
+        if (self->signal_ != nullptr) self->signal_->notify();
+      });
+      return;
+    }
+  }
+  // Placed after the request ended (its client left during a hold, say): nobody reads it.
+  if (abort_in != nullptr && placement.key.ok()) abort_in->abort(*placement.key);
+}
+
+std::optional<EventRelay::Placement> EventRelay::pop_placement() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (placements_.empty()) return std::nullopt;
+  Placement p = std::move(placements_.front());
+  placements_.pop_front();
+  return p;
+}
+
 std::optional<EventRelay::Item> EventRelay::pop() {
   if (queue_.empty()) return std::nullopt;
   Item item = std::move(queue_.front());
@@ -38,15 +75,22 @@ std::optional<EventRelay::Item> EventRelay::pop() {
 }
 
 void EventRelay::close() {
+  std::deque<Placement> unread;
+  engine::EngineClient* engine = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
     closed_ = true;
     // Drop the strand: the engine may keep this relay (through its sinks) after the server and
     // its io_context are gone, and a strand must not be released after its io_context.
     strand_ = net::any_io_executor();
+    unread.swap(placements_);
+    engine = engine_;
   }
   signal_ = nullptr;
   queue_.clear();
+  for (const Placement& p : unread) {
+    if (p.key.ok() && engine != nullptr) engine->abort(*p.key);
+  }
 }
 
 }  // namespace keel::server

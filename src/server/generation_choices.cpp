@@ -86,6 +86,12 @@ std::optional<ApiError> GenerationChoices::submit_all(const SinkFactory& make_si
   return std::nullopt;
 }
 
+void GenerationChoices::placed(size_t choice, engine::RequestKey key) {
+  Slot& s = slots_[choice];
+  s.key = key;
+  s.submitted = true;
+}
+
 void GenerationChoices::abort_unfinished() {
   for (Slot& s : slots_) {
     if (s.submitted && !s.done) {

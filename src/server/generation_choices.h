@@ -46,6 +46,13 @@ class GenerationChoices {
   // Submits every choice; on the first refusal returns its error (earlier ones stay submitted:
   // the caller aborts them with abort_unfinished()).
   std::optional<ApiError> submit_all(const SinkFactory& make_sink);
+  // Or, for a caller that submits them itself (EngineClient::submit_async): choice `choice`'s
+  // engine request, and placed() once the engine took it as `key`.
+  [[nodiscard]] size_t num_choices() const { return slots_.size(); }
+  [[nodiscard]] engine::GenerationRequest request(size_t choice) const {
+    return make_request(slots_[choice]);
+  }
+  void placed(size_t choice, engine::RequestKey key);
   // One engine event of `choice`. When streaming, appends the SSE events it produces to `sse`.
   void consume(size_t choice, engine::TokenEvent event, std::string* sse);
   // Aborts every submitted, unfinished engine request. Idempotent.

@@ -50,6 +50,15 @@ class GenerationRun {
   net::awaitable<bool> execute();
 
  private:
+  using Deadline = AsyncSignal::Clock::time_point;
+  // Submits every choice (EngineClient::submit_async) and waits on the strand until each is
+  // placed: an engine that holds a request (the gateway's activator, while no TE is ready) holds
+  // no io thread. The first refusal (or the deadline) is the error; false in `*connection_ok`
+  // when the client went away meanwhile.
+  net::awaitable<std::optional<ApiError>> place_all(Deadline deadline, bool* connection_ok);
+  // Consumes events (streaming them) until every choice is done, one fails, the client goes
+  // away or the deadline passes.
+  net::awaitable<std::optional<ApiError>> run_to_end(Deadline deadline, bool* connection_ok);
   // Drains queued events into the choices; appends SSE events to `out` when streaming.
   void process_events(std::string* out) {
     while (std::optional<EventRelay::Item> item = relay_->pop()) {
@@ -91,52 +100,86 @@ net::awaitable<bool> GenerationRun::finish_error(const ApiError& error, bool str
   co_return co_await conn_.end_stream();
 }
 
-net::awaitable<bool> GenerationRun::execute() {
-  const GenerationChoices::SinkFactory make_sink = [this](size_t choice) {
-    return relay_->make_sink(choice);
+ApiError request_timeout(int64_t timeout_ms) {
+  return ApiError::timeout(fmt::format("The request did not finish within {} ms.", timeout_ms));
+}
+
+net::awaitable<std::optional<ApiError>> GenerationRun::place_all(Deadline deadline,
+                                                                 bool* connection_ok) {
+  engine::EngineClient* engine = ctx_.deps.engine;
+  size_t started = 0, placed = 0;
+  std::optional<ApiError> refused;
+  const auto collect = [&] {
+    while (std::optional<EventRelay::Placement> p = relay_->pop_placement()) {
+      ++placed;
+      if (p->key.ok()) {
+        choices_.placed(p->choice, *p->key);
+      } else if (!refused) {
+        refused = ApiError::from_status(p->key.status());
+      }
+    }
   };
-  std::optional<ApiError> submit_error = choices_.submit_all(make_sink);
-  if (submit_error) {
-    guard_.release();
-    co_return co_await finish_error(*submit_error, false);
+  // In order, stopping at a refusal known at once (a local engine answers inline).
+  for (size_t i = 0; i < choices_.num_choices() && !refused; ++i) {
+    engine->submit_async(choices_.request(i), relay_->make_sink(i), relay_->make_done(i, engine));
+    ++started;
+    collect();
   }
-  if (streaming() && !co_await conn_.begin_stream(headers_)) co_return false;
-  conn_.watch_peer(&signal_);
-  const int64_t timeout_ms = ctx_.config.request_timeout_ms;
-  const auto deadline = timeout_ms > 0
-                            ? AsyncSignal::Clock::now() + std::chrono::milliseconds(timeout_ms)
-                            : AsyncSignal::Clock::time_point::max();
-  bool connection_ok = true;
-  std::optional<ApiError> error;
+  while (placed < started && !refused) {
+    if (conn_.peer_closed()) {
+      *connection_ok = false;
+      break;
+    }
+    if (!co_await signal_.wait_until(deadline) && AsyncSignal::Clock::now() >= deadline) {
+      co_return request_timeout(ctx_.config.request_timeout_ms);
+    }
+    collect();
+  }
+  co_return refused;
+}
+
+net::awaitable<std::optional<ApiError>> GenerationRun::run_to_end(Deadline deadline,
+                                                                  bool* connection_ok) {
   for (;;) {
     std::string out;
     process_events(&out);
     if (streaming() && !out.empty() && !co_await conn_.write_stream(out)) {
-      connection_ok = false;
-      break;
+      *connection_ok = false;
+      co_return std::nullopt;
     }
-    if (choices_.failure()) {
-      error = choices_.failure();
-      break;
-    }
-    if (choices_.all_done()) break;
+    if (choices_.failure()) co_return choices_.failure();
+    if (choices_.all_done()) co_return std::nullopt;
     if (conn_.peer_closed()) {
-      connection_ok = false;
-      break;
+      *connection_ok = false;
+      co_return std::nullopt;
     }
     if (!co_await signal_.wait_until(deadline) && AsyncSignal::Clock::now() >= deadline) {
-      error =
-          ApiError::timeout(fmt::format("The request did not finish within {} ms.", timeout_ms));
-      break;
+      co_return request_timeout(ctx_.config.request_timeout_ms);
     }
   }
-  guard_.release();  // aborts whatever is still running (disconnect, error, timeout)
+}
+
+net::awaitable<bool> GenerationRun::execute() {
+  const int64_t timeout_ms = ctx_.config.request_timeout_ms;
+  const Deadline deadline = timeout_ms > 0
+                                ? AsyncSignal::Clock::now() + std::chrono::milliseconds(timeout_ms)
+                                : Deadline::max();
+  conn_.watch_peer(&signal_);  // from the start: a client may leave while its request is held
+  bool connection_ok = true;
+  bool stream_started = false;
+  std::optional<ApiError> error = co_await place_all(deadline, &connection_ok);
+  if (!error && connection_ok && streaming()) {
+    stream_started = co_await conn_.begin_stream(headers_);
+    connection_ok = stream_started;
+  }
+  if (!error && connection_ok) error = co_await run_to_end(deadline, &connection_ok);
+  guard_.release();  // aborts whatever is still running or held (disconnect, error, timeout)
   co_await conn_.unwatch_peer();
   if (!connection_ok) {
     KEEL_LOG_DEBUG("request {}: client went away; engine requests aborted", choices_.request_id());
     co_return false;
   }
-  if (error) co_return co_await finish_error(*error, streaming());
+  if (error) co_return co_await finish_error(*error, stream_started);
   co_return co_await finish_ok();
 }
 

@@ -28,6 +28,16 @@ namespace keel::server {
 
 class BatchRunner;
 
+// A fleet's readiness as the cluster gateway's /health reports it (ServerDeps::fleet_health).
+struct FleetHealth {
+  bool reachable = true;    // a job executor answered
+  int32_t serving_tes = 0;  // TEs of the model that are healthy or busy
+  // The gateway holds requests while no TE serves (its activator, with an autoscaler: scale to
+  // zero), for up to this long; 0: none are held (they fail at once).
+  double activation_timeout_s = 0;
+  int64_t held_requests = 0;  // held now
+};
+
 struct ServerDeps {
   engine::EngineClient* engine = nullptr;           // required; must outlive the Server
   const tokenizer::Tokenizer* tokenizer = nullptr;  // required; must outlive the Server
@@ -40,10 +50,12 @@ struct ServerDeps {
   // → 503). Thread-safe; must outlive the Server.
   std::function<std::string()> extra_metrics;
   std::function<Result<std::string>()> cluster_status;
-  // Optional, a fleet's readiness (the cluster gateway): false → /health answers 503 (no task
-  // executor of the model is healthy); generation routes still take requests (the fleet may
-  // recover, and the JE holds or fails them). Thread-safe; must outlive the Server.
-  std::function<bool()> serving;
+  // Optional, a fleet's readiness (the cluster gateway). /health answers 200 while a TE serves
+  // or the gateway's activator would hold requests until one does (scale to zero: the gateway
+  // that wakes the fleet must stay in its load balancer), 503 otherwise (no JE answers, or no TE
+  // serves and nothing is held); generation routes take requests either way. Thread-safe; must
+  // outlive the Server.
+  std::function<FleetHealth()> fleet_health;
   // How the chat template's model writes tool calls (detect_tool_format on the template's text);
   // the default is keel's generic convention with tools described in the system prompt.
   ToolFormat tool_format;

@@ -70,10 +70,22 @@ HttpResponse handle_health(const ServerContext& ctx) {
     return HttpResponse::error(ApiError::unavailable("The server is shutting down."));
   }
   if (!ctx.ready()) return HttpResponse::error(ApiError::unavailable("The model is loading."));
-  if (ctx.deps.serving && !ctx.deps.serving()) {
+  if (!ctx.deps.fleet_health) return HttpResponse::json(200, R"({"status":"ok"})");
+  const FleetHealth fleet = ctx.deps.fleet_health();
+  if (!fleet.reachable) {
+    return HttpResponse::error(ApiError::unavailable("No job executor of the cluster answers."));
+  }
+  if (fleet.serving_tes == 0 && fleet.activation_timeout_s <= 0) {
     return HttpResponse::error(ApiError::unavailable("No task executor of the model is healthy."));
   }
-  return HttpResponse::json(200, R"({"status":"ok"})");
+  Json body{{"status", "ok"}, {"ready_task_executors", fleet.serving_tes}};
+  if (fleet.serving_tes == 0) {
+    body["held_requests"] = fleet.held_requests;
+    body["activator"] =
+        fmt::format("no task executor is ready: requests are held (up to {:g} s) while one starts",
+                    fleet.activation_timeout_s);
+  }
+  return HttpResponse::json(200, dump_json(body));
 }
 
 HttpResponse handle_metrics(const ServerContext& ctx) {
