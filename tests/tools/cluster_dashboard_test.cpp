@@ -1,8 +1,10 @@
 // The gateway's fleet dashboard (GET /dashboard) in headless Chromium: a cluster of two TEs
 // serves the page; Chromium loads it, lets its JS poll /v1/cluster/status and /metrics for a few
 // seconds of virtual time, and the dumped DOM must hold a row per TE ("te-te-0", "te-te-1") with
-// its state, the router's counters, the autoscaler's row for its group (`--min 2 --max 3`:
-// colocated) and the scale-out section; a screenshot of the page must not be
+// its state (idle: the test's requests are over), the router's counters, the autoscaler's row for
+// its group (`--min 2 --max 3`: colocated) with each value in a column aligned as its header, the
+// latency and error captions with the test's requests in them, and the scale-out section; a
+// screenshot of the page must not be
 // blank (its PNG at least 3× the size of about:blank's at the same window size). Without Chromium
 // the browser part is skipped with the reason printed (and fails under CI=true).
 #include <gtest/gtest.h>
@@ -11,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
@@ -42,6 +45,17 @@ std::string run(const std::string& cmd) {
   size_t n = 0;
   while ((n = fread(buf, 1, sizeof(buf), p)) > 0) out.append(buf, n);
   pclose(p);
+  return out;
+}
+
+// Whether each cell of `html` (a run of <th> or <td> tags) is numeric (class "num"), in order.
+std::vector<bool> numeric_cells(const std::string& html, const std::string& tag) {
+  std::vector<bool> out;
+  const std::regex cell("<" + tag + "( class=\"([^\"]*)\")?>");
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), cell); it != std::sregex_iterator();
+       ++it) {
+    out.push_back((*it)[2].str().find("num") != std::string::npos);
+  }
   return out;
 }
 
@@ -87,9 +101,27 @@ TEST(ClusterDashboardTest, ChromiumRendersTheFleet) {
   const std::string dom = run(flags + "--dump-dom " + url);
   for (const char* want :
        {"id=\"te-te-0\"", "id=\"te-te-1\"", "healthy", "colocated", "locality",
-        "decision → first token", "TEs over the last", "id=\"autoscaler-colocated\""}) {
+        "decision → first token", "TEs over the last", "id=\"autoscaler-colocated\"",
+        "class=\"state idle\"", "id=\"chart-ttft\"", "id=\"chart-tpot\"", "id=\"chart-errors\""}) {
     EXPECT_NE(dom.find(want), std::string::npos) << want << "\n" << dom.substr(0, 4000);
   }
+  EXPECT_EQ(dom.find("class=\"state busy\""), std::string::npos) << "no TE works now";
+  // Latency and errors from /metrics: the three completions above, none failed.
+  EXPECT_TRUE(std::regex_search(dom, std::regex("TTFT p50 [0-9.]+ ms, p99 [0-9.]+ ms")))
+      << dom.substr(0, 4000);
+  EXPECT_TRUE(std::regex_search(dom, std::regex("TPOT p50 [0-9.]+ ms, p99 [0-9.]+ ms")));
+  EXPECT_NE(dom.find("errors 0.0%, aborted 0.0% of 3 finished requests"), std::string::npos)
+      << dom.substr(0, 4000);
+  // The autoscaler's values sit under their headers: numeric columns right-aligned in both.
+  const size_t table = dom.find("<h2>Autoscaler</h2>");
+  ASSERT_NE(table, std::string::npos);
+  const std::string head = dom.substr(table, dom.find("</thead>", table) - table);
+  const size_t row = dom.find("id=\"autoscaler-colocated\"");
+  ASSERT_NE(row, std::string::npos);
+  const std::string cells = dom.substr(row, dom.find("</tr>", row) - row);
+  const std::vector<bool> headers = numeric_cells(head, "th"), values = numeric_cells(cells, "td");
+  EXPECT_EQ(headers.size(), 7u) << head;
+  EXPECT_EQ(headers, values) << head << "\n" << cells;
   // The status line says the last poll succeeded (the script's own text holds "error:" too).
   EXPECT_EQ(dom.find("id=\"status\">error"), std::string::npos) << dom.substr(0, 4000);
   EXPECT_NE(dom.find("2 TEs; updated"), std::string::npos) << dom.substr(0, 4000);
