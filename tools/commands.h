@@ -100,9 +100,9 @@ struct ServeOptions {
   std::string exit_predictors;    // --exit-predictors FILE; "" = <model>.exit.gguf if it exists
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel
   int32_t io_threads = 2;
-  int32_t max_connections = 1024;                        // open connections (idle ones shed first)
-  int32_t max_connections_per_client = 256;              // of one client address; 0 = no cap
-  double header_timeout_s = 10.0;  // a request's line and headers, from its first byte
+  int32_t max_connections = 1024;            // open connections (idle ones shed first)
+  int32_t max_connections_per_client = 256;  // of one client address; 0 = no cap
+  double header_timeout_s = 10.0;            // a request's line and headers, from its first byte
   int64_t max_inflight_body_bytes = int64_t{128} << 20;  // request bodies buffered at once
   std::vector<std::string> cors_origins;                 // CORS allow-list; empty = CORS off
   int32_t batch_concurrency = 8;    // batch (/v1/batches) lines in flight at once

@@ -20,16 +20,16 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
-#include "http_front_flags.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
 #include "host/semi_pd_control_loop.h"
+#include "http_front_flags.h"
 #include "model/kv_type.h"
 #include "progress.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
-#include "stop_signals.h"
 #include "state_flags.h"
+#include "stop_signals.h"
 
 namespace keel::cli {
 

@@ -127,8 +127,8 @@ void FleetClient::submit_async(engine::GenerationRequest request,
   held_.fetch_add(1);
   {
     std::lock_guard lock(held_mu_);
-    held_queue_.push_back(Held{key, std::move(message),
-                               Clock::now() + config_.activation_timeout, first, std::move(done)});
+    held_queue_.push_back(Held{key, std::move(message), Clock::now() + config_.activation_timeout,
+                               first, std::move(done)});
   }
   held_cv_.notify_all();
 }

@@ -189,9 +189,8 @@ TEST_F(ClusterK8sScaler, AtZeroTesTheGatewayStaysReadyAndResponsiveWhileHolding)
   std::vector<int> statuses(kHeld, 0);
   std::vector<std::thread> held;
   for (int i = 0; i < kHeld; ++i) {
-    held.emplace_back([&, i] {
-      statuses[i] = http_request(port, "POST", "/v1/completions", req.dump()).status;
-    });
+    held.emplace_back(
+        [&, i] { statuses[i] = http_request(port, "POST", "/v1/completions", req.dump()).status; });
   }
   ASSERT_TRUE(eventually(
       [&] {
@@ -208,10 +207,11 @@ TEST_F(ClusterK8sScaler, AtZeroTesTheGatewayStaysReadyAndResponsiveWhileHolding)
   for (int i = 0; i < kHeld; ++i) held[i].join();
   EXPECT_GE(*std::min_element(health_ms.begin(), health_ms.end()), 0.0) << "a /health failed";
   EXPECT_GE(*std::min_element(models_ms.begin(), models_ms.end()), 0.0) << "a /v1/models failed";
-  std::printf("%d held at the gateway: /health p50 %.2f ms p99 %.2f ms; /v1/models p50 %.2f ms "
-              "p99 %.2f ms\n",
-              kHeld, percentile(health_ms, 50), percentile(health_ms, 99),
-              percentile(models_ms, 50), percentile(models_ms, 99));
+  std::printf(
+      "%d held at the gateway: /health p50 %.2f ms p99 %.2f ms; /v1/models p50 %.2f ms "
+      "p99 %.2f ms\n",
+      kHeld, percentile(health_ms, 50), percentile(health_ms, 99), percentile(models_ms, 50),
+      percentile(models_ms, 99));
   // Generous bounds (a loaded CI machine); a held request holding an io thread took seconds.
   EXPECT_LT(percentile(health_ms, 99), 500.0);
   EXPECT_LT(percentile(models_ms, 99), 500.0);
@@ -229,12 +229,12 @@ TEST_F(ClusterK8sScaler, AtZeroTesTheGatewayStaysReadyAndResponsiveWhileHolding)
              "\n";
   }
   const std::string boundary = "keelboundary42";
-  const std::string body = "--" + boundary +
-                           "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
-                           boundary +
-                           "\r\nContent-Disposition: form-data; name=\"file\"; "
-                           "filename=\"big.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n" +
-                           lines + "\r\n--" + boundary + "--\r\n";
+  const std::string body =
+      "--" + boundary + "\r\nContent-Disposition: form-data; name=\"purpose\"\r\n\r\nbatch\r\n--" +
+      boundary +
+      "\r\nContent-Disposition: form-data; name=\"file\"; "
+      "filename=\"big.jsonl\"\r\nContent-Type: application/jsonl\r\n\r\n" +
+      lines + "\r\n--" + boundary + "--\r\n";
   const HttpResponse upload =
       http_request(port, "POST", "/v1/files", body,
                    {{"Content-Type", "multipart/form-data; boundary=" + boundary}});
