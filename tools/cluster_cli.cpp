@@ -446,7 +446,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   add_autoscale_flags(cli.up_cmd, &up.autoscale);
   cli.up_cmd->add_flag(
       "--no-replace", up.no_replace,
-      "Leave hung or dead TEs out of service instead of killing and replacing them");
+      "Leave hung or dead TEs (and dead JEs) out of service instead of replacing them");
   add_membership_flags(cli.up_cmd, &up.membership);
   cli.up_cmd
       ->add_option("--nodes", up.nodes,

@@ -3,7 +3,27 @@
 
 #include <chrono>
 
+#include "cluster/fleet_merge.h"
+
 namespace keel::cli {
+
+Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
+    cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
+    const std::vector<cluster::ManagedJe>& jes, cluster::FleetClient* fleet,
+    const cluster::TeReplacer* tes) {
+  cluster::JeReplacerConfig c;
+  c.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  c.event_log = o.event_log;
+  c.fleet = [fleet]() -> Result<cluster::FleetSnapshot> {
+    KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, fleet->fleet_status());
+    return s.fleet;
+  };
+  if (tes != nullptr) c.known_tes = [tes] { return tes->live_addresses(); };
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::JeReplacer> r,
+                        cluster::JeReplacer::create(&sup, std::move(c)));
+  for (const cluster::ManagedJe& je : jes) r->manage(je);
+  return r;
+}
 
 Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
     cluster::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
@@ -55,7 +75,11 @@ server::FleetHealth fleet_health(const cluster::FleetClient& fleet, const std::s
   h.held_requests = fleet.num_held();
   Result<cluster::FleetStatus> s = fleet.fleet_status();
   h.reachable = s.ok();
-  if (!s.ok()) return h;
+  if (!s.ok()) {
+    h.job_executors_down = s.status().message();  // names each JE and why (fleet_merge.h)
+    return h;
+  }
+  h.job_executors_down = cluster::describe_down_jes(s->job_executors);
   for (const cluster::TeInfo& te : s->fleet.tes) {
     if (te.model == model && te.healthy && cluster::health::serving(te.state)) ++h.serving_tes;
   }

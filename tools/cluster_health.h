@@ -1,6 +1,7 @@
 // The health side of `keel cluster up`: composes a cluster::TeReplacer over the TEs the command
 // started (their names, commands and roles), the gateway's fleet client (the fleet as a JE sees
-// it) and, when there is one, the warm pool (ClusterScaler). Also what the gateway's /health says
+// it) and, when there is one, the warm pool (ClusterScaler); and a cluster::JeReplacer over the
+// JEs it started. Also what the gateway's /health says
 // of a fleet (server::FleetHealth): its TEs of the model that are healthy or busy, and whether
 // requests are held while there are none.
 //
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "cluster/fleet_client.h"
+#include "cluster/je_replacer.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/te_replacer.h"
 #include "cluster_commands.h"
@@ -27,6 +29,13 @@ struct StartedTes {
   std::vector<std::string> roles;               // "colocated", "prefill", "decode"
   std::vector<std::string> addresses;           // control addresses
 };
+
+// The JE supervisor over the JEs the command started (cluster/je_replacer.h), reading the fleet
+// through the gateway's fleet client and, when there is one, the TE replacer's own TEs.
+[[nodiscard]] Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
+    cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
+    const std::vector<cluster::ManagedJe>& jes, cluster::FleetClient* fleet,
+    const cluster::TeReplacer* tes);
 
 [[nodiscard]] Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
     cluster::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,

@@ -42,7 +42,8 @@ bool StopCheck::operator()() {
 
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
                   ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer, ClusterMembership& members, ManagerRole& role,
+                  cluster::TeReplacer* replacer, cluster::JeReplacer* je_replacer,
+                  ClusterMembership& members, ManagerRole& role,
                   const std::function<Status()>& rejoined) {
   auto next_try = std::chrono::steady_clock::now();
   while (true) {
@@ -78,10 +79,12 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
     timespec tick{0, 50 * 1000 * 1000};
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig > 0) return sig;
-    if (!role.leading) {  // a standby manages nothing
-      for (const cluster::ChildExit& e : sup.poll_exits()) {
+    if (!role.leading) {  // a standby manages nothing but its own JEs
+      const std::vector<cluster::ChildExit> exits = sup.poll_exits();
+      for (const cluster::ChildExit& e : exits) {
         KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
       }
+      if (je_replacer != nullptr) je_replacer->tick(exits);
       continue;
     }
     if (autoscaler != nullptr) autoscaler->tick();
@@ -90,6 +93,8 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
     for (const cluster::ChildExit& e : exits) {
       KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
     }
+    // JEs first: a TE replacement joins every JE, the restarted one included.
+    if (je_replacer != nullptr) je_replacer->tick(exits);
     if (replacer != nullptr) replacer->tick(exits);
   }
 }

@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 
+#include "cluster/je_replacer.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/te_replacer.h"
 #include "cluster_autoscaler.h"
@@ -54,9 +55,12 @@ struct StopCheck {
 // auto the TEs are adopted anew, having been dropped by `lost`) and resumes. A standby
 // (role.leading false) manages nothing; it tries to lead every 200 ms (a lost lease: a new session,
 // `rejoined`).
+// JEs that exit are restarted in place by `je_replacer` (when there is one), leading or not: they
+// are this process's own.
 int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
                   ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer, ClusterMembership& members, ManagerRole& role,
+                  cluster::TeReplacer* replacer, cluster::JeReplacer* je_replacer,
+                  ClusterMembership& members, ManagerRole& role,
                   const std::function<Status()>& rejoined);
 
 }  // namespace keel::cli

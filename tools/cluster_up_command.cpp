@@ -25,6 +25,7 @@
 #include "builtin_models.h"
 #include "cluster/fleet_client.h"
 #include "cluster/fleet_report.h"
+#include "cluster/port_probe.h"
 #include "cluster/process_supervisor.h"
 #include "cluster/ready_line.h"
 #include "cluster_autoscaler.h"
@@ -72,7 +73,8 @@ Result<std::string> spawn(cluster::ProcessSupervisor& sup, const std::string& na
 
 struct Tree {
   std::vector<std::string> te_names, je_names, te_addresses, je_addresses;
-  StartedTes tes;  // for the replacer
+  StartedTes tes;                       // for the replacer
+  std::vector<cluster::ManagedJe> jes;  // for the JE replacer
   // Started TEs that mapped the store entry and serve it (fork sources): pid, weights service.
   std::vector<std::pair<pid_t, std::string>> weights_sources;
 };
@@ -203,15 +205,22 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
   for (int i = 0; i < o.jes; ++i) {
     t.je_names.push_back(je_id(o, name, i, members.manager_id()));
-    KEEL_ASSIGN_OR_RETURN(
-        std::string address,
-        spawn(sup, t.je_names.back(), je_argv(o, path, name, t.je_names.back(), tes), o));
+    std::vector<std::string> argv = je_argv(o, path, name, t.je_names.back(), tes);
+    cluster::Child child;
+    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.je_names.back(), argv, o, &child));
     t.je_addresses.push_back(address);
+    t.jes.push_back({t.je_names.back(), address, child.pid, std::move(argv)});
   }
   KEEL_LOG_INFO(
       "cluster: {} colocated, {} semi-PD (split {}), {} prefill, {} decode TEs ({} threads each), "
       "{} JEs",
       colocated, o.semi_pd, o.serve.semi_pd_split, o.prefill, o.decode, threads, o.jes);
+  if (colocated + o.semi_pd > 0 && o.prefill > 0 && o.pd_heatmap.empty()) {
+    KEEL_LOG_INFO(
+        "cluster: no --pd-heatmap: each prefill/decode pair is one more replica beside the "
+        "colocated TEs (locality when loads are balanced, else least load; a pair's load is its "
+        "prefill and decode TEs'); keel cluster profile-pd measures a heatmap");
+  }
   return t;
 }
 
@@ -385,6 +394,8 @@ Status register_tree(ClusterMembership& members, const Tree& tree, const std::st
 
 Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_TRY(check_role_autoscaling(o));  // before the warm pool starts
+  // The gateway's port, before any child starts (not after every TE has loaded the model).
+  KEEL_TRY(cluster::probe_listen(o.serve.host, static_cast<uint16_t>(o.serve.port)));
   std::string path = o.serve.model_path;
   {
     ThreadPool pool(1);
@@ -479,6 +490,10 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     KEEL_ASSIGN_OR_RETURN(replacer,
                           start_replacer(sup, o, tree.tes, tree.je_addresses, f, scaler.get()));
   }
+  std::unique_ptr<cluster::JeReplacer> je_replacer;  // a JE that exits is restarted in place
+  if (!o.no_replace) {
+    KEEL_ASSIGN_OR_RETURN(je_replacer, start_je_replacer(sup, o, tree.jes, f, replacer.get()));
+  }
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
       server::template_chat_formatter(meta->chat_template(), &meta->tokenizer()), nullptr};
@@ -488,16 +503,18 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   ClusterScaler* sc = scaler.get();
   ClusterAutoscaler* as = autoscaler.get();
   cluster::TeReplacer* rp = replacer.get();
+  cluster::JeReplacer* jp = je_replacer.get();
   ClusterNodes* np = o.nodes == "auto" ? &nodes : nullptr;
   const ManagerRole* mr = &role;
   const ClusterMembership* mm = members.get();
-  deps.extra_metrics = [f, name, sc, as, rp, np, mr, mm]() -> std::string {
+  deps.extra_metrics = [f, name, sc, as, rp, jp, np, mr, mm]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
     text += mr->metrics_text(mm->fencing_token());
     if (np != nullptr) text += np->metrics_text();
     if (sc != nullptr) text += sc->metrics_text();
     if (rp != nullptr) text += rp->metrics_text();
+    if (jp != nullptr) text += jp->metrics_text();
     return as != nullptr ? text + as->metrics_text() : text;
   };
   deps.fleet_health = [f, name] { return fleet_health(*f, name); };
@@ -533,7 +550,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     role.lost = [&nodes] { nodes.forget(); };
   }
   const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(),
-                                *members, role, [&]() -> Status {
+                                je_replacer.get(), *members, role, [&]() -> Status {
                                   KEEL_TRY(register_tree(*members, tree, name, o.membership));
                                   return register_gateway();
                                 });

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "cluster/fleet_merge.h"
 #include "cluster/fleet_metrics.h"
 #include "core/log.h"
 #include "sampling/rng.h"
@@ -42,8 +43,11 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
         Link::connect(
             address, c->config_.connect_timeout,
             [self](Link&, Message m) { self->on_je_message(std::move(m)); }, nullptr));
+    std::lock_guard lock(c->je_mu_);
     c->jes_.push_back(std::move(je));
+    c->je_ids_.emplace_back();
   }
+  c->watcher_ = std::thread([self] { self->watch_loop(); });
   if (c->config_.activation_timeout.count() > 0) {
     c->activator_ = std::thread([self] { self->run_activator(); });
   }
@@ -77,9 +81,16 @@ void FleetClient::stop() {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
-    links = jes_;
-    links.insert(links.end(), te_links_.begin(), te_links_.end());
+    links = te_links_;
   }
+  {
+    std::lock_guard lock(watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  const std::vector<std::shared_ptr<Link>> jes = je_links();
+  links.insert(links.end(), jes.begin(), jes.end());
   {
     std::lock_guard lock(held_mu_);
     activator_stop_ = true;
@@ -112,10 +123,15 @@ void FleetClient::submit_async(engine::GenerationRequest request,
   }
   if (request.prompt_tokens.empty()) return done(Status::invalid_argument("empty prompt"));
   const engine::RequestKey key = next_key_.fetch_add(1);
+  // Seeded here, so a job submitted again after its JE died samples as its first attempt did.
+  if (!request.sampling.seed) request.sampling.seed = sampling::random_seed();
   {
     std::lock_guard lock(mu_);
     if (draining_ || stopped_) return done(Status::unavailable("gateway is draining"));
-    jobs_[key] = Pending{std::move(sink), nullptr, 0, 0};
+    Pending& p = jobs_[key];
+    p = Pending{std::move(sink), nullptr, 0, 0};
+    p.request = request;
+    p.last_event = Clock::now();
   }
   SubmitJob job{JobRef{config_.gateway_id, key}, events_->address(), std::move(request)};
   auto message = std::make_shared<const Message>(encode(job));
@@ -134,9 +150,13 @@ void FleetClient::submit_async(engine::GenerationRequest request,
 }
 
 void FleetClient::resolve(engine::RequestKey key, const Status& status, const SubmitDone& done) {
-  if (!status.ok()) {
+  {
     std::lock_guard lock(mu_);
-    jobs_.erase(key);
+    if (!status.ok()) {
+      jobs_.erase(key);
+    } else if (const auto it = jobs_.find(key); it != jobs_.end()) {
+      it->second.placed = true;  // from now on its JE's death makes it an orphan
+    }
   }
   if (status.ok()) {
     done(key);
@@ -217,9 +237,11 @@ void FleetClient::run_activator() {
 
 Status FleetClient::submit_once(engine::RequestKey key, const Message& message) {
   Status last = Status::unavailable("no job executor reachable");
+  if (!await_je()) return last;  // every JE is down: one is being restarted (fleet_client.h)
+  const std::vector<std::shared_ptr<Link>> jes = je_links();
   const size_t start = next_je_.fetch_add(1);
-  for (size_t i = 0; i < jes_.size(); ++i) {
-    const std::shared_ptr<Link>& je = jes_[(start + i) % jes_.size()];
+  for (size_t i = 0; i < jes.size(); ++i) {
+    const std::shared_ptr<Link>& je = jes[(start + i) % jes.size()];
     if (je->closed()) continue;
     {
       std::lock_guard lock(mu_);
@@ -291,6 +313,8 @@ void FleetClient::deliver(TaskEvent m) {
     KEEL_LOG_WARN("gateway: job {} skipped {} tokens (attempt {})", m.job, -skip, m.attempt);
   }
   p.delivered = std::max(p.delivered, end);
+  p.tokens.insert(p.tokens.end(), ev.tokens.begin(), ev.tokens.end());  // what the client has
+  p.last_event = Clock::now();
   if (ev.tokens.empty() && !ev.finish) return;
   const bool final_event = ev.finish.has_value();
   p.sink->on_event(std::move(ev));
@@ -328,18 +352,37 @@ std::vector<engine::ContextCacheInfo> FleetClient::list_caches(const std::string
 }
 
 Result<FleetStatus> FleetClient::fleet_status() const {
-  Status last = Status::unavailable("no job executor reachable");
-  for (const auto& je : jes_) {
-    if (je->closed()) continue;
-    Result<Json> reply =
-        je->call(Message{std::string(msg::kFleet), Json::object()}, config_.call_timeout);
-    if (!reply.ok()) {
-      last = reply.status();
-      continue;
-    }
-    return decode_fleet_status(*reply);
+  const std::vector<std::shared_ptr<Link>> jes = je_links();
+  std::vector<std::string> ids;
+  {
+    std::lock_guard lock(je_mu_);
+    ids = je_ids_;
   }
-  return last;
+  // Every JE at once (one that does not answer costs call_timeout once, not once per JE).
+  const auto ask = [this](const std::shared_ptr<Link>& je) -> Result<FleetStatus> {
+    if (je->closed()) {
+      const Status why = je->close_reason();
+      return Status::unavailable(why.ok() ? "link closed (it exited?)" : why.message());
+    }
+    KEEL_ASSIGN_OR_RETURN(Json reply, je->call(Message{std::string(msg::kFleet), Json::object()},
+                                               config_.call_timeout));
+    return decode_fleet_status(reply);
+  };
+  std::vector<std::future<Result<FleetStatus>>> later;
+  for (size_t i = 1; i < jes.size(); ++i) {
+    later.push_back(std::async(std::launch::async, ask, jes[i]));
+  }
+  std::vector<JeAnswer> answers;
+  for (size_t i = 0; i < jes.size(); ++i) {
+    answers.push_back({config_.je_addresses[i], ids[i], i == 0 ? ask(jes[0]) : later[i - 1].get()});
+  }
+  {
+    std::lock_guard lock(je_mu_);
+    for (size_t i = 0; i < answers.size() && i < je_ids_.size(); ++i) {
+      if (answers[i].status.ok()) je_ids_[i] = answers[i].status->je_id;
+    }
+  }
+  return merge_fleet_statuses(answers);
 }
 
 engine::EngineStats FleetClient::stats() const {

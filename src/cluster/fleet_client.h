@@ -16,8 +16,16 @@
 // on each at its activation timeout. submit_async() returns at once, so a held request holds
 // none of the HTTP server's io threads; submit() waits on the caller's thread.
 //
-// Stats and metrics are the fleet's: the sum over the TEs a JE knows (histograms bucket by bucket),
-// read from the first JE that answers and cached for a moment. Context caches (retain_as) are not
+// JE failover (fleet_client_failover.cpp): a watch thread reconnects a JE whose link closed (it
+// died; the cluster manager restarts it at its address) and submits its jobs again — the next
+// attempt, resumed from the tokens the client has, with the request's seed (filled in here when
+// it had none, so the rest is what the first attempt would have produced) — to a JE that is up,
+// or to the restarted one once it is; the new JE aborts the old attempt on the TEs, which stream
+// on until then. A submission that finds no JE up waits for one, up to je_wait.
+//
+// Stats and metrics are the fleet's: the sum over the TEs (histograms bucket by bucket), as the
+// JEs see them; fleet_status() asks every JE and merges their answers (fleet_merge.h: the JEs'
+// counters summed, each listed); cached for a moment. Context caches (retain_as) are not
 // offered through the gateway: submit refuses them with InvalidArgument. LoRA adapters are the
 // ones named at start (FleetClientConfig::loras), served by every TE; none is loaded at run time.
 //
@@ -64,6 +72,11 @@ struct FleetClientConfig {
   bool wait_for_te = true;
   int64_t max_model_len = 0;
   int64_t max_waiting = 0;
+  // JE failover: a submission that finds no JE up waits this long for one (a restart), holding
+  // the caller's thread; a job whose JE died is failed when no JE took it again and its TE sent
+  // nothing for this long.
+  std::chrono::milliseconds je_wait{10000};
+  std::chrono::milliseconds je_watch_interval{50};  // how often lost JEs are looked for
 };
 
 class FleetClient final : public engine::EngineClient {
@@ -97,8 +110,12 @@ class FleetClient final : public engine::EngineClient {
   Status unload_lora(const std::string& name) override;
   [[nodiscard]] std::vector<engine::LoraInfo> list_loras() const override { return config_.loras; }
 
-  // The fleet as the first JE that answers sees it.
+  // The fleet over every JE (merge_fleet_statuses): the TEs as the first JE that answers sees
+  // them, every JE's counters summed, job_executors one entry per JE, up or down. Unavailable,
+  // naming each JE and why, when none answers.
   [[nodiscard]] Result<FleetStatus> fleet_status() const;
+  // Jobs submitted again after their JE died.
+  [[nodiscard]] int64_t num_resubmitted() const { return resubmitted_.load(); }
   // Requests in flight through this gateway (held ones included).
   [[nodiscard]] size_t num_jobs() const;
   // Requests held now for want of a ready TE (the autoscaler's activation signal).
@@ -113,9 +130,15 @@ class FleetClient final : public engine::EngineClient {
  private:
   struct Pending {
     std::shared_ptr<engine::OutputSink> sink;
-    std::shared_ptr<Link> je;
+    std::shared_ptr<Link> je;  // the JE holding it (nullptr: not yet, or being submitted again)
     int32_t attempt = 0;
     int32_t delivered = 0;  // generated tokens the client has (index space of TaskEvent)
+    // For a submission again after its JE died: the request as submitted (its seed filled in),
+    // the generated tokens the client has, in order, and when its last event came.
+    engine::GenerationRequest request;
+    std::vector<int32_t> tokens;
+    std::chrono::steady_clock::time_point last_event;
+    bool placed = false;  // a JE took it (before: its submission, or the activator, owns it)
   };
 
   // A request waiting for a ready TE (the activator's queue).
@@ -142,10 +165,25 @@ class FleetClient final : public engine::EngineClient {
   Status submit_once(engine::RequestKey key, const Message& message);
   // Ends `key` with `event` (a final one) and forgets it; false when unknown.
   bool finish_locally(engine::RequestKey key, engine::TokenEvent event);
+  // JE failover (fleet_client_failover.cpp). The JE links now (a reconnect replaces one), and
+  // whether one is up.
+  [[nodiscard]] std::vector<std::shared_ptr<Link>> je_links() const;
+  [[nodiscard]] bool any_je_up() const;
+  // Waits up to je_wait while no JE is up; false when none came.
+  bool await_je() const;
+  // The watch thread: reconnects lost JEs, then submits their jobs again.
+  void watch_loop();
+  void reconnect_lost_jes();
+  void resubmit_orphans();
+  // Submits job `key` again, resumed, to the JE `je`: Ok, Unavailable (it stays an orphan), or
+  // another error (it ends with it).
+  Status resubmit(engine::RequestKey key, const std::shared_ptr<Link>& je);
 
   FleetClientConfig config_;
   std::unique_ptr<Listener> events_;
-  std::vector<std::shared_ptr<Link>> jes_;
+  mutable std::mutex je_mu_;
+  std::vector<std::shared_ptr<Link>> jes_;       // GUARDED_BY(je_mu_); one per je_addresses
+  mutable std::vector<std::string> je_ids_;      // GUARDED_BY(je_mu_); the id each last gave
   std::vector<std::shared_ptr<Link>> te_links_;  // accepted event links
   int64_t max_model_len_ = 0;
   int64_t max_waiting_ = 0;
@@ -163,6 +201,12 @@ class FleetClient final : public engine::EngineClient {
   std::deque<Held> held_queue_;  // held_mu_; oldest first
   bool activator_stop_ = false;  // held_mu_
   std::thread activator_;        // runs while activation_timeout > 0
+
+  std::atomic<int64_t> resubmitted_{0};
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // GUARDED_BY(watch_mu_)
+  std::thread watcher_;      // JE failover
 
   mutable std::mutex status_mu_;
   mutable std::optional<FleetStatus> cached_;

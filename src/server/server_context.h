@@ -30,7 +30,10 @@ class BatchRunner;
 
 // A fleet's readiness as the cluster gateway's /health reports it (ServerDeps::fleet_health).
 struct FleetHealth {
-  bool reachable = true;    // a job executor answered
+  bool reachable = true;  // a job executor answered
+  // The job executors that do not answer, each named with why ("je-0 (host:port): link closed";
+  // "" when all do): /health names them rather than blaming the TEs.
+  std::string job_executors_down;
   int32_t serving_tes = 0;  // TEs of the model that are healthy or busy
   // The gateway holds requests while no TE serves (its activator, with an autoscaler: scale to
   // zero), for up to this long; 0: none are held (they fail at once).

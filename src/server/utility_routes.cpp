@@ -73,12 +73,15 @@ HttpResponse handle_health(const ServerContext& ctx) {
   if (!ctx.deps.fleet_health) return HttpResponse::json(200, R"({"status":"ok"})");
   const FleetHealth fleet = ctx.deps.fleet_health();
   if (!fleet.reachable) {
-    return HttpResponse::error(ApiError::unavailable("No job executor of the cluster answers."));
+    std::string why = "No job executor of the cluster answers";
+    if (!fleet.job_executors_down.empty()) why += " (" + fleet.job_executors_down + ")";
+    return HttpResponse::error(ApiError::unavailable(why + "."));
   }
   if (fleet.serving_tes == 0 && fleet.activation_timeout_s <= 0) {
     return HttpResponse::error(ApiError::unavailable("No task executor of the model is healthy."));
   }
   Json body{{"status", "ok"}, {"ready_task_executors", fleet.serving_tes}};
+  if (!fleet.job_executors_down.empty()) body["job_executors_down"] = fleet.job_executors_down;
   if (fleet.serving_tes == 0) {
     body["held_requests"] = fleet.held_requests;
     body["activator"] =
