@@ -37,10 +37,12 @@ constexpr std::string_view kHostname = R"(@hostname ::= @label ("." @label){0,3}
 @label ::= [a-zA-Z0-9] ([a-zA-Z0-9-]{0,60} [a-zA-Z0-9])?
 )";
 
-constexpr std::string_view kEmail =
-    R"(@email ::= @atom ("." @atom){0,3} "@" @dlabel ("." @dlabel){1,3}
-@atom ::= [a-zA-Z0-9_%+-]{1,15}
-@dlabel ::= [a-zA-Z0-9] ([a-zA-Z0-9-]{0,28} [a-zA-Z0-9])?
+constexpr std::string_view kDomain = R"(@domain ::= (@dlabel "."){1,3} [a-zA-Z]{2,6}
+@dlabel ::= [a-zA-Z0-9] ([a-zA-Z0-9] | "-" [a-zA-Z0-9]){0,14}
+)";
+
+constexpr std::string_view kEmail = R"(@email ::= @atom ("." @atom){0,3} "@" @domain
+@atom ::= [a-zA-Z0-9_+-]{1,15}
 )";
 
 constexpr std::string_view kIpv4 = R"(@ipv4 ::= @octet "." @octet "." @octet "." @octet
@@ -48,9 +50,9 @@ constexpr std::string_view kIpv4 = R"(@ipv4 ::= @octet "." @octet "." @octet "."
 )";
 
 constexpr std::string_view kUri =
-    R"(@uri ::= ("https" | "http") "://" @hostname (":" [0-9]{1,5})? ("/" @segment){0,6} ("?" @query)? ("#" @query)?
+    R"(@uri ::= ("https" | "http") "://" @domain (":" [1-9] [0-9]{0,3})? ("/" @segment){0,6} ("?" @query)? ("#" @query)?
 @segment ::= @pchar{0,32}
-@pchar ::= [a-zA-Z0-9._~!$&'()*+,;=:@-] | "%" [0-9A-F] [0-9A-F]
+@pchar ::= [a-zA-Z0-9._~!$&'()*+,;=:-] | "%" [0-9A-F] [0-9A-F]
 @query ::= (@pchar | [/?]){0,64}
 )";
 
@@ -93,12 +95,12 @@ std::optional<FormatDef> find_format(std::string_view f) {
                      "@uuid ::= [0-9a-f]{8} \"-\" [0-9a-f]{4} \"-\" [0-9a-f]{4} \"-\" "
                      "[0-9a-f]{4} \"-\" [0-9a-f]{12}\n"};
   }
-  if (f == "email") return FormatDef{"@email", std::string(kEmail)};
+  if (f == "email") return FormatDef{"@email", std::string(kEmail) + std::string(kDomain)};
   if (f == "hostname") return FormatDef{"@hostname", std::string(kHostname)};
   if (f == "ipv4") return FormatDef{"@ipv4", std::string(kIpv4)};
   if (f == "ipv6") return FormatDef{"@ipv6", ipv6_rules()};
   if (f == "uri" || f == "uri-reference") {
-    return FormatDef{"@uri", std::string(kUri) + std::string(kHostname)};
+    return FormatDef{"@uri", std::string(kUri) + std::string(kDomain)};
   }
   if (f == "byte") return FormatDef{"@byte", std::string(kByte)};
   return std::nullopt;

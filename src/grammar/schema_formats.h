@@ -1,18 +1,21 @@
 // String `format`s as grammar, each generating only strings that ajv-formats accepts in its
 // "full" mode (tests/grammar check samples with it):
-//   date          RFC 3339 full-date, month 01-12 and the month's days (29 February in leap years)
-//   time          RFC 3339 full-time: hh:mm:ss, optional 1-6 fraction digits, Z or ±hh:mm
-//   date-time     date "T" time
-//   duration      ISO 8601 PnYnMnDTnHnMnS (components in order, at least one) or PnW, n of 1-4
-//   digits uuid          8-4-4-4-12 lowercase hexadecimal email         1-4 dot-atoms of 1-15
-//   [A-Za-z0-9_%+-] @ 2-4 labels of 1-30 letters, digits and
-//                 inner hyphens (≤ 187 characters, within RFC 5321's 64 + 254)
-//   hostname      1-4 labels of 1-62 letters, digits and inner hyphens (≤ 251 characters)
-//   ipv4          four 0-255 octets without leading zeros
-//   ipv6          RFC 4291 text, "::" compression included (no embedded IPv4)
-//   uri           http(s)://host[:port][/path][?query][#fragment] (RFC 3986 characters,
-//                 %-escapes); uri-reference accepts the same
-//   byte          base64 (up to 256 characters, padded)
+//   date       RFC 3339 full-date, month 01-12 and the month's days (29 February in leap years)
+//   time       RFC 3339 full-time: hh:mm:ss, optional 1-6 fraction digits, Z or ±hh:mm
+//   date-time  date "T" time
+//   duration   ISO 8601 PnYnMnDTnHnMnS (components in order, at least one) or PnW; n: 1-4 digits
+//   uuid       8-4-4-4-12 lowercase hexadecimal
+//   email      1-4 dot-atoms of 1-15 [A-Za-z0-9_+-] @ a domain: 1-3 labels of 1-29 letters and
+//              digits with single inner hyphens, then a top-level domain of 2-6 letters (zod's
+//              and pydantic's own email checks accept these too)
+//   hostname   1-4 labels of 1-62 letters, digits and inner hyphens (≤ 251 characters)
+//   ipv4       four 0-255 octets without leading zeros
+//   ipv6       RFC 4291 text, "::" compression included (no embedded IPv4)
+//   uri        http(s)://domain[:port][/path][?query][#fragment]: the domain as for email, port
+//              1-9999, RFC 3986 characters but '@' and %-escapes (pydantic 1's HttpUrl, which
+//              wants a top-level domain and reads a later '@' as userinfo, and zod's url()
+//              accept these too); uri-reference the same
+//   byte       base64 (up to 256 characters, padded)
 //   iso-time / iso-date-time: as time / date-time (their time zone is optional)
 // Other formats ajv-formats knows (url, uri-template, regex, json-pointer, idn-*, iri, ...) are
 // refused; unknown ones, and password / binary / the numeric int32..double, are annotations for
