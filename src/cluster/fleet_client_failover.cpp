@@ -11,8 +11,6 @@
 
 namespace keel::cluster {
 
-using Clock = std::chrono::steady_clock;
-
 std::vector<std::shared_ptr<Link>> FleetClient::je_links() const {
   std::lock_guard lock(je_mu_);
   return jes_;
@@ -24,6 +22,7 @@ bool FleetClient::any_je_up() const {
 }
 
 bool FleetClient::await_je() const {
+  using Clock = std::chrono::steady_clock;
   const Clock::time_point deadline = Clock::now() + config_.je_wait;
   while (!any_je_up()) {
     {
@@ -66,7 +65,7 @@ void FleetClient::reconnect_lost_jes() {
 void FleetClient::resubmit_orphans() {
   std::vector<engine::RequestKey> orphans;
   std::vector<engine::RequestKey> expired;
-  const Clock::time_point now = Clock::now();
+  const auto now = std::chrono::steady_clock::now();
   {
     std::lock_guard lock(mu_);
     for (const auto& [key, p] : jobs_) {

@@ -8,7 +8,7 @@
 namespace keel::cluster {
 namespace {
 
-TeInfo te(std::string id) {
+TeInfo merged_te(std::string id) {
   TeInfo t;
   t.id = id;
   t.address = "127.0.0.1:" + std::to_string(7000 + id.back());
@@ -16,7 +16,7 @@ TeInfo te(std::string id) {
   return t;
 }
 
-FleetStatus je(std::string id, std::vector<TeInfo> tes, int64_t total, int64_t locality) {
+FleetStatus je_answer(std::string id, std::vector<TeInfo> tes, int64_t total, int64_t locality) {
   FleetStatus s;
   s.je_id = std::move(id);
   for (TeInfo& t : tes) {
@@ -39,8 +39,10 @@ FleetStatus je(std::string id, std::vector<TeInfo> tes, int64_t total, int64_t l
 
 TEST(FleetMergeTest, TwoJesSumTheirCountersAndListTheTesOnce) {
   std::vector<JeAnswer> answers;
-  answers.push_back({"127.0.0.1:9000", "", je("je-0", {te("te-0"), te("te-1")}, 16, 10)});
-  answers.push_back({"127.0.0.1:9001", "", je("je-1", {te("te-0"), te("te-1")}, 16, 12)});
+  answers.push_back(
+      {"127.0.0.1:9000", "", je_answer("je-0", {merged_te("te-0"), merged_te("te-1")}, 16, 10)});
+  answers.push_back(
+      {"127.0.0.1:9001", "", je_answer("je-1", {merged_te("te-0"), merged_te("te-1")}, 16, 12)});
   Result<FleetStatus> m = merge_fleet_statuses(answers);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->fleet.tes.size(), 2u);  // not 4: the same TEs seen by both
@@ -68,8 +70,9 @@ TEST(FleetMergeTest, TwoJesSumTheirCountersAndListTheTesOnce) {
 TEST(FleetMergeTest, ADownJeIsListedWithWhyAndATeOnlyALaterJeKnowsIsAdded) {
   std::vector<JeAnswer> answers;
   answers.push_back({"127.0.0.1:9000", "je-0", Status::unavailable("link closed")});
-  answers.push_back({"127.0.0.1:9001", "", je("je-1", {te("te-0")}, 3, 1)});
-  answers.push_back({"127.0.0.1:9002", "", je("je-2", {te("te-0"), te("te-2")}, 4, 2)});
+  answers.push_back({"127.0.0.1:9001", "", je_answer("je-1", {merged_te("te-0")}, 3, 1)});
+  answers.push_back(
+      {"127.0.0.1:9002", "", je_answer("je-2", {merged_te("te-0"), merged_te("te-2")}, 4, 2)});
   Result<FleetStatus> m = merge_fleet_statuses(answers);
   ASSERT_TRUE(m.ok());
   ASSERT_EQ(m->fleet.tes.size(), 2u);
