@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <span>
 #include <unordered_map>
 
 #include "grammar/gbnf_parser.h"
@@ -26,22 +27,36 @@ struct State {
   bool accepting = false;
 };
 
-std::string canonical(const StackSet& s) {
-  std::vector<std::vector<uint32_t>> stacks;
-  for (size_t i = 0; i < s.size(); ++i) stacks.emplace_back(s.stack(i).begin(), s.stack(i).end());
-  std::sort(stacks.begin(), stacks.end());
-  std::string key;
+// The set's stacks in sorted order, as bytes (equal sets, equal keys, whatever the order).
+void append_canonical(const StackSet& s, std::string* key) {
+  std::vector<std::span<const uint32_t>> stacks;
+  stacks.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) stacks.push_back(s.stack(i));
+  std::sort(stacks.begin(), stacks.end(), [](const auto& a, const auto& b) {
+    return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end());
+  });
   for (const auto& st : stacks) {
-    for (uint32_t v : st) key.append(reinterpret_cast<const char*>(&v), sizeof(v));
-    key += '|';
+    key->append(reinterpret_cast<const char*>(st.data()), st.size() * sizeof(uint32_t));
+    key->push_back('|');
   }
-  return key;
 }
 
 class Product {
  public:
   Product(const std::vector<RegularOperand>& ops, std::vector<Grammar> grammars)
-      : ops_(ops), g_(std::move(grammars)) {}
+      : ops_(ops), g_(std::move(grammars)) {
+    // Bytes that every byte set of every operand treats alike step alike: one representative
+    // per class is stepped (a few dozen classes instead of 128 bytes).
+    std::map<std::vector<bool>, std::vector<uint8_t>> by_signature;
+    for (int b = 0; b < 0x80; ++b) {
+      std::vector<bool> sig;
+      for (const Grammar& g : g_) {
+        for (const ByteSet& s : g.sets) sig.push_back(s.test(static_cast<uint8_t>(b)));
+      }
+      by_signature[sig].push_back(static_cast<uint8_t>(b));
+    }
+    for (auto& [sig, bytes] : by_signature) classes_.push_back(std::move(bytes));
+  }
 
   // Settles prefix operands; false when the state is dead.
   bool settle(State* s) const {
@@ -76,9 +91,16 @@ class Product {
     return true;
   }
 
-  std::string key(const State& s) const {
+  static std::string key(const State& s) {
     std::string k;
-    for (const OperandState& o : s.ops) k += (o.done ? "D" : canonical(o.set)) + "#";
+    for (const OperandState& o : s.ops) {
+      if (o.done) {
+        k += 'D';
+      } else {
+        append_canonical(o.set, &k);
+      }
+      k += '#';
+    }
     return k;
   }
 
@@ -89,8 +111,9 @@ class Product {
     add(start);
     for (size_t at = 0; at < states_.size(); ++at) {
       const ByteSet next_bytes = candidates(states_[at]);
-      for (int b = 0; b < 0x80; ++b) {
-        if (!next_bytes.test(static_cast<uint8_t>(b))) continue;
+      for (const std::vector<uint8_t>& cls : classes_) {
+        const uint8_t b = cls[0];
+        if (!next_bytes.test(b)) continue;
         State next;
         next.ops.resize(ops_.size());
         for (size_t i = 0; i < ops_.size(); ++i) {
@@ -98,7 +121,7 @@ class Product {
             next.ops[i].done = true;
             continue;
           }
-          step(g_[i], states_[at].ops[i].set, static_cast<uint8_t>(b), &next.ops[i].set);
+          step(g_[i], states_[at].ops[i].set, b, &next.ops[i].set);
         }
         if (!settle(&next)) continue;
         const int to = add(std::move(next));
@@ -106,8 +129,9 @@ class Product {
           return Status::invalid_argument(
               fmt::format("their combination needs more than {} grammar states", max_states));
         }
-        edges_[at].emplace_back(static_cast<uint8_t>(b), to);
+        for (uint8_t member : cls) edges_[at].emplace_back(member, to);
       }
+      std::sort(edges_[at].begin(), edges_[at].end());
     }
     return Status();
   }
@@ -196,6 +220,7 @@ class Product {
 
   const std::vector<RegularOperand>& ops_;
   std::vector<Grammar> g_;
+  std::vector<std::vector<uint8_t>> classes_;  // ASCII bytes no operand tells apart
   std::vector<State> states_;
   std::vector<std::vector<std::pair<uint8_t, int>>> edges_;
   std::unordered_map<std::string, int> ids_;

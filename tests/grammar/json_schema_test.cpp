@@ -75,7 +75,8 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
   EXPECT_NE(refusal(R"({"type": "array", "contains": {"type": "integer"}})").find("`contains`"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"type": "object", "if": {}, "then": {}})").find("`if`"), std::string::npos);
-  EXPECT_NE(refusal(R"({"type": "array", "uniqueItems": true})").find("`uniqueItems`"),
+  EXPECT_NE(refusal(R"({"type": "array", "uniqueItems": true, "items": {"type": "string"}})")
+                .find("`uniqueItems`"),
             std::string::npos);
   EXPECT_NE(refusal(R"({"type": "string", "format": "uri-template"})").find("`format`"),
             std::string::npos);

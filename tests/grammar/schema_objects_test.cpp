@@ -80,6 +80,24 @@ TEST(SchemaObjects, TuplesAndPrefixItems) {
   EXPECT_FALSE(accepts(d7, R"([null])"));
 }
 
+// Sets of enum values (pydantic Set[Enum], zod z.set(z.enum(...))): distinct items in order.
+TEST(SchemaObjects, UniqueItemsFromFiniteValues) {
+  Grammar g = compile_schema(R"({"type": "array", "uniqueItems": true, "minItems": 1,
+      "items": {"$ref": "#/$defs/c"}, "$defs": {"c": {"enum": ["red", "green", "blue"]}}})");
+  EXPECT_TRUE(accepts(g, R"(["red","blue"])"));
+  EXPECT_TRUE(accepts(g, R"(["green"])"));
+  EXPECT_FALSE(accepts(g, R"([])"));
+  EXPECT_FALSE(accepts(g, R"(["red","red"])"));
+  EXPECT_FALSE(accepts(g, R"(["blue","red"])"));  // listed order only: a valid subset
+  Grammar b = compile_schema(R"({"type": "array", "uniqueItems": true, "items": {"type": "boolean"},
+      "maxItems": 2})");
+  EXPECT_TRUE(accepts(b, "[false,true]"));
+  EXPECT_FALSE(accepts(b, "[true,true]"));
+  testing::expect_walks_validate(OJson::parse(R"({"type": "array", "uniqueItems": true,
+      "items": {"type": "integer", "enum": [1, 2, 3, "x"]}, "minItems": 2})"),
+                                 40);
+}
+
 TEST(SchemaObjects, AllOfMerges) {
   Grammar g = compile_schema(R"({"allOf": [
       {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0}}, "required": ["a"]},

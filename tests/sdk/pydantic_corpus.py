@@ -10,7 +10,7 @@ import ipaddress
 import json
 import sys
 import uuid
-from typing import Dict, List, Literal, Optional, Tuple, Union
+from typing import Dict, List, Literal, Optional, Set, Tuple, Union
 
 import pydantic
 from pydantic import BaseModel, Field, HttpUrl, SecretStr, conint, confloat, conlist, constr
@@ -62,6 +62,7 @@ class Item(BaseModel):
     quantity: conint(gt=0, le=100)
     unit_price: confloat(gt=0, multiple_of=0.5)
     color: Color = Color.red
+    finishes: Set[Color] = set()
 
 
 class Order(BaseModel):

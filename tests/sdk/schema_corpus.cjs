@@ -70,6 +70,8 @@ function models(z, v4) {
     // properties (no value satisfies it), so Profile is zod 3 only.
     out.Profile = z.intersection(Address, z.object({ nickname: z.string().max(20) }));
     out.Tree = Node;
+    // A set: an array of distinct items (zod 4 writes no schema for sets).
+    out.Package = z.object({ labels: z.set(z.enum(['gift', 'fragile', 'express'])).max(2), kg: z.number().positive() });
     out.Slot = z.object({ starts: z.date(), minutes: int().multipleOf(15).min(15).max(240) });
   }
   return out;

@@ -193,7 +193,8 @@ async function main() {
               `(${counts.context} tool requests did not fit the model's context)`);
   for (const p of problems) console.log(`  ${p}`);
   console.log(`zod itself rejects ${zodRejects.length} answers that its converted schema accepts ` +
-              '(lossy conversions: z.date() as a date-time string, recursion as {}, tuples without items: false)');
+              '(lossy conversions: z.date() and z.set() as JSON strings and arrays, recursion as {}, ' +
+              'tuples without items: false)');
   for (const p of zodRejects) console.log(`    ${p.slice(0, 160)}`);
   const failures = await helpers(model);
   console.log(`helpers: openai parse x5 + zodFunction, AI SDK generateObject x4: ${failures.length} failed`);
