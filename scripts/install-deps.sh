@@ -74,3 +74,18 @@ if ! grep -qs "\"version\": \"$openai_version\"" "$npm_dir/node_modules/openai/p
   mkdir -p "$npm_dir"
   npm install --prefix "$npm_dir" --no-audit --no-fund --silent "openai@$openai_version" >/dev/null
 fi
+
+# The JSON Schema corpus test (tests/sdk/schema_corpus_test.cjs): zod and the converters clients
+# use (zod-to-json-schema, the AI SDK with its OpenAI-compatible provider, LangChain), and ajv +
+# ajv-formats to validate the answers; pinned, next to openai.
+corpus_packages=(zod@3.25.76 zod-to-json-schema@3.25.2 ai@5.0.277 @ai-sdk/openai-compatible@1.0.61
+                 @langchain/core@0.3.80 ajv@8.20.0 ajv-formats@3.0.1)
+for p in "${corpus_packages[@]}"; do
+  if ! grep -qs "\"version\": \"${p##*@}\"" "$npm_dir/node_modules/${p%@*}/package.json"; then
+    echo "install-deps: npm install ${corpus_packages[*]} into $npm_dir" >&2
+    mkdir -p "$npm_dir"
+    npm install --prefix "$npm_dir" --no-audit --no-fund --silent "openai@$openai_version" \
+      "${corpus_packages[@]}" >/dev/null
+    break
+  fi
+done
