@@ -50,9 +50,9 @@
 #include "semi_pd_flags.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
+#include "state_flags.h"
 #include "stop_signals.h"
 
-#include "state_flags.h"
 namespace keel::cli {
 namespace {
 

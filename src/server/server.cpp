@@ -123,9 +123,9 @@ Status Server::Impl::open_state() {
   Result<std::unique_ptr<state::StateStore>> opened =
       state::StateStore::open(&state_fs, ctx.config.state_dir);
   if (!opened.ok()) {
-    return Status(opened.status().code(),
-                  fmt::format("server: --state-dir {}: {}", ctx.config.state_dir,
-                              opened.status().message()));
+    return Status(
+        opened.status().code(),
+        fmt::format("server: --state-dir {}: {}", ctx.config.state_dir, opened.status().message()));
   }
   state = std::move(*opened);
   KEEL_TRY(ctx.files.attach(state.get()));
