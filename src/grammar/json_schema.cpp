@@ -123,7 +123,7 @@ Result<const SchemaJson*> SchemaCompiler::resolve(const std::string& ref) const 
         pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1));
     if (at->is_object() && at->contains(token)) {
       at = &(*at)[token];
-    } else if (at->is_array() && !token.empty() &&
+    } else if (at->is_array() && !token.empty() && token.size() <= 9 &&
                token.find_first_not_of("0123456789") == std::string::npos &&
                std::stoul(token) < at->size()) {
       at = &(*at)[std::stoul(token)];

@@ -7,7 +7,9 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/gbnf_parser.h"
 #include "grammar/json_schema.h"
+#include "grammar/matcher.h"
 #include "grammar/utf8_ranges.h"
 
 namespace keel::grammar {
@@ -340,6 +342,17 @@ Result<std::string> regex_to_gbnf(std::string_view pattern, bool json_string) {
 
 Result<RegexParts> regex_parts(std::string_view pattern, bool json_string) {
   return RegexParser(pattern, json_string).run(true);
+}
+
+std::optional<bool> regex_search(std::string_view pattern, std::string_view text) {
+  Result<RegexParts> parts = RegexParser(pattern, false).run(false);
+  if (!parts.ok()) return std::nullopt;
+  const std::string gbnf = fmt::format("root ::= {}{}{}\n", parts->anchored_start ? "" : ".* ",
+                                       parts->expr, parts->anchored_end ? "" : " .*");
+  Result<Grammar> g = parse_gbnf(gbnf);
+  if (!g.ok()) return std::nullopt;
+  StackSet s = initial_state(*g);
+  return advance(*g, text, &s) && s.has_complete();
 }
 
 Result<std::string> regex_grammar(std::string_view pattern) {

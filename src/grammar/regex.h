@@ -12,6 +12,7 @@
 // Thread safety: a pure function.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +35,11 @@ struct RegexParts {
   bool anchored_end = false;    // the pattern ended with $
 };
 Result<RegexParts> regex_parts(std::string_view pattern, bool json_string);
+
+// Whether `pattern` finds a match in `text` (JSON Schema's search semantics: an unanchored end
+// allows any text there), run by the grammar matcher — linear in the text, no backtracking.
+// nullopt when the pattern is outside the subset (lookaheads included).
+std::optional<bool> regex_search(std::string_view pattern, std::string_view text);
 
 // A full grammar (root rule `root`) of the texts matching `pattern`.
 Result<std::string> regex_grammar(std::string_view pattern);

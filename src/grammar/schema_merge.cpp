@@ -3,11 +3,11 @@
 
 #include <fmt/format.h>
 
-#include <regex>
 #include <set>
 #include <vector>
 
 #include "grammar/decimal.h"
+#include "grammar/regex.h"
 
 namespace keel::grammar {
 namespace {
@@ -114,10 +114,7 @@ SchemaJson applies_to(const SchemaJson& s, const std::string& name) {
   if (s.contains("properties") && s["properties"].contains(name)) return s["properties"][name];
   if (s.contains("patternProperties")) {
     for (const auto& [re, sub] : s["patternProperties"].items()) {
-      try {
-        if (std::regex_search(name, std::regex(re, std::regex::ECMAScript))) return sub;
-      } catch (const std::regex_error&) {
-      }
+      if (regex_search(re, name).value_or(false)) return sub;
     }
   }
   if (s.contains("additionalProperties")) return s["additionalProperties"];

@@ -85,6 +85,9 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
   EXPECT_NE(refusal(R"({"oneOf": []})").find("`oneOf`"), std::string::npos);
   EXPECT_NE(refusal(R"({"type": "date"})").find("`date`"), std::string::npos);
   EXPECT_NE(refusal(R"({"$ref": "http://x"})").find("$ref"), std::string::npos);
+  EXPECT_NE(refusal(R"({"$ref": "#/prefixItems/99999999999999999999", "prefixItems": [{}]})")
+                .find("$ref"),
+            std::string::npos);
   EXPECT_NE(refusal(R"({"type": "object", "required": ["z"], "additionalProperties": false})")
                 .find("`z`"),
             std::string::npos);

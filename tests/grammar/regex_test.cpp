@@ -47,6 +47,28 @@ TEST(Regex, JsonStringContentsAreEscaped) {
   EXPECT_FALSE(advance(*g, "a\\\"\"", &s));  // the class never yields a raw quote
 }
 
+// JSON Schema's search semantics, by the matcher: no backtracking, so a pattern that makes a
+// backtracking engine take exponential time is linear here.
+TEST(Regex, SearchFindsMatchesAnywhereUnlessAnchored) {
+  EXPECT_EQ(regex_search("b+", "abbc"), true);
+  EXPECT_EQ(regex_search("^b+", "abbc"), false);
+  EXPECT_EQ(regex_search("c$", "abbc"), true);
+  EXPECT_EQ(regex_search("^x-[a-z]+$", "x-ab"), true);
+  EXPECT_EQ(regex_search("^x-[a-z]+$", "x-ab1"), false);
+  EXPECT_EQ(regex_search("(a|aa)*b", std::string(64, 'a')), false);
+  EXPECT_EQ(regex_search("(?=a)", "a"), std::nullopt);
+  // Leading lookaheads come apart for intersections; anchors and the rest are reported.
+  Result<RegexParts> p = regex_parts(R"(^(?!\.)(?=.*@)[a-z.@]+$)", false);
+  ASSERT_TRUE(p.ok()) << p.error().to_string();
+  ASSERT_EQ(p->lookaheads.size(), 2u);
+  EXPECT_TRUE(p->lookaheads[0].negative);
+  EXPECT_FALSE(p->lookaheads[1].negative);
+  EXPECT_TRUE(p->anchored_start && p->anchored_end);
+  Result<RegexParts> q = regex_parts(R"(^(?!^[-+.]*$)[+-]?\d*$)", false);
+  ASSERT_TRUE(q.ok()) << q.error().to_string();
+  EXPECT_TRUE(q->lookaheads[0].anchored_end);
+}
+
 TEST(Regex, RefusedConstructs) {
   for (const char* p : {"(?=a)", "a\\1", "\\bword", "a^b", "a++", "*a", "[a", "(a", "\\p{L}"}) {
     EXPECT_FALSE(regex_to_gbnf(p, false).ok()) << p;
