@@ -106,6 +106,18 @@ TEST(TokenMasker, MatchesBruteForceLlamaSpm) {
   check_walks("vocab/ggml-vocab-llama-spm.gguf", *gbnf, 2, 12);
 }
 
+// The JSON Schema keywords' grammars (digit automata, formats, a format ∩ pattern product of byte
+// classes) through the masker over a real 32K vocabulary.
+TEST(TokenMasker, MatchesBruteForceWithSchemaKeywords) {
+  Result<std::string> gbnf = json_schema_to_gbnf(Json::parse(R"({"type": "object", "properties": {
+      "n": {"type": "integer", "minimum": -40, "maximum": 1234, "multipleOf": 3},
+      "when": {"type": "string", "format": "date-time"},
+      "mail": {"type": "string", "format": "email", "pattern": "^(?!\\.)[a-z.]+@[a-z]+\\.com$"}},
+      "required": ["n", "when", "mail"]})"));
+  ASSERT_TRUE(gbnf.ok()) << gbnf.error().to_string();
+  check_walks("vocab/ggml-vocab-llama-spm.gguf", *gbnf, 1, 14);
+}
+
 TEST(TokenMasker, MatchesBruteForceGpt2ByteLevel) {
   // Fewer steps: under ASan the brute force over 50K tokens dominates the suite.
   check_walks("vocab/ggml-vocab-gpt-2.gguf", json_object_gbnf(), 1, 3);
