@@ -13,6 +13,8 @@
 #include <thread>
 
 #include "batch_test_client.h"
+#include "grammar/gbnf_parser.h"
+#include "grammar/matcher.h"
 #include "server_harness.h"
 
 namespace keel::server::testing {
@@ -245,6 +247,38 @@ TEST(BatchHttpTest, CancelAbortsTheLinesInFlightAndStartsNoMore) {
   HttpResult again = http_request(h.port(), "POST", "/v1/batches/" + id + "/cancel");
   EXPECT_EQ(again.status, 409);
   EXPECT_EQ(http_request(h.port(), "POST", "/v1/batches/batch_nope/cancel").status, 404);
+}
+
+// A batch line's JSON Schema keeps the key order of the input file's text, as a request's does
+// (server/schema_order.h): the properties come in the declared order.
+TEST(BatchHttpTest, SchemasKeepTheOrderSent) {
+  ServerHarness h(batch_config(1));
+  hello_world_script(h.engine());
+  const std::string line = R"({"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+      "body": {"model": "test-model", "messages": [{"role": "user", "content": "Hi"}],
+      "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": {
+      "type": "object", "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "string"}},
+      "required": ["zeta", "alpha"]}}}}})";
+  std::string text = line;
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  HttpResult file = upload(h.port(), text + "\n");
+  ASSERT_EQ(file.status, 200) << file.body;
+  HttpResult created = post_json(
+      h.port(), "/v1/batches",
+      {{"input_file_id", file.json()["id"]}, {"endpoint", kChat}, {"completion_window", "24h"}});
+  ASSERT_EQ(created.status, 200) << created.body;
+  const Json done = wait_batch_done(h.port(), created.json()["id"]);
+  EXPECT_EQ(done["status"], "completed") << done.dump();
+  const std::vector<engine::GenerationRequest> reqs = h.engine().submitted();
+  ASSERT_EQ(reqs.size(), 1u);
+  Result<grammar::Grammar> g = grammar::parse_gbnf(reqs[0].grammar);
+  ASSERT_TRUE(g.ok()) << reqs[0].grammar;
+  auto accepts = [&](std::string_view doc) {
+    grammar::StackSet s = grammar::initial_state(*g);
+    return grammar::advance(*g, doc, &s) && s.has_complete();
+  };
+  EXPECT_TRUE(accepts(R"({"zeta": 1, "alpha": "x"})"));
+  EXPECT_FALSE(accepts(R"({"alpha": "x", "zeta": 1})"));
 }
 
 TEST(BatchHttpTest, CreateRequestErrors) {
