@@ -106,7 +106,7 @@ std::optional<FormatDef> find_format(std::string_view f) {
   return std::nullopt;
 }
 
-const std::set<std::string_view> kRefused = {"url",
+const std::set<std::string_view> kRefusedFormats = {"url",
                                              "uri-template",
                                              "regex",
                                              "json-pointer",
@@ -173,7 +173,7 @@ Result<std::optional<FormatGrammar>> format_grammar(std::string_view format,
                                                     std::optional<uint32_t> max_chars) {
   std::optional<FormatDef> def = find_format(format);
   if (!def) {
-    if (kRefused.count(format) != 0) return refused(format);
+    if (kRefusedFormats.count(format) != 0) return refused(format);
     return std::optional<FormatGrammar>();
   }
   KEEL_ASSIGN_OR_RETURN(FormatGrammar full, build(*def, prefix, 1000));

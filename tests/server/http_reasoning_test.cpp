@@ -24,15 +24,15 @@ constexpr std::string_view kTemplate = R"({%- for m in messages -%}
 {%- if open_think is defined and open_think -%}{{- '<think>\n' -}}{%- endif -%}
 {%- endif -%})";
 
-const char* kCallText = R"({"name": "add", "arguments": {"a": 1, "b": 2}})";
+const char* kReasoningCallText = R"({"name": "add", "arguments": {"a": 1, "b": 2}})";
 
-std::vector<int32_t> bytes_of(std::string_view text) {
+std::vector<int32_t> reasoning_bytes_of(std::string_view text) {
   std::vector<int32_t> out;
   for (char c : text) out.push_back(byte_token(static_cast<uint8_t>(c)));
   return out;
 }
 
-Json chat_body(bool stream = false) {
+Json reasoning_chat_body(bool stream = false) {
   Json j = {{"model", "test-model"},
             {"messages", Json::array({Json{{"role", "user"}, {"content", "Hi"}}})}};
   if (stream) j["stream"] = true;
@@ -97,7 +97,7 @@ class ReasoningHttpTest : public ::testing::Test {
         }) {}
   void script(std::string_view text, bool eos = true) {
     FakeScript s;
-    s.tokens = bytes_of(text);
+    s.tokens = reasoning_bytes_of(text);
     if (eos) s.tokens.push_back(kEos);
     h_.engine().set_script([s](const engine::GenerationRequest&) { return s; });
   }
@@ -116,12 +116,12 @@ class ReasoningHttpTest : public ::testing::Test {
 
 TEST_F(ReasoningHttpTest, ThinkingSplitFromTheAnswer) {
   script("<think>\nI should greet.\n</think>\n\nHello!");
-  const Json c = message(chat_body());
+  const Json c = message(reasoning_chat_body());
   EXPECT_EQ(c["message"]["reasoning_content"], "I should greet.");
   EXPECT_EQ(c["message"]["reasoning"], "I should greet.");
   EXPECT_EQ(c["message"]["content"], "Hello!");
   EXPECT_EQ(c["finish_reason"], "stop");
-  HttpResult r = post_json(h_.port(), "/v1/chat/completions", chat_body(/*stream=*/true));
+  HttpResult r = post_json(h_.port(), "/v1/chat/completions", reasoning_chat_body(/*stream=*/true));
   ASSERT_EQ(r.status, 200) << r.body;
   const Streamed s = accumulate(r);
   EXPECT_EQ(s.reasoning_content, "I should greet.");
@@ -134,17 +134,18 @@ TEST_F(ReasoningHttpTest, ThinkingSplitFromTheAnswer) {
 
 TEST_F(ReasoningHttpTest, AnOutputWithoutThinkingIsContentUnchanged) {
   script("  Plain <think> text");
-  const Json c = message(chat_body());
+  const Json c = message(reasoning_chat_body());
   EXPECT_EQ(c["message"]["content"], "  Plain <think> text");
   EXPECT_FALSE(c["message"].contains("reasoning_content"));
   EXPECT_FALSE(c["message"].contains("reasoning"));
-  const Streamed s = accumulate(post_json(h_.port(), "/v1/chat/completions", chat_body(true)));
+  const Streamed s =
+      accumulate(post_json(h_.port(), "/v1/chat/completions", reasoning_chat_body(true)));
   EXPECT_EQ(s.content, "  Plain <think> text");
   EXPECT_EQ(s.reasoning_chunks, 0u);
 }
 
 TEST_F(ReasoningHttpTest, TemplateKwargsOpenTheThinkingInThePrompt) {
-  Json body = chat_body();
+  Json body = reasoning_chat_body();
   body["chat_template_kwargs"] = {{"open_think", true}};
   script("Let me see.\n</think>\nAnswer.");
   const Json c = message(body);
@@ -162,12 +163,12 @@ TEST_F(ReasoningHttpTest, TemplateKwargsOpenTheThinkingInThePrompt) {
   EXPECT_EQ(s.content, "");
   // Without the kwarg the prompt does not open it, and Qwen3's parser reads content first.
   script("Still thinking");
-  EXPECT_EQ(message(chat_body())["message"]["content"], "Still thinking");
+  EXPECT_EQ(message(reasoning_chat_body())["message"]["content"], "Still thinking");
   EXPECT_TRUE(last_prompt().ends_with("<|im_start|>assistant\n")) << last_prompt();
 }
 
 TEST_F(ReasoningHttpTest, BadTemplateKwargsAre400) {
-  Json body = chat_body();
+  Json body = reasoning_chat_body();
   body["chat_template_kwargs"] = Json::array({1});
   HttpResult r = post_json(h_.port(), "/v1/chat/completions", body);
   EXPECT_EQ(r.status, 400);
@@ -182,7 +183,7 @@ TEST_F(ReasoningHttpTest, BadTemplateKwargsAre400) {
 TEST_F(ReasoningHttpTest, HistoryReasoningReachesTheTemplateUnderEitherName) {
   for (const char* name : {"reasoning_content", "reasoning"}) {
     script("ok");
-    Json body = chat_body();
+    Json body = reasoning_chat_body();
     body["messages"] = Json::parse(R"([{"role": "user", "content": "Q1"},
         {"role": "assistant", "content": "A1"}, {"role": "user", "content": "Q2"}])");
     body["messages"][1][name] = "earlier thought";
@@ -191,7 +192,7 @@ TEST_F(ReasoningHttpTest, HistoryReasoningReachesTheTemplateUnderEitherName) {
               std::string::npos)
         << name << ": " << last_prompt();
   }
-  Json bad = chat_body();
+  Json bad = reasoning_chat_body();
   bad["messages"] = Json::parse(R"([{"role": "assistant", "content": "A", "reasoning": 5}])");
   HttpResult r = post_json(h_.port(), "/v1/chat/completions", bad);
   EXPECT_EQ(r.status, 400);
@@ -200,9 +201,10 @@ TEST_F(ReasoningHttpTest, HistoryReasoningReachesTheTemplateUnderEitherName) {
 
 TEST_F(ReasoningHttpTest, ToolCallsComeFromTheContentOnly) {
   // The thinking mentions a call-shaped object; only the one after </think> is a call.
-  const std::string text = std::string("<think>Maybe {\"name\": \"x\"}?</think>\n") + kCallText;
+  const std::string text =
+      std::string("<think>Maybe {\"name\": \"x\"}?</think>\n") + kReasoningCallText;
   script(text);
-  const Json c = message(with_tools(chat_body()));
+  const Json c = message(with_tools(reasoning_chat_body()));
   EXPECT_EQ(c["finish_reason"], "tool_calls");
   EXPECT_EQ(c["message"]["reasoning_content"], R"(Maybe {"name": "x"}?)");
   EXPECT_TRUE(c["message"]["content"].is_null());
@@ -212,7 +214,8 @@ TEST_F(ReasoningHttpTest, ToolCallsComeFromTheContentOnly) {
   const std::vector<engine::GenerationRequest> reqs = h_.engine().submitted();
   ASSERT_EQ(reqs.size(), 1u);
   EXPECT_TRUE(reqs[0].grammar.starts_with("root ::= think? (")) << reqs[0].grammar;
-  HttpResult r = post_json(h_.port(), "/v1/chat/completions", with_tools(chat_body(true)));
+  HttpResult r =
+      post_json(h_.port(), "/v1/chat/completions", with_tools(reasoning_chat_body(true)));
   ASSERT_EQ(r.status, 200) << r.body;
   const Streamed s = accumulate(r);
   EXPECT_EQ(s.reasoning_content, R"(Maybe {"name": "x"}?)");
@@ -225,7 +228,7 @@ TEST_F(ReasoningHttpTest, ToolCallsComeFromTheContentOnly) {
 TEST_F(ReasoningHttpTest, StopStringsAndUsageAsWithoutTheParser) {
   const std::string text = "<think>a STOP inside</think>Fine STOP more";
   script(text);
-  Json body = chat_body();
+  Json body = reasoning_chat_body();
   body["stop"] = "STOP";
   const HttpResult r = post_json(h_.port(), "/v1/chat/completions", body);
   ASSERT_EQ(r.status, 200) << r.body;
@@ -239,7 +242,7 @@ TEST_F(ReasoningHttpTest, StopStringsAndUsageAsWithoutTheParser) {
 
 TEST_F(ReasoningHttpTest, StructuredOutputsAreNotSplit) {
   script("<think>x</think>{}");
-  Json body = chat_body();
+  Json body = reasoning_chat_body();
   body["response_format"] = {{"type", "json_object"}};
   const Json c = message(body);
   EXPECT_EQ(c["message"]["content"], "<think>x</think>{}");
@@ -253,11 +256,11 @@ class DeepSeekReasoningHttpTest : public ReasoningHttpTest {
 
 TEST_F(DeepSeekReasoningHttpTest, ThinksFirstUnlessThePromptClosedIt) {
   script("Hmm.</think>Yes.");
-  Json c = message(chat_body());
+  Json c = message(reasoning_chat_body());
   EXPECT_EQ(c["message"]["reasoning_content"], "Hmm.");
   EXPECT_EQ(c["message"]["content"], "Yes.");
   script("<think>Hmm.</think>Yes.");  // the model opening it itself
-  c = message(chat_body());
+  c = message(reasoning_chat_body());
   EXPECT_EQ(c["message"]["reasoning_content"], "Hmm.");
   EXPECT_EQ(c["message"]["content"], "Yes.");
 }

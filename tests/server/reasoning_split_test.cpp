@@ -149,7 +149,7 @@ TEST(ReasoningSplitTest, WhereEachParserStarts) {
             "reasoning parser \"deepseek_r1\": expected none, qwen3 or deepseek-r1");
 }
 
-bool grammar_accepts(const std::string& gbnf, std::string_view text) {
+bool reasoning_grammar_accepts(const std::string& gbnf, std::string_view text) {
   Result<grammar::Grammar> g = grammar::parse_gbnf(gbnf);
   EXPECT_TRUE(g.ok()) << g.error().to_string() << "\n" << gbnf;
   if (!g.ok()) return false;
@@ -173,16 +173,17 @@ TEST(ReasoningSplitTest, ToolGrammarsLetTheThinkingComeFirst) {
   Result<std::string> forced =
       forced_tool_grammar(ToolFamily::kGeneric, add_request(ToolChoice::kRequired));
   ASSERT_TRUE(forced.ok()) << forced.error().to_string();
-  ASSERT_FALSE(grammar_accepts(*forced, "<think>x</think>" + call));  // the plain grammar
+  ASSERT_FALSE(reasoning_grammar_accepts(*forced, "<think>x</think>" + call));  // the plain grammar
   const std::string optional = with_reasoning_prefix(*forced, /*in_reasoning=*/false);
-  EXPECT_TRUE(grammar_accepts(optional, call));
-  EXPECT_TRUE(grammar_accepts(optional, "<think>add 1 </ th</think>\n\n" + call));
-  EXPECT_FALSE(grammar_accepts(optional, "<think>a</think>b</think>" + call));
-  EXPECT_FALSE(grammar_accepts(optional, "<think>x</think>not a call"));
+  EXPECT_TRUE(reasoning_grammar_accepts(optional, call));
+  EXPECT_TRUE(reasoning_grammar_accepts(optional, "<think>add 1 </ th</think>\n\n" + call));
+  EXPECT_FALSE(reasoning_grammar_accepts(optional, "<think>a</think>b</think>" + call));
+  EXPECT_FALSE(reasoning_grammar_accepts(optional, "<think>x</think>not a call"));
   const std::string required = with_reasoning_prefix(*forced, /*in_reasoning=*/true);
-  EXPECT_TRUE(grammar_accepts(required, "Thinking.</think>\n" + call));
-  EXPECT_TRUE(grammar_accepts(required, "</think>" + call));
-  EXPECT_FALSE(grammar_accepts(required, call));  // the prompt opened the thinking: close it
+  EXPECT_TRUE(reasoning_grammar_accepts(required, "Thinking.</think>\n" + call));
+  EXPECT_TRUE(reasoning_grammar_accepts(required, "</think>" + call));
+  EXPECT_FALSE(
+      reasoning_grammar_accepts(required, call));  // the prompt opened the thinking: close it
   // The content after the thinking parses into the call.
   const ReasoningParts parts = split_reasoning("Thinking.</think>\n" + call, true);
   EXPECT_EQ(
@@ -193,9 +194,10 @@ TEST(ReasoningSplitTest, ToolGrammarsLetTheThinkingComeFirst) {
       auto_tool_grammar(ToolFamily::kHermes, add_request(ToolChoice::kAuto));
   ASSERT_TRUE(hermes.ok());
   const std::string h = with_reasoning_prefix(*hermes, false);
-  EXPECT_TRUE(grammar_accepts(h, "<think>hm</think>Sure.<tool_call>\n" + call + "\n</tool_call>"));
-  EXPECT_TRUE(grammar_accepts(h, "No call."));
-  EXPECT_FALSE(grammar_accepts(h, "<think>hm</think><tool_call>\nnope\n</tool_call>"));
+  EXPECT_TRUE(reasoning_grammar_accepts(
+      h, "<think>hm</think>Sure.<tool_call>\n" + call + "\n</tool_call>"));
+  EXPECT_TRUE(reasoning_grammar_accepts(h, "No call."));
+  EXPECT_FALSE(reasoning_grammar_accepts(h, "<think>hm</think><tool_call>\nnope\n</tool_call>"));
 }
 
 }  // namespace

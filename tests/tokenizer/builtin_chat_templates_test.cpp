@@ -39,7 +39,7 @@ ordered_json add_tool() {
 }
 
 // user, an assistant call add(a=1), the tool's result "2".
-std::vector<ChatMessage> tool_conversation() {
+std::vector<ChatMessage> builtin_tool_conversation() {
   return {{"system", "Be brief.", nullptr},
           {"user", "What is 1+1?", nullptr},
           {"assistant", "", ordered_json::parse(R"({"content": null, "tool_calls": [{"id":
@@ -80,7 +80,7 @@ TEST(BuiltinChatTemplatesTest, GenerationPromptsPerFormat) {
 }
 
 TEST(BuiltinChatTemplatesTest, ToolFormatsRenderToolsCallsAndResults) {
-  const std::string qwen = render("qwen2", tool_conversation(), add_tool());
+  const std::string qwen = render("qwen2", builtin_tool_conversation(), add_tool());
   EXPECT_NE(qwen.find("<tools>\n{\"type\": \"function\""), std::string::npos) << qwen;
   EXPECT_NE(qwen.find("<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 1}}\n</tool_call>"),
             std::string::npos)
@@ -88,7 +88,7 @@ TEST(BuiltinChatTemplatesTest, ToolFormatsRenderToolsCallsAndResults) {
   EXPECT_NE(qwen.find("<|im_start|>user\n<tool_response>\n2\n</tool_response><|im_end|>"),
             std::string::npos)
       << qwen;
-  const std::string llama = render("llama3", tool_conversation(), add_tool());
+  const std::string llama = render("llama3", builtin_tool_conversation(), add_tool());
   EXPECT_NE(llama.find("\"parameters\": <arguments object>"), std::string::npos) << llama;
   EXPECT_NE(llama.find("{\"name\": \"add\", \"parameters\": {\"a\": 1}}<|eot_id|>"),
             std::string::npos)
@@ -96,7 +96,7 @@ TEST(BuiltinChatTemplatesTest, ToolFormatsRenderToolsCallsAndResults) {
   EXPECT_NE(llama.find("<|start_header_id|>ipython<|end_header_id|>\n\n2<|eot_id|>"),
             std::string::npos)
       << llama;
-  const std::string mistral = render("mistral", tool_conversation(), add_tool());
+  const std::string mistral = render("mistral", builtin_tool_conversation(), add_tool());
   EXPECT_NE(mistral.find("[AVAILABLE_TOOLS][{\"type\": \"function\""), std::string::npos)
       << mistral;
   EXPECT_NE(mistral.find("[INST]Be brief.\n\nWhat is 1+1?[/INST]"), std::string::npos) << mistral;
@@ -174,7 +174,7 @@ class ChatTemplateChoiceTest : public ::testing::Test {
     EXPECT_FALSE(r.ok());
     return r.ok() ? std::string() : r.status().message();
   }
-  std::string dir_ = testing::make_temp_dir("chat_template_choice");
+  std::string dir_ = ::keel::testing::make_temp_dir("chat_template_choice");
   PosixFileSystem fs_;
 };
 
