@@ -249,9 +249,19 @@ Status FleetClient::submit_once(engine::RequestKey key, const Message& message) 
       if (it != jobs_.end()) it->second.je = je;
     }
     Result<Json> reply = je->call(message, config_.call_timeout);
+    if (!reply.ok() && je->closed()) {
+      // The JE died with the submission out: it may have taken the job and handed it to a TE.
+      // Accepted as that JE's orphan — resubmit_orphans() submits it again as a new attempt (the
+      // old one's events dropped, aborted by the JE that takes it), or ends it after je_wait.
+      KEEL_LOG_INFO(
+          "gateway: job {}'s job executor closed during its submission: submitting it "
+          "again once a job executor is up",
+          key);
+      return Status::ok_status();
+    }
     if (!reply.ok()) {
       last = reply.status();
-      continue;  // that JE is gone or stuck: the next one
+      continue;  // that JE is stuck: the next one
     }
     return decode_status_body(*reply);
   }

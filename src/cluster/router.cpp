@@ -79,20 +79,26 @@ bool idle(const TeInfo& te) {
   return te.load.num_running == 0 && te.load.num_waiting == 0 && te.load.pending_tokens == 0;
 }
 
+// Batching several requests (running or waiting): one more request would share its steps.
+bool batching(const TeInfo& te) { return te.load.num_running + te.load.num_waiting >= 2; }
+
 bool loads_balanced(const std::vector<Candidate>& group, double threshold, double abs_tokens) {
   double lo = group.front().load;
   double hi = group.front().load;
   bool any_idle = false;
-  bool any_busy = false;
+  bool any_batching = false;
   for (const Candidate& c : group) {
     lo = std::min(lo, c.load);
     hi = std::max(hi, c.load);
-    (idle(*c.te) ? any_idle : any_busy) = true;
+    any_idle = any_idle || idle(*c.te);
+    any_batching = any_batching || batching(*c.te);
   }
-  // An idle TE beside a busy one is never balanced: no TE is left idle for locality's sake (a TE
-  // a scale-out just added holds no prefix yet and got nothing while the busy one stayed within
-  // balance_abs_tokens).
-  if (any_idle && any_busy) return false;
+  // An idle TE beside one batching several requests is never balanced: no TE is left idle for
+  // locality's sake (a TE a scale-out just added holds no prefix yet and got nothing while the busy
+  // one stayed within balance_abs_tokens). One request on a TE is not enough: the next turn of a
+  // conversation, sent as the last one ends (its TE's report may still show it running), goes
+  // where its prefix is.
+  if (any_idle && any_batching) return false;
   return hi - lo <= abs_tokens || (hi - lo) / std::max(hi, 1.0) <= threshold;
 }
 

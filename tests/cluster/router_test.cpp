@@ -154,6 +154,14 @@ TEST(RouterTest, AnIdleTeBesideABusyOneTakesTheRequestWhateverThePrefix) {
   d = f.run();
   EXPECT_EQ(d.branch, RouteBranch::kLocality);
   EXPECT_EQ(d.te_id, "te-0");
+  // One request on the prefix's TE (a conversation's last turn, still in its report): the next
+  // turn goes to its prefix, not to the idle TE.
+  TeInfo one = colo("te-0", 300);
+  one.load.num_running = 1;
+  f.fleet.tes = {one, colo("te-1", 0)};
+  d = f.run();
+  EXPECT_EQ(d.branch, RouteBranch::kLocality);
+  EXPECT_EQ(d.te_id, "te-0");
 }
 
 TEST(RouterTest, UnbalancedLoadsPickTheLeastLoaded) {

@@ -110,9 +110,19 @@ class Cluster {
   std::string error_;
 };
 
+// The fleet status; right after a JE restart it may be briefly unavailable: asked again for up to
+// 5 s, then an empty object (printed with the last answer).
 json status(int port) {
-  const HttpResponse r = http_request(port, "GET", "/v1/cluster/status");
-  return r.status == 200 ? json::parse(r.body, nullptr, false) : json::object();
+  HttpResponse r;
+  const auto deadline = Clock::now() + 5s;
+  do {
+    r = http_request(port, "GET", "/v1/cluster/status");
+    json j = r.status == 200 ? json::parse(r.body, nullptr, false) : json();
+    if (j.is_object()) return j;
+    std::printf("cluster status %d: %s\n", r.status, r.body.c_str());
+    std::this_thread::sleep_for(50ms);
+  } while (Clock::now() < deadline);
+  return json::object();
 }
 
 template <typename Pred>
