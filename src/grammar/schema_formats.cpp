@@ -107,15 +107,15 @@ std::optional<FormatDef> find_format(std::string_view f) {
 }
 
 const std::set<std::string_view> kRefusedFormats = {"url",
-                                             "uri-template",
-                                             "regex",
-                                             "json-pointer",
-                                             "json-pointer-uri-fragment",
-                                             "relative-json-pointer",
-                                             "idn-email",
-                                             "idn-hostname",
-                                             "iri",
-                                             "iri-reference"};
+                                                    "uri-template",
+                                                    "regex",
+                                                    "json-pointer",
+                                                    "json-pointer-uri-fragment",
+                                                    "relative-json-pointer",
+                                                    "idn-email",
+                                                    "idn-hostname",
+                                                    "iri",
+                                                    "iri-reference"};
 
 std::string rename(std::string_view text, std::string_view prefix) {
   std::string out;
