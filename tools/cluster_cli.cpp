@@ -330,6 +330,10 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
   add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.balance_abs_tokens,
                    &je.pd_heatmap, &je.stall_timeout_ms);
+  cli.je_cmd
+      ->add_option("--submit-delay-ms", je.submit_delay_ms,
+                   "Fault hook for tests: hold every submitted job this long before handling it")
+      ->check(CLI::Range(int64_t{0}, int64_t{600000}));
   add_predictor_flags(cli.je_cmd, &je.predictor, &je.predictor_model);
   add_membership_flags(cli.je_cmd, &je.membership);
 
@@ -410,6 +414,10 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->check(CLI::Range(1.0, 3600.0));
   add_router_flags(cli.up_cmd, &up.router, &up.balance_threshold, &up.balance_abs_tokens,
                    &up.pd_heatmap, &up.stall_timeout_ms);
+  cli.up_cmd
+      ->add_option("--je-submit-delay-ms", up.je_submit_delay_ms,
+                   "Fault hook for tests: every JE holds each submitted job this long first")
+      ->check(CLI::Range(int64_t{0}, int64_t{600000}));
   add_predictor_flags(cli.up_cmd, &up.predictor, &up.predictor_model);
   add_handoff_flags(cli.up_cmd, &up.handoff);
   add_peer_tier_flags(cli.up_cmd, &up.peer);

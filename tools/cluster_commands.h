@@ -93,6 +93,8 @@ struct JeOptions {
   // How long connecting to a TE may take (one still starting refuses; one that does not connect
   // in time is left out of the fleet, unless no TE connects). A replacement JE gets a short one.
   int64_t te_connect_timeout_ms = 30000;
+  // Fault hook (tests): hold every submitted job this long before handling it (a slow JE).
+  int64_t submit_delay_ms = 0;
   // etcd: the JE registers itself (je/<id>) and follows the TEs of its model in the membership —
   // one registered is added to its fleet, one whose lease expires leaves it (jobs re-driven).
   MembershipOptions membership;
@@ -165,8 +167,9 @@ struct ClusterUpOptions {
   std::string predictor;
   std::string predictor_model;
   double start_timeout_s = 120.0;
-  KvHandoffFlags handoff;  // passed to the prefill TEs
-  PeerTierOptions peer;    // passed to every TE
+  int64_t je_submit_delay_ms = 0;  // fault hook passed to every JE (--submit-delay-ms)
+  KvHandoffFlags handoff;          // passed to the prefill TEs
+  PeerTierOptions peer;            // passed to every TE
   // Elasticity (docs/cluster.md): --store-dir preloads the model into the host's model store and
   // every TE maps it from there; --warm-pool N keeps N model-agnostic TEs to bind on demand
   // (`keel cluster scale`), their phases in /metrics and the --event-log JSON lines.

@@ -73,7 +73,7 @@ server::FleetHealth fleet_health(const cluster::FleetClient& fleet, const std::s
   server::FleetHealth h;
   h.activation_timeout_s = std::chrono::duration<double>(fleet.activation_timeout()).count();
   h.held_requests = fleet.num_held();
-  Result<cluster::FleetStatus> s = fleet.fleet_status();
+  Result<cluster::FleetStatus> s = fleet.fleet_status_snapshot();  // an io thread: never waits
   h.reachable = s.ok();
   if (!s.ok()) {
     h.job_executors_down = s.status().message();  // names each JE and why (fleet_merge.h)

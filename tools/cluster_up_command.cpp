@@ -510,6 +510,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   deps.extra_metrics = [f, name, sc, as, rp, jp, np, mr, mm]() -> std::string {
     Result<cluster::FleetStatus> s = f->fleet_status();
     std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
+    text += f->hop_metrics_text();
     text += mr->metrics_text(mm->fencing_token());
     if (np != nullptr) text += np->metrics_text();
     if (sc != nullptr) text += sc->metrics_text();

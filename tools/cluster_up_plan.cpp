@@ -164,6 +164,9 @@ std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& p
   if (!o.predictor_model.empty()) {
     argv.insert(argv.end(), {"--predictor-model", o.predictor_model});
   }
+  if (o.je_submit_delay_ms > 0) {
+    argv.insert(argv.end(), {"--submit-delay-ms", std::to_string(o.je_submit_delay_ms)});
+  }
   add_membership_argv(o.membership, &argv);
   return argv;
 }

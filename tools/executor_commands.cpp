@@ -491,6 +491,7 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   config.port = static_cast<uint16_t>(opts.port);
   config.te_addresses = opts.tes;
   config.stall_timeout = std::chrono::milliseconds(opts.stall_timeout_ms);
+  config.submit_delay = std::chrono::milliseconds(opts.submit_delay_ms);
   config.connect_timeout = std::chrono::milliseconds(opts.te_connect_timeout_ms);
   config.model = served_model_name(opts.served_model_name, opts.model_path, opts.model_path);
   const std::string model_name = config.model;

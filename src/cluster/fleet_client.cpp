@@ -47,6 +47,7 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
     c->jes_.push_back(std::move(je));
     c->je_ids_.emplace_back();
   }
+  c->slow_ = std::make_unique<TaskQueue>("gw-slow-submit");
   c->watcher_ = std::thread([self] { self->watch_loop(); });
   if (c->config_.activation_timeout.count() > 0) {
     c->activator_ = std::thread([self] { self->run_activator(); });
@@ -55,6 +56,7 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
   if (!c->config_.wait_for_te) {
     c->max_model_len_ = c->config_.max_model_len;
     c->max_waiting_ = c->config_.max_waiting;
+    c->fleet_status_async([](const Result<FleetStatus>&) {});  // the first snapshot (/health)
     return c;
   }
   const Clock::time_point deadline = Clock::now() + c->config_.connect_timeout;
@@ -96,9 +98,13 @@ void FleetClient::stop() {
     activator_stop_ = true;
   }
   held_cv_.notify_all();
-  if (activator_.joinable()) activator_.join();  // it fails whatever is still held
+  if (activator_.joinable()) activator_.join();    // it fails whatever is still held
+  if (slow_) slow_->stop(/*run_remaining=*/true);  // each fails at once: stopped_ is set
   if (events_) events_->stop();
   for (const auto& link : links) link->close();
+  // The closed links' readers end the calls still out; their continuations touch this client.
+  std::unique_lock lock(calls_mu_);
+  calls_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return calls_in_flight_ == 0; });
 }
 
 size_t FleetClient::num_jobs() const {
@@ -135,16 +141,23 @@ void FleetClient::submit_async(engine::GenerationRequest request,
   }
   SubmitJob job{JobRef{config_.gateway_id, key}, events_->address(), std::move(request)};
   auto message = std::make_shared<const Message>(encode(job));
-  const Status first = submit_once(key, *message);
-  if (first.code() != StatusCode::kUnavailable || config_.activation_timeout.count() <= 0) {
-    return resolve(key, first, done);
-  }
+  submit_once_async(
+      key, message, [this, key, message, done = std::move(done)](Status first) mutable {
+        if (first.code() != StatusCode::kUnavailable || config_.activation_timeout.count() <= 0) {
+          return resolve(key, first, done);
+        }
+        hold(key, std::move(message), std::move(first), std::move(done));
+      });
+}
+
+void FleetClient::hold(engine::RequestKey key, std::shared_ptr<const Message> message, Status last,
+                       SubmitDone done) {
   // The activator: hold the request until a TE is ready (the autoscaler sees it as demand).
   held_.fetch_add(1);
   {
     std::lock_guard lock(held_mu_);
     held_queue_.push_back(Held{key, std::move(message), Clock::now() + config_.activation_timeout,
-                               first, std::move(done)});
+                               std::move(last), std::move(done)});
   }
   held_cv_.notify_all();
 }
@@ -217,7 +230,7 @@ void FleetClient::run_activator() {
         aborted = jobs_.find(key) == jobs_.end();  // drain() aborted it meanwhile
       }
       const Status s = aborted ? Status::unavailable("the request was aborted while held")
-                               : submit_once(key, *message);
+                               : submit_once(key, message);
       std::unique_lock held_lock(held_mu_);
       if (s.code() == StatusCode::kUnavailable && !aborted) {
         held_queue_.front().last = s;
@@ -235,37 +248,118 @@ void FleetClient::run_activator() {
   }
 }
 
-Status FleetClient::submit_once(engine::RequestKey key, const Message& message) {
+// One submission across the JEs it tries (round robin from where it started).
+struct FleetClient::SubmitTry {
+  engine::RequestKey key = 0;
+  std::shared_ptr<const Message> message;
+  std::vector<std::shared_ptr<Link>> jes;
+  size_t start = 0;
+  size_t next = 0;  // how many were tried
   Status last = Status::unavailable("no job executor reachable");
-  if (!await_je()) return last;  // every JE is down: one is being restarted (fleet_client.h)
-  const std::vector<std::shared_ptr<Link>> jes = je_links();
-  const size_t start = next_je_.fetch_add(1);
-  for (size_t i = 0; i < jes.size(); ++i) {
-    const std::shared_ptr<Link>& je = jes[(start + i) % jes.size()];
+  std::function<void(Status)> done;
+  std::string request_id;  // for the hop log
+  Clock::time_point started = Clock::now();
+};
+
+void FleetClient::submit_once_async(engine::RequestKey key, std::shared_ptr<const Message> message,
+                                    std::function<void(Status)> done) {
+  if (!any_je_up()) {
+    // Every JE is down: one is being restarted (fleet_client.h). Waited for off this thread.
+    const Clock::time_point deadline = Clock::now() + config_.je_wait;
+    auto wait = [this, key, message, done, deadline] {
+      if (!await_je_until(deadline)) return done(Status::unavailable("no job executor reachable"));
+      submit_now(key, message, done);
+    };
+    if (!slow_->post(wait)) done(Status::unavailable("gateway is stopping"));
+    return;
+  }
+  submit_now(key, std::move(message), std::move(done));
+}
+
+void FleetClient::submit_now(engine::RequestKey key, std::shared_ptr<const Message> message,
+                             std::function<void(Status)> done) {
+  auto t = std::make_shared<SubmitTry>();
+  {
+    std::lock_guard lock(mu_);
+    if (const auto it = jobs_.find(key); it != jobs_.end()) {
+      t->request_id = it->second.request.request_id;
+    }
+  }
+  t->key = key;
+  t->message = std::move(message);
+  t->jes = je_links();
+  t->start = next_je_.fetch_add(1);
+  t->done = std::move(done);
+  submit_step(std::move(t));
+}
+
+void FleetClient::submit_step(std::shared_ptr<SubmitTry> t) {
+  while (t->next < t->jes.size()) {
+    std::shared_ptr<Link> je = t->jes[(t->start + t->next) % t->jes.size()];
+    ++t->next;
     if (je->closed()) continue;
     {
       std::lock_guard lock(mu_);
-      const auto it = jobs_.find(key);
+      const auto it = jobs_.find(t->key);
       if (it != jobs_.end()) it->second.je = je;
     }
-    Result<Json> reply = je->call(message, config_.call_timeout);
-    if (!reply.ok() && je->closed()) {
-      // The JE died with the submission out: it may have taken the job and handed it to a TE.
-      // Accepted as that JE's orphan — resubmit_orphans() submits it again as a new attempt (the
-      // old one's events dropped, aborted by the JE that takes it), or ends it after je_wait.
-      KEEL_LOG_INFO(
-          "gateway: job {}'s job executor closed during its submission: submitting it "
-          "again once a job executor is up",
-          key);
-      return Status::ok_status();
-    }
-    if (!reply.ok()) {
-      last = reply.status();
-      continue;  // that JE is stuck: the next one
-    }
-    return decode_status_body(*reply);
+    call_started();
+    const Message& message = *t->message;
+    je->call_async(message, config_.call_timeout, [this, t, je](Result<Json> reply) mutable {
+      if (!reply.ok() && je->closed()) {
+        // The JE died with the submission out: it may have taken the job and handed it to a
+        // TE. Accepted as that JE's orphan — resubmit_orphans() submits it again as a new
+        // attempt (the old one's events dropped, aborted by the JE that takes it), or ends it
+        // after je_wait.
+        KEEL_LOG_INFO(
+            "gateway: job {}'s job executor closed during its submission: submitting it "
+            "again once a job executor is up",
+            t->key);
+        t->done(Status::ok_status());
+      } else if (!reply.ok()) {
+        t->last = reply.status();  // that JE is stuck: the next one
+        submit_step(std::move(t));
+      } else {
+        const Status s = decode_status_body(*reply);
+        if (s.ok()) note_hops(*t, *reply);
+        t->done(s);
+      }
+      call_ended();
+    });
+    return;
   }
-  return last;
+  t->done(t->last);
+}
+
+Status FleetClient::submit_once(engine::RequestKey key,
+                                const std::shared_ptr<const Message>& message) {
+  if (!await_je()) return Status::unavailable("no job executor reachable");
+  std::promise<Status> answered;
+  std::future<Status> result = answered.get_future();
+  submit_now(key, message, [&answered](Status s) { answered.set_value(std::move(s)); });
+  return result.get();
+}
+
+void FleetClient::note_hops(const SubmitTry& t, const Json& reply) {
+  const double placed = std::chrono::duration<double>(Clock::now() - t.started).count();
+  const auto it = reply.find("hops");
+  const Json hops = it != reply.end() && it->is_object() ? *it : Json::object();
+  hops_.observe(placed, hops);
+  if (placed * 1000.0 >= static_cast<double>(config_.slow_placement_log.count())) {
+    KEEL_LOG_INFO("gateway: slow placement: {}", describe_hops(t.request_id, placed, hops));
+  } else {
+    KEEL_LOG_DEBUG("gateway: {}", describe_hops(t.request_id, placed, hops));
+  }
+}
+
+void FleetClient::call_started() const {
+  std::lock_guard lock(calls_mu_);
+  ++calls_in_flight_;
+}
+
+void FleetClient::call_ended() const {
+  std::lock_guard lock(calls_mu_);
+  if (--calls_in_flight_ == 0) calls_cv_.notify_all();
 }
 
 void FleetClient::abort(engine::RequestKey key) {
@@ -359,60 +453,6 @@ std::optional<engine::ContextCacheInfo> FleetClient::find_cache(const std::strin
 
 std::vector<engine::ContextCacheInfo> FleetClient::list_caches(const std::string&) const {
   return {};
-}
-
-Result<FleetStatus> FleetClient::fleet_status() const {
-  const std::vector<std::shared_ptr<Link>> jes = je_links();
-  std::vector<std::string> ids;
-  {
-    std::lock_guard lock(je_mu_);
-    ids = je_ids_;
-  }
-  // Every JE at once (one that does not answer costs call_timeout once, not once per JE).
-  const auto ask = [this](const std::shared_ptr<Link>& je) -> Result<FleetStatus> {
-    if (je->closed()) {
-      const Status why = je->close_reason();
-      return Status::unavailable(why.ok() ? "link closed (it exited?)" : why.message());
-    }
-    KEEL_ASSIGN_OR_RETURN(Json reply, je->call(Message{std::string(msg::kFleet), Json::object()},
-                                               config_.call_timeout));
-    return decode_fleet_status(reply);
-  };
-  std::vector<std::future<Result<FleetStatus>>> later;
-  for (size_t i = 1; i < jes.size(); ++i) {
-    later.push_back(std::async(std::launch::async, ask, jes[i]));
-  }
-  std::vector<JeAnswer> answers;
-  for (size_t i = 0; i < jes.size(); ++i) {
-    answers.push_back({config_.je_addresses[i], ids[i], i == 0 ? ask(jes[0]) : later[i - 1].get()});
-  }
-  {
-    std::lock_guard lock(je_mu_);
-    for (size_t i = 0; i < answers.size() && i < je_ids_.size(); ++i) {
-      if (answers[i].status.ok()) je_ids_[i] = answers[i].status->je_id;
-    }
-  }
-  return merge_fleet_statuses(answers);
-}
-
-engine::EngineStats FleetClient::stats() const {
-  std::lock_guard lock(status_mu_);
-  if (!cached_ || Clock::now() - cached_at_ > config_.status_cache) {
-    Result<FleetStatus> fleet = fleet_status();
-    if (fleet.ok()) {
-      cached_ = std::move(*fleet);
-      cached_at_ = Clock::now();
-    }
-  }
-  if (!cached_) return {};
-  return merge_stats(cached_->stats);
-}
-
-engine::MetricsSnapshot FleetClient::metrics() const {
-  (void)stats();  // refreshes the cache
-  std::lock_guard lock(status_mu_);
-  if (!cached_) return {};
-  return merge_metrics(cached_->metrics);
 }
 
 void FleetClient::drain(std::chrono::milliseconds timeout) {

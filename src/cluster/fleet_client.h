@@ -13,8 +13,11 @@
 // The activator (scale to zero): a request no JE can place because no TE is ready is held in a
 // FIFO queue; one activator thread retries the oldest every 20 ms (while it is refused for want
 // of a TE so would the others be), places the rest in order once it goes through, and gives up
-// on each at its activation timeout. submit_async() returns at once, so a held request holds
-// none of the HTTP server's io threads; submit() waits on the caller's thread.
+// on each at its activation timeout. submit_async() never waits on another process: the JE is
+// asked with an asynchronous call (Link::call_async; the next JE on a timeout), a held request
+// waits on the activator thread, and one that finds every JE down waits for a restart on the
+// gateway's slow-submit thread — so a slow or stuck JE holds none of the HTTP server's io threads
+// and starts no thread. submit() waits on the caller's thread.
 //
 // JE failover (fleet_client_failover.cpp): a watch thread reconnects a JE whose link closed (it
 // died; the cluster manager restarts it at its address) and submits its jobs again — the next
@@ -24,8 +27,10 @@
 // on until then. A submission that finds no JE up waits for one, up to je_wait.
 //
 // Stats and metrics are the fleet's: the sum over the TEs (histograms bucket by bucket), as the
-// JEs see them; fleet_status() asks every JE and merges their answers (fleet_merge.h: the JEs'
-// counters summed, each listed); cached for a moment. Context caches (retain_as) are not
+// JEs see them; fleet_status() asks every JE at once and merges their answers (fleet_merge.h: the
+// JEs' counters summed, each listed). stats(), metrics() and fleet_status_snapshot() never wait:
+// they answer from the last merged status and, when it is older than status_cache, ask for a new
+// one in the background (fleet_client_status.cpp). Context caches (retain_as) are not
 // offered through the gateway: submit refuses them with InvalidArgument. LoRA adapters are the
 // ones named at start (FleetClientConfig::loras), served by every TE; none is loaded at run time.
 //
@@ -37,6 +42,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -45,9 +51,11 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/hop_timings.h"
 #include "cluster/link.h"
 #include "cluster/listener.h"
 #include "cluster/messages.h"
+#include "core/task_queue.h"
 #include "engine/engine_client.h"
 
 namespace keel::cluster {
@@ -77,6 +85,9 @@ struct FleetClientConfig {
   // nothing for this long.
   std::chrono::milliseconds je_wait{10000};
   std::chrono::milliseconds je_watch_interval{50};  // how often lost JEs are looked for
+  // A request whose placement (submit → a TE took it) takes this long is logged at info with
+  // every hop (hop_timings.h); faster ones at debug.
+  std::chrono::milliseconds slow_placement_log{1000};
 };
 
 class FleetClient final : public engine::EngineClient {
@@ -114,10 +125,16 @@ class FleetClient final : public engine::EngineClient {
   // them, every JE's counters summed, job_executors one entry per JE, up or down. Unavailable,
   // naming each JE and why, when none answers.
   [[nodiscard]] Result<FleetStatus> fleet_status() const;
+  // The same without waiting (for io threads: /health): the last merged status — at most
+  // status_cache old plus one round trip, a refresh asked for when older — or Unavailable until
+  // the first one came.
+  [[nodiscard]] Result<FleetStatus> fleet_status_snapshot() const;
   // Jobs submitted again after their JE died.
   [[nodiscard]] int64_t num_resubmitted() const { return resubmitted_.load(); }
   // Requests in flight through this gateway (held ones included).
   [[nodiscard]] size_t num_jobs() const;
+  // Per-hop placement histograms (hop_timings.h) as Prometheus text, for the gateway's /metrics.
+  [[nodiscard]] std::string hop_metrics_text() const { return hops_.metrics_text(); }
   // Requests held now for want of a ready TE (the autoscaler's activation signal).
   [[nodiscard]] int64_t num_held() const { return held_.load(); }
   // How long a request is held at most (0: not held).
@@ -161,8 +178,27 @@ class FleetClient final : public engine::EngineClient {
   void on_event_message(Message message);
   void on_je_message(Message message);
   void deliver(TaskEvent event);
-  // One pass over the JEs (round robin from the next one): the first JE's answer.
-  Status submit_once(engine::RequestKey key, const Message& message);
+  // One pass over the JEs (round robin from the next one): the first JE's answer. The
+  // asynchronous one runs `done` once, on a JE link's thread (or inline when no JE is up to ask);
+  // every JE down: it waits (up to je_wait) on the slow-submit thread. submit_once waits.
+  struct SubmitTry;
+  void submit_once_async(engine::RequestKey key, std::shared_ptr<const Message> message,
+                         std::function<void(Status)> done);
+  // The pass itself, over the JEs up now (none: `done` runs inline with Unavailable).
+  void submit_now(engine::RequestKey key, std::shared_ptr<const Message> message,
+                  std::function<void(Status)> done);
+  void submit_step(std::shared_ptr<SubmitTry> t);
+  Status submit_once(engine::RequestKey key, const std::shared_ptr<const Message>& message);
+  // Records a placed request's hops (the JE's reply) and logs them when it was slow.
+  void note_hops(const SubmitTry& t, const Json& reply);
+  // Puts a request no TE could take on the activator's queue.
+  void hold(engine::RequestKey key, std::shared_ptr<const Message> message, Status last,
+            SubmitDone done);
+  // Asks every JE for its status at once; `done` runs once with the merged answer.
+  void fleet_status_async(std::function<void(Result<FleetStatus>)> done) const;
+  // Counts an asynchronous call out (stop() waits until every one has ended).
+  void call_started() const;
+  void call_ended() const;
   // Ends `key` with `event` (a final one) and forgets it; false when unknown.
   bool finish_locally(engine::RequestKey key, engine::TokenEvent event);
   // JE failover (fleet_client_failover.cpp). The JE links now (a reconnect replaces one), and
@@ -171,6 +207,7 @@ class FleetClient final : public engine::EngineClient {
   [[nodiscard]] bool any_je_up() const;
   // Waits up to je_wait while no JE is up; false when none came.
   bool await_je() const;
+  bool await_je_until(std::chrono::steady_clock::time_point deadline) const;
   // The watch thread: reconnects lost JEs, then submits their jobs again.
   void watch_loop();
   void reconnect_lost_jes();
@@ -209,8 +246,15 @@ class FleetClient final : public engine::EngineClient {
   std::thread watcher_;      // JE failover
 
   mutable std::mutex status_mu_;
-  mutable std::optional<FleetStatus> cached_;
+  mutable std::optional<Result<FleetStatus>> cached_;  // the last merged status (or why none)
   mutable std::chrono::steady_clock::time_point cached_at_;
+  mutable bool refreshing_ = false;  // a background refresh is out
+
+  mutable std::mutex calls_mu_;
+  mutable std::condition_variable calls_cv_;
+  mutable int64_t calls_in_flight_ = 0;  // asynchronous calls whose continuation has not run
+  std::unique_ptr<TaskQueue> slow_;      // submissions that wait for a JE to come back
+  HopTimings hops_;
 };
 
 }  // namespace keel::cluster

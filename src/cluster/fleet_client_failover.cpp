@@ -22,8 +22,11 @@ bool FleetClient::any_je_up() const {
 }
 
 bool FleetClient::await_je() const {
+  return await_je_until(std::chrono::steady_clock::now() + config_.je_wait);
+}
+
+bool FleetClient::await_je_until(std::chrono::steady_clock::time_point deadline) const {
   using Clock = std::chrono::steady_clock;
-  const Clock::time_point deadline = Clock::now() + config_.je_wait;
   while (!any_je_up()) {
     {
       std::lock_guard lock(mu_);

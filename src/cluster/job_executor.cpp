@@ -28,6 +28,7 @@ Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (je->config_.submit_delay.count() > 0) je->delayed_ = std::make_unique<TaskQueue>("je-delay");
   JobExecutor* self = je.get();
   KEEL_ASSIGN_OR_RETURN(
       je->listener_,
@@ -150,6 +151,8 @@ void JobExecutor::stop() {
     cv_.notify_all();
   }
   if (monitor_.joinable()) monitor_.join();
+  if (delayed_) delayed_->stop();
+  control_.stop();
   for (auto& sub : subscribers_) sub->stop();
   if (listener_) listener_->stop();
   std::vector<std::shared_ptr<Link>> links;
@@ -161,10 +164,23 @@ void JobExecutor::stop() {
     }
   }
   for (const auto& link : links) link->close();
+  // Their readers fail the task calls still out; their continuations touch this JE.
+  std::unique_lock lock(mu_);
+  cv_.wait_for(lock, std::chrono::seconds(10), [&] { return calls_in_flight_ == 0; });
 }
 
 void JobExecutor::on_gateway_message(Link& link, Message message) {
-  if (message.type == msg::kSubmitJob) return on_submit_job(link, message.body);
+  const Clock::time_point received = Clock::now();
+  const bool job_message = message.type == msg::kSubmitJob || message.type == msg::kAbortJob;
+  if (job_message && delayed_ != nullptr) {  // the fault hook: a slow JE (aborts keep order)
+    delayed_->post_after(config_.submit_delay, [this, gateway = link.shared_from_this(),
+                                                m = std::move(message), received] {
+      if (m.type == msg::kSubmitJob) return on_submit_job(*gateway, m.body, received);
+      on_abort_job(m.body);
+    });
+    return;
+  }
+  if (message.type == msg::kSubmitJob) return on_submit_job(link, message.body, received);
   if (message.type == msg::kAbortJob) return on_abort_job(message.body);
   if (message.type == msg::kFleet) {
     const auto id = message.body.find("call_id");
@@ -177,10 +193,14 @@ void JobExecutor::on_gateway_message(Link& link, Message message) {
     const auto id = message.body.find("call_id");
     const auto address = message.body.find("address");
     if (id == message.body.end() || !id->is_number_integer()) return;
-    const Status s = address != message.body.end() && address->is_string()
-                         ? add_te(address->get<std::string>())
-                         : Status::invalid_argument("add_te: no address");
-    link.reply(id->get<int64_t>(), status_body(s));
+    if (address == message.body.end() || !address->is_string()) {
+      link.reply(id->get<int64_t>(), status_body(Status::invalid_argument("add_te: no address")));
+      return;
+    }
+    // Connecting to the TE may take up to connect_timeout: not on this link's reader thread.
+    control_.post(
+        [this, gateway = link.shared_from_this(), call = id->get<int64_t>(),
+         te = address->get<std::string>()] { gateway->reply(call, status_body(add_te(te))); });
     return;
   }
   if (message.type == msg::kRemoveTe) {
@@ -195,7 +215,8 @@ void JobExecutor::on_gateway_message(Link& link, Message message) {
   KEEL_LOG_WARN("je {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
 }
 
-void JobExecutor::on_submit_job(Link& link, const Json& body) {
+void JobExecutor::on_submit_job(Link& link, const Json& body, Clock::time_point received) {
+  const Clock::time_point handled = Clock::now();
   const auto call_id = body.find("call_id");
   if (call_id == body.end() || !call_id->is_number_integer()) return;
   const int64_t call = call_id->get<int64_t>();
@@ -250,20 +271,28 @@ void JobExecutor::on_submit_job(Link& link, const Json& body) {
     }
     jobs_[job->ref] = std::move(job);
   }
+  // The TE's answer comes back on its link's threads: the gateway is answered from there.
   const bool resubmitted = submit->attempt > 0;
-  const Status s = dispatch(submit->ref);
-  if (!s.ok()) {
-    std::lock_guard lock(mu_);
-    if (resubmitted && s.code() == StatusCode::kUnavailable) {
-      // A job its old JE was running: this JE owns it now, and waits for a TE as a re-drive
-      // does (retry_parked), rather than have the gateway submit it again and again.
-      parked_.emplace(submit->ref, Clock::now() + config_.redrive_wait);
-      link.reply(call, status_body(Status::ok_status()));
-      return;
-    }
-    jobs_.erase(submit->ref);
-  }
-  link.reply(call, status_body(s));
+  dispatch_async(submit->ref, /*retry=*/false,
+                 [this, gateway = link.shared_from_this(), call, ref = submit->ref, resubmitted,
+                  wait = handled - received](Status s, Json hops) {
+                   if (!s.ok()) {
+                     std::lock_guard lock(mu_);
+                     if (resubmitted && s.code() == StatusCode::kUnavailable) {
+                       // A job its old JE was running: this JE owns it now, and waits for a TE
+                       // as a re-drive does (retry_parked), rather than have the gateway submit
+                       // it again and again.
+                       parked_.emplace(ref, Clock::now() + config_.redrive_wait);
+                       s = Status::ok_status();
+                     } else {
+                       jobs_.erase(ref);
+                     }
+                   }
+                   Json reply = status_body(s);
+                   hops["je_wait"] = std::chrono::duration<double>(wait).count();
+                   reply["hops"] = std::move(hops);  // hop_timings.h
+                   gateway->reply(call, std::move(reply));
+                 });
 }
 
 void JobExecutor::on_abort_job(const Json& body) {
@@ -282,121 +311,10 @@ void JobExecutor::on_abort_job(const Json& body) {
   if (te_link) te_link->send(encode_abort_task(task));
 }
 
-std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job, bool count_no_capacity) {
-  FleetSnapshot fleet;
-  for (const auto& te : tes_) {
-    if (te->reported && !te->draining) fleet.tes.push_back(te->info);
-  }
-  const RouteInput input{.fleet = fleet,
-                         .index = index_,
-                         .heatmap = config_.heatmap ? &*config_.heatmap : nullptr,
-                         .model = config_.model,
-                         .prompt_tokens = static_cast<int64_t>(job.request.prompt_tokens.size()),
-                         .prompt_block_hashes = job.block_hashes,
-                         .predicted_decode_tokens = job.predicted_tokens,
-                         .config = config_.router,
-                         .cursor = cursor_++};
-  const RouteDecision decision = route(input);
-  if (count_no_capacity || decision.branch != RouteBranch::kNoCapacity) counters_.record(decision);
-  if (decision.branch == RouteBranch::kNoCapacity) return std::nullopt;
-  std::optional<Choice> choice;
-  for (size_t i = 0; i < tes_.size(); ++i) {
-    if (tes_[i]->info.id == decision.te_id) choice = Choice{i, std::nullopt, std::nullopt};
-  }
-  if (choice && !tes_[choice->te]->kv_fetch.empty()) choice->peer = peer_hint(job, decision.te_id);
-  if (!choice || decision.pd != PdMode::kPdDisaggregated) return choice;
-  for (size_t i = 0; i < tes_.size(); ++i) {
-    if (tes_[i]->info.id == decision.decode_te_id) choice->decode_te = i;
-  }
-  return choice;
-}
-
-std::optional<PeerHint> JobExecutor::peer_hint(const Job& job, const std::string& te_id) const {
-  std::vector<PeerCandidate> candidates;
-  std::vector<std::string> ids;
-  for (const auto& te : tes_) {
-    if (!te->reported) continue;
-    candidates.push_back(PeerCandidate{te->info.id, te->kv_fetch, te->info.healthy, {}});
-    ids.push_back(te->info.id);
-  }
-  const std::vector<PrefixMatch> matches = index_.match(job.block_hashes, ids);
-  for (size_t i = 0; i < candidates.size(); ++i) candidates[i].match = matches[i];
-  return choose_peer_hint(te_id, candidates);
-}
-
 void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& batch) {
   std::lock_guard lock(mu_);
   const Status s = index_.apply(te_id, batch);
   if (!s.ok()) KEEL_LOG_WARN("je {}: cache events of {}: {}", config_.id, te_id, s.message());
-}
-
-Status JobExecutor::dispatch(const JobRef& ref, bool retry) {
-  Status last = Status::unavailable("no healthy task executor");
-  for (size_t tries = 0; tries < tes_.size(); ++tries) {
-    SubmitTask task;
-    std::shared_ptr<Link> te_link;
-    size_t te = 0;
-    {
-      std::lock_guard lock(mu_);
-      const auto it = jobs_.find(ref);
-      if (it == jobs_.end()) return Status::cancelled("job gone");
-      Job& job = *it->second;
-      const std::optional<Choice> chosen = choose_te(job, !retry);
-      if (!chosen) return last;
-      te = chosen->te;
-      te_link = tes_[te]->link;
-      job.te = te;
-      job.decode_te.reset();
-      task.ref = ref;
-      task.attempt = job.attempt;
-      task.reply_to = job.reply_to;
-      task.request = job.request;
-      // A re-drive: the tokens generated so far become prompt, marked as generated. At least one
-      // token is left to generate, so the final event comes from the new attempt.
-      const int32_t n =
-          std::min<int32_t>(static_cast<int32_t>(job.generated.size()), job.request.max_tokens - 1);
-      if (n > 0) {
-        task.request.prompt_tokens.insert(task.request.prompt_tokens.end(), job.generated.begin(),
-                                          job.generated.begin() + n);
-        task.request.resumed_tokens = n;
-      }
-      // Disaggregated: this TE computes the prompt and one token, then hands the KV to the
-      // decode TE (only worth it when more than one token is left).
-      if (chosen->decode_te && job.request.max_tokens - n > 1) {
-        job.decode_te = chosen->decode_te;
-        task.prefill_only = true;
-        task.transfer_to = tes_[*chosen->decode_te]->kv_transfer;
-        task.request.max_tokens = n + 1;
-      }
-      if (chosen->peer) task.peer = *chosen->peer;
-      TeLoad& load = tes_[te]->info.load;  // counted now; the next report corrects it
-      load.pending_tokens +=
-          static_cast<int64_t>(task.request.prompt_tokens.size()) + task.request.max_tokens;
-    }
-    Result<Json> reply = te_link->call(encode(task), config_.task_call_timeout);
-    if (reply.ok()) {
-      const Status s = decode_status_body(*reply);
-      if (s.ok() || s.code() != StatusCode::kUnavailable) return s;
-      last = s;  // that TE is stopping: try another
-    } else {
-      last = reply.status();
-    }
-    KEEL_LOG_WARN("je {}: te {} did not take a task: {}; taking it out of service", config_.id,
-                  tes_[te]->address, last.message());
-    std::lock_guard lock(mu_);
-    count_out(te, reply);
-    const auto it = jobs_.find(ref);
-    if (it != jobs_.end()) it->second->te.reset();
-  }
-  return last;
-}
-
-void JobExecutor::count_out(size_t te, const Result<Json>& why) {
-  TeEntry& e = *tes_[te];
-  if (!e.info.healthy) return;  // already out: it keeps the state that took it out
-  e.info.healthy = false;
-  const bool silent = !why.ok() && e.link && !e.link->closed();  // no answer in time
-  e.info.state = silent ? health::TeState::kHung : health::TeState::kDead;
 }
 
 void JobExecutor::on_te_message(size_t te, Message message) {
@@ -490,47 +408,6 @@ void JobExecutor::subscribe_kv_events() {
     return;
   }
   subscribers_.push_back(std::move(*sub));
-}
-
-void JobExecutor::dispatch_decode(const JobRef& ref) {
-  SubmitTask task;
-  std::shared_ptr<Link> te_link;
-  size_t te = 0;
-  {
-    std::lock_guard lock(mu_);
-    const auto it = jobs_.find(ref);
-    if (it == jobs_.end() || it->second->aborted) return;
-    Job& job = *it->second;
-    if (!job.decode_te || !tes_[*job.decode_te]->info.healthy) {
-      job.decode_te.reset();
-      to_redrive_.push_back(ref);  // routed afresh (counts as an attempt)
-      return;
-    }
-    te = *job.decode_te;
-    te_link = tes_[te]->link;
-    job.te = te;
-    task.ref = ref;
-    task.attempt = job.attempt;
-    task.reply_to = job.reply_to;
-    task.request = job.request;
-    task.request.prompt_tokens.insert(task.request.prompt_tokens.end(), job.generated.begin(),
-                                      job.generated.end());
-    task.request.resumed_tokens = static_cast<int32_t>(job.generated.size());
-  }
-  Result<Json> reply = te_link->call(encode(task), config_.task_call_timeout);
-  const Status s = reply.ok() ? decode_status_body(*reply) : reply.status();
-  if (s.ok()) return;
-  KEEL_LOG_WARN("je {}: decode te {} did not take job {}: {}", config_.id, tes_[te]->address,
-                ref.job, s.message());
-  if (s.code() != StatusCode::kUnavailable && reply.ok()) return fail_job(ref, s.message());
-  std::lock_guard lock(mu_);
-  count_out(te, reply);
-  const auto it = jobs_.find(ref);
-  if (it != jobs_.end()) {
-    it->second->te.reset();
-    it->second->decode_te.reset();
-    to_redrive_.push_back(ref);
-  }
 }
 
 FleetStatus JobExecutor::status() const {

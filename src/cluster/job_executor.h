@@ -14,9 +14,16 @@
 // finished (or it is failed); each job has exactly one live attempt, on one TE.
 //
 // Thread safety: start() and stop() from the owner's thread; handlers run on the links' reader
-// threads, re-drives on the monitor thread (a re-drive that finds no TE is parked there and
-// retried, never waited for on a link's reader thread); shared state under one mutex, never held
-// across a call to another process.
+// threads and never wait on another process: a submitted job is handed to its TE with an
+// asynchronous call (Link::call_async), and the gateway's reply goes out from its continuation.
+// Re-drives run on the monitor thread (a re-drive that finds no TE is parked there and retried,
+// never waited for on a link's reader thread); shared state under one mutex, never held across a
+// call to another process. The cluster manager's add_te (a connect to the new TE) runs on a
+// control thread. stop() waits for the calls in flight to end (their links closed).
+//
+// Fault hook (tests): JobExecutorConfig::submit_delay holds every submitted job that long before
+// it is handled (on one timer thread, not the link's reader) — a slow JE, for the gateway's
+// asynchronous submit.
 #pragma once
 
 #include <chrono>
@@ -42,6 +49,7 @@
 #include "cluster/prefix_index.h"
 #include "cluster/router.h"
 #include "core/result.h"
+#include "core/task_queue.h"
 
 namespace keel::cluster {
 
@@ -78,6 +86,8 @@ struct JobExecutorConfig {
   };
   std::function<Result<DecodePrediction>(std::span<const int32_t> prompt)> predict;
   std::function<int32_t(int64_t generated)> bucket_of;
+  // Fault hook (tests): every submitted job waits this long before it is handled. 0: none.
+  std::chrono::milliseconds submit_delay{0};
 };
 
 class JobExecutor {
@@ -118,12 +128,23 @@ class JobExecutor {
   Status connect_tes();
   void on_gateway_message(Link& link, Message message);
   void on_te_message(size_t te, Message message);
-  void on_submit_job(Link& link, const Json& body);
+  // `received`: when the gateway's message came (the wait before handling is a hop).
+  void on_submit_job(Link& link, const Json& body, Clock::time_point received);
   void on_abort_job(const Json& body);
   void apply_report(size_t te, LoadReport report);
   // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it. `retry`: a parked
-  // re-drive trying again (a decision with no capacity is not counted again).
+  // re-drive trying again (a decision with no capacity is not counted again). dispatch_async
+  // returns at once and runs `done` once (on a TE link's thread, or inline when no TE can take
+  // it); dispatch() waits for it (the monitor thread only).
+  // `done` also gets the hops of the try that ended it (hop_timings.h: je_route, te_call and
+  // the TE's own; an empty object when no TE answered).
   Status dispatch(const JobRef& ref, bool retry = false);
+  void dispatch_async(const JobRef& ref, bool retry, std::function<void(Status, Json)> done);
+  struct DispatchTry;
+  // One try: the router's TE for the job and the asynchronous call to it (or `done`).
+  void dispatch_step(std::shared_ptr<DispatchTry> d);
+  // A TE's answer to a task: done, or the TE taken out of service and the next try.
+  void on_task_reply(std::shared_ptr<DispatchTry> d, size_t te, Result<Json> reply);
   // Runs the router over the TEs that reported (under mu_): the TE to run the job (or its
   // prefill) and, for a disaggregated job, its decode TE.
   struct Choice {
@@ -132,6 +153,8 @@ class JobExecutor {
     std::optional<PeerHint> peer;  // tier T3: a TE holding more of the prompt (peer_hint.h)
   };
   std::optional<Choice> choose_te(const Job& job, bool count_no_capacity = true);
+  // The task that runs `job` on the chosen TE (under mu_): its live attempt moves there.
+  SubmitTask task_for(Job& job, const Choice& chosen);
   // Takes TE `te` out of service after a task call failed with `why` (under mu_): dead when its
   // link is closed or it refused (stopping), hung when it did not answer in time (a stopped
   // process: its link is still open).
@@ -172,8 +195,11 @@ class JobExecutor {
   int64_t jobs_total_ = 0;
   int64_t jobs_redriven_ = 0;
   int64_t jobs_failed_ = 0;
-  int64_t jobs_resubmitted_ = 0;  // jobs a gateway re-submitted after their JE died
-  int64_t kv_link_blocked_ = 0;   // prefills whose KV link was blocked (decode ran colocated)
+  int64_t jobs_resubmitted_ = 0;        // jobs a gateway re-submitted after their JE died
+  int64_t kv_link_blocked_ = 0;         // prefills whose KV link was blocked (decode ran colocated)
+  int64_t calls_in_flight_ = 0;         // asynchronous task calls not yet ended (stop() waits)
+  std::unique_ptr<TaskQueue> delayed_;  // the submit_delay fault hook's timer thread
+  TaskQueue control_{"je-control"};     // the cluster manager's add_te (it connects to the TE)
   std::thread monitor_;
 };
 

@@ -195,6 +195,75 @@ Result<Json> Link::call(Message message, std::chrono::milliseconds timeout) {
   return pending->error;
 }
 
+void Link::call_async(Message message, std::chrono::milliseconds timeout, CallDone done) {
+  auto pending = std::make_shared<PendingCall>();
+  pending->on_done = std::move(done);
+  pending->timeout = timeout;
+  pending->deadline = std::chrono::steady_clock::now() + timeout;
+  int64_t id = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (!closed_) {
+      id = next_call_id_++;
+      calls_[id] = pending;
+    }
+  }
+  if (id == 0) return run_done(*pending, Status::unavailable("link to " + peer_ + " is closed"));
+  message.body["call_id"] = id;
+  if (send(std::move(message))) return;  // send() woke the writer: it minds the deadline
+  {
+    std::lock_guard lock(mu_);
+    if (calls_.erase(id) == 0) return;  // the reader, ending, failed it already
+  }
+  run_done(*pending, Status::unavailable("link to " + peer_ + " is closed"));
+}
+
+void Link::run_done(PendingCall& call, Result<Json> result) {
+  try {
+    call.on_done(std::move(result));
+  } catch (const std::exception& e) {  // a continuation's bug must not take the process down
+    KEEL_LOG_ERROR("link {}: a call's continuation failed: {}", peer_, e.what());
+  }
+}
+
+std::vector<std::shared_ptr<Link::PendingCall>> Link::take_expired_calls(
+    std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point* next) {
+  std::vector<std::shared_ptr<PendingCall>> expired;
+  *next = std::chrono::steady_clock::time_point::max();
+  for (auto it = calls_.begin(); it != calls_.end();) {
+    const std::shared_ptr<PendingCall>& call = it->second;
+    if (!call->on_done) {
+      ++it;
+    } else if (call->deadline <= now) {
+      expired.push_back(call);
+      it = calls_.erase(it);
+    } else {
+      *next = std::min(*next, call->deadline);
+      ++it;
+    }
+  }
+  return expired;
+}
+
+void Link::fail_async_calls() {
+  std::vector<std::shared_ptr<PendingCall>> failed;
+  Status why;
+  {
+    std::lock_guard lock(mu_);
+    for (auto it = calls_.begin(); it != calls_.end();) {
+      if (it->second->on_done) {
+        failed.push_back(it->second);
+        it = calls_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    why = close_reason_.ok() ? Status::unavailable("link to " + peer_ + " closed")
+                             : Status(close_reason_.code(), peer_ + ": " + close_reason_.message());
+  }
+  for (const auto& call : failed) run_done(*call, why);
+}
+
 bool Link::reply(int64_t call_id, Json body) {
   body["call_id"] = call_id;
   return send(Message{"reply", std::move(body)});
@@ -271,12 +340,22 @@ void Link::deliver(Message message) {
   if (message.type == "reply") {
     const auto id = message.body.find("call_id");
     if (id == message.body.end() || !id->is_number_integer()) return;
-    std::lock_guard lock(mu_);
-    const auto it = calls_.find(id->get<int64_t>());
-    if (it == calls_.end()) return;  // the caller gave up
-    it->second->done = true;
-    it->second->reply = std::move(message.body);
-    cv_.notify_all();
+    std::shared_ptr<PendingCall> async;
+    {
+      std::lock_guard lock(mu_);
+      const auto it = calls_.find(id->get<int64_t>());
+      if (it == calls_.end()) return;  // the caller gave up
+      if (it->second->on_done) {
+        async = it->second;
+        calls_.erase(it);
+      } else {
+        it->second->done = true;
+        it->second->reply = std::move(message.body);
+        cv_.notify_all();
+        return;
+      }
+    }
+    run_done(*async, std::move(message.body));
     return;
   }
   if (on_message_) on_message_(*this, std::move(message));
@@ -298,18 +377,39 @@ void Link::run_reader() {
     }
   }
   close();
+  fail_async_calls();
   if (on_close_) on_close_(*this);
 }
 
 void Link::run_writer() {
   while (true) {
     Outgoing out;
+    std::vector<std::shared_ptr<PendingCall>> expired;
     {
       std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return closed_ || !outbox_.empty(); });
-      if (closed_) return;
-      out = std::move(outbox_.front());
-      outbox_.pop_front();
+      // Waits for a frame to write, minding the asynchronous calls' deadlines meanwhile.
+      while (!closed_) {
+        std::chrono::steady_clock::time_point next;
+        expired = take_expired_calls(std::chrono::steady_clock::now(), &next);
+        if (!expired.empty() || !outbox_.empty()) break;
+        if (next == std::chrono::steady_clock::time_point::max()) {
+          cv_.wait(lock);
+        } else {
+          cv_.wait_until(lock, next);
+        }
+      }
+      if (closed_) return;  // the reader fails the calls left as it ends
+      if (expired.empty()) {
+        out = std::move(outbox_.front());
+        outbox_.pop_front();
+      }
+    }
+    if (!expired.empty()) {
+      for (const auto& call : expired) {
+        run_done(*call, Status::unavailable("no reply from " + peer_ + " within " +
+                                            std::to_string(call->timeout.count()) + " ms"));
+      }
+      continue;
     }
     const std::vector<uint8_t>& payload = out.payload;
     const uint32_t n = static_cast<uint32_t>(payload.size());

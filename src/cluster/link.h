@@ -5,13 +5,15 @@
 // message handler in arrival order.
 //
 // Threads: each link has a reader thread (blocking reads; it runs the handlers, so a handler must
-// not block on this same link's replies) and a writer thread (send() only queues, never blocks
-// on the network). close() shuts the socket down, which wakes both; the close handler runs once,
-// on the reader thread, when the connection ends for any reason (peer gone, protocol error,
-// close()). A frame larger than kMaxFrameBytes or that does not parse closes the link; so does a
-// peer that is not a keel cluster process (its first bytes are text, e.g. an HTTP server's reply,
-// or a large frame's payload does not open a MessagePack map — checked before the payload's
-// buffer is allocated): calls pending on the link then fail with why (close_reason()).
+// not block on this same link's replies — nor, by the house rule, on any remote call: it uses
+// call_async) and a writer thread (send() only queues, never blocks on the network; it also ends
+// asynchronous calls whose deadline passed). close() shuts the socket down, which wakes both; the
+// close handler runs once, on the reader thread, when the connection ends for any reason (peer
+// gone, protocol error, close()). A frame larger than kMaxFrameBytes or that does not parse closes
+// the link; so does a peer that is not a keel cluster process (its first bytes are text, e.g. an
+// HTTP server's reply, or a large frame's payload does not open a MessagePack map — checked before
+// the payload's buffer is allocated): calls pending on the link then fail with why
+// (close_reason()).
 //
 // Sockets are Asio's (connect, accept, read, write); shutdown from another thread goes through
 // the native handle, which leaves the Asio object untouched.
@@ -74,7 +76,14 @@ class Link : public std::enable_shared_from_this<Link> {
   bool send(Message message, std::function<void()> on_written = nullptr);
   // Sends `message` with a fresh call_id and waits for the reply (a message of type "reply" with
   // the same call_id). Unavailable when the link closes first or no reply comes within `timeout`.
+  // Never on this link's own reader thread (the reply would wait behind the handler).
   Result<Json> call(Message message, std::chrono::milliseconds timeout);
+  // The same without waiting: `done` runs exactly once — on the reader thread with the reply, on
+  // the writer thread when `timeout` passes first, on the reader thread as it ends when the link
+  // closes first, or inline (before call_async returns) when the link is already closed. `done`
+  // must not block: it runs on the link's own threads.
+  using CallDone = std::function<void(Result<Json>)>;
+  void call_async(Message message, std::chrono::milliseconds timeout, CallDone done);
   // Answers call `call_id` (from a received message's body) with `body`.
   bool reply(int64_t call_id, Json body);
 
@@ -114,8 +123,20 @@ class Link : public std::enable_shared_from_this<Link> {
     bool done = false;
     std::optional<Json> reply;  // set when answered; else `error` says why it ended
     Status error = Status::unavailable("link closed");
+    // An asynchronous call's continuation and deadline (call_async); empty for call().
+    CallDone on_done;
+    std::chrono::steady_clock::time_point deadline;
+    std::chrono::milliseconds timeout{0};
   };
   std::map<int64_t, std::shared_ptr<PendingCall>> calls_;
+  // Asynchronous calls past their deadline, taken out of calls_ (under mu_), and the earliest
+  // deadline of those left (time_point::max() when none).
+  std::vector<std::shared_ptr<PendingCall>> take_expired_calls(
+      std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point* next);
+  // Fails every asynchronous call still pending (the reader, as the link ends).
+  void fail_async_calls();
+  // Runs an asynchronous call's continuation (a throwing one is logged, not propagated).
+  void run_done(PendingCall& call, Result<Json> result);
 
   std::thread reader_;
   std::thread writer_;

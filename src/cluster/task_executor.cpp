@@ -194,6 +194,7 @@ void TaskExecutor::stop() {
     report_now_->cv.notify_all();
   }
   if (reporter_.joinable()) reporter_.join();
+  intake_.stop();  // the task it handles now finishes; the rest are dropped (their JEs re-drive)
   listener_->stop();
   std::vector<std::shared_ptr<Link>> links;
   std::map<JobRef, std::shared_ptr<Task>> tasks;
@@ -212,8 +213,14 @@ void TaskExecutor::stop() {
 }
 
 void TaskExecutor::on_message(Link& link, Message message) {
-  if (message.type == msg::kSubmitTask) return on_submit(link, message.body);
-  if (message.type == msg::kAbortTask) return on_abort(message.body);
+  if (message.type == msg::kSubmitTask || message.type == msg::kAbortTask) {
+    intake_.post([this, je = link.shared_from_this(), m = std::move(message),
+                  received = std::chrono::steady_clock::now()] {
+      if (m.type == msg::kSubmitTask) return on_submit(*je, m.body, received);
+      on_abort(m.body);
+    });
+    return;
+  }
   KEEL_LOG_WARN("te {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
 }
 
@@ -232,7 +239,10 @@ Result<std::shared_ptr<Link>> TaskExecutor::gateway_link(const std::string& addr
   return link;
 }
 
-void TaskExecutor::on_submit(Link& link, const Json& body) {
+void TaskExecutor::on_submit(Link& link, const Json& body,
+                             std::chrono::steady_clock::time_point received) {
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point taken = Clock::now();
   const auto call_id = body.find("call_id");
   if (call_id == body.end() || !call_id->is_number_integer()) return;
   const int64_t call = call_id->get<int64_t>();
@@ -296,7 +306,12 @@ void TaskExecutor::on_submit(Link& link, const Json& body) {
     std::lock_guard lock(mu_);
     tasks_[task->ref] = task;
   }
-  link.reply(call, status_body(Status()));
+  // Hop timings (hop_timings.h), on this process's clock.
+  const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  Json reply = status_body(Status());
+  reply["hops"] =
+      Json{{"te_intake", seconds(taken - received)}, {"te_submit", seconds(Clock::now() - taken)}};
+  link.reply(call, std::move(reply));
 }
 
 void TaskExecutor::on_abort(const Json& body) {

@@ -10,8 +10,11 @@
 // to its JE; a task whose gateway link breaks is aborted on the engine (nobody would read it).
 // The engine's sink runs on the engine thread and only queues (Link::send never blocks).
 //
-// Thread safety: start() and stop() from the owner's thread; everything else runs on the links'
-// reader threads, the engine thread and the report thread, under one mutex.
+// Thread safety: start() and stop() from the owner's thread; tasks and aborts from the JEs are
+// handled in arrival order on one intake thread — not the links' reader threads, since taking a
+// task may wait on other processes (connecting to its gateway, a tier-T3 peer fetch of up to
+// seconds); everything else runs on the links' reader threads, the engine thread and the report
+// thread, under one mutex.
 #pragma once
 
 #include <atomic>
@@ -30,6 +33,7 @@
 #include "cluster/listener.h"
 #include "cluster/messages.h"
 #include "core/result.h"
+#include "core/task_queue.h"
 #include "engine/engine_client.h"
 
 namespace keel::cluster {
@@ -83,7 +87,8 @@ class TaskExecutor {
  private:
   explicit TaskExecutor(TaskExecutorConfig config, engine::EngineClient* engine);
   void on_message(Link& link, Message message);
-  void on_submit(Link& link, const Json& body);
+  // `received`: when the JE's message came (the intake wait is a hop: hop_timings.h).
+  void on_submit(Link& link, const Json& body, std::chrono::steady_clock::time_point received);
   void on_abort(const Json& body);
   Result<std::shared_ptr<Link>> gateway_link(const std::string& address);
   void report_loop();
@@ -100,6 +105,7 @@ class TaskExecutor {
   std::map<JobRef, std::shared_ptr<Task>> tasks_;
   std::shared_ptr<ReportSignal> report_now_;  // shared with tasks (their handoffs wake it)
   std::thread reporter_;
+  TaskQueue intake_{"te-intake"};  // on_submit and on_abort, in arrival order
 };
 
 }  // namespace keel::cluster

@@ -113,9 +113,11 @@ struct HttpConnection::Impl {
 };
 
 HttpConnection::HttpConnection(tcp::socket socket, ServerContext* ctx,
-                               net::any_io_executor tokenize_executor)
+                               net::any_io_executor tokenize_executor,
+                               net::any_io_executor control_executor)
     : ctx_(ctx),
       tokenize_ex_(std::move(tokenize_executor)),
+      control_ex_(std::move(control_executor)),
       impl_(std::make_unique<Impl>(std::move(socket))) {}
 
 HttpConnection::~HttpConnection() = default;
@@ -298,6 +300,10 @@ net::awaitable<bool> HttpConnection::handle(HttpRequest request, BodyReservation
   body->reset();
   if (HttpResponse* response = std::get_if<HttpResponse>(&outcome)) {
     co_return co_await write_response(std::move(*response).with_headers(headers));
+  }
+  if (BlockingCall* call = std::get_if<BlockingCall>(&outcome)) {
+    HttpResponse response = co_await on_control(std::move(call->run));
+    co_return co_await write_response(std::move(response).with_headers(headers));
   }
   if (CacheCall* cache = std::get_if<CacheCall>(&outcome)) {
     co_return co_await run_cache_create(*this, std::move(cache->spec), std::move(headers),

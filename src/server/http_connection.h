@@ -16,6 +16,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -32,7 +33,8 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
  public:
   // `socket` must use a strand executor. `tokenize_executor` (may be empty) runs prompt
   // tokenization off the io threads.
-  HttpConnection(tcp::socket socket, ServerContext* ctx, net::any_io_executor tokenize_executor);
+  HttpConnection(tcp::socket socket, ServerContext* ctx, net::any_io_executor tokenize_executor,
+                 net::any_io_executor control_executor = {});
   ~HttpConnection();
   HttpConnection(const HttpConnection&) = delete;
   HttpConnection& operator=(const HttpConnection&) = delete;
@@ -60,6 +62,15 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
     if (!tokenize_ex_) co_return fn();
     co_return co_await net::co_spawn(
         tokenize_ex_, [&fn]() -> net::awaitable<T> { co_return fn(); }, net::use_awaitable);
+  }
+
+  // fn() on the control pool (handlers that wait on other processes: BlockingCall), or right
+  // here when the server has none.
+  net::awaitable<HttpResponse> on_control(std::function<HttpResponse()> fn) {
+    if (!control_ex_) co_return fn();
+    co_return co_await net::co_spawn(
+        control_ex_, [&fn]() -> net::awaitable<HttpResponse> { co_return fn(); },
+        net::use_awaitable);
   }
 
   // --- for the handler of the current exchange (false: the connection failed) ---
@@ -95,6 +106,7 @@ class HttpConnection : public std::enable_shared_from_this<HttpConnection> {
 
   ServerContext* ctx_;
   net::any_io_executor tokenize_ex_;
+  net::any_io_executor control_ex_;
   std::atomic<int64_t> idle_since_ns_{0};
   std::unique_ptr<Impl> impl_;
 };

@@ -342,8 +342,9 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
     return r;
   }
   if (path == "/health") return handle_health(ctx);
-  if (path == "/metrics") return handle_metrics(ctx);
-  if (path == kClusterStatusPath) return handle_cluster_status(ctx);
+  if (path == "/metrics") return BlockingCall{[&ctx] { return handle_metrics(ctx); }};
+  if (path == kClusterStatusPath)
+    return BlockingCall{[&ctx] { return handle_cluster_status(ctx); }};
   if (path == kDashboardPath) return handle_dashboard(ctx);
   if (path == kModelsPath) return handle_models(ctx, "");
   if (path.starts_with(kModelsPrefix)) {

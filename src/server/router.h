@@ -26,6 +26,7 @@
 // Thread safety: stateless functions over a shared ServerContext (see server_context.h).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -44,8 +45,13 @@ struct GenerationCall {
 struct CacheCall {
   CacheSpec spec;
 };
+// A handler that waits on other processes (a cluster gateway's /metrics and /v1/cluster/status
+// ask the job executors): the connection runs it off the io threads (the server's control pool).
+struct BlockingCall {
+  std::function<HttpResponse()> run;
+};
 
-using RouteOutcome = std::variant<HttpResponse, GenerationCall, CacheCall>;
+using RouteOutcome = std::variant<HttpResponse, GenerationCall, CacheCall, BlockingCall>;
 
 RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req);
 

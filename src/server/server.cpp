@@ -40,6 +40,9 @@ struct Server::Impl {
     if (ctx.config.tokenizer_threads > 0) {
       tokenize_pool.emplace(static_cast<size_t>(ctx.config.tokenizer_threads));
     }
+    // A server in front of a fleet answers /metrics and /v1/cluster/status by asking the job
+    // executors: one thread waits on them, never an io thread.
+    if (ctx.deps.cluster_status || ctx.deps.extra_metrics) control_pool.emplace(1);
   }
 
   // A registered connection and the address of its client (for the per-client cap).
@@ -75,6 +78,7 @@ struct Server::Impl {
   ServerContext ctx;
   net::io_context ioc;
   std::optional<net::thread_pool> tokenize_pool;  // destroyed (joined) before ioc
+  std::optional<net::thread_pool> control_pool;   // BlockingCall handlers (router.h); the same
   std::unique_ptr<BatchRunner> batch_runner;      // stopped by shutdown(), before ctx goes
   net::any_io_executor acceptor_strand;
   tcp::acceptor acceptor;
@@ -224,6 +228,9 @@ net::awaitable<void> Server::Impl::accept_loop(Impl* impl) {
   const net::any_io_executor tokenize_ex =
       impl->tokenize_pool ? net::any_io_executor(impl->tokenize_pool->get_executor())
                           : net::any_io_executor();
+  const net::any_io_executor control_ex =
+      impl->control_pool ? net::any_io_executor(impl->control_pool->get_executor())
+                         : net::any_io_executor();
   while (impl->accepting.load(std::memory_order_acquire)) {
     tcp::socket socket(net::make_strand(impl->ioc));
     error_code ec;
@@ -242,8 +249,9 @@ net::awaitable<void> Server::Impl::accept_loop(Impl* impl) {
     socket.set_option(tcp::no_delay(true), ec);
     const tcp::endpoint peer = socket.remote_endpoint(ec);
     if (ec) continue;  // gone already
-    impl->admit(std::make_shared<HttpConnection>(std::move(socket), &impl->ctx, tokenize_ex),
-                peer.address());
+    impl->admit(
+        std::make_shared<HttpConnection>(std::move(socket), &impl->ctx, tokenize_ex, control_ex),
+        peer.address());
   }
 }
 
@@ -362,6 +370,7 @@ void Server::shutdown() {
   }
   if (impl->batch_runner) impl->batch_runner->stop();
   if (impl->tokenize_pool) impl->tokenize_pool->join();
+  if (impl->control_pool) impl->control_pool->join();
   impl->work.reset();
   impl->ioc.stop();
   for (std::thread& t : impl->threads) t.join();

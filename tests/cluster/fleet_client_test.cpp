@@ -1,7 +1,8 @@
 // FleetClient's activator against a fake job executor (a Listener answering submit_job calls):
 // while the JE has no ready TE, submit_async returns at once and the request is held (num_held);
 // once a TE is ready every held request is placed, oldest first; past the activation timeout a
-// held request is refused with Unavailable naming the timeout; submit() waits out a hold.
+// held request is refused with Unavailable naming the timeout; submit() waits out a hold. A JE
+// that never answers holds no caller: submit_async returns at once and ends at the call timeout.
 #include "cluster/fleet_client.h"
 
 #include <gtest/gtest.h>
@@ -43,12 +44,14 @@ class FakeJe {
   }
   [[nodiscard]] std::string address() const { return listener_->address(); }
   std::atomic<bool> ready{false};
+  std::atomic<bool> silent{false};  // never answers a submission
   std::atomic<int> submits{0};
 
  private:
   void on_message(Link& link, Message m) {
     if (m.type != msg::kSubmitJob) return;
     ++submits;
+    if (silent) return;
     const Status s = ready ? Status() : Status::unavailable("no routable task executor");
     link.reply(m.body.value("call_id", int64_t{0}), status_body(s));
   }
@@ -70,9 +73,11 @@ engine::GenerationRequest prompt() {
   return r;
 }
 
-std::unique_ptr<FleetClient> start_client(const FakeJe& je, std::chrono::milliseconds timeout) {
+std::unique_ptr<FleetClient> start_client(const FakeJe& je, std::chrono::milliseconds timeout,
+                                          std::chrono::milliseconds call_timeout = 10000ms) {
   FleetClientConfig c;
   c.je_addresses = {je.address()};
+  c.call_timeout = call_timeout;
   c.activation_timeout = timeout;
   c.wait_for_te = false;
   c.max_model_len = 256;
@@ -104,7 +109,8 @@ TEST(FleetClientActivatorTest, HeldRequestsReturnAtOnceAndArePlacedInOrder) {
     // One JE round trip, not the hold.
     ASSERT_LT(Clock::now() - t0, 500ms) << "submit_async waited out the hold";
   }
-  EXPECT_EQ(client->num_held(), kHeld);
+  // Each is held once the JE's refusal comes back (on the JE link's thread).
+  ASSERT_TRUE(keel::testing::eventually([&] { return client->num_held() == kHeld; }, 2000ms));
   {
     std::lock_guard lock(mu);
     EXPECT_TRUE(placed.empty());
@@ -154,6 +160,33 @@ TEST(FleetClientActivatorTest, SubmitWaitsOutAHold) {
   wake.join();
   EXPECT_TRUE(key.ok()) << key.status().to_string();
   EXPECT_EQ(client->num_held(), 0);
+}
+
+TEST(FleetClientAsyncTest, ASilentJeHoldsNoCaller) {
+  FakeJe je;
+  je.silent = true;
+  std::unique_ptr<FleetClient> client = start_client(je, 0ms, 300ms);
+  ASSERT_NE(client, nullptr);
+  constexpr int kRequests = 64;
+  std::atomic<int> unavailable{0};
+  std::atomic<int> ended{0};
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < kRequests; ++i) {
+    client->submit_async(prompt(), std::make_shared<NullSink>(),
+                         [&](Result<engine::RequestKey> key) {
+                           if (!key.ok() && key.status().code() == StatusCode::kUnavailable) {
+                             ++unavailable;
+                           }
+                           ++ended;
+                         });
+  }
+  // All 64 were handed over without waiting for the JE (one call timeout each would be 19 s).
+  EXPECT_LT(Clock::now() - t0, 250ms);
+  EXPECT_EQ(ended.load(), 0);
+  ASSERT_TRUE(keel::testing::eventually([&] { return ended.load() == kRequests; }, 5000ms));
+  EXPECT_GE(Clock::now() - t0, 300ms);
+  EXPECT_EQ(unavailable.load(), kRequests);
+  EXPECT_EQ(client->num_jobs(), 0u);
 }
 
 }  // namespace

@@ -2,7 +2,8 @@
 // after the frame left, a closed peer fails pending calls at once (no hang), an oversize or
 // garbage frame closes the link, a peer that is not keel (an HTTP server) fails a call with a
 // message naming it, a listener stops promptly, and a connect to a peer that drops SYNs gives up
-// at its timeout.
+// at its timeout. Asynchronous calls: many in flight, each answered once; one past its deadline
+// ends then; pending ones fail when the link closes, and one on a closed link fails inline.
 #include "cluster/link.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,14 @@ namespace keel::cluster {
 namespace {
 
 using namespace std::chrono_literals;
+
+bool eventually_closed(const Link& link) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!link.closed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  return link.closed();
+}
 
 // An echo server: "ping" calls are answered with their "n" + 1; other messages are recorded.
 struct EchoServer {
@@ -120,6 +129,98 @@ TEST(LinkTest, CallTimesOutWithoutAReply) {
   ASSERT_TRUE(link.ok());
   Result<Json> r = (*link)->call(Message{"ping", Json{{"n", 1}}}, 100ms);
   EXPECT_FALSE(r.ok());
+  (*l)->stop();
+}
+
+// call_async: many calls in flight at once, each answered once, on the link's reader thread.
+TEST(LinkTest, AsyncCallsAreAnsweredOnceEachWithoutWaiting) {
+  EchoServer server;
+  auto link = Link::connect(server.listener->address(), 2000ms, nullptr, nullptr);
+  ASSERT_TRUE(link.ok()) << link.status().message();
+  constexpr int kCalls = 200;
+  std::mutex mu;
+  std::vector<int> answers(kCalls, -1);
+  std::atomic<int> done{0};
+  std::promise<void> all;
+  for (int n = 0; n < kCalls; ++n) {
+    (*link)->call_async(Message{"ping", Json{{"n", n}}}, 5000ms, [&, n](Result<Json> r) {
+      {
+        std::lock_guard lock(mu);
+        answers[n] = r.ok() ? (*r)["n"].get<int>() : -2;
+      }
+      if (done.fetch_add(1) + 1 == kCalls) all.set_value();
+    });
+  }
+  ASSERT_EQ(all.get_future().wait_for(10s), std::future_status::ready);
+  std::this_thread::sleep_for(50ms);  // a second run of any continuation would show here
+  EXPECT_EQ(done.load(), kCalls);
+  for (int n = 0; n < kCalls; ++n) EXPECT_EQ(answers[n], n + 1) << n;
+}
+
+// A peer that never answers: the continuation runs at its deadline (the writer minds it), and
+// an answered call beside it is not held up.
+TEST(LinkTest, AsyncCallTimesOutAtItsDeadline) {
+  std::shared_ptr<Link> peer;
+  std::mutex mu;
+  auto l = Listener::start(
+      "127.0.0.1", 0,
+      [](Link& link, Message m) {
+        if (m.body.value("answer", false)) link.reply(m.body["call_id"].get<int64_t>(), Json{});
+      },
+      nullptr,
+      [&](std::shared_ptr<Link> link) {
+        std::lock_guard lock(mu);
+        peer = std::move(link);
+      });
+  ASSERT_TRUE(l.ok());
+  auto link = Link::connect((*l)->address(), 2000ms, nullptr, nullptr);
+  ASSERT_TRUE(link.ok());
+  const auto start = std::chrono::steady_clock::now();
+  std::promise<std::pair<Status, std::chrono::steady_clock::duration>> silent, answered;
+  (*link)->call_async(Message{"ping", Json{{"answer", false}}}, 300ms, [&](Result<Json> r) {
+    silent.set_value({r.status(), std::chrono::steady_clock::now() - start});
+  });
+  (*link)->call_async(Message{"ping", Json{{"answer", true}}}, 5000ms, [&](Result<Json> r) {
+    answered.set_value({r.status(), std::chrono::steady_clock::now() - start});
+  });
+  auto a = answered.get_future().get();
+  EXPECT_TRUE(a.first.ok()) << a.first.message();
+  auto s = silent.get_future();
+  ASSERT_EQ(s.wait_for(5s), std::future_status::ready);
+  auto [status, took] = s.get();
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_NE(status.message().find("within 300 ms"), std::string::npos) << status.message();
+  EXPECT_GE(took, 300ms);
+  EXPECT_FALSE((*link)->closed());  // a late call does not close the link
+  (*l)->stop();
+  std::lock_guard lock(mu);
+  if (peer) peer->close();
+}
+
+// Closed links: a pending async call fails when the peer hangs up; one made on a closed link
+// fails inline.
+TEST(LinkTest, AsyncCallsFailWhenTheLinkCloses) {
+  std::promise<std::shared_ptr<Link>> accepted;
+  std::promise<void> got;
+  auto l = Listener::start(
+      "127.0.0.1", 0, [&](Link&, Message) { got.set_value(); }, nullptr,
+      [&](std::shared_ptr<Link> link) { accepted.set_value(std::move(link)); });
+  ASSERT_TRUE(l.ok());
+  auto link = Link::connect((*l)->address(), 2000ms, nullptr, nullptr);
+  ASSERT_TRUE(link.ok());
+  std::promise<Status> failed;
+  (*link)->call_async(Message{"ping", Json{{"n", 1}}}, 10000ms,
+                      [&](Result<Json> r) { failed.set_value(r.status()); });
+  got.get_future().wait();
+  accepted.get_future().get()->close();
+  auto f = failed.get_future();
+  ASSERT_EQ(f.wait_for(5s), std::future_status::ready);
+  EXPECT_EQ(f.get().code(), StatusCode::kUnavailable);
+  ASSERT_TRUE(eventually_closed(**link));
+  bool inline_done = false;
+  (*link)->call_async(Message{"ping", Json{{"n", 2}}}, 1000ms,
+                      [&](Result<Json> r) { inline_done = !r.ok(); });
+  EXPECT_TRUE(inline_done);
   (*l)->stop();
 }
 

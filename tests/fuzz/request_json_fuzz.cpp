@@ -61,7 +61,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   req.target = req.path;
   req.headers.emplace_back("content-type", "application/json");
   keel::server::RouteOutcome outcome = keel::server::route_request(fx.ctx, req);
-  if (const HttpResponse* r = std::get_if<HttpResponse>(&outcome)) {
+  if (auto* blocking = std::get_if<keel::server::BlockingCall>(&outcome)) {
+    check_response(blocking->run());
+  } else if (const HttpResponse* r = std::get_if<HttpResponse>(&outcome)) {
     check_response(*r);
   } else if (auto* call = std::get_if<keel::server::GenerationCall>(&outcome)) {
     keel::server::PreparedPrompts p = keel::server::prepare_prompts(fx.ctx, call->spec);
