@@ -34,13 +34,12 @@ const cluster::TeInfo* find_by_address(const cluster::FleetStatus& s, const std:
 
 }  // namespace
 
-ClusterAutoscaler::ClusterAutoscaler(ClusterAutoscalerConfig config,
-                                     cluster::ProcessSupervisor* sup, ClusterScaler* scaler,
-                                     cluster::FleetClient* fleet)
+ClusterAutoscaler::ClusterAutoscaler(ClusterAutoscalerConfig config, proc::ProcessSupervisor* sup,
+                                     ClusterScaler* scaler, cluster::FleetClient* fleet)
     : config_(std::move(config)), sup_(sup), scaler_(scaler), fleet_(fleet), start_(Clock::now()) {}
 
 Result<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::start(
-    ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup, ClusterScaler* scaler,
+    ClusterAutoscalerConfig config, proc::ProcessSupervisor* sup, ClusterScaler* scaler,
     cluster::FleetClient* fleet, std::unique_ptr<kube::ReplicaActuator> actuator) {
   if (config.groups.empty()) return Status::invalid_argument("autoscaler: no group to scale");
   std::set<cluster::TeRole> roles;
@@ -231,7 +230,7 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
       const Status s = config_.stop_remote(d.id, kStopGrace);
       exit_text = s.ok() ? "stopped by its node agent" : s.message();
     } else if (d.pid > 0) {
-      const Result<cluster::ChildExit> exit = sup_->stop(static_cast<pid_t>(d.pid), kStopGrace);
+      const Result<proc::ChildExit> exit = sup_->stop(static_cast<pid_t>(d.pid), kStopGrace);
       exit_text = exit.ok() ? exit->describe() : exit.status().message();
     }
     // Stopped: it leaves the JEs' fleet lists (not kept there as dead).

@@ -37,9 +37,9 @@
 
 #include "cluster/autoscaler.h"
 #include "cluster/fleet_client.h"
-#include "cluster/process_supervisor.h"
 #include "cluster_scaler.h"
 #include "kube/replica_actuator.h"
+#include "proc/process_supervisor.h"
 
 namespace keel::cli {
 
@@ -70,7 +70,7 @@ class ClusterAutoscaler {
   // sup, scaler and fleet are borrowed; they outlive this object. `actuator` (owned; may be null)
   // replaces binding and draining by writes of the Deployment's replica count.
   static Result<std::unique_ptr<ClusterAutoscaler>> start(
-      ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup, ClusterScaler* scaler,
+      ClusterAutoscalerConfig config, proc::ProcessSupervisor* sup, ClusterScaler* scaler,
       cluster::FleetClient* fleet, std::unique_ptr<kube::ReplicaActuator> actuator = nullptr);
   // One step when the interval has passed: signals → decide → actions; drains progress.
   void tick();
@@ -99,7 +99,7 @@ class ClusterAutoscaler {
     bool panic = false;
     std::map<std::string, int64_t> decisions;  // by reason, decisions that changed the count
   };
-  ClusterAutoscaler(ClusterAutoscalerConfig config, cluster::ProcessSupervisor* sup,
+  ClusterAutoscaler(ClusterAutoscalerConfig config, proc::ProcessSupervisor* sup,
                     ClusterScaler* scaler, cluster::FleetClient* fleet);
   // `draining`: the addresses of the TEs being drained (draining_'s keys).
   void tick_group(Group& g, const cluster::FleetStatus& status, double now_s,
@@ -114,7 +114,7 @@ class ClusterAutoscaler {
   void log_decision(const Group& g, const cluster::autoscale::ScaleDecision& d, double now_s);
 
   ClusterAutoscalerConfig config_;
-  cluster::ProcessSupervisor* sup_;
+  proc::ProcessSupervisor* sup_;
   ClusterScaler* scaler_;
   cluster::FleetClient* fleet_;
   std::unique_ptr<kube::ReplicaActuator> actuator_;

@@ -33,7 +33,6 @@
 
 #include "builtin_models.h"
 #include "cluster/bind_model.h"
-#include "cluster/process_supervisor.h"
 #include "cluster/scale_out_metrics.h"
 #include "cluster/warm_pool.h"
 #include "cluster/weights_fork.h"
@@ -43,6 +42,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
+#include "proc/process_supervisor.h"
 #include "self_exe.h"
 #include "store/model_store.h"
 
@@ -159,7 +159,7 @@ Json summarize(const std::string& mode, int64_t decision_ns,
 Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
                                            const std::string& isa, const std::string& path,
                                            const store::PreloadResult& entry,
-                                           cluster::ProcessSupervisor* sup) {
+                                           proc::ProcessSupervisor* sup) {
   cluster::WarmPoolConfig wc;
   wc.host = o.source_host.empty() ? o.host : o.source_host;
   wc.te_argv = warm_te_argv(o, isa, o.store_dir, wc.host);
@@ -249,9 +249,9 @@ void fork_ratio(const Json& yardstick, const std::string& prefix, bool chain, Js
 Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode,
                       const std::string& path, const std::string& isa,
                       const store::PreloadResult* entry, std::ofstream* log) {
-  cluster::SupervisorOptions so;
+  proc::SupervisorOptions so;
   if (!o.verbose) so.sink = [](std::string_view, std::string_view) {};
-  cluster::ProcessSupervisor sup(so);
+  proc::ProcessSupervisor sup(so);
   cluster::WarmPoolConfig wc;
   wc.host = o.host;
   wc.te_argv = warm_te_argv(o, isa, mode == "store" ? o.store_dir : "", wc.host);

@@ -5,7 +5,7 @@
 //                        gateway (the OpenAI server in front of the fleet) in this process
 //   keel cluster status  the fleet as the gateway's JE sees it
 //   keel cluster profile-pd  measures the PD heatmap (colocated vs prefill/decode fleets)
-// Children print a KEEL_READY line when serving (cluster/ready_line.h); every process drains on
+// Children print a KEEL_READY line when serving (proc/ready_line.h); every process drains on
 // SIGTERM/SIGINT.
 #pragma once
 

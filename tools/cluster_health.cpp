@@ -8,7 +8,7 @@
 namespace keel::cli {
 
 Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
-    cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
+    proc::ProcessSupervisor& sup, const ClusterUpOptions& o,
     const std::vector<cluster::ManagedJe>& jes, cluster::FleetClient* fleet,
     const cluster::TeReplacer* tes) {
   cluster::JeReplacerConfig c;
@@ -26,7 +26,7 @@ Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
 }
 
 Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
-    cluster::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
+    proc::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
     const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
     ClusterScaler* scaler) {
   cluster::TeReplacerConfig c;
@@ -61,7 +61,7 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
     te.argv = tes.argvs[i];
     te.role = cluster::parse_te_role(tes.roles[i]).value_or(cluster::TeRole::kColocated);
     te.address = tes.addresses[i];
-    const std::optional<cluster::Child> child = sup.find(te.name);
+    const std::optional<proc::Child> child = sup.find(te.name);
     te.pid = child ? child->pid : 0;
     r->manage(std::move(te));
   }

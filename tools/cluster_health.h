@@ -14,11 +14,11 @@
 
 #include "cluster/fleet_client.h"
 #include "cluster/je_replacer.h"
-#include "cluster/process_supervisor.h"
 #include "cluster/te_replacer.h"
 #include "cluster_commands.h"
 #include "cluster_scaler.h"
 #include "core/result.h"
+#include "proc/process_supervisor.h"
 #include "server/server_context.h"
 
 namespace keel::cli {
@@ -33,12 +33,12 @@ struct StartedTes {
 // The JE supervisor over the JEs the command started (cluster/je_replacer.h), reading the fleet
 // through the gateway's fleet client and, when there is one, the TE replacer's own TEs.
 [[nodiscard]] Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
-    cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
+    proc::ProcessSupervisor& sup, const ClusterUpOptions& o,
     const std::vector<cluster::ManagedJe>& jes, cluster::FleetClient* fleet,
     const cluster::TeReplacer* tes);
 
 [[nodiscard]] Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
-    cluster::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
+    proc::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
     const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
     ClusterScaler* scaler);
 

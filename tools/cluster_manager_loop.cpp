@@ -40,10 +40,9 @@ bool StopCheck::operator()() {
   return seen > 0;
 }
 
-int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
-                  ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer, cluster::JeReplacer* je_replacer,
-                  ClusterMembership& members, ManagerRole& role,
+int wait_for_stop(const sigset_t& stop_signals, proc::ProcessSupervisor& sup, ClusterScaler* scaler,
+                  ClusterAutoscaler* autoscaler, cluster::TeReplacer* replacer,
+                  cluster::JeReplacer* je_replacer, ClusterMembership& members, ManagerRole& role,
                   const std::function<Status()>& rejoined) {
   auto next_try = std::chrono::steady_clock::now();
   while (true) {
@@ -80,8 +79,8 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
     const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
     if (sig > 0) return sig;
     if (!role.leading) {  // a standby manages nothing but its own JEs
-      const std::vector<cluster::ChildExit> exits = sup.poll_exits();
-      for (const cluster::ChildExit& e : exits) {
+      const std::vector<proc::ChildExit> exits = sup.poll_exits();
+      for (const proc::ChildExit& e : exits) {
         KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
       }
       if (je_replacer != nullptr) je_replacer->tick(exits);
@@ -89,8 +88,8 @@ int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
     }
     if (autoscaler != nullptr) autoscaler->tick();
     if (scaler != nullptr) scaler->tick();
-    const std::vector<cluster::ChildExit> exits = sup.poll_exits();
-    for (const cluster::ChildExit& e : exits) {
+    const std::vector<proc::ChildExit> exits = sup.poll_exits();
+    for (const proc::ChildExit& e : exits) {
       KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());
     }
     // JEs first: a TE replacement joins every JE, the restarted one included.

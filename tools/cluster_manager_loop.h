@@ -16,12 +16,12 @@
 #include <string>
 
 #include "cluster/je_replacer.h"
-#include "cluster/process_supervisor.h"
 #include "cluster/te_replacer.h"
 #include "cluster_autoscaler.h"
 #include "cluster_membership.h"
 #include "cluster_scaler.h"
 #include "core/result.h"
+#include "proc/process_supervisor.h"
 
 namespace keel::cli {
 
@@ -57,10 +57,9 @@ struct StopCheck {
 // `rejoined`).
 // JEs that exit are restarted in place by `je_replacer` (when there is one), leading or not: they
 // are this process's own.
-int wait_for_stop(const sigset_t& stop_signals, cluster::ProcessSupervisor& sup,
-                  ClusterScaler* scaler, ClusterAutoscaler* autoscaler,
-                  cluster::TeReplacer* replacer, cluster::JeReplacer* je_replacer,
-                  ClusterMembership& members, ManagerRole& role,
+int wait_for_stop(const sigset_t& stop_signals, proc::ProcessSupervisor& sup, ClusterScaler* scaler,
+                  ClusterAutoscaler* autoscaler, cluster::TeReplacer* replacer,
+                  cluster::JeReplacer* je_replacer, ClusterMembership& members, ManagerRole& role,
                   const std::function<Status()>& rejoined);
 
 }  // namespace keel::cli

@@ -17,8 +17,6 @@
 
 #include "builtin_models.h"
 #include "cluster/pd_profile.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_commands.h"
 #include "core/file_system.h"
 #include "core/thread_pool.h"
@@ -27,6 +25,8 @@
 #include "loadgen/bench_serve.h"
 #include "loadgen/metrics.h"
 #include "model/hparams.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "self_exe.h"
 
 namespace keel::cli {
@@ -97,9 +97,9 @@ std::string joined(const std::vector<std::string>& v) {
 }
 
 // Starts `keel cluster up` for `fleet`; returns the gateway's port.
-Result<int> start_fleet(cluster::ProcessSupervisor& sup, const ClusterProfilePdOptions& o,
+Result<int> start_fleet(proc::ProcessSupervisor& sup, const ClusterProfilePdOptions& o,
                         const std::string& path, const Fleet& fleet) {
-  cluster::ChildSpec spec;
+  proc::ChildSpec spec;
   spec.name = fleet.name;
   spec.argv = {self_exe(),
                "cluster",
@@ -119,8 +119,8 @@ Result<int> start_fleet(cluster::ProcessSupervisor& sup, const ClusterProfilePdO
   if (o.ctx_size > 0) spec.argv.insert(spec.argv.end(), {"-c", std::to_string(o.ctx_size)});
   spec.argv.insert(spec.argv.end(), fleet.flags.begin(), fleet.flags.end());
   spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 3000));
-  KEEL_ASSIGN_OR_RETURN(cluster::Child child, sup.spawn(spec));
-  return cluster::ready_port(child.ready);
+  KEEL_ASSIGN_OR_RETURN(proc::Child child, sup.spawn(spec));
+  return proc::ready_port(child.ready);
 }
 
 // Sends num_prompts requests of one cell's shape (prompts drawn from `seed`) and returns their
@@ -163,9 +163,9 @@ Result<std::vector<double>> run_cell(int port, const ClusterProfilePdOptions& o,
 Status measure_fleet(const ClusterProfilePdOptions& o, const std::string& path, int64_t vocab_size,
                      const Fleet& fleet, const std::vector<cluster::PdProfileCell>& cells,
                      std::vector<cluster::PdCellSamples>* samples, OutputTail* tail) {
-  cluster::SupervisorOptions so;
+  proc::SupervisorOptions so;
   so.sink = [tail](std::string_view name, std::string_view line) { tail->add(name, line); };
-  cluster::ProcessSupervisor sup(so);
+  proc::ProcessSupervisor sup(so);
   KEEL_ASSIGN_OR_RETURN(int port, start_fleet(sup, o, path, fleet));
   std::fprintf(stderr, "profile-pd: %s fleet (%s) up on port %d\n", fleet.name.c_str(),
                joined(fleet.flags).c_str(), port);

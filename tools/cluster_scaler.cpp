@@ -12,7 +12,7 @@
 
 namespace keel::cli {
 
-ClusterScaler::ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config)
+ClusterScaler::ClusterScaler(proc::ProcessSupervisor* sup, ClusterScalerConfig config)
     : config_(std::move(config)),
       pool_(sup, cluster::WarmPoolConfig{config_.warm_te_argv, "warm-te", config_.start_timeout,
                                          std::chrono::milliseconds(300000), config_.te_store_root}),
@@ -20,7 +20,7 @@ ClusterScaler::ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfi
 
 ClusterScaler::~ClusterScaler() { shutdown(); }
 
-Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(cluster::ProcessSupervisor* sup,
+Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(proc::ProcessSupervisor* sup,
                                                             ClusterScalerConfig config) {
   std::unique_ptr<ClusterScaler> s(new ClusterScaler(sup, std::move(config)));
   if (!s->config_.event_log.empty()) {
@@ -117,10 +117,10 @@ void ClusterScaler::add_peer(pid_t pid, std::string weights_address) {
 
 std::vector<std::string> ClusterScaler::live_peers() const {
   std::vector<std::string> out;
-  const std::vector<cluster::Child> live = sup_->children();
+  const std::vector<proc::Child> live = sup_->children();
   for (const Peer& p : peers_) {
-    const bool alive = std::any_of(live.begin(), live.end(),
-                                   [&](const cluster::Child& c) { return c.pid == p.pid; });
+    const bool alive =
+        std::any_of(live.begin(), live.end(), [&](const proc::Child& c) { return c.pid == p.pid; });
     if (alive) out.push_back(p.weights_address);
   }
   return out;

@@ -31,10 +31,10 @@
 #include "cluster/bind_source.h"
 #include "cluster/fleet.h"
 #include "cluster/listener.h"
-#include "cluster/process_supervisor.h"
 #include "cluster/scale_out_metrics.h"
 #include "cluster/warm_pool.h"
 #include "core/result.h"
+#include "proc/process_supervisor.h"
 #include "store/model_store.h"
 #include "store/preload_plan.h"
 
@@ -74,7 +74,7 @@ struct ClusterScalerConfig {
 
 class ClusterScaler {
  public:
-  static Result<std::unique_ptr<ClusterScaler>> start(cluster::ProcessSupervisor* sup,
+  static Result<std::unique_ptr<ClusterScaler>> start(proc::ProcessSupervisor* sup,
                                                       ClusterScalerConfig config);
   ~ClusterScaler();
 
@@ -106,7 +106,7 @@ class ClusterScaler {
     int tes = 1;
     cluster::TeRole role = cluster::TeRole::kColocated;
   };
-  ClusterScaler(cluster::ProcessSupervisor* sup, ClusterScalerConfig config);
+  ClusterScaler(proc::ProcessSupervisor* sup, ClusterScalerConfig config);
   void on_message(cluster::Link& link, cluster::Message m);
   void forecast();
   void release_if_evicted();
@@ -124,7 +124,7 @@ class ClusterScaler {
 
   ClusterScalerConfig config_;
   cluster::WarmPool pool_;
-  cluster::ProcessSupervisor* sup_;  // not owned
+  proc::ProcessSupervisor* sup_;  // not owned
   std::unique_ptr<cluster::Listener> listener_;
   store::SealedHolder sealed_;  // the entries this manager built: sealed memfds, held here
   std::optional<store::PreloadResult> entry_;  // the model's store entry

@@ -26,8 +26,6 @@
 #include "cluster/fleet_client.h"
 #include "cluster/fleet_report.h"
 #include "cluster/port_probe.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_autoscaler.h"
 #include "cluster_commands.h"
 #include "cluster_health.h"
@@ -46,6 +44,8 @@
 #include "kernels/kernels.h"
 #include "model/hparams.h"
 #include "model/lora_summary.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "self_exe.h"
 #include "semi_pd_flags.h"
 #include "server/chat_formatter.h"
@@ -58,15 +58,15 @@ namespace {
 
 // Starts one child and returns "127.0.0.1:<its port>".
 // *child (optional): the started child, with its ready line.
-Result<std::string> spawn(cluster::ProcessSupervisor& sup, const std::string& name,
+Result<std::string> spawn(proc::ProcessSupervisor& sup, const std::string& name,
                           std::vector<std::string> argv, const ClusterUpOptions& o,
-                          cluster::Child* child_out = nullptr) {
-  cluster::ChildSpec spec;
+                          proc::Child* child_out = nullptr) {
+  proc::ChildSpec spec;
   spec.name = name;
   spec.argv = std::move(argv);
   spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
-  KEEL_ASSIGN_OR_RETURN(cluster::Child child, sup.spawn(spec));
-  KEEL_ASSIGN_OR_RETURN(int port, cluster::ready_port(child.ready));
+  KEEL_ASSIGN_OR_RETURN(proc::Child child, sup.spawn(spec));
+  KEEL_ASSIGN_OR_RETURN(int port, proc::ready_port(child.ready));
   if (child_out != nullptr) *child_out = child;
   return "127.0.0.1:" + std::to_string(port);
 }
@@ -80,7 +80,7 @@ struct Tree {
 };
 
 // The scale-out side (--warm-pool): preload into the store, the warm pool, the control port.
-Result<std::unique_ptr<ClusterScaler>> start_scaler(cluster::ProcessSupervisor& sup,
+Result<std::unique_ptr<ClusterScaler>> start_scaler(proc::ProcessSupervisor& sup,
                                                     const ClusterUpOptions& o,
                                                     const std::string& path,
                                                     const std::string& name) {
@@ -161,7 +161,7 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
 }
 
 // `leading` false: a --nodes auto standby — its JEs only (they follow the TEs in the membership).
-Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOptions& o,
+Result<Tree> start_children(proc::ProcessSupervisor& sup, const ClusterUpOptions& o,
                             const std::string& path, const std::string& name, ClusterNodes& nodes,
                             ClusterMembership& members, bool leading) {
   Tree t;
@@ -189,7 +189,7 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   for (int i = 0; i < total && o.nodes != "auto"; ++i) {
     t.te_names.push_back("te-" + std::to_string(i));
     std::vector<std::string> argv = te_argv(o, path, name, i, threads, kinds[i]);
-    cluster::Child child;
+    proc::Child child;
     KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o, &child));
     t.te_addresses.push_back(address);
     const int weights_port = child.ready.value("weights_port", 0);
@@ -206,7 +206,7 @@ Result<Tree> start_children(cluster::ProcessSupervisor& sup, const ClusterUpOpti
   for (int i = 0; i < o.jes; ++i) {
     t.je_names.push_back(je_id(o, name, i, members.manager_id()));
     std::vector<std::string> argv = je_argv(o, path, name, t.je_names.back(), tes);
-    cluster::Child child;
+    proc::Child child;
     KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.je_names.back(), argv, o, &child));
     t.je_addresses.push_back(address);
     t.jes.push_back({t.je_names.back(), address, child.pid, std::move(argv)});
@@ -354,7 +354,7 @@ std::vector<AutoscaleGroupConfig> autoscale_groups(const AutoscaleOptions& a) {
 
 Result<std::unique_ptr<ClusterAutoscaler>> start_autoscaler(
     const ClusterUpOptions& o, const Tree& tree, const std::string& path, const std::string& name,
-    cluster::ProcessSupervisor& sup, ClusterScaler* scaler, cluster::FleetClient* fleet,
+    proc::ProcessSupervisor& sup, ClusterScaler* scaler, cluster::FleetClient* fleet,
     ClusterNodes& nodes, ClusterMembership* members) {
   const AutoscaleOptions& a = o.autoscale;
   ClusterAutoscalerConfig c;
@@ -443,7 +443,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     role.leading = true;
   }
 
-  cluster::ProcessSupervisor sup;         // its destructor stops whatever is still running
+  proc::ProcessSupervisor sup;            // its destructor stops whatever is still running
   std::unique_ptr<ClusterScaler> scaler;  // preloads the store before any TE starts
   // (Under --nodes auto the autoscaler's TEs come from the agents, not a local scaler.)
   if (o.warm_pool > 0 || !o.store_dir.empty() || (autoscaling(o) && o.nodes != "auto")) {
@@ -538,7 +538,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
                           {"pid", getpid()},
                           {"manager", role.leading ? "leader" : "standby"}};
   if (scaler) ready["control_port"] = scaler->control_port();
-  KEEL_TRY(cluster::print_ready_line(ready));
+  KEEL_TRY(proc::print_ready_line(ready));
 
   // A --nodes auto standby that wins: the TEs taken over (adopted or started), as at start-up.
   if (o.nodes == "auto") {

@@ -19,7 +19,6 @@
 #include "cluster/kv_peer_server.h"
 #include "cluster/kv_transfer_server.h"
 #include "cluster/pd_heatmap.h"
-#include "cluster/ready_line.h"
 #include "cluster/task_executor.h"
 #include "cluster/te_health_endpoint.h"
 #include "cluster/weights_receiver.h"
@@ -41,6 +40,7 @@
 #include "membership/member_follower.h"
 #include "model/lora_summary.h"
 #include "predictor/length_predictor.h"
+#include "proc/ready_line.h"
 #include "stop_signals.h"
 #include "te_warm.h"
 
@@ -360,7 +360,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
                             {"from_store", launch.source.from_store}};
     if (launch.weights_port > 0) ready["weights_port"] = launch.weights_port;
     if (launch.health != nullptr) ready["health_port"] = launch.health->port();
-    KEEL_TRY(cluster::print_ready_line(ready));
+    KEEL_TRY(proc::print_ready_line(ready));
   }
 
   const int sig = wait_registered(stop_signals, opts.membership, self, &member);
@@ -425,7 +425,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
                             {"pid", getpid()}};
     if (weights) ready["weights_port"] = weights->port();
     if (health) ready["health_port"] = health->port();
-    KEEL_TRY(cluster::print_ready_line(ready));
+    KEEL_TRY(proc::print_ready_line(ready));
     std::optional<cluster::BindModel> bind = wait_for_bind(*binder, stop_signals);
     if (!bind) return {};  // stopped while warm
     launch.phases.bound_ns = cluster::steady_now_ns();
@@ -545,7 +545,7 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   if (member) {
     KEEL_ASSIGN_OR_RETURN(follower, follow_tes(member->session(), *je, model_name));
   }
-  KEEL_TRY(cluster::print_ready_line(
+  KEEL_TRY(proc::print_ready_line(
       {{"role", "je"}, {"id", opts.id}, {"port", je->port()}, {"pid", getpid()}}));
   // A lost lease: the follower goes with the old session and a new one follows the new session
   // (it lists the TEs registered now; those that left meanwhile are found dead by the health

@@ -31,13 +31,13 @@
 #include "cluster/messages.h"
 #include "cluster/node_capacity.h"
 #include "cluster/node_messages.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster/warm_pool.h"
 #include "cluster_commands.h"
 #include "cluster_membership.h"
 #include "core/file_system.h"
 #include "core/log.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "self_exe.h"
 #include "stop_signals.h"
 #include "store/model_store.h"
@@ -88,7 +88,7 @@ class NodeAgent {
 
   const NodeAgentOptions& o_;
   cluster::HostPort listen_;
-  cluster::ProcessSupervisor sup_;
+  proc::ProcessSupervisor sup_;
   std::unique_ptr<cluster::WarmPool> pool_;
   std::unique_ptr<cluster::Listener> listener_;
   std::unique_ptr<ClusterMembership> member_;
@@ -211,7 +211,7 @@ Status NodeAgent::start() {
   KEEL_LOG_INFO("node-agent {}: {} cores, {} MiB, {} store entries, {} warm TEs; control at {}",
                 o_.host_id, c.cores, c.memory_total_bytes >> 20, c.models.size(), c.warm_tes,
                 c.address);
-  return cluster::print_ready_line(
+  return proc::print_ready_line(
       {{"role", "node-agent"}, {"id", o_.host_id}, {"port", listener_->port()}, {"pid", getpid()}});
 }
 
@@ -255,16 +255,16 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
     KEEL_LOG_WARN("node-agent {}: warm bind failed ({}); cold start", o_.host_id,
                   bound.empty() ? "no TE" : bound[0].status().to_string());
   }
-  cluster::ChildSpec spec;
+  proc::ChildSpec spec;
   spec.name = req.id;
   spec.argv = start_argv(req);
   spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
-  Result<cluster::Child> child = sup_.spawn(spec);
+  Result<proc::Child> child = sup_.spawn(spec);
   if (!child.ok()) {
     reply.status = child.status();
     return reply;
   }
-  Result<int> port = cluster::ready_port(child->ready);
+  Result<int> port = proc::ready_port(child->ready);
   if (!port.ok()) {
     reply.status = port.status();
     (void)sup_.stop(child->pid, std::chrono::milliseconds(2000));
@@ -309,8 +309,7 @@ Status NodeAgent::stop_te(const cluster::StopTe& req) {
   if (it == tes_.end()) return Status::not_found("te " + req.id + " does not run on " + o_.host_id);
   const pid_t pid = it->second.pid;
   tes_.erase(it);
-  KEEL_ASSIGN_OR_RETURN(cluster::ChildExit e,
-                        sup_.stop(pid, std::chrono::milliseconds(req.grace_ms)));
+  KEEL_ASSIGN_OR_RETURN(proc::ChildExit e, sup_.stop(pid, std::chrono::milliseconds(req.grace_ms)));
   KEEL_LOG_INFO("node-agent {}: te {} stopped: {}", o_.host_id, req.id, e.describe());
   return {};
 }
@@ -368,7 +367,7 @@ int NodeAgent::run(const sigset_t& stop_signals) {
       std::erase_if(links_, [](const auto& l) { return l->closed(); });
     }
     for (const Pending& p : batch) handle(p);
-    for (const cluster::ChildExit& e : sup_.poll_exits()) {
+    for (const proc::ChildExit& e : sup_.poll_exits()) {
       KEEL_LOG_WARN("node-agent {}: {} exited: {}", o_.host_id, e.name, e.describe());
       std::erase_if(tes_, [&](const auto& t) { return t.second.pid == e.pid; });
     }

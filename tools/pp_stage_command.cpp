@@ -1,5 +1,5 @@
 // `keel pp-stage`: a later stage of a pipeline-parallel engine (pipeline/stage_server.h). Loads
-// the model, listens on --listen, prints its ready line (cluster/ready_line.h) and serves stage 0
+// the model, listens on --listen, prints its ready line (proc/ready_line.h) and serves stage 0
 // until a stop signal — or, with --exit-with-peer (how a stage 0 starts it), until its stage-0
 // link closes, so a stage never outlives the engine that used it.
 #include <signal.h>
@@ -8,12 +8,12 @@
 #include <cstdio>
 
 #include "cluster/host_port.h"
-#include "cluster/ready_line.h"
 #include "commands.h"
 #include "core/log.h"
 #include "host/compute.h"
 #include "host/model_loading.h"
 #include "pipeline/stage_server.h"
+#include "proc/ready_line.h"
 #include "stop_signals.h"
 
 namespace keel::cli {
@@ -50,9 +50,9 @@ Status pp_stage(const PpStageOptions& opts, const sigset_t& stop_signals) {
                         pipeline::StageServer::start(*loaded.model, config));
   KEEL_LOG_INFO("pp-stage: {} ({} layers), listening on {}:{}, {} threads", loaded.path,
                 loaded.model->hparams().n_layer, host_name, server->port(), compute.threads);
-  std::printf("%s\n", cluster::format_ready_line({{"role", "pp-stage"},
-                                                  {"port", server->port()},
-                                                  {"pid", static_cast<int64_t>(::getpid())}})
+  std::printf("%s\n", proc::format_ready_line({{"role", "pp-stage"},
+                                               {"port", server->port()},
+                                               {"pid", static_cast<int64_t>(::getpid())}})
                           .c_str());
   std::fflush(stdout);
   int sig = 0;

@@ -64,10 +64,10 @@ std::vector<std::string> replacement_te_addresses(const FleetSnapshot& fleet,
   return out;
 }
 
-JeReplacer::JeReplacer(ProcessSupervisor* sup, JeReplacerConfig config)
+JeReplacer::JeReplacer(proc::ProcessSupervisor* sup, JeReplacerConfig config)
     : sup_(sup), config_(std::move(config)) {}
 
-Result<std::unique_ptr<JeReplacer>> JeReplacer::create(ProcessSupervisor* sup,
+Result<std::unique_ptr<JeReplacer>> JeReplacer::create(proc::ProcessSupervisor* sup,
                                                        JeReplacerConfig config) {
   KEEL_TRY(config.validate());
   std::unique_ptr<JeReplacer> r(new JeReplacer(sup, std::move(config)));
@@ -84,9 +84,9 @@ void JeReplacer::log_event(const Json& event) {
   if (log_) *log_ << event.dump() << "\n" << std::flush;
 }
 
-void JeReplacer::tick(const std::vector<ChildExit>& exits) {
+void JeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
   const Clock::time_point now = Clock::now();
-  for (const ChildExit& e : exits) {
+  for (const proc::ChildExit& e : exits) {
     for (size_t i = 0; i < managed_.size(); ++i) {
       ManagedJe& je = managed_[i];
       if (je.pid == 0 || je.pid != e.pid) continue;
@@ -123,11 +123,11 @@ void JeReplacer::restart(Down& down) {
   const std::vector<std::string> tes = replacement_te_addresses(
       last_fleet_ ? *last_fleet_ : FleetSnapshot{},
       config_.known_tes ? config_.known_tes() : std::vector<std::string>{});
-  ChildSpec spec;
+  proc::ChildSpec spec;
   spec.name = je.name;
   spec.argv = je_replacement_argv(je.argv, hp.ok() ? hp->port : 0, tes, config_.te_connect_timeout);
   spec.ready_timeout = config_.start_timeout;
-  Result<Child> child = sup_->spawn(spec);
+  Result<proc::Child> child = sup_->spawn(spec);
   const double seconds = std::chrono::duration<double>(Clock::now() - down.detected).count();
   if (!child.ok()) {
     down.next_try = Clock::now() + config_.retry_interval;

@@ -28,12 +28,12 @@
 #include <string>
 #include <vector>
 
-#include "cluster/child_exit.h"
 #include "cluster/fleet.h"
 #include "cluster/link.h"
-#include "cluster/process_supervisor.h"
 #include "cluster/seconds_histogram.h"
 #include "core/result.h"
+#include "proc/child_exit.h"
+#include "proc/process_supervisor.h"
 
 namespace keel::cluster {
 
@@ -73,7 +73,7 @@ struct JeReplacerConfig {
 
 class JeReplacer {
  public:
-  static Result<std::unique_ptr<JeReplacer>> create(ProcessSupervisor* sup,
+  static Result<std::unique_ptr<JeReplacer>> create(proc::ProcessSupervisor* sup,
                                                     JeReplacerConfig config);
   JeReplacer(const JeReplacer&) = delete;
   JeReplacer& operator=(const JeReplacer&) = delete;
@@ -81,7 +81,7 @@ class JeReplacer {
   void manage(ManagedJe je);
   // One pass of the manager's loop: `exits` are the children reaped this pass. Restarts happen
   // here (blocking the loop until the new JE is ready or its start fails).
-  void tick(const std::vector<ChildExit>& exits);
+  void tick(const std::vector<proc::ChildExit>& exits);
   [[nodiscard]] std::string metrics_text() const;
 
  private:
@@ -91,11 +91,11 @@ class JeReplacer {
     Clock::time_point detected;
     Clock::time_point next_try;
   };
-  JeReplacer(ProcessSupervisor* sup, JeReplacerConfig config);
+  JeReplacer(proc::ProcessSupervisor* sup, JeReplacerConfig config);
   void restart(Down& down);
   void log_event(const Json& event);
 
-  ProcessSupervisor* sup_;  // not owned
+  proc::ProcessSupervisor* sup_;  // not owned
   JeReplacerConfig config_;
   std::vector<ManagedJe> managed_;
   std::vector<Down> down_;

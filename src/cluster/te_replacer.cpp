@@ -10,8 +10,8 @@
 #include "cluster/je_calls.h"
 #include "cluster/link.h"
 #include "cluster/messages.h"
-#include "cluster/ready_line.h"
 #include "core/log.h"
+#include "proc/ready_line.h"
 
 namespace keel::cluster {
 namespace {
@@ -29,10 +29,10 @@ Status TeReplacerConfig::validate() const {
   return Status::ok_status();
 }
 
-TeReplacer::TeReplacer(ProcessSupervisor* sup, TeReplacerConfig config)
+TeReplacer::TeReplacer(proc::ProcessSupervisor* sup, TeReplacerConfig config)
     : sup_(sup), config_(std::move(config)) {}
 
-Result<std::unique_ptr<TeReplacer>> TeReplacer::create(ProcessSupervisor* sup,
+Result<std::unique_ptr<TeReplacer>> TeReplacer::create(proc::ProcessSupervisor* sup,
                                                        TeReplacerConfig config) {
   KEEL_TRY(config.validate());
   std::unique_ptr<TeReplacer> r(new TeReplacer(sup, std::move(config)));
@@ -57,9 +57,9 @@ void TeReplacer::log_event(const Json& event) {
   if (log_) *log_ << event.dump() << "\n" << std::flush;
 }
 
-void TeReplacer::tick(const std::vector<ChildExit>& exits) {
+void TeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
   // Children that exited on their own: dead now, no JE needed to tell.
-  for (const ChildExit& e : exits) {
+  for (const proc::ChildExit& e : exits) {
     for (size_t i = 0; i < managed_.size(); ++i) {
       if (managed_[i].replaced || managed_[i].pid != e.pid) continue;
       replace(ReplaceAction{i, health::TeState::kDead, ReplaceHow::kColdStart}, true);
@@ -96,7 +96,7 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
     // graceful stop would drain — cancel its tasks and send their error events to the gateway,
     // where they could arrive before the JE's new attempt number and end a client's stream.
     (void)sup_->signal(old.pid, SIGKILL);
-    Result<ChildExit> stopped = sup_->stop(old.pid, kReapWait);
+    Result<proc::ChildExit> stopped = sup_->stop(old.pid, kReapWait);
     if (stopped.ok()) {
       KEEL_LOG_INFO("cluster: te {} stopped: {}", old.name, stopped->describe());
     } else if (stopped.status().code() != StatusCode::kNotFound) {
@@ -147,13 +147,13 @@ Result<ManagedTe> TeReplacer::cold_start(const ManagedTe& old) {
   te.name = "te-" + std::to_string(next_id_++);
   te.argv = replacement_argv(old.argv, te.name);
   te.role = old.role;
-  ChildSpec spec;
+  proc::ChildSpec spec;
   spec.name = te.name;
   spec.argv = te.argv;
   spec.ready_timeout = config_.start_timeout;
-  KEEL_ASSIGN_OR_RETURN(Child child, sup_->spawn(spec));
+  KEEL_ASSIGN_OR_RETURN(proc::Child child, sup_->spawn(spec));
   te.pid = child.pid;
-  KEEL_ASSIGN_OR_RETURN(int port, ready_port(child.ready));
+  KEEL_ASSIGN_OR_RETURN(int port, proc::ready_port(child.ready));
   te.address = "127.0.0.1:" + std::to_string(port);
   if (Status s = add_to_jes(te.address); !s.ok()) {
     (void)sup_->stop(te.pid, kReapWait);

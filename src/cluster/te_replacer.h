@@ -26,13 +26,13 @@
 #include <string>
 #include <vector>
 
-#include "cluster/child_exit.h"
 #include "cluster/fleet.h"
 #include "cluster/link.h"
-#include "cluster/process_supervisor.h"
 #include "cluster/seconds_histogram.h"
 #include "cluster/te_replacement.h"
 #include "core/result.h"
+#include "proc/child_exit.h"
+#include "proc/process_supervisor.h"
 
 namespace keel::cluster {
 
@@ -51,7 +51,7 @@ struct TeReplacerConfig {
 
 class TeReplacer {
  public:
-  static Result<std::unique_ptr<TeReplacer>> create(ProcessSupervisor* sup,
+  static Result<std::unique_ptr<TeReplacer>> create(proc::ProcessSupervisor* sup,
                                                     TeReplacerConfig config);
   TeReplacer(const TeReplacer&) = delete;
   TeReplacer& operator=(const TeReplacer&) = delete;
@@ -62,7 +62,7 @@ class TeReplacer {
   // One pass of the manager's loop: `exits` are the children poll_exits() reaped this pass; the
   // fleet is read every poll_interval. Replacements happen here (a cold start blocks the loop
   // until the new TE is ready).
-  void tick(const std::vector<ChildExit>& exits);
+  void tick(const std::vector<proc::ChildExit>& exits);
   // The control addresses of the TEs it manages that are not replaced (the JE replacer hands
   // them to a restarted JE). Supervisor's thread.
   [[nodiscard]] std::vector<std::string> live_addresses() const;
@@ -70,13 +70,13 @@ class TeReplacer {
 
  private:
   using Clock = std::chrono::steady_clock;
-  TeReplacer(ProcessSupervisor* sup, TeReplacerConfig config);
+  TeReplacer(proc::ProcessSupervisor* sup, TeReplacerConfig config);
   void replace(const ReplaceAction& action, bool exited);
   Result<ManagedTe> cold_start(const ManagedTe& old);
   Status add_to_jes(const std::string& address);
   void log_event(const Json& event);
 
-  ProcessSupervisor* sup_;  // not owned
+  proc::ProcessSupervisor* sup_;  // not owned
   TeReplacerConfig config_;
   std::vector<ManagedTe> managed_;
   int next_id_ = 0;

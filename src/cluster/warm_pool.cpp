@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "cluster/ready_line.h"
+#include "proc/ready_line.h"
 
 namespace keel::cluster {
 namespace {
@@ -41,7 +41,7 @@ Result<BindReply> bind_warm_te(const std::string& host, int port, const BindMode
 }
 
 Result<WarmPool::WarmTe> WarmPool::start_one() {
-  ChildSpec spec;
+  proc::ChildSpec spec;
   spec.name = config_.name_prefix + "-" + std::to_string(next_id_++);
   spec.argv = config_.te_argv;
   spec.argv.insert(spec.argv.end(), {"--id", spec.name});
@@ -53,12 +53,12 @@ Result<WarmPool::WarmTe> WarmPool::start_one() {
     spec.argv.insert(spec.argv.end(), {"--store-dir", dir});
   }
   spec.ready_timeout = config_.start_timeout;
-  KEEL_ASSIGN_OR_RETURN(Child child, sup_->spawn(spec));
+  KEEL_ASSIGN_OR_RETURN(proc::Child child, sup_->spawn(spec));
   if (child.ready.value("state", std::string()) != "warm") {
     return Status::invalid_argument(spec.name +
                                     ": its ready line is not a warm TE's: " + child.ready.dump());
   }
-  KEEL_ASSIGN_OR_RETURN(int port, ready_port(child.ready));
+  KEEL_ASSIGN_OR_RETURN(int port, proc::ready_port(child.ready));
   return WarmTe{child.name, child.pid, port, child.ready.value("weights_port", 0)};
 }
 

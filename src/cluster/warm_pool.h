@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "cluster/bind_model.h"
-#include "cluster/process_supervisor.h"
 #include "core/result.h"
+#include "proc/process_supervisor.h"
 
 namespace keel::cluster {
 
@@ -48,7 +48,7 @@ struct BoundTe {
 
 class WarmPool {
  public:
-  WarmPool(ProcessSupervisor* supervisor, WarmPoolConfig config)
+  WarmPool(proc::ProcessSupervisor* supervisor, WarmPoolConfig config)
       : sup_(supervisor), config_(std::move(config)) {}
 
   // Starts warm TEs until `target` are idle (each waits for its ready line).
@@ -82,7 +82,7 @@ class WarmPool {
   };
   Result<WarmTe> start_one();
 
-  ProcessSupervisor* sup_;  // not owned
+  proc::ProcessSupervisor* sup_;  // not owned
   WarmPoolConfig config_;
   std::vector<WarmTe> idle_;
   int next_id_ = 0;

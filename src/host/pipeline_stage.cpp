@@ -11,11 +11,11 @@
 #include <functional>
 #include <thread>
 
-#include "cluster/child_launch.h"
-#include "cluster/ready_line.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
 #include "model/kv_storage.h"
+#include "proc/child_launch.h"
+#include "proc/ready_line.h"
 
 namespace keel::host {
 namespace {
@@ -68,7 +68,7 @@ Result<std::unique_ptr<StageProcess>> StageProcess::start(const std::string& pro
                                                           const std::string& host, int threads,
                                                           int64_t n_ctx, double timeout_s,
                                                           bool use_mmap) {
-  cluster::LaunchSpec spec;
+  proc::LaunchSpec spec;
   spec.argv = {program.empty() ? self_exe() : program,
                "pp-stage",
                "-m",
@@ -81,8 +81,8 @@ Result<std::unique_ptr<StageProcess>> StageProcess::start(const std::string& pro
                std::to_string(n_ctx),
                "--exit-with-peer"};
   if (use_mmap) spec.argv.push_back("--mmap");
-  KEEL_ASSIGN_OR_RETURN(const cluster::LaunchedChild child, cluster::launch_child(spec));
-  auto drain = std::make_unique<cluster::OutputDrain>(
+  KEEL_ASSIGN_OR_RETURN(const proc::LaunchedChild child, proc::launch_child(spec));
+  auto drain = std::make_unique<proc::OutputDrain>(
       child.stdout_fd, child.stderr_fd,
       [](std::string_view line) { KEEL_LOG_INFO("pp-stage: {}", line); });
   std::unique_ptr<StageProcess> p(new StageProcess(child.pid, std::move(drain)));
@@ -93,7 +93,7 @@ Result<std::unique_ptr<StageProcess>> StageProcess::start(const std::string& pro
     return Status::unavailable("pipeline stage 1 (pid " + std::to_string(child.pid) +
                                ") did not become ready");
   }
-  KEEL_ASSIGN_OR_RETURN(const nlohmann::json ready, cluster::parse_ready_line(*line));
+  KEEL_ASSIGN_OR_RETURN(const nlohmann::json ready, proc::parse_ready_line(*line));
   const int port = ready.value("port", 0);
   if (port <= 0) return Status::internal("pipeline stage 1's ready line has no port: " + *line);
   p->address_ = host + ":" + std::to_string(port);

@@ -13,11 +13,11 @@
 #include <memory>
 #include <string>
 
-#include "cluster/output_drain.h"
 #include "core/result.h"
 #include "engine/engine_config.h"
 #include "model/model.h"
 #include "pipeline/remote_stage.h"
+#include "proc/output_drain.h"
 
 namespace keel::host {
 
@@ -65,10 +65,10 @@ class StageProcess {
   [[nodiscard]] const std::string& address() const { return address_; }
 
  private:
-  StageProcess(pid_t pid, std::unique_ptr<cluster::OutputDrain> drain)
+  StageProcess(pid_t pid, std::unique_ptr<proc::OutputDrain> drain)
       : pid_(pid), drain_(std::move(drain)) {}
   pid_t pid_;
-  std::unique_ptr<cluster::OutputDrain> drain_;  // forwards the child's lines to our log
+  std::unique_ptr<proc::OutputDrain> drain_;  // forwards the child's lines to our log
   std::string address_;
 };
 

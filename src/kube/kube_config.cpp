@@ -22,7 +22,7 @@ Result<std::string> read_trimmed(const std::string& path, const std::string& wha
 
 bool exists(const std::string& path) { return std::ifstream(path).good(); }
 
-Result<pull::Url> api_url(const KubeConfigOverrides& o, const EnvLookup& env) {
+Result<net::Url> api_url(const KubeConfigOverrides& o, const EnvLookup& env) {
   std::string text = o.api_url;
   if (text.empty()) {
     const std::optional<std::string> host = env("KUBERNETES_SERVICE_HOST");
@@ -35,7 +35,7 @@ Result<pull::Url> api_url(const KubeConfigOverrides& o, const EnvLookup& env) {
     const bool v6 = host->find(':') != std::string::npos;
     text = "https://" + (v6 ? "[" + *host + "]" : *host) + ":" + (port ? *port : "443");
   }
-  KEEL_ASSIGN_OR_RETURN(pull::Url url, pull::parse_url(text));
+  KEEL_ASSIGN_OR_RETURN(net::Url url, net::parse_url(text));
   if (url.target != "/") {
     return Status::invalid_argument("kubernetes: API URL '" + text +
                                     "' must be scheme://HOST[:PORT] without a path");

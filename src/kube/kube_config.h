@@ -12,14 +12,14 @@
 #include <string>
 
 #include "core/result.h"
-#include "pull/url.h"
+#include "net/url.h"
 
 namespace keel::kube {
 
 inline constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
 
 struct KubeConfig {
-  pull::Url api;               // the API server's base (target "/")
+  net::Url api;                // the API server's base (target "/")
   std::string token;           // the bearer token
   std::string namespace_name;  // the namespace of the objects addressed
   std::string ca_file;         // https: the CA bundle that signs the API server ("" = system's)

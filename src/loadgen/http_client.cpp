@@ -23,20 +23,19 @@
 namespace keel::loadgen {
 namespace {
 
-namespace net = boost::asio;
+namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+using asio::awaitable;
+using asio::ip::tcp;
 using boost::system::error_code;
-using net::awaitable;
-using net::ip::tcp;
 using Parser = http::response_parser<http::buffer_body>;
 
 constexpr size_t kReadBufferBytes = 16 * 1024;
 constexpr size_t kMaxErrorBodyBytes = 64 * 1024;
-constexpr size_t kMaxGetBodyBytes = 16 * 1024 * 1024;
 constexpr double kDrainTimeoutS = 2.0;  // wait for the end of a message after [DONE]
 
-auto with_ec(error_code& ec) { return net::redirect_error(net::use_awaitable, ec); }
+auto with_ec(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
@@ -53,7 +52,7 @@ struct Exchange {
 }  // namespace
 
 struct HttpClient::Impl {
-  net::any_io_executor executor;
+  asio::any_io_executor executor;
   ClientConfig config;
   const Clock* clock;
   int64_t origin_ns;
@@ -135,7 +134,7 @@ struct HttpClient::Impl {
     }
   }
 
-  // Reads a whole (small) body: an error message or a model list, up to max_bytes.
+  // Reads a whole (small) body, an error message, up to max_bytes.
   awaitable<std::string> read_small_body(Exchange& ex, size_t max_bytes) {
     std::string body;
     char buf[4096];
@@ -175,7 +174,7 @@ struct HttpClient::Impl {
     }
     if (tracker.finished()) co_return;
     if (!ec || ec == http::error::partial_message || ec == http::error::end_of_stream ||
-        ec == net::error::eof) {
+        ec == asio::error::eof) {
       tracker.on_end_of_body(now_s());  // fails with "ended before [DONE]" unless it was there
     } else {
       tracker.fail(describe(ec, "read stream from"));
@@ -222,7 +221,7 @@ struct HttpClient::Impl {
       }
       return;
     }
-    net::co_spawn(executor, drain_and_park(this, std::move(ex)), net::detached);
+    asio::co_spawn(executor, drain_and_park(this, std::move(ex)), asio::detached);
   }
 
   awaitable<void> post(const StreamPost& post, StreamTracker& tracker) {
@@ -249,7 +248,7 @@ struct HttpClient::Impl {
   }
 };
 
-HttpClient::HttpClient(net::any_io_executor executor, ClientConfig config, const Clock* clock,
+HttpClient::HttpClient(asio::any_io_executor executor, ClientConfig config, const Clock* clock,
                        int64_t origin_ns)
     : impl_(std::make_unique<Impl>()) {
   impl_->executor = std::move(executor);
@@ -289,29 +288,6 @@ awaitable<void> HttpClient::stream_post(StreamPost post, RequestRecord* rec) {
     tracker.fail("client error: unknown exception");
   }
   tracker.fill(rec);
-}
-
-awaitable<Result<std::string>> HttpClient::get(std::string path) {
-  try {
-    auto req = impl_->make_request(http::verb::get, path, {}, {});
-    Result<Exchange> opened = co_await impl_->open(req);
-    if (!opened.ok()) co_return opened.error();
-    Exchange ex = std::move(opened).value();
-    std::string body = co_await impl_->read_small_body(ex, kMaxGetBodyBytes);
-    if (!ex.parser->is_done()) {
-      co_return Status::unavailable("GET " + path + ": incomplete response body from " +
-                                    impl_->where());
-    }
-    const unsigned status = ex.parser->get().result_int();
-    if (status != 200) {
-      co_return Status::unavailable("GET " + path + ": HTTP " + std::to_string(status) + " " +
-                                    std::string(ex.parser->get().reason()) + ": " +
-                                    error_message_from_body(body));
-    }
-    co_return body;
-  } catch (const std::exception& e) {
-    co_return Status::internal("GET " + path + ": " + e.what());
-  }
 }
 
 }  // namespace keel::loadgen

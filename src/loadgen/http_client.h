@@ -1,6 +1,7 @@
 // HttpClient: the HTTP/1.1 side of the load generator, on Boost.Asio + Boost.Beast with C++20
 // coroutines. It streams one POST per call and feeds the response body, each read stamped with
-// the clock, into a StreamTracker; it also does the plain GET used to list models.
+// the clock, into a StreamTracker. (A plain GET, to list models or read /metrics, is http_get in
+// load_runner.h, over net's synchronous client.)
 //
 // Connections are kept alive and reused through an idle pool (as aiohttp does for vLLM's
 // client): a request takes an idle connection or opens a new one; a response read to its end
@@ -65,10 +66,6 @@ class HttpClient {
   // Sends one streamed POST and fills *rec (start_s, timings, tokens, success or error). Never
   // throws; every failure ends up in rec->error.
   boost::asio::awaitable<void> stream_post(StreamPost post, RequestRecord* rec);
-
-  // GET path; the body of a 200 response, else an error naming the status and the server's
-  // message.
-  boost::asio::awaitable<Result<std::string>> get(std::string path);
 
   // Connections opened so far (for reporting and tests of connection reuse).
   [[nodiscard]] int64_t connections_opened() const;

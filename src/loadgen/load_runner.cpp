@@ -1,4 +1,5 @@
-// run_load: the arrival loop, the concurrency gate and completion tracking on one io_context.
+// run_load: the arrival loop, the concurrency gate and completion tracking on one io_context;
+// http_get through net's HTTP client.
 #include "loadgen/load_runner.h"
 
 #include <boost/asio/co_spawn.hpp>
@@ -7,26 +8,31 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <nlohmann/json.hpp>
 
 #include "loadgen/arrivals.h"
+#include "loadgen/stream_chunk.h"
+#include "net/http_client.h"
 
 namespace keel::loadgen {
 namespace {
 
-namespace net = boost::asio;
-using net::awaitable;
+namespace asio = boost::asio;
+using asio::awaitable;
 using SteadyTp = std::chrono::steady_clock::time_point;
+
+constexpr uint64_t kMaxGetBodyBytes = uint64_t{16} << 20;
 
 // State of one run, owned by run_load's frame; coroutines hold a pointer to it.
 struct Run {
   const RunnerConfig* config;
   const std::vector<PlannedRequest>* requests;
   HttpClient* client;
-  net::steady_timer* wake;  // cancelled whenever a request completes
+  asio::steady_timer* wake;  // cancelled whenever a request completes
   std::vector<RequestRecord> records;
   std::vector<double> schedule;  // planned arrival offsets, s
   double start_s = 0.0;          // run start on the client clock
@@ -37,7 +43,7 @@ struct Run {
 awaitable<void> wait_for_wake(Run* run) {
   boost::system::error_code ec;
   run->wake->expires_at(SteadyTp::max());
-  co_await run->wake->async_wait(net::redirect_error(net::use_awaitable, ec));
+  co_await run->wake->async_wait(asio::redirect_error(asio::use_awaitable, ec));
 }
 
 awaitable<void> one_request(Run* run, size_t idx) {
@@ -76,7 +82,7 @@ awaitable<void> drive(Run* run) {
     co_return;
   }
   const LoadConfig& load = run->config->load;
-  net::steady_timer arrival(co_await net::this_coro::executor);
+  asio::steady_timer arrival(co_await asio::this_coro::executor);
   // start_s is read first, so every timer deadline (from start_tp) is at or after the planned
   // arrival recorded from start_s: no request is ever sent before its scheduled_s.
   run->start_s = run->client->now_s();
@@ -88,14 +94,14 @@ awaitable<void> drive(Run* run) {
       arrival.expires_at(start_tp + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                         std::chrono::duration<double>(offset)));
       boost::system::error_code ec;
-      co_await arrival.async_wait(net::redirect_error(net::use_awaitable, ec));
+      co_await arrival.async_wait(asio::redirect_error(asio::use_awaitable, ec));
     }
     while (load.max_concurrency > 0 && run->in_flight >= load.max_concurrency) {
       co_await wait_for_wake(run);
     }
     run->records[i].scheduled_s = run->start_s + offset;
     ++run->in_flight;
-    net::co_spawn(arrival.get_executor(), one_request(run, i), net::detached);
+    asio::co_spawn(arrival.get_executor(), one_request(run, i), asio::detached);
   }
   while (run->in_flight > 0) co_await wait_for_wake(run);
 }
@@ -121,10 +127,10 @@ Status LoadConfig::validate() const {
 Result<RunOutput> run_load(const RunnerConfig& config,
                            const std::vector<PlannedRequest>& requests) {
   KEEL_TRY(config.load.validate());
-  net::io_context io(1);
+  asio::io_context io(1);
   SteadyClock clock;
   HttpClient client(io.get_executor(), config.client, &clock, clock.now_ns());
-  net::steady_timer wake(io);
+  asio::steady_timer wake(io);
   Run run{.config = &config, .requests = &requests, .client = &client, .wake = &wake};
   run.records.resize(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) {
@@ -133,7 +139,7 @@ Result<RunOutput> run_load(const RunnerConfig& config,
   }
   run.schedule = arrival_schedule(static_cast<int64_t>(requests.size()), config.load.request_rate,
                                   config.load.burstiness, config.load.seed);
-  net::co_spawn(io, drive(&run), net::detached);
+  asio::co_spawn(io, drive(&run), asio::detached);
   try {
     io.run();
   } catch (const std::exception& e) {
@@ -151,25 +157,32 @@ Result<RunOutput> run_load(const RunnerConfig& config,
 }
 
 Result<std::string> http_get(const ClientConfig& config, const std::string& path) {
-  net::io_context io(1);
-  SteadyClock clock;
-  HttpClient client(io.get_executor(), config, &clock, clock.now_ns());
-  Result<std::string> body = Status::internal("GET " + path + " did not run");
-  auto query = [](HttpClient* c, std::string p, Result<std::string>* out) -> awaitable<void> {
-    Status st = co_await c->resolve();
-    if (!st.ok()) {
-      *out = st;
-      co_return;
-    }
-    *out = co_await c->get(std::move(p));
-  };
-  net::co_spawn(io, query(&client, path, &body), net::detached);
-  try {
-    io.run();
-  } catch (const std::exception& e) {
-    return Status::internal("GET " + path + ": " + e.what());
+  const std::string where = config.target.host + ":" + config.target.port;
+  net::HttpRequest req;
+  req.url.host = config.target.host;
+  int port = 0;
+  const auto [end, ec] = std::from_chars(
+      config.target.port.data(), config.target.port.data() + config.target.port.size(), port);
+  if (ec != std::errc() || port <= 0 || port > 65535) {
+    return Status::invalid_argument("GET " + path + ": bad port in " + where);
   }
-  return body;
+  req.url.port = static_cast<uint16_t>(port);
+  req.url.target = config.target.base_path + path;
+  req.headers = {{"User-Agent", "keel-bench-serve"}};
+  if (!config.api_key.empty())
+    req.headers.emplace_back("Authorization", "Bearer " + config.api_key);
+  for (const auto& header : config.headers) req.headers.push_back(header);
+  net::HttpOptions options;
+  options.timeout = std::chrono::milliseconds(std::llround(config.request_timeout_s * 1000.0));
+  options.scope = net::TimeoutScope::kEachOperation;  // no progress this long fails the GET
+  options.max_body_bytes = kMaxGetBodyBytes;
+  KEEL_ASSIGN_OR_RETURN(net::HttpResponse answer, net::http_call(req, options));
+  if (answer.head.status != 200) {
+    return Status::unavailable("GET " + path + ": HTTP " + std::to_string(answer.head.status) +
+                               " " + answer.head.reason + ": " +
+                               error_message_from_body(answer.body));
+  }
+  return std::move(answer.body);
 }
 
 Result<std::string> fetch_first_model(const ClientConfig& config) {

@@ -1,23 +1,14 @@
-// EtcdClient; see etcd_client.h. One connection per call (Connection: close): a control plane's
-// few calls a second do not need pooling, and no state survives a failed call.
+// EtcdClient; see etcd_client.h. One connection per call (net's HTTP client, Connection: close):
+// a control plane's few calls a second do not need pooling, and no state survives a failed call.
 #include "membership/etcd_client.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <sstream>
 #include <thread>
 
+#include "net/http_client.h"
+
 namespace keel::membership {
 namespace {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using boost::system::error_code;
-using net::ip::tcp;
 
 // The answer to one POST: HTTP status and body, or a transport error.
 struct HttpAnswer {
@@ -27,41 +18,19 @@ struct HttpAnswer {
 
 Result<HttpAnswer> post_once(const EtcdEndpoint& ep, const std::string& path,
                              const std::string& body, std::chrono::milliseconds timeout) {
-  net::io_context ioc;
-  tcp::resolver resolver(ioc);
-  error_code ec;
-  const auto results = resolver.resolve(ep.host, ep.port, ec);
-  if (ec) return Status::unavailable("resolve " + ep.host + ": " + ec.message());
-  beast::tcp_stream stream(ioc);
-  http::request<http::string_body> req{http::verb::post, path, 11};
-  req.set(http::field::host, ep.host + ":" + ep.port);
-  req.set(http::field::content_type, "application/json");
-  req.set(http::field::connection, "close");
-  req.body() = body;
-  req.prepare_payload();
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(64 * 1024 * 1024);
-  error_code result;
-  const char* stage = "connect";
-  stream.expires_after(timeout);
-  stream.async_connect(results, [&](error_code e, const tcp::endpoint&) {
-    if (e) return void(result = e);
-    stage = "write";
-    http::async_write(stream, req, [&](error_code e2, size_t) {
-      if (e2) return void(result = e2);
-      stage = "read";
-      http::async_read(stream, buffer, parser, [&](error_code e3, size_t) { result = e3; });
-    });
-  });
-  ioc.run();
-  if (result) {
-    const std::string what = result == beast::error::timeout
-                                 ? "timed out after " + std::to_string(timeout.count()) + " ms"
-                                 : result.message();
-    return Status::unavailable(std::string(stage) + " " + ep.host + ":" + ep.port + ": " + what);
-  }
-  return HttpAnswer{static_cast<int>(parser.get().result_int()), parser.get().body()};
+  net::HttpRequest req;
+  req.method = "POST";
+  req.url.host = ep.host;
+  req.url.port = static_cast<uint16_t>(std::stoi(ep.port));  // checked by parse_etcd_endpoint
+  req.url.target = path;
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = body;
+  net::HttpOptions options;
+  options.timeout = timeout;
+  options.scope = net::TimeoutScope::kWholeExchange;  // connect + write + read
+  options.max_body_bytes = uint64_t{64} << 20;
+  KEEL_ASSIGN_OR_RETURN(net::HttpResponse answer, net::http_call(req, options));
+  return HttpAnswer{answer.head.status, std::move(answer.body)};
 }
 
 // A gateway error body {"error": ..., "code": N, "message": ...} as a Status.

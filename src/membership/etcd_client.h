@@ -1,7 +1,7 @@
 // EtcdClient: unary calls to etcd v3's JSON gateway (grpc-gateway: POST /v3/<service>/<method>
 // with a JSON body, keys and values in base64, int64s as strings) over plain HTTP/1.1 with
-// Boost.Beast. Each call has a deadline (connect + write + read); a call that cannot reach any
-// endpoint is retried with exponential backoff over the endpoints in turn, then fails with
+// net's HTTP client. Each call has a deadline (connect + write + read); a call that cannot reach
+// any endpoint is retried with exponential backoff over the endpoints in turn, then fails with
 // Unavailable naming every endpoint and the last error — a dead etcd never hangs a caller. An
 // answer from etcd (HTTP status other than 200) is not retried: its gRPC code maps to a Status
 // (NotFound for a missing lease, InvalidArgument, ...).

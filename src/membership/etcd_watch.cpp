@@ -1,29 +1,10 @@
 // EtcdWatch; see etcd_watch.h.
 #include "membership/etcd_watch.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
 #include "core/log.h"
 #include "membership/base64.h"
 
 namespace keel::membership {
-
-namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using boost::system::error_code;
-using net::ip::tcp;
-
-// One connection's I/O objects; stop() posts a close onto its io_context from any thread.
-struct EtcdWatch::Stream {
-  net::io_context ioc;
-  beast::tcp_stream stream{ioc};
-  void stop() { ioc.stop(); }  // thread-safe; run() returns, pending operations are dropped
-};
 
 namespace {
 
@@ -76,8 +57,8 @@ EtcdWatch::~EtcdWatch() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
-    if (stream_) stream_->stop();
   }
+  cancel_.cancel();
   cv_.notify_all();
   thread_.join();
 }
@@ -115,18 +96,29 @@ bool EtcdWatch::read_stream(const EtcdEndpoint& ep) {
   nlohmann::json body = {
       {"create_request",
        {{"key", base64_encode(begin)}, {"range_end", base64_encode(prefix_range_end(begin))}}}};
-  int64_t start = 0;
-  http::request<http::string_body> req{http::verb::post, "/v3/watch", 11};
-  req.set(http::field::host, ep.host + ":" + ep.port);
-  req.set(http::field::content_type, "application/json");
-  beast::flat_buffer buffer;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(boost::none);
-  std::string pending;  // a partial line
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return true;
+    body["create_request"]["start_revision"] = std::to_string(next_revision_);
+  }
+  net::HttpRequest req;
+  req.method = "POST";
+  req.url.host = ep.host;
+  req.url.port = static_cast<uint16_t>(std::stoi(ep.port));  // checked by parse_etcd_endpoint
+  req.url.target = "/v3/watch";
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = body.dump();
+  net::HttpOptions options;
+  options.timeout = client_.config().request_timeout;  // the connect and the request
+  options.scope = net::TimeoutScope::kUntilSent;       // a watch is silent while nothing changes
+  std::string pending;                                 // a partial line
   bool received = false;
-  auto on_chunk = [&](uint64_t, beast::string_view data, error_code&) -> size_t {
+  const auto on_head = [](const net::HttpHead&) -> Result<net::AfterHead> {
+    return net::AfterHead::kReadBody;
+  };
+  const auto on_body = [&](std::string_view data) -> Status {
     received = true;
-    pending.append(data.data(), data.size());
+    pending.append(data);
     size_t nl = 0;
     while ((nl = pending.find('\n')) != std::string::npos) {
       const std::string line = pending.substr(0, nl);
@@ -139,36 +131,10 @@ bool EtcdWatch::read_stream(const EtcdEndpoint& ep) {
       next_revision_ = last + 1;
       cv_.notify_all();
     }
-    return data.size();
+    return {};
   };
-  parser.on_chunk_body(on_chunk);
-  // Declared after what its handlers borrow, so its pending operations die first.
-  auto s = std::make_shared<Stream>();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return true;
-    stream_ = s;
-    start = next_revision_;
-  }
-  body["create_request"]["start_revision"] = std::to_string(start);
-  req.body() = body.dump();
-  req.prepare_payload();
-  tcp::resolver resolver(s->ioc);
-  error_code ec;
-  const auto results = resolver.resolve(ep.host, ep.port, ec);
-  if (ec) return false;
-  s->stream.expires_after(client_.config().request_timeout);  // the connect and the request
-  s->stream.async_connect(results, [&](error_code e, const tcp::endpoint&) {
-    if (e) return;
-    http::async_write(s->stream, req, [&](error_code e2, size_t) {
-      if (e2) return;
-      s->stream.expires_never();  // a watch is silent while nothing changes
-      http::async_read(s->stream, buffer, parser, [](error_code, size_t) {});
-    });
-  });
-  s->ioc.run();
-  std::lock_guard<std::mutex> lock(mu_);
-  stream_.reset();
+  // The stream's end, a transport error or the cancel: the caller reconnects unless stopping.
+  (void)net::http_stream(req, options, on_head, on_body, &cancel_);
   return received;
 }
 

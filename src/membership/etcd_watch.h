@@ -5,18 +5,18 @@
 // restarting) it reconnects with backoff from the revision after the last event seen.
 //
 // Thread safety: next() from one consumer thread; the reader thread is private. Destruction
-// stops the reader (closes its connection) and joins it.
+// stops the reader (cancels its call, which closes the connection) and joins it.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <mutex>
 #include <thread>
 
 #include "membership/etcd_client.h"
 #include "membership/membership.h"
+#include "net/http_client.h"
 
 namespace keel::membership {
 
@@ -34,7 +34,6 @@ class EtcdWatch final : public MemberWatch {
   std::optional<MemberEvent> next(std::chrono::milliseconds timeout) override;
 
  private:
-  struct Stream;
   void run();
   // Reads one connection's stream until it ends, fails or stop; false on a connection error.
   bool read_stream(const EtcdEndpoint& ep);
@@ -46,7 +45,7 @@ class EtcdWatch final : public MemberWatch {
   std::deque<MemberEvent> events_;  // guarded by mu_
   int64_t next_revision_;           // guarded by mu_
   bool stopping_ = false;           // guarded by mu_
-  std::shared_ptr<Stream> stream_;  // guarded by mu_: the connection being read
+  net::HttpCancel cancel_;          // cancelled by the destructor: ends the stream being read
   std::thread thread_;
 };
 

@@ -71,7 +71,7 @@ struct Attempt {
 
   // Follows redirects until a 2xx body ended. Ok when the .part then holds the whole file.
   Status run() {
-    Url url = options.url;
+    net::Url url = options.url;
     for (int hop = 0;; ++hop) {
       FetchRequest req{url, have, options.io_timeout};
       Result<FetchHead> head = fetch(
@@ -86,7 +86,7 @@ struct Attempt {
       if (head->status < 300) break;
       if (head->location.empty()) return Status::invalid_argument("a redirect without Location");
       if (hop >= kMaxRedirects) return Status::invalid_argument("too many redirects");
-      KEEL_ASSIGN_OR_RETURN(url, resolve_location(url, head->location));
+      KEEL_ASSIGN_OR_RETURN(url, net::resolve_location(url, head->location));
     }
     if (total != 0 && have != total) {
       return Status::unavailable("the body ended after " + std::to_string(have) + " of " +

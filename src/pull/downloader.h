@@ -18,12 +18,12 @@
 
 #include "core/file_system.h"
 #include "core/result.h"
-#include "pull/url.h"
+#include "net/url.h"
 
 namespace keel::pull {
 
 struct DownloadOptions {
-  Url url;
+  net::Url url;
   std::string path;             // the final file
   std::string expected_sha256;  // hex; "" = the server's, when it gives one
   int max_attempts = 5;

@@ -1,10 +1,10 @@
-// fetch(): one HTTP/1.1 GET over plain TCP or TLS (Boost.Beast; OpenSSL with the system's CA
+// fetch(): one HTTP/1.1 GET over plain TCP or TLS (net/http_client.h: the system's CA
 // store, SNI and host-name verification), optionally from a byte offset (Range), streaming the
 // body of a 2xx response to a sink. Redirects are not followed here: the caller sees 3xx and the
 // Location header (the downloader follows them). Every socket operation has an idle deadline.
 // Errors: Unavailable for connection, TLS and mid-body transport failures (worth retrying);
 // whatever the sinks return stops the transfer and is passed back.
-// Thread safety: reentrant; each call uses its own io_context.
+// Thread safety: reentrant; each call has its own connection.
 #pragma once
 
 #include <chrono>
@@ -15,12 +15,12 @@
 #include <string>
 
 #include "core/result.h"
-#include "pull/url.h"
+#include "net/url.h"
 
 namespace keel::pull {
 
 struct FetchRequest {
-  Url url;
+  net::Url url;
   uint64_t offset = 0;                          // > 0: "Range: bytes=offset-"
   std::chrono::milliseconds io_timeout{30000};  // per socket operation without progress
 };

@@ -31,7 +31,7 @@ std::vector<std::string_view> split(std::string_view s, char sep) {
 }
 
 // The URL's path as cache segments: unsafe characters become '_', empty / dot segments dropped.
-std::string url_cache_path(const Url& url) {
+std::string url_cache_path(const net::Url& url) {
   std::string out = "url/" + url.host + "_" + std::to_string(url.port);
   std::string_view path = url.target;
   if (const size_t q = path.find('?'); q != std::string_view::npos) path = path.substr(0, q);
@@ -70,8 +70,8 @@ Result<ModelSource> parse_hf(std::string_view ref, std::string_view endpoint) {
   std::string base(endpoint);
   while (base.ends_with("/")) base.pop_back();
   const std::string repo_id = std::string(parts[0]) + "/" + std::string(repo);
-  KEEL_ASSIGN_OR_RETURN(Url url,
-                        parse_url(base + "/" + repo_id + "/resolve/" + revision + "/" + file));
+  KEEL_ASSIGN_OR_RETURN(net::Url url,
+                        net::parse_url(base + "/" + repo_id + "/resolve/" + revision + "/" + file));
   return ModelSource{std::move(url), "hf/" + repo_id + "/" + revision + "/" + file};
 }
 
@@ -85,7 +85,7 @@ bool looks_remote(std::string_view ref) {
 
 Result<ModelSource> parse_model_ref(std::string_view ref, std::string_view hf_endpoint) {
   if (ref.starts_with("http://") || ref.starts_with("https://")) {
-    KEEL_ASSIGN_OR_RETURN(Url url, parse_url(ref));
+    KEEL_ASSIGN_OR_RETURN(net::Url url, net::parse_url(ref));
     std::string cache = url_cache_path(url);
     if (cache.find('/', 4) == std::string::npos) {
       return Status::invalid_argument("bad model URL \"" + std::string(ref) + "\": no file name");

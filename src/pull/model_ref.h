@@ -10,14 +10,14 @@
 #include <string_view>
 
 #include "core/result.h"
-#include "pull/url.h"
+#include "net/url.h"
 
 namespace keel::pull {
 
 inline constexpr std::string_view kDefaultHfEndpoint = "https://huggingface.co";
 
 struct ModelSource {
-  Url url;
+  net::Url url;
   std::string cache_path;  // relative to the model cache: "hf/org/repo/rev/file.gguf", "url/..."
 };
 

@@ -21,7 +21,7 @@ using testing::FakeKubeApi;
 using Clock = ReplicaActuator::Clock;
 
 ScaleClient client_for(const FakeKubeApi& api) {
-  Result<pull::Url> u = pull::parse_url(api.url());
+  Result<net::Url> u = net::parse_url(api.url());
   EXPECT_TRUE(u.ok());
   ScaleClientConfig c;
   c.request_timeout = std::chrono::milliseconds(1000);

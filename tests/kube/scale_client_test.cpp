@@ -22,7 +22,7 @@ using testing::RecordedRequest;
 constexpr const char* kScalePath = "/apis/apps/v1/namespaces/keel/deployments/te/scale";
 
 KubeConfig config_for(const std::string& url, const std::string& token = "sa-token") {
-  Result<pull::Url> u = pull::parse_url(url);
+  Result<net::Url> u = net::parse_url(url);
   EXPECT_TRUE(u.ok());
   return KubeConfig{*u, token, "keel", ""};
 }

@@ -38,7 +38,7 @@ std::string sha_of(const std::string& s) {
 DownloadOptions options(const TestHttpServer& server, const std::string& path,
                         const std::string& dir) {
   DownloadOptions o;
-  o.url = *parse_url(server.url(path));
+  o.url = *net::parse_url(server.url(path));
   o.path = dir + "/model.gguf";
   o.retry_backoff = std::chrono::milliseconds(1);
   o.io_timeout = std::chrono::milliseconds(10000);

@@ -21,9 +21,9 @@
 #include <sstream>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_observe.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -124,8 +124,8 @@ class AutoscaleE2e : public ::testing::Test {
 
 TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
   const std::string log = dir_ + "/events.jsonl";
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv =
       cluster_argv({"--max", "3", "--warm-pool", "2", "--store-dir", dir_, "--event-log", log,
@@ -134,7 +134,7 @@ TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
   EXPECT_EQ(healthy_tes(port), 0) << "--min 0 starts with no bound TE";
 
   // The first request after idle is held, not refused, while the autoscaler binds a TE.
@@ -192,8 +192,8 @@ TEST_F(AutoscaleE2e, ScalesFromZeroUnderARampAndBackToZero) {
 
 TEST_F(AutoscaleE2e, PrefillAndDecodeTesScaleApartOnTheirOwnSignals) {
   const std::string log = dir_ + "/events.jsonl";
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   // Decode: 2 running requests per TE. Prefill: a target no load here reaches (8 per TE with 8
   // in flight in all), and a TTFT objective no request meets; a TPOT objective every gap meets.
@@ -221,7 +221,7 @@ TEST_F(AutoscaleE2e, PrefillAndDecodeTesScaleApartOnTheirOwnSignals) {
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
   EXPECT_EQ(healthy_tes(port), 2);
 
   // 8 requests in flight, each decoding 96 tokens.
@@ -296,8 +296,8 @@ TEST_F(AutoscaleE2e, PipelinedTesScaleFromZeroWithBothStagesOnTheStoresEntry) {
   const std::string log = dir_ + "/events.jsonl";
   const std::string store = dir_ + "/store";
   std::filesystem::create_directories(store);
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv =
       cluster_argv({"--pp", "2", "--max", "2", "--warm-pool", "1", "--store-dir", store,
@@ -305,7 +305,7 @@ TEST_F(AutoscaleE2e, PipelinedTesScaleFromZeroWithBothStagesOnTheStoresEntry) {
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
   EXPECT_EQ(healthy_tes(port), 0);
 
   // Held while the autoscaler binds the warm TE, which then starts its stage 1.
@@ -356,8 +356,8 @@ TEST_F(AutoscaleE2e, RoleFlagsOutsideAPdFleetAreRefusedWithAOneLineError) {
 }
 
 TEST_F(AutoscaleE2e, AHeldRequestPastTheActivationTimeoutGets503WithRetryAfter) {
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   // No warm pool: the autoscaler cold-starts a TE (a new process that loads the model), which
   // takes far longer than this activation timeout.
@@ -365,7 +365,7 @@ TEST_F(AutoscaleE2e, AHeldRequestPastTheActivationTimeoutGets503WithRetryAfter) 
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
   const Clock::time_point t0 = Clock::now();
   const HttpResponse r = http_request(port, "POST", "/v1/completions", completion(4).dump());
   const double held_s = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "core/file_system.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "state/state_store.h"
 #include "support/test_support.h"
@@ -34,9 +34,9 @@ constexpr int kLines = 200;
 
 // `keel cluster up` on `state_dir` as a child of `sup`: one colocated TE, one JE, two batch
 // lines at a time; its gateway port (0 when it did not start).
-int start_cluster(cluster::ProcessSupervisor& sup, const std::string& name,
+int start_cluster(proc::ProcessSupervisor& sup, const std::string& name,
                   const std::string& state_dir, pid_t* pid) {
-  cluster::ChildSpec spec;
+  proc::ChildSpec spec;
   spec.name = name;
   spec.argv = {KEEL_BINARY,
                "cluster",
@@ -60,11 +60,11 @@ int start_cluster(cluster::ProcessSupervisor& sup, const std::string& name,
                "--state-dir",
                state_dir};
   spec.ready_timeout = 60s;
-  Result<cluster::Child> child = sup.spawn(spec);
+  Result<proc::Child> child = sup.spawn(spec);
   EXPECT_TRUE(child.ok()) << child.status().message();
   if (!child.ok()) return 0;
   *pid = child->pid;
-  Result<int> port = cluster::ready_port(child->ready);
+  Result<int> port = proc::ready_port(child->ready);
   return port.ok() ? *port : 0;
 }
 
@@ -118,7 +118,7 @@ std::string upload_form(const std::string& boundary) {
 TEST(ClusterBatchRestart, GatewayKilledHalfwayResumesAndAnswersEveryLineOnce) {
   KEEL_REQUIRE_SHARED();
   const std::string state_dir = make_temp_dir("cluster_state");
-  cluster::ProcessSupervisor sup;
+  proc::ProcessSupervisor sup;
   pid_t first_pid = 0;
   const int first = start_cluster(sup, "cluster-1", state_dir, &first_pid);
   ASSERT_GT(first, 0);

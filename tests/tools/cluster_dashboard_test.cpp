@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -61,17 +61,17 @@ std::vector<bool> numeric_cells(const std::string& html, const std::string& tag)
 
 TEST(ClusterDashboardTest, ChromiumRendersTheFleet) {
   KEEL_REQUIRE_SHARED();
-  cluster::ProcessSupervisor sup;
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup;
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = {KEEL_BINARY, "cluster",         "up", "-m",     stories(), "--served-model-name",
                "stories",   "--colocated",     "2",  "--jes",  "1",       "--threads-per-te",
                "1",         "--drain-timeout", "5",  "--port", "0",       "--min",
                "2",         "--max",           "3"};
   spec.ready_timeout = std::chrono::milliseconds(60000);
-  Result<cluster::Child> child = sup.spawn(spec);
+  Result<proc::Child> child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  Result<int> port = cluster::ready_port(child->ready);
+  Result<int> port = proc::ready_port(child->ready);
   ASSERT_TRUE(port.ok()) << port.status().to_string();
 
   const HttpResponse page = http_request(*port, "GET", "/dashboard");

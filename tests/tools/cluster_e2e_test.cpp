@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -39,7 +39,7 @@ class Cluster {
  public:
   // `tes`: the task executors' flags (default: 2 colocated).
   explicit Cluster(const std::vector<std::string>& tes = {"--colocated", "2"}) {
-    cluster::ChildSpec spec;
+    proc::ChildSpec spec;
     spec.name = "cluster";
     spec.argv = {KEEL_BINARY, "cluster", "up", "-m", stories(), "--served-model-name", "stories"};
     for (const char* flag :
@@ -49,22 +49,22 @@ class Cluster {
     }
     spec.argv.insert(spec.argv.end(), tes.begin(), tes.end());
     spec.ready_timeout = std::chrono::milliseconds(60000);
-    Result<cluster::Child> child = sup_.spawn(spec);
+    Result<proc::Child> child = sup_.spawn(spec);
     if (!child.ok()) {
       error_ = child.status().message();
       return;
     }
     pid_ = child->pid;
-    Result<int> port = cluster::ready_port(child->ready);
+    Result<int> port = proc::ready_port(child->ready);
     port_ = port.ok() ? *port : 0;
   }
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] pid_t pid() const { return pid_; }
   [[nodiscard]] const std::string& error() const { return error_; }
-  cluster::ProcessSupervisor& supervisor() { return sup_; }
+  proc::ProcessSupervisor& supervisor() { return sup_; }
 
  private:
-  cluster::ProcessSupervisor sup_;
+  proc::ProcessSupervisor sup_;
   pid_t pid_ = -1;
   int port_ = 0;
   std::string error_;
@@ -598,7 +598,7 @@ TEST_F(ClusterE2e, SigtermDrainsTheTree) {
     EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
   });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  Result<cluster::ChildExit> exit = c.supervisor().stop(c.pid(), std::chrono::milliseconds(30000));
+  Result<proc::ChildExit> exit = c.supervisor().stop(c.pid(), std::chrono::milliseconds(30000));
   client.join();
   ASSERT_TRUE(exit.ok()) << exit.status().message();
   EXPECT_EQ(exit->exit_code, 0) << exit->describe();

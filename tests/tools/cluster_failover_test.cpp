@@ -27,9 +27,9 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_observe.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -47,7 +47,7 @@ class Cluster {
  public:
   explicit Cluster(const std::vector<std::string>& flags) {
     log_ = make_temp_dir("cluster-failover") + "/events.jsonl";
-    cluster::ChildSpec spec;
+    proc::ChildSpec spec;
     spec.name = "cluster";
     spec.argv = {KEEL_BINARY, "cluster",
                  "up",        "-m",
@@ -60,13 +60,13 @@ class Cluster {
                  log_};
     spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
     spec.ready_timeout = 60s;
-    Result<cluster::Child> child = sup_.spawn(spec);
+    Result<proc::Child> child = sup_.spawn(spec);
     if (!child.ok()) {
       error_ = child.status().message();
       return;
     }
     pid_ = child->pid;
-    Result<int> port = cluster::ready_port(child->ready);
+    Result<int> port = proc::ready_port(child->ready);
     port_ = port.ok() ? *port : 0;
     control_port_ = child->ready.value("control_port", 0);
   }
@@ -102,7 +102,7 @@ class Cluster {
   }
 
  private:
-  cluster::ProcessSupervisor sup_;
+  proc::ProcessSupervisor sup_;
   pid_t pid_ = 0;
   int port_ = 0;
   int control_port_ = 0;

@@ -18,9 +18,9 @@
 #include <vector>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_observe.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -84,9 +84,9 @@ TEST_F(ForecastE2e, DemandMovesTheStoreFromOneModelToTheOtherWithinItsBudget) {
   const std::string store = dir_ + "/store";
   std::filesystem::create_directories(store);
   const auto budget = std::filesystem::file_size(a) * 3 / 2;  // one entry, not two
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
   const auto start = [&](const std::string& model, const std::string& name) {
-    cluster::ChildSpec spec;
+    proc::ChildSpec spec;
     spec.name = name;
     spec.argv = {KEEL_BINARY,
                  "cluster",
@@ -116,7 +116,7 @@ TEST_F(ForecastE2e, DemandMovesTheStoreFromOneModelToTheOtherWithinItsBudget) {
     spec.ready_timeout = std::chrono::seconds(60);
     return sup.spawn(spec);
   };
-  Result<cluster::Child> ca = start(a, "a");
+  Result<proc::Child> ca = start(a, "a");
   ASSERT_TRUE(ca.ok()) << ca.status().to_string();
   const std::vector<json> a_start = forecasts(dir_ + "/a.jsonl", "preload");
   ASSERT_EQ(a_start.size(), 1u) << "A preloads at start: the store is empty";
@@ -124,7 +124,7 @@ TEST_F(ForecastE2e, DemandMovesTheStoreFromOneModelToTheOtherWithinItsBudget) {
   EXPECT_EQ(entries(store), std::vector<std::string>{entry_a});
   EXPECT_TRUE(holds_memfd(ca->pid, entry_a)) << "A's manager holds its sealed entry";
 
-  Result<cluster::Child> cb = start(b, "b");
+  Result<proc::Child> cb = start(b, "b");
   ASSERT_TRUE(cb.ok()) << cb.status().to_string();
   const std::vector<json> skipped = forecasts(dir_ + "/b.jsonl", "skip");
   ASSERT_EQ(skipped.size(), 1u) << "B does not evict A at start-up";
@@ -144,8 +144,8 @@ TEST_F(ForecastE2e, DemandMovesTheStoreFromOneModelToTheOtherWithinItsBudget) {
     EXPECT_EQ(failed, 0) << model;
     return done();
   };
-  const int port_a = *cluster::ready_port(ca->ready);
-  const int port_b = *cluster::ready_port(cb->ready);
+  const int port_a = *proc::ready_port(ca->ready);
+  const int port_b = *proc::ready_port(cb->ready);
 
   // The plan is the same on both managers, so the entry that makes room goes either way: in the
   // preloading manager's eviction (its line's `evicted`) or by its own manager's `evict`, or, when

@@ -33,9 +33,9 @@
 #include "cluster/link.h"
 #include "cluster/messages.h"
 #include "cluster/node_messages.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_observe.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/etcd_server.h"
 #include "support/test_support.h"
@@ -109,15 +109,15 @@ class ClusterGangTest : public ::testing::Test {
     return read_event_log(log_path(name));
   }
 
-  Result<cluster::Child> spawn(const std::string& name, std::vector<std::string> argv) {
-    cluster::ChildSpec spec;
+  Result<proc::Child> spawn(const std::string& name, std::vector<std::string> argv) {
+    proc::ChildSpec spec;
     spec.name = name;
     spec.argv = std::move(argv);
     spec.ready_timeout = 90s;
     return sup_->spawn(spec);
   }
 
-  Result<cluster::Child> agent(const std::string& id, int cores, int64_t memory) {
+  Result<proc::Child> agent(const std::string& id, int cores, int64_t memory) {
     std::vector<std::string> argv = {
         KEEL_BINARY, "node-agent",  "--host-id",      id,
         "--listen",  "127.0.0.1:0", "--cores",        std::to_string(cores),
@@ -135,7 +135,7 @@ class ClusterGangTest : public ::testing::Test {
 
   std::filesystem::path dir_;
   std::unique_ptr<EtcdServer> etcd_;
-  std::unique_ptr<cluster::ProcessSupervisor> sup_ = std::make_unique<cluster::ProcessSupervisor>();
+  std::unique_ptr<proc::ProcessSupervisor> sup_ = std::make_unique<proc::ProcessSupervisor>();
 };
 
 TEST_F(ClusterGangTest, HigherPriorityPairEvictsTheIdleLowInstance) {
@@ -144,22 +144,22 @@ TEST_F(ClusterGangTest, HigherPriorityPairEvictsTheIdleLowInstance) {
   etcd_ = EtcdServer::start(&error);
   ASSERT_NE(etcd_, nullptr) << error;
 
-  Result<cluster::Child> a = agent("h1", 2, 1024 * kMiB);
+  Result<proc::Child> a = agent("h1", 2, 1024 * kMiB);
   ASSERT_TRUE(a.ok()) << a.status().to_string();
 
   // The low-priority instance takes 1 of 2 cores and 600 of 1024 MiB, serves, and goes idle.
-  Result<cluster::Child> low = spawn("low", up("low", 0, 600 * kMiB, {"--colocated", "1"}));
+  Result<proc::Child> low = spawn("low", up("low", 0, 600 * kMiB, {"--colocated", "1"}));
   ASSERT_TRUE(low.ok()) << low.status().to_string();
-  Result<int> low_port = cluster::ready_port(low->ready);
+  Result<int> low_port = proc::ready_port(low->ready);
   ASSERT_TRUE(low_port.ok());
   const HttpResponse r_low = complete(*low_port, "low");
   ASSERT_EQ(r_low.status, 200) << r_low.body;
 
   // The pair needs 2 cores and 800 MiB: only after evicting "low".
-  Result<cluster::Child> high =
+  Result<proc::Child> high =
       spawn("high", up("high", 10, 400 * kMiB, {"--prefill", "1", "--decode", "1"}));
   ASSERT_TRUE(high.ok()) << high.status().to_string();
-  Result<int> high_port = cluster::ready_port(high->ready);
+  Result<int> high_port = proc::ready_port(high->ready);
   ASSERT_TRUE(high_port.ok());
 
   const std::vector<nlohmann::json> ev = events("high");
@@ -185,11 +185,11 @@ TEST_F(ClusterGangTest, HigherPriorityPairEvictsTheIdleLowInstance) {
             std::string::npos);
 
   // An equal-priority instance finds no room and nothing to evict: start-up fails, none placed.
-  cluster::ChildSpec peer_spec;
+  proc::ChildSpec peer_spec;
   peer_spec.name = "peer";
   peer_spec.argv = up("peer", 10, 400 * kMiB, {"--colocated", "1"});
   peer_spec.ready_timeout = 60s;
-  Result<cluster::Child> peer = sup_->spawn(peer_spec);
+  Result<proc::Child> peer = sup_->spawn(peer_spec);
   EXPECT_FALSE(peer.ok()) << "an equal-priority instance was placed";
   const std::vector<nlohmann::json> peer_ev = events("peer");
   ASSERT_EQ(peer_ev.size(), 1u) << nlohmann::json(peer_ev).dump();
@@ -215,15 +215,15 @@ TEST_F(ClusterGangTest, PipelinedTeIsOneGangAcrossHostsAndIsEvictedWhole) {
   etcd_ = EtcdServer::start(&error);
   ASSERT_NE(etcd_, nullptr) << error;
   for (const char* id : {"h1", "h2"}) {
-    Result<cluster::Child> a = agent(id, 1, 1024 * kMiB);
+    Result<proc::Child> a = agent(id, 1, 1024 * kMiB);
     ASSERT_TRUE(a.ok()) << a.status().to_string();
   }
 
   // Two processes of one core each on hosts of one core each: one per host.
-  Result<cluster::Child> pipe =
+  Result<proc::Child> pipe =
       spawn("pipe", up("pipe", 0, 300 * kMiB, {"--colocated", "1", "--pp", "2"}));
   ASSERT_TRUE(pipe.ok()) << pipe.status().to_string();
-  Result<int> pipe_port = cluster::ready_port(pipe->ready);
+  Result<int> pipe_port = proc::ready_port(pipe->ready);
   ASSERT_TRUE(pipe_port.ok());
   const std::vector<nlohmann::json> ev = events("pipe");
   ASSERT_EQ(ev.size(), 1u) << nlohmann::json(ev).dump();
@@ -243,9 +243,9 @@ TEST_F(ClusterGangTest, PipelinedTeIsOneGangAcrossHostsAndIsEvictedWhole) {
   EXPECT_EQ(nlohmann::json::parse(r.body)["choices"][0]["text"].get<std::string>(), want);
 
   // "pipe" is idle now; "high" needs one core: only evicting both of pipe's processes frees one.
-  Result<cluster::Child> high = spawn("high", up("high", 10, 300 * kMiB, {"--colocated", "1"}));
+  Result<proc::Child> high = spawn("high", up("high", 10, 300 * kMiB, {"--colocated", "1"}));
   ASSERT_TRUE(high.ok()) << high.status().to_string();
-  Result<int> high_port = cluster::ready_port(high->ready);
+  Result<int> high_port = proc::ready_port(high->ready);
   ASSERT_TRUE(high_port.ok());
   const std::vector<nlohmann::json> hev = events("high");
   ASSERT_EQ(hev.size(), 2u) << nlohmann::json(hev).dump();
@@ -261,24 +261,24 @@ TEST_F(ClusterGangTest, AStalledLeadersCommandsAreRefusedAfterItsSuccessorTookOv
   std::string error;
   etcd_ = EtcdServer::start(&error);
   ASSERT_NE(etcd_, nullptr) << error;
-  Result<cluster::Child> h1 = agent("h1", 2, 1024 * kMiB);
+  Result<proc::Child> h1 = agent("h1", 2, 1024 * kMiB);
   ASSERT_TRUE(h1.ok()) << h1.status().to_string();
-  Result<int> agent_port = cluster::ready_port(h1->ready);
+  Result<int> agent_port = proc::ready_port(h1->ready);
   ASSERT_TRUE(agent_port.ok());
 
   const std::vector<std::string> argv = up("fenced", 0, 300 * kMiB, {"--colocated", "1"});
-  Result<cluster::Child> a = spawn("leader", argv);
+  Result<proc::Child> a = spawn("leader", argv);
   ASSERT_TRUE(a.ok()) << a.status().to_string();
-  const int a_port = *cluster::ready_port(a->ready);
+  const int a_port = *proc::ready_port(a->ready);
   ASSERT_EQ(complete(a_port, "fenced").status, 200);
   const std::string a_metrics = http_request(a_port, "GET", "/metrics", "").body;
   EXPECT_EQ(metric_value(a_metrics, "keel:cluster_manager_leader"), 1);
   const double a_token = metric_value(a_metrics, "keel:cluster_manager_fencing_token");
   ASSERT_GT(a_token, 0) << a_metrics.substr(0, 600);
 
-  Result<cluster::Child> b = spawn("standby", argv);  // serves at once, as a standby
+  Result<proc::Child> b = spawn("standby", argv);  // serves at once, as a standby
   ASSERT_TRUE(b.ok()) << b.status().to_string();
-  const int b_port = *cluster::ready_port(b->ready);
+  const int b_port = *proc::ready_port(b->ready);
   ASSERT_EQ(::kill(static_cast<pid_t>(a->pid), SIGSTOP), 0);  // A stalls, its lease runs out
   double b_token = 0;
   EXPECT_TRUE(eventually(

@@ -19,9 +19,9 @@
 #include <thread>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_observe.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -44,7 +44,7 @@ class Cluster {
  public:
   Cluster(const std::string& model, const std::vector<std::string>& flags) {
     log_ = make_temp_dir("cluster-health") + "/events.jsonl";
-    cluster::ChildSpec spec;
+    proc::ChildSpec spec;
     spec.name = "cluster";
     spec.argv = {KEEL_BINARY, "cluster", "up", "-m", model, "--served-model-name", "stories"};
     for (const char* flag :
@@ -55,12 +55,12 @@ class Cluster {
     spec.argv.insert(spec.argv.end(), {"--event-log", log_});
     spec.argv.insert(spec.argv.end(), flags.begin(), flags.end());
     spec.ready_timeout = std::chrono::milliseconds(60000);
-    Result<cluster::Child> child = sup_.spawn(spec);
+    Result<proc::Child> child = sup_.spawn(spec);
     if (!child.ok()) {
       error_ = child.status().message();
       return;
     }
-    Result<int> port = cluster::ready_port(child->ready);
+    Result<int> port = proc::ready_port(child->ready);
     port_ = port.ok() ? *port : 0;
   }
   [[nodiscard]] int port() const { return port_; }
@@ -71,7 +71,7 @@ class Cluster {
   }
 
  private:
-  cluster::ProcessSupervisor sup_;
+  proc::ProcessSupervisor sup_;
   int port_ = 0;
   std::string log_;
   std::string error_;

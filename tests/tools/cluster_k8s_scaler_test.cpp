@@ -19,8 +19,8 @@
 #include <thread>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/fake_kube_api.h"
 #include "support/test_support.h"
@@ -84,15 +84,15 @@ class ClusterK8sScaler : public ::testing::Test {
 };
 
 TEST_F(ClusterK8sScaler, ActivationPatchesTheDeploymentsReplicas) {
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   const std::string log = dir_ + "/events.jsonl";
   spec.argv = cluster_argv(*api_, token_file_, log);
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
   // The start-up read: the Deployment's current count.
   std::vector<RecordedRequest> reqs = api_->requests();
   ASSERT_FALSE(reqs.empty());
@@ -162,8 +162,8 @@ double percentile(std::vector<double> ms, double p) {
 }
 
 TEST_F(ClusterK8sScaler, AtZeroTesTheGatewayStaysReadyAndResponsiveWhileHolding) {
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = cluster_argv(*api_, token_file_, dir_ + "/events.jsonl", "3");
   for (const char* flag : {"--io-threads", "2", "--max-body-bytes", "16777216", "--max-connections",
@@ -174,7 +174,7 @@ TEST_F(ClusterK8sScaler, AtZeroTesTheGatewayStaysReadyAndResponsiveWhileHolding)
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
 
   // Ready with no TE: a load balancer keeps the gateway that wakes the fleet.
   const HttpResponse health = http_request(port, "GET", "/health");

@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -56,8 +56,8 @@ TEST(ClusterLoraTest, AdaptersThroughTheFleet) {
   const std::string a = make_lora(dir, "a", "1"), b = make_lora(dir, "b", "2");
   const std::vector<std::string> loras = {"--lora", "tales=" + a, "--lora", "fables=" + b};
 
-  cluster::ProcessSupervisor sup;
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup;
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = {KEEL_BINARY, "cluster",
                "up",        "-m",
@@ -70,9 +70,9 @@ TEST(ClusterLoraTest, AdaptersThroughTheFleet) {
                "10"};
   spec.argv.insert(spec.argv.end(), loras.begin(), loras.end());
   spec.ready_timeout = std::chrono::milliseconds(60000);
-  Result<cluster::Child> child = sup.spawn(spec);
+  Result<proc::Child> child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  Result<int> port = cluster::ready_port(child->ready);
+  Result<int> port = proc::ready_port(child->ready);
   ASSERT_TRUE(port.ok()) << port.status().to_string();
   const int gw = *port;
 

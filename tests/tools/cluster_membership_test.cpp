@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/etcd_server.h"
 #include "support/test_support.h"
@@ -79,8 +79,8 @@ std::vector<std::string> cluster_argv(const std::string& endpoint) {
   } while (0)
 
 // `keel cluster up` on `etcd` as the child "cluster".
-cluster::ChildSpec cluster_spec(const EtcdServer& etcd) {
-  cluster::ChildSpec spec;
+proc::ChildSpec cluster_spec(const EtcdServer& etcd) {
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = cluster_argv(etcd.endpoint());
   spec.ready_timeout = std::chrono::milliseconds(60000);
@@ -94,11 +94,11 @@ TEST(ClusterMembershipTest, MembersInEtcdWhileUpAndGoneAfter) {
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
 
-  cluster::ProcessSupervisor sup;
-  const cluster::ChildSpec spec = cluster_spec(*etcd);
-  Result<cluster::Child> child = sup.spawn(spec);
+  proc::ProcessSupervisor sup;
+  const proc::ChildSpec spec = cluster_spec(*etcd);
+  Result<proc::Child> child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  Result<int> port = cluster::ready_port(child->ready);
+  Result<int> port = proc::ready_port(child->ready);
   ASSERT_TRUE(port.ok()) << port.status().to_string();
 
   const nlohmann::json body = {
@@ -117,7 +117,7 @@ TEST(ClusterMembershipTest, MembersInEtcdWhileUpAndGoneAfter) {
   EXPECT_NE(te.find("\"address\":\"127.0.0.1:"), std::string::npos) << te;
   EXPECT_NE(te.find("\"role\":\"colocated\""), std::string::npos) << te;
 
-  Result<cluster::ChildExit> exit = sup.stop("cluster", std::chrono::milliseconds(20000));
+  Result<proc::ChildExit> exit = sup.stop("cluster", std::chrono::milliseconds(20000));
   ASSERT_TRUE(exit.ok()) << exit.status().to_string();
   EXPECT_EQ(exit->exit_code, 0) << exit->describe();
   EXPECT_EQ(etcd_keys(*etcd, "/keel/it/"), "");  // revoked at shutdown, not left to the TTL
@@ -129,13 +129,13 @@ TEST(ClusterMembershipTest, StandbyTakesOverWhenTheLeaderDies) {
   std::string error;
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
-  cluster::ProcessSupervisor sup_a;
-  cluster::ProcessSupervisor sup_b;
-  cluster::ChildSpec a;
+  proc::ProcessSupervisor sup_a;
+  proc::ProcessSupervisor sup_b;
+  proc::ChildSpec a;
   a.name = "leader";
   a.argv = cluster_argv(etcd->endpoint());
   a.ready_timeout = std::chrono::milliseconds(60000);
-  Result<cluster::Child> leader = sup_a.spawn(a);
+  Result<proc::Child> leader = sup_a.spawn(a);
   ASSERT_TRUE(leader.ok()) << leader.status().to_string();
 
   const std::string leader_id = run("ETCDCTL_API=3 etcdctl --endpoints=" + etcd->endpoint() +
@@ -150,9 +150,9 @@ TEST(ClusterMembershipTest, StandbyTakesOverWhenTheLeaderDies) {
     killed = std::chrono::steady_clock::now();
     EXPECT_TRUE(sup_a.signal(leader->pid, SIGKILL).ok());
   });
-  cluster::ChildSpec b = a;
+  proc::ChildSpec b = a;
   b.name = "standby";
-  Result<cluster::Child> standby = sup_b.spawn(b);
+  Result<proc::Child> standby = sup_b.spawn(b);
   const auto standby_ready = std::chrono::steady_clock::now();
   killer.join();
   ASSERT_TRUE(standby.ok()) << standby.status().to_string();
@@ -163,7 +163,7 @@ TEST(ClusterMembershipTest, StandbyTakesOverWhenTheLeaderDies) {
   const std::string now_id = run("ETCDCTL_API=3 etcdctl --endpoints=" + etcd->endpoint() +
                                  " get --print-value-only /keel/it/election/cluster-manager");
   EXPECT_NE(now_id.find(std::to_string(standby->pid)), std::string::npos) << now_id;
-  Result<int> port = cluster::ready_port(standby->ready);
+  Result<int> port = proc::ready_port(standby->ready);
   ASSERT_TRUE(port.ok());
   const nlohmann::json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};
   EXPECT_EQ(http_request(*port, "POST", "/v1/completions", body.dump()).status, 200);
@@ -182,8 +182,8 @@ std::vector<std::string> healthy_tes(int port) {
 }
 
 // `keel te` on its own, registering itself in `etcd` under /keel/it.
-cluster::ChildSpec self_registered_te(const EtcdServer& etcd, const std::string& id) {
-  cluster::ChildSpec spec;
+proc::ChildSpec self_registered_te(const EtcdServer& etcd, const std::string& id) {
+  proc::ChildSpec spec;
   spec.name = id;
   spec.argv = {KEEL_BINARY,
                "te",
@@ -238,17 +238,17 @@ TEST(ClusterMembershipTest, JeAddsTesThatRegisterLater) {
   std::string error;
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
-  cluster::ProcessSupervisor sup;
-  const cluster::ChildSpec spec = cluster_spec(*etcd);
-  Result<cluster::Child> up = sup.spawn(spec);
+  proc::ProcessSupervisor sup;
+  const proc::ChildSpec spec = cluster_spec(*etcd);
+  Result<proc::Child> up = sup.spawn(spec);
   ASSERT_TRUE(up.ok()) << up.status().to_string();
-  Result<int> port = cluster::ready_port(up->ready);
+  Result<int> port = proc::ready_port(up->ready);
   ASSERT_TRUE(port.ok());
   ASSERT_EQ(healthy_tes(*port).size(), 1u);
 
-  Result<cluster::Child> te = sup.spawn(self_registered_te(*etcd, "te-late"));
+  Result<proc::Child> te = sup.spawn(self_registered_te(*etcd, "te-late"));
   ASSERT_TRUE(te.ok()) << te.status().to_string();
-  const std::string address = "127.0.0.1:" + std::to_string(*cluster::ready_port(te->ready));
+  const std::string address = "127.0.0.1:" + std::to_string(*proc::ready_port(te->ready));
   ASSERT_TRUE(joins_within(*port, address, std::chrono::seconds(20)))
       << "te-late (" << address << ") never joined the JE's fleet";
   std::vector<std::string> tes;
@@ -280,15 +280,15 @@ TEST(ClusterMembershipTest, TeAndJeRegisterAgainAfterTheirLeasesWereLost) {
   std::string error;
   std::unique_ptr<EtcdServer> etcd = EtcdServer::start(&error);
   ASSERT_NE(etcd, nullptr) << error;
-  cluster::ProcessSupervisor sup;
-  const cluster::ChildSpec spec = cluster_spec(*etcd);
-  Result<cluster::Child> up = sup.spawn(spec);
+  proc::ProcessSupervisor sup;
+  const proc::ChildSpec spec = cluster_spec(*etcd);
+  Result<proc::Child> up = sup.spawn(spec);
   ASSERT_TRUE(up.ok()) << up.status().to_string();
-  Result<int> port = cluster::ready_port(up->ready);
+  Result<int> port = proc::ready_port(up->ready);
   ASSERT_TRUE(port.ok());
-  Result<cluster::Child> te = sup.spawn(self_registered_te(*etcd, "te-late"));
+  Result<proc::Child> te = sup.spawn(self_registered_te(*etcd, "te-late"));
   ASSERT_TRUE(te.ok()) << te.status().to_string();
-  ASSERT_TRUE(joins_within(*port, "127.0.0.1:" + std::to_string(*cluster::ready_port(te->ready)),
+  ASSERT_TRUE(joins_within(*port, "127.0.0.1:" + std::to_string(*proc::ready_port(te->ready)),
                            std::chrono::seconds(20)));
   const std::string te_key = "/keel/it/members/te/te-late";
   const std::string je_key = "/keel/it/members/je/je-0";
@@ -313,9 +313,9 @@ TEST(ClusterMembershipTest, TeAndJeRegisterAgainAfterTheirLeasesWereLost) {
   EXPECT_NE(je_again, 0) << "the JE is not registered again";
   EXPECT_NE(je_again, je_lease) << "the JE's key is not under a new lease";
 
-  Result<cluster::Child> later = sup.spawn(self_registered_te(*etcd, "te-later"));
+  Result<proc::Child> later = sup.spawn(self_registered_te(*etcd, "te-later"));
   ASSERT_TRUE(later.ok()) << later.status().to_string();
-  EXPECT_TRUE(joins_within(*port, "127.0.0.1:" + std::to_string(*cluster::ready_port(later->ready)),
+  EXPECT_TRUE(joins_within(*port, "127.0.0.1:" + std::to_string(*proc::ready_port(later->ready)),
                            std::chrono::seconds(20)))
       << "the JE does not follow the TEs through its new session";
   const nlohmann::json body = {{"prompt", "Once"}, {"max_tokens", 2}, {"temperature", 0}};

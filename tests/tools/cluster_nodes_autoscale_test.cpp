@@ -22,9 +22,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster_observe.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/etcd_server.h"
 #include "support/test_support.h"
@@ -47,17 +47,17 @@ class ClusterNodesAutoscaleTest : public ::testing::Test {
     dir_ = make_temp_dir("nodes-autoscale");
     log_ = dir_ + "/events.jsonl";
   }
-  Result<cluster::Child> spawn(const std::string& name, std::vector<std::string> argv) {
+  Result<proc::Child> spawn(const std::string& name, std::vector<std::string> argv) {
     argv.insert(argv.end(), {"--membership", "etcd", "--etcd-endpoints", etcd_->endpoint(),
                              "--membership-prefix", "/keel/autoscale", "--membership-ttl", "3"});
-    cluster::ChildSpec spec;
+    proc::ChildSpec spec;
     spec.name = name;
     spec.argv = std::move(argv);
     spec.ready_timeout = 90s;
     return sup_.spawn(spec);
   }
   // `keel cluster up --nodes auto` on stories260K (1 thread and 100 MiB per TE), with `extra`.
-  Result<cluster::Child> cluster_up(const std::vector<std::string>& extra) {
+  Result<proc::Child> cluster_up(const std::vector<std::string>& extra) {
     std::vector<std::string> argv = {KEEL_BINARY,
                                      "cluster",
                                      "up",
@@ -75,7 +75,7 @@ class ClusterNodesAutoscaleTest : public ::testing::Test {
     return spawn("cluster", std::move(argv));
   }
   // One node agent, h1, with 4 cores and `warm` warm TEs of 1 thread.
-  Result<cluster::Child> agent(int warm) {
+  Result<proc::Child> agent(int warm) {
     return spawn("agent", {KEEL_BINARY, "node-agent", "--host-id", "h1", "--listen", "127.0.0.1:0",
                            "--cores", "4", "--max-tes", "4", "--warm", std::to_string(warm),
                            "--threads-per-te", "1"});
@@ -83,36 +83,36 @@ class ClusterNodesAutoscaleTest : public ::testing::Test {
 
   std::unique_ptr<EtcdServer> etcd_;
   std::string dir_, log_;
-  cluster::ProcessSupervisor sup_{{.sink = [](std::string_view, std::string_view) {}}};
+  proc::ProcessSupervisor sup_{{.sink = [](std::string_view, std::string_view) {}}};
 };
 
 TEST_F(ClusterNodesAutoscaleTest, ScalesFromZeroThroughTheAgentsWarmPoolAndBackToZero) {
   const std::string& dir = dir_;
   const std::string& log = log_;
-  Result<cluster::Child> agent_h1 = agent(2);
+  Result<proc::Child> agent_h1 = agent(2);
   ASSERT_TRUE(agent_h1.ok()) << agent_h1.status().to_string();
-  Result<cluster::Child> up = cluster_up({"--min",
-                                          "0",
-                                          "--max",
-                                          "3",
-                                          "--target-concurrency",
-                                          "2",
-                                          "--stable-window",
-                                          "3",
-                                          "--panic-window",
-                                          "0.6",
-                                          "--scale-to-zero-grace",
-                                          "3",
-                                          "--activation-timeout",
-                                          "30",
-                                          "--drain-timeout",
-                                          "5",
-                                          "--kv-cache-bytes",
-                                          "1048576",
-                                          "--event-log",
-                                          log});
+  Result<proc::Child> up = cluster_up({"--min",
+                                       "0",
+                                       "--max",
+                                       "3",
+                                       "--target-concurrency",
+                                       "2",
+                                       "--stable-window",
+                                       "3",
+                                       "--panic-window",
+                                       "0.6",
+                                       "--scale-to-zero-grace",
+                                       "3",
+                                       "--activation-timeout",
+                                       "30",
+                                       "--drain-timeout",
+                                       "5",
+                                       "--kv-cache-bytes",
+                                       "1048576",
+                                       "--event-log",
+                                       log});
   ASSERT_TRUE(up.ok()) << up.status().to_string();
-  const int port = *cluster::ready_port(up->ready);
+  const int port = *proc::ready_port(up->ready);
   EXPECT_EQ(healthy_tes(port), 0) << "--min 0 starts with no TE";
 
   // Held while the autoscaler places one through the agent, then served.
@@ -197,13 +197,13 @@ bool listening(const std::string& address) {
 
 TEST_F(ClusterNodesAutoscaleTest, APipelinedTeScalesFromZeroAsOneGangWithItsStage) {
   const std::string& log = log_;
-  Result<cluster::Child> agent_h1 = agent(1);
+  Result<proc::Child> agent_h1 = agent(1);
   ASSERT_TRUE(agent_h1.ok()) << agent_h1.status().to_string();
-  Result<cluster::Child> up =
+  Result<proc::Child> up =
       cluster_up({"--pp", "2", "--min", "0", "--max", "1", "--stable-window", "2",
                   "--scale-to-zero-grace", "1", "--drain-timeout", "5", "--event-log", log});
   ASSERT_TRUE(up.ok()) << up.status().to_string();
-  const int port = *cluster::ready_port(up->ready);
+  const int port = *proc::ready_port(up->ready);
   EXPECT_EQ(healthy_tes(port), 0);
 
   const json body = {{"prompt", "Once upon a time"}, {"max_tokens", 8}, {"temperature", 0}};

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "cli_runner.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -25,7 +25,7 @@ using nlohmann::json;
 class PeerCluster {
  public:
   explicit PeerCluster(const std::vector<std::string>& extra) {
-    cluster::ChildSpec spec;
+    proc::ChildSpec spec;
     spec.name = "cluster";
     spec.argv = {KEEL_BINARY,
                  "cluster",
@@ -47,19 +47,19 @@ class PeerCluster {
                  "--kv-peer-tier"};
     spec.argv.insert(spec.argv.end(), extra.begin(), extra.end());
     spec.ready_timeout = std::chrono::milliseconds(60000);
-    Result<cluster::Child> child = sup_.spawn(spec);
+    Result<proc::Child> child = sup_.spawn(spec);
     if (!child.ok()) {
       error_ = child.status().message();
       return;
     }
-    Result<int> port = cluster::ready_port(child->ready);
+    Result<int> port = proc::ready_port(child->ready);
     port_ = port.ok() ? *port : 0;
   }
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] const std::string& error() const { return error_; }
 
  private:
-  cluster::ProcessSupervisor sup_;  // stops the tree by PID when the fixture ends
+  proc::ProcessSupervisor sup_;  // stops the tree by PID when the fixture ends
   int port_ = 0;
   std::string error_;
 };

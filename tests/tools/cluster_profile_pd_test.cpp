@@ -11,9 +11,9 @@
 
 #include "cli_runner.h"
 #include "cluster/pd_heatmap.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "core/file_system.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -57,8 +57,8 @@ TEST_F(ClusterProfilePd, WritesAHeatmapThatClusterUpAccepts) {
     EXPECT_NEAR(map->values()[0][c], col / dis - 1.0, 1e-9);
   }
 
-  cluster::ProcessSupervisor sup;
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup;
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = {
       KEEL_BINARY, "cluster",          "up", "-m",           stories(), "--port",
@@ -66,9 +66,9 @@ TEST_F(ClusterProfilePd, WritesAHeatmapThatClusterUpAccepts) {
       "1",         "--threads-per-te", "1",  "--pd-heatmap", path,      "--served-model-name",
       "stories"};
   spec.ready_timeout = std::chrono::milliseconds(60000);
-  Result<cluster::Child> child = sup.spawn(spec);
+  Result<proc::Child> child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.error().to_string();
-  Result<int> port = cluster::ready_port(child->ready);
+  Result<int> port = proc::ready_port(child->ready);
   ASSERT_TRUE(port.ok());
   const HttpResponse resp = http_request(
       *port, "POST", "/v1/completions",

@@ -26,9 +26,9 @@
 
 #include "cli_runner.h"
 #include "cluster/link.h"
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
 #include "cluster/warm_pool.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -82,7 +82,7 @@ TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
   const std::string entry = only_entry(store_);
   ASSERT_FALSE(entry.empty());
 
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
   cluster::WarmPool pool(
       &sup, {warm_argv(store_), "warm-te", std::chrono::seconds(60), std::chrono::seconds(120)});
   ASSERT_TRUE(pool.refill(3).ok());
@@ -123,8 +123,8 @@ TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
 // `keel te --warm --health-port 0`: its /health says "warm" before the bind and, bound, judges the
 // engine's progress ("healthy" while idle); the ready line names the health port.
 TEST_F(WarmPoolE2e, AWarmTesHealthEndpointFollowsItsBind) {
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "warm-health";
   spec.argv = warm_argv(store_);
   spec.argv.insert(spec.argv.end(), {"--health-port", "0", "--health-hang-ms", "2000"});
@@ -172,7 +172,7 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
   ASSERT_EQ(pre.exit_code, 0) << pre.err;
   const std::string entry = only_entry(store_);
   ASSERT_FALSE(entry.empty());
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
   auto source_pool = [&](const std::string& name, std::vector<std::string> extra) {
     std::vector<std::string> argv = warm_argv(store_);
     argv.insert(argv.end(), extra.begin(), extra.end());
@@ -232,8 +232,8 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
 TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {
   const std::string log = store_ + "/../warm-pool-events.jsonl";
   std::filesystem::remove(log);
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = {KEEL_BINARY, "cluster",
                "up",        "-m",
@@ -250,7 +250,7 @@ TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
   ASSERT_TRUE(child->ready.contains("control_port")) << child->ready.dump();
   const std::string entry = only_entry(store_);
   ASSERT_FALSE(entry.empty()) << "cluster up preloads the model";
@@ -316,8 +316,8 @@ TEST_F(WarmPoolE2e, ClusterUpScalesOutFromTheWarmPool) {
 TEST_F(WarmPoolE2e, ClusterUpForksABoundTeFromARunningTe) {
   const std::string hosts = make_temp_dir("up-fork-hosts");
   const std::string log = hosts + "/events.jsonl";
-  cluster::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = {KEEL_BINARY,   "cluster",
                "up",          "-m",
@@ -336,7 +336,7 @@ TEST_F(WarmPoolE2e, ClusterUpForksABoundTeFromARunningTe) {
   spec.ready_timeout = std::chrono::seconds(60);
   auto child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().to_string();
-  const int port = *cluster::ready_port(child->ready);
+  const int port = *proc::ready_port(child->ready);
   const std::string entry = only_entry(store_);
   ASSERT_FALSE(entry.empty()) << "cluster up preloads the model";
 

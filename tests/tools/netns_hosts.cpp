@@ -9,7 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "cluster/ready_line.h"
+#include "proc/ready_line.h"
 
 namespace keel::testing {
 
@@ -147,9 +147,9 @@ std::vector<std::string> NetnsHostsTest::membership() const {
           "--membership-prefix", "/keel/ns", "--membership-ttl", std::to_string(kNetnsTtlS)};
 }
 
-Result<cluster::Child> NetnsHostsTest::spawn(const std::string& name, size_t h,
-                                             std::vector<std::string> args, int timeout_s) {
-  cluster::ChildSpec spec;
+Result<proc::Child> NetnsHostsTest::spawn(const std::string& name, size_t h,
+                                          std::vector<std::string> args, int timeout_s) {
+  proc::ChildSpec spec;
   spec.name = name;
   spec.argv = {"ip", "netns", "exec", ns_[h], KEEL_BINARY};
   spec.argv.insert(spec.argv.end(), args.begin(), args.end());
@@ -161,10 +161,10 @@ Result<cluster::Child> NetnsHostsTest::spawn(const std::string& name, size_t h,
 
 void NetnsHostsTest::start_agent(size_t h, int cores) {
   const std::string id = "h" + std::to_string(h + 1);
-  Result<cluster::Child> agent = spawn("agent-" + id, h,
-                                       {"node-agent", "--host-id", id, "--listen", addr(h) + ":0",
-                                        "--cores", std::to_string(cores), "--max-tes", "1"},
-                                       20);
+  Result<proc::Child> agent = spawn("agent-" + id, h,
+                                    {"node-agent", "--host-id", id, "--listen", addr(h) + ":0",
+                                     "--cores", std::to_string(cores), "--max-tes", "1"},
+                                    20);
   ASSERT_TRUE(agent.ok()) << agent.status().to_string();
 }
 
@@ -192,9 +192,9 @@ Result<int> NetnsHostsTest::start_cluster(const std::string& name, size_t h,
                                    "--start-timeout",
                                    "60"};
   args.insert(args.end(), extra.begin(), extra.end());
-  KEEL_ASSIGN_OR_RETURN(cluster::Child up, spawn(name, h, args, 90));
+  KEEL_ASSIGN_OR_RETURN(proc::Child up, spawn(name, h, args, 90));
   if (ready != nullptr) *ready = up.ready;
-  return cluster::ready_port(up.ready);
+  return proc::ready_port(up.ready);
 }
 
 std::string NetnsHostsTest::etcd_get(const std::string& key) const {

@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "cluster/process_supervisor.h"
 #include "core/result.h"
+#include "proc/process_supervisor.h"
 #include "support/etcd_server.h"
 
 namespace keel::testing {
@@ -54,8 +54,8 @@ class NetnsHostsTest : public ::testing::Test {
   // Starts etcd in host `h`.
   void start_etcd(size_t h);
   // `keel <args> <membership flags>` in host `h`, ready within `timeout_s`.
-  Result<cluster::Child> spawn(const std::string& name, size_t h, std::vector<std::string> args,
-                               int timeout_s);
+  Result<proc::Child> spawn(const std::string& name, size_t h, std::vector<std::string> args,
+                            int timeout_s);
   // A node agent in host `h` with `cores` cores and room for one TE.
   void start_agent(size_t h, int cores);
   // `keel cluster up --nodes auto` (model stories, one JE, two-thread TEs) in host `h` with its
@@ -69,7 +69,7 @@ class NetnsHostsTest : public ::testing::Test {
   std::string te_members() const { return etcd_get("/keel/ns/members/te/"); }
 
   std::unique_ptr<EtcdServer> etcd_;
-  std::unique_ptr<cluster::ProcessSupervisor> sup_ = std::make_unique<cluster::ProcessSupervisor>();
+  std::unique_ptr<proc::ProcessSupervisor> sup_ = std::make_unique<proc::ProcessSupervisor>();
 
  private:
   std::vector<std::string> membership() const;

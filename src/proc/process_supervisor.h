@@ -31,12 +31,12 @@
 #include <utility>
 #include <vector>
 
-#include "cluster/child_exit.h"
-#include "cluster/output_drain.h"
 #include "core/result.h"
 #include "core/status.h"
+#include "proc/child_exit.h"
+#include "proc/output_drain.h"
 
-namespace keel::cluster {
+namespace keel::proc {
 
 struct ChildSpec {
   std::string name;               // unique among live children; prefixes forwarded lines
@@ -116,4 +116,4 @@ class ProcessSupervisor {
   std::mutex sink_mu_;            // serializes sink calls from drain threads
 };
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

@@ -2,7 +2,7 @@
 // child is reaped, the error names it), SIGTERM → SIGKILL escalation, ordered stops, forwarded
 // output, the death watch, fault-injection signals, no child left after destruction, and children
 // dying with their supervisor. Every test bounds its own time.
-#include "cluster/process_supervisor.h"
+#include "proc/process_supervisor.h"
 
 #include <fcntl.h>
 #include <sys/prctl.h>
@@ -17,9 +17,9 @@
 #include <mutex>
 #include <thread>
 
-#include "cluster/ready_line.h"
+#include "proc/ready_line.h"
 
-namespace keel::cluster {
+namespace keel::proc {
 namespace {
 
 using std::chrono::milliseconds;
@@ -370,4 +370,4 @@ TEST(ProcessSupervisorTest, ChildrenDieWithTheirSupervisor) {
 }
 
 }  // namespace
-}  // namespace keel::cluster
+}  // namespace keel::proc

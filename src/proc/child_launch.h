@@ -16,7 +16,7 @@
 
 #include "core/result.h"
 
-namespace keel::cluster {
+namespace keel::proc {
 
 struct LaunchSpec {
   std::vector<std::string> argv;  // argv[0] is the program; searched in PATH unless it has a '/'
@@ -34,4 +34,4 @@ struct LaunchedChild {
 // On error nothing is left behind: a forked child has been reaped and all fds closed.
 [[nodiscard]] Result<LaunchedChild> launch_child(const LaunchSpec& spec);
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

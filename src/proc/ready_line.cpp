@@ -1,5 +1,5 @@
 // The KEEL_READY line (ready_line.h): formatting for children, a total parser for the supervisor.
-#include "cluster/ready_line.h"
+#include "proc/ready_line.h"
 
 #include <unistd.h>
 
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace keel::cluster {
+namespace keel::proc {
 
 namespace {
 constexpr std::string_view kReadyWord = "KEEL_READY";
@@ -70,4 +70,4 @@ Status print_ready_line(const nlohmann::json& payload) {
   return Status::ok_status();
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

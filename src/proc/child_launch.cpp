@@ -1,6 +1,6 @@
 // launch_child (child_launch.h). Everything the child needs (path, argv, envp) is built before
 // fork: between fork and exec the child only makes async-signal-safe system calls.
-#include "cluster/child_launch.h"
+#include "proc/child_launch.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,7 +15,7 @@
 
 extern char** environ;
 
-namespace keel::cluster {
+namespace keel::proc {
 
 namespace {
 
@@ -192,4 +192,4 @@ Result<LaunchedChild> launch_child(const LaunchSpec& spec) {
   return child;
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

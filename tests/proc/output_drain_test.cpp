@@ -1,7 +1,7 @@
 // OutputDrain over plain pipes: line splitting across reads, '\r' stripping, long lines cut,
 // the partial last line flushed, the ready line handed over, and finish() returning while a
 // writer still holds the pipe open.
-#include "cluster/output_drain.h"
+#include "proc/output_drain.h"
 
 #include <unistd.h>
 
@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-namespace keel::cluster {
+namespace keel::proc {
 namespace {
 
 using std::chrono::milliseconds;
@@ -100,4 +100,4 @@ TEST(OutputDrainTest, HandsOverTheFirstReadyLineFromStdoutOnly) {
 }
 
 }  // namespace
-}  // namespace keel::cluster
+}  // namespace keel::proc

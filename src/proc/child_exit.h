@@ -12,7 +12,7 @@
 #include <optional>
 #include <string>
 
-namespace keel::cluster {
+namespace keel::proc {
 
 struct ChildExit {
   std::string name;      // the ChildSpec name
@@ -35,4 +35,4 @@ struct ChildExit {
 // Polls waitpid(pid, WNOHANG) with short sleeps until the child is reaped or `timeout` passes.
 [[nodiscard]] std::optional<int> reap_within(pid_t pid, std::chrono::milliseconds timeout);
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

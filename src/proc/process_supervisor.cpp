@@ -1,7 +1,7 @@
 // ProcessSupervisor (process_supervisor.h): spawn and the ready wait, the death watch, stopping
 // with SIGTERM → grace → SIGKILL, and line forwarding. Launching lives in child_launch.cpp, pipe
 // draining in output_drain.cpp, reaping in child_exit.cpp.
-#include "cluster/process_supervisor.h"
+#include "proc/process_supervisor.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,11 +11,11 @@
 #include <cstring>
 #include <thread>
 
-#include "cluster/child_launch.h"
-#include "cluster/ready_line.h"
 #include "core/log.h"
+#include "proc/child_launch.h"
+#include "proc/ready_line.h"
 
-namespace keel::cluster {
+namespace keel::proc {
 
 namespace {
 
@@ -259,4 +259,4 @@ void ProcessSupervisor::forward_line(std::string_view name, std::string_view lin
   write_all(STDERR_FILENO, text);
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

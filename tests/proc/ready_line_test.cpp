@@ -1,10 +1,10 @@
 // The KEEL_READY line: format/parse round trip, a total parser (every malformed line is
 // InvalidArgument), the port accessor, and print_ready_line writing one whole line to fd 1.
-#include "cluster/ready_line.h"
+#include "proc/ready_line.h"
 
 #include <gtest/gtest.h>
 
-namespace keel::cluster {
+namespace keel::proc {
 namespace {
 
 TEST(ReadyLineTest, FormatParseRoundTrip) {
@@ -66,4 +66,4 @@ TEST(ReadyLineTest, PrintWritesOneFlushedLine) {
 }
 
 }  // namespace
-}  // namespace keel::cluster
+}  // namespace keel::proc

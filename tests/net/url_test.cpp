@@ -1,9 +1,9 @@
 // parse_url and resolve_location: accepted shapes, defaults, and each rejection.
-#include "pull/url.h"
+#include "net/url.h"
 
 #include <gtest/gtest.h>
 
-namespace keel::pull {
+namespace keel::net {
 namespace {
 
 TEST(UrlTest, ParsesSchemesHostsPortsAndTargets) {
@@ -46,4 +46,4 @@ TEST(UrlTest, ResolvesRedirectLocations) {
 }
 
 }  // namespace
-}  // namespace keel::pull
+}  // namespace keel::net

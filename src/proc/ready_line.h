@@ -14,7 +14,7 @@
 #include "core/result.h"
 #include "core/status.h"
 
-namespace keel::cluster {
+namespace keel::proc {
 
 // The line prefix, including the separating space.
 inline constexpr std::string_view kReadyPrefix = "KEEL_READY ";
@@ -37,4 +37,4 @@ inline constexpr std::string_view kReadyPrefix = "KEEL_READY ";
 // write (retrying short writes), so the supervisor sees it now and whole. IoError on failure.
 Status print_ready_line(const nlohmann::json& payload);
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

@@ -1,5 +1,5 @@
 // ChildExit decoding and bounded reaping (child_exit.h).
-#include "cluster/child_exit.h"
+#include "proc/child_exit.h"
 
 #include <sys/wait.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <thread>
 
-namespace keel::cluster {
+namespace keel::proc {
 
 std::string ChildExit::describe() const {
   if (term_signal == 0) return "exited with status " + std::to_string(exit_code);
@@ -55,4 +55,4 @@ std::optional<int> reap_within(pid_t pid, std::chrono::milliseconds timeout) {
   }
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

@@ -1,7 +1,7 @@
-// Url: an absolute http or https URL split into what an HTTP client needs. Only what model
-// downloads use is accepted: scheme http/https, a host (name, IPv4, or [IPv6]), an optional
-// port, and a path with an optional query; no user info, no fragment is kept.
-// Thread safety: plain values.
+// Url: an absolute http or https URL split into what an HTTP client (http_client.h) needs. Only
+// what keel's clients use is accepted: scheme http/https, a host (name, IPv4, or [IPv6]), an
+// optional port, and a path with an optional query; no user info, no fragment is kept. Thread
+// safety: plain values.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 
 #include "core/result.h"
 
-namespace keel::pull {
+namespace keel::net {
 
 struct Url {
   bool https = false;
@@ -25,4 +25,4 @@ Result<Url> parse_url(std::string_view text);
 // `location` (absolute, or a path relative to `base`'s host) resolved against `base`.
 Result<Url> resolve_location(const Url& base, std::string_view location);
 
-}  // namespace keel::pull
+}  // namespace keel::net

@@ -1,9 +1,9 @@
 // parse_url / resolve_location (see url.h).
-#include "pull/url.h"
+#include "net/url.h"
 
 #include <charconv>
 
-namespace keel::pull {
+namespace keel::net {
 namespace {
 
 Status bad(std::string_view text, std::string_view why) {
@@ -90,4 +90,4 @@ Result<Url> resolve_location(const Url& base, std::string_view location) {
   return out;
 }
 
-}  // namespace keel::pull
+}  // namespace keel::net

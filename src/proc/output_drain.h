@@ -17,7 +17,7 @@
 #include <string_view>
 #include <thread>
 
-namespace keel::cluster {
+namespace keel::proc {
 
 class OutputDrain {
  public:
@@ -68,4 +68,4 @@ class OutputDrain {
   std::optional<std::string> ready_line_;  // guarded by mu_
 };
 
-}  // namespace keel::cluster
+}  // namespace keel::proc

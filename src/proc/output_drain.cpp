@@ -1,6 +1,6 @@
 // OutputDrain (output_drain.h): one poll() loop over a child's stdout, stderr and a wake-up
 // eventfd; line splitting; the ready line hand-off to the spawning thread.
-#include "cluster/output_drain.h"
+#include "proc/output_drain.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,10 +11,10 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "cluster/ready_line.h"
 #include "core/check.h"
+#include "proc/ready_line.h"
 
-namespace keel::cluster {
+namespace keel::proc {
 
 namespace {
 constexpr size_t kMaxLineBytes = 64 * 1024;
@@ -136,4 +136,4 @@ void OutputDrain::close_stream(Stream& s) {
   s.fd = -1;
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::proc
