@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/process_supervisor.h"
-#include "cluster/ready_line.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -54,8 +54,8 @@ std::string stream_body(int i) {
 
 TEST(ClusterSlowJe, GatewayAnswersHealthAndModelsWhileEverySubmitWaits) {
   KEEL_REQUIRE_SHARED();
-  cluster::ProcessSupervisor sup;
-  cluster::ChildSpec spec;
+  proc::ProcessSupervisor sup;
+  proc::ChildSpec spec;
   spec.name = "cluster";
   spec.argv = {KEEL_BINARY,
                "cluster",
@@ -81,9 +81,9 @@ TEST(ClusterSlowJe, GatewayAnswersHealthAndModelsWhileEverySubmitWaits) {
                "--je-submit-delay-ms",
                std::to_string(kDelayMs)};
   spec.ready_timeout = std::chrono::milliseconds(60000);
-  Result<cluster::Child> child = sup.spawn(spec);
+  Result<proc::Child> child = sup.spawn(spec);
   ASSERT_TRUE(child.ok()) << child.status().message();
-  Result<int> ready = cluster::ready_port(child->ready);
+  Result<int> ready = proc::ready_port(child->ready);
   ASSERT_TRUE(ready.ok()) << ready.status().message();
   const int port = *ready;
   // One request first: the TE's event link to the gateway is made on first use.
