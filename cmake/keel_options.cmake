@@ -57,9 +57,11 @@ function(keel_add_module name)
   target_link_libraries(keel_${name} PUBLIC keel_options ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
 endfunction()
 
-# keel_add_test(NAME [NO_UNITY] SOURCES... DEPS ...): one GoogleTest binary registered with CTest.
+# keel_add_test(NAME [NO_UNITY] [RUN_SERIAL] SOURCES... DEPS ...): one GoogleTest binary
+# registered with CTest. RUN_SERIAL: each of its tests runs with no other test beside it (tests
+# that load the machine on purpose, or measure a process's CPU time).
 function(keel_add_test name)
-  cmake_parse_arguments(ARG "NO_UNITY" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_UNITY;RUN_SERIAL" "" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   if(ARG_NO_UNITY)  # files whose local helpers share names: each compiled on its own
     set_target_properties(${name} PROPERTIES UNITY_BUILD OFF)
@@ -71,8 +73,15 @@ function(keel_add_test name)
     # expansions are costly to optimize) while the code under test keeps -O1.
     target_compile_options(${name} PRIVATE -O0)
   endif()
+  set(props)
   if(ARG_LABELS)
-    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}")
+    list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  if(ARG_RUN_SERIAL)
+    list(APPEND props RUN_SERIAL TRUE)
+  endif()
+  if(props)
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
   else()
     gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60)
   endif()
