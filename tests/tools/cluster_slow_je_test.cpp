@@ -3,11 +3,18 @@
 // requests are in flight; meanwhile the gateway's /health and /v1/models answer within 50 ms at
 // the 99th percentile, its thread count does not grow, and every request then completes. Bounded
 // in time; the cluster is stopped by PID (the supervisor's rule).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -36,6 +43,33 @@ int thread_count(pid_t pid) {
     if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
   }
   return -1;
+}
+
+// GET `path` on a fresh connection, bounded by 2 s each way; the status, or 0 when none came in
+// time (a gateway whose io threads wait on the JE: the test then fails instead of hanging).
+int timed_get(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  const timeval bound{2, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &bound, sizeof bound);
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &bound, sizeof bound);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string raw;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) {
+    const std::string request =
+        "GET " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) ==
+        static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      ssize_t n = 0;
+      while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) raw.append(buf, static_cast<size_t>(n));
+    }
+  }
+  ::close(fd);
+  return raw.size() > 12 && raw.rfind("HTTP/1.", 0) == 0 ? std::atoi(raw.c_str() + 9) : 0;
 }
 
 // The 99th percentile of `ms` (sorted in place).
@@ -108,22 +142,23 @@ TEST(ClusterSlowJe, GatewayAnswersHealthAndModelsWhileEverySubmitWaits) {
   while (Clock::now() < probe_end) {
     for (const char* path : {"/health", "/v1/models"}) {
       const Clock::time_point t0 = Clock::now();
-      const HttpResponse r = http_request(port, "GET", path);
+      const int status = timed_get(port, path);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
       (std::string(path) == "/health" ? health_ms : models_ms).push_back(ms);
-      if (r.status != 200) ++health_errors;
+      if (status != 200) ++health_errors;
     }
     threads_max = std::max(threads_max, thread_count(child->pid));
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_GE(health_ms.size(), 50u);
   const double health_p99 = p99(health_ms), models_p99 = p99(models_ms);
   std::printf(
       "slow JE: %zu /health, %zu /v1/models probes: p99 %.2f ms, %.2f ms; threads %d → %d\n",
       health_ms.size(), models_ms.size(), health_p99, models_p99, threads_before, threads_max);
+  // Asserted: a gateway that fails them would keep the 512 streams for minutes.
+  ASSERT_LE(health_p99, 50.0);
+  ASSERT_LE(models_p99, 50.0);
+  EXPECT_GE(health_ms.size(), 50u);
   EXPECT_EQ(health_errors, 0);
-  EXPECT_LE(health_p99, 50.0);
-  EXPECT_LE(models_p99, 50.0);
   EXPECT_LE(threads_max, threads_before);
 
   // Then every request completes.
