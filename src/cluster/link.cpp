@@ -206,6 +206,7 @@ void Link::call_async(Message message, std::chrono::milliseconds timeout, CallDo
     if (!closed_) {
       id = next_call_id_++;
       calls_[id] = pending;
+      next_deadline_ = std::min(next_deadline_, pending->deadline);
     }
   }
   if (id == 0) return run_done(*pending, Status::unavailable("link to " + peer_ + " is closed"));
@@ -230,6 +231,10 @@ std::vector<std::shared_ptr<Link::PendingCall>> Link::take_expired_calls(
     std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point* next) {
   std::vector<std::shared_ptr<PendingCall>> expired;
   *next = std::chrono::steady_clock::time_point::max();
+  if (now < next_deadline_) {  // none can have passed: no scan
+    *next = next_deadline_;
+    return expired;
+  }
   for (auto it = calls_.begin(); it != calls_.end();) {
     const std::shared_ptr<PendingCall>& call = it->second;
     if (!call->on_done) {
@@ -242,6 +247,7 @@ std::vector<std::shared_ptr<Link::PendingCall>> Link::take_expired_calls(
       ++it;
     }
   }
+  next_deadline_ = *next;  // calls answered since leave it early: one scan more, never late
   return expired;
 }
 

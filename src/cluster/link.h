@@ -119,6 +119,10 @@ class Link : public std::enable_shared_from_this<Link> {
   };
   std::deque<Outgoing> outbox_;
   int64_t next_call_id_ = 1;
+  // The earliest deadline of the asynchronous calls (max(): none), so the writer scans calls_
+  // only when one may have passed, not on every frame.
+  std::chrono::steady_clock::time_point next_deadline_ =
+      std::chrono::steady_clock::time_point::max();
   struct PendingCall {
     bool done = false;
     std::optional<Json> reply;  // set when answered; else `error` says why it ended
