@@ -74,7 +74,7 @@ struct Pipes {
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
   int exec_err[2] = {-1, -1};  // the child writes its errno here when exec fails
-  int dev_null = -1;
+  int dev_null = -1;  // the child's stdin: /dev/null, or a pipe already holding stdin_bytes
 
   void close_all() {
     for (int* p : {out, err, exec_err}) {
@@ -85,12 +85,51 @@ struct Pipes {
   }
 };
 
-Status open_pipes(Pipes& p) {
+// A pipe's read end that yields `bytes` then end of file. The bytes are written before the child
+// exists, so they must fit the pipe's buffer (grown up to the system's pipe-max-size): the write
+// never blocks and a child that never reads cannot stall the parent.
+Result<int> stdin_pipe(const std::string& bytes) {
+  int fds[2] = {-1, -1};
+  if (::pipe2(fds, O_CLOEXEC) != 0) return Status::io_error("pipe2: " + errno_text(errno));
+  const auto fail = [&fds](Status s) -> Result<int> {
+    close_fd(fds[0]);
+    close_fd(fds[1]);
+    return s;
+  };
+  int capacity = ::fcntl(fds[1], F_GETPIPE_SZ);
+  if (capacity >= 0 && static_cast<size_t>(capacity) < bytes.size()) {
+    capacity = ::fcntl(fds[1], F_SETPIPE_SZ, static_cast<int>(bytes.size()));
+  }
+  if (capacity < 0 || static_cast<size_t>(capacity) < bytes.size()) {
+    return fail(Status::invalid_argument("stdin bytes (" + std::to_string(bytes.size()) +
+                                         ") do not fit a pipe's buffer"));
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fds[1], bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return fail(Status::io_error("write to the stdin pipe: " + errno_text(errno)));
+    done += static_cast<size_t>(n);
+  }
+  close_fd(fds[1]);
+  return fds[0];
+}
+
+Status open_pipes(Pipes& p, const std::string& stdin_bytes) {
   if (::pipe2(p.out, O_CLOEXEC) != 0 || ::pipe2(p.err, O_CLOEXEC) != 0 ||
       ::pipe2(p.exec_err, O_CLOEXEC) != 0) {
     const int err = errno;
     p.close_all();
     return Status::io_error("pipe2: " + errno_text(err));
+  }
+  if (!stdin_bytes.empty()) {
+    Result<int> in = stdin_pipe(stdin_bytes);
+    if (!in.ok()) {
+      p.close_all();
+      return in.status();
+    }
+    p.dev_null = *in;
+    return Status::ok_status();
   }
   p.dev_null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (p.dev_null < 0) {
@@ -157,7 +196,7 @@ Result<LaunchedChild> launch_child(const LaunchSpec& spec) {
   const long max_fd = open_max > 0 && open_max < 65536 ? open_max : 65536;
 
   Pipes p;
-  KEEL_TRY(open_pipes(p));
+  KEEL_TRY(open_pipes(p, spec.stdin_bytes));
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {

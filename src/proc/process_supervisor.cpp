@@ -69,6 +69,7 @@ Result<Child> ProcessSupervisor::spawn(const ChildSpec& spec) {
   LaunchSpec launch;
   launch.argv = spec.argv;
   launch.env = spec.env;
+  launch.stdin_bytes = spec.stdin_bytes;
   launch.parent_death_signal = options_.parent_death_signal;
   Result<LaunchedChild> launched = launch_child(launch);
   if (!launched) return launched.error().with_prefix("starting " + who);

@@ -43,6 +43,7 @@ struct ChildSpec {
   std::vector<std::string> argv;  // argv[0] is the program; searched in PATH unless it has a '/'
   std::vector<std::pair<std::string, std::string>> env;  // added to the supervisor's environment
   std::chrono::milliseconds ready_timeout{10000};        // fork to ready line, > 0
+  std::string stdin_bytes;  // the child's stdin (LaunchSpec::stdin_bytes); "" = /dev/null
 };
 
 struct Child {

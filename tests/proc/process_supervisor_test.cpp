@@ -122,6 +122,28 @@ TEST(ProcessSupervisorTest, EnvAdditionsReachTheChild) {
   EXPECT_EQ(child->ready["x"], 42);
 }
 
+// A spec on stdin: the child reads exactly the bytes given, then end of file; without stdin_bytes
+// its stdin is /dev/null (reads nothing).
+TEST(ProcessSupervisorTest, StdinBytesReachTheChildThenEndOfFile) {
+  ProcessSupervisor sup(quiet());
+  ChildSpec spec =
+      sh_child("stdin", "n=$(wc -c); echo \"KEEL_READY {\\\"n\\\":$n}\"; exec sleep 30");
+  spec.stdin_bytes = std::string(100000, 'x');  // above the default 64 KiB pipe buffer
+  Result<Child> child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  EXPECT_EQ(child->ready["n"], 100000);
+  ChildSpec none =
+      sh_child("no-stdin", "n=$(wc -c); echo \"KEEL_READY {\\\"n\\\":$n}\"; exec sleep 30");
+  child = sup.spawn(none);
+  ASSERT_TRUE(child.ok()) << child.status().to_string();
+  EXPECT_EQ(child->ready["n"], 0);
+  ChildSpec huge = sh_child("huge", kServe);
+  huge.stdin_bytes = std::string(size_t{64} << 20, 'x');  // above any pipe-max-size
+  Result<Child> refused = sup.spawn(huge);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument) << refused.status().to_string();
+}
+
 TEST(ProcessSupervisorTest, InheritedFdsAreClosedInTheChild) {
   const int leaked = ::open("/dev/null", O_RDONLY);  // deliberately without O_CLOEXEC
   ASSERT_GE(leaked, 3);
