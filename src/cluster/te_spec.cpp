@@ -1,0 +1,301 @@
+// TeSpec's codec; see te_spec.h.
+#include "cluster/te_spec.h"
+
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace keel::cluster {
+namespace {
+
+using Json = nlohmann::json;
+
+// Reads one JSON object's fields by name, each optional (the default stands when absent), and
+// refuses a field it was not asked for. Errors name the object and the field.
+class Fields {
+ public:
+  Fields(const Json& obj, std::string what) : obj_(obj), what_(std::move(what)) {}
+
+  Status str(const char* key, std::string* out) {
+    const Json* v = take(key);
+    if (v == nullptr) return {};
+    if (!v->is_string()) return bad(key, "is not a string");
+    *out = v->get<std::string>();
+    return {};
+  }
+  Status boolean(const char* key, bool* out) {
+    const Json* v = take(key);
+    if (v == nullptr) return {};
+    if (!v->is_boolean()) return bad(key, "is not true or false");
+    *out = v->get<bool>();
+    return {};
+  }
+  template <typename Int>
+  Status integer(const char* key, int64_t lo, int64_t hi, Int* out) {
+    const Json* v = take(key);
+    if (v == nullptr) return {};
+    if (!v->is_number_integer()) return bad(key, "is not an integer");
+    const int64_t n = v->get<int64_t>();
+    if (n < lo || n > hi) return bad(key, fmt::format("is {}, not in [{}, {}]", n, lo, hi));
+    *out = static_cast<Int>(n);
+    return {};
+  }
+  Status number(const char* key, double lo, double* out) {
+    const Json* v = take(key);
+    if (v == nullptr) return {};
+    if (!v->is_number()) return bad(key, "is not a number");
+    const double d = v->get<double>();
+    if (!(d >= lo)) return bad(key, fmt::format("is below {}", lo));
+    *out = d;
+    return {};
+  }
+  Status strings(const char* key, std::vector<std::string>* out) {
+    const Json* v = take(key);
+    if (v == nullptr) return {};
+    if (!v->is_array()) return bad(key, "is not a list");
+    out->clear();
+    for (const Json& s : *v) {
+      if (!s.is_string()) return bad(key, "holds a non-string");
+      out->push_back(s.get<std::string>());
+    }
+    return {};
+  }
+  // The nested object `key`, or null when absent.
+  Result<const Json*> object(const char* key) {
+    const Json* v = take(key);
+    if (v != nullptr && !v->is_object()) return bad(key, "is not an object");
+    return v;
+  }
+  Status one_of(const char* key, std::initializer_list<std::string_view> allowed,
+                std::string* out) {
+    KEEL_TRY(str(key, out));
+    for (std::string_view a : allowed) {
+      if (*out == a) return {};
+    }
+    return bad(key, "is '" + *out + "'");
+  }
+  // InvalidArgument naming the first field that no read asked for.
+  Status finish() const {
+    for (const auto& [key, value] : obj_.items()) {
+      if (seen_.count(key) == 0)
+        return bad(key.c_str(), "is not a field of version " + std::to_string(kTeSpecVersion));
+    }
+    return {};
+  }
+
+ private:
+  const Json* take(const char* key) {
+    seen_.insert(key);
+    const auto it = obj_.find(key);
+    return it == obj_.end() ? nullptr : &*it;
+  }
+  Status bad(const char* key, const std::string& why) const {
+    return Status::invalid_argument(fmt::format("{}: '{}' {}", what_, key, why));
+  }
+
+  const Json& obj_;
+  std::string what_;
+  std::set<std::string> seen_;
+};
+
+constexpr int64_t kMaxI32 = std::numeric_limits<int32_t>::max();
+constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
+
+// The version check every spec starts with: "v" present, an integer, not newer than ours.
+Status check_version(Fields& f, const Json& body, const char* what) {
+  const auto v = body.find("v");
+  if (v == body.end()) return Status::invalid_argument(std::string(what) + ": no version ('v')");
+  int64_t version = 0;
+  KEEL_TRY(f.integer("v", 1, kMaxI64, &version));
+  if (version > kTeSpecVersion) {
+    return Status::failed_precondition(
+        fmt::format("{} version {} is newer than this keel reads ({}): upgrade keel here", what,
+                    version, kTeSpecVersion));
+  }
+  return {};
+}
+
+Json encode_semi_pd(const TeSemiPdSpec& s) {
+  return Json{{"split", s.split},
+              {"dynamic", s.dynamic},
+              {"ttft_slo_ms", s.ttft_slo_ms},
+              {"tpot_slo_ms", s.tpot_slo_ms},
+              {"window_ms", s.window_ms},
+              {"step", s.step},
+              {"max_step", s.max_step},
+              {"percentile", s.percentile},
+              {"max_cores", s.max_cores}};
+}
+
+Status decode_semi_pd(const Json& body, TeSemiPdSpec* s) {
+  Fields f(body, "te spec: engine.semi_pd");
+  KEEL_TRY(f.str("split", &s->split));
+  KEEL_TRY(f.boolean("dynamic", &s->dynamic));
+  KEEL_TRY(f.number("ttft_slo_ms", 0, &s->ttft_slo_ms));
+  KEEL_TRY(f.number("tpot_slo_ms", 0, &s->tpot_slo_ms));
+  KEEL_TRY(f.integer("window_ms", 1, kMaxI32, &s->window_ms));
+  KEEL_TRY(f.integer("step", 1, kMaxI32, &s->step));
+  KEEL_TRY(f.integer("max_step", 1, kMaxI32, &s->max_step));
+  KEEL_TRY(f.number("percentile", 0, &s->percentile));
+  KEEL_TRY(f.integer("max_cores", 0, kMaxI32, &s->max_cores));
+  return f.finish();
+}
+
+Status decode_handoff(const Json& body, TeHandoffSpec* h) {
+  Fields f(body, "te spec: engine.handoff");
+  KEEL_TRY(f.one_of("mode", {"stream", "after"}, &h->mode));
+  KEEL_TRY(f.integer("prefill_chunk", 0, kMaxI32, &h->prefill_chunk));
+  KEEL_TRY(f.str("fault", &h->fault));
+  return f.finish();
+}
+
+// The engine spec's fields, read from `f` (its "v" already checked).
+Status read_engine(Fields& f, TeEngineSpec* e) {
+  KEEL_TRY(f.integer("max_num_seqs", 1, kMaxI32, &e->max_num_seqs));
+  KEEL_TRY(f.integer("max_batched_tokens", 1, kMaxI32, &e->max_batched_tokens));
+  KEEL_TRY(f.integer("max_waiting", 0, kMaxI32, &e->max_waiting));
+  KEEL_TRY(f.integer("block_size", 1, kMaxI32, &e->block_size));
+  KEEL_TRY(f.integer("kv_cache_bytes", 0, kMaxI64, &e->kv_cache_bytes));
+  KEEL_TRY(f.integer("kv_host_bytes", 0, kMaxI64, &e->kv_host_bytes));
+  KEEL_TRY(f.one_of("kv_type", {"f32", "f16", "q8_0"}, &e->kv_type));
+  KEEL_TRY(f.integer("ctx_size", 0, kMaxI64, &e->ctx_size));
+  KEEL_TRY(f.one_of("weight_layout", {"grouped", "rows"}, &e->weight_layout));
+  KEEL_TRY(f.boolean("use_mmap", &e->use_mmap));
+  KEEL_TRY(f.boolean("prefix_cache", &e->prefix_cache));
+  KEEL_TRY(f.str("chat_template", &e->chat_template));
+  KEEL_TRY(f.str("chat_template_file", &e->chat_template_file));
+  KEEL_TRY(f.strings("loras", &e->loras));
+  KEEL_TRY(f.integer("pp", 1, 2, &e->pp));
+  KEEL_TRY(f.number("pp_step_timeout_s", 0, &e->pp_step_timeout_s));
+  KEEL_TRY(f.one_of("mode", {"colocated", "semi-pd"}, &e->mode));
+  KEEL_ASSIGN_OR_RETURN(const Json* semi, f.object("semi_pd"));
+  if (semi != nullptr) {
+    KEEL_TRY(decode_semi_pd(*semi, &e->semi_pd));
+  }
+  KEEL_ASSIGN_OR_RETURN(const Json* handoff, f.object("handoff"));
+  if (handoff != nullptr) {
+    KEEL_TRY(decode_handoff(*handoff, &e->handoff));
+  }
+  KEEL_TRY(f.boolean("peer_tier", &e->peer_tier));
+  return f.number("kv_transfer_throttle_bytes_per_s", 0, &e->kv_transfer_throttle_bytes_per_s);
+}
+
+Status decode_membership(const Json& body, TeMembershipSpec* m) {
+  Fields f(body, "te spec: membership");
+  KEEL_TRY(f.one_of("mode", {"embedded", "etcd"}, &m->mode));
+  KEEL_TRY(f.strings("etcd_endpoints", &m->etcd_endpoints));
+  KEEL_TRY(f.str("prefix", &m->prefix));
+  KEEL_TRY(f.integer("ttl_s", 1, 3600, &m->ttl_s));
+  return f.finish();
+}
+
+}  // namespace
+
+Json encode_te_engine_spec(const TeEngineSpec& e) {
+  Json j = {{"v", kTeSpecVersion},
+            {"max_num_seqs", e.max_num_seqs},
+            {"max_batched_tokens", e.max_batched_tokens},
+            {"max_waiting", e.max_waiting},
+            {"block_size", e.block_size},
+            {"kv_cache_bytes", e.kv_cache_bytes},
+            {"kv_host_bytes", e.kv_host_bytes},
+            {"kv_type", e.kv_type},
+            {"ctx_size", e.ctx_size},
+            {"weight_layout", e.weight_layout},
+            {"use_mmap", e.use_mmap},
+            {"prefix_cache", e.prefix_cache},
+            {"chat_template", e.chat_template},
+            {"chat_template_file", e.chat_template_file},
+            {"loras", e.loras},
+            {"pp", e.pp},
+            {"pp_step_timeout_s", e.pp_step_timeout_s},
+            {"mode", e.mode},
+            {"handoff",
+             {{"mode", e.handoff.mode},
+              {"prefill_chunk", e.handoff.prefill_chunk},
+              {"fault", e.handoff.fault}}},
+            {"peer_tier", e.peer_tier},
+            {"kv_transfer_throttle_bytes_per_s", e.kv_transfer_throttle_bytes_per_s}};
+  if (e.mode == "semi-pd") j["semi_pd"] = encode_semi_pd(e.semi_pd);
+  return j;
+}
+
+Result<TeEngineSpec> decode_te_engine_spec(const Json& body) {
+  if (!body.is_object()) return Status::invalid_argument("te engine spec: not an object");
+  Fields f(body, "te engine spec");
+  KEEL_TRY(check_version(f, body, "te engine spec"));
+  TeEngineSpec e;
+  KEEL_TRY(read_engine(f, &e));
+  KEEL_TRY(f.finish());
+  return e;
+}
+
+Json encode_te_spec(const TeSpec& s) {
+  return Json{{"v", kTeSpecVersion},
+              {"id", s.id},
+              {"role", s.role},
+              {"model_path", s.model_path},
+              {"served_model_name", s.served_model_name},
+              {"host", s.host},
+              {"port", s.port},
+              {"advertise_host", s.advertise_host},
+              {"threads", s.threads},
+              {"isa", s.isa},
+              {"warm", s.warm},
+              {"store_dir", s.store_dir},
+              {"health_port", s.health_port},
+              {"health_hang_ms", s.health_hang_ms},
+              {"engine", encode_te_engine_spec(s.engine)},
+              {"membership",
+               {{"mode", s.membership.mode},
+                {"etcd_endpoints", s.membership.etcd_endpoints},
+                {"prefix", s.membership.prefix},
+                {"ttl_s", s.membership.ttl_s}}}};
+}
+
+Result<TeSpec> decode_te_spec(const Json& body) {
+  if (!body.is_object()) return Status::invalid_argument("te spec: not an object");
+  Fields f(body, "te spec");
+  KEEL_TRY(check_version(f, body, "te spec"));
+  TeSpec s;
+  KEEL_TRY(f.str("id", &s.id));
+  if (s.id.empty() || s.id.find('/') != std::string::npos) {
+    return Status::invalid_argument("te spec: 'id' is not an id: '" + s.id + "'");
+  }
+  KEEL_TRY(f.one_of("role", {"colocated", "prefill", "decode"}, &s.role));
+  KEEL_TRY(f.str("model_path", &s.model_path));
+  KEEL_TRY(f.str("served_model_name", &s.served_model_name));
+  KEEL_TRY(f.str("host", &s.host));
+  KEEL_TRY(f.integer("port", 0, 65535, &s.port));
+  KEEL_TRY(f.str("advertise_host", &s.advertise_host));
+  KEEL_TRY(f.integer("threads", 0, 1024, &s.threads));
+  KEEL_TRY(f.one_of("isa", {"", "scalar", "avx2", "avx512"}, &s.isa));
+  KEEL_TRY(f.boolean("warm", &s.warm));
+  KEEL_TRY(f.str("store_dir", &s.store_dir));
+  KEEL_TRY(f.integer("health_port", -1, 65535, &s.health_port));
+  KEEL_TRY(f.integer("health_hang_ms", 1, kMaxI64, &s.health_hang_ms));
+  KEEL_ASSIGN_OR_RETURN(const Json* engine, f.object("engine"));
+  if (engine != nullptr) {
+    KEEL_ASSIGN_OR_RETURN(s.engine, decode_te_engine_spec(*engine));
+  }
+  KEEL_ASSIGN_OR_RETURN(const Json* membership, f.object("membership"));
+  if (membership != nullptr) {
+    KEEL_TRY(decode_membership(*membership, &s.membership));
+  }
+  KEEL_TRY(f.finish());
+  if (s.model_path.empty() && !s.warm) {
+    return Status::invalid_argument("te spec: 'model_path' is empty and the TE is not warm");
+  }
+  return s;
+}
+
+std::string te_spec_text(const TeSpec& spec) { return encode_te_spec(spec).dump(); }
+
+Result<TeSpec> parse_te_spec(std::string_view text) {
+  Json body = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (body.is_discarded()) return Status::invalid_argument("te spec: not JSON");
+  return decode_te_spec(body);
+}
+
+}  // namespace keel::cluster
