@@ -3,7 +3,10 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "commands.h"
@@ -20,6 +23,19 @@ inline std::string check_lora_spec(const std::string& v) {
   return eq == std::string::npos || eq == 0 || eq + 1 == v.size()
              ? std::string("expected NAME=PATH")
              : std::string();
+}
+
+// The first option given on `cmd`'s command line other than those named in `allowed` (their
+// long names, "--spec"); "" when none. What goes with a --spec that holds the whole
+// configuration (keel te, keel pp-stage).
+inline std::string first_option_besides(const CLI::App& cmd,
+                                        std::initializer_list<std::string_view> allowed) {
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->count() == 0) continue;
+    const std::string name = opt->get_name();
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) return name;
+  }
+  return "";
 }
 
 // -t/--threads, --isa, --mmap, --weight-layout, --verbose.

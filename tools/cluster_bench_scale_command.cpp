@@ -51,26 +51,18 @@ namespace {
 
 using Json = nlohmann::json;
 
-// A warm TE listening on `host`.
-std::vector<std::string> warm_te_argv(const ClusterBenchScaleOptions& o, const std::string& isa,
-                                      const std::string& store_dir, const std::string& host) {
-  std::vector<std::string> argv = {self_exe(),
-                                   "te",
-                                   "--warm",
-                                   "--host",
-                                   host,
-                                   "--port",
-                                   "0",
-                                   "-t",
-                                   std::to_string(o.threads_per_te),
-                                   "-c",
-                                   std::to_string(o.ctx_size),
-                                   "--kv-cache-bytes",
-                                   std::to_string(o.kv_cache_bytes),
-                                   "--isa",
-                                   isa};
-  if (!store_dir.empty()) argv.insert(argv.end(), {"--store-dir", store_dir});
-  return argv;
+// A warm TE's spec, listening on `host`.
+cluster::TeSpec warm_te_spec(const ClusterBenchScaleOptions& o, const std::string& isa,
+                             const std::string& store_dir, const std::string& host) {
+  cluster::TeSpec spec;
+  spec.warm = true;
+  spec.host = host;
+  spec.threads = o.threads_per_te;
+  spec.isa = isa;
+  spec.store_dir = store_dir;
+  spec.engine.ctx_size = o.ctx_size;
+  spec.engine.kv_cache_bytes = o.kv_cache_bytes;
+  return spec;
 }
 
 // iproute2's `ip`, by absolute path (the supervisor execs without a PATH search).
@@ -162,9 +154,10 @@ Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
                                            proc::ProcessSupervisor* sup) {
   cluster::WarmPoolConfig wc;
   wc.host = o.source_host.empty() ? o.host : o.source_host;
-  wc.te_argv = warm_te_argv(o, isa, o.store_dir, wc.host);
+  wc.keel_command = {self_exe()};
+  wc.spec = warm_te_spec(o, isa, o.store_dir, wc.host);
   if (!o.source_netns.empty()) {  // `ip netns exec` execs the TE: its PID is the TE's
-    wc.te_argv.insert(wc.te_argv.begin(), {ip_binary(), "netns", "exec", o.source_netns});
+    wc.keel_command.insert(wc.keel_command.begin(), {ip_binary(), "netns", "exec", o.source_netns});
   }
   wc.name_prefix = "fork-source";
   wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
@@ -254,7 +247,8 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   proc::ProcessSupervisor sup(so);
   cluster::WarmPoolConfig wc;
   wc.host = o.host;
-  wc.te_argv = warm_te_argv(o, isa, mode == "store" ? o.store_dir : "", wc.host);
+  wc.keel_command = {self_exe()};
+  wc.spec = warm_te_spec(o, isa, mode == "store" ? o.store_dir : "", wc.host);
   wc.name_prefix = mode + "-te";
   wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   std::string fork_root;

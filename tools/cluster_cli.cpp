@@ -7,6 +7,7 @@
 #include "http_front_flags.h"
 #include "semi_pd_flags.h"
 #include "state_flags.h"
+#include "te_spec_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -232,7 +233,7 @@ void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
   cmd->add_option("--source-host", b.source_host, "The fork source's address (default: --host)");
 }
 
-// A TE's engine flags: what `cluster up` passes on (te_engine_args) and a bind may carry.
+// A TE's engine flags (a TE started from a spec gets them from its engine part instead).
 void add_te_engine_flags(CLI::App* cmd, TeOptions* te) {
   add_engine_flags(cmd, &te->engine);
   add_pipeline_flags(cmd, &te->engine);
@@ -248,30 +249,14 @@ void add_te_engine_flags(CLI::App* cmd, TeOptions* te) {
 
 }  // namespace
 
-Status apply_bind_engine_args(const std::vector<std::string>& args, TeOptions* te) {
-  if (args.empty()) return {};
-  const ComputeOptions before = te->engine.compute;
-  CLI::App app{"the engine flags of a bind"};
-  add_te_engine_flags(&app, te);
-  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
-  try {
-    app.parse(reversed);
-  } catch (const CLI::ParseError& e) {
-    return Status::invalid_argument(std::string("bind: engine flags: ") + e.what());
-  }
-  if (te->engine.compute.threads != before.threads || te->engine.compute.isa != before.isa) {
-    return Status::invalid_argument(
-        "bind: -t and --isa are a warm TE's own (its kernels and threads were set when it "
-        "started)");
-  }
-  return {};
-}
-
 ClusterCli add_cluster_commands(CLI::App& app) {
   ClusterCli cli;
   TeOptions& te = *cli.te;
   cli.te_cmd = app.add_subcommand("te", "Run one task executor (used by keel cluster up)");
   add_te_engine_flags(cli.te_cmd, &te);
+  cli.te_cmd->add_option("--spec", te.spec_source,
+                         "Read the whole configuration from a versioned TE spec (JSON; - = stdin): "
+                         "how cluster up and node agents start TEs. No other flag goes with it");
   cli.te_cmd->add_option("--id", te.id, "This TE's id in the fleet");
   cli.te_cmd->add_option("--role", te.role, "What it computes")
       ->check(CLI::IsMember({"colocated", "prefill", "decode"}));
@@ -513,8 +498,25 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   return cli;
 }
 
+namespace {
+
+// `keel te`: its flags, or (--spec) the spec alone.
+int run_te_command(const ClusterCli& cli) {
+  const TeOptions& te = *cli.te;
+  if (te.spec_source.empty()) return run_te(te);
+  if (const std::string other = first_option_besides(*cli.te_cmd, {"--spec"}); !other.empty()) {
+    return report_error(Status::invalid_argument("te: --spec holds the whole configuration; " +
+                                                 other + " goes without it"));
+  }
+  Result<cluster::TeSpec> spec = read_te_spec(te.spec_source);
+  if (!spec.ok()) return report_error(spec.status());
+  return run_te(te_options(*spec));
+}
+
+}  // namespace
+
 std::optional<int> run_cluster_commands(const ClusterCli& cli) {
-  if (cli.te_cmd->parsed()) return run_te(*cli.te);
+  if (cli.te_cmd->parsed()) return run_te_command(cli);
   if (cli.je_cmd->parsed()) return run_je(*cli.je);
   if (cli.up_cmd->parsed()) return run_cluster_up(*cli.up);
   if (cli.agent_cmd->parsed()) return run_node_agent(*cli.agent);

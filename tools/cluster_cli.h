@@ -37,10 +37,6 @@ struct ClusterCli {
 };
 
 ClusterCli add_cluster_commands(CLI::App& app);
-// Applies a bind's engine flags (cluster::BindModel::engine_args: `keel te` engine, pipeline,
-// semi-PD, handoff and peer-tier flags) over a warm TE's options; InvalidArgument for a flag it
-// does not know or a bad value, and for -t or --isa (set when the warm TE started).
-Status apply_bind_engine_args(const std::vector<std::string>& args, TeOptions* te);
 std::optional<int> run_cluster_commands(const ClusterCli& cli);
 
 }  // namespace keel::cli

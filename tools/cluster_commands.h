@@ -71,6 +71,9 @@ struct TeOptions {
   // step for this long is hung (503).
   int health_port = -1;
   int64_t health_hang_ms = 5000;
+  // --spec SOURCE: the whole configuration from a TeSpec (cluster/te_spec.h; "-" = stdin), how
+  // cluster up, the warm pool and node agents start TEs; no other flag goes with it.
+  std::string spec_source;
 };
 int run_te(const TeOptions& opts);
 

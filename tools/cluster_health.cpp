@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "cluster/fleet_merge.h"
+#include "self_exe.h"
 
 namespace keel::cli {
 
@@ -50,7 +51,7 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
       te.name = tes[0].value("te", "");
       te.pid = static_cast<pid_t>(tes[0].value("pid", int64_t{0}));
       te.address = tes[0].value("address", "");
-      return te;  // its argv: the replaced TE's (the replacer fills it in)
+      return te;  // its spec: the replaced TE's (the replacer fills it in)
     };
   }
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TeReplacer> r,
@@ -58,7 +59,8 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
   for (size_t i = 0; i < tes.names.size(); ++i) {
     cluster::ManagedTe te;
     te.name = tes.names[i];
-    te.argv = tes.argvs[i];
+    te.keel_command = {self_exe()};
+    te.spec = tes.specs[i];
     te.role = cluster::parse_te_role(tes.roles[i]).value_or(cluster::TeRole::kColocated);
     te.address = tes.addresses[i];
     const std::optional<proc::Child> child = sup.find(te.name);

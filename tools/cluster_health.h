@@ -24,10 +24,10 @@
 namespace keel::cli {
 
 struct StartedTes {
-  std::vector<std::string> names;               // supervisor child names (= their --id)
-  std::vector<std::vector<std::string>> argvs;  // their commands
-  std::vector<std::string> roles;               // "colocated", "prefill", "decode"
-  std::vector<std::string> addresses;           // control addresses
+  std::vector<std::string> names;      // supervisor child names (= their spec's id)
+  std::vector<cluster::TeSpec> specs;  // how each was started (keel te --spec -)
+  std::vector<std::string> roles;      // "colocated", "prefill", "decode"
+  std::vector<std::string> addresses;  // control addresses
 };
 
 // The JE supervisor over the JEs the command started (cluster/je_replacer.h), reading the fleet

@@ -51,17 +51,9 @@ cluster::GangRequest gang_request(const GangStart& g) {
   return r;
 }
 
-// The value after `flag` in `args`, "" when absent.
-std::string flag_value(const std::vector<std::string>& args, std::string_view flag) {
-  const auto it = std::find(args.begin(), args.end(), flag);
-  return it == args.end() || it + 1 == args.end() ? std::string() : *(it + 1);
-}
-
 }  // namespace
 
-bool pipelined(const cluster::StartTe& te) {
-  return te.role == "colocated" && flag_value(te.args, "--pp") == "2";
-}
+bool pipelined(const cluster::StartTe& te) { return te.role == "colocated" && te.engine.pp == 2; }
 
 cluster::StartTe stage_start(const cluster::StartTe& te) {
   cluster::StartTe s;
@@ -70,13 +62,10 @@ cluster::StartTe stage_start(const cluster::StartTe& te) {
   s.role = std::string(cluster::kPpStageRole);
   s.threads = te.threads;
   s.memory_bytes = te.memory_bytes;  // a stage maps the whole file and holds its layers' KV
-  for (const char* flag : {"-c", "--weight-layout", "--isa"}) {
-    const std::string v = flag_value(te.args, flag);
-    if (!v.empty()) s.args.insert(s.args.end(), {flag, v});
-  }
-  if (std::find(te.args.begin(), te.args.end(), "--mmap") != te.args.end()) {
-    s.args.push_back("--mmap");
-  }
+  s.isa = te.isa;
+  s.engine.ctx_size = te.engine.ctx_size;  // what a stage reads of the engine
+  s.engine.weight_layout = te.engine.weight_layout;
+  s.engine.use_mmap = te.engine.use_mmap;
   return s;
 }
 
@@ -316,7 +305,7 @@ Result<std::vector<RemoteTe>> ClusterNodes::place_and_start(
     start.instance = g.instance;
     start.priority = g.priority;
     if (!stage1.empty() && pipelined(start)) {
-      start.args.insert(start.args.end(), {"--pp-stage1", stage1});
+      start.engine.pp_stage1 = stage1;
     }
     const auto node = std::find_if(nodes.begin(), nodes.end(),
                                    [&](const auto& n) { return n.host_id == plan->hosts[i]; });

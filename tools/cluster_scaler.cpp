@@ -14,8 +14,9 @@ namespace keel::cli {
 
 ClusterScaler::ClusterScaler(proc::ProcessSupervisor* sup, ClusterScalerConfig config)
     : config_(std::move(config)),
-      pool_(sup, cluster::WarmPoolConfig{config_.warm_te_argv, "warm-te", config_.start_timeout,
-                                         std::chrono::milliseconds(300000), config_.te_store_root}),
+      pool_(sup, cluster::WarmPoolConfig{config_.keel_command, config_.warm_te, "warm-te",
+                                         config_.start_timeout, std::chrono::milliseconds(300000),
+                                         config_.te_store_root}),
       sup_(sup) {}
 
 ClusterScaler::~ClusterScaler() { shutdown(); }
@@ -131,9 +132,8 @@ std::vector<cluster::BindModel> ClusterScaler::plan_binds(
   cluster::BindModel bind;
   bind.model_path = config_.model_path;
   bind.role = std::string(cluster::te_role_name(role));
-  if (const auto args = config_.role_engine_args.find(role);
-      args != config_.role_engine_args.end()) {
-    bind.engine_args = args->second;
+  if (const auto engine = config_.role_engine.find(role); engine != config_.role_engine.end()) {
+    bind.engine = engine->second;
   }
   bind.store_entry = entry_name_;
   bind.decision_ns = cluster::steady_now_ns();

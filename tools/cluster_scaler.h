@@ -47,13 +47,14 @@ struct ClusterScalerConfig {
   std::string store_dir;                  // "" = no store: bound TEs read the file
   uint64_t store_budget = 0;              // bytes (0 = no limit)
   std::string event_log;                  // JSON lines; "" = none
-  std::vector<std::string> warm_te_argv;  // `keel te --warm ...` (the pool adds --id)
+  std::vector<std::string> keel_command;  // what runs keel (cluster/te_launch.h)
+  cluster::TeSpec warm_te;                // the warm TEs' spec (the pool names each)
   std::vector<std::string> je_addresses;  // or set_je_addresses() later
   std::string model_path;
   std::string isa;  // the kernel table the TEs run (the store key's ISA)
-  // Engine flags a bind to a role adds to the warm TE's own (a prefill TE's KV hand-off flags);
-  // a role not listed adds none.
-  std::map<cluster::TeRole, std::vector<std::string>> role_engine_args;
+  // The engine a bind to a role gives the warm TE (a prefill TE's has its KV hand-off); a role
+  // not listed keeps the warm TE's own.
+  std::map<cluster::TeRole, cluster::TeEngineSpec> role_engine;
   // Where a bound TE gets its weights (cluster/bind_source.h): store, fork from a running TE that
   // serves the entry, or the file.
   cluster::BindSourceMode bind_source = cluster::BindSourceMode::kAuto;

@@ -26,6 +26,7 @@
 #include "cluster/fleet_client.h"
 #include "cluster/fleet_report.h"
 #include "cluster/port_probe.h"
+#include "cluster/te_launch.h"
 #include "cluster_autoscaler.h"
 #include "cluster_commands.h"
 #include "cluster_health.h"
@@ -56,15 +57,14 @@
 namespace keel::cli {
 namespace {
 
+std::chrono::milliseconds start_timeout(const ClusterUpOptions& o) {
+  return std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+}
+
 // Starts one child and returns "127.0.0.1:<its port>".
 // *child (optional): the started child, with its ready line.
-Result<std::string> spawn(proc::ProcessSupervisor& sup, const std::string& name,
-                          std::vector<std::string> argv, const ClusterUpOptions& o,
+Result<std::string> spawn(proc::ProcessSupervisor& sup, proc::ChildSpec spec,
                           proc::Child* child_out = nullptr) {
-  proc::ChildSpec spec;
-  spec.name = name;
-  spec.argv = std::move(argv);
-  spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
   KEEL_ASSIGN_OR_RETURN(proc::Child child, sup.spawn(spec));
   KEEL_ASSIGN_OR_RETURN(int port, proc::ready_port(child.ready));
   if (child_out != nullptr) *child_out = child;
@@ -91,10 +91,11 @@ Result<std::unique_ptr<ClusterScaler>> start_scaler(proc::ProcessSupervisor& sup
   c.rate_half_life_s = o.forecast_half_life_s;
   c.min_rate = o.forecast_min_rate;
   c.event_log = o.event_log;
-  c.warm_te_argv = warm_te_argv(o, path, name, threads_per_te(o));
+  c.keel_command = {self_exe()};
+  c.warm_te = warm_te_spec(o, path, name, threads_per_te(o));
   c.model_path = path;
   for (const auto role : {cluster::TeRole::kPrefill, cluster::TeRole::kDecode}) {
-    c.role_engine_args[role] = te_role_args(o, std::string(cluster::te_role_name(role)));
+    c.role_engine[role] = te_engine_spec(o, std::string(cluster::te_role_name(role)));
   }
   c.bind_source =
       cluster::parse_bind_source_mode(o.bind_source).value_or(cluster::BindSourceMode::kAuto);
@@ -131,8 +132,9 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
   std::vector<cluster::StartTe> starts;
   for (size_t i = 0; i < kinds.size(); ++i) {
     const std::string role = kinds[i] == "semi-pd" ? "colocated" : kinds[i];  // semi-PD's role
-    cluster::StartTe s{name + "-te-" + std::to_string(i), path, name, role, threads,
-                       te_engine_args(o, kinds[i])};
+    cluster::StartTe s{
+        name + "-te-" + std::to_string(i), path, name, role, threads, o.serve.compute.isa,
+        te_engine_spec(o, kinds[i])};
     s.memory_bytes = memory;
     starts.push_back(std::move(s));
   }
@@ -187,16 +189,18 @@ Result<Tree> start_children(proc::ProcessSupervisor& sup, const ClusterUpOptions
     KEEL_TRY(start_remote_tes(nodes, members.session(), o, path, name, kinds, threads, &t));
   }
   for (int i = 0; i < total && o.nodes != "auto"; ++i) {
-    t.te_names.push_back("te-" + std::to_string(i));
-    std::vector<std::string> argv = te_argv(o, path, name, i, threads, kinds[i]);
+    cluster::TeSpec spec = te_spec(o, path, name, i, threads, kinds[i]);
+    t.te_names.push_back(spec.id);
     proc::Child child;
-    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.te_names.back(), argv, o, &child));
+    KEEL_ASSIGN_OR_RETURN(
+        std::string address,
+        spawn(sup, cluster::te_child({self_exe()}, spec, start_timeout(o)), &child));
     t.te_addresses.push_back(address);
     const int weights_port = child.ready.value("weights_port", 0);
     if (child.ready.value("from_store", false) && weights_port > 0) {
       t.weights_sources.emplace_back(child.pid, "127.0.0.1:" + std::to_string(weights_port));
     }
-    t.tes.argvs.push_back(std::move(argv));
+    t.tes.specs.push_back(std::move(spec));
   }
   t.tes.names = t.te_names;
   t.tes.roles = roles;
@@ -206,8 +210,12 @@ Result<Tree> start_children(proc::ProcessSupervisor& sup, const ClusterUpOptions
   for (int i = 0; i < o.jes; ++i) {
     t.je_names.push_back(je_id(o, name, i, members.manager_id()));
     std::vector<std::string> argv = je_argv(o, path, name, t.je_names.back(), tes);
+    proc::ChildSpec spec;
+    spec.name = t.je_names.back();
+    spec.argv = argv;
+    spec.ready_timeout = start_timeout(o);
     proc::Child child;
-    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, t.je_names.back(), argv, o, &child));
+    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, std::move(spec), &child));
     t.je_addresses.push_back(address);
     t.jes.push_back({t.je_names.back(), address, child.pid, std::move(argv)});
   }
@@ -301,7 +309,8 @@ void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
     Status last;
     for (int32_t k = 0; k < n; ++k) {
       const std::string id = name + "-te-" + manager + "-s" + std::to_string((*next)++);
-      cluster::StartTe s{id, path, name, role, threads_per_te(o), te_engine_args(o, role)};
+      cluster::StartTe s{
+          id, path, name, role, threads_per_te(o), o.serve.compute.isa, te_engine_spec(o, role)};
       s.memory_bytes = te_memory_bytes(o, path);
       GangStart gang{id, o.priority, {s}};
       // A pipelined TE goes with its stage 1, started first (it exits with its stage 0).

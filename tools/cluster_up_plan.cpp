@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "self_exe.h"
-#include "semi_pd_flags.h"
+#include "te_spec_flags.h"
 #include "tokenizer/builtin_chat_templates.h"
 
 namespace keel::cli {
@@ -22,15 +22,6 @@ void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* a
   argv->insert(argv->end(),
                {"--membership", "etcd", "--etcd-endpoints", endpoints, "--membership-prefix",
                 m.prefix, "--membership-ttl", std::to_string(m.ttl_s)});
-}
-
-// The flags only a TE of `role` takes: a prefill TE's KV hand-off.
-std::vector<std::string> te_role_args(const ClusterUpOptions& o, const std::string& role) {
-  if (role != "prefill") return {};
-  std::vector<std::string> argv = {"--kv-handoff", o.handoff.mode, "--prefill-chunk",
-                                   std::to_string(o.handoff.prefill_chunk)};
-  if (!o.handoff.fault.empty()) argv.insert(argv.end(), {"--kv-transfer-fault", o.handoff.fault});
-  return argv;
 }
 
 namespace {
@@ -47,81 +38,54 @@ std::string chat_template_arg(const std::string& v) {
 
 }  // namespace
 
-// A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
-// prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
-std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind) {
+cluster::TeEngineSpec te_engine_spec(const ClusterUpOptions& o, const std::string& kind) {
   const ServeOptions& s = o.serve;
-  const std::string role = kind == "semi-pd" ? "colocated" : kind;
-  std::vector<std::string> argv = {"--max-num-seqs",
-                                   std::to_string(s.max_num_seqs),
-                                   "--max-batched-tokens",
-                                   std::to_string(s.max_batched_tokens),
-                                   "--max-waiting",
-                                   std::to_string(s.max_waiting),
-                                   "--block-size",
-                                   std::to_string(s.block_size),
-                                   "--kv-cache-bytes",
-                                   std::to_string(s.kv_cache_bytes),
-                                   "--kv-host-bytes",
-                                   std::to_string(s.kv_host_bytes),
-                                   "--kv-type",
-                                   s.kv_type,
-                                   "-c",
-                                   std::to_string(s.ctx_size),
-                                   "--weight-layout",
-                                   s.compute.weight_layout};
-  if (!s.compute.isa.empty()) argv.insert(argv.end(), {"--isa", s.compute.isa});
-  if (s.compute.use_mmap) argv.push_back("--mmap");
-  if (s.no_prefix_cache) argv.push_back("--no-prefix-cache");
-  if (!s.chat_template.empty()) {
-    argv.insert(argv.end(), {"--chat-template", chat_template_arg(s.chat_template)});
-  }
+  cluster::TeEngineSpec e;
+  e.max_num_seqs = s.max_num_seqs;
+  e.max_batched_tokens = s.max_batched_tokens;
+  e.max_waiting = s.max_waiting;
+  e.block_size = s.block_size;
+  e.kv_cache_bytes = s.kv_cache_bytes;
+  e.kv_host_bytes = s.kv_host_bytes;
+  e.kv_type = s.kv_type;
+  e.ctx_size = s.ctx_size;
+  e.weight_layout = s.compute.weight_layout;
+  e.use_mmap = s.compute.use_mmap;
+  e.prefix_cache = !s.no_prefix_cache;
+  if (!s.chat_template.empty()) e.chat_template = chat_template_arg(s.chat_template);
   if (!s.chat_template_file.empty()) {
-    argv.insert(argv.end(),
-                {"--chat-template-file", std::filesystem::absolute(s.chat_template_file).string()});
+    e.chat_template_file = std::filesystem::absolute(s.chat_template_file).string();
   }
-  for (const std::string& lora : s.loras) argv.insert(argv.end(), {"--lora", lora});
+  e.loras = s.loras;
   if (kind == "colocated" && s.pp > 1) {  // the TE starts its stage 1, or is told where it runs
-    argv.insert(argv.end(), {"--pp", std::to_string(s.pp), "--pp-step-timeout",
-                             std::to_string(s.pp_step_timeout_s)});
+    e.pp = s.pp;
+    e.pp_step_timeout_s = s.pp_step_timeout_s;
   }
   if (kind == "semi-pd") {
-    argv.insert(argv.end(), {"--mode", "semi-pd"});
-    for (std::string& a : semi_pd_flag_args(s)) argv.push_back(std::move(a));
+    e.mode = "semi-pd";
+    e.semi_pd = {s.semi_pd_split,       s.semi_pd_dynamic,    s.semi_pd_ttft_slo_ms,
+                 s.semi_pd_tpot_slo_ms, s.semi_pd_window_ms,  s.semi_pd_step,
+                 s.semi_pd_max_step,    s.semi_pd_percentile, s.semi_pd_max_cores};
   }
-  const std::vector<std::string> for_role = te_role_args(o, role);
-  argv.insert(argv.end(), for_role.begin(), for_role.end());
-  if (o.peer.enabled) argv.push_back("--kv-peer-tier");
-  if (o.peer.throttle_bytes_per_s > 0) {
-    argv.insert(argv.end(),
-                {"--kv-transfer-throttle", std::to_string(o.peer.throttle_bytes_per_s)});
-  }
-  return argv;
+  if (kind == "prefill") e.handoff = {o.handoff.mode, o.handoff.prefill_chunk, o.handoff.fault};
+  e.peer_tier = o.peer.enabled;
+  e.kv_transfer_throttle_bytes_per_s = o.peer.throttle_bytes_per_s;
+  return e;
 }
 
-std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, int i, int threads,
-                                 const std::string& kind) {
-  const std::string role = kind == "semi-pd" ? "colocated" : kind;
-  std::vector<std::string> argv = {self_exe(),
-                                   "te",
-                                   "-m",
-                                   path,
-                                   "--served-model-name",
-                                   name,
-                                   "--id",
-                                   "te-" + std::to_string(i),
-                                   "--role",
-                                   role,
-                                   "--port",
-                                   "0",
-                                   "-t",
-                                   std::to_string(threads)};
-  const std::vector<std::string> engine = te_engine_args(o, kind);
-  argv.insert(argv.end(), engine.begin(), engine.end());
-  if (!o.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o.store_dir});
-  add_membership_argv(o.membership, &argv);
-  return argv;
+cluster::TeSpec te_spec(const ClusterUpOptions& o, const std::string& path, const std::string& name,
+                        int i, int threads, const std::string& kind) {
+  cluster::TeSpec spec;
+  spec.id = "te-" + std::to_string(i);
+  spec.role = kind == "semi-pd" ? "colocated" : kind;
+  spec.model_path = path;
+  spec.served_model_name = name;
+  spec.threads = threads;
+  spec.isa = o.serve.compute.isa;
+  spec.engine = te_engine_spec(o, kind);
+  spec.store_dir = o.store_dir;
+  spec.membership = membership_spec(o.membership);
+  return spec;
 }
 
 // A JE's id: je-<i>; under --nodes auto <model>-je-<i>-<manager id> (several models' managers, and
@@ -230,18 +194,12 @@ int threads_per_te(const ClusterUpOptions& o) {
   return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, processes));
 }
 
-// A warm pool TE's command: a colocated TE's, without a model id, with --warm.
-std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::string& path,
-                                      const std::string& name, int threads) {
-  std::vector<std::string> argv = te_argv(o, path, name, 0, threads, "colocated");
-  const auto id = std::find(argv.begin(), argv.end(), "--id");
-  argv.erase(id, id + 2);
-  if (!o.te_stores.empty()) {  // the pool gives each its own store
-    const auto store = std::find(argv.begin(), argv.end(), "--store-dir");
-    if (store != argv.end()) argv.erase(store, store + 2);
-  }
-  argv.push_back("--warm");
-  return argv;
+cluster::TeSpec warm_te_spec(const ClusterUpOptions& o, const std::string& path,
+                             const std::string& name, int threads) {
+  cluster::TeSpec spec = te_spec(o, path, name, 0, threads, "colocated");
+  spec.warm = true;
+  if (!o.te_stores.empty()) spec.store_dir.clear();  // the pool gives each its own store
+  return spec;
 }
 
 // What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size

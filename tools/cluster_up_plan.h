@@ -1,13 +1,15 @@
 // What `keel cluster up` starts, worked out from its flags before anything runs: the TE kinds in
-// start order and how many, each TE's threads and memory reservation, the command lines of its
-// children (`keel te`, `keel je`, a warm-pool TE) and the checks on flag combinations (pipelined
-// TEs). Pure functions of ClusterUpOptions (and a GGUF's size); no process is started here.
+// start order and how many, each TE's threads and memory reservation, each TE's spec
+// (cluster/te_spec.h: a TE, a warm-pool TE), a JE's command line and the checks on flag
+// combinations (pipelined TEs). Pure functions of ClusterUpOptions (and a GGUF's size); no process
+// is started here.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "cluster/te_spec.h"
 #include "cluster_commands.h"
 #include "core/result.h"
 
@@ -17,17 +19,13 @@ namespace keel::cli {
 // routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
 void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv);
 
-// The flags only a TE of `role` takes (a prefill TE's KV hand-off), added at a warm TE's bind.
-std::vector<std::string> te_role_args(const ClusterUpOptions& o, const std::string& role);
+// A TE's engine (what a node agent and a warm TE's bind get). `kind`: colocated | prefill |
+// decode, or semi-pd (a colocated TE with the semi-PD engine); only a prefill TE hands KV off.
+cluster::TeEngineSpec te_engine_spec(const ClusterUpOptions& o, const std::string& kind);
 
-// A TE's engine and role flags (what a node agent passes on as they are). `kind`: colocated |
-// prefill | decode, or semi-pd (a colocated TE with the semi-PD engine).
-std::vector<std::string> te_engine_args(const ClusterUpOptions& o, const std::string& kind);
-
-// `keel te` for TE `i` (id te-<i>) of `kind` with `threads` compute threads, on this machine.
-std::vector<std::string> te_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, int i, int threads,
-                                 const std::string& kind);
+// The spec of TE `i` (id te-<i>) of `kind` with `threads` compute threads, on this machine.
+cluster::TeSpec te_spec(const ClusterUpOptions& o, const std::string& path, const std::string& name,
+                        int i, int threads, const std::string& kind);
 
 // A JE's id: je-<i>; under --nodes auto <model>-je-<i>-<manager id> (several models' managers, and
 // a leader's and its standbys' JEs, share the membership there).
@@ -57,9 +55,10 @@ int initial_tes(const ClusterUpOptions& o);
 // pipelined TE is --pp processes, each with these threads; an autoscaled group counts at its max).
 int threads_per_te(const ClusterUpOptions& o);
 
-// A warm pool TE's command: a colocated TE's, without a model id, with --warm.
-std::vector<std::string> warm_te_argv(const ClusterUpOptions& o, const std::string& path,
-                                      const std::string& name, int threads);
+// A warm pool TE's spec: a colocated TE's, warm (the pool names it; with --te-stores it also
+// gives each its own store).
+cluster::TeSpec warm_te_spec(const ClusterUpOptions& o, const std::string& path,
+                             const std::string& name, int threads);
 
 // What each TE reserves on its host for gang placement: --te-memory-bytes, else the GGUF's size
 // and the KV cache's bytes.

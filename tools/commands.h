@@ -125,6 +125,9 @@ struct PpStageOptions {
   std::string listen;           // HOST:PORT (port 0 = a free one; "" = 127.0.0.1:0)
   int64_t ctx_size = 0;         // as stage 0's --ctx-size
   bool exit_with_peer = false;  // exit when the stage-0 link closes
+  // --spec SOURCE: model, listen address (host:port), threads, kernels, context and weight layout
+  // from a TeSpec (cluster/te_spec.h; "-" = stdin) instead of the flags above.
+  std::string spec_source;
 };
 int run_pp_stage(const PpStageOptions& opts);
 // The model id the API shows: `given` (--served-model-name) when set, builtin_model_name() for a

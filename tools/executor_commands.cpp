@@ -42,6 +42,7 @@
 #include "predictor/length_predictor.h"
 #include "proc/ready_line.h"
 #include "stop_signals.h"
+#include "te_spec_flags.h"
 #include "te_warm.h"
 
 namespace keel::cli {
@@ -388,7 +389,7 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   const std::string isa(kernels::isa_name(compute.isa));
   TeLaunch launch;
   launch.role = opts.role;
-  TeOptions bound = opts;  // a warm TE's options with its bind's engine flags applied
+  TeOptions bound = opts;  // a warm TE's options with its bind's engine spec applied
   std::unique_ptr<cluster::BindListener> binder;
   std::string store_entry;
   bool use_store = true;  // false: the binder asked for the file (--bind-source disk)
@@ -435,9 +436,12 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
     launch.role = bind->role;
     store_entry = bind->store_entry;
     use_store = bind->use_store;
-    if (Status s = apply_bind_engine_args(bind->engine_args, &bound); !s.ok()) {
-      return fail_bind(launch, s);
+    if (!bind->isa.empty() && bind->isa != isa) {
+      return fail_bind(
+          launch, Status::invalid_argument("bind: this warm TE runs the " + isa + " kernels, not " +
+                                           bind->isa + " (they were chosen when it started)"));
     }
+    if (bind->engine) apply_engine_spec(*bind->engine, &bound);
     if (use_store) launch.fork = fork_for_bind(*bind, receiver.get());
   } else {
     launch.model_path = o.model_path;

@@ -246,7 +246,11 @@ int main(int argc, char** argv) {
   keel::cli::PpStageOptions pps;
   CLI::App* pps_cmd = app.add_subcommand(
       "pp-stage", "Run stage 1 of a pipeline-parallel engine (started by `keel serve --pp 2`)");
-  pps_cmd->add_option("-m,--model", pps.model_path, "The GGUF stage 0 runs")->required();
+  pps_cmd->add_option("-m,--model", pps.model_path, "The GGUF stage 0 runs (or --spec)");
+  pps_cmd->add_option("--spec", pps.spec_source,
+                      "Read the model, listen address, compute and context from a versioned TE "
+                      "spec (JSON; - = stdin), as node agents start stages; only --exit-with-peer "
+                      "goes with it");
   pps_cmd->add_option("--listen", pps.listen, "HOST:PORT to listen on (port 0 = a free one)")
       ->default_val("127.0.0.1:0");
   pps_cmd->add_option("-c,--ctx-size", pps.ctx_size, "Max model length, as stage 0's")
@@ -518,7 +522,20 @@ int main(int argc, char** argv) {
   }
   if (run_cmd->parsed()) return keel::cli::run_run(run);
   if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
-  if (pps_cmd->parsed()) return keel::cli::run_pp_stage(pps);
+  if (pps_cmd->parsed()) {
+    if (!pps.spec_source.empty()) {
+      const std::string other = first_option_besides(*pps_cmd, {"--spec", "--exit-with-peer"});
+      if (!other.empty()) {
+        return keel::cli::report_error(keel::Status::invalid_argument(
+            "pp-stage: --spec holds the model, address and compute; " + other +
+            " goes without it"));
+      }
+    } else if (pps.model_path.empty()) {
+      return keel::cli::report_error(
+          keel::Status::invalid_argument("pp-stage: -m or --spec is required"));
+    }
+    return keel::cli::run_pp_stage(pps);
+  }
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
   if (ml_cmd->parsed()) return keel::cli::run_make_lora(ml);

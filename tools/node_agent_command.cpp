@@ -31,6 +31,7 @@
 #include "cluster/messages.h"
 #include "cluster/node_capacity.h"
 #include "cluster/node_messages.h"
+#include "cluster/te_launch.h"
 #include "cluster/warm_pool.h"
 #include "cluster_commands.h"
 #include "cluster_membership.h"
@@ -41,6 +42,7 @@
 #include "self_exe.h"
 #include "stop_signals.h"
 #include "store/model_store.h"
+#include "te_spec_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -75,12 +77,13 @@ class NodeAgent {
   void on_message(cluster::Link& link, cluster::Message m);
   void handle(const Pending& p);
   cluster::StartTeReply start_te(const cluster::StartTe& req);
-  // The argv of a cold start: `keel te ...`, or `keel pp-stage ...` for role pp-stage.
-  std::vector<std::string> start_argv(const cluster::StartTe& req) const;
+  // A cold start: `keel te --spec -`, or `keel pp-stage --spec -` for role pp-stage.
+  proc::ChildSpec start_child(const cluster::StartTe& req) const;
   Status stop_te(const cluster::StopTe& req);
   // The fence's verdict on a call's token (logged when it refuses or the token rises).
   Status admit(const char* call, const std::string& election, int64_t token);
-  std::vector<std::string> membership_argv() const;
+  // Where the TEs it starts register: the agent's etcd, under their own leases.
+  cluster::TeMembershipSpec te_membership() const;
   // Reads the host's capacity now (cores, /proc/meminfo, store entries, TE counts).
   cluster::NodeCapacity capacity() const;
   // Re-registers node/<host-id> when its capacity attributes changed.
@@ -100,12 +103,10 @@ class NodeAgent {
   std::vector<std::shared_ptr<cluster::Link>> links_;  // guarded by queue_mu_
 };
 
-std::vector<std::string> NodeAgent::membership_argv() const {
-  const MembershipOptions& m = o_.membership;
-  std::string endpoints;
-  for (const std::string& e : m.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
-  return {"--membership",        "etcd",   "--etcd-endpoints", endpoints,
-          "--membership-prefix", m.prefix, "--membership-ttl", std::to_string(m.ttl_s)};
+cluster::TeMembershipSpec NodeAgent::te_membership() const {
+  cluster::TeMembershipSpec m = membership_spec(o_.membership);
+  m.mode = "etcd";
+  return m;
 }
 
 cluster::NodeCapacity NodeAgent::capacity() const {
@@ -185,20 +186,13 @@ Status NodeAgent::start() {
     cluster::WarmPoolConfig wc;
     // Warm TEs bind to a model later; their bind port is reached on loopback, their control port
     // from other hosts (registered at --advertise-host).
-    wc.te_argv = {self_exe(),
-                  "te",
-                  "--warm",
-                  "--host",
-                  "0.0.0.0",
-                  "--advertise-host",
-                  listen_.host,
-                  "--port",
-                  "0",
-                  "-t",
-                  std::to_string(o_.threads_per_te)};
-    if (!o_.store_dir.empty()) wc.te_argv.insert(wc.te_argv.end(), {"--store-dir", o_.store_dir});
-    const std::vector<std::string> m = membership_argv();
-    wc.te_argv.insert(wc.te_argv.end(), m.begin(), m.end());
+    wc.keel_command = {self_exe()};
+    wc.spec.warm = true;
+    wc.spec.host = "0.0.0.0";
+    wc.spec.advertise_host = listen_.host;
+    wc.spec.threads = o_.threads_per_te;
+    wc.spec.store_dir = o_.store_dir;
+    wc.spec.membership = te_membership();
     wc.name_prefix = o_.host_id + "-warm-te";
     wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
     pool_ = std::make_unique<cluster::WarmPool>(&sup_, std::move(wc));
@@ -240,7 +234,8 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
     cluster::BindModel bind;
     bind.model_path = req.model_path;
     bind.role = req.role;
-    bind.engine_args = req.args;  // applied by the warm TE over its own flags
+    bind.engine = req.engine;  // replaces the warm TE's own
+    bind.isa = req.isa;
     std::vector<Result<cluster::BoundTe>> bound = pool_->bind(1, bind);
     if (bound.size() == 1 && bound[0].ok()) {
       const std::string port = bound[0]->address.substr(bound[0]->address.rfind(':') + 1);
@@ -255,11 +250,7 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
     KEEL_LOG_WARN("node-agent {}: warm bind failed ({}); cold start", o_.host_id,
                   bound.empty() ? "no TE" : bound[0].status().to_string());
   }
-  proc::ChildSpec spec;
-  spec.name = req.id;
-  spec.argv = start_argv(req);
-  spec.ready_timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
-  Result<proc::Child> child = sup_.spawn(spec);
+  Result<proc::Child> child = sup_.spawn(start_child(req));
   if (!child.ok()) {
     reply.status = child.status();
     return reply;
@@ -278,30 +269,25 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
   return reply;
 }
 
-std::vector<std::string> NodeAgent::start_argv(const cluster::StartTe& req) const {
-  std::vector<std::string> argv;
-  if (req.role == cluster::kPpStageRole) {
-    argv = {self_exe(),        "pp-stage",          "-m", req.model_path,
-            "--listen",        listen_.host + ":0", "-t", std::to_string(req.threads),
-            "--exit-with-peer"};
-    argv.insert(argv.end(), req.args.begin(), req.args.end());
-    return argv;
+proc::ChildSpec NodeAgent::start_child(const cluster::StartTe& req) const {
+  cluster::TeSpec spec;
+  spec.id = req.id;
+  spec.model_path = req.model_path;
+  spec.served_model_name = req.served_model_name;
+  spec.host = listen_.host;
+  spec.threads = req.threads;
+  spec.isa = req.isa;
+  spec.engine = req.engine;
+  const auto timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
+  if (req.role == cluster::kPpStageRole) {  // no membership, no queue: it serves its stage 0
+    proc::ChildSpec child = cluster::te_child({self_exe()}, spec, timeout);
+    child.argv = {self_exe(), "pp-stage", "--spec", "-", "--exit-with-peer"};
+    return child;
   }
-  argv = {self_exe(), "te",
-          "-m",       req.model_path,
-          "--id",     req.id,
-          "--role",   req.role,
-          "--host",   listen_.host,
-          "--port",   "0",
-          "-t",       std::to_string(req.threads)};
-  if (!req.served_model_name.empty()) {
-    argv.insert(argv.end(), {"--served-model-name", req.served_model_name});
-  }
-  argv.insert(argv.end(), req.args.begin(), req.args.end());
-  if (!o_.store_dir.empty()) argv.insert(argv.end(), {"--store-dir", o_.store_dir});
-  const std::vector<std::string> m = membership_argv();
-  argv.insert(argv.end(), m.begin(), m.end());
-  return argv;
+  spec.role = req.role;
+  spec.store_dir = o_.store_dir;
+  spec.membership = te_membership();
+  return cluster::te_child({self_exe()}, spec, timeout);
 }
 
 Status NodeAgent::stop_te(const cluster::StopTe& req) {

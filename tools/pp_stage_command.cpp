@@ -15,6 +15,7 @@
 #include "pipeline/stage_server.h"
 #include "proc/ready_line.h"
 #include "stop_signals.h"
+#include "te_spec_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -65,9 +66,21 @@ Status pp_stage(const PpStageOptions& opts, const sigset_t& stop_signals) {
 
 }  // namespace
 
-int run_pp_stage(const PpStageOptions& opts) {
+int run_pp_stage(const PpStageOptions& given) {
   const sigset_t stop_signals = block_stop_signals();
   spdlog::set_level(spdlog::level::info);
+  PpStageOptions opts = given;
+  if (!given.spec_source.empty()) {
+    Result<cluster::TeSpec> spec = read_te_spec(given.spec_source);
+    if (!spec.ok()) return report_error(spec.status());
+    opts.model_path = spec->model_path;
+    opts.listen = spec->host + ":" + std::to_string(spec->port);
+    opts.ctx_size = spec->engine.ctx_size;
+    opts.compute.threads = spec->threads;
+    opts.compute.isa = spec->isa;
+    opts.compute.weight_layout = spec->engine.weight_layout;
+    opts.compute.use_mmap = spec->engine.use_mmap;
+  }
   const Status s = pp_stage(opts, stop_signals);
   if (!s.ok()) return report_error(s);
   return 0;

@@ -1,8 +1,6 @@
 // The semi-PD engine's flags (see semi_pd_flags.h).
 #include "semi_pd_flags.h"
 
-#include <fmt/format.h>
-
 #include "engine/semi_pd_split.h"
 
 namespace keel::cli {
@@ -39,22 +37,6 @@ void add_semi_pd_flags(CLI::App* cmd, ServeOptions* o) {
                   "--semi-pd-dynamic: bound on prefill + decode cores, 2 to twice the cores the "
                   "process may use (default: those cores; above them the sets overlap, as MPS)")
       ->check(CLI::Range(2, 1 << 16));
-}
-
-std::vector<std::string> semi_pd_flag_args(const ServeOptions& o) {
-  std::vector<std::string> argv = {"--semi-pd-split", o.semi_pd_split};
-  if (!o.semi_pd_dynamic) return argv;
-  argv.insert(
-      argv.end(),
-      {"--semi-pd-dynamic", "--semi-pd-ttft-slo-ms", fmt::format("{}", o.semi_pd_ttft_slo_ms),
-       "--semi-pd-tpot-slo-ms", fmt::format("{}", o.semi_pd_tpot_slo_ms), "--semi-pd-window-ms",
-       std::to_string(o.semi_pd_window_ms), "--semi-pd-step", std::to_string(o.semi_pd_step),
-       "--semi-pd-max-step", std::to_string(o.semi_pd_max_step), "--semi-pd-percentile",
-       fmt::format("{}", o.semi_pd_percentile)});
-  if (o.semi_pd_max_cores != 0) {
-    argv.insert(argv.end(), {"--semi-pd-max-cores", std::to_string(o.semi_pd_max_cores)});
-  }
-  return argv;
 }
 
 }  // namespace keel::cli

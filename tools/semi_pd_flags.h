@@ -1,7 +1,7 @@
 // The semi-PD engine's flags, shared by `keel serve`, `keel te` and `keel cluster up` (which
-// passes them on to its semi-PD TEs): --semi-pd-split, and --semi-pd-dynamic with the SLO-aware
-// controller's settings (engine/semi_pd_controller.h). --mode stays with each command (its help
-// differs). The values land in ServeOptions; semi_pd_flag_args renders them back as argv.
+// passes them on to its semi-PD TEs in their spec, cluster/te_spec.h): --semi-pd-split, and
+// --semi-pd-dynamic with the SLO-aware controller's settings (engine/semi_pd_controller.h). --mode
+// stays with each command (its help differs). The values land in ServeOptions.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,9 +16,5 @@ namespace keel::cli {
 // --semi-pd-window-ms, --semi-pd-step, --semi-pd-max-step, --semi-pd-percentile and
 // --semi-pd-max-cores on `cmd`, writing into `o`.
 void add_semi_pd_flags(CLI::App* cmd, ServeOptions* o);
-
-// The same flags for a child `keel te --mode semi-pd`: the split always, the controller's flags
-// when o.semi_pd_dynamic (--semi-pd-max-cores only when set).
-std::vector<std::string> semi_pd_flag_args(const ServeOptions& o);
 
 }  // namespace keel::cli

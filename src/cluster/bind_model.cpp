@@ -24,13 +24,15 @@ int64_t steady_now_ns() {
 }
 
 Message encode_bind_model(const BindModel& m) {
-  return {std::string(kBindModel), Json{{"model_path", m.model_path},
-                                        {"store_entry", m.store_entry},
-                                        {"role", m.role},
-                                        {"decision_ns", m.decision_ns},
-                                        {"fork_from", m.fork_from},
-                                        {"use_store", m.use_store},
-                                        {"engine_args", m.engine_args}}};
+  Json body = {{"model_path", m.model_path},
+               {"store_entry", m.store_entry},
+               {"role", m.role},
+               {"decision_ns", m.decision_ns},
+               {"fork_from", m.fork_from},
+               {"use_store", m.use_store},
+               {"isa", m.isa}};
+  if (m.engine) body["engine"] = encode_te_engine_spec(*m.engine);
+  return {std::string(kBindModel), std::move(body)};
 }
 
 Result<BindModel> decode_bind_model(const Json& body) {
@@ -42,8 +44,11 @@ Result<BindModel> decode_bind_model(const Json& body) {
     m.decision_ns = body.value("decision_ns", int64_t{0});
     m.fork_from = body.value("fork_from", std::string());
     m.use_store = body.value("use_store", true);
-    if (body.contains("engine_args")) {
-      m.engine_args = body.at("engine_args").get<std::vector<std::string>>();
+    m.isa = body.value("isa", std::string());
+    if (const auto engine = body.find("engine"); engine != body.end()) {
+      Result<TeEngineSpec> e = decode_te_engine_spec(*engine);
+      if (!e.ok()) return e.status().with_prefix("bind_model");
+      m.engine = std::move(*e);
     }
     if (!m.fork_from.empty() && m.store_entry.empty()) {
       return Status::invalid_argument("bind_model: fork_from without a store_entry to fork");

@@ -18,11 +18,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cluster/link.h"
+#include "cluster/te_spec.h"
 #include "core/result.h"
 
 namespace keel::cluster {
@@ -39,9 +41,11 @@ struct BindModel {
   std::string fork_from;
   // false: read the file even when the TE's store holds the entry (`--bind-source disk`).
   bool use_store = true;
-  // `keel te` engine flags applied at the bind, over the warm TE's own (a node agent passes a
-  // start_te's args: `--max-num-seqs 8 -c 256 ...`); the kernels and threads stay as started.
-  std::vector<std::string> engine_args;
+  // The engine to serve the model with (te_spec.h), replacing the warm TE's own (a node agent
+  // passes a start_te's); none = the warm TE's own. The kernels and threads stay as started:
+  // a non-empty `isa` other than the warm TE's fails the bind (the binder then cold-starts).
+  std::optional<TeEngineSpec> engine;
+  std::string isa;
 };
 
 struct ScaleOutPhases {

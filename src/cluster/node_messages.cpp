@@ -52,7 +52,8 @@ Message encode(const StartTe& m) {
                                            {"served_model_name", m.served_model_name},
                                            {"role", m.role},
                                            {"threads", m.threads},
-                                           {"args", m.args},
+                                           {"isa", m.isa},
+                                           {"engine", encode_te_engine_spec(m.engine)},
                                            {"instance", m.instance},
                                            {"priority", m.priority},
                                            {"memory_bytes", m.memory_bytes},
@@ -103,13 +104,12 @@ Result<StartTe> decode_start_te(const Json& body) {
     m.memory_bytes = mem->get<int64_t>();
   }
   KEEL_TRY(read_fence(body, kMsg, &m.election, &m.fence));
-  const auto args = body.find("args");
-  if (args != body.end()) {
-    if (!args->is_array()) return bad(kMsg, "args", "is not a list");
-    for (const Json& a : *args) {
-      if (!a.is_string()) return bad(kMsg, "args", "holds a non-string");
-      m.args.push_back(a.get<std::string>());
-    }
+  KEEL_TRY(read_str(body, kMsg, "isa", &m.isa, false));
+  const auto engine = body.find("engine");
+  if (engine != body.end()) {
+    Result<TeEngineSpec> e = decode_te_engine_spec(*engine);
+    if (!e.ok()) return e.status().with_prefix(std::string(kMsg));
+    m.engine = std::move(*e);
   }
   return m;
 }

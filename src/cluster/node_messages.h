@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "cluster/link.h"
+#include "cluster/te_spec.h"
 #include "core/result.h"
 
 namespace keel::cluster {
@@ -42,7 +43,8 @@ struct StartTe {
   std::string served_model_name;   // the model's id in the API
   std::string role = "colocated";  // colocated | prefill | decode | pp-stage
   int32_t threads = 1;             // its compute threads
-  std::vector<std::string> args;   // further `keel te` flags (engine sizes), passed as they are
+  std::string isa;                 // its kernel table; "" = the best the host runs
+  TeEngineSpec engine;             // its engine (te_spec.h); a pp-stage reads ctx and weights
   // For gang placement (gang_placement.h), reported back in the agent's capacity: the instance
   // (gang) the TE belongs to ("" = its own id), that instance's priority, the memory it reserves.
   std::string instance;

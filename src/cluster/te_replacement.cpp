@@ -25,14 +25,9 @@ std::vector<ReplaceAction> decide_replacements(const FleetSnapshot& fleet,
   return out;
 }
 
-std::vector<std::string> replacement_argv(std::vector<std::string> argv, const std::string& name) {
-  const auto id = std::find(argv.begin(), argv.end(), "--id");
-  if (id != argv.end() && id + 1 != argv.end()) {
-    *(id + 1) = name;
-  } else {
-    argv.insert(argv.end(), {"--id", name});
-  }
-  return argv;
+TeSpec replacement_spec(TeSpec spec, const std::string& name) {
+  spec.id = name;
+  return spec;
 }
 
 }  // namespace keel::cluster

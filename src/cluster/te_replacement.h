@@ -15,15 +15,18 @@
 
 #include "cluster/fleet.h"
 #include "cluster/te_health.h"
+#include "cluster/te_spec.h"
 
 namespace keel::cluster {
 
 // A TE the manager started (and would replace).
 struct ManagedTe {
-  std::string name;               // its supervisor child name (also its --id)
-  std::string address;            // its control address "127.0.0.1:port"
-  pid_t pid = 0;                  // its process (supervised)
-  std::vector<std::string> argv;  // how it was started: a cold replacement reuses it
+  std::string name;     // its supervisor child name (also its spec's id)
+  std::string address;  // its control address "127.0.0.1:port"
+  pid_t pid = 0;        // its process (supervised)
+  // How it was started (te_launch.h): a cold replacement reuses both under its own id.
+  std::vector<std::string> keel_command;
+  TeSpec spec;
   TeRole role = TeRole::kColocated;
   bool replaced = false;  // a replacement was started (or this one is already gone for good)
 };
@@ -42,8 +45,7 @@ struct ReplaceAction {
                                                              const std::vector<ManagedTe>& managed,
                                                              int warm_idle);
 
-// A cold replacement's command: `argv` with its "--id" value set to `name`.
-[[nodiscard]] std::vector<std::string> replacement_argv(std::vector<std::string> argv,
-                                                        const std::string& name);
+// A cold replacement's spec: `spec` under the id `name`.
+[[nodiscard]] TeSpec replacement_spec(TeSpec spec, const std::string& name);
 
 }  // namespace keel::cluster

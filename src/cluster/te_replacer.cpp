@@ -10,6 +10,7 @@
 #include "cluster/je_calls.h"
 #include "cluster/link.h"
 #include "cluster/messages.h"
+#include "cluster/te_launch.h"
 #include "core/log.h"
 #include "proc/ready_line.h"
 
@@ -137,7 +138,10 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
                  {"address", fresh->address},
                  {"how", warm ? "warm_pool" : "cold_start"},
                  {"detect_to_ready_s", seconds}});
-  if (fresh->argv.empty()) fresh->argv = replacement_argv(old.argv, fresh->name);  // warm-bound
+  if (fresh->keel_command.empty()) {  // warm-bound: a later cold replacement starts like `old`
+    fresh->keel_command = old.keel_command;
+    fresh->spec = replacement_spec(old.spec, fresh->name);
+  }
   fresh->role = old.role;
   managed_.push_back(std::move(*fresh));
 }
@@ -145,13 +149,11 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
 Result<ManagedTe> TeReplacer::cold_start(const ManagedTe& old) {
   ManagedTe te;
   te.name = "te-" + std::to_string(next_id_++);
-  te.argv = replacement_argv(old.argv, te.name);
+  te.keel_command = old.keel_command;
+  te.spec = replacement_spec(old.spec, te.name);
   te.role = old.role;
-  proc::ChildSpec spec;
-  spec.name = te.name;
-  spec.argv = te.argv;
-  spec.ready_timeout = config_.start_timeout;
-  KEEL_ASSIGN_OR_RETURN(proc::Child child, sup_->spawn(spec));
+  KEEL_ASSIGN_OR_RETURN(proc::Child child,
+                        sup_->spawn(te_child(te.keel_command, te.spec, config_.start_timeout)));
   te.pid = child.pid;
   KEEL_ASSIGN_OR_RETURN(int port, proc::ready_port(child.ready));
   te.address = "127.0.0.1:" + std::to_string(port);

@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "cluster/kv_handoff.h"
+#include "cluster/weights_server.h"
+
 namespace keel::cluster {
 namespace {
 
@@ -147,6 +150,9 @@ Status decode_handoff(const Json& body, TeHandoffSpec* h) {
   KEEL_TRY(f.one_of("mode", {"stream", "after"}, &h->mode));
   KEEL_TRY(f.integer("prefill_chunk", 0, kMaxI32, &h->prefill_chunk));
   KEEL_TRY(f.str("fault", &h->fault));
+  if (Result<KvTransferFaults> faults = parse_kv_transfer_faults(h->fault); !faults.ok()) {
+    return faults.status().with_prefix("te spec: engine.handoff: 'fault'");
+  }
   return f.finish();
 }
 
@@ -166,7 +172,15 @@ Status read_engine(Fields& f, TeEngineSpec* e) {
   KEEL_TRY(f.str("chat_template", &e->chat_template));
   KEEL_TRY(f.str("chat_template_file", &e->chat_template_file));
   KEEL_TRY(f.strings("loras", &e->loras));
+  for (const std::string& lora : e->loras) {
+    const size_t eq = lora.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == lora.size()) {
+      return Status::invalid_argument("te engine spec: 'loras' holds '" + lora +
+                                      "', not NAME=PATH");
+    }
+  }
   KEEL_TRY(f.integer("pp", 1, 2, &e->pp));
+  KEEL_TRY(f.str("pp_stage1", &e->pp_stage1));
   KEEL_TRY(f.number("pp_step_timeout_s", 0, &e->pp_step_timeout_s));
   KEEL_TRY(f.one_of("mode", {"colocated", "semi-pd"}, &e->mode));
   KEEL_ASSIGN_OR_RETURN(const Json* semi, f.object("semi_pd"));
@@ -209,6 +223,7 @@ Json encode_te_engine_spec(const TeEngineSpec& e) {
             {"chat_template_file", e.chat_template_file},
             {"loras", e.loras},
             {"pp", e.pp},
+            {"pp_stage1", e.pp_stage1},
             {"pp_step_timeout_s", e.pp_step_timeout_s},
             {"mode", e.mode},
             {"handoff",
@@ -246,6 +261,7 @@ Json encode_te_spec(const TeSpec& s) {
               {"store_dir", s.store_dir},
               {"health_port", s.health_port},
               {"health_hang_ms", s.health_hang_ms},
+              {"weights_fault", s.weights_fault},
               {"engine", encode_te_engine_spec(s.engine)},
               {"membership",
                {{"mode", s.membership.mode},
@@ -275,6 +291,10 @@ Result<TeSpec> decode_te_spec(const Json& body) {
   KEEL_TRY(f.str("store_dir", &s.store_dir));
   KEEL_TRY(f.integer("health_port", -1, 65535, &s.health_port));
   KEEL_TRY(f.integer("health_hang_ms", 1, kMaxI64, &s.health_hang_ms));
+  KEEL_TRY(f.str("weights_fault", &s.weights_fault));
+  if (Result<WeightsFaults> faults = parse_weights_faults(s.weights_fault); !faults.ok()) {
+    return faults.status().with_prefix("te spec: 'weights_fault'");
+  }
   KEEL_ASSIGN_OR_RETURN(const Json* engine, f.object("engine"));
   if (engine != nullptr) {
     KEEL_ASSIGN_OR_RETURN(s.engine, decode_te_engine_spec(*engine));

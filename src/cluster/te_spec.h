@@ -65,6 +65,7 @@ struct TeEngineSpec {
   std::string chat_template_file;  // an absolute path; "" = none
   std::vector<std::string> loras;  // NAME=PATH
   int32_t pp = 1;                  // pipeline stages (the TE starts its stage 1)
+  std::string pp_stage1;           // with pp 2: a running `keel pp-stage` HOST:PORT; "" = start one
   double pp_step_timeout_s = 60.0;
   std::string mode = "colocated";               // colocated | semi-pd
   TeSemiPdSpec semi_pd;                         // with mode semi-pd (encoded only then)
@@ -97,6 +98,7 @@ struct TeSpec {
   std::string store_dir;           // the model store to map from; "" = none
   int32_t health_port = -1;        // HTTP /health; 0 = a free port, -1 = none
   int64_t health_hang_ms = 5000;
+  std::string weights_fault;  // the weights service's fault hook (tests): flip:N | stop:N
   TeEngineSpec engine;
   TeMembershipSpec membership;
   bool operator==(const TeSpec&) const = default;

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "cluster/te_launch.h"
 #include "proc/ready_line.h"
 
 namespace keel::cluster {
@@ -41,21 +42,20 @@ Result<BindReply> bind_warm_te(const std::string& host, int port, const BindMode
 }
 
 Result<WarmPool::WarmTe> WarmPool::start_one() {
-  proc::ChildSpec spec;
-  spec.name = config_.name_prefix + "-" + std::to_string(next_id_++);
-  spec.argv = config_.te_argv;
-  spec.argv.insert(spec.argv.end(), {"--id", spec.name});
+  TeSpec te = config_.spec;
+  te.id = config_.name_prefix + "-" + std::to_string(next_id_++);
+  te.warm = true;
   if (!config_.store_root.empty()) {
-    const std::string dir = config_.store_root + "/" + spec.name;
+    te.store_dir = config_.store_root + "/" + te.id;
     std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return Status::io_error(dir + ": cannot create the TE's store: " + ec.message());
-    spec.argv.insert(spec.argv.end(), {"--store-dir", dir});
+    std::filesystem::create_directories(te.store_dir, ec);
+    if (ec)
+      return Status::io_error(te.store_dir + ": cannot create the TE's store: " + ec.message());
   }
-  spec.ready_timeout = config_.start_timeout;
-  KEEL_ASSIGN_OR_RETURN(proc::Child child, sup_->spawn(spec));
+  KEEL_ASSIGN_OR_RETURN(proc::Child child,
+                        sup_->spawn(te_child(config_.keel_command, te, config_.start_timeout)));
   if (child.ready.value("state", std::string()) != "warm") {
-    return Status::invalid_argument(spec.name +
+    return Status::invalid_argument(te.id +
                                     ": its ready line is not a warm TE's: " + child.ready.dump());
   }
   KEEL_ASSIGN_OR_RETURN(int port, proc::ready_port(child.ready));

@@ -17,23 +17,26 @@
 #include <vector>
 
 #include "cluster/bind_model.h"
+#include "cluster/te_spec.h"
 #include "core/result.h"
 #include "proc/process_supervisor.h"
 
 namespace keel::cluster {
 
 struct WarmPoolConfig {
-  // `keel te --warm ...` without --id (the pool appends "--id <name>").
-  std::vector<std::string> te_argv;
+  // What runs keel (te_launch.h: its path, possibly behind `ip netns exec NS`) and the warm TEs'
+  // spec (warm set; the pool sets each one's id, and its store_dir under store_root).
+  std::vector<std::string> keel_command;
+  TeSpec spec;
   std::string name_prefix = "warm-te";
   std::chrono::milliseconds start_timeout{60000};  // fork → warm ready line
   std::chrono::milliseconds bind_timeout{300000};  // bind → reply (the model's whole load)
-  // Non-empty: each TE gets its own model store, "<this>/<TE name>" (made here; --store-dir
-  // appended), as if each ran on its own host — forks between them (bench-scale, tests).
+  // Non-empty: each TE gets its own model store, "<this>/<TE name>" (made here, its spec's
+  // store_dir), as if each ran on its own host — forks between them (bench-scale, tests).
   std::string store_root;
-  // The address the TEs listen on and are reached at: te_argv must make them listen there
-  // (`--host`; with a command prefix such as `ip netns exec NS` they may run in another network
-  // namespace, as another host).
+  // The address the TEs' bind ports are reached at: spec.host must make them listen there (with
+  // a command prefix such as `ip netns exec NS` they may run in another network namespace, as
+  // another host).
   std::string host = "127.0.0.1";
 };
 

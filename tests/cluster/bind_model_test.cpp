@@ -22,11 +22,16 @@ TEST(BindModelTest, RoundTrips) {
   EXPECT_EQ(back->store_entry, b.store_entry);
   EXPECT_EQ(back->role, "decode");
   EXPECT_EQ(back->decision_ns, 1234);
-  EXPECT_TRUE(back->engine_args.empty());
-  b.engine_args = {"--max-num-seqs", "8", "-c", "256"};
+  EXPECT_FALSE(back->engine.has_value());
+  EXPECT_EQ(back->isa, "");
+  b.engine = TeEngineSpec{};
+  b.engine->max_num_seqs = 8;
+  b.engine->ctx_size = 256;
+  b.isa = "avx2";
   back = decode_bind_model(encode_bind_model(b).body);
   ASSERT_TRUE(back.ok()) << back.status().to_string();
-  EXPECT_EQ(back->engine_args, b.engine_args);
+  EXPECT_EQ(back->engine, b.engine);
+  EXPECT_EQ(back->isa, "avx2");
 
   BindReply r;
   r.port = 4321;
@@ -53,8 +58,10 @@ TEST(BindModelTest, BadBodiesAreErrorsNotCrashes) {
   EXPECT_FALSE(decode_bind_model(Json{{"model_path", 5}}).ok());
   EXPECT_FALSE(decode_bind_model(Json{{"model_path", ""}}).ok());  // names no model
   EXPECT_FALSE(decode_bind_model(Json::array()).ok());
-  EXPECT_FALSE(decode_bind_model(Json{{"model_path", "/m"}, {"engine_args", "-c 5"}}).ok());
-  EXPECT_FALSE(decode_bind_model(Json{{"model_path", "/m"}, {"engine_args", {1, 2}}}).ok());
+  EXPECT_FALSE(decode_bind_model(Json{{"model_path", "/m"}, {"engine", "-c 5"}}).ok());
+  EXPECT_FALSE(decode_bind_model(Json{{"model_path", "/m"}, {"engine", {{"ctx_size", 5}}}}).ok());
+  EXPECT_EQ(decode_bind_model(Json{{"model_path", "/m"}, {"engine", {{"v", 9}}}}).status().code(),
+            StatusCode::kFailedPrecondition);
   EXPECT_FALSE(decode_bind_reply(Json{{"ok", true}}).ok());
   EXPECT_FALSE(decode_bind_reply(Json{{"ok", true}, {"port", 1}, {"phases", {{"x", 1}}}}).ok());
 }

@@ -22,7 +22,9 @@ ManagedTe managed(const std::string& address, TeRole role = TeRole::kColocated) 
   m.name = "te-" + address;
   m.address = address;
   m.role = role;
-  m.argv = {"keel", "te", "--id", m.name, "--port", "0"};
+  m.keel_command = {"keel"};
+  m.spec.id = m.name;
+  m.spec.model_path = "/m.gguf";
   return m;
 }
 
@@ -59,11 +61,16 @@ TEST(TeReplacementTest, WarmPoolServesReplacementsOfEveryRoleWhileItLasts) {
   EXPECT_EQ(actions[2].how, ReplaceHow::kColdStart);  // the pool's two idle TEs are taken
 }
 
-TEST(TeReplacementTest, ReplacementArgvTakesTheNewId) {
-  EXPECT_EQ(replacement_argv({"keel", "te", "--id", "te-0", "--port", "0"}, "te-5"),
-            (std::vector<std::string>{"keel", "te", "--id", "te-5", "--port", "0"}));
-  EXPECT_EQ(replacement_argv({"keel", "te"}, "te-5"),
-            (std::vector<std::string>{"keel", "te", "--id", "te-5"}));
+TEST(TeReplacementTest, AReplacementKeepsTheSpecUnderItsOwnId) {
+  TeSpec old;
+  old.id = "te-0";
+  old.model_path = "/m.gguf";
+  old.engine.max_num_seqs = 3;
+  const TeSpec fresh = replacement_spec(old, "te-5");
+  EXPECT_EQ(fresh.id, "te-5");
+  TeSpec want = old;
+  want.id = "te-5";
+  EXPECT_EQ(fresh, want);
 }
 
 }  // namespace

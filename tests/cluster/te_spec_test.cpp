@@ -24,6 +24,7 @@ TeSpec full_spec() {
   s.store_dir = "/dev/shm/keel";
   s.health_port = 0;
   s.health_hang_ms = 2500;
+  s.weights_fault = "flip:0";
   TeEngineSpec& e = s.engine;
   e.max_num_seqs = 8;
   e.max_batched_tokens = 256;
@@ -40,6 +41,7 @@ TeSpec full_spec() {
   e.chat_template_file = "/t/x.jinja";
   e.loras = {"a=/l/a.gguf", "b=/l/b.gguf"};
   e.pp = 2;
+  e.pp_stage1 = "10.0.0.4:4200";
   e.pp_step_timeout_s = 12.5;
   e.mode = "semi-pd";
   e.semi_pd = {"2,1", true, 800.0, 80.0, 500, 2, 3, 95.0, 4};
@@ -136,6 +138,10 @@ TEST(TeSpecTest, MalformedSpecsAreInvalidArgumentNamingTheField) {
   EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"kv_type", "q4"}}), "'kv_type'"));
   EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"max_num_seqs", 0}}), "'max_num_seqs'"));
   EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"loras", {1}}}), "'loras'"));
+  EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"loras", {"a.gguf"}}}), "NAME=PATH"));
+  EXPECT_TRUE(
+      refused(with("engine", Json{{"v", 1}, {"handoff", {{"fault", "melt:3"}}}}), "'fault'"));
+  EXPECT_TRUE(refused(with("weights_fault", "melt:1"), "'weights_fault'"));
   EXPECT_TRUE(refused(with("engine", Json{{"max_num_seqs", 4}}), "no version"));
   EXPECT_TRUE(refused(with("membership", Json{{"mode", "zookeeper"}}), "'mode'"));
   EXPECT_TRUE(refused(Json{{"v", 1}}, "'model_path'"));  // neither a model nor warm

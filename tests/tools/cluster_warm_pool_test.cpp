@@ -9,9 +9,9 @@
 // relay, map it, and the forked entry generates the same greedy text as the source's; a source
 // whose weights service flips a byte makes the fork fail (hash mismatch), the TE load the file,
 // and nothing stay in its store. A warm TE's /health (--health-port) says "warm", then follows its
-// engine once bound. `keel cluster up --te-stores` binds a warm TE whose store lacks
-// the entry by a fork from the running TE (--bind-source auto), and the forked TE serves the
-// source's greedy text. Children are stopped by PID.
+// engine once bound. A bad `keel te --spec` is a one-line error. `keel cluster up --te-stores`
+// binds a warm TE whose store lacks the entry by a fork from the running TE (--bind-source auto),
+// and the forked TE serves the source's greedy text. Children are stopped by PID.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -26,6 +26,7 @@
 
 #include "cli_runner.h"
 #include "cluster/link.h"
+#include "cluster/te_spec.h"
 #include "cluster/warm_pool.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
@@ -52,9 +53,33 @@ std::string only_entry(const std::string& dir) {
   return found;
 }
 
+// A warm TE by flags, as a user starts one by hand.
 std::vector<std::string> warm_argv(const std::string& store_dir) {
   return {KEEL_BINARY, "te",  "--warm",           "--port",  "0",           "-t",     "1",
           "-c",        "128", "--kv-cache-bytes", "8388608", "--store-dir", store_dir};
+}
+
+// The same warm TE as a spec, as the pool starts it (keel te --spec -).
+cluster::TeSpec warm_spec(const std::string& store_dir) {
+  cluster::TeSpec spec;
+  spec.warm = true;
+  spec.threads = 1;
+  spec.engine.ctx_size = 128;
+  spec.engine.kv_cache_bytes = 8388608;
+  spec.store_dir = store_dir;
+  return spec;
+}
+
+cluster::WarmPoolConfig pool_config(cluster::TeSpec spec, const std::string& name,
+                                    const std::string& store_root = "") {
+  cluster::WarmPoolConfig c;
+  c.keel_command = {KEEL_BINARY};
+  c.spec = std::move(spec);
+  c.name_prefix = name;
+  c.start_timeout = std::chrono::seconds(60);
+  c.bind_timeout = std::chrono::seconds(120);
+  c.store_root = store_root;
+  return c;
 }
 
 void expect_phases_in_order(const cluster::ScaleOutPhases& p) {
@@ -75,6 +100,35 @@ class WarmPoolE2e : public ::testing::Test {
   std::string store_;
 };
 
+// `keel te --spec FILE` (the starters use stdin, "-"): a spec of a newer version, one that is not
+// JSON, or a flag beside it is a one-line error and a non-zero exit, before anything starts.
+TEST(TeSpecCli, BadSpecsAndFlagsBesideOneAreOneLineErrors) {
+  const std::string dir = make_temp_dir("te-spec-cli");
+  const auto write = [&dir](const std::string& name, const std::string& text) {
+    std::ofstream(dir + "/" + name) << text;
+    return dir + "/" + name;
+  };
+  cluster::TeSpec spec;
+  spec.model_path = "/nonexistent.gguf";
+  nlohmann::json newer = cluster::encode_te_spec(spec);
+  newer["v"] = cluster::kTeSpecVersion + 1;
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"te", "--spec", write("newer.json", newer.dump())}, "newer than this keel reads"},
+      {{"te", "--spec", write("flags.json", "--max-num-seqs 8")}, "not JSON"},
+      {{"te", "--spec", dir + "/absent.json"}, "cannot open"},
+      {{"te", "--spec", write("ok.json", cluster::te_spec_text(spec)), "--id", "x"},
+       "--id goes without it"},
+      {{"pp-stage", "--spec", dir + "/ok.json", "-t", "2"}, "--threads goes without it"},
+      {{"pp-stage"}, "-m or --spec is required"}};
+  for (const auto& [args, want] : cases) {
+    const CliResult r = run_keel(args);
+    EXPECT_NE(r.exit_code, 0) << args[2];
+    EXPECT_EQ(count_lines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
   const CliResult pre = run_keel({"cluster", "preload", "-m", stories(), "--store-dir", store_});
   ASSERT_EQ(pre.exit_code, 0) << pre.err;
@@ -83,8 +137,7 @@ TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
   ASSERT_FALSE(entry.empty());
 
   proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::WarmPool pool(
-      &sup, {warm_argv(store_), "warm-te", std::chrono::seconds(60), std::chrono::seconds(120)});
+  cluster::WarmPool pool(&sup, pool_config(warm_spec(store_), "warm-te"));
   ASSERT_TRUE(pool.refill(3).ok());
   EXPECT_EQ(pool.idle(), 3u);
 
@@ -173,13 +226,12 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
   const std::string entry = only_entry(store_);
   ASSERT_FALSE(entry.empty());
   proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  auto source_pool = [&](const std::string& name, std::vector<std::string> extra) {
-    std::vector<std::string> argv = warm_argv(store_);
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return cluster::WarmPool(&sup,
-                             {argv, name, std::chrono::seconds(60), std::chrono::seconds(120)});
+  auto source_pool = [&](const std::string& name, const std::string& weights_fault) {
+    cluster::TeSpec spec = warm_spec(store_);
+    spec.weights_fault = weights_fault;
+    return cluster::WarmPool(&sup, pool_config(spec, name));
   };
-  cluster::WarmPool sources = source_pool("source", {});
+  cluster::WarmPool sources = source_pool("source", "");
   ASSERT_TRUE(sources.refill(1).ok());
   auto source = sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
   ASSERT_TRUE(source[0].ok()) << source[0].status().to_string();
@@ -187,10 +239,8 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
   ASSERT_FALSE(source[0]->weights_address.empty()) << "a TE with a store serves its weights";
 
   const std::string hosts = make_temp_dir("fork-hosts");
-  std::vector<std::string> target_argv = warm_argv(store_);
-  target_argv.resize(target_argv.size() - 2);  // no --store-dir: the pool gives each its own
-  cluster::WarmPool targets(
-      &sup, {target_argv, "target", std::chrono::seconds(60), std::chrono::seconds(120), hosts});
+  // No store of their own: the pool gives each one under `hosts`.
+  cluster::WarmPool targets(&sup, pool_config(warm_spec(""), "target", hosts));
   ASSERT_TRUE(targets.refill(3).ok());
   cluster::BindModel bind{stories(), entry, "colocated", cluster::steady_now_ns(),
                           source[0]->weights_address};
@@ -212,7 +262,7 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
 
   // A source that flips a byte of chunk 0: the fork fails on the entry hash, the TE loads the
   // file, and its store holds nothing.
-  cluster::WarmPool bad_sources = source_pool("bad-source", {"--weights-fault", "flip:0"});
+  cluster::WarmPool bad_sources = source_pool("bad-source", "flip:0");
   ASSERT_TRUE(bad_sources.refill(1).ok());
   auto bad = bad_sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
   ASSERT_TRUE(bad[0].ok()) << bad[0].status().to_string();

@@ -1,0 +1,90 @@
+// TeSpec → a TE's options; see te_spec_flags.h.
+#include "te_spec_flags.h"
+
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+namespace keel::cli {
+
+void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te) {
+  ServeOptions& s = te->engine;
+  s.max_num_seqs = e.max_num_seqs;
+  s.max_batched_tokens = e.max_batched_tokens;
+  s.max_waiting = e.max_waiting;
+  s.block_size = e.block_size;
+  s.kv_cache_bytes = e.kv_cache_bytes;
+  s.kv_host_bytes = e.kv_host_bytes;
+  s.kv_type = e.kv_type;
+  s.ctx_size = e.ctx_size;
+  s.compute.weight_layout = e.weight_layout;
+  s.compute.use_mmap = e.use_mmap;
+  s.no_prefix_cache = !e.prefix_cache;
+  s.chat_template = e.chat_template;
+  s.chat_template_file = e.chat_template_file;
+  s.loras = e.loras;
+  s.pp = e.pp;
+  s.pp_stage1 = e.pp_stage1;
+  s.pp_step_timeout_s = e.pp_step_timeout_s;
+  s.mode = e.mode;
+  s.semi_pd_split = e.semi_pd.split;
+  s.semi_pd_dynamic = e.semi_pd.dynamic;
+  s.semi_pd_ttft_slo_ms = e.semi_pd.ttft_slo_ms;
+  s.semi_pd_tpot_slo_ms = e.semi_pd.tpot_slo_ms;
+  s.semi_pd_window_ms = e.semi_pd.window_ms;
+  s.semi_pd_step = e.semi_pd.step;
+  s.semi_pd_max_step = e.semi_pd.max_step;
+  s.semi_pd_percentile = e.semi_pd.percentile;
+  s.semi_pd_max_cores = e.semi_pd.max_cores;
+  te->handoff = {e.handoff.mode, e.handoff.prefill_chunk, e.handoff.fault};
+  te->peer = {e.peer_tier, e.kv_transfer_throttle_bytes_per_s};
+}
+
+TeOptions te_options(const cluster::TeSpec& spec) {
+  TeOptions te;
+  te.id = spec.id;
+  te.role = spec.role;
+  te.engine.model_path = spec.model_path;
+  te.engine.served_model_name = spec.served_model_name;
+  te.engine.host = spec.host;
+  te.engine.port = spec.port;
+  te.advertise_host = spec.advertise_host;
+  te.engine.compute.threads = spec.threads;
+  te.engine.compute.isa = spec.isa;
+  te.warm = spec.warm;
+  te.store_dir = spec.store_dir;
+  te.health_port = spec.health_port;
+  te.health_hang_ms = spec.health_hang_ms;
+  te.weights_fault = spec.weights_fault;
+  te.membership.mode = spec.membership.mode;
+  te.membership.etcd_endpoints = spec.membership.etcd_endpoints;
+  te.membership.prefix = spec.membership.prefix;
+  te.membership.ttl_s = spec.membership.ttl_s;
+  apply_engine_spec(spec.engine, &te);
+  return te;
+}
+
+cluster::TeMembershipSpec membership_spec(const MembershipOptions& m) {
+  return {m.mode, m.etcd_endpoints, m.prefix, m.ttl_s};
+}
+
+Result<cluster::TeSpec> read_te_spec(const std::string& source) {
+  std::string text;
+  if (source == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(source);
+    if (!in) return Status::not_found("--spec " + source + ": cannot open the file");
+    std::ostringstream all;
+    all << in.rdbuf();
+    text = all.str();
+  }
+  const std::string from = source == "-" ? "stdin" : source;
+  if (text.empty()) return Status::invalid_argument("--spec: " + from + " holds no spec");
+  Result<cluster::TeSpec> spec = cluster::parse_te_spec(text);
+  if (!spec.ok()) return spec.status().with_prefix("--spec " + from);
+  return spec;
+}
+
+}  // namespace keel::cli
