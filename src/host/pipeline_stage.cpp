@@ -11,6 +11,7 @@
 #include <functional>
 #include <thread>
 
+#include "cluster/te_spec.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
 #include "model/kv_storage.h"
@@ -68,19 +69,16 @@ Result<std::unique_ptr<StageProcess>> StageProcess::start(const std::string& pro
                                                           const std::string& host, int threads,
                                                           int64_t n_ctx, double timeout_s,
                                                           bool use_mmap) {
+  cluster::TeSpec stage;  // what a stage reads of a TE spec (keel pp-stage --spec -)
+  stage.model_path = model_path;
+  stage.host = host;
+  stage.threads = threads;
+  stage.engine.ctx_size = n_ctx;
+  stage.engine.use_mmap = use_mmap;
   proc::LaunchSpec spec;
-  spec.argv = {program.empty() ? self_exe() : program,
-               "pp-stage",
-               "-m",
-               model_path,
-               "--listen",
-               host + ":0",
-               "-t",
-               std::to_string(threads),
-               "-c",
-               std::to_string(n_ctx),
+  spec.argv = {program.empty() ? self_exe() : program, "pp-stage", "--spec", "-",
                "--exit-with-peer"};
-  if (use_mmap) spec.argv.push_back("--mmap");
+  spec.stdin_bytes = cluster::te_spec_text(stage);
   KEEL_ASSIGN_OR_RETURN(const proc::LaunchedChild child, proc::launch_child(spec));
   auto drain = std::make_unique<proc::OutputDrain>(
       child.stdout_fd, child.stderr_fd,
