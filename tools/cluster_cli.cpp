@@ -4,10 +4,10 @@
 
 #include "cli_flags.h"
 #include "cluster/weights_server.h"
+#include "executor_spec_flags.h"
 #include "http_front_flags.h"
 #include "semi_pd_flags.h"
 #include "state_flags.h"
-#include "te_spec_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -291,6 +291,9 @@ ClusterCli add_cluster_commands(CLI::App& app) {
 
   JeOptions& je = *cli.je;
   cli.je_cmd = app.add_subcommand("je", "Run one job executor (used by keel cluster up)");
+  cli.je_cmd->add_option("--spec", je.spec_source,
+                         "Read the whole configuration from a versioned JE spec (JSON; - = stdin): "
+                         "how cluster up starts JEs. No other flag goes with it");
   cli.je_cmd->add_option("--id", je.id, "This JE's id");
   cli.je_cmd->add_option("--host", je.host, "Address to listen on for gateways");
   cli.je_cmd->add_option("--port", je.port, "Port (0 = a free one)")->check(CLI::Range(0, 65535));
@@ -299,7 +302,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                    "TE control addresses host:port (comma-separated; none: the cluster manager "
                    "adds them, add_te)")
       ->delimiter(',');
-  cli.je_cmd->add_option("-m,--model", je.model_path, "The GGUF the TEs serve")->required();
+  cli.je_cmd->add_option("-m,--model", je.model_path, "The GGUF the TEs serve (or --spec)");
   cli.je_cmd->add_option("--served-model-name", je.served_model_name, "The TEs' model id");
   cli.je_cmd
       ->add_option("--lora", je.loras,
@@ -500,24 +503,55 @@ ClusterCli add_cluster_commands(CLI::App& app) {
 
 namespace {
 
-// `keel te`: its flags, or (--spec) the spec alone.
+// Beside --spec only --id goes, and only the spec's own id: the label `ps` shows of a started
+// executor (cluster/executor_launch.h).
+Status check_spec_flags(const CLI::App& cmd, const char* what, const std::string& id,
+                        const std::string& spec_id) {
+  if (const std::string other = first_option_besides(cmd, {"--spec", "--id"}); !other.empty()) {
+    return Status::invalid_argument(std::string(what) + ": --spec holds the whole configuration; " +
+                                    other + " goes without it");
+  }
+  if (cmd.count("--id") > 0 && id != spec_id) {
+    return Status::invalid_argument(std::string(what) + ": --id " + id + " is not the spec's id " +
+                                    spec_id);
+  }
+  return {};
+}
+
+// `keel te`: its flags, or (--spec) the spec.
 int run_te_command(const ClusterCli& cli) {
   const TeOptions& te = *cli.te;
   if (te.spec_source.empty()) return run_te(te);
-  if (const std::string other = first_option_besides(*cli.te_cmd, {"--spec"}); !other.empty()) {
-    return report_error(Status::invalid_argument("te: --spec holds the whole configuration; " +
-                                                 other + " goes without it"));
-  }
   Result<cluster::TeSpec> spec = read_te_spec(te.spec_source);
   if (!spec.ok()) return report_error(spec.status());
+  if (Status s = check_spec_flags(*cli.te_cmd, "te", te.id, spec->id); !s.ok()) {
+    return report_error(s);
+  }
   return run_te(te_options(*spec));
+}
+
+// `keel je`: its flags, or (--spec) the spec.
+int run_je_command(const ClusterCli& cli) {
+  const JeOptions& je = *cli.je;
+  if (je.spec_source.empty()) {
+    if (je.model_path.empty()) {
+      return report_error(Status::invalid_argument("je: -m or --spec is required"));
+    }
+    return run_je(je);
+  }
+  Result<cluster::JeSpec> spec = read_je_spec(je.spec_source);
+  if (!spec.ok()) return report_error(spec.status());
+  if (Status s = check_spec_flags(*cli.je_cmd, "je", je.id, spec->id); !s.ok()) {
+    return report_error(s);
+  }
+  return run_je(je_options(*spec));
 }
 
 }  // namespace
 
 std::optional<int> run_cluster_commands(const ClusterCli& cli) {
   if (cli.te_cmd->parsed()) return run_te_command(cli);
-  if (cli.je_cmd->parsed()) return run_je(*cli.je);
+  if (cli.je_cmd->parsed()) return run_je_command(cli);
   if (cli.up_cmd->parsed()) return run_cluster_up(*cli.up);
   if (cli.agent_cmd->parsed()) return run_node_agent(*cli.agent);
   if (cli.status_cmd->parsed()) return run_cluster_status(*cli.status);

@@ -101,6 +101,9 @@ struct JeOptions {
   // etcd: the JE registers itself (je/<id>) and follows the TEs of its model in the membership —
   // one registered is added to its fleet, one whose lease expires leaves it (jobs re-driven).
   MembershipOptions membership;
+  // --spec SOURCE: the whole configuration from a JeSpec (cluster/je_spec.h; "-" = stdin), how
+  // cluster up starts JEs; no other flag goes with it.
+  std::string spec_source;
 };
 int run_je(const JeOptions& opts);
 

@@ -47,7 +47,7 @@ struct ClusterScalerConfig {
   std::string store_dir;                  // "" = no store: bound TEs read the file
   uint64_t store_budget = 0;              // bytes (0 = no limit)
   std::string event_log;                  // JSON lines; "" = none
-  std::vector<std::string> keel_command;  // what runs keel (cluster/te_launch.h)
+  std::vector<std::string> keel_command;  // what runs keel (cluster/executor_launch.h)
   cluster::TeSpec warm_te;                // the warm TEs' spec (the pool names each)
   std::vector<std::string> je_addresses;  // or set_je_addresses() later
   std::string model_path;

@@ -23,10 +23,10 @@
 #include <thread>
 
 #include "builtin_models.h"
+#include "cluster/executor_launch.h"
 #include "cluster/fleet_client.h"
 #include "cluster/fleet_report.h"
 #include "cluster/port_probe.h"
-#include "cluster/te_launch.h"
 #include "cluster_autoscaler.h"
 #include "cluster_commands.h"
 #include "cluster_health.h"
@@ -205,19 +205,19 @@ Result<Tree> start_children(proc::ProcessSupervisor& sup, const ClusterUpOptions
   t.tes.names = t.te_names;
   t.tes.roles = roles;
   t.tes.addresses = t.te_addresses;
-  std::string tes;
-  for (const std::string& a : t.te_addresses) tes += (tes.empty() ? "" : ",") + a;
+  std::vector<std::string> tes;
+  for (const std::string& a : t.te_addresses) {
+    if (!a.empty()) tes.push_back(a);
+  }
   for (int i = 0; i < o.jes; ++i) {
     t.je_names.push_back(je_id(o, name, i, members.manager_id()));
-    std::vector<std::string> argv = je_argv(o, path, name, t.je_names.back(), tes);
-    proc::ChildSpec spec;
-    spec.name = t.je_names.back();
-    spec.argv = argv;
-    spec.ready_timeout = start_timeout(o);
+    cluster::JeSpec spec = je_spec(o, path, name, t.je_names.back(), tes);
     proc::Child child;
-    KEEL_ASSIGN_OR_RETURN(std::string address, spawn(sup, std::move(spec), &child));
+    KEEL_ASSIGN_OR_RETURN(
+        std::string address,
+        spawn(sup, cluster::je_child({self_exe()}, spec, start_timeout(o)), &child));
     t.je_addresses.push_back(address);
-    t.jes.push_back({t.je_names.back(), address, child.pid, std::move(argv)});
+    t.jes.push_back({t.je_names.back(), address, child.pid, {self_exe()}, std::move(spec)});
   }
   KEEL_LOG_INFO(
       "cluster: {} colocated, {} semi-PD (split {}), {} prefill, {} decode TEs ({} threads each), "

@@ -7,22 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "self_exe.h"
-#include "te_spec_flags.h"
+#include "executor_spec_flags.h"
 #include "tokenizer/builtin_chat_templates.h"
 
 namespace keel::cli {
-
-// With --membership etcd, each child joins the membership itself (its own lease, so it leaves the
-// routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
-void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv) {
-  if (m.mode != "etcd") return;
-  std::string endpoints;
-  for (const std::string& e : m.etcd_endpoints) endpoints += (endpoints.empty() ? "" : ",") + e;
-  argv->insert(argv->end(),
-               {"--membership", "etcd", "--etcd-endpoints", endpoints, "--membership-prefix",
-                m.prefix, "--membership-ttl", std::to_string(m.ttl_s)});
-}
 
 namespace {
 
@@ -96,43 +84,25 @@ std::string je_id(const ClusterUpOptions& o, const std::string& name, int i,
   return o.nodes == "auto" ? name + "-" + base + "-" + manager : base;
 }
 
-std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, const std::string& id,
-                                 const std::string& tes) {
-  std::vector<std::string> argv = {self_exe(),
-                                   "je",
-                                   "--id",
-                                   id,
-                                   "--port",
-                                   "0",
-                                   "--te",
-                                   tes,
-                                   "-m",
-                                   path,
-                                   "--served-model-name",
-                                   name,
-                                   "--block-size",
-                                   std::to_string(o.serve.block_size),
-                                   "--router",
-                                   o.router,
-                                   "--balance-threshold",
-                                   std::to_string(o.balance_threshold),
-                                   "--balance-abs-tokens",
-                                   std::to_string(o.balance_abs_tokens),
-                                   "--stall-timeout-ms",
-                                   std::to_string(o.stall_timeout_ms)};
-  if (tes.empty()) argv.erase(argv.begin() + 6, argv.begin() + 8);  // the autoscaler adds them
-  for (const std::string& lora : o.serve.loras) argv.insert(argv.end(), {"--lora", lora});
-  if (!o.pd_heatmap.empty()) argv.insert(argv.end(), {"--pd-heatmap", o.pd_heatmap});
-  if (!o.predictor.empty()) argv.insert(argv.end(), {"--predictor", o.predictor});
-  if (!o.predictor_model.empty()) {
-    argv.insert(argv.end(), {"--predictor-model", o.predictor_model});
-  }
-  if (o.je_submit_delay_ms > 0) {
-    argv.insert(argv.end(), {"--submit-delay-ms", std::to_string(o.je_submit_delay_ms)});
-  }
-  add_membership_argv(o.membership, &argv);
-  return argv;
+cluster::JeSpec je_spec(const ClusterUpOptions& o, const std::string& path, const std::string& name,
+                        const std::string& id, const std::vector<std::string>& tes) {
+  cluster::JeSpec spec;
+  spec.id = id;
+  spec.tes = tes;  // none: the autoscaler adds them
+  spec.model_path = path;
+  spec.served_model_name = name;
+  spec.block_size = o.serve.block_size;
+  spec.router = o.router;
+  spec.balance_threshold = o.balance_threshold;
+  spec.balance_abs_tokens = o.balance_abs_tokens;
+  spec.stall_timeout_ms = o.stall_timeout_ms;
+  spec.loras = o.serve.loras;
+  spec.pd_heatmap = o.pd_heatmap;
+  spec.predictor = o.predictor;
+  spec.predictor_model = o.predictor_model;
+  spec.submit_delay_ms = o.je_submit_delay_ms;
+  spec.membership = membership_spec(o.membership);
+  return spec;
 }
 
 bool autoscaling(const ClusterUpOptions& o) {

@@ -1,6 +1,6 @@
 // What `keel cluster up` starts, worked out from its flags before anything runs: the TE kinds in
 // start order and how many, each TE's threads and memory reservation, each TE's spec
-// (cluster/te_spec.h: a TE, a warm-pool TE), a JE's command line and the checks on flag
+// (cluster/te_spec.h: a TE, a warm-pool TE), each JE's (cluster/je_spec.h) and the checks on flag
 // combinations (pipelined TEs). Pure functions of ClusterUpOptions (and a GGUF's size); no process
 // is started here.
 #pragma once
@@ -9,15 +9,12 @@
 #include <string>
 #include <vector>
 
+#include "cluster/je_spec.h"
 #include "cluster/te_spec.h"
 #include "cluster_commands.h"
 #include "core/result.h"
 
 namespace keel::cli {
-
-// With --membership etcd, each child joins the membership itself (its own lease, so it leaves the
-// routing set within the TTL when it dies or its host is cut off) and JEs follow the TEs there.
-void add_membership_argv(const MembershipOptions& m, std::vector<std::string>* argv);
 
 // A TE's engine (what a node agent and a warm TE's bind get). `kind`: colocated | prefill |
 // decode, or semi-pd (a colocated TE with the semi-PD engine); only a prefill TE hands KV off.
@@ -32,10 +29,11 @@ cluster::TeSpec te_spec(const ClusterUpOptions& o, const std::string& path, cons
 std::string je_id(const ClusterUpOptions& o, const std::string& name, int i,
                   const std::string& manager);
 
-// `keel je` with `id`, routing to `tes` (comma-separated addresses; "" = it learns them later).
-std::vector<std::string> je_argv(const ClusterUpOptions& o, const std::string& path,
-                                 const std::string& name, const std::string& id,
-                                 const std::string& tes);
+// The spec of JE `id`, routing to `tes` (none: it learns them later). With --membership etcd,
+// each executor joins the membership itself (its own lease, so it leaves the routing set within
+// the TTL when it dies or its host is cut off) and JEs follow the TEs there.
+cluster::JeSpec je_spec(const ClusterUpOptions& o, const std::string& path, const std::string& name,
+                        const std::string& id, const std::vector<std::string>& tes);
 
 // Whether the autoscaler runs (--max, --max-prefill or --max-decode > 0).
 bool autoscaling(const ClusterUpOptions& o);

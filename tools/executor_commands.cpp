@@ -32,6 +32,7 @@
 #include "engine/engine.h"
 #include "engine/model_identity.h"
 #include "engine/semi_pd_split.h"
+#include "executor_spec_flags.h"
 #include "gguf/reader.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
@@ -42,7 +43,6 @@
 #include "predictor/length_predictor.h"
 #include "proc/ready_line.h"
 #include "stop_signals.h"
-#include "te_spec_flags.h"
 #include "te_warm.h"
 
 namespace keel::cli {

@@ -25,24 +25,24 @@
 #include <sstream>
 #include <thread>
 
+#include "cluster/executor_launch.h"
 #include "cluster/host_port.h"
 #include "cluster/leader_fence.h"
 #include "cluster/listener.h"
 #include "cluster/messages.h"
 #include "cluster/node_capacity.h"
 #include "cluster/node_messages.h"
-#include "cluster/te_launch.h"
 #include "cluster/warm_pool.h"
 #include "cluster_commands.h"
 #include "cluster_membership.h"
 #include "core/file_system.h"
 #include "core/log.h"
+#include "executor_spec_flags.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
 #include "self_exe.h"
 #include "stop_signals.h"
 #include "store/model_store.h"
-#include "te_spec_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -83,7 +83,7 @@ class NodeAgent {
   // The fence's verdict on a call's token (logged when it refuses or the token rises).
   Status admit(const char* call, const std::string& election, int64_t token);
   // Where the TEs it starts register: the agent's etcd, under their own leases.
-  cluster::TeMembershipSpec te_membership() const;
+  cluster::MembershipSpec te_membership() const;
   // Reads the host's capacity now (cores, /proc/meminfo, store entries, TE counts).
   cluster::NodeCapacity capacity() const;
   // Re-registers node/<host-id> when its capacity attributes changed.
@@ -103,8 +103,8 @@ class NodeAgent {
   std::vector<std::shared_ptr<cluster::Link>> links_;  // guarded by queue_mu_
 };
 
-cluster::TeMembershipSpec NodeAgent::te_membership() const {
-  cluster::TeMembershipSpec m = membership_spec(o_.membership);
+cluster::MembershipSpec NodeAgent::te_membership() const {
+  cluster::MembershipSpec m = membership_spec(o_.membership);
   m.mode = "etcd";
   return m;
 }

@@ -10,12 +10,12 @@
 #include "cluster/host_port.h"
 #include "commands.h"
 #include "core/log.h"
+#include "executor_spec_flags.h"
 #include "host/compute.h"
 #include "host/model_loading.h"
 #include "pipeline/stage_server.h"
 #include "proc/ready_line.h"
 #include "stop_signals.h"
-#include "te_spec_flags.h"
 
 namespace keel::cli {
 namespace {

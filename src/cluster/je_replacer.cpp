@@ -4,23 +4,11 @@
 #include <algorithm>
 
 #include "cluster/bind_model.h"
+#include "cluster/executor_launch.h"
 #include "cluster/host_port.h"
 #include "core/log.h"
 
 namespace keel::cluster {
-namespace {
-
-// Sets `flag`'s value in `argv` (appended when absent).
-void set_flag(std::vector<std::string>* argv, const std::string& flag, const std::string& value) {
-  const auto it = std::find(argv->begin(), argv->end(), flag);
-  if (it != argv->end() && it + 1 != argv->end()) {
-    *(it + 1) = value;
-  } else {
-    argv->insert(argv->end(), {flag, value});
-  }
-}
-
-}  // namespace
 
 Status JeReplacerConfig::validate() const {
   if (!fleet) return Status::invalid_argument("je replacer: no fleet source");
@@ -32,20 +20,12 @@ Status JeReplacerConfig::validate() const {
   return Status::ok_status();
 }
 
-std::vector<std::string> je_replacement_argv(std::vector<std::string> argv, uint16_t port,
-                                             const std::vector<std::string>& te_addresses,
-                                             std::chrono::milliseconds connect_timeout) {
-  set_flag(&argv, "--port", std::to_string(port));
-  const auto te = std::find(argv.begin(), argv.end(), "--te");
-  if (te_addresses.empty()) {
-    if (te != argv.end()) argv.erase(te, std::min(te + 2, argv.end()));
-  } else {
-    std::string list;
-    for (const std::string& a : te_addresses) list += (list.empty() ? "" : ",") + a;
-    set_flag(&argv, "--te", list);
-  }
-  set_flag(&argv, "--te-connect-timeout-ms", std::to_string(connect_timeout.count()));
-  return argv;
+JeSpec je_replacement_spec(JeSpec spec, uint16_t port, const std::vector<std::string>& te_addresses,
+                           std::chrono::milliseconds connect_timeout) {
+  spec.port = port;
+  spec.tes = te_addresses;
+  spec.te_connect_timeout_ms = connect_timeout.count();
+  return spec;
 }
 
 std::vector<std::string> replacement_te_addresses(const FleetSnapshot& fleet,
@@ -123,11 +103,9 @@ void JeReplacer::restart(Down& down) {
   const std::vector<std::string> tes = replacement_te_addresses(
       last_fleet_ ? *last_fleet_ : FleetSnapshot{},
       config_.known_tes ? config_.known_tes() : std::vector<std::string>{});
-  proc::ChildSpec spec;
-  spec.name = je.name;
-  spec.argv = je_replacement_argv(je.argv, hp.ok() ? hp->port : 0, tes, config_.te_connect_timeout);
-  spec.ready_timeout = config_.start_timeout;
-  Result<proc::Child> child = sup_->spawn(spec);
+  const JeSpec spec =
+      je_replacement_spec(je.spec, hp.ok() ? hp->port : 0, tes, config_.te_connect_timeout);
+  Result<proc::Child> child = sup_->spawn(je_child(je.keel_command, spec, config_.start_timeout));
   const double seconds = std::chrono::duration<double>(Clock::now() - down.detected).count();
   if (!child.ok()) {
     down.next_try = Clock::now() + config_.retry_interval;

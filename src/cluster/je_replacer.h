@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "cluster/fleet.h"
+#include "cluster/je_spec.h"
 #include "cluster/link.h"
 #include "cluster/seconds_histogram.h"
 #include "core/result.h"
@@ -39,10 +40,12 @@ namespace keel::cluster {
 
 // A JE the manager started (and restarts).
 struct ManagedJe {
-  std::string name;               // its supervisor child name (its --id)
-  std::string address;            // "127.0.0.1:port": a replacement listens there too
-  pid_t pid = 0;                  // its process (0 while down)
-  std::vector<std::string> argv;  // how it was started
+  std::string name;     // its supervisor child name (its spec's id)
+  std::string address;  // "127.0.0.1:port": a replacement listens there too
+  pid_t pid = 0;        // its process (0 while down)
+  // How it was started (executor_launch.h): a restart reuses both (je_replacement_spec).
+  std::vector<std::string> keel_command;
+  JeSpec spec;
 };
 
 struct JeReplacerConfig {
@@ -59,12 +62,11 @@ struct JeReplacerConfig {
   [[nodiscard]] Status validate() const;
 };
 
-// A replacement's command: `argv` with --port set to `port`, --te to `te_addresses`
-// (comma-separated; the flag and its value dropped when there are none: the TEs are added later)
-// and --te-connect-timeout-ms to `connect_timeout`. Pure.
-[[nodiscard]] std::vector<std::string> je_replacement_argv(
-    std::vector<std::string> argv, uint16_t port, const std::vector<std::string>& te_addresses,
-    std::chrono::milliseconds connect_timeout);
+// A restart's spec: `spec` listening on `port`, routing to `te_addresses` (none: the TEs are
+// added later) with `connect_timeout` per TE. Pure.
+[[nodiscard]] JeSpec je_replacement_spec(JeSpec spec, uint16_t port,
+                                         const std::vector<std::string>& te_addresses,
+                                         std::chrono::milliseconds connect_timeout);
 
 // The TEs a replacement JE should route to, by control address: those `fleet` lists as serving
 // (healthy or busy), then those in `known` it does not list at all (started since). Pure.

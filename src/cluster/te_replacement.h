@@ -24,7 +24,7 @@ struct ManagedTe {
   std::string name;     // its supervisor child name (also its spec's id)
   std::string address;  // its control address "127.0.0.1:port"
   pid_t pid = 0;        // its process (supervised)
-  // How it was started (te_launch.h): a cold replacement reuses both under its own id.
+  // How it was started (executor_launch.h): a cold replacement reuses both under its own id.
   std::vector<std::string> keel_command;
   TeSpec spec;
   TeRole role = TeRole::kColocated;

@@ -7,10 +7,10 @@
 #include <cstdio>
 
 #include "cluster/bind_model.h"
+#include "cluster/executor_launch.h"
 #include "cluster/je_calls.h"
 #include "cluster/link.h"
 #include "cluster/messages.h"
-#include "cluster/te_launch.h"
 #include "core/log.h"
 #include "proc/ready_line.h"
 

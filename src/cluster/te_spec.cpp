@@ -1,123 +1,16 @@
 // TeSpec's codec; see te_spec.h.
 #include "cluster/te_spec.h"
 
-#include <limits>
-#include <set>
-
 #include <fmt/format.h>
 
 #include "cluster/kv_handoff.h"
+#include "cluster/spec_fields.h"
 #include "cluster/weights_server.h"
 
 namespace keel::cluster {
 namespace {
 
 using Json = nlohmann::json;
-
-// Reads one JSON object's fields by name, each optional (the default stands when absent), and
-// refuses a field it was not asked for. Errors name the object and the field.
-class Fields {
- public:
-  Fields(const Json& obj, std::string what) : obj_(obj), what_(std::move(what)) {}
-
-  Status str(const char* key, std::string* out) {
-    const Json* v = take(key);
-    if (v == nullptr) return {};
-    if (!v->is_string()) return bad(key, "is not a string");
-    *out = v->get<std::string>();
-    return {};
-  }
-  Status boolean(const char* key, bool* out) {
-    const Json* v = take(key);
-    if (v == nullptr) return {};
-    if (!v->is_boolean()) return bad(key, "is not true or false");
-    *out = v->get<bool>();
-    return {};
-  }
-  template <typename Int>
-  Status integer(const char* key, int64_t lo, int64_t hi, Int* out) {
-    const Json* v = take(key);
-    if (v == nullptr) return {};
-    if (!v->is_number_integer()) return bad(key, "is not an integer");
-    const int64_t n = v->get<int64_t>();
-    if (n < lo || n > hi) return bad(key, fmt::format("is {}, not in [{}, {}]", n, lo, hi));
-    *out = static_cast<Int>(n);
-    return {};
-  }
-  Status number(const char* key, double lo, double* out) {
-    const Json* v = take(key);
-    if (v == nullptr) return {};
-    if (!v->is_number()) return bad(key, "is not a number");
-    const double d = v->get<double>();
-    if (!(d >= lo)) return bad(key, fmt::format("is below {}", lo));
-    *out = d;
-    return {};
-  }
-  Status strings(const char* key, std::vector<std::string>* out) {
-    const Json* v = take(key);
-    if (v == nullptr) return {};
-    if (!v->is_array()) return bad(key, "is not a list");
-    out->clear();
-    for (const Json& s : *v) {
-      if (!s.is_string()) return bad(key, "holds a non-string");
-      out->push_back(s.get<std::string>());
-    }
-    return {};
-  }
-  // The nested object `key`, or null when absent.
-  Result<const Json*> object(const char* key) {
-    const Json* v = take(key);
-    if (v != nullptr && !v->is_object()) return bad(key, "is not an object");
-    return v;
-  }
-  Status one_of(const char* key, std::initializer_list<std::string_view> allowed,
-                std::string* out) {
-    KEEL_TRY(str(key, out));
-    for (std::string_view a : allowed) {
-      if (*out == a) return {};
-    }
-    return bad(key, "is '" + *out + "'");
-  }
-  // InvalidArgument naming the first field that no read asked for.
-  Status finish() const {
-    for (const auto& [key, value] : obj_.items()) {
-      if (seen_.count(key) == 0)
-        return bad(key.c_str(), "is not a field of version " + std::to_string(kTeSpecVersion));
-    }
-    return {};
-  }
-
- private:
-  const Json* take(const char* key) {
-    seen_.insert(key);
-    const auto it = obj_.find(key);
-    return it == obj_.end() ? nullptr : &*it;
-  }
-  Status bad(const char* key, const std::string& why) const {
-    return Status::invalid_argument(fmt::format("{}: '{}' {}", what_, key, why));
-  }
-
-  const Json& obj_;
-  std::string what_;
-  std::set<std::string> seen_;
-};
-
-constexpr int64_t kMaxI32 = std::numeric_limits<int32_t>::max();
-constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
-
-// The version check every spec starts with: "v" present, an integer, not newer than ours.
-Status check_version(Fields& f, const Json& body, const char* what) {
-  const auto v = body.find("v");
-  if (v == body.end()) return Status::invalid_argument(std::string(what) + ": no version ('v')");
-  int64_t version = 0;
-  KEEL_TRY(f.integer("v", 1, kMaxI64, &version));
-  if (version > kTeSpecVersion) {
-    return Status::failed_precondition(
-        fmt::format("{} version {} is newer than this keel reads ({}): upgrade keel here", what,
-                    version, kTeSpecVersion));
-  }
-  return {};
-}
 
 Json encode_semi_pd(const TeSemiPdSpec& s) {
   return Json{{"split", s.split},
@@ -132,7 +25,7 @@ Json encode_semi_pd(const TeSemiPdSpec& s) {
 }
 
 Status decode_semi_pd(const Json& body, TeSemiPdSpec* s) {
-  Fields f(body, "te spec: engine.semi_pd");
+  SpecFields f(body, "te spec: engine.semi_pd", kTeSpecVersion);
   KEEL_TRY(f.str("split", &s->split));
   KEEL_TRY(f.boolean("dynamic", &s->dynamic));
   KEEL_TRY(f.number("ttft_slo_ms", 0, &s->ttft_slo_ms));
@@ -146,7 +39,7 @@ Status decode_semi_pd(const Json& body, TeSemiPdSpec* s) {
 }
 
 Status decode_handoff(const Json& body, TeHandoffSpec* h) {
-  Fields f(body, "te spec: engine.handoff");
+  SpecFields f(body, "te spec: engine.handoff", kTeSpecVersion);
   KEEL_TRY(f.one_of("mode", {"stream", "after"}, &h->mode));
   KEEL_TRY(f.integer("prefill_chunk", 0, kMaxI32, &h->prefill_chunk));
   KEEL_TRY(f.str("fault", &h->fault));
@@ -157,7 +50,7 @@ Status decode_handoff(const Json& body, TeHandoffSpec* h) {
 }
 
 // The engine spec's fields, read from `f` (its "v" already checked).
-Status read_engine(Fields& f, TeEngineSpec* e) {
+Status read_engine(SpecFields& f, TeEngineSpec* e) {
   KEEL_TRY(f.integer("max_num_seqs", 1, kMaxI32, &e->max_num_seqs));
   KEEL_TRY(f.integer("max_batched_tokens", 1, kMaxI32, &e->max_batched_tokens));
   KEEL_TRY(f.integer("max_waiting", 0, kMaxI32, &e->max_waiting));
@@ -195,8 +88,10 @@ Status read_engine(Fields& f, TeEngineSpec* e) {
   return f.number("kv_transfer_throttle_bytes_per_s", 0, &e->kv_transfer_throttle_bytes_per_s);
 }
 
-Status decode_membership(const Json& body, TeMembershipSpec* m) {
-  Fields f(body, "te spec: membership");
+}  // namespace
+
+Status decode_membership_spec(const Json& body, std::string_view what, MembershipSpec* m) {
+  SpecFields f(body, std::string(what) + ": membership", kTeSpecVersion);
   KEEL_TRY(f.one_of("mode", {"embedded", "etcd"}, &m->mode));
   KEEL_TRY(f.strings("etcd_endpoints", &m->etcd_endpoints));
   KEEL_TRY(f.str("prefix", &m->prefix));
@@ -204,7 +99,12 @@ Status decode_membership(const Json& body, TeMembershipSpec* m) {
   return f.finish();
 }
 
-}  // namespace
+Json encode_membership_spec(const MembershipSpec& m) {
+  return Json{{"mode", m.mode},
+              {"etcd_endpoints", m.etcd_endpoints},
+              {"prefix", m.prefix},
+              {"ttl_s", m.ttl_s}};
+}
 
 Json encode_te_engine_spec(const TeEngineSpec& e) {
   Json j = {{"v", kTeSpecVersion},
@@ -238,8 +138,8 @@ Json encode_te_engine_spec(const TeEngineSpec& e) {
 
 Result<TeEngineSpec> decode_te_engine_spec(const Json& body) {
   if (!body.is_object()) return Status::invalid_argument("te engine spec: not an object");
-  Fields f(body, "te engine spec");
-  KEEL_TRY(check_version(f, body, "te engine spec"));
+  SpecFields f(body, "te engine spec", kTeSpecVersion);
+  KEEL_TRY(f.check_version());
   TeEngineSpec e;
   KEEL_TRY(read_engine(f, &e));
   KEEL_TRY(f.finish());
@@ -263,17 +163,13 @@ Json encode_te_spec(const TeSpec& s) {
               {"health_hang_ms", s.health_hang_ms},
               {"weights_fault", s.weights_fault},
               {"engine", encode_te_engine_spec(s.engine)},
-              {"membership",
-               {{"mode", s.membership.mode},
-                {"etcd_endpoints", s.membership.etcd_endpoints},
-                {"prefix", s.membership.prefix},
-                {"ttl_s", s.membership.ttl_s}}}};
+              {"membership", encode_membership_spec(s.membership)}};
 }
 
 Result<TeSpec> decode_te_spec(const Json& body) {
   if (!body.is_object()) return Status::invalid_argument("te spec: not an object");
-  Fields f(body, "te spec");
-  KEEL_TRY(check_version(f, body, "te spec"));
+  SpecFields f(body, "te spec", kTeSpecVersion);
+  KEEL_TRY(f.check_version());
   TeSpec s;
   KEEL_TRY(f.str("id", &s.id));
   if (s.id.empty() || s.id.find('/') != std::string::npos) {
@@ -301,7 +197,7 @@ Result<TeSpec> decode_te_spec(const Json& body) {
   }
   KEEL_ASSIGN_OR_RETURN(const Json* membership, f.object("membership"));
   if (membership != nullptr) {
-    KEEL_TRY(decode_membership(*membership, &s.membership));
+    KEEL_TRY(decode_membership_spec(*membership, "te spec", &s.membership));
   }
   KEEL_TRY(f.finish());
   if (s.model_path.empty() && !s.warm) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -75,13 +76,14 @@ struct TeEngineSpec {
   bool operator==(const TeEngineSpec&) const = default;
 };
 
-// Where a TE registers itself: "embedded" (its manager registers it) or etcd under its own lease.
-struct TeMembershipSpec {
+// Where a TE or JE registers itself: "embedded" (its manager registers it) or etcd under its own
+// lease.
+struct MembershipSpec {
   std::string mode = "embedded";  // embedded | etcd
   std::vector<std::string> etcd_endpoints;
   std::string prefix = "/keel/default";
   int32_t ttl_s = 10;
-  bool operator==(const TeMembershipSpec&) const = default;
+  bool operator==(const MembershipSpec&) const = default;
 };
 
 struct TeSpec {
@@ -100,7 +102,7 @@ struct TeSpec {
   int64_t health_hang_ms = 5000;
   std::string weights_fault;  // the weights service's fault hook (tests): flip:N | stop:N
   TeEngineSpec engine;
-  TeMembershipSpec membership;
+  MembershipSpec membership;
   bool operator==(const TeSpec&) const = default;
 };
 
@@ -111,6 +113,11 @@ struct TeSpec {
 // JSON).
 [[nodiscard]] std::string te_spec_text(const TeSpec& spec);
 [[nodiscard]] Result<TeSpec> parse_te_spec(std::string_view text);
+
+// The membership part (a TE's, a JE's: je_spec.h); `what` names the spec in errors.
+[[nodiscard]] nlohmann::json encode_membership_spec(const MembershipSpec& m);
+[[nodiscard]] Status decode_membership_spec(const nlohmann::json& body, std::string_view what,
+                                            MembershipSpec* m);
 
 // The engine part alone (start_te, bind_model): versioned the same way.
 [[nodiscard]] nlohmann::json encode_te_engine_spec(const TeEngineSpec& spec);

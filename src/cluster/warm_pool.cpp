@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "cluster/te_launch.h"
+#include "cluster/executor_launch.h"
 #include "proc/ready_line.h"
 
 namespace keel::cluster {

@@ -24,8 +24,8 @@
 namespace keel::cluster {
 
 struct WarmPoolConfig {
-  // What runs keel (te_launch.h: its path, possibly behind `ip netns exec NS`) and the warm TEs'
-  // spec (warm set; the pool sets each one's id, and its store_dir under store_root).
+  // What runs keel (executor_launch.h: its path, possibly behind `ip netns exec NS`) and the warm
+  // TEs' spec (warm set; the pool sets each one's id, and its store_dir under store_root).
   std::vector<std::string> keel_command;
   TeSpec spec;
   std::string name_prefix = "warm-te";

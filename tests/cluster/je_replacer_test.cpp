@@ -1,5 +1,5 @@
-// The JE replacer's pure pieces: a replacement's command (same port, the TEs serving now, a short
-// TE connect timeout; the --te flag dropped when there are none) and which TEs it is given (the
+// The JE replacer's pure pieces: a replacement's spec (same port, the TEs serving now, a short
+// TE connect timeout) and which TEs it is given (the
 // snapshot's serving ones and the manager's TEs started since).
 #include "cluster/je_replacer.h"
 
@@ -11,18 +11,23 @@ namespace {
 using namespace std::chrono_literals;
 
 TEST(JeReplacerTest, AReplacementListensAtTheSamePortAndRoutesToTheTesServingNow) {
-  const std::vector<std::string> argv = {"keel", "je",   "--id",    "je-0", "--port",
-                                         "0",    "--te", "a:1,b:2", "-m",   "x.gguf"};
-  const std::vector<std::string> got = je_replacement_argv(argv, 7001, {"b:2", "c:3"}, 2000ms);
-  EXPECT_EQ(got, (std::vector<std::string>{"keel", "je", "--id", "je-0", "--port", "7001", "--te",
-                                           "b:2,c:3", "-m", "x.gguf", "--te-connect-timeout-ms",
-                                           "2000"}));
-  // No TE serving (the autoscaler adds them): no --te flag at all.
-  const std::vector<std::string> none = je_replacement_argv(argv, 7001, {}, 500ms);
-  EXPECT_EQ(std::find(none.begin(), none.end(), "--te"), none.end());
-  EXPECT_EQ(none.back(), "500");
-  // Applied twice (a second death): the same flags, not appended again.
-  EXPECT_EQ(je_replacement_argv(got, 7001, {"b:2", "c:3"}, 2000ms), got);
+  JeSpec spec;
+  spec.id = "je-0";
+  spec.tes = {"a:1", "b:2"};
+  spec.model_path = "x.gguf";
+  spec.router = "prefix";
+  const JeSpec got = je_replacement_spec(spec, 7001, {"b:2", "c:3"}, 2000ms);
+  JeSpec want = spec;  // everything else as started
+  want.port = 7001;
+  want.tes = {"b:2", "c:3"};
+  want.te_connect_timeout_ms = 2000;
+  EXPECT_EQ(got, want);
+  // No TE serving (the autoscaler adds them): none handed on.
+  const JeSpec none = je_replacement_spec(spec, 7001, {}, 500ms);
+  EXPECT_TRUE(none.tes.empty());
+  EXPECT_EQ(none.te_connect_timeout_ms, 500);
+  // Applied twice (a second death): the same spec.
+  EXPECT_EQ(je_replacement_spec(got, 7001, {"b:2", "c:3"}, 2000ms), got);
 }
 
 TEST(JeReplacerTest, ServingTesAndTheManagersNewOnesAreHandedOn) {

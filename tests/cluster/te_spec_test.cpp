@@ -1,8 +1,11 @@
-// TeSpec's codec: round trips with every field set, defaults for absent fields, refusals of
-// malformed specs, and version skew (a newer spec refused by name, unknown fields refused).
+// TeSpec's and JeSpec's codecs: round trips with every field set, defaults for absent fields,
+// refusals of malformed specs, and version skew (a newer spec refused by name, unknown fields
+// refused).
 #include "cluster/te_spec.h"
 
 #include <gtest/gtest.h>
+
+#include "cluster/je_spec.h"
 
 namespace keel::cluster {
 namespace {
@@ -148,6 +151,54 @@ TEST(TeSpecTest, MalformedSpecsAreInvalidArgumentNamingTheField) {
   EXPECT_TRUE(decode_te_spec(Json{{"v", 1}, {"warm", true}}).ok());
   EXPECT_FALSE(parse_te_spec("--max-num-seqs 8").ok());
   EXPECT_FALSE(parse_te_spec("[1,2]").ok());
+}
+
+TEST(JeSpecTest, EveryFieldRoundTripsAndSkewIsRefusedByName) {
+  JeSpec s;
+  s.id = "m-je-1-mgr";
+  s.host = "10.0.0.2";
+  s.port = 7001;
+  s.tes = {"10.0.0.3:4000", "10.0.0.4:4000"};
+  s.model_path = "/m.gguf";
+  s.served_model_name = "m";
+  s.block_size = 32;
+  s.router = "least_load";
+  s.balance_threshold = 0.5;
+  s.balance_abs_tokens = 2048;
+  s.pd_heatmap = "/h.json";
+  s.stall_timeout_ms = 9000;
+  s.predictor = "/p.gguf";
+  s.predictor_model = "/side.gguf";
+  s.loras = {"a=/a.gguf"};
+  s.te_connect_timeout_ms = 1500;
+  s.submit_delay_ms = 5000;
+  s.membership = {"etcd", {"http://e:2379"}, "/keel/x", 5};
+  Result<JeSpec> back = parse_je_spec(je_spec_text(s));
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, s);
+
+  Result<JeSpec> defaults = decode_je_spec(Json{{"v", 1}, {"model_path", "/m.gguf"}});
+  ASSERT_TRUE(defaults.ok()) << defaults.status().to_string();
+  JeSpec want;
+  want.model_path = "/m.gguf";
+  EXPECT_EQ(*defaults, want);
+
+  Json newer = encode_je_spec(s);
+  newer["v"] = kJeSpecVersion + 1;
+  EXPECT_EQ(decode_je_spec(newer).status().code(), StatusCode::kFailedPrecondition);
+  Json unknown = encode_je_spec(s);
+  unknown["shards"] = 2;
+  EXPECT_NE(decode_je_spec(unknown).status().message().find("'shards'"), std::string::npos);
+  Json bad_router = encode_je_spec(s);
+  bad_router["router"] = "random";
+  EXPECT_NE(decode_je_spec(bad_router).status().message().find("'router'"), std::string::npos);
+  Json bad_member = encode_je_spec(s);
+  bad_member["membership"]["ttl_s"] = 0;
+  EXPECT_NE(decode_je_spec(bad_member).status().message().find("je spec: membership: 'ttl_s'"),
+            std::string::npos)
+      << decode_je_spec(bad_member).status().message();
+  EXPECT_FALSE(decode_je_spec(Json{{"v", 1}}).ok());  // no model
+  EXPECT_FALSE(parse_je_spec("--te a:1").ok());
 }
 
 }  // namespace

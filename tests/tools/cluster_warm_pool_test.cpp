@@ -100,8 +100,9 @@ class WarmPoolE2e : public ::testing::Test {
   std::string store_;
 };
 
-// `keel te --spec FILE` (the starters use stdin, "-"): a spec of a newer version, one that is not
-// JSON, or a flag beside it is a one-line error and a non-zero exit, before anything starts.
+// `keel te|je|pp-stage --spec FILE` (the starters use stdin, "-"): a spec of a newer version, one
+// that is not JSON or has an unknown field, or a flag beside it is a one-line error and a non-zero
+// exit, before anything starts.
 TEST(TeSpecCli, BadSpecsAndFlagsBesideOneAreOneLineErrors) {
   const std::string dir = make_temp_dir("te-spec-cli");
   const auto write = [&dir](const std::string& name, const std::string& text) {
@@ -117,12 +118,20 @@ TEST(TeSpecCli, BadSpecsAndFlagsBesideOneAreOneLineErrors) {
       {{"te", "--spec", write("flags.json", "--max-num-seqs 8")}, "not JSON"},
       {{"te", "--spec", dir + "/absent.json"}, "cannot open"},
       {{"te", "--spec", write("ok.json", cluster::te_spec_text(spec)), "--id", "x"},
-       "--id goes without it"},
+       "--id x is not the spec's id te-0"},
+      {{"te", "--spec", dir + "/ok.json", "--id", "te-0", "--role", "decode"},
+       "--role goes without it"},
       {{"pp-stage", "--spec", dir + "/ok.json", "-t", "2"}, "--threads goes without it"},
-      {{"pp-stage"}, "-m or --spec is required"}};
+      {{"pp-stage"}, "-m or --spec is required"},
+      {{"je"}, "-m or --spec is required"},
+      {{"je", "--spec", write("je.json", "{\"v\":1,\"model_path\":\"/m.gguf\",\"x\":1}")},
+       "je spec: 'x' is not a field of version 1"},
+      {{"je", "--spec", write("je-ok.json", "{\"v\":1,\"model_path\":\"/m.gguf\"}"), "--router",
+        "prefix"},
+       "--router goes without it"}};
   for (const auto& [args, want] : cases) {
     const CliResult r = run_keel(args);
-    EXPECT_NE(r.exit_code, 0) << args[2];
+    EXPECT_NE(r.exit_code, 0) << args[0];
     EXPECT_EQ(count_lines(r.err), 1) << r.err;
     EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
   }

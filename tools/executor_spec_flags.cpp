@@ -1,5 +1,5 @@
-// TeSpec → a TE's options; see te_spec_flags.h.
-#include "te_spec_flags.h"
+// TeSpec / JeSpec → a TE's / JE's options; see executor_spec_flags.h.
+#include "executor_spec_flags.h"
 
 #include <fstream>
 #include <iostream>
@@ -65,11 +65,40 @@ TeOptions te_options(const cluster::TeSpec& spec) {
   return te;
 }
 
-cluster::TeMembershipSpec membership_spec(const MembershipOptions& m) {
+cluster::MembershipSpec membership_spec(const MembershipOptions& m) {
   return {m.mode, m.etcd_endpoints, m.prefix, m.ttl_s};
 }
 
-Result<cluster::TeSpec> read_te_spec(const std::string& source) {
+JeOptions je_options(const cluster::JeSpec& spec) {
+  JeOptions je;
+  je.id = spec.id;
+  je.host = spec.host;
+  je.port = spec.port;
+  je.tes = spec.tes;
+  je.model_path = spec.model_path;
+  je.served_model_name = spec.served_model_name;
+  je.block_size = spec.block_size;
+  je.router = spec.router;
+  je.balance_threshold = spec.balance_threshold;
+  je.balance_abs_tokens = spec.balance_abs_tokens;
+  je.pd_heatmap = spec.pd_heatmap;
+  je.stall_timeout_ms = spec.stall_timeout_ms;
+  je.predictor = spec.predictor;
+  je.predictor_model = spec.predictor_model;
+  je.loras = spec.loras;
+  je.te_connect_timeout_ms = spec.te_connect_timeout_ms;
+  je.submit_delay_ms = spec.submit_delay_ms;
+  je.membership.mode = spec.membership.mode;
+  je.membership.etcd_endpoints = spec.membership.etcd_endpoints;
+  je.membership.prefix = spec.membership.prefix;
+  je.membership.ttl_s = spec.membership.ttl_s;
+  return je;
+}
+
+namespace {
+
+// The text of `source` ("-" = stdin).
+Result<std::string> read_spec_text(const std::string& source) {
   std::string text;
   if (source == "-") {
     text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
@@ -80,10 +109,26 @@ Result<cluster::TeSpec> read_te_spec(const std::string& source) {
     all << in.rdbuf();
     text = all.str();
   }
-  const std::string from = source == "-" ? "stdin" : source;
-  if (text.empty()) return Status::invalid_argument("--spec: " + from + " holds no spec");
+  if (text.empty()) {
+    return Status::invalid_argument("--spec: " + (source == "-" ? "stdin" : source) +
+                                    " holds no spec");
+  }
+  return text;
+}
+
+}  // namespace
+
+Result<cluster::TeSpec> read_te_spec(const std::string& source) {
+  KEEL_ASSIGN_OR_RETURN(std::string text, read_spec_text(source));
   Result<cluster::TeSpec> spec = cluster::parse_te_spec(text);
-  if (!spec.ok()) return spec.status().with_prefix("--spec " + from);
+  if (!spec.ok()) return spec.status().with_prefix("--spec " + (source == "-" ? "stdin" : source));
+  return spec;
+}
+
+Result<cluster::JeSpec> read_je_spec(const std::string& source) {
+  KEEL_ASSIGN_OR_RETURN(std::string text, read_spec_text(source));
+  Result<cluster::JeSpec> spec = cluster::parse_je_spec(text);
+  if (!spec.ok()) return spec.status().with_prefix("--spec " + (source == "-" ? "stdin" : source));
   return spec;
 }
 
