@@ -11,6 +11,8 @@
 #include <set>
 
 #include "core/thread_pool.h"
+#include "gguf/writer.h"
+#include "model/lora_adapter.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/random_model.h"
@@ -104,6 +106,57 @@ TEST(MoeHParamsTest, MalformedFilesAreOneLineErrors) {
   EXPECT_THAT(st.message(), HasSubstr("'blk.0.ffn_gate_inp_shexp.weight' is missing"));
 
   for (const Status& e : {st}) EXPECT_EQ(e.message().find('\n'), std::string::npos);
+}
+
+// Routing by hand: softmax over all experts, the k largest (ties: lower index first), weights
+// renormalised only when norm_weights.
+TEST(MoeRoutingTest, TopKOfTheSoftmaxWithAndWithoutRenormalisation) {
+  MoeParams p;
+  p.n_expert = 4;
+  p.n_expert_used = 2;
+  const float logits[] = {0.0f,  2.0f,  1.0f, 2.0f,  // tie between experts 1 and 3
+                          -1.0f, -3.0f, 0.5f, 0.25f};
+  int32_t experts[4];
+  float weights[4];
+  route_tokens(p, logits, 2, experts, weights);
+  const double z0 = 1 + 2 * std::exp(2.0) + std::exp(1.0);
+  const double z1 = std::exp(-1.0) + std::exp(-3.0) + std::exp(0.5) + std::exp(0.25);
+  EXPECT_EQ(std::vector<int32_t>(experts, experts + 4), (std::vector<int32_t>{1, 3, 2, 3}));
+  EXPECT_NEAR(weights[0], std::exp(2.0) / z0, 1e-6);
+  EXPECT_NEAR(weights[1], std::exp(2.0) / z0, 1e-6);
+  EXPECT_NEAR(weights[2], std::exp(0.5) / z1, 1e-6);
+  EXPECT_NEAR(weights[3], std::exp(0.25) / z1, 1e-6);
+  p.norm_weights = true;
+  route_tokens(p, logits, 2, experts, weights);
+  EXPECT_NEAR(weights[0], 0.5, 1e-6);
+  EXPECT_NEAR(weights[2], std::exp(0.5) / (std::exp(0.5) + std::exp(0.25)), 1e-6);
+  EXPECT_NEAR(weights[2] + weights[3], 1.0, 1e-6);
+}
+
+// An adapter on an MoE model's FFN is refused (one line, Unsupported); one on attention loads.
+TEST(MoeLoraTest, FfnTargetsAreRefusedAttentionTargetsLoad) {
+  const TinyModel m = write_tiny_model(moe_spec("qwen3moe"));  // n_embd 32, q_dim 64, n_ff 48
+  Runner r(m.path);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const std::string dir = keel::testing::make_temp_dir("moe-lora");
+  auto write = [&](const std::string& name, const std::string& base, int64_t in, int64_t out) {
+    gguf::GgufWriter w;
+    w.set("general.architecture", std::string("qwen3moe"));
+    w.set("general.type", std::string("adapter"));
+    w.set("adapter.type", std::string("lora"));
+    w.set("adapter.lora.alpha", 8.0f);
+    std::vector<std::byte> a(static_cast<size_t>(in * 4 * 4)), b(static_cast<size_t>(4 * out * 4));
+    EXPECT_TRUE(w.add_tensor(base + ".lora_a", DType::kF32, {in, 4}, a).ok());
+    EXPECT_TRUE(w.add_tensor(base + ".lora_b", DType::kF32, {4, out}, b).ok());
+    EXPECT_TRUE(w.write(dir + "/" + name).ok());
+    return dir + "/" + name;
+  };
+  auto ffn = LoraAdapter::open(write("ffn.gguf", "blk.0.ffn_gate.weight", 32, 48), r.model());
+  ASSERT_FALSE(ffn.ok());
+  EXPECT_EQ(ffn.status().code(), StatusCode::kUnsupported);
+  EXPECT_THAT(ffn.status().message(), HasSubstr("targets the FFN of a mixture-of-experts model"));
+  auto attn = LoraAdapter::open(write("attn.gguf", "blk.0.attn_q.weight", 32, 64), r.model());
+  EXPECT_TRUE(attn.ok()) << attn.status().to_string();
 }
 
 class MoeReferenceTest : public ::testing::TestWithParam<const char*> {};
