@@ -1,7 +1,8 @@
 // `keel serve` on a mixture-of-experts model (qwen3moe-tiny from `keel make-model`, Q8_0): plain
 // completions under continuous batching and chunked prefill (a 16-token step budget), concurrent
 // greedy requests equal to one-at-a-time ones, a repeated prompt hitting the prefix cache, LoRA on
-// the attention projections; `keel make-lora` refuses FFN targets of an MoE model in one line.
+// the attention projections, n-gram speculative decoding; `keel make-lora` refuses FFN targets of
+// an MoE model in one line.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -25,11 +26,13 @@ std::string make_moe(const std::string& dir) {
   return path;
 }
 
-std::string greedy_text(int port, const std::string& prompt, const std::string& lora = "") {
+std::string greedy_text(int port, const std::string& prompt, const std::string& lora = "",
+                        const json& extra = json::object()) {
   json body = {{"model", lora.empty() ? "moe" : lora},
                {"prompt", prompt},
                {"max_tokens", 24},
                {"temperature", 0}};
+  body.update(extra);
   const HttpResponse r = http_request(port, "POST", "/v1/completions", body.dump());
   EXPECT_EQ(r.status, 200) << r.body;
   const json j = json::parse(r.body, nullptr, false);
@@ -66,6 +69,12 @@ TEST(MoeServeTest, CompletionsBatchingChunkedPrefillPrefixCacheAndAttentionLora)
   // The repeated long prompt hit the prefix cache and still gave the same text.
   const std::string metrics = http_request(server.port(), "GET", "/metrics").body;
   EXPECT_GT(metric_value(metrics, "keel:prefix_cache_hits_total"), 0.0) << metrics.substr(0, 2000);
+  // n-gram speculation verifies several tokens of a sequence per step through the MoE layers:
+  // greedy text unchanged.
+  const json spec = {{"speculative", {{"method", "ngram"}, {"k", 4}, {"ngram_min", 1}}}};
+  EXPECT_EQ(greedy_text(server.port(), long_prompt, "", spec), alone[0]);
+  const std::string after = http_request(server.port(), "GET", "/metrics").body;
+  EXPECT_GT(metric_value(after, "keel:spec_draft_tokens_total"), 0.0) << "nothing was drafted";
   // An attention-only LoRA changes the text.
   EXPECT_NE(greedy_text(server.port(), long_prompt, "attn"), alone[0]);
 }
