@@ -102,6 +102,28 @@ Result<float> rope_freq_scale(const gguf::GgufFile& file, const KeyReader& keys)
   return factor ? static_cast<float>(1.0 / *factor) : 1.0f;
 }
 
+// Keys that would change the MoE computation in ways keel does not implement: a gating function
+// other than softmax (expert_gating_func 1) or a weight scale other than 1.
+Status check_moe_variants(const gguf::GgufFile& file, const KeyReader& keys) {
+  const std::string gating = keys.key("expert_gating_func");
+  if (file.find(gating)) {
+    KEEL_ASSIGN_OR_RETURN(int64_t g, file.get_int(gating));
+    if (g != 1) {
+      return Status::unsupported(file.path() + ": " + gating + " = " + std::to_string(g) +
+                                 " is not supported (keel's MoE router is softmax, 1)");
+    }
+  }
+  const std::string scale = keys.key("expert_weights_scale");
+  if (file.find(scale)) {
+    KEEL_ASSIGN_OR_RETURN(double w, file.get_float(scale));
+    if (w != 0.0 && w != 1.0) {
+      return Status::unsupported(file.path() + ": " + scale + " = " + std::to_string(w) +
+                                 " is not supported (keel does not scale expert weights)");
+    }
+  }
+  return Status();
+}
+
 // The MoE keys (see MoeParams). expert_count is required for qwen2moe/qwen3moe and optional for
 // llama (absent or 0: dense); every other architecture must not set it.
 Status parse_moe(const gguf::GgufFile& file, const KeyReader& keys, HParams& hp) {
@@ -130,6 +152,7 @@ Status parse_moe(const gguf::GgufFile& file, const KeyReader& keys, HParams& hp)
                      ") exceeds " + count_key + " (" + std::to_string(m.n_expert) + ")");
   }
   m.norm_weights = hp.arch != Arch::kQwen2Moe;  // llama.cpp: build_moe_ffn's norm_w per arch
+  KEEL_TRY(check_moe_variants(file, keys));
   if (hp.arch == Arch::kLlama) {
     m.n_ff_exp = hp.n_ff;  // Mixtral's experts are feed_forward_length wide
     return Status();

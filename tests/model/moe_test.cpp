@@ -106,6 +106,19 @@ TEST(MoeHParamsTest, MalformedFilesAreOneLineErrors) {
   EXPECT_THAT(st.message(), HasSubstr("'blk.0.ffn_gate_inp_shexp.weight' is missing"));
 
   for (const Status& e : {st}) EXPECT_EQ(e.message().find('\n'), std::string::npos);
+
+  s = moe_spec("qwen3moe");
+  s.extra_keys = {{"qwen3moe.expert_gating_func", uint32_t{2}}};
+  st = load_error(s);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(st.message(), HasSubstr("qwen3moe.expert_gating_func = 2 is not supported"));
+  s = moe_spec("llama");
+  s.extra_keys = {{"llama.expert_weights_scale", 2.5f}};
+  st = load_error(s);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(st.message(), HasSubstr("llama.expert_weights_scale"));
+  s.extra_keys = {{"llama.expert_weights_scale", 1.0f}, {"llama.expert_gating_func", uint32_t{1}}};
+  EXPECT_TRUE(Model::open(write_tiny_model(s).path).ok());
 }
 
 // Routing by hand: softmax over all experts, the k largest (ties: lower index first), weights
