@@ -13,9 +13,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -62,22 +64,45 @@ struct ModelCost {
   uint64_t size_bytes = 0;        // every tensor
   uint64_t n_params = 0;          // every tensor
   uint64_t decode_bytes = 0;      // streamed per decoded token: all but a gathered embedding table
-  double matmul_flops = 0;        // per prefill token: 2 × weights of the layer matmuls (no head)
+                                  // (MoE: the experts' tensors × n_expert_used / n_expert)
+  double matmul_flops = 0;        // per prefill token: 2 × weights of the layer matmuls (no head;
+                                  // MoE: the active experts' share)
   DType main_type = DType::kF32;  // type holding most layer-matmul bytes
 };
+
+// A mixture-of-experts model's expert tensors (blk.N.ffn_*_exps.weight, or one per expert:
+// blk.N.ffn_{gate,up,down}.E.weight): a token reads only n_expert_used / n_expert of them.
+bool is_expert_tensor(const std::string& name) {
+  if (name.find("_exps.") != std::string::npos) return true;
+  for (const char* kind : {".ffn_gate.", ".ffn_up.", ".ffn_down."}) {
+    const size_t at = name.find(kind);
+    if (at != std::string::npos && at + std::strlen(kind) < name.size() &&
+        std::isdigit(static_cast<unsigned char>(name[at + std::strlen(kind)]))) {
+      return true;
+    }
+  }
+  return false;
+}
 
 ModelCost model_cost(const model::Model& m) {
   ModelCost c;
   const auto& tensors = m.file().tensors();
   const bool has_output = m.file().find_tensor("output.weight") != nullptr;
+  const model::MoeParams& moe = m.hparams().moe;
+  const double active =
+      moe.n_expert > 0 ? static_cast<double>(moe.n_expert_used) / static_cast<double>(moe.n_expert)
+                       : 1.0;
   std::map<DType, uint64_t> bytes_by_type;
   for (const auto& t : tensors) {
     c.size_bytes += t.num_bytes;
     c.n_params += static_cast<uint64_t>(t.num_elements);
     const bool embd = t.name == "token_embd.weight";
-    if (!(embd && has_output)) c.decode_bytes += t.num_bytes;
+    const double share = is_expert_tensor(t.name) ? active : 1.0;  // per token
+    if (!(embd && has_output)) {
+      c.decode_bytes += static_cast<uint64_t>(share * static_cast<double>(t.num_bytes));
+    }
     if (t.shape.size() >= 2 && !embd && t.name != "output.weight") {
-      c.matmul_flops += 2.0 * static_cast<double>(t.num_elements);
+      c.matmul_flops += 2.0 * share * static_cast<double>(t.num_elements);
       bytes_by_type[t.dtype] += t.num_bytes;
     }
   }

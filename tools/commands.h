@@ -172,10 +172,11 @@ int run_bench(const BenchOptions& opts);
 int run_bench_grammar(const BenchOptions& opts, const host::ComputeSetup& setup);
 
 struct MakeModelOptions {
-  std::string arch = "llama";  // llama | qwen2 | qwen3
-  std::string shape = "tiny";  // tiny | tinyllama-1.1b | llama-3.2-1b | qwen2.5-0.5b
-  std::string type = "f32";    // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k
-  std::string vocab = "byte";  // byte | PATH.gguf to copy the tokenizer from
+  std::string arch = "llama";  // llama | qwen2 | qwen3 (MoE shapes name their own)
+  std::string shape = "tiny";  // model::model_shape_names(), e.g. qwen3-30b-a3b, mixtral-tiny
+  std::string expert_layout = "stacked";  // stacked | gate-up | per-expert (MoE shapes)
+  std::string type = "f32";               // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k
+  std::string vocab = "byte";             // byte | PATH.gguf to copy the tokenizer from
   uint64_t seed = 42;
   int64_t ctx = 0;  // context length written to the file; 0 = the shape's
   std::string output_path;

@@ -10,6 +10,7 @@
 #include "core/log.h"
 #include "http_front_flags.h"
 #include "kv/pic.h"
+#include "model/random_model.h"
 #include "model_pull.h"
 #include "predictor_cli.h"
 #include "semi_pd_flags.h"
@@ -270,10 +271,15 @@ int main(int argc, char** argv) {
   keel::cli::MakeModelOptions mk;
   CLI::App* mk_cmd = app.add_subcommand(
       "make-model", "Write a GGUF with seeded random weights in a real model's shape");
-  mk_cmd->add_option("--arch", mk.arch, "Architecture")
+  mk_cmd->add_option("--arch", mk.arch, "Architecture (a mixture-of-experts shape has its own)")
       ->check(CLI::IsMember({"llama", "qwen2", "qwen3"}));
   mk_cmd->add_option("--shape", mk.shape, "Model shape")
-      ->check(CLI::IsMember({"tiny", "tinyllama-1.1b", "llama-3.2-1b", "qwen2.5-0.5b"}));
+      ->check(CLI::IsMember(keel::model::model_shape_names()));
+  mk_cmd
+      ->add_option("--expert-layout", mk.expert_layout,
+                   "MoE expert tensors: stacked (ffn_*_exps), gate-up (ffn_gate_up_exps) or "
+                   "per-expert (ffn_*.E, older Mixtral files)")
+      ->check(CLI::IsMember({"stacked", "gate-up", "per-expert"}));
   mk_cmd->add_option("--type", mk.type, "Weight type")
       ->check(CLI::IsMember({"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k"}));
   mk_cmd->add_option("--vocab", mk.vocab, "'byte' or a GGUF file to copy the tokenizer from");

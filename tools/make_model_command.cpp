@@ -18,8 +18,11 @@ int run_make_model(const MakeModelOptions& opts) {
     return 1;
   }
   model::RandomModelSpec spec;
-  spec.arch = opts.arch;
+  spec.arch = shape->arch.empty() ? opts.arch : shape->arch;
   spec.shape = *shape;
+  spec.expert_layout = opts.expert_layout == "gate-up"      ? model::ExpertLayout::kGateUp
+                       : opts.expert_layout == "per-expert" ? model::ExpertLayout::kPerExpert
+                                                            : model::ExpertLayout::kStacked;
   spec.weight_type = *dtype;
   spec.vocab_from = opts.vocab == "byte" ? "" : opts.vocab;
   spec.seed = opts.seed;
@@ -35,7 +38,7 @@ int run_make_model(const MakeModelOptions& opts) {
     return 1;
   }
   std::printf("wrote %s: %s %s, %s weights (random, seed %llu)\n", opts.output_path.c_str(),
-              opts.arch.c_str(), opts.shape.c_str(), opts.type.c_str(),
+              spec.arch.c_str(), opts.shape.c_str(), opts.type.c_str(),
               static_cast<unsigned long long>(opts.seed));
   return 0;
 }

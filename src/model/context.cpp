@@ -26,8 +26,13 @@ Context::Context(const Model& model, int64_t max_batch_tokens, LayerRange range)
   v_.resize(t * sz(hp_.kv_dim()));
   attn_.resize(t * sz(hp_.q_dim()));
   proj_.resize(t * sz(hp_.n_embd));
-  gate_.resize(t * sz(hp_.n_ff));
-  up_.resize(t * sz(hp_.n_ff));
+  if (hp_.is_moe()) {
+    moe_in_.resize(t * sz(hp_.n_embd));
+    moe_ = std::make_unique<MoeFfn>(hp_, max_tokens_);
+  } else {
+    gate_.resize(t * sz(hp_.n_ff));
+    up_.resize(t * sz(hp_.n_ff));
+  }
   n_kv_.resize(t);
   block_tables_.resize(t);
   attend_tables_.resize(t);
@@ -299,6 +304,12 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
 
 void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
   const LayerWeights& w = model_.weights().layers[sz(il)];
+  if (moe_) {  // LoRA adapters of an MoE model target attention only (checked at load)
+    ops.rms_norm(x_.data(), w.ffn_norm.data(), n_tokens, hp_.n_embd, hp_.rms_eps, moe_in_.data());
+    moe_->forward(w.moe, moe_in_.data(), n_tokens, ops, proj_.data());
+    ops.add(proj_.data(), n_tokens * hp_.n_embd, x_.data());
+    return;
+  }
   const kernels::Matrix gate_up[] = {w.w_gate, w.w_up};
   float* const gate_up_out[] = {gate_.data(), up_.data()};
   ops.rms_norm_matmul_many(gate_up, x_.data(), w.ffn_norm.data(), hp_.rms_eps, n_tokens,

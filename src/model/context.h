@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -29,6 +30,7 @@
 #include "model/kv_storage.h"
 #include "model/lora_batch.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
 
 namespace keel::model {
 
@@ -142,8 +144,11 @@ class Context {
   std::vector<float> v_;     // [T][kv_dim]
   std::vector<float> attn_;  // [T][q_dim] attention output
   std::vector<float> proj_;  // [T][n_embd] block output before the residual add
-  std::vector<float> gate_;  // [T][n_ff]
-  std::vector<float> up_;    // [T][n_ff]
+  std::vector<float> gate_;  // [T][n_ff] (dense models)
+  std::vector<float> up_;    // [T][n_ff] (dense models)
+  // Mixture-of-experts models: the FFN's normalised input rows and the MoE scratch.
+  std::vector<float> moe_in_;    // [T][n_embd]
+  std::unique_ptr<MoeFfn> moe_;  // null for a dense model
   // Per token of the current batch: positions attended (pos + 1) and its sequence's block table.
   std::vector<int32_t> n_kv_;                 // [T]
   std::vector<const int32_t*> block_tables_;  // [T] where the token's K/V row is written

@@ -19,11 +19,39 @@ auto matrices(W& w) {
   std::vector<M*> out = {&w.output};
   if (w.tied_output) out.push_back(&w.token_embd);
   for (auto& l : w.layers) {
-    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      out.push_back(m);
+    for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.moe.router,
+                 &l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down}) {
+      if (m->data != nullptr) out.push_back(m);
+    }
+    for (auto* bank : {&l.moe.gate, &l.moe.up, &l.moe.down}) {
+      for (M& m : *bank) out.push_back(&m);
     }
   }
   return out;
+}
+
+// True when `m` lies inside tensor bytes [bytes, bytes + n).
+bool inside(const kernels::Matrix& m, const std::byte* bytes, size_t n) {
+  return m.data >= bytes && m.data < bytes + n;
+}
+
+// Whether the tensor's views may be rewritten as one grouped run of rows: views of the whole
+// tensor (a dense matrix; a tied output and embedding), or views (experts of a 3-D tensor, gate and
+// up halves) that each start on a group boundary and hold whole groups, so each view is a grouped
+// matrix itself.
+bool groupable(const std::vector<kernels::Matrix*>& users, const std::byte* bytes, size_t n) {
+  const kernels::Matrix& first = *users.front();
+  const size_t group_bytes = static_cast<size_t>(kernels::kGroupRows) * first.row_bytes;
+  if (n % first.row_bytes != 0) return false;
+  for (const kernels::Matrix* u : users) {
+    const bool whole = u->data == bytes && static_cast<size_t>(u->rows) * u->row_bytes == n;
+    const bool aligned = u->rows % kernels::kGroupRows == 0 &&
+                         static_cast<size_t>(u->data - bytes) % group_bytes == 0;
+    if (u->dtype != first.dtype || u->row_bytes != first.row_bytes || !(whole || aligned)) {
+      return false;
+    }
+  }
+  return true;
 }
 
 // Tensors (by index) whose byte range overlaps another tensor's.
@@ -50,14 +78,15 @@ std::vector<bool> aliased_tensors(const gguf::GgufFile& file) {
   return aliased;
 }
 
-// The matrices `file`'s tensor `info` backs (views whose data is its first byte).
+// The matrices `file`'s tensor `info` backs (views that start inside its bytes: the tensor's
+// own matrix, or the experts of a 3-D tensor).
 template <typename M>
 std::vector<M*> views_of(const gguf::GgufFile& file, const gguf::TensorInfo& info,
                          const std::vector<M*>& views) {
-  const std::byte* bytes = file.tensor_data(info).data();
+  const auto bytes = file.tensor_data(info);
   std::vector<M*> out;
   for (M* m : views) {
-    if (m->data == bytes) out.push_back(m);
+    if (inside(*m, bytes.data(), bytes.size())) out.push_back(m);
   }
   return out;
 }
@@ -116,16 +145,19 @@ int group_weights(gguf::GgufFile& file, Weights& w, ThreadPool* pool) {
   for (size_t i = 0; i < file.tensors().size(); ++i) {
     const gguf::TensorInfo& info = file.tensors()[i];
     if (aliased[i] || !kernels::grouped_layout_preferred(info.dtype)) continue;
-    const std::byte* bytes = file.tensor_data(info).data();
+    const auto bytes = file.tensor_data(info);
     std::vector<kernels::Matrix*> users;
     for (kernels::Matrix* m : views) {
-      if (m->data == bytes && m->layout == kernels::WeightLayout::kRows) users.push_back(m);
+      if (inside(*m, bytes.data(), bytes.size()) && m->layout == kernels::WeightLayout::kRows) {
+        users.push_back(m);
+      }
     }
-    if (users.empty()) continue;
+    if (users.empty() || !groupable(users, bytes.data(), bytes.size())) continue;
     const std::span<std::byte> out = file.mutable_tensor_data(info);
     if (out.empty()) return rewritten;  // mapped: nothing can be rewritten
     const kernels::Matrix& m = *users.front();
-    kernels::group_rows_in_place(m.dtype, m.rows, m.row_bytes, out.data(), pool);
+    const auto rows = static_cast<int64_t>(bytes.size() / m.row_bytes);
+    kernels::group_rows_in_place(m.dtype, rows, m.row_bytes, out.data(), pool);
     for (kernels::Matrix* u : users) u->layout = kernels::WeightLayout::kGrouped16;
     ++rewritten;
   }

@@ -13,12 +13,25 @@ namespace {
 constexpr int64_t kMaxWidth = int64_t{1} << 20;  // embedding, FFN, head dimension
 constexpr int64_t kMaxCount = int64_t{1} << 14;  // layers, heads
 constexpr int64_t kMaxContext = int64_t{1} << 24;
+constexpr int64_t kMaxExperts = 1024;
 
 std::optional<Arch> arch_from_name(std::string_view name) {
-  for (Arch a : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3}) {
+  for (Arch a : {Arch::kLlama, Arch::kQwen2, Arch::kQwen3, Arch::kQwen2Moe, Arch::kQwen3Moe}) {
     if (arch_name(a) == name) return a;
   }
   return std::nullopt;
+}
+
+// llama.cpp's mixture-of-experts architectures that keel does not run (yet).
+bool is_unsupported_moe_arch(std::string_view name) {
+  for (std::string_view a :
+       {"deepseek",   "deepseek2",   "deepseek3",  "gpt-oss",      "dbrx",        "grok",
+        "arctic",     "olmoe",       "granitemoe", "llama4",       "phimoe",      "qwen3next",
+        "bailingmoe", "bailingmoe2", "glm4moe",    "ernie4_5-moe", "hunyuan-moe", "dots1",
+        "minimax-m2", "jamba",       "exaone-moe", "afmoe",        "grovemoe"}) {
+    if (a == name) return true;
+  }
+  return false;
 }
 
 class KeyReader {
@@ -89,6 +102,80 @@ Result<float> rope_freq_scale(const gguf::GgufFile& file, const KeyReader& keys)
   return factor ? static_cast<float>(1.0 / *factor) : 1.0f;
 }
 
+// Keys that would change the MoE computation in ways keel does not implement: a gating function
+// other than softmax (expert_gating_func 1) or a weight scale other than 1.
+Status check_moe_variants(const gguf::GgufFile& file, const KeyReader& keys) {
+  const std::string gating = keys.key("expert_gating_func");
+  if (file.find(gating)) {
+    KEEL_ASSIGN_OR_RETURN(int64_t g, file.get_int(gating));
+    if (g != 1) {
+      return Status::unsupported(file.path() + ": " + gating + " = " + std::to_string(g) +
+                                 " is not supported (keel's MoE router is softmax, 1)");
+    }
+  }
+  const std::string scale = keys.key("expert_weights_scale");
+  if (file.find(scale)) {
+    KEEL_ASSIGN_OR_RETURN(double w, file.get_float(scale));
+    if (w != 0.0 && w != 1.0) {
+      return Status::unsupported(file.path() + ": " + scale + " = " + std::to_string(w) +
+                                 " is not supported (keel does not scale expert weights)");
+    }
+  }
+  return Status();
+}
+
+// The MoE keys (see MoeParams). expert_count is required for qwen2moe/qwen3moe and optional for
+// llama (absent or 0: dense); every other architecture must not set it.
+Status parse_moe(const gguf::GgufFile& file, const KeyReader& keys, HParams& hp) {
+  const bool moe_arch = hp.arch == Arch::kQwen2Moe || hp.arch == Arch::kQwen3Moe;
+  const std::string count_key = keys.key("expert_count");
+  int64_t n_expert = 0;
+  if (moe_arch) {
+    KEEL_ASSIGN_OR_RETURN(n_expert, keys.count("expert_count", kMaxExperts));
+  } else if (file.find(count_key)) {
+    KEEL_ASSIGN_OR_RETURN(n_expert, file.get_int(count_key));
+    if (n_expert != 0 && hp.arch != Arch::kLlama) {
+      return Status::unsupported(file.path() + ": " + count_key + " = " + std::to_string(n_expert) +
+                                 ": keel runs mixture-of-experts " +
+                                 "models only as llama (Mixtral), qwen2moe or qwen3moe");
+    }
+    if (n_expert != 0) {
+      KEEL_ASSIGN_OR_RETURN(n_expert, keys.count("expert_count", kMaxExperts));
+    }
+  }
+  if (n_expert == 0) return Status();
+  MoeParams& m = hp.moe;
+  m.n_expert = n_expert;
+  KEEL_ASSIGN_OR_RETURN(m.n_expert_used, keys.count("expert_used_count", kMaxExperts));
+  if (m.n_expert_used > m.n_expert) {
+    return keys.fail(keys.key("expert_used_count") + " (" + std::to_string(m.n_expert_used) +
+                     ") exceeds " + count_key + " (" + std::to_string(m.n_expert) + ")");
+  }
+  m.norm_weights = hp.arch != Arch::kQwen2Moe;  // llama.cpp: build_moe_ffn's norm_w per arch
+  KEEL_TRY(check_moe_variants(file, keys));
+  if (hp.arch == Arch::kLlama) {
+    m.n_ff_exp = hp.n_ff;  // Mixtral's experts are feed_forward_length wide
+    return Status();
+  }
+  const int64_t fallback = hp.n_ff / m.n_expert_used;
+  if (!file.find(keys.key("expert_feed_forward_length")) && fallback == 0) {
+    return keys.fail("neither " + keys.key("expert_feed_forward_length") + " nor " +
+                     keys.key("feed_forward_length") + " gives the experts' FFN width");
+  }
+  KEEL_ASSIGN_OR_RETURN(m.n_ff_exp,
+                        keys.count_or("expert_feed_forward_length", kMaxWidth, fallback));
+  if (hp.arch == Arch::kQwen2Moe) {
+    const std::string shexp = keys.key("expert_shared_feed_forward_length");
+    if (!file.find(shexp) && hp.n_ff == 0) {
+      return keys.fail("neither " + shexp + " nor " + keys.key("feed_forward_length") +
+                       " gives the shared expert's FFN width");
+    }
+    KEEL_ASSIGN_OR_RETURN(m.n_ff_shexp,
+                          keys.count_or("expert_shared_feed_forward_length", kMaxWidth, hp.n_ff));
+  }
+  return Status();
+}
+
 Status check_consistency(const HParams& hp, const KeyReader& keys) {
   if (hp.n_head % hp.n_head_kv != 0) {
     return keys.fail(keys.key("attention.head_count") + " (" + std::to_string(hp.n_head) +
@@ -113,6 +200,10 @@ std::string_view arch_name(Arch arch) {
       return "qwen2";
     case Arch::kQwen3:
       return "qwen3";
+    case Arch::kQwen2Moe:
+      return "qwen2moe";
+    case Arch::kQwen3Moe:
+      return "qwen3moe";
   }
   return "unknown";
 }
@@ -120,10 +211,15 @@ std::string_view arch_name(Arch arch) {
 Result<HParams> parse_hparams(const gguf::GgufFile& file) {
   KEEL_ASSIGN_OR_RETURN(std::string arch_str, file.get_string("general.architecture"));
   const std::optional<Arch> arch = arch_from_name(arch_str);
+  if (!arch && is_unsupported_moe_arch(arch_str)) {
+    return Status::unsupported(file.path() + ": mixture-of-experts architecture '" + arch_str +
+                               "' (general.architecture) is not supported; keel runs MoE "
+                               "models of llama (Mixtral), qwen2moe and qwen3moe");
+  }
   if (!arch) {
     return Status::unsupported(file.path() + ": architecture '" + arch_str +
                                "' (general.architecture) is not supported; keel supports "
-                               "llama, qwen2 and qwen3");
+                               "llama, qwen2, qwen3, qwen2moe and qwen3moe");
   }
   const KeyReader keys(file, arch_str);
   HParams hp;
@@ -131,18 +227,16 @@ Result<HParams> parse_hparams(const gguf::GgufFile& file) {
   KEEL_ASSIGN_OR_RETURN(hp.n_ctx_train, keys.count("context_length", kMaxContext));
   KEEL_ASSIGN_OR_RETURN(hp.n_embd, keys.count("embedding_length", kMaxWidth));
   KEEL_ASSIGN_OR_RETURN(hp.n_layer, keys.count("block_count", kMaxCount));
-  KEEL_ASSIGN_OR_RETURN(hp.n_ff, keys.count("feed_forward_length", kMaxWidth));
+  const bool moe_arch = hp.arch == Arch::kQwen2Moe || hp.arch == Arch::kQwen3Moe;
+  if (moe_arch) {  // llama.cpp reads it as optional for these
+    KEEL_ASSIGN_OR_RETURN(hp.n_ff, keys.count_or("feed_forward_length", kMaxWidth, 0));
+  } else {
+    KEEL_ASSIGN_OR_RETURN(hp.n_ff, keys.count("feed_forward_length", kMaxWidth));
+  }
   KEEL_ASSIGN_OR_RETURN(hp.n_head, keys.count("attention.head_count", kMaxCount));
   KEEL_ASSIGN_OR_RETURN(hp.n_head_kv,
                         keys.count_or("attention.head_count_kv", kMaxCount, hp.n_head));
-  if (file.find(keys.key("expert_count"))) {
-    KEEL_ASSIGN_OR_RETURN(int64_t experts, file.get_int(keys.key("expert_count")));
-    if (experts > 0) {
-      return Status::unsupported(file.path() + ": mixture-of-experts models (" +
-                                 keys.key("expert_count") + " = " + std::to_string(experts) +
-                                 ") are not supported");
-    }
-  }
+  KEEL_TRY(parse_moe(file, keys, hp));
   const bool divisible = hp.n_embd % hp.n_head == 0;
   const std::string key_length = keys.key("attention.key_length");
   if (!divisible && !file.find(key_length)) {
@@ -168,8 +262,8 @@ Result<HParams> parse_hparams(const gguf::GgufFile& file) {
   hp.rope.freq_base = static_cast<float>(base);
   KEEL_ASSIGN_OR_RETURN(hp.rope.freq_scale, rope_freq_scale(file, keys));
   hp.rope.neox = hp.arch != Arch::kLlama;
-  hp.qkv_bias = hp.arch == Arch::kQwen2;
-  hp.qk_norm = hp.arch == Arch::kQwen3;
+  hp.qkv_bias = hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe;
+  hp.qk_norm = hp.arch == Arch::kQwen3 || hp.arch == Arch::kQwen3Moe;
   KEEL_TRY(check_consistency(hp, keys));
   return hp;
 }

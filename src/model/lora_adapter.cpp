@@ -205,6 +205,12 @@ Status LoraAdapter::bind_tensors(const Model& base) {
     if (!status.ok()) break;
     const kernels::Matrix& w =
         base_matrix(base.weights().layers[size_t(target->first)], target->second);
+    if (w.rows == 0) {  // an MoE model's FFN: experts, not one matrix
+      status = Status::unsupported(p + ": '" + name +
+                                   "' targets the FFN of a mixture-of-experts model; keel applies "
+                                   "LoRA to an MoE model's attention projections only");
+      break;
+    }
     if (ta->shape.size() != 2 || tb->shape.size() != 2 || ta->shape[0] != w.cols ||
         tb->shape[1] != w.rows || ta->shape[1] != tb->shape[0] || ta->shape[1] < 1) {
       status = Status::invalid_argument(

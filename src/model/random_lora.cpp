@@ -66,8 +66,16 @@ Status write_random_lora(const RandomLoraSpec& spec, const Model& base, const st
                                     std::string(dtype_name(spec.dtype)));
   }
   std::vector<LoraTarget> targets = spec.targets;
+  const bool moe = base.hparams().is_moe();  // LoRA on attention only (lora_adapter.cpp)
   if (targets.empty()) {
-    for (size_t t = 0; t < kNumLoraTargets; ++t) targets.push_back(static_cast<LoraTarget>(t));
+    const size_t n = moe ? size_t{4} : kNumLoraTargets;  // q, k, v, o first
+    for (size_t t = 0; t < n; ++t) targets.push_back(static_cast<LoraTarget>(t));
+  }
+  for (LoraTarget t : targets) {
+    if (moe && static_cast<size_t>(t) >= 4) {
+      return Status::unsupported(
+          "LoRA on the FFN of a mixture-of-experts model is not supported (targets: q, k, v, o)");
+    }
   }
   KEEL_ASSIGN_OR_RETURN(const std::string arch, base.file().get_string("general.architecture"));
   gguf::GgufWriter w;

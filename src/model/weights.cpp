@@ -3,104 +3,13 @@
 #include "model/weights.h"
 
 #include <cmath>
-#include <cstring>
 #include <string>
-#include <unordered_set>
 
-#include "core/fp16.h"
-#include "core/log.h"
+#include "model/moe_weights.h"
+#include "model/tensor_loader.h"
 
 namespace keel::model {
 namespace {
-
-std::string shape_string(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-class TensorLoader {
- public:
-  explicit TensorLoader(const gguf::GgufFile& file) : file_(file) {}
-
-  Result<kernels::Matrix> matrix(const std::string& name, int64_t rows, int64_t cols) {
-    KEEL_ASSIGN_OR_RETURN(const gguf::TensorInfo* info, find(name, {cols, rows}));
-    if (!kernels::matmul_supports(info->dtype)) {
-      return Status::unsupported(file_.path() + ": " + name + " has type " +
-                                 std::string(dtype_name(info->dtype)) +
-                                 ", which keel does not support");
-    }
-    kernels::Matrix m;
-    m.dtype = info->dtype;
-    m.rows = rows;
-    m.cols = cols;
-    m.data = file_.tensor_data(*info).data();
-    m.row_bytes = dtype_row_bytes(info->dtype, cols);
-    return m;
-  }
-
-  Result<std::vector<float>> vector(const std::string& name, int64_t n) {
-    KEEL_ASSIGN_OR_RETURN(const gguf::TensorInfo* info, find(name, {n}));
-    const auto bytes = file_.tensor_data(*info);
-    std::vector<float> out(static_cast<size_t>(n));
-    for (size_t i = 0; i < out.size(); ++i) {
-      uint16_t h = 0;
-      switch (info->dtype) {
-        case DType::kF32:
-          std::memcpy(&out[i], bytes.data() + 4 * i, 4);
-          break;
-        case DType::kF16:
-          std::memcpy(&h, bytes.data() + 2 * i, 2);
-          out[i] = fp16_to_fp32(h);
-          break;
-        case DType::kBF16:
-          std::memcpy(&h, bytes.data() + 2 * i, 2);
-          out[i] = bf16_to_fp32(h);
-          break;
-        default:
-          return Status::unsupported(file_.path() + ": " + name + " has type " +
-                                     std::string(dtype_name(info->dtype)) +
-                                     ", which keel does not support for a vector (F32, F16 or "
-                                     "BF16 expected)");
-      }
-    }
-    return out;
-  }
-
-  // An empty vector when the tensor is absent.
-  Result<std::vector<float>> optional_vector(const std::string& name, int64_t n) {
-    if (!file_.find_tensor(name)) return std::vector<float>();
-    return vector(name, n);
-  }
-
-  // Logs each tensor of the file that no call above consumed (it is ignored).
-  void warn_unused() const {
-    for (const auto& t : file_.tensors()) {
-      if (!used_.contains(t.name)) {
-        KEEL_LOG_WARN("{}: tensor '{}' is not used and is ignored", file_.path(), t.name);
-      }
-    }
-  }
-
- private:
-  Result<const gguf::TensorInfo*> find(const std::string& name, const std::vector<int64_t>& shape) {
-    const gguf::TensorInfo* info = file_.find_tensor(name);
-    if (!info) return Status::not_found(file_.path() + ": tensor '" + name + "' is missing");
-    used_.insert(name);
-    // GGUF files may carry trailing dimensions of size 1; they do not change the layout.
-    std::vector<int64_t> actual = info->shape;
-    while (actual.size() > shape.size() && actual.back() == 1) actual.pop_back();
-    if (actual != shape) {
-      return Status::invalid_argument(file_.path() + ": tensor '" + name + "' has shape " +
-                                      shape_string(info->shape) + ", expected " +
-                                      shape_string(shape) + " from the hyper-parameters");
-    }
-    return info;
-  }
-
-  const gguf::GgufFile& file_;
-  std::unordered_set<std::string> used_;
-};
 
 Result<LayerWeights> load_layer(TensorLoader& t, const HParams& hp, int64_t il) {
   const std::string p = "blk." + std::to_string(il) + ".";
@@ -125,6 +34,10 @@ Result<LayerWeights> load_layer(TensorLoader& t, const HParams& hp, int64_t il) 
     KEEL_ASSIGN_OR_RETURN(l.k_norm, t.vector(p + "attn_k_norm.weight", hp.head_dim));
   }
   KEEL_ASSIGN_OR_RETURN(l.ffn_norm, t.vector(p + "ffn_norm.weight", hp.n_embd));
+  if (hp.is_moe()) {
+    KEEL_ASSIGN_OR_RETURN(l.moe, load_moe_layer(t, hp, il));
+    return l;
+  }
   KEEL_ASSIGN_OR_RETURN(l.w_gate, t.matrix(p + "ffn_gate.weight", hp.n_ff, hp.n_embd));
   KEEL_ASSIGN_OR_RETURN(l.w_up, t.matrix(p + "ffn_up.weight", hp.n_ff, hp.n_embd));
   KEEL_ASSIGN_OR_RETURN(l.w_down, t.matrix(p + "ffn_down.weight", hp.n_embd, hp.n_ff));

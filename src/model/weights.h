@@ -4,8 +4,9 @@
 // converted at load).
 //
 // Invariants after load_weights(): every required tensor exists with exactly the shape the
-// hyper-parameters imply, every matrix has a type kernels::matmul_supports(), every vector is f32.
-// Thread safety: immutable after load; shareable across threads.
+// hyper-parameters imply (a layer has the dense FFN or, when hp.is_moe(), the MoE tensors), every
+// matrix has a type kernels::matmul_supports(), every vector is f32. Thread safety: immutable after
+// load; shareable across threads.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "gguf/reader.h"
 #include "kernels/kernels.h"
 #include "model/hparams.h"
+#include "model/moe_weights.h"
 
 namespace keel::model {
 
@@ -31,9 +33,10 @@ struct LayerWeights {
   std::vector<float> q_norm;     // [head_dim]; qwen3 only, else empty
   std::vector<float> k_norm;     // [head_dim]; qwen3 only, else empty
   std::vector<float> ffn_norm;   // [n_embd]
-  kernels::Matrix w_gate;        // [n_ff][n_embd]
-  kernels::Matrix w_up;          // [n_ff][n_embd]
-  kernels::Matrix w_down;        // [n_embd][n_ff]
+  kernels::Matrix w_gate;        // [n_ff][n_embd]; dense models only (rows 0 in an MoE layer)
+  kernels::Matrix w_up;          // [n_ff][n_embd]; dense only
+  kernels::Matrix w_down;        // [n_embd][n_ff]; dense only
+  MoeWeights moe;                // mixture-of-experts models only (moe_weights.h), else empty
 };
 
 struct Weights {

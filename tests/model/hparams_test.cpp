@@ -123,16 +123,27 @@ TEST(HParamsTest, UnknownArchitectureIsNamed) {
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
   EXPECT_EQ(st.message(), m.path +
                               ": architecture 'gpt2' (general.architecture) is not supported; "
-                              "keel supports llama, qwen2 and qwen3");
+                              "keel supports llama, qwen2, qwen3, qwen2moe and qwen3moe");
 }
 
-TEST(HParamsTest, MixtureOfExpertsIsUnsupported) {
+// Mixture-of-experts files keel does not run: one line naming the architecture or key.
+TEST(HParamsTest, UnsupportedMixtureOfExpertsIsOneLine) {
   TinySpec s;
-  s.extra_keys = {{"llama.expert_count", uint32_t{8}}};
+  s.arch = "deepseek2";
   const TinyModel m = write_tiny_model(s);
   const Status st = load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
-  EXPECT_THAT(st.message(), HasSubstr("llama.expert_count = 8"));
+  EXPECT_EQ(st.message(), m.path +
+                              ": mixture-of-experts architecture 'deepseek2' "
+                              "(general.architecture) is not supported; keel runs MoE models of "
+                              "llama (Mixtral), qwen2moe and qwen3moe");
+  TinySpec q;
+  q.arch = "qwen2";
+  q.extra_keys = {{"qwen2.expert_count", uint32_t{8}}};
+  const Status st2 = load_error(write_tiny_model(q));
+  EXPECT_EQ(st2.code(), StatusCode::kUnsupported);
+  EXPECT_THAT(st2.message(), HasSubstr("qwen2.expert_count = 8"));
+  EXPECT_EQ(st2.message().find('\n'), std::string::npos);
 }
 
 class MissingKeyTest : public ::testing::TestWithParam<const char*> {};

@@ -1,5 +1,6 @@
 // reference_logits: a deliberately plain double-precision Llama-family forward pass over a
 // TinyModel's stored values (one sequence, one token at a time), used to check keel's forward.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -17,18 +18,64 @@ class Reference {
   const std::vector<float>& t(const std::string& name) const { return m_.tensors.at(name); }
   bool has(const std::string& name) const { return m_.tensors.contains(name); }
 
-  // y = W x for W [rows][cols]
-  Vec matvec(const std::string& name, const Vec& x, int64_t rows) const {
+  // y = W x for W [rows][cols]; `matrix` picks matrix i of a 3-D tensor ([n][rows][cols]).
+  Vec matvec(const std::string& name, const Vec& x, int64_t rows, int64_t matrix = 0) const {
     const std::vector<float>& w = t(name);
     const auto cols = static_cast<int64_t>(x.size());
+    const int64_t base = matrix * rows * cols;
     Vec y(static_cast<size_t>(rows), 0.0);
     for (int64_t r = 0; r < rows; ++r) {
       double sum = 0.0;
       for (int64_t c = 0; c < cols; ++c)
-        sum += double{w[static_cast<size_t>(r * cols + c)]} * x[static_cast<size_t>(c)];
+        sum += double{w[static_cast<size_t>(base + r * cols + c)]} * x[static_cast<size_t>(c)];
       y[static_cast<size_t>(r)] = sum;
     }
     return y;
+  }
+
+  // SwiGLU: down · (silu(gate · x) ⊙ (up · x)), of matrix `e` of the given tensors.
+  Vec swiglu(const std::string& gate, const std::string& up, const std::string& down, const Vec& x,
+             int64_t ff, int64_t e = 0) const {
+    Vec g = matvec(gate, x, ff, e);
+    const Vec u = matvec(up, x, ff, e);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    return matvec(down, g, s_.n_embd, e);
+  }
+
+  // The mixture-of-experts FFN from the formulas: softmax router, top-k, renormalised except for
+  // qwen2moe, weighted sum of the chosen SwiGLU experts, + qwen2moe's sigmoid-gated shared expert.
+  Vec moe(const std::string& p, const Vec& x) const {
+    Vec prob = matvec(p + "ffn_gate_inp.weight", x, s_.n_expert);
+    const double mx = *std::max_element(prob.begin(), prob.end());
+    double sum = 0.0;
+    for (double& v : prob) sum += (v = std::exp(v - mx));
+    for (double& v : prob) v /= sum;
+    std::vector<int64_t> order(prob.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int64_t>(i);
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+      return prob[static_cast<size_t>(a)] > prob[static_cast<size_t>(b)];
+    });
+    double wsum = 0.0;
+    for (int64_t j = 0; j < s_.n_expert_used; ++j) wsum += prob[static_cast<size_t>(order[j])];
+    const bool renorm = s_.arch != "qwen2moe";
+    Vec out(x.size(), 0.0);
+    for (int64_t j = 0; j < s_.n_expert_used; ++j) {
+      const int64_t e = order[static_cast<size_t>(j)];
+      const double w = prob[static_cast<size_t>(e)] / (renorm ? wsum : 1.0);
+      const Vec y = swiglu(p + "ffn_gate_exps.weight", p + "ffn_up_exps.weight",
+                           p + "ffn_down_exps.weight", x, s_.n_ff_exp, e);
+      for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+    }
+    if (s_.n_ff_shexp > 0) {
+      const std::vector<float>& gw = t(p + "ffn_gate_inp_shexp.weight");
+      double g = 0.0;
+      for (size_t i = 0; i < x.size(); ++i) g += gw[i] * x[i];
+      const double gate = 1.0 / (1.0 + std::exp(-g));
+      const Vec y = swiglu(p + "ffn_gate_shexp.weight", p + "ffn_up_shexp.weight",
+                           p + "ffn_down_shexp.weight", x, s_.n_ff_shexp);
+      for (size_t i = 0; i < out.size(); ++i) out[i] += gate * y[i];
+    }
+    return out;
   }
 
   // RMSNorm of each `dim`-wide group of x, times weight.
@@ -119,10 +166,9 @@ class Reference {
         const Vec o = matvec(p + "attn_output.weight", a, s_.n_embd);
         for (size_t i = 0; i < x.size(); ++i) x[i] += o[i];
         const Vec fn = rms_norm(x, p + "ffn_norm.weight", s_.n_embd);
-        Vec g = matvec(p + "ffn_gate.weight", fn, s_.n_ff);
-        const Vec u = matvec(p + "ffn_up.weight", fn, s_.n_ff);
-        for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-        const Vec dn = matvec(p + "ffn_down.weight", g, s_.n_embd);
+        const Vec dn = s_.n_expert > 0 ? moe(p, fn)
+                                       : swiglu(p + "ffn_gate.weight", p + "ffn_up.weight",
+                                                p + "ffn_down.weight", fn, s_.n_ff);
         for (size_t i = 0; i < x.size(); ++i) x[i] += dn[i];
       }
       const Vec xn = rms_norm(x, "output_norm.weight", s_.n_embd);

@@ -30,6 +30,30 @@ uint32_t name_seed(const std::string& name, uint32_t seed) {
   return h ^ (seed * 0x9e3779b9u);
 }
 
+void moe_defs(const TinySpec& s, const std::string& p, std::vector<TensorDef>& d) {
+  const int64_t ne = s.n_expert, ff = s.n_ff_exp;
+  const double proj = 1.0 / std::sqrt(static_cast<double>(s.n_embd));
+  d.push_back({p + "ffn_gate_inp.weight", {s.n_embd, ne}, 2.0 * proj, 0.0, true});
+  d.push_back({p + "ffn_gate_exps.weight", {s.n_embd, ff, ne}, proj, 0.0, true});
+  d.push_back({p + "ffn_up_exps.weight", {s.n_embd, ff, ne}, proj, 0.0, true});
+  d.push_back({p + "ffn_down_exps.weight",
+               {ff, s.n_embd, ne},
+               1.0 / std::sqrt(static_cast<double>(ff)),
+               0.0,
+               true});
+  if (s.n_ff_shexp > 0) {
+    const int64_t sf = s.n_ff_shexp;
+    d.push_back({p + "ffn_gate_inp_shexp.weight", {s.n_embd}, proj, 0.0, false});
+    d.push_back({p + "ffn_gate_shexp.weight", {s.n_embd, sf}, proj, 0.0, true});
+    d.push_back({p + "ffn_up_shexp.weight", {s.n_embd, sf}, proj, 0.0, true});
+    d.push_back({p + "ffn_down_shexp.weight",
+                 {sf, s.n_embd},
+                 1.0 / std::sqrt(static_cast<double>(sf)),
+                 0.0,
+                 true});
+  }
+}
+
 std::vector<TensorDef> tensor_defs(const TinySpec& s) {
   const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_head_kv * s.head_dim;
   const double proj = 1.0 / std::sqrt(static_cast<double>(s.n_embd));
@@ -61,6 +85,10 @@ std::vector<TensorDef> tensor_defs(const TinySpec& s) {
                  0.0,
                  true});
     d.push_back({p + "ffn_norm.weight", {s.n_embd}, 0.1, 1.0, false});
+    if (s.n_expert > 0) {
+      moe_defs(s, p, d);
+      continue;
+    }
     d.push_back({p + "ffn_gate.weight", {s.n_embd, s.n_ff}, proj, 0.0, true});
     d.push_back({p + "ffn_up.weight", {s.n_embd, s.n_ff}, proj, 0.0, true});
     d.push_back({p + "ffn_down.weight",
@@ -126,6 +154,17 @@ void write_metadata(const TinySpec& s, gguf::GgufWriter& w) {
     kv.emplace_back(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
   }
   if (s.n_rot != s.head_dim) kv.emplace_back(a + ".rope.dimension_count", uint32_t(s.n_rot));
+  if (s.n_expert > 0) {
+    kv.emplace_back(a + ".expert_count", static_cast<uint32_t>(s.n_expert));
+    kv.emplace_back(a + ".expert_used_count", static_cast<uint32_t>(s.n_expert_used));
+    if (a != "llama") {
+      kv.emplace_back(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.n_ff_exp));
+    }
+    if (s.n_ff_shexp > 0) {
+      kv.emplace_back(a + ".expert_shared_feed_forward_length",
+                      static_cast<uint32_t>(s.n_ff_shexp));
+    }
+  }
   if (!s.rope_scaling_type.empty()) kv.emplace_back(a + ".rope.scaling.type", s.rope_scaling_type);
   if (s.rope_scaling_factor != 0)
     kv.emplace_back(a + ".rope.scaling.factor", s.rope_scaling_factor);
@@ -138,8 +177,9 @@ void write_metadata(const TinySpec& s, gguf::GgufWriter& w) {
 }  // namespace
 
 TinyModel write_tiny_model(TinySpec spec) {
-  if (spec.arch == "qwen2") spec.qkv_bias = true;
-  if (spec.arch == "qwen3") spec.qk_norm = true;
+  if (spec.arch == "qwen2" || spec.arch == "qwen2moe") spec.qkv_bias = true;
+  if (spec.arch == "qwen3" || spec.arch == "qwen3moe") spec.qk_norm = true;
+  if (spec.arch == "llama" && spec.n_expert > 0) spec.n_ff_exp = spec.n_ff;
   if (spec.head_dim == 0) spec.head_dim = spec.n_embd / spec.n_head;
   if (spec.n_rot == 0) spec.n_rot = spec.head_dim;
   TinyModel m;

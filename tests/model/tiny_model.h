@@ -33,13 +33,21 @@ struct TinySpec {
   int64_t n_rot = 0;  // 0: head_dim (no rope.dimension_count key written)
   float rms_eps = 1e-5f;
   float freq_base = 10000.0f;
-  std::string rope_scaling_type;     // written when non-empty
-  float rope_scaling_factor = 0;     // written when non-zero
-  std::vector<float> rope_freqs;     // rope_freqs.weight when non-empty
-  bool tied_output = false;          // no output.weight
-  bool qkv_bias = false;             // attn_{q,k,v}.bias (set automatically for qwen2)
-  bool zero_bias = false;            // biases are all zero
-  bool qk_norm = false;              // attn_{q,k}_norm.weight (set automatically for qwen3)
+  std::string rope_scaling_type;  // written when non-empty
+  float rope_scaling_factor = 0;  // written when non-zero
+  std::vector<float> rope_freqs;  // rope_freqs.weight when non-empty
+  bool tied_output = false;       // no output.weight
+  bool qkv_bias = false;          // attn_{q,k,v}.bias (set automatically for qwen2)
+  bool zero_bias = false;         // biases are all zero
+  bool qk_norm = false;           // attn_{q,k}_norm.weight (set automatically for qwen3)
+  // Mixture of experts (n_expert > 0; arch llama, qwen2moe or qwen3moe): 3-D expert tensors
+  // blk.N.ffn_{gate,up,down}_exps (values [expert][rows][cols]), the router ffn_gate_inp, and for
+  // n_ff_shexp > 0 the shared expert (qwen2moe). Keys expert_count, expert_used_count and
+  // (qwen*moe) expert_feed_forward_length / expert_shared_feed_forward_length are written.
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;              // qwen*moe expert width (llama: n_ff)
+  int64_t n_ff_shexp = 0;            // qwen2moe shared expert width
   DType matrix_dtype = DType::kF32;  // F32, F16 or BF16 hold real values; others random bytes
   DType norm_dtype = DType::kF32;    // F32, F16 or BF16
   uint32_t seed = 1;
