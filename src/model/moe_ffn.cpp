@@ -55,8 +55,9 @@ MoeFfn::MoeFfn(const HParams& hp, int64_t max_tokens)
   xg_.resize(t * sz(d_));
   yg_.resize(t * sz(d_));
   const int64_t ff = std::max(p_.n_ff_exp, p_.n_ff_shexp);
-  gate_.resize(t * sz(ff));
-  up_.resize(t * sz(ff));
+  // A decode step keeps the gate/up rows of all k experts at once (forward_one).
+  gate_.resize(std::max(t, sz(k_)) * sz(ff));
+  up_.resize(std::max(t, sz(k_)) * sz(ff));
 }
 
 void MoeFfn::route(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops) {
@@ -72,11 +73,39 @@ void MoeFfn::run_expert(const MoeWeights& w, int64_t e, const float* x, int64_t 
   ops.silu_mul_matmul(w.down[sz(e)], gate_.data(), up_.data(), m, y);
 }
 
+void MoeFfn::forward_one(const MoeWeights& w, const float* xn, kernels::Ops& ops) {
+  const auto ff = sz(p_.n_ff_exp), d = sz(d_);
+  // Every chosen expert reads the same row: gate and up of two experts per matmul_many call (one
+  // activation preparation, one pool job), then each expert's down projection.
+  for (int64_t j = 0; j < k_; j += 2) {
+    const int64_t m = std::min<int64_t>(2, k_ - j);
+    kernels::Matrix ws[4];
+    float* ys[4];
+    for (int64_t i = 0; i < m; ++i) {
+      const auto e = sz(sel_[sz(j + i)]);
+      ws[2 * i] = w.gate[e];
+      ws[2 * i + 1] = w.up[e];
+      ys[2 * i] = gate_.data() + sz(j + i) * ff;
+      ys[2 * i + 1] = up_.data() + sz(j + i) * ff;
+    }
+    ops.matmul_many({ws, sz(2 * m)}, xn, 1, {ys, sz(2 * m)});
+  }
+  for (int64_t j = 0; j < k_; ++j) {
+    ops.silu_mul_matmul(w.down[sz(sel_[sz(j)])], gate_.data() + sz(j) * ff, up_.data() + sz(j) * ff,
+                        1, ys_.data() + sz(j) * d);
+  }
+}
+
 void MoeFfn::forward(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops,
                      float* out) {
   KEEL_CHECK(n >= 0 && n <= max_tokens_);
   if (n == 0) return;
   route(w, xn, n, ops);
+  if (n == 1) {
+    forward_one(w, xn, ops);
+    combine(w, xn, n, ops, out);
+    return;
+  }
   // Bucket the (token, slot) pairs by expert: counting sort, stable in token order.
   std::fill(offsets_.begin(), offsets_.end(), 0);
   const int64_t slots = n * k_;

@@ -53,6 +53,8 @@ class MoeFfn {
 
  private:
   void route(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops);
+  // One token (decode): the k chosen experts' outputs into ys_, gate/up paired per call.
+  void forward_one(const MoeWeights& w, const float* xn, kernels::Ops& ops);
   // Runs expert e over rows x [m][n_embd] into y [m][n_embd].
   void run_expert(const MoeWeights& w, int64_t e, const float* x, int64_t m, kernels::Ops& ops,
                   float* y);

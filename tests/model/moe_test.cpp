@@ -260,7 +260,8 @@ struct LayerCase {
 class MoeLayerTest : public ::testing::TestWithParam<LayerCase> {};
 
 // The grouped path against the naive per-token loop over the same kernels: relative error ≤ 1e-5
-// (the counts of bit-identical rows are printed), on a batch of 40 tokens (several per expert).
+// (the counts of bit-identical rows are printed), on a batch of 40 tokens (several per expert), and
+// bit for bit on single tokens (the decode path, experts' gate/up paired per call).
 TEST_P(MoeLayerTest, GroupedMatchesNaiveLoop) {
   Runner r(write_shape(GetParam().shape, GetParam().type, ExpertLayout::kStacked), {}, 2);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -288,6 +289,13 @@ TEST_P(MoeLayerTest, GroupedMatchesNaiveLoop) {
   EXPECT_LE(worst, 1e-5 * norm);
   std::set<int32_t> distinct(chosen.begin(), chosen.end());
   EXPECT_GE(distinct.size(), 4u) << "routing too concentrated to exercise the buckets";
+  for (int64_t t = 0; t < 5; ++t) {
+    const float* row = x.data() + t * hp.n_embd;
+    std::vector<float> one(static_cast<size_t>(hp.n_embd)), ref(one.size());
+    moe.forward(w, row, 1, r.ops(), one.data());
+    moe.forward_naive(w, row, 1, r.ops(), ref.data());
+    EXPECT_EQ(one, ref) << "token " << t;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, MoeLayerTest,

@@ -3,7 +3,8 @@
 // GGUF file. Started with 1 thread, 1 slot, `-lm none` (see the reference README), an F32 KV cache
 // and flash attention off (keel's test Runner keeps F32 K/V; llama-server's default F16 cache
 // alone moves log-probabilities by ~1e-2); ready when
-// GET /health answers 200 (bounded wait); stopped by PID (SIGTERM, then SIGKILL) when destroyed.
+// GET /health answers 200 (bounded wait); stopped by PID (SIGTERM, then SIGKILL) when destroyed,
+// and killed by the kernel if the test process dies first (PR_SET_PDEATHSIG).
 #pragma once
 
 #include <sys/types.h>
