@@ -3,6 +3,7 @@
 #include "cluster_cli.h"
 
 #include "cli_flags.h"
+#include "cluster/spec_source.h"
 #include "cluster/weights_server.h"
 #include "executor_spec_flags.h"
 #include "http_front_flags.h"
@@ -522,7 +523,7 @@ Status check_spec_flags(const CLI::App& cmd, const char* what, const std::string
 int run_te_command(const ClusterCli& cli) {
   const TeOptions& te = *cli.te;
   if (te.spec_source.empty()) return run_te(te);
-  Result<cluster::TeSpec> spec = read_te_spec(te.spec_source);
+  Result<cluster::TeSpec> spec = cluster::read_te_spec(te.spec_source);
   if (!spec.ok()) return report_error(spec.status());
   if (Status s = check_spec_flags(*cli.te_cmd, "te", te.id, spec->id); !s.ok()) {
     return report_error(s);
@@ -539,7 +540,7 @@ int run_je_command(const ClusterCli& cli) {
     }
     return run_je(je);
   }
-  Result<cluster::JeSpec> spec = read_je_spec(je.spec_source);
+  Result<cluster::JeSpec> spec = cluster::read_je_spec(je.spec_source);
   if (!spec.ok()) return report_error(spec.status());
   if (Status s = check_spec_flags(*cli.je_cmd, "je", je.id, spec->id); !s.ok()) {
     return report_error(s);

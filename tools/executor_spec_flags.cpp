@@ -1,11 +1,6 @@
 // TeSpec / JeSpec → a TE's / JE's options; see executor_spec_flags.h.
 #include "executor_spec_flags.h"
 
-#include <fstream>
-#include <iostream>
-#include <iterator>
-#include <sstream>
-
 namespace keel::cli {
 
 void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te) {
@@ -41,6 +36,19 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te) {
   te->peer = {e.peer_tier, e.kv_transfer_throttle_bytes_per_s};
 }
 
+namespace {
+
+MembershipOptions membership_options(const cluster::MembershipSpec& m) {
+  MembershipOptions o;
+  o.mode = m.mode;
+  o.etcd_endpoints = m.etcd_endpoints;
+  o.prefix = m.prefix;
+  o.ttl_s = m.ttl_s;
+  return o;
+}
+
+}  // namespace
+
 TeOptions te_options(const cluster::TeSpec& spec) {
   TeOptions te;
   te.id = spec.id;
@@ -57,10 +65,7 @@ TeOptions te_options(const cluster::TeSpec& spec) {
   te.health_port = spec.health_port;
   te.health_hang_ms = spec.health_hang_ms;
   te.weights_fault = spec.weights_fault;
-  te.membership.mode = spec.membership.mode;
-  te.membership.etcd_endpoints = spec.membership.etcd_endpoints;
-  te.membership.prefix = spec.membership.prefix;
-  te.membership.ttl_s = spec.membership.ttl_s;
+  te.membership = membership_options(spec.membership);
   apply_engine_spec(spec.engine, &te);
   return te;
 }
@@ -88,48 +93,8 @@ JeOptions je_options(const cluster::JeSpec& spec) {
   je.loras = spec.loras;
   je.te_connect_timeout_ms = spec.te_connect_timeout_ms;
   je.submit_delay_ms = spec.submit_delay_ms;
-  je.membership.mode = spec.membership.mode;
-  je.membership.etcd_endpoints = spec.membership.etcd_endpoints;
-  je.membership.prefix = spec.membership.prefix;
-  je.membership.ttl_s = spec.membership.ttl_s;
+  je.membership = membership_options(spec.membership);
   return je;
-}
-
-namespace {
-
-// The text of `source` ("-" = stdin).
-Result<std::string> read_spec_text(const std::string& source) {
-  std::string text;
-  if (source == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
-  } else {
-    std::ifstream in(source);
-    if (!in) return Status::not_found("--spec " + source + ": cannot open the file");
-    std::ostringstream all;
-    all << in.rdbuf();
-    text = all.str();
-  }
-  if (text.empty()) {
-    return Status::invalid_argument("--spec: " + (source == "-" ? "stdin" : source) +
-                                    " holds no spec");
-  }
-  return text;
-}
-
-}  // namespace
-
-Result<cluster::TeSpec> read_te_spec(const std::string& source) {
-  KEEL_ASSIGN_OR_RETURN(std::string text, read_spec_text(source));
-  Result<cluster::TeSpec> spec = cluster::parse_te_spec(text);
-  if (!spec.ok()) return spec.status().with_prefix("--spec " + (source == "-" ? "stdin" : source));
-  return spec;
-}
-
-Result<cluster::JeSpec> read_je_spec(const std::string& source) {
-  KEEL_ASSIGN_OR_RETURN(std::string text, read_spec_text(source));
-  Result<cluster::JeSpec> spec = cluster::parse_je_spec(text);
-  if (!spec.ok()) return spec.status().with_prefix("--spec " + (source == "-" ? "stdin" : source));
-  return spec;
 }
 
 }  // namespace keel::cli

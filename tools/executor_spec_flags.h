@@ -25,8 +25,4 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te);
 // The options of a JE started from `spec`.
 [[nodiscard]] JeOptions je_options(const cluster::JeSpec& spec);
 
-// Reads a spec from `source`: "-" = stdin to its end, else a file. Errors name the source.
-[[nodiscard]] Result<cluster::TeSpec> read_te_spec(const std::string& source);
-[[nodiscard]] Result<cluster::JeSpec> read_je_spec(const std::string& source);
-
 }  // namespace keel::cli

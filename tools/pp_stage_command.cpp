@@ -8,9 +8,9 @@
 #include <cstdio>
 
 #include "cluster/host_port.h"
+#include "cluster/spec_source.h"
 #include "commands.h"
 #include "core/log.h"
-#include "executor_spec_flags.h"
 #include "host/compute.h"
 #include "host/model_loading.h"
 #include "pipeline/stage_server.h"
@@ -71,7 +71,7 @@ int run_pp_stage(const PpStageOptions& given) {
   spdlog::set_level(spdlog::level::info);
   PpStageOptions opts = given;
   if (!given.spec_source.empty()) {
-    Result<cluster::TeSpec> spec = read_te_spec(given.spec_source);
+    Result<cluster::TeSpec> spec = cluster::read_te_spec(given.spec_source);
     if (!spec.ok()) return report_error(spec.status());
     opts.model_path = spec->model_path;
     opts.listen = spec->host + ":" + std::to_string(spec->port);
