@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "commands.h"
+#include "control/manager/cluster_membership.h"
+#include "control/placement/node_agent.h"
 
 namespace keel::cli {
 
@@ -32,19 +34,8 @@ struct PeerTierOptions {
   double throttle_bytes_per_s = 0;
 };
 
-// Membership (docs/cluster.md, "Membership (etcd)"): where `keel cluster up` registers its
-// members and campaigns to be the cluster manager, and where `keel te`, `keel je` and
-// `keel node-agent` register themselves under leases of their own (etcd mode only: "embedded"
-// for a TE or JE means its manager registers it).
-struct MembershipOptions {
-  std::string mode = "embedded";            // "embedded" (in-process) or "etcd"
-  std::vector<std::string> etcd_endpoints;  // http://HOST:PORT, with --membership etcd
-  std::string prefix = "/keel/default";     // the cluster's key prefix
-  int32_t ttl_s = 10;                       // lease TTL (keepalive every TTL/3)
-  // The manager election `keel cluster up` campaigns in: one per model when several models'
-  // managers share a cluster (and its node agents); the same name makes a standby.
-  std::string election = "cluster-manager";
-};
+// Membership (docs/cluster.md, "Membership (etcd)"): the flags fill control's config.
+using MembershipOptions = control::MembershipConfig;
 
 struct TeOptions {
   ServeOptions engine;  // model, engine and compute flags (host/port are the TE's control port)
@@ -143,18 +134,7 @@ struct AutoscaleOptions {
 // (node/<host-id>) with its capacity under its own lease, starts and stops TEs there when the
 // cluster manager asks (start_te / stop_te over a link, cluster/node_messages.h), and keeps the
 // host's warm pool.
-struct NodeAgentOptions {
-  MembershipOptions membership;        // --membership etcd is required
-  std::string host_id;                 // this host's id in the cluster (its member id)
-  std::string listen = "127.0.0.1:0";  // control endpoint HOST:PORT; TEs listen on HOST too
-  std::string store_dir;               // the host's model store ("" = none)
-  int32_t warm = 0;                    // warm TEs kept idle (`keel te --warm`)
-  int32_t max_tes = 0;                 // the most TEs started here (0 = the cores)
-  int32_t cores = 0;                   // cores reported (0 = this machine's)
-  int64_t memory_bytes = 0;            // memory reported: the smaller of this and MemTotal (0 = it)
-  int32_t threads_per_te = 1;          // a warm TE's compute threads
-  double start_timeout_s = 120.0;      // a TE's start (fork → ready line)
-};
+using NodeAgentOptions = control::NodeAgentConfig;  // control/placement/node_agent.h
 int run_node_agent(const NodeAgentOptions& opts);
 
 struct ClusterUpOptions {

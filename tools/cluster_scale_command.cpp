@@ -5,7 +5,7 @@
 
 #include "cluster/link.h"
 #include "cluster_commands.h"
-#include "cluster_scaler.h"
+#include "control/scaleout/cluster_scaler.h"
 
 namespace keel::cli {
 namespace {
@@ -16,7 +16,7 @@ Status scale_main(const ClusterScaleOptions& o) {
                             o.control, std::chrono::milliseconds(5000),
                             [](cluster::Link&, cluster::Message) {}, nullptr));
   Result<cluster::Json> reply =
-      link->call({std::string(kScaleOut), cluster::Json{{"tes", o.tes}, {"role", o.role}}},
+      link->call({std::string(control::kScaleOut), cluster::Json{{"tes", o.tes}, {"role", o.role}}},
                  std::chrono::milliseconds(600000));
   link->close();
   if (!reply.ok()) return reply.status();

@@ -27,14 +27,14 @@
 #include "cluster/fleet_client.h"
 #include "cluster/fleet_report.h"
 #include "cluster/port_probe.h"
-#include "cluster_autoscaler.h"
 #include "cluster_commands.h"
-#include "cluster_health.h"
-#include "cluster_manager_loop.h"
-#include "cluster_membership.h"
-#include "cluster_nodes.h"
-#include "cluster_scaler.h"
 #include "cluster_up_plan.h"
+#include "control/autoscale/cluster_autoscaler.h"
+#include "control/manager/cluster_membership.h"
+#include "control/manager/manager_loop.h"
+#include "control/placement/cluster_nodes.h"
+#include "control/repair/cluster_health.h"
+#include "control/scaleout/cluster_scaler.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
 #include "core/log.h"
@@ -56,6 +56,30 @@
 
 namespace keel::cli {
 namespace {
+
+using control::AutoscaleGroupConfig;
+using control::ClusterAutoscaler;
+using control::ClusterAutoscalerConfig;
+using control::ClusterMembership;
+using control::ClusterNodes;
+using control::ClusterScaler;
+using control::ClusterScalerConfig;
+using control::GangStart;
+using control::kNotATe;
+using control::ManagerRole;
+using control::ModelGangs;
+using control::RemoteTe;
+using control::StartedTes;
+using control::StopCheck;
+
+control::RepairConfig repair_config(const ClusterUpOptions& o) {
+  control::RepairConfig c;
+  c.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  c.event_log = o.event_log;
+  c.keel_command = {self_exe()};
+  c.warm_pool = o.warm_pool > 0;
+  return c;
+}
 
 std::chrono::milliseconds start_timeout(const ClusterUpOptions& o) {
   return std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
@@ -140,7 +164,7 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
   }
   KEEL_ASSIGN_OR_RETURN(const bool registered, model_has_tes(session, name));
   if (!registered) {  // nothing to adopt: every instance placed as a gang
-    const ModelGangs g = model_gangs(name, o.priority, starts);
+    const ModelGangs g = control::model_gangs(name, o.priority, starts);
     KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes, nodes.start_gangs(session, g.gangs));
     t->te_addresses.assign(kinds.size(), "");
     size_t next = 0;
@@ -314,7 +338,7 @@ void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
       s.memory_bytes = te_memory_bytes(o, path);
       GangStart gang{id, o.priority, {s}};
       // A pipelined TE goes with its stage 1, started first (it exits with its stage 0).
-      if (pipelined(s)) gang.tes.insert(gang.tes.begin(), stage_start(s));
+      if (control::pipelined(s)) gang.tes.insert(gang.tes.begin(), control::stage_start(s));
       Result<std::vector<RemoteTe>> tes = nodes.start_gang(members->session(), gang);
       if (!tes.ok()) {
         last = tes.status();
@@ -496,12 +520,13 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   }
   std::unique_ptr<cluster::TeReplacer> replacer;
   if (!o.no_replace && o.nodes != "auto") {  // remote TEs leave through the membership
-    KEEL_ASSIGN_OR_RETURN(replacer,
-                          start_replacer(sup, o, tree.tes, tree.je_addresses, f, scaler.get()));
+    KEEL_ASSIGN_OR_RETURN(replacer, control::start_replacer(sup, repair_config(o), tree.tes,
+                                                            tree.je_addresses, f, scaler.get()));
   }
   std::unique_ptr<cluster::JeReplacer> je_replacer;  // a JE that exits is restarted in place
   if (!o.no_replace) {
-    KEEL_ASSIGN_OR_RETURN(je_replacer, start_je_replacer(sup, o, tree.jes, f, replacer.get()));
+    KEEL_ASSIGN_OR_RETURN(je_replacer, control::start_je_replacer(sup, repair_config(o), tree.jes,
+                                                                  f, replacer.get()));
   }
   server::ServerDeps deps{
       fleet.get(), &meta->tokenizer(),
@@ -527,7 +552,7 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     if (jp != nullptr) text += jp->metrics_text();
     return as != nullptr ? text + as->metrics_text() : text;
   };
-  deps.fleet_health = [f, name] { return fleet_health(*f, name); };
+  deps.fleet_health = [f, name] { return control::fleet_health(*f, name); };
   deps.cluster_status = [f]() -> Result<std::string> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
     return cluster::fleet_status_json(s).dump();
@@ -559,11 +584,12 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     };
     role.lost = [&nodes] { nodes.forget(); };
   }
-  const int sig = wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(),
-                                je_replacer.get(), *members, role, [&]() -> Status {
-                                  KEEL_TRY(register_tree(*members, tree, name, o.membership));
-                                  return register_gateway();
-                                });
+  const int sig =
+      control::wait_for_stop(stop_signals, sup, scaler.get(), autoscaler.get(), replacer.get(),
+                             je_replacer.get(), *members, role, [&]() -> Status {
+                               KEEL_TRY(register_tree(*members, tree, name, o.membership));
+                               return register_gateway();
+                             });
   KEEL_LOG_INFO("cluster: {}: draining (up to {:.1f} s)", signal_name(sig),
                 o.serve.drain_timeout_s);
   srv->stop_accepting();

@@ -72,7 +72,7 @@ cluster::TeSpec te_spec(const ClusterUpOptions& o, const std::string& path, cons
   spec.isa = o.serve.compute.isa;
   spec.engine = te_engine_spec(o, kind);
   spec.store_dir = o.store_dir;
-  spec.membership = membership_spec(o.membership);
+  spec.membership = o.membership.spec();
   return spec;
 }
 
@@ -101,7 +101,7 @@ cluster::JeSpec je_spec(const ClusterUpOptions& o, const std::string& path, cons
   spec.predictor = o.predictor;
   spec.predictor_model = o.predictor_model;
   spec.submit_delay_ms = o.je_submit_delay_ms;
-  spec.membership = membership_spec(o.membership);
+  spec.membership = o.membership.spec();
   return spec;
 }
 

@@ -25,7 +25,7 @@
 #include "cluster/weights_server.h"
 #include "cluster_cli.h"
 #include "cluster_commands.h"
-#include "cluster_membership.h"
+#include "control/manager/cluster_membership.h"
 #include "core/file_system.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -337,9 +337,10 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
                                 {{"model", config.model},
                                  {"role", std::string(cluster::te_role_name(role))},
                                  {"pid", std::to_string(getpid())}}};
-  Result<std::unique_ptr<ClusterMembership>> registered = register_self(opts.membership, self);
+  Result<std::unique_ptr<control::ClusterMembership>> registered =
+      control::register_self(opts.membership, self);
   if (!registered.ok()) return fail_bind(launch, registered.status());
-  std::unique_ptr<ClusterMembership> member = std::move(*registered);
+  std::unique_ptr<control::ClusterMembership> member = std::move(*registered);
   const cluster::HealthServing health(
       launch.health, [c = host->client()] { return c->stats(); });  // ends before the engine does
   if (launch.binder != nullptr) {
@@ -364,7 +365,7 @@ Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaun
     KEEL_TRY(proc::print_ready_line(ready));
   }
 
-  const int sig = wait_registered(stop_signals, opts.membership, self, &member);
+  const int sig = control::wait_registered(stop_signals, opts.membership, self, &member);
   KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
   if (launch.health != nullptr) launch.health->draining();  // 503 while it drains
   control.reset();  // the split stays as it is while the engine drains
@@ -543,8 +544,8 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
                                 opts.id,
                                 je->address(),
                                 {{"model", model_name}, {"pid", std::to_string(getpid())}}};
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> member,
-                        register_self(opts.membership, self));
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<control::ClusterMembership> member,
+                        control::register_self(opts.membership, self));
   std::unique_ptr<membership::MemberFollower> follower;
   if (member) {
     KEEL_ASSIGN_OR_RETURN(follower, follow_tes(member->session(), *je, model_name));
@@ -554,13 +555,13 @@ Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
   // A lost lease: the follower goes with the old session and a new one follows the new session
   // (it lists the TEs registered now; those that left meanwhile are found dead by the health
   // check).
-  const int sig = wait_registered(
+  const int sig = control::wait_registered(
       stop_signals, opts.membership, self, &member,
       [&] {
         if (follower) follower->stop();
         follower.reset();
       },
-      [&](ClusterMembership& again) {
+      [&](control::ClusterMembership& again) {
         Result<std::unique_ptr<membership::MemberFollower>> f =
             follow_tes(again.session(), *je, model_name);
         if (f.ok()) {

@@ -36,19 +36,6 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te) {
   te->peer = {e.peer_tier, e.kv_transfer_throttle_bytes_per_s};
 }
 
-namespace {
-
-MembershipOptions membership_options(const cluster::MembershipSpec& m) {
-  MembershipOptions o;
-  o.mode = m.mode;
-  o.etcd_endpoints = m.etcd_endpoints;
-  o.prefix = m.prefix;
-  o.ttl_s = m.ttl_s;
-  return o;
-}
-
-}  // namespace
-
 TeOptions te_options(const cluster::TeSpec& spec) {
   TeOptions te;
   te.id = spec.id;
@@ -65,13 +52,9 @@ TeOptions te_options(const cluster::TeSpec& spec) {
   te.health_port = spec.health_port;
   te.health_hang_ms = spec.health_hang_ms;
   te.weights_fault = spec.weights_fault;
-  te.membership = membership_options(spec.membership);
+  te.membership = control::MembershipConfig::from_spec(spec.membership);
   apply_engine_spec(spec.engine, &te);
   return te;
-}
-
-cluster::MembershipSpec membership_spec(const MembershipOptions& m) {
-  return {m.mode, m.etcd_endpoints, m.prefix, m.ttl_s};
 }
 
 JeOptions je_options(const cluster::JeSpec& spec) {
@@ -93,7 +76,7 @@ JeOptions je_options(const cluster::JeSpec& spec) {
   je.loras = spec.loras;
   je.te_connect_timeout_ms = spec.te_connect_timeout_ms;
   je.submit_delay_ms = spec.submit_delay_ms;
-  je.membership = membership_options(spec.membership);
+  je.membership = control::MembershipConfig::from_spec(spec.membership);
   return je;
 }
 

@@ -1,7 +1,7 @@
 // A TE's and a JE's options (`keel te`'s and `keel je`'s flag tables, cluster_commands.h) from
 // their specs (cluster/te_spec.h, cluster/je_spec.h): `keel te --spec -` / `keel je --spec -` read
 // the spec a starter wrote on their stdin and run as if given the flags; a warm TE's bind replaces
-// the engine part the same way. And a spec's membership part from the membership flags.
+// the engine part the same way.
 #pragma once
 
 #include <string>
@@ -19,8 +19,6 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te);
 
 // The options of a TE started from `spec`.
 [[nodiscard]] TeOptions te_options(const cluster::TeSpec& spec);
-
-[[nodiscard]] cluster::MembershipSpec membership_spec(const MembershipOptions& m);
 
 // The options of a JE started from `spec`.
 [[nodiscard]] JeOptions je_options(const cluster::JeSpec& spec);

@@ -1,19 +1,17 @@
 // `keel cluster up`'s replacer and fleet readiness (see cluster_health.h).
-#include "cluster_health.h"
+#include "control/repair/cluster_health.h"
 
 #include <chrono>
 
 #include "cluster/fleet_merge.h"
-#include "self_exe.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
-    proc::ProcessSupervisor& sup, const ClusterUpOptions& o,
-    const std::vector<cluster::ManagedJe>& jes, cluster::FleetClient* fleet,
-    const cluster::TeReplacer* tes) {
+    proc::ProcessSupervisor& sup, const RepairConfig& o, const std::vector<cluster::ManagedJe>& jes,
+    cluster::FleetClient* fleet, const cluster::TeReplacer* tes) {
   cluster::JeReplacerConfig c;
-  c.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  c.start_timeout = o.start_timeout;
   c.event_log = o.event_log;
   c.fleet = [fleet]() -> Result<cluster::FleetSnapshot> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, fleet->fleet_status());
@@ -27,18 +25,18 @@ Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
 }
 
 Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
-    proc::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
+    proc::ProcessSupervisor& sup, const RepairConfig& o, const StartedTes& tes,
     const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
     ClusterScaler* scaler) {
   cluster::TeReplacerConfig c;
   c.je_addresses = je_addresses;
-  c.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
+  c.start_timeout = o.start_timeout;
   c.event_log = o.event_log;
   c.fleet = [fleet]() -> Result<cluster::FleetSnapshot> {
     KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, fleet->fleet_status());
     return s.fleet;
   };
-  if (scaler != nullptr && o.warm_pool > 0) {
+  if (scaler != nullptr && o.warm_pool) {
     c.warm_idle = [scaler] { return scaler->idle_warm(); };
     c.warm_bind = [scaler](cluster::TeRole role) -> Result<cluster::ManagedTe> {
       const cluster::Json out = scaler->scale_out(1, role);
@@ -59,7 +57,7 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
   for (size_t i = 0; i < tes.names.size(); ++i) {
     cluster::ManagedTe te;
     te.name = tes.names[i];
-    te.keel_command = {self_exe()};
+    te.keel_command = o.keel_command;
     te.spec = tes.specs[i];
     te.role = cluster::parse_te_role(tes.roles[i]).value_or(cluster::TeRole::kColocated);
     te.address = tes.addresses[i];
@@ -88,4 +86,4 @@ server::FleetHealth fleet_health(const cluster::FleetClient& fleet, const std::s
   return h;
 }
 
-}  // namespace keel::cli
+}  // namespace keel::control

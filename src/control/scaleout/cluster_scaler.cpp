@@ -1,5 +1,5 @@
 // ClusterScaler (see cluster_scaler.h).
-#include "cluster_scaler.h"
+#include "control/scaleout/cluster_scaler.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -10,7 +10,7 @@
 #include "store/demand_board.h"
 #include "store/preload_plan.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 ClusterScaler::ClusterScaler(proc::ProcessSupervisor* sup, ClusterScalerConfig config)
     : config_(std::move(config)),
@@ -341,4 +341,4 @@ void ClusterScaler::shutdown() {
   }
 }
 
-}  // namespace keel::cli
+}  // namespace keel::control

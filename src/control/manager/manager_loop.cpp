@@ -1,12 +1,12 @@
 // The cluster manager's loop; see cluster_manager_loop.h.
-#include "cluster_manager_loop.h"
+#include "control/manager/manager_loop.h"
 
 #include <chrono>
 #include <ctime>
 
 #include "core/log.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 bool ManagerRole::try_take_over(ClusterMembership& members) {
   Result<bool> won = members.try_lead();
@@ -98,4 +98,4 @@ int wait_for_stop(const sigset_t& stop_signals, proc::ProcessSupervisor& sup, Cl
   }
 }
 
-}  // namespace keel::cli
+}  // namespace keel::control

@@ -17,13 +17,13 @@
 
 #include "cluster/je_replacer.h"
 #include "cluster/te_replacer.h"
-#include "cluster_autoscaler.h"
-#include "cluster_membership.h"
-#include "cluster_scaler.h"
+#include "control/autoscale/cluster_autoscaler.h"
+#include "control/manager/cluster_membership.h"
+#include "control/scaleout/cluster_scaler.h"
 #include "core/result.h"
 #include "proc/process_supervisor.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 struct ManagerRole {
   std::atomic<bool> leading{false};
@@ -62,4 +62,4 @@ int wait_for_stop(const sigset_t& stop_signals, proc::ProcessSupervisor& sup, Cl
                   cluster::JeReplacer* je_replacer, ClusterMembership& members, ManagerRole& role,
                   const std::function<Status()>& rejoined);
 
-}  // namespace keel::cli
+}  // namespace keel::control

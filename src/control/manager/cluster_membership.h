@@ -20,23 +20,51 @@
 #include <string>
 #include <vector>
 
-#include "cluster_commands.h"
+#include "cluster/te_spec.h"
 #include "core/result.h"
 #include "membership/embedded_store.h"
 #include "membership/membership.h"
 
-namespace keel::cli {
+namespace keel::control {
 
-// The default name of the cluster manager singleton's election (MembershipOptions::election).
+// The default name of the cluster manager singleton's election (MembershipConfig::election).
 inline constexpr const char* kManagerElection = "cluster-manager";
+
+// Where a process registers itself and, for a manager, campaigns (docs/cluster.md, "Membership
+// (etcd)"): `keel cluster up` registers its members and campaigns to be the cluster manager;
+// `keel te`, `keel je` and `keel node-agent` register themselves under leases of their own
+// (etcd mode only: "embedded" for a TE or JE means its manager registers it).
+struct MembershipConfig {
+  std::string mode = "embedded";            // "embedded" (in-process) or "etcd"
+  std::vector<std::string> etcd_endpoints;  // http://HOST:PORT, with --membership etcd
+  std::string prefix = "/keel/default";     // the cluster's key prefix
+  int32_t ttl_s = 10;                       // lease TTL (keepalive every TTL/3)
+  // The manager election `keel cluster up` campaigns in: one per model when several models'
+  // managers share a cluster (and its node agents); the same name makes a standby.
+  std::string election = kManagerElection;
+
+  // The part a started TE or node agent's child needs (no election: only managers campaign).
+  [[nodiscard]] cluster::MembershipSpec spec() const {
+    return {mode, etcd_endpoints, prefix, ttl_s};
+  }
+  // A started process's membership from its spec (the default election).
+  [[nodiscard]] static MembershipConfig from_spec(const cluster::MembershipSpec& m) {
+    MembershipConfig c;
+    c.mode = m.mode;
+    c.etcd_endpoints = m.etcd_endpoints;
+    c.prefix = m.prefix;
+    c.ttl_s = m.ttl_s;
+    return c;
+  }
+};
 
 class ClusterMembership {
  public:
   // Opens the session (etcd unreachable → Unavailable naming the endpoints).
-  static Result<std::unique_ptr<ClusterMembership>> open(const MembershipOptions& o);
+  static Result<std::unique_ptr<ClusterMembership>> open(const MembershipConfig& o);
   ~ClusterMembership();
 
-  // Blocks until this process leads its election (MembershipOptions::election) (Cancelled once
+  // Blocks until this process leads its election (MembershipConfig::election) (Cancelled once
   // `stop` returns true), then registers the manager.
   Status lead(const std::function<bool()>& stop);
   // One try to lead its election, without waiting: true once this process leads (the manager
@@ -70,7 +98,7 @@ class ClusterMembership {
   Status open_session();
   // After winning: reads the leadership's fencing token and registers the manager with it.
   Status register_leadership();
-  MembershipOptions options_;
+  MembershipConfig options_;
   SteadyClock clock_;
   std::unique_ptr<membership::EmbeddedStore> store_;  // embedded mode only
   std::unique_ptr<membership::Membership> session_;
@@ -81,7 +109,7 @@ class ClusterMembership {
 
 // A process's own session (etcd mode): opens one and registers `self` under its lease. nullptr
 // when `o.mode` is "embedded" (nothing to join: its manager registers it, if anyone).
-Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions& o,
+Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipConfig& o,
                                                          const membership::Member& self);
 
 // What a self-registered process does while it serves: waits for one of `stop_signals` (blocked
@@ -90,9 +118,9 @@ Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions
 // closed next), and a new session is opened, retried every 500 ms while the store stays
 // unreachable, `self` registered again under it (logged), and `rejoined` given it. With a null
 // *member (embedded mode) it only waits. Returns the signal.
-int wait_registered(const sigset_t& stop_signals, const MembershipOptions& o,
+int wait_registered(const sigset_t& stop_signals, const MembershipConfig& o,
                     const membership::Member& self, std::unique_ptr<ClusterMembership>* member,
                     const std::function<void()>& lost = {},
                     const std::function<void(ClusterMembership&)>& rejoined = {});
 
-}  // namespace keel::cli
+}  // namespace keel::control

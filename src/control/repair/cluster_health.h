@@ -8,6 +8,7 @@
 // Thread safety: start_replacer() on the supervisor's thread; fleet_health() from any thread.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,13 +16,22 @@
 #include "cluster/fleet_client.h"
 #include "cluster/je_replacer.h"
 #include "cluster/te_replacer.h"
-#include "cluster_commands.h"
-#include "cluster_scaler.h"
+#include "control/scaleout/cluster_scaler.h"
 #include "core/result.h"
 #include "proc/process_supervisor.h"
 #include "server/server_context.h"
 
-namespace keel::cli {
+namespace keel::control {
+
+// What the replacers share: how long a replacement's start may take, where their events go, what
+// runs keel for a cold-started replacement (cluster/executor_launch.h), and whether a TE may be
+// replaced from the warm pool.
+struct RepairConfig {
+  std::chrono::milliseconds start_timeout{120000};
+  std::string event_log;                  // JSON lines, appended; "" = none
+  std::vector<std::string> keel_command;  // a replacement TE's
+  bool warm_pool = false;                 // bind a warm TE before cold-starting one
+};
 
 struct StartedTes {
   std::vector<std::string> names;      // supervisor child names (= their spec's id)
@@ -33,12 +43,11 @@ struct StartedTes {
 // The JE supervisor over the JEs the command started (cluster/je_replacer.h), reading the fleet
 // through the gateway's fleet client and, when there is one, the TE replacer's own TEs.
 [[nodiscard]] Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
-    proc::ProcessSupervisor& sup, const ClusterUpOptions& o,
-    const std::vector<cluster::ManagedJe>& jes, cluster::FleetClient* fleet,
-    const cluster::TeReplacer* tes);
+    proc::ProcessSupervisor& sup, const RepairConfig& o, const std::vector<cluster::ManagedJe>& jes,
+    cluster::FleetClient* fleet, const cluster::TeReplacer* tes);
 
 [[nodiscard]] Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
-    proc::ProcessSupervisor& sup, const ClusterUpOptions& o, const StartedTes& tes,
+    proc::ProcessSupervisor& sup, const RepairConfig& o, const StartedTes& tes,
     const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
     ClusterScaler* scaler);
 
@@ -47,4 +56,4 @@ struct StartedTes {
 [[nodiscard]] server::FleetHealth fleet_health(const cluster::FleetClient& fleet,
                                                const std::string& model);
 
-}  // namespace keel::cli
+}  // namespace keel::control

@@ -1,5 +1,5 @@
 // ClusterMembership; see cluster_membership.h.
-#include "cluster_membership.h"
+#include "control/manager/cluster_membership.h"
 
 #include <unistd.h>
 
@@ -11,11 +11,11 @@
 #include "membership/embedded_membership.h"
 #include "membership/etcd_membership.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 using membership::MemberKind;
 
-Result<std::unique_ptr<ClusterMembership>> ClusterMembership::open(const MembershipOptions& o) {
+Result<std::unique_ptr<ClusterMembership>> ClusterMembership::open(const MembershipConfig& o) {
   std::unique_ptr<ClusterMembership> m(new ClusterMembership());
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -27,7 +27,7 @@ Result<std::unique_ptr<ClusterMembership>> ClusterMembership::open(const Members
 }
 
 Status ClusterMembership::open_session() {
-  const MembershipOptions& o = options_;
+  const MembershipConfig& o = options_;
   membership::MembershipConfig config;
   config.prefix = o.prefix;
   config.ttl_s = o.ttl_s;
@@ -123,7 +123,7 @@ Status ClusterMembership::close() { return session_ ? session_->close() : Status
 
 bool ClusterMembership::alive() { return session_ && session_->lease_alive(); }
 
-Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions& o,
+Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipConfig& o,
                                                          const membership::Member& self) {
   if (o.mode == "embedded") return std::unique_ptr<ClusterMembership>();
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ClusterMembership> m, ClusterMembership::open(o));
@@ -133,7 +133,7 @@ Result<std::unique_ptr<ClusterMembership>> register_self(const MembershipOptions
   return m;
 }
 
-int wait_registered(const sigset_t& stop_signals, const MembershipOptions& o,
+int wait_registered(const sigset_t& stop_signals, const MembershipConfig& o,
                     const membership::Member& self, std::unique_ptr<ClusterMembership>* member,
                     const std::function<void()>& lost,
                     const std::function<void(ClusterMembership&)>& rejoined) {
@@ -171,4 +171,4 @@ int wait_registered(const sigset_t& stop_signals, const MembershipOptions& o,
   }
 }
 
-}  // namespace keel::cli
+}  // namespace keel::control

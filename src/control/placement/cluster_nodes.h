@@ -39,7 +39,7 @@
 #include "core/result.h"
 #include "membership/membership.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 // A TE started through an agent.
 struct RemoteTe {
@@ -162,4 +162,4 @@ class ClusterNodes {
   std::atomic<int64_t> unplaceable_{0};
 };
 
-}  // namespace keel::cli
+}  // namespace keel::control

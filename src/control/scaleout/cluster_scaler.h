@@ -38,7 +38,7 @@
 #include "store/model_store.h"
 #include "store/preload_plan.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 inline constexpr std::string_view kScaleOut = "scale_out";
 
@@ -149,4 +149,4 @@ class ClusterScaler {
   std::vector<std::shared_ptr<cluster::Link>> links_;  // GUARDED_BY(mu_)
 };
 
-}  // namespace keel::cli
+}  // namespace keel::control

@@ -1,5 +1,5 @@
 // ClusterNodes; see cluster_nodes.h.
-#include "cluster_nodes.h"
+#include "control/placement/cluster_nodes.h"
 
 #include <algorithm>
 #include <ctime>
@@ -14,7 +14,7 @@
 #include "cluster/takeover_plan.h"
 #include "core/log.h"
 
-namespace keel::cli {
+namespace keel::control {
 namespace {
 
 // The fence call's bound per agent, connect and reply each (announce).
@@ -460,4 +460,4 @@ std::string ClusterNodes::metrics_text() const {
   return out;
 }
 
-}  // namespace keel::cli
+}  // namespace keel::control

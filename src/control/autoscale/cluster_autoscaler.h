@@ -37,11 +37,11 @@
 
 #include "cluster/autoscaler.h"
 #include "cluster/fleet_client.h"
-#include "cluster_scaler.h"
+#include "control/scaleout/cluster_scaler.h"
 #include "kube/replica_actuator.h"
 #include "proc/process_supervisor.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 // One group: the role it scales and its policy.
 struct AutoscaleGroupConfig {
@@ -129,4 +129,4 @@ class ClusterAutoscaler {
   std::map<std::string, int64_t> k8s_writes_;  // replica writes by outcome: ok, error
 };
 
-}  // namespace keel::cli
+}  // namespace keel::control

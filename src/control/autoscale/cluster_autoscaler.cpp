@@ -1,5 +1,5 @@
 // ClusterAutoscaler (see cluster_autoscaler.h).
-#include "cluster_autoscaler.h"
+#include "control/autoscale/cluster_autoscaler.h"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include "cluster/messages.h"
 #include "core/log.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 namespace as = cluster::autoscale;
 using Clock = std::chrono::steady_clock;
@@ -331,4 +331,4 @@ std::string ClusterAutoscaler::metrics_text() const {
   return out;
 }
 
-}  // namespace keel::cli
+}  // namespace keel::control
