@@ -130,13 +130,9 @@ Status ClusterNodes::announce(membership::Membership& session) {
   std::vector<std::thread> callers;
   for (size_t i = 0; i < nodes.size(); ++i) {
     callers.emplace_back([&, i] {
-      Result<std::shared_ptr<cluster::Link>> link = cluster::Link::connect(
-          nodes[i].address, kAnnounceTimeout, [](cluster::Link&, cluster::Message) {}, nullptr);
       Result<cluster::Json> reply =
-          link.ok() ? (*link)->call(cluster::encode(cluster::Fence{config_.election, token}),
-                                    kAnnounceTimeout)
-                    : Result<cluster::Json>(link.status());
-      if (link.ok()) (*link)->close();
+          caller_->call(nodes[i].address, cluster::encode(cluster::Fence{config_.election, token}),
+                        kAnnounceTimeout);
       told[i] = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
     });
   }
@@ -154,16 +150,10 @@ Status ClusterNodes::announce(membership::Membership& session) {
   return {};
 }
 
-Result<std::shared_ptr<cluster::Link>> ClusterNodes::link_to(const std::string& address) {
-  auto it = links_.find(address);
-  if (it != links_.end() && !it->second->closed()) return it->second;
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link,
-                        cluster::Link::connect(
-                            address, std::chrono::milliseconds(5000),
-                            [](cluster::Link&, cluster::Message) {}, nullptr));
-  links_[address] = link;
-  return link;
-}
+ClusterNodes::ClusterNodes(ClusterNodesConfig config)
+    : config_(std::move(config)),
+      caller_(config_.caller ? config_.caller : std::make_shared<LinkCaller>()),
+      clock_(config_.clock ? config_.clock : &steady_) {}
 
 std::map<std::string, ClusterNodes::TeUse> ClusterNodes::te_use(membership::Membership& session) {
   std::map<std::string, TeUse> use;
@@ -175,12 +165,9 @@ std::map<std::string, ClusterNodes::TeUse> ClusterNodes::te_use(membership::Memb
   }
   for (const membership::Member& m : *members) {
     if (m.kind != membership::MemberKind::kJobExecutor || m.address.empty()) continue;
-    Result<std::shared_ptr<cluster::Link>> link = link_to(m.address);
-    Result<cluster::Json> reply =
-        link.ok() ? (*link)->call(cluster::Message{std::string(cluster::msg::kFleet),
-                                                   cluster::Json::object()},
-                                  config_.call_timeout)
-                  : Result<cluster::Json>(link.status());
+    Result<cluster::Json> reply = caller_->call(
+        m.address, cluster::Message{std::string(cluster::msg::kFleet), cluster::Json::object()},
+        config_.call_timeout);
     Result<cluster::FleetStatus> fleet = reply.ok() ? cluster::decode_fleet_status(*reply)
                                                     : Result<cluster::FleetStatus>(reply.status());
     if (!fleet.ok()) {
@@ -207,7 +194,7 @@ void ClusterNodes::log_event(cluster::Json event) {
 Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gang,
                            std::vector<cluster::NodeCapacity>& nodes,
                            const std::map<std::string, TeUse>& use) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t t0 = clock_->now_ns();
   cluster::Json tes = cluster::Json::array();
   int32_t priority = 0;
   for (cluster::NodeCapacity& n : nodes) {
@@ -219,21 +206,17 @@ Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gan
           u == use.end() ? std::vector<std::pair<std::string, std::string>>{} : u->second.listed;
       const auto tell_jes = [&](bool forget) {
         for (const auto& [je, te_address] : listed) {
-          Result<std::shared_ptr<cluster::Link>> link = link_to(je);
-          Result<cluster::Json> r =
-              link.ok() ? (*link)->call(cluster::encode(cluster::RemoveTe{te_address, forget}),
-                                        config_.call_timeout)
-                        : Result<cluster::Json>(link.status());
+          Result<cluster::Json> r = caller_->call(
+              je, cluster::encode(cluster::RemoveTe{te_address, forget}), config_.call_timeout);
           const Status s = r.ok() ? cluster::decode_status_body(*r) : r.status();
           if (!s.ok()) KEEL_LOG_WARN("cluster: remove_te {} at je {}: {}", t.id, je, s.to_string());
         }
       };
       tell_jes(false);  // drain: no new task goes there
-      KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> agent, link_to(n.address));
       const cluster::StopTe stop = stop_request(t.id, config_.drain_grace);
-      KEEL_ASSIGN_OR_RETURN(
-          cluster::Json reply,
-          agent->call(cluster::encode(stop), config_.drain_grace + std::chrono::seconds(5)));
+      KEEL_ASSIGN_OR_RETURN(cluster::Json reply,
+                            caller_->call(n.address, cluster::encode(stop),
+                                          config_.drain_grace + std::chrono::seconds(5)));
       const Status stopped = cluster::decode_status_body(reply);
       if (stopped.code() == StatusCode::kNotFound) {  // gone already (a stage whose peer left)
         KEEL_LOG_INFO("cluster: evict {} on {}: already gone", t.id, n.host_id);
@@ -247,8 +230,7 @@ Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gan
     std::erase_if(n.tes, [&](const cluster::HostedTe& t) { return t.instance == instance; });
     n.running_tes -= static_cast<int32_t>(before - n.tes.size());
   }
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   ++evicted_;
   KEEL_LOG_INFO("cluster: evicted idle instance {} (priority {}) for {} (priority {}) in {:.2f} s",
                 instance, priority, for_gang.instance, for_gang.priority, seconds);
@@ -266,9 +248,8 @@ Result<RemoteTe> ClusterNodes::start_one(const cluster::NodeCapacity& node,
                                          cluster::StartTe start) {
   start.election = config_.election;
   start.fence = fence();
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(node.address));
   KEEL_ASSIGN_OR_RETURN(cluster::Json reply,
-                        link->call(cluster::encode(start), config_.start_timeout));
+                        caller_->call(node.address, cluster::encode(start), config_.start_timeout));
   KEEL_ASSIGN_OR_RETURN(cluster::StartTeReply r, cluster::decode_start_te_reply(reply));
   KEEL_TRY(r.status);
   RemoteTe te{r.id, node.host_id, r.address, r.pid, start.role};
@@ -358,9 +339,9 @@ Status ClusterNodes::stop_te(const std::string& id, std::chrono::milliseconds gr
   const std::string agent = it->first;
   const RemoteTe te = it->second;
   started_.erase(it);
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(agent));
-  KEEL_ASSIGN_OR_RETURN(cluster::Json reply, link->call(cluster::encode(stop_request(id, grace)),
-                                                        grace + std::chrono::seconds(2)));
+  KEEL_ASSIGN_OR_RETURN(cluster::Json reply,
+                        caller_->call(agent, cluster::encode(stop_request(id, grace)),
+                                      grace + std::chrono::seconds(2)));
   return cluster::decode_status_body(reply).with_prefix("cluster: stop " + id + " on node " +
                                                         te.host_id);
 }
@@ -425,26 +406,19 @@ Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& se
 
 void ClusterNodes::forget() {
   started_.clear();
-  for (auto& [address, link] : links_) link->close();
-  links_.clear();
+  caller_->close();
 }
 
 void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
   for (const auto& [agent, te] : started_) {
-    Result<std::shared_ptr<cluster::Link>> link = link_to(agent);
-    Status s = link.status();
-    if (link.ok()) {
-      const cluster::StopTe stop = stop_request(te.id, grace);
-      Result<cluster::Json> reply =
-          (*link)->call(cluster::encode(stop), grace + std::chrono::seconds(2));
-      s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
-    }
+    Result<cluster::Json> reply = caller_->call(agent, cluster::encode(stop_request(te.id, grace)),
+                                                grace + std::chrono::seconds(2));
+    const Status s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
     if (!s.ok())
       KEEL_LOG_WARN("cluster: te {} on node {} not stopped: {}", te.id, te.host_id, s.to_string());
   }
   started_.clear();
-  for (auto& [address, link] : links_) link->close();
-  links_.clear();
+  caller_->close();
 }
 
 std::string ClusterNodes::metrics_text() const {

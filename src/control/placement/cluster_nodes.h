@@ -33,9 +33,10 @@
 #include <string>
 #include <vector>
 
-#include "cluster/link.h"
 #include "cluster/node_capacity.h"
 #include "cluster/node_messages.h"
+#include "control/manager/caller.h"
+#include "core/clock.h"
 #include "core/result.h"
 #include "membership/membership.h"
 
@@ -89,11 +90,14 @@ struct ClusterNodesConfig {
   std::chrono::milliseconds start_timeout{120000};  // an agent's start_te call
   std::string election;                             // the manager's election (fencing)
   std::function<int64_t()> fence;                   // its fencing token now; none: 0
+  // The agents' and JEs' calls (caller.h); none: a LinkCaller. Tests pass fake peers.
+  std::shared_ptr<Caller> caller;
+  const Clock* clock = nullptr;  // times evictions; none: the steady clock
 };
 
 class ClusterNodes {
  public:
-  explicit ClusterNodes(ClusterNodesConfig config = {}) : config_(std::move(config)) {}
+  explicit ClusterNodes(ClusterNodesConfig config = {});
   ~ClusterNodes() { stop_all(std::chrono::milliseconds(5000)); }
   ClusterNodes(const ClusterNodes&) = delete;
   ClusterNodes& operator=(const ClusterNodes&) = delete;
@@ -138,7 +142,6 @@ class ClusterNodes {
     std::vector<std::pair<std::string, std::string>> listed;  // JE address, TE address
   };
 
-  Result<std::shared_ptr<cluster::Link>> link_to(const std::string& address);
   std::map<std::string, TeUse> te_use(membership::Membership& session);
   Status evict(const std::string& instance, const GangStart& for_gang,
                std::vector<cluster::NodeCapacity>& nodes, const std::map<std::string, TeUse>& use);
@@ -155,8 +158,10 @@ class ClusterNodes {
   }
 
   ClusterNodesConfig config_;
-  std::map<std::string, std::shared_ptr<cluster::Link>> links_;  // by agent or JE address
-  std::vector<std::pair<std::string, RemoteTe>> started_;        // agent address, TE
+  std::shared_ptr<Caller> caller_;
+  SteadyClock steady_;
+  const Clock* clock_;
+  std::vector<std::pair<std::string, RemoteTe>> started_;  // agent address, TE
   std::atomic<int64_t> placed_{0};
   std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> unplaceable_{0};
