@@ -518,12 +518,12 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
     KEEL_ASSIGN_OR_RETURN(autoscaler, start_autoscaler(o, tree, path, name, sup, scaler.get(),
                                                        fleet.get(), nodes, members.get()));
   }
-  std::unique_ptr<cluster::TeReplacer> replacer;
+  std::unique_ptr<control::TeReplacer> replacer;
   if (!o.no_replace && o.nodes != "auto") {  // remote TEs leave through the membership
     KEEL_ASSIGN_OR_RETURN(replacer, control::start_replacer(sup, repair_config(o), tree.tes,
                                                             tree.je_addresses, f, scaler.get()));
   }
-  std::unique_ptr<cluster::JeReplacer> je_replacer;  // a JE that exits is restarted in place
+  std::unique_ptr<control::JeReplacer> je_replacer;  // a JE that exits is restarted in place
   if (!o.no_replace) {
     KEEL_ASSIGN_OR_RETURN(je_replacer, control::start_je_replacer(sup, repair_config(o), tree.jes,
                                                                   f, replacer.get()));
@@ -536,8 +536,8 @@ Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
                         server::parse_reasoning_parser(o.serve.reasoning_parser));
   ClusterScaler* sc = scaler.get();
   ClusterAutoscaler* as = autoscaler.get();
-  cluster::TeReplacer* rp = replacer.get();
-  cluster::JeReplacer* jp = je_replacer.get();
+  control::TeReplacer* rp = replacer.get();
+  control::JeReplacer* jp = je_replacer.get();
   ClusterNodes* np = o.nodes == "auto" ? &nodes : nullptr;
   const ManagerRole* mr = &role;
   const ClusterMembership* mm = members.get();

@@ -4,7 +4,7 @@
 // (the same rules as te_spec.h: older versions read with defaults, a newer one refused naming both
 // versions, unknown fields refused). `keel cluster up` starts a JE as `keel je --spec -` with the
 // spec on its stdin (je_child, executor_launch.h), and a restarted JE reuses it with its address,
-// the TEs as last seen and a short connect timeout (je_replacer.h).
+// the TEs as last seen and a short connect timeout (je_replacement.h).
 // Version history: 1 = the first (keel 0.34).
 //
 // Thread safety: plain data and pure functions.

@@ -18,7 +18,7 @@
 #include "cluster/messages.h"
 #include "cluster/node_capacity.h"
 #include "cluster/node_messages.h"
-#include "control/manager/caller.h"
+#include "control/fake_caller.h"
 #include "control/placement/cluster_nodes.h"
 #include "core/clock.h"
 #include "membership/embedded_membership.h"
@@ -31,32 +31,6 @@ using cluster::Json;
 using cluster::Message;
 using membership::Member;
 using membership::MemberKind;
-
-// The calls made, in order, and a handler per address; an address with none refuses.
-class FakeCaller final : public Caller {
- public:
-  using Handler = std::function<Result<Json>(const Message&)>;
-  void serve(const std::string& address, Handler h) { handlers_[address] = std::move(h); }
-  void unplug(const std::string& address) { handlers_.erase(address); }
-  Result<Json> call(const std::string& address, Message m, std::chrono::milliseconds) override {
-    std::lock_guard lock(mu_);
-    calls.push_back(address + " " + m.type);
-    const auto it = handlers_.find(address);
-    if (it == handlers_.end()) return Status::unavailable("connect to " + address + ": refused");
-    return it->second(m);
-  }
-  void close() override {}
-  // The calls of type `type` made to `address`.
-  int count(const std::string& address, const std::string& type) {
-    std::lock_guard lock(mu_);
-    return static_cast<int>(std::count(calls.begin(), calls.end(), address + " " + type));
-  }
-  std::vector<std::string> calls;
-
- private:
-  std::mutex mu_;
-  std::map<std::string, Handler> handlers_;
-};
 
 // A node agent as the manager sees it: its capacity in the membership (republished on every
 // change, as the real one does), start_te / stop_te / fence answered behind the same fence rule.

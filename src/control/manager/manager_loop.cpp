@@ -41,8 +41,8 @@ bool StopCheck::operator()() {
 }
 
 int wait_for_stop(const sigset_t& stop_signals, proc::ProcessSupervisor& sup, ClusterScaler* scaler,
-                  ClusterAutoscaler* autoscaler, cluster::TeReplacer* replacer,
-                  cluster::JeReplacer* je_replacer, ClusterMembership& members, ManagerRole& role,
+                  ClusterAutoscaler* autoscaler, TeReplacer* replacer, JeReplacer* je_replacer,
+                  ClusterMembership& members, ManagerRole& role,
                   const std::function<Status()>& rejoined) {
   auto next_try = std::chrono::steady_clock::now();
   while (true) {

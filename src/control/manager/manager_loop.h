@@ -15,10 +15,10 @@
 #include <functional>
 #include <string>
 
-#include "cluster/je_replacer.h"
-#include "cluster/te_replacer.h"
 #include "control/autoscale/cluster_autoscaler.h"
 #include "control/manager/cluster_membership.h"
+#include "control/repair/je_replacer.h"
+#include "control/repair/te_replacer.h"
 #include "control/scaleout/cluster_scaler.h"
 #include "core/result.h"
 #include "proc/process_supervisor.h"
@@ -58,8 +58,8 @@ struct StopCheck {
 // JEs that exit are restarted in place by `je_replacer` (when there is one), leading or not: they
 // are this process's own.
 int wait_for_stop(const sigset_t& stop_signals, proc::ProcessSupervisor& sup, ClusterScaler* scaler,
-                  ClusterAutoscaler* autoscaler, cluster::TeReplacer* replacer,
-                  cluster::JeReplacer* je_replacer, ClusterMembership& members, ManagerRole& role,
+                  ClusterAutoscaler* autoscaler, TeReplacer* replacer, JeReplacer* je_replacer,
+                  ClusterMembership& members, ManagerRole& role,
                   const std::function<Status()>& rejoined);
 
 }  // namespace keel::control

@@ -7,10 +7,12 @@
 
 namespace keel::control {
 
-Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
-    proc::ProcessSupervisor& sup, const RepairConfig& o, const std::vector<cluster::ManagedJe>& jes,
-    cluster::FleetClient* fleet, const cluster::TeReplacer* tes) {
-  cluster::JeReplacerConfig c;
+Result<std::unique_ptr<JeReplacer>> start_je_replacer(proc::ProcessSupervisor& sup,
+                                                      const RepairConfig& o,
+                                                      const std::vector<cluster::ManagedJe>& jes,
+                                                      cluster::FleetClient* fleet,
+                                                      const TeReplacer* tes) {
+  JeReplacerConfig c;
   c.start_timeout = o.start_timeout;
   c.event_log = o.event_log;
   c.fleet = [fleet]() -> Result<cluster::FleetSnapshot> {
@@ -18,17 +20,19 @@ Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
     return s.fleet;
   };
   if (tes != nullptr) c.known_tes = [tes] { return tes->live_addresses(); };
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::JeReplacer> r,
-                        cluster::JeReplacer::create(&sup, std::move(c)));
+  KEEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<JeReplacer> r,
+      JeReplacer::create(std::make_shared<SupervisedProcesses>(&sup), std::move(c)));
   for (const cluster::ManagedJe& je : jes) r->manage(je);
   return r;
 }
 
-Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
-    proc::ProcessSupervisor& sup, const RepairConfig& o, const StartedTes& tes,
-    const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
-    ClusterScaler* scaler) {
-  cluster::TeReplacerConfig c;
+Result<std::unique_ptr<TeReplacer>> start_replacer(proc::ProcessSupervisor& sup,
+                                                   const RepairConfig& o, const StartedTes& tes,
+                                                   const std::vector<std::string>& je_addresses,
+                                                   cluster::FleetClient* fleet,
+                                                   ClusterScaler* scaler) {
+  TeReplacerConfig c;
   c.je_addresses = je_addresses;
   c.start_timeout = o.start_timeout;
   c.event_log = o.event_log;
@@ -52,8 +56,9 @@ Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
       return te;  // its spec: the replaced TE's (the replacer fills it in)
     };
   }
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TeReplacer> r,
-                        cluster::TeReplacer::create(&sup, std::move(c)));
+  KEEL_ASSIGN_OR_RETURN(
+      std::unique_ptr<TeReplacer> r,
+      TeReplacer::create(std::make_shared<SupervisedProcesses>(&sup), std::move(c)));
   for (size_t i = 0; i < tes.names.size(); ++i) {
     cluster::ManagedTe te;
     te.name = tes.names[i];

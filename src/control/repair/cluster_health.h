@@ -1,6 +1,6 @@
-// The health side of `keel cluster up`: composes a cluster::TeReplacer over the TEs the command
+// The health side of `keel cluster up`: composes a TeReplacer over the TEs the command
 // started (their names, commands and roles), the gateway's fleet client (the fleet as a JE sees
-// it) and, when there is one, the warm pool (ClusterScaler); and a cluster::JeReplacer over the
+// it) and, when there is one, the warm pool (ClusterScaler); and a JeReplacer over the
 // JEs it started. Also what the gateway's /health says
 // of a fleet (server::FleetHealth): its TEs of the model that are healthy or busy, and whether
 // requests are held while there are none.
@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cluster/fleet_client.h"
-#include "cluster/je_replacer.h"
-#include "cluster/te_replacer.h"
+#include "control/repair/je_replacer.h"
+#include "control/repair/te_replacer.h"
 #include "control/scaleout/cluster_scaler.h"
 #include "core/result.h"
 #include "proc/process_supervisor.h"
@@ -40,13 +40,13 @@ struct StartedTes {
   std::vector<std::string> addresses;  // control addresses
 };
 
-// The JE supervisor over the JEs the command started (cluster/je_replacer.h), reading the fleet
-// through the gateway's fleet client and, when there is one, the TE replacer's own TEs.
-[[nodiscard]] Result<std::unique_ptr<cluster::JeReplacer>> start_je_replacer(
+// The JE supervisor over the JEs the command started (control/repair/je_replacer.h), reading the
+// fleet through the gateway's fleet client and, when there is one, the TE replacer's own TEs.
+[[nodiscard]] Result<std::unique_ptr<JeReplacer>> start_je_replacer(
     proc::ProcessSupervisor& sup, const RepairConfig& o, const std::vector<cluster::ManagedJe>& jes,
-    cluster::FleetClient* fleet, const cluster::TeReplacer* tes);
+    cluster::FleetClient* fleet, const TeReplacer* tes);
 
-[[nodiscard]] Result<std::unique_ptr<cluster::TeReplacer>> start_replacer(
+[[nodiscard]] Result<std::unique_ptr<TeReplacer>> start_replacer(
     proc::ProcessSupervisor& sup, const RepairConfig& o, const StartedTes& tes,
     const std::vector<std::string>& je_addresses, cluster::FleetClient* fleet,
     ClusterScaler* scaler);

@@ -1,26 +1,18 @@
 // TeReplacer (see te_replacer.h): detection, kill, replacement, add_te, metrics and events.
-#include "cluster/te_replacer.h"
-
-#include <signal.h>
+#include "control/repair/te_replacer.h"
 
 #include <chrono>
 #include <cstdio>
 
 #include "cluster/bind_model.h"
 #include "cluster/executor_launch.h"
-#include "cluster/je_calls.h"
-#include "cluster/link.h"
-#include "cluster/messages.h"
 #include "core/log.h"
 #include "proc/ready_line.h"
 
-namespace keel::cluster {
-namespace {
+namespace keel::control {
 
-// How long stop() waits for a TE to exit before SIGKILL (one that was just killed exits at once).
-constexpr std::chrono::milliseconds kReapWait{2000};
-
-}  // namespace
+using cluster::Json;
+using cluster::ManagedTe;
 
 Status TeReplacerConfig::validate() const {
   if (!fleet) return Status::invalid_argument("te replacer: no fleet source");
@@ -30,13 +22,17 @@ Status TeReplacerConfig::validate() const {
   return Status::ok_status();
 }
 
-TeReplacer::TeReplacer(proc::ProcessSupervisor* sup, TeReplacerConfig config)
-    : sup_(sup), config_(std::move(config)) {}
+TeReplacer::TeReplacer(std::shared_ptr<ExecutorProcesses> processes, TeReplacerConfig config)
+    : processes_(std::move(processes)),
+      config_(std::move(config)),
+      caller_(config_.caller ? config_.caller : std::make_shared<LinkCaller>()),
+      clock_(config_.clock ? config_.clock : &steady_) {}
 
-Result<std::unique_ptr<TeReplacer>> TeReplacer::create(proc::ProcessSupervisor* sup,
+Result<std::unique_ptr<TeReplacer>> TeReplacer::create(std::shared_ptr<ExecutorProcesses> processes,
                                                        TeReplacerConfig config) {
   KEEL_TRY(config.validate());
-  std::unique_ptr<TeReplacer> r(new TeReplacer(sup, std::move(config)));
+  if (!processes) return Status::invalid_argument("te replacer: nothing starts processes");
+  std::unique_ptr<TeReplacer> r(new TeReplacer(std::move(processes), std::move(config)));
   if (!r->config_.event_log.empty()) {
     r->log_.emplace(r->config_.event_log, std::ios::app);
     if (!*r->log_) return Status::io_error(r->config_.event_log + ": cannot open the event log");
@@ -63,23 +59,41 @@ void TeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
   for (const proc::ChildExit& e : exits) {
     for (size_t i = 0; i < managed_.size(); ++i) {
       if (managed_[i].replaced || managed_[i].pid != e.pid) continue;
-      replace(ReplaceAction{i, health::TeState::kDead, ReplaceHow::kColdStart}, true);
+      replace({i, cluster::health::TeState::kDead, cluster::ReplaceHow::kColdStart}, true);
     }
   }
-  const Clock::time_point now = Clock::now();
-  if (now - last_poll_ < config_.poll_interval) return;
-  last_poll_ = now;
-  Result<FleetSnapshot> fleet = config_.fleet();
+  const int64_t now = clock_->now_ns();
+  if (last_poll_ns_ &&
+      now - *last_poll_ns_ < std::chrono::nanoseconds(config_.poll_interval).count()) {
+    return;
+  }
+  last_poll_ns_ = now;
+  Result<cluster::FleetSnapshot> fleet = config_.fleet();
   if (!fleet.ok()) return;  // no JE answered: try at the next poll
   const int idle = config_.warm_idle ? config_.warm_idle() : 0;
-  for (const ReplaceAction& a : decide_replacements(*fleet, managed_, idle)) replace(a, false);
+  for (const cluster::ReplaceAction& a : cluster::decide_replacements(*fleet, managed_, idle)) {
+    replace(a, false);
+  }
 }
 
-void TeReplacer::replace(const ReplaceAction& action, bool exited) {
-  const Clock::time_point detected = Clock::now();
+Status TeReplacer::call_jes(const cluster::Message& m, std::chrono::milliseconds timeout) {
+  Status first;
+  for (const std::string& je : config_.je_addresses) {
+    Result<Json> reply = caller_->call(je, m, timeout);
+    const Status s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
+    // A JE that does not list the TE (NotFound) has nothing to do.
+    if (!s.ok() && s.code() != StatusCode::kNotFound && first.ok()) {
+      first = Status(s.code(), "je " + je + ": " + s.message());
+    }
+  }
+  return first;
+}
+
+void TeReplacer::replace(const cluster::ReplaceAction& action, bool exited) {
+  const int64_t detected = clock_->now_ns();
   ManagedTe old = managed_[action.te_idx];
   managed_[action.te_idx].replaced = true;
-  const bool hung = action.state == health::TeState::kHung;
+  const bool hung = action.state == cluster::health::TeState::kHung;
   {
     std::lock_guard lock(mu_);
     ++(hung ? hung_total_ : dead_total_);
@@ -89,31 +103,25 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
                  {"pid", old.pid},
                  {"address", old.address},
                  {"exited", exited},
-                 {"t_ns", steady_now_ns()}});
+                 {"t_ns", cluster::steady_now_ns()}});
   KEEL_LOG_WARN("cluster: te {} (pid {}) is {}{}: replacing it", old.name, old.pid,
-                health::te_state_name(action.state), exited ? " (exited)" : "");
+                cluster::health::te_state_name(action.state), exited ? " (exited)" : "");
   if (!exited) {
     // SIGKILL at once, no SIGTERM first: the TE's jobs are being re-driven, and a TE woken by a
     // graceful stop would drain — cancel its tasks and send their error events to the gateway,
     // where they could arrive before the JE's new attempt number and end a client's stream.
-    (void)sup_->signal(old.pid, SIGKILL);
-    Result<proc::ChildExit> stopped = sup_->stop(old.pid, kReapWait);
-    if (stopped.ok()) {
-      KEEL_LOG_INFO("cluster: te {} stopped: {}", old.name, stopped->describe());
-    } else if (stopped.status().code() != StatusCode::kNotFound) {
-      KEEL_LOG_WARN("cluster: stopping te {}: {}", old.name, stopped.status().message());
-    }
+    processes_->kill(old.pid);
   }
   // The JEs drop it from their fleet lists (they already counted it hung or dead).
-  if (Status s = call_jes(config_.je_addresses, encode(RemoveTe{old.address, /*forget=*/true}),
+  if (Status s = call_jes(encode(cluster::RemoveTe{old.address, /*forget=*/true}),
                           std::chrono::milliseconds(5000));
       !s.ok()) {
     KEEL_LOG_WARN("cluster: removing te {} from the JEs: {}", old.name, s.message());
   }
-  const bool warm = action.how == ReplaceHow::kWarmPool && config_.warm_bind;
+  const bool warm = action.how == cluster::ReplaceHow::kWarmPool && config_.warm_bind;
   Result<ManagedTe> fresh = warm ? config_.warm_bind(old.role) : cold_start(old);
   if (!fresh.ok() && warm) fresh = cold_start(old);  // the pool failed: a cold start instead
-  const double seconds = std::chrono::duration<double>(Clock::now() - detected).count();
+  const double seconds = static_cast<double>(clock_->now_ns() - detected) * 1e-9;
   if (!fresh.ok()) {
     {
       std::lock_guard lock(mu_);
@@ -140,7 +148,7 @@ void TeReplacer::replace(const ReplaceAction& action, bool exited) {
                  {"detect_to_ready_s", seconds}});
   if (fresh->keel_command.empty()) {  // warm-bound: a later cold replacement starts like `old`
     fresh->keel_command = old.keel_command;
-    fresh->spec = replacement_spec(old.spec, fresh->name);
+    fresh->spec = cluster::replacement_spec(old.spec, fresh->name);
   }
   fresh->role = old.role;
   managed_.push_back(std::move(*fresh));
@@ -150,32 +158,23 @@ Result<ManagedTe> TeReplacer::cold_start(const ManagedTe& old) {
   ManagedTe te;
   te.name = "te-" + std::to_string(next_id_++);
   te.keel_command = old.keel_command;
-  te.spec = replacement_spec(old.spec, te.name);
+  te.spec = cluster::replacement_spec(old.spec, te.name);
   te.role = old.role;
-  KEEL_ASSIGN_OR_RETURN(proc::Child child,
-                        sup_->spawn(te_child(te.keel_command, te.spec, config_.start_timeout)));
+  KEEL_ASSIGN_OR_RETURN(proc::Child child, processes_->spawn(cluster::te_child(
+                                               te.keel_command, te.spec, config_.start_timeout)));
   te.pid = child.pid;
-  KEEL_ASSIGN_OR_RETURN(int port, proc::ready_port(child.ready));
-  te.address = "127.0.0.1:" + std::to_string(port);
-  if (Status s = add_to_jes(te.address); !s.ok()) {
-    (void)sup_->stop(te.pid, kReapWait);
-    return s;
+  Result<int> port = proc::ready_port(child.ready);
+  Status added = port.status();
+  if (port.ok()) {
+    te.address = "127.0.0.1:" + std::to_string(*port);
+    added = call_jes({std::string(cluster::msg::kAddTe), Json{{"address", te.address}}},
+                     std::chrono::milliseconds(30000));
+  }
+  if (!added.ok()) {  // not in every JE's fleet: it would serve some and not others
+    processes_->stop(te.pid);
+    return added;
   }
   return te;
-}
-
-Status TeReplacer::add_to_jes(const std::string& address) {
-  for (const std::string& je : config_.je_addresses) {
-    KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
-                          Link::connect(
-                              je, std::chrono::milliseconds(5000), [](Link&, Message) {}, nullptr));
-    Result<Json> reply = link->call({std::string(msg::kAddTe), Json{{"address", address}}},
-                                    std::chrono::milliseconds(30000));
-    link->close();
-    if (!reply.ok()) return reply.status();
-    KEEL_TRY(decode_status_body(*reply));
-  }
-  return Status::ok_status();
 }
 
 std::string TeReplacer::metrics_text() const {
@@ -200,4 +199,4 @@ std::string TeReplacer::metrics_text() const {
   return out;
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::control

@@ -1,5 +1,5 @@
 // JeReplacer (see je_replacer.h): exits seen, restarts at the same address, metrics and events.
-#include "cluster/je_replacer.h"
+#include "control/repair/je_replacer.h"
 
 #include <algorithm>
 
@@ -8,7 +8,9 @@
 #include "cluster/host_port.h"
 #include "core/log.h"
 
-namespace keel::cluster {
+namespace keel::control {
+
+using cluster::Json;
 
 Status JeReplacerConfig::validate() const {
   if (!fleet) return Status::invalid_argument("je replacer: no fleet source");
@@ -20,37 +22,16 @@ Status JeReplacerConfig::validate() const {
   return Status::ok_status();
 }
 
-JeSpec je_replacement_spec(JeSpec spec, uint16_t port, const std::vector<std::string>& te_addresses,
-                           std::chrono::milliseconds connect_timeout) {
-  spec.port = port;
-  spec.tes = te_addresses;
-  spec.te_connect_timeout_ms = connect_timeout.count();
-  return spec;
-}
+JeReplacer::JeReplacer(std::shared_ptr<ExecutorProcesses> processes, JeReplacerConfig config)
+    : processes_(std::move(processes)),
+      config_(std::move(config)),
+      clock_(config_.clock ? config_.clock : &steady_) {}
 
-std::vector<std::string> replacement_te_addresses(const FleetSnapshot& fleet,
-                                                  const std::vector<std::string>& known) {
-  std::vector<std::string> out;
-  for (const TeInfo& te : fleet.tes) {
-    if (health::serving(te.state) && !te.address.empty()) out.push_back(te.address);
-  }
-  for (const std::string& address : known) {
-    const bool listed = std::any_of(fleet.tes.begin(), fleet.tes.end(),
-                                    [&](const TeInfo& te) { return te.address == address; });
-    if (!listed && std::find(out.begin(), out.end(), address) == out.end()) {
-      out.push_back(address);
-    }
-  }
-  return out;
-}
-
-JeReplacer::JeReplacer(proc::ProcessSupervisor* sup, JeReplacerConfig config)
-    : sup_(sup), config_(std::move(config)) {}
-
-Result<std::unique_ptr<JeReplacer>> JeReplacer::create(proc::ProcessSupervisor* sup,
+Result<std::unique_ptr<JeReplacer>> JeReplacer::create(std::shared_ptr<ExecutorProcesses> processes,
                                                        JeReplacerConfig config) {
   KEEL_TRY(config.validate());
-  std::unique_ptr<JeReplacer> r(new JeReplacer(sup, std::move(config)));
+  if (!processes) return Status::invalid_argument("je replacer: nothing starts processes");
+  std::unique_ptr<JeReplacer> r(new JeReplacer(std::move(processes), std::move(config)));
   if (!r->config_.event_log.empty()) {
     r->log_.emplace(r->config_.event_log, std::ios::app);
     if (!*r->log_) return Status::io_error(r->config_.event_log + ": cannot open the event log");
@@ -58,17 +39,17 @@ Result<std::unique_ptr<JeReplacer>> JeReplacer::create(proc::ProcessSupervisor* 
   return r;
 }
 
-void JeReplacer::manage(ManagedJe je) { managed_.push_back(std::move(je)); }
+void JeReplacer::manage(cluster::ManagedJe je) { managed_.push_back(std::move(je)); }
 
 void JeReplacer::log_event(const Json& event) {
   if (log_) *log_ << event.dump() << "\n" << std::flush;
 }
 
 void JeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
-  const Clock::time_point now = Clock::now();
+  const int64_t now = clock_->now_ns();
   for (const proc::ChildExit& e : exits) {
     for (size_t i = 0; i < managed_.size(); ++i) {
-      ManagedJe& je = managed_[i];
+      cluster::ManagedJe& je = managed_[i];
       if (je.pid == 0 || je.pid != e.pid) continue;
       {
         std::lock_guard lock(mu_);
@@ -81,34 +62,36 @@ void JeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
                      {"pid", je.pid},
                      {"address", je.address},
                      {"exit", e.describe()},
-                     {"t_ns", steady_now_ns()}});
+                     {"t_ns", cluster::steady_now_ns()}});
       je.pid = 0;
       down_.push_back(Down{i, now, now});
     }
   }
-  if (!down_.empty() || now - last_poll_ >= config_.poll_interval) {
-    last_poll_ = now;
-    Result<FleetSnapshot> fleet = config_.fleet();  // another JE's view, when one answers
+  const int64_t poll_ns = std::chrono::nanoseconds(config_.poll_interval).count();
+  if (!down_.empty() || !last_poll_ns_ || now - *last_poll_ns_ >= poll_ns) {
+    last_poll_ns_ = now;
+    Result<cluster::FleetSnapshot> fleet = config_.fleet();  // another JE's view, when one answers
     if (fleet.ok()) last_fleet_ = std::move(*fleet);
   }
   for (Down& d : down_) {
-    if (Clock::now() >= d.next_try) restart(d);
+    if (clock_->now_ns() >= d.next_try_ns) restart(d);
   }
   std::erase_if(down_, [&](const Down& d) { return managed_[d.je_idx].pid != 0; });
 }
 
 void JeReplacer::restart(Down& down) {
-  ManagedJe& je = managed_[down.je_idx];
-  const Result<HostPort> hp = parse_host_port(je.address);
-  const std::vector<std::string> tes = replacement_te_addresses(
-      last_fleet_ ? *last_fleet_ : FleetSnapshot{},
+  cluster::ManagedJe& je = managed_[down.je_idx];
+  const Result<cluster::HostPort> hp = cluster::parse_host_port(je.address);
+  const std::vector<std::string> tes = cluster::replacement_te_addresses(
+      last_fleet_ ? *last_fleet_ : cluster::FleetSnapshot{},
       config_.known_tes ? config_.known_tes() : std::vector<std::string>{});
-  const JeSpec spec =
-      je_replacement_spec(je.spec, hp.ok() ? hp->port : 0, tes, config_.te_connect_timeout);
-  Result<proc::Child> child = sup_->spawn(je_child(je.keel_command, spec, config_.start_timeout));
-  const double seconds = std::chrono::duration<double>(Clock::now() - down.detected).count();
+  const cluster::JeSpec spec = cluster::je_replacement_spec(je.spec, hp.ok() ? hp->port : 0, tes,
+                                                            config_.te_connect_timeout);
+  Result<proc::Child> child =
+      processes_->spawn(cluster::je_child(je.keel_command, spec, config_.start_timeout));
+  const double seconds = static_cast<double>(clock_->now_ns() - down.detected_ns) * 1e-9;
   if (!child.ok()) {
-    down.next_try = Clock::now() + config_.retry_interval;
+    down.next_try_ns = clock_->now_ns() + std::chrono::nanoseconds(config_.retry_interval).count();
     {
       std::lock_guard lock(mu_);
       ++replace_failed_total_;
@@ -153,4 +136,4 @@ std::string JeReplacer::metrics_text() const {
   return out;
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::control

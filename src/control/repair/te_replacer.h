@@ -27,14 +27,16 @@
 #include <vector>
 
 #include "cluster/fleet.h"
-#include "cluster/link.h"
+#include "cluster/messages.h"
 #include "cluster/seconds_histogram.h"
 #include "cluster/te_replacement.h"
+#include "control/manager/caller.h"
+#include "control/repair/executor_processes.h"
+#include "core/clock.h"
 #include "core/result.h"
 #include "proc/child_exit.h"
-#include "proc/process_supervisor.h"
 
-namespace keel::cluster {
+namespace keel::control {
 
 struct TeReplacerConfig {
   std::vector<std::string> je_addresses;           // every JE a replacement joins
@@ -42,22 +44,26 @@ struct TeReplacerConfig {
   std::chrono::milliseconds poll_interval{200};    // how often the fleet is read
   std::string event_log;                           // JSON lines, appended; "" = none
   // The fleet as a JE sees it (required).
-  std::function<Result<FleetSnapshot>()> fleet;
+  std::function<Result<cluster::FleetSnapshot>()> fleet;
   // The warm pool (optional): its idle TEs, and one bound to the model and added to the JEs.
   std::function<int()> warm_idle;
-  std::function<Result<ManagedTe>(TeRole)> warm_bind;  // bound to the replaced TE's role
+  std::function<Result<cluster::ManagedTe>(cluster::TeRole)> warm_bind;  // in the TE's role
+  std::shared_ptr<Caller> caller;  // remove_te and add_te to the JEs; none: a LinkCaller
+  const Clock* clock = nullptr;    // detection and polls; none: the steady clock
   [[nodiscard]] Status validate() const;
 };
 
 class TeReplacer {
  public:
-  static Result<std::unique_ptr<TeReplacer>> create(proc::ProcessSupervisor* sup,
+  // `processes` kills the TEs replaced and starts the cold replacements (SupervisedProcesses:
+  // the manager's children).
+  static Result<std::unique_ptr<TeReplacer>> create(std::shared_ptr<ExecutorProcesses> processes,
                                                     TeReplacerConfig config);
   TeReplacer(const TeReplacer&) = delete;
   TeReplacer& operator=(const TeReplacer&) = delete;
 
   // A TE the manager started; `next_id` numbers the replacements' names ("te-<n>").
-  void manage(ManagedTe te);
+  void manage(cluster::ManagedTe te);
   void set_next_id(int next_id) { next_id_ = next_id; }
   // One pass of the manager's loop: `exits` are the children poll_exits() reaped this pass; the
   // fleet is read every poll_interval. Replacements happen here (a cold start blocks the loop
@@ -69,26 +75,29 @@ class TeReplacer {
   [[nodiscard]] std::string metrics_text() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
-  TeReplacer(proc::ProcessSupervisor* sup, TeReplacerConfig config);
-  void replace(const ReplaceAction& action, bool exited);
-  Result<ManagedTe> cold_start(const ManagedTe& old);
-  Status add_to_jes(const std::string& address);
-  void log_event(const Json& event);
+  TeReplacer(std::shared_ptr<ExecutorProcesses> processes, TeReplacerConfig config);
+  void replace(const cluster::ReplaceAction& action, bool exited);
+  Result<cluster::ManagedTe> cold_start(const cluster::ManagedTe& old);
+  // Sends `m` to every JE in turn; the first failure is returned (the rest are still called).
+  Status call_jes(const cluster::Message& m, std::chrono::milliseconds timeout);
+  void log_event(const cluster::Json& event);
 
-  proc::ProcessSupervisor* sup_;  // not owned
+  std::shared_ptr<ExecutorProcesses> processes_;
   TeReplacerConfig config_;
-  std::vector<ManagedTe> managed_;
+  std::shared_ptr<Caller> caller_;
+  SteadyClock steady_;
+  const Clock* clock_;
+  std::vector<cluster::ManagedTe> managed_;
   int next_id_ = 0;
-  Clock::time_point last_poll_{};
+  std::optional<int64_t> last_poll_ns_;
   std::optional<std::ofstream> log_;
   mutable std::mutex mu_;
   int64_t hung_total_ = 0;            // GUARDED_BY(mu_)
   int64_t dead_total_ = 0;            // GUARDED_BY(mu_)
   int64_t replaced_total_ = 0;        // GUARDED_BY(mu_)
   int64_t replace_failed_total_ = 0;  // GUARDED_BY(mu_)
-  SecondsHistogram replace_seconds_{0.1, 0.25, 0.5,  1.0,  2.0,
-                                    3.0, 5.0,  10.0, 30.0, 60.0};  // GUARDED_BY(mu_)
+  cluster::SecondsHistogram replace_seconds_{0.1, 0.25, 0.5,  1.0,  2.0,
+                                             3.0, 5.0,  10.0, 30.0, 60.0};  // GUARDED_BY(mu_)
 };
 
-}  // namespace keel::cluster
+}  // namespace keel::control

@@ -29,24 +29,15 @@
 #include <vector>
 
 #include "cluster/fleet.h"
-#include "cluster/je_spec.h"
-#include "cluster/link.h"
+#include "cluster/je_replacement.h"
+#include "cluster/messages.h"
 #include "cluster/seconds_histogram.h"
+#include "control/repair/executor_processes.h"
+#include "core/clock.h"
 #include "core/result.h"
 #include "proc/child_exit.h"
-#include "proc/process_supervisor.h"
 
-namespace keel::cluster {
-
-// A JE the manager started (and restarts).
-struct ManagedJe {
-  std::string name;     // its supervisor child name (its spec's id)
-  std::string address;  // "127.0.0.1:port": a replacement listens there too
-  pid_t pid = 0;        // its process (0 while down)
-  // How it was started (executor_launch.h): a restart reuses both (je_replacement_spec).
-  std::vector<std::string> keel_command;
-  JeSpec spec;
-};
+namespace keel::control {
 
 struct JeReplacerConfig {
   std::chrono::milliseconds start_timeout{60000};      // a replacement's fork → ready line
@@ -55,60 +46,53 @@ struct JeReplacerConfig {
   std::chrono::milliseconds te_connect_timeout{1000};  // the replacement's, per TE
   std::string event_log;                               // JSON lines, appended; "" = none
   // The fleet as the JEs see it now (required; fails while none answers).
-  std::function<Result<FleetSnapshot>()> fleet;
+  std::function<Result<cluster::FleetSnapshot>()> fleet;
   // The TEs the manager itself runs now (optional; control addresses): added to the snapshot's,
   // so a TE started after the last snapshot (a replacement) is not left out.
   std::function<std::vector<std::string>()> known_tes;
+  const Clock* clock = nullptr;  // detection, polls and retries; none: the steady clock
   [[nodiscard]] Status validate() const;
 };
 
-// A restart's spec: `spec` listening on `port`, routing to `te_addresses` (none: the TEs are
-// added later) with `connect_timeout` per TE. Pure.
-[[nodiscard]] JeSpec je_replacement_spec(JeSpec spec, uint16_t port,
-                                         const std::vector<std::string>& te_addresses,
-                                         std::chrono::milliseconds connect_timeout);
-
-// The TEs a replacement JE should route to, by control address: those `fleet` lists as serving
-// (healthy or busy), then those in `known` it does not list at all (started since). Pure.
-[[nodiscard]] std::vector<std::string> replacement_te_addresses(
-    const FleetSnapshot& fleet, const std::vector<std::string>& known);
-
 class JeReplacer {
  public:
-  static Result<std::unique_ptr<JeReplacer>> create(proc::ProcessSupervisor* sup,
+  // `processes` starts the replacements (SupervisedProcesses: the manager's children).
+  static Result<std::unique_ptr<JeReplacer>> create(std::shared_ptr<ExecutorProcesses> processes,
                                                     JeReplacerConfig config);
   JeReplacer(const JeReplacer&) = delete;
   JeReplacer& operator=(const JeReplacer&) = delete;
 
-  void manage(ManagedJe je);
+  void manage(cluster::ManagedJe je);
   // One pass of the manager's loop: `exits` are the children reaped this pass. Restarts happen
   // here (blocking the loop until the new JE is ready or its start fails).
   void tick(const std::vector<proc::ChildExit>& exits);
   [[nodiscard]] std::string metrics_text() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Down {
     size_t je_idx = 0;
-    Clock::time_point detected;
-    Clock::time_point next_try;
+    int64_t detected_ns = 0;
+    int64_t next_try_ns = 0;
   };
-  JeReplacer(proc::ProcessSupervisor* sup, JeReplacerConfig config);
+  JeReplacer(std::shared_ptr<ExecutorProcesses> processes, JeReplacerConfig config);
   void restart(Down& down);
-  void log_event(const Json& event);
+  void log_event(const cluster::Json& event);
 
-  proc::ProcessSupervisor* sup_;  // not owned
+  std::shared_ptr<ExecutorProcesses> processes_;
   JeReplacerConfig config_;
-  std::vector<ManagedJe> managed_;
+  SteadyClock steady_;
+  const Clock* clock_;
+  std::vector<cluster::ManagedJe> managed_;
   std::vector<Down> down_;
-  std::optional<FleetSnapshot> last_fleet_;  // the last snapshot a JE gave
-  Clock::time_point last_poll_{};
+  std::optional<cluster::FleetSnapshot> last_fleet_;  // the last snapshot a JE gave
+  std::optional<int64_t> last_poll_ns_;
   std::optional<std::ofstream> log_;
   mutable std::mutex mu_;
-  int64_t dead_total_ = 0;                                                       // GUARDED_BY(mu_)
-  int64_t replaced_total_ = 0;                                                   // GUARDED_BY(mu_)
-  int64_t replace_failed_total_ = 0;                                             // GUARDED_BY(mu_)
-  SecondsHistogram replace_seconds_{0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0};  // GUARDED_BY(mu_)
+  int64_t dead_total_ = 0;            // GUARDED_BY(mu_)
+  int64_t replaced_total_ = 0;        // GUARDED_BY(mu_)
+  int64_t replace_failed_total_ = 0;  // GUARDED_BY(mu_)
+  cluster::SecondsHistogram replace_seconds_{0.1, 0.25, 0.5,  1.0,
+                                             2.0, 5.0,  10.0, 30.0};  // GUARDED_BY(mu_)
 };
 
-}  // namespace keel::cluster
+}  // namespace keel::control
