@@ -295,35 +295,36 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.je_cmd->add_option("--spec", je.spec_source,
                          "Read the whole configuration from a versioned JE spec (JSON; - = stdin): "
                          "how cluster up starts JEs. No other flag goes with it");
-  cli.je_cmd->add_option("--id", je.id, "This JE's id");
-  cli.je_cmd->add_option("--host", je.host, "Address to listen on for gateways");
-  cli.je_cmd->add_option("--port", je.port, "Port (0 = a free one)")->check(CLI::Range(0, 65535));
+  cli.je_cmd->add_option("--id", je.spec.id, "This JE's id");
+  cli.je_cmd->add_option("--host", je.spec.host, "Address to listen on for gateways");
+  cli.je_cmd->add_option("--port", je.spec.port, "Port (0 = a free one)")
+      ->check(CLI::Range(0, 65535));
   cli.je_cmd
-      ->add_option("--te", je.tes,
+      ->add_option("--te", je.spec.tes,
                    "TE control addresses host:port (comma-separated; none: the cluster manager "
                    "adds them, add_te)")
       ->delimiter(',');
-  cli.je_cmd->add_option("-m,--model", je.model_path, "The GGUF the TEs serve (or --spec)");
-  cli.je_cmd->add_option("--served-model-name", je.served_model_name, "The TEs' model id");
+  cli.je_cmd->add_option("-m,--model", je.spec.model_path, "The GGUF the TEs serve (or --spec)");
+  cli.je_cmd->add_option("--served-model-name", je.spec.served_model_name, "The TEs' model id");
   cli.je_cmd
-      ->add_option("--lora", je.loras,
+      ->add_option("--lora", je.spec.loras,
                    "A LoRA adapter NAME=PATH the TEs serve (repeatable): its prompts are routed "
                    "by prefix under the adapter's cache key")
       ->check(check_lora_spec);
-  cli.je_cmd->add_option("--block-size", je.block_size, "The TEs' tokens per KV block")
+  cli.je_cmd->add_option("--block-size", je.spec.block_size, "The TEs' tokens per KV block")
       ->check(CLI::Range(1, 1024));
   cli.je_cmd
-      ->add_option("--te-connect-timeout-ms", je.te_connect_timeout_ms,
+      ->add_option("--te-connect-timeout-ms", je.spec.te_connect_timeout_ms,
                    "How long connecting to a TE may take; one that does not connect is left out "
                    "(the start fails only when none does)")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
-  add_router_flags(cli.je_cmd, &je.router, &je.balance_threshold, &je.balance_abs_tokens,
-                   &je.pd_heatmap, &je.stall_timeout_ms);
+  add_router_flags(cli.je_cmd, &je.spec.router, &je.spec.balance_threshold,
+                   &je.spec.balance_abs_tokens, &je.spec.pd_heatmap, &je.spec.stall_timeout_ms);
   cli.je_cmd
-      ->add_option("--submit-delay-ms", je.submit_delay_ms,
+      ->add_option("--submit-delay-ms", je.spec.submit_delay_ms,
                    "Fault hook for tests: hold every submitted job this long before handling it")
       ->check(CLI::Range(int64_t{0}, int64_t{600000}));
-  add_predictor_flags(cli.je_cmd, &je.predictor, &je.predictor_model);
+  add_predictor_flags(cli.je_cmd, &je.spec.predictor, &je.spec.predictor_model);
   add_membership_flags(cli.je_cmd, &je.membership);
 
   NodeAgentOptions& agent = *cli.agent;
@@ -535,17 +536,20 @@ int run_te_command(const ClusterCli& cli) {
 int run_je_command(const ClusterCli& cli) {
   const JeOptions& je = *cli.je;
   if (je.spec_source.empty()) {
-    if (je.model_path.empty()) {
+    if (je.spec.model_path.empty()) {
       return report_error(Status::invalid_argument("je: -m or --spec is required"));
     }
-    return run_je(je);
+    cluster::JeSpec spec = je.spec;
+    spec.membership = je.membership.spec();
+    Result<cluster::JeSpec> checked = cluster::decode_je_spec(cluster::encode_je_spec(spec));
+    return checked.ok() ? run_je(*checked) : report_error(checked.status());
   }
   Result<cluster::JeSpec> spec = cluster::read_je_spec(je.spec_source);
   if (!spec.ok()) return report_error(spec.status());
-  if (Status s = check_spec_flags(*cli.je_cmd, "je", je.id, spec->id); !s.ok()) {
+  if (Status s = check_spec_flags(*cli.je_cmd, "je", je.spec.id, spec->id); !s.ok()) {
     return report_error(s);
   }
-  return run_je(je_options(*spec));
+  return run_je(*spec);
 }
 
 }  // namespace

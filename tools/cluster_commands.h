@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/je_spec.h"
 #include "commands.h"
 #include "control/manager/cluster_membership.h"
 #include "control/placement/node_agent.h"
@@ -68,35 +69,16 @@ struct TeOptions {
 };
 int run_te(const TeOptions& opts);
 
+// `keel je`'s flags fill a JE spec (cluster/je_spec.h) directly, its membership part through the
+// membership flags; `--spec SOURCE` reads the whole spec instead ("-" = stdin: how cluster up
+// starts JEs; no other flag goes with it). Either way it is checked by the spec's own decoder.
 struct JeOptions {
-  std::string id = "je-0";
-  std::string host = "127.0.0.1";
-  int port = 0;
-  std::vector<std::string> tes;  // host:port of each TE
-  std::string model_path;        // the GGUF the TEs serve (its prefix-cache identity)
-  std::string served_model_name;
-  int32_t block_size = 16;
-  std::string router = "deepserve";  // deepserve | round_robin | least_load | prefix
-  double balance_threshold = 0.25;
-  double balance_abs_tokens = 4096;
-  std::string pd_heatmap;  // file written by `keel cluster profile-pd` (optional)
-  int64_t stall_timeout_ms = 5000;
-  std::string predictor;           // decode-length predictor file (keel train-predictor); "" = none
-  std::string predictor_model;     // its side model; "" = model_path
-  std::vector<std::string> loras;  // --lora NAME=PATH: adapters the TEs serve (prefix keys)
-  // How long connecting to a TE may take (one still starting refuses; one that does not connect
-  // in time is left out of the fleet, unless no TE connects). A replacement JE gets a short one.
-  int64_t te_connect_timeout_ms = 30000;
-  // Fault hook (tests): hold every submitted job this long before handling it (a slow JE).
-  int64_t submit_delay_ms = 0;
-  // etcd: the JE registers itself (je/<id>) and follows the TEs of its model in the membership —
-  // one registered is added to its fleet, one whose lease expires leaves it (jobs re-driven).
+  cluster::JeSpec spec;
   MembershipOptions membership;
-  // --spec SOURCE: the whole configuration from a JeSpec (cluster/je_spec.h; "-" = stdin), how
-  // cluster up starts JEs; no other flag goes with it.
   std::string spec_source;
 };
-int run_je(const JeOptions& opts);
+// Runs the JE of `spec` (its served model name filled in here: a built-in model's name).
+int run_je(cluster::JeSpec spec);
 
 // The autoscaler of `keel cluster up` (docs/cluster.md, "Autoscaling"); off while max_replicas is
 // 0.

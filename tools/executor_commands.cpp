@@ -33,6 +33,7 @@
 #include "engine/model_identity.h"
 #include "engine/semi_pd_split.h"
 #include "executor_spec_flags.h"
+#include "executors/je_process.h"
 #include "gguf/reader.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
@@ -462,121 +463,6 @@ Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
   return te_serve(bound, compute, std::move(launch), stop_signals);
 }
 
-// The JE's side of the membership: every TE registered for `model` joins its fleet (add_te; one it
-// already has is left as it is), and one whose lease expires or that deregisters leaves it
-// (te_gone: out of routing, its jobs re-driven).
-Result<std::unique_ptr<membership::MemberFollower>> follow_tes(membership::Membership& session,
-                                                               cluster::JobExecutor& je,
-                                                               const std::string& model) {
-  membership::FollowerCallbacks cb;
-  cb.added = [&je](const membership::Member& m) {
-    const Status s = je.add_te(m.address);
-    if (!s.ok() && s.code() != StatusCode::kInvalidArgument) {  // InvalidArgument: known already
-      KEEL_LOG_WARN("je: te {} ({}) from the membership not added: {}", m.id, m.address,
-                    s.to_string());
-    }
-  };
-  cb.removed = [&je](const membership::Member& m) {
-    const Status s = je.te_gone(m.address);
-    if (!s.ok()) KEEL_LOG_WARN("je: te {} left: {}", m.id, s.to_string());
-  };
-  return membership::MemberFollower::start(
-      &session, membership::MemberKind::kTaskExecutor,
-      [model](const membership::Member& m) {
-        const auto it = m.attributes.find("model");
-        return it != m.attributes.end() && it->second == model;
-      },
-      std::move(cb));
-}
-
-Status je_main(const JeOptions& opts, const sigset_t& stop_signals) {
-  cluster::JobExecutorConfig config;
-  config.id = opts.id;
-  config.host = opts.host;
-  config.port = static_cast<uint16_t>(opts.port);
-  config.te_addresses = opts.tes;
-  config.stall_timeout = std::chrono::milliseconds(opts.stall_timeout_ms);
-  config.submit_delay = std::chrono::milliseconds(opts.submit_delay_ms);
-  config.connect_timeout = std::chrono::milliseconds(opts.te_connect_timeout_ms);
-  config.model = served_model_name(opts.served_model_name, opts.model_path, opts.model_path);
-  const std::string model_name = config.model;
-  config.block_size = opts.block_size;
-  config.router.policy =
-      cluster::parse_route_policy(opts.router).value_or(cluster::RoutePolicy::kDeepServe);
-  config.router.balance_threshold = opts.balance_threshold;
-  config.router.balance_abs_tokens = opts.balance_abs_tokens;
-  KEEL_TRY(config.router.validate());
-  KEEL_ASSIGN_OR_RETURN(config.model_key, model_key(opts.model_path));
-  for (const std::string& spec : opts.loras) {  // NAME=PATH, checked by the flag's parser
-    const size_t eq = spec.find('=');
-    KEEL_ASSIGN_OR_RETURN(model::LoraSummary lora, model::summarize_lora(spec.substr(eq + 1)));
-    config.lora_keys[spec.substr(0, eq)] =
-        engine::lora_prefix_key(config.model_key, lora.content_digest);
-  }
-  if (!opts.pd_heatmap.empty()) {
-    PosixFileSystem fs;
-    KEEL_ASSIGN_OR_RETURN(cluster::PdHeatmap heatmap,
-                          cluster::PdHeatmap::load(fs, opts.pd_heatmap));
-    config.heatmap = std::move(heatmap);
-  }
-  std::shared_ptr<predictor::LengthPredictor> lengths;
-  if (!opts.predictor.empty()) {
-    KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute({.threads = 1}));
-    KEEL_ASSIGN_OR_RETURN(
-        lengths,
-        predictor::LengthPredictor::load(
-            opts.predictor, opts.predictor_model.empty() ? opts.model_path : opts.predictor_model,
-            compute.isa));
-    config.predict = [lengths](std::span<const int32_t> prompt)
-        -> Result<cluster::JobExecutorConfig::DecodePrediction> {
-      KEEL_ASSIGN_OR_RETURN(predictor::LengthPrediction p, lengths->predict(prompt));
-      return cluster::JobExecutorConfig::DecodePrediction{p.bucket, p.predicted_tokens};
-    };
-    config.bucket_of = [lengths](int64_t generated) {
-      return lengths->buckets().bucket_of(static_cast<int32_t>(generated));
-    };
-  }
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::JobExecutor> je,
-                        cluster::JobExecutor::start(std::move(config)));
-  KEEL_LOG_INFO("je {}: {} TEs, router {}, listening at {}", opts.id, opts.tes.size(), opts.router,
-                je->address());
-  const membership::Member self{membership::MemberKind::kJobExecutor,
-                                opts.id,
-                                je->address(),
-                                {{"model", model_name}, {"pid", std::to_string(getpid())}}};
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<control::ClusterMembership> member,
-                        control::register_self(opts.membership, self));
-  std::unique_ptr<membership::MemberFollower> follower;
-  if (member) {
-    KEEL_ASSIGN_OR_RETURN(follower, follow_tes(member->session(), *je, model_name));
-  }
-  KEEL_TRY(proc::print_ready_line(
-      {{"role", "je"}, {"id", opts.id}, {"port", je->port()}, {"pid", getpid()}}));
-  // A lost lease: the follower goes with the old session and a new one follows the new session
-  // (it lists the TEs registered now; those that left meanwhile are found dead by the health
-  // check).
-  const int sig = control::wait_registered(
-      stop_signals, opts.membership, self, &member,
-      [&] {
-        if (follower) follower->stop();
-        follower.reset();
-      },
-      [&](control::ClusterMembership& again) {
-        Result<std::unique_ptr<membership::MemberFollower>> f =
-            follow_tes(again.session(), *je, model_name);
-        if (f.ok()) {
-          follower = std::move(*f);
-        } else {
-          KEEL_LOG_ERROR("je {}: cannot follow the TEs again: {}", opts.id, f.status().to_string());
-        }
-      });
-  KEEL_LOG_INFO("je {}: {}: stopping", opts.id, signal_name(sig));
-  if (follower) follower->stop();
-  je->stop();
-  if (member) (void)member->close();
-  return {};
-}
-
 }  // namespace
 
 int run_te(const TeOptions& opts) {
@@ -586,10 +472,12 @@ int run_te(const TeOptions& opts) {
   return s.ok() ? 0 : report_error(s);
 }
 
-int run_je(const JeOptions& opts) {
+int run_je(cluster::JeSpec spec) {
   const sigset_t stop_signals = block_stop_signals();
   spdlog::set_level(spdlog::level::info);
-  const Status s = je_main(opts, stop_signals);
+  spec.served_model_name =
+      served_model_name(spec.served_model_name, spec.model_path, spec.model_path);
+  const Status s = executors::run_job_executor(spec, stop_signals);
   return s.ok() ? 0 : report_error(s);
 }
 

@@ -57,27 +57,4 @@ TeOptions te_options(const cluster::TeSpec& spec) {
   return te;
 }
 
-JeOptions je_options(const cluster::JeSpec& spec) {
-  JeOptions je;
-  je.id = spec.id;
-  je.host = spec.host;
-  je.port = spec.port;
-  je.tes = spec.tes;
-  je.model_path = spec.model_path;
-  je.served_model_name = spec.served_model_name;
-  je.block_size = spec.block_size;
-  je.router = spec.router;
-  je.balance_threshold = spec.balance_threshold;
-  je.balance_abs_tokens = spec.balance_abs_tokens;
-  je.pd_heatmap = spec.pd_heatmap;
-  je.stall_timeout_ms = spec.stall_timeout_ms;
-  je.predictor = spec.predictor;
-  je.predictor_model = spec.predictor_model;
-  je.loras = spec.loras;
-  je.te_connect_timeout_ms = spec.te_connect_timeout_ms;
-  je.submit_delay_ms = spec.submit_delay_ms;
-  je.membership = control::MembershipConfig::from_spec(spec.membership);
-  return je;
-}
-
 }  // namespace keel::cli

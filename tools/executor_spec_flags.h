@@ -1,7 +1,6 @@
-// A TE's and a JE's options (`keel te`'s and `keel je`'s flag tables, cluster_commands.h) from
-// their specs (cluster/te_spec.h, cluster/je_spec.h): `keel te --spec -` / `keel je --spec -` read
-// the spec a starter wrote on their stdin and run as if given the flags; a warm TE's bind replaces
-// the engine part the same way.
+// A TE's options (`keel te`'s flag table, cluster_commands.h) from its spec (cluster/te_spec.h):
+// `keel te --spec -` reads the spec a starter wrote on its stdin and runs as if given the flags; a
+// warm TE's bind replaces the engine part the same way.
 #pragma once
 
 #include <string>
@@ -19,8 +18,5 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te);
 
 // The options of a TE started from `spec`.
 [[nodiscard]] TeOptions te_options(const cluster::TeSpec& spec);
-
-// The options of a JE started from `spec`.
-[[nodiscard]] JeOptions je_options(const cluster::JeSpec& spec);
 
 }  // namespace keel::cli
