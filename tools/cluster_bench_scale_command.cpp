@@ -32,10 +32,10 @@
 #include <nlohmann/json.hpp>
 
 #include "builtin_models.h"
-#include "cluster/bind_model.h"
-#include "cluster/scale_out_metrics.h"
-#include "cluster/warm_pool.h"
-#include "cluster/weights_fork.h"
+#include "cluster/protocol/bind_model.h"
+#include "cluster/task/scale_out_metrics.h"
+#include "cluster/task/warm_pool.h"
+#include "cluster/weights/weights_fork.h"
 #include "cluster_commands.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"

@@ -3,8 +3,8 @@
 #include "cluster_cli.h"
 
 #include "cli_flags.h"
-#include "cluster/spec_source.h"
-#include "cluster/weights_server.h"
+#include "cluster/protocol/spec_source.h"
+#include "cluster/weights/weights_server.h"
 #include "executor_spec_flags.h"
 #include "http_front_flags.h"
 #include "semi_pd_flags.h"
@@ -506,7 +506,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
 namespace {
 
 // Beside --spec only --id goes, and only the spec's own id: the label `ps` shows of a started
-// executor (cluster/executor_launch.h).
+// executor (cluster/protocol/executor_launch.h).
 Status check_spec_flags(const CLI::App& cmd, const char* what, const std::string& id,
                         const std::string& spec_id) {
   if (const std::string other = first_option_besides(cmd, {"--spec", "--id"}); !other.empty()) {

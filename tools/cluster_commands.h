@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/je_spec.h"
+#include "cluster/protocol/je_spec.h"
 #include "commands.h"
 #include "control/manager/cluster_membership.h"
 #include "control/placement/node_agent.h"
@@ -46,12 +46,13 @@ struct TeOptions {
   KvHandoffFlags handoff;  // a prefill TE's
   PeerTierOptions peer;
   // --warm: start without a model (kernels chosen), print a ready line with "state":"warm" and
-  // the bind port, and serve what a bind_model call names (cluster/bind_model.h); -m is ignored.
+  // the bind port, and serve what a bind_model call names (cluster/protocol/bind_model.h); -m is
+  // ignored.
   bool warm = false;
   // --store-dir: the model store (store/model_store.h) to map the model from when it holds an
   // entry for it; "" = always read the file. With a store, the TE also runs a weights service
   // (its ready line's "weights_port"): peers fork entries from it, and a bind's fork_from pulls
-  // the entry into this store first (cluster/weights_fork.h).
+  // the entry into this store first (cluster/weights/weights_fork.h).
   std::string store_dir;
   std::string weights_fault;  // --weights-fault flip:N | stop:N (tests): the weights service's
   // --advertise-host: the host others reach this TE's control port at, as registered in the
@@ -63,15 +64,16 @@ struct TeOptions {
   // step for this long is hung (503).
   int health_port = -1;
   int64_t health_hang_ms = 5000;
-  // --spec SOURCE: the whole configuration from a TeSpec (cluster/te_spec.h; "-" = stdin), how
-  // cluster up, the warm pool and node agents start TEs; no other flag goes with it.
+  // --spec SOURCE: the whole configuration from a TeSpec (cluster/protocol/te_spec.h; "-" = stdin),
+  // how cluster up, the warm pool and node agents start TEs; no other flag goes with it.
   std::string spec_source;
 };
 int run_te(const TeOptions& opts);
 
-// `keel je`'s flags fill a JE spec (cluster/je_spec.h) directly, its membership part through the
-// membership flags; `--spec SOURCE` reads the whole spec instead ("-" = stdin: how cluster up
-// starts JEs; no other flag goes with it). Either way it is checked by the spec's own decoder.
+// `keel je`'s flags fill a JE spec (cluster/protocol/je_spec.h) directly, its membership part
+// through the membership flags; `--spec SOURCE` reads the whole spec instead ("-" = stdin: how
+// cluster up starts JEs; no other flag goes with it). Either way it is checked by the spec's own
+// decoder.
 struct JeOptions {
   cluster::JeSpec spec;
   MembershipOptions membership;
@@ -114,8 +116,8 @@ struct AutoscaleOptions {
 
 // `keel node-agent` (docs/cluster.md, "Node agents"): one per host. It registers the host
 // (node/<host-id>) with its capacity under its own lease, starts and stops TEs there when the
-// cluster manager asks (start_te / stop_te over a link, cluster/node_messages.h), and keeps the
-// host's warm pool.
+// cluster manager asks (start_te / stop_te over a link, cluster/protocol/node_messages.h), and
+// keeps the host's warm pool.
 using NodeAgentOptions = control::NodeAgentConfig;  // control/placement/node_agent.h
 int run_node_agent(const NodeAgentOptions& opts);
 
@@ -148,22 +150,22 @@ struct ClusterUpOptions {
   double forecast_half_life_s = 30.0;
   double forecast_min_rate = 0.05;
   int32_t warm_pool = 0;
-  std::string bind_source = "auto";  // auto | store | fork | disk (cluster/bind_source.h)
+  std::string bind_source = "auto";  // auto | store | fork | disk (cluster/weights/bind_source.h)
   std::string te_stores;             // a store per warm TE under this root ("" = the shared one)
   std::string event_log;
   AutoscaleOptions autoscale;
-  // Health (cluster/te_replacer.h): a TE a JE finds hung or dead is killed (SIGKILL) and
+  // Health (control/repair/te_replacer.h): a TE a JE finds hung or dead is killed (SIGKILL) and
   // replaced (warm pool or cold start); --no-replace leaves it out of service.
   bool no_replace = false;
   MembershipOptions membership;
   // --nodes: "local" forks the TEs here; "auto" places them through the node agents registered
-  // in the membership (needs --membership etcd; cluster/placement.h), and stops them through the
-  // agents at shutdown.
+  // in the membership (needs --membership etcd; cluster/policy/placement.h), and stops them through
+  // the agents at shutdown.
   std::string nodes = "local";
   // With --nodes auto, each instance (a colocated TE, or a prefill + decode pair) is placed as a
-  // gang (cluster/gang_placement.h): `priority` is its instance's (as a Kubernetes PriorityClass
-  // value: idle instances of lower priority are evicted to make room), `te_memory_bytes` what each
-  // TE reserves (0 = the GGUF's size + --kv-cache-bytes).
+  // gang (cluster/policy/gang_placement.h): `priority` is its instance's (as a Kubernetes
+  // PriorityClass value: idle instances of lower priority are evicted to make room),
+  // `te_memory_bytes` what each TE reserves (0 = the GGUF's size + --kv-cache-bytes).
   int32_t priority = 0;
   int64_t te_memory_bytes = 0;
 };

@@ -1,10 +1,10 @@
 // `keel cluster profile-pd`: measures DeepServe's PD heatmap. It starts (as child processes, one
 // at a time, stopped by PID) `keel cluster up --colocated 2` and `keel cluster up --prefill 1
 // --decode 1`, both with --threads-per-te N (equal total cores); for each cell of the grid
-// (cluster/pd_profile.h) it sends K requests of that prompt length with the output length forced
-// (max_tokens with ignore_eos, greedy; the same prompts on both fleets) through the loadgen, and
-// takes each request's end-to-end latency as its JCT. The heatmap — mean JCT colocated / mean JCT
-// disaggregated − 1 per cell — is written in pd_heatmap.h's format with provenance keys.
+// (cluster/job/pd_profile.h) it sends K requests of that prompt length with the output length
+// forced (max_tokens with ignore_eos, greedy; the same prompts on both fleets) through the loadgen,
+// and takes each request's end-to-end latency as its JCT. The heatmap — mean JCT colocated / mean
+// JCT disaggregated − 1 per cell — is written in pd_heatmap.h's format with provenance keys.
 // Children's output is kept (the last lines are printed when something fails) unless --verbose.
 #include <algorithm>
 #include <chrono>
@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "builtin_models.h"
-#include "cluster/pd_profile.h"
+#include "cluster/job/pd_profile.h"
 #include "cluster_commands.h"
 #include "core/file_system.h"
 #include "core/thread_pool.h"

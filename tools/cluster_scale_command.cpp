@@ -3,7 +3,7 @@
 // or decode); prints each bound TE and its phases.
 #include <cstdio>
 
-#include "cluster/link.h"
+#include "cluster/protocol/link.h"
 #include "cluster_commands.h"
 #include "control/scaleout/cluster_scaler.h"
 

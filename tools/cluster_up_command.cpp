@@ -23,10 +23,10 @@
 #include <thread>
 
 #include "builtin_models.h"
-#include "cluster/executor_launch.h"
-#include "cluster/fleet_client.h"
-#include "cluster/fleet_report.h"
-#include "cluster/port_probe.h"
+#include "cluster/gateway/fleet_client.h"
+#include "cluster/gateway/fleet_report.h"
+#include "cluster/protocol/executor_launch.h"
+#include "cluster/protocol/port_probe.h"
 #include "cluster_commands.h"
 #include "cluster_up_plan.h"
 #include "control/autoscale/cluster_autoscaler.h"
@@ -146,7 +146,7 @@ Result<bool> model_has_tes(membership::Membership& session, const std::string& m
 // --nodes auto: the TEs through the node agents in the membership, not forked here. With none of
 // the model registered, each instance is placed as a gang (cluster_nodes.h, model_gangs); those
 // still registered (a previous leader's) are adopted and only the missing ones started (one by
-// one, cluster/placement.h). TE and instance ids carry the model's name, so several models'
+// one, cluster/policy/placement.h). TE and instance ids carry the model's name, so several models'
 // managers share the agents.
 Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
                         const ClusterUpOptions& o, const std::string& path, const std::string& name,

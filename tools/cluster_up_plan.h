@@ -1,16 +1,16 @@
 // What `keel cluster up` starts, worked out from its flags before anything runs: the TE kinds in
 // start order and how many, each TE's threads and memory reservation, each TE's spec
-// (cluster/te_spec.h: a TE, a warm-pool TE), each JE's (cluster/je_spec.h) and the checks on flag
-// combinations (pipelined TEs). Pure functions of ClusterUpOptions (and a GGUF's size); no process
-// is started here.
+// (cluster/protocol/te_spec.h: a TE, a warm-pool TE), each JE's (cluster/protocol/je_spec.h) and
+// the checks on flag combinations (pipelined TEs). Pure functions of ClusterUpOptions (and a GGUF's
+// size); no process is started here.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "cluster/je_spec.h"
-#include "cluster/te_spec.h"
+#include "cluster/protocol/je_spec.h"
+#include "cluster/protocol/te_spec.h"
 #include "cluster_commands.h"
 #include "core/result.h"
 

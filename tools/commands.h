@@ -126,7 +126,7 @@ struct PpStageOptions {
   int64_t ctx_size = 0;         // as stage 0's --ctx-size
   bool exit_with_peer = false;  // exit when the stage-0 link closes
   // --spec SOURCE: model, listen address (host:port), threads, kernels, context and weight layout
-  // from a TeSpec (cluster/te_spec.h; "-" = stdin) instead of the flags above.
+  // from a TeSpec (cluster/protocol/te_spec.h; "-" = stdin) instead of the flags above.
   std::string spec_source;
 };
 int run_pp_stage(const PpStageOptions& opts);

@@ -1,12 +1,12 @@
-// A TE's options (`keel te`'s flag table, cluster_commands.h) from its spec (cluster/te_spec.h):
-// `keel te --spec -` reads the spec a starter wrote on its stdin and runs as if given the flags; a
-// warm TE's bind replaces the engine part the same way.
+// A TE's options (`keel te`'s flag table, cluster_commands.h) from its spec
+// (cluster/protocol/te_spec.h): `keel te --spec -` reads the spec a starter wrote on its stdin and
+// runs as if given the flags; a warm TE's bind replaces the engine part the same way.
 #pragma once
 
 #include <string>
 
-#include "cluster/je_spec.h"
-#include "cluster/te_spec.h"
+#include "cluster/protocol/je_spec.h"
+#include "cluster/protocol/te_spec.h"
 #include "cluster_commands.h"
 #include "core/result.h"
 

@@ -7,8 +7,8 @@
 
 #include <cstdio>
 
-#include "cluster/host_port.h"
-#include "cluster/spec_source.h"
+#include "cluster/protocol/host_port.h"
+#include "cluster/protocol/spec_source.h"
 #include "commands.h"
 #include "core/log.h"
 #include "host/compute.h"

@@ -1,5 +1,6 @@
 // The semi-PD engine's flags, shared by `keel serve`, `keel te` and `keel cluster up` (which
-// passes them on to its semi-PD TEs in their spec, cluster/te_spec.h): --semi-pd-split, and
+// passes them on to its semi-PD TEs in their spec, cluster/protocol/te_spec.h): --semi-pd-split,
+// and
 // --semi-pd-dynamic with the SLO-aware controller's settings (engine/semi_pd_controller.h). --mode
 // stays with each command (its help differs). The values land in ServeOptions.
 #pragma once

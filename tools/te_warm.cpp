@@ -5,7 +5,7 @@
 
 #include <future>
 
-#include "cluster/weights_fork.h"
+#include "cluster/weights/weights_fork.h"
 
 #include "core/file_system.h"
 #include "core/log.h"

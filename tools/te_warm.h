@@ -1,7 +1,7 @@
 // The warm pool side of `keel te` (--warm): a TE that started without a model waits for its bind
-// (cluster/bind_model.h) while still answering SIGTERM, chooses where its weights come from (the
-// model store entry, else the file), and after its engine is built generates one warm-up token
-// (the scale-out's post-load phase, and the first token it produces).
+// (cluster/protocol/bind_model.h) while still answering SIGTERM, chooses where its weights come
+// from (the model store entry, else the file), and after its engine is built generates one warm-up
+// token (the scale-out's post-load phase, and the first token it produces).
 //
 // Thread safety: the owner's thread.
 #pragma once
@@ -11,8 +11,8 @@
 #include <optional>
 #include <string>
 
-#include "cluster/bind_listener.h"
-#include "cluster/weights_receiver.h"
+#include "cluster/task/bind_listener.h"
+#include "cluster/weights/weights_receiver.h"
 #include "core/result.h"
 #include "engine/engine_client.h"
 #include "store/model_store.h"

@@ -67,7 +67,7 @@ struct EngineDeps {
   std::unique_ptr<FileSystem> fs;
   // Receives the prefix cache's index changes (kv/cache_event_log.h), oldest first, once per
   // engine step that had any, on the engine thread: it must not block (hand them to a queue —
-  // cluster/kv_event_convert.h's publishing sink does). Null: nothing is recorded.
+  // cluster/kv_events/kv_event_convert.h's publishing sink does). Null: nothing is recorded.
   std::function<void(std::vector<kv::CacheEvent>)> cache_events;
   // Sees each block published in the prefix cache (published_block_tap.h). Empty: none.
   PublishedBlockTap published_blocks;

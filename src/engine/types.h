@@ -179,7 +179,7 @@ struct EngineStats {
   int64_t tier_blocks_recomputed = 0;  // tier-held blocks recomputed (cheaper, or unreadable)
   int64_t tier_transfers_pending = 0;  // tier reads and demotions queued or running
   int64_t tier_demotions_dropped = 0;  // evicted blocks not cached: the demotion queue was full
-  // Tier T3 (a peer TE's cache): filled by the TE shell (cluster/kv_peer_fetch.h), 0 elsewhere.
+  // Tier T3 (a peer TE's cache): filled by the TE shell (cluster/kv/kv_peer_fetch.h), 0 elsewhere.
   int64_t peer_decisions_fetch = 0;      // hinted requests whose blocks the cost model fetched
   int64_t peer_decisions_recompute = 0;  // ... recomputed instead (or the peer was unreachable)
   int64_t peer_blocks_fetched = 0;       // blocks fetched from peers into T1

@@ -2,8 +2,8 @@
 // parse (nesting deeper than kMaxDepth is refused before it is built, so hostile input cannot
 // exhaust the stack), the envelope {"v", "type", "body"}, and FieldReader — typed, range-checked
 // reads of a body's fields that remember the first error. wire.cpp and the cluster's messages
-// (src/cluster/messages.cpp, which carry engine messages inside their own) include this file; no
-// exception leaves it (nlohmann's are caught here).
+// (src/cluster/protocol/messages.cpp, which carry engine messages inside their own) include this
+// file; no exception leaves it (nlohmann's are caught here).
 //
 // Thread safety: pure functions; a FieldReader has one owner.
 #pragma once

@@ -6,9 +6,9 @@
 #include <memory>
 #include <string>
 
-#include "cluster/job_executor.h"
-#include "cluster/pd_heatmap.h"
-#include "cluster/router.h"
+#include "cluster/job/job_executor.h"
+#include "cluster/job/pd_heatmap.h"
+#include "cluster/job/router.h"
 #include "control/manager/cluster_membership.h"
 #include "core/file_system.h"
 #include "core/log.h"

@@ -11,7 +11,7 @@
 #include <functional>
 #include <thread>
 
-#include "cluster/te_spec.h"
+#include "cluster/protocol/te_spec.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
 #include "model/kv_storage.h"

@@ -1,10 +1,10 @@
 // CacheEventLog: what the prefix cache did to its index, in order — a full block published
 // (stored, with its parent key and tokens), a cached key dropped (removed: evicted by take_free(),
 // or un-published before a rewrite), every key forgotten (cleared). The engine drains it once per
-// step and hands the events to whoever mirrors the cache (cluster/kv_event_convert.h turns them
-// into vLLM's KV events). Only index changes are logged: a block that stays private (its key
-// already names another block) logs nothing, so stored/removed pair up per key.
-// Thread safety: none; owned by the KvCacheManager, engine thread only.
+// step and hands the events to whoever mirrors the cache (cluster/kv_events/kv_event_convert.h
+// turns them into vLLM's KV events). Only index changes are logged: a block that stays private (its
+// key already names another block) logs nothing, so stored/removed pair up per key. Thread safety:
+// none; owned by the KvCacheManager, engine thread only.
 #pragma once
 
 #include <cstdint>

@@ -59,7 +59,7 @@ class Membership {
   // which grows with every new leadership (etcd: one global revision counter, so it also grows
   // across a store restart that keeps its data). FailedPrecondition when this session does not
   // lead `name` now. Commands sent while leading carry it; receivers refuse a lower one than they
-  // have seen (cluster/leader_fence.h).
+  // have seen (cluster/policy/leader_fence.h).
   virtual Result<int64_t> leadership_token(const std::string& name) = 0;
   // Gives up `name` if this session holds it.
   virtual Status resign(const std::string& name) = 0;

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/link.h"
+#include "cluster/protocol/link.h"
 #include "core/result.h"
 #include "engine/pipeline_tail.h"
 #include "kv/block_hash.h"

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "cluster/messages.h"
+#include "cluster/protocol/messages.h"
 #include "engine/model_identity.h"
 #include "model/kv_type.h"
 #include "pipeline/pp_step.h"

@@ -1,5 +1,5 @@
 // StageServer: a later pipeline stage as a service (the `keel pp-stage` process). It holds the
-// loaded model and listens for stage 0's link; calls on it (cluster/link.h framing):
+// loaded model and listens for stage 0's link; calls on it (cluster/protocol/link.h framing):
 //   pp_hello {model_lo, model_hi, first_layer, num_blocks, block_size, kv_type, max_batch_tokens}
 //     → status_body: checks the model identity (engine::model_identity of the GGUF) and builds a
 //     fresh StageRunner (KV zeroed) — a reconnecting stage 0 starts over;
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/link.h"
-#include "cluster/listener.h"
+#include "cluster/protocol/link.h"
+#include "cluster/protocol/listener.h"
 #include "core/result.h"
 #include "kernels/kernels.h"
 #include "kv/block_hash.h"

@@ -3,7 +3,7 @@
 // all; a role with no ready TE holds every request not at a TE of the model; TTFT counts only
 // where the policy has a TTFT objective and inter-token gaps only where it has a TPOT one; the
 // previous histograms are replaced by this call's.
-#include "cluster/autoscale_signals.h"
+#include "cluster/policy/autoscale_signals.h"
 
 #include <gtest/gtest.h>
 

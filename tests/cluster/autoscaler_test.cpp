@@ -3,7 +3,7 @@
 // the stable window, panic on a burst and holding in panic, the scale-down delay, scale to zero
 // only after the grace period, activation from zero on a held request, min/max clamps, KV pressure
 // and SLO misses adding a TE, the drain order, and the config's validation.
-#include "cluster/autoscaler.h"
+#include "cluster/policy/autoscaler.h"
 
 #include <gtest/gtest.h>
 

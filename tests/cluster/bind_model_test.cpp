@@ -1,13 +1,13 @@
-// The warm pool's bind messages (cluster/bind_model.h): round trips, total decoding of bad bodies,
-// phase durations; and BindListener taking exactly one bind over a real link.
-#include "cluster/bind_model.h"
+// The warm pool's bind messages (cluster/protocol/bind_model.h): round trips, total decoding of bad
+// bodies, phase durations; and BindListener taking exactly one bind over a real link.
+#include "cluster/protocol/bind_model.h"
 
 #include <gtest/gtest.h>
 
 #include <thread>
 
-#include "cluster/bind_listener.h"
-#include "cluster/warm_pool.h"
+#include "cluster/task/bind_listener.h"
+#include "cluster/task/warm_pool.h"
 
 namespace keel::cluster {
 namespace {

@@ -1,5 +1,5 @@
 // plan_bind_sources: each mode's choice from the store, the peers and the batch (chain relay).
-#include "cluster/bind_source.h"
+#include "cluster/weights/bind_source.h"
 
 #include <gtest/gtest.h>
 

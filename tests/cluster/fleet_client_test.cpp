@@ -3,7 +3,7 @@
 // once a TE is ready every held request is placed, oldest first; past the activation timeout a
 // held request is refused with Unavailable naming the timeout; submit() waits out a hold. A JE
 // that never answers holds no caller: submit_async returns at once and ends at the call timeout.
-#include "cluster/fleet_client.h"
+#include "cluster/gateway/fleet_client.h"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/listener.h"
-#include "cluster/messages.h"
+#include "cluster/protocol/listener.h"
+#include "cluster/protocol/messages.h"
 #include "support/test_support.h"
 
 namespace keel::cluster {

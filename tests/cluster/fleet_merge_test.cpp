@@ -1,7 +1,7 @@
 // The fleet over several JEs: TEs once (a TE only a later JE lists is added), the JEs' job, router
 // and predictor counters summed, one summary per JE — a JE that does not answer listed as down
 // with why — and Unavailable naming every JE when none answers.
-#include "cluster/fleet_merge.h"
+#include "cluster/gateway/fleet_merge.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Fleet snapshot helpers: role names round-trip, lookup by id, the listed TEs.
-#include "cluster/fleet.h"
+#include "cluster/protocol/fleet.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // place_gang: all-or-nothing placement of an instance's processes over cores and memory, with
 // eviction of idle lower-priority instances only when needed (fewest, then cheapest), and never of
 // a busy or equal/higher-priority one. Pure: no processes.
-#include "cluster/gang_placement.h"
+#include "cluster/policy/gang_placement.h"
 
 #include <gtest/gtest.h>
 

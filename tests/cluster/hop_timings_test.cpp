@@ -1,6 +1,6 @@
 // HopTimings: the log line names the request and each reported hop in path order (missing hops
 // left out), and the histograms count each hop once per placed request.
-#include "cluster/hop_timings.h"
+#include "cluster/protocol/hop_timings.h"
 
 #include <gtest/gtest.h>
 

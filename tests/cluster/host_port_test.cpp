@@ -1,5 +1,5 @@
 // parse_host_port: the one parser of "host:port" the control links and the KV services share.
-#include "cluster/host_port.h"
+#include "cluster/protocol/host_port.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The JE replacer's pure pieces: a replacement's spec (same port, the TEs serving now, a short
 // TE connect timeout) and which TEs it is given (the
 // snapshot's serving ones and the manager's TEs started since).
-#include "cluster/je_replacement.h"
+#include "cluster/policy/je_replacement.h"
 
 #include <gtest/gtest.h>
 

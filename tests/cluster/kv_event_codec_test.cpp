@@ -2,7 +2,7 @@
 // msgspec's array_like encoding (tag first, fields in declaration order, smallest integer forms,
 // float64 ts, the batch's rank omitted when none), round trips, what msgspec also accepts, and
 // malformed inputs that must give InvalidArgument.
-#include "cluster/kv_event_codec.h"
+#include "cluster/kv_events/kv_event_codec.h"
 
 #include <gtest/gtest.h>
 

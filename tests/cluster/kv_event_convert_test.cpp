@@ -2,12 +2,12 @@
 // block's parent (none for a sequence's first block), removals merge, clears stay in order; the
 // hashes are the keys' low 64 bits. Tier events carry their medium ("dram", "disk"), index at that
 // tier, and a pool hit outranks a longer dram-only one by the router's weighting.
-#include "cluster/kv_event_convert.h"
+#include "cluster/kv_events/kv_event_convert.h"
 
 #include <gtest/gtest.h>
 
-#include "cluster/prefix_index.h"
-#include "cluster/router.h"
+#include "cluster/job/prefix_index.h"
+#include "cluster/job/router.h"
 
 namespace keel::cluster {
 namespace {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "../engine/engine_test_util.h"
-#include "cluster/kv_event_convert.h"
-#include "cluster/kv_event_publisher.h"
-#include "cluster/kv_event_subscriber.h"
+#include "cluster/kv_events/kv_event_convert.h"
+#include "cluster/kv_events/kv_event_publisher.h"
+#include "cluster/kv_events/kv_event_subscriber.h"
 #include "engine/model_identity.h"
 
 namespace keel::cluster {

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/kv_event_codec.h"
-#include "cluster/kv_event_publisher.h"
-#include "cluster/kv_event_subscriber.h"
-#include "cluster/zmq_socket.h"
+#include "cluster/kv_events/kv_event_codec.h"
+#include "cluster/kv_events/kv_event_publisher.h"
+#include "cluster/kv_events/kv_event_subscriber.h"
+#include "cluster/kv_events/zmq_socket.h"
 #include "support/test_support.h"
 
 namespace keel::cluster {

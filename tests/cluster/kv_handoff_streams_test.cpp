@@ -1,7 +1,7 @@
 // KvHandoffStreams without an engine: a stream catches exactly its watched keys, once each, with
 // the right parents; close() names the keys never caught; two streams sharing a key both get it;
 // a closed stream wants nothing; on_caught fires per catch and stops once replaced.
-#include "cluster/kv_handoff_streams.h"
+#include "cluster/kv/kv_handoff_streams.h"
 
 #include <gtest/gtest.h>
 

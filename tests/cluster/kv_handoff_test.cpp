@@ -3,7 +3,7 @@
 // (prefix hits) are read at finish(); every block arrives byte-equal in both modes; a dropped
 // frame leaves exactly that block missing (the decode side recomputes it); a read that misses
 // stops the push there; a dead destination fails within the deadline. Every wait is bounded.
-#include "cluster/kv_handoff.h"
+#include "cluster/kv/kv_handoff.h"
 
 #include <gtest/gtest.h>
 
@@ -12,7 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "cluster/kv_transfer_server.h"
+#include "cluster/kv/kv_transfer_server.h"
 #include "engine/model_identity.h"
 #include "kv/host_tier.h"
 #include "support/test_support.h"

@@ -1,5 +1,5 @@
 // The KV-link probe: delayed (moving) vs blocked (no block moves), over hand-fed samples.
-#include "cluster/kv_link_probe.h"
+#include "cluster/health/kv_link_probe.h"
 
 #include <gtest/gtest.h>
 

@@ -9,9 +9,9 @@
 #include <map>
 #include <mutex>
 
-#include "cluster/kv_peer_fetch.h"
-#include "cluster/kv_peer_server.h"
-#include "cluster/kv_transfer_server.h"
+#include "cluster/kv/kv_peer_fetch.h"
+#include "cluster/kv/kv_peer_server.h"
+#include "cluster/kv/kv_transfer_server.h"
 #include "engine/model_identity.h"
 
 namespace keel::cluster {

@@ -1,7 +1,7 @@
 // KV transfer frames: round trip, the golden header layout, and a total decoder — every malformed
 // input is InvalidArgument (truncation, bad magic/version/flags, a damaged header byte, lengths
 // past the limits), a damaged payload is Corrupt.
-#include "cluster/kv_transfer_frame.h"
+#include "cluster/kv/kv_transfer_frame.h"
 
 #include <gtest/gtest.h>
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <string>
 
-#include "cluster/kv_transfer_client.h"
-#include "cluster/kv_transfer_server.h"
+#include "cluster/kv/kv_transfer_client.h"
+#include "cluster/kv/kv_transfer_server.h"
 #include "engine/model_identity.h"
 #include "kv/host_tier.h"
 #include "support/test_support.h"

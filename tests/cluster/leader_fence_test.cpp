@@ -1,7 +1,7 @@
 // LeaderFence: per election, a node agent admits commands whose fencing token is at least the
 // highest it has admitted and refuses lower ones with a message naming both tokens; elections are
 // fenced apart.
-#include "cluster/leader_fence.h"
+#include "cluster/policy/leader_fence.h"
 
 #include <gtest/gtest.h>
 

@@ -4,7 +4,7 @@
 // message naming it, a listener stops promptly, and a connect to a peer that drops SYNs gives up
 // at its timeout. Asynchronous calls: many in flight, each answered once; one past its deadline
 // ends then; pending ones fail when the link closes, and one on a closed link fails inline.
-#include "cluster/link.h"
+#include "cluster/protocol/link.h"
 
 #include <gtest/gtest.h>
 
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/listener.h"
+#include "cluster/protocol/listener.h"
 
 namespace keel::cluster {
 namespace {

@@ -2,7 +2,7 @@
 // bodies are InvalidArgument naming the field; a reply's Status survives the trip. With
 // KEEL_WRITE_FUZZ_SEEDS=DIR set, the frames are also written there as the fuzz target's seeds
 // (tests/fuzz/corpus/cluster_messages_fuzz/).
-#include "cluster/messages.h"
+#include "cluster/protocol/messages.h"
 
 #include <gtest/gtest.h>
 

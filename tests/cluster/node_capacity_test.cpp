@@ -1,6 +1,6 @@
 // NodeCapacity: /proc/meminfo parsing and the node member's attribute codec (round trip, and a
 // precise error for every malformed attribute).
-#include "cluster/node_capacity.h"
+#include "cluster/policy/node_capacity.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The node agent's control messages: round trips and precise errors on malformed bodies.
-#include "cluster/node_messages.h"
+#include "cluster/protocol/node_messages.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // PdHeatmap tests: the file round trip, bilinear lookup and clamping, and precise errors for
 // missing files, bad JSON, missing keys, non-numbers, ragged rows, non-increasing or
 // out-of-range bins and non-finite values.
-#include "cluster/pd_heatmap.h"
+#include "cluster/job/pd_heatmap.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // 1; context checked), the heatmap values from JCT samples (colocated / disaggregated − 1, means
 // over samples), precise errors for bad grids and samples, and the written file parsing back
 // through PdHeatmap with the provenance keys alongside.
-#include "cluster/pd_profile.h"
+#include "cluster/job/pd_profile.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // The JE's tier-T3 hint: the peer holding the most leading blocks beyond the chosen TE's own,
 // pool-held first on a tie; none when the chosen TE or the peers run no fetch service, when a
 // peer is unhealthy, or when nobody holds more.
-#include "cluster/peer_hint.h"
+#include "cluster/job/peer_hint.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // place_tes: the node-agent placement step function (pure): spread by free slots, bounded by
 // cores and --max-tes, ties broken by the model in the store then host id, and a precise error
 // when the hosts cannot take the request.
-#include "cluster/placement.h"
+#include "cluster/policy/placement.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // probe_listen: a port something listens on is named in use; the same port once free, and port 0,
 // are Ok; a host that is not this machine's is an error, not a crash.
-#include "cluster/port_probe.h"
+#include "cluster/protocol/port_probe.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // longest leading run, bounded memory under repeated stores, unknown media; and the router's
 // prompt block hashes equal to the keys the engine's KV cache manager publishes (also under a
 // real model's identity when the shared models are present); LoRA adapters' blocks kept apart.
-#include "cluster/prefix_index.h"
+#include "cluster/job/prefix_index.h"
 
 #include <gtest/gtest.h>
 

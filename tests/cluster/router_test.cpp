@@ -3,7 +3,7 @@
 // at its boundary, unhealthy and other-model TEs skipped, tier weighting, tie-breaks, the KV term
 // of the load, a semi-PD TE among colocated TEs and pairs, the baseline policies, the counters
 // and the config.
-#include "cluster/router.h"
+#include "cluster/job/router.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
-// ScaleOutMetrics (cluster/scale_out_metrics.h): phases land in their buckets, cumulative counts,
-// sums and counts in Prometheus text; the event line carries the phases.
-#include "cluster/scale_out_metrics.h"
+// ScaleOutMetrics (cluster/task/scale_out_metrics.h): phases land in their buckets, cumulative
+// counts, sums and counts in Prometheus text; the event line carries the phases.
+#include "cluster/task/scale_out_metrics.h"
 
 #include <gtest/gtest.h>
 

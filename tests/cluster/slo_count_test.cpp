@@ -1,6 +1,6 @@
 // SLO counts from histogram snapshots: the difference of two cumulative snapshots, counted at the
 // largest bucket bound at or below the objective; a reset or re-bucketed histogram counts from 0.
-#include "cluster/slo_count.h"
+#include "cluster/policy/slo_count.h"
 
 #include <gtest/gtest.h>
 

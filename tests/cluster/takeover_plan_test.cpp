@@ -1,6 +1,6 @@
 // plan_takeover: a manager that wins the election adopts the TEs a previous leader left running
 // (matched by role, each once) and starts only the rest, with ids no live TE holds.
-#include "cluster/takeover_plan.h"
+#include "cluster/policy/takeover_plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-// A TE's own health from progress (cluster/progress_watch.h, cluster/te_health_endpoint.h):
-// ProgressWatch as a pure rule over synthetic times (idle healthy, stepping busy, stuck with work
-// hung, the clock restarting when work arrives); te_health_reply's statuses; and the endpoint over
-// real HTTP on loopback with scripted engine stats — warm, healthy, busy, hung once the steps stop
-// under work, draining — plus 404/405 answers and a silent client dropped without holding up
-// other probes. Every wait is bounded.
+// A TE's own health from progress (cluster/health/progress_watch.h,
+// cluster/health/te_health_endpoint.h): ProgressWatch as a pure rule over synthetic times (idle
+// healthy, stepping busy, stuck with work hung, the clock restarting when work arrives);
+// te_health_reply's statuses; and the endpoint over real HTTP on loopback with scripted engine
+// stats — warm, healthy, busy, hung once the steps stop under work, draining — plus 404/405 answers
+// and a silent client dropped without holding up other probes. Every wait is bounded.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,7 +16,7 @@
 #include <string>
 #include <thread>
 
-#include "cluster/te_health_endpoint.h"
+#include "cluster/health/te_health_endpoint.h"
 
 namespace keel::cluster {
 namespace {

@@ -1,6 +1,6 @@
 // cluster::health::classify: the progress rule, over hand-built snapshots (no processes, no
 // clocks).
-#include "cluster/te_health.h"
+#include "cluster/health/te_health.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // The cluster manager's replacement rule over hand-built fleet snapshots (no processes).
-#include "cluster/te_replacement.h"
+#include "cluster/policy/te_replacement.h"
 
 #include <gtest/gtest.h>
 

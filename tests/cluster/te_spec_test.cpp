@@ -1,11 +1,11 @@
 // TeSpec's and JeSpec's codecs: round trips with every field set, defaults for absent fields,
 // refusals of malformed specs, and version skew (a newer spec refused by name, unknown fields
 // refused).
-#include "cluster/te_spec.h"
+#include "cluster/protocol/te_spec.h"
 
 #include <gtest/gtest.h>
 
-#include "cluster/je_spec.h"
+#include "cluster/protocol/je_spec.h"
 
 namespace keel::cluster {
 namespace {

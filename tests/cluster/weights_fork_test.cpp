@@ -12,9 +12,9 @@
 #include <fstream>
 #include <thread>
 
-#include "cluster/weights_fork.h"
-#include "cluster/weights_receiver.h"
-#include "cluster/weights_server.h"
+#include "cluster/weights/weights_fork.h"
+#include "cluster/weights/weights_receiver.h"
+#include "cluster/weights/weights_server.h"
 #include "support/test_support.h"
 
 namespace keel::cluster {

@@ -1,13 +1,13 @@
 // WeightsHasher: the streamed whole-entry hash equals the one-shot XXH3-64 whatever the steps the
 // prefix becomes available in; it waits (bounded) for bytes that never come.
-#include "cluster/weights_hasher.h"
+#include "cluster/weights/weights_hasher.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 #include <vector>
 
-#include "cluster/kv_transfer_frame.h"
+#include "cluster/kv/kv_transfer_frame.h"
 
 namespace keel::cluster {
 namespace {

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "cluster/fleet.h"
-#include "cluster/leader_fence.h"
-#include "cluster/messages.h"
-#include "cluster/node_capacity.h"
-#include "cluster/node_messages.h"
+#include "cluster/policy/leader_fence.h"
+#include "cluster/policy/node_capacity.h"
+#include "cluster/protocol/fleet.h"
+#include "cluster/protocol/messages.h"
+#include "cluster/protocol/node_messages.h"
 #include "control/fake_caller.h"
 #include "control/placement/cluster_nodes.h"
 #include "core/clock.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/messages.h"
+#include "cluster/protocol/messages.h"
 #include "control/manager/caller.h"
 
 namespace keel::control {

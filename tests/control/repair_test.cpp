@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "cluster/fleet.h"
-#include "cluster/je_replacement.h"
-#include "cluster/messages.h"
-#include "cluster/te_spec.h"
+#include "cluster/policy/je_replacement.h"
+#include "cluster/protocol/fleet.h"
+#include "cluster/protocol/messages.h"
+#include "cluster/protocol/te_spec.h"
 #include "control/fake_caller.h"
 #include "control/repair/executor_processes.h"
 #include "control/repair/je_replacer.h"

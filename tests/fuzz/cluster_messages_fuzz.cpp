@@ -1,6 +1,6 @@
-// libFuzzer target for the cluster's internal messages (src/cluster/link.h, messages.h): bytes
-// through the link's envelope decoder, then the body through every message decoder. A decoder must
-// return a value or InvalidArgument — no crash, no sanitizer report — and what decodes must
+// libFuzzer target for the cluster's internal messages (src/cluster/protocol/link.h, messages.h):
+// bytes through the link's envelope decoder, then the body through every message decoder. A decoder
+// must return a value or InvalidArgument — no crash, no sanitizer report — and what decodes must
 // re-encode to a fixed point, so a message that crossed a link once crosses it again unchanged.
 //
 // Built by the fuzz preset (tests/fuzz/CMakeLists.txt); seeds in corpus/cluster_messages_fuzz/
@@ -10,8 +10,8 @@
 #include <span>
 #include <vector>
 
-#include "cluster/link.h"
-#include "cluster/messages.h"
+#include "cluster/protocol/link.h"
+#include "cluster/protocol/messages.h"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // libFuzzer target for the executors' start-up specs and the messages that carry an engine spec
-// (src/cluster/te_spec.h, je_spec.h, node_messages.h, bind_model.h): a TE's or JE's stdin and a
-// node agent's or warm TE's calls are untrusted bytes from another process. A decoder must return
-// a value or an error — no crash, no sanitizer report — and what decodes must re-encode to a fixed
-// point, so a spec handed on (a replacement's, a bind's) is the spec that was read.
+// (src/cluster/protocol/te_spec.h, je_spec.h, node_messages.h, bind_model.h): a TE's or JE's stdin
+// and a node agent's or warm TE's calls are untrusted bytes from another process. A decoder must
+// return a value or an error — no crash, no sanitizer report — and what decodes must re-encode to a
+// fixed point, so a spec handed on (a replacement's, a bind's) is the spec that was read.
 //
 // Built by the fuzz preset (tests/fuzz/CMakeLists.txt); seeds in corpus/executor_spec_fuzz/.
 #include <cstddef>
@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
-#include "cluster/bind_model.h"
-#include "cluster/je_spec.h"
-#include "cluster/node_messages.h"
-#include "cluster/te_spec.h"
+#include "cluster/protocol/bind_model.h"
+#include "cluster/protocol/je_spec.h"
+#include "cluster/protocol/node_messages.h"
+#include "cluster/protocol/te_spec.h"
 
 namespace {
 

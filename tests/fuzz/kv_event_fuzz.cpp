@@ -1,5 +1,5 @@
-// libFuzzer target for the KV event codec (src/cluster/kv_event_codec.h): arbitrary bytes through
-// decode_kv_event_batch. It must return a batch or InvalidArgument — no crash, no sanitizer
+// libFuzzer target for the KV event codec (src/cluster/kv_events/kv_event_codec.h): arbitrary bytes
+// through decode_kv_event_batch. It must return a batch or InvalidArgument — no crash, no sanitizer
 // report, no unbounded allocation or recursion — and whatever decodes must survive
 // decode → encode → decode unchanged, with the encoding a fixed point from then on.
 //
@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <span>
 
-#include "cluster/kv_event_codec.h"
+#include "cluster/kv_events/kv_event_codec.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace cluster = keel::cluster;

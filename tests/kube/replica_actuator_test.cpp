@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cluster/autoscaler.h"
+#include "cluster/policy/autoscaler.h"
 #include "support/fake_kube_api.h"
 
 namespace keel::kube {

@@ -30,9 +30,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cluster/link.h"
-#include "cluster/messages.h"
-#include "cluster/node_messages.h"
+#include "cluster/protocol/link.h"
+#include "cluster/protocol/messages.h"
+#include "cluster/protocol/node_messages.h"
 #include "cluster_observe.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
-#include "cluster/pd_heatmap.h"
+#include "cluster/job/pd_heatmap.h"
 #include "core/file_system.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"

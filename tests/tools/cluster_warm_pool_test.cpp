@@ -25,9 +25,9 @@
 #include <sstream>
 
 #include "cli_runner.h"
-#include "cluster/link.h"
-#include "cluster/te_spec.h"
-#include "cluster/warm_pool.h"
+#include "cluster/protocol/link.h"
+#include "cluster/protocol/te_spec.h"
+#include "cluster/task/warm_pool.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
 #include "serve_process.h"

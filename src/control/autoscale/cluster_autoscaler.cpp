@@ -5,10 +5,10 @@
 
 #include <algorithm>
 
-#include "cluster/autoscale_signals.h"
-#include "cluster/je_calls.h"
-#include "cluster/link.h"
-#include "cluster/messages.h"
+#include "cluster/policy/autoscale_signals.h"
+#include "cluster/protocol/je_calls.h"
+#include "cluster/protocol/link.h"
+#include "cluster/protocol/messages.h"
 #include "core/log.h"
 
 namespace keel::control {

@@ -1,8 +1,8 @@
 // ClusterAutoscaler: the cluster manager's autoscaler loop in `keel cluster up` — one group per
 // role of the cluster's model: colocated (`--max N`), or prefill and decode apart
 // (`--max-prefill`, `--max-decode`), each with its own policy, state and decisions. Each tick
-// (every `interval`) it gathers each group's signals (cluster/autoscale_signals.h: the fleet as
-// the first JE sees it, the gateway's in-flight and held requests, the TEs' TTFT / inter-token
+// (every `interval`) it gathers each group's signals (cluster/policy/autoscale_signals.h: the fleet
+// as the first JE sees it, the gateway's in-flight and held requests, the TEs' TTFT / inter-token
 // histograms against the SLOs), runs the pure step cluster::autoscale::decide() per group, and
 // applies the actions: a scale-out binds warm TEs to the group's role through the ClusterScaler
 // (the same call as `keel cluster scale --role R`); a scale-in drains — remove_te to every
@@ -35,8 +35,8 @@
 #include <utility>
 #include <vector>
 
-#include "cluster/autoscaler.h"
-#include "cluster/fleet_client.h"
+#include "cluster/gateway/fleet_client.h"
+#include "cluster/policy/autoscaler.h"
 #include "control/scaleout/cluster_scaler.h"
 #include "kube/replica_actuator.h"
 #include "proc/process_supervisor.h"

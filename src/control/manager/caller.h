@@ -13,8 +13,8 @@
 #include <mutex>
 #include <string>
 
-#include "cluster/link.h"
-#include "cluster/messages.h"
+#include "cluster/protocol/link.h"
+#include "cluster/protocol/messages.h"
 #include "core/result.h"
 
 namespace keel::control {

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/te_spec.h"
+#include "cluster/protocol/te_spec.h"
 #include "core/result.h"
 #include "membership/embedded_store.h"
 #include "membership/membership.h"

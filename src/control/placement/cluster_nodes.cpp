@@ -7,11 +7,11 @@
 #include <map>
 #include <thread>
 
-#include "cluster/gang_placement.h"
-#include "cluster/host_port.h"
-#include "cluster/messages.h"
-#include "cluster/placement.h"
-#include "cluster/takeover_plan.h"
+#include "cluster/policy/gang_placement.h"
+#include "cluster/policy/placement.h"
+#include "cluster/policy/takeover_plan.h"
+#include "cluster/protocol/host_port.h"
+#include "cluster/protocol/messages.h"
 #include "core/log.h"
 
 namespace keel::control {

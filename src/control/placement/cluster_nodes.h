@@ -2,14 +2,14 @@
 // It reads the agents registered in the membership (node/<host-id>, their capacity), places each
 // instance as a gang — all of its TEs or none: a colocated TE alone, a prefill + decode pair
 // together, a pipeline-parallel TE with its stage-1 process — with the pure step function
-// cluster/gang_placement.h over cores and memory per host, evicts first the idle lower-priority
-// instances the plan names, asks each chosen agent to start its TE (start_te over a link) and, at
-// shutdown, to stop it (stop_te; an agent that cannot be reached — its host cut off — is logged and
-// skipped: its TEs are gone with its lease). A manager that takes over from another (take_over)
-// adopts the TEs of its model that are still registered — a previous leader started them and they
-// outlive it — and starts only the rest (cluster/takeover_plan.h, placed one by one with
-// cluster/placement.h); adopted TEs are stopped at shutdown like started ones, through the agent
-// on their host.
+// cluster/policy/gang_placement.h over cores and memory per host, evicts first the idle
+// lower-priority instances the plan names, asks each chosen agent to start its TE (start_te over a
+// link) and, at shutdown, to stop it (stop_te; an agent that cannot be reached — its host cut off —
+// is logged and skipped: its TEs are gone with its lease). A manager that takes over from another
+// (take_over) adopts the TEs of its model that are still registered — a previous leader started
+// them and they outlive it — and starts only the rest (cluster/policy/takeover_plan.h, placed one
+// by one with cluster/policy/placement.h); adopted TEs are stopped at shutdown like started ones,
+// through the agent on their host.
 //
 // An instance is idle when every JE in the membership that lists its TEs reports none of them
 // with a request queued or running (a TE no JE reports is taken as busy: never evicted unseen).
@@ -17,8 +17,8 @@
 // (SIGTERM: the TE finishes what it runs, SIGKILL after the grace), then remove_te with forget.
 // Fencing: every start_te and stop_te carries the manager's fencing token (config.fence), and a
 // manager announces it to every agent (announce, the `fence` call) before it places or adopts TEs;
-// an agent refuses a command with a lower token than it has seen (cluster/leader_fence.h), so a
-// manager that stalled past its lease cannot stop or start TEs behind its successor's back.
+// an agent refuses a command with a lower token than it has seen (cluster/policy/leader_fence.h),
+// so a manager that stalled past its lease cannot stop or start TEs behind its successor's back.
 // Each eviction and placement is a JSON line in the event log ({"event":"evict"} before
 // {"event":"gang_placed"}; {"event":"gang_unplaceable"} with the reason) and a /metrics counter.
 //
@@ -33,8 +33,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/node_capacity.h"
-#include "cluster/node_messages.h"
+#include "cluster/policy/node_capacity.h"
+#include "cluster/protocol/node_messages.h"
 #include "control/manager/caller.h"
 #include "core/clock.h"
 #include "core/result.h"
@@ -123,8 +123,8 @@ class ClusterNodes {
   Status stop_te(const std::string& id, std::chrono::milliseconds grace);
   // The manager's TEs after it won the election: `wanted` (ids ignored) matched against the TEs
   // of `model` registered now; the live ones adopted, the rest started with fresh ids
-  // (cluster/takeover_plan.h), each as a gang of its own at `priority` (a missing prefill TE is
-  // not re-paired with a missing decode TE). *adopted (optional): how many were adopted.
+  // (cluster/policy/takeover_plan.h), each as a gang of its own at `priority` (a missing prefill TE
+  // is not re-paired with a missing decode TE). *adopted (optional): how many were adopted.
   Result<std::vector<RemoteTe>> take_over(membership::Membership& session, const std::string& model,
                                           std::vector<cluster::StartTe> wanted, int32_t priority,
                                           size_t* adopted);

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "cluster/executor_launch.h"
+#include "cluster/protocol/executor_launch.h"
 #include "core/file_system.h"
 #include "core/log.h"
 #include "proc/ready_line.h"

@@ -1,17 +1,17 @@
 // NodeAgent: a host's agent (`keel node-agent`, docs/cluster.md "Node agents"). It registers the
-// host in the membership (node/<host-id>, its capacity as attributes: cluster/node_capacity.h)
-// under its own lease — a host cut off vanishes within the TTL — and listens for the cluster
-// manager's start_te / stop_te calls (cluster/node_messages.h). A start binds an idle warm TE of
-// the host's pool (`warm`, kept topped up) when one is idle and the model's name allows — the
-// start's engine spec goes with the bind and the TE applies it over its own — else starts
-// `keel te --spec -` with the model; either way the TE registers itself (te/<id>, its own lease)
-// before the reply, so JEs following the membership take it. A start with role "pp-stage" starts
-// `keel pp-stage --spec -` instead (a pipelined TE's stage 1, placed in its gang by the manager: it
-// listens on the agent's host, registers nothing, and exits when its stage 0's link closes).
-// Children are started and stopped by PID (ProcessSupervisor); shutdown() stops every one of them,
-// then revokes the lease. Every call carries the manager's fencing token; one lower than the
-// highest this agent has admitted (a stale manager's) is refused with FailedPrecondition before it
-// acts (cluster/leader_fence.h).
+// host in the membership (node/<host-id>, its capacity as attributes:
+// cluster/policy/node_capacity.h) under its own lease — a host cut off vanishes within the TTL —
+// and listens for the cluster manager's start_te / stop_te calls
+// (cluster/protocol/node_messages.h). A start binds an idle warm TE of the host's pool (`warm`,
+// kept topped up) when one is idle and the model's name allows — the start's engine spec goes with
+// the bind and the TE applies it over its own — else starts `keel te --spec -` with the model;
+// either way the TE registers itself (te/<id>, its own lease) before the reply, so JEs following
+// the membership take it. A start with role "pp-stage" starts `keel pp-stage --spec -` instead (a
+// pipelined TE's stage 1, placed in its gang by the manager: it listens on the agent's host,
+// registers nothing, and exits when its stage 0's link closes). Children are started and stopped by
+// PID (ProcessSupervisor); shutdown() stops every one of them, then revokes the lease. Every call
+// carries the manager's fencing token; one lower than the highest this agent has admitted (a stale
+// manager's) is refused with FailedPrecondition before it acts (cluster/policy/leader_fence.h).
 //
 // Threads: run()'s thread owns the supervisor and the warm pool and handles every request; the
 // listener's link threads only queue requests (under queue_mu_) and run()'s thread answers them.
@@ -29,13 +29,13 @@
 #include <string>
 #include <vector>
 
-#include "cluster/host_port.h"
-#include "cluster/leader_fence.h"
-#include "cluster/link.h"
-#include "cluster/listener.h"
-#include "cluster/node_capacity.h"
-#include "cluster/node_messages.h"
-#include "cluster/warm_pool.h"
+#include "cluster/policy/leader_fence.h"
+#include "cluster/policy/node_capacity.h"
+#include "cluster/protocol/host_port.h"
+#include "cluster/protocol/link.h"
+#include "cluster/protocol/listener.h"
+#include "cluster/protocol/node_messages.h"
+#include "cluster/task/warm_pool.h"
 #include "control/manager/cluster_membership.h"
 #include "core/result.h"
 #include "proc/process_supervisor.h"
@@ -53,7 +53,7 @@ struct NodeAgentConfig {
   int64_t memory_bytes = 0;            // memory reported: the smaller of this and MemTotal (0 = it)
   int32_t threads_per_te = 1;          // a warm TE's compute threads
   double start_timeout_s = 120.0;      // a TE's start (fork → ready line)
-  std::vector<std::string> keel_command;  // what runs keel (cluster/executor_launch.h)
+  std::vector<std::string> keel_command;  // what runs keel (cluster/protocol/executor_launch.h)
   // The model name a TE started from `model_path` serves (a warm TE is bound only when the start
   // asks for no other name); none: the file's stem.
   std::function<std::string(const std::string& model_path)> model_name;

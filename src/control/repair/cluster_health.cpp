@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "cluster/fleet_merge.h"
+#include "cluster/gateway/fleet_merge.h"
 
 namespace keel::control {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "cluster/fleet_client.h"
+#include "cluster/gateway/fleet_client.h"
 #include "control/repair/je_replacer.h"
 #include "control/repair/te_replacer.h"
 #include "control/scaleout/cluster_scaler.h"
@@ -24,8 +24,8 @@
 namespace keel::control {
 
 // What the replacers share: how long a replacement's start may take, where their events go, what
-// runs keel for a cold-started replacement (cluster/executor_launch.h), and whether a TE may be
-// replaced from the warm pool.
+// runs keel for a cold-started replacement (cluster/protocol/executor_launch.h), and whether a TE
+// may be replaced from the warm pool.
 struct RepairConfig {
   std::chrono::milliseconds start_timeout{120000};
   std::string event_log;                  // JSON lines, appended; "" = none

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 
-#include "cluster/bind_model.h"
-#include "cluster/executor_launch.h"
-#include "cluster/host_port.h"
+#include "cluster/protocol/bind_model.h"
+#include "cluster/protocol/executor_launch.h"
+#include "cluster/protocol/host_port.h"
 #include "core/log.h"
 
 namespace keel::control {

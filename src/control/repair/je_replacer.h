@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
-#include "cluster/fleet.h"
-#include "cluster/je_replacement.h"
-#include "cluster/messages.h"
-#include "cluster/seconds_histogram.h"
+#include "cluster/policy/je_replacement.h"
+#include "cluster/protocol/fleet.h"
+#include "cluster/protocol/messages.h"
+#include "cluster/protocol/seconds_histogram.h"
 #include "control/repair/executor_processes.h"
 #include "core/clock.h"
 #include "core/result.h"

@@ -4,8 +4,8 @@
 #include <chrono>
 #include <cstdio>
 
-#include "cluster/bind_model.h"
-#include "cluster/executor_launch.h"
+#include "cluster/protocol/bind_model.h"
+#include "cluster/protocol/executor_launch.h"
 #include "core/log.h"
 #include "proc/ready_line.h"
 

@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "cluster/fleet.h"
-#include "cluster/messages.h"
-#include "cluster/seconds_histogram.h"
-#include "cluster/te_replacement.h"
+#include "cluster/policy/te_replacement.h"
+#include "cluster/protocol/fleet.h"
+#include "cluster/protocol/messages.h"
+#include "cluster/protocol/seconds_histogram.h"
 #include "control/manager/caller.h"
 #include "control/repair/executor_processes.h"
 #include "core/clock.h"

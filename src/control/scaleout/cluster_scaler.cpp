@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "cluster/messages.h"
+#include "cluster/protocol/messages.h"
 #include "core/file_system.h"
 #include "core/log.h"
 #include "store/demand_board.h"

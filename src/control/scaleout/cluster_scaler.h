@@ -1,11 +1,11 @@
 // ClusterScaler: the scale-out side of `keel cluster up --warm-pool N --store-dir DIR` — the
 // cluster manager's model store preload (before any TE starts, so all of them map it), its warm
-// pool of model-agnostic TEs (cluster/warm_pool.h), and the trigger that binds them: a `scale_out`
-// call on its control port (`keel cluster scale [--role R]`; the autoscaler calls the same). A
-// scale-out binds idle warm TEs to the cluster's model in a role (colocated, prefill or decode:
-// the pool's TEs serve any), adds each to every JE (add_te), records its phases
+// pool of model-agnostic TEs (cluster/task/warm_pool.h), and the trigger that binds them: a
+// `scale_out` call on its control port (`keel cluster scale [--role R]`; the autoscaler calls the
+// same). A scale-out binds idle warm TEs to the cluster's model in a role (colocated, prefill or
+// decode: the pool's TEs serve any), adds each to every JE (add_te), records its phases
 // (/metrics histograms, the JSON-lines event log) and answers the caller; the pool is then
-// refilled to N. Each TE's weights come from where cluster/bind_source.h's plan says
+// refilled to N. Each TE's weights come from where cluster/weights/bind_source.h's plan says
 // (--bind-source; auto: its host store, else a fork from a running TE that serves the entry, else
 // the file). A scale-out asking for more TEs than the pool holds idle cold-starts the rest (new
 // processes, started at the decision) instead of waiting for a refill.
@@ -28,11 +28,11 @@
 #include <string>
 #include <vector>
 
-#include "cluster/bind_source.h"
-#include "cluster/fleet.h"
-#include "cluster/listener.h"
-#include "cluster/scale_out_metrics.h"
-#include "cluster/warm_pool.h"
+#include "cluster/protocol/fleet.h"
+#include "cluster/protocol/listener.h"
+#include "cluster/task/scale_out_metrics.h"
+#include "cluster/task/warm_pool.h"
+#include "cluster/weights/bind_source.h"
 #include "core/result.h"
 #include "proc/process_supervisor.h"
 #include "store/model_store.h"
@@ -47,7 +47,7 @@ struct ClusterScalerConfig {
   std::string store_dir;                  // "" = no store: bound TEs read the file
   uint64_t store_budget = 0;              // bytes (0 = no limit)
   std::string event_log;                  // JSON lines; "" = none
-  std::vector<std::string> keel_command;  // what runs keel (cluster/executor_launch.h)
+  std::vector<std::string> keel_command;  // what runs keel (cluster/protocol/executor_launch.h)
   cluster::TeSpec warm_te;                // the warm TEs' spec (the pool names each)
   std::vector<std::string> je_addresses;  // or set_je_addresses() later
   std::string model_path;
@@ -55,8 +55,8 @@ struct ClusterScalerConfig {
   // The engine a bind to a role gives the warm TE (a prefill TE's has its KV hand-off); a role
   // not listed keeps the warm TE's own.
   std::map<cluster::TeRole, cluster::TeEngineSpec> role_engine;
-  // Where a bound TE gets its weights (cluster/bind_source.h): store, fork from a running TE that
-  // serves the entry, or the file.
+  // Where a bound TE gets its weights (cluster/weights/bind_source.h): store, fork from a running
+  // TE that serves the entry, or the file.
   cluster::BindSourceMode bind_source = cluster::BindSourceMode::kAuto;
   // Non-empty: each warm TE has its own store "<this>/<TE name>" (as if on a host of its own;
   // nothing is preloaded there): a bound TE forks the entry from a peer, or reads the file.

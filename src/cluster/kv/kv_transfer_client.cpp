@@ -1,0 +1,379 @@
+// KvTransferClient: the send queue, throttle, faults and flush on the UCX thread (see
+// kv_transfer_client.h).
+#include "cluster/kv/kv_transfer_client.h"
+
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#include <mutex>
+#include <optional>
+
+#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/kv/ucx_worker.h"
+
+namespace keel::cluster {
+
+using Clock = std::chrono::steady_clock;
+
+Status KvTransferClientOptions::validate() const {
+  if (port == 0) return Status::invalid_argument("kv transfer client: port must be set");
+  if (max_in_flight < 1) return Status::invalid_argument("max_in_flight must be >= 1");
+  if (connect_timeout.count() <= 0) return Status::invalid_argument("connect_timeout must be > 0");
+  if (faults.throttle_bytes_per_s < 0) return Status::invalid_argument("negative throttle");
+  return Status::ok_status();
+}
+
+struct KvTransferClient::Impl {
+  KvTransferClientOptions options;
+  std::unique_ptr<UcxWorker> worker;
+
+  // Shared with callers.
+  std::mutex mu;
+  std::condition_variable cv;
+  // A queued block with its frame header (checksummed by send()'s caller, off the UCX thread).
+  struct Queued {
+    KvFrameHeaderBytes header;
+    std::vector<std::byte> payload;
+    std::span<const std::byte> borrowed;  // sent instead of `payload` when not empty
+    std::shared_ptr<const void> owner;    // keeps `borrowed` valid
+    [[nodiscard]] std::span<const std::byte> bytes() const {
+      return borrowed.empty() ? std::span<const std::byte>(payload) : borrowed;
+    }
+  };
+  std::deque<Queued> queue;     // guarded by mu
+  size_t queued_bytes = 0;      // guarded by mu
+  Status failure;               // guarded by mu: not ok once the connection failed
+  int64_t num_queued = 0;       // guarded by mu: blocks accepted by send()
+  int64_t num_done = 0;         // guarded by mu: blocks sent or dropped
+  int64_t num_flushed = 0;      // guarded by mu: blocks confirmed delivered by a flush
+  KvTransferClientStats stats;  // guarded by mu
+
+  // UCX thread only.
+  struct InFlight {
+    Impl* impl = nullptr;
+    Queued block;  // header and payload must live until the send completes
+  };
+  ucp_ep_h ep = nullptr;
+  int in_flight = 0;
+  int64_t frames_taken = 0;  // frame index of the next block taken from the queue
+  void* flush_req = nullptr;
+  int64_t flush_target = 0;
+  void* close_req = nullptr;
+  Clock::time_point throttle_start{};
+  double throttled_bytes = 0;
+
+  void fail(Status why) {
+    std::lock_guard lock(mu);
+    if (failure.ok()) failure = std::move(why);
+    stats.blocks_dropped += static_cast<int64_t>(queue.size());
+    queue.clear();
+    queued_bytes = 0;
+    cv.notify_all();
+  }
+
+  void close_ep() {
+    if (ep == nullptr) return;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = UCP_EP_CLOSE_FLAG_FORCE;
+    void* req = ucp_ep_close_nbx(ep, &param);
+    ep = nullptr;
+    if (UCS_PTR_IS_PTR(req)) close_req = req;
+  }
+
+  static void on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+    auto* impl = static_cast<Impl*>(arg);
+    impl->fail(ucx_status("kv transfer connection", status));
+    impl->close_ep();
+  }
+
+  static void on_sent(void* request, ucs_status_t status, void* user_data) {
+    auto* f = static_cast<InFlight*>(user_data);
+    f->impl->sent(status, f->block.bytes().size());
+    delete f;
+    ucp_request_free(request);
+  }
+
+  void sent(ucs_status_t status, size_t bytes) {
+    --in_flight;
+    if (status != UCS_OK) {
+      fail(ucx_status("am_send", status));
+      return;
+    }
+    std::lock_guard lock(mu);
+    ++num_done;
+    ++stats.blocks_sent;
+    stats.bytes_sent += static_cast<int64_t>(bytes);
+  }
+
+  static void on_flushed(void* request, ucs_status_t status, void* user_data) {
+    auto* impl = static_cast<Impl*>(user_data);
+    impl->flush_req = nullptr;
+    ucp_request_free(request);
+    if (status != UCS_OK) {
+      impl->fail(ucx_status("ep_flush", status));
+      return;
+    }
+    std::lock_guard lock(impl->mu);
+    impl->num_flushed = std::max(impl->num_flushed, impl->flush_target);
+    impl->cv.notify_all();
+  }
+
+  // Takes the next block to send, or nothing (queue empty, stalled, throttled: then *wait says
+  // how long until the throttle allows it).
+  std::optional<Queued> take(std::chrono::milliseconds* wait) {
+    std::lock_guard lock(mu);
+    if (queue.empty() || !failure.ok()) return std::nullopt;
+    const KvTransferFaults& faults = options.faults;
+    if (faults.stall_after_frames >= 0 && frames_taken >= faults.stall_after_frames) {
+      return std::nullopt;
+    }
+    if (faults.throttle_bytes_per_s > 0) {
+      const auto now = Clock::now();
+      if (throttled_bytes == 0) throttle_start = now;
+      const double allowed =
+          faults.throttle_bytes_per_s * std::chrono::duration<double>(now - throttle_start).count();
+      if (throttled_bytes > 0 && throttled_bytes > allowed) {
+        const double seconds = (throttled_bytes - allowed) / faults.throttle_bytes_per_s;
+        *wait = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1e3) + 1);
+        return std::nullopt;
+      }
+      throttled_bytes += static_cast<double>(queue.front().bytes().size());
+    }
+    Queued block = std::move(queue.front());
+    queue.pop_front();
+    queued_bytes -= block.bytes().size();
+    return block;
+  }
+
+  void send_one(Queued block) {
+    const int64_t idx = frames_taken++;
+    if (idx == options.faults.drop_frame) {
+      std::lock_guard lock(mu);
+      ++num_done;
+      ++stats.blocks_dropped;
+      return;
+    }
+    auto* f = new InFlight{this, std::move(block)};
+    if (idx == options.faults.corrupt_frame && !f->block.bytes().empty()) {
+      if (!f->block.borrowed.empty()) {  // never write into a borrowed payload
+        f->block.payload.assign(f->block.borrowed.begin(), f->block.borrowed.end());
+        f->block.borrowed = {};
+        f->block.owner.reset();
+      }
+      f->block.payload[0] ^= std::byte{1};
+    }
+    const std::span<const std::byte> payload = f->block.bytes();
+    ucp_request_param_t param{};
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+    param.cb.send = &Impl::on_sent;
+    param.user_data = f;
+    param.flags = UCP_AM_SEND_FLAG_REPLY;  // the server learns which connection sent it
+    ++in_flight;
+    void* req = ucp_am_send_nbx(ep, kKvFrameAmId, f->block.header.data(), f->block.header.size(),
+                                payload.data(), payload.size(), &param);
+    if (UCS_PTR_IS_PTR(req)) return;
+    sent(UCS_PTR_STATUS(req), payload.size());
+    delete f;
+  }
+
+  // The UCX thread's tick: sends what the window, throttle and faults allow; flushes when idle.
+  std::chrono::milliseconds tick() {
+    std::chrono::milliseconds wait{100};
+    while (ep != nullptr && in_flight < options.max_in_flight) {
+      auto block = take(&wait);
+      if (!block) break;
+      send_one(std::move(*block));
+    }
+    maybe_flush();
+    if (in_flight > 0 || flush_req != nullptr || close_req != nullptr)
+      return std::min(wait, std::chrono::milliseconds(1));
+    return wait;
+  }
+
+  void maybe_flush() {
+    if (ep == nullptr || in_flight > 0 || flush_req != nullptr) return;
+    {
+      std::lock_guard lock(mu);
+      if (!queue.empty() || num_flushed >= num_done) return;
+      flush_target = num_done;
+    }
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = &Impl::on_flushed;
+    param.user_data = this;
+    void* req = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(req)) {
+      flush_req = req;
+    } else if (UCS_PTR_IS_ERR(req)) {
+      fail(ucx_status("ep_flush", UCS_PTR_STATUS(req)));
+    } else {
+      std::lock_guard lock(mu);
+      num_flushed = std::max(num_flushed, flush_target);
+      cv.notify_all();
+    }
+  }
+
+  Status open() {
+    KEEL_ASSIGN_OR_RETURN(sockaddr_storage addr, resolve_ipv4(options.host, options.port));
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER;
+    params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
+    params.sockaddr.addrlen = sizeof(sockaddr_in);
+    params.err_mode = kKvTransferErrMode;
+    params.err_handler.cb = &Impl::on_ep_error;
+    params.err_handler.arg = this;
+    const ucs_status_t s = ucp_ep_create(worker->handle(), &params, &ep);
+    if (s != UCS_OK) {
+      ep = nullptr;
+      return ucx_status("ep_create", s);
+    }
+    return wait_connected();
+  }
+
+  // A flush completes once the connection's wire-up has: until then UCX 1.13 may send a
+  // rendezvous with the pre-wire-up lane configuration and abort (rndv.c "packed_rkey_size").
+  Status wait_connected() {
+    ucp_request_param_t param{};
+    void* req = ucp_ep_flush_nbx(ep, &param);
+    if (UCS_PTR_IS_ERR(req)) return ucx_status("connect", UCS_PTR_STATUS(req));
+    if (req == nullptr) return Status::ok_status();
+    ucs_status_t status = UCS_INPROGRESS;
+    worker->progress_until(
+        [&] { return (status = ucp_request_check_status(req)) != UCS_INPROGRESS; },
+        options.connect_timeout);
+    ucp_request_free(req);
+    if (status == UCS_INPROGRESS) return Status::unavailable("kv transfer: connect timed out");
+    if (status != UCS_OK) return ucx_status("connect", status);
+    return Status::ok_status();
+  }
+
+  // On the UCX thread: abandons the queue, force-closes the endpoint (UCX completes the sends and
+  // the flush in flight with an error), waits (bounded) until the close and every request
+  // completed, then until the worker is quiet (a closed endpoint's transport endpoints are
+  // flushed and destroyed in the background and must be gone before the worker is destroyed).
+  void shutdown() {
+    fail(Status::cancelled("kv transfer client closed"));
+    close_ep();
+    worker->progress_until(
+        [&] {
+          if (close_req != nullptr && ucp_request_check_status(close_req) != UCS_INPROGRESS) {
+            ucp_request_free(close_req);
+            close_req = nullptr;
+          }
+          return close_req == nullptr && in_flight == 0 && flush_req == nullptr;
+        },
+        std::chrono::milliseconds(2000));
+    if (close_req != nullptr) ucp_request_free(close_req);
+    close_req = nullptr;
+    worker->drain(std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
+  }
+};
+
+KvTransferClient::KvTransferClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<KvTransferClient>> KvTransferClient::connect(
+    KvTransferClientOptions options) {
+  KEEL_TRY(options.validate());
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  Impl* raw = impl.get();
+  KEEL_ASSIGN_OR_RETURN(impl->worker,
+                        UcxWorker::start("keel-kv-send", [raw] { return raw->tick(); }));
+  Status status;
+  impl->worker->run_sync([&] { status = raw->open(); });
+  if (!status.ok()) {
+    impl->worker->run_sync([&] { raw->shutdown(); });
+    return status;
+  }
+  return std::unique_ptr<KvTransferClient>(new KvTransferClient(std::move(impl)));
+}
+
+KvTransferClient::~KvTransferClient() {
+  Impl* raw = impl_.get();
+  impl_->worker->run_sync([raw] { raw->shutdown(); });
+  impl_->worker->stop();
+}
+
+Status KvTransferClient::send(KvBlockToSend block) {
+  const bool weights = block.flags == kKvFrameFlagWeights;
+  if ((block.flags != 0 && !weights) || (weights && block.num_tokens != 0) ||
+      (!weights && (block.num_tokens == 0 || block.num_tokens > kKvFrameMaxTokens)) ||
+      block.bytes().size() > kKvFrameMaxPayloadBytes) {
+    return Status::invalid_argument("kv transfer: block out of the frame limits");
+  }
+  const std::span<const std::byte> bytes = block.bytes();
+  KvFrameHeader header;
+  header.kv_identity = impl_->options.kv_identity;
+  header.block_hash = block.block_hash;
+  header.parent_hash = block.parent_hash;
+  header.num_tokens = block.num_tokens;
+  header.payload_bytes = bytes.size();
+  header.payload_checksum =
+      block.payload_checksum.has_value() ? *block.payload_checksum : frame_payload_checksum(bytes);
+  header.flags = block.flags;
+  Impl::Queued queued{encode_frame_header(header), {}, {}, {}};
+  {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
+    if (impl_->queued_bytes + bytes.size() > impl_->options.max_queued_bytes) {
+      return Status::resource_exhausted("kv transfer: send queue full");
+    }
+    impl_->queued_bytes += bytes.size();
+    queued.payload = std::move(block.payload);
+    queued.borrowed = block.borrowed;
+    queued.owner = std::move(block.owner);
+    impl_->queue.push_back(std::move(queued));
+    ++impl_->num_queued;
+    ++impl_->stats.blocks_queued;
+  }
+  impl_->worker->wake();
+  return Status::ok_status();
+}
+
+Status KvTransferClient::flush(Clock::time_point deadline) {
+  std::unique_lock lock(impl_->mu);
+  const int64_t target = impl_->num_queued;
+  lock.unlock();
+  impl_->worker->wake();
+  lock.lock();
+  const bool done = impl_->cv.wait_until(
+      lock, deadline, [&] { return impl_->num_flushed >= target || !impl_->failure.ok(); });
+  if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
+  if (!done) return Status::unavailable(kKvFlushTimedOut);
+  return Status::ok_status();
+}
+
+KvTransferClientStats KvTransferClient::stats() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->stats;
+}
+
+}  // namespace keel::cluster
+
+namespace keel::cluster {
+
+std::string KvTransferClient::describe_transport() const {
+  std::string text;
+  Impl* raw = impl_.get();
+  impl_->worker->run_sync([&] {
+    if (raw->ep == nullptr) return;
+    char* buf = nullptr;
+    size_t len = 0;
+    FILE* f = open_memstream(&buf, &len);
+    if (f == nullptr) return;
+    ucp_ep_print_info(raw->ep, f);
+    std::fclose(f);
+    text.assign(buf, len);
+    std::free(buf);
+  });
+  return text;
+}
+
+}  // namespace keel::cluster

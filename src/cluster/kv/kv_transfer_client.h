@@ -1,0 +1,110 @@
+// KvTransferClient: the sending end of the KV transfer service — a prefill TE streaming KV blocks
+// to one decode TE's KvTransferServer as they fill, so the transfer overlaps the rest of the
+// prefill. send() never waits on the network: it checksums the block into its frame header (on
+// the caller's thread) and queues it; the client's UCX thread sends queued blocks in order (a
+// bounded number in flight, each frame of kv_transfer_frame.h as one active message). flush()
+// waits, up to a deadline, until every block queued so far has reached the peer. The client
+// learns of a lost peer through UCX when the transport reports it, and otherwise through its
+// deadlines (see kKvTransferErrMode); a failed connection fails every later call. The caller's
+// answer to any failure is the same: the decode side recomputes what it lacks.
+//
+// Fault hooks (tests, benchmarks): a throttled link, a dropped or corrupted frame, a stall.
+// Thread safety: every public method from any thread; the destructor must not race them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/kv/kv_transfer_frame.h"
+#include "core/result.h"
+#include "core/status.h"
+
+namespace keel::cluster {
+
+// flush()'s message when its deadline passed with the connection still up (callers that wait in
+// slices tell a timeout from a failure by it).
+inline constexpr std::string_view kKvFlushTimedOut = "kv transfer: flush timed out";
+
+// Faults the client injects into its own stream. Frame indices count sent blocks from 0.
+struct KvTransferFaults {
+  double throttle_bytes_per_s = 0;  // > 0: payload bytes leave no faster than this
+  int64_t drop_frame = -1;          // this frame is not sent (the receiver never sees it)
+  int64_t corrupt_frame = -1;       // this frame's payload has one byte flipped after checksumming
+  int64_t stall_after_frames = -1;  // after this many frames nothing more is sent
+};
+
+struct KvTransferClientOptions {
+  std::string host = "127.0.0.1";  // the server's address
+  uint16_t port = 0;               // the server's port
+  kv::BlockHash kv_identity;       // the sending engine's engine::kv_tier_identity
+  // Bytes of queued (not yet sent) payloads beyond which send() refuses blocks.
+  size_t max_queued_bytes = size_t{512} << 20;
+  int max_in_flight = 8;  // frames handed to UCX and not yet complete
+  // connect() waits this long for the connection to be up.
+  std::chrono::milliseconds connect_timeout{5000};
+  KvTransferFaults faults;
+  [[nodiscard]] Status validate() const;
+};
+
+// One block to send; the client owns the payload from send() on. A borrowed payload (`borrowed`
+// non-empty; `payload` then unused) is sent straight from the caller's memory — a mapped store
+// entry, a shared zero buffer — which `owner` keeps valid until the send completed or was dropped.
+struct KvBlockToSend {
+  kv::BlockHash block_hash;
+  kv::BlockHash parent_hash;
+  uint32_t num_tokens = 0;  // 0 for a weights chunk
+  std::vector<std::byte> payload;
+  uint16_t flags = 0;  // kKvFrameFlagWeights: a chunk of a weights stream (fields as in the frame)
+  std::span<const std::byte> borrowed;
+  std::shared_ptr<const void> owner;
+  // The payload's XXH3-64 when the caller already has it (a relay forwarding a chunk whose frame
+  // checksum it just verified); send() computes it otherwise.
+  std::optional<uint64_t> payload_checksum;
+  [[nodiscard]] std::span<const std::byte> bytes() const {
+    return borrowed.empty() ? std::span<const std::byte>(payload) : borrowed;
+  }
+};
+
+struct KvTransferClientStats {
+  int64_t blocks_queued = 0;   // accepted by send()
+  int64_t blocks_sent = 0;     // frames whose send completed
+  int64_t bytes_sent = 0;      // their payload bytes
+  int64_t blocks_dropped = 0;  // not sent: the drop fault, or abandoned after a failure
+};
+
+class KvTransferClient {
+ public:
+  // Connects (waits up to connect_timeout for the connection to be up). Unavailable when the peer
+  // cannot be reached.
+  static Result<std::unique_ptr<KvTransferClient>> connect(KvTransferClientOptions options);
+  KvTransferClient(const KvTransferClient&) = delete;
+  KvTransferClient& operator=(const KvTransferClient&) = delete;
+  // Abandons queued blocks, closes the connection, stops.
+  ~KvTransferClient();
+
+  // Queues one block. Unavailable after the connection failed; ResourceExhausted when the queue
+  // holds max_queued_bytes; InvalidArgument for a payload over the frame limit or no tokens.
+  Status send(KvBlockToSend block);
+  // Waits until every block queued before the call has been delivered to the peer (UCX endpoint
+  // flush: the receiver's transport holds it), or the deadline passes (Unavailable "timed out"),
+  // or the connection fails (Unavailable with the reason).
+  Status flush(std::chrono::steady_clock::time_point deadline);
+  [[nodiscard]] KvTransferClientStats stats() const;
+  // UCX's description of the connection's lanes (ucp_ep_print_info: which transport carries the
+  // active messages and which the rendezvous payloads); complete once the connection is up.
+  [[nodiscard]] std::string describe_transport() const;
+
+  struct Impl;
+
+ private:
+  explicit KvTransferClient(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace keel::cluster

@@ -1,0 +1,344 @@
+// KvTransferServer: listener, per-connection idle timeouts and the frame checks (see
+// kv_transfer_server.h). Every function below but the public ones runs on the UCX thread.
+#include "cluster/kv/kv_transfer_server.h"
+
+#include <netinet/in.h>
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "cluster/kv/ucx_worker.h"
+
+namespace keel::cluster {
+
+using Clock = std::chrono::steady_clock;
+
+Status KvTransferServerOptions::validate() const {
+  if (idle_timeout.count() <= 0) return Status::invalid_argument("idle_timeout must be > 0");
+  if (payload_bytes > kKvFrameMaxPayloadBytes) {
+    return Status::invalid_argument("payload_bytes exceeds the frame limit");
+  }
+  return Status::ok_status();
+}
+
+KvBlockSink tier_store_sink(kv::TierStore* store) {
+  return [store](const KvFrameHeader& header, std::span<const std::byte> payload) {
+    (void)store->put(header.block_hash, payload, nullptr);  // a refused block is just not cached
+  };
+}
+
+struct KvTransferServer::Impl {
+  KvTransferServerOptions options;
+  KvBlockSink sink;
+  KvPayloadPlacer placer;
+  std::unique_ptr<UcxWorker> worker;
+  ucp_listener_h listener = nullptr;
+  uint16_t port = 0;
+
+  // Rendezvous payload being received.
+  struct PendingReceive {
+    Impl* impl = nullptr;
+    KvFrameHeader header;
+    std::unique_ptr<std::byte[]> payload;  // `length` bytes (from the spare pool); null in place
+    std::byte* dst = nullptr;              // where the payload lands
+    std::shared_ptr<void> keep;            // holds a placer's destination until the receive ends
+    size_t length = 0;
+    void* request = nullptr;
+    bool discard = false;  // a rejected frame: received only to complete the rendezvous
+  };
+  std::unordered_map<ucp_ep_h, Clock::time_point> conns;  // connection → its last frame
+  std::unordered_set<PendingReceive*> receives;           // rendezvous receives in flight
+  std::vector<void*> closing;                             // endpoint close requests in flight
+  bool stopping = false;  // shutdown began: frames from now on are received and dropped
+  // Payload buffers of finished receives, reused: a fresh 700 KB buffer per block costs page
+  // faults and a pass of zeroing.
+  std::vector<std::pair<std::unique_ptr<std::byte[]>, size_t>> spare;
+  static constexpr size_t kMaxSpare = 16;
+
+  std::unique_ptr<std::byte[]> take_buffer(size_t length) {
+    for (auto it = spare.rbegin(); it != spare.rend(); ++it) {
+      if (it->second != length) continue;
+      auto buf = std::move(it->first);
+      spare.erase(std::next(it).base());
+      return buf;
+    }
+    return std::unique_ptr<std::byte[]>(new std::byte[length]);  // not zeroed: fully received
+  }
+
+  // Returns a finished receive's buffer to the pool and frees the record.
+  void finish_receive(PendingReceive* pending) {
+    if (spare.size() < kMaxSpare && pending->payload != nullptr) {
+      spare.emplace_back(std::move(pending->payload), pending->length);
+    }
+    delete pending;
+  }
+
+  mutable std::mutex stats_mu;
+  KvTransferServerStats stats;  // guarded by stats_mu
+
+  template <typename F>
+  void count(F&& f) {
+    std::lock_guard lock(stats_mu);
+    f(stats);
+  }
+
+  // force: drop what is queued on it (a failed or idle connection); else flush it first (shutdown
+  // with a live peer: queued transport work completes, so none is left when the worker goes).
+  void close_ep(ucp_ep_h ep, bool force = true) {
+    if (conns.erase(ep) == 0) return;
+    count([](KvTransferServerStats& s) { --s.connections_open; });
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    void* req = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
+  }
+
+  // Accepted frame: the payload has its header's length; checks the checksum, then the sink.
+  void deliver(const KvFrameHeader& header, std::span<const std::byte> payload) {
+    if (!check_frame_payload(header, payload).ok()) {
+      count([](KvTransferServerStats& s) { ++s.rejected_checksum; });
+      return;
+    }
+    count([&](KvTransferServerStats& s) {
+      ++s.blocks_accepted;
+      s.bytes_accepted += static_cast<int64_t>(payload.size());
+    });
+    sink(header, payload);
+  }
+
+  // Header checks before any payload is received; nullopt-like false: drop the frame.
+  bool admit(std::span<const std::byte> header_bytes, size_t length, KvFrameHeader* header) {
+    auto decoded = decode_frame_header(header_bytes);
+    if (!decoded.ok() || decoded->payload_bytes != length ||
+        (decoded->flags == kKvFrameFlagWeights) != options.weights ||
+        (options.payload_bytes != 0 && length != options.payload_bytes)) {
+      count([](KvTransferServerStats& s) { ++s.rejected_malformed; });
+      return false;
+    }
+    if (!options.weights && decoded->kv_identity != options.kv_identity) {
+      count([](KvTransferServerStats& s) { ++s.rejected_identity; });
+      return false;
+    }
+    *header = *decoded;
+    return true;
+  }
+
+  ucs_status_t on_message(const void* header_ptr, size_t header_length, void* data, size_t length,
+                          const ucp_am_recv_param_t* param) {
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0) {
+      auto it = conns.find(param->reply_ep);
+      if (it != conns.end()) it->second = Clock::now();
+    }
+    const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+    KvFrameHeader header;
+    const bool admitted =
+        admit({static_cast<const std::byte*>(header_ptr), header_length}, length, &header);
+    if (!rndv) {
+      if (admitted) deliver(header, {static_cast<const std::byte*>(data), length});
+      return UCS_OK;
+    }
+    if (!admitted && length > kKvFrameMaxPayloadBytes) {
+      ucp_am_data_release(worker->handle(), data);  // declines it (UCX 1.13 may leak a buffer)
+      return UCS_OK;
+    }
+    // A rejected rendezvous frame is still received, into a buffer that is then dropped:
+    // declining it with ucp_am_data_release leaks UCX's receive descriptors in 1.13.
+    auto* pending = new PendingReceive{};
+    pending->impl = this;
+    pending->header = header;
+    pending->length = length;
+    pending->discard = !admitted || stopping;
+    if (!pending->discard && placer) {
+      KvPlacement place = placer(header);
+      pending->dst = place.dst;
+      pending->keep = std::move(place.keep);
+    }
+    if (pending->dst == nullptr) {
+      pending->payload = take_buffer(length);
+      pending->dst = pending->payload.get();
+    }
+    ucp_request_param_t rp{};
+    rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    rp.cb.recv_am = &Impl::on_payload;
+    rp.user_data = pending;
+    void* req = ucp_am_recv_data_nbx(worker->handle(), data, pending->dst, length, &rp);
+    if (req == nullptr) {  // completed at once
+      if (!pending->discard) deliver(pending->header, {pending->dst, length});
+      finish_receive(pending);
+    } else if (UCS_PTR_IS_ERR(req)) {
+      count([](KvTransferServerStats& s) { ++s.receive_errors; });
+      finish_receive(pending);
+    } else {
+      pending->request = req;
+      receives.insert(pending);
+    }
+    return UCS_OK;
+  }
+
+  static void on_payload(void* request, ucs_status_t status, size_t /*length*/, void* user_data) {
+    auto* pending = static_cast<PendingReceive*>(user_data);
+    Impl* impl = pending->impl;
+    impl->receives.erase(pending);
+    if (status == UCS_OK) {
+      if (!pending->discard) {
+        impl->deliver(pending->header, {pending->dst, pending->length});
+      }
+    } else if (!pending->discard) {
+      impl->count([](KvTransferServerStats& s) { ++s.receive_errors; });
+    }
+    impl->finish_receive(pending);
+    ucp_request_free(request);
+  }
+
+  static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
+                            size_t length, const ucp_am_recv_param_t* param) {
+    return static_cast<Impl*>(arg)->on_message(header, header_length, data, length, param);
+  }
+
+  static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t /*status*/) {
+    static_cast<Impl*>(arg)->close_ep(ep);  // the peer is gone or the connection failed
+  }
+
+  static void on_connection(ucp_conn_request_h request, void* arg) {
+    auto* impl = static_cast<Impl*>(arg);
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.conn_request = request;
+    params.err_mode = kKvTransferErrMode;
+    params.err_handler.cb = &Impl::on_ep_error;
+    params.err_handler.arg = impl;
+    ucp_ep_h ep = nullptr;
+    if (ucp_ep_create(impl->worker->handle(), &params, &ep) != UCS_OK) {
+      (void)ucp_listener_reject(impl->listener, request);  // the request must not linger
+      return;
+    }
+    impl->conns[ep] = Clock::now();
+    impl->count([](KvTransferServerStats& s) {
+      ++s.connections_accepted;
+      ++s.connections_open;
+    });
+  }
+
+  // The progress thread's tick: idle timeouts and finished close requests.
+  std::chrono::milliseconds tick() {
+    const auto now = Clock::now();
+    std::vector<ucp_ep_h> idle;
+    for (const auto& [ep, last] : conns) {
+      if (now - last > options.idle_timeout) idle.push_back(ep);
+    }
+    for (ucp_ep_h ep : idle) {
+      count([](KvTransferServerStats& s) { ++s.connections_timed_out; });
+      close_ep(ep);
+    }
+    reap_closing();
+    // Polled (see ucx_worker.h): a frame on an open connection waits at most 1 ms for the thread.
+    return std::chrono::milliseconds(conns.empty() ? 10 : 1);
+  }
+
+  void reap_closing() {
+    std::erase_if(closing, [](void* req) {
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) return false;
+      ucp_request_free(req);
+      return true;
+    });
+  }
+
+  Status listen() {
+    KEEL_ASSIGN_OR_RETURN(sockaddr_storage addr, resolve_ipv4(options.host, options.port));
+    ucp_am_handler_param_t hp{};
+    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
+    hp.id = kKvFrameAmId;
+    hp.cb = &Impl::on_am;
+    hp.arg = this;
+    ucs_status_t s = ucp_worker_set_am_recv_handler(worker->handle(), &hp);
+    if (s != UCS_OK) return ucx_status("set_am_recv_handler", s);
+    ucp_listener_params_t lp{};
+    lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+    lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
+    lp.sockaddr.addrlen = sizeof(sockaddr_in);
+    lp.conn_handler.cb = &Impl::on_connection;
+    lp.conn_handler.arg = this;
+    s = ucp_listener_create(worker->handle(), &lp, &listener);
+    if (s != UCS_OK) return ucx_status("listener_create", s);
+    ucp_listener_attr_t attr{};
+    attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+    s = ucp_listener_query(listener, &attr);
+    if (s != UCS_OK) return ucx_status("listener_query", s);
+    port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
+    return Status::ok_status();
+  }
+
+  // Tears everything down on the UCX thread, in the order UCX needs before its worker may be
+  // destroyed. A rendezvous receive cannot be cancelled in UCX 1.13 (ucp_request_cancel is a
+  // no-op for it), and one whose endpoint is force-closed may leave its transfer queued on the
+  // transport endpoint (CMA), which trips ucs_arbiter_group_is_empty when the worker is destroyed.
+  // So: no new connections; frames from now on are received and dropped (declining a rendezvous
+  // with ucp_am_data_release crashes UCX 1.13); the receives in flight run to completion (the
+  // sender alive) or to an error (the sender gone); only then every endpoint is force-closed and
+  // its close waited for; then progress until the worker is quiet.
+  // Endpoints close in flush mode here (not force): a force-close can leave a CMA transfer queued
+  // on the transport endpoint even with no receive of ours in flight.
+  void shutdown() {
+    if (listener != nullptr) ucp_listener_destroy(listener);
+    listener = nullptr;
+    stopping = true;
+    worker->progress_until([&] { return receives.empty(); }, std::chrono::milliseconds(5000));
+    std::vector<ucp_ep_h> eps;
+    for (const auto& [ep, last] : conns) eps.push_back(ep);
+    for (ucp_ep_h ep : eps) close_ep(ep, /*force=*/false);
+    const std::vector<PendingReceive*> cancel(receives.begin(), receives.end());
+    for (PendingReceive* p : cancel) ucp_request_cancel(worker->handle(), p->request);
+    worker->progress_until(
+        [&] {
+          reap_closing();
+          return closing.empty() && receives.empty();
+        },
+        std::chrono::milliseconds(2000));
+    for (void* req : closing) ucp_request_free(req);  // gave up waiting: UCX frees on completion
+    closing.clear();
+    worker->drain(std::chrono::milliseconds(20), std::chrono::milliseconds(1000));
+  }
+};
+
+KvTransferServer::KvTransferServer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start(KvTransferServerOptions options,
+                                                                  KvBlockSink sink,
+                                                                  KvPayloadPlacer placer) {
+  KEEL_TRY(options.validate());
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->sink = std::move(sink);
+  impl->placer = std::move(placer);
+  Impl* raw = impl.get();
+  KEEL_ASSIGN_OR_RETURN(impl->worker,
+                        UcxWorker::start("keel-kv-recv", [raw] { return raw->tick(); }));
+  Status status;
+  impl->worker->run_sync([&] { status = raw->listen(); });
+  if (!status.ok()) {
+    impl->worker->run_sync([&] { raw->shutdown(); });
+    return status;
+  }
+  return std::unique_ptr<KvTransferServer>(new KvTransferServer(std::move(impl)));
+}
+
+KvTransferServer::~KvTransferServer() {
+  Impl* raw = impl_.get();
+  impl_->worker->run_sync([raw] { raw->shutdown(); });
+  impl_->worker->stop();
+}
+
+uint16_t KvTransferServer::port() const { return impl_->port; }
+
+KvTransferServerStats KvTransferServer::stats() const {
+  std::lock_guard lock(impl_->stats_mu);
+  return impl_->stats;
+}
+
+}  // namespace keel::cluster

@@ -1,0 +1,44 @@
+// BindListener: a warm TE's bind port. It listens on host:0, and hands the owner the first
+// bind_model call that decodes (later binds, and malformed ones, are answered with an error at
+// once: a TE binds once). The owner loads the model and answers through reply().
+//
+// Thread safety: wait() and reply() from the owner's thread; the links' reader threads only queue.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "cluster/protocol/bind_model.h"
+#include "cluster/protocol/listener.h"
+
+namespace keel::cluster {
+
+class BindListener {
+ public:
+  static Result<std::unique_ptr<BindListener>> start(const std::string& host);
+  ~BindListener();
+
+  [[nodiscard]] uint16_t port() const { return listener_->port(); }
+  // The bind, once one came; nullopt after `timeout`.
+  [[nodiscard]] std::optional<BindModel> wait(std::chrono::milliseconds timeout);
+  // Answers the bind wait() returned; false when its link is gone.
+  bool reply(const BindReply& r);
+
+ private:
+  BindListener() = default;
+  void on_message(Link& link, Message m);
+
+  std::unique_ptr<Listener> listener_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::shared_ptr<Link>> links_;  // GUARDED_BY(mu_): every accepted link
+  std::optional<BindModel> bind_;             // GUARDED_BY(mu_)
+  Link* bind_link_ = nullptr;                 // GUARDED_BY(mu_): the link it came on
+  int64_t call_id_ = 0;                       // GUARDED_BY(mu_)
+};
+
+}  // namespace keel::cluster
