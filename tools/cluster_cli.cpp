@@ -523,13 +523,13 @@ Status check_spec_flags(const CLI::App& cmd, const char* what, const std::string
 // `keel te`: its flags, or (--spec) the spec.
 int run_te_command(const ClusterCli& cli) {
   const TeOptions& te = *cli.te;
-  if (te.spec_source.empty()) return run_te(te);
+  if (te.spec_source.empty()) return run_te(te, te_spec_of(te));
   Result<cluster::TeSpec> spec = cluster::read_te_spec(te.spec_source);
   if (!spec.ok()) return report_error(spec.status());
   if (Status s = check_spec_flags(*cli.te_cmd, "te", te.id, spec->id); !s.ok()) {
     return report_error(s);
   }
-  return run_te(te_options(*spec));
+  return run_te(te_options(*spec), *spec);
 }
 
 // `keel je`: its flags, or (--spec) the spec.

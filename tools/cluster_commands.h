@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cluster/protocol/je_spec.h"
+#include "cluster/protocol/te_spec.h"
 #include "commands.h"
 #include "control/manager/cluster_membership.h"
 #include "control/placement/node_agent.h"
@@ -68,7 +69,9 @@ struct TeOptions {
   // how cluster up, the warm pool and node agents start TEs; no other flag goes with it.
   std::string spec_source;
 };
-int run_te(const TeOptions& opts);
+// Runs the TE of `spec`; its engine is keel serve's from `base` with the spec's engine part
+// applied (`base`: the flags, or te_options(spec)).
+int run_te(const TeOptions& base, const cluster::TeSpec& spec);
 
 // `keel je`'s flags fill a JE spec (cluster/protocol/je_spec.h) directly, its membership part
 // through the membership flags; `--spec SOURCE` reads the whole spec instead ("-" = stdin: how

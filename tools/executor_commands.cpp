@@ -1,474 +1,55 @@
-// `keel te` and `keel je`: one task executor (a model, an engine, the TE-shell) and one job
-// executor, each a process that prints its KEEL_READY line once serving and drains on SIGTERM.
-#include <unistd.h>
+// `keel te` and `keel je`: the executor processes (src/executors) started from a spec, with what
+// only the keel binary knows — keel serve's engine defaults under a TE's engine spec, the built-in
+// models, the served model's name.
+#include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <filesystem>
-#include <memory>
+#include <string>
 
 #include "builtin_models.h"
-#include "cluster/health/te_health_endpoint.h"
-#include "cluster/job/job_executor.h"
-#include "cluster/job/pd_heatmap.h"
-#include "cluster/kv/kv_handoff.h"
-#include "cluster/kv/kv_handoff_streams.h"
-#include "cluster/kv/kv_peer_fetch.h"
-#include "cluster/kv/kv_peer_server.h"
-#include "cluster/kv/kv_transfer_server.h"
-#include "cluster/kv_events/kv_event_convert.h"
-#include "cluster/kv_events/kv_event_publisher.h"
-#include "cluster/task/bind_listener.h"
-#include "cluster/task/task_executor.h"
-#include "cluster/weights/weights_receiver.h"
-#include "cluster/weights/weights_server.h"
-#include "cluster_cli.h"
 #include "cluster_commands.h"
-#include "control/manager/cluster_membership.h"
-#include "core/file_system.h"
-#include "core/log.h"
 #include "core/thread_pool.h"
-#include "engine/engine.h"
-#include "engine/model_identity.h"
 #include "engine/semi_pd_split.h"
 #include "executor_spec_flags.h"
 #include "executors/je_process.h"
-#include "gguf/reader.h"
-#include "host/compute.h"
-#include "host/engine_host.h"
-#include "host/semi_pd_control_loop.h"
-#include "kernels/kernels.h"
-#include "membership/member_follower.h"
-#include "model/lora_summary.h"
-#include "predictor/length_predictor.h"
-#include "proc/ready_line.h"
+#include "executors/te_process.h"
 #include "stop_signals.h"
-#include "te_warm.h"
 
 namespace keel::cli {
 namespace {
 
-Result<kv::BlockHash> model_key(const std::string& path) {
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
-                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
-  return engine::model_identity(file);
-}
-
-// The TE's KV services: the prefill handoff, the KV transfer server (a decode TE's, or where
-// peers push T3 fetches), the T3 fetcher and fetch service. Destroyed in reverse order of
-// declaration: the fetch service and handoff (they read from the engine) first, the fetcher (the
-// transfer server's sink tells it of arrivals) last.
-struct KvServices {
-  std::unique_ptr<cluster::KvPeerFetcher> fetcher;      // T3: pulls from peers
-  std::unique_ptr<cluster::KvTransferServer> transfer;  // decode role, or T3 fetching
-  std::unique_ptr<cluster::KvHandoff> handoff;          // prefill role
-  std::unique_ptr<cluster::KvPeerServer> peer_server;   // T3: serves peers
-};
-
-// The prefill handoff's settings (--kv-handoff, --kv-transfer-fault) and its watch list.
-struct HandoffSetup {
-  cluster::KvHandoffMode mode = cluster::KvHandoffMode::kStream;
-  cluster::KvHandoffStreams* streams = nullptr;  // stream mode
-  cluster::KvTransferFaults faults;
-};
-
-Result<KvServices> start_kv_services(const TeOptions& opts, cluster::TeRole role,
-                                     engine::Engine* eng, const kv::BlockHash& key,
-                                     const HandoffSetup& handoff) {
-  const ServeOptions& o = opts.engine;
-  const bool fetches_peers = opts.peer.enabled && role != cluster::TeRole::kDecode;
-  KvServices svc;
-  auto read_block = [eng](const kv::BlockHash& h, std::span<std::byte> out) {
-    return eng->read_kv_block(h, out);
+// A TE's hooks: its engine from `base` (its flags, or a spec's options) with the spec's engine
+// part applied over them — a warm TE's bind replaces that part.
+executors::TeProcessHooks te_hooks(TeOptions base) {
+  executors::TeProcessHooks h;
+  h.engine = [base](const cluster::TeSpec& spec) -> Result<executors::TeEngineSetup> {
+    TeOptions t = base;
+    apply_engine_spec(spec.engine, &t);
+    const ServeOptions& o = t.engine;
+    executors::TeEngineSetup s;
+    s.engine = serve_engine_config(o);
+    s.pipeline = serve_pipeline_options(o);
+    KEEL_ASSIGN_OR_RETURN(
+        engine::ControllerConfig c,
+        semi_pd_controller_config(o, static_cast<int32_t>(engine::allowed_cores().size())));
+    if (o.semi_pd_dynamic) s.controller = c;
+    s.controller_window = std::chrono::milliseconds(o.semi_pd_window_ms);
+    s.drain_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000));
+    return s;
   };
-  if (role == cluster::TeRole::kPrefill) {
-    cluster::KvHandoffConfig hc;
-    hc.mode = handoff.mode;
-    hc.streams = handoff.streams;
-    hc.faults = handoff.faults;
-    hc.model_key = key;
-    hc.kv_identity = eng->kv_identity();
-    hc.block_size = o.block_size;
-    hc.block_bytes = eng->kv_block_bytes();
-    hc.read_block = read_block;
-    svc.handoff = std::make_unique<cluster::KvHandoff>(std::move(hc));
-  }
-  // Set once the fetcher exists (it needs the transfer server's address); read by the sink.
-  auto fetch_slot = std::make_shared<std::atomic<cluster::KvPeerFetcher*>>(nullptr);
-  if (role == cluster::TeRole::kDecode || fetches_peers) {
-    cluster::KvTransferServerOptions so;
-    so.host = o.host;
-    so.kv_identity = eng->kv_identity();
-    so.payload_bytes = eng->kv_block_bytes();
-    KEEL_ASSIGN_OR_RETURN(
-        svc.transfer,
-        cluster::KvTransferServer::start(
-            so, [eng, fetch_slot](const cluster::KvFrameHeader& h, std::span<const std::byte> p) {
-              cluster::KvPeerFetcher* f = fetch_slot->load();
-              if (h.block_hash == cluster::kPeerProbeHash) {  // a link-cost probe: not KV
-                if (f != nullptr) f->on_block_filed(h.block_hash);
-                return;
-              }
-              const Status s = eng->accept_kv_block(h.block_hash, p);
-              if (!s.ok()) KEEL_LOG_WARN("te: received block dropped: {}", s.message());
-              if (s.ok() && f != nullptr) f->on_block_filed(h.block_hash);
-            }));
-  }
-  if (fetches_peers) {
-    cluster::KvPeerFetchConfig fc;
-    fc.model_key = key;
-    fc.kv_identity = eng->kv_identity();
-    fc.block_size = o.block_size;
-    fc.block_bytes = eng->kv_block_bytes();
-    fc.reply_to = o.host + ":" + std::to_string(svc.transfer->port());
-    fc.prefill_seconds_per_token = [eng] { return eng->prefill_seconds_per_token(); };
-    svc.fetcher = std::make_unique<cluster::KvPeerFetcher>(std::move(fc));
-    fetch_slot->store(svc.fetcher.get());
-  }
-  if (opts.peer.enabled) {
-    cluster::KvPeerServerConfig pc;
-    pc.host = o.host;
-    pc.kv_identity = eng->kv_identity();
-    pc.block_tokens = static_cast<uint32_t>(o.block_size);
-    pc.block_bytes = eng->kv_block_bytes();
-    pc.read_block = read_block;
-    pc.throttle_bytes_per_s = opts.peer.throttle_bytes_per_s;
-    KEEL_ASSIGN_OR_RETURN(svc.peer_server, cluster::KvPeerServer::start(std::move(pc)));
-  }
-  return svc;
-}
-
-// A TE's role-specific engine set-up: a prefill TE computes prompts in chunks of --prefill-chunk
-// tokens, so a streamed handoff sends every chunk's blocks (caught by the engine's tap into
-// `streams`) while the next one computes; a decode TE receives prefills' KV into its host tier
-// (T1), and a peer-tier (T3) TE its peers' blocks: each needs one.
-Result<HandoffSetup> prepare_role(const TeOptions& opts, cluster::TeRole role,
-                                  host::StartOptions* start,
-                                  std::unique_ptr<cluster::KvHandoffStreams>* streams) {
-  HandoffSetup handoff;
-  KEEL_ASSIGN_OR_RETURN(handoff.faults, cluster::parse_kv_transfer_faults(opts.handoff.fault));
-  handoff.mode =
-      cluster::parse_kv_handoff_mode(opts.handoff.mode).value_or(cluster::KvHandoffMode::kStream);
-  if (role == cluster::TeRole::kPrefill) {
-    if (opts.handoff.prefill_chunk > 0) {
-      start->engine.scheduler.max_batched_tokens =
-          std::min(start->engine.scheduler.max_batched_tokens, opts.handoff.prefill_chunk);
-    }
-    if (handoff.mode == cluster::KvHandoffMode::kStream) {
-      *streams = std::make_unique<cluster::KvHandoffStreams>();
-      handoff.streams = streams->get();
-      start->published_blocks = cluster::handoff_tap(streams->get());
-    }
-  }
-  const bool fetches_peers = opts.peer.enabled && role != cluster::TeRole::kDecode;
-  if ((role == cluster::TeRole::kDecode || fetches_peers) && start->engine.kv_host_bytes == 0) {
-    start->engine.kv_host_bytes = int64_t{256} << 20;
-  }
-  return handoff;
-}
-
-// A semi-PD TE (`--mode semi-pd`) is a colocated TE: it runs whole requests on its own two
-// workers, so it has no KV handoff, and its engine has no prefix cache or host tier to fetch peers'
-// blocks into, and no LoRA.
-Status check_semi_pd_te(const TeOptions& opts, cluster::TeRole role) {
-  if (role != cluster::TeRole::kColocated) {
-    return Status::invalid_argument(
-        "--mode semi-pd needs --role colocated (a semi-PD TE runs "
-        "whole requests; got --role " +
-        std::string(cluster::te_role_name(role)) + ")");
-  }
-  if (opts.peer.enabled) return Status::invalid_argument("--mode semi-pd: no --kv-peer-tier");
-  if (!opts.engine.loras.empty()) return Status::invalid_argument("--mode semi-pd: no --lora");
-  if (opts.warm) return Status::invalid_argument("--mode semi-pd: a warm TE binds colocated");
-  return {};
-}
-
-// What a TE serves and how it came to: the model (its path, and where its weights come from)
-// and, for a warm TE, its binder and the scale-out's phase marks.
-struct TeLaunch {
-  std::string model_path;                   // the GGUF as named (the served name comes from it)
-  store::ModelSource source;                // where the weights are loaded from
-  std::string role;                         // colocated | prefill | decode
-  cluster::BindListener* binder = nullptr;  // a warm TE's; null for a TE started with -m
-  ForkOutcome fork;                         // a warm TE's fork of its entry, when asked
-  cluster::ScaleOutPhases phases;
-  int weights_port = 0;  // its weights service (peers fork from it); 0 = none
-  cluster::TeHealthEndpoint* health = nullptr;  // --health-port; null = none
-};
-
-// Announces a warm TE's bind failure to its binder, then returns the error.
-Status fail_bind(TeLaunch& launch, Status s) {
-  if (launch.binder != nullptr) {
-    cluster::BindReply r;
-    r.status = s;
-    launch.binder->reply(r);
-  }
-  return s;
-}
-
-// The cache-event publisher's sockets on the TE's --host (JEs on other hosts subscribe to them).
-cluster::KvEventPublisherConfig publisher_config(const std::string& host) {
-  cluster::KvEventPublisherConfig c;
-  c.endpoint = "tcp://" + host + ":0";
-  c.replay_endpoint = c.endpoint;
-  return c;
-}
-
-// A bound endpoint as others reach it: a wildcard host replaced by `reach` (--advertise-host).
-std::string announced_endpoint(const std::string& bound, const std::string& reach) {
-  const std::string wildcard = "tcp://0.0.0.0:";
-  if (bound.rfind(wildcard, 0) != 0 || reach.empty() || reach == "0.0.0.0") return bound;
-  return "tcp://" + reach + ":" + bound.substr(wildcard.size());
-}
-
-// The TE-shell's settings: its id, role, KV services' addresses, served name and report cadence.
-cluster::TaskExecutorConfig te_config(const TeOptions& opts, cluster::TeRole role,
-                                      const KvServices& svc,
-                                      const cluster::KvEventPublisher& events,
-                                      const std::string& model_path) {
-  const ServeOptions& o = opts.engine;
-  cluster::TaskExecutorConfig config;
-  config.id = opts.id;
-  config.role = role;
-  config.handoff = svc.handoff.get();
-  if (svc.transfer && role == cluster::TeRole::kDecode) {
-    config.kv_transfer = o.host + ":" + std::to_string(svc.transfer->port());
-  }
-  config.peer_fetch = svc.fetcher.get();
-  if (svc.peer_server) config.kv_fetch = svc.peer_server->address();
-  config.model = served_model_name(o.served_model_name, model_path, model_path);
-  config.host = o.host;
-  config.port = static_cast<uint16_t>(o.port);
-  config.report_interval = std::chrono::milliseconds(opts.report_interval_ms);
-  const std::string reach = opts.advertise_host.empty() ? o.host : opts.advertise_host;
-  config.kv_events = announced_endpoint(events.endpoint(), reach);
-  config.kv_events_replay = announced_endpoint(events.replay_endpoint(), reach);
-  return config;
-}
-
-Status te_serve(const TeOptions& opts, const host::ComputeSetup& compute, TeLaunch launch,
-                const sigset_t& stop_signals) {
-  const ServeOptions& o = opts.engine;
-  const std::string& path = launch.source.path;
-  // The cache-event publisher outlives the engine that feeds it (declared first).
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
-                        cluster::KvEventPublisher::start(publisher_config(o.host)));
-  // A streamed handoff's watch list, fed by the engine's tap: outlives the engine (declared first).
-  std::unique_ptr<cluster::KvHandoffStreams> streams;
-  // The chat template is checked here as keel serve checks it (a TE renders no chat: its
-  // gateway does), so one set of flags starts either.
-  Result<std::unique_ptr<host::EngineHost>> opened =
-      host::EngineHost::open(path, {o.chat_template, o.chat_template_file});
-  if (!opened.ok()) return fail_bind(launch, opened.status());
-  std::unique_ptr<host::EngineHost> host = std::move(*opened);
-  host::StartOptions start;
-  start.cache_events = cluster::publishing_sink(events.get(), o.block_size);
-  const cluster::TeRole role =
-      cluster::parse_te_role(launch.role).value_or(cluster::TeRole::kColocated);
-  start.compute = compute;
-  start.use_mmap = launch.source.from_store || o.compute.use_mmap;  // an entry is mapped
-  start.group_weights = o.compute.weight_layout != "rows";
-  start.n_ctx = o.ctx_size;
-  start.engine = serve_engine_config(o);
-  start.pipeline = serve_pipeline_options(o);
-  start.pipeline.exit_on_loss = true;  // its JEs re-drive its jobs, its manager replaces it
-  if (start.pipeline.enabled() && role != cluster::TeRole::kColocated) {
-    return fail_bind(launch, Status::invalid_argument(
-                                 "--pp needs --role colocated (a pipelined TE cannot hand off "
-                                 "KV: its layers are split over two processes)"));
-  }
-  if (start.pipeline.enabled() && opts.peer.enabled) {
-    return fail_bind(launch, Status::invalid_argument("--pp: no --kv-peer-tier"));
-  }
-  const bool semi_pd = start.engine.semi_pd.has_value();
-  if (semi_pd) KEEL_TRY(check_semi_pd_te(opts, role));
-  const Result<engine::ControllerConfig> controller = semi_pd_controller_config(
-      o, static_cast<int32_t>(engine::allowed_cores().size()));  // checked in te_main
-  KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(opts, role, &start, &streams));
-  const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
-  const int64_t before_start_ns = cluster::steady_now_ns();
-  if (Status s = host->start(std::move(start)); !s.ok()) return fail_bind(launch, s);
-  launch.phases.preloaded_ns =
-      before_start_ns + static_cast<int64_t>(host->weights_seconds() * 1e9);
-  engine::Engine* eng = host->engine();  // null for a semi-PD TE (no LoRA, no KV services)
-  if (eng != nullptr) {
-    if (Status s = load_lora_adapters(*eng, o.loras); !s.ok()) return fail_bind(launch, s);
-  }
-  launch.phases.loaded_ns = cluster::steady_now_ns();
-  std::unique_ptr<host::SemiPdControlLoop> control;  // --semi-pd-dynamic; stopped before the drain
-  if (semi_pd && o.semi_pd_dynamic && controller.ok()) {
-    control = std::make_unique<host::SemiPdControlLoop>(
-        host->semi_pd(), *controller, std::chrono::milliseconds(o.semi_pd_window_ms));
-  }
-  if (launch.binder != nullptr) {  // post-load: one warm-up token
-    const int32_t bos = host->tokenizer().bos_id();
-    if (Status s = warm_up_token(host->client(), bos >= 0 ? bos : 0); !s.ok()) {
-      return fail_bind(launch, s);
-    }
-  }
-  launch.phases.first_token_ns = cluster::steady_now_ns();
-  KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, model_key(path));
-  KvServices svc;
-  if (eng != nullptr) {
-    KEEL_ASSIGN_OR_RETURN(svc, start_kv_services(opts, role, eng, key, handoff));
-  }
-
-  cluster::TaskExecutorConfig config = te_config(opts, role, svc, *events, launch.model_path);
-  config.semi_pd = semi_pd;
-  config.pp_stages = std::max(1, o.pp);
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
-                        cluster::TaskExecutor::start(config, host->client()));
-  launch.phases.announced_ns = cluster::steady_now_ns();
-  KEEL_LOG_INFO(
-      "te {}: {} on {}{} ({}), control at {}", opts.id, config.model, path,
-      launch.source.from_store ? " (model store)" : "",
-      semi_pd ? "semi-PD, split " + o.semi_pd_split : std::to_string(compute.threads) + " threads",
-      te->address());
-  if (svc.handoff) {
-    KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", opts.id,
-                  cluster::kv_handoff_mode_name(handoff.mode), start_chunk_tokens);
-  }
-  // With --membership etcd: te/<id> under this process's own lease, before anyone is told.
-  const std::string advertised = (opts.advertise_host.empty() ? o.host : opts.advertise_host) +
-                                 ":" + std::to_string(te->port());
-  const membership::Member self{membership::MemberKind::kTaskExecutor,
-                                opts.id,
-                                advertised,
-                                {{"model", config.model},
-                                 {"role", std::string(cluster::te_role_name(role))},
-                                 {"pid", std::to_string(getpid())}}};
-  Result<std::unique_ptr<control::ClusterMembership>> registered =
-      control::register_self(opts.membership, self);
-  if (!registered.ok()) return fail_bind(launch, registered.status());
-  std::unique_ptr<control::ClusterMembership> member = std::move(*registered);
-  const cluster::HealthServing health(
-      launch.health, [c = host->client()] { return c->stats(); });  // ends before the engine does
-  if (launch.binder != nullptr) {
-    cluster::BindReply r;
-    r.port = te->port();
-    r.from_store = launch.source.from_store;
-    r.store_note = launch.source.from_store ? "" : launch.source.store_error.message();
-    r.forked = launch.fork.forked;
-    r.fork_bytes = launch.fork.bytes;
-    r.fork_seconds = launch.fork.seconds;
-    r.fork_error = launch.fork.error;
-    r.phases = launch.phases;
-    launch.binder->reply(r);
-  } else {
-    nlohmann::json ready = {{"role", "te"},
-                            {"id", opts.id},
-                            {"port", te->port()},
-                            {"pid", getpid()},
-                            {"from_store", launch.source.from_store}};
-    if (launch.weights_port > 0) ready["weights_port"] = launch.weights_port;
-    if (launch.health != nullptr) ready["health_port"] = launch.health->port();
-    KEEL_TRY(proc::print_ready_line(ready));
-  }
-
-  const int sig = control::wait_registered(stop_signals, opts.membership, self, &member);
-  KEEL_LOG_INFO("te {}: {}: draining", opts.id, signal_name(sig));
-  if (launch.health != nullptr) launch.health->draining();  // 503 while it drains
-  control.reset();  // the split stays as it is while the engine drains
-  host->client()->drain(std::chrono::milliseconds(static_cast<int64_t>(o.drain_timeout_s * 1000)));
-  te->stop();
-  // They read from and write into the engine: readers first, the fetcher after the transfer
-  // server whose sink tells it of arrivals.
-  svc.peer_server.reset();
-  svc.handoff.reset();
-  svc.transfer.reset();
-  svc.fetcher.reset();
-  host.reset();                       // the engine stops before its publisher
-  if (member) (void)member->close();  // drained: leave the membership now, not at the TTL
-  return {};
-}
-
-Status te_main(const TeOptions& opts, const sigset_t& stop_signals) {
-  const ServeOptions& o = opts.engine;
-  KEEL_TRY(semi_pd_controller_config(o, static_cast<int32_t>(engine::allowed_cores().size()))
-               .status());  // --semi-pd-dynamic's flags, before anything starts
-  KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(o.compute));
-  const std::string isa(kernels::isa_name(compute.isa));
-  TeLaunch launch;
-  launch.role = opts.role;
-  TeOptions bound = opts;  // a warm TE's options with its bind's engine spec applied
-  std::unique_ptr<cluster::BindListener> binder;
-  std::string store_entry;
-  bool use_store = true;  // false: the binder asked for the file (--bind-source disk)
-  // With a store: the weights service (peers fork from it) and the receiver (forks into it).
-  // Declared before the TE serves, so they outlive it.
-  std::unique_ptr<cluster::WeightsReceiver> receiver;
-  std::unique_ptr<cluster::WeightsServer> weights;
-  std::unique_ptr<cluster::TeHealthEndpoint> health;  // up from the start: a warm TE answers "warm"
-  if (opts.health_port >= 0) {
-    KEEL_ASSIGN_OR_RETURN(
-        health, cluster::TeHealthEndpoint::start(o.host, opts.health_port,
-                                                 std::chrono::milliseconds(opts.health_hang_ms)));
-    launch.health = health.get();
-    KEEL_LOG_INFO("te {}: health from progress at http://{}:{}/health", opts.id, o.host,
-                  health->port());
-  }
-  if (!opts.store_dir.empty()) {
-    KEEL_ASSIGN_OR_RETURN(receiver, cluster::WeightsReceiver::start(o.host, opts.store_dir));
-    cluster::WeightsServerConfig wc;
-    wc.host = o.host;
-    wc.store_dir = opts.store_dir;
-    wc.receiver = receiver.get();
-    KEEL_ASSIGN_OR_RETURN(wc.faults, cluster::parse_weights_faults(opts.weights_fault));
-    KEEL_ASSIGN_OR_RETURN(weights, cluster::WeightsServer::start(std::move(wc)));
-  }
-  if (opts.warm) {
-    KEEL_ASSIGN_OR_RETURN(binder, cluster::BindListener::start(o.host));
-    KEEL_LOG_INFO("te {}: warm ({} kernels, {} threads), bind port {}", opts.id, isa,
-                  compute.threads, binder->port());
-    nlohmann::json ready = {{"role", "te"},
-                            {"id", opts.id},
-                            {"state", "warm"},
-                            {"port", binder->port()},
-                            {"pid", getpid()}};
-    if (weights) ready["weights_port"] = weights->port();
-    if (health) ready["health_port"] = health->port();
-    KEEL_TRY(proc::print_ready_line(ready));
-    std::optional<cluster::BindModel> bind = wait_for_bind(*binder, stop_signals);
-    if (!bind) return {};  // stopped while warm
-    launch.phases.bound_ns = cluster::steady_now_ns();
-    launch.phases.decision_ns = bind->decision_ns;
-    launch.binder = binder.get();
-    launch.model_path = bind->model_path;
-    launch.role = bind->role;
-    store_entry = bind->store_entry;
-    use_store = bind->use_store;
-    if (!bind->isa.empty() && bind->isa != isa) {
-      return fail_bind(
-          launch, Status::invalid_argument("bind: this warm TE runs the " + isa + " kernels, not " +
-                                           bind->isa + " (they were chosen when it started)"));
-    }
-    if (bind->engine) apply_engine_spec(*bind->engine, &bound);
-    if (use_store) launch.fork = fork_for_bind(*bind, receiver.get());
-  } else {
-    launch.model_path = o.model_path;
-  }
-  {
-    ThreadPool pool(compute.threads);
-    Result<std::string> resolved = resolve_model_path(launch.model_path, pool);
-    if (!resolved.ok()) return fail_bind(launch, resolved.status());
-    launch.model_path = *resolved;
-  }
-  launch.source =
-      choose_model_source(use_store ? opts.store_dir : "", launch.model_path, store_entry, isa);
-  launch.weights_port = weights ? weights->port() : 0;
-  if (weights && launch.source.from_store) {  // peers may fork it: have its hash ready
-    weights->precompute_hash(std::filesystem::path(launch.source.path).filename().string());
-  }
-  return te_serve(bound, compute, std::move(launch), stop_signals);
+  h.resolve_model = [](const std::string& model, ThreadPool& pool) {
+    return resolve_model_path(model, pool);
+  };
+  h.model_name = [](const std::string& path) { return served_model_name("", path, path); };
+  return h;
 }
 
 }  // namespace
 
-int run_te(const TeOptions& opts) {
+int run_te(const TeOptions& base, const cluster::TeSpec& spec) {
   const sigset_t stop_signals = block_stop_signals();
   spdlog::set_level(spdlog::level::info);
-  const Status s = te_main(opts, stop_signals);
+  const Status s = executors::run_task_executor(spec, te_hooks(base), stop_signals);
   return s.ok() ? 0 : report_error(s);
 }
 

@@ -14,6 +14,12 @@ kv::BlockHash hash_string(const std::string& s) {
 
 }  // namespace
 
+Result<kv::BlockHash> model_identity_of_file(const std::string& path) {
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
+                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
+  return model_identity(file);
+}
+
 Result<kv::BlockHash> model_identity(const gguf::GgufFile& file) {
   KEEL_ASSIGN_OR_RETURN(std::string arch, file.get_string("general.architecture"));
   const gguf::Value* lo = file.find(kSourceIdentityLoKey);

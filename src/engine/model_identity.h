@@ -14,6 +14,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +35,8 @@ inline constexpr std::string_view kSourceIdentityHiKey = "keel.source.model_iden
 // one, else the hash above. Needs `general.architecture` (InvalidArgument when it is missing);
 // reads no tensor bytes.
 [[nodiscard]] Result<kv::BlockHash> model_identity(const gguf::GgufFile& file);
+// The same from the GGUF at `path` (its metadata only).
+[[nodiscard]] Result<kv::BlockHash> model_identity_of_file(const std::string& path);
 
 // The identity of the KV bytes a tier stores: the model, the KV dtype and the block size.
 [[nodiscard]] kv::BlockHash kv_tier_identity(const kv::BlockHash& model_key, DType kv_dtype,

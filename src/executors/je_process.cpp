@@ -13,7 +13,6 @@
 #include "core/file_system.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
-#include "gguf/reader.h"
 #include "host/compute.h"
 #include "membership/member_follower.h"
 #include "model/lora_summary.h"
@@ -22,12 +21,6 @@
 
 namespace keel::executors {
 namespace {
-
-Result<kv::BlockHash> model_key(const std::string& path) {
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
-                        gguf::GgufFile::open(path, {.mode = gguf::DataMode::kNone}));
-  return engine::model_identity(file);
-}
 
 // The JE's side of the membership: every TE registered for `model` joins its fleet (add_te; one it
 // already has is left as it is), and one whose lease expires or that deregisters leaves it
@@ -78,7 +71,7 @@ Status run_job_executor(const cluster::JeSpec& spec, const sigset_t& stop_signal
   config.router.balance_threshold = spec.balance_threshold;
   config.router.balance_abs_tokens = spec.balance_abs_tokens;
   KEEL_TRY(config.router.validate());
-  KEEL_ASSIGN_OR_RETURN(config.model_key, model_key(spec.model_path));
+  KEEL_ASSIGN_OR_RETURN(config.model_key, engine::model_identity_of_file(spec.model_path));
   for (const std::string& named : spec.loras) {  // NAME=PATH
     const size_t eq = named.find('=');
     if (eq == std::string::npos || eq == 0) {

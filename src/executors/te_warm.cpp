@@ -1,5 +1,5 @@
 // wait_for_bind / choose_model_source / warm_up_token (see te_warm.h).
-#include "te_warm.h"
+#include "executors/te_warm.h"
 
 #include <unistd.h>
 
@@ -10,7 +10,7 @@
 #include "core/file_system.h"
 #include "core/log.h"
 
-namespace keel::cli {
+namespace keel::executors {
 namespace {
 
 // Resolves a promise with the request's first token event (or its error).
@@ -104,4 +104,4 @@ Status warm_up_token(engine::EngineClient* client, int32_t token) {
   return done.get();
 }
 
-}  // namespace keel::cli
+}  // namespace keel::executors

@@ -17,7 +17,7 @@
 #include "engine/engine_client.h"
 #include "store/model_store.h"
 
-namespace keel::cli {
+namespace keel::executors {
 
 // The bind, or nullopt when a stop signal came first.
 [[nodiscard]] std::optional<cluster::BindModel> wait_for_bind(cluster::BindListener& binder,
@@ -46,4 +46,4 @@ struct ForkOutcome {
 // Generates one token of a one-token prompt (`token`) on `client`; returns when it came.
 [[nodiscard]] Status warm_up_token(engine::EngineClient* client, int32_t token);
 
-}  // namespace keel::cli
+}  // namespace keel::executors
