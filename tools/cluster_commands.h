@@ -43,8 +43,7 @@ struct TeOptions {
   ServeOptions engine;  // model, engine and compute flags (host/port are the TE's control port)
   std::string id = "te-0";
   std::string role = "colocated";  // colocated | prefill | decode
-  int report_interval_ms = 50;
-  KvHandoffFlags handoff;  // a prefill TE's
+  KvHandoffFlags handoff;          // a prefill TE's
   PeerTierOptions peer;
   // --warm: start without a model (kernels chosen), print a ready line with "state":"warm" and
   // the bind port, and serve what a bind_model call names (cluster/protocol/bind_model.h); -m is
