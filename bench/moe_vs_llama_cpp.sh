@@ -8,6 +8,9 @@
 #                             [--out DIR]
 # qwen3-30b-a3b at Q4_0 is ~17 GB: it needs that much free memory (the file is read, not mapped).
 # Needs build/release (make release) and python3.
+# The peer: llama.cpp's llama-bench by default; PEER=ik runs ik_llama.cpp's instead
+# (../shared/reference/ik_llama.cpp/bin) with its strongest CPU settings: its defaults (flash
+# attention, fused MoE) and run-time repacking (-rtr 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,7 +32,14 @@ while [ $# -gt 0 ]; do
 done
 
 KEEL=${KEEL:-build/release/tools/keel}
-LLAMA_DIR=${LLAMA_DIR:-../shared/reference/llama.cpp/bin}
+PEER=${PEER:-llama}
+case "$PEER" in
+  llama) LLAMA_DIR=${LLAMA_DIR:-../shared/reference/llama.cpp/bin}; PEER_FLAGS=(-lm none)
+         PEER_NAME=llama.cpp ;;
+  ik) LLAMA_DIR=${LLAMA_DIR:-../shared/reference/ik_llama.cpp/bin}; PEER_FLAGS=(-rtr 1)
+      PEER_NAME=ik_llama.cpp ;;
+  *) echo "moe_vs_llama_cpp: PEER must be llama or ik" >&2; exit 2 ;;
+esac
 VOCAB=${VOCAB:-../shared/vocab/ggml-vocab-llama-spm.gguf}
 MODELS=${MODELS:-/tmp/keel-moe-vs-llama}
 OUT=${OUT:-$(mktemp -d /tmp/keel-moe-vs-llama.XXXX)}
@@ -45,14 +55,14 @@ for r in $(seq 1 "$ROUNDS"); do
   echo "round $r: keel" >&2
   "$KEEL" bench -m "$M" -t 2 -p 512 -n 128 -r "$REPS" -o json > "$OUT/keel-r$r.json" \
     2> "$OUT/keel-r$r.log"
-  echo "round $r: llama.cpp" >&2
-  "$LLAMA_DIR/llama-bench" -m "$M" -t 2 -p 512 -n 128 -r "$REPS" -lm none -o json \
+  echo "round $r: $PEER_NAME" >&2
+  "$LLAMA_DIR/llama-bench" -m "$M" -t 2 -p 512 -n 128 -r "$REPS" "${PEER_FLAGS[@]}" -o json \
     > "$OUT/llama-r$r.json" 2> "$OUT/llama-r$r.log"
 done
 
-python3 - "$OUT" "$SHAPE" "$TYPE" <<'PY'
+python3 - "$OUT" "$SHAPE" "$TYPE" "$PEER_NAME" <<'PY'
 import glob, json, os, sys
-out, shape, typ = sys.argv[1:4]
+out, shape, typ, peer = sys.argv[1:5]
 def best(pattern, test):
     b = None
     for path in sorted(glob.glob(os.path.join(out, pattern))):
@@ -66,7 +76,7 @@ def best(pattern, test):
             if name == test and (b is None or row["avg_ts"] > b):
                 b = row["avg_ts"]
     return b
-print(f"| {shape} {typ}, 2 threads | keel t/s | llama.cpp t/s | keel / llama.cpp |")
+print(f"| {shape} {typ}, 2 threads | keel t/s | {peer} t/s | keel / {peer} |")
 print("|---|---|---|---|")
 for test in ["pp512", "tg128"]:
     k, l = best("keel-r*.json", test), best("llama-r*.json", test)
