@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "engine/named_lora.h"
 #include "model/kv_type.h"
 
 // The values --kv-type accepts (model::kKvTypeNames).
@@ -19,10 +20,7 @@ inline std::vector<std::string> kv_type_names() {
 
 // --lora's check: "NAME=PATH" with both parts non-empty ("" when it is, else the message).
 inline std::string check_lora_spec(const std::string& v) {
-  const size_t eq = v.find('=');
-  return eq == std::string::npos || eq == 0 || eq + 1 == v.size()
-             ? std::string("expected NAME=PATH")
-             : std::string();
+  return keel::engine::parse_named_lora(v).ok() ? std::string() : std::string("expected NAME=PATH");
 }
 
 // The first option given on `cmd`'s command line other than those named in `allowed` (their

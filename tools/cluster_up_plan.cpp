@@ -28,33 +28,19 @@ std::string chat_template_arg(const std::string& v) {
 
 cluster::TeEngineSpec te_engine_spec(const ClusterUpOptions& o, const std::string& kind) {
   const ServeOptions& s = o.serve;
-  cluster::TeEngineSpec e;
-  e.max_num_seqs = s.max_num_seqs;
-  e.max_batched_tokens = s.max_batched_tokens;
-  e.max_waiting = s.max_waiting;
-  e.block_size = s.block_size;
-  e.kv_cache_bytes = s.kv_cache_bytes;
-  e.kv_host_bytes = s.kv_host_bytes;
-  e.kv_type = s.kv_type;
-  e.ctx_size = s.ctx_size;
-  e.weight_layout = s.compute.weight_layout;
-  e.use_mmap = s.compute.use_mmap;
-  e.prefix_cache = !s.no_prefix_cache;
+  const cluster::TeEngineSpec defaults;
+  cluster::TeEngineSpec e = te_engine_spec_of(s);
   if (!s.chat_template.empty()) e.chat_template = chat_template_arg(s.chat_template);
   if (!s.chat_template_file.empty()) {
     e.chat_template_file = std::filesystem::absolute(s.chat_template_file).string();
   }
-  e.loras = s.loras;
-  if (kind == "colocated" && s.pp > 1) {  // the TE starts its stage 1, or is told where it runs
-    e.pp = s.pp;
-    e.pp_step_timeout_s = s.pp_step_timeout_s;
+  e.pp_stage1 = defaults.pp_stage1;  // each pipelined TE starts its own stage 1
+  if (kind != "colocated" || s.pp <= 1) {
+    e.pp = defaults.pp;
+    e.pp_step_timeout_s = defaults.pp_step_timeout_s;
   }
-  if (kind == "semi-pd") {
-    e.mode = "semi-pd";
-    e.semi_pd = {s.semi_pd_split,       s.semi_pd_dynamic,    s.semi_pd_ttft_slo_ms,
-                 s.semi_pd_tpot_slo_ms, s.semi_pd_window_ms,  s.semi_pd_step,
-                 s.semi_pd_max_step,    s.semi_pd_percentile, s.semi_pd_max_cores};
-  }
+  e.mode = kind == "semi-pd" ? "semi-pd" : defaults.mode;
+  if (kind != "semi-pd") e.semi_pd = defaults.semi_pd;
   if (kind == "prefill") e.handoff = {o.handoff.mode, o.handoff.prefill_chunk, o.handoff.fault};
   e.peer_tier = o.peer.enabled;
   e.kv_transfer_throttle_bytes_per_s = o.peer.throttle_bytes_per_s;

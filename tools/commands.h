@@ -142,9 +142,6 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o);
 // never above max(2, 2·num_cores) (overlapping sets, as MPS). InvalidArgument naming the flag.
 Result<engine::ControllerConfig> semi_pd_controller_config(const ServeOptions& o,
                                                            int32_t num_cores);
-// Loads each --lora NAME=PATH (`specs`, checked by the flag's parser) into `eng`; the first
-// failure stops (the engine's message names the adapter). `keel serve` and `keel te` use it.
-Status load_lora_adapters(engine::EngineClient& eng, const std::vector<std::string>& specs);
 
 // `keel bench`: prompt processing (pp) and token generation (tg) speed of one model, like
 // llama-bench, and with --roofline this machine's bandwidth and peaks and each test's efficiency.

@@ -57,25 +57,8 @@ TeOptions te_options(const cluster::TeSpec& spec) {
   return te;
 }
 
-cluster::TeSpec te_spec_of(const TeOptions& te) {
-  const ServeOptions& s = te.engine;
-  cluster::TeSpec spec;
-  spec.id = te.id;
-  spec.role = te.role;
-  spec.model_path = s.model_path;
-  spec.served_model_name = s.served_model_name;
-  spec.host = s.host;
-  spec.port = s.port;
-  spec.advertise_host = te.advertise_host;
-  spec.threads = s.compute.threads;
-  spec.isa = s.compute.isa;
-  spec.warm = te.warm;
-  spec.store_dir = te.store_dir;
-  spec.health_port = te.health_port;
-  spec.health_hang_ms = te.health_hang_ms;
-  spec.weights_fault = te.weights_fault;
-  spec.membership = te.membership.spec();
-  cluster::TeEngineSpec& e = spec.engine;
+cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s) {
+  cluster::TeEngineSpec e;
   e.max_num_seqs = s.max_num_seqs;
   e.max_batched_tokens = s.max_batched_tokens;
   e.max_waiting = s.max_waiting;
@@ -97,6 +80,29 @@ cluster::TeSpec te_spec_of(const TeOptions& te) {
   e.semi_pd = {s.semi_pd_split,       s.semi_pd_dynamic,    s.semi_pd_ttft_slo_ms,
                s.semi_pd_tpot_slo_ms, s.semi_pd_window_ms,  s.semi_pd_step,
                s.semi_pd_max_step,    s.semi_pd_percentile, s.semi_pd_max_cores};
+  return e;
+}
+
+cluster::TeSpec te_spec_of(const TeOptions& te) {
+  const ServeOptions& s = te.engine;
+  cluster::TeSpec spec;
+  spec.id = te.id;
+  spec.role = te.role;
+  spec.model_path = s.model_path;
+  spec.served_model_name = s.served_model_name;
+  spec.host = s.host;
+  spec.port = s.port;
+  spec.advertise_host = te.advertise_host;
+  spec.threads = s.compute.threads;
+  spec.isa = s.compute.isa;
+  spec.warm = te.warm;
+  spec.store_dir = te.store_dir;
+  spec.health_port = te.health_port;
+  spec.health_hang_ms = te.health_hang_ms;
+  spec.weights_fault = te.weights_fault;
+  spec.membership = te.membership.spec();
+  spec.engine = te_engine_spec_of(s);
+  cluster::TeEngineSpec& e = spec.engine;
   e.handoff = {te.handoff.mode, te.handoff.prefill_chunk, te.handoff.fault};
   e.peer_tier = te.peer.enabled;
   e.kv_transfer_throttle_bytes_per_s = te.peer.throttle_bytes_per_s;

@@ -20,6 +20,7 @@
 #include "core/log.h"
 #include "core/thread_pool.h"
 #include "engine/engine.h"
+#include "engine/named_lora.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
 #include "host/semi_pd_control_loop.h"
@@ -195,7 +196,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
     }
     num_kv_blocks = host->engine()->num_kv_blocks();
     kv_block_bytes = host->engine()->kv_block_bytes();
-    KEEL_TRY(load_lora_adapters(eng, opts.loras));
+    KEEL_TRY(engine::load_named_loras(eng, opts.loras));
   }
   KEEL_LOG_INFO("model '{}' from {}{}", name, path,
                 host->random_weights() ? " — RANDOM WEIGHTS: its text is noise" : "");
@@ -219,15 +220,6 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 }
 
 }  // namespace
-
-Status load_lora_adapters(engine::EngineClient& eng, const std::vector<std::string>& specs) {
-  for (const std::string& spec : specs) {
-    const size_t eq = spec.find('=');
-    KEEL_TRY(eng.load_lora(spec.substr(0, eq), spec.substr(eq + 1)));
-    KEEL_LOG_INFO("LoRA adapter '{}' from {}", spec.substr(0, eq), spec.substr(eq + 1));
-  }
-  return {};
-}
 
 int run_serve(const ServeOptions& opts) {
   const sigset_t stop_signals = block_stop_signals();

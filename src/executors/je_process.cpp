@@ -13,6 +13,7 @@
 #include "core/file_system.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
+#include "engine/named_lora.h"
 #include "host/compute.h"
 #include "membership/member_follower.h"
 #include "model/lora_summary.h"
@@ -72,14 +73,10 @@ Status run_job_executor(const cluster::JeSpec& spec, const sigset_t& stop_signal
   config.router.balance_abs_tokens = spec.balance_abs_tokens;
   KEEL_TRY(config.router.validate());
   KEEL_ASSIGN_OR_RETURN(config.model_key, engine::model_identity_of_file(spec.model_path));
-  for (const std::string& named : spec.loras) {  // NAME=PATH
-    const size_t eq = named.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::invalid_argument("je: lora '" + named + "' is not NAME=PATH");
-    }
-    KEEL_ASSIGN_OR_RETURN(model::LoraSummary lora, model::summarize_lora(named.substr(eq + 1)));
-    config.lora_keys[named.substr(0, eq)] =
-        engine::lora_prefix_key(config.model_key, lora.content_digest);
+  for (const std::string& named : spec.loras) {
+    KEEL_ASSIGN_OR_RETURN(engine::NamedLora adapter, engine::parse_named_lora(named));
+    KEEL_ASSIGN_OR_RETURN(model::LoraSummary lora, model::summarize_lora(adapter.path));
+    config.lora_keys[adapter.name] = engine::lora_prefix_key(config.model_key, lora.content_digest);
   }
   if (!spec.pd_heatmap.empty()) {
     PosixFileSystem fs;

@@ -25,6 +25,7 @@
 #include "core/log.h"
 #include "engine/engine.h"
 #include "engine/model_identity.h"
+#include "engine/named_lora.h"
 #include "executors/te_warm.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
@@ -235,116 +236,100 @@ cluster::TaskExecutorConfig te_config(const cluster::TeSpec& spec, const TeProce
   return config;
 }
 
-Status te_serve(const cluster::TeSpec& spec, const TeProcessHooks& hooks,
-                const host::ComputeSetup& compute, TeLaunch launch, const sigset_t& stop_signals) {
+// A TE's engine, started: the host, its configuration, its role's KV hand-off and the chunk it
+// prefills in.
+struct StartedEngine {
+  TeEngineSetup setup;
+  std::unique_ptr<host::EngineHost> host;
+  cluster::TeRole role = cluster::TeRole::kColocated;
+  HandoffSetup handoff;
+  int32_t chunk_tokens = 0;
+  bool semi_pd = false;
+};
+
+// The pipeline's checks against the TE's role and peer tier.
+Status check_pipelined_te(const cluster::TeSpec& spec, cluster::TeRole role) {
+  if (role != cluster::TeRole::kColocated) {
+    return Status::invalid_argument(
+        "--pp needs --role colocated (a pipelined TE cannot hand off KV: its layers are split "
+        "over two processes)");
+  }
+  if (spec.engine.peer_tier) return Status::invalid_argument("--pp: no --kv-peer-tier");
+  return {};
+}
+
+// Opens the model, starts its engine (publishing cache events to `events`, a streamed hand-off's
+// watch list into `streams`), loads the LoRA adapters and, for a warm TE, warms it with one token;
+// marks the scale-out's phases on the way. A warm TE's binder hears of any failure.
+Result<StartedEngine> start_engine(const cluster::TeSpec& spec, const TeProcessHooks& hooks,
+                                   const host::ComputeSetup& compute, TeLaunch& launch,
+                                   cluster::KvEventPublisher* events,
+                                   std::unique_ptr<cluster::KvHandoffStreams>* streams) {
   const cluster::TeEngineSpec& e = spec.engine;
+  StartedEngine out;
   Result<TeEngineSetup> setup = hooks.engine(spec);
   if (!setup.ok()) return fail_bind(launch, setup.status());
-  const std::string& path = launch.source.path;
-  // The cache-event publisher outlives the engine that feeds it (declared first).
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
-                        cluster::KvEventPublisher::start(publisher_config(spec.host)));
-  // A streamed handoff's watch list, fed by the engine's tap: outlives the engine (declared first).
-  std::unique_ptr<cluster::KvHandoffStreams> streams;
+  out.setup = std::move(*setup);
   // The chat template is checked here as keel serve checks it (a TE renders no chat: its
   // gateway does), so one set of flags starts either.
   Result<std::unique_ptr<host::EngineHost>> opened =
-      host::EngineHost::open(path, {e.chat_template, e.chat_template_file});
+      host::EngineHost::open(launch.source.path, {e.chat_template, e.chat_template_file});
   if (!opened.ok()) return fail_bind(launch, opened.status());
-  std::unique_ptr<host::EngineHost> host = std::move(*opened);
+  out.host = std::move(*opened);
   host::StartOptions start;
-  start.cache_events = cluster::publishing_sink(events.get(), e.block_size);
-  const cluster::TeRole role =
-      cluster::parse_te_role(launch.role).value_or(cluster::TeRole::kColocated);
+  start.cache_events = cluster::publishing_sink(events, e.block_size);
+  out.role = cluster::parse_te_role(launch.role).value_or(cluster::TeRole::kColocated);
   start.compute = compute;
   start.use_mmap = launch.source.from_store || e.use_mmap;  // an entry is mapped
   start.group_weights = e.weight_layout != "rows";
   start.n_ctx = e.ctx_size;
-  start.engine = setup->engine;
-  start.pipeline = setup->pipeline;
+  start.engine = out.setup.engine;
+  start.pipeline = out.setup.pipeline;
   start.pipeline.exit_on_loss = true;  // its JEs re-drive its jobs, its manager replaces it
-  if (start.pipeline.enabled() && role != cluster::TeRole::kColocated) {
-    return fail_bind(launch, Status::invalid_argument(
-                                 "--pp needs --role colocated (a pipelined TE cannot hand off "
-                                 "KV: its layers are split over two processes)"));
+  if (start.pipeline.enabled()) {
+    if (Status s = check_pipelined_te(spec, out.role); !s.ok()) return fail_bind(launch, s);
   }
-  if (start.pipeline.enabled() && spec.engine.peer_tier) {
-    return fail_bind(launch, Status::invalid_argument("--pp: no --kv-peer-tier"));
-  }
-  const bool semi_pd = start.engine.semi_pd.has_value();
-  if (semi_pd) KEEL_TRY(check_semi_pd_te(spec, role));
-  KEEL_ASSIGN_OR_RETURN(const HandoffSetup handoff, prepare_role(spec, role, &start, &streams));
-  const int32_t start_chunk_tokens = start.engine.scheduler.max_batched_tokens;
+  out.semi_pd = start.engine.semi_pd.has_value();
+  if (out.semi_pd) KEEL_TRY(check_semi_pd_te(spec, out.role));
+  KEEL_ASSIGN_OR_RETURN(out.handoff, prepare_role(spec, out.role, &start, streams));
+  out.chunk_tokens = start.engine.scheduler.max_batched_tokens;
   const int64_t before_start_ns = cluster::steady_now_ns();
-  if (Status s = host->start(std::move(start)); !s.ok()) return fail_bind(launch, s);
+  if (Status s = out.host->start(std::move(start)); !s.ok()) return fail_bind(launch, s);
   launch.phases.preloaded_ns =
-      before_start_ns + static_cast<int64_t>(host->weights_seconds() * 1e9);
-  engine::Engine* eng = host->engine();  // null for a semi-PD TE (no LoRA, no KV services)
-  if (eng != nullptr) {
-    for (const std::string& named : e.loras) {  // NAME=PATH
-      const size_t eq = named.find('=');
-      Status s = eq == std::string::npos
-                     ? Status::invalid_argument("lora '" + named + "' is not NAME=PATH")
-                     : eng->load_lora(named.substr(0, eq), named.substr(eq + 1));
-      if (!s.ok()) return fail_bind(launch, s);
-      KEEL_LOG_INFO("LoRA adapter '{}' from {}", named.substr(0, eq), named.substr(eq + 1));
-    }
+      before_start_ns + static_cast<int64_t>(out.host->weights_seconds() * 1e9);
+  if (engine::Engine* eng = out.host->engine(); eng != nullptr) {  // null for a semi-PD TE
+    if (Status s = engine::load_named_loras(*eng, e.loras); !s.ok()) return fail_bind(launch, s);
   }
   launch.phases.loaded_ns = cluster::steady_now_ns();
-  std::unique_ptr<host::SemiPdControlLoop> control;  // --semi-pd-dynamic; stopped before the drain
-  if (semi_pd && setup->controller) {
-    control = std::make_unique<host::SemiPdControlLoop>(host->semi_pd(), *setup->controller,
-                                                        setup->controller_window);
-  }
   if (launch.binder != nullptr) {  // post-load: one warm-up token
-    const int32_t bos = host->tokenizer().bos_id();
-    if (Status s = warm_up_token(host->client(), bos >= 0 ? bos : 0); !s.ok()) {
+    const int32_t bos = out.host->tokenizer().bos_id();
+    if (Status s = warm_up_token(out.host->client(), bos >= 0 ? bos : 0); !s.ok()) {
       return fail_bind(launch, s);
     }
   }
   launch.phases.first_token_ns = cluster::steady_now_ns();
-  KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, engine::model_identity_of_file(path));
-  KvServices svc;
-  if (eng != nullptr) {
-    KEEL_ASSIGN_OR_RETURN(svc, start_kv_services(spec, role, eng, key, handoff));
-  }
+  return out;
+}
 
-  cluster::TaskExecutorConfig config =
-      te_config(spec, hooks, role, svc, *events, launch.model_path);
-  config.semi_pd = semi_pd;
-  config.pp_stages = std::max(1, e.pp);
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
-                        cluster::TaskExecutor::start(config, host->client()));
-  launch.phases.announced_ns = cluster::steady_now_ns();
-  KEEL_LOG_INFO(
-      "te {}: {} on {}{} ({}), control at {}", spec.id, config.model, path,
-      launch.source.from_store ? " (model store)" : "",
-      semi_pd ? "semi-PD, split " + e.semi_pd.split : std::to_string(compute.threads) + " threads",
-      te->address());
-  if (svc.handoff) {
-    KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", spec.id,
-                  cluster::kv_handoff_mode_name(handoff.mode), start_chunk_tokens);
-  }
-  // With --membership etcd: te/<id> under this process's own lease, before anyone is told.
-  const std::string advertised = (spec.advertise_host.empty() ? spec.host : spec.advertise_host) +
-                                 ":" + std::to_string(te->port());
-  const membership::Member self{membership::MemberKind::kTaskExecutor,
-                                spec.id,
-                                advertised,
-                                {{"model", config.model},
-                                 {"role", std::string(cluster::te_role_name(role))},
-                                 {"pid", std::to_string(getpid())}}};
-  const control::MembershipConfig membership =
-      control::MembershipConfig::from_spec(spec.membership);
-  Result<std::unique_ptr<control::ClusterMembership>> registered =
-      control::register_self(membership, self);
-  if (!registered.ok()) return fail_bind(launch, registered.status());
-  std::unique_ptr<control::ClusterMembership> member = std::move(*registered);
-  const cluster::HealthServing health(
-      launch.health, [c = host->client()] { return c->stats(); });  // ends before the engine does
+// This TE as the membership lists it: te/<id> at its advertised control address.
+membership::Member te_member(const cluster::TeSpec& spec, const cluster::TaskExecutorConfig& config,
+                             cluster::TeRole role, int port) {
+  const std::string advertised =
+      (spec.advertise_host.empty() ? spec.host : spec.advertise_host) + ":" + std::to_string(port);
+  return {membership::MemberKind::kTaskExecutor,
+          spec.id,
+          advertised,
+          {{"model", config.model},
+           {"role", std::string(cluster::te_role_name(role))},
+           {"pid", std::to_string(getpid())}}};
+}
+
+// Tells whoever started the TE that it serves: a warm TE's binder gets the bind's reply, a TE
+// started with a model prints its ready line.
+Status announce_ready(const cluster::TeSpec& spec, TeLaunch& launch, int port) {
   if (launch.binder != nullptr) {
     cluster::BindReply r;
-    r.port = te->port();
+    r.port = port;
     r.from_store = launch.source.from_store;
     r.store_note = launch.source.from_store ? "" : launch.source.store_error.message();
     r.forked = launch.fork.forked;
@@ -353,22 +338,73 @@ Status te_serve(const cluster::TeSpec& spec, const TeProcessHooks& hooks,
     r.fork_error = launch.fork.error;
     r.phases = launch.phases;
     launch.binder->reply(r);
-  } else {
-    nlohmann::json ready = {{"role", "te"},
-                            {"id", spec.id},
-                            {"port", te->port()},
-                            {"pid", getpid()},
-                            {"from_store", launch.source.from_store}};
-    if (launch.weights_port > 0) ready["weights_port"] = launch.weights_port;
-    if (launch.health != nullptr) ready["health_port"] = launch.health->port();
-    KEEL_TRY(proc::print_ready_line(ready));
+    return {};
   }
+  nlohmann::json ready = {{"role", "te"},
+                          {"id", spec.id},
+                          {"port", port},
+                          {"pid", getpid()},
+                          {"from_store", launch.source.from_store}};
+  if (launch.weights_port > 0) ready["weights_port"] = launch.weights_port;
+  if (launch.health != nullptr) ready["health_port"] = launch.health->port();
+  return proc::print_ready_line(ready);
+}
+
+Status te_serve(const cluster::TeSpec& spec, const TeProcessHooks& hooks,
+                const host::ComputeSetup& compute, TeLaunch launch, const sigset_t& stop_signals) {
+  const cluster::TeEngineSpec& e = spec.engine;
+  const std::string& path = launch.source.path;
+  // The cache-event publisher and a streamed handoff's watch list (fed by the engine's tap)
+  // outlive the engine (declared first).
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::KvEventPublisher> events,
+                        cluster::KvEventPublisher::start(publisher_config(spec.host)));
+  std::unique_ptr<cluster::KvHandoffStreams> streams;
+  KEEL_ASSIGN_OR_RETURN(StartedEngine started,
+                        start_engine(spec, hooks, compute, launch, events.get(), &streams));
+  std::unique_ptr<host::EngineHost>& host = started.host;
+  std::unique_ptr<host::SemiPdControlLoop> control;  // --semi-pd-dynamic; stopped before the drain
+  if (started.semi_pd && started.setup.controller) {
+    control = std::make_unique<host::SemiPdControlLoop>(host->semi_pd(), *started.setup.controller,
+                                                        started.setup.controller_window);
+  }
+  KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, engine::model_identity_of_file(path));
+  KvServices svc;
+  if (engine::Engine* eng = host->engine(); eng != nullptr) {  // a semi-PD TE has none
+    KEEL_ASSIGN_OR_RETURN(svc, start_kv_services(spec, started.role, eng, key, started.handoff));
+  }
+  cluster::TaskExecutorConfig config =
+      te_config(spec, hooks, started.role, svc, *events, launch.model_path);
+  config.semi_pd = started.semi_pd;
+  config.pp_stages = std::max(1, e.pp);
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<cluster::TaskExecutor> te,
+                        cluster::TaskExecutor::start(config, host->client()));
+  launch.phases.announced_ns = cluster::steady_now_ns();
+  KEEL_LOG_INFO("te {}: {} on {}{} ({}), control at {}", spec.id, config.model, path,
+                launch.source.from_store ? " (model store)" : "",
+                started.semi_pd ? "semi-PD, split " + e.semi_pd.split
+                                : std::to_string(compute.threads) + " threads",
+                te->address());
+  if (svc.handoff) {
+    KEEL_LOG_INFO("te {}: KV handoff {}, prefill chunks of {} tokens", spec.id,
+                  cluster::kv_handoff_mode_name(started.handoff.mode), started.chunk_tokens);
+  }
+  // With --membership etcd: te/<id> under this process's own lease, before anyone is told.
+  const membership::Member self = te_member(spec, config, started.role, te->port());
+  const control::MembershipConfig membership =
+      control::MembershipConfig::from_spec(spec.membership);
+  Result<std::unique_ptr<control::ClusterMembership>> registered =
+      control::register_self(membership, self);
+  if (!registered.ok()) return fail_bind(launch, registered.status());
+  std::unique_ptr<control::ClusterMembership> member = std::move(*registered);
+  const cluster::HealthServing health(
+      launch.health, [c = host->client()] { return c->stats(); });  // ends before the engine does
+  KEEL_TRY(announce_ready(spec, launch, te->port()));
 
   const int sig = control::wait_registered(stop_signals, membership, self, &member);
   KEEL_LOG_INFO("te {}: {}: draining", spec.id, strsignal(sig));
   if (launch.health != nullptr) launch.health->draining();  // 503 while it drains
   control.reset();  // the split stays as it is while the engine drains
-  host->client()->drain(setup->drain_timeout);
+  host->client()->drain(started.setup.drain_timeout);
   te->stop();
   // They read from and write into the engine: readers first, the fetcher after the transfer
   // server whose sink tells it of arrivals.

@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "engine/model_identity.h"
+#include "engine/named_lora.h"
 #include "engine_test_util.h"
 #include "model/random_lora.h"
 
@@ -172,6 +173,20 @@ TEST_F(EngineLoraTest, ErrorsAndUnloadingWhileInUse) {
   EXPECT_EQ(left[0].rank, 8);
   EXPECT_EQ(left[0].targets, "q,k,v,o,gate,up,down");
   EXPECT_EQ(left[0].path, path(2));
+}
+
+// "NAME=PATH" as --lora and a TE's spec carry it: split at the first '=', both parts required.
+TEST(NamedLoraTest, SplitsAtTheFirstEqualsAndRefusesAMissingPart) {
+  Result<NamedLora> a = parse_named_lora("sql=/m/a=b.gguf");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->name, "sql");
+  EXPECT_EQ(a->path, "/m/a=b.gguf");
+  for (const char* bad : {"sql", "=a.gguf", "sql=", ""}) {
+    Result<NamedLora> r = parse_named_lora(bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("is not NAME=PATH"), std::string::npos);
+  }
 }
 
 }  // namespace
