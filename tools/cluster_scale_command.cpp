@@ -3,18 +3,18 @@
 // or decode); prints each bound TE and its phases.
 #include <cstdio>
 
-#include "cluster/protocol/link.h"
 #include "cluster_commands.h"
 #include "control/scaleout/cluster_scaler.h"
+#include "net/link.h"
 
 namespace keel::cli {
 namespace {
 
 Status scale_main(const ClusterScaleOptions& o) {
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link,
-                        cluster::Link::connect(
-                            o.control, std::chrono::milliseconds(5000),
-                            [](cluster::Link&, cluster::Message) {}, nullptr));
+  KEEL_ASSIGN_OR_RETURN(
+      std::shared_ptr<net::Link> link,
+      net::Link::connect(
+          o.control, std::chrono::milliseconds(5000), [](net::Link&, net::Message) {}, nullptr));
   Result<cluster::Json> reply =
       link->call({std::string(control::kScaleOut), cluster::Json{{"tes", o.tes}, {"role", o.role}}},
                  std::chrono::milliseconds(600000));

@@ -26,7 +26,6 @@
 #include "cluster/gateway/fleet_client.h"
 #include "cluster/gateway/fleet_report.h"
 #include "cluster/protocol/executor_launch.h"
-#include "cluster/protocol/port_probe.h"
 #include "cluster_commands.h"
 #include "cluster_up_plan.h"
 #include "control/autoscale/cluster_autoscaler.h"
@@ -45,6 +44,7 @@
 #include "kernels/kernels.h"
 #include "model/hparams.h"
 #include "model/lora_summary.h"
+#include "net/port_probe.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
 #include "self_exe.h"
@@ -428,7 +428,7 @@ Status register_tree(ClusterMembership& members, const Tree& tree, const std::st
 Status cluster_up(const ClusterUpOptions& o, const sigset_t& stop_signals) {
   KEEL_TRY(check_role_autoscaling(o));  // before the warm pool starts
   // The gateway's port, before any child starts (not after every TE has loaded the model).
-  KEEL_TRY(cluster::probe_listen(o.serve.host, static_cast<uint16_t>(o.serve.port)));
+  KEEL_TRY(net::probe_listen(o.serve.host, static_cast<uint16_t>(o.serve.port)));
   std::string path = o.serve.model_path;
   {
     ThreadPool pool(1);

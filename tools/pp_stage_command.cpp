@@ -7,12 +7,12 @@
 
 #include <cstdio>
 
-#include "cluster/protocol/host_port.h"
 #include "cluster/protocol/spec_source.h"
 #include "commands.h"
 #include "core/log.h"
 #include "host/compute.h"
 #include "host/model_loading.h"
+#include "net/host_port.h"
 #include "pipeline/stage_server.h"
 #include "proc/ready_line.h"
 #include "stop_signals.h"
@@ -33,7 +33,7 @@ Status pp_stage(const PpStageOptions& opts, const sigset_t& stop_signals) {
     host_name = opts.listen.substr(0, colon);
     const std::string p = opts.listen.substr(colon + 1);
     if (p != "0") {
-      KEEL_ASSIGN_OR_RETURN(const cluster::HostPort hp, cluster::parse_host_port(opts.listen));
+      KEEL_ASSIGN_OR_RETURN(const net::HostPort hp, net::parse_host_port(opts.listen));
       port = hp.port;
     }
   }

@@ -1,9 +1,9 @@
 // The codec's lower layer (wire.h is the upper): MessagePack bytes ⇄ a JSON document with a bounded
-// parse (nesting deeper than kMaxDepth is refused before it is built, so hostile input cannot
-// exhaust the stack), the envelope {"v", "type", "body"}, and FieldReader — typed, range-checked
-// reads of a body's fields that remember the first error. wire.cpp and the cluster's messages
-// (src/cluster/protocol/messages.cpp, which carry engine messages inside their own) include this
-// file; no exception leaves it (nlohmann's are caught here).
+// parse (net/bounded_msgpack.h: nesting deeper than kMaxDepth is refused before it is built, so
+// hostile input cannot exhaust the stack), the envelope {"v", "type", "body"}, and FieldReader —
+// typed, range-checked reads of a body's fields that remember the first error. wire.cpp and the
+// cluster's messages (src/cluster/protocol/messages.cpp, which carry engine messages inside their
+// own) include this file; no exception leaves it (nlohmann's are caught here).
 //
 // Thread safety: pure functions; a FieldReader has one owner.
 #pragma once

@@ -119,13 +119,13 @@ Result<std::unique_ptr<pipeline::RemoteStage>> connect_stage(
                                static_cast<uint64_t>(model.hparams().n_vocab) * sizeof(float);
   const uint64_t step_bytes = static_cast<uint64_t>(config.scheduler.max_batched_tokens) *
                               static_cast<uint64_t>(model.hparams().n_embd + 4) * sizeof(float);
-  if (reply_bytes + (1 << 20) > cluster::kMaxFrameBytes ||
-      step_bytes + (4 << 20) > cluster::kMaxFrameBytes) {
+  if (reply_bytes + (1 << 20) > net::kMaxFrameBytes ||
+      step_bytes + (4 << 20) > net::kMaxFrameBytes) {
     return Status::invalid_argument(
         "--pp: a step of --max-batched-tokens " +
         std::to_string(config.scheduler.max_batched_tokens) + " or the logits of --max-num-seqs " +
         std::to_string(config.scheduler.max_num_seqs) + " rows exceed one activation frame (" +
-        std::to_string(cluster::kMaxFrameBytes >> 20) + " MiB); lower them");
+        std::to_string(net::kMaxFrameBytes >> 20) + " MiB); lower them");
   }
   std::string address = options.stage1_address;
   if (address.empty()) {

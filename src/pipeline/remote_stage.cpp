@@ -9,22 +9,21 @@
 
 namespace keel::pipeline {
 
-using cluster::Json;
+using net::Json;
 
 Result<std::unique_ptr<RemoteStage>> RemoteStage::connect(const RemoteStageOptions& options,
                                                           const StageSpec& spec,
                                                           const kv::BlockHash& model_key) {
   std::unique_ptr<RemoteStage> r(new RemoteStage(options, spec));
   KEEL_ASSIGN_OR_RETURN(
-      r->link_, cluster::Link::connect(options.address, options.connect_timeout, nullptr, nullptr));
-  cluster::Message hello{"pp_hello",
-                         Json{{"model_lo", model_key.lo},
-                              {"model_hi", model_key.hi},
-                              {"first_layer", spec.first_layer},
-                              {"num_blocks", spec.num_blocks},
-                              {"block_size", spec.block_size},
-                              {"kv_type", std::string(model::kv_type_name(spec.kv_dtype))},
-                              {"max_batch_tokens", spec.max_batch_tokens}}};
+      r->link_, net::Link::connect(options.address, options.connect_timeout, nullptr, nullptr));
+  net::Message hello{"pp_hello", Json{{"model_lo", model_key.lo},
+                                      {"model_hi", model_key.hi},
+                                      {"first_layer", spec.first_layer},
+                                      {"num_blocks", spec.num_blocks},
+                                      {"block_size", spec.block_size},
+                                      {"kv_type", std::string(model::kv_type_name(spec.kv_dtype))},
+                                      {"max_batch_tokens", spec.max_batch_tokens}}};
   KEEL_ASSIGN_OR_RETURN(const Json reply,
                         r->link_->call(std::move(hello), options.connect_timeout));
   if (Status st = cluster::decode_status_body(reply); !st.ok()) {
@@ -51,7 +50,7 @@ Status RemoteStage::run(const engine::PipelineStep& step, std::vector<float>* lo
     return lost(Status::unavailable("pipeline stage " + options_.address + " is gone"));
   }
   Result<Json> reply =
-      link_->call(cluster::Message{"pp_step", Json{{"step", Json::binary(encode_pp_step(step))}}},
+      link_->call(net::Message{"pp_step", Json{{"step", Json::binary(encode_pp_step(step))}}},
                   options_.step_timeout);
   if (!reply.ok()) {
     return lost(Status::unavailable("pipeline stage " + options_.address + ": " +

@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "cluster/protocol/link.h"
 #include "core/result.h"
 #include "engine/pipeline_tail.h"
 #include "kv/block_hash.h"
+#include "net/link.h"
 #include "pipeline/stage_runner.h"
 
 namespace keel::pipeline {
@@ -52,7 +52,7 @@ class RemoteStage final : public engine::PipelineTail {
   Status lost(Status why);  // tells on_lost (once), returns `why`
 
   StageSpec spec_;
-  std::shared_ptr<cluster::Link> link_;
+  std::shared_ptr<net::Link> link_;
   bool lost_told_ = false;
 };
 

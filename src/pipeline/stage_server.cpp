@@ -10,33 +10,28 @@
 
 namespace keel::pipeline {
 
-using cluster::Json;
+using net::Json;
 
 Result<std::unique_ptr<StageServer>> StageServer::start(const model::Model& model,
                                                         StageServerConfig config) {
   KEEL_ASSIGN_OR_RETURN(const kv::BlockHash key, engine::model_identity(model.file()));
   std::unique_ptr<StageServer> s(new StageServer(model, std::move(config), key));
   StageServer* self = s.get();
-  KEEL_ASSIGN_OR_RETURN(s->listener_, cluster::Listener::start(
-                                          s->config_.host, s->config_.port,
-                                          [self](cluster::Link& link, cluster::Message m) {
-                                            self->on_message(link, std::move(m));
-                                          },
-                                          [self](cluster::Link&) {
-                                            if (self->config_.on_link_closed)
-                                              self->config_.on_link_closed();
-                                          },
-                                          [self](std::shared_ptr<cluster::Link> link) {
-                                            std::lock_guard lock(self->mu_);
-                                            if (self->stopped_) return link->close();
-                                            self->links_.push_back(std::move(link));
-                                          }));
+  KEEL_ASSIGN_OR_RETURN(s->server_, net::LinkServer::start(
+                                        s->config_.host, s->config_.port,
+                                        [self](net::Link& link, net::Message m) {
+                                          self->on_message(link, std::move(m));
+                                        },
+                                        [self](net::Link&) {
+                                          if (self->config_.on_link_closed)
+                                            self->config_.on_link_closed();
+                                        }));
   return s;
 }
 
 StageServer::~StageServer() { stop(); }
 
-uint16_t StageServer::port() const { return listener_->port(); }
+uint16_t StageServer::port() const { return server_->port(); }
 
 int64_t StageServer::num_steps() const {
   std::lock_guard lock(mu_);
@@ -44,18 +39,10 @@ int64_t StageServer::num_steps() const {
 }
 
 void StageServer::stop() {
-  std::vector<std::shared_ptr<cluster::Link>> links;
-  {
-    std::lock_guard lock(mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    links.swap(links_);
-  }
-  if (listener_) listener_->stop();
-  for (auto& l : links) l->close();
+  if (server_) server_->stop();
 }
 
-void StageServer::on_message(cluster::Link& link, cluster::Message m) {
+void StageServer::on_message(net::Link& link, net::Message m) {
   const auto call_id = m.body.find("call_id");
   if (call_id == m.body.end() || !call_id->is_number_integer()) return;
   const int64_t call = call_id->get<int64_t>();

@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "cluster/protocol/link.h"
-#include "cluster/protocol/listener.h"
 #include "core/result.h"
 #include "kernels/kernels.h"
 #include "kv/block_hash.h"
 #include "model/model.h"
+#include "net/link.h"
+#include "net/link_server.h"
 #include "pipeline/stage_runner.h"
 
 namespace keel::pipeline {
@@ -54,21 +54,19 @@ class StageServer {
  private:
   StageServer(const model::Model& model, StageServerConfig config, kv::BlockHash model_key)
       : model_(model), config_(std::move(config)), model_key_(model_key) {}
-  void on_message(cluster::Link& link, cluster::Message m);
-  cluster::Json hello(const cluster::Json& body);
-  cluster::Json step(const cluster::Json& body);
+  void on_message(net::Link& link, net::Message m);
+  net::Json hello(const net::Json& body);
+  net::Json step(const net::Json& body);
 
   const model::Model& model_;
   StageServerConfig config_;
   kv::BlockHash model_key_;
-  std::unique_ptr<cluster::Listener> listener_;
+  std::unique_ptr<net::LinkServer> server_;
   mutable std::mutex mu_;
-  std::vector<std::shared_ptr<cluster::Link>> links_;  // guarded by mu_
-  bool stopped_ = false;                               // guarded by mu_
-  std::mutex run_mu_;                                  // one step at a time
-  std::unique_ptr<StageRunner> runner_;                // guarded by run_mu_
-  std::vector<float> logits_;                          // guarded by run_mu_
-  int64_t num_steps_ = 0;                              // guarded by mu_
+  std::mutex run_mu_;                    // one step at a time
+  std::unique_ptr<StageRunner> runner_;  // guarded by run_mu_
+  std::vector<float> logits_;            // guarded by run_mu_
+  int64_t num_steps_ = 0;                // guarded by mu_
 };
 
 }  // namespace keel::pipeline

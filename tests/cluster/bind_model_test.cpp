@@ -14,7 +14,7 @@ namespace {
 
 TEST(BindModelTest, RoundTrips) {
   BindModel b{"/m.gguf", "keel-store-00000000000000ff-l1-avx2", "decode", 1234};
-  const Message m = encode_bind_model(b);
+  const net::Message m = encode_bind_model(b);
   EXPECT_EQ(m.type, kBindModel);
   auto back = decode_bind_model(m.body);
   ASSERT_TRUE(back.ok()) << back.status().to_string();

@@ -14,8 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/protocol/listener.h"
 #include "cluster/protocol/messages.h"
+#include "net/listener.h"
 #include "support/test_support.h"
 
 namespace keel::cluster {
@@ -28,9 +28,10 @@ using Clock = std::chrono::steady_clock;
 class FakeJe {
  public:
   FakeJe() {
-    Result<std::unique_ptr<Listener>> l = Listener::start(
-        "127.0.0.1", 0, [this](Link& link, Message m) { on_message(link, std::move(m)); }, nullptr,
-        [this](std::shared_ptr<Link> link) {
+    Result<std::unique_ptr<net::Listener>> l = net::Listener::start(
+        "127.0.0.1", 0, [this](net::Link& link, net::Message m) { on_message(link, std::move(m)); },
+        nullptr,
+        [this](std::shared_ptr<net::Link> link) {
           std::lock_guard lock(mu_);
           links_.push_back(std::move(link));
         });
@@ -48,7 +49,7 @@ class FakeJe {
   std::atomic<int> submits{0};
 
  private:
-  void on_message(Link& link, Message m) {
+  void on_message(net::Link& link, net::Message m) {
     if (m.type != msg::kSubmitJob) return;
     ++submits;
     if (silent) return;
@@ -56,9 +57,9 @@ class FakeJe {
     link.reply(m.body.value("call_id", int64_t{0}), status_body(s));
   }
 
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<net::Listener> listener_;
   std::mutex mu_;
-  std::vector<std::shared_ptr<Link>> links_;
+  std::vector<std::shared_ptr<net::Link>> links_;
 };
 
 class NullSink final : public engine::OutputSink {

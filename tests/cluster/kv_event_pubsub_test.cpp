@@ -15,7 +15,7 @@
 #include "cluster/kv_events/kv_event_codec.h"
 #include "cluster/kv_events/kv_event_publisher.h"
 #include "cluster/kv_events/kv_event_subscriber.h"
-#include "cluster/kv_events/zmq_socket.h"
+#include "net/zmq_socket.h"
 #include "support/test_support.h"
 
 namespace keel::cluster {
@@ -118,8 +118,8 @@ TEST(KvEventPublisherTest, SendsVllmFramingAndAnswersReplay) {
   EXPECT_NE(pub->endpoint().find("tcp://127.0.0.1:"), std::string::npos);
   EXPECT_EQ(pub->endpoint().find(":0"), std::string::npos) << pub->endpoint();
 
-  ZmqContext ctx;
-  auto sub = ZmqSocket::open(ctx, ZMQ_SUB);
+  net::ZmqContext ctx;
+  auto sub = net::ZmqSocket::open(ctx, ZMQ_SUB);
   ASSERT_TRUE(sub.ok());
   ASSERT_TRUE(sub->set_bytes(ZMQ_SUBSCRIBE, "").ok());
   ASSERT_TRUE(sub->connect(pub->endpoint()).ok());
@@ -132,9 +132,9 @@ TEST(KvEventPublisherTest, SendsVllmFramingAndAnswersReplay) {
   ASSERT_EQ(msg->size(), 3u);  // [topic, seq, payload]
   EXPECT_EQ((*msg)[0], "kv@te1");
   ASSERT_EQ((*msg)[1].size(), 8u);
-  const int64_t seq = *decode_seq((*msg)[1]);
-  EXPECT_EQ((*msg)[1], encode_seq(seq));
-  EXPECT_EQ(encode_seq(258), std::string("\0\0\0\0\0\0\x01\x02", 8));
+  const int64_t seq = *net::decode_seq((*msg)[1]);
+  EXPECT_EQ((*msg)[1], net::encode_seq(seq));
+  EXPECT_EQ(net::encode_seq(258), std::string("\0\0\0\0\0\0\x01\x02", 8));
   auto decoded = decode_kv_event_batch(
       std::span(reinterpret_cast<const uint8_t*>((*msg)[2].data()), (*msg)[2].size()));
   ASSERT_TRUE(decoded.ok());
@@ -145,17 +145,17 @@ TEST(KvEventPublisherTest, SendsVllmFramingAndAnswersReplay) {
   // Replay from seq 1 (a DEALER sends the empty delimiter a REQ socket would).
   ASSERT_TRUE(eventually([&] { return pub->stats().published > seq; }));
   const int64_t published = pub->stats().published;
-  auto dealer = ZmqSocket::open(ctx, ZMQ_DEALER);
+  auto dealer = net::ZmqSocket::open(ctx, ZMQ_DEALER);
   ASSERT_TRUE(dealer.ok());
   ASSERT_TRUE(dealer->connect(pub->replay_endpoint()).ok());
-  ASSERT_TRUE(dealer->send({"", encode_seq(1)}));
+  ASSERT_TRUE(dealer->send({"", net::encode_seq(1)}));
   std::vector<int64_t> replayed;
   bool ended = false;
   while (!ended && dealer->wait_readable(2000)) {
     while (auto r = dealer->try_recv()) {
       ASSERT_EQ(r->size(), 3u);
       EXPECT_EQ((*r)[0], "");
-      const int64_t s = *decode_seq((*r)[1]);
+      const int64_t s = *net::decode_seq((*r)[1]);
       if (s == -1) {
         EXPECT_EQ((*r)[2], "");
         ended = true;
@@ -248,9 +248,9 @@ TEST(KvEventPubSubTest, CatchUpsRacingALiveStreamDeliverEachBatchOnce) {
 // not taken for a publisher restart. A raw PUB and ROUTER stand in for the publisher, so the
 // order is exact: the catch-up answers seqs 0 and 1, then seq 1 arrives live, then seq 2.
 TEST(KvEventPubSubTest, ALiveBatchACatchUpAlreadyGaveIsADuplicate) {
-  ZmqContext ctx;
-  auto pub = ZmqSocket::open(ctx, ZMQ_PUB);
-  auto router = ZmqSocket::open(ctx, ZMQ_ROUTER);
+  net::ZmqContext ctx;
+  auto pub = net::ZmqSocket::open(ctx, ZMQ_PUB);
+  auto router = net::ZmqSocket::open(ctx, ZMQ_ROUTER);
   ASSERT_TRUE(pub.ok() && router.ok());
   ASSERT_TRUE(pub->bind("tcp://127.0.0.1:*").ok());
   ASSERT_TRUE(router->bind("tcp://127.0.0.1:*").ok());
@@ -264,19 +264,19 @@ TEST(KvEventPubSubTest, ALiveBatchACatchUpAlreadyGaveIsADuplicate) {
   ASSERT_TRUE(router->wait_readable(5000)) << "no catch-up came";
   std::optional<std::vector<std::string>> req = router->try_recv();  // [identity, "", start]
   ASSERT_TRUE(req.has_value() && req->size() == 3);
-  EXPECT_EQ(decode_seq((*req)[2]), 0);
+  EXPECT_EQ(net::decode_seq((*req)[2]), 0);
   const std::string id = (*req)[0];
-  ASSERT_TRUE(router->send({id, "", encode_seq(0), payload(0)}));
-  ASSERT_TRUE(router->send({id, "", encode_seq(1), payload(1)}));
-  ASSERT_TRUE(router->send({id, "", encode_seq(-1), ""}));
+  ASSERT_TRUE(router->send({id, "", net::encode_seq(0), payload(0)}));
+  ASSERT_TRUE(router->send({id, "", net::encode_seq(1), payload(1)}));
+  ASSERT_TRUE(router->send({id, "", net::encode_seq(-1), ""}));
   ASSERT_TRUE(eventually([&] { return c.count("te1") == 2; }));
   // Seq 1 live, until the SUB socket has surely joined (each arrival is one duplicate).
   ASSERT_TRUE(eventually([&] {
-    EXPECT_TRUE(pub->send({"", encode_seq(1), payload(1)}));
+    EXPECT_TRUE(pub->send({"", net::encode_seq(1), payload(1)}));
     std::this_thread::sleep_for(milliseconds(10));
     return sub->stats().duplicates >= 1;
   }));
-  ASSERT_TRUE(pub->send({"", encode_seq(2), payload(2)}));
+  ASSERT_TRUE(pub->send({"", net::encode_seq(2), payload(2)}));
   ASSERT_TRUE(eventually([&] { return c.count("te1") == 3; }));
   EXPECT_EQ(c.seqs("te1"), iota(0, 3));
   EXPECT_EQ(sub->stats().restarts, 0) << "a duplicate taken for a restart";

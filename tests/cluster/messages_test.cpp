@@ -13,14 +13,14 @@ namespace keel::cluster {
 namespace {
 
 // Encodes, frames, unframes: the body the receiver's decoder sees.
-Json through_link(const Message& m, const std::string& seed_name) {
-  const std::vector<uint8_t> bytes = encode_message(m);
+Json through_link(const net::Message& m, const std::string& seed_name) {
+  const std::vector<uint8_t> bytes = net::encode_message(m);
   if (const char* dir = std::getenv("KEEL_WRITE_FUZZ_SEEDS")) {
     std::ofstream(std::string(dir) + "/" + seed_name, std::ios::binary)
         .write(reinterpret_cast<const char*>(bytes.data()),
                static_cast<std::streamsize>(bytes.size()));
   }
-  Result<Message> back = decode_message(bytes);
+  Result<net::Message> back = net::decode_message(bytes);
   EXPECT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->type, m.type);
   return back->body;
@@ -196,7 +196,7 @@ TEST(ClusterMessagesTest, FleetStatusRoundTrip) {
   s.max_model_len = 256;
   s.router = Json{{"locality", 4}};
   Result<FleetStatus> back =
-      decode_fleet_status(through_link(Message{"reply", encode_body(s)}, "fleet_status"));
+      decode_fleet_status(through_link(net::Message{"reply", encode_body(s)}, "fleet_status"));
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(back->fleet.tes, s.fleet.tes);
   EXPECT_EQ(back->jobs_redriven, 3);
@@ -215,10 +215,10 @@ TEST(ClusterMessagesTest, MalformedBodiesNameTheField) {
   Result<LoadReport> bad_role = decode_load_report(Json{{"role", "semi"}});
   ASSERT_FALSE(bad_role.ok());
   EXPECT_NE(bad_role.status().message().find("role"), std::string::npos);
-  EXPECT_FALSE(decode_message(std::vector<uint8_t>{0xc1}).ok());
+  EXPECT_FALSE(net::decode_message(std::vector<uint8_t>{0xc1}).ok());
   std::vector<uint8_t> wrong_version =
       Json::to_msgpack(Json{{"v", 99}, {"type", "x"}, {"body", Json::object()}});
-  EXPECT_FALSE(decode_message(wrong_version).ok());
+  EXPECT_FALSE(net::decode_message(wrong_version).ok());
 }
 
 TEST(ClusterMessagesTest, StatusSurvivesAReply) {

@@ -21,7 +21,7 @@ TEST(NodeMessagesTest, StartAndStopRoundTrip) {
   s.memory_bytes = int64_t{5} << 30;
   s.election = "manager-m";
   s.fence = 7587;
-  const Message m = encode(s);
+  const net::Message m = encode(s);
   EXPECT_EQ(m.type, msg::kStartTe);
   Result<StartTe> back = decode_start_te(m.body);
   ASSERT_TRUE(back.ok()) << back.status().to_string();

@@ -188,7 +188,7 @@ TEST(WeightsForkTest, EntryProbeSendsTheEntrysBytesAndIsDropped) {
 
 TEST(WeightsForkTest, RequestCodecRejectsBadInput) {
   WeightsFetchRequest q{kEntry, "127.0.0.1:1", 7, kChunk, 0};
-  Message m = encode(q);
+  net::Message m = encode(q);
   auto back = decode_weights_fetch(m.body);
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, q);

@@ -28,9 +28,9 @@ namespace keel::control {
 namespace {
 
 using cluster::Json;
-using cluster::Message;
 using membership::Member;
 using membership::MemberKind;
+using net::Message;
 
 // A node agent as the manager sees it: its capacity in the membership (republished on every
 // change, as the real one does), start_te / stop_te / fence answered behind the same fence rule.
@@ -46,7 +46,7 @@ class FakeAgent {
     cap_.memory_available_bytes = memory;
     cap_.max_tes = 8;
     session_ = std::move(*membership::EmbeddedMembership::open(store, {}));
-    net_->serve(cap_.address, [this](const Message& m) { return handle(m); });
+    net_->serve(cap_.address, [this](const net::Message& m) { return handle(m); });
     publish();
   }
   const std::string& address() const { return cap_.address; }
@@ -70,7 +70,7 @@ class FakeAgent {
                                        cluster::capacity_attributes(cap_)})
                     .ok());
   }
-  Result<Json> handle(const Message& m) {
+  Result<Json> handle(const net::Message& m) {
     if (m.type == cluster::msg::kFence) {
       KEEL_ASSIGN_OR_RETURN(cluster::Fence f, cluster::decode_fence(m.body));
       return cluster::status_body(fence.admit(f.election, f.fence));
@@ -110,7 +110,7 @@ class FakeAgent {
 class FakeJe {
  public:
   FakeJe(membership::Membership* manager, FakeCaller* net, std::string address) {
-    net->serve(address, [this](const Message& m) -> Result<Json> {
+    net->serve(address, [this](const net::Message& m) -> Result<Json> {
       if (m.type == cluster::msg::kRemoveTe) {
         KEEL_ASSIGN_OR_RETURN(cluster::RemoveTe r, cluster::decode_remove_te(m.body));
         removes.push_back(r);

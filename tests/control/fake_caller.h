@@ -19,7 +19,7 @@ namespace keel::control {
 // The calls made, in order, and a handler per address; an address with none refuses.
 class FakeCaller final : public Caller {
  public:
-  using Handler = std::function<Result<cluster::Json>(const cluster::Message&)>;
+  using Handler = std::function<Result<cluster::Json>(const net::Message&)>;
   void serve(const std::string& address, Handler h) {
     std::lock_guard lock(mu_);
     handlers_[address] = std::move(h);
@@ -28,7 +28,7 @@ class FakeCaller final : public Caller {
     std::lock_guard lock(mu_);
     handlers_.erase(address);
   }
-  Result<cluster::Json> call(const std::string& address, cluster::Message m,
+  Result<cluster::Json> call(const std::string& address, net::Message m,
                              std::chrono::milliseconds) override {
     std::lock_guard lock(mu_);
     calls.push_back(address + " " + m.type);

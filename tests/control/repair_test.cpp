@@ -26,7 +26,7 @@ namespace keel::control {
 namespace {
 
 using cluster::Json;
-using cluster::Message;
+using net::Message;
 using namespace std::chrono_literals;
 
 // Processes that start in `start_ns` of manual time (or fail while fail_spawns > 0).
@@ -60,7 +60,7 @@ class FakeProcesses final : public ExecutorProcesses {
 // A JE that answers remove_te and add_te (add_te refused while `refuse_adds`).
 struct JeStub {
   JeStub(FakeCaller* net, const std::string& address) {
-    net->serve(address, [this](const Message& m) -> Result<Json> {
+    net->serve(address, [this](const net::Message& m) -> Result<Json> {
       if (m.type == cluster::msg::kAddTe) {
         if (refuse_adds) return cluster::status_body(Status::unavailable("te not reachable"));
         added.push_back(m.body.value("address", ""));

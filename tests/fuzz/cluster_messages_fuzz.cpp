@@ -10,24 +10,24 @@
 #include <span>
 #include <vector>
 
-#include "cluster/protocol/link.h"
 #include "cluster/protocol/messages.h"
+#include "net/link.h"
 
 namespace {
 
 using keel::cluster::Json;
-using keel::cluster::Message;
+using keel::net::Message;
 
 // decode → encode → decode → encode must give the same bytes twice.
 template <typename Decode, typename Encode>
 void check_fixed_point(const Json& body, Decode decode, Encode encode) {
   auto value = decode(body);
   if (!value.ok()) return;
-  const std::vector<uint8_t> once = keel::cluster::encode_message(encode(*value));
-  auto message = keel::cluster::decode_message(once);
+  const std::vector<uint8_t> once = keel::net::encode_message(encode(*value));
+  auto message = keel::net::decode_message(once);
   if (!message.ok()) __builtin_trap();
   auto again = decode(message->body);
-  if (!again.ok() || keel::cluster::encode_message(encode(*again)) != once) __builtin_trap();
+  if (!again.ok() || keel::net::encode_message(encode(*again)) != once) __builtin_trap();
 }
 
 }  // namespace
@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_fixed_point(body, c::decode_job_attempt, [](const auto& m) { return c::encode(m); });
   check_fixed_point(body, c::decode_job_failed, [](const auto& m) { return c::encode(m); });
   check_fixed_point(body, c::decode_fleet_status, [](const auto& m) {
-    return Message{"reply", c::encode_body(m)};
+    return net::Message{"reply", c::encode_body(m)};
   });
   check_fixed_point(body, c::decode_kv_fetch, [](const auto& m) { return c::encode(m); });
   check_fixed_point(body, c::decode_remove_te, [](const auto& m) { return c::encode(m); });

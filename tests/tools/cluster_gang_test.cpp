@@ -30,10 +30,10 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "cluster/protocol/link.h"
 #include "cluster/protocol/messages.h"
 #include "cluster/protocol/node_messages.h"
 #include "cluster_observe.h"
+#include "net/link.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
 #include "serve_process.h"
@@ -294,9 +294,8 @@ TEST_F(ClusterGangTest, AStalledLeadersCommandsAreRefusedAfterItsSuccessorTookOv
   EXPECT_GT(b_token, a_token) << "the successor's token is higher";
 
   // What A would send on waking: stop its TE. B adopted the TE and told the agent its token.
-  Result<std::shared_ptr<cluster::Link>> link = cluster::Link::connect(
-      "127.0.0.1:" + std::to_string(*agent_port), 5000ms, [](cluster::Link&, cluster::Message) {},
-      nullptr);
+  Result<std::shared_ptr<net::Link>> link = net::Link::connect(
+      "127.0.0.1:" + std::to_string(*agent_port), 5000ms, [](net::Link&, net::Message) {}, nullptr);
   ASSERT_TRUE(link.ok()) << link.status().to_string();
   const auto stop_with = [&](double token, const std::string& id) {
     Result<cluster::Json> r = (*link)->call(

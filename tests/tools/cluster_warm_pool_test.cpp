@@ -25,9 +25,9 @@
 #include <sstream>
 
 #include "cli_runner.h"
-#include "cluster/protocol/link.h"
 #include "cluster/protocol/te_spec.h"
 #include "cluster/task/warm_pool.h"
+#include "net/link.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
 #include "serve_process.h"
@@ -156,8 +156,8 @@ TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
   ASSERT_TRUE(bound[0].ok()) << bound[0].status().to_string();
   EXPECT_TRUE(bound[0]->reply.from_store) << bound[0]->reply.store_note;
   expect_phases_in_order(bound[0]->reply.phases);
-  auto link = cluster::Link::connect(
-      bound[0]->address, std::chrono::seconds(5), [](cluster::Link&, cluster::Message) {}, nullptr);
+  auto link = net::Link::connect(
+      bound[0]->address, std::chrono::seconds(5), [](net::Link&, net::Message) {}, nullptr);
   EXPECT_TRUE(link.ok()) << "the bound TE's control port answers";
   if (link.ok()) (*link)->close();
 
@@ -202,9 +202,9 @@ TEST_F(WarmPoolE2e, AWarmTesHealthEndpointFollowsItsBind) {
   };
   EXPECT_EQ(status(), "200 warm");
 
-  auto link = cluster::Link::connect(
+  auto link = net::Link::connect(
       "127.0.0.1:" + std::to_string(te->ready["port"].get<int>()), std::chrono::seconds(5),
-      [](cluster::Link&, cluster::Message) {}, nullptr);
+      [](net::Link&, net::Message) {}, nullptr);
   ASSERT_TRUE(link.ok()) << link.status().to_string();
   const cluster::BindModel bind{stories(), "", "colocated", cluster::steady_now_ns()};
   Result<json> reply =

@@ -28,21 +28,16 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
   if (config.je_addresses.empty()) return Status::invalid_argument("gateway: no job executors");
   std::unique_ptr<FleetClient> c(new FleetClient(std::move(config)));
   FleetClient* self = c.get();
-  KEEL_ASSIGN_OR_RETURN(
-      c->events_, Listener::start(
-                      c->config_.event_host, 0,
-                      [self](Link&, Message m) { self->on_event_message(std::move(m)); }, nullptr,
-                      [self](std::shared_ptr<Link> link) {
-                        std::lock_guard lock(self->mu_);
-                        std::erase_if(self->te_links_, [](const auto& l) { return l->closed(); });
-                        self->te_links_.push_back(std::move(link));
-                      }));
+  KEEL_ASSIGN_OR_RETURN(c->events_, net::LinkServer::start(c->config_.event_host, 0,
+                                                           [self](net::Link&, net::Message m) {
+                                                             self->on_event_message(std::move(m));
+                                                           }));
   for (const std::string& address : c->config_.je_addresses) {
     KEEL_ASSIGN_OR_RETURN(
-        std::shared_ptr<Link> je,
-        Link::connect(
+        std::shared_ptr<net::Link> je,
+        net::Link::connect(
             address, c->config_.connect_timeout,
-            [self](Link&, Message m) { self->on_je_message(std::move(m)); }, nullptr));
+            [self](net::Link&, net::Message m) { self->on_je_message(std::move(m)); }, nullptr));
     std::lock_guard lock(c->je_mu_);
     c->jes_.push_back(std::move(je));
     c->je_ids_.emplace_back();
@@ -78,12 +73,11 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
 FleetClient::~FleetClient() { stop(); }
 
 void FleetClient::stop() {
-  std::vector<std::shared_ptr<Link>> links;
+  std::vector<std::shared_ptr<net::Link>> links;
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
-    links = te_links_;
   }
   {
     std::lock_guard lock(watch_mu_);
@@ -91,7 +85,7 @@ void FleetClient::stop() {
   }
   watch_cv_.notify_all();
   if (watcher_.joinable()) watcher_.join();
-  const std::vector<std::shared_ptr<Link>> jes = je_links();
+  const std::vector<std::shared_ptr<net::Link>> jes = je_links();
   links.insert(links.end(), jes.begin(), jes.end());
   {
     std::lock_guard lock(held_mu_);
@@ -100,7 +94,7 @@ void FleetClient::stop() {
   held_cv_.notify_all();
   if (activator_.joinable()) activator_.join();    // it fails whatever is still held
   if (slow_) slow_->stop(/*run_remaining=*/true);  // each fails at once: stopped_ is set
-  if (events_) events_->stop();
+  if (events_) events_->stop();  // the TEs' event links closed, their readers joined
   for (const auto& link : links) link->close();
   // The closed links' readers end the calls still out; their continuations touch this client.
   std::unique_lock lock(calls_mu_);
@@ -140,7 +134,7 @@ void FleetClient::submit_async(engine::GenerationRequest request,
     p.last_event = Clock::now();
   }
   SubmitJob job{JobRef{config_.gateway_id, key}, events_->address(), std::move(request)};
-  auto message = std::make_shared<const Message>(encode(job));
+  auto message = std::make_shared<const net::Message>(encode(job));
   submit_once_async(
       key, message, [this, key, message, done = std::move(done)](Status first) mutable {
         if (first.code() != StatusCode::kUnavailable || config_.activation_timeout.count() <= 0) {
@@ -150,8 +144,8 @@ void FleetClient::submit_async(engine::GenerationRequest request,
       });
 }
 
-void FleetClient::hold(engine::RequestKey key, std::shared_ptr<const Message> message, Status last,
-                       SubmitDone done) {
+void FleetClient::hold(engine::RequestKey key, std::shared_ptr<const net::Message> message,
+                       Status last, SubmitDone done) {
   // The activator: hold the request until a TE is ready (the autoscaler sees it as demand).
   held_.fetch_add(1);
   {
@@ -217,7 +211,7 @@ void FleetClient::run_activator() {
     // The oldest first; while it is refused for want of a TE, so would the rest be.
     for (;;) {
       engine::RequestKey key = 0;
-      std::shared_ptr<const Message> message;
+      std::shared_ptr<const net::Message> message;
       {
         std::lock_guard held_lock(held_mu_);
         if (held_queue_.empty()) break;
@@ -251,8 +245,8 @@ void FleetClient::run_activator() {
 // One submission across the JEs it tries (round robin from where it started).
 struct FleetClient::SubmitTry {
   engine::RequestKey key = 0;
-  std::shared_ptr<const Message> message;
-  std::vector<std::shared_ptr<Link>> jes;
+  std::shared_ptr<const net::Message> message;
+  std::vector<std::shared_ptr<net::Link>> jes;
   size_t start = 0;
   size_t next = 0;  // how many were tried
   Status last = Status::unavailable("no job executor reachable");
@@ -261,7 +255,8 @@ struct FleetClient::SubmitTry {
   Clock::time_point started = Clock::now();
 };
 
-void FleetClient::submit_once_async(engine::RequestKey key, std::shared_ptr<const Message> message,
+void FleetClient::submit_once_async(engine::RequestKey key,
+                                    std::shared_ptr<const net::Message> message,
                                     std::function<void(Status)> done) {
   if (!any_je_up()) {
     // Every JE is down: one is being restarted (fleet_client.h). Waited for off this thread.
@@ -276,7 +271,7 @@ void FleetClient::submit_once_async(engine::RequestKey key, std::shared_ptr<cons
   submit_now(key, std::move(message), std::move(done));
 }
 
-void FleetClient::submit_now(engine::RequestKey key, std::shared_ptr<const Message> message,
+void FleetClient::submit_now(engine::RequestKey key, std::shared_ptr<const net::Message> message,
                              std::function<void(Status)> done) {
   auto t = std::make_shared<SubmitTry>();
   {
@@ -295,7 +290,7 @@ void FleetClient::submit_now(engine::RequestKey key, std::shared_ptr<const Messa
 
 void FleetClient::submit_step(std::shared_ptr<SubmitTry> t) {
   while (t->next < t->jes.size()) {
-    std::shared_ptr<Link> je = t->jes[(t->start + t->next) % t->jes.size()];
+    std::shared_ptr<net::Link> je = t->jes[(t->start + t->next) % t->jes.size()];
     ++t->next;
     if (je->closed()) continue;
     {
@@ -304,7 +299,7 @@ void FleetClient::submit_step(std::shared_ptr<SubmitTry> t) {
       if (it != jobs_.end()) it->second.je = je;
     }
     call_started();
-    const Message& message = *t->message;
+    const net::Message& message = *t->message;
     je->call_async(message, config_.call_timeout, [this, t, je](Result<Json> reply) mutable {
       if (!reply.ok() && je->closed()) {
         // The JE died with the submission out: it may have taken the job and handed it to a
@@ -332,7 +327,7 @@ void FleetClient::submit_step(std::shared_ptr<SubmitTry> t) {
 }
 
 Status FleetClient::submit_once(engine::RequestKey key,
-                                const std::shared_ptr<const Message>& message) {
+                                const std::shared_ptr<const net::Message>& message) {
   if (!await_je()) return Status::unavailable("no job executor reachable");
   std::promise<Status> answered;
   std::future<Status> result = answered.get_future();
@@ -363,7 +358,7 @@ void FleetClient::call_ended() const {
 }
 
 void FleetClient::abort(engine::RequestKey key) {
-  std::shared_ptr<Link> je;
+  std::shared_ptr<net::Link> je;
   {
     std::lock_guard lock(mu_);
     const auto it = jobs_.find(key);
@@ -386,7 +381,7 @@ bool FleetClient::finish_locally(engine::RequestKey key, engine::TokenEvent even
   return true;
 }
 
-void FleetClient::on_event_message(Message message) {
+void FleetClient::on_event_message(net::Message message) {
   if (message.type != msg::kTaskEvent) return;
   Result<TaskEvent> event = decode_task_event(message.body);
   if (!event.ok()) {
@@ -425,7 +420,7 @@ void FleetClient::deliver(TaskEvent m) {
   if (final_event) jobs_.erase(it);
 }
 
-void FleetClient::on_je_message(Message message) {
+void FleetClient::on_je_message(net::Message message) {
   if (message.type == msg::kJobAttempt) {
     Result<JobAttempt> a = decode_job_attempt(message.body);
     if (!a.ok()) return;

@@ -52,11 +52,11 @@
 #include <vector>
 
 #include "cluster/protocol/hop_timings.h"
-#include "cluster/protocol/link.h"
-#include "cluster/protocol/listener.h"
 #include "cluster/protocol/messages.h"
 #include "core/task_queue.h"
 #include "engine/engine_client.h"
+#include "net/link.h"
+#include "net/link_server.h"
 
 namespace keel::cluster {
 
@@ -147,7 +147,8 @@ class FleetClient final : public engine::EngineClient {
  private:
   struct Pending {
     std::shared_ptr<engine::OutputSink> sink;
-    std::shared_ptr<Link> je;  // the JE holding it (nullptr: not yet, or being submitted again)
+    std::shared_ptr<net::Link>
+        je;  // the JE holding it (nullptr: not yet, or being submitted again)
     int32_t attempt = 0;
     int32_t delivered = 0;  // generated tokens the client has (index space of TaskEvent)
     // For a submission again after its JE died: the request as submitted (its seed filled in),
@@ -161,7 +162,7 @@ class FleetClient final : public engine::EngineClient {
   // A request waiting for a ready TE (the activator's queue).
   struct Held {
     engine::RequestKey key = 0;
-    std::shared_ptr<const Message> message;  // its SubmitJob
+    std::shared_ptr<const net::Message> message;  // its SubmitJob
     std::chrono::steady_clock::time_point deadline;
     Status last;  // its latest refusal
     SubmitDone done;
@@ -175,24 +176,24 @@ class FleetClient final : public engine::EngineClient {
   // Resolves and drops held requests past their deadline (all of them while draining or
   // stopped); activator thread.
   void expire_held();
-  void on_event_message(Message message);
-  void on_je_message(Message message);
+  void on_event_message(net::Message message);
+  void on_je_message(net::Message message);
   void deliver(TaskEvent event);
   // One pass over the JEs (round robin from the next one): the first JE's answer. The
   // asynchronous one runs `done` once, on a JE link's thread (or inline when no JE is up to ask);
   // every JE down: it waits (up to je_wait) on the slow-submit thread. submit_once waits.
   struct SubmitTry;
-  void submit_once_async(engine::RequestKey key, std::shared_ptr<const Message> message,
+  void submit_once_async(engine::RequestKey key, std::shared_ptr<const net::Message> message,
                          std::function<void(Status)> done);
   // The pass itself, over the JEs up now (none: `done` runs inline with Unavailable).
-  void submit_now(engine::RequestKey key, std::shared_ptr<const Message> message,
+  void submit_now(engine::RequestKey key, std::shared_ptr<const net::Message> message,
                   std::function<void(Status)> done);
   void submit_step(std::shared_ptr<SubmitTry> t);
-  Status submit_once(engine::RequestKey key, const std::shared_ptr<const Message>& message);
+  Status submit_once(engine::RequestKey key, const std::shared_ptr<const net::Message>& message);
   // Records a placed request's hops (the JE's reply) and logs them when it was slow.
   void note_hops(const SubmitTry& t, const Json& reply);
   // Puts a request no TE could take on the activator's queue.
-  void hold(engine::RequestKey key, std::shared_ptr<const Message> message, Status last,
+  void hold(engine::RequestKey key, std::shared_ptr<const net::Message> message, Status last,
             SubmitDone done);
   // Asks every JE for its status at once; `done` runs once with the merged answer.
   void fleet_status_async(std::function<void(Result<FleetStatus>)> done) const;
@@ -203,7 +204,7 @@ class FleetClient final : public engine::EngineClient {
   bool finish_locally(engine::RequestKey key, engine::TokenEvent event);
   // JE failover (fleet_client_failover.cpp). The JE links now (a reconnect replaces one), and
   // whether one is up.
-  [[nodiscard]] std::vector<std::shared_ptr<Link>> je_links() const;
+  [[nodiscard]] std::vector<std::shared_ptr<net::Link>> je_links() const;
   [[nodiscard]] bool any_je_up() const;
   // Waits up to je_wait while no JE is up; false when none came.
   bool await_je() const;
@@ -214,14 +215,13 @@ class FleetClient final : public engine::EngineClient {
   void resubmit_orphans();
   // Submits job `key` again, resumed, to the JE `je`: Ok, Unavailable (it stays an orphan), or
   // another error (it ends with it).
-  Status resubmit(engine::RequestKey key, const std::shared_ptr<Link>& je);
+  Status resubmit(engine::RequestKey key, const std::shared_ptr<net::Link>& je);
 
   FleetClientConfig config_;
-  std::unique_ptr<Listener> events_;
+  std::unique_ptr<net::LinkServer> events_;  // the TEs' event links
   mutable std::mutex je_mu_;
-  std::vector<std::shared_ptr<Link>> jes_;       // GUARDED_BY(je_mu_); one per je_addresses
+  std::vector<std::shared_ptr<net::Link>> jes_;  // GUARDED_BY(je_mu_); one per je_addresses
   mutable std::vector<std::string> je_ids_;      // GUARDED_BY(je_mu_); the id each last gave
-  std::vector<std::shared_ptr<Link>> te_links_;  // accepted event links
   int64_t max_model_len_ = 0;
   int64_t max_waiting_ = 0;
 

@@ -11,13 +11,13 @@
 
 namespace keel::cluster {
 
-std::vector<std::shared_ptr<Link>> FleetClient::je_links() const {
+std::vector<std::shared_ptr<net::Link>> FleetClient::je_links() const {
   std::lock_guard lock(je_mu_);
   return jes_;
 }
 
 bool FleetClient::any_je_up() const {
-  const std::vector<std::shared_ptr<Link>> jes = je_links();
+  const std::vector<std::shared_ptr<net::Link>> jes = je_links();
   return std::any_of(jes.begin(), jes.end(), [](const auto& je) { return !je->closed(); });
 }
 
@@ -51,13 +51,13 @@ void FleetClient::watch_loop() {
 }
 
 void FleetClient::reconnect_lost_jes() {
-  const std::vector<std::shared_ptr<Link>> jes = je_links();
+  const std::vector<std::shared_ptr<net::Link>> jes = je_links();
   for (size_t i = 0; i < jes.size(); ++i) {
     if (!jes[i]->closed()) continue;
     // A restarted JE listens at the same address; a refused connect costs nothing.
-    Result<std::shared_ptr<Link>> again = Link::connect(
+    Result<std::shared_ptr<net::Link>> again = net::Link::connect(
         config_.je_addresses[i], std::chrono::milliseconds(1),
-        [this](Link&, Message m) { on_je_message(std::move(m)); }, nullptr);
+        [this](net::Link&, net::Message m) { on_je_message(std::move(m)); }, nullptr);
     if (!again.ok()) continue;
     KEEL_LOG_INFO("gateway: job executor at {} is back", config_.je_addresses[i]);
     std::lock_guard lock(je_mu_);
@@ -78,8 +78,8 @@ void FleetClient::resubmit_orphans() {
     }
   }
   if (orphans.empty()) return;
-  const std::vector<std::shared_ptr<Link>> jes = je_links();
-  std::vector<std::shared_ptr<Link>> up;
+  const std::vector<std::shared_ptr<net::Link>> jes = je_links();
+  std::vector<std::shared_ptr<net::Link>> up;
   for (const auto& je : jes) {
     if (!je->closed()) up.push_back(je);
   }
@@ -96,11 +96,11 @@ void FleetClient::resubmit_orphans() {
   }
 }
 
-Status FleetClient::resubmit(engine::RequestKey key, const std::shared_ptr<Link>& je) {
+Status FleetClient::resubmit(engine::RequestKey key, const std::shared_ptr<net::Link>& je) {
   SubmitJob job;
   job.ref = JobRef{config_.gateway_id, key};
   job.reply_to = events_->address();
-  std::shared_ptr<Link> dead;  // the JE it had, restored should this submission fail
+  std::shared_ptr<net::Link> dead;  // the JE it had, restored should this submission fail
   {
     std::lock_guard lock(mu_);
     const auto it = jobs_.find(key);

@@ -24,7 +24,7 @@ struct StatusRound {
 }  // namespace
 
 void FleetClient::fleet_status_async(std::function<void(Result<FleetStatus>)> done) const {
-  const std::vector<std::shared_ptr<Link>> jes = je_links();
+  const std::vector<std::shared_ptr<net::Link>> jes = je_links();
   auto round = std::make_shared<StatusRound>();
   {
     std::lock_guard lock(je_mu_);
@@ -60,7 +60,7 @@ void FleetClient::fleet_status_async(std::function<void(Result<FleetStatus>)> do
       continue;
     }
     call_started();
-    jes[i]->call_async(Message{std::string(msg::kFleet), Json::object()}, config_.call_timeout,
+    jes[i]->call_async(net::Message{std::string(msg::kFleet), Json::object()}, config_.call_timeout,
                        [this, round, i, finish_one](Result<Json> reply) {
                          round->answers[i].status =
                              reply.ok() ? decode_fleet_status(*reply) : reply.status();

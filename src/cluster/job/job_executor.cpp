@@ -30,16 +30,11 @@ Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config
   }
   if (je->config_.submit_delay.count() > 0) je->delayed_ = std::make_unique<TaskQueue>("je-delay");
   JobExecutor* self = je.get();
-  KEEL_ASSIGN_OR_RETURN(
-      je->listener_,
-      Listener::start(
-          je->config_.host, je->config_.port,
-          [self](Link& link, Message m) { self->on_gateway_message(link, std::move(m)); }, nullptr,
-          [self](std::shared_ptr<Link> link) {
-            std::lock_guard lock(self->mu_);
-            if (self->stopping_) return link->close();
-            self->gateway_links_.push_back(std::move(link));
-          }));
+  KEEL_ASSIGN_OR_RETURN(je->server_,
+                        net::LinkServer::start(je->config_.host, je->config_.port,
+                                               [self](net::Link& link, net::Message m) {
+                                                 self->on_gateway_message(link, std::move(m));
+                                               }));
   je->monitor_ = std::thread([self] { self->monitor_loop(); });
   return je;
 }
@@ -64,9 +59,9 @@ Status JobExecutor::add_te(const std::string& address) {
     idx = tes_.size();
     tes_.push_back(std::move(entry));
   }
-  Result<std::shared_ptr<Link>> link = Link::connect(
+  Result<std::shared_ptr<net::Link>> link = net::Link::connect(
       address, config_.connect_timeout,
-      [this, idx](Link&, Message m) { on_te_message(idx, std::move(m)); }, nullptr);
+      [this, idx](net::Link&, net::Message m) { on_te_message(idx, std::move(m)); }, nullptr);
   std::lock_guard lock(mu_);
   if (!link.ok()) return link.status();  // stays unhealthy: never reported
   tes_[idx]->link = std::move(*link);
@@ -75,7 +70,7 @@ Status JobExecutor::add_te(const std::string& address) {
 }
 
 Status JobExecutor::remove_te(const std::string& address, bool forget) {
-  std::shared_ptr<Link> to_close;
+  std::shared_ptr<net::Link> to_close;
   {
     std::lock_guard lock(mu_);
     const auto it = std::find_if(tes_.begin(), tes_.end(), [&](const auto& te) {
@@ -122,9 +117,9 @@ Status JobExecutor::connect_tes() {
   Status last;
   size_t connected = 0;
   for (size_t i = 0; i < tes_.size(); ++i) {
-    Result<std::shared_ptr<Link>> link = Link::connect(
+    Result<std::shared_ptr<net::Link>> link = net::Link::connect(
         tes_[i]->address, config_.connect_timeout,
-        [this, i](Link&, Message m) { on_te_message(i, std::move(m)); }, nullptr);
+        [this, i](net::Link&, net::Message m) { on_te_message(i, std::move(m)); }, nullptr);
     std::lock_guard lock(mu_);
     if (!link.ok()) {
       KEEL_LOG_WARN("je {}: te {} left out: {}", config_.id, tes_[i]->address,
@@ -154,11 +149,10 @@ void JobExecutor::stop() {
   if (delayed_) delayed_->stop();
   control_.stop();
   for (auto& sub : subscribers_) sub->stop();
-  if (listener_) listener_->stop();
-  std::vector<std::shared_ptr<Link>> links;
+  if (server_) server_->stop();  // the gateways' links closed, their readers joined
+  std::vector<std::shared_ptr<net::Link>> links;
   {
     std::lock_guard lock(mu_);
-    links = gateway_links_;
     for (const auto& te : tes_) {
       if (te->link) links.push_back(te->link);
     }
@@ -169,7 +163,7 @@ void JobExecutor::stop() {
   cv_.wait_for(lock, std::chrono::seconds(10), [&] { return calls_in_flight_ == 0; });
 }
 
-void JobExecutor::on_gateway_message(Link& link, Message message) {
+void JobExecutor::on_gateway_message(net::Link& link, net::Message message) {
   const Clock::time_point received = Clock::now();
   const bool job_message = message.type == msg::kSubmitJob || message.type == msg::kAbortJob;
   if (job_message && delayed_ != nullptr) {  // the fault hook: a slow JE (aborts keep order)
@@ -215,7 +209,7 @@ void JobExecutor::on_gateway_message(Link& link, Message message) {
   KEEL_LOG_WARN("je {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
 }
 
-void JobExecutor::on_submit_job(Link& link, const Json& body, Clock::time_point received) {
+void JobExecutor::on_submit_job(net::Link& link, const Json& body, Clock::time_point received) {
   const Clock::time_point handled = Clock::now();
   const auto call_id = body.find("call_id");
   if (call_id == body.end() || !call_id->is_number_integer()) return;
@@ -298,7 +292,7 @@ void JobExecutor::on_submit_job(Link& link, const Json& body, Clock::time_point 
 void JobExecutor::on_abort_job(const Json& body) {
   Result<AbortTask> abort = decode_abort(body);
   if (!abort.ok()) return;
-  std::shared_ptr<Link> te_link;
+  std::shared_ptr<net::Link> te_link;
   AbortTask task{abort->ref, 0};
   {
     std::lock_guard lock(mu_);
@@ -317,7 +311,7 @@ void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& ba
   if (!s.ok()) KEEL_LOG_WARN("je {}: cache events of {}: {}", config_.id, te_id, s.message());
 }
 
-void JobExecutor::on_te_message(size_t te, Message message) {
+void JobExecutor::on_te_message(size_t te, net::Message message) {
   if (message.type != msg::kLoadReport) {
     KEEL_LOG_WARN("je {}: unexpected message '{}' from a TE", config_.id, message.type);
     return;

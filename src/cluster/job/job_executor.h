@@ -45,11 +45,11 @@
 #include "cluster/job/router.h"
 #include "cluster/kv_events/kv_event_subscriber.h"
 #include "cluster/protocol/fleet.h"
-#include "cluster/protocol/link.h"
-#include "cluster/protocol/listener.h"
 #include "cluster/protocol/messages.h"
 #include "core/result.h"
 #include "core/task_queue.h"
+#include "net/link.h"
+#include "net/link_server.h"
 
 namespace keel::cluster {
 
@@ -97,8 +97,8 @@ class JobExecutor {
   JobExecutor(const JobExecutor&) = delete;
   JobExecutor& operator=(const JobExecutor&) = delete;
 
-  [[nodiscard]] uint16_t port() const { return listener_->port(); }
-  [[nodiscard]] std::string address() const { return listener_->address(); }
+  [[nodiscard]] uint16_t port() const { return server_->port(); }
+  [[nodiscard]] std::string address() const { return server_->address(); }
   [[nodiscard]] FleetStatus status() const;
   // Adds the TE at `address` (host:port) to the fleet: connects to it; the router takes it once it
   // has reported. The warm pool's scale-out (add_te from the cluster manager).
@@ -126,10 +126,10 @@ class JobExecutor {
 
   explicit JobExecutor(JobExecutorConfig config);
   Status connect_tes();
-  void on_gateway_message(Link& link, Message message);
-  void on_te_message(size_t te, Message message);
+  void on_gateway_message(net::Link& link, net::Message message);
+  void on_te_message(size_t te, net::Message message);
   // `received`: when the gateway's message came (the wait before handling is a hop).
-  void on_submit_job(Link& link, const Json& body, Clock::time_point received);
+  void on_submit_job(net::Link& link, const Json& body, Clock::time_point received);
   void on_abort_job(const Json& body);
   void apply_report(size_t te, LoadReport report);
   // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it. `retry`: a parked
@@ -174,13 +174,12 @@ class JobExecutor {
   void subscribe_kv_events();
 
   JobExecutorConfig config_;
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<net::LinkServer> server_;  // the gateways' links
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
   std::vector<std::unique_ptr<TeEntry>> tes_;
   std::map<JobRef, std::unique_ptr<Job>> jobs_;
-  std::vector<std::shared_ptr<Link>> gateway_links_;
   std::vector<JobRef> to_redrive_;
   std::vector<JobRef> to_decode_;
   std::map<JobRef, Clock::time_point> parked_;  // re-drives waiting for a TE, by deadline

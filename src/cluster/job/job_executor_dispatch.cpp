@@ -116,7 +116,7 @@ void JobExecutor::dispatch_async(const JobRef& ref, bool retry,
 
 void JobExecutor::dispatch_step(std::shared_ptr<DispatchTry> d) {
   SubmitTask task;
-  std::shared_ptr<Link> te_link;
+  std::shared_ptr<net::Link> te_link;
   size_t te = 0;
   std::optional<Status> end;
   {
@@ -136,7 +136,7 @@ void JobExecutor::dispatch_step(std::shared_ptr<DispatchTry> d) {
     if (!end) ++calls_in_flight_;
   }
   if (end) return d->done(*end, Json::object());
-  Message message = encode(task);
+  net::Message message = encode(task);
   d->sent = Clock::now();
   te_link->call_async(std::move(message), config_.task_call_timeout,
                       [this, d = std::move(d), te](Result<Json> reply) mutable {
@@ -185,7 +185,7 @@ Status JobExecutor::dispatch(const JobRef& ref, bool retry) {
 
 void JobExecutor::dispatch_decode(const JobRef& ref) {
   SubmitTask task;
-  std::shared_ptr<Link> te_link;
+  std::shared_ptr<net::Link> te_link;
   size_t te = 0;
   {
     std::lock_guard lock(mu_);

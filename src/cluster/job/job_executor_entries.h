@@ -14,7 +14,7 @@ namespace keel::cluster {
 
 struct JobExecutor::TeEntry {
   std::string address;
-  std::shared_ptr<Link> link;
+  std::shared_ptr<net::Link> link;
   TeInfo info;
   engine::EngineStats stats;
   engine::MetricsSnapshot metrics;
@@ -34,7 +34,7 @@ struct JobExecutor::TeEntry {
 
 struct JobExecutor::Job {
   JobRef ref;
-  std::shared_ptr<Link> gateway;
+  std::shared_ptr<net::Link> gateway;
   std::string reply_to;
   engine::GenerationRequest request;        // as submitted (seed filled in)
   std::vector<uint64_t> block_hashes;       // of the submitted prompt, for the router

@@ -34,8 +34,8 @@ void JobExecutor::monitor_loop() {
 }
 
 void JobExecutor::check_health() {
-  std::vector<std::pair<std::shared_ptr<Link>, AbortTask>> aborts;
-  std::vector<std::shared_ptr<Link>> to_close;
+  std::vector<std::pair<std::shared_ptr<net::Link>, AbortTask>> aborts;
+  std::vector<std::shared_ptr<net::Link>> to_close;
   {
     std::lock_guard lock(mu_);
     const Clock::time_point now = Clock::now();
@@ -88,7 +88,7 @@ void JobExecutor::check_health() {
 }
 
 void JobExecutor::redrive(const JobRef& ref) {
-  std::shared_ptr<Link> gateway;
+  std::shared_ptr<net::Link> gateway;
   int32_t attempt = 0;
   {
     std::lock_guard lock(mu_);
@@ -153,7 +153,7 @@ void JobExecutor::retry_parked() {
 }
 
 void JobExecutor::fail_job(const JobRef& ref, const std::string& error) {
-  std::shared_ptr<Link> gateway;
+  std::shared_ptr<net::Link> gateway;
   {
     std::lock_guard lock(mu_);
     const auto it = jobs_.find(ref);

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "cluster/health/kv_link_probe.h"
-#include "cluster/protocol/host_port.h"
 #include "core/log.h"
 #include "engine/model_identity.h"
+#include "net/host_port.h"
 
 namespace keel::cluster {
 
@@ -167,7 +167,7 @@ void KvHandoff::send_caught() {
 Result<KvHandoff::Connection*> KvHandoff::connection(const std::string& destination) {
   const auto it = clients_.find(destination);
   if (it != clients_.end()) return &it->second;
-  KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(destination));
+  KEEL_ASSIGN_OR_RETURN(const net::HostPort hp, net::parse_host_port(destination));
   KvTransferClientOptions options;
   options.host = hp.host;
   options.port = hp.port;

@@ -57,8 +57,8 @@ std::chrono::milliseconds remaining(Clock::time_point deadline) {
 
 }  // namespace
 
-Result<int64_t> KvPeerFetcher::call(Link& link, const KvFetchRequest& request, Deadline deadline,
-                                    double* seconds) {
+Result<int64_t> KvPeerFetcher::call(net::Link& link, const KvFetchRequest& request,
+                                    Deadline deadline, double* seconds) {
   const Clock::time_point start = Clock::now();
   if (start >= deadline) return Status::unavailable("kv peer fetch: out of time");
   KEEL_ASSIGN_OR_RETURN(Json reply, link.call(encode(request), remaining(deadline)));
@@ -73,8 +73,8 @@ Result<int64_t> KvPeerFetcher::call(Link& link, const KvFetchRequest& request, D
 
 Result<KvPeerFetcher::Peer> KvPeerFetcher::connect_and_probe(const std::string& address,
                                                              Deadline deadline) {
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
-                        Link::connect(address, remaining(deadline), nullptr, nullptr));
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<net::Link> link,
+                        net::Link::connect(address, remaining(deadline), nullptr, nullptr));
   KvFetchRequest ping;
   ping.kv_identity = config_.kv_identity;
   ping.reply_to = config_.reply_to;
@@ -118,7 +118,7 @@ Result<KvPeerFetcher::Peer> KvPeerFetcher::peer(const std::string& address, Dead
 }
 
 void KvPeerFetcher::drop_peer(const std::string& address) {
-  std::shared_ptr<Link> link;
+  std::shared_ptr<net::Link> link;
   {
     std::lock_guard lock(mu_);
     const auto it = peers_.find(address);

@@ -31,10 +31,10 @@
 #include <string>
 #include <vector>
 
-#include "cluster/protocol/link.h"
 #include "cluster/protocol/messages.h"
 #include "kv/block_hash.h"
 #include "kv/tier_cost.h"
+#include "net/link.h"
 
 namespace keel::cluster {
 
@@ -92,7 +92,7 @@ class KvPeerFetcher {
 
  private:
   struct Peer {
-    std::shared_ptr<Link> link;
+    std::shared_ptr<net::Link> link;
     kv::TierCost cost;
   };
   struct Waiter {
@@ -105,7 +105,7 @@ class KvPeerFetcher {
   Result<Peer> peer(const std::string& address, Deadline deadline);
   Result<Peer> connect_and_probe(const std::string& address, Deadline deadline);
   // A kv_fetch call; the blocks the peer says it pushed, and the seconds it took.
-  static Result<int64_t> call(Link& link, const KvFetchRequest& request, Deadline deadline,
+  static Result<int64_t> call(net::Link& link, const KvFetchRequest& request, Deadline deadline,
                               double* seconds);
   void drop_peer(const std::string& address);
 

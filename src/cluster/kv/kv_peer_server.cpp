@@ -4,8 +4,8 @@
 #include <thread>
 #include <utility>
 
-#include "cluster/protocol/host_port.h"
 #include "core/log.h"
+#include "net/host_port.h"
 
 namespace keel::cluster {
 
@@ -27,33 +27,18 @@ Result<std::unique_ptr<KvPeerServer>> KvPeerServer::start(KvPeerServerConfig con
   KEEL_TRY(config.validate());
   std::unique_ptr<KvPeerServer> server(new KvPeerServer(std::move(config)));
   KvPeerServer* self = server.get();
-  KEEL_ASSIGN_OR_RETURN(
-      server->listener_,
-      Listener::start(
-          server->config_.host, server->config_.port,
-          [self](Link& link, Message m) { self->on_message(link, std::move(m)); }, nullptr,
-          [self](std::shared_ptr<Link> link) {
-            std::lock_guard lock(self->links_mu_);
-            if (self->stopped_) return link->close();
-            std::erase_if(self->links_, [](const auto& l) { return l->closed(); });
-            self->links_.push_back(std::move(link));
-          }));
+  KEEL_ASSIGN_OR_RETURN(server->server_,
+                        net::LinkServer::start(server->config_.host, server->config_.port,
+                                               [self](net::Link& link, net::Message m) {
+                                                 self->on_message(link, std::move(m));
+                                               }));
   return server;
 }
 
 KvPeerServer::~KvPeerServer() { stop(); }
 
 void KvPeerServer::stop() {
-  std::vector<std::shared_ptr<Link>> links;
-  {
-    std::lock_guard lock(links_mu_);
-    if (stopped_) return;
-    stopped_ = true;
-    links.swap(links_);
-  }
-  if (listener_ != nullptr) listener_->stop();  // null when start() failed to listen
-  for (auto& link : links) link->close();
-  links.clear();  // joins the links' threads (none of them is this one)
+  if (server_ != nullptr) server_->stop();  // null when start() failed to listen
   std::lock_guard lock(serve_mu_);
   clients_.clear();
 }
@@ -63,7 +48,7 @@ KvPeerServerStats KvPeerServer::stats() const {
   return stats_;
 }
 
-void KvPeerServer::on_message(Link& link, Message message) {
+void KvPeerServer::on_message(net::Link& link, net::Message message) {
   const auto call_id = message.body.find("call_id");
   if (message.type != msg::kKvFetch || call_id == message.body.end() ||
       !call_id->is_number_integer()) {
@@ -92,7 +77,7 @@ void KvPeerServer::on_message(Link& link, Message message) {
 Result<KvTransferClient*> KvPeerServer::client(const std::string& destination) {
   const auto it = clients_.find(destination);
   if (it != clients_.end()) return it->second.get();
-  KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(destination));
+  KEEL_ASSIGN_OR_RETURN(const net::HostPort hp, net::parse_host_port(destination));
   KvTransferClientOptions options;
   options.host = hp.host;
   options.port = hp.port;

@@ -27,10 +27,10 @@
 #include <vector>
 
 #include "cluster/kv/kv_transfer_client.h"
-#include "cluster/protocol/link.h"
-#include "cluster/protocol/listener.h"
 #include "cluster/protocol/messages.h"
 #include "core/result.h"
+#include "net/link.h"
+#include "net/link_server.h"
 
 namespace keel::cluster {
 
@@ -65,23 +65,20 @@ class KvPeerServer {
   KvPeerServer(const KvPeerServer&) = delete;
   KvPeerServer& operator=(const KvPeerServer&) = delete;
 
-  [[nodiscard]] std::string address() const { return listener_->address(); }
+  [[nodiscard]] std::string address() const { return server_->address(); }
   [[nodiscard]] KvPeerServerStats stats() const;
   // Stops accepting, closes every link. Idempotent.
   void stop();
 
  private:
   explicit KvPeerServer(KvPeerServerConfig config) : config_(std::move(config)) {}
-  void on_message(Link& link, Message message);
+  void on_message(net::Link& link, net::Message message);
   // Pushes the request's blocks (or probe blocks); the number pushed and flushed.
   Result<int64_t> serve(const KvFetchRequest& request);
   Result<KvTransferClient*> client(const std::string& destination);
 
   KvPeerServerConfig config_;
-  std::unique_ptr<Listener> listener_;
-  mutable std::mutex links_mu_;
-  std::vector<std::shared_ptr<Link>> links_;                          // guarded by links_mu_
-  bool stopped_ = false;                                              // guarded by links_mu_
+  std::unique_ptr<net::LinkServer> server_;
   std::mutex serve_mu_;                                               // one fetch at a time
   std::map<std::string, std::unique_ptr<KvTransferClient>> clients_;  // guarded by serve_mu_
   mutable std::mutex stats_mu_;

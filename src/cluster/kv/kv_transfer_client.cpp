@@ -12,7 +12,7 @@
 #include <optional>
 
 #include "cluster/kv/kv_transfer_server.h"
-#include "cluster/kv/ucx_worker.h"
+#include "net/ucx_worker.h"
 
 namespace keel::cluster {
 
@@ -28,7 +28,7 @@ Status KvTransferClientOptions::validate() const {
 
 struct KvTransferClient::Impl {
   KvTransferClientOptions options;
-  std::unique_ptr<UcxWorker> worker;
+  std::unique_ptr<net::UcxWorker> worker;
 
   // Shared with callers.
   std::mutex mu;
@@ -86,7 +86,7 @@ struct KvTransferClient::Impl {
 
   static void on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
     auto* impl = static_cast<Impl*>(arg);
-    impl->fail(ucx_status("kv transfer connection", status));
+    impl->fail(net::ucx_status("kv transfer connection", status));
     impl->close_ep();
   }
 
@@ -100,7 +100,7 @@ struct KvTransferClient::Impl {
   void sent(ucs_status_t status, size_t bytes) {
     --in_flight;
     if (status != UCS_OK) {
-      fail(ucx_status("am_send", status));
+      fail(net::ucx_status("am_send", status));
       return;
     }
     std::lock_guard lock(mu);
@@ -114,7 +114,7 @@ struct KvTransferClient::Impl {
     impl->flush_req = nullptr;
     ucp_request_free(request);
     if (status != UCS_OK) {
-      impl->fail(ucx_status("ep_flush", status));
+      impl->fail(net::ucx_status("ep_flush", status));
       return;
     }
     std::lock_guard lock(impl->mu);
@@ -210,7 +210,7 @@ struct KvTransferClient::Impl {
     if (UCS_PTR_IS_PTR(req)) {
       flush_req = req;
     } else if (UCS_PTR_IS_ERR(req)) {
-      fail(ucx_status("ep_flush", UCS_PTR_STATUS(req)));
+      fail(net::ucx_status("ep_flush", UCS_PTR_STATUS(req)));
     } else {
       std::lock_guard lock(mu);
       num_flushed = std::max(num_flushed, flush_target);
@@ -219,7 +219,7 @@ struct KvTransferClient::Impl {
   }
 
   Status open() {
-    KEEL_ASSIGN_OR_RETURN(sockaddr_storage addr, resolve_ipv4(options.host, options.port));
+    KEEL_ASSIGN_OR_RETURN(sockaddr_storage addr, net::resolve_ipv4(options.host, options.port));
     ucp_ep_params_t params{};
     params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
                         UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
@@ -232,7 +232,7 @@ struct KvTransferClient::Impl {
     const ucs_status_t s = ucp_ep_create(worker->handle(), &params, &ep);
     if (s != UCS_OK) {
       ep = nullptr;
-      return ucx_status("ep_create", s);
+      return net::ucx_status("ep_create", s);
     }
     return wait_connected();
   }
@@ -242,7 +242,7 @@ struct KvTransferClient::Impl {
   Status wait_connected() {
     ucp_request_param_t param{};
     void* req = ucp_ep_flush_nbx(ep, &param);
-    if (UCS_PTR_IS_ERR(req)) return ucx_status("connect", UCS_PTR_STATUS(req));
+    if (UCS_PTR_IS_ERR(req)) return net::ucx_status("connect", UCS_PTR_STATUS(req));
     if (req == nullptr) return Status::ok_status();
     ucs_status_t status = UCS_INPROGRESS;
     worker->progress_until(
@@ -250,7 +250,7 @@ struct KvTransferClient::Impl {
         options.connect_timeout);
     ucp_request_free(req);
     if (status == UCS_INPROGRESS) return Status::unavailable("kv transfer: connect timed out");
-    if (status != UCS_OK) return ucx_status("connect", status);
+    if (status != UCS_OK) return net::ucx_status("connect", status);
     return Status::ok_status();
   }
 
@@ -285,7 +285,7 @@ Result<std::unique_ptr<KvTransferClient>> KvTransferClient::connect(
   impl->options = std::move(options);
   Impl* raw = impl.get();
   KEEL_ASSIGN_OR_RETURN(impl->worker,
-                        UcxWorker::start("keel-kv-send", [raw] { return raw->tick(); }));
+                        net::UcxWorker::start("keel-kv-send", [raw] { return raw->tick(); }));
   Status status;
   impl->worker->run_sync([&] { status = raw->open(); });
   if (!status.ok()) {

@@ -10,7 +10,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "cluster/kv/ucx_worker.h"
+#include "net/ucx_worker.h"
 
 namespace keel::cluster {
 
@@ -34,7 +34,7 @@ struct KvTransferServer::Impl {
   KvTransferServerOptions options;
   KvBlockSink sink;
   KvPayloadPlacer placer;
-  std::unique_ptr<UcxWorker> worker;
+  std::unique_ptr<net::UcxWorker> worker;
   ucp_listener_h listener = nullptr;
   uint16_t port = 0;
 
@@ -249,7 +249,7 @@ struct KvTransferServer::Impl {
   }
 
   Status listen() {
-    KEEL_ASSIGN_OR_RETURN(sockaddr_storage addr, resolve_ipv4(options.host, options.port));
+    KEEL_ASSIGN_OR_RETURN(sockaddr_storage addr, net::resolve_ipv4(options.host, options.port));
     ucp_am_handler_param_t hp{};
     hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
                     UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -257,7 +257,7 @@ struct KvTransferServer::Impl {
     hp.cb = &Impl::on_am;
     hp.arg = this;
     ucs_status_t s = ucp_worker_set_am_recv_handler(worker->handle(), &hp);
-    if (s != UCS_OK) return ucx_status("set_am_recv_handler", s);
+    if (s != UCS_OK) return net::ucx_status("set_am_recv_handler", s);
     ucp_listener_params_t lp{};
     lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
     lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
@@ -265,11 +265,11 @@ struct KvTransferServer::Impl {
     lp.conn_handler.cb = &Impl::on_connection;
     lp.conn_handler.arg = this;
     s = ucp_listener_create(worker->handle(), &lp, &listener);
-    if (s != UCS_OK) return ucx_status("listener_create", s);
+    if (s != UCS_OK) return net::ucx_status("listener_create", s);
     ucp_listener_attr_t attr{};
     attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
     s = ucp_listener_query(listener, &attr);
-    if (s != UCS_OK) return ucx_status("listener_query", s);
+    if (s != UCS_OK) return net::ucx_status("listener_query", s);
     port = ntohs(reinterpret_cast<const sockaddr_in*>(&attr.sockaddr)->sin_port);
     return Status::ok_status();
   }
@@ -318,7 +318,7 @@ Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start(KvTransferServ
   impl->placer = std::move(placer);
   Impl* raw = impl.get();
   KEEL_ASSIGN_OR_RETURN(impl->worker,
-                        UcxWorker::start("keel-kv-recv", [raw] { return raw->tick(); }));
+                        net::UcxWorker::start("keel-kv-recv", [raw] { return raw->tick(); }));
   Status status;
   impl->worker->run_sync([&] { status = raw->listen(); });
   if (!status.ok()) {

@@ -34,12 +34,12 @@ Result<std::unique_ptr<KvEventPublisher>> KvEventPublisher::start(KvEventPublish
   if (fd < 0) return Status::io_error("kv event publisher: eventfd failed");
   std::unique_ptr<KvEventPublisher> p(new KvEventPublisher(std::move(config), fd));
   const KvEventPublisherConfig& c = p->config_;
-  KEEL_ASSIGN_OR_RETURN(p->pub_, ZmqSocket::open(p->ctx_, ZMQ_PUB));
+  KEEL_ASSIGN_OR_RETURN(p->pub_, net::ZmqSocket::open(p->ctx_, ZMQ_PUB));
   KEEL_TRY(p->pub_.set_int(ZMQ_SNDHWM, c.hwm));
   KEEL_TRY(p->pub_.bind(c.endpoint));
   p->endpoint_ = p->pub_.last_endpoint();
   if (!c.replay_endpoint.empty()) {
-    KEEL_ASSIGN_OR_RETURN(p->replay_, ZmqSocket::open(p->ctx_, ZMQ_ROUTER));
+    KEEL_ASSIGN_OR_RETURN(p->replay_, net::ZmqSocket::open(p->ctx_, ZMQ_ROUTER));
     // A replay streams up to buffer_steps messages at once: room for all of them.
     KEEL_TRY(p->replay_.set_int(
         ZMQ_SNDHWM, static_cast<int>(std::min<int64_t>(c.buffer_steps + 16, int64_t{1} << 30))));
@@ -119,7 +119,7 @@ void KvEventPublisher::send_batch(const KvEventBatch& batch) {
     payload = encode_kv_event_batch(batch);
   }
   const int64_t seq = next_seq_++;
-  const std::string seq_bytes = encode_seq(seq);
+  const std::string seq_bytes = net::encode_seq(seq);
   // PUB never blocks: past the high-water mark libzmq drops (a subscriber then sees a gap).
   (void)pub_.send(
       {config_.topic, seq_bytes,
@@ -130,17 +130,17 @@ void KvEventPublisher::send_batch(const KvEventBatch& batch) {
 }
 
 void KvEventPublisher::serve_replay() {
-  static const std::string kEnd = encode_seq(-1);
+  static const std::string kEnd = net::encode_seq(-1);
   while (std::optional<std::vector<std::string>> req = replay_.try_recv()) {
     // [identity, "", start seq]: what a REQ client (vLLM's) or a DEALER sending "" first sends.
     if (req->size() != 3) continue;
-    const std::optional<int64_t> start = decode_seq((*req)[2]);
+    const std::optional<int64_t> start = net::decode_seq((*req)[2]);
     if (!start.has_value()) continue;
     replay_requests_.fetch_add(1);
     const std::string& id = (*req)[0];
     for (const auto& [seq, payload] : buffer_) {
       if (seq < *start) continue;
-      const std::string seq_bytes = encode_seq(seq);
+      const std::string seq_bytes = net::encode_seq(seq);
       (void)replay_.send(
           {id, "", seq_bytes,
            std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size())});

@@ -22,9 +22,9 @@
 
 #include "cluster/kv_events/kv_event.h"
 #include "cluster/kv_events/kv_event_codec.h"
-#include "cluster/kv_events/zmq_socket.h"
 #include "core/result.h"
 #include "core/status.h"
+#include "net/zmq_socket.h"
 
 namespace keel::cluster {
 
@@ -72,9 +72,9 @@ class KvEventPublisher {
   void serve_replay();  // answers every waiting replay request
 
   KvEventPublisherConfig config_;
-  ZmqContext ctx_;
-  ZmqSocket pub_;     // publisher thread only (after start)
-  ZmqSocket replay_;  // publisher thread only (after start); empty when disabled
+  net::ZmqContext ctx_;
+  net::ZmqSocket pub_;     // publisher thread only (after start)
+  net::ZmqSocket replay_;  // publisher thread only (after start); empty when disabled
   std::string endpoint_;
   std::string replay_endpoint_;
   int wake_fd_;  // eventfd: publish() and shutdown() wake the thread

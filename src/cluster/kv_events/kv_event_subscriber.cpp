@@ -51,7 +51,7 @@ Result<std::unique_ptr<KvEventSubscriber>> KvEventSubscriber::start(KvEventSubsc
     // The first catch-up comes soon: what the source published while the SUB socket was still
     // connecting is in its replay buffer, and a request may already depend on it.
     src.quiet_ms = std::min<int64_t>(s->config_.catch_up_ms, 50);
-    KEEL_ASSIGN_OR_RETURN(src.sub, ZmqSocket::open(s->ctx_, ZMQ_SUB));
+    KEEL_ASSIGN_OR_RETURN(src.sub, net::ZmqSocket::open(s->ctx_, ZMQ_SUB));
     KEEL_TRY(src.sub.set_int(ZMQ_RCVHWM, 0));
     KEEL_TRY(src.sub.set_bytes(ZMQ_SUBSCRIBE, s->config_.topic));
     KEEL_TRY(src.sub.connect(info.endpoint));
@@ -120,7 +120,7 @@ void KvEventSubscriber::catch_up(Source& src) {
 
 void KvEventSubscriber::on_message(Source& src, const std::vector<std::string>& frames) {
   // [topic, seq, payload]
-  const std::optional<int64_t> seq = frames.size() == 3 ? decode_seq(frames[1]) : std::nullopt;
+  const std::optional<int64_t> seq = frames.size() == 3 ? net::decode_seq(frames[1]) : std::nullopt;
   if (!seq.has_value() || *seq < 0) {
     decode_errors_.fetch_add(1);
     return;
@@ -153,13 +153,13 @@ void KvEventSubscriber::on_message(Source& src, const std::vector<std::string>& 
 void KvEventSubscriber::replay(Source& src, int64_t until, int32_t timeout_ms) {
   if (src.info.replay_endpoint.empty()) return;
   // A fresh DEALER per replay: an abandoned request (timeout) can never answer a later one.
-  Result<ZmqSocket> opened = ZmqSocket::open(ctx_, ZMQ_DEALER);
+  Result<net::ZmqSocket> opened = net::ZmqSocket::open(ctx_, ZMQ_DEALER);
   if (!opened.ok()) return;
-  ZmqSocket dealer = std::move(opened).value();
+  net::ZmqSocket dealer = std::move(opened).value();
   if (!dealer.set_int(ZMQ_RCVHWM, 0).ok() || !dealer.connect(src.info.replay_endpoint).ok()) {
     return;
   }
-  const std::string start = encode_seq(src.next_seq);
+  const std::string start = net::encode_seq(src.next_seq);
   if (!dealer.send({"", start})) return;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (!stop_.load()) {
@@ -174,7 +174,7 @@ void KvEventSubscriber::replay(Source& src, int64_t until, int32_t timeout_ms) {
     while (std::optional<std::vector<std::string>> frames = dealer.try_recv()) {
       // ["", seq, payload]
       const std::optional<int64_t> seq =
-          frames->size() == 3 ? decode_seq((*frames)[1]) : std::nullopt;
+          frames->size() == 3 ? net::decode_seq((*frames)[1]) : std::nullopt;
       if (!seq.has_value()) {
         decode_errors_.fetch_add(1);
         continue;

@@ -30,9 +30,9 @@
 #include <vector>
 
 #include "cluster/kv_events/kv_event.h"
-#include "cluster/kv_events/zmq_socket.h"
 #include "core/result.h"
 #include "core/status.h"
+#include "net/zmq_socket.h"
 
 namespace keel::cluster {
 
@@ -83,7 +83,7 @@ class KvEventSubscriber {
  private:
   struct Source {
     KvEventSource info;
-    ZmqSocket sub;
+    net::ZmqSocket sub;
     int64_t next_seq = -1;  // the next seq to deliver; −1: take whatever comes first
     std::chrono::steady_clock::time_point heard;         // the last live batch or catch-up
     int64_t quiet_ms = 0;                                // before the next catch-up
@@ -103,7 +103,7 @@ class KvEventSubscriber {
 
   KvEventSubscriberConfig config_;
   KvEventCallback callback_;
-  ZmqContext ctx_;
+  net::ZmqContext ctx_;
   std::vector<Source> sources_;  // subscriber thread only (after start)
   std::atomic<bool> stop_{false};
   std::atomic<int64_t> delivered_{0};

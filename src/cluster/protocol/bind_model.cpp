@@ -23,7 +23,7 @@ int64_t steady_now_ns() {
       .count();
 }
 
-Message encode_bind_model(const BindModel& m) {
+net::Message encode_bind_model(const BindModel& m) {
   Json body = {{"model_path", m.model_path},
                {"store_entry", m.store_entry},
                {"role", m.role},

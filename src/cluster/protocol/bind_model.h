@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/protocol/link.h"
+#include "cluster/protocol/messages.h"
 #include "cluster/protocol/te_spec.h"
 #include "core/result.h"
 
@@ -72,7 +72,7 @@ struct BindReply {
 // Steady-clock now in nanoseconds.
 [[nodiscard]] int64_t steady_now_ns();
 
-[[nodiscard]] Message encode_bind_model(const BindModel& m);
+[[nodiscard]] net::Message encode_bind_model(const BindModel& m);
 [[nodiscard]] Result<BindModel> decode_bind_model(const Json& body);
 [[nodiscard]] Json encode_bind_reply(const BindReply& r);
 [[nodiscard]] Result<BindReply> decode_bind_reply(const Json& body);

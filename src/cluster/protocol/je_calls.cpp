@@ -5,12 +5,12 @@
 
 namespace keel::cluster {
 
-Status call_jes(const std::vector<std::string>& je_addresses, const Message& message,
+Status call_jes(const std::vector<std::string>& je_addresses, const net::Message& message,
                 std::chrono::milliseconds timeout) {
   Status first;
   for (const std::string& je : je_addresses) {
-    Result<std::shared_ptr<Link>> link = Link::connect(
-        je, std::chrono::milliseconds(5000), [](Link&, Message) {}, nullptr);
+    Result<std::shared_ptr<net::Link>> link = net::Link::connect(
+        je, std::chrono::milliseconds(5000), [](net::Link&, net::Message) {}, nullptr);
     Status s = link.status();
     if (link.ok()) {
       Result<Json> reply = (*link)->call(message, timeout);

@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "cluster/protocol/link.h"
 #include "core/status.h"
+#include "net/link.h"
 
 namespace keel::cluster {
 
 // The first failure after trying every JE, or OK.
-[[nodiscard]] Status call_jes(const std::vector<std::string>& je_addresses, const Message& message,
-                              std::chrono::milliseconds timeout);
+[[nodiscard]] Status call_jes(const std::vector<std::string>& je_addresses,
+                              const net::Message& message, std::chrono::milliseconds timeout);
 
 }  // namespace keel::cluster

@@ -1,7 +1,7 @@
 // JeSpec's codec; see je_spec.h.
 #include "cluster/protocol/je_spec.h"
 
-#include "cluster/protocol/spec_fields.h"
+#include "net/spec_fields.h"
 
 namespace keel::cluster {
 
@@ -31,7 +31,7 @@ Json encode_je_spec(const JeSpec& s) {
 
 Result<JeSpec> decode_je_spec(const Json& body) {
   if (!body.is_object()) return Status::invalid_argument("je spec: not an object");
-  SpecFields f(body, "je spec", kJeSpecVersion);
+  net::SpecFields f(body, "je spec", kJeSpecVersion);
   KEEL_TRY(f.check_version());
   JeSpec s;
   KEEL_TRY(f.str("id", &s.id));
@@ -49,7 +49,7 @@ Result<JeSpec> decode_je_spec(const Json& body) {
   KEEL_TRY(f.number("balance_threshold", 0, &s.balance_threshold));
   KEEL_TRY(f.number("balance_abs_tokens", 0, &s.balance_abs_tokens));
   KEEL_TRY(f.str("pd_heatmap", &s.pd_heatmap));
-  KEEL_TRY(f.integer("stall_timeout_ms", 1, kMaxI64, &s.stall_timeout_ms));
+  KEEL_TRY(f.integer("stall_timeout_ms", 1, net::kMaxI64, &s.stall_timeout_ms));
   KEEL_TRY(f.str("predictor", &s.predictor));
   KEEL_TRY(f.str("predictor_model", &s.predictor_model));
   KEEL_TRY(f.strings("loras", &s.loras));
@@ -60,7 +60,7 @@ Result<JeSpec> decode_je_spec(const Json& body) {
     }
   }
   KEEL_TRY(f.integer("te_connect_timeout_ms", 1, 3600000, &s.te_connect_timeout_ms));
-  KEEL_TRY(f.integer("submit_delay_ms", 0, kMaxI64, &s.submit_delay_ms));
+  KEEL_TRY(f.integer("submit_delay_ms", 0, net::kMaxI64, &s.submit_delay_ms));
   KEEL_ASSIGN_OR_RETURN(const Json* membership, f.object("membership"));
   if (membership != nullptr) {
     KEEL_TRY(decode_membership_spec(*membership, "je spec", &s.membership));

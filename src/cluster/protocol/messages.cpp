@@ -125,7 +125,7 @@ void read_peer_hint(FieldReader& r, PeerHint* out) {
 
 }  // namespace
 
-Message encode(const SubmitJob& m) {
+net::Message encode(const SubmitJob& m) {
   Json body{{"ref", ref_json(m.ref)},
             {"reply_to", m.reply_to},
             {"request", binary(engine::wire::encode(m.request))}};
@@ -133,7 +133,7 @@ Message encode(const SubmitJob& m) {
   return {std::string(msg::kSubmitJob), std::move(body)};
 }
 
-Message encode(const SubmitTask& m) {
+net::Message encode(const SubmitTask& m) {
   Json body{{"ref", ref_json(m.ref)},         {"attempt", m.attempt},
             {"reply_to", m.reply_to},         {"request", binary(engine::wire::encode(m.request))},
             {"prefill_only", m.prefill_only}, {"transfer_to", m.transfer_to}};
@@ -146,7 +146,7 @@ Message encode(const SubmitTask& m) {
   return {std::string(msg::kSubmitTask), std::move(body)};
 }
 
-Message encode(const KvFetchRequest& m) {
+net::Message encode(const KvFetchRequest& m) {
   Json hashes = Json::array();
   for (const kv::BlockHash& h : m.block_hashes) hashes.push_back(hash_json(h));
   return {std::string(msg::kKvFetch), Json{{"kv_identity", hash_json(m.kv_identity)},
@@ -156,15 +156,15 @@ Message encode(const KvFetchRequest& m) {
                                            {"probe_blocks", m.probe_blocks}}};
 }
 
-Message encode_abort_job(const AbortTask& m) {
+net::Message encode_abort_job(const AbortTask& m) {
   return {std::string(msg::kAbortJob), Json{{"ref", ref_json(m.ref)}, {"attempt", m.attempt}}};
 }
 
-Message encode_abort_task(const AbortTask& m) {
+net::Message encode_abort_task(const AbortTask& m) {
   return {std::string(msg::kAbortTask), Json{{"ref", ref_json(m.ref)}, {"attempt", m.attempt}}};
 }
 
-Message encode(const TaskEvent& m) {
+net::Message encode(const TaskEvent& m) {
   return {std::string(msg::kTaskEvent),
           Json{{"job", m.job},
                {"attempt", m.attempt},
@@ -172,7 +172,7 @@ Message encode(const TaskEvent& m) {
                {"event", binary(engine::wire::encode(engine::wire::EventFrame{m.job, m.event}))}}};
 }
 
-Message encode(const LoadReport& m) {
+net::Message encode(const LoadReport& m) {
   Json progress = Json::array();
   for (const TaskProgress& p : m.progress) {
     progress.push_back(Json{{"ref", ref_json(p.ref)},
@@ -200,15 +200,15 @@ Message encode(const LoadReport& m) {
                                               {"progress", std::move(progress)}}};
 }
 
-Message encode(const JobAttempt& m) {
+net::Message encode(const JobAttempt& m) {
   return {std::string(msg::kJobAttempt), Json{{"job", m.job}, {"attempt", m.attempt}}};
 }
 
-Message encode(const JobFailed& m) {
+net::Message encode(const JobFailed& m) {
   return {std::string(msg::kJobFailed), Json{{"job", m.job}, {"error", m.error}}};
 }
 
-Message encode(const RemoveTe& m) {
+net::Message encode(const RemoveTe& m) {
   return {std::string(msg::kRemoveTe), Json{{"address", m.address}, {"forget", m.forget}}};
 }
 

@@ -35,12 +35,14 @@
 #include <vector>
 
 #include "cluster/protocol/fleet.h"
-#include "cluster/protocol/link.h"
 #include "core/result.h"
 #include "engine/types.h"
 #include "kv/block_hash.h"
+#include "net/link.h"
 
 namespace keel::cluster {
+
+using Json = nlohmann::json;
 
 namespace msg {
 inline constexpr std::string_view kSubmitJob = "submit_job";
@@ -217,17 +219,17 @@ struct FleetStatus {
   std::vector<JeSummary> job_executors;  // gateway-side (merge_fleet_statuses); not encoded
 };
 
-[[nodiscard]] Message encode(const SubmitJob& m);
-[[nodiscard]] Message encode(const SubmitTask& m);
-[[nodiscard]] Message encode_abort_job(const AbortTask& m);
-[[nodiscard]] Message encode_abort_task(const AbortTask& m);
-[[nodiscard]] Message encode(const TaskEvent& m);
-[[nodiscard]] Message encode(const LoadReport& m);
-[[nodiscard]] Message encode(const JobAttempt& m);
-[[nodiscard]] Message encode(const JobFailed& m);
+[[nodiscard]] net::Message encode(const SubmitJob& m);
+[[nodiscard]] net::Message encode(const SubmitTask& m);
+[[nodiscard]] net::Message encode_abort_job(const AbortTask& m);
+[[nodiscard]] net::Message encode_abort_task(const AbortTask& m);
+[[nodiscard]] net::Message encode(const TaskEvent& m);
+[[nodiscard]] net::Message encode(const LoadReport& m);
+[[nodiscard]] net::Message encode(const JobAttempt& m);
+[[nodiscard]] net::Message encode(const JobFailed& m);
 [[nodiscard]] Json encode_body(const FleetStatus& m);
-[[nodiscard]] Message encode(const KvFetchRequest& m);
-[[nodiscard]] Message encode(const RemoveTe& m);
+[[nodiscard]] net::Message encode(const KvFetchRequest& m);
+[[nodiscard]] net::Message encode(const RemoveTe& m);
 
 [[nodiscard]] Result<SubmitJob> decode_submit_job(const Json& body);
 [[nodiscard]] Result<SubmitTask> decode_submit_task(const Json& body);

@@ -46,7 +46,7 @@ Status read_fence(const Json& body, std::string_view message, std::string* elect
 
 }  // namespace
 
-Message encode(const StartTe& m) {
+net::Message encode(const StartTe& m) {
   return {std::string(msg::kStartTe), Json{{"id", m.id},
                                            {"model_path", m.model_path},
                                            {"served_model_name", m.served_model_name},
@@ -61,13 +61,13 @@ Message encode(const StartTe& m) {
                                            {"fence", m.fence}}};
 }
 
-Message encode(const StopTe& m) {
+net::Message encode(const StopTe& m) {
   return {
       std::string(msg::kStopTe),
       Json{{"id", m.id}, {"grace_ms", m.grace_ms}, {"election", m.election}, {"fence", m.fence}}};
 }
 
-Message encode(const Fence& m) {
+net::Message encode(const Fence& m) {
   return {std::string(msg::kFence), Json{{"election", m.election}, {"fence", m.fence}}};
 }
 

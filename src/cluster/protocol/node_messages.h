@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/protocol/link.h"
+#include "cluster/protocol/messages.h"
 #include "cluster/protocol/te_spec.h"
 #include "core/result.h"
 
@@ -77,9 +77,9 @@ struct Fence {
   bool operator==(const Fence&) const = default;
 };
 
-[[nodiscard]] Message encode(const StartTe& m);
-[[nodiscard]] Message encode(const StopTe& m);
-[[nodiscard]] Message encode(const Fence& m);
+[[nodiscard]] net::Message encode(const StartTe& m);
+[[nodiscard]] net::Message encode(const StopTe& m);
+[[nodiscard]] net::Message encode(const Fence& m);
 [[nodiscard]] Json encode_body(const StartTeReply& m);
 [[nodiscard]] Result<StartTe> decode_start_te(const Json& body);
 [[nodiscard]] Result<StopTe> decode_stop_te(const Json& body);

@@ -4,8 +4,8 @@
 #include <fmt/format.h>
 
 #include "cluster/kv/kv_handoff.h"
-#include "cluster/protocol/spec_fields.h"
 #include "cluster/weights/weights_server.h"
+#include "net/spec_fields.h"
 
 namespace keel::cluster {
 namespace {
@@ -25,23 +25,23 @@ Json encode_semi_pd(const TeSemiPdSpec& s) {
 }
 
 Status decode_semi_pd(const Json& body, TeSemiPdSpec* s) {
-  SpecFields f(body, "te spec: engine.semi_pd", kTeSpecVersion);
+  net::SpecFields f(body, "te spec: engine.semi_pd", kTeSpecVersion);
   KEEL_TRY(f.str("split", &s->split));
   KEEL_TRY(f.boolean("dynamic", &s->dynamic));
   KEEL_TRY(f.number("ttft_slo_ms", 0, &s->ttft_slo_ms));
   KEEL_TRY(f.number("tpot_slo_ms", 0, &s->tpot_slo_ms));
-  KEEL_TRY(f.integer("window_ms", 1, kMaxI32, &s->window_ms));
-  KEEL_TRY(f.integer("step", 1, kMaxI32, &s->step));
-  KEEL_TRY(f.integer("max_step", 1, kMaxI32, &s->max_step));
+  KEEL_TRY(f.integer("window_ms", 1, net::kMaxI32, &s->window_ms));
+  KEEL_TRY(f.integer("step", 1, net::kMaxI32, &s->step));
+  KEEL_TRY(f.integer("max_step", 1, net::kMaxI32, &s->max_step));
   KEEL_TRY(f.number("percentile", 0, &s->percentile));
-  KEEL_TRY(f.integer("max_cores", 0, kMaxI32, &s->max_cores));
+  KEEL_TRY(f.integer("max_cores", 0, net::kMaxI32, &s->max_cores));
   return f.finish();
 }
 
 Status decode_handoff(const Json& body, TeHandoffSpec* h) {
-  SpecFields f(body, "te spec: engine.handoff", kTeSpecVersion);
+  net::SpecFields f(body, "te spec: engine.handoff", kTeSpecVersion);
   KEEL_TRY(f.one_of("mode", {"stream", "after"}, &h->mode));
-  KEEL_TRY(f.integer("prefill_chunk", 0, kMaxI32, &h->prefill_chunk));
+  KEEL_TRY(f.integer("prefill_chunk", 0, net::kMaxI32, &h->prefill_chunk));
   KEEL_TRY(f.str("fault", &h->fault));
   if (Result<KvTransferFaults> faults = parse_kv_transfer_faults(h->fault); !faults.ok()) {
     return faults.status().with_prefix("te spec: engine.handoff: 'fault'");
@@ -50,15 +50,15 @@ Status decode_handoff(const Json& body, TeHandoffSpec* h) {
 }
 
 // The engine spec's fields, read from `f` (its "v" already checked).
-Status read_engine(SpecFields& f, TeEngineSpec* e) {
-  KEEL_TRY(f.integer("max_num_seqs", 1, kMaxI32, &e->max_num_seqs));
-  KEEL_TRY(f.integer("max_batched_tokens", 1, kMaxI32, &e->max_batched_tokens));
-  KEEL_TRY(f.integer("max_waiting", 0, kMaxI32, &e->max_waiting));
-  KEEL_TRY(f.integer("block_size", 1, kMaxI32, &e->block_size));
-  KEEL_TRY(f.integer("kv_cache_bytes", 0, kMaxI64, &e->kv_cache_bytes));
-  KEEL_TRY(f.integer("kv_host_bytes", 0, kMaxI64, &e->kv_host_bytes));
+Status read_engine(net::SpecFields& f, TeEngineSpec* e) {
+  KEEL_TRY(f.integer("max_num_seqs", 1, net::kMaxI32, &e->max_num_seqs));
+  KEEL_TRY(f.integer("max_batched_tokens", 1, net::kMaxI32, &e->max_batched_tokens));
+  KEEL_TRY(f.integer("max_waiting", 0, net::kMaxI32, &e->max_waiting));
+  KEEL_TRY(f.integer("block_size", 1, net::kMaxI32, &e->block_size));
+  KEEL_TRY(f.integer("kv_cache_bytes", 0, net::kMaxI64, &e->kv_cache_bytes));
+  KEEL_TRY(f.integer("kv_host_bytes", 0, net::kMaxI64, &e->kv_host_bytes));
   KEEL_TRY(f.one_of("kv_type", {"f32", "f16", "q8_0"}, &e->kv_type));
-  KEEL_TRY(f.integer("ctx_size", 0, kMaxI64, &e->ctx_size));
+  KEEL_TRY(f.integer("ctx_size", 0, net::kMaxI64, &e->ctx_size));
   KEEL_TRY(f.one_of("weight_layout", {"grouped", "rows"}, &e->weight_layout));
   KEEL_TRY(f.boolean("use_mmap", &e->use_mmap));
   KEEL_TRY(f.boolean("prefix_cache", &e->prefix_cache));
@@ -91,7 +91,7 @@ Status read_engine(SpecFields& f, TeEngineSpec* e) {
 }  // namespace
 
 Status decode_membership_spec(const Json& body, std::string_view what, MembershipSpec* m) {
-  SpecFields f(body, std::string(what) + ": membership", kTeSpecVersion);
+  net::SpecFields f(body, std::string(what) + ": membership", kTeSpecVersion);
   KEEL_TRY(f.one_of("mode", {"embedded", "etcd"}, &m->mode));
   KEEL_TRY(f.strings("etcd_endpoints", &m->etcd_endpoints));
   KEEL_TRY(f.str("prefix", &m->prefix));
@@ -138,7 +138,7 @@ Json encode_te_engine_spec(const TeEngineSpec& e) {
 
 Result<TeEngineSpec> decode_te_engine_spec(const Json& body) {
   if (!body.is_object()) return Status::invalid_argument("te engine spec: not an object");
-  SpecFields f(body, "te engine spec", kTeSpecVersion);
+  net::SpecFields f(body, "te engine spec", kTeSpecVersion);
   KEEL_TRY(f.check_version());
   TeEngineSpec e;
   KEEL_TRY(read_engine(f, &e));
@@ -168,7 +168,7 @@ Json encode_te_spec(const TeSpec& s) {
 
 Result<TeSpec> decode_te_spec(const Json& body) {
   if (!body.is_object()) return Status::invalid_argument("te spec: not an object");
-  SpecFields f(body, "te spec", kTeSpecVersion);
+  net::SpecFields f(body, "te spec", kTeSpecVersion);
   KEEL_TRY(f.check_version());
   TeSpec s;
   KEEL_TRY(f.str("id", &s.id));
@@ -186,7 +186,7 @@ Result<TeSpec> decode_te_spec(const Json& body) {
   KEEL_TRY(f.boolean("warm", &s.warm));
   KEEL_TRY(f.str("store_dir", &s.store_dir));
   KEEL_TRY(f.integer("health_port", -1, 65535, &s.health_port));
-  KEEL_TRY(f.integer("health_hang_ms", 1, kMaxI64, &s.health_hang_ms));
+  KEEL_TRY(f.integer("health_hang_ms", 1, net::kMaxI64, &s.health_hang_ms));
   KEEL_TRY(f.str("weights_fault", &s.weights_fault));
   if (Result<WeightsFaults> faults = parse_weights_faults(s.weights_fault); !faults.ok()) {
     return faults.status().with_prefix("te spec: 'weights_fault'");

@@ -6,29 +6,16 @@ namespace keel::cluster {
 Result<std::unique_ptr<BindListener>> BindListener::start(const std::string& host) {
   std::unique_ptr<BindListener> b(new BindListener());
   BindListener* self = b.get();
-  KEEL_ASSIGN_OR_RETURN(
-      b->listener_,
-      Listener::start(
-          host, 0, [self](Link& link, Message m) { self->on_message(link, std::move(m)); },
-          [](Link&) {},
-          [self](std::shared_ptr<Link> link) {
-            std::lock_guard<std::mutex> lock(self->mu_);
-            self->links_.push_back(std::move(link));
-          }));
+  KEEL_ASSIGN_OR_RETURN(b->server_,
+                        net::LinkServer::start(host, 0, [self](net::Link& link, net::Message m) {
+                          self->on_message(link, std::move(m));
+                        }));
   return b;
 }
 
-BindListener::~BindListener() {
-  listener_->stop();
-  std::vector<std::shared_ptr<Link>> links;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    links.swap(links_);
-  }
-  for (auto& l : links) l->close();
-}
+BindListener::~BindListener() { server_->stop(); }  // its links' handlers use mu_
 
-void BindListener::on_message(Link& link, Message m) {
+void BindListener::on_message(net::Link& link, net::Message m) {
   if (m.type != kBindModel || !m.body.is_object()) return;
   const auto id = m.body.find("call_id");
   if (id == m.body.end() || !id->is_number_integer()) return;  // not a call: nobody to answer
@@ -42,7 +29,7 @@ void BindListener::on_message(Link& link, Message m) {
     return;
   }
   bind_ = std::move(*bind);
-  bind_link_ = &link;
+  bind_link_ = link.shared_from_this();
   call_id_ = call_id;
   cv_.notify_all();
 }

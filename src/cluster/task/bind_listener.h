@@ -13,7 +13,7 @@
 #include <string>
 
 #include "cluster/protocol/bind_model.h"
-#include "cluster/protocol/listener.h"
+#include "net/link_server.h"
 
 namespace keel::cluster {
 
@@ -22,7 +22,7 @@ class BindListener {
   static Result<std::unique_ptr<BindListener>> start(const std::string& host);
   ~BindListener();
 
-  [[nodiscard]] uint16_t port() const { return listener_->port(); }
+  [[nodiscard]] uint16_t port() const { return server_->port(); }
   // The bind, once one came; nullopt after `timeout`.
   [[nodiscard]] std::optional<BindModel> wait(std::chrono::milliseconds timeout);
   // Answers the bind wait() returned; false when its link is gone.
@@ -30,15 +30,14 @@ class BindListener {
 
  private:
   BindListener() = default;
-  void on_message(Link& link, Message m);
+  void on_message(net::Link& link, net::Message m);
 
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<net::LinkServer> server_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::vector<std::shared_ptr<Link>> links_;  // GUARDED_BY(mu_): every accepted link
-  std::optional<BindModel> bind_;             // GUARDED_BY(mu_)
-  Link* bind_link_ = nullptr;                 // GUARDED_BY(mu_): the link it came on
-  int64_t call_id_ = 0;                       // GUARDED_BY(mu_)
+  std::optional<BindModel> bind_;         // GUARDED_BY(mu_)
+  std::shared_ptr<net::Link> bind_link_;  // GUARDED_BY(mu_): the link it came on
+  int64_t call_id_ = 0;                   // GUARDED_BY(mu_)
 };
 
 }  // namespace keel::cluster

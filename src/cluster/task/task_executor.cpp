@@ -31,8 +31,8 @@ struct TaskExecutor::Task {
   int32_t attempt = 0;
   engine::RequestKey key = 0;
   engine::EngineClient* engine = nullptr;
-  std::shared_ptr<Link> je;       // the JE that sent it (reports go there)
-  std::shared_ptr<Link> gateway;  // where its events go
+  std::shared_ptr<net::Link> je;       // the JE that sent it (reports go there)
+  std::shared_ptr<net::Link> gateway;  // where its events go
   int64_t prompt_tokens = 0;
   int32_t max_tokens = 0;
   bool prefill_only = false;  // the prefill half of a disaggregated job
@@ -161,16 +161,11 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::start(TaskExecutorConfig con
   if (engine == nullptr) return Status::invalid_argument("task executor: no engine");
   std::unique_ptr<TaskExecutor> te(new TaskExecutor(std::move(config), engine));
   TaskExecutor* self = te.get();
-  KEEL_ASSIGN_OR_RETURN(
-      te->listener_,
-      Listener::start(
-          te->config_.host, te->config_.port,
-          [self](Link& link, Message m) { self->on_message(link, std::move(m)); }, nullptr,
-          [self](std::shared_ptr<Link> link) {
-            std::lock_guard lock(self->mu_);
-            if (self->stopping_) return link->close();
-            self->je_links_.push_back(std::move(link));
-          }));
+  KEEL_ASSIGN_OR_RETURN(te->server_,
+                        net::LinkServer::start(te->config_.host, te->config_.port,
+                                               [self](net::Link& link, net::Message m) {
+                                                 self->on_message(link, std::move(m));
+                                               }));
   te->reporter_ = std::thread([self] { self->report_loop(); });
   return te;
 }
@@ -195,24 +190,22 @@ void TaskExecutor::stop() {
   }
   if (reporter_.joinable()) reporter_.join();
   intake_.stop();  // the task it handles now finishes; the rest are dropped (their JEs re-drive)
-  listener_->stop();
-  std::vector<std::shared_ptr<Link>> links;
+  std::vector<std::shared_ptr<net::Link>> links;
   std::map<JobRef, std::shared_ptr<Task>> tasks;
   {
     std::lock_guard lock(mu_);
-    links = je_links_;
     for (auto& [address, link] : gateway_links_) links.push_back(link);
     tasks.swap(tasks_);
   }
   for (auto& [ref, task] : tasks) engine_->abort(task->key);
+  server_->stop();  // the JEs' links closed, their readers joined
   for (auto& link : links) link->close();
-  // The links' threads end on close; they are joined when the last reference goes (here).
+  // The gateways' links' threads end on close; they are joined when the last reference goes.
   std::lock_guard lock(mu_);
-  je_links_.clear();
   gateway_links_.clear();
 }
 
-void TaskExecutor::on_message(Link& link, Message message) {
+void TaskExecutor::on_message(net::Link& link, net::Message message) {
   if (message.type == msg::kSubmitTask || message.type == msg::kAbortTask) {
     intake_.post([this, je = link.shared_from_this(), m = std::move(message),
                   received = std::chrono::steady_clock::now()] {
@@ -224,14 +217,14 @@ void TaskExecutor::on_message(Link& link, Message message) {
   KEEL_LOG_WARN("te {}: unexpected message '{}' from {}", config_.id, message.type, link.peer());
 }
 
-Result<std::shared_ptr<Link>> TaskExecutor::gateway_link(const std::string& address) {
+Result<std::shared_ptr<net::Link>> TaskExecutor::gateway_link(const std::string& address) {
   {
     std::lock_guard lock(mu_);
     const auto it = gateway_links_.find(address);
     if (it != gateway_links_.end() && !it->second->closed()) return it->second;
   }
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
-                        Link::connect(address, config_.connect_timeout, nullptr, nullptr));
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<net::Link> link,
+                        net::Link::connect(address, config_.connect_timeout, nullptr, nullptr));
   std::lock_guard lock(mu_);
   auto& slot = gateway_links_[address];
   if (slot && !slot->closed()) return slot;  // another task connected first
@@ -239,7 +232,7 @@ Result<std::shared_ptr<Link>> TaskExecutor::gateway_link(const std::string& addr
   return link;
 }
 
-void TaskExecutor::on_submit(Link& link, const Json& body,
+void TaskExecutor::on_submit(net::Link& link, const Json& body,
                              std::chrono::steady_clock::time_point received) {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point taken = Clock::now();
@@ -251,7 +244,7 @@ void TaskExecutor::on_submit(Link& link, const Json& body,
     link.reply(call, status_body(task_msg.status()));
     return;
   }
-  Result<std::shared_ptr<Link>> gateway = gateway_link(task_msg->reply_to);
+  Result<std::shared_ptr<net::Link>> gateway = gateway_link(task_msg->reply_to);
   if (!gateway.ok()) {
     link.reply(call, status_body(gateway.status()));
     return;
@@ -344,12 +337,10 @@ void TaskExecutor::report_loop() {
 }
 
 void TaskExecutor::send_reports() {
-  std::vector<std::shared_ptr<Link>> links;
+  const std::vector<std::shared_ptr<net::Link>> links = server_->links();
   std::vector<std::shared_ptr<Task>> tasks;
   {
     std::lock_guard lock(mu_);
-    std::erase_if(je_links_, [](const auto& l) { return l->closed(); });
-    links = je_links_;
     for (auto& [ref, task] : tasks_) tasks.push_back(task);
   }
   engine::EngineStats stats = engine_->stats();
@@ -379,7 +370,7 @@ void TaskExecutor::send_reports() {
   base.load.num_running = stats.num_running;
   base.load.kv_blocks_used = stats.kv_blocks_used;
   base.load.kv_blocks_total = stats.kv_blocks_total;
-  std::map<const Link*, std::vector<TaskProgress>> progress;
+  std::map<const net::Link*, std::vector<TaskProgress>> progress;
   std::vector<std::shared_ptr<Task>> done;
   for (const auto& task : tasks) {
     std::lock_guard lock(task->mu);

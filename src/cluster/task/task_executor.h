@@ -29,12 +29,12 @@
 #include "cluster/kv/kv_handoff.h"
 #include "cluster/kv/kv_peer_fetch.h"
 #include "cluster/protocol/fleet.h"
-#include "cluster/protocol/link.h"
-#include "cluster/protocol/listener.h"
 #include "cluster/protocol/messages.h"
 #include "core/result.h"
 #include "core/task_queue.h"
 #include "engine/engine_client.h"
+#include "net/link.h"
+#include "net/link_server.h"
 
 namespace keel::cluster {
 
@@ -74,8 +74,8 @@ class TaskExecutor {
   TaskExecutor(const TaskExecutor&) = delete;
   TaskExecutor& operator=(const TaskExecutor&) = delete;
 
-  [[nodiscard]] uint16_t port() const { return listener_->port(); }
-  [[nodiscard]] std::string address() const { return listener_->address(); }
+  [[nodiscard]] uint16_t port() const { return server_->port(); }
+  [[nodiscard]] std::string address() const { return server_->address(); }
   // Tasks running now.
   [[nodiscard]] size_t num_tasks() const;
   // Stops listening and reporting, aborts running tasks and closes every link. Idempotent.
@@ -86,22 +86,21 @@ class TaskExecutor {
 
  private:
   explicit TaskExecutor(TaskExecutorConfig config, engine::EngineClient* engine);
-  void on_message(Link& link, Message message);
+  void on_message(net::Link& link, net::Message message);
   // `received`: when the JE's message came (the intake wait is a hop: hop_timings.h).
-  void on_submit(Link& link, const Json& body, std::chrono::steady_clock::time_point received);
+  void on_submit(net::Link& link, const Json& body, std::chrono::steady_clock::time_point received);
   void on_abort(const Json& body);
-  Result<std::shared_ptr<Link>> gateway_link(const std::string& address);
+  Result<std::shared_ptr<net::Link>> gateway_link(const std::string& address);
   void report_loop();
   void send_reports();
 
   TaskExecutorConfig config_;
   engine::EngineClient* engine_;
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<net::LinkServer> server_;  // the JEs' links
 
   mutable std::mutex mu_;
   bool stopping_ = false;
-  std::vector<std::shared_ptr<Link>> je_links_;                 // accepted
-  std::map<std::string, std::shared_ptr<Link>> gateway_links_;  // by event address
+  std::map<std::string, std::shared_ptr<net::Link>> gateway_links_;  // by event address
   std::map<JobRef, std::shared_ptr<Task>> tasks_;
   std::shared_ptr<ReportSignal> report_now_;  // shared with tasks (their handoffs wake it)
   std::thread reporter_;

@@ -31,10 +31,10 @@ Result<BoundTe> bind_one(const std::string& host, const std::string& name, pid_t
 
 Result<BindReply> bind_warm_te(const std::string& host, int port, const BindModel& bind,
                                std::chrono::milliseconds timeout) {
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
-                        Link::connect(
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<net::Link> link,
+                        net::Link::connect(
                             host + ":" + std::to_string(port), std::chrono::milliseconds(5000),
-                            [](Link&, Message) {}, [](Link&) {}));
+                            [](net::Link&, net::Message) {}, [](net::Link&) {}));
   Result<Json> body = link->call(encode_bind_model(bind), timeout);
   link->close();
   if (!body.ok()) return body.status();

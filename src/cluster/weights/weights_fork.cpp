@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "cluster/protocol/link.h"
+#include "net/link.h"
 
 namespace keel::cluster {
 
@@ -15,9 +15,10 @@ namespace {
 
 Result<WeightsFetchReply> call_peer(const std::string& peer, const WeightsFetchRequest& request,
                                     std::chrono::milliseconds timeout) {
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<Link> link,
-                        Link::connect(
-                            peer, std::chrono::milliseconds(5000), [](Link&, Message) {}, nullptr));
+  KEEL_ASSIGN_OR_RETURN(
+      std::shared_ptr<net::Link> link,
+      net::Link::connect(
+          peer, std::chrono::milliseconds(5000), [](net::Link&, net::Message) {}, nullptr));
   Result<Json> body = link->call(encode(request), timeout);
   link->close();
   if (!body.ok()) return body.status();

@@ -15,9 +15,9 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/protocol/host_port.h"
 #include "cluster/weights/weights_hasher.h"
 #include "core/log.h"
+#include "net/host_port.h"
 
 namespace keel::cluster {
 
@@ -317,7 +317,7 @@ Result<WeightsFetchReply> WeightsReceiver::relay(const WeightsFetchRequest& requ
     }
     s = stream_;
   }
-  KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(request.reply_to));
+  KEEL_ASSIGN_OR_RETURN(const net::HostPort hp, net::parse_host_port(request.reply_to));
   KvTransferClientOptions options;
   options.host = hp.host;
   options.port = hp.port;

@@ -11,8 +11,8 @@
 #include <thread>
 
 #include "cluster/kv/kv_transfer_client.h"
-#include "cluster/protocol/host_port.h"
 #include "core/log.h"
+#include "net/host_port.h"
 
 namespace keel::cluster {
 
@@ -83,33 +83,23 @@ Result<std::unique_ptr<WeightsServer>> WeightsServer::start(WeightsServerConfig 
   if (config.store_dir.empty()) return Status::invalid_argument("weights server: no store dir");
   std::unique_ptr<WeightsServer> server(new WeightsServer(std::move(config)));
   WeightsServer* self = server.get();
-  KEEL_ASSIGN_OR_RETURN(
-      server->listener_,
-      Listener::start(
-          server->config_.host, server->config_.port,
-          [self](Link& link, Message m) { self->on_message(link, std::move(m)); }, nullptr,
-          [self](std::shared_ptr<Link> link) {
-            std::lock_guard lock(self->mu_);
-            if (self->stopped_) return link->close();
-            std::erase_if(self->links_, [](const auto& l) { return l->closed(); });
-            self->links_.push_back(std::move(link));
-          }));
+  KEEL_ASSIGN_OR_RETURN(server->server_,
+                        net::LinkServer::start(server->config_.host, server->config_.port,
+                                               [self](net::Link& link, net::Message m) {
+                                                 self->on_message(link, std::move(m));
+                                               }));
   return server;
 }
 
 WeightsServer::~WeightsServer() { stop(); }
 
 void WeightsServer::stop() {
-  std::vector<std::shared_ptr<Link>> links;
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;
     stopped_ = true;
-    links.swap(links_);
   }
-  if (listener_ != nullptr) listener_->stop();
-  for (auto& link : links) link->close();
-  links.clear();
+  if (server_ != nullptr) server_->stop();   // null when start() failed to listen
   for (std::thread& t : hashers_) t.join();  // stopped_ is set: no more are added
   hashers_.clear();
 }
@@ -130,7 +120,7 @@ WeightsServerStats WeightsServer::stats() const {
   return stats_;
 }
 
-void WeightsServer::on_message(Link& link, Message message) {
+void WeightsServer::on_message(net::Link& link, net::Message message) {
   const auto call_id = message.body.find("call_id");
   if (message.type != kWeightsFetch || call_id == message.body.end() ||
       !call_id->is_number_integer()) {
@@ -220,7 +210,7 @@ Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request
                                               const PushSource& source, uint64_t total,
                                               uint64_t hash) {
   const Clock::time_point deadline = Clock::now() + config_.deadline;
-  KEEL_ASSIGN_OR_RETURN(const HostPort hp, parse_host_port(request.reply_to));
+  KEEL_ASSIGN_OR_RETURN(const net::HostPort hp, net::parse_host_port(request.reply_to));
   KvTransferClientOptions options;
   options.host = hp.host;
   options.port = hp.port;

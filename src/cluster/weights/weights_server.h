@@ -25,11 +25,11 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/protocol/link.h"
-#include "cluster/protocol/listener.h"
 #include "cluster/weights/weights_receiver.h"
 #include "cluster/weights/weights_stream.h"
 #include "core/result.h"
+#include "net/link.h"
+#include "net/link_server.h"
 
 namespace keel::cluster {
 
@@ -69,8 +69,8 @@ class WeightsServer {
   WeightsServer(const WeightsServer&) = delete;
   WeightsServer& operator=(const WeightsServer&) = delete;
 
-  [[nodiscard]] std::string address() const { return listener_->address(); }
-  [[nodiscard]] uint16_t port() const { return listener_->port(); }
+  [[nodiscard]] std::string address() const { return server_->address(); }
+  [[nodiscard]] uint16_t port() const { return server_->port(); }
   [[nodiscard]] WeightsServerStats stats() const;
   // Computes `entry`'s hash now, on a thread of its own (a TE that just mapped its entry), so a
   // first fork does not wait for it.
@@ -79,7 +79,7 @@ class WeightsServer {
 
  private:
   explicit WeightsServer(WeightsServerConfig config) : config_(std::move(config)) {}
-  void on_message(Link& link, Message message);
+  void on_message(net::Link& link, net::Message message);
   Result<WeightsFetchReply> serve(const WeightsFetchRequest& request);
   // What a push sends from: bytes kept valid by owner (the sends in flight hold it).
   struct PushSource {
@@ -92,13 +92,12 @@ class WeightsServer {
   Result<uint64_t> entry_hash(const std::string& entry, const std::byte* bytes, uint64_t total);
 
   WeightsServerConfig config_;
-  std::unique_ptr<Listener> listener_;
+  std::unique_ptr<net::LinkServer> server_;
   mutable std::mutex mu_;
-  std::vector<std::shared_ptr<Link>> links_;  // guarded by mu_
-  bool stopped_ = false;                      // guarded by mu_
-  std::map<std::string, uint64_t> hashes_;    // entry → XXH3-64, guarded by mu_
-  std::vector<std::thread> hashers_;          // precompute_hash's, joined by stop()
-  WeightsServerStats stats_;                  // guarded by mu_
+  bool stopped_ = false;                    // guarded by mu_
+  std::map<std::string, uint64_t> hashes_;  // entry → XXH3-64, guarded by mu_
+  std::vector<std::thread> hashers_;        // precompute_hash's, joined by stop()
+  WeightsServerStats stats_;                // guarded by mu_
 };
 
 }  // namespace keel::cluster

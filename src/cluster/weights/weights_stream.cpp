@@ -35,7 +35,7 @@ Status check_weights_chunk(const WeightsChunk& c, uint64_t payload_bytes) {
   return Status::ok_status();
 }
 
-Message encode(const WeightsFetchRequest& m) {
+net::Message encode(const WeightsFetchRequest& m) {
   return {std::string(kWeightsFetch), Json{{"entry", m.entry},
                                            {"reply_to", m.reply_to},
                                            {"stream_id", m.stream_id},

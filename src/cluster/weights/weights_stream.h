@@ -25,7 +25,7 @@
 #include <string_view>
 
 #include "cluster/kv/kv_transfer_frame.h"
-#include "cluster/protocol/link.h"
+#include "cluster/protocol/messages.h"
 #include "core/result.h"
 #include "kv/block_hash.h"
 
@@ -69,7 +69,7 @@ void put_weights_chunk(const WeightsChunk& c, kv::BlockHash* block_hash, kv::Blo
 // InvalidArgument unless the chunk lies inside its stream: offset + payload ≤ total_bytes.
 [[nodiscard]] Status check_weights_chunk(const WeightsChunk& c, uint64_t payload_bytes);
 
-[[nodiscard]] Message encode(const WeightsFetchRequest& m);
+[[nodiscard]] net::Message encode(const WeightsFetchRequest& m);
 [[nodiscard]] Result<WeightsFetchRequest> decode_weights_fetch(const Json& body);
 [[nodiscard]] Json encode_weights_reply(const WeightsFetchReply& r);
 [[nodiscard]] Result<WeightsFetchReply> decode_weights_reply(const Json& body);

@@ -7,9 +7,9 @@
 
 #include "cluster/policy/autoscale_signals.h"
 #include "cluster/protocol/je_calls.h"
-#include "cluster/protocol/link.h"
 #include "cluster/protocol/messages.h"
 #include "core/log.h"
+#include "net/link.h"
 
 namespace keel::control {
 
@@ -185,8 +185,8 @@ void ClusterAutoscaler::set_replicas(const as::ScaleDecision& d) {
 
 void ClusterAutoscaler::start_drain(const cluster::TeInfo& te) {
   for (const std::string& je : config_.je_addresses) {
-    Result<std::shared_ptr<cluster::Link>> link = cluster::Link::connect(
-        je, std::chrono::milliseconds(5000), [](cluster::Link&, cluster::Message) {}, nullptr);
+    Result<std::shared_ptr<net::Link>> link = net::Link::connect(
+        je, std::chrono::milliseconds(5000), [](net::Link&, net::Message) {}, nullptr);
     if (!link.ok()) {
       KEEL_LOG_WARN("cluster: drain {}: JE {}: {}", te.id, je, link.status().message());
       continue;

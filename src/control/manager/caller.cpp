@@ -11,20 +11,20 @@ constexpr std::chrono::milliseconds kMaxConnect{5000};
 
 }  // namespace
 
-Result<std::shared_ptr<cluster::Link>> LinkCaller::link_to(const std::string& address,
-                                                           std::chrono::milliseconds timeout) {
+Result<std::shared_ptr<net::Link>> LinkCaller::link_to(const std::string& address,
+                                                       std::chrono::milliseconds timeout) {
   {
     std::lock_guard lock(mu_);
     const auto it = links_.find(address);
     if (it != links_.end() && !it->second->closed()) return it->second;
   }
   // Connected outside the lock: one unreachable peer must not hold up calls to the others.
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link,
-                        cluster::Link::connect(
-                            address, std::min(timeout, kMaxConnect),
-                            [](cluster::Link&, cluster::Message) {}, nullptr));
+  KEEL_ASSIGN_OR_RETURN(
+      std::shared_ptr<net::Link> link,
+      net::Link::connect(
+          address, std::min(timeout, kMaxConnect), [](net::Link&, net::Message) {}, nullptr));
   std::lock_guard lock(mu_);
-  std::shared_ptr<cluster::Link>& slot = links_[address];
+  std::shared_ptr<net::Link>& slot = links_[address];
   if (slot && !slot->closed()) {  // another caller connected meanwhile: keep one link
     link->close();
     return slot;
@@ -33,14 +33,14 @@ Result<std::shared_ptr<cluster::Link>> LinkCaller::link_to(const std::string& ad
   return link;
 }
 
-Result<cluster::Json> LinkCaller::call(const std::string& address, cluster::Message m,
+Result<cluster::Json> LinkCaller::call(const std::string& address, net::Message m,
                                        std::chrono::milliseconds timeout) {
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<cluster::Link> link, link_to(address, timeout));
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<net::Link> link, link_to(address, timeout));
   return link->call(std::move(m), timeout);
 }
 
 void LinkCaller::close() {
-  std::map<std::string, std::shared_ptr<cluster::Link>> links;
+  std::map<std::string, std::shared_ptr<net::Link>> links;
   {
     std::lock_guard lock(mu_);
     links.swap(links_);

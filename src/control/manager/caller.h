@@ -13,9 +13,9 @@
 #include <mutex>
 #include <string>
 
-#include "cluster/protocol/link.h"
 #include "cluster/protocol/messages.h"
 #include "core/result.h"
+#include "net/link.h"
 
 namespace keel::control {
 
@@ -24,7 +24,7 @@ class Caller {
   virtual ~Caller() = default;
   // Sends call `m` to `address` ("host:port") and returns the reply's body; connecting and the
   // reply each take at most `timeout` (Unavailable / DeadlineExceeded otherwise).
-  virtual Result<cluster::Json> call(const std::string& address, cluster::Message m,
+  virtual Result<cluster::Json> call(const std::string& address, net::Message m,
                                      std::chrono::milliseconds timeout) = 0;
   // Drops every connection (the next call connects again).
   virtual void close() = 0;
@@ -33,17 +33,17 @@ class Caller {
 class LinkCaller final : public Caller {
  public:
   ~LinkCaller() override { close(); }
-  Result<cluster::Json> call(const std::string& address, cluster::Message m,
+  Result<cluster::Json> call(const std::string& address, net::Message m,
                              std::chrono::milliseconds timeout) override;
   void close() override;
 
  private:
   // The open link to `address`, connected now when there is none (bounded by `timeout`).
-  Result<std::shared_ptr<cluster::Link>> link_to(const std::string& address,
-                                                 std::chrono::milliseconds timeout);
+  Result<std::shared_ptr<net::Link>> link_to(const std::string& address,
+                                             std::chrono::milliseconds timeout);
 
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<cluster::Link>> links_;  // GUARDED_BY(mu_)
+  std::map<std::string, std::shared_ptr<net::Link>> links_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace keel::control

@@ -10,9 +10,9 @@
 #include "cluster/policy/gang_placement.h"
 #include "cluster/policy/placement.h"
 #include "cluster/policy/takeover_plan.h"
-#include "cluster/protocol/host_port.h"
 #include "cluster/protocol/messages.h"
 #include "core/log.h"
+#include "net/host_port.h"
 
 namespace keel::control {
 namespace {
@@ -166,7 +166,7 @@ std::map<std::string, ClusterNodes::TeUse> ClusterNodes::te_use(membership::Memb
   for (const membership::Member& m : *members) {
     if (m.kind != membership::MemberKind::kJobExecutor || m.address.empty()) continue;
     Result<cluster::Json> reply = caller_->call(
-        m.address, cluster::Message{std::string(cluster::msg::kFleet), cluster::Json::object()},
+        m.address, net::Message{std::string(cluster::msg::kFleet), cluster::Json::object()},
         config_.call_timeout);
     Result<cluster::FleetStatus> fleet = reply.ok() ? cluster::decode_fleet_status(*reply)
                                                     : Result<cluster::FleetStatus>(reply.status());
@@ -370,11 +370,11 @@ Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& se
   std::vector<RemoteTe> out;
   std::vector<std::pair<std::string, RemoteTe>> adopted_tes;  // kept once the starts succeed
   for (const std::string& id : plan.adopted) {  // stopped later through the agent on its host
-    Result<cluster::HostPort> te = cluster::parse_host_port(te_address[id]);
+    Result<net::HostPort> te = net::parse_host_port(te_address[id]);
     RemoteTe r{id, "", te_address[id], 0};
     std::string agent;
     for (const cluster::NodeCapacity& n : nodes) {
-      Result<cluster::HostPort> a = cluster::parse_host_port(n.address);
+      Result<net::HostPort> a = net::parse_host_port(n.address);
       if (te.ok() && a.ok() && a->host == te->host) {
         r.host_id = n.host_id;
         agent = n.address;

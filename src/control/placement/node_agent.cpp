@@ -26,7 +26,7 @@ cluster::MembershipSpec NodeAgent::te_membership() const {
 cluster::NodeCapacity NodeAgent::capacity() const {
   cluster::NodeCapacity c;
   c.host_id = o_.host_id;
-  c.address = listen_.host + ":" + std::to_string(listener_->port());
+  c.address = listen_.host + ":" + std::to_string(server_->port());
   c.cores = o_.cores > 0 ? o_.cores
                          : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   std::ifstream in("/proc/meminfo");
@@ -81,21 +81,15 @@ Status NodeAgent::start() {
   if (o_.listen.size() > 2 && o_.listen.ends_with(":0")) {  // a free port
     listen_.host = o_.listen.substr(0, o_.listen.size() - 2);
   } else {
-    KEEL_ASSIGN_OR_RETURN(listen_, cluster::parse_host_port(o_.listen));
+    KEEL_ASSIGN_OR_RETURN(listen_, net::parse_host_port(o_.listen));
   }
   if (listen_.host == "0.0.0.0") {
     return Status::invalid_argument("node-agent: --listen needs the host's address, not 0.0.0.0");
   }
-  KEEL_ASSIGN_OR_RETURN(listener_, cluster::Listener::start(
-                                       listen_.host, listen_.port,
-                                       [this](cluster::Link& link, cluster::Message m) {
-                                         on_message(link, std::move(m));
-                                       },
-                                       nullptr,
-                                       [this](std::shared_ptr<cluster::Link> link) {
-                                         std::lock_guard lock(queue_mu_);
-                                         links_.push_back(std::move(link));
-                                       }));
+  KEEL_ASSIGN_OR_RETURN(server_, net::LinkServer::start(listen_.host, listen_.port,
+                                                        [this](net::Link& link, net::Message m) {
+                                                          on_message(link, std::move(m));
+                                                        }));
   if (o_.warm > 0) {
     cluster::WarmPoolConfig wc;
     // Warm TEs bind to a model later; their bind port is reached on loopback, their control port
@@ -120,10 +114,10 @@ Status NodeAgent::start() {
                 o_.host_id, c.cores, c.memory_total_bytes >> 20, c.models.size(), c.warm_tes,
                 c.address);
   return proc::print_ready_line(
-      {{"role", "node-agent"}, {"id", o_.host_id}, {"port", listener_->port()}, {"pid", getpid()}});
+      {{"role", "node-agent"}, {"id", o_.host_id}, {"port", server_->port()}, {"pid", getpid()}});
 }
 
-void NodeAgent::on_message(cluster::Link& link, cluster::Message m) {
+void NodeAgent::on_message(net::Link& link, net::Message m) {
   std::lock_guard lock(queue_mu_);
   queue_.push_back({link.shared_from_this(), std::move(m)});
 }
@@ -266,7 +260,6 @@ int NodeAgent::run(const sigset_t& stop_signals) {
     {
       std::lock_guard lock(queue_mu_);
       batch.swap(queue_);
-      std::erase_if(links_, [](const auto& l) { return l->closed(); });
     }
     for (const Pending& p : batch) handle(p);
     for (const proc::ChildExit& e : sup_.poll_exits()) {
@@ -292,11 +285,7 @@ int NodeAgent::run(const sigset_t& stop_signals) {
 }
 
 void NodeAgent::shutdown() {
-  if (listener_) listener_->stop();
-  {
-    std::lock_guard lock(queue_mu_);
-    for (const auto& l : links_) l->close();
-  }
+  if (server_) server_->stop();
   (void)sup_.stop_all(std::chrono::milliseconds(10000));
   if (member_) (void)member_->close();
 }

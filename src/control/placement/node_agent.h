@@ -31,13 +31,13 @@
 
 #include "cluster/policy/leader_fence.h"
 #include "cluster/policy/node_capacity.h"
-#include "cluster/protocol/host_port.h"
-#include "cluster/protocol/link.h"
-#include "cluster/protocol/listener.h"
 #include "cluster/protocol/node_messages.h"
 #include "cluster/task/warm_pool.h"
 #include "control/manager/cluster_membership.h"
 #include "core/result.h"
+#include "net/host_port.h"
+#include "net/link.h"
+#include "net/link_server.h"
 #include "proc/process_supervisor.h"
 
 namespace keel::control {
@@ -75,8 +75,8 @@ class NodeAgent {
  private:
   // A request from a link thread, answered on the main thread.
   struct Pending {
-    std::shared_ptr<cluster::Link> link;
-    cluster::Message message;
+    std::shared_ptr<net::Link> link;
+    net::Message message;
   };
 
   // The TEs this agent started and that still run, with what their start_te reserved.
@@ -90,7 +90,7 @@ class NodeAgent {
     std::string role;
   };
 
-  void on_message(cluster::Link& link, cluster::Message m);
+  void on_message(net::Link& link, net::Message m);
   void handle(const Pending& p);
   cluster::StartTeReply start_te(const cluster::StartTe& req);
   // A cold start: `keel te --spec -`, or `keel pp-stage --spec -` for role pp-stage.
@@ -106,17 +106,16 @@ class NodeAgent {
   void publish();
 
   NodeAgentConfig o_;
-  cluster::HostPort listen_;
+  net::HostPort listen_;
   proc::ProcessSupervisor sup_;
   std::unique_ptr<cluster::WarmPool> pool_;
-  std::unique_ptr<cluster::Listener> listener_;
+  std::unique_ptr<net::LinkServer> server_;  // the managers' links
   std::unique_ptr<ClusterMembership> member_;
   std::map<std::string, StartedTe> tes_;  // by id
   cluster::LeaderFence fence_;
   std::map<std::string, std::string> published_;
   std::mutex queue_mu_;
-  std::deque<Pending> queue_;                          // GUARDED_BY(queue_mu_)
-  std::vector<std::shared_ptr<cluster::Link>> links_;  // GUARDED_BY(queue_mu_)
+  std::deque<Pending> queue_;  // GUARDED_BY(queue_mu_)
 };
 
 }  // namespace keel::control

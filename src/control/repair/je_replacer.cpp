@@ -5,8 +5,8 @@
 
 #include "cluster/protocol/bind_model.h"
 #include "cluster/protocol/executor_launch.h"
-#include "cluster/protocol/host_port.h"
 #include "core/log.h"
+#include "net/host_port.h"
 
 namespace keel::control {
 
@@ -81,7 +81,7 @@ void JeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
 
 void JeReplacer::restart(Down& down) {
   cluster::ManagedJe& je = managed_[down.je_idx];
-  const Result<cluster::HostPort> hp = cluster::parse_host_port(je.address);
+  const Result<net::HostPort> hp = net::parse_host_port(je.address);
   const std::vector<std::string> tes = cluster::replacement_te_addresses(
       last_fleet_ ? *last_fleet_ : cluster::FleetSnapshot{},
       config_.known_tes ? config_.known_tes() : std::vector<std::string>{});

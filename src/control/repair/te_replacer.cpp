@@ -76,7 +76,7 @@ void TeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
   }
 }
 
-Status TeReplacer::call_jes(const cluster::Message& m, std::chrono::milliseconds timeout) {
+Status TeReplacer::call_jes(const net::Message& m, std::chrono::milliseconds timeout) {
   Status first;
   for (const std::string& je : config_.je_addresses) {
     Result<Json> reply = caller_->call(je, m, timeout);

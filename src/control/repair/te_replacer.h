@@ -79,7 +79,7 @@ class TeReplacer {
   void replace(const cluster::ReplaceAction& action, bool exited);
   Result<cluster::ManagedTe> cold_start(const cluster::ManagedTe& old);
   // Sends `m` to every JE in turn; the first failure is returned (the rest are still called).
-  Status call_jes(const cluster::Message& m, std::chrono::milliseconds timeout);
+  Status call_jes(const net::Message& m, std::chrono::milliseconds timeout);
   void log_event(const cluster::Json& event);
 
   std::shared_ptr<ExecutorProcesses> processes_;

@@ -61,23 +61,17 @@ Result<std::unique_ptr<ClusterScaler>> ClusterScaler::start(proc::ProcessSupervi
   }
   if (s->key_) s->entry_name_ = store::entry_name(*s->key_);
   ClusterScaler* self = s.get();
-  KEEL_ASSIGN_OR_RETURN(s->listener_, cluster::Listener::start(
-                                          "127.0.0.1", 0,
-                                          [self](cluster::Link& link, cluster::Message m) {
-                                            self->on_message(link, std::move(m));
-                                          },
-                                          nullptr,
-                                          [self](std::shared_ptr<cluster::Link> link) {
-                                            std::lock_guard lock(self->mu_);
-                                            self->links_.push_back(std::move(link));
-                                          }));
+  KEEL_ASSIGN_OR_RETURN(
+      s->server_, net::LinkServer::start("127.0.0.1", 0, [self](net::Link& link, net::Message m) {
+        self->on_message(link, std::move(m));
+      }));
   KEEL_TRY(s->pool_.refill(s->config_.warm_pool));
   KEEL_LOG_INFO("cluster: warm pool of {} TEs, scale-out control at 127.0.0.1:{}",
                 s->config_.warm_pool, s->control_port());
   return s;
 }
 
-void ClusterScaler::on_message(cluster::Link& link, cluster::Message m) {
+void ClusterScaler::on_message(net::Link& link, net::Message m) {
   if (m.type != kScaleOut || !m.body.is_object()) return;
   const auto id = m.body.find("call_id");
   if (id == m.body.end() || !id->is_number_integer()) return;
@@ -99,9 +93,9 @@ void ClusterScaler::on_message(cluster::Link& link, cluster::Message m) {
 Status ClusterScaler::add_to_jes(const std::string& te_address) {
   for (const std::string& je : config_.je_addresses) {
     KEEL_ASSIGN_OR_RETURN(
-        std::shared_ptr<cluster::Link> link,
-        cluster::Link::connect(
-            je, std::chrono::milliseconds(5000), [](cluster::Link&, cluster::Message) {}, nullptr));
+        std::shared_ptr<net::Link> link,
+        net::Link::connect(
+            je, std::chrono::milliseconds(5000), [](net::Link&, net::Message) {}, nullptr));
     Result<cluster::Json> reply =
         link->call({std::string(cluster::msg::kAddTe), cluster::Json{{"address", te_address}}},
                    std::chrono::milliseconds(30000));
@@ -323,13 +317,7 @@ void ClusterScaler::tick() {
 }
 
 void ClusterScaler::shutdown() {
-  if (listener_) listener_->stop();
-  std::vector<std::shared_ptr<cluster::Link>> links;
-  {
-    std::lock_guard lock(mu_);
-    links.swap(links_);
-  }
-  for (auto& l : links) l->close();
+  if (server_) server_->stop();
   if (!posted_demand_.empty()) store::withdraw_demand(config_.store_dir, posted_demand_);
   if (entry_ && entry_owned_) {
     PosixFileSystem fs;

@@ -29,11 +29,11 @@
 #include <vector>
 
 #include "cluster/protocol/fleet.h"
-#include "cluster/protocol/listener.h"
 #include "cluster/task/scale_out_metrics.h"
 #include "cluster/task/warm_pool.h"
 #include "cluster/weights/bind_source.h"
 #include "core/result.h"
+#include "net/link_server.h"
 #include "proc/process_supervisor.h"
 #include "store/model_store.h"
 #include "store/preload_plan.h"
@@ -79,7 +79,7 @@ class ClusterScaler {
                                                       ClusterScalerConfig config);
   ~ClusterScaler();
 
-  [[nodiscard]] uint16_t control_port() const { return listener_->port(); }
+  [[nodiscard]] uint16_t control_port() const { return server_->port(); }
   // The JEs a bound TE joins (known once they started, after the store and the pool).
   void set_je_addresses(std::vector<std::string> addresses) {
     config_.je_addresses = std::move(addresses);
@@ -102,13 +102,13 @@ class ClusterScaler {
 
  private:
   struct Request {
-    std::shared_ptr<cluster::Link> link;
+    std::shared_ptr<net::Link> link;
     int64_t call_id = 0;
     int tes = 1;
     cluster::TeRole role = cluster::TeRole::kColocated;
   };
   ClusterScaler(proc::ProcessSupervisor* sup, ClusterScalerConfig config);
-  void on_message(cluster::Link& link, cluster::Message m);
+  void on_message(net::Link& link, net::Message m);
   void forecast();
   void release_if_evicted();
   void apply_forecast(const std::vector<store::PreloadAction>& actions, store::ModelStore& st,
@@ -125,8 +125,8 @@ class ClusterScaler {
 
   ClusterScalerConfig config_;
   cluster::WarmPool pool_;
-  proc::ProcessSupervisor* sup_;  // not owned
-  std::unique_ptr<cluster::Listener> listener_;
+  proc::ProcessSupervisor* sup_;             // not owned
+  std::unique_ptr<net::LinkServer> server_;  // the scale-out control's links
   store::SealedHolder sealed_;  // the entries this manager built: sealed memfds, held here
   std::optional<store::PreloadResult> entry_;  // the model's store entry
   bool entry_owned_ = false;                   // built by this cluster
@@ -145,8 +145,7 @@ class ClusterScaler {
   double rate_ = 0.0;
   std::string posted_demand_;  // this model's note on the store's demand board ("" = none)
   std::mutex mu_;
-  std::deque<Request> requests_;                       // GUARDED_BY(mu_)
-  std::vector<std::shared_ptr<cluster::Link>> links_;  // GUARDED_BY(mu_)
+  std::deque<Request> requests_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace keel::control

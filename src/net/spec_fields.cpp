@@ -1,9 +1,9 @@
 // SpecFields; see spec_fields.h.
-#include "cluster/protocol/spec_fields.h"
+#include "net/spec_fields.h"
 
 #include <fmt/format.h>
 
-namespace keel::cluster {
+namespace keel::net {
 
 using Json = nlohmann::json;
 
@@ -105,4 +105,4 @@ Status SpecFields::bad(std::string_view key, const std::string& why) const {
   return Status::invalid_argument(fmt::format("{}: '{}' {}", what_, key, why));
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::net

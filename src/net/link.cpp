@@ -1,5 +1,5 @@
 // Link (see link.h): framing, the reader and writer threads, calls matched by call_id.
-#include "cluster/protocol/link.h"
+#include "net/link.h"
 
 #include <sys/socket.h>
 
@@ -13,11 +13,11 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 
-#include "cluster/protocol/host_port.h"
 #include "core/log.h"
-#include "engine/wire_json.h"
+#include "net/bounded_msgpack.h"
+#include "net/host_port.h"
 
-namespace keel::cluster {
+namespace keel::net {
 namespace {
 
 namespace asio = boost::asio;
@@ -72,7 +72,9 @@ std::vector<uint8_t> encode_message(const Message& message) {
 }
 
 Result<Message> decode_message(std::span<const uint8_t> bytes) {
-  KEEL_ASSIGN_OR_RETURN(Json doc, engine::wire::detail::parse_bounded(bytes));
+  Result<Json> parsed = parse_bounded_msgpack(bytes, kMaxLinkDepth);
+  if (!parsed.ok()) return invalid(parsed.status().message());
+  Json doc = std::move(*parsed);
   if (!doc.is_object()) return invalid("a message is a map");
   const auto v = doc.find("v");
   if (v == doc.end() || !v->is_number_integer() || v->get<int64_t>() != kLinkVersion) {
@@ -433,4 +435,4 @@ void Link::run_writer() {
   }
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -10,11 +10,11 @@
 
 #include "core/status.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 // Ok when a TCP socket can bind host:port and listen (SO_REUSEADDR, as the servers bind); port 0
 // is always Ok. Otherwise Unavailable "cannot listen on HOST:PORT: <why>" (in use, a host that
 // does not resolve or is not this machine's).
 [[nodiscard]] Status probe_listen(const std::string& host, uint16_t port);
 
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -1,9 +1,9 @@
 // probe_listen (see port_probe.h).
-#include "cluster/protocol/port_probe.h"
+#include "net/port_probe.h"
 
 #include <boost/asio/ip/tcp.hpp>
 
-namespace keel::cluster {
+namespace keel::net {
 
 Status probe_listen(const std::string& host, uint16_t port) {
   if (port == 0) return Status::ok_status();
@@ -28,4 +28,4 @@ Status probe_listen(const std::string& host, uint16_t port) {
   return Status::unavailable("cannot listen on " + where + ": " + ec.message());
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::net

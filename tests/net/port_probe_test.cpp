@@ -1,12 +1,12 @@
 // probe_listen: a port something listens on is named in use; the same port once free, and port 0,
 // are Ok; a host that is not this machine's is an error, not a crash.
-#include "cluster/protocol/port_probe.h"
+#include "net/port_probe.h"
 
 #include <gtest/gtest.h>
 
 #include <boost/asio/ip/tcp.hpp>
 
-namespace keel::cluster {
+namespace keel::net {
 namespace {
 
 TEST(PortProbeTest, APortInUseIsNamedAndAFreeOneIsOk) {
@@ -28,4 +28,4 @@ TEST(PortProbeTest, APortInUseIsNamedAndAFreeOneIsOk) {
 }
 
 }  // namespace
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -1,5 +1,5 @@
 // UcxWorker: the progress loop (see ucx_worker.h).
-#include "cluster/kv/ucx_worker.h"
+#include "net/ucx_worker.h"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -13,7 +13,7 @@
 #include <future>
 #include <string>
 
-namespace keel::cluster {
+namespace keel::net {
 namespace {
 // How long the thread keeps polling (yielding between polls) after the last progress before it
 // sleeps, at most as long as the tick allows. Short: on an oversubscribed host a longer spin
@@ -158,4 +158,4 @@ void UcxWorker::run() {
   }
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -1,5 +1,5 @@
 // RAII over libzmq (see zmq_socket.h).
-#include "cluster/kv_events/zmq_socket.h"
+#include "net/zmq_socket.h"
 
 #include <zmq.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/check.h"
 
-namespace keel::cluster {
+namespace keel::net {
 namespace {
 
 Status zmq_error(std::string_view call, const std::string& detail = {}) {
@@ -125,4 +125,4 @@ std::optional<int64_t> decode_seq(std::string_view frame) {
   return static_cast<int64_t>(u);
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -14,7 +14,7 @@
 #include "core/result.h"
 #include "core/status.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 class ZmqContext {
  public:
@@ -65,4 +65,4 @@ class ZmqSocket {
 // nullopt unless `frame` has exactly 8 bytes.
 [[nodiscard]] std::optional<int64_t> decode_seq(std::string_view frame);
 
-}  // namespace keel::cluster
+}  // namespace keel::net

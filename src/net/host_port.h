@@ -10,7 +10,7 @@
 
 #include "core/result.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 struct HostPort {
   std::string host;
@@ -21,4 +21,4 @@ struct HostPort {
 // number in [1, 65535].
 Result<HostPort> parse_host_port(std::string_view address);
 
-}  // namespace keel::cluster
+}  // namespace keel::net

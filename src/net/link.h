@@ -42,12 +42,13 @@
 
 #include "core/result.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 using Json = nlohmann::json;
 
 inline constexpr int64_t kLinkVersion = 1;
 inline constexpr size_t kMaxFrameBytes = size_t{64} << 20;
+inline constexpr int kMaxLinkDepth = 16;  // a frame's MessagePack nesting (bounded_msgpack.h)
 
 struct Message {
   std::string type;
@@ -158,4 +159,4 @@ class Link : public std::enable_shared_from_this<Link> {
 [[nodiscard]] std::vector<uint8_t> encode_message(const Message& message);
 [[nodiscard]] Result<Message> decode_message(std::span<const uint8_t> bytes);
 
-}  // namespace keel::cluster
+}  // namespace keel::net

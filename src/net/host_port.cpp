@@ -1,9 +1,9 @@
 // parse_host_port (see host_port.h).
-#include "cluster/protocol/host_port.h"
+#include "net/host_port.h"
 
 #include <charconv>
 
-namespace keel::cluster {
+namespace keel::net {
 
 Result<HostPort> parse_host_port(std::string_view address) {
   const auto bad = [&] {
@@ -20,4 +20,4 @@ Result<HostPort> parse_host_port(std::string_view address) {
   return HostPort{std::string(address.substr(0, colon)), static_cast<uint16_t>(port)};
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -29,7 +29,7 @@
 #include "core/result.h"
 #include "core/status.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 class UcxWorker {
  public:
@@ -82,4 +82,4 @@ class UcxWorker {
 // "UCX <call>: <status string>" as a Status.
 [[nodiscard]] Status ucx_status(const char* what, ucs_status_t status);
 
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -1,9 +1,9 @@
 // parse_host_port: the one parser of "host:port" the control links and the KV services share.
-#include "cluster/protocol/host_port.h"
+#include "net/host_port.h"
 
 #include <gtest/gtest.h>
 
-namespace keel::cluster {
+namespace keel::net {
 namespace {
 
 TEST(HostPortTest, SplitsAtTheLastColon) {
@@ -25,4 +25,4 @@ TEST(HostPortTest, RejectsWhatIsNotHostColonPort) {
 }
 
 }  // namespace
-}  // namespace keel::cluster
+}  // namespace keel::net

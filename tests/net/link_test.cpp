@@ -4,7 +4,7 @@
 // message naming it, a listener stops promptly, and a connect to a peer that drops SYNs gives up
 // at its timeout. Asynchronous calls: many in flight, each answered once; one past its deadline
 // ends then; pending ones fail when the link closes, and one on a closed link fails inline.
-#include "cluster/protocol/link.h"
+#include "net/link.h"
 
 #include <gtest/gtest.h>
 
@@ -22,9 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/protocol/listener.h"
+#include "net/link_server.h"
+#include "net/listener.h"
 
-namespace keel::cluster {
+namespace keel::net {
 namespace {
 
 using namespace std::chrono_literals;
@@ -40,7 +41,7 @@ bool eventually_closed(const Link& link) {
 // An echo server: "ping" calls are answered with their "n" + 1; other messages are recorded.
 struct EchoServer {
   EchoServer() {
-    auto l = Listener::start(
+    auto l = LinkServer::start(
         "127.0.0.1", 0,
         [this](Link& link, Message m) {
           if (m.type == "ping") {
@@ -50,23 +51,14 @@ struct EchoServer {
           std::lock_guard lock(mu);
           seen.push_back(m.body["i"].get<int>());
         },
-        [this](Link&) { closes.fetch_add(1); },
-        [this](std::shared_ptr<Link> link) {
-          std::lock_guard lock(mu);
-          links.push_back(std::move(link));
-        });
+        [this](Link&) { closes.fetch_add(1); });
     EXPECT_TRUE(l.ok()) << l.status().message();
     listener = std::move(*l);
   }
-  ~EchoServer() {
-    listener->stop();
-    std::lock_guard lock(mu);
-    for (auto& l : links) l->close();
-  }
-  std::unique_ptr<Listener> listener;
+  ~EchoServer() { listener->stop(); }
+  std::unique_ptr<LinkServer> listener;
   std::mutex mu;
   std::vector<int> seen;
-  std::vector<std::shared_ptr<Link>> links;
   std::atomic<int> closes{0};
 };
 
@@ -332,4 +324,4 @@ TEST(LinkTest, ConnectToAPeerThatDropsSynsGivesUpAtItsTimeout) {
 }
 
 }  // namespace
-}  // namespace keel::cluster
+}  // namespace keel::net

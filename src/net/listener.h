@@ -15,10 +15,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "cluster/protocol/link.h"
 #include "core/result.h"
+#include "net/link.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 class Listener {
  public:
@@ -51,4 +51,4 @@ class Listener {
   std::thread thread_;
 };
 
-}  // namespace keel::cluster
+}  // namespace keel::net

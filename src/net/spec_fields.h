@@ -19,7 +19,7 @@
 
 #include "core/result.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 inline constexpr int64_t kMaxI32 = std::numeric_limits<int32_t>::max();
 inline constexpr int64_t kMaxI64 = std::numeric_limits<int64_t>::max();
@@ -61,4 +61,4 @@ class SpecFields {
   std::set<std::string> seen_;
 };
 
-}  // namespace keel::cluster
+}  // namespace keel::net

@@ -1,5 +1,5 @@
 // Listener (see listener.h): bind, accept loop, stop through the native handle.
-#include "cluster/protocol/listener.h"
+#include "net/listener.h"
 
 #include <sys/socket.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/log.h"
 
-namespace keel::cluster {
+namespace keel::net {
 
 namespace asio = boost::asio;
 using asio::ip::tcp;
@@ -66,4 +66,4 @@ void Listener::run() {
   }
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::net
