@@ -32,6 +32,7 @@
 #include "host/compute.h"
 #include "kernels/roofline.h"
 #include "model/context.h"
+#include "model/expert_token_counts.h"
 #include "model/kv_storage.h"
 #include "model/kv_type.h"
 #include "model_loading.h"
@@ -57,6 +58,8 @@ struct TestResult {
   bool with_exit = false;
   double plain_ts = 0, overhead = 0, candidates_share = 0;
   double predictors_ts = 0, predictors_overhead = 0;
+  // An MoE model: how its router spread the timed runs' tokens over the experts.
+  std::optional<model::ExpertLoad> moe;
 };
 
 // What the model costs per token, from its tensors.
@@ -164,12 +167,13 @@ void fill_depth(model::KvStorage& kv, int32_t depth, std::mt19937& rng) {
 // candidates given); *head_seconds gets the candidates' time.
 Result<double> run_once(const model::Model& m, model::KvStorage& kv, kernels::Ops& ops,
                         int32_t n_prompt, int32_t n_gen, int32_t depth, std::mt19937& rng,
-                        ExitBench* exit = nullptr, double* head_seconds = nullptr,
-                        bool head = true) {
+                        ExitBench* exit = nullptr, double* head_seconds = nullptr, bool head = true,
+                        model::ExpertTokenCounts* expert_counts = nullptr) {
   std::uniform_int_distribution<int32_t> token(0, static_cast<int32_t>(m.hparams().n_vocab) - 1);
   model::Batch batch = one_sequence(kv);
   std::vector<float> logits;
   model::Context ctx(m, std::max(n_prompt, 1));  // scratch allocation is not timed
+  ctx.count_experts(expert_counts);
   if (exit != nullptr) exit->reset();
   const auto start = Clock::now();
   if (n_prompt > 0) {
@@ -211,11 +215,16 @@ Result<TestResult> run_test(const model::Model& m, model::KvStorage& kv, kernels
   std::mt19937 rng(1234);
   if (n_prompt == 0 && depth > 0) fill_depth(kv, depth, rng);
   KEEL_TRY(run_once(m, kv, ops, n_prompt, n_gen, depth, rng).status());  // warm-up
+  const model::HParams& hp = m.hparams();
+  std::unique_ptr<model::ExpertTokenCounts> counts;
+  if (hp.is_moe()) counts = std::make_unique<model::ExpertTokenCounts>(hp.n_layer, hp.moe.n_expert);
   for (int32_t i = 0; i < reps; ++i) {
-    KEEL_ASSIGN_OR_RETURN(double s, run_once(m, kv, ops, n_prompt, n_gen, depth, rng));
+    KEEL_ASSIGN_OR_RETURN(double s, run_once(m, kv, ops, n_prompt, n_gen, depth, rng, nullptr,
+                                             nullptr, true, counts.get()));
     r.samples_ts.push_back((n_prompt > 0 ? n_prompt : n_gen) / s);
   }
   summarize(&r);
+  if (counts) r.moe = model::summarize_expert_load(counts->snapshot(), hp.n_layer, hp.moe.n_expert);
   return r;
 }
 
@@ -332,6 +341,13 @@ json to_json(const TestResult& t, const LoadedModel& lm, const ModelCost& c, int
     j["predictors_avg_ts"] = t.predictors_ts;
     j["predictors_overhead"] = t.predictors_overhead;
   }
+  if (t.moe) {
+    j["moe_routed"] = t.moe->routed;
+    j["moe_max_over_mean"] = t.moe->mean_max_over_mean;
+    j["moe_worst_max_over_mean"] = t.moe->worst_max_over_mean;
+    j["moe_worst_layer"] = t.moe->worst_layer;
+    j["moe_idle_experts"] = t.moe->idle_experts;
+  }
   if (t.bound_ts > 0) {
     j["bound_ts"] = t.bound_ts;
     j["efficiency"] = t.avg_ts / t.bound_ts;
@@ -356,6 +372,25 @@ void print_markdown(const std::vector<TestResult>& tests, const LoadedModel& lm,
                 std::string(kernels::isa_name(isa)).c_str(),
                 std::string(model::kv_type_name(t.kv_type)).c_str(), t.name.c_str(), t.avg_ts,
                 t.stddev_ts, bound.c_str(), eff.c_str());
+  }
+}
+
+// An MoE model's routing over each test's timed runs (random tokens through the model's router).
+void print_expert_load(const std::vector<TestResult>& tests) {
+  bool first = true;
+  for (const TestResult& t : tests) {
+    if (!t.moe) continue;
+    if (first) {
+      std::printf(
+          "\nExpert load (timed runs; busiest expert / the layer's mean, averaged over layers, and "
+          "the worst layer):\n\n| test | routed | max/mean | worst (layer) | idle experts |\n"
+          "|---|---:|---:|---:|---:|\n");
+      first = false;
+    }
+    std::printf("| %s | %lld | %.2f | %.2f (%lld) | %lld |\n", t.name.c_str(),
+                static_cast<long long>(t.moe->routed), t.moe->mean_max_over_mean,
+                t.moe->worst_max_over_mean, static_cast<long long>(t.moe->worst_layer),
+                static_cast<long long>(t.moe->idle_experts));
   }
 }
 
@@ -470,6 +505,7 @@ Status bench(const BenchOptions& opts, const host::ComputeSetup& setup) {
   } else {
     print_markdown(tests, lm, cost, setup.threads, setup.isa);
     if (exit) print_exit_overheads(tests, *exit);
+    print_expert_load(tests);
   }
   return {};
 }

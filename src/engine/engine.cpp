@@ -136,10 +136,15 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   published_blocks_ = std::move(deps.published_blocks);
   if (cache_events_ || published_blocks_) kv_.set_record_cache_events(true);
   if (cache_events_ && tiers_ != nullptr) tiers_->set_record_events(true);
+  const model::HParams& hp = model_.hparams();
+  if (hp.is_moe()) {
+    expert_counts_ = std::make_unique<model::ExpertTokenCounts>(hp.n_layer, hp.moe.n_expert);
+  }
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
-      sparse_select_layer(config_.sparse_tuning, model_.hparams().n_layer), draft_head_.get(),
-      exit_predictors_ != nullptr ? &exit_predictors_->predictors : nullptr, pipeline_tail_);
+      sparse_select_layer(config_.sparse_tuning, hp.n_layer), draft_head_.get(),
+      exit_predictors_ != nullptr ? &exit_predictors_->predictors : nullptr, pipeline_tail_,
+      expert_counts_.get());
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;

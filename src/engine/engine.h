@@ -49,6 +49,7 @@
 #include "engine/tier_transfer.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_tiers.h"
+#include "model/expert_token_counts.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
 
@@ -104,7 +105,7 @@ class Engine final : public EngineClient {
     return caches_.list(salt);
   }
   [[nodiscard]] EngineStats stats() const override;
-  [[nodiscard]] MetricsSnapshot metrics() const override { return metrics_.snapshot(); }
+  [[nodiscard]] MetricsSnapshot metrics() const override;
   void drain(std::chrono::milliseconds timeout) override;
   [[nodiscard]] int64_t max_model_len() const override { return max_model_len_; }
   [[nodiscard]] int64_t max_waiting() const override { return config_.scheduler.max_waiting; }
@@ -295,6 +296,8 @@ class Engine final : public EngineClient {
   int32_t num_blocks_;
   kv::BlockHash model_key_;
   Metrics metrics_;
+  // An MoE model's routed tokens per expert (null for a dense model); outlives executor_.
+  std::unique_ptr<model::ExpertTokenCounts> expert_counts_;
   const tokenizer::Tokenizer* tokenizer_;  // for stop strings and grammars; may be null
   // "draft-head" speculation's head (null: such requests are refused with draft_head_missing_).
   std::shared_ptr<const draft::DraftHead> draft_head_;

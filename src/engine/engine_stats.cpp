@@ -1,6 +1,7 @@
 // Engine stats: the snapshot the engine thread publishes after each step (publish_stats, under
 // mu_) and the one callers read (stats()), which adds the tiers' and the transfer thread's live
-// counters (thread-safe on their own).
+// counters (thread-safe on their own); metrics() adds an MoE model's expert counts to the
+// histograms.
 #include <mutex>
 #include <vector>
 
@@ -29,6 +30,16 @@ EngineStats Engine::stats() const {
     s.tier_demotions_dropped = transfer_->dropped_demotions();
   }
   return s;
+}
+
+MetricsSnapshot Engine::metrics() const {
+  MetricsSnapshot m = metrics_.snapshot();
+  if (expert_counts_ != nullptr) {
+    m.moe_expert_tokens =
+        ExpertTokens{static_cast<int32_t>(expert_counts_->n_layer()),
+                     static_cast<int32_t>(expert_counts_->n_expert()), expert_counts_->snapshot()};
+  }
+  return m;
 }
 
 void Engine::publish_stats() {

@@ -76,6 +76,10 @@ SemiPdEngine::SemiPdEngine(const model::Model& model, EngineConfig config, model
   shared_.blocks = &blocks_;
   shared_.config = &config_;
   shared_.metrics = &metrics_;
+  if (const model::HParams& hp = model_.hparams(); hp.is_moe()) {
+    expert_counts_ = std::make_unique<model::ExpertTokenCounts>(hp.n_layer, hp.moe.n_expert);
+    shared_.expert_counts = expert_counts_.get();
+  }
   shared_.switch_seconds = &switch_seconds_;
   shared_.on_finished = [this](const SemiPdRequest& r) { forget(r); };
   shared_.on_first_token = [this](double s) { observe_ttft(s); };
@@ -258,6 +262,11 @@ MetricsSnapshot SemiPdEngine::metrics() const {
     p.predicted_tpot_s = predicted_tpot_s_;
   }
   m.semi_pd = p;
+  if (expert_counts_ != nullptr) {
+    m.moe_expert_tokens =
+        ExpertTokens{static_cast<int32_t>(expert_counts_->n_layer()),
+                     static_cast<int32_t>(expert_counts_->n_expert()), expert_counts_->snapshot()};
+  }
   return m;
 }
 

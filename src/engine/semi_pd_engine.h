@@ -36,6 +36,7 @@
 #include "engine/semi_pd_split.h"
 #include "engine/semi_pd_worker.h"
 #include "kv/shared_block_allocator.h"
+#include "model/expert_token_counts.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
 
@@ -121,6 +122,7 @@ class SemiPdEngine final : public EngineClient {
   model::KvStorage storage_;
   kv::SharedBlockAllocator blocks_;
   Metrics metrics_;
+  std::unique_ptr<model::ExpertTokenCounts> expert_counts_;  // null for a dense model
   Histogram switch_seconds_;
   SemiPdShared shared_;
 

@@ -18,6 +18,7 @@
 #include "engine/stop_strings.h"
 #include "engine/types.h"
 #include "kv/shared_block_allocator.h"
+#include "model/expert_token_counts.h"
 #include "model/kv_storage.h"
 #include "model/model.h"
 #include "sampling/sampler.h"
@@ -57,7 +58,8 @@ struct SemiPdShared {
   kv::SharedBlockAllocator* blocks = nullptr;
   const EngineConfig* config = nullptr;  // eog ids, block size, scheduler caps, max_model_len
   Metrics* metrics = nullptr;
-  Histogram* switch_seconds = nullptr;  // keel:semi_pd_switch_seconds
+  model::ExpertTokenCounts* expert_counts = nullptr;  // an MoE model's routing; null for dense
+  Histogram* switch_seconds = nullptr;                // keel:semi_pd_switch_seconds
   // A request's final event was sent (any worker thread): the engine forgets it.
   std::function<void(const SemiPdRequest&)> on_finished;
   // A request's first token was sampled (TTFT) — for the controller's window.

@@ -92,6 +92,7 @@ void SemiPdWorker::run() {
                                  ? shared_->config->scheduler.max_batched_tokens
                                  : shared_->config->scheduler.max_num_seqs;
   ctx_ = std::make_unique<model::Context>(*shared_->model, max_tokens);
+  ctx_->count_experts(shared_->expert_counts);
   bool worked = true;
   while (take_inbox(worked)) {
     apply_cores();

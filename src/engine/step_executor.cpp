@@ -14,7 +14,7 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
                            int threads, int64_t max_batch_tokens, int64_t select_layer,
                            const draft::DraftHead* draft_head,
                            const draft::ExitPredictors* exit_predictors,
-                           PipelineTail* pipeline_tail)
+                           PipelineTail* pipeline_tail, model::ExpertTokenCounts* expert_counts)
     : model_(model),
       storage_(storage),
       isa_(isa),
@@ -24,6 +24,7 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
       draft_head_(draft_head),
       exit_predictors_(exit_predictors),
       pipeline_tail_(pipeline_tail),
+      expert_counts_(expert_counts),
       thread_([this] { run(); }) {}
 
 StepExecutor::~StepExecutor() {
@@ -211,6 +212,7 @@ void StepExecutor::run() {
   model::Context ctx(model_, max_batch_tokens_,
                      pipeline_tail_ != nullptr ? model::LayerRange{0, pipeline_tail_->first_layer()}
                                                : model::LayerRange{});
+  ctx.count_experts(expert_counts_);
   SparseSelector selector(model_.hparams());
   std::vector<float> logits, hidden;
   for (;;) {

@@ -118,12 +118,14 @@ class StepExecutor {
   // pipeline_tail: the later pipeline stages (borrowed, outlives the executor; null = this
   // executor runs every layer); with one, `storage` holds layers [0, tail->first_layer()) and
   // the step's forward pass is stage 0's layers then the tail (no early exit, probe or hidden
-  // states — the engine refuses those features with a tail).
+  // states — the engine refuses those features with a tail). expert_counts: an MoE model's
+  // routing is counted there (borrowed, outlives the executor; null = not counted).
   StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
                int64_t max_batch_tokens, int64_t select_layer = 0,
                const draft::DraftHead* draft_head = nullptr,
                const draft::ExitPredictors* exit_predictors = nullptr,
-               PipelineTail* pipeline_tail = nullptr);
+               PipelineTail* pipeline_tail = nullptr,
+               model::ExpertTokenCounts* expert_counts = nullptr);
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();
@@ -161,6 +163,7 @@ class StepExecutor {
   const draft::DraftHead* draft_head_;
   const draft::ExitPredictors* exit_predictors_;
   PipelineTail* pipeline_tail_;
+  model::ExpertTokenCounts* expert_counts_;
   std::vector<float> residual_;  // executor thread only: stage 0's output rows
   bool busy_ = false;            // engine thread only
 

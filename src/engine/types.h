@@ -233,6 +233,15 @@ struct SemiPdMetrics {
   friend bool operator==(const SemiPdMetrics&, const SemiPdMetrics&) = default;
 };
 
+// An MoE model's routed tokens per expert since the engine started
+// (model/expert_token_counts.h): tokens[layer * n_expert + expert].
+struct ExpertTokens {
+  int32_t n_layer = 0;
+  int32_t n_expert = 0;
+  std::vector<int64_t> tokens;
+  friend bool operator==(const ExpertTokens&, const ExpertTokens&) = default;
+};
+
 // The engine's request-level histograms and counters at one moment (vLLM's metric set).
 struct MetricsSnapshot {
   HistogramSnapshot time_to_first_token_seconds;
@@ -245,7 +254,8 @@ struct MetricsSnapshot {
   HistogramSnapshot early_exit_layers;
   // request_success_total{finished_reason}: indexed by FinishReason.
   std::array<int64_t, 4> request_finished_total{};
-  std::optional<SemiPdMetrics> semi_pd;  // set by a semi-PD engine only
+  std::optional<SemiPdMetrics> semi_pd;           // set by a semi-PD engine only
+  std::optional<ExpertTokens> moe_expert_tokens;  // set for an MoE model only
   friend bool operator==(const MetricsSnapshot&, const MetricsSnapshot&) = default;
 };
 

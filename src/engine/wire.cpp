@@ -430,7 +430,34 @@ Json encode_metrics_body(const MetricsSnapshot& m) {
              {"prefill_threads", p.prefill_threads}, {"decode_threads", p.decode_threads},
              {"num_switches", p.num_switches},       {"decisions", p.decisions}};
   }
+  if (m.moe_expert_tokens) {
+    const ExpertTokens& e = *m.moe_expert_tokens;
+    j["moe_expert_tokens"] =
+        Json{{"n_layer", e.n_layer}, {"n_expert", e.n_expert}, {"tokens", e.tokens}};
+  }
   return j;
+}
+
+// An MoE model's counts: n_layer and n_expert in [1, 65536], n_layer · n_expert counts, none
+// negative.
+Status decode_expert_tokens(const Json& j, ExpertTokens* e) {
+  FieldReader r(j, "metrics.moe_expert_tokens");
+  r.i32("n_layer", &e->n_layer, 1, 65536);
+  r.i32("n_expert", &e->n_expert, 1, 65536);
+  std::vector<uint64_t> tokens;
+  r.u64_list("tokens", &tokens);
+  KEEL_TRY(r.status());
+  if (tokens.size() != static_cast<size_t>(e->n_layer) * static_cast<size_t>(e->n_expert)) {
+    return Status::invalid_argument("metrics.moe_expert_tokens.tokens: needs n_layer x n_expert");
+  }
+  e->tokens.reserve(tokens.size());
+  for (const uint64_t t : tokens) {
+    if (t > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return Status::invalid_argument("metrics.moe_expert_tokens.tokens: out of range");
+    }
+    e->tokens.push_back(static_cast<int64_t>(t));
+  }
+  return {};
 }
 
 Status decode_semi_pd_metrics(const Json& j, SemiPdMetrics* p) {
@@ -477,6 +504,9 @@ Status decode_metrics_body(const Json& j, MetricsSnapshot* m) {
   }
   if (const Json* p = r.object("semi_pd"))
     KEEL_TRY(decode_semi_pd_metrics(*p, &m->semi_pd.emplace()));
+  if (const Json* e = r.object("moe_expert_tokens")) {
+    KEEL_TRY(decode_expert_tokens(*e, &m->moe_expert_tokens.emplace()));
+  }
   return r.status();
 }
 

@@ -307,6 +307,7 @@ void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
   if (moe_) {  // LoRA adapters of an MoE model target attention only (checked at load)
     ops.rms_norm(x_.data(), w.ffn_norm.data(), n_tokens, hp_.n_embd, hp_.rms_eps, moe_in_.data());
     moe_->forward(w.moe, moe_in_.data(), n_tokens, ops, proj_.data());
+    if (expert_counts_ != nullptr) expert_counts_->add(il, moe_->experts(n_tokens));
     ops.add(proj_.data(), n_tokens * hp_.n_embd, x_.data());
     return;
   }

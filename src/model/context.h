@@ -27,6 +27,7 @@
 #include "kernels/kernels.h"
 #include "model/batch.h"
 #include "model/early_exit.h"
+#include "model/expert_token_counts.h"
 #include "model/kv_storage.h"
 #include "model/lora_batch.h"
 #include "model/model.h"
@@ -51,6 +52,9 @@ class Context {
   [[nodiscard]] int64_t first_layer() const { return first_; }
   [[nodiscard]] int64_t last_layer() const { return last_; }  // exclusive
   [[nodiscard]] bool full_range() const { return first_ == 0 && last_ == hp_.n_layer; }
+  // An MoE model's routing is counted into `counts` (borrowed, outlives this; null = not counted;
+  // a dense model has nothing to count).
+  void count_experts(ExpertTokenCounts* counts) { expert_counts_ = counts; }
 
   // Pipeline stage entry points. The KV layout must have last - first layers.
   // forward_first_stage (a range starting at layer 0 and ending before n_layer): embeds the
@@ -149,6 +153,7 @@ class Context {
   // Mixture-of-experts models: the FFN's normalised input rows and the MoE scratch.
   std::vector<float> moe_in_;    // [T][n_embd]
   std::unique_ptr<MoeFfn> moe_;  // null for a dense model
+  ExpertTokenCounts* expert_counts_ = nullptr;
   // Per token of the current batch: positions attended (pos + 1) and its sequence's block table.
   std::vector<int32_t> n_kv_;                 // [T]
   std::vector<const int32_t*> block_tables_;  // [T] where the token's K/V row is written

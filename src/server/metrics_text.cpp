@@ -137,6 +137,21 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
 }
 
 // A semi-PD engine's split (engine/semi_pd_engine.h): gauges and the re-split downtime.
+// An MoE model's routing: one series per (layer, expert), zeros included (a rate over an expert
+// that got no tokens is 0, not absent).
+void render_expert_tokens(Writer& w, const engine::ExpertTokens& e) {
+  w.header("moe_expert_tokens_total", "counter",
+           "Tokens the router sent to each expert of each MoE layer (top-k: k per token).");
+  for (int32_t layer = 0; layer < e.n_layer; ++layer) {
+    for (int32_t expert = 0; expert < e.n_expert; ++expert) {
+      const size_t i = static_cast<size_t>(layer) * static_cast<size_t>(e.n_expert) +
+                       static_cast<size_t>(expert);
+      w.sample("moe_expert_tokens_total", static_cast<double>(e.tokens[i]),
+               fmt::format("layer=\"{}\",expert=\"{}\"", layer, expert));
+    }
+  }
+}
+
 void render_semi_pd_metrics(Writer& w, const engine::SemiPdMetrics& p) {
   w.gauge("semi_pd_split_prefill_cores", "Cores the semi-PD prefill worker is set to.",
           p.split_prefill);
@@ -267,6 +282,7 @@ std::string render_metrics(const engine::EngineStats& stats, const engine::Metri
               "Layers executed per decode token that could exit early (SpecEE early exit).",
               m.early_exit_layers);
   if (m.semi_pd.has_value()) render_semi_pd_metrics(w, *m.semi_pd);
+  if (m.moe_expert_tokens.has_value()) render_expert_tokens(w, *m.moe_expert_tokens);
   return w.take();
 }
 

@@ -2,6 +2,7 @@
 // and predictor counters summed, one summary per JE — a JE that does not answer listed as down
 // with why — and Unavailable naming every JE when none answers.
 #include "cluster/gateway/fleet_merge.h"
+#include "cluster/gateway/fleet_metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -83,6 +84,18 @@ TEST(FleetMergeTest, ADownJeIsListedWithWhyAndATeOnlyALaterJeKnowsIsAdded) {
   EXPECT_FALSE(m->job_executors[0].up);
   EXPECT_EQ(m->job_executors[0].id, "je-0");  // the id it last gave
   EXPECT_EQ(describe_down_jes(m->job_executors), "je-0 (127.0.0.1:9000): link closed");
+}
+
+// The TEs' per-expert counts of one model are summed; a TE of another shape is left out.
+TEST(FleetMergeTest, ExpertTokensAreSummedOverTesOfOneShape) {
+  engine::MetricsSnapshot a, b, other, dense;
+  a.moe_expert_tokens = engine::ExpertTokens{1, 2, {3, 4}};
+  b.moe_expert_tokens = engine::ExpertTokens{1, 2, {10, 0}};
+  other.moe_expert_tokens = engine::ExpertTokens{2, 2, {1, 1, 1, 1}};
+  const engine::MetricsSnapshot sum = merge_metrics({dense, a, other, b});
+  ASSERT_TRUE(sum.moe_expert_tokens.has_value());
+  EXPECT_EQ(sum.moe_expert_tokens->tokens, (std::vector<int64_t>{13, 4}));
+  EXPECT_FALSE(merge_metrics({dense, dense}).moe_expert_tokens.has_value());
 }
 
 TEST(FleetMergeTest, NoJeAnsweringIsUnavailableNamingThem) {

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <cmath>
 #include <limits>
 #include <random>
@@ -227,6 +229,27 @@ TEST(WireTest, SemiPdMetricsCarryTheSplitAndDecisions) {
   doc["body"]["semi_pd"]["decisions"]["keep"] = "five";
   const std::vector<uint8_t> bad = Json::to_msgpack(doc);
   EXPECT_FALSE(decode_metrics(bad).ok());
+}
+
+// An MoE model's per-expert counts cross the wire (a TE's load reports, for the gateway's
+// /metrics); a grid whose size is not n_layer x n_expert, or a negative count, is refused.
+TEST(WireTest, ExpertTokensRoundTripAndMalformedGridsAreRefused) {
+  MetricsSnapshot m;
+  m.moe_expert_tokens = ExpertTokens{2, 3, {5, 0, 1, 2, 2, 2}};
+  auto back = decode_metrics(encode(m));
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_EQ(back->moe_expert_tokens, m.moe_expert_tokens);
+  EXPECT_FALSE(decode_metrics(encode(MetricsSnapshot{}))->moe_expert_tokens.has_value());
+  for (const auto& mutate : std::vector<std::function<void(Json&)>>{
+           [](Json& e) { e["tokens"].erase(0); },
+           [](Json& e) { e["n_expert"] = 0; },
+           [](Json& e) { e["tokens"][1] = -4; },
+           [](Json& e) { e["tokens"] = "many"; },
+       }) {
+    Json doc = Json::from_msgpack(encode(m));
+    mutate(doc["body"]["moe_expert_tokens"]);
+    EXPECT_FALSE(decode_metrics(Json::to_msgpack(doc)).ok()) << doc.dump();
+  }
 }
 
 TEST(WireTest, StatusRoundTrips) {

@@ -12,6 +12,7 @@
 
 #include "core/thread_pool.h"
 #include "gguf/writer.h"
+#include "model/expert_token_counts.h"
 #include "model/lora_adapter.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
@@ -215,6 +216,52 @@ TEST(MoeForwardTest, SingleExpertTopOneEqualsDense) {
   ASSERT_TRUE(rm.model().hparams().is_moe());
   EXPECT_EQ(rm.feed(kTokens, 0), rd.feed(kTokens, 0));
   EXPECT_EQ(rm.feed(kTokens, 1, 0, true), rd.feed(kTokens, 1, 0, true));
+}
+
+// The routing is counted per layer and expert: each token once per chosen expert in every layer,
+// whether the prompt runs as one batch or token by token; the load summary reads the counts.
+TEST(MoeForwardTest, RoutingIsCountedPerLayerAndExpert) {
+  Runner r(write_tiny_model(moe_spec("qwen3moe")).path);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  const HParams& hp = r.model().hparams();
+  ExpertTokenCounts counts(hp.n_layer, hp.moe.n_expert);
+  r.context().count_experts(&counts);
+  const auto per_layer = [&](const std::vector<int64_t>& c, int64_t l) {
+    int64_t sum = 0;
+    for (int64_t e = 0; e < hp.moe.n_expert; ++e)
+      sum += c[static_cast<size_t>(l * hp.moe.n_expert + e)];
+    return sum;
+  };
+  (void)r.feed(kTokens, 0);
+  const std::vector<int64_t> batched = counts.snapshot();
+  const auto n = static_cast<int64_t>(kTokens.size());
+  for (int64_t l = 0; l < hp.n_layer; ++l) EXPECT_EQ(per_layer(batched, l), n * 2) << l;
+  (void)r.feed(kTokens, 1, 0, /*one_by_one=*/true);
+  const std::vector<int64_t> both = counts.snapshot();
+  for (int64_t l = 0; l < hp.n_layer; ++l) EXPECT_EQ(per_layer(both, l), n * 4) << l;
+  const ExpertLoad load = summarize_expert_load(both, hp.n_layer, hp.moe.n_expert);
+  EXPECT_EQ(load.routed, n * 4 * hp.n_layer);
+  EXPECT_GE(load.worst_max_over_mean, load.mean_max_over_mean);
+  EXPECT_GE(load.mean_max_over_mean, 1.0);
+  r.context().count_experts(nullptr);  // no longer counted
+  (void)r.feed(kTokens, 0);
+  EXPECT_EQ(counts.snapshot(), both);
+}
+
+TEST(ExpertTokenCountsTest, OutOfRangeIsIgnoredAndTheSummaryReadsEachLayer) {
+  ExpertTokenCounts counts(3, 4);
+  counts.add(0, std::vector<int32_t>{0, 0, 0, 0, 9, -1});  // 9 and -1: no such expert
+  counts.add(1, std::vector<int32_t>{0, 1, 2, 3});
+  counts.add(3, std::vector<int32_t>{0});  // no such layer
+  const std::vector<int64_t> c = counts.snapshot();
+  EXPECT_EQ(c, (std::vector<int64_t>{4, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0}));
+  const ExpertLoad load = summarize_expert_load(c, 3, 4);
+  EXPECT_EQ(load.routed, 8);
+  EXPECT_DOUBLE_EQ(load.worst_max_over_mean, 4.0);  // layer 0: all on one expert
+  EXPECT_EQ(load.worst_layer, 0);
+  EXPECT_DOUBLE_EQ(load.mean_max_over_mean, 2.5);  // (4 + 1) / 2; layer 2 routed nothing
+  EXPECT_EQ(load.idle_experts, 3);
+  EXPECT_EQ(summarize_expert_load({}, 3, 4).worst_layer, -1);
 }
 
 std::string write_shape(const std::string& shape, DType type, ExpertLayout layout) {

@@ -109,6 +109,7 @@ class Runner {
   [[nodiscard]] const Status& status() const { return status_; }
   Model& model() { return *model_; }
   KvStorage& storage() { return *storage_; }
+  Context& context() { return *ctx_; }
   kernels::Ops& ops() { return ops_; }
   [[nodiscard]] int64_t n_vocab() const { return model_->hparams().n_vocab; }
   [[nodiscard]] int32_t block_size() const { return storage_->layout().block_size; }

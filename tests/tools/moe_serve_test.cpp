@@ -1,12 +1,15 @@
 // `keel serve` on a mixture-of-experts model (qwen3moe-tiny from `keel make-model`, Q8_0): plain
 // completions under continuous batching and chunked prefill (a 16-token step budget), concurrent
 // greedy requests equal to one-at-a-time ones, a repeated prompt hitting the prefix cache, LoRA on
-// the attention projections, n-gram speculative decoding; `keel make-lora` refuses FFN targets of
-// an MoE model in one line.
+// the attention projections, n-gram speculative decoding, /metrics' per-expert token counts; `keel
+// make-lora` refuses FFN targets of an MoE model in one line.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "cli_runner.h"
@@ -39,6 +42,23 @@ std::string greedy_text(int port, const std::string& prompt, const std::string& 
   if (j.is_discarded() || !j.contains("choices")) return "<" + r.body + ">";
   EXPECT_EQ(j["usage"]["completion_tokens"], 24) << r.body;
   return j["choices"][0]["text"].get<std::string>();
+}
+
+// keel:moe_expert_tokens_total summed per layer (label layer="N"), from /metrics text.
+std::map<int, double> expert_tokens_per_layer(const std::string& metrics, int* series) {
+  std::map<int, double> sums;
+  std::istringstream in(metrics);
+  std::string line;
+  *series = 0;
+  while (std::getline(in, line)) {
+    if (!line.starts_with("keel:moe_expert_tokens_total{")) continue;
+    const size_t at = line.find("layer=\"");
+    const size_t space = line.rfind(' ');
+    if (at == std::string::npos || space == std::string::npos) continue;
+    sums[std::stoi(line.substr(at + 7))] += std::stod(line.substr(space + 1));
+    ++*series;
+  }
+  return sums;
 }
 
 TEST(MoeServeTest, CompletionsBatchingChunkedPrefillPrefixCacheAndAttentionLora) {
@@ -75,6 +95,17 @@ TEST(MoeServeTest, CompletionsBatchingChunkedPrefillPrefixCacheAndAttentionLora)
   EXPECT_EQ(greedy_text(server.port(), long_prompt, "", spec), alone[0]);
   const std::string after = http_request(server.port(), "GET", "/metrics").body;
   EXPECT_GT(metric_value(after, "keel:spec_draft_tokens_total"), 0.0) << "nothing was drafted";
+  // /metrics counts the routing: one series per (layer, expert) — qwen3moe-tiny has 2 layers of 8
+  // experts, top-2 —, every layer saw the same tokens, 2 per token, at least every computed
+  // prompt token's.
+  int series = 0;
+  const std::map<int, double> per_layer = expert_tokens_per_layer(after, &series);
+  EXPECT_EQ(series, 2 * 8) << after.substr(0, 2000);
+  ASSERT_EQ(per_layer.size(), 2u);
+  const double layer0 = per_layer.begin()->second;
+  for (const auto& [layer, tokens] : per_layer) EXPECT_EQ(tokens, layer0) << "layer " << layer;
+  EXPECT_EQ(std::fmod(layer0, 2.0), 0.0);
+  EXPECT_GE(layer0, 2 * metric_value(after, "keel:prompt_tokens_total"));
   // An attention-only LoRA changes the text.
   EXPECT_NE(greedy_text(server.port(), long_prompt, "attn"), alone[0]);
 }

@@ -32,6 +32,18 @@ void add_histogram(const engine::HistogramSnapshot& from, engine::HistogramSnaps
   to->count += from.count;
 }
 
+// The TEs of one model share its shape: counts of another shape (another model) are left out.
+void add_expert_tokens(const std::optional<engine::ExpertTokens>& from,
+                       std::optional<engine::ExpertTokens>* to) {
+  if (!from) return;
+  if (!*to) {
+    *to = *from;
+    return;
+  }
+  if ((*to)->n_layer != from->n_layer || (*to)->n_expert != from->n_expert) return;
+  for (size_t i = 0; i < from->tokens.size(); ++i) (*to)->tokens[i] += from->tokens[i];
+}
+
 }  // namespace
 
 engine::EngineStats merge_stats(const std::vector<engine::EngineStats>& all) {
@@ -91,6 +103,7 @@ engine::MetricsSnapshot merge_metrics(const std::vector<engine::MetricsSnapshot>
     for (size_t i = 0; i < t.request_finished_total.size(); ++i) {
       t.request_finished_total[i] += m.request_finished_total[i];
     }
+    add_expert_tokens(m.moe_expert_tokens, &t.moe_expert_tokens);
   }
   return t;
 }

@@ -1,6 +1,7 @@
 // The fleet as one engine for /metrics: sums of the TEs' counters (EngineStats) and histograms
 // (MetricsSnapshot, bucket by bucket when the bounds agree; a TE with other bounds is skipped and
-// counted). kv_usage is recomputed from the summed blocks.
+// counted; an MoE model's expert counts summed when their shapes agree). kv_usage is recomputed
+// from the summed blocks.
 // Thread safety: pure functions.
 #pragma once
 
