@@ -1,7 +1,8 @@
 // `keel serve` on a mixture-of-experts model (qwen3moe-tiny from `keel make-model`, Q8_0): plain
 // completions under continuous batching and chunked prefill (a 16-token step budget), concurrent
 // greedy requests equal to one-at-a-time ones, a repeated prompt hitting the prefix cache, LoRA on
-// the attention projections, n-gram speculative decoding, /metrics' per-expert token counts; `keel
+// the attention projections, n-gram speculative decoding, /metrics' per-expert token counts —
+// and the same model under `keel cluster up`, its gateway summing the TEs' counts; `keel
 // make-lora` refuses FFN targets of an MoE model in one line.
 #include <gtest/gtest.h>
 
@@ -13,6 +14,8 @@
 #include <thread>
 
 #include "cli_runner.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -108,6 +111,50 @@ TEST(MoeServeTest, CompletionsBatchingChunkedPrefillPrefixCacheAndAttentionLora)
   EXPECT_GE(layer0, 2 * metric_value(after, "keel:prompt_tokens_total"));
   // An attention-only LoRA changes the text.
   EXPECT_NE(greedy_text(server.port(), long_prompt, "attn"), alone[0]);
+}
+
+// `keel cluster up` on the MoE model (2 colocated TEs, 1 JE): greedy text equals keel serve's,
+// and the gateway's /metrics sums both TEs' per-expert counts (carried in their load reports).
+TEST(MoeServeTest, ClusterGreedyTextEqualsKeelServeAndTheGatewayCountsExperts) {
+  const std::string dir = make_temp_dir("moe-cluster");
+  const std::string model = make_moe(dir);
+  ServeProcess serve({"-m", model, "-t", "1", "--served-model-name", "moe"});
+  ASSERT_TRUE(serve.ok()) << serve.error();
+  proc::ProcessSupervisor sup;
+  proc::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = {
+      KEEL_BINARY, "cluster",     "up", "-m",     model, "--served-model-name", "moe", "--jes",
+      "1",         "--colocated", "2",  "--port", "0",   "--threads-per-te",    "1"};
+  spec.ready_timeout = std::chrono::milliseconds(60000);
+  Result<proc::Child> child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  Result<int> port = proc::ready_port(child->ready);
+  ASSERT_TRUE(port.ok()) << port.status().message();
+  const std::vector<std::string> prompts = {"hello world", "once upon a time",
+                                            "the quick brown fox"};
+  for (const std::string& p : prompts) {
+    for (int i = 0; i < 2; ++i) {  // twice: round robin over the JE's router reaches both TEs
+      EXPECT_EQ(greedy_text(*port, p), greedy_text(serve.port(), p)) << p;
+    }
+  }
+  // The gateway's view follows the TEs' periodic reports: wait for one after the requests.
+  std::map<int, double> per_layer;
+  int series = 0;
+  double prompt_tokens = 0;
+  EXPECT_TRUE(eventually([&] {
+    const std::string m = http_request(*port, "GET", "/metrics").body;
+    per_layer = expert_tokens_per_layer(m, &series);
+    prompt_tokens = metric_value(m, "keel:prompt_tokens_total");
+    return per_layer.size() == 2 && prompt_tokens > 0 &&
+           per_layer.begin()->second >= 2 * prompt_tokens;
+  })) << "layer 0: "
+      << (per_layer.empty() ? 0.0 : per_layer.begin()->second) << ", prompt tokens "
+      << prompt_tokens;
+  EXPECT_EQ(series, 2 * 8);
+  ASSERT_EQ(per_layer.size(), 2u);
+  EXPECT_EQ(per_layer.begin()->second, per_layer.rbegin()->second);
+  EXPECT_TRUE(sup.stop_all(std::chrono::milliseconds(20000)).ok());
 }
 
 TEST(MoeServeTest, MakeLoraRefusesFfnTargetsOfAnMoeModel) {
