@@ -33,10 +33,10 @@
 
 #include "builtin_models.h"
 #include "cluster/protocol/bind_model.h"
-#include "cluster/task/scale_out_metrics.h"
-#include "cluster/task/warm_pool.h"
 #include "cluster/weights/weights_fork.h"
 #include "cluster_commands.h"
+#include "control/scaleout/scale_out_metrics.h"
+#include "control/scaleout/warm_pool.h"
 #include "core/cpu_features.h"
 #include "core/file_system.h"
 #include "core/log.h"
@@ -90,14 +90,14 @@ double median(std::vector<double> v) {
 
 // The summary of one scale-out (and its event-log lines).
 Json summarize(const std::string& mode, int64_t decision_ns,
-               const std::vector<Result<cluster::BoundTe>>& tes, std::ofstream* log) {
+               const std::vector<Result<control::BoundTe>>& tes, std::ofstream* log) {
   Json out = {{"mode", mode}, {"tes", tes.size()}};
   std::vector<double> first_token, ready;
   std::map<std::string, std::vector<double>> phases;
   int failed = 0, from_store = 0, forked = 0;
   std::vector<double> fork_seconds;
   uint64_t fork_bytes = 0;
-  for (const Result<cluster::BoundTe>& r : tes) {
+  for (const Result<control::BoundTe>& r : tes) {
     if (!r.ok()) {
       ++failed;
       out["errors"].push_back(r.status().to_string());
@@ -117,7 +117,7 @@ Json summarize(const std::string& mode, int64_t decision_ns,
     const Json secs = cluster::phase_seconds(p);
     for (const auto& [k, v] : secs.items()) phases[k].push_back(v.get<double>());
     if (log != nullptr) {
-      Json event = cluster::scale_out_event(r->name, r->pid, r->address, r->reply);
+      Json event = control::scale_out_event(r->name, r->pid, r->address, r->reply);
       event["mode"] = mode;
       *log << event.dump() << "\n";
     }
@@ -148,11 +148,11 @@ Json summarize(const std::string& mode, int64_t decision_ns,
 
 // The fork's source: a warm TE (on the bench's store, which holds the entry) bound from the
 // store before the decision — a running TE serving its mapping.
-Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
+Result<control::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
                                            const std::string& isa, const std::string& path,
                                            const store::PreloadResult& entry,
                                            proc::ProcessSupervisor* sup) {
-  cluster::WarmPoolConfig wc;
+  control::WarmPoolConfig wc;
   wc.host = o.source_host.empty() ? o.host : o.source_host;
   wc.keel_command = {self_exe()};
   wc.spec = warm_te_spec(o, isa, o.store_dir, wc.host);
@@ -161,13 +161,13 @@ Result<cluster::BoundTe> start_fork_source(const ClusterBenchScaleOptions& o,
   }
   wc.name_prefix = "fork-source";
   wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.start_timeout_s * 1000));
-  cluster::WarmPool pool(sup, wc);
+  control::WarmPool pool(sup, wc);
   KEEL_TRY(pool.refill(1));
   cluster::BindModel bind;
   bind.model_path = path;
   bind.store_entry = store::entry_name(entry.key);
   bind.decision_ns = cluster::steady_now_ns();
-  std::vector<Result<cluster::BoundTe>> bound = pool.bind(1, bind);
+  std::vector<Result<control::BoundTe>> bound = pool.bind(1, bind);
   if (bound.empty()) return Status::internal("fork source: no warm TE");
   KEEL_TRY(bound[0].status());
   if (bound[0]->weights_address.empty()) {
@@ -245,7 +245,7 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
   proc::SupervisorOptions so;
   if (!o.verbose) so.sink = [](std::string_view, std::string_view) {};
   proc::ProcessSupervisor sup(so);
-  cluster::WarmPoolConfig wc;
+  control::WarmPoolConfig wc;
   wc.host = o.host;
   wc.keel_command = {self_exe()};
   wc.spec = warm_te_spec(o, isa, mode == "store" ? o.store_dir : "", wc.host);
@@ -256,16 +256,16 @@ Result<Json> run_mode(const ClusterBenchScaleOptions& o, const std::string& mode
     fork_root = o.store_dir + "/keel-bench-fork-" + std::to_string(::getpid());
     wc.store_root = fork_root;  // a store per target TE: hosts without the entry
   }
-  cluster::WarmPool pool(&sup, wc);
+  control::WarmPool pool(&sup, wc);
   cluster::BindModel bind;
   bind.model_path = path;
-  std::vector<Result<cluster::BoundTe>> tes;
+  std::vector<Result<control::BoundTe>> tes;
   int64_t decision = 0;
   Json probe;
   Json probe_entry;
   Json fresh_pages;
   if (mode == "fork") {
-    Result<cluster::BoundTe> source = start_fork_source(o, isa, path, *entry, &sup);
+    Result<control::BoundTe> source = start_fork_source(o, isa, path, *entry, &sup);
     if (!source.ok()) {
       (void)sup.stop_all(std::chrono::milliseconds(5000));
       return source.status();

@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "cluster/task/bind_listener.h"
-#include "cluster/task/warm_pool.h"
 
 namespace keel::cluster {
 namespace {

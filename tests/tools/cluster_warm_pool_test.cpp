@@ -26,7 +26,7 @@
 
 #include "cli_runner.h"
 #include "cluster/protocol/te_spec.h"
-#include "cluster/task/warm_pool.h"
+#include "control/scaleout/warm_pool.h"
 #include "net/link.h"
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
@@ -70,9 +70,9 @@ cluster::TeSpec warm_spec(const std::string& store_dir) {
   return spec;
 }
 
-cluster::WarmPoolConfig pool_config(cluster::TeSpec spec, const std::string& name,
+control::WarmPoolConfig pool_config(cluster::TeSpec spec, const std::string& name,
                                     const std::string& store_root = "") {
-  cluster::WarmPoolConfig c;
+  control::WarmPoolConfig c;
   c.keel_command = {KEEL_BINARY};
   c.spec = std::move(spec);
   c.name_prefix = name;
@@ -146,7 +146,7 @@ TEST_F(WarmPoolE2e, WarmTeMapsThePreloadedEntryOrFallsBackToTheFile) {
   ASSERT_FALSE(entry.empty());
 
   proc::ProcessSupervisor sup({.sink = [](std::string_view, std::string_view) {}});
-  cluster::WarmPool pool(&sup, pool_config(warm_spec(store_), "warm-te"));
+  control::WarmPool pool(&sup, pool_config(warm_spec(store_), "warm-te"));
   ASSERT_TRUE(pool.refill(3).ok());
   EXPECT_EQ(pool.idle(), 3u);
 
@@ -238,9 +238,9 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
   auto source_pool = [&](const std::string& name, const std::string& weights_fault) {
     cluster::TeSpec spec = warm_spec(store_);
     spec.weights_fault = weights_fault;
-    return cluster::WarmPool(&sup, pool_config(spec, name));
+    return control::WarmPool(&sup, pool_config(spec, name));
   };
-  cluster::WarmPool sources = source_pool("source", "");
+  control::WarmPool sources = source_pool("source", "");
   ASSERT_TRUE(sources.refill(1).ok());
   auto source = sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
   ASSERT_TRUE(source[0].ok()) << source[0].status().to_string();
@@ -249,7 +249,7 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
 
   const std::string hosts = make_temp_dir("fork-hosts");
   // No store of their own: the pool gives each one under `hosts`.
-  cluster::WarmPool targets(&sup, pool_config(warm_spec(""), "target", hosts));
+  control::WarmPool targets(&sup, pool_config(warm_spec(""), "target", hosts));
   ASSERT_TRUE(targets.refill(3).ok());
   cluster::BindModel bind{stories(), entry, "colocated", cluster::steady_now_ns(),
                           source[0]->weights_address};
@@ -271,7 +271,7 @@ TEST_F(WarmPoolE2e, WarmTesForkTheEntryFromARunningTeByChainRelay) {
 
   // A source that flips a byte of chunk 0: the fork fails on the entry hash, the TE loads the
   // file, and its store holds nothing.
-  cluster::WarmPool bad_sources = source_pool("bad-source", "flip:0");
+  control::WarmPool bad_sources = source_pool("bad-source", "flip:0");
   ASSERT_TRUE(bad_sources.refill(1).ok());
   auto bad = bad_sources.bind(1, {stories(), entry, "colocated", cluster::steady_now_ns()});
   ASSERT_TRUE(bad[0].ok()) << bad[0].status().to_string();

@@ -46,4 +46,16 @@ bool BindListener::reply(const BindReply& r) {
   return bind_link_->reply(call_id_, encode_bind_reply(r));
 }
 
+Result<BindReply> bind_warm_te(const std::string& host, int port, const BindModel& bind,
+                               std::chrono::milliseconds timeout) {
+  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<net::Link> link,
+                        net::Link::connect(
+                            host + ":" + std::to_string(port), std::chrono::milliseconds(5000),
+                            [](net::Link&, net::Message) {}, [](net::Link&) {}));
+  Result<Json> body = link->call(encode_bind_model(bind), timeout);
+  link->close();
+  if (!body.ok()) return body.status();
+  return decode_bind_reply(*body);
+}
+
 }  // namespace keel::cluster

@@ -1,6 +1,7 @@
 // BindListener: a warm TE's bind port. It listens on host:0, and hands the owner the first
 // bind_model call that decodes (later binds, and malformed ones, are answered with an error at
-// once: a TE binds once). The owner loads the model and answers through reply().
+// once: a TE binds once). The owner loads the model and answers through reply(). bind_warm_te is
+// the binder's side: the call to that port.
 //
 // Thread safety: wait() and reply() from the owner's thread; the links' reader threads only queue.
 #pragma once
@@ -39,5 +40,10 @@ class BindListener {
   std::shared_ptr<net::Link> bind_link_;  // GUARDED_BY(mu_): the link it came on
   int64_t call_id_ = 0;                   // GUARDED_BY(mu_)
 };
+
+// Sends `bind` to the warm TE whose bind port is host:port and waits for its reply.
+[[nodiscard]] Result<BindReply> bind_warm_te(const std::string& host, int port,
+                                             const BindModel& bind,
+                                             std::chrono::milliseconds timeout);
 
 }  // namespace keel::cluster

@@ -91,7 +91,7 @@ Status NodeAgent::start() {
                                                           on_message(link, std::move(m));
                                                         }));
   if (o_.warm > 0) {
-    cluster::WarmPoolConfig wc;
+    control::WarmPoolConfig wc;
     // Warm TEs bind to a model later; their bind port is reached on loopback, their control port
     // from other hosts (registered at --advertise-host).
     wc.keel_command = o_.keel_command;
@@ -103,7 +103,7 @@ Status NodeAgent::start() {
     wc.spec.membership = te_membership();
     wc.name_prefix = o_.host_id + "-warm-te";
     wc.start_timeout = std::chrono::milliseconds(static_cast<int64_t>(o_.start_timeout_s * 1000));
-    pool_ = std::make_unique<cluster::WarmPool>(&sup_, std::move(wc));
+    pool_ = std::make_unique<control::WarmPool>(&sup_, std::move(wc));
     KEEL_TRY(pool_->refill(o_.warm));
   }
   KEEL_ASSIGN_OR_RETURN(member_, ClusterMembership::open(o_.membership));
@@ -146,7 +146,7 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
     bind.role = req.role;
     bind.engine = req.engine;  // replaces the warm TE's own
     bind.isa = req.isa;
-    std::vector<Result<cluster::BoundTe>> bound = pool_->bind(1, bind);
+    std::vector<Result<control::BoundTe>> bound = pool_->bind(1, bind);
     if (bound.size() == 1 && bound[0].ok()) {
       const std::string port = bound[0]->address.substr(bound[0]->address.rfind(':') + 1);
       reply.id = bound[0]->name;

@@ -32,8 +32,8 @@
 #include "cluster/policy/leader_fence.h"
 #include "cluster/policy/node_capacity.h"
 #include "cluster/protocol/node_messages.h"
-#include "cluster/task/warm_pool.h"
 #include "control/manager/cluster_membership.h"
+#include "control/scaleout/warm_pool.h"
 #include "core/result.h"
 #include "net/host_port.h"
 #include "net/link.h"
@@ -108,7 +108,7 @@ class NodeAgent {
   NodeAgentConfig o_;
   net::HostPort listen_;
   proc::ProcessSupervisor sup_;
-  std::unique_ptr<cluster::WarmPool> pool_;
+  std::unique_ptr<control::WarmPool> pool_;
   std::unique_ptr<net::LinkServer> server_;  // the managers' links
   std::unique_ptr<ClusterMembership> member_;
   std::map<std::string, StartedTe> tes_;  // by id

@@ -14,7 +14,7 @@ namespace keel::control {
 
 ClusterScaler::ClusterScaler(proc::ProcessSupervisor* sup, ClusterScalerConfig config)
     : config_(std::move(config)),
-      pool_(sup, cluster::WarmPoolConfig{config_.keel_command, config_.warm_te, "warm-te",
+      pool_(sup, control::WarmPoolConfig{config_.keel_command, config_.warm_te, "warm-te",
                                          config_.start_timeout, std::chrono::milliseconds(300000),
                                          config_.te_store_root}),
       sup_(sup) {}
@@ -132,7 +132,7 @@ std::vector<cluster::BindModel> ClusterScaler::plan_binds(
   bind.store_entry = entry_name_;
   bind.decision_ns = cluster::steady_now_ns();
   std::vector<cluster::BindTarget> targets;
-  for (const cluster::WarmPool::IdleTe& te : pool_.peek(n)) {
+  for (const control::WarmPool::IdleTe& te : pool_.peek(n)) {
     const std::string dir = te.store_dir.empty() ? config_.store_dir : te.store_dir;
     const bool held =
         !dir.empty() && !entry_name_.empty() && std::filesystem::exists(dir + "/" + entry_name_);
@@ -162,9 +162,9 @@ cluster::Json ClusterScaler::scale_out(int tes, cluster::TeRole role) {
   std::vector<cluster::BindSourcePlan> plans;
   std::vector<cluster::BindModel> binds = plan_binds(tes, role, &plans);
   for (cluster::BindModel& b : binds) b.decision_ns = decision_ns;
-  std::vector<Result<cluster::BoundTe>> bound = pool_.bind_each(binds);
+  std::vector<Result<control::BoundTe>> bound = pool_.bind_each(binds);
   for (size_t i = 0; i < bound.size(); ++i) {
-    Result<cluster::BoundTe>& r = bound[i];
+    Result<control::BoundTe>& r = bound[i];
     Status s = r.ok() ? add_to_jes(r->address) : r.status();
     if (!s.ok()) {
       out["ok"] = false;
@@ -175,7 +175,7 @@ cluster::Json ClusterScaler::scale_out(int tes, cluster::TeRole role) {
       add_peer(r->pid, r->weights_address);  // it serves the entry from now on
     }
     metrics_.observe(r->reply.phases);
-    cluster::Json event = cluster::scale_out_event(r->name, r->pid, r->address, r->reply);
+    cluster::Json event = control::scale_out_event(r->name, r->pid, r->address, r->reply);
     event["role"] = std::string(cluster::te_role_name(role));
     event["bind_source"] = cluster::bind_source_kind_name(plans[i].kind);
     event["bind_source_why"] = plans[i].why;

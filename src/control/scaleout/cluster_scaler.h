@@ -1,6 +1,6 @@
 // ClusterScaler: the scale-out side of `keel cluster up --warm-pool N --store-dir DIR` — the
 // cluster manager's model store preload (before any TE starts, so all of them map it), its warm
-// pool of model-agnostic TEs (cluster/task/warm_pool.h), and the trigger that binds them: a
+// pool of model-agnostic TEs (control/scaleout/warm_pool.h), and the trigger that binds them: a
 // `scale_out` call on its control port (`keel cluster scale [--role R]`; the autoscaler calls the
 // same). A scale-out binds idle warm TEs to the cluster's model in a role (colocated, prefill or
 // decode: the pool's TEs serve any), adds each to every JE (add_te), records its phases
@@ -29,9 +29,9 @@
 #include <vector>
 
 #include "cluster/protocol/fleet.h"
-#include "cluster/task/scale_out_metrics.h"
-#include "cluster/task/warm_pool.h"
 #include "cluster/weights/bind_source.h"
+#include "control/scaleout/scale_out_metrics.h"
+#include "control/scaleout/warm_pool.h"
 #include "core/result.h"
 #include "net/link_server.h"
 #include "proc/process_supervisor.h"
@@ -124,7 +124,7 @@ class ClusterScaler {
   [[nodiscard]] std::vector<std::string> live_peers() const;
 
   ClusterScalerConfig config_;
-  cluster::WarmPool pool_;
+  control::WarmPool pool_;
   proc::ProcessSupervisor* sup_;             // not owned
   std::unique_ptr<net::LinkServer> server_;  // the scale-out control's links
   store::SealedHolder sealed_;  // the entries this manager built: sealed memfds, held here
@@ -137,7 +137,7 @@ class ClusterScaler {
     std::string weights_address;
   };
   std::vector<Peer> peers_;  // fork sources (see add_peer)
-  cluster::ScaleOutMetrics metrics_;
+  control::ScaleOutMetrics metrics_;
   std::optional<std::ofstream> log_;
   // The forecast's state: the last count and when, the EWMA of the request rate.
   int64_t last_requests_ = -1;

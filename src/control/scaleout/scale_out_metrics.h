@@ -14,29 +14,30 @@
 #include "cluster/protocol/bind_model.h"
 #include "cluster/protocol/seconds_histogram.h"
 
-namespace keel::cluster {
+namespace keel::control {
 
 class ScaleOutMetrics {
  public:
   static constexpr int kPhases = 5;  // scaler_pre, pre_load, load, post_load, announce
 
-  void observe(const ScaleOutPhases& p);
+  void observe(const cluster::ScaleOutPhases& p);
   // Prometheus text (HELP, TYPE, buckets, sum, count) of both histograms.
   [[nodiscard]] std::string text() const;
 
  private:
   mutable std::mutex mu_;
-  static SecondsHistogram histogram() {
+  static cluster::SecondsHistogram histogram() {
     return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0};
   }
-  std::array<SecondsHistogram, kPhases> phases_ = {histogram(), histogram(), histogram(),
-                                                   histogram(), histogram()};  // GUARDED_BY(mu_)
-  SecondsHistogram first_token_ = histogram();                                 // GUARDED_BY(mu_)
+  std::array<cluster::SecondsHistogram, kPhases> phases_ = {
+      histogram(), histogram(), histogram(), histogram(), histogram()};  // GUARDED_BY(mu_)
+  cluster::SecondsHistogram first_token_ = histogram();                  // GUARDED_BY(mu_)
 };
 
 // One scale-out's event-log line: {"event":"scale_out","te","pid","address","from_store",
 // "store_note","decision_ns","phases_s":{...},"first_token_s","ready_s"}.
-[[nodiscard]] Json scale_out_event(const std::string& te, int64_t pid, const std::string& address,
-                                   const BindReply& reply);
+[[nodiscard]] cluster::Json scale_out_event(const std::string& te, int64_t pid,
+                                            const std::string& address,
+                                            const cluster::BindReply& reply);
 
-}  // namespace keel::cluster
+}  // namespace keel::control

@@ -1,7 +1,7 @@
 // ScaleOutMetrics and scale_out_event (see scale_out_metrics.h).
-#include "cluster/task/scale_out_metrics.h"
+#include "control/scaleout/scale_out_metrics.h"
 
-namespace keel::cluster {
+namespace keel::control {
 namespace {
 
 constexpr const char* kScaleOutPhaseNames[ScaleOutMetrics::kPhases] = {
@@ -9,7 +9,7 @@ constexpr const char* kScaleOutPhaseNames[ScaleOutMetrics::kPhases] = {
 
 }  // namespace
 
-void ScaleOutMetrics::observe(const ScaleOutPhases& p) {
+void ScaleOutMetrics::observe(const cluster::ScaleOutPhases& p) {
   const int64_t marks[] = {p.decision_ns, p.bound_ns,       p.preloaded_ns,
                            p.loaded_ns,   p.first_token_ns, p.announced_ns};
   std::lock_guard lock(mu_);
@@ -35,19 +35,20 @@ std::string ScaleOutMetrics::text() const {
   return out;
 }
 
-Json scale_out_event(const std::string& te, int64_t pid, const std::string& address,
-                     const BindReply& reply) {
-  const ScaleOutPhases& p = reply.phases;
-  Json event{{"event", "scale_out"},
-             {"te", te},
-             {"pid", pid},
-             {"address", address},
-             {"from_store", reply.from_store},
-             {"store_note", reply.store_note},
-             {"decision_ns", p.decision_ns},
-             {"phases_s", phase_seconds(p)},
-             {"first_token_s", static_cast<double>(p.first_token_ns - p.decision_ns) * 1e-9},
-             {"ready_s", static_cast<double>(p.announced_ns - p.decision_ns) * 1e-9}};
+cluster::Json scale_out_event(const std::string& te, int64_t pid, const std::string& address,
+                              const cluster::BindReply& reply) {
+  const cluster::ScaleOutPhases& p = reply.phases;
+  cluster::Json event{
+      {"event", "scale_out"},
+      {"te", te},
+      {"pid", pid},
+      {"address", address},
+      {"from_store", reply.from_store},
+      {"store_note", reply.store_note},
+      {"decision_ns", p.decision_ns},
+      {"phases_s", cluster::phase_seconds(p)},
+      {"first_token_s", static_cast<double>(p.first_token_ns - p.decision_ns) * 1e-9},
+      {"ready_s", static_cast<double>(p.announced_ns - p.decision_ns) * 1e-9}};
   event["forked"] = reply.forked;
   if (reply.forked) {
     event["fork_bytes"] = reply.fork_bytes;
@@ -57,4 +58,4 @@ Json scale_out_event(const std::string& te, int64_t pid, const std::string& addr
   return event;
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::control

@@ -1,10 +1,10 @@
-// ScaleOutMetrics (cluster/task/scale_out_metrics.h): phases land in their buckets, cumulative
+// ScaleOutMetrics (control/scaleout/scale_out_metrics.h): phases land in their buckets, cumulative
 // counts, sums and counts in Prometheus text; the event line carries the phases.
-#include "cluster/task/scale_out_metrics.h"
+#include "control/scaleout/scale_out_metrics.h"
 
 #include <gtest/gtest.h>
 
-namespace keel::cluster {
+namespace keel::control {
 namespace {
 
 TEST(ScaleOutMetricsTest, HistogramsCountEachPhase) {
@@ -31,11 +31,11 @@ TEST(ScaleOutMetricsTest, HistogramsCountEachPhase) {
 }
 
 TEST(ScaleOutMetricsTest, EventLineCarriesThePhases) {
-  BindReply r;
+  cluster::BindReply r;
   r.from_store = true;
   r.phases = {1'000'000'000, 1'100'000'000, 1'200'000'000,
               1'300'000'000, 1'400'000'000, 1'500'000'000};
-  const Json e = scale_out_event("warm-te-0", 42, "127.0.0.1:9", r);
+  const cluster::Json e = scale_out_event("warm-te-0", 42, "127.0.0.1:9", r);
   EXPECT_EQ(e["event"], "scale_out");
   EXPECT_EQ(e["te"], "warm-te-0");
   EXPECT_TRUE(e["from_store"].get<bool>());
@@ -45,4 +45,4 @@ TEST(ScaleOutMetricsTest, EventLineCarriesThePhases) {
 }
 
 }  // namespace
-}  // namespace keel::cluster
+}  // namespace keel::control

@@ -1,21 +1,22 @@
 // WarmPool (see warm_pool.h).
-#include "cluster/task/warm_pool.h"
+#include "control/scaleout/warm_pool.h"
 
 #include <filesystem>
 #include <thread>
 
 #include "cluster/protocol/executor_launch.h"
+#include "cluster/task/bind_listener.h"
 #include "proc/ready_line.h"
 
-namespace keel::cluster {
+namespace keel::control {
 namespace {
 
 Result<BoundTe> bind_one(const std::string& host, const std::string& name, pid_t pid, int port,
-                         int weights_port, const BindModel& bind,
+                         int weights_port, const cluster::BindModel& bind,
                          std::chrono::milliseconds timeout) {
-  KEEL_ASSIGN_OR_RETURN(BindReply reply, bind_warm_te(host, port, bind, timeout));
+  KEEL_ASSIGN_OR_RETURN(cluster::BindReply reply, cluster::bind_warm_te(host, port, bind, timeout));
   BoundTe out;
-  out.replied_ns = steady_now_ns();
+  out.replied_ns = cluster::steady_now_ns();
   if (!reply.status.ok()) {
     return Status::unavailable(name + ": bind failed: " + reply.status.message());
   }
@@ -29,20 +30,8 @@ Result<BoundTe> bind_one(const std::string& host, const std::string& name, pid_t
 
 }  // namespace
 
-Result<BindReply> bind_warm_te(const std::string& host, int port, const BindModel& bind,
-                               std::chrono::milliseconds timeout) {
-  KEEL_ASSIGN_OR_RETURN(std::shared_ptr<net::Link> link,
-                        net::Link::connect(
-                            host + ":" + std::to_string(port), std::chrono::milliseconds(5000),
-                            [](net::Link&, net::Message) {}, [](net::Link&) {}));
-  Result<Json> body = link->call(encode_bind_model(bind), timeout);
-  link->close();
-  if (!body.ok()) return body.status();
-  return decode_bind_reply(*body);
-}
-
 Result<WarmPool::WarmTe> WarmPool::start_one() {
-  TeSpec te = config_.spec;
+  cluster::TeSpec te = config_.spec;
   te.id = config_.name_prefix + "-" + std::to_string(next_id_++);
   te.warm = true;
   if (!config_.store_root.empty()) {
@@ -52,8 +41,8 @@ Result<WarmPool::WarmTe> WarmPool::start_one() {
     if (ec)
       return Status::io_error(te.store_dir + ": cannot create the TE's store: " + ec.message());
   }
-  KEEL_ASSIGN_OR_RETURN(proc::Child child,
-                        sup_->spawn(te_child(config_.keel_command, te, config_.start_timeout)));
+  KEEL_ASSIGN_OR_RETURN(proc::Child child, sup_->spawn(cluster::te_child(config_.keel_command, te,
+                                                                         config_.start_timeout)));
   if (child.ready.value("state", std::string()) != "warm") {
     return Status::invalid_argument(te.id +
                                     ": its ready line is not a warm TE's: " + child.ready.dump());
@@ -70,14 +59,14 @@ Status WarmPool::refill(int target) {
   return {};
 }
 
-std::vector<Result<BoundTe>> WarmPool::bind(int n, const BindModel& bind) {
+std::vector<Result<BoundTe>> WarmPool::bind(int n, const cluster::BindModel& bind) {
   const size_t count = std::min(idle_.size(), static_cast<size_t>(std::max(n, 0)));
-  return bind_each(std::vector<BindModel>(count, bind));
+  return bind_each(std::vector<cluster::BindModel>(count, bind));
 }
 
-std::vector<Result<BoundTe>> WarmPool::bind_chain(int n, const BindModel& bind) {
+std::vector<Result<BoundTe>> WarmPool::bind_chain(int n, const cluster::BindModel& bind) {
   const size_t count = std::min(idle_.size(), static_cast<size_t>(std::max(n, 0)));
-  std::vector<BindModel> binds(count, bind);
+  std::vector<cluster::BindModel> binds(count, bind);
   for (size_t i = 1; i < count; ++i) {
     if (idle_[i - 1].weights_port <= 0) continue;  // no --store-dir: no relay; fork from the head
     binds[i].fork_from = config_.host + ":" + std::to_string(idle_[i - 1].weights_port);
@@ -99,7 +88,7 @@ std::vector<WarmPool::IdleTe> WarmPool::peek(int n) const {
   return out;
 }
 
-std::vector<Result<BoundTe>> WarmPool::bind_each(const std::vector<BindModel>& binds) {
+std::vector<Result<BoundTe>> WarmPool::bind_each(const std::vector<cluster::BindModel>& binds) {
   const size_t count = std::min(idle_.size(), binds.size());
   std::vector<Result<BoundTe>> out(count, Status::internal("not bound"));
   std::vector<std::thread> threads;
@@ -115,7 +104,7 @@ std::vector<Result<BoundTe>> WarmPool::bind_each(const std::vector<BindModel>& b
   return out;
 }
 
-std::vector<Result<BoundTe>> WarmPool::start_and_bind(int n, const BindModel& bind) {
+std::vector<Result<BoundTe>> WarmPool::start_and_bind(int n, const cluster::BindModel& bind) {
   std::vector<Result<BoundTe>> out(static_cast<size_t>(std::max(n, 0)),
                                    Status::internal("not started"));
   std::vector<std::thread> threads;
@@ -134,4 +123,4 @@ std::vector<Result<BoundTe>> WarmPool::start_and_bind(int n, const BindModel& bi
   return out;
 }
 
-}  // namespace keel::cluster
+}  // namespace keel::control

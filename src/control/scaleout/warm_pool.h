@@ -21,13 +21,13 @@
 #include "core/result.h"
 #include "proc/process_supervisor.h"
 
-namespace keel::cluster {
+namespace keel::control {
 
 struct WarmPoolConfig {
   // What runs keel (executor_launch.h: its path, possibly behind `ip netns exec NS`) and the warm
   // TEs' spec (warm set; the pool sets each one's id, and its store_dir under store_root).
   std::vector<std::string> keel_command;
-  TeSpec spec;
+  cluster::TeSpec spec;
   std::string name_prefix = "warm-te";
   std::chrono::milliseconds start_timeout{60000};  // fork → warm ready line
   std::chrono::milliseconds bind_timeout{300000};  // bind → reply (the model's whole load)
@@ -45,7 +45,7 @@ struct BoundTe {
   pid_t pid = 0;
   std::string address;          // its control address "127.0.0.1:port"
   std::string weights_address;  // its weights service (fork source for others); "" = none
-  BindReply reply;              // reply.phases: the scale-out's marks
+  cluster::BindReply reply;     // reply.phases: the scale-out's marks
   int64_t replied_ns = 0;       // when the binder had the reply (steady clock)
 };
 
@@ -59,7 +59,7 @@ class WarmPool {
   [[nodiscard]] size_t idle() const { return idle_.size(); }
 
   // Binds min(n, idle()) idle TEs to `bind` concurrently; one result per TE, in pool order.
-  [[nodiscard]] std::vector<Result<BoundTe>> bind(int n, const BindModel& bind);
+  [[nodiscard]] std::vector<Result<BoundTe>> bind(int n, const cluster::BindModel& bind);
   // The next min(n, idle()) idle TEs, in the order bind_each() takes them.
   struct IdleTe {
     std::string name;
@@ -68,13 +68,14 @@ class WarmPool {
   };
   [[nodiscard]] std::vector<IdleTe> peek(int n) const;
   // Binds the next binds.size() idle TEs (at most idle()), TE i to binds[i], concurrently.
-  [[nodiscard]] std::vector<Result<BoundTe>> bind_each(const std::vector<BindModel>& binds);
+  [[nodiscard]] std::vector<Result<BoundTe>> bind_each(
+      const std::vector<cluster::BindModel>& binds);
   // Fork by chain relay: as bind(), but TE 0 forks from bind.fork_from and TE i from TE i-1's
   // weights service (which relays the chunks as they reach it). The TEs need --store-dir.
-  [[nodiscard]] std::vector<Result<BoundTe>> bind_chain(int n, const BindModel& bind);
+  [[nodiscard]] std::vector<Result<BoundTe>> bind_chain(int n, const cluster::BindModel& bind);
   // Cold path: starts n new TEs one after another, binding each (concurrently with the next
   // start) once its process is up.
-  [[nodiscard]] std::vector<Result<BoundTe>> start_and_bind(int n, const BindModel& bind);
+  [[nodiscard]] std::vector<Result<BoundTe>> start_and_bind(int n, const cluster::BindModel& bind);
 
  private:
   struct WarmTe {
@@ -91,9 +92,4 @@ class WarmPool {
   int next_id_ = 0;
 };
 
-// Sends `bind` to the warm TE whose bind port is host:port and waits for its reply.
-[[nodiscard]] Result<BindReply> bind_warm_te(const std::string& host, int port,
-                                             const BindModel& bind,
-                                             std::chrono::milliseconds timeout);
-
-}  // namespace keel::cluster
+}  // namespace keel::control
