@@ -34,7 +34,7 @@ void check_fixed_point(const Json& body, Decode decode, Encode encode) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace c = keel::cluster;
-  auto message = c::decode_message(std::span<const uint8_t>(data, size));
+  auto message = keel::net::decode_message(std::span<const uint8_t>(data, size));
   if (!message.ok()) return 0;
   const Json& body = message->body;
   check_fixed_point(body, c::decode_submit_job, [](const auto& m) { return c::encode(m); });
@@ -45,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_fixed_point(body, c::decode_job_attempt, [](const auto& m) { return c::encode(m); });
   check_fixed_point(body, c::decode_job_failed, [](const auto& m) { return c::encode(m); });
   check_fixed_point(body, c::decode_fleet_status, [](const auto& m) {
-    return net::Message{"reply", c::encode_body(m)};
+    return Message{"reply", c::encode_body(m)};
   });
   check_fixed_point(body, c::decode_kv_fetch, [](const auto& m) { return c::encode(m); });
   check_fixed_point(body, c::decode_remove_te, [](const auto& m) { return c::encode(m); });

@@ -51,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_body_fixed_point(body, c::decode_start_te, [](const auto& m) { return c::encode(m).body; });
   check_body_fixed_point(body, c::decode_stop_te, [](const auto& m) { return c::encode(m).body; });
   check_body_fixed_point(body, c::decode_fence, [](const auto& m) { return c::encode(m).body; });
-  check_body_fixed_point(body, c::decode_start_te_reply, c::encode_body);
+  check_body_fixed_point(body, c::decode_start_te_reply,
+                         [](const auto& m) { return c::encode_body(m); });
   check_body_fixed_point(body, c::decode_bind_model,
                          [](const auto& m) { return c::encode_bind_model(m).body; });
   return 0;
