@@ -136,7 +136,6 @@ void render_tier_metrics(Writer& w, const engine::EngineStats& stats) {
   }
 }
 
-// A semi-PD engine's split (engine/semi_pd_engine.h): gauges and the re-split downtime.
 // An MoE model's routing: one series per (layer, expert), zeros included (a rate over an expert
 // that got no tokens is 0, not absent).
 void render_expert_tokens(Writer& w, const engine::ExpertTokens& e) {
@@ -146,12 +145,14 @@ void render_expert_tokens(Writer& w, const engine::ExpertTokens& e) {
     for (int32_t expert = 0; expert < e.n_expert; ++expert) {
       const size_t i = static_cast<size_t>(layer) * static_cast<size_t>(e.n_expert) +
                        static_cast<size_t>(expert);
+      if (i >= e.tokens.size()) return;  // a grid shorter than its shape (the codec refuses one)
       w.sample("moe_expert_tokens_total", static_cast<double>(e.tokens[i]),
                fmt::format("layer=\"{}\",expert=\"{}\"", layer, expert));
     }
   }
 }
 
+// A semi-PD engine's split (engine/semi_pd_engine.h): gauges and the re-split downtime.
 void render_semi_pd_metrics(Writer& w, const engine::SemiPdMetrics& p) {
   w.gauge("semi_pd_split_prefill_cores", "Cores the semi-PD prefill worker is set to.",
           p.split_prefill);

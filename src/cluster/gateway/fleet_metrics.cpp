@@ -41,7 +41,8 @@ void add_expert_tokens(const std::optional<engine::ExpertTokens>& from,
     return;
   }
   if ((*to)->n_layer != from->n_layer || (*to)->n_expert != from->n_expert) return;
-  for (size_t i = 0; i < from->tokens.size(); ++i) (*to)->tokens[i] += from->tokens[i];
+  const size_t n = std::min(from->tokens.size(), (*to)->tokens.size());
+  for (size_t i = 0; i < n; ++i) (*to)->tokens[i] += from->tokens[i];
 }
 
 }  // namespace
