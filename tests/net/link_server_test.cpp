@@ -11,19 +11,14 @@
 #include <chrono>
 #include <thread>
 
+#include "support/test_support.h"
+
 namespace keel::net {
 namespace {
 
 using namespace std::chrono_literals;
 
-template <class Pred>
-bool eventually(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!pred() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(5ms);
-  }
-  return pred();
-}
+using keel::testing::eventually;
 
 std::shared_ptr<Link> connect_to(const LinkServer& server, std::atomic<int>* closed) {
   Result<std::shared_ptr<Link>> link =
