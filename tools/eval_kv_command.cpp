@@ -1,15 +1,7 @@
-// `keel eval kv`: the KV cache element types (f32, f16, q8_0) against f32 KV on one model. For each
-// of --prompts sequences (fixed seed) the model writes --max-len tokens itself (model_text.h). Each
-// KV type then (1) teacher-forces the sequence — its first --prompt-len tokens as one prefill, the
-// rest one decode step at a time, as the engine serves them — and is compared with f32 KV at every
-// decode step: top-1 agreement, KL(f32 ‖ type), the largest |Δlogit|, and the perplexity of the
-// written text; (2) decodes --greedy tokens greedily from the prompt, compared id by id with f32
-// KV's greedy ids (ids equal at the same position, and the length of the shared prefix). Also the
-// KV bytes per token and their ratio to f16. Output: a markdown table, or one JSON object per type.
-#include <algorithm>
-#include <cmath>
+// `keel eval kv`: the flags to eval::KvEvalConfig, the model loaded (model_loading.h), the harness
+// run (eval/kv_eval.h: KV cache element types against f32 KV on model-written sequences) and its
+// results printed: a markdown table, or one JSON object per type (--json).
 #include <cstdio>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -17,197 +9,56 @@
 
 #include "commands.h"
 #include "core/thread_pool.h"
+#include "eval/kv_eval.h"
 #include "host/compute.h"
-#include "model/context.h"
-#include "model/kv_storage.h"
 #include "model/kv_type.h"
 #include "model_loading.h"
-#include "model_text.h"
-#include "sampling/logprobs.h"
-#include "sampling/softmax_math.h"
 
 namespace keel::cli {
 namespace {
 
-constexpr int32_t kBlockSize = 16;
-
-struct Totals {  // one KV type, summed over sequences
-  double steps = 0, top1 = 0, kl = 0, nll = 0, max_dlogit = 0;
-  double greedy_same = 0, greedy_total = 0, shared_prefix = 0;
-  int sequences = 0;
-};
-
-// A storage of one KV type with one sequence's blocks, and what it computes.
-class KvRun {
- public:
-  static Result<KvRun> create(const model::Model& m, DType type, int32_t max_len) {
-    const auto layout = model::KvLayout::for_model(m.hparams(), kBlockSize, type);
-    const int32_t blocks = (max_len + kBlockSize - 1) / kBlockSize;
-    KEEL_ASSIGN_OR_RETURN(model::KvStorage kv, model::KvStorage::create(layout, blocks));
-    KvRun r(std::move(kv));
-    r.table_.resize(static_cast<size_t>(blocks));
-    std::iota(r.table_.begin(), r.table_.end(), 0);
-    return r;
-  }
-  [[nodiscard]] const model::KvStorage& kv() const { return kv_; }
-
-  // n tokens the model writes itself (model_text.h), computed in this storage.
-  Result<std::vector<int32_t>> written(model::Context& ctx, kernels::Ops& ops, TextSpec text,
-                                       uint64_t seed, int32_t n) {
-    return model_written_tokens(ctx, kv_, ops, table_, text, seed, n);
-  }
-
-  // Teacher-forced logits: after the prompt, then after each later token but the last.
-  Result<std::vector<std::vector<float>>> forced(model::Context& ctx, kernels::Ops& ops,
-                                                 const std::vector<int32_t>& tokens,
-                                                 int32_t prompt_len) {
-    std::vector<std::vector<float>> out;
-    std::vector<float> logits;
-    KEEL_TRY(prefill(ctx, ops, tokens, prompt_len, &logits));
-    out.push_back(logits);
-    for (int32_t p = prompt_len; p + 1 < static_cast<int32_t>(tokens.size()); ++p) {
-      KEEL_TRY(step(ctx, ops, tokens[static_cast<size_t>(p)], p, &logits));
-      out.push_back(logits);
-    }
-    return out;
-  }
-
-  // n greedy ids after the prompt.
-  Result<std::vector<int32_t>> greedy(model::Context& ctx, kernels::Ops& ops,
-                                      const std::vector<int32_t>& tokens, int32_t prompt_len,
-                                      int32_t n) {
-    std::vector<float> logits;
-    KEEL_TRY(prefill(ctx, ops, tokens, prompt_len, &logits));
-    std::vector<int32_t> ids;
-    for (int32_t i = 0; i < n; ++i) {
-      ids.push_back(sampling::argmax(logits));
-      if (i + 1 < n) KEEL_TRY(step(ctx, ops, ids.back(), prompt_len + i, &logits));
-    }
-    return ids;
-  }
-
- private:
-  explicit KvRun(model::KvStorage kv) : kv_(std::move(kv)) {}
-  Status prefill(model::Context& ctx, kernels::Ops& ops, const std::vector<int32_t>& tokens,
-                 int32_t n, std::vector<float>* logits) {
-    model::Batch b;
-    const int32_t seq = b.add_seq(table_);
-    for (int32_t i = 0; i < n; ++i) b.add(tokens[static_cast<size_t>(i)], i, seq, i + 1 == n);
-    return ctx.forward(b, kv_, ops, logits);
-  }
-  Status step(model::Context& ctx, kernels::Ops& ops, int32_t token, int32_t pos,
-              std::vector<float>* logits) {
-    model::Batch b;
-    const int32_t seq = b.add_seq(table_);
-    b.add(token, pos, seq, true);
-    return ctx.forward(b, kv_, ops, logits);
-  }
-
-  model::KvStorage kv_;
-  std::vector<int32_t> table_;
-};
-
-double log_softmax_at(const std::vector<float>& logits, int32_t token) {
-  const float mx = *std::max_element(logits.begin(), logits.end());
-  double sum = 0;
-  for (float l : logits) sum += std::exp(static_cast<double>(l - mx));
-  return static_cast<double>(logits[static_cast<size_t>(token)] - mx) - std::log(sum);
+eval::KvEvalConfig kv_eval_config(const EvalKvOptions& opts) {
+  eval::KvEvalConfig c;
+  c.prompts = opts.prompts;
+  c.prompt_len = opts.prompt_len;
+  c.max_len = opts.max_len;
+  c.greedy = opts.greedy;
+  c.seed = opts.seed;
+  c.kv_types = opts.kv_types;
+  return c;
 }
 
-// Adds the comparison of `got` (a type's forced logits and greedy ids) with f32's to *t.
-void compare(const std::vector<std::vector<float>>& ref, const std::vector<std::vector<float>>& got,
-             const std::vector<int32_t>& tokens, int32_t prompt_len,
-             const std::vector<int32_t>& ref_greedy, const std::vector<int32_t>& greedy,
-             Totals* t) {
-  for (size_t j = 0; j < got.size(); ++j) {
-    t->steps += 1;
-    t->top1 += sampling::argmax(ref[j]) == sampling::argmax(got[j]) ? 1 : 0;
-    t->kl += sampling::kl_divergence(ref[j], got[j]);
-    t->nll -= log_softmax_at(got[j], tokens[static_cast<size_t>(prompt_len) + j]);
-    for (size_t v = 0; v < got[j].size(); ++v) {
-      t->max_dlogit = std::max(t->max_dlogit, std::fabs(double{got[j][v]} - ref[j][v]));
-    }
-  }
-  size_t prefix = 0;
-  while (prefix < greedy.size() && greedy[prefix] == ref_greedy[prefix]) ++prefix;
-  for (size_t i = 0; i < greedy.size(); ++i) t->greedy_same += greedy[i] == ref_greedy[i] ? 1 : 0;
-  t->greedy_total += static_cast<double>(greedy.size());
-  t->shared_prefix += static_cast<double>(prefix);
-  ++t->sequences;
-}
-
-void print(const EvalKvOptions& opts, DType type, size_t bytes, size_t f16_bytes, const Totals& t) {
-  const double steps = std::max(t.steps, 1.0), seqs = std::max(t.sequences, 1);
-  const nlohmann::json j = {{"kv_type", std::string(model::kv_type_name(type))},
-                            {"bytes_per_token", bytes},
-                            {"ratio_to_f16", static_cast<double>(bytes) / f16_bytes},
-                            {"top1_agreement", t.top1 / steps},
-                            {"kl", t.kl / steps},
-                            {"max_abs_dlogit", t.max_dlogit},
-                            {"perplexity", std::exp(t.nll / steps)},
-                            {"greedy_agreement", t.greedy_same / std::max(t.greedy_total, 1.0)},
-                            {"greedy_shared_prefix", t.shared_prefix / seqs},
-                            {"greedy_tokens", opts.greedy},
-                            {"sequences", t.sequences},
-                            {"forced_steps", static_cast<int64_t>(t.steps)}};
+void print_kv_result(const EvalKvOptions& opts, const eval::KvTypeResult& r) {
+  const std::string type(model::kv_type_name(r.type));
   if (opts.json) {
+    const nlohmann::json j = {{"kv_type", type},
+                              {"bytes_per_token", r.bytes_per_token},
+                              {"ratio_to_f16", r.ratio_to_f16},
+                              {"top1_agreement", r.top1_agreement},
+                              {"kl", r.kl},
+                              {"max_abs_dlogit", r.max_abs_dlogit},
+                              {"perplexity", r.perplexity},
+                              {"greedy_agreement", r.greedy_agreement},
+                              {"greedy_shared_prefix", r.greedy_shared_prefix},
+                              {"greedy_tokens", opts.greedy},
+                              {"sequences", r.sequences},
+                              {"forced_steps", r.forced_steps}};
     std::printf("%s\n", j.dump().c_str());
     return;
   }
-  std::printf("| %s | %zu | %.3f | %.4f | %.2e | %.3g | %.4f | %.3f | %.1f |\n",
-              std::string(model::kv_type_name(type)).c_str(), bytes,
-              static_cast<double>(bytes) / f16_bytes, t.top1 / steps, t.kl / steps, t.max_dlogit,
-              std::exp(t.nll / steps), t.greedy_same / std::max(t.greedy_total, 1.0),
-              t.shared_prefix / seqs);
+  std::printf("| %s | %zu | %.3f | %.4f | %.2e | %.3g | %.4f | %.3f | %.1f |\n", type.c_str(),
+              r.bytes_per_token, r.ratio_to_f16, r.top1_agreement, r.kl, r.max_abs_dlogit,
+              r.perplexity, r.greedy_agreement, r.greedy_shared_prefix);
 }
 
-Status evaluate(EvalKvOptions opts, const host::ComputeSetup& setup) {
+Status evaluate_kv(const EvalKvOptions& opts, const host::ComputeSetup& setup) {
   ThreadPool pool(setup.threads);
   KEEL_ASSIGN_OR_RETURN(LoadedModel loaded,
                         load_model(opts.model_path, opts.compute, model::ModelOptions{}, pool));
-  const model::Model& m = *loaded.model;
   kernels::Ops ops(setup.isa, &pool);
-  const auto n_ctx = static_cast<int32_t>(m.n_ctx());
-  if (opts.max_len == 0) opts.max_len = n_ctx;
-  if (opts.max_len > n_ctx || opts.max_len < opts.prompt_len + 2) {
-    return Status::invalid_argument("--max-len must be in [--prompt-len + 2, " +
-                                    std::to_string(n_ctx) + " (the model's context)]");
-  }
-  if (opts.prompt_len + opts.greedy > n_ctx) {
-    return Status::invalid_argument("--prompt-len + --greedy must fit the model's context (" +
-                                    std::to_string(n_ctx) + ")");
-  }
-  std::vector<DType> types = {DType::kF32};  // the reference first
-  for (const std::string& name : opts.kv_types) {
-    KEEL_ASSIGN_OR_RETURN(const DType t, model::parse_kv_type(name));
-    if (t != DType::kF32) types.push_back(t);
-  }
-  const int32_t len = std::max(opts.max_len, opts.prompt_len + opts.greedy);
-  std::vector<KvRun> runs;
-  for (DType t : types) {
-    KEEL_ASSIGN_OR_RETURN(KvRun r, KvRun::create(m, t, len));
-    runs.push_back(std::move(r));
-  }
-  const TextSpec text{loaded.tokenizer->bos_id(), loaded.tokenizer->eos_id(),
-                      static_cast<int32_t>(m.hparams().n_vocab)};
-  model::Context ctx(m, opts.prompt_len);
-  std::vector<Totals> totals(types.size());
-  for (int32_t i = 0; i < opts.prompts; ++i) {
-    KEEL_ASSIGN_OR_RETURN(const std::vector<int32_t> tokens,
-                          runs[0].written(ctx, ops, text, opts.seed * 1000 + i, opts.max_len));
-    const std::vector<int32_t> prompt(tokens.begin(), tokens.begin() + opts.prompt_len);
-    KEEL_ASSIGN_OR_RETURN(const auto ref, runs[0].forced(ctx, ops, tokens, opts.prompt_len));
-    KEEL_ASSIGN_OR_RETURN(const auto ref_greedy,
-                          runs[0].greedy(ctx, ops, prompt, opts.prompt_len, opts.greedy));
-    for (size_t k = 0; k < runs.size(); ++k) {
-      KEEL_ASSIGN_OR_RETURN(const auto got, runs[k].forced(ctx, ops, tokens, opts.prompt_len));
-      KEEL_ASSIGN_OR_RETURN(const auto greedy,
-                            runs[k].greedy(ctx, ops, prompt, opts.prompt_len, opts.greedy));
-      compare(ref, got, tokens, opts.prompt_len, ref_greedy, greedy, &totals[k]);
-    }
-  }
-  const size_t f16_bytes =
-      model::KvLayout::for_model(m.hparams(), kBlockSize, DType::kF16).bytes_per_token();
+  KEEL_ASSIGN_OR_RETURN(
+      const std::vector<eval::KvTypeResult> results,
+      eval::run_kv_eval(*loaded.model, *loaded.tokenizer, ops, kv_eval_config(opts)));
   if (!opts.json) {
     std::printf(
         "| KV type | bytes/token | × f16 | top-1 agreement vs f32 KV | KL vs f32 KV (nats) | max "
@@ -215,9 +66,7 @@ Status evaluate(EvalKvOptions opts, const host::ComputeSetup& setup) {
         "|\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
         opts.greedy);
   }
-  for (size_t k = 0; k < runs.size(); ++k) {
-    print(opts, types[k], runs[k].kv().layout().bytes_per_token(), f16_bytes, totals[k]);
-  }
+  for (const eval::KvTypeResult& r : results) print_kv_result(opts, r);
   return Status();
 }
 
@@ -226,7 +75,7 @@ Status evaluate(EvalKvOptions opts, const host::ComputeSetup& setup) {
 int run_eval_kv(const EvalKvOptions& opts) {
   auto setup = host::setup_compute(opts.compute);
   if (!setup.ok()) return report_error(setup.status());
-  const Status s = evaluate(opts, *setup);
+  const Status s = evaluate_kv(opts, *setup);
   return s.ok() ? 0 : report_error(s);
 }
 

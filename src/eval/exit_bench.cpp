@@ -1,5 +1,5 @@
-// ExitBench (see bench_exit.h).
-#include "bench_exit.h"
+// ExitBench (see exit_bench.h).
+#include "eval/exit_bench.h"
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +14,7 @@
 #include "draft/exit_predictor_file.h"
 #include "draft/exit_trainer.h"
 
-namespace keel::cli {
+namespace keel::eval {
 namespace {
 
 constexpr uint64_t kRandomSeed = 1;
@@ -82,4 +82,4 @@ Status ExitBench::step(model::Context& ctx, const model::Batch& batch, model::Kv
   return Status();
 }
 
-}  // namespace keel::cli
+}  // namespace keel::eval

@@ -1,10 +1,10 @@
 // model_written_tokens (see model_text.h).
-#include "model_text.h"
+#include "eval/model_text.h"
 
 #include "sampling/sampler.h"
 #include "sampling/softmax_math.h"
 
-namespace keel::cli {
+namespace keel::eval {
 
 int32_t argmax_excluding(std::vector<float> logits, TextSpec special) {
   logits[static_cast<size_t>(special.eos)] = -1e30f;
@@ -35,4 +35,4 @@ Result<std::vector<int32_t>> model_written_tokens(model::Context& ctx, model::Kv
   return toks;
 }
 
-}  // namespace keel::cli
+}  // namespace keel::eval

@@ -1,6 +1,6 @@
-// Text the model writes itself, for the `keel eval` commands: BOS then tokens sampled from the
-// model (temperature 0.8, top-k 40, seeded), never BOS or EOS again — so an evaluation needs no
-// dataset and every prompt is in the model's own distribution.
+// Text the model writes itself, for the evaluation harnesses (`keel eval`): BOS then tokens sampled
+// from the model (temperature 0.8, top-k 40, seeded), never BOS or EOS again — so an evaluation
+// needs no dataset and every prompt is in the model's own distribution.
 //
 // Thread safety: uses the given Context, KV storage and ops; one caller at a time.
 #pragma once
@@ -14,7 +14,7 @@
 #include "model/context.h"
 #include "model/kv_storage.h"
 
-namespace keel::cli {
+namespace keel::eval {
 
 struct TextSpec {
   int32_t bos = 1;
@@ -30,4 +30,4 @@ Result<std::vector<int32_t>> model_written_tokens(model::Context& ctx, model::Kv
 // The most likely token of `logits` other than BOS and EOS.
 int32_t argmax_excluding(std::vector<float> logits, TextSpec special);
 
-}  // namespace keel::cli
+}  // namespace keel::eval

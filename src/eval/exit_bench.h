@@ -1,11 +1,12 @@
-// `keel bench --exit-predictors FILE|random`: the SpecEE machinery a decode step carries when
-// early exit is on — the draft head's top-4 candidates, then at every layer that has a predictor
-// the 4-row LM-head logits, softmax/Δ features and the 12→512→1 MLP — with a threshold above 1 so
-// that no token exits: a tg step with it costs what the predictors cost. `random` builds a seeded
-// random draft head and predictors of the model's shape in memory (such weights exit nowhere; they
-// measure cost only); FILE loads trained predictors (and the draft head beside the model, or
-// --draft-head). The step goes through draft::ExitPass and model::Context::forward_early_exit, the
-// code a request runs (engine/step_executor.cpp).
+// ExitBench, the "+exit" rows of `keel bench --exit-predictors FILE|random` (model_bench.h): the
+// SpecEE machinery a decode step carries when early exit is on — the draft head's top-4
+// candidates, then at every layer that has a predictor the 4-row LM-head logits, softmax/Δ
+// features and the 12→512→1 MLP — with a threshold above 1 so that no token exits: a tg step with
+// it costs what the predictors cost. `random` builds a seeded random draft head and predictors of
+// the model's shape in memory (such weights exit nowhere; they measure cost only); FILE loads
+// trained predictors (and the draft head beside the model, or the path given). The step goes
+// through draft::ExitPass and model::Context::forward_early_exit, the code a request runs
+// (engine/step_executor.cpp).
 // Thread safety: one ExitBench per benchmark thread.
 #pragma once
 
@@ -22,7 +23,7 @@
 #include "model/kv_storage.h"
 #include "model/model.h"
 
-namespace keel::cli {
+namespace keel::eval {
 
 class ExitBench {
  public:
@@ -57,4 +58,4 @@ class ExitBench {
   draft::DraftScratch scratch_;
 };
 
-}  // namespace keel::cli
+}  // namespace keel::eval
