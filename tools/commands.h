@@ -144,7 +144,8 @@ Result<engine::ControllerConfig> semi_pd_controller_config(const ServeOptions& o
                                                            int32_t num_cores);
 
 // `keel bench`: prompt processing (pp) and token generation (tg) speed of one model, like
-// llama-bench, and with --roofline this machine's bandwidth and peaks and each test's efficiency.
+// llama-bench, and with --roofline this machine's bandwidth and peaks and each test's efficiency
+// (eval/model_bench.h).
 struct BenchOptions {
   ComputeOptions compute;
   std::string model_path;                 // "" = the built-in default (stories260K)
@@ -160,8 +161,8 @@ struct BenchOptions {
   std::string grammar_file;
   int32_t grammar_runs = 10;
   // --exit-predictors FILE|random: every tg test also with SpecEE's predictors at every layer and
-  // no token exiting (bench_exit.h), interleaved rep by rep, with the overhead. --draft-head FILE:
-  // the head whose candidates they read (FILE only; default beside the model).
+  // no token exiting (eval/exit_bench.h), interleaved rep by rep, with the overhead.
+  // --draft-head FILE: the head whose candidates they read (FILE only; default beside the model).
   std::string exit_predictors;
   std::string draft_head;
 };
@@ -235,7 +236,8 @@ struct BenchServeOptions {
 };
 int run_bench_serve(const BenchServeOptions& opts);
 
-// `keel eval pic`: EPIC variants against full recompute on model-written multi-chunk prompts.
+// `keel eval pic`: EPIC variants against full recompute on model-written multi-chunk prompts
+// (eval/pic_eval.h).
 struct EvalPicOptions {
   ComputeOptions compute;
   std::string model_path;  // "" = the built-in default (stories260K)
@@ -250,12 +252,11 @@ struct EvalPicOptions {
                                        "legolink-16",   "cacheblend-5",  "cacheblend-10",
                                        "cacheblend-15", "cacheblend-30", "cacheblend-50"};
   bool json = false;
-  int32_t bos = 1, eos = 2;  // from the tokenizer (set by the command)
 };
 int run_eval_pic(const EvalPicOptions& opts);
 
 // `keel eval sparse`: sparse-decode policies against dense decoding on long model-written
-// generations (teacher-forced), with pages held and decode time per token.
+// generations (teacher-forced), with pages held and decode time per token (eval/sparse_eval.h).
 struct EvalSparseOptions {
   ComputeOptions compute;
   std::string model_path;   // "" = the built-in default (stories260K)
@@ -275,7 +276,7 @@ struct EvalSparseOptions {
 int run_eval_sparse(const EvalSparseOptions& opts);
 
 // `keel eval spec`: speculative decoding against autoregressive decoding through the engine
-// (eval_spec_command.cpp).
+// (eval/spec_eval.h).
 struct EvalSpecOptions {
   ComputeOptions compute;
   std::string model_path;    // "" = the built-in default (stories260K)
@@ -324,7 +325,7 @@ struct TrainExitOptions {
 };
 int run_train_exit(const TrainExitOptions& opts);
 
-// `keel eval kv`: KV cache element types against f32 KV (eval_kv_command.cpp).
+// `keel eval kv`: KV cache element types against f32 KV (eval/kv_eval.h).
 struct EvalKvOptions {
   ComputeOptions compute;
   std::string model_path;   // "" = the built-in default (stories260K)
