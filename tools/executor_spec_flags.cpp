@@ -4,34 +4,7 @@
 namespace keel::cli {
 
 void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te) {
-  ServeOptions& s = te->engine;
-  s.max_num_seqs = e.max_num_seqs;
-  s.max_batched_tokens = e.max_batched_tokens;
-  s.max_waiting = e.max_waiting;
-  s.block_size = e.block_size;
-  s.kv_cache_bytes = e.kv_cache_bytes;
-  s.kv_host_bytes = e.kv_host_bytes;
-  s.kv_type = e.kv_type;
-  s.ctx_size = e.ctx_size;
-  s.compute.weight_layout = e.weight_layout;
-  s.compute.use_mmap = e.use_mmap;
-  s.no_prefix_cache = !e.prefix_cache;
-  s.chat_template = e.chat_template;
-  s.chat_template_file = e.chat_template_file;
-  s.loras = e.loras;
-  s.pp = e.pp;
-  s.pp_stage1 = e.pp_stage1;
-  s.pp_step_timeout_s = e.pp_step_timeout_s;
-  s.mode = e.mode;
-  s.semi_pd_split = e.semi_pd.split;
-  s.semi_pd_dynamic = e.semi_pd.dynamic;
-  s.semi_pd_ttft_slo_ms = e.semi_pd.ttft_slo_ms;
-  s.semi_pd_tpot_slo_ms = e.semi_pd.tpot_slo_ms;
-  s.semi_pd_window_ms = e.semi_pd.window_ms;
-  s.semi_pd_step = e.semi_pd.step;
-  s.semi_pd_max_step = e.semi_pd.max_step;
-  s.semi_pd_percentile = e.semi_pd.percentile;
-  s.semi_pd_max_cores = e.semi_pd.max_cores;
+  host::apply_engine_spec(e, &te->engine);
   te->handoff = {e.handoff.mode, e.handoff.prefill_chunk, e.handoff.fault};
   te->peer = {e.peer_tier, e.kv_transfer_throttle_bytes_per_s};
 }
@@ -57,32 +30,6 @@ TeOptions te_options(const cluster::TeSpec& spec) {
   return te;
 }
 
-cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s) {
-  cluster::TeEngineSpec e;
-  e.max_num_seqs = s.max_num_seqs;
-  e.max_batched_tokens = s.max_batched_tokens;
-  e.max_waiting = s.max_waiting;
-  e.block_size = s.block_size;
-  e.kv_cache_bytes = s.kv_cache_bytes;
-  e.kv_host_bytes = s.kv_host_bytes;
-  e.kv_type = s.kv_type;
-  e.ctx_size = s.ctx_size;
-  e.weight_layout = s.compute.weight_layout;
-  e.use_mmap = s.compute.use_mmap;
-  e.prefix_cache = !s.no_prefix_cache;
-  e.chat_template = s.chat_template;
-  e.chat_template_file = s.chat_template_file;
-  e.loras = s.loras;
-  e.pp = s.pp;
-  e.pp_stage1 = s.pp_stage1;
-  e.pp_step_timeout_s = s.pp_step_timeout_s;
-  e.mode = s.mode;
-  e.semi_pd = {s.semi_pd_split,       s.semi_pd_dynamic,    s.semi_pd_ttft_slo_ms,
-               s.semi_pd_tpot_slo_ms, s.semi_pd_window_ms,  s.semi_pd_step,
-               s.semi_pd_max_step,    s.semi_pd_percentile, s.semi_pd_max_cores};
-  return e;
-}
-
 cluster::TeSpec te_spec_of(const TeOptions& te) {
   const ServeOptions& s = te.engine;
   cluster::TeSpec spec;
@@ -101,7 +48,7 @@ cluster::TeSpec te_spec_of(const TeOptions& te) {
   spec.health_hang_ms = te.health_hang_ms;
   spec.weights_fault = te.weights_fault;
   spec.membership = te.membership.spec();
-  spec.engine = te_engine_spec_of(s);
+  spec.engine = host::te_engine_spec_of(s);
   cluster::TeEngineSpec& e = spec.engine;
   e.handoff = {te.handoff.mode, te.handoff.prefill_chunk, te.handoff.fault};
   e.peer_tier = te.peer.enabled;

@@ -16,9 +16,6 @@ namespace keel::cli {
 // kernels stay.
 void apply_engine_spec(const cluster::TeEngineSpec& e, TeOptions* te);
 
-// The engine part of `keel serve`'s flags, as given (paths not made absolute, every field kept;
-// cluster up's te_engine_spec starts from it).
-[[nodiscard]] cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s);
 // The spec of a TE started with flags `te` (apply_engine_spec's and te_options' inverse; not
 // validated: the flags were, by their parser).
 [[nodiscard]] cluster::TeSpec te_spec_of(const TeOptions& te);

@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
                    "colocated (one engine thread) or semi-pd (a prefill and a decode worker on "
                    "their own cores over one KV pool; no prefix cache)")
       ->check(CLI::IsMember({"colocated", "semi-pd"}));
-  add_semi_pd_flags(serve_cmd, &serve);
+  keel::cli::add_semi_pd_flags(serve_cmd, &serve);
   serve_cmd
       ->add_option("--drain-timeout", serve.drain_timeout_s,
                    "Seconds to finish in-flight requests on SIGTERM")

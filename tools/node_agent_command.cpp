@@ -4,13 +4,13 @@
 #include "cluster_commands.h"
 #include "control/placement/node_agent.h"
 #include "core/log.h"
+#include "proc/stop_signals.h"
 #include "self_exe.h"
-#include "stop_signals.h"
 
 namespace keel::cli {
 
 int run_node_agent(const NodeAgentOptions& opts) {
-  const sigset_t stop_signals = block_stop_signals();
+  const sigset_t stop_signals = proc::block_stop_signals();
   spdlog::set_level(spdlog::level::info);
   control::NodeAgentConfig config = opts;
   config.keel_command = {self_exe()};
@@ -21,7 +21,7 @@ int run_node_agent(const NodeAgentOptions& opts) {
     return report_error(s);
   }
   const int sig = agent.run(stop_signals);
-  KEEL_LOG_INFO("node-agent {}: {}: stopping its TEs", opts.host_id, signal_name(sig));
+  KEEL_LOG_INFO("node-agent {}: {}: stopping its TEs", opts.host_id, proc::signal_name(sig));
   agent.shutdown();
   return 0;
 }

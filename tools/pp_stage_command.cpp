@@ -15,7 +15,7 @@
 #include "net/host_port.h"
 #include "pipeline/stage_server.h"
 #include "proc/ready_line.h"
-#include "stop_signals.h"
+#include "proc/stop_signals.h"
 
 namespace keel::cli {
 namespace {
@@ -58,7 +58,7 @@ Status pp_stage(const PpStageOptions& opts, const sigset_t& stop_signals) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  KEEL_LOG_INFO("pp-stage: received {} after {} steps: stopping", signal_name(sig),
+  KEEL_LOG_INFO("pp-stage: received {} after {} steps: stopping", proc::signal_name(sig),
                 server->num_steps());
   server->stop();
   return {};
@@ -67,7 +67,7 @@ Status pp_stage(const PpStageOptions& opts, const sigset_t& stop_signals) {
 }  // namespace
 
 int run_pp_stage(const PpStageOptions& given) {
-  const sigset_t stop_signals = block_stop_signals();
+  const sigset_t stop_signals = proc::block_stop_signals();
   spdlog::set_level(spdlog::level::info);
   PpStageOptions opts = given;
   if (!given.spec_source.empty()) {

@@ -26,11 +26,11 @@
 #include "host/semi_pd_control_loop.h"
 #include "http_front_flags.h"
 #include "model/kv_type.h"
+#include "proc/stop_signals.h"
 #include "progress.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
 #include "state_flags.h"
-#include "stop_signals.h"
 
 namespace keel::cli {
 
@@ -39,72 +39,6 @@ std::string served_model_name(const std::string& given, const std::string& model
   if (!given.empty()) return given;
   if (is_builtin_model(model_path)) return builtin_model_name(model_path);
   return std::filesystem::path(resolved_path).stem().string();
-}
-
-host::PipelineOptions serve_pipeline_options(const ServeOptions& o) {
-  host::PipelineOptions p;
-  p.stages = o.pp;
-  p.stage1_address = o.pp_stage1;
-  p.stage1_host = o.host;
-  p.step_timeout_s = o.pp_step_timeout_s;
-  return p;
-}
-
-engine::EngineConfig serve_engine_config(const ServeOptions& o) {
-  engine::EngineConfig c;
-  c.scheduler.max_num_seqs = o.max_num_seqs;
-  c.scheduler.max_batched_tokens = o.max_batched_tokens;
-  c.step_time_target_s = o.step_time_target_ms / 1000.0;
-  c.scheduler.max_waiting = o.max_waiting;
-  c.scheduler.max_model_len = static_cast<int32_t>(o.ctx_size);
-  c.block_size = o.block_size;
-  c.kv_cache_bytes = o.kv_cache_bytes;
-  c.kv_host_bytes = o.kv_host_bytes;
-  c.kv_disk_dir = o.kv_disk_dir;
-  c.kv_disk_bytes = o.kv_disk_bytes;
-  if (auto t = model::parse_kv_type(o.kv_type); t.ok()) c.kv_dtype = *t;  // checked by the CLI
-  c.enable_prefix_cache = !o.no_prefix_cache;
-  c.schedule_ahead = !o.no_schedule_ahead;
-  if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
-  c.sparse = engine::SparseParams{o.sparse_policy, o.sparse_budget};
-  c.speculative.method = engine::parse_spec_method(o.speculative)
-                             .value_or(  // checked by the CLI
-                                 engine::SpecMethod::kNone);
-  c.speculative.k = o.spec_k;
-  if (o.mode == "semi-pd") {
-    if (auto split = engine::parse_semi_pd_split(o.semi_pd_split); split.ok()) {
-      c.semi_pd = *split;  // checked by the CLI; its range by the engine
-    }
-  }
-  c.draft_head_path = o.draft_head;
-  c.early_exit.enabled = o.early_exit;
-  c.exit_predictors_path = o.exit_predictors;
-  return c;
-}
-
-Result<engine::ControllerConfig> semi_pd_controller_config(const ServeOptions& o,
-                                                           int32_t num_cores) {
-  const bool tuned = o.semi_pd_max_cores != 0;
-  if (o.semi_pd_dynamic && o.mode != "semi-pd") {
-    return Status::invalid_argument("--semi-pd-dynamic needs --mode semi-pd");
-  }
-  engine::ControllerConfig c;
-  c.ttft_slo_s = o.semi_pd_ttft_slo_ms / 1000.0;
-  c.tpot_slo_s = o.semi_pd_tpot_slo_ms / 1000.0;
-  c.percentile = o.semi_pd_percentile;
-  c.step = o.semi_pd_step;
-  c.max_step = o.semi_pd_max_step;
-  c.min_cores = 1;
-  c.max_cores = num_cores;  // a worker's set never exceeds the cores (SemiPdSplit::validate)
-  c.probe_unfitted = true;  // from one split there is no model: probe one step to get a second
-  c.max_total_cores = tuned ? o.semi_pd_max_cores : std::max(2, num_cores);
-  if (c.max_total_cores > std::max(2, 2 * num_cores)) {
-    return Status::invalid_argument("--semi-pd-max-cores " + std::to_string(o.semi_pd_max_cores) +
-                                    " exceeds twice the " + std::to_string(num_cores) +
-                                    " cores this process may use");
-  }
-  KEEL_TRY(c.validate());
-  return c;
 }
 
 namespace {
@@ -210,7 +144,8 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 
   int sig = 0;
   sigwait(&stop_signals, &sig);
-  KEEL_LOG_INFO("received {}: draining (up to {:.1f} s)", signal_name(sig), opts.drain_timeout_s);
+  KEEL_LOG_INFO("received {}: draining (up to {:.1f} s)", proc::signal_name(sig),
+                opts.drain_timeout_s);
   srv->stop_accepting();
   control.reset();  // the split stays as it is while the engine drains
   eng.drain(std::chrono::milliseconds(static_cast<int64_t>(opts.drain_timeout_s * 1000)));
@@ -222,7 +157,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
 }  // namespace
 
 int run_serve(const ServeOptions& opts) {
-  const sigset_t stop_signals = block_stop_signals();
+  const sigset_t stop_signals = proc::block_stop_signals();
   spdlog::set_level(spdlog::level::info);
   const Status s = serve(opts, stop_signals);
   if (!s.ok()) return report_error(s);

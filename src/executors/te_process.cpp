@@ -267,7 +267,7 @@ Result<StartedEngine> start_engine(const cluster::TeSpec& spec, const TeProcessH
                                    std::unique_ptr<cluster::KvHandoffStreams>* streams) {
   const cluster::TeEngineSpec& e = spec.engine;
   StartedEngine out;
-  Result<TeEngineSetup> setup = hooks.engine(spec);
+  Result<TeEngineSetup> setup = te_engine_setup(hooks.engine_defaults, spec);
   if (!setup.ok()) return fail_bind(launch, setup.status());
   out.setup = std::move(*setup);
   // The chat template is checked here as keel serve checks it (a TE renders no chat: its
@@ -421,8 +421,8 @@ Status te_serve(const cluster::TeSpec& spec, const TeProcessHooks& hooks,
 
 Status run_task_executor(const cluster::TeSpec& spec, const TeProcessHooks& hooks,
                          const sigset_t& stop_signals) {
-  if (!hooks.engine) return Status::invalid_argument("te: nothing makes its engine configuration");
-  KEEL_TRY(hooks.engine(spec).status());  // the engine part's own checks, before anything starts
+  // The engine part's own checks, before anything starts.
+  KEEL_TRY(te_engine_setup(hooks.engine_defaults, spec).status());
   host::ComputeOptions compute_options;
   compute_options.threads = spec.threads;
   compute_options.isa = spec.isa;

@@ -8,9 +8,9 @@
 // line (or answers its bind) once it serves, and drains on one of `stop_signals` (blocked by the
 // caller).
 //
-// What the spec leaves to the starting program comes through TeProcessHooks: the engine's
-// configuration under the spec's engine part (keel's own defaults — `keel serve`'s — live with its
-// flags), and what a model name stands for (a built-in model, a download).
+// What the spec leaves to the starting program comes through TeProcessHooks: the engine options
+// under the spec's engine part (host/serve_options.h), and what a model name stands for (a
+// built-in model, a download).
 //
 // Thread safety: runs on the caller's thread until a stop signal.
 #pragma once
@@ -25,25 +25,15 @@
 #include "cluster/protocol/te_spec.h"
 #include "core/result.h"
 #include "core/thread_pool.h"
-#include "engine/engine_config.h"
-#include "engine/semi_pd_controller.h"
-#include "host/pipeline_stage.h"
+#include "executors/te_engine_setup.h"
+#include "host/serve_options.h"
 
 namespace keel::executors {
 
-// The engine a TE runs for a spec.
-struct TeEngineSetup {
-  engine::EngineConfig engine;
-  host::PipelineOptions pipeline;
-  std::optional<engine::ControllerConfig> controller;  // semi-PD's dynamic split; none: fixed
-  std::chrono::milliseconds controller_window{1000};
-  std::chrono::milliseconds drain_timeout{30000};  // in-flight requests' time after SIGTERM
-};
-
 struct TeProcessHooks {
-  // The engine of `spec` (required): made before anything starts (its errors are the spec's), and
-  // again from a warm TE's spec once its bind replaced the engine part.
-  std::function<Result<TeEngineSetup>(const cluster::TeSpec& spec)> engine;
+  // What the spec's engine part goes over (te_engine_setup.h): keel serve's defaults, or the
+  // flags `keel te` was started with. Checked before anything starts (its errors are the spec's).
+  host::ServeOptions engine_defaults;
   // The model file a name stands for; none: the name is the path.
   std::function<Result<std::string>(const std::string& model, ThreadPool& pool)> resolve_model;
   // The model id a TE serving `path` shows when its spec names none; none: the file's stem.

@@ -11,10 +11,10 @@
 
 #include "cluster/protocol/je_spec.h"
 #include "cluster/protocol/te_spec.h"
-#include "cluster_commands.h"
+#include "control/up/up_options.h"
 #include "core/result.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 // A TE's engine (what a node agent and a warm TE's bind get). `kind`: colocated | prefill |
 // decode, or semi-pd (a colocated TE with the semi-PD engine); only a prefill TE hands KV off.
@@ -69,4 +69,4 @@ Status check_pipelined(const ClusterUpOptions& o);
 // The TE kinds asked for, in start order: colocated, semi-pd, prefill, decode.
 std::vector<std::string> te_kinds(const ClusterUpOptions& o);
 
-}  // namespace keel::cli
+}  // namespace keel::control

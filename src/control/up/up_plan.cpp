@@ -1,5 +1,5 @@
-// cluster up's plan; see cluster_up_plan.h.
-#include "cluster_up_plan.h"
+// cluster up's plan; see up_plan.h.
+#include "control/up/up_plan.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,10 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "executor_spec_flags.h"
 #include "tokenizer/builtin_chat_templates.h"
 
-namespace keel::cli {
+namespace keel::control {
 
 namespace {
 
@@ -27,9 +26,9 @@ std::string chat_template_arg(const std::string& v) {
 }  // namespace
 
 cluster::TeEngineSpec te_engine_spec(const ClusterUpOptions& o, const std::string& kind) {
-  const ServeOptions& s = o.serve;
+  const host::ServeOptions& s = o.serve;
   const cluster::TeEngineSpec defaults;
-  cluster::TeEngineSpec e = te_engine_spec_of(s);
+  cluster::TeEngineSpec e = host::te_engine_spec_of(s);
   if (!s.chat_template.empty()) e.chat_template = chat_template_arg(s.chat_template);
   if (!s.chat_template_file.empty()) {
     e.chat_template_file = std::filesystem::absolute(s.chat_template_file).string();
@@ -190,4 +189,4 @@ std::vector<std::string> te_kinds(const ClusterUpOptions& o) {
   return kinds;
 }
 
-}  // namespace keel::cli
+}  // namespace keel::control

@@ -1,9 +1,9 @@
 // Stop signals (see stop_signals.h).
-#include "stop_signals.h"
+#include "proc/stop_signals.h"
 
 #include <pthread.h>
 
-namespace keel::cli {
+namespace keel::proc {
 
 sigset_t block_stop_signals() {
   // A closed peer or log pipe must not kill the process: writes fail with EPIPE instead.
@@ -30,4 +30,4 @@ const char* signal_name(int sig) {
   }
 }
 
-}  // namespace keel::cli
+}  // namespace keel::proc
