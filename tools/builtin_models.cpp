@@ -6,9 +6,9 @@
 
 #include "core/file_system.h"
 #include "core/log.h"
+#include "host/progress_reporter.h"
 #include "model/random_model.h"
 #include "model_pull.h"
-#include "progress.h"
 #include "pull/model_ref.h"
 
 // models/stories260K/stories260K.gguf, embedded at build time (KEEL_STORIES260K_GGUF is its
@@ -82,7 +82,7 @@ Result<std::string> ensure_random(FileSystem& fs, const std::string& dir, Thread
     spec.shape = *model::find_model_shape("tiny");
     spec.name = "keel-default (random weights)";
     KEEL_LOG_WARN("creating the built-in random model at {}", path);
-    ProgressReporter progress("writing the random model", "");
+    host::ProgressReporter progress("writing the random model", "");
     KEEL_TRY(model::write_random_model(spec, path, pool, [&progress](size_t done, size_t total) {
       progress.update(done, total);
     }));

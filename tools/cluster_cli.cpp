@@ -203,7 +203,7 @@ void add_scale_command(CLI::App* cluster, ClusterCli* cli) {
 }
 
 void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
-  ClusterBenchScaleOptions& b = *cli->bench_scale;
+  control::ScaleBenchConfig& b = cli->bench_scale->bench;
   CLI::App* cmd = cli->bench_scale_cmd = cluster->add_subcommand(
       "bench-scale",
       "Measure scale-outs: time to N ready TEs and decision -> first token: cold, store, fork");
@@ -222,7 +222,7 @@ void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
   cmd->add_option("--isa", b.isa, "Kernel table of the TEs")
       ->check(CLI::IsMember({"scalar", "avx2", "avx512"}));
   cmd->add_option("--event-log", b.event_log, "Append one JSON line per bound TE to FILE");
-  cmd->add_flag("--json", b.json, "Print the report as JSON");
+  cmd->add_flag("--json", cli->bench_scale->json, "Print the report as JSON");
   cmd->add_flag("--keep-entry", b.keep_entry, "Keep the store entry the bench built");
   cmd->add_option("--start-timeout", b.start_timeout_s, "Seconds a warm TE may take to start")
       ->check(CLI::Range(1.0, 3600.0));

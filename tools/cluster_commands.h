@@ -18,6 +18,8 @@
 #include "commands.h"
 #include "control/manager/cluster_membership.h"
 #include "control/placement/node_agent.h"
+#include "control/profile/pd_profile_run.h"
+#include "control/scaleout/scale_bench.h"
 #include "control/up/up_options.h"
 
 namespace keel::cli {
@@ -91,18 +93,8 @@ struct ClusterStatusOptions {
 };
 int run_cluster_status(const ClusterStatusOptions& opts);
 
-struct ClusterProfilePdOptions {
-  std::string model_path;                        // "" = the built-in default model
-  std::string output = "pd_heatmap.json";        // the heatmap file written
-  std::string prefill_lengths = "16,32,64,128";  // prompt tokens per bin (comma-separated)
-  std::string ratios = "0.25,0.5,1,2";           // decode/prefill per bin (comma-separated)
-  int32_t threads_per_te = 1;                    // each fleet has 2 TEs of this many threads
-  int32_t requests_per_cell = 8;                 // requests per cell and fleet (K)
-  int32_t concurrency = 2;                       // requests in flight during a cell
-  int64_t ctx_size = 0;                          // the TEs' max model length (0 = the model's)
-  double start_timeout_s = 120.0;
-  bool verbose = false;  // forward the fleets' output as it comes
-};
+// `keel cluster profile-pd`: its configuration is the run's (-m as named; resolved before the run).
+using ClusterProfilePdOptions = control::PdProfileConfig;  // control/profile/pd_profile_run.h
 int run_cluster_profile_pd(const ClusterProfilePdOptions& opts);
 
 // `keel cluster scale`: asks a running `keel cluster up --warm-pool N` to bind warm TEs.
@@ -127,24 +119,8 @@ int run_cluster_preload(const ClusterPreloadOptions& opts);
 
 // `keel cluster bench-scale`: time to N ready TEs and decision → first token, per scale-out path.
 struct ClusterBenchScaleOptions {
-  std::string model_path;
-  int32_t tes = 1;             // TEs per scale-out
-  int32_t threads_per_te = 1;  // each TE's compute threads
-  int64_t ctx_size = 512;      // each TE's max model length (keeps the KV small)
-  int64_t kv_cache_bytes = int64_t{64} << 20;
-  std::string store_dir = "/dev/shm";
-  std::string modes = "cold,store";  // comma-separated: cold | store | fork
-  std::string isa;                   // "" = this CPU's best (KEEL_ISA)
-  std::string event_log;             // JSON lines, one per bound TE; "" = none
-  bool json = false;
-  bool keep_entry = false;  // leave the store entry the bench built (else removed at the end)
-  double start_timeout_s = 120.0;
-  bool verbose = false;  // forward the TEs' output
-  // Where the TEs listen and this process receives the probe; the fork's source may run in
-  // another network namespace (`ip netns exec`) at its own address — another host.
-  std::string host = "127.0.0.1";
-  std::string source_netns;  // "" = this namespace
-  std::string source_host;   // "" = host
+  control::ScaleBenchConfig bench;  // control/scaleout/scale_bench.h (-m as named)
+  bool json = false;                // print the report as JSON (else as text)
 };
 int run_cluster_bench_scale(const ClusterBenchScaleOptions& opts);
 

@@ -4,8 +4,8 @@
 #include "commands.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
+#include "host/progress_reporter.h"
 #include "model/random_model.h"
-#include "progress.h"
 
 namespace keel::cli {
 
@@ -28,7 +28,7 @@ int run_make_model(const MakeModelOptions& opts) {
   spec.seed = opts.seed;
   if (opts.ctx > 0) spec.shape.n_ctx = opts.ctx;
   ThreadPool pool(0);
-  ProgressReporter progress("writing " + opts.output_path, "");
+  host::ProgressReporter progress("writing " + opts.output_path, "");
   Status s = model::write_random_model(
       spec, opts.output_path, pool,
       [&progress](size_t done, size_t total) { progress.update(done, total); });

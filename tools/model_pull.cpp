@@ -7,7 +7,7 @@
 
 #include "core/file_system.h"
 #include "core/log.h"
-#include "progress.h"
+#include "host/progress_reporter.h"
 #include "pull/downloader.h"
 #include "pull/model_ref.h"
 
@@ -37,7 +37,7 @@ Result<std::string> pull_model(const PullOptions& o) {
   d.expected_sha256 = o.sha256;
   d.max_attempts = o.retries;
   d.io_timeout = std::chrono::milliseconds(static_cast<int64_t>(o.timeout_s * 1000));
-  ProgressReporter progress("downloading " + o.ref, "B");
+  host::ProgressReporter progress("downloading " + o.ref, "B");
   d.progress = [&progress](uint64_t done, uint64_t total) {
     if (total > 0) progress.update(done, total);
   };

@@ -3,7 +3,7 @@
 
 #include <cstdio>
 
-#include "progress.h"
+#include "host/progress_reporter.h"
 
 namespace keel::cli {
 
@@ -38,7 +38,7 @@ Result<std::vector<predictor::LengthSample>> build_samples(PredictorModels& m,
   KEEL_ASSIGN_OR_RETURN(
       std::unique_ptr<predictor::DatasetBuilder> builder,
       predictor::DatasetBuilder::create(spec, *m.side, *m.served.model, m.special, *m.ops));
-  ProgressReporter progress(label, "");
+  host::ProgressReporter progress(label, "");
   auto out =
       builder->samples(indices, [&](size_t done, size_t total) { progress.update(done, total); });
   progress.finish();

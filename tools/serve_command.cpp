@@ -23,11 +23,11 @@
 #include "engine/named_lora.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
+#include "host/progress_reporter.h"
 #include "host/semi_pd_control_loop.h"
 #include "http_front_flags.h"
 #include "model/kv_type.h"
 #include "proc/stop_signals.h"
-#include "progress.h"
 #include "server/chat_formatter.h"
 #include "server/server.h"
 #include "state_flags.h"
@@ -99,7 +99,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   start.engine = serve_engine_config(opts);
   start.pipeline = serve_pipeline_options(opts);
   {
-    ProgressReporter progress("loading " + path, "B");
+    host::ProgressReporter progress("loading " + path, "B");
     KEEL_TRY(host->start(std::move(start), [&progress](uint64_t done, uint64_t total) {
       progress.update(done, total);
     }));

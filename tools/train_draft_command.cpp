@@ -12,8 +12,8 @@
 #include "draft/draft_head_file.h"
 #include "draft/draft_trainer.h"
 #include "draft/target_digest.h"
+#include "host/progress_reporter.h"
 #include "model_loading.h"
-#include "progress.h"
 
 namespace keel::cli {
 namespace {
@@ -44,7 +44,7 @@ Status train(const TrainDraftOptions& o, const host::ComputeSetup& setup) {
   KEEL_ASSIGN_OR_RETURN(draft::DraftDataset data, draft::build_draft_dataset(m, spec, ops));
   std::printf("data: %lld pairs from %lld sequences of the model's own text in %.1f s\n",
               static_cast<long long>(data.pairs.size()), static_cast<long long>(data.num_sequences),
-              seconds_since(t));
+              host::seconds_since(t));
   t = Clock::now();
   KEEL_ASSIGN_OR_RETURN(
       draft::DraftTrainResult r,
@@ -58,7 +58,7 @@ Status train(const TrainDraftOptions& o, const host::ComputeSetup& setup) {
   std::printf(
       "trained %lld Adam steps in %.1f s: loss %.4f -> %.4f, top-1 agreement %.4f -> %.4f "
       "(%zu parameters)\n",
-      static_cast<long long>(r.steps), seconds_since(t), r.before.loss, final_loss.loss,
+      static_cast<long long>(r.steps), host::seconds_since(t), r.before.loss, final_loss.loss,
       r.before.accuracy, final_loss.accuracy, r.weights.num_params());
   draft::DraftHeadFile f;
   f.weights = std::move(r.weights);

@@ -13,8 +13,8 @@
 #include "draft/exit_predictor_file.h"
 #include "draft/exit_trainer.h"
 #include "draft/target_digest.h"
+#include "host/progress_reporter.h"
 #include "model_loading.h"
-#include "progress.h"
 
 namespace keel::cli {
 namespace {
@@ -47,7 +47,7 @@ Status train(const TrainExitOptions& o, const host::ComputeSetup& setup) {
   KEEL_ASSIGN_OR_RETURN(draft::ExitDataset data, draft::build_exit_dataset(m, *head, spec, ops));
   std::printf("data: %lld tokens x %zu layers from %lld greedy sequences in %.1f s\n",
               static_cast<long long>(data.num_tokens()), data.layers.size(),
-              static_cast<long long>(data.num_sequences), seconds_since(t));
+              static_cast<long long>(data.num_sequences), host::seconds_since(t));
   t = Clock::now();
   KEEL_ASSIGN_OR_RETURN(
       draft::ExitTrainResult r,
@@ -60,7 +60,7 @@ Status train(const TrainExitOptions& o, const host::ComputeSetup& setup) {
         std::fflush(stdout);
       }));
   std::printf("trained %lld Adam steps in %.1f s; calibration exits per layer:",
-              static_cast<long long>(r.steps), seconds_since(t));
+              static_cast<long long>(r.steps), host::seconds_since(t));
   for (int64_t c : r.predictors.exit_counts) std::printf(" %lld", static_cast<long long>(c));
   std::printf("\n");
   draft::ExitPredictorFile f;

@@ -7,6 +7,7 @@
 
 #include "grammar/grammar_registry.h"
 #include "grammar/json_schema.h"
+#include "host/progress_reporter.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
 #include "sampling/sampler.h"
@@ -15,10 +16,6 @@ namespace keel::host {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;

@@ -1,14 +1,11 @@
 // ProgressReporter: terminal bar with \r redraws, or decile log lines when not a terminal.
-#include "progress.h"
+#include "host/progress_reporter.h"
 
 #include <unistd.h>
 
-#include <cstdio>
+namespace keel::host {
 
-namespace keel::cli {
-namespace {
-
-std::string human(uint64_t v, const std::string& unit) {
+std::string human_amount(uint64_t v, const std::string& unit) {
   if (unit != "B") return std::to_string(v);
   const char* suffix[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double x = static_cast<double>(v);
@@ -22,13 +19,13 @@ std::string human(uint64_t v, const std::string& unit) {
   return buf;
 }
 
-}  // namespace
-
-ProgressReporter::ProgressReporter(std::string label, std::string unit, bool enabled)
+ProgressReporter::ProgressReporter(std::string label, std::string unit, bool enabled,
+                                   std::FILE* out)
     : label_(std::move(label)),
       unit_(std::move(unit)),
       enabled_(enabled),
-      tty_(::isatty(STDERR_FILENO) != 0),
+      out_(out),
+      tty_(::isatty(::fileno(out)) != 0),
       start_(std::chrono::steady_clock::now()) {}
 
 ProgressReporter::~ProgressReporter() { finish(); }
@@ -43,15 +40,15 @@ void ProgressReporter::update(uint64_t done, uint64_t total) {
     const int filled = percent * kWidth / 100;
     std::string bar(static_cast<size_t>(filled), '#');
     bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r%s [%s] %3d%% (%s / %s)", label_.c_str(), bar.c_str(), percent,
-                 human(done, unit_).c_str(), human(total, unit_).c_str());
-    std::fflush(stderr);
+    std::fprintf(out_, "\r%s [%s] %3d%% (%s / %s)", label_.c_str(), bar.c_str(), percent,
+                 human_amount(done, unit_).c_str(), human_amount(total, unit_).c_str());
+    std::fflush(out_);
   } else {
     const int decile = percent / 10;
     if (decile == last_decile_) return;
     last_decile_ = decile;
-    std::fprintf(stderr, "%s: %d%% (%s / %s)\n", label_.c_str(), percent,
-                 human(done, unit_).c_str(), human(total, unit_).c_str());
+    std::fprintf(out_, "%s: %d%% (%s / %s)\n", label_.c_str(), percent,
+                 human_amount(done, unit_).c_str(), human_amount(total, unit_).c_str());
   }
 }
 
@@ -59,10 +56,8 @@ void ProgressReporter::finish() {
   if (finished_) return;
   finished_ = true;
   if (enabled_ && tty_ && last_percent_ >= 0) {
-    const double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    std::fprintf(stderr, " %.1fs\n", secs);
+    std::fprintf(out_, " %.1fs\n", seconds_since(start_));
   }
 }
 
-}  // namespace keel::cli
+}  // namespace keel::host
