@@ -26,8 +26,8 @@
 #include <thread>
 #include <vector>
 
-#include "cluster/kv/kv_transfer_client.h"
-#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/transfer/kv_transfer_client.h"
+#include "cluster/transfer/kv_transfer_server.h"
 
 namespace {
 

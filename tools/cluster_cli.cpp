@@ -324,6 +324,16 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->add_option("--submit-delay-ms", je.spec.submit_delay_ms,
                    "Fault hook for tests: hold every submitted job this long before handling it")
       ->check(CLI::Range(int64_t{0}, int64_t{600000}));
+  cli.je_cmd
+      ->add_option("--max-jobs-per-te", je.spec.max_jobs_per_te,
+                   "Admission: jobs run at once per serving TE; the rest wait at the JE, let in "
+                   "by class (interactive, batch, training), `priority` and tenant share (0 = no "
+                   "limit)")
+      ->check(CLI::Range(0, 1 << 20));
+  cli.je_cmd
+      ->add_option("--admission-wait-ms", je.spec.admission_wait_ms,
+                   "Admission: a job waiting longer than this fails")
+      ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
   add_predictor_flags(cli.je_cmd, &je.spec.predictor, &je.spec.predictor_model);
   add_membership_flags(cli.je_cmd, &je.membership);
 
@@ -408,6 +418,11 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->add_option("--je-submit-delay-ms", up.je_submit_delay_ms,
                    "Fault hook for tests: every JE holds each submitted job this long first")
       ->check(CLI::Range(int64_t{0}, int64_t{600000}));
+  cli.up_cmd
+      ->add_option("--max-jobs-per-te", up.max_jobs_per_te,
+                   "Admission at every JE: jobs run at once per serving TE; the rest wait there, "
+                   "let in by class, `priority` and tenant share (0 = no limit)")
+      ->check(CLI::Range(0, 1 << 20));
   add_predictor_flags(cli.up_cmd, &up.predictor, &up.predictor_model);
   add_handoff_flags(cli.up_cmd, &up.handoff);
   add_peer_tier_flags(cli.up_cmd, &up.peer);

@@ -75,6 +75,18 @@ MetricsSnapshot Metrics::snapshot() const {
   return s;
 }
 
+std::string_view work_class_name(WorkClass c) {
+  switch (c) {
+    case WorkClass::kInteractive:
+      return "interactive";
+    case WorkClass::kBatch:
+      return "batch";
+    case WorkClass::kTraining:
+      return "training";
+  }
+  return "interactive";
+}
+
 std::string_view finish_reason_name(FinishReason r) {
   switch (r) {
     case FinishReason::kStop:

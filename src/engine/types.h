@@ -33,6 +33,12 @@ enum class FinishReason {
 };
 std::string_view finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
 
+// The kind of work a request is, for the cluster's admission layer (cluster/job/admission.h):
+// interactive requests are let in before batch ones (the Batch API's lines), batch before
+// training.
+enum class WorkClass : uint8_t { kInteractive, kBatch, kTraining };
+std::string_view work_class_name(WorkClass c);  // "interactive", "batch", "training"
+
 // Sparse decode (RaaS and its baselines): the policy and its token budget L.
 struct SparseParams {
   std::string policy = "dense";  // dense, streaming, h2o, quest or raas
@@ -57,6 +63,11 @@ struct GenerationRequest {
   // when it is complete. Needs an engine with a tokenizer. Empty: unconstrained.
   std::string grammar;
   std::string cache_salt;  // prefix-cache isolation: blocks are shared only within a salt
+  // Admission (cluster/job/admission.h): the request's class and priority (vLLM's `priority`:
+  // lower first; default 0). One engine runs its requests first come, first served; a JE that
+  // holds work back while its fleet is full lets it in by class, then priority.
+  WorkClass work_class = WorkClass::kInteractive;
+  int32_t priority = 0;
   // The LoRA adapter to run with (its name in EngineClient::list_loras()); "" = the base model.
   // Its KV is cached under the adapter's identity, apart from the base model's and other
   // adapters' (engine/lora_registry.h). NotFound at submit when no adapter has this name.

@@ -147,6 +147,10 @@ Json encode_request_body(const GenerationRequest& q) {
   if (!q.stop_strings.empty()) j["stop_strings"] = q.stop_strings;
   if (!q.grammar.empty()) j["grammar"] = q.grammar;
   if (!q.cache_salt.empty()) j["cache_salt"] = q.cache_salt;
+  if (q.work_class != WorkClass::kInteractive) {
+    j["work_class"] = std::string(work_class_name(q.work_class));
+  }
+  if (q.priority != 0) j["priority"] = q.priority;
   if (!q.lora.empty()) j["lora"] = q.lora;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
@@ -184,6 +188,10 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.str_list("stop_strings", &q->stop_strings);
   r.str("grammar", &q->grammar);
   r.str("cache_salt", &q->cache_salt);
+  constexpr WorkClass kClasses[] = {WorkClass::kInteractive, WorkClass::kBatch,
+                                    WorkClass::kTraining};
+  read_enum(r, "work_class", kClasses, work_class_name, &q->work_class);  // missing: interactive
+  r.i32("priority", &q->priority);
   r.str("lora", &q->lora);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);

@@ -134,6 +134,7 @@ BatchLineResult run_batch_line(ServerContext& ctx, ApiKind kind, const BatchLine
   }
   ApiResult<GenerationSpec> spec = generation_spec_for(ctx, body, kind, {line.text, "body"});
   if (!spec.ok()) return failed(request_id, line, spec.error());
+  spec.value().work_class = engine::WorkClass::kBatch;  // let in after interactive work
   PreparedPrompts prepared = prepare_prompts(ctx, spec.value());
   if (prepared.error) return failed(request_id, line, *prepared.error);
   GenerationChoices choices(ctx, std::move(spec.value()), std::move(prepared.prompts), request_id);

@@ -260,6 +260,10 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
   KEEL_API_TRY(read_bool(body, "ignore_eos", &spec->ignore_eos));
   KEEL_API_TRY(parse_streaming(body, spec));
   KEEL_API_TRY(parse_cache_salt(body, &spec->cache_salt));
+  n.reset();
+  KEEL_API_TRY(read_int(body, "priority", std::numeric_limits<int32_t>::min(),
+                        std::numeric_limits<int32_t>::max(), &n));
+  if (n) spec->priority = static_cast<int32_t>(*n);
   KEEL_API_TRY(parse_structured_output(body, &spec->grammar));
   s.reset();
   KEEL_API_TRY(read_string(body, "cache_id", &s));

@@ -41,6 +41,7 @@
 
 #include "engine/early_exit_params.h"
 #include "engine/speculative_params.h"
+#include "engine/types.h"
 #include "kv/pic.h"
 #include "sampling/sampling_params.h"
 #include "server/api_error.h"
@@ -78,6 +79,10 @@ struct GenerationSpec {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: prepend the prompt text
   std::string cache_salt;
+  // vLLM's `priority` (lower first; default 0) and the work's class (the Batch API's lines are
+  // batch): the order a JE's admission layer lets held work in (cluster/job/admission.h).
+  int32_t priority = 0;
+  engine::WorkClass work_class = engine::WorkClass::kInteractive;
   // Structured outputs: the GBNF grammar compiled from response_format json_schema / json_object,
   // `grammar` or `regex` (server/structured_output.h); "" when unconstrained.
   std::string grammar;

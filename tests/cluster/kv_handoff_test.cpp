@@ -12,7 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/transfer/kv_transfer_server.h"
 #include "engine/model_identity.h"
 #include "kv/host_tier.h"
 #include "support/test_support.h"

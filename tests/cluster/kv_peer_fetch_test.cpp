@@ -11,7 +11,7 @@
 
 #include "cluster/kv/kv_peer_fetch.h"
 #include "cluster/kv/kv_peer_server.h"
-#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/transfer/kv_transfer_server.h"
 #include "engine/model_identity.h"
 
 namespace keel::cluster {

@@ -1,7 +1,7 @@
 // KV transfer frames: round trip, the golden header layout, and a total decoder — every malformed
 // input is InvalidArgument (truncation, bad magic/version/flags, a damaged header byte, lengths
 // past the limits), a damaged payload is Corrupt.
-#include "cluster/kv/kv_transfer_frame.h"
+#include "cluster/transfer/kv_transfer_frame.h"
 
 #include <gtest/gtest.h>
 
@@ -98,17 +98,17 @@ TEST(KvTransferFrameTest, LimitsAreEnforced) {
   EXPECT_TRUE(decode_frame_header(encode_frame_header(h)).ok());
 }
 
-// A weights chunk (flags = kKvFrameFlagWeights) carries no token count; a KV block must.
-TEST(KvTransferFrameTest, WeightsChunkFlag) {
-  KvFrameHeader h = header_for({});
-  h.flags = kKvFrameFlagWeights;
-  EXPECT_FALSE(decode_frame_header(encode_frame_header(h)).ok()) << "weights with tokens";
-  h.num_tokens = 0;
-  auto back = decode_frame_header(encode_frame_header(h));
-  ASSERT_TRUE(back.ok()) << back.status().to_string();
-  EXPECT_EQ(*back, h);
-  h.flags = 2;  // unknown
-  EXPECT_EQ(decode_frame_header(encode_frame_header(h)).error().code(),
+// A KV frame is a KV block only: nonzero flags (version 1 once flagged weights chunks there) and a
+// block without tokens are refused.
+TEST(KvTransferFrameTest, FlagsMustBeZeroAndABlockHoldsTokens) {
+  const KvFrameHeader h = header_for({});
+  KvFrameHeaderBytes bytes = encode_frame_header(h);
+  ASSERT_TRUE(decode_frame_header(bytes).ok());
+  bytes[6] = std::byte{1};  // flags
+  EXPECT_EQ(decode_frame_header(bytes).error().code(), StatusCode::kInvalidArgument);
+  KvFrameHeader empty = h;
+  empty.num_tokens = 0;
+  EXPECT_EQ(decode_frame_header(encode_frame_header(empty)).error().code(),
             StatusCode::kInvalidArgument);
 }
 

@@ -9,10 +9,13 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
-#include "cluster/kv/kv_transfer_client.h"
-#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/transfer/kv_transfer_client.h"
+#include "cluster/transfer/kv_transfer_server.h"
 #include "engine/model_identity.h"
 #include "kv/host_tier.h"
 #include "support/test_support.h"
@@ -119,6 +122,67 @@ TEST(KvTransferTest, ForeignIdentityIsRejected) {
   ASSERT_TRUE(eventually([&] { return rig.server->stats().rejected_identity == 4; }));
   EXPECT_EQ(rig.server->stats().blocks_accepted, 0);
   EXPECT_EQ(rig.tier->stats().blocks, 0);
+}
+
+// Weights travel on their own channel: a KV server drops weights chunks and a weights server
+// drops KV blocks, as malformed, whatever their size (eager or rendezvous); a weights server hands
+// its own chunks on with every field of their frame.
+TEST(KvTransferTest, EachChannelDropsTheOthersFrames) {
+  constexpr size_t kBytes = 65536;
+  const auto chunk = [](size_t n, uint64_t offset) {
+    WeightsChunkToSend w;
+    w.stream_identity = {7, 8};
+    w.offset = offset;
+    w.entry_bytes = offset + n;
+    w.entry_hash = 0xabc;
+    w.stream_id = 3;
+    w.payload = block_bytes(n, static_cast<int>(offset % 7));
+    return w;
+  };
+  Rig kv(kBytes);
+  auto to_kv = kv.client();
+  ASSERT_NE(to_kv, nullptr);
+  ASSERT_TRUE(to_kv->send_weights(chunk(kBytes, 0)).ok());
+  ASSERT_TRUE(to_kv->send_weights(chunk(512, 0)).ok());
+  ASSERT_TRUE(to_kv->send(make_block(kBytes, 0)).ok());
+  ASSERT_TRUE(to_kv->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return kv.server->stats().blocks_accepted == 1; }));
+  EXPECT_EQ(kv.server->stats().rejected_malformed, 2);
+  EXPECT_TRUE(kv.holds(0, kBytes));
+
+  std::mutex mu;
+  std::vector<std::pair<WeightsFrameHeader, std::vector<std::byte>>> got;
+  KvTransferServerOptions o;
+  o.kv_identity = kIdentity;
+  auto weights = KvTransferServer::start_weights(
+      o, [&](const WeightsFrameHeader& h, std::span<const std::byte> p) {
+        std::lock_guard lock(mu);
+        got.emplace_back(h, std::vector<std::byte>(p.begin(), p.end()));
+      });
+  ASSERT_TRUE(weights.ok()) << weights.status().to_string();
+  KvTransferClientOptions co;
+  co.port = (*weights)->port();
+  co.kv_identity = kIdentity;
+  auto to_weights = KvTransferClient::connect(co);
+  ASSERT_TRUE(to_weights.ok()) << to_weights.status().to_string();
+  ASSERT_TRUE((*to_weights)->send(make_block(kBytes, 1)).ok());
+  ASSERT_TRUE((*to_weights)->send_weights(chunk(kBytes, 4096)).ok());
+  ASSERT_TRUE((*to_weights)->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return (*weights)->stats().blocks_accepted == 1; }));
+  EXPECT_EQ((*weights)->stats().rejected_malformed, 1);
+  std::lock_guard lock(mu);
+  ASSERT_EQ(got.size(), 1u);
+  const WeightsFrameHeader& h = got[0].first;
+  EXPECT_EQ(h.stream_identity, (kv::BlockHash{7, 8}));
+  EXPECT_EQ(h.offset, 4096u);
+  EXPECT_EQ(h.entry_bytes, 4096u + kBytes);
+  EXPECT_EQ(h.entry_hash, 0xabcu);
+  EXPECT_EQ(h.stream_id, 3u);
+  EXPECT_EQ(got[0].second, chunk(kBytes, 4096).payload);
+  // A chunk outside its entry is refused before it is queued.
+  WeightsChunkToSend outside = chunk(100, 0);
+  outside.entry_bytes = 99;
+  EXPECT_EQ((*to_weights)->send_weights(std::move(outside)).code(), StatusCode::kInvalidArgument);
 }
 
 // A receiver with a Q8_0 KV cache refuses the frames of an F16 sender of the same model and block

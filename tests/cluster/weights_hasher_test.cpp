@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include "cluster/kv/kv_transfer_frame.h"
+#include "cluster/transfer/kv_transfer_frame.h"
 
 namespace keel::cluster {
 namespace {

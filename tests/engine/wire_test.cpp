@@ -40,6 +40,8 @@ GenerationRequest full_request() {
   q.stop_strings = {"\n\n", "</s>", "caf\xC3\xA9"};
   q.grammar = "root ::= \"{\" [a-z]* \"}\"";
   q.cache_salt = "tenant\x01\xff";
+  q.work_class = WorkClass::kBatch;
+  q.priority = -7;
   q.lora = "sql-adapter";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;
@@ -160,6 +162,8 @@ TEST(WireTest, DefaultsSurviveBeingOmitted) {
   EXPECT_FALSE(back->early_exit.has_value());
   EXPECT_EQ(back->resumed_tokens, 0);  // not sent at 0: a missing field reads as not resumed
   EXPECT_EQ(Json::from_msgpack(encode(q))["body"].count("resumed_tokens"), 0u);
+  EXPECT_EQ(back->work_class, WorkClass::kInteractive);  // an older peer's request
+  EXPECT_EQ(back->priority, 0);
   // An event without a finish stays unfinished; a default stats/metrics value stays default.
   auto ev = decode_event(encode(EventFrame{3, TokenEvent{}}));
   ASSERT_TRUE(ev.ok());
@@ -167,6 +171,19 @@ TEST(WireTest, DefaultsSurviveBeingOmitted) {
   EXPECT_FALSE(ev->event.finish.has_value());
   EXPECT_EQ(*decode_stats(encode(EngineStats{})), EngineStats{});
   EXPECT_EQ(*decode_metrics(encode(MetricsSnapshot{})), MetricsSnapshot{});
+}
+
+TEST(WireTest, AnUnknownWorkClassIsRefusedByName) {
+  GenerationRequest q;
+  q.prompt_tokens = {1};
+  q.work_class = WorkClass::kTraining;
+  Json j = Json::from_msgpack(encode(q));
+  EXPECT_EQ(j["body"]["work_class"], "training");
+  j["body"]["work_class"] = "urgent";
+  const std::vector<uint8_t> bytes = Json::to_msgpack(j);
+  auto back = decode_request(bytes);
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message().find("work_class"), std::string::npos) << back.error().message();
 }
 
 TEST(WireTest, TokenEventRoundTripsWithInfiniteLogprobs) {

@@ -1,5 +1,5 @@
-// libFuzzer target for the KV transfer frame codec (src/cluster/kv/kv_transfer_frame.h): arbitrary
-// bytes through decode_frame and decode_frame_header. A decoder must return a value or
+// libFuzzer target for the KV transfer frame codec (src/cluster/transfer/kv_transfer_frame.h):
+// arbitrary bytes through decode_frame and decode_frame_header. A decoder must return a value or
 // InvalidArgument (Corrupt for a payload failing its checksum) — no crash, no sanitizer report —
 // and whatever decodes must re-encode to the same bytes, so a frame that crossed the wire once
 // crosses it again unchanged.
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <span>
 
-#include "cluster/kv/kv_transfer_frame.h"
+#include "cluster/transfer/kv_transfer_frame.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace cl = keel::cluster;

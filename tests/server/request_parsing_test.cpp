@@ -67,6 +67,7 @@ TEST(ChatRequestTest, AcceptsPartsRolesExtrasAndNulls) {
   body["presence_penalty"] = nullptr;
   body["some_future_field"] = Json::array({1, 2, 3});
   body["cache_salt"] = "tenant-a";
+  body["priority"] = -3;
   ApiResult<GenerationSpec> r = parse_chat_request(body, kLimits);
   ASSERT_TRUE(r.ok()) << r.error().message;
   const GenerationSpec& s = r.value();
@@ -85,6 +86,8 @@ TEST(ChatRequestTest, AcceptsPartsRolesExtrasAndNulls) {
   EXPECT_EQ(s.sampling.logprobs, 3);
   EXPECT_TRUE(s.include_usage);
   EXPECT_EQ(s.cache_salt, "tenant-a");
+  EXPECT_EQ(s.priority, -3);
+  EXPECT_EQ(s.work_class, engine::WorkClass::kInteractive);  // the Batch API's lines are batch
 }
 
 TEST(CompletionRequestTest, PromptFormsAndDefaults) {
@@ -191,6 +194,8 @@ const BadCase kBadCases[] = {
     {"stream not bool", true, {{"stream", "yes"}}, "stream"},
     {"model not string", true, {{"model", 5}}, "model"},
     {"cache_salt empty", true, {{"cache_salt", ""}}, "cache_salt"},
+    {"priority not integer", true, {{"priority", "high"}}, "priority"},
+    {"priority fractional", true, {{"priority", 1.5}}, "priority"},
     {"messages missing", true, {{"messages", nullptr}}, "messages"},
     {"messages empty", true, {{"messages", Json::array()}}, "messages"},
     {"messages not array", true, {{"messages", "hi"}}, "messages"},

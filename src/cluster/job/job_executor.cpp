@@ -11,7 +11,8 @@
 
 namespace keel::cluster {
 
-JobExecutor::JobExecutor(JobExecutorConfig config) : config_(std::move(config)) {}
+JobExecutor::JobExecutor(JobExecutorConfig config)
+    : config_(std::move(config)), admission_(config_.admission) {}
 
 Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config) {
   std::unique_ptr<JobExecutor> je(new JobExecutor(std::move(config)));
@@ -242,6 +243,7 @@ void JobExecutor::on_submit_job(net::Link& link, const Json& body, Clock::time_p
     job->block_hashes = prompt_block_hashes(k->second, job->request.cache_salt,
                                             job->request.prompt_tokens, config_.block_size);
   }
+  bool held = false;
   {
     std::lock_guard lock(mu_);
     if (stopping_) {
@@ -263,7 +265,15 @@ void JobExecutor::on_submit_job(net::Link& link, const Json& body, Clock::time_p
         }
       }
     }
+    held = hold_locked(*job);
     jobs_[job->ref] = std::move(job);
+  }
+  if (held) {  // answered now; the monitor lets it in when there is room (pump)
+    Json reply = status_body(Status::ok_status());
+    reply["hops"] = Json{{"je_wait", std::chrono::duration<double>(handled - received).count()}};
+    link.reply(call, std::move(reply));
+    cv_.notify_all();
+    return;
   }
   // The TE's answer comes back on its link's threads: the gateway is answered from there.
   const bool resubmitted = submit->attempt > 0;
@@ -298,6 +308,11 @@ void JobExecutor::on_abort_job(const Json& body) {
     std::lock_guard lock(mu_);
     const auto it = jobs_.find(abort->ref);
     if (it == jobs_.end()) return;
+    if (admission_.remove(abort->ref)) {  // aborted while held: nothing runs it
+      held_until_.erase(abort->ref);
+      jobs_.erase(it);
+      return;
+    }
     it->second->aborted = true;
     task.attempt = it->second->attempt;
     if (it->second->te) te_link = tes_[*it->second->te]->link;
@@ -361,12 +376,14 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
     if (it == jobs_.end() || it->second->attempt != p.attempt) continue;
     Job& job = *it->second;
     job.generated.insert(job.generated.end(), p.tokens.begin(), p.tokens.end());
+    admission_.charge_generated("", static_cast<int64_t>(p.tokens.size()));
     if (p.finished && p.ended_job) {
       if (job.predicted_bucket && config_.bucket_of) {
         const int32_t actual = config_.bucket_of(static_cast<int64_t>(job.generated.size()));
         ++prediction_buckets_[{*job.predicted_bucket, actual}];
       }
       jobs_.erase(it);
+      if (!admission_.empty()) cv_.notify_all();  // room for a held job: the monitor pumps
     } else if (p.finished) {  // a prefill handed off: its decode half goes out next
       // ... to the prefill TE itself when the KV link was blocked: it holds the prompt's KV.
       if (p.kv_link_blocked && job.te) {

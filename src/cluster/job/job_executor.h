@@ -39,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/job/admission.h"
 #include "cluster/job/pd_heatmap.h"
 #include "cluster/job/peer_hint.h"
 #include "cluster/job/prefix_index.h"
@@ -88,6 +89,13 @@ struct JobExecutorConfig {
   std::function<int32_t(int64_t generated)> bucket_of;
   // Fault hook (tests): every submitted job waits this long before it is handled. 0: none.
   std::chrono::milliseconds submit_delay{0};
+  // Admission (admission.h): with max_jobs_per_te > 0 the JE lets at most that many jobs per
+  // serving TE run at once and holds the rest — answering the gateway at once — letting them in
+  // by class, priority and tenant share as jobs end; a job held longer than admission_wait fails.
+  // 0: every job is dispatched as it comes (the TEs' engines queue it).
+  int32_t max_jobs_per_te = 0;
+  std::chrono::milliseconds admission_wait{60000};
+  AdmissionConfig admission;
 };
 
 class JobExecutor {
@@ -164,6 +172,14 @@ class JobExecutor {
   // Sends a disaggregated job's decode half to its decode TE once its prefill handed off (on the
   // monitor thread); falls back to dispatch() when that TE cannot take it.
   void dispatch_decode(const JobRef& ref);
+  // Admission (job_executor_admission.cpp). Holds a submitted job when admission is on (under
+  // mu_); true when it was held (the gateway is answered at once).
+  bool hold_locked(const Job& job);
+  // Lets held jobs in while the fleet has room, dispatching each (not under mu_); fails the ones
+  // held past admission_wait.
+  void pump();
+  // Jobs that may run at once now: max_jobs_per_te × the TEs serving (under mu_).
+  [[nodiscard]] int64_t admission_capacity_locked() const;
   void monitor_loop();
   void check_health();
   void redrive(const JobRef& ref);
@@ -184,6 +200,9 @@ class JobExecutor {
   std::vector<JobRef> to_decode_;
   std::map<JobRef, Clock::time_point> parked_;  // re-drives waiting for a TE, by deadline
   PrefixIndex index_;
+  AdmissionQueue admission_;                        // held jobs (admission.h)
+  std::map<JobRef, Clock::time_point> held_until_;  // their deadlines
+  int64_t jobs_held_total_ = 0;
   std::vector<std::unique_ptr<KvEventSubscriber>> subscribers_;  // monitor thread only
   RouterCounters counters_;
   // Predictor counters: predictions made, their total cost, predicted-vs-actual buckets.

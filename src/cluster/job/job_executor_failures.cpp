@@ -29,6 +29,7 @@ void JobExecutor::monitor_loop() {
     for (const JobRef& ref : decodes) dispatch_decode(ref);
     for (const JobRef& ref : redrives) redrive(ref);
     retry_parked();
+    pump();
     lock.lock();
   }
 }

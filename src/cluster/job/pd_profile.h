@@ -1,7 +1,7 @@
 // PD profiling, the pure part of `keel cluster profile-pd`: the grid of (prefill length,
 // decode/prefill ratio) cells to measure, and the heatmap built from the job completion times
 // measured on a colocated fleet and on a prefill/decode (disaggregated) fleet of equal cores.
-// The process part (starting fleets, sending requests) lives in tools/cluster_profile_pd_command.
+// The process part (starting fleets, sending requests) lives in control/profile/pd_profile_run.h.
 //
 //   PdProfileGrid ──plan_pd_profile──▶ cells (row-major: prefill bin × ratio bin)
 //   cells + PdCellSamples ──build_pd_profile──▶ PdHeatmap (value = mean JCT colocated /

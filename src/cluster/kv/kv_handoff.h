@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "cluster/kv/kv_handoff_streams.h"
-#include "cluster/kv/kv_transfer_client.h"
+#include "cluster/transfer/kv_transfer_client.h"
 #include "core/result.h"
 #include "core/status.h"
 #include "engine/published_block_tap.h"

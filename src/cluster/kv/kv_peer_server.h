@@ -26,8 +26,8 @@
 #include <string>
 #include <vector>
 
-#include "cluster/kv/kv_transfer_client.h"
 #include "cluster/protocol/messages.h"
+#include "cluster/transfer/kv_transfer_client.h"
 #include "core/result.h"
 #include "net/link.h"
 #include "net/link_server.h"

@@ -26,6 +26,8 @@ Json encode_je_spec(const JeSpec& s) {
               {"loras", s.loras},
               {"te_connect_timeout_ms", s.te_connect_timeout_ms},
               {"submit_delay_ms", s.submit_delay_ms},
+              {"max_jobs_per_te", s.max_jobs_per_te},
+              {"admission_wait_ms", s.admission_wait_ms},
               {"membership", encode_membership_spec(s.membership)}};
 }
 
@@ -61,6 +63,8 @@ Result<JeSpec> decode_je_spec(const Json& body) {
   }
   KEEL_TRY(f.integer("te_connect_timeout_ms", 1, 3600000, &s.te_connect_timeout_ms));
   KEEL_TRY(f.integer("submit_delay_ms", 0, net::kMaxI64, &s.submit_delay_ms));
+  KEEL_TRY(f.integer("max_jobs_per_te", 0, 1 << 20, &s.max_jobs_per_te));
+  KEEL_TRY(f.integer("admission_wait_ms", 1, net::kMaxI64, &s.admission_wait_ms));
   KEEL_ASSIGN_OR_RETURN(const Json* membership, f.object("membership"));
   if (membership != nullptr) {
     KEEL_TRY(decode_membership_spec(*membership, "je spec", &s.membership));

@@ -42,6 +42,10 @@ struct JeSpec {
   std::vector<std::string> loras;  // NAME=PATH: adapters the TEs serve (prefix keys)
   int64_t te_connect_timeout_ms = 30000;
   int64_t submit_delay_ms = 0;  // fault hook (tests): hold every submitted job this long
+  // Admission (cluster/job/admission.h): jobs run at once per serving TE (0 = no limit: every job
+  // is dispatched as it comes) and how long a held job may wait.
+  int32_t max_jobs_per_te = 0;
+  int64_t admission_wait_ms = 60000;
   MembershipSpec membership;
   bool operator==(const JeSpec&) const = default;
 };

@@ -122,14 +122,16 @@ struct WeightsReceiver::Stream : std::enable_shared_from_this<Stream> {
   // (the send holds this stream, so the mapping outlives it) with the checksum already verified.
   void forward(Downstream& d, uint64_t offset, const Filed& f) {
     if (!d.status.ok()) return;
-    KvBlockToSend block;
-    block.flags = kKvFrameFlagWeights;
-    put_weights_chunk({offset, total, entry_hash, d.stream_id}, &block.block_hash,
-                      &block.parent_hash);
+    WeightsChunkToSend block;
+    block.stream_identity = identity;
+    block.offset = offset;
+    block.entry_bytes = total;
+    block.entry_hash = entry_hash;
+    block.stream_id = d.stream_id;
     block.borrowed = {map + offset, f.bytes};
     block.owner = shared_from_this();
     block.payload_checksum = f.checksum;
-    d.status = d.client->send(std::move(block));
+    d.status = d.client->send_weights(std::move(block));
   }
 };
 
@@ -139,15 +141,14 @@ Result<std::unique_ptr<WeightsReceiver>> WeightsReceiver::start(const std::strin
   std::unique_ptr<WeightsReceiver> r(new WeightsReceiver(std::move(store_dir)));
   KvTransferServerOptions options;
   options.host = host;
-  options.weights = true;
   options.idle_timeout = std::chrono::milliseconds(30'000);
   WeightsReceiver* raw = r.get();
   KEEL_ASSIGN_OR_RETURN(
       r->server_,
-      KvTransferServer::start(
+      KvTransferServer::start_weights(
           options,
-          [raw](const KvFrameHeader& h, std::span<const std::byte> p) { raw->on_chunk(h, p); },
-          [raw](const KvFrameHeader& h) { return raw->place(h); }));
+          [raw](const WeightsFrameHeader& h, std::span<const std::byte> p) { raw->on_chunk(h, p); },
+          [raw](const WeightsFrameHeader& h) { return raw->place(h); }));
   r->address_ = host + ":" + std::to_string(r->server_->port());
   return r;
 }
@@ -183,18 +184,18 @@ Status WeightsReceiver::begin(const std::string& entry, uint64_t stream_id) {
 }
 
 // The stream a chunk belongs to (open, not failed, its identity and stream id), or null.
-WeightsReceiver::Stream* WeightsReceiver::stream_for_locked(const KvFrameHeader& header,
+WeightsReceiver::Stream* WeightsReceiver::stream_for_locked(const WeightsFrameHeader& header,
                                                             const WeightsChunk& c,
                                                             uint64_t payload_bytes) {
   Stream* s = stream_.get();
-  if (s == nullptr || s->done || !s->failed.ok() || header.kv_identity != s->identity ||
+  if (s == nullptr || s->done || !s->failed.ok() || header.stream_identity != s->identity ||
       c.stream_id != s->stream_id || !check_weights_chunk(c, payload_bytes).ok()) {
     return nullptr;
   }
   return s;
 }
 
-KvPlacement WeightsReceiver::place(const KvFrameHeader& header) {
+PayloadPlacement WeightsReceiver::place(const WeightsFrameHeader& header) {
   const WeightsChunk c = weights_chunk_of(header);
   std::lock_guard lock(mu_);
   Stream* s = stream_for_locked(header, c, header.payload_bytes);
@@ -219,11 +220,12 @@ bool WeightsReceiver::size_stream_locked(Stream& s, const WeightsChunk& c) {
   return true;
 }
 
-void WeightsReceiver::on_chunk(const KvFrameHeader& header, std::span<const std::byte> payload) {
+void WeightsReceiver::on_chunk(const WeightsFrameHeader& header,
+                               std::span<const std::byte> payload) {
   static const kv::BlockHash kProbe = weights_stream_identity(kWeightsProbeEntry);
   const WeightsChunk c = weights_chunk_of(header);
   std::lock_guard lock(mu_);
-  if (header.kv_identity == kProbe) {
+  if (header.stream_identity == kProbe) {
     stats_.probe_bytes += static_cast<int64_t>(payload.size());
     return;
   }
@@ -321,7 +323,6 @@ Result<WeightsFetchReply> WeightsReceiver::relay(const WeightsFetchRequest& requ
   KvTransferClientOptions options;
   options.host = hp.host;
   options.port = hp.port;
-  options.kv_identity = s->identity;
   options.max_queued_bytes = kRelayQueueBytes;
   options.max_in_flight = 16;
   auto d = std::make_shared<Stream::Downstream>();

@@ -1,6 +1,7 @@
-// WeightsReceiver: a TE's receiving end of a weights stream (weights_stream.h) — a KV transfer
-// server in weights mode whose sink writes each chunk into a partial store entry in this host's
-// store directory, and, for a chain relay, forwards it at once to the next TE downstream.
+// WeightsReceiver: a TE's receiving end of a weights stream (weights_stream.h) — a transfer
+// server on the weights channel (transfer/transfer_channel.h) whose sink writes each chunk into a
+// partial store entry in this host's store directory, and, for a chain relay, forwards it at once
+// to the next TE downstream.
 //
 // One stream at a time (a TE forks once): begin(entry) creates ".<entry>.partial.<pid>" (the
 // store's own temporary name) in the store directory; chunks of that entry's stream (identity,
@@ -31,8 +32,8 @@
 #include <mutex>
 #include <string>
 
-#include "cluster/kv/kv_transfer_client.h"
-#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/transfer/kv_transfer_client.h"
+#include "cluster/transfer/kv_transfer_server.h"
 #include "cluster/weights/weights_stream.h"
 #include "core/result.h"
 
@@ -82,9 +83,9 @@ class WeightsReceiver {
  private:
   struct Stream;
   WeightsReceiver(std::string store_dir) : store_dir_(std::move(store_dir)) {}
-  void on_chunk(const KvFrameHeader& header, std::span<const std::byte> payload);
-  KvPlacement place(const KvFrameHeader& header);
-  Stream* stream_for_locked(const KvFrameHeader& header, const WeightsChunk& c,
+  void on_chunk(const WeightsFrameHeader& header, std::span<const std::byte> payload);
+  PayloadPlacement place(const WeightsFrameHeader& header);
+  Stream* stream_for_locked(const WeightsFrameHeader& header, const WeightsChunk& c,
                             uint64_t payload_bytes);
   bool size_stream_locked(Stream& s, const WeightsChunk& c);
   void close_stream_locked(const Status& why);

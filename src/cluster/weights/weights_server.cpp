@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "cluster/kv/kv_transfer_client.h"
+#include "cluster/transfer/kv_transfer_client.h"
 #include "core/log.h"
 #include "net/host_port.h"
 
@@ -214,20 +214,22 @@ Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request
   KvTransferClientOptions options;
   options.host = hp.host;
   options.port = hp.port;
-  options.kv_identity = weights_stream_identity(request.entry);
   options.max_queued_bytes = size_t{1} << 30;
   options.max_in_flight = 16;
   options.faults.throttle_bytes_per_s = config_.faults.throttle_bytes_per_s;
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<KvTransferClient> client,
                         KvTransferClient::connect(options));
+  const kv::BlockHash identity = weights_stream_identity(request.entry);
   int64_t index = 0;
   for (uint64_t offset = 0; offset < total; offset += request.chunk_bytes, ++index) {
     if (config_.faults.stop_after_chunks >= 0 && index >= config_.faults.stop_after_chunks) break;
     const uint64_t n = std::min<uint64_t>(request.chunk_bytes, total - offset);
-    KvBlockToSend block;
-    block.flags = kKvFrameFlagWeights;
-    put_weights_chunk({offset, total, hash, request.stream_id}, &block.block_hash,
-                      &block.parent_hash);
+    WeightsChunkToSend block;
+    block.stream_identity = identity;
+    block.offset = offset;
+    block.entry_bytes = total;
+    block.entry_hash = hash;
+    block.stream_id = request.stream_id;
     const std::byte* from = source.repeat ? source.bytes : source.bytes + offset;
     if (index == config_.faults.flip_chunk) {  // a copy: the mapping is read-only
       block.payload.assign(from, from + n);
@@ -246,7 +248,7 @@ Result<WeightsFetchReply> WeightsServer::push(const WeightsFetchRequest& request
       if (Clock::now() > deadline) return Status::unavailable("weights push: timed out");
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    KEEL_TRY(client->send(std::move(block)));
+    KEEL_TRY(client->send_weights(std::move(block)));
   }
   KEEL_TRY(client->flush(deadline));
   return WeightsFetchReply{Status(), total, hash};

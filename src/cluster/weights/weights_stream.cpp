@@ -17,13 +17,8 @@ kv::BlockHash weights_stream_identity(std::string_view entry) {
   return {hash("keel-weights-lo:"), hash("keel-weights-hi:")};
 }
 
-void put_weights_chunk(const WeightsChunk& c, kv::BlockHash* block_hash, kv::BlockHash* parent) {
-  *block_hash = {c.offset, c.total_bytes};
-  *parent = {c.entry_hash, c.stream_id};
-}
-
-WeightsChunk weights_chunk_of(const KvFrameHeader& header) {
-  return {header.block_hash.lo, header.block_hash.hi, header.parent_hash.lo, header.parent_hash.hi};
+WeightsChunk weights_chunk_of(const WeightsFrameHeader& header) {
+  return {header.offset, header.entry_bytes, header.entry_hash, header.stream_id};
 }
 
 Status check_weights_chunk(const WeightsChunk& c, uint64_t payload_bytes) {

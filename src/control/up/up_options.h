@@ -79,8 +79,10 @@ struct ClusterUpOptions {
   std::string predictor_model;
   double start_timeout_s = 120.0;
   int64_t je_submit_delay_ms = 0;  // fault hook passed to every JE (--submit-delay-ms)
-  KvHandoffOptions handoff;        // passed to the prefill TEs
-  PeerTierOptions peer;            // passed to every TE
+  // Admission at every JE (cluster/job/admission.h): jobs run at once per TE; 0 = no limit.
+  int32_t max_jobs_per_te = 0;
+  KvHandoffOptions handoff;  // passed to the prefill TEs
+  PeerTierOptions peer;      // passed to every TE
   // Elasticity (docs/cluster.md): --store-dir preloads the model into the host's model store and
   // every TE maps it from there; --warm-pool N keeps N model-agnostic TEs to bind on demand
   // (`keel cluster scale`), their phases in /metrics and the --event-log JSON lines.

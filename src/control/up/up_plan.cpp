@@ -86,6 +86,7 @@ cluster::JeSpec je_spec(const ClusterUpOptions& o, const std::string& path, cons
   spec.predictor = o.predictor;
   spec.predictor_model = o.predictor_model;
   spec.submit_delay_ms = o.je_submit_delay_ms;
+  spec.max_jobs_per_te = o.max_jobs_per_te;
   spec.membership = o.membership.spec();
   return spec;
 }

@@ -21,7 +21,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cluster/kv/kv_transfer_frame.h"
+#include "cluster/transfer/kv_transfer_frame.h"
+#include "cluster/transfer/weights_frame.h"
 #include "core/result.h"
 #include "core/status.h"
 
@@ -58,13 +59,29 @@ struct KvTransferClientOptions {
 struct KvBlockToSend {
   kv::BlockHash block_hash;
   kv::BlockHash parent_hash;
-  uint32_t num_tokens = 0;  // 0 for a weights chunk
+  uint32_t num_tokens = 0;
   std::vector<std::byte> payload;
-  uint16_t flags = 0;  // kKvFrameFlagWeights: a chunk of a weights stream (fields as in the frame)
   std::span<const std::byte> borrowed;
   std::shared_ptr<const void> owner;
   // The payload's XXH3-64 when the caller already has it (a relay forwarding a chunk whose frame
   // checksum it just verified); send() computes it otherwise.
+  std::optional<uint64_t> payload_checksum;
+  [[nodiscard]] std::span<const std::byte> bytes() const {
+    return borrowed.empty() ? std::span<const std::byte>(payload) : borrowed;
+  }
+};
+
+// One chunk of a weights stream to send on the weights channel (weights_frame.h: the fields of
+// its header but the payload's length and checksum); payload ownership as KvBlockToSend's.
+struct WeightsChunkToSend {
+  kv::BlockHash stream_identity;
+  uint64_t offset = 0;
+  uint64_t entry_bytes = 0;
+  uint64_t entry_hash = 0;
+  uint64_t stream_id = 0;
+  std::vector<std::byte> payload;
+  std::span<const std::byte> borrowed;
+  std::shared_ptr<const void> owner;
   std::optional<uint64_t> payload_checksum;
   [[nodiscard]] std::span<const std::byte> bytes() const {
     return borrowed.empty() ? std::span<const std::byte>(payload) : borrowed;
@@ -91,6 +108,9 @@ class KvTransferClient {
   // Queues one block. Unavailable after the connection failed; ResourceExhausted when the queue
   // holds max_queued_bytes; InvalidArgument for a payload over the frame limit or no tokens.
   Status send(KvBlockToSend block);
+  // Queues one weights chunk, on the weights channel, behind the blocks queued before it; errors
+  // as send()'s (InvalidArgument for a chunk outside its entry or over the chunk limit).
+  Status send_weights(WeightsChunkToSend chunk);
   // Waits until every block queued before the call has been delivered to the peer (UCX endpoint
   // flush: the receiver's transport holds it), or the deadline passes (Unavailable "timed out"),
   // or the connection fails (Unavailable with the reason).
@@ -104,6 +124,9 @@ class KvTransferClient {
 
  private:
   explicit KvTransferClient(std::unique_ptr<Impl> impl);
+  // Queues a frame: its encoded header (sent under `am_id`) and payload.
+  Status enqueue(std::span<const std::byte> header, unsigned am_id, std::vector<std::byte> payload,
+                 std::span<const std::byte> borrowed, std::shared_ptr<const void> owner);
   std::unique_ptr<Impl> impl_;
 };
 

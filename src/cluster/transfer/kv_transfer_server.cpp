@@ -1,13 +1,16 @@
 // KvTransferServer: listener, per-connection idle timeouts and the frame checks (see
 // kv_transfer_server.h). Every function below but the public ones runs on the UCX thread.
-#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/transfer/kv_transfer_server.h"
 
 #include <netinet/in.h>
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <variant>
 #include <vector>
 
 #include "net/ucx_worker.h"
@@ -30,10 +33,24 @@ KvBlockSink tier_store_sink(kv::TierStore* store) {
   };
 }
 
+namespace {
+
+// A frame's header on either channel.
+using FrameHeader = std::variant<KvFrameHeader, WeightsFrameHeader>;
+
+Status check_payload(const FrameHeader& h, std::span<const std::byte> payload) {
+  if (const auto* kv = std::get_if<KvFrameHeader>(&h)) return check_frame_payload(*kv, payload);
+  return check_weights_payload(std::get<WeightsFrameHeader>(h), payload);
+}
+
+}  // namespace
+
 struct KvTransferServer::Impl {
   KvTransferServerOptions options;
-  KvBlockSink sink;
+  KvBlockSink sink;  // the KV channel's
   KvPayloadPlacer placer;
+  WeightsChunkSink weights_sink;  // the weights channel's
+  WeightsPayloadPlacer weights_placer;
   std::unique_ptr<net::UcxWorker> worker;
   ucp_listener_h listener = nullptr;
   uint16_t port = 0;
@@ -41,7 +58,7 @@ struct KvTransferServer::Impl {
   // Rendezvous payload being received.
   struct PendingReceive {
     Impl* impl = nullptr;
-    KvFrameHeader header;
+    FrameHeader header;
     std::unique_ptr<std::byte[]> payload;  // `length` bytes (from the spare pool); null in place
     std::byte* dst = nullptr;              // where the payload lands
     std::shared_ptr<void> keep;            // holds a placer's destination until the receive ends
@@ -98,8 +115,8 @@ struct KvTransferServer::Impl {
   }
 
   // Accepted frame: the payload has its header's length; checks the checksum, then the sink.
-  void deliver(const KvFrameHeader& header, std::span<const std::byte> payload) {
-    if (!check_frame_payload(header, payload).ok()) {
+  void deliver(const FrameHeader& header, std::span<const std::byte> payload) {
+    if (!check_payload(header, payload).ok()) {
       count([](KvTransferServerStats& s) { ++s.rejected_checksum; });
       return;
     }
@@ -107,19 +124,34 @@ struct KvTransferServer::Impl {
       ++s.blocks_accepted;
       s.bytes_accepted += static_cast<int64_t>(payload.size());
     });
-    sink(header, payload);
+    if (const auto* kv = std::get_if<KvFrameHeader>(&header)) {
+      sink(*kv, payload);
+    } else {
+      weights_sink(std::get<WeightsFrameHeader>(header), payload);
+    }
   }
 
-  // Header checks before any payload is received; nullopt-like false: drop the frame.
-  bool admit(std::span<const std::byte> header_bytes, size_t length, KvFrameHeader* header) {
-    auto decoded = decode_frame_header(header_bytes);
-    if (!decoded.ok() || decoded->payload_bytes != length ||
-        (decoded->flags == kKvFrameFlagWeights) != options.weights ||
-        (options.payload_bytes != 0 && length != options.payload_bytes)) {
+  // Header checks before any payload is received (`am_id`: the channel it came on); false: drop
+  // the frame.
+  bool admit(unsigned am_id, std::span<const std::byte> header_bytes, size_t length,
+             FrameHeader* header) {
+    const auto malformed = [this] {
       count([](KvTransferServerStats& s) { ++s.rejected_malformed; });
       return false;
+    };
+    if (am_id != transfer_am_id(options.channel)) return malformed();
+    if (options.channel == TransferChannel::kWeights) {
+      auto decoded = decode_weights_header(header_bytes);
+      if (!decoded.ok() || decoded->payload_bytes != length) return malformed();
+      *header = *decoded;
+      return true;
     }
-    if (!options.weights && decoded->kv_identity != options.kv_identity) {
+    auto decoded = decode_frame_header(header_bytes);
+    if (!decoded.ok() || decoded->payload_bytes != length ||
+        (options.payload_bytes != 0 && length != options.payload_bytes)) {
+      return malformed();
+    }
+    if (decoded->kv_identity != options.kv_identity) {
       count([](KvTransferServerStats& s) { ++s.rejected_identity; });
       return false;
     }
@@ -127,21 +159,30 @@ struct KvTransferServer::Impl {
     return true;
   }
 
-  ucs_status_t on_message(const void* header_ptr, size_t header_length, void* data, size_t length,
-                          const ucp_am_recv_param_t* param) {
+  // Where an admitted rendezvous payload goes: the channel's placer's choice, or none.
+  PayloadPlacement place(const FrameHeader& header) {
+    if (const auto* kv = std::get_if<KvFrameHeader>(&header)) {
+      return placer ? placer(*kv) : PayloadPlacement{};
+    }
+    return weights_placer ? weights_placer(std::get<WeightsFrameHeader>(header))
+                          : PayloadPlacement{};
+  }
+
+  ucs_status_t on_message(unsigned am_id, const void* header_ptr, size_t header_length, void* data,
+                          size_t length, const ucp_am_recv_param_t* param) {
     if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0) {
       auto it = conns.find(param->reply_ep);
       if (it != conns.end()) it->second = Clock::now();
     }
     const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-    KvFrameHeader header;
+    FrameHeader header;
     const bool admitted =
-        admit({static_cast<const std::byte*>(header_ptr), header_length}, length, &header);
+        admit(am_id, {static_cast<const std::byte*>(header_ptr), header_length}, length, &header);
     if (!rndv) {
       if (admitted) deliver(header, {static_cast<const std::byte*>(data), length});
       return UCS_OK;
     }
-    if (!admitted && length > kKvFrameMaxPayloadBytes) {
+    if (!admitted && length > std::max(kKvFrameMaxPayloadBytes, kWeightsFrameMaxPayloadBytes)) {
       ucp_am_data_release(worker->handle(), data);  // declines it (UCX 1.13 may leak a buffer)
       return UCS_OK;
     }
@@ -152,10 +193,10 @@ struct KvTransferServer::Impl {
     pending->header = header;
     pending->length = length;
     pending->discard = !admitted || stopping;
-    if (!pending->discard && placer) {
-      KvPlacement place = placer(header);
-      pending->dst = place.dst;
-      pending->keep = std::move(place.keep);
+    if (!pending->discard) {
+      PayloadPlacement at = place(header);
+      pending->dst = at.dst;
+      pending->keep = std::move(at.keep);
     }
     if (pending->dst == nullptr) {
       pending->payload = take_buffer(length);
@@ -194,9 +235,10 @@ struct KvTransferServer::Impl {
     ucp_request_free(request);
   }
 
+  template <unsigned kAmId>
   static ucs_status_t on_am(void* arg, const void* header, size_t header_length, void* data,
                             size_t length, const ucp_am_recv_param_t* param) {
-    return static_cast<Impl*>(arg)->on_message(header, header_length, data, length, param);
+    return static_cast<Impl*>(arg)->on_message(kAmId, header, header_length, data, length, param);
   }
 
   static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t /*status*/) {
@@ -250,14 +292,19 @@ struct KvTransferServer::Impl {
 
   Status listen() {
     KEEL_ASSIGN_OR_RETURN(sockaddr_storage addr, net::resolve_ipv4(options.host, options.port));
-    ucp_am_handler_param_t hp{};
-    hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
-                    UCP_AM_HANDLER_PARAM_FIELD_ARG;
-    hp.id = kKvFrameAmId;
-    hp.cb = &Impl::on_am;
-    hp.arg = this;
-    ucs_status_t s = ucp_worker_set_am_recv_handler(worker->handle(), &hp);
-    if (s != UCS_OK) return net::ucx_status("set_am_recv_handler", s);
+    // Both channels' ids: a frame of the other channel is received and dropped, not left to UCX.
+    ucs_status_t s = UCS_OK;
+    for (const auto& [id, cb] : {std::pair{kKvFrameAmId, &Impl::on_am<kKvFrameAmId>},
+                                 std::pair{kWeightsFrameAmId, &Impl::on_am<kWeightsFrameAmId>}}) {
+      ucp_am_handler_param_t hp{};
+      hp.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB |
+                      UCP_AM_HANDLER_PARAM_FIELD_ARG;
+      hp.id = id;
+      hp.cb = cb;
+      hp.arg = this;
+      s = ucp_worker_set_am_recv_handler(worker->handle(), &hp);
+      if (s != UCS_OK) return net::ucx_status("set_am_recv_handler", s);
+    }
     ucp_listener_params_t lp{};
     lp.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
     lp.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
@@ -311,14 +358,31 @@ KvTransferServer::KvTransferServer(std::unique_ptr<Impl> impl) : impl_(std::move
 Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start(KvTransferServerOptions options,
                                                                   KvBlockSink sink,
                                                                   KvPayloadPlacer placer) {
+  options.channel = TransferChannel::kKvBlocks;
   KEEL_TRY(options.validate());
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   impl->sink = std::move(sink);
   impl->placer = std::move(placer);
+  return start_impl(std::move(impl));
+}
+
+Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start_weights(
+    KvTransferServerOptions options, WeightsChunkSink sink, WeightsPayloadPlacer placer) {
+  options.channel = TransferChannel::kWeights;
+  KEEL_TRY(options.validate());
+  auto impl = std::make_unique<Impl>();
+  impl->options = std::move(options);
+  impl->weights_sink = std::move(sink);
+  impl->weights_placer = std::move(placer);
+  return start_impl(std::move(impl));
+}
+
+Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start_impl(std::unique_ptr<Impl> impl) {
   Impl* raw = impl.get();
-  KEEL_ASSIGN_OR_RETURN(impl->worker,
-                        net::UcxWorker::start("keel-kv-recv", [raw] { return raw->tick(); }));
+  const std::string thread =
+      impl->options.channel == TransferChannel::kWeights ? "keel-wt-recv" : "keel-kv-recv";
+  KEEL_ASSIGN_OR_RETURN(impl->worker, net::UcxWorker::start(thread, [raw] { return raw->tick(); }));
   Status status;
   impl->worker->run_sync([&] { status = raw->listen(); });
   if (!status.ok()) {

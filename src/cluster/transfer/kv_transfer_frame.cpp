@@ -1,5 +1,7 @@
 // KvTransferFrame encoding (see kv_transfer_frame.h for the layout).
-#include "cluster/kv/kv_transfer_frame.h"
+#include "cluster/transfer/kv_transfer_frame.h"
+
+#include "cluster/transfer/frame_bytes.h"
 
 #include <xxhash.h>
 
@@ -11,25 +13,12 @@ namespace {
 
 constexpr size_t kChecksummedBytes = kKvFrameHeaderBytes - 8;  // the header checksum covers these
 
-void put_u16(std::byte* p, uint16_t v) {
-  for (int i = 0; i < 2; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
-}
-void put_u32(std::byte* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
-}
-void put_u64(std::byte* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<std::byte>(v >> (8 * i));
-}
-uint64_t get_le(const std::byte* p, int n) {
-  uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-void put_hash(std::byte* p, const kv::BlockHash& h) {
-  put_u64(p, h.lo);
-  put_u64(p + 8, h.hi);
-}
-kv::BlockHash get_hash(const std::byte* p) { return {get_le(p, 8), get_le(p + 8, 8)}; }
+using frame_bytes::get_hash;
+using frame_bytes::get_le;
+using frame_bytes::put_hash;
+void put_u16(std::byte* p, uint16_t v) { frame_bytes::put_le(p, v, 2); }
+void put_u32(std::byte* p, uint32_t v) { frame_bytes::put_le(p, v, 4); }
+void put_u64(std::byte* p, uint64_t v) { frame_bytes::put_le(p, v, 8); }
 
 // Field offsets.
 constexpr size_t kMagic = 0, kVersion = 4, kFlags = 6, kIdentity = 8, kHash = 24, kParent = 40,
@@ -59,7 +48,7 @@ KvFrameHeaderBytes encode_frame_header(const KvFrameHeader& h) {
   std::byte* p = out.data();
   put_u32(p + kMagic, kKvFrameMagic);
   put_u16(p + kVersion, kKvFrameVersion);
-  put_u16(p + kFlags, h.flags);
+  put_u16(p + kFlags, 0);
   put_hash(p + kIdentity, h.kv_identity);
   put_hash(p + kHash, h.block_hash);
   put_hash(p + kParent, h.parent_hash);
@@ -85,8 +74,8 @@ Result<KvFrameHeader> decode_frame_header(std::span<const std::byte> bytes) {
                                     std::to_string(get_le(p + kVersion, 2)));
   }
   const uint64_t flags = get_le(p + kFlags, 2);
-  if ((flags != 0 && flags != kKvFrameFlagWeights) || get_le(p + kReserved, 4) != 0) {
-    return Status::invalid_argument("kv frame header: unknown flags or nonzero reserved field");
+  if (flags != 0 || get_le(p + kReserved, 4) != 0) {
+    return Status::invalid_argument("kv frame header: nonzero flags or reserved field");
   }
   if (get_le(p + kHeaderSum, 8) != XXH3_64bits(p, kChecksummedBytes)) {
     return Status::invalid_argument("kv frame header: header checksum mismatch");
@@ -98,12 +87,7 @@ Result<KvFrameHeader> decode_frame_header(std::span<const std::byte> bytes) {
   h.num_tokens = static_cast<uint32_t>(get_le(p + kTokens, 4));
   h.payload_bytes = get_le(p + kLength, 8);
   h.payload_checksum = get_le(p + kPayloadSum, 8);
-  h.flags = static_cast<uint16_t>(flags);
-  if (h.flags == kKvFrameFlagWeights) {
-    if (h.num_tokens != 0) {
-      return Status::invalid_argument("kv frame header: a weights chunk with a token count");
-    }
-  } else if (h.num_tokens == 0 || h.num_tokens > kKvFrameMaxTokens) {
+  if (h.num_tokens == 0 || h.num_tokens > kKvFrameMaxTokens) {
     return Status::invalid_argument("kv frame header: token count " + std::to_string(h.num_tokens) +
                                     " out of range");
   }

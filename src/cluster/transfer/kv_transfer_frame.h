@@ -4,10 +4,8 @@
 //   magic u32 "KVXF" | version u16 | flags u16 | kv identity lo,hi u64 | block hash lo,hi u64 |
 //   parent hash lo,hi u64 | num_tokens u32 | reserved u32 (0) | payload_bytes u64 |
 //   payload_checksum u64 (XXH3-64 of the payload) | header_checksum u64 (XXH3-64 of bytes [0, 80))
-// flags is 0 for a KV block, or kKvFrameFlagWeights for a chunk of a weights stream (a model store
-// entry forked from a peer, weights_stream.h), whose fields then mean: kv identity = the stream's
-// identity (weights_stream_identity of the entry name), block hash = {offset, entry bytes},
-// parent hash = {the whole entry's XXH3-64, stream id}, num_tokens = 0.
+// flags and reserved are 0 (a decoder refuses anything else). A KV frame carries a KV block only:
+// weights travel on their own channel, with their own frame (weights_frame.h, transfer_channel.h).
 // The header has its own checksum because a damaged block hash with an intact payload would
 // otherwise file good bytes under a wrong key — wrong output, not a recompute.
 //
@@ -35,17 +33,14 @@ inline constexpr size_t kKvFrameHeaderBytes = 88;
 // Limits a decoder enforces (a block of a 128-layer, 64-head model in f32 stays far below).
 inline constexpr uint64_t kKvFrameMaxPayloadBytes = uint64_t{256} << 20;
 inline constexpr uint32_t kKvFrameMaxTokens = 1u << 16;
-// flags: the frame is a chunk of a weights stream, not a KV block.
-inline constexpr uint16_t kKvFrameFlagWeights = 1;
 
 struct KvFrameHeader {
-  kv::BlockHash kv_identity;   // engine::kv_tier_identity(model, KV dtype, block size)
-  kv::BlockHash block_hash;    // the block's prefix key (kv/block_hash.h)
-  kv::BlockHash parent_hash;   // the key of the block before it (kv::kRootHash for the first)
-  uint32_t num_tokens = 0;     // tokens the block holds, in [1, kKvFrameMaxTokens]; 0 for weights
-  uint64_t payload_bytes = 0;  // length of the payload that follows, ≤ kKvFrameMaxPayloadBytes
+  kv::BlockHash kv_identity;      // engine::kv_tier_identity(model, KV dtype, block size)
+  kv::BlockHash block_hash;       // the block's prefix key (kv/block_hash.h)
+  kv::BlockHash parent_hash;      // the key of the block before it (kv::kRootHash for the first)
+  uint32_t num_tokens = 0;        // tokens the block holds, in [1, kKvFrameMaxTokens]
+  uint64_t payload_bytes = 0;     // length of the payload that follows, ≤ kKvFrameMaxPayloadBytes
   uint64_t payload_checksum = 0;  // XXH3-64 (seed 0) of the payload
-  uint16_t flags = 0;             // 0 or kKvFrameFlagWeights
   friend bool operator==(const KvFrameHeader&, const KvFrameHeader&) = default;
 };
 

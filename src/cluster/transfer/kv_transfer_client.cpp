@@ -1,6 +1,6 @@
 // KvTransferClient: the send queue, throttle, faults and flush on the UCX thread (see
 // kv_transfer_client.h).
-#include "cluster/kv/kv_transfer_client.h"
+#include "cluster/transfer/kv_transfer_client.h"
 
 #include <netinet/in.h>
 
@@ -11,12 +11,14 @@
 #include <mutex>
 #include <optional>
 
-#include "cluster/kv/kv_transfer_server.h"
+#include "cluster/transfer/kv_transfer_server.h"
 #include "net/ucx_worker.h"
 
 namespace keel::cluster {
 
 using Clock = std::chrono::steady_clock;
+
+static_assert(kWeightsFrameHeaderBytes <= kKvFrameHeaderBytes, "Queued::header holds either");
 
 Status KvTransferClientOptions::validate() const {
   if (port == 0) return Status::invalid_argument("kv transfer client: port must be set");
@@ -35,7 +37,9 @@ struct KvTransferClient::Impl {
   std::condition_variable cv;
   // A queued block with its frame header (checksummed by send()'s caller, off the UCX thread).
   struct Queued {
-    KvFrameHeaderBytes header;
+    KvFrameHeaderBytes header;  // the largest frame header; the first header_size bytes are sent
+    size_t header_size = 0;
+    unsigned am_id = kKvFrameAmId;  // the frame's channel
     std::vector<std::byte> payload;
     std::span<const std::byte> borrowed;  // sent instead of `payload` when not empty
     std::shared_ptr<const void> owner;    // keeps `borrowed` valid
@@ -174,7 +178,7 @@ struct KvTransferClient::Impl {
     param.user_data = f;
     param.flags = UCP_AM_SEND_FLAG_REPLY;  // the server learns which connection sent it
     ++in_flight;
-    void* req = ucp_am_send_nbx(ep, kKvFrameAmId, f->block.header.data(), f->block.header.size(),
+    void* req = ucp_am_send_nbx(ep, f->block.am_id, f->block.header.data(), f->block.header_size,
                                 payload.data(), payload.size(), &param);
     if (UCS_PTR_IS_PTR(req)) return;
     sent(UCS_PTR_STATUS(req), payload.size());
@@ -302,9 +306,7 @@ KvTransferClient::~KvTransferClient() {
 }
 
 Status KvTransferClient::send(KvBlockToSend block) {
-  const bool weights = block.flags == kKvFrameFlagWeights;
-  if ((block.flags != 0 && !weights) || (weights && block.num_tokens != 0) ||
-      (!weights && (block.num_tokens == 0 || block.num_tokens > kKvFrameMaxTokens)) ||
+  if (block.num_tokens == 0 || block.num_tokens > kKvFrameMaxTokens ||
       block.bytes().size() > kKvFrameMaxPayloadBytes) {
     return Status::invalid_argument("kv transfer: block out of the frame limits");
   }
@@ -317,18 +319,48 @@ Status KvTransferClient::send(KvBlockToSend block) {
   header.payload_bytes = bytes.size();
   header.payload_checksum =
       block.payload_checksum.has_value() ? *block.payload_checksum : frame_payload_checksum(bytes);
-  header.flags = block.flags;
-  Impl::Queued queued{encode_frame_header(header), {}, {}, {}};
+  return enqueue(encode_frame_header(header), kKvFrameAmId, std::move(block.payload),
+                 block.borrowed, std::move(block.owner));
+}
+
+Status KvTransferClient::send_weights(WeightsChunkToSend chunk) {
+  const std::span<const std::byte> bytes = chunk.bytes();
+  if (bytes.size() > kWeightsFrameMaxPayloadBytes || chunk.offset > chunk.entry_bytes ||
+      bytes.size() > chunk.entry_bytes - chunk.offset) {
+    return Status::invalid_argument("kv transfer: weights chunk out of the frame limits");
+  }
+  WeightsFrameHeader header;
+  header.stream_identity = chunk.stream_identity;
+  header.offset = chunk.offset;
+  header.entry_bytes = chunk.entry_bytes;
+  header.entry_hash = chunk.entry_hash;
+  header.stream_id = chunk.stream_id;
+  header.payload_bytes = bytes.size();
+  header.payload_checksum =
+      chunk.payload_checksum.has_value() ? *chunk.payload_checksum : frame_payload_checksum(bytes);
+  return enqueue(encode_weights_header(header), kWeightsFrameAmId, std::move(chunk.payload),
+                 chunk.borrowed, std::move(chunk.owner));
+}
+
+Status KvTransferClient::enqueue(std::span<const std::byte> header, unsigned am_id,
+                                 std::vector<std::byte> payload,
+                                 std::span<const std::byte> borrowed,
+                                 std::shared_ptr<const void> owner) {
+  Impl::Queued queued;
+  std::copy(header.begin(), header.end(), queued.header.begin());
+  queued.header_size = header.size();
+  queued.am_id = am_id;
+  queued.payload = std::move(payload);
+  queued.borrowed = borrowed;
+  queued.owner = std::move(owner);
+  const size_t n = queued.bytes().size();
   {
     std::lock_guard lock(impl_->mu);
     if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
-    if (impl_->queued_bytes + bytes.size() > impl_->options.max_queued_bytes) {
+    if (impl_->queued_bytes + n > impl_->options.max_queued_bytes) {
       return Status::resource_exhausted("kv transfer: send queue full");
     }
-    impl_->queued_bytes += bytes.size();
-    queued.payload = std::move(block.payload);
-    queued.borrowed = block.borrowed;
-    queued.owner = std::move(block.owner);
+    impl_->queued_bytes += n;
     impl_->queue.push_back(std::move(queued));
     ++impl_->num_queued;
     ++impl_->stats.blocks_queued;

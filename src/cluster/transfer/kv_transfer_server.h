@@ -1,9 +1,12 @@
 // KvTransferServer: the receiving end of the KV transfer service (DeepServe's DistFlow) — a decode
-// TE's listener for KV blocks that a prefill TE (or any peer TE, as tier T3) streams to it. Each
-// frame (kv_transfer_frame.h) arrives as one UCX active message: the frame header as the message
+// TE's listener for KV blocks that a prefill TE (or any peer TE, as tier T3) streams to it, or,
+// on the weights channel (transfer_channel.h), a TE's listener for a model store entry forked from
+// a peer (cluster/weights/weights_receiver.h). Each frame (kv_transfer_frame.h, weights_frame.h)
+// arrives as one UCX active message under its channel's id: the frame header as the message
 // header, the payload as its data (rendezvous — zero-copy through cma, or RDMA — for large
-// blocks). A frame is checked before its block is handed on: header well-formed, identity equal
-// to the server's, payload of the expected size and checksum. A frame failing a check is dropped
+// blocks). A frame is checked before its block is handed on: of the server's channel, header
+// well-formed, a KV block's identity equal to the server's, payload of the expected size and
+// checksum. A frame failing a check is dropped
 // and counted; a connection with no frame for `idle_timeout` (a stalled or vanished sender) is
 // closed. A block that never arrives intact is simply not there: the engine recomputes it.
 //
@@ -18,7 +21,9 @@
 #include <span>
 #include <string>
 
-#include "cluster/kv/kv_transfer_frame.h"
+#include "cluster/transfer/kv_transfer_frame.h"
+#include "cluster/transfer/transfer_channel.h"
+#include "cluster/transfer/weights_frame.h"
 #include "core/result.h"
 #include "core/status.h"
 #include "kv/tier_store.h"
@@ -26,8 +31,6 @@
 
 namespace keel::cluster {
 
-// The UCX active-message id under which a client sends frames to a server.
-inline constexpr unsigned kKvFrameAmId = 0x4B56;
 // Both ends' endpoint error mode. UCP_ERR_HANDLING_MODE_PEER (UCX detects a vanished peer) rules
 // out the shared-memory transports in UCX 1.13 — a same-host transfer would run over TCP — so
 // the service relies on its own deadlines instead: the server's idle timeout, the client's flush
@@ -38,12 +41,11 @@ struct KvTransferServerOptions {
   std::string host = "127.0.0.1";  // address to listen on (IPv4 literal or name)
   uint16_t port = 0;               // 0: a free port (see port())
   kv::BlockHash kv_identity;       // engine::kv_tier_identity of the receiving engine
-  size_t payload_bytes = 0;        // every payload's size (the engine's block bytes); 0: any
-  // true: a weights-stream receiver (weights_receiver.h) — it accepts only weights chunks
-  // (kKvFrameFlagWeights) and does not check kv_identity (each stream carries its entry's
-  // identity; the sink checks it); false: only KV blocks. A frame of the other kind is rejected
-  // as malformed.
-  bool weights = false;
+  size_t payload_bytes = 0;        // every KV payload's size (the engine's block bytes); 0: any
+  // Set by the start function: kKvBlocks (start) or kWeights (start_weights: a weights-stream
+  // receiver, which does not check kv_identity — each stream carries its entry's identity and the
+  // sink checks it). A frame of the other channel is rejected as malformed.
+  TransferChannel channel = TransferChannel::kKvBlocks;
   // A connection that delivers no frame for this long is closed (its sender sees an error).
   std::chrono::milliseconds idle_timeout{30'000};
   [[nodiscard]] Status validate() const;
@@ -55,24 +57,27 @@ struct KvTransferServerStats {
   int64_t connections_timed_out = 0;  // closed by idle_timeout
   int64_t blocks_accepted = 0;        // handed to the sink
   int64_t bytes_accepted = 0;         // their payload bytes
-  int64_t rejected_malformed = 0;     // header did not decode, or a payload of the wrong size
+  int64_t rejected_malformed = 0;     // header did not decode, a payload of the wrong size, or a
+                                      // frame of the other channel
   int64_t rejected_identity = 0;      // another model / KV dtype / block size
   int64_t rejected_checksum = 0;      // payload checksum mismatch
   int64_t receive_errors = 0;         // a payload lost in transit (connection failed mid-frame)
 };
 
-// Receives each accepted block: its header and payload (valid during the call).
+// Receives each accepted block or chunk: its header and payload (valid during the call).
 using KvBlockSink = std::function<void(const KvFrameHeader&, std::span<const std::byte>)>;
+using WeightsChunkSink = std::function<void(const WeightsFrameHeader&, std::span<const std::byte>)>;
 
 // Where an admitted rendezvous payload is received: `dst` (header.payload_bytes writable bytes)
 // kept valid by `keep` until the receive completed — the payload lands there with no copy, and
 // the sink is called with a span at `dst`. dst null: the server's own buffer (then the sink
 // copies). A payload that fails its checksum is not handed on: `dst` then holds garbage bytes.
-struct KvPlacement {
+struct PayloadPlacement {
   std::byte* dst = nullptr;
   std::shared_ptr<void> keep;
 };
-using KvPayloadPlacer = std::function<KvPlacement(const KvFrameHeader&)>;
+using KvPayloadPlacer = std::function<PayloadPlacement(const KvFrameHeader&)>;
+using WeightsPayloadPlacer = std::function<PayloadPlacement(const WeightsFrameHeader&)>;
 
 // A sink that puts every block into `store` (e.g. the decode engine's host tier T1) under its
 // block hash; evicted entries are dropped. `store` must outlive the server.
@@ -85,6 +90,10 @@ class KvTransferServer {
   static Result<std::unique_ptr<KvTransferServer>> start(KvTransferServerOptions options,
                                                          KvBlockSink sink,
                                                          KvPayloadPlacer placer = {});
+  // The same on the weights channel: chunks of a weights stream, each handed to `sink`.
+  static Result<std::unique_ptr<KvTransferServer>> start_weights(KvTransferServerOptions options,
+                                                                 WeightsChunkSink sink,
+                                                                 WeightsPayloadPlacer placer = {});
   KvTransferServer(const KvTransferServer&) = delete;
   KvTransferServer& operator=(const KvTransferServer&) = delete;
   // Closes every connection (blocks in flight are dropped), then stops.
@@ -97,6 +106,7 @@ class KvTransferServer {
 
  private:
   explicit KvTransferServer(std::unique_ptr<Impl> impl);
+  static Result<std::unique_ptr<KvTransferServer>> start_impl(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 
