@@ -18,6 +18,13 @@ endif()
 if(KEEL_WERROR)
   target_compile_options(keel_options INTERFACE -Werror)
 endif()
+# Clang checks the thread-safety annotations (core/thread_annotations.h, core/mutex.h): a member
+# read or written without the mutex that guards it, or a function called without the mutex it
+# requires, is an error. The fuzz preset's clang build compiles every module its targets link
+# (cluster, with the JE, among them), so `make test` checks them.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+  target_compile_options(keel_options INTERFACE -Wthread-safety -Werror=thread-safety)
+endif()
 # Unity builds (CMAKE_UNITY_BUILD, the sanitizer presets: they compile each module's shared
 # headers and templates once per batch instead of once per file). GCC warns about a type with
 # internal linkage used in a "header", and every file of a batch counts as one; names in the

@@ -27,18 +27,18 @@ using tcp = asio::ip::tcp;
 using error_code = boost::system::error_code;
 
 void HttpCancel::cancel() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   cancelled_ = true;
   if (armed_ != nullptr) armed_->stop();
 }
 
 bool HttpCancel::cancelled() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cancelled_;
 }
 
 bool HttpCancel::arm(asio::io_context& ioc) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (cancelled_) return false;
   armed_ = &ioc;
   ioc.restart();  // under the lock: a cancel() after this stops the run that follows
@@ -46,7 +46,7 @@ bool HttpCancel::arm(asio::io_context& ioc) {
 }
 
 void HttpCancel::disarm() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   armed_ = nullptr;
 }
 

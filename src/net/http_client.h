@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "net/url.h"
 
@@ -88,9 +89,9 @@ class HttpCancel {
   void disarm();
 
  private:
-  mutable std::mutex mu_;
-  bool cancelled_ = false;                    // guarded by mu_
-  boost::asio::io_context* armed_ = nullptr;  // guarded by mu_
+  mutable Mutex mu_;
+  bool cancelled_ KEEL_GUARDED_BY(mu_) = false;
+  boost::asio::io_context* armed_ KEEL_GUARDED_BY(mu_) = nullptr;
 };
 
 // Sends the request and reads the whole answer (up to options.max_body_bytes).

@@ -23,7 +23,7 @@ LinkServer::~LinkServer() { stop(); }
 void LinkServer::adopt(std::shared_ptr<Link> link) {
   std::vector<std::shared_ptr<Link>> closed;  // dropped (their threads joined) outside mu_
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) {
       link->close();
       closed.push_back(std::move(link));
@@ -39,7 +39,7 @@ void LinkServer::adopt(std::shared_ptr<Link> link) {
 
 std::vector<std::shared_ptr<Link>> LinkServer::links() const {
   std::vector<std::shared_ptr<Link>> open;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& l : links_) {
     if (!l->closed()) open.push_back(l);
   }
@@ -49,7 +49,7 @@ std::vector<std::shared_ptr<Link>> LinkServer::links() const {
 void LinkServer::stop() {
   std::vector<std::shared_ptr<Link>> links;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     links.swap(links_);

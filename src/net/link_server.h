@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "net/link.h"
 #include "net/listener.h"
@@ -45,9 +46,9 @@ class LinkServer {
   void adopt(std::shared_ptr<Link> link);
 
   std::unique_ptr<Listener> listener_;
-  mutable std::mutex mu_;
-  bool stopped_ = false;                      // guarded by mu_
-  std::vector<std::shared_ptr<Link>> links_;  // guarded by mu_
+  mutable Mutex mu_;
+  bool stopped_ KEEL_GUARDED_BY(mu_) = false;
+  std::vector<std::shared_ptr<Link>> links_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::net

@@ -83,7 +83,7 @@ UcxWorker::~UcxWorker() {
 
 void UcxWorker::post(std::function<void()> task) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     tasks_.push_back(std::move(task));
   }
   wake();
@@ -129,7 +129,7 @@ void UcxWorker::run() {
   std::vector<std::function<void()>> batch;
   while (!stop_.load(std::memory_order_relaxed)) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       batch.swap(tasks_);
     }
     for (auto& task : batch) task();

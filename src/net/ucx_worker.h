@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "core/status.h"
 
@@ -70,8 +71,8 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;  // an eventfd: post(), wake() and stop() end the thread's sleep
-  std::mutex mu_;
-  std::vector<std::function<void()>> tasks_;  // guarded by mu_
+  Mutex mu_;
+  std::vector<std::function<void()>> tasks_ KEEL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };

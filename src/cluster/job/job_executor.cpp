@@ -21,7 +21,7 @@ Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config
   const Clock::time_point deadline = Clock::now() + je->config_.connect_timeout;
   while (Clock::now() < deadline) {
     {
-      std::lock_guard lock(je->mu_);
+      MutexLock lock(je->mu_);
       if (std::all_of(je->tes_.begin(), je->tes_.end(),
                       [](const auto& t) { return t->reported || t->forgotten; })) {
         break;
@@ -43,7 +43,7 @@ Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config
 Status JobExecutor::add_te(const std::string& address) {
   size_t idx = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return Status::unavailable("job executor is stopping");
     for (const auto& te : tes_) {
       if (te->address != address) continue;
@@ -63,7 +63,7 @@ Status JobExecutor::add_te(const std::string& address) {
   Result<std::shared_ptr<net::Link>> link = net::Link::connect(
       address, config_.connect_timeout,
       [this, idx](net::Link&, net::Message m) { on_te_message(idx, std::move(m)); }, nullptr);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!link.ok()) return link.status();  // stays unhealthy: never reported
   tes_[idx]->link = std::move(*link);
   KEEL_LOG_INFO("je {}: te {} added", config_.id, address);
@@ -73,7 +73,7 @@ Status JobExecutor::add_te(const std::string& address) {
 Status JobExecutor::remove_te(const std::string& address, bool forget) {
   std::shared_ptr<net::Link> to_close;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = std::find_if(tes_.begin(), tes_.end(), [&](const auto& te) {
       return !te->forgotten && (te->address == address || te->info.address == address);
     });
@@ -104,27 +104,31 @@ Status JobExecutor::te_gone(const std::string& address) {
 }
 
 Status JobExecutor::connect_tes() {
-  for (size_t i = 0; i < config_.te_addresses.size(); ++i) {
-    auto entry = std::make_unique<TeEntry>();
-    entry->address = config_.te_addresses[i];
-    entry->info.id = entry->address;
-    entry->info.address = entry->address;
-    entry->info.healthy = false;  // until its first report
-    entry->last_report = entry->last_progress = Clock::now();
-    tes_.push_back(std::move(entry));
+  std::vector<std::string> addresses;
+  {
+    MutexLock lock(mu_);  // no other thread yet; held so every access to tes_ is under mu_
+    for (const std::string& address : config_.te_addresses) {
+      auto entry = std::make_unique<TeEntry>();
+      entry->address = address;
+      entry->info.id = address;
+      entry->info.address = address;
+      entry->info.healthy = false;  // until its first report
+      entry->last_report = entry->last_progress = Clock::now();
+      tes_.push_back(std::move(entry));
+      addresses.push_back(address);
+    }
   }
   // A TE that does not connect is left out (it died since it was named: a replacement JE is
   // started with the fleet as last seen) — the JE fails only when none connects.
   Status last;
   size_t connected = 0;
-  for (size_t i = 0; i < tes_.size(); ++i) {
+  for (size_t i = 0; i < addresses.size(); ++i) {
     Result<std::shared_ptr<net::Link>> link = net::Link::connect(
-        tes_[i]->address, config_.connect_timeout,
+        addresses[i], config_.connect_timeout,
         [this, i](net::Link&, net::Message m) { on_te_message(i, std::move(m)); }, nullptr);
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!link.ok()) {
-      KEEL_LOG_WARN("je {}: te {} left out: {}", config_.id, tes_[i]->address,
-                    link.status().message());
+      KEEL_LOG_WARN("je {}: te {} left out: {}", config_.id, addresses[i], link.status().message());
       last = link.status();
       tes_[i]->forgotten = true;  // not listed; add_te may bring it back
       tes_[i]->info.state = health::TeState::kDead;
@@ -133,7 +137,7 @@ Status JobExecutor::connect_tes() {
     tes_[i]->link = std::move(*link);
     ++connected;
   }
-  if (connected == 0 && !tes_.empty()) return last;
+  if (connected == 0 && !addresses.empty()) return last;
   return {};
 }
 
@@ -141,7 +145,7 @@ JobExecutor::~JobExecutor() { stop(); }
 
 void JobExecutor::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
     cv_.notify_all();
@@ -153,15 +157,18 @@ void JobExecutor::stop() {
   if (server_) server_->stop();  // the gateways' links closed, their readers joined
   std::vector<std::shared_ptr<net::Link>> links;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& te : tes_) {
       if (te->link) links.push_back(te->link);
     }
   }
   for (const auto& link : links) link->close();
   // Their readers fail the task calls still out; their continuations touch this JE.
-  std::unique_lock lock(mu_);
-  cv_.wait_for(lock, std::chrono::seconds(10), [&] { return calls_in_flight_ == 0; });
+  UniqueLock lock(mu_);
+  cv_.wait_for(lock.native(), std::chrono::seconds(10), [&] {
+    mu_.assert_held();  // a wait's predicate runs under its lock
+    return calls_in_flight_ == 0;
+  });
 }
 
 void JobExecutor::on_gateway_message(net::Link& link, net::Message message) {
@@ -245,7 +252,7 @@ void JobExecutor::on_submit_job(net::Link& link, const Json& body, Clock::time_p
   }
   bool held = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       link.reply(call, status_body(Status::unavailable("job executor is stopping")));
       return;
@@ -281,7 +288,7 @@ void JobExecutor::on_submit_job(net::Link& link, const Json& body, Clock::time_p
                  [this, gateway = link.shared_from_this(), call, ref = submit->ref, resubmitted,
                   wait = handled - received](Status s, Json hops) {
                    if (!s.ok()) {
-                     std::lock_guard lock(mu_);
+                     MutexLock lock(mu_);
                      if (resubmitted && s.code() == StatusCode::kUnavailable) {
                        // A job its old JE was running: this JE owns it now, and waits for a TE
                        // as a re-drive does (retry_parked), rather than have the gateway submit
@@ -305,7 +312,7 @@ void JobExecutor::on_abort_job(const Json& body) {
   std::shared_ptr<net::Link> te_link;
   AbortTask task{abort->ref, 0};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(abort->ref);
     if (it == jobs_.end()) return;
     if (admission_.remove(abort->ref)) {  // aborted while held: nothing runs it
@@ -321,7 +328,7 @@ void JobExecutor::on_abort_job(const Json& body) {
 }
 
 void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& batch) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const Status s = index_.apply(te_id, batch);
   if (!s.ok()) KEEL_LOG_WARN("je {}: cache events of {}: {}", config_.id, te_id, s.message());
 }
@@ -340,7 +347,7 @@ void JobExecutor::on_te_message(size_t te, net::Message message) {
 }
 
 void JobExecutor::apply_report(size_t te, LoadReport report) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   TeEntry& e = *tes_[te];
   if (e.forgotten) return;  // a report still in flight from a TE removed for good
   const Clock::time_point now = Clock::now();
@@ -399,7 +406,7 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
 void JobExecutor::subscribe_kv_events() {
   std::vector<KvEventSource> sources;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& te : tes_) {
       if (te->subscribed || te->kv_events.empty() || !te->info.healthy) continue;
       te->subscribed = true;
@@ -422,7 +429,7 @@ void JobExecutor::subscribe_kv_events() {
 }
 
 FleetStatus JobExecutor::status() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   FleetStatus s;
   s.je_id = config_.id;
   std::vector<TeInfo> infos;

@@ -47,6 +47,7 @@
 #include "cluster/kv_events/kv_event_subscriber.h"
 #include "cluster/protocol/fleet.h"
 #include "cluster/protocol/messages.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "core/task_queue.h"
 #include "net/link.h"
@@ -160,62 +161,67 @@ class JobExecutor {
     std::optional<size_t> decode_te;
     std::optional<PeerHint> peer;  // tier T3: a TE holding more of the prompt (peer_hint.h)
   };
-  std::optional<Choice> choose_te(const Job& job, bool count_no_capacity = true);
+  std::optional<Choice> choose_te(const Job& job, bool count_no_capacity = true) KEEL_REQUIRES(mu_);
   // The task that runs `job` on the chosen TE (under mu_): its live attempt moves there.
-  SubmitTask task_for(Job& job, const Choice& chosen);
+  SubmitTask task_for(Job& job, const Choice& chosen) KEEL_REQUIRES(mu_);
   // Takes TE `te` out of service after a task call failed with `why` (under mu_): dead when its
   // link is closed or it refused (stopping), hung when it did not answer in time (a stopped
   // process: its link is still open).
-  void count_out(size_t te, const Result<Json>& why);
+  void count_out(size_t te, const Result<Json>& why) KEEL_REQUIRES(mu_);
   // Tier T3: the peer the TE `te_id` could fetch the prompt's leading blocks from (under mu_).
-  std::optional<PeerHint> peer_hint(const Job& job, const std::string& te_id) const;
+  std::optional<PeerHint> peer_hint(const Job& job, const std::string& te_id) const
+      KEEL_REQUIRES(mu_);
   // Sends a disaggregated job's decode half to its decode TE once its prefill handed off (on the
   // monitor thread); falls back to dispatch() when that TE cannot take it.
   void dispatch_decode(const JobRef& ref);
   // Admission (job_executor_admission.cpp). Holds a submitted job when admission is on (under
   // mu_); true when it was held (the gateway is answered at once).
-  bool hold_locked(const Job& job);
+  bool hold_locked(const Job& job) KEEL_REQUIRES(mu_);
   // Lets held jobs in while the fleet has room, dispatching each (not under mu_); fails the ones
   // held past admission_wait.
-  void pump();
+  void pump() KEEL_EXCLUDES(mu_);
   // Jobs that may run at once now: max_jobs_per_te × the TEs serving (under mu_).
-  [[nodiscard]] int64_t admission_capacity_locked() const;
+  [[nodiscard]] int64_t admission_capacity_locked() const KEEL_REQUIRES(mu_);
   void monitor_loop();
   void check_health();
   void redrive(const JobRef& ref);
   // Retries the parked re-drives (no TE could take them) and fails those past their deadline.
   void retry_parked();
-  void fail_job(const JobRef& ref, const std::string& error);
+  void fail_job(const JobRef& ref, const std::string& error) KEEL_EXCLUDES(mu_);
   // Subscribes to the cache events of TEs that announced a publisher (on the monitor thread).
   void subscribe_kv_events();
 
   JobExecutorConfig config_;
   std::unique_ptr<net::LinkServer> server_;  // the gateways' links
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  std::vector<std::unique_ptr<TeEntry>> tes_;
-  std::map<JobRef, std::unique_ptr<Job>> jobs_;
-  std::vector<JobRef> to_redrive_;
-  std::vector<JobRef> to_decode_;
-  std::map<JobRef, Clock::time_point> parked_;  // re-drives waiting for a TE, by deadline
-  PrefixIndex index_;
-  AdmissionQueue admission_;                        // held jobs (admission.h)
-  std::map<JobRef, Clock::time_point> held_until_;  // their deadlines
-  int64_t jobs_held_total_ = 0;
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
+  std::vector<std::unique_ptr<TeEntry>> tes_ KEEL_GUARDED_BY(mu_);
+  std::map<JobRef, std::unique_ptr<Job>> jobs_ KEEL_GUARDED_BY(mu_);
+  std::vector<JobRef> to_redrive_ KEEL_GUARDED_BY(mu_);
+  std::vector<JobRef> to_decode_ KEEL_GUARDED_BY(mu_);
+  // Re-drives waiting for a TE, by deadline.
+  std::map<JobRef, Clock::time_point> parked_ KEEL_GUARDED_BY(mu_);
+  PrefixIndex index_ KEEL_GUARDED_BY(mu_);
+  AdmissionQueue admission_ KEEL_GUARDED_BY(mu_);                        // held jobs (admission.h)
+  std::map<JobRef, Clock::time_point> held_until_ KEEL_GUARDED_BY(mu_);  // their deadlines
+  int64_t jobs_held_total_ KEEL_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<KvEventSubscriber>> subscribers_;  // monitor thread only
-  RouterCounters counters_;
+  RouterCounters counters_ KEEL_GUARDED_BY(mu_);
   // Predictor counters: predictions made, their total cost, predicted-vs-actual buckets.
-  int64_t predictions_ = 0;
-  double prediction_seconds_ = 0;
-  std::map<std::pair<int32_t, int32_t>, int64_t> prediction_buckets_;
-  uint64_t cursor_ = 0;
-  int64_t jobs_total_ = 0;
-  int64_t jobs_redriven_ = 0;
-  int64_t jobs_failed_ = 0;
-  int64_t jobs_resubmitted_ = 0;        // jobs a gateway re-submitted after their JE died
-  int64_t kv_link_blocked_ = 0;         // prefills whose KV link was blocked (decode ran colocated)
-  int64_t calls_in_flight_ = 0;         // asynchronous task calls not yet ended (stop() waits)
+  int64_t predictions_ KEEL_GUARDED_BY(mu_) = 0;
+  double prediction_seconds_ KEEL_GUARDED_BY(mu_) = 0;
+  std::map<std::pair<int32_t, int32_t>, int64_t> prediction_buckets_ KEEL_GUARDED_BY(mu_);
+  uint64_t cursor_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t jobs_total_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t jobs_redriven_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t jobs_failed_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t jobs_resubmitted_ KEEL_GUARDED_BY(mu_) =
+      0;  // jobs a gateway re-submitted after their JE died
+  int64_t kv_link_blocked_ KEEL_GUARDED_BY(mu_) =
+      0;  // prefills whose KV link was blocked (decode ran colocated)
+  int64_t calls_in_flight_ KEEL_GUARDED_BY(mu_) =
+      0;                                // asynchronous task calls not yet ended (stop() waits)
   std::unique_ptr<TaskQueue> delayed_;  // the submit_delay fault hook's timer thread
   TaskQueue control_{"je-control"};     // the cluster manager's add_te (it connects to the TE)
   std::thread monitor_;

@@ -35,7 +35,7 @@ int64_t JobExecutor::admission_capacity_locked() const {
 void JobExecutor::pump() {
   std::vector<JobRef> admitted, expired;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (admission_.empty()) return;
     const Clock::time_point now = Clock::now();
     for (const auto& [ref, deadline] : held_until_) {
@@ -63,7 +63,7 @@ void JobExecutor::pump() {
     dispatch_async(ref, /*retry=*/false, [this, ref](Status s, Json /*hops*/) {
       if (s.ok()) return;
       if (s.code() == StatusCode::kUnavailable) {  // no TE took it after all: wait as a re-drive
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         parked_.emplace(ref, Clock::now() + config_.redrive_wait);
         return;
       }

@@ -120,7 +120,7 @@ void JobExecutor::dispatch_step(std::shared_ptr<DispatchTry> d) {
   size_t te = 0;
   std::optional<Status> end;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(d->ref);
     if (d->tries >= tes_.size()) {
       end = d->last;
@@ -141,7 +141,7 @@ void JobExecutor::dispatch_step(std::shared_ptr<DispatchTry> d) {
   te_link->call_async(std::move(message), config_.task_call_timeout,
                       [this, d = std::move(d), te](Result<Json> reply) mutable {
                         on_task_reply(std::move(d), te, std::move(reply));
-                        std::lock_guard lock(mu_);
+                        MutexLock lock(mu_);
                         if (--calls_in_flight_ == 0) cv_.notify_all();
                       });
 }
@@ -164,10 +164,10 @@ void JobExecutor::on_task_reply(std::shared_ptr<DispatchTry> d, size_t te, Resul
   } else {
     d->last = reply.status();
   }
-  KEEL_LOG_WARN("je {}: te {} did not take a task: {}; taking it out of service", config_.id,
-                tes_[te]->address, d->last.message());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);  // tes_ may grow (add_te) meanwhile: read under the lock
+    KEEL_LOG_WARN("je {}: te {} did not take a task: {}; taking it out of service", config_.id,
+                  tes_[te]->address, d->last.message());
     count_out(te, reply);
     const auto it = jobs_.find(d->ref);
     if (it != jobs_.end()) it->second->te.reset();
@@ -188,7 +188,7 @@ void JobExecutor::dispatch_decode(const JobRef& ref) {
   std::shared_ptr<net::Link> te_link;
   size_t te = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(ref);
     if (it == jobs_.end() || it->second->aborted) return;
     Job& job = *it->second;
@@ -211,10 +211,13 @@ void JobExecutor::dispatch_decode(const JobRef& ref) {
   Result<Json> reply = te_link->call(encode(task), config_.task_call_timeout);
   const Status s = reply.ok() ? decode_status_body(*reply) : reply.status();
   if (s.ok()) return;
-  KEEL_LOG_WARN("je {}: decode te {} did not take job {}: {}", config_.id, tes_[te]->address,
-                ref.job, s.message());
+  {
+    MutexLock lock(mu_);  // tes_ may grow (add_te) meanwhile: read under the lock
+    KEEL_LOG_WARN("je {}: decode te {} did not take job {}: {}", config_.id, tes_[te]->address,
+                  ref.job, s.message());
+  }
   if (s.code() != StatusCode::kUnavailable && reply.ok()) return fail_job(ref, s.message());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   count_out(te, reply);
   const auto it = jobs_.find(ref);
   if (it != jobs_.end()) {

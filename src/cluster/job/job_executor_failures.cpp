@@ -14,9 +14,12 @@
 namespace keel::cluster {
 
 void JobExecutor::monitor_loop() {
-  std::unique_lock lock(mu_);
+  UniqueLock lock(mu_);
   while (!stopping_) {
-    cv_.wait_for(lock, std::chrono::milliseconds(20), [&] { return stopping_; });
+    cv_.wait_for(lock.native(), std::chrono::milliseconds(20), [&] {
+      mu_.assert_held();  // a wait's predicate runs under its lock
+      return stopping_;
+    });
     if (stopping_) return;
     lock.unlock();
     check_health();
@@ -38,7 +41,7 @@ void JobExecutor::check_health() {
   std::vector<std::pair<std::shared_ptr<net::Link>, AbortTask>> aborts;
   std::vector<std::shared_ptr<net::Link>> to_close;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Clock::time_point now = Clock::now();
     std::vector<int64_t> jobs_on(tes_.size(), 0);  // one pass over the jobs, not one per TE
     for (const auto& [ref, job] : jobs_) {
@@ -92,7 +95,7 @@ void JobExecutor::redrive(const JobRef& ref) {
   std::shared_ptr<net::Link> gateway;
   int32_t attempt = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(ref);
     if (it == jobs_.end()) return;
     Job& job = *it->second;
@@ -118,14 +121,14 @@ void JobExecutor::redrive(const JobRef& ref) {
   // retried from this loop, up to redrive_wait.
   KEEL_LOG_INFO("je {}: job {}/{} waits for a task executor (up to {} ms): {}", config_.id,
                 ref.gateway, ref.job, config_.redrive_wait.count(), s.message());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   parked_.emplace(ref, Clock::now() + config_.redrive_wait);
 }
 
 void JobExecutor::retry_parked() {
   std::vector<std::pair<JobRef, bool>> due;  // (job, past its deadline)
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const Clock::time_point now = Clock::now();
     for (auto it = parked_.begin(); it != parked_.end();) {
       const auto job = jobs_.find(it->first);
@@ -142,7 +145,7 @@ void JobExecutor::retry_parked() {
     const Status s = dispatch(ref, /*retry=*/true);
     if (s.ok() || s.code() != StatusCode::kUnavailable || expired) {
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         parked_.erase(ref);
       }
       if (!s.ok()) {
@@ -156,7 +159,7 @@ void JobExecutor::retry_parked() {
 void JobExecutor::fail_job(const JobRef& ref, const std::string& error) {
   std::shared_ptr<net::Link> gateway;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(ref);
     if (it == jobs_.end()) return;
     gateway = it->second->gateway;

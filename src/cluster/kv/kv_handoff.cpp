@@ -72,7 +72,7 @@ engine::PublishedBlockTap handoff_tap(KvHandoffStreams* streams) {
 KvHandoff::KvHandoff(KvHandoffConfig config) : config_(std::move(config)) {
   if (config_.mode == KvHandoffMode::kStream && config_.streams != nullptr) {
     config_.streams->set_on_caught([this] {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       caught_ = true;
       cv_.notify_all();
     });
@@ -83,7 +83,7 @@ KvHandoff::KvHandoff(KvHandoffConfig config) : config_(std::move(config)) {
 KvHandoff::~KvHandoff() {
   if (config_.streams != nullptr) config_.streams->set_on_caught({});
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     cv_.notify_all();
   }
@@ -95,7 +95,7 @@ int64_t KvHandoff::begin(const std::vector<int32_t>& prompt, const std::string& 
   Handoff h;
   h.keys = engine::prefix_block_hashes(config_.model_key, cache_salt, prompt, config_.block_size);
   h.destination = std::move(destination);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int64_t id = next_id_++;
   // Watching starts now, before the engine sees the request: no published block is missed.
   if (config_.mode == KvHandoffMode::kStream && config_.streams != nullptr) {
@@ -107,13 +107,13 @@ int64_t KvHandoff::begin(const std::vector<int32_t>& prompt, const std::string& 
 }
 
 void KvHandoff::finish(int64_t id, Clock::time_point prefill_end, Done done) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   commands_.push_back(Command{Command::Kind::kFinish, id, {}, prefill_end, std::move(done)});
   cv_.notify_all();
 }
 
 void KvHandoff::abandon(int64_t id) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   commands_.push_back(Command{Command::Kind::kAbandon, id, {}, {}, {}});
   cv_.notify_all();
 }
@@ -122,8 +122,11 @@ void KvHandoff::run() {
   while (true) {
     std::deque<Command> commands;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [&] { return stopping_ || caught_ || !commands_.empty(); });
+      UniqueLock lock(mu_);
+      cv_.wait(lock.native(), [&] {
+        mu_.assert_held();  // a wait's predicate runs under its lock
+        return stopping_ || caught_ || !commands_.empty();
+      });
       if (stopping_ && commands_.empty()) break;
       caught_ = false;
       commands.swap(commands_);

@@ -36,6 +36,7 @@
 
 #include "cluster/kv/kv_handoff_streams.h"
 #include "cluster/transfer/kv_transfer_client.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "core/status.h"
 #include "engine/published_block_tap.h"
@@ -129,12 +130,12 @@ class KvHandoff {
   Status flush_probed(KvTransferClient& client, KvHandoffResult* r);
 
   KvHandoffConfig config_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;         // guarded by mu_
-  bool caught_ = false;           // guarded by mu_: the tap caught blocks since the last look
-  std::deque<Command> commands_;  // guarded by mu_
-  int64_t next_id_ = 1;           // guarded by mu_
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
+  bool caught_ KEEL_GUARDED_BY(mu_) = false;  // the tap caught blocks since the last look
+  std::deque<Command> commands_ KEEL_GUARDED_BY(mu_);
+  int64_t next_id_ KEEL_GUARDED_BY(mu_) = 1;
   // Handoff thread only.
   std::map<int64_t, Handoff> open_;
   std::map<std::string, Connection> clients_;

@@ -6,12 +6,12 @@
 namespace keel::cluster {
 
 void KvHandoffStreams::set_on_caught(std::function<void()> on_caught) {
-  std::lock_guard lock(callback_mu_);  // waits out a callback in progress
+  MutexLock lock(callback_mu_);  // waits out a callback in progress
   on_caught_ = std::move(on_caught);
 }
 
 void KvHandoffStreams::open(int64_t stream, std::vector<kv::BlockHash> keys) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto old = streams_.find(stream);
   if (old != streams_.end()) {
     forget_keys(stream, old->second);
@@ -27,13 +27,13 @@ void KvHandoffStreams::open(int64_t stream, std::vector<kv::BlockHash> keys) {
 }
 
 bool KvHandoffStreams::wants(const kv::BlockHash& hash) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return wanted_.contains(hash);
 }
 
 void KvHandoffStreams::catch_block(const kv::BlockHash& hash, std::span<const std::byte> payload) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto [first, last] = wanted_.equal_range(hash);
     if (first == last) return;
     for (auto it = first; it != last; ++it) {
@@ -45,19 +45,19 @@ void KvHandoffStreams::catch_block(const kv::BlockHash& hash, std::span<const st
     }
     wanted_.erase(first, last);
   }
-  std::lock_guard lock(callback_mu_);
+  MutexLock lock(callback_mu_);
   if (on_caught_) on_caught_();
 }
 
 std::vector<CaughtBlock> KvHandoffStreams::take(int64_t stream) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = streams_.find(stream);
   if (it == streams_.end()) return {};
   return std::exchange(it->second.ready, {});
 }
 
 std::vector<int32_t> KvHandoffStreams::close(int64_t stream) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = streams_.find(stream);
   if (it == streams_.end()) return {};
   std::vector<int32_t> missing;
@@ -70,12 +70,12 @@ std::vector<int32_t> KvHandoffStreams::close(int64_t stream) {
 }
 
 size_t KvHandoffStreams::num_open() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return streams_.size();
 }
 
 size_t KvHandoffStreams::num_pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   for (const auto& [id, s] : streams_) n += s.ready.size();
   return n;

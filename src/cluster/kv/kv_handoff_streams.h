@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "kv/block_hash.h"
 
 namespace keel::cluster {
@@ -65,13 +66,13 @@ class KvHandoffStreams {
     int64_t stream;
     int32_t index;
   };
-  void forget_keys(int64_t stream, const Stream& s);  // mu_ held
+  void forget_keys(int64_t stream, const Stream& s) KEEL_REQUIRES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<int64_t, Stream> streams_;                                         // guarded by mu_
-  std::unordered_multimap<kv::BlockHash, Want, kv::BlockHashHasher> wanted_;  // guarded by mu_
-  std::mutex callback_mu_;           // held while on_caught_ runs (never with mu_)
-  std::function<void()> on_caught_;  // guarded by callback_mu_
+  mutable Mutex mu_;
+  std::map<int64_t, Stream> streams_ KEEL_GUARDED_BY(mu_);
+  std::unordered_multimap<kv::BlockHash, Want, kv::BlockHashHasher> wanted_ KEEL_GUARDED_BY(mu_);
+  Mutex callback_mu_;  // held while on_caught_ runs (never with mu_)
+  std::function<void()> on_caught_ KEEL_GUARDED_BY(callback_mu_);
 };
 
 }  // namespace keel::cluster

@@ -16,26 +16,26 @@ KvPeerFetcher::KvPeerFetcher(KvPeerFetchConfig config) : config_(std::move(confi
 KvPeerFetcher::~KvPeerFetcher() {
   std::map<std::string, Peer> peers;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     peers.swap(peers_);
   }
   for (auto& [address, p] : peers) p.link->close();
 }
 
 KvPeerFetchStats KvPeerFetcher::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 std::optional<kv::TierCost> KvPeerFetcher::link_cost(const std::string& address) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = peers_.find(address);
   if (it == peers_.end()) return std::nullopt;
   return it->second.cost;
 }
 
 void KvPeerFetcher::on_block_filed(const kv::BlockHash& hash) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   bool woke = false;
   for (Waiter* w : waiters_) {
     for (size_t i = 0; i < w->keys.size(); ++i) {
@@ -106,12 +106,12 @@ Result<KvPeerFetcher::Peer> KvPeerFetcher::connect_and_probe(const std::string& 
 
 Result<KvPeerFetcher::Peer> KvPeerFetcher::peer(const std::string& address, Deadline deadline) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = peers_.find(address);
     if (it != peers_.end() && !it->second.link->closed()) return it->second;
   }
   KEEL_ASSIGN_OR_RETURN(Peer p, connect_and_probe(address, deadline));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.probes;
   peers_[address] = p;  // a concurrent first fetch may have measured too: the later one wins
   return p;
@@ -120,7 +120,7 @@ Result<KvPeerFetcher::Peer> KvPeerFetcher::peer(const std::string& address, Dead
 void KvPeerFetcher::drop_peer(const std::string& address) {
   std::shared_ptr<net::Link> link;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = peers_.find(address);
     if (it == peers_.end()) return;
     link = it->second.link;
@@ -141,7 +141,7 @@ PeerFetchOutcome KvPeerFetcher::fetch(const PeerHint& hint, std::span<const int3
   out.hinted_blocks = static_cast<int32_t>(last - first);
   Result<Peer> p = peer(hint.address, deadline);
   if (!p.ok()) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.failures;
     ++stats_.decisions_recompute;  // nothing to fetch from: the engine recomputes
     out.status = p.status();
@@ -151,7 +151,7 @@ PeerFetchOutcome KvPeerFetcher::fetch(const PeerHint& hint, std::span<const int3
   const int32_t cut = kv::peer_blocks_to_fetch(out.hinted_blocks, p->cost, config_.block_bytes,
                                                config_.block_size, spt);
   if (cut == 0) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.decisions_recompute;
     return out;
   }
@@ -164,17 +164,17 @@ PeerFetchOutcome KvPeerFetcher::fetch(const PeerHint& hint, std::span<const int3
   request.reply_to = config_.reply_to;
   Waiter waiter{request.block_hashes, std::vector<bool>(request.block_hashes.size()), 0};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.decisions_fetch;
     waiters_.push_back(&waiter);
   }
   double seconds = 0;
   Result<int64_t> pushed = call(*p->link, request, deadline, &seconds);
-  std::unique_lock lock(mu_);
+  UniqueLock lock(mu_);
   if (pushed.ok()) {
     // The peer flushed before replying; its frames may still be on their way through our sink.
     const auto want = static_cast<int32_t>(std::min<int64_t>(*pushed, cut));
-    cv_.wait_until(lock, std::min(deadline, Clock::now() + config_.arrival_grace),
+    cv_.wait_until(lock.native(), std::min(deadline, Clock::now() + config_.arrival_grace),
                    [&] { return waiter.num_arrived >= want; });
     // Learn from what was observed: seconds per byte beyond the measured latency.
     const auto it = peers_.find(hint.address);

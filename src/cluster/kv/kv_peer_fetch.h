@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "cluster/protocol/messages.h"
+#include "core/mutex.h"
 #include "kv/block_hash.h"
 #include "kv/tier_cost.h"
 #include "net/link.h"
@@ -110,11 +111,11 @@ class KvPeerFetcher {
   void drop_peer(const std::string& address);
 
   KvPeerFetchConfig config_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::map<std::string, Peer> peers_;  // guarded by mu_
-  std::vector<Waiter*> waiters_;       // guarded by mu_
-  KvPeerFetchStats stats_;             // guarded by mu_
+  std::map<std::string, Peer> peers_ KEEL_GUARDED_BY(mu_);
+  std::vector<Waiter*> waiters_ KEEL_GUARDED_BY(mu_);
+  KvPeerFetchStats stats_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::cluster

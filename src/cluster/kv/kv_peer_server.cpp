@@ -39,12 +39,12 @@ KvPeerServer::~KvPeerServer() { stop(); }
 
 void KvPeerServer::stop() {
   if (server_ != nullptr) server_->stop();  // null when start() failed to listen
-  std::lock_guard lock(serve_mu_);
+  MutexLock lock(serve_mu_);
   clients_.clear();
 }
 
 KvPeerServerStats KvPeerServer::stats() const {
-  std::lock_guard lock(stats_mu_);
+  MutexLock lock(stats_mu_);
   return stats_;
 }
 
@@ -59,7 +59,7 @@ void KvPeerServer::on_message(net::Link& link, net::Message message) {
   Result<KvFetchRequest> request = decode_kv_fetch(message.body);
   Result<int64_t> pushed = request.ok() ? serve(*request) : Result<int64_t>(request.status());
   {
-    std::lock_guard lock(stats_mu_);
+    MutexLock lock(stats_mu_);
     if (!pushed.ok()) {
       ++stats_.refused;
     } else if (request->probe_blocks > 0 || request->block_hashes.empty()) {
@@ -93,7 +93,7 @@ Result<int64_t> KvPeerServer::serve(const KvFetchRequest& request) {
   if (request.kv_identity != config_.kv_identity) {
     return Status::invalid_argument("kv peer server: the request is for another engine identity");
   }
-  std::lock_guard lock(serve_mu_);
+  MutexLock lock(serve_mu_);
   const Clock::time_point start = Clock::now();
   KEEL_ASSIGN_OR_RETURN(KvTransferClient * c, client(request.reply_to));
   const bool probe = request.probe_blocks > 0;

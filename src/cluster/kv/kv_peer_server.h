@@ -28,6 +28,7 @@
 
 #include "cluster/protocol/messages.h"
 #include "cluster/transfer/kv_transfer_client.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "net/link.h"
 #include "net/link_server.h"
@@ -75,14 +76,14 @@ class KvPeerServer {
   void on_message(net::Link& link, net::Message message);
   // Pushes the request's blocks (or probe blocks); the number pushed and flushed.
   Result<int64_t> serve(const KvFetchRequest& request);
-  Result<KvTransferClient*> client(const std::string& destination);
+  Result<KvTransferClient*> client(const std::string& destination) KEEL_REQUIRES(serve_mu_);
 
   KvPeerServerConfig config_;
   std::unique_ptr<net::LinkServer> server_;
-  std::mutex serve_mu_;                                               // one fetch at a time
-  std::map<std::string, std::unique_ptr<KvTransferClient>> clients_;  // guarded by serve_mu_
-  mutable std::mutex stats_mu_;
-  KvPeerServerStats stats_;  // guarded by stats_mu_
+  Mutex serve_mu_;  // one fetch at a time
+  std::map<std::string, std::unique_ptr<KvTransferClient>> clients_ KEEL_GUARDED_BY(serve_mu_);
+  mutable Mutex stats_mu_;
+  KvPeerServerStats stats_ KEEL_GUARDED_BY(stats_mu_);
 };
 
 }  // namespace keel::cluster

@@ -62,7 +62,7 @@ KvEventPublisher::~KvEventPublisher() {
 
 bool KvEventPublisher::publish(KvEventBatch batch) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || static_cast<int64_t>(queue_.size()) >= config_.max_queue) {
       dropped_.fetch_add(1);
       return false;
@@ -76,7 +76,7 @@ bool KvEventPublisher::publish(KvEventBatch batch) {
 
 void KvEventPublisher::shutdown() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   const uint64_t one = 1;
@@ -99,7 +99,7 @@ void KvEventPublisher::run() {
     std::deque<KvEventBatch> batches;
     bool stopping = false;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       batches.swap(queue_);
       stopping = stopping_;
     }

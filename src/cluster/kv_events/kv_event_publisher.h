@@ -22,6 +22,7 @@
 
 #include "cluster/kv_events/kv_event.h"
 #include "cluster/kv_events/kv_event_codec.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "core/status.h"
 #include "net/zmq_socket.h"
@@ -83,9 +84,9 @@ class KvEventPublisher {
   int64_t next_seq_ = 0;
   std::deque<std::pair<int64_t, Bytes>> buffer_;  // [≤ buffer_steps] (seq, payload), oldest first
 
-  mutable std::mutex mu_;
-  std::deque<KvEventBatch> queue_;  // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
+  mutable Mutex mu_;
+  std::deque<KvEventBatch> queue_ KEEL_GUARDED_BY(mu_);
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> published_{0};
   std::atomic<int64_t> dropped_{0};
   std::atomic<int64_t> replay_requests_{0};

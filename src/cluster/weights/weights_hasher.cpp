@@ -18,7 +18,7 @@ WeightsHasher::WeightsHasher(const std::byte* bytes, uint64_t total)
 
 WeightsHasher::~WeightsHasher() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -27,7 +27,7 @@ WeightsHasher::~WeightsHasher() {
 
 void WeightsHasher::advance(uint64_t available) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (available <= available_) return;
     available_ = std::min(available, total_);
   }
@@ -35,8 +35,11 @@ void WeightsHasher::advance(uint64_t available) {
 }
 
 Result<uint64_t> WeightsHasher::result(std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  if (!cv_.wait_until(lock, deadline, [&] { return hashed_ == total_; })) {
+  UniqueLock lock(mu_);
+  if (!cv_.wait_until(lock.native(), deadline, [&] {
+        mu_.assert_held();  // a wait's predicate runs under its lock
+        return hashed_ == total_;
+      })) {
     return Status::unavailable("weights hash: " + std::to_string(hashed_) + " of " +
                                std::to_string(total_) + " bytes hashed by the deadline");
   }
@@ -47,9 +50,12 @@ void WeightsHasher::run() {
   std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> state(XXH3_createState(),
                                                                  &XXH3_freeState);
   XXH3_64bits_reset(state.get());
-  std::unique_lock lock(mu_);
+  UniqueLock lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] { return stop_ || available_ > hashed_; });
+    cv_.wait(lock.native(), [&] {
+      mu_.assert_held();  // a wait's predicate runs under its lock
+      return stop_ || available_ > hashed_;
+    });
     if (stop_) return;
     const uint64_t from = hashed_;
     const uint64_t to = std::min(available_, from + kStepBytes);

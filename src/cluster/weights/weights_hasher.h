@@ -16,6 +16,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/mutex.h"
 #include "core/result.h"
 
 namespace keel::cluster {
@@ -38,13 +39,13 @@ class WeightsHasher {
 
   const std::byte* bytes_;
   const uint64_t total_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  uint64_t available_ = 0;  // guarded by mu_
-  uint64_t hashed_ = 0;     // guarded by mu_
-  uint64_t digest_ = 0;     // guarded by mu_; valid once hashed_ == total_
-  bool stop_ = false;       // guarded by mu_
-  std::thread thread_;      // last: starts after the fields above
+  uint64_t available_ KEEL_GUARDED_BY(mu_) = 0;
+  uint64_t hashed_ KEEL_GUARDED_BY(mu_) = 0;
+  uint64_t digest_ KEEL_GUARDED_BY(mu_) = 0;  // valid once hashed_ == total_
+  bool stop_ KEEL_GUARDED_BY(mu_) = false;
+  std::thread thread_;  // last: starts after the fields above
 };
 
 }  // namespace keel::cluster

@@ -155,12 +155,12 @@ Result<std::unique_ptr<WeightsReceiver>> WeightsReceiver::start(const std::strin
 
 WeightsReceiver::~WeightsReceiver() {
   server_.reset();  // no sink call after this
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stream_) close_stream_locked(Status::cancelled("weights receiver stopped"));
 }
 
 WeightsReceiverStats WeightsReceiver::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -174,7 +174,7 @@ Status WeightsReceiver::begin(const std::string& entry, uint64_t stream_id) {
   s->identity = weights_stream_identity(entry);
   s->final_path = store_dir_ + "/" + entry;
   s->partial = store_dir_ + "/." + entry + ".partial." + std::to_string(::getpid());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stream_) return Status::unavailable("weights receiver: a stream is already open");
   s->fd = ::open(s->partial.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (s->fd < 0) return errno_status(s->partial + ": create");
@@ -197,7 +197,7 @@ WeightsReceiver::Stream* WeightsReceiver::stream_for_locked(const WeightsFrameHe
 
 PayloadPlacement WeightsReceiver::place(const WeightsFrameHeader& header) {
   const WeightsChunk c = weights_chunk_of(header);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Stream* s = stream_for_locked(header, c, header.payload_bytes);
   if (s == nullptr || !size_stream_locked(*s, c) || s->placed.count(c.offset) != 0) return {};
   s->placed.insert(c.offset);  // one payload in place per offset: filed bytes never change
@@ -224,7 +224,7 @@ void WeightsReceiver::on_chunk(const WeightsFrameHeader& header,
                                std::span<const std::byte> payload) {
   static const kv::BlockHash kProbe = weights_stream_identity(kWeightsProbeEntry);
   const WeightsChunk c = weights_chunk_of(header);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (header.stream_identity == kProbe) {
     stats_.probe_bytes += static_cast<int64_t>(payload.size());
     return;
@@ -257,17 +257,18 @@ void WeightsReceiver::close_stream_locked(const Status& why) {
 }
 
 void WeightsReceiver::abort(const Status& why) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stream_) close_stream_locked(why.ok() ? Status::cancelled("weights stream aborted") : why);
 }
 
 Result<std::string> WeightsReceiver::finish(const WeightsFetchReply& reply,
                                             Clock::time_point deadline) {
-  std::unique_lock lock(mu_);
+  UniqueLock lock(mu_);
   if (!stream_) return Status::unavailable("weights receiver: no open stream");
   const std::shared_ptr<Stream> keep = stream_;  // the mapping stays while this runs
   Stream* s = keep.get();
   auto fail = [&](Status why) {
+    mu_.assert_held();  // every call below holds the lock
     close_stream_locked(why);
     return why;
   };
@@ -277,7 +278,7 @@ Result<std::string> WeightsReceiver::finish(const WeightsFetchReply& reply,
   }
   // The peer replied after its flush: its bytes are here or about to be filed (a grace for the
   // receive callbacks still running), not on their way.
-  cv_.wait_until(lock, std::min(deadline, Clock::now() + kFinishGrace), [&] {
+  cv_.wait_until(lock.native(), std::min(deadline, Clock::now() + kFinishGrace), [&] {
     return !s->failed.ok() || (s->sized && s->bytes >= s->total && s->total == reply.bytes);
   });
   if (!s->failed.ok()) return fail(s->failed);
@@ -311,9 +312,11 @@ Result<WeightsFetchReply> WeightsReceiver::relay(const WeightsFetchRequest& requ
                                                  std::chrono::milliseconds begin_wait) {
   std::shared_ptr<Stream> s;
   {
-    std::unique_lock lock(mu_);
-    cv_.wait_until(lock, std::min(deadline, Clock::now() + begin_wait),
-                   [&] { return stream_ && stream_->entry == request.entry; });
+    UniqueLock lock(mu_);
+    cv_.wait_until(lock.native(), std::min(deadline, Clock::now() + begin_wait), [&] {
+      mu_.assert_held();  // a wait's predicate runs under its lock
+      return stream_ && stream_->entry == request.entry;
+    });
     if (!stream_ || stream_->entry != request.entry) {
       return Status::not_found("no entry " + request.entry + " here, nor one arriving");
     }
@@ -330,20 +333,20 @@ Result<WeightsFetchReply> WeightsReceiver::relay(const WeightsFetchRequest& requ
   KEEL_ASSIGN_OR_RETURN(d->client, KvTransferClient::connect(options));
   std::map<uint64_t, Stream::Filed> already;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (s->done && !s->failed.ok()) return s->failed;
     already = s->received;  // sent below; every later chunk is forwarded by the sink
     s->downstream.push_back(d);
   }
   for (const auto& [offset, filed] : already) {
-    std::lock_guard lock(mu_);  // forward() writes d->status, which the sink also touches
+    MutexLock lock(mu_);  // forward() writes d->status, which the sink also touches
     s->forward(*d, offset, filed);
     ++stats_.relayed_chunks;
   }
   Status status;
   {
-    std::unique_lock lock(mu_);
-    cv_.wait_until(lock, deadline, [&] { return s->done; });
+    UniqueLock lock(mu_);
+    cv_.wait_until(lock.native(), deadline, [&] { return s->done; });
     status =
         !s->done ? Status::unavailable("weights relay of " + s->entry + ": timed out") : s->failed;
     std::erase(s->downstream, d);

@@ -35,6 +35,7 @@
 #include "cluster/transfer/kv_transfer_client.h"
 #include "cluster/transfer/kv_transfer_server.h"
 #include "cluster/weights/weights_stream.h"
+#include "core/mutex.h"
 #include "core/result.h"
 
 namespace keel::cluster {
@@ -86,16 +87,16 @@ class WeightsReceiver {
   void on_chunk(const WeightsFrameHeader& header, std::span<const std::byte> payload);
   PayloadPlacement place(const WeightsFrameHeader& header);
   Stream* stream_for_locked(const WeightsFrameHeader& header, const WeightsChunk& c,
-                            uint64_t payload_bytes);
-  bool size_stream_locked(Stream& s, const WeightsChunk& c);
-  void close_stream_locked(const Status& why);
+                            uint64_t payload_bytes) KEEL_REQUIRES(mu_);
+  bool size_stream_locked(Stream& s, const WeightsChunk& c) KEEL_REQUIRES(mu_);
+  void close_stream_locked(const Status& why) KEEL_REQUIRES(mu_);
 
   std::string store_dir_;
   std::string address_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::shared_ptr<Stream> stream_;  // guarded by mu_; null when none is open (relays hold it)
-  WeightsReceiverStats stats_;      // guarded by mu_
+  std::shared_ptr<Stream> stream_ KEEL_GUARDED_BY(mu_);  // null when none is open (relays hold it)
+  WeightsReceiverStats stats_ KEEL_GUARDED_BY(mu_);
   std::unique_ptr<KvTransferServer> server_;  // last member: its sink runs until it is gone
 };
 

@@ -95,7 +95,7 @@ WeightsServer::~WeightsServer() { stop(); }
 
 void WeightsServer::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
   }
@@ -105,7 +105,7 @@ void WeightsServer::stop() {
 }
 
 void WeightsServer::precompute_hash(const std::string& entry) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopped_) return;
   hashers_.emplace_back([this, entry] {
     FileMap file;
@@ -116,7 +116,7 @@ void WeightsServer::precompute_hash(const std::string& entry) {
 }
 
 WeightsServerStats WeightsServer::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -133,7 +133,7 @@ void WeightsServer::on_message(net::Link& link, net::Message message) {
   WeightsFetchReply r = reply.ok() ? *reply : WeightsFetchReply{reply.status(), 0, 0};
   if (!r.status.ok()) {
     KEEL_LOG_WARN("weights server: {}", r.status.to_string());
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.failed;
   }
   link.reply(call_id->get<int64_t>(), encode_weights_reply(r));
@@ -142,12 +142,12 @@ void WeightsServer::on_message(net::Link& link, net::Message message) {
 Result<uint64_t> WeightsServer::entry_hash(const std::string& entry, const std::byte* bytes,
                                            uint64_t total) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = hashes_.find(entry);
     if (it != hashes_.end()) return it->second;
   }
   const uint64_t h = frame_payload_checksum({bytes, total});  // an entry is never rewritten
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hashes_[entry] = h;
   return h;
 }
@@ -165,7 +165,7 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
     auto zeros = std::make_shared<const std::vector<std::byte>>(request.chunk_bytes);
     KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r,
                           push(as_probe(), {zeros, zeros->data(), true}, request.probe_bytes, 0));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.probes;
     return r;
   }
@@ -181,7 +181,7 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
     KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r,
                           push(as_probe(), {file, file->bytes},
                                std::min<uint64_t>(request.probe_bytes, file->size), 0));
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.probes;
     return r;
   }
@@ -189,7 +189,7 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
     Result<WeightsFetchReply> relayed =
         config_.receiver->relay(request, deadline, config_.relay_wait);
     if (relayed.ok() || relayed.status().code() != StatusCode::kNotFound) {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.relayed;
       return relayed;
     }
@@ -198,7 +198,7 @@ Result<WeightsFetchReply> WeightsServer::serve(const WeightsFetchRequest& reques
   KEEL_TRY(mapped);
   KEEL_ASSIGN_OR_RETURN(const uint64_t hash, entry_hash(request.entry, file->bytes, file->size));
   KEEL_ASSIGN_OR_RETURN(WeightsFetchReply r, push(request, {file, file->bytes}, file->size, hash));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.served;
   stats_.bytes += static_cast<int64_t>(r.bytes);
   return r;

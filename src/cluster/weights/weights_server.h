@@ -27,6 +27,7 @@
 
 #include "cluster/weights/weights_receiver.h"
 #include "cluster/weights/weights_stream.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "net/link.h"
 #include "net/link_server.h"
@@ -93,11 +94,11 @@ class WeightsServer {
 
   WeightsServerConfig config_;
   std::unique_ptr<net::LinkServer> server_;
-  mutable std::mutex mu_;
-  bool stopped_ = false;                    // guarded by mu_
-  std::map<std::string, uint64_t> hashes_;  // entry → XXH3-64, guarded by mu_
-  std::vector<std::thread> hashers_;        // precompute_hash's, joined by stop()
-  WeightsServerStats stats_;                // guarded by mu_
+  mutable Mutex mu_;
+  bool stopped_ KEEL_GUARDED_BY(mu_) = false;
+  std::map<std::string, uint64_t> hashes_ KEEL_GUARDED_BY(mu_);  // entry → XXH3-64
+  std::vector<std::thread> hashers_;  // precompute_hash's, joined by stop()
+  WeightsServerStats stats_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::cluster
