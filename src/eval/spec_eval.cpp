@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -126,7 +127,15 @@ Result<SpecRow> run_row(const SpecRun& run, const Prompts& prompts, const SpecRo
     row.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   e->drain(std::chrono::seconds(10));
-  const engine::EngineStats s = e->stats();
+  // The engine publishes its stats after a step's token events: the last step may not be counted
+  // yet when its finishing event arrived. Wait (bounded) until every emitted token is.
+  int64_t emitted = 0;
+  for (const std::vector<int32_t>& out : row.outputs) emitted += static_cast<int64_t>(out.size());
+  engine::EngineStats s = e->stats();
+  for (int i = 0; i < 2000 && s.generation_tokens_total < emitted; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    s = e->stats();
+  }
   row.generated = s.generation_tokens_total;
   row.steps = s.steps_total;
   row.drafted = s.spec_drafted_tokens;
