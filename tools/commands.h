@@ -13,6 +13,8 @@
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/semi_pd_controller.h"
+#include "eval/pic_eval.h"
+#include "eval/sparse_eval.h"
 #include "host/compute.h"
 #include "host/pipeline_stage.h"
 #include "host/serve_options.h"
@@ -167,39 +169,18 @@ int run_bench_serve(const BenchServeOptions& opts);
 
 // `keel eval pic`: EPIC variants against full recompute on model-written multi-chunk prompts
 // (eval/pic_eval.h).
-struct EvalPicOptions {
+struct EvalPicOptions : eval::PicEvalConfig {  // the harness's configuration and the CLI's
   ComputeOptions compute;
   std::string model_path;  // "" = the built-in default (stories260K)
-  int32_t prompts = 16;
-  int32_t chunks = 4;         // chunks per prompt (each with its own BOS)
-  int32_t chunk_len = 48;     // tokens per chunk, BOS included
-  int32_t query_len = 8;      // tokens after the last chunk
-  int32_t continuation = 32;  // greedy tokens compared
-  uint64_t seed = 1;
-  std::vector<std::string> variants = {"full",          "naive",         "legolink-1",
-                                       "legolink-2",    "legolink-4",    "legolink-8",
-                                       "legolink-16",   "cacheblend-5",  "cacheblend-10",
-                                       "cacheblend-15", "cacheblend-30", "cacheblend-50"};
   bool json = false;
 };
 int run_eval_pic(const EvalPicOptions& opts);
 
 // `keel eval sparse`: sparse-decode policies against dense decoding on long model-written
 // generations (teacher-forced), with pages held and decode time per token (eval/sparse_eval.h).
-struct EvalSparseOptions {
+struct EvalSparseOptions : eval::SparseEvalConfig {  // the harness's configuration and the CLI's
   ComputeOptions compute;
-  std::string model_path;   // "" = the built-in default (stories260K)
-  int32_t prompts = 8;      // generations
-  int32_t prompt_len = 32;  // model-written prompt tokens, BOS included
-  int32_t max_len = 0;      // prompt + generation; 0 = the model's context
-  int32_t budget = 128;     // L, the same for every policy
-  int32_t page_size = 16;   // tokens per KV page
-  float alpha = 0.05f;      // RaaS
-  int32_t sink = 4;         // StreamingLLM sink tokens
-  int32_t window = 0;       // StreamingLLM / H2O window; 0 = from the budget
-  int32_t dense_layers = 2;
-  uint64_t seed = 1;
-  std::vector<std::string> policies = {"dense", "streaming", "h2o", "quest", "raas"};
+  std::string model_path;  // "" = the built-in default (stories260K)
   bool json = false;
 };
 int run_eval_sparse(const EvalSparseOptions& opts);

@@ -16,17 +16,7 @@
 namespace keel::cli {
 namespace {
 
-eval::PicEvalConfig pic_eval_config(const EvalPicOptions& opts) {
-  eval::PicEvalConfig c;
-  c.prompts = opts.prompts;
-  c.chunks = opts.chunks;
-  c.chunk_len = opts.chunk_len;
-  c.query_len = opts.query_len;
-  c.continuation = opts.continuation;
-  c.seed = opts.seed;
-  c.variants = opts.variants;
-  return c;
-}
+const eval::PicEvalConfig& pic_eval_config(const EvalPicOptions& opts) { return opts; }
 
 void print_pic_results(const EvalPicOptions& opts,
                        const std::vector<eval::PicVariantResult>& results) {

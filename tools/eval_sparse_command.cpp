@@ -16,21 +16,7 @@
 namespace keel::cli {
 namespace {
 
-eval::SparseEvalConfig sparse_eval_config(const EvalSparseOptions& opts) {
-  eval::SparseEvalConfig c;
-  c.prompts = opts.prompts;
-  c.prompt_len = opts.prompt_len;
-  c.max_len = opts.max_len;
-  c.budget = opts.budget;
-  c.page_size = opts.page_size;
-  c.alpha = opts.alpha;
-  c.sink = opts.sink;
-  c.window = opts.window;
-  c.dense_layers = opts.dense_layers;
-  c.seed = opts.seed;
-  c.policies = opts.policies;
-  return c;
-}
+const eval::SparseEvalConfig& sparse_eval_config(const EvalSparseOptions& opts) { return opts; }
 
 void print_sparse_result(const EvalSparseOptions& opts, int32_t generated,
                          const eval::SparsePolicyResult& r) {
