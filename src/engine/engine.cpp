@@ -165,8 +165,8 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   if (draining_.load() || stop_.load()) {
     return Status::unavailable("the server is shutting down");
   }
-  const int64_t n_vocab = model_.hparams().n_vocab;
-  KEEL_TRY(check_request_basics(request, n_vocab, tokenizer_ != nullptr));
+  KEEL_TRY(
+      check_request(request, {model_.hparams().n_vocab, tokenizer_ != nullptr, max_model_len_}));
   if (!request.grammar.empty()) {
     if (tokenizer_ == nullptr) {
       return Status::invalid_argument("a grammar needs an engine with a tokenizer");
@@ -174,10 +174,6 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
     KEEL_TRY(grammar::parse_gbnf(request.grammar).status());  // pure: safe from any thread
   }
   KEEL_TRY(validate_resumed(request, config_.eog_token_ids, tokenizer_));
-  // Resumed tokens count in max_tokens: the original prompt + max_tokens is the context needed.
-  KEEL_TRY(check_context_length(request.num_original_prompt_tokens(), request.max_tokens,
-                                max_model_len_));
-  KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
   if (pipeline_tail_ != nullptr) KEEL_TRY(check_pipeline_request(request, config_));
   if (request.speculative.has_value()) {
     KEEL_TRY(request.speculative->validate());
@@ -199,11 +195,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   // Reads only configuration fixed at construction: safe from any thread.
   KEEL_TRY(scheduler_.validate_request(request.prompt_tokens.size(), request.max_new_tokens()));
   KEEL_ASSIGN_OR_RETURN(auto lora, resolve_lora(request));
-  if (num_waiting_.load() >= config_.scheduler.max_waiting) {
-    return Status::resource_exhausted("too many requests are waiting (" +
-                                      std::to_string(config_.scheduler.max_waiting) +
-                                      "); retry later");
-  }
+  KEEL_TRY(check_waiting(num_waiting_.load(), config_.scheduler.max_waiting));
   int64_t cache_blocks = 0;
   if (!request.retain_as.empty()) {
     if (request.retain_ms <= 0) return Status::invalid_argument("a context cache needs a ttl > 0");

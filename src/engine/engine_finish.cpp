@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "engine/engine.h"
+#include "engine/finish_rule.h"
 #include "engine/resumed_request.h"
 #include "engine/steady_time.h"
 
@@ -43,37 +44,16 @@ void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent e
   event.finish = reason;
   event.num_prompt_tokens = a.request.num_original_prompt_tokens();
   event.num_cached_tokens = usage_cached_tokens(a.request, a.num_cached_tokens);
-  metrics_.count_finished(reason);
-  metrics_.e2e_request_latency_seconds.observe(seconds_between(a.arrival_ns, t));
-  metrics_.request_prompt_tokens.observe(a.request.num_original_prompt_tokens());
-  metrics_.request_generation_tokens.observe(a.num_generated);
+  observe_finished(metrics_, reason, a.request, a.arrival_ns, a.num_generated, t);
   a.sink->on_event(std::move(event));
   num_active_.fetch_sub(1);
   release_if_done(key);
 }
 
 std::optional<FinishReason> Engine::finish_reason(Active& a, int32_t token, TokenEvent* event) {
-  const GenerationRequest& r = a.request;
-  // Stop strings first: the token that completes one ends the request whatever else it is. A
-  // request that ends otherwise flushes the text its decoder still holds, which may complete one.
-  if (a.stops != nullptr) event->stop_string = a.stops->push(token);
-  if (event->stop_string) return FinishReason::kStop;
-  const bool eog = std::find(config_.eog_token_ids.begin(), config_.eog_token_ids.end(), token) !=
-                   config_.eog_token_ids.end();
-  const bool stop_id =
-      std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end();
-  std::optional<FinishReason> reason;
-  if ((eog && !r.ignore_eos) || stop_id) {
-    reason = FinishReason::kStop;
-  } else if (a.num_generated >= r.max_new_tokens() ||
-             static_cast<int64_t>(r.prompt_tokens.size()) + a.num_generated >= max_model_len_) {
-    reason = FinishReason::kLength;
-  }
-  if (reason && a.stops != nullptr) {
-    event->stop_string = a.stops->finish();
-    if (event->stop_string) reason = FinishReason::kStop;
-  }
-  return reason;
+  const FinishCheck check{&a.request, a.num_generated, config_.eog_token_ids, max_model_len_,
+                          a.stops.get()};
+  return finish_rule(check, token, event);
 }
 
 void Engine::release_if_done(RequestKey key) {

@@ -29,4 +29,17 @@ Status check_context_length(int64_t prompt_tokens, int64_t max_tokens, int64_t m
                               std::to_string(max_tokens) + " completion tokens");
 }
 
+Status check_request(const GenerationRequest& request, const RequestLimits& limits) {
+  KEEL_TRY(check_request_basics(request, limits.n_vocab, limits.has_tokenizer));
+  KEEL_TRY(check_context_length(request.num_original_prompt_tokens(), request.max_tokens,
+                                limits.max_model_len));
+  return request.sampling.validate(static_cast<int32_t>(limits.n_vocab));
+}
+
+Status check_waiting(int64_t waiting, int64_t max_waiting) {
+  if (waiting < max_waiting) return Status::ok_status();
+  return Status::resource_exhausted("too many requests are waiting (" +
+                                    std::to_string(max_waiting) + "); retry later");
+}
+
 }  // namespace keel::engine

@@ -110,20 +110,14 @@ Result<RequestKey> SemiPdEngine::submit(GenerationRequest request,
                                         std::shared_ptr<OutputSink> sink) {
   if (draining_.load()) return Status::unavailable("the server is shutting down");
   const int64_t n_vocab = model_.hparams().n_vocab;
-  KEEL_TRY(check_request_basics(request, n_vocab, tokenizer_ != nullptr));
+  KEEL_TRY(
+      check_request(request, {n_vocab, tokenizer_ != nullptr, config_.scheduler.max_model_len}));
   KEEL_TRY(check_supported(request));
   const int64_t total = static_cast<int64_t>(request.prompt_tokens.size()) + request.max_tokens;
-  KEEL_TRY(check_context_length(static_cast<int64_t>(request.prompt_tokens.size()),
-                                request.max_tokens, config_.scheduler.max_model_len));
   if ((total + config_.block_size - 1) / config_.block_size > blocks_.num_blocks()) {
     return Status::out_of_range("the request needs more KV blocks than the whole pool holds");
   }
-  KEEL_TRY(request.sampling.validate(static_cast<int32_t>(n_vocab)));
-  const int32_t waiting = prefill_->num_waiting();
-  if (waiting >= config_.scheduler.max_waiting) {
-    return Status::resource_exhausted("too many requests are waiting (" + std::to_string(waiting) +
-                                      ")");
-  }
+  KEEL_TRY(check_waiting(prefill_->num_waiting(), config_.scheduler.max_waiting));
   auto r = std::make_unique<SemiPdRequest>();
   r->key = next_key_.fetch_add(1);
   r->arrival_ns = now_ns();

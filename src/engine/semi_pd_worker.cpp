@@ -9,6 +9,7 @@
 
 #include "core/check.h"
 #include "core/log.h"
+#include "engine/finish_rule.h"
 #include "engine/semi_pd_split.h"
 #include "engine/steady_time.h"
 #include "sampling/draft_verify.h"
@@ -361,36 +362,14 @@ bool SemiPdWorker::emit(SemiPdRequest& r, int32_t token,
   TokenEvent event;
   event.tokens.push_back(token);
   if (logprobs) event.logprobs.push_back(std::move(*logprobs));
-  if (const auto reason = finish_reason(r, token, &event)) {
+  const FinishCheck check{&r.request, r.num_generated, shared_->config->eog_token_ids,
+                          shared_->config->scheduler.max_model_len, r.stops.get()};
+  if (const auto reason = finish_rule(check, token, &event)) {
     finish(r, *reason, std::move(event));
     return false;
   }
   r.sink->on_event(std::move(event));
   return true;
-}
-
-std::optional<FinishReason> SemiPdWorker::finish_reason(SemiPdRequest& r, int32_t token,
-                                                        TokenEvent* event) const {
-  const GenerationRequest& q = r.request;
-  if (r.stops != nullptr) event->stop_string = r.stops->push(token);
-  if (event->stop_string) return FinishReason::kStop;
-  const auto& eog = shared_->config->eog_token_ids;
-  const bool is_eog = std::find(eog.begin(), eog.end(), token) != eog.end();
-  const bool stop_id =
-      std::find(q.stop_token_ids.begin(), q.stop_token_ids.end(), token) != q.stop_token_ids.end();
-  std::optional<FinishReason> reason;
-  if ((is_eog && !q.ignore_eos) || stop_id) {
-    reason = FinishReason::kStop;
-  } else if (r.num_generated >= q.max_new_tokens() ||
-             static_cast<int64_t>(q.prompt_tokens.size()) + r.num_generated >=
-                 shared_->config->scheduler.max_model_len) {
-    reason = FinishReason::kLength;
-  }
-  if (reason && r.stops != nullptr) {
-    event->stop_string = r.stops->finish();
-    if (event->stop_string) reason = FinishReason::kStop;
-  }
-  return reason;
 }
 
 void SemiPdWorker::finish(SemiPdRequest& r, FinishReason reason, TokenEvent event) {
@@ -401,11 +380,7 @@ void SemiPdWorker::finish(SemiPdRequest& r, FinishReason reason, TokenEvent even
   event.finish = reason;
   event.num_prompt_tokens = r.request.num_original_prompt_tokens();
   event.num_cached_tokens = 0;  // semi-PD runs without a prefix cache
-  Metrics& m = *shared_->metrics;
-  m.count_finished(reason);
-  m.e2e_request_latency_seconds.observe(seconds_between(r.arrival_ns, t));
-  m.request_prompt_tokens.observe(r.request.num_original_prompt_tokens());
-  m.request_generation_tokens.observe(r.num_generated);
+  observe_finished(*shared_->metrics, reason, r.request, r.arrival_ns, r.num_generated, t);
   std::shared_ptr<OutputSink> sink = std::move(r.sink);  // r.sink null marks it finished
   sink->on_event(std::move(event));
   shared_->on_finished(r);

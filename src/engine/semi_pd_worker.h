@@ -98,8 +98,6 @@ class SemiPdWorker {
                std::vector<std::pair<int32_t, std::optional<sampling::Logprobs>>>* tokens);
   // Appends a sampled token and sends its event; false when the request finished.
   bool emit(SemiPdRequest& r, int32_t token, std::optional<sampling::Logprobs> logprobs);
-  [[nodiscard]] std::optional<FinishReason> finish_reason(SemiPdRequest& r, int32_t token,
-                                                          TokenEvent* event) const;
   void finish(SemiPdRequest& r, FinishReason reason, TokenEvent event);
   void hand_off(std::unique_ptr<SemiPdRequest> r);
   void admit_prefills();
