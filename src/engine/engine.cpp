@@ -149,6 +149,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
   publish_stats();
+  connector_ = make_connector();
   thread_ = std::thread([this] { run(); });
 }
 

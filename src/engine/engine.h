@@ -37,6 +37,7 @@
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/exit_layer_schedule.h"
+#include "engine/kv_connector.h"
 #include "engine/lora_registry.h"
 #include "engine/metrics.h"
 #include "engine/pipeline_tail.h"
@@ -119,33 +120,15 @@ class Engine final : public EngineClient {
 
   [[nodiscard]] const EngineConfig& config() const { return config_; }
   [[nodiscard]] int32_t num_kv_blocks() const { return num_blocks_; }
+  // Bytes of one block payload (the storage block, every layer's K and V rows).
+  [[nodiscard]] size_t kv_block_bytes() const { return storage_.layout().block_bytes(); }
   // The key prefix blocks are hashed under (model_identity.h): the same for every engine of the
   // model file, and computable from its metadata alone.
   [[nodiscard]] const kv::BlockHash& model_key() const { return model_key_; }
 
-  // KV transfer hooks (engine_kv_transfer.cpp): what the KV transfer service (src/cluster) needs
-  // of a sending (prefill) and a receiving (decode) engine.
-  // The identity of this engine's block payloads (kv_tier_identity: model, KV dtype, block size).
-  [[nodiscard]] kv::BlockHash kv_identity() const;
-  // Bytes of one block payload (the tiers' layout: the storage block, every layer's K and V rows).
-  [[nodiscard]] size_t kv_block_bytes() const { return storage_.layout().block_bytes(); }
-  // Copies the payload of the published block `hash` into `out` (kv_block_bytes() long): from the
-  // pool — on the engine thread, between steps, so the call may wait for a step — else from a
-  // tier. NotFound when the engine holds it nowhere; InvalidArgument for a wrong-size `out`;
-  // Unavailable when the engine thread does not answer within `timeout` (stopping).
-  // Any thread but the engine thread (so not from an OutputSink).
-  Status read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out,
-                       std::chrono::milliseconds timeout = std::chrono::seconds(5));
-  // Stores a block received from a peer engine in the host tier T1 (written through to T2, as a
-  // demotion is), where admission's prefix lookup finds it and the cost model weighs fetching it
-  // against recomputing. Unavailable without a host tier; InvalidArgument for a wrong-size
-  // payload. Any thread (the tiers lock internally).
-  Status accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload);
-  // The measured prefill seconds per token (the tier cost model's recompute side; 0 until a
-  // prefill-sized step ran), for a peer-tier (T3) fetcher deciding outside the engine. Any thread.
-  [[nodiscard]] double prefill_seconds_per_token() const {
-    return prefill_seconds_per_token_published_.load(std::memory_order_relaxed);
-  }
+  // What the KV transfer services outside the engine use of it (kv_connector.h;
+  // engine_kv_transfer.cpp). Lives as long as the engine.
+  [[nodiscard]] KvConnector& kv_connector() const { return *connector_; }
 
  private:
   struct Submit {
@@ -163,8 +146,15 @@ class Engine final : public EngineClient {
   struct ReleasePin {
     ContextCacheTable::Pin pin;
   };
-  // read_kv_block(): the engine thread copies a pool block for another thread.
+  // The KV connector (engine_kv_transfer.cpp); its read_block() has the engine thread copy a pool
+  // block for another thread.
+  class Connector;
   struct BlockRead;
+  std::unique_ptr<KvConnector> make_connector();
+  // The connector's read_block() and accept_block().
+  Status read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out,
+                       std::chrono::milliseconds timeout);
+  Status accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload);
   struct ReadBlock {
     kv::BlockHash hash;
     std::shared_ptr<BlockRead> read;
@@ -279,7 +269,7 @@ class Engine final : public EngineClient {
   // Sets event->stop_string when a stop string decides.
   std::optional<FinishReason> finish_reason(Active& a, int32_t token, TokenEvent* event);
   void release_if_done(RequestKey key);
-  // Engine thread: answers a read_kv_block() from the pool.
+  // Engine thread: answers a KvConnector::read_block() from the pool.
   void serve_block_read(const ReadBlock& r);
   void publish_stats();
   // Hands the KV manager's logged cache events to cache_events_ (when set and any were logged).
@@ -360,6 +350,7 @@ class Engine final : public EngineClient {
   ContextCacheTable caches_{&clock_};
   std::atomic<bool> draining_{false};
   std::atomic<bool> stop_{false};
+  std::unique_ptr<KvConnector> connector_;
   std::thread thread_;
 };
 

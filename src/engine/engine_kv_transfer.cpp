@@ -1,4 +1,4 @@
-// Engine: the KV transfer hooks (engine.h) — a sending engine reads a published block's payload
+// Engine: its KV connector (kv_connector.h) — a sending engine reads a published block's payload
 // out of its pool or tiers; a receiving engine files a peer's block in its host tier T1, where the
 // existing admission path (prefix lookup → blocks_to_fetch → promotion) finds it. A published
 // pool block is never written again while it stays in the prefix index (it is un-published or
@@ -24,9 +24,30 @@ struct Engine::BlockRead {
   std::vector<std::byte> bytes;
 };
 
-kv::BlockHash Engine::kv_identity() const {
-  return kv_tier_identity(model_key_, config_.kv_dtype, config_.block_size);
-}
+// The engine's KvConnector: reads go through the engine thread's inbox, writes to the tiers.
+class Engine::Connector final : public KvConnector {
+ public:
+  explicit Connector(Engine* e) : e_(e) {}
+  [[nodiscard]] kv::BlockHash kv_identity() const override {
+    return kv_tier_identity(e_->model_key_, e_->config_.kv_dtype, e_->config_.block_size);
+  }
+  [[nodiscard]] size_t block_bytes() const override { return e_->kv_block_bytes(); }
+  Status read_block(const kv::BlockHash& hash, std::span<std::byte> out,
+                    std::chrono::milliseconds timeout) override {
+    return e_->read_kv_block(hash, out, timeout);
+  }
+  Status accept_block(const kv::BlockHash& hash, std::span<const std::byte> payload) override {
+    return e_->accept_kv_block(hash, payload);
+  }
+  [[nodiscard]] double prefill_seconds_per_token() const override {
+    return e_->prefill_seconds_per_token_published_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  Engine* e_;
+};
+
+std::unique_ptr<KvConnector> Engine::make_connector() { return std::make_unique<Connector>(this); }
 
 void Engine::serve_block_read(const ReadBlock& r) {
   const std::optional<kv::BlockId> block = kv_.pool().lookup(r.hash);
@@ -44,11 +65,10 @@ void Engine::serve_block_read(const ReadBlock& r) {
 Status Engine::read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out,
                              std::chrono::milliseconds timeout) {
   if (pipeline_tail_ != nullptr) {  // the block's later layers live on other processes
-    return Status::unsupported(
-        "read_kv_block: a pipeline-parallel engine (--pp) cannot hand off KV");
+    return Status::unsupported("read_block: a pipeline-parallel engine (--pp) cannot hand off KV");
   }
   if (out.size() != kv_block_bytes()) {
-    return Status::invalid_argument("read_kv_block: buffer of " + std::to_string(out.size()) +
+    return Status::invalid_argument("read_block: buffer of " + std::to_string(out.size()) +
                                     " bytes, a block has " + std::to_string(kv_block_bytes()));
   }
   auto read = std::make_shared<BlockRead>();
@@ -61,7 +81,7 @@ Status Engine::read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out
   {
     std::unique_lock lock(read->mu);
     if (!read->cv.wait_for(lock, timeout, [&] { return read->done; })) {
-      return Status::unavailable("read_kv_block: the engine thread did not answer");
+      return Status::unavailable("read_block: the engine thread did not answer");
     }
     if (read->found) {
       std::memcpy(out.data(), read->bytes.data(), out.size());
@@ -69,7 +89,7 @@ Status Engine::read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out
     }
   }
   if (tiers_ != nullptr && tiers_->fetch(hash, out)) return Status::ok_status();
-  return Status::not_found("read_kv_block: block not held");
+  return Status::not_found("read_block: block not held");
 }
 
 void Engine::tap_published_blocks() {
@@ -90,15 +110,14 @@ void Engine::tap_published_blocks() {
 
 Status Engine::accept_kv_block(const kv::BlockHash& hash, std::span<const std::byte> payload) {
   if (pipeline_tail_ != nullptr) {
-    return Status::unsupported("accept_kv_block: a pipeline-parallel engine (--pp) takes no KV");
+    return Status::unsupported("accept_block: a pipeline-parallel engine (--pp) takes no KV");
   }
   if (tiers_ == nullptr || tiers_->host() == nullptr) {
-    return Status::unavailable("accept_kv_block: the engine has no host KV tier");
+    return Status::unavailable("accept_block: the engine has no host KV tier");
   }
   if (payload.size() != kv_block_bytes()) {
-    return Status::invalid_argument("accept_kv_block: payload of " +
-                                    std::to_string(payload.size()) + " bytes, a block has " +
-                                    std::to_string(kv_block_bytes()));
+    return Status::invalid_argument("accept_block: payload of " + std::to_string(payload.size()) +
+                                    " bytes, a block has " + std::to_string(kv_block_bytes()));
   }
   tiers_->demote(hash, payload);
   return Status::ok_status();

@@ -62,13 +62,13 @@ struct HandoffSetup {
 };
 
 Result<KvServices> start_kv_services(const cluster::TeSpec& spec, cluster::TeRole role,
-                                     engine::Engine* eng, const kv::BlockHash& key,
+                                     engine::KvConnector* eng, const kv::BlockHash& key,
                                      const HandoffSetup& handoff) {
   const cluster::TeEngineSpec& e = spec.engine;
   const bool fetches_peers = spec.engine.peer_tier && role != cluster::TeRole::kDecode;
   KvServices svc;
   auto read_block = [eng](const kv::BlockHash& h, std::span<std::byte> out) {
-    return eng->read_kv_block(h, out);
+    return eng->read_block(h, out);
   };
   if (role == cluster::TeRole::kPrefill) {
     cluster::KvHandoffConfig hc;
@@ -78,7 +78,7 @@ Result<KvServices> start_kv_services(const cluster::TeSpec& spec, cluster::TeRol
     hc.model_key = key;
     hc.kv_identity = eng->kv_identity();
     hc.block_size = e.block_size;
-    hc.block_bytes = eng->kv_block_bytes();
+    hc.block_bytes = eng->block_bytes();
     hc.read_block = read_block;
     svc.handoff = std::make_unique<cluster::KvHandoff>(std::move(hc));
   }
@@ -88,7 +88,7 @@ Result<KvServices> start_kv_services(const cluster::TeSpec& spec, cluster::TeRol
     cluster::KvTransferServerOptions so;
     so.host = spec.host;
     so.kv_identity = eng->kv_identity();
-    so.payload_bytes = eng->kv_block_bytes();
+    so.payload_bytes = eng->block_bytes();
     KEEL_ASSIGN_OR_RETURN(
         svc.transfer,
         cluster::KvTransferServer::start(
@@ -98,7 +98,7 @@ Result<KvServices> start_kv_services(const cluster::TeSpec& spec, cluster::TeRol
                 if (f != nullptr) f->on_block_filed(h.block_hash);
                 return;
               }
-              const Status s = eng->accept_kv_block(h.block_hash, p);
+              const Status s = eng->accept_block(h.block_hash, p);
               if (!s.ok()) KEEL_LOG_WARN("te: received block dropped: {}", s.message());
               if (s.ok() && f != nullptr) f->on_block_filed(h.block_hash);
             }));
@@ -108,7 +108,7 @@ Result<KvServices> start_kv_services(const cluster::TeSpec& spec, cluster::TeRol
     fc.model_key = key;
     fc.kv_identity = eng->kv_identity();
     fc.block_size = e.block_size;
-    fc.block_bytes = eng->kv_block_bytes();
+    fc.block_bytes = eng->block_bytes();
     fc.reply_to = spec.host + ":" + std::to_string(svc.transfer->port());
     fc.prefill_seconds_per_token = [eng] { return eng->prefill_seconds_per_token(); };
     svc.fetcher = std::make_unique<cluster::KvPeerFetcher>(std::move(fc));
@@ -119,7 +119,7 @@ Result<KvServices> start_kv_services(const cluster::TeSpec& spec, cluster::TeRol
     pc.host = spec.host;
     pc.kv_identity = eng->kv_identity();
     pc.block_tokens = static_cast<uint32_t>(e.block_size);
-    pc.block_bytes = eng->kv_block_bytes();
+    pc.block_bytes = eng->block_bytes();
     pc.read_block = read_block;
     pc.throttle_bytes_per_s = spec.engine.kv_transfer_throttle_bytes_per_s;
     KEEL_ASSIGN_OR_RETURN(svc.peer_server, cluster::KvPeerServer::start(std::move(pc)));
@@ -370,7 +370,8 @@ Status te_serve(const cluster::TeSpec& spec, const TeProcessHooks& hooks,
   KEEL_ASSIGN_OR_RETURN(kv::BlockHash key, engine::model_identity_of_file(path));
   KvServices svc;
   if (engine::Engine* eng = host->engine(); eng != nullptr) {  // a semi-PD TE has none
-    KEEL_ASSIGN_OR_RETURN(svc, start_kv_services(spec, started.role, eng, key, started.handoff));
+    KEEL_ASSIGN_OR_RETURN(
+        svc, start_kv_services(spec, started.role, &eng->kv_connector(), key, started.handoff));
   }
   cluster::TaskExecutorConfig config =
       te_config(spec, hooks, started.role, svc, *events, launch.model_path);

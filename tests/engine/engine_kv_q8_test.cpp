@@ -24,7 +24,7 @@ std::vector<std::vector<std::byte>> read_blocks(Engine& e, const std::vector<kv:
   std::vector<std::vector<std::byte>> out;
   for (const kv::BlockHash& h : hs) {
     out.emplace_back(e.kv_block_bytes());
-    EXPECT_TRUE(e.read_kv_block(h, out.back()).ok());
+    EXPECT_TRUE(e.kv_connector().read_block(h, out.back()).ok());
   }
   return out;
 }
@@ -123,9 +123,9 @@ TEST(EngineKvQ8Test, PeerBlocksAreFetchedAndIdentityNamesTheKvType) {
   const auto blocks = read_blocks(**prefill, hashes);
   auto decode = Engine::start(*model, c);
   ASSERT_TRUE(decode.ok()) << decode.error().to_string();
-  EXPECT_EQ((*decode)->kv_identity(), (*prefill)->kv_identity());
+  EXPECT_EQ((*decode)->kv_connector().kv_identity(), (*prefill)->kv_connector().kv_identity());
   for (size_t i = 0; i < hashes.size(); ++i) {
-    ASSERT_TRUE((*decode)->accept_kv_block(hashes[i], blocks[i]).ok());
+    ASSERT_TRUE((*decode)->kv_connector().accept_block(hashes[i], blocks[i]).ok());
   }
   auto sink = std::make_shared<CollectingSink>();
   ASSERT_TRUE((*decode)->submit(greedy(prompt(300), 8), sink).ok());
@@ -138,11 +138,12 @@ TEST(EngineKvQ8Test, PeerBlocksAreFetchedAndIdentityNamesTheKvType) {
   f16.kv_cache_bytes = 0;
   auto other = Engine::start(*model, f16);
   ASSERT_TRUE(other.ok()) << other.error().to_string();
-  EXPECT_NE((*other)->kv_identity(), (*prefill)->kv_identity());
-  EXPECT_EQ((*other)->kv_identity(),
+  EXPECT_NE((*other)->kv_connector().kv_identity(), (*prefill)->kv_connector().kv_identity());
+  EXPECT_EQ((*other)->kv_connector().kv_identity(),
             kv_tier_identity((*prefill)->model_key(), DType::kF16, kBlock));
   EXPECT_NE((*other)->kv_block_bytes(), (*prefill)->kv_block_bytes());
-  EXPECT_EQ((*other)->accept_kv_block(hashes[0], blocks[0]).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ((*other)->kv_connector().accept_block(hashes[0], blocks[0]).code(),
+            StatusCode::kInvalidArgument);
 }
 
 }  // namespace

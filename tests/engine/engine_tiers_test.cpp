@@ -86,20 +86,20 @@ TEST(EngineTiersTest, BlocksFromAPeerEngineAreFetchedNotRecomputed) {
   std::vector<std::vector<std::byte>> blocks;
   for (const kv::BlockHash& h : hashes) {
     blocks.emplace_back((*prefill)->kv_block_bytes());
-    ASSERT_TRUE((*prefill)->read_kv_block(h, blocks.back()).ok());
+    ASSERT_TRUE((*prefill)->kv_connector().read_block(h, blocks.back()).ok());
   }
   std::vector<std::byte> scratch((*prefill)->kv_block_bytes());
-  EXPECT_EQ((*prefill)->read_kv_block({1, 2}, scratch).code(), StatusCode::kNotFound);
-  EXPECT_EQ((*prefill)->read_kv_block(hashes[0], std::span(scratch).first(8)).code(),
+  EXPECT_EQ((*prefill)->kv_connector().read_block({1, 2}, scratch).code(), StatusCode::kNotFound);
+  EXPECT_EQ((*prefill)->kv_connector().read_block(hashes[0], std::span(scratch).first(8)).code(),
             StatusCode::kInvalidArgument);
 
   for (const bool complete : {true, false}) {
     auto decode = Engine::start(*model, c);
     ASSERT_TRUE(decode.ok()) << decode.error().to_string();
-    EXPECT_EQ((*decode)->kv_identity(), (*prefill)->kv_identity());
+    EXPECT_EQ((*decode)->kv_connector().kv_identity(), (*prefill)->kv_connector().kv_identity());
     for (size_t i = 0; i < hashes.size(); ++i) {
       if (!complete && i == 1) continue;  // lost in transit
-      ASSERT_TRUE((*decode)->accept_kv_block(hashes[i], blocks[i]).ok());
+      ASSERT_TRUE((*decode)->kv_connector().accept_block(hashes[i], blocks[i]).ok());
     }
     auto sink = std::make_shared<CollectingSink>();
     ASSERT_TRUE((*decode)->submit(greedy(prompt(300), 8), sink).ok());
@@ -109,7 +109,8 @@ TEST(EngineTiersTest, BlocksFromAPeerEngineAreFetchedNotRecomputed) {
   EngineConfig no_tier = small_pool_config();
   auto bare = Engine::start(*model, no_tier);
   ASSERT_TRUE(bare.ok());
-  EXPECT_EQ((*bare)->accept_kv_block(hashes[0], blocks[0]).code(), StatusCode::kUnavailable);
+  EXPECT_EQ((*bare)->kv_connector().accept_block(hashes[0], blocks[0]).code(),
+            StatusCode::kUnavailable);
 }
 
 TEST(EngineTiersTest, DiskTierSurvivesARestartAndDamageIsRecomputed) {

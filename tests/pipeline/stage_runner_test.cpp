@@ -110,7 +110,8 @@ TEST(PipelineEngineTest, RefusesWhatNeedsEveryLayerInOneProcess) {
   EXPECT_EQ((*e)->submit(ee, std::make_shared<CollectingSink>()).error().code(),
             StatusCode::kInvalidArgument);
   std::vector<std::byte> block((*e)->kv_block_bytes());
-  EXPECT_EQ((*e)->read_kv_block(kv::BlockHash{1, 2}, block).code(), StatusCode::kUnsupported);
+  EXPECT_EQ((*e)->kv_connector().read_block(kv::BlockHash{1, 2}, block).code(),
+            StatusCode::kUnsupported);
   // The plain request still runs.
   EXPECT_EQ(run_one(**e, greedy({1, 403, 407}, 4)).size(), 4u);
 }

@@ -61,7 +61,7 @@ struct KvHandoffConfig {
   kv::BlockHash kv_identity;  // engine::kv_tier_identity (frames)
   int32_t block_size = 16;
   size_t block_bytes = 0;
-  // Copies the published block `hash` into `out` (Engine::read_kv_block).
+  // Copies the published block `hash` into `out` (engine::KvConnector::read_block).
   std::function<Status(const kv::BlockHash& hash, std::span<std::byte> out)> read_block;
   // Stream mode: the watch list the engine's tap (KvHandoff::tap) feeds; must outlive the handoff.
   KvHandoffStreams* streams = nullptr;
