@@ -298,7 +298,7 @@ void Engine::process_inbox(bool wait) {
 }
 
 void Engine::admit(Submit s) {
-  Active a;
+  EngineRequest a;
   a.arrival_ns = s.arrival_ns;
   a.sink = std::move(s.sink);
   a.sampler = std::make_unique<sampling::Sampler>(s.request.sampling,
@@ -315,11 +315,12 @@ void Engine::admit(Submit s) {
     a.sampler->set_constraint(std::move(constraint).value());
   }
   a.sampler->resume(resumed_span(s.request));  // counted as output; the draw counter moves on
-  a.pic_variant = s.request.pic_link.value_or(config_.pic_link);
+  a.pic.variant = s.request.pic_link.value_or(config_.pic_link);
   a.request = std::move(s.request);
   a.cache_blocks = s.cache_blocks;
   a.lora = std::move(s.lora);
-  Active& r = active_.emplace(s.key, std::move(a)).first->second;
+  a.sched.key = s.key;
+  EngineRequest& r = active_.emplace(s.key, std::move(a)).first->second;
   init_early_exit(r);
   const GenerationRequest& q = r.request;
   const auto prompt_len = static_cast<int32_t>(q.prompt_tokens.size());
@@ -331,9 +332,9 @@ void Engine::admit(Submit s) {
     r.stops = std::make_unique<StopStringDetector>(*tokenizer_, q.stop_strings);
     KEEL_CHECK(!r.stops->resume(resumed_span(q)).has_value());  // submit() refused a match
   }
-  if (q.pic_chunks.empty() || r.pic_variant.mode == kv::PicMode::kFull ||
+  if (q.pic_chunks.empty() || r.pic.variant.mode == kv::PicMode::kFull ||
       !config_.enable_prefix_cache || r.sparse != nullptr || r.lora != nullptr) {
-    scheduler_.add(s.key, q.prompt_tokens, q.max_new_tokens(), extra_key(r));
+    enqueue(r, q.max_new_tokens(), extra_key(r));
     const SpeculativeParams& spec = q.speculative.value_or(config_.speculative);
     if (spec.enabled() && r.sparse == nullptr) scheduler_.set_speculation(s.key, spec);
     if (r.sparse != nullptr) {
@@ -350,14 +351,24 @@ void Engine::admit(Submit s) {
     const auto hit = chunk_index_.find(kv::block_hash_hex(h));
     if (hit != chunk_index_.end() && scheduler_.acquire_retained(hit->second.key)) {
       hit->second.used = ++chunk_clock_;
-      r.pic_children.push_back(hit->second.key);
+      r.pic.children.push_back(hit->second.key);
       ++counters_.pic_chunks_reused;
     } else {
-      r.pic_children.push_back(start_compile(s.key, tokens, q.cache_salt, h));
-      ++r.pic_pending;
+      r.pic.children.push_back(start_compile(s.key, tokens, q.cache_salt, h));
+      ++r.pic.pending;
     }
   }
-  if (r.pic_pending == 0) link_parent(s.key, r);
+  if (r.pic.pending == 0) link_parent(r);
+}
+
+void Engine::enqueue(EngineRequest& r, int32_t max_tokens, const kv::BlockHash& extra_key,
+                     PicState pic) {
+  r.sched.tokens = r.request.prompt_tokens;
+  r.sched.num_prompt_tokens = r.sched.num_tokens();
+  r.sched.max_tokens = max_tokens;
+  r.sched.extra_key = extra_key;
+  r.sched.pic = std::move(pic);
+  scheduler_.add(&r.sched);
 }
 
 bool Engine::launch(StepPlan& plan) {
@@ -401,11 +412,10 @@ bool Engine::launch(StepPlan& plan) {
   if (plan.seqs.empty() && in.probe.empty()) return false;
   const int64_t t = now_ns();
   for (const ScheduledSeq& s : plan.seqs) {
-    Active& a = active_.at(s.key);
+    EngineRequest& a = active_.at(s.key);
     if (a.num_cached_tokens < 0 &&
-        !a.internal) {  // first time scheduled: the prefix hit is its start
-      const RequestState* r = scheduler_.find(s.key);
-      a.num_cached_tokens = r != nullptr ? r->num_cached_tokens : s.start_pos;
+        !a.pic.internal) {  // first time scheduled: the prefix hit is its start
+      a.num_cached_tokens = a.sched.num_cached_tokens;
       num_waiting_.fetch_sub(1);
       metrics_.request_queue_time_seconds.observe(seconds_between(a.arrival_ns, t));
     }
@@ -426,12 +436,11 @@ bool Engine::launch(StepPlan& plan) {
       in.batch.logits.push_back(s.samples && i + 1 + s.num_drafts >= s.num_tokens ? 1 : 0);
     }
     if (s.samples) {
-      const RequestState* r = scheduler_.find(s.key);
-      const bool head = r != nullptr && r->spec.method == SpecMethod::kDraftHead;
+      const bool head = a.sched.spec.method == SpecMethod::kDraftHead;
       std::vector<int32_t> drafts(s.tokens.end() - s.num_drafts, s.tokens.end());
       StepInput::Sample::EarlyExit ee = early_exit_sample(a, drafts);
       in.samples.push_back(
-          {s.key, a.sampler.get(), std::move(drafts), head ? r->spec.k : 0, std::move(ee)});
+          {s.key, a.sampler.get(), std::move(drafts), head ? a.sched.spec.k : 0, std::move(ee)});
     }
   }
   in.block_copies = std::move(pipeline_copies_);
@@ -512,12 +521,12 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   for (StepOutput::Token& tok : out.tokens) {
     auto it = active_.find(tok.key);
     if (it == active_.end()) continue;
-    Active& a = it->second;
+    EngineRequest& a = it->second;
     if (a.finished) {  // aborted while the step ran: its token is discarded
       release_if_done(tok.key);
       continue;
     }
-    if (a.internal) {  // a compiled PIC chunk: its sample is not needed
+    if (a.pic.internal) {  // a compiled PIC chunk: its sample is not needed
       finish_compile(tok.key, a, FinishReason::kLength);
       continue;
     }

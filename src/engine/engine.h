@@ -36,6 +36,7 @@
 #include "engine/context_cache_table.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
+#include "engine/engine_request.h"
 #include "engine/exit_layer_schedule.h"
 #include "engine/kv_connector.h"
 #include "engine/lora_registry.h"
@@ -161,41 +162,6 @@ class Engine final : public EngineClient {
   };
   using Message = std::variant<Submit, Abort, ReleasePin, ReadBlock>;
 
-  // Engine-side record of a request (engine thread only).
-  struct Active {
-    GenerationRequest request;
-    std::shared_ptr<OutputSink> sink;
-    std::unique_ptr<sampling::Sampler> sampler;
-    int32_t num_generated = 0;
-    int32_t num_cached_tokens = -1;  // prompt tokens from the prefix cache; -1 until scheduled
-    int64_t arrival_ns = 0;
-    int64_t first_token_ns = 0;
-    int64_t last_token_ns = 0;
-    int64_t cache_blocks = 0;  // retain_as: blocks reserved in cache_blocks_reserved_
-    // PIC: a compile request (internal: no sink, no metrics) computes one chunk of its parent;
-    // the parent waits outside the scheduler until every child finished.
-    bool internal = false;
-    RequestKey pic_parent = 0;
-    std::vector<RequestKey> pic_children;
-    int pic_pending = 0;      // children not finished yet
-    bool pic_failed = false;  // a child did not complete: the parent is computed in full
-    kv::PicVariant pic_variant;
-    kv::BlockHash chunk_hash;  // a compile request: its chunk's key in the chunk index
-    std::unique_ptr<SparseSequence> sparse;          // sparse decode state; null = dense
-    std::unique_ptr<StopStringDetector> stops;       // request.stop_strings; null = none
-    std::shared_ptr<const model::LoraAdapter> lora;  // held until the request is erased
-    int in_flight = 0;                               // launched steps that include this request
-    bool finished = false;                           // its final event was sent
-    // SpecEE early exit (engine_early_exit.cpp): the resolved parameters, the request's layer
-    // schedule and the feature of its last emitted position (empty until its first step); the
-    // draft head's last proposal with its candidates (StepOutput::Proposal), which a
-    // verification of a prefix of those drafts gives its rows.
-    EarlyExitParams early_exit;
-    std::optional<ExitLayerSchedule> exit_schedule;
-    std::vector<float> exit_feature;
-    std::vector<int32_t> exit_drafts, exit_candidates;
-  };
-
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
          int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
          std::unique_ptr<kv::KvTiers> tiers);
@@ -213,11 +179,11 @@ class Engine final : public EngineClient {
       const model::Model& model, const EngineConfig& config, EngineDeps& deps,
       std::string* missing);
   // Early exit of an admitted request: its parameters and schedule.
-  void init_early_exit(Active& a) const;
+  void init_early_exit(EngineRequest& a) const;
   // What the executor needs of an early-exit request for this step, whose seq verifies `drafts`
   // (none: a decode or a prefill).
   [[nodiscard]] StepInput::Sample::EarlyExit early_exit_sample(
-      const Active& a, const std::vector<int32_t>& drafts) const;
+      const EngineRequest& a, const std::vector<int32_t>& drafts) const;
   // The step's exits: features kept, schedules and the layer histogram updated; the proposals'
   // candidates kept for their verifications.
   void apply_exits(StepOutput& out);
@@ -230,12 +196,16 @@ class Engine final : public EngineClient {
   // context cache expires.
   void process_inbox(bool wait);
   // Pins a finished request's blocks as context cache a.request.retain_as (engine_context_caches).
-  void pin_cache(RequestKey key, const Active& a);
+  void pin_cache(RequestKey key, const EngineRequest& a);
   // Releases the blocks a context cache held (it has left caches_).
   void unpin(const ContextCacheTable::Pin& pin);
   // Unpins every context cache past its deadline.
   void expire_caches();
   void admit(Submit s);
+  // Hands `r` to the scheduler, which borrows its RequestState (its key is set): the prompt, the
+  // tokens it may generate, its prefix-cache key and PIC chunks.
+  void enqueue(EngineRequest& r, int32_t max_tokens, const kv::BlockHash& extra_key,
+               PicState pic = {});
   // Starts the internal request computing `tokens` alone for PIC parent `parent`; returns its key.
   RequestKey start_compile(RequestKey parent, std::span<const int32_t> tokens,
                            const std::string& salt, const kv::BlockHash& hash);
@@ -243,10 +213,10 @@ class Engine final : public EngineClient {
   [[nodiscard]] kv::BlockHash chunk_extra_key(const std::string& salt) const;
   // Keeps a compiled chunk's table in the chunk index (one reference of its own).
   void index_chunk(const kv::BlockHash& hash, RequestKey key, int32_t len);
-  void finish_compile(RequestKey key, Active& a, FinishReason reason);
+  void finish_compile(RequestKey key, EngineRequest& a, FinishReason reason);
   // Every child of a PIC parent is done: hands the parent (with its chunks, or without after a
   // failure) to the scheduler.
-  void link_parent(RequestKey key, Active& p);
+  void link_parent(EngineRequest& p);
   // Executes a plan's PIC row links, then releases their source tables.
   void run_links(StepPlan& plan);
   void cancel(RequestKey key);
@@ -254,20 +224,20 @@ class Engine final : public EngineClient {
   [[nodiscard]] Result<std::shared_ptr<const model::LoraAdapter>> resolve_lora(
       const GenerationRequest& request) const;
   // The prefix-cache key of a request's blocks: its model (or adapter) identity and cache salt.
-  [[nodiscard]] kv::BlockHash extra_key(const Active& a) const;
+  [[nodiscard]] kv::BlockHash extra_key(const EngineRequest& a) const;
   // Removes finished requests, copies COW blocks, builds the batch, hands the step over.
   bool launch(StepPlan& plan);
   void apply(const StepPlan& plan, StepOutput& out);
   // A sparse request's seq in a step: marks its decode token for page selection, masks its
   // released pages and binds its state (sparse_decode.h).
-  void bind_sparse(const ScheduledSeq& s, Active& a, model::BatchSeq* seq,
+  void bind_sparse(const ScheduledSeq& s, EngineRequest& a, model::BatchSeq* seq,
                    SparseSelector::Binding* binding);
   // After a step: gives the pages its sparse requests released back to the pool.
   void release_sparse_pages(const StepPlan& plan);
-  void finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event);
+  void finish(RequestKey key, EngineRequest& a, FinishReason reason, TokenEvent event);
   // A generated token's finish rule (stop strings, EOG, stop ids, length); nullopt: go on.
   // Sets event->stop_string when a stop string decides.
-  std::optional<FinishReason> finish_reason(Active& a, int32_t token, TokenEvent* event);
+  std::optional<FinishReason> finish_reason(EngineRequest& a, int32_t token, TokenEvent* event);
   void release_if_done(RequestKey key);
   // Engine thread: answers a KvConnector::read_block() from the pool.
   void serve_block_read(const ReadBlock& r);
@@ -312,8 +282,10 @@ class Engine final : public EngineClient {
   // Engine-thread state.
   model::KvStorage storage_;
   kv::KvCacheManager kv_;
+  // Every request from admission until no launched step uses it; a node's address is fixed, so
+  // the scheduler borrows each one's RequestState (declared first: the scheduler goes first).
+  std::unordered_map<RequestKey, EngineRequest> active_;
   Scheduler scheduler_;
-  std::unordered_map<RequestKey, Active> active_;
   std::unique_ptr<StepExecutor> executor_;
   EngineStats counters_;    // cumulative counters kept on the engine thread
   kv::BlockHash pic_root_;  // root key of compiled PIC chunks (model identity + "pic")

@@ -23,7 +23,7 @@ bool Engine::release_cache(const std::string& id, const std::string& salt) {
   return true;
 }
 
-void Engine::pin_cache(RequestKey key, const Active& a) {
+void Engine::pin_cache(RequestKey key, const EngineRequest& a) {
   scheduler_.retain(key);
   ContextCacheInfo info = ContextCacheTable::info_for(
       a.request, std::chrono::duration_cast<std::chrono::milliseconds>(

@@ -47,10 +47,10 @@ Result<std::shared_ptr<const draft::ExitPredictorFile>> Engine::open_exit_predic
   return std::make_shared<const draft::ExitPredictorFile>(std::move(f).value());
 }
 
-void Engine::init_early_exit(Active& a) const {
-  a.early_exit = a.request.early_exit.value_or(config_.early_exit);
-  if (!a.early_exit.enabled || exit_predictors_ == nullptr || draft_head_ == nullptr) {
-    a.early_exit.enabled = false;  // submit() refused such requests; a default cannot apply
+void Engine::init_early_exit(EngineRequest& a) const {
+  a.exit.params = a.request.early_exit.value_or(config_.early_exit);
+  if (!a.exit.params.enabled || exit_predictors_ == nullptr || draft_head_ == nullptr) {
+    a.exit.params.enabled = false;  // submit() refused such requests; a default cannot apply
     return;
   }
   const auto n_layer = static_cast<int32_t>(model_.hparams().n_layer);
@@ -58,14 +58,14 @@ void Engine::init_early_exit(Active& a) const {
   cfg.num_layers = n_layer;
   cfg.offline_top_k = offline_top_k(n_layer);
   std::vector<int32_t> offline;
-  if (a.early_exit.layers.empty()) {
+  if (a.exit.params.layers.empty()) {
     Result<std::vector<int32_t>> ranked =
         rank_exit_layers(exit_predictors_->predictors.exit_counts, n_layer, cfg.offline_top_k);
     KEEL_CHECK(ranked.ok());  // the file's histogram was validated against the model
     offline = std::move(ranked).value();
   } else {  // fixed layers: no ring
     cfg.history = 0;
-    for (int32_t l : a.early_exit.layers) {
+    for (int32_t l : a.exit.params.layers) {
       if (l < n_layer - 1 && std::find(offline.begin(), offline.end(), l) == offline.end()) {
         offline.push_back(l);
       }
@@ -73,25 +73,25 @@ void Engine::init_early_exit(Active& a) const {
   }
   Result<ExitLayerSchedule> schedule = ExitLayerSchedule::create(cfg, std::move(offline));
   KEEL_CHECK(schedule.ok());
-  a.exit_schedule.emplace(std::move(schedule).value());
+  a.exit.schedule.emplace(std::move(schedule).value());
 }
 
-StepInput::Sample::EarlyExit Engine::early_exit_sample(const Active& a,
+StepInput::Sample::EarlyExit Engine::early_exit_sample(const EngineRequest& a,
                                                        const std::vector<int32_t>& drafts) const {
   StepInput::Sample::EarlyExit e;
-  if (!a.early_exit.enabled || !a.exit_schedule.has_value()) return e;
+  if (!a.exit.params.enabled || !a.exit.schedule.has_value()) return e;
   e.on = true;
-  e.threshold = a.early_exit.threshold;
-  e.active = a.exit_schedule->mask();
-  e.feature = a.exit_feature;
+  e.threshold = a.exit.params.threshold;
+  e.active = a.exit.schedule->mask();
+  e.feature = a.exit.feature;
   const size_t per_row = draft::kExitCandidates, rows = drafts.size() + 1;
   // The drafts are a prefix of the head's last proposal (the scheduler verifies only the
   // proposal made at the request's current length, maybe cut): its first rows' candidates.
-  if (!drafts.empty() && drafts.size() <= a.exit_drafts.size() &&
-      std::equal(drafts.begin(), drafts.end(), a.exit_drafts.begin()) &&
-      a.exit_candidates.size() == (a.exit_drafts.size() + 1) * per_row) {
-    e.candidates.assign(a.exit_candidates.begin(),
-                        a.exit_candidates.begin() + static_cast<ptrdiff_t>(rows * per_row));
+  if (!drafts.empty() && drafts.size() <= a.exit.drafts.size() &&
+      std::equal(drafts.begin(), drafts.end(), a.exit.drafts.begin()) &&
+      a.exit.candidates.size() == (a.exit.drafts.size() + 1) * per_row) {
+    e.candidates.assign(a.exit.candidates.begin(),
+                        a.exit.candidates.begin() + static_cast<ptrdiff_t>(rows * per_row));
   }
   return e;
 }
@@ -99,19 +99,19 @@ StepInput::Sample::EarlyExit Engine::early_exit_sample(const Active& a,
 void Engine::apply_exits(StepOutput& out) {
   for (StepOutput::Exit& x : out.exits) {
     auto it = active_.find(x.key);
-    if (it == active_.end() || !it->second.exit_schedule.has_value()) continue;
-    Active& a = it->second;
-    a.exit_feature = std::move(x.feature);
+    if (it == active_.end() || !it->second.exit.schedule.has_value()) continue;
+    EngineRequest& a = it->second;
+    a.exit.feature = std::move(x.feature);
     for (int32_t layer : x.layers) {  // none: a prefill or an n-gram verification
-      a.exit_schedule->record(layer);
+      a.exit.schedule->record(layer);
       metrics_.early_exit_layers.observe(static_cast<double>(layer + 1));
     }
   }
   for (const StepOutput::Proposal& p : out.proposals) {
     auto it = active_.find(p.key);
-    if (it == active_.end() || !it->second.exit_schedule.has_value()) continue;
-    it->second.exit_drafts = p.drafts;
-    it->second.exit_candidates = p.candidates;
+    if (it == active_.end() || !it->second.exit.schedule.has_value()) continue;
+    it->second.exit.drafts = p.drafts;
+    it->second.exit.candidates = p.candidates;
   }
 }
 

@@ -18,11 +18,11 @@ void Engine::cancel(RequestKey key) {
   finish(key, it->second, FinishReason::kAbort, TokenEvent{});
 }
 
-void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent event) {
-  if (a.internal) return finish_compile(key, a, reason);
-  if (a.pic_pending > 0) {  // ends while its chunks compile: they go too
-    a.pic_pending = 0;
-    for (RequestKey child : a.pic_children) {
+void Engine::finish(RequestKey key, EngineRequest& a, FinishReason reason, TokenEvent event) {
+  if (a.pic.internal) return finish_compile(key, a, reason);
+  if (a.pic.pending > 0) {  // ends while its chunks compile: they go too
+    a.pic.pending = 0;
+    for (RequestKey child : a.pic.children) {
       const auto c = active_.find(child);
       if (c != active_.end() && !c->second.finished) {
         finish_compile(child, c->second, FinishReason::kAbort);
@@ -50,7 +50,8 @@ void Engine::finish(RequestKey key, Active& a, FinishReason reason, TokenEvent e
   release_if_done(key);
 }
 
-std::optional<FinishReason> Engine::finish_reason(Active& a, int32_t token, TokenEvent* event) {
+std::optional<FinishReason> Engine::finish_reason(EngineRequest& a, int32_t token,
+                                                  TokenEvent* event) {
   const FinishCheck check{&a.request, a.num_generated, config_.eog_token_ids, max_model_len_,
                           a.stops.get()};
   return finish_rule(check, token, event);

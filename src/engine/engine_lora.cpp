@@ -14,10 +14,10 @@ Result<std::shared_ptr<const model::LoraAdapter>> Engine::resolve_lora(
   return a;
 }
 
-kv::BlockHash Engine::extra_key(const Active& a) const {
+kv::BlockHash Engine::extra_key(const EngineRequest& a) const {
   const kv::BlockHash root =
       a.lora != nullptr ? lora_prefix_key(model_key_, a.lora->content_digest()) : model_key_;
-  if (!a.early_exit.enabled) return kv::request_extra_key(root, a.request.cache_salt);
+  if (!a.exit.params.enabled) return kv::request_extra_key(root, a.request.cache_salt);
   // Early exit writes filled (approximate) KV for generated tokens: its blocks never serve a
   // request decoded at full depth.
   return kv::request_extra_key(kv::request_extra_key(root, "keel-early-exit"),

@@ -38,10 +38,10 @@ void Engine::index_chunk(const kv::BlockHash& hash, RequestKey key, int32_t len)
 RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tokens,
                                  const std::string& salt, const kv::BlockHash& hash) {
   const RequestKey key = next_key_.fetch_add(1);
-  Active c;
-  c.internal = true;
-  c.pic_parent = parent;
-  c.chunk_hash = hash;
+  EngineRequest c;
+  c.pic.internal = true;
+  c.pic.parent = parent;
+  c.pic.chunk_hash = hash;
   ++counters_.pic_chunks_compiled;
   c.arrival_ns = SteadyClock().now_ns();
   c.request.prompt_tokens.assign(tokens.begin(), tokens.end());
@@ -52,42 +52,43 @@ RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tok
                                                   static_cast<int32_t>(model_.hparams().n_vocab));
   // Chunks are keyed by their own tokens under the PIC root (and the tenant's salt), whatever
   // precedes them in a prompt.
-  scheduler_.add(key, c.request.prompt_tokens, 1, chunk_extra_key(salt));
-  active_.emplace(key, std::move(c));
+  c.sched.key = key;
+  EngineRequest& r = active_.emplace(key, std::move(c)).first->second;
+  enqueue(r, 1, chunk_extra_key(salt));
   return key;
 }
 
-void Engine::finish_compile(RequestKey key, Active& a, FinishReason reason) {
+void Engine::finish_compile(RequestKey key, EngineRequest& a, FinishReason reason) {
   const bool ok = reason == FinishReason::kStop || reason == FinishReason::kLength;
   if (ok) {
     scheduler_.retain(key);  // the parent's reference: its link reads the table
-    index_chunk(a.chunk_hash, key, static_cast<int32_t>(a.request.prompt_tokens.size()));
+    index_chunk(a.pic.chunk_hash, key, static_cast<int32_t>(a.request.prompt_tokens.size()));
   } else {
     scheduler_.finish(key);
   }
   a.finished = true;
-  const auto parent = active_.find(a.pic_parent);
-  if (parent != active_.end() && !parent->second.finished && parent->second.pic_pending > 0) {
-    parent->second.pic_failed = parent->second.pic_failed || !ok;
-    if (--parent->second.pic_pending == 0) link_parent(a.pic_parent, parent->second);
+  const auto parent = active_.find(a.pic.parent);
+  if (parent != active_.end() && !parent->second.finished && parent->second.pic.pending > 0) {
+    parent->second.pic.failed = parent->second.pic.failed || !ok;
+    if (--parent->second.pic.pending == 0) link_parent(parent->second);
   } else if (ok) {
     scheduler_.release_retained(key);  // the parent is gone
   }
   release_if_done(key);
 }
 
-void Engine::link_parent(RequestKey key, Active& p) {
+void Engine::link_parent(EngineRequest& p) {
   PicState pic;
-  if (p.pic_failed) {
-    for (RequestKey child : p.pic_children) scheduler_.release_retained(child);
+  if (p.pic.failed) {
+    for (RequestKey child : p.pic.children) scheduler_.release_retained(child);
   } else {
     pic.chunks = p.request.pic_chunks;
-    pic.sources = p.pic_children;
-    pic.variant = p.pic_variant;
+    pic.sources = p.pic.children;
+    pic.variant = p.pic.variant;
     ++counters_.pic_requests;
   }
-  scheduler_.add(key, p.request.prompt_tokens, p.request.max_new_tokens(),
-                 kv::request_extra_key(model_key_, p.request.cache_salt), std::move(pic));
+  enqueue(p, p.request.max_new_tokens(), kv::request_extra_key(model_key_, p.request.cache_salt),
+          std::move(pic));
 }
 
 void Engine::run_links(StepPlan& plan) {

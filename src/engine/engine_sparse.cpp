@@ -9,11 +9,10 @@ namespace keel::engine {
 // The engine's block tables (kv) become batch tables (model) as they are: one hole value.
 static_assert(kv::kNoBlock == model::kReleasedBlock);
 
-void Engine::bind_sparse(const ScheduledSeq& s, Active& a, model::BatchSeq* seq,
+void Engine::bind_sparse(const ScheduledSeq& s, EngineRequest& a, model::BatchSeq* seq,
                          SparseSelector::Binding* binding) {
   SparseSequence& st = *a.sparse;
-  const RequestState* r = scheduler_.find(s.key);
-  const int32_t epoch = r != nullptr ? r->num_preemptions : st.epoch;
+  const int32_t epoch = a.sched.num_preemptions;
   *binding = {&st, epoch};
   const int32_t pos = s.start_pos + s.num_tokens - 1;
   if (s.num_tokens != 1 || !s.positions.empty() || pos < st.num_prompt_tokens) return;
@@ -33,8 +32,8 @@ void Engine::release_sparse_pages(const StepPlan& plan) {
     counters_.sparse_max_pages_held =
         std::max<int64_t>(counters_.sparse_max_pages_held, st.max_pages_held);
     if (st.pending.empty()) continue;
-    const RequestState* r = scheduler_.find(s.key);
-    if (r != nullptr && r->num_preemptions == st.epoch) {  // not preempted since: still valid
+    const EngineRequest& a = it->second;
+    if (!a.finished && a.sched.num_preemptions == st.epoch) {  // not preempted since: still valid
       scheduler_.release_pages(s.key, st.pending);
       counters_.sparse_pages_released += static_cast<int64_t>(st.pending.size());
     }

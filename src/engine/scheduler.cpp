@@ -72,26 +72,34 @@ Status Scheduler::validate_request(size_t num_prompt_tokens, int32_t max_tokens)
 
 void Scheduler::add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens,
                     kv::BlockHash extra_key, PicState pic) {
-  KEEL_CHECK_MSG(validate_request(prompt.size(), max_tokens).ok(),
+  auto r = std::make_unique<RequestState>();
+  r->key = key;
+  r->num_prompt_tokens = static_cast<int32_t>(prompt.size());
+  r->tokens = std::move(prompt);
+  r->max_tokens = max_tokens;
+  r->extra_key = extra_key;
+  r->pic = std::move(pic);
+  add(r.get());
+  owned_.emplace(key, std::move(r));
+}
+
+void Scheduler::add(RequestState* r) {
+  KEEL_CHECK_MSG(validate_request(r->tokens.size(), r->max_tokens).ok(),
                  "Scheduler::add of a request that validate_request() rejects");
-  KEEL_CHECK_MSG(!requests_.contains(key), "Scheduler::add of a key already in use");
-  RequestState r;
-  r.key = key;
-  r.num_prompt_tokens = static_cast<int32_t>(prompt.size());
-  r.tokens = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.extra_key = extra_key;
-  KEEL_CHECK(pic.chunks.size() == pic.sources.size());
-  r.pic = std::move(pic);
-  requests_.emplace(key, std::move(r));
-  waiting_.push_back(key);
+  KEEL_CHECK_MSG(!requests_.contains(r->key), "Scheduler::add of a key already in use");
+  KEEL_CHECK_MSG(r->phase == RequestPhase::kWaiting && r->num_scheduled == 0 &&
+                     r->num_prompt_tokens == r->num_tokens(),
+                 "Scheduler::add of a request that is not new");
+  KEEL_CHECK(r->pic.chunks.size() == r->pic.sources.size());
+  requests_.emplace(r->key, r);
+  waiting_.push_back(r->key);
 }
 
 void Scheduler::set_exact_limit(RequestKey key, int32_t limit) { state(key).exact_limit = limit; }
 
 void Scheduler::release_pages(RequestKey key, std::span<const int32_t> pages) {
   const auto it = requests_.find(key);
-  if (it == requests_.end() || it->second.phase != RequestPhase::kRunning) return;
+  if (it == requests_.end() || it->second->phase != RequestPhase::kRunning) return;
   for (int32_t page : pages) kv_->release_block(key, page);
 }
 
@@ -122,27 +130,28 @@ void Scheduler::release_retained(RequestKey key) {
 void Scheduler::remove(RequestKey key, bool keep_blocks) {
   const auto it = requests_.find(key);
   if (it == requests_.end()) return;
-  if (it->second.phase == RequestPhase::kWaiting) {
+  if (it->second->phase == RequestPhase::kWaiting) {
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), key));
-  } else if (it->second.phase == RequestPhase::kPopulating) {  // its reads' result is dropped
+  } else if (it->second->phase == RequestPhase::kPopulating) {  // its reads' result is dropped
     populating_.erase(std::find(populating_.begin(), populating_.end(), key));
   } else {
     running_.erase(std::find(running_.begin(), running_.end(), key));
   }
   if (!keep_blocks) kv_->free(key);
-  for (RequestKey src : it->second.pic.sources) release_retained(src);  // never linked
+  for (RequestKey src : it->second->pic.sources) release_retained(src);  // never linked
   requests_.erase(it);
+  owned_.erase(key);
 }
 
 const RequestState* Scheduler::find(RequestKey key) const {
   const auto it = requests_.find(key);
-  return it == requests_.end() ? nullptr : &it->second;
+  return it == requests_.end() ? nullptr : it->second;
 }
 
 RequestState& Scheduler::state(RequestKey key) {
   const auto it = requests_.find(key);
   KEEL_CHECK_MSG(it != requests_.end(), "scheduler queue holds an unknown request");
-  return it->second;
+  return *it->second;
 }
 
 int32_t Scheduler::tokens_wanted(const RequestState& r) const {
@@ -167,8 +176,8 @@ void Scheduler::finish_populating(StepBuilder& b) {
   const int32_t bs = kv_->block_size();
   for (TierTransfer::Done& d : transfer_->poll()) {
     const auto it = requests_.find(d.key);
-    if (it == requests_.end() || it->second.phase != RequestPhase::kPopulating) continue;
-    RequestState& r = it->second;
+    if (it == requests_.end() || it->second->phase != RequestPhase::kPopulating) continue;
+    RequestState& r = *it->second;
     const std::span<const kv::BlockId> table = kv_->block_table(r.key);
     const auto fetched = static_cast<int32_t>(d.promotions.size());
     for (int32_t i = 0; i < fetched; ++i) {
@@ -447,7 +456,7 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
   for (const ScheduledSeq& s : plan.seqs) {
     const auto it = requests_.find(s.key);
     if (it == requests_.end()) continue;  // finished or aborted since the plan was made
-    RequestState& r = it->second;
+    RequestState& r = *it->second;
     KEEL_CHECK_MSG(!r.in_flight.empty(), "update of a seq that is not in flight");
     const InFlightChunk c = r.in_flight.front();
     KEEL_CHECK_MSG(c.start_pos == s.start_pos && c.num_tokens == s.num_tokens &&
@@ -483,7 +492,7 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
 void Scheduler::resolve_plan(StepPlan* plan) const {
   std::erase_if(plan->seqs, [&](const ScheduledSeq& s) { return !requests_.contains(s.key); });
   for (ScheduledSeq& s : plan->seqs) {
-    const RequestState& r = requests_.at(s.key);
+    const RequestState& r = *requests_.at(s.key);
     for (int32_t i = 0; i < s.num_tokens; ++i) {
       const int32_t pos = s.start_pos + i;
       if (s.tokens[i] == kPlaceholderToken && pos < r.num_tokens()) s.tokens[i] = r.tokens[pos];
@@ -555,7 +564,7 @@ Status Scheduler::check_invariants() const {
     }
   }
   for (const auto& [key, r] : requests_) {
-    if (Status s = check_request(r); !s.ok()) return s;
+    if (Status s = check_request(*r); !s.ok()) return s;
   }
   return kv_->check_invariants();
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -92,8 +93,14 @@ class Scheduler {
   // positions are recomputed first (scattered seqs), then the rest as usual; the sources are
   // released in the plan that reads them (StepPlan::link_sources) or when the request goes.
   // A request preempted later recomputes everything (its link is not redone).
+  // The scheduler owns the state it creates here (tests and callers without a record of their own).
   void add(RequestKey key, std::vector<int32_t> prompt, int32_t max_tokens, kv::BlockHash extra_key,
            PicState pic = {});
+  // The same for a state the caller owns — the engine's one record per request (engine_request.h)
+  // holds it: the caller has filled key, tokens (the prompt), num_prompt_tokens, max_tokens,
+  // extra_key and pic, the rest as constructed; the scheduler borrows it from here until finish(),
+  // abort() or retain() of its key, and the caller keeps it alive (at a fixed address) until then.
+  void add(RequestState* r);
   // Sparse decode: positions from `limit` on are computed approximately (forever, also after a
   // preemption), so their blocks are never published in the prefix cache.
   void set_exact_limit(RequestKey key, int32_t limit);
@@ -206,7 +213,9 @@ class Scheduler {
   int64_t tier_blocks_recomputed_ = 0;
   int64_t pic_tokens_linked_ = 0;
   int64_t pic_tokens_recomputed_ = 0;
-  std::unordered_map<RequestKey, RequestState> requests_;
+  std::unordered_map<RequestKey, RequestState*> requests_;  // every request it schedules
+  // The states add(key, …) created (the others are borrowed from the caller).
+  std::unordered_map<RequestKey, std::unique_ptr<RequestState>> owned_;
   std::deque<RequestKey> waiting_;                // FCFS; preempted requests go to the front
   std::vector<RequestKey> running_;               // admission order (oldest first)
   std::unordered_map<RequestKey, int> retained_;  // finished, blocks kept: reference counts

@@ -93,8 +93,8 @@ void Scheduler::plan_probe(StepBuilder& b, RequestState& r) {
 
 void Scheduler::apply_probe(RequestKey key, std::span<const float> deviation) {
   const auto it = requests_.find(key);
-  if (it == requests_.end() || !it->second.probing) return;  // gone, or preempted meanwhile
-  RequestState& r = it->second;
+  if (it == requests_.end() || !it->second->probing) return;  // gone, or preempted meanwhile
+  RequestState& r = *it->second;
   std::vector<float> dev;
   for (int32_t p : r.blend_candidates) {
     const auto i = static_cast<size_t>(p - r.probe_start);

@@ -65,8 +65,8 @@ bool Scheduler::schedule_spec(StepBuilder& b, RequestState& r) {
 void Scheduler::propose_drafts(RequestKey key, std::vector<int32_t> drafts) {
   const auto it = requests_.find(key);
   if (it == requests_.end()) return;  // finished or aborted
-  it->second.proposed_drafts = std::move(drafts);
-  it->second.proposed_at = it->second.num_tokens();
+  it->second->proposed_drafts = std::move(drafts);
+  it->second->proposed_at = it->second->num_tokens();
 }
 
 void Scheduler::extend_decodes(StepBuilder& b) {
