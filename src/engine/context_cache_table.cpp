@@ -20,7 +20,7 @@ ContextCacheInfo ContextCacheTable::info_for(const GenerationRequest& request,
 }
 
 std::optional<ContextCacheTable::Pin> ContextCacheTable::put(ContextCacheInfo info, Pin pin) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   Entry e;
   e.deadline_ns = clock_->now_ns() + info.ttl_ms * 1'000'000;
   e.seq = next_seq_++;
@@ -36,7 +36,7 @@ std::optional<ContextCacheTable::Pin> ContextCacheTable::put(ContextCacheInfo in
 
 std::optional<ContextCacheInfo> ContextCacheTable::find(std::string_view id,
                                                         std::string_view salt) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = entries_.find(id);
   if (it == entries_.end() || it->second.info.cache_salt != salt || !live(it->second)) {
     return std::nullopt;
@@ -46,7 +46,7 @@ std::optional<ContextCacheInfo> ContextCacheTable::find(std::string_view id,
 
 std::vector<ContextCacheInfo> ContextCacheTable::list(std::string_view salt) const {
   std::vector<const Entry*> found;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [id, e] : entries_) {
     if (e.info.cache_salt == salt && live(e)) found.push_back(&e);
   }
@@ -60,7 +60,7 @@ std::vector<ContextCacheInfo> ContextCacheTable::list(std::string_view salt) con
 
 std::optional<ContextCacheTable::Pin> ContextCacheTable::remove(std::string_view id,
                                                                 std::string_view salt) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = entries_.find(id);
   if (it == entries_.end() || it->second.info.cache_salt != salt || !live(it->second)) {
     return std::nullopt;
@@ -72,7 +72,7 @@ std::optional<ContextCacheTable::Pin> ContextCacheTable::remove(std::string_view
 
 std::vector<ContextCacheTable::Pin> ContextCacheTable::take_expired() {
   std::vector<Pin> out;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end();) {
     if (live(it->second)) {
       ++it;
@@ -85,7 +85,7 @@ std::vector<ContextCacheTable::Pin> ContextCacheTable::take_expired() {
 }
 
 std::optional<int64_t> ContextCacheTable::next_deadline_ns() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::optional<int64_t> out;
   for (const auto& [id, e] : entries_) {
     if (!out || e.deadline_ns < *out) out = e.deadline_ns;
@@ -94,7 +94,7 @@ std::optional<int64_t> ContextCacheTable::next_deadline_ns() const {
 }
 
 std::vector<ContextCacheTable::Pin> ContextCacheTable::pins() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Pin> out;
   out.reserve(entries_.size());
   for (const auto& [id, e] : entries_) out.push_back(e.pin);

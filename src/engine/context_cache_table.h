@@ -15,13 +15,13 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "engine/types.h"
 
 namespace keel::engine {
@@ -69,9 +69,9 @@ class ContextCacheTable {
   [[nodiscard]] bool live(const Entry& e) const { return e.deadline_ns > clock_->now_ns(); }
 
   const Clock* clock_;
-  mutable std::mutex mu_;
-  std::map<std::string, Entry, std::less<>> entries_;  // guarded by mu_
-  uint64_t next_seq_ = 0;                              // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Entry, std::less<>> entries_ KEEL_GUARDED_BY(mu_);
+  uint64_t next_seq_ KEEL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace keel::engine

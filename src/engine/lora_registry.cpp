@@ -26,7 +26,7 @@ Status LoraRegistry::load(const std::string& name, const std::string& path) {
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
   e.adapter = std::move(*adapter);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const Entry& x : entries_) {  // loaded meanwhile by another caller
     if (x.info.name == name) {
       return Status::invalid_argument("a LoRA adapter named '" + name + "' is already loaded");
@@ -37,7 +37,7 @@ Status LoraRegistry::load(const std::string& name, const std::string& path) {
 }
 
 Status LoraRegistry::unload(const std::string& name) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->info.name == name) {
       entries_.erase(it);
@@ -48,7 +48,7 @@ Status LoraRegistry::unload(const std::string& name) {
 }
 
 std::shared_ptr<const model::LoraAdapter> LoraRegistry::find(const std::string& name) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const Entry& e : entries_) {
     if (e.info.name == name) return e.adapter;
   }
@@ -56,14 +56,14 @@ std::shared_ptr<const model::LoraAdapter> LoraRegistry::find(const std::string& 
 }
 
 std::vector<LoraInfo> LoraRegistry::list() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<LoraInfo> out;
   for (const Entry& e : entries_) out.push_back(e.info);
   return out;
 }
 
 size_t LoraRegistry::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return entries_.size();
 }
 

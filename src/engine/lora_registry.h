@@ -14,10 +14,10 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "engine/types.h"
 #include "kv/block_hash.h"
@@ -48,8 +48,8 @@ class LoraRegistry {
     std::shared_ptr<const model::LoraAdapter> adapter;
   };
   const model::Model& base_;
-  mutable std::mutex mu_;
-  std::vector<Entry> entries_;  // guarded by mu_; load order
+  mutable Mutex mu_;
+  std::vector<Entry> entries_ KEEL_GUARDED_BY(mu_);  // load order
 };
 
 }  // namespace keel::engine

@@ -14,7 +14,7 @@ TierTransfer::TierTransfer(kv::KvTiers* tiers, size_t payload_bytes,
 
 TierTransfer::~TierTransfer() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -26,7 +26,7 @@ void TierTransfer::submit(RequestKey key, std::vector<kv::BlockHash> chain) {
   job.key = key;
   job.chain = std::move(chain);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     jobs_.push_back(std::move(job));
   }
   cv_.notify_one();
@@ -37,7 +37,7 @@ void TierTransfer::demote(const kv::BlockHash& key, std::vector<std::byte> paylo
   job.demote_key = key;
   job.payload = std::move(payload);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (queued_demotion_bytes_ + job.payload.size() > max_queued_demotion_bytes_) {
       ++dropped_demotions_;
       return;
@@ -49,17 +49,17 @@ void TierTransfer::demote(const kv::BlockHash& key, std::vector<std::byte> paylo
 }
 
 int64_t TierTransfer::dropped_demotions() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return dropped_demotions_;
 }
 
 size_t TierTransfer::pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return jobs_.size() + (working_ ? 1 : 0);
 }
 
 std::vector<TierTransfer::Done> TierTransfer::poll() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Done> out;
   out.swap(done_);
   return out;
@@ -69,8 +69,11 @@ void TierTransfer::run() {
   while (true) {
     Job job;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+      UniqueLock lock(mu_);
+      cv_.wait(lock.native(), [this] {
+        mu_.assert_held();  // a wait's predicate runs under its lock
+        return stop_ || !jobs_.empty();
+      });
       if (stop_) return;
       job = std::move(jobs_.front());
       jobs_.pop_front();
@@ -79,7 +82,7 @@ void TierTransfer::run() {
     }
     if (job.chain.empty()) {
       tiers_->demote(job.demote_key, job.payload);
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       working_ = false;
       continue;
     }
@@ -91,7 +94,7 @@ void TierTransfer::run() {
       if (!tiers_->fetch(h, p.payload)) break;
       done.promotions.push_back(std::move(p));
     }
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     done_.push_back(std::move(done));
     working_ = false;
   }

@@ -11,10 +11,10 @@
 
 #include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "engine/step_plan.h"
 #include "engine/types.h"
 #include "kv/kv_tiers.h"
@@ -57,20 +57,20 @@ class TierTransfer {
   kv::KvTiers* tiers_;
   size_t payload_bytes_;
   size_t max_queued_demotion_bytes_;
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool working_ = false;              // guarded by mu_: a job is running
-  size_t queued_demotion_bytes_ = 0;  // guarded by mu_
-  int64_t dropped_demotions_ = 0;     // guarded by mu_
+  bool working_ KEEL_GUARDED_BY(mu_) = false;  // a job is running
+  size_t queued_demotion_bytes_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t dropped_demotions_ KEEL_GUARDED_BY(mu_) = 0;
   struct Job {
     RequestKey key = 0;                // a read: the request
     std::vector<kv::BlockHash> chain;  // a read: its blocks
     kv::BlockHash demote_key;          // a demotion (when chain is empty)
     std::vector<std::byte> payload;    // a demotion: the block's bytes
   };
-  std::deque<Job> jobs_;    // guarded by mu_
-  std::vector<Done> done_;  // guarded by mu_
-  bool stop_ = false;       // guarded by mu_
+  std::deque<Job> jobs_ KEEL_GUARDED_BY(mu_);
+  std::vector<Done> done_ KEEL_GUARDED_BY(mu_);
+  bool stop_ KEEL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -64,15 +64,19 @@ SemiPdControlLoop::~SemiPdControlLoop() {
 
 void SemiPdControlLoop::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
 }
 
 void SemiPdControlLoop::run() {
-  std::unique_lock lock(mu_);
-  while (!cv_.wait_for(lock, window_, [this] { return stop_; })) {
+  UniqueLock lock(mu_);
+  const auto stopped = [this] {
+    mu_.assert_held();  // a wait's predicate runs under its lock
+    return stop_;
+  };
+  while (!cv_.wait_for(lock.native(), window_, stopped)) {
     lock.unlock();
     one_window();
     lock.lock();

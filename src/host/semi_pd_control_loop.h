@@ -12,10 +12,10 @@
 
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
 
+#include "core/mutex.h"
 #include "engine/semi_pd_controller.h"
 #include "engine/semi_pd_engine.h"
 
@@ -39,15 +39,15 @@ class SemiPdControlLoop {
 
  private:
   void run();
-  void one_window();
+  void one_window() KEEL_EXCLUDES(mu_);
 
   engine::SemiPdEngine* engine_;
   engine::SemiPdController controller_;  // the loop thread's only
   const double percentile_;
   const std::chrono::milliseconds window_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;  // guarded by mu_
+  bool stop_ KEEL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -12,13 +12,13 @@ KvTiers::KvTiers(std::unique_ptr<TierStore> host, std::unique_ptr<TierStore> dis
 void KvTiers::set_record_events(bool on) {
   record_.store(on);
   if (!on) {
-    std::lock_guard lock(events_mu_);
+    MutexLock lock(events_mu_);
     events_.clear();
   }
 }
 
 std::vector<CacheEvent> KvTiers::take_events() {
-  std::lock_guard lock(events_mu_);
+  MutexLock lock(events_mu_);
   std::vector<CacheEvent> out;
   out.swap(events_);
   return out;
@@ -26,7 +26,7 @@ std::vector<CacheEvent> KvTiers::take_events() {
 
 void KvTiers::log(CacheEventKind kind, const BlockHash& key, CacheMedium medium) {
   if (!record_.load(std::memory_order_relaxed)) return;
-  std::lock_guard lock(events_mu_);
+  MutexLock lock(events_mu_);
   events_.push_back({kind, key, kRootHash, {}, medium});
 }
 

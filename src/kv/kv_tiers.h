@@ -16,10 +16,10 @@
 
 #include <atomic>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
 
+#include "core/mutex.h"
 #include "kv/cache_event_log.h"
 
 #include "kv/tier_store.h"
@@ -65,8 +65,8 @@ class KvTiers {
   TierCost host_cost_;
   TierCost disk_cost_;
   std::atomic<bool> record_{false};
-  std::mutex events_mu_;
-  std::vector<CacheEvent> events_;  // guarded by events_mu_
+  Mutex events_mu_;
+  std::vector<CacheEvent> events_ KEEL_GUARDED_BY(events_mu_);
 };
 
 }  // namespace keel::kv

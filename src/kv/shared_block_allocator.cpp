@@ -7,7 +7,8 @@
 
 namespace keel::kv {
 
-SharedBlockAllocator::SharedBlockAllocator(int32_t num_blocks) : ref_(num_blocks, 0) {
+SharedBlockAllocator::SharedBlockAllocator(int32_t num_blocks)
+    : num_blocks_(num_blocks), ref_(num_blocks, 0) {
   KEEL_CHECK(num_blocks >= 0);
   free_.reserve(num_blocks);
   for (BlockId b = num_blocks - 1; b >= 0; --b) free_.push_back(b);  // block 0 on top
@@ -18,13 +19,13 @@ void SharedBlockAllocator::check_id(BlockId b) const {
 }
 
 int32_t SharedBlockAllocator::num_free() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return static_cast<int32_t>(free_.size());
 }
 
 bool SharedBlockAllocator::allocate(int32_t n, std::vector<BlockId>* out) {
   KEEL_CHECK(n >= 0);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (static_cast<int32_t>(free_.size()) < n) return false;
   for (int32_t i = 0; i < n; ++i) {
     const BlockId b = free_.back();
@@ -38,14 +39,14 @@ bool SharedBlockAllocator::allocate(int32_t n, std::vector<BlockId>* out) {
 
 void SharedBlockAllocator::acquire(BlockId b) {
   check_id(b);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   KEEL_CHECK_MSG(ref_[b] > 0, "acquire of a free block");
   ++ref_[b];
 }
 
 void SharedBlockAllocator::release(std::span<const BlockId> blocks) {
   for (const BlockId b : blocks) check_id(b);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const BlockId b : blocks) {
     KEEL_CHECK_MSG(ref_[b] > 0, "release of a free block");
     if (--ref_[b] == 0) free_.push_back(b);
@@ -54,12 +55,12 @@ void SharedBlockAllocator::release(std::span<const BlockId> blocks) {
 
 int32_t SharedBlockAllocator::ref_count(BlockId b) const {
   check_id(b);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return ref_[b];
 }
 
 Status SharedBlockAllocator::check_invariants() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const int32_t n = num_blocks();
   std::vector<uint8_t> on_stack(n, 0);
   for (const BlockId b : free_) {

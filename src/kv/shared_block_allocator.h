@@ -10,11 +10,11 @@
 #pragma once
 
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/status.h"
 #include "kv/block_hash.h"
 
@@ -26,7 +26,7 @@ class SharedBlockAllocator {
   SharedBlockAllocator(const SharedBlockAllocator&) = delete;
   SharedBlockAllocator& operator=(const SharedBlockAllocator&) = delete;
 
-  [[nodiscard]] int32_t num_blocks() const { return static_cast<int32_t>(ref_.size()); }
+  [[nodiscard]] int32_t num_blocks() const { return num_blocks_; }
   [[nodiscard]] int32_t num_free() const;
   [[nodiscard]] int32_t num_allocated() const { return num_blocks() - num_free(); }
 
@@ -45,9 +45,10 @@ class SharedBlockAllocator {
  private:
   void check_id(BlockId b) const;
 
-  mutable std::mutex mu_;
-  std::vector<int32_t> ref_;   // [num_blocks] reference counts; guarded by mu_
-  std::vector<BlockId> free_;  // stack of free ids, top = back(); guarded by mu_
+  const int32_t num_blocks_;  // ref_.size(), which never changes: read without the lock
+  mutable Mutex mu_;
+  std::vector<int32_t> ref_ KEEL_GUARDED_BY(mu_);   // [num_blocks] reference counts
+  std::vector<BlockId> free_ KEEL_GUARDED_BY(mu_);  // stack of free ids, top = back()
 };
 
 }  // namespace keel::kv

@@ -22,12 +22,12 @@ void GaugePoller::start() {
 
 std::vector<GaugeSample> GaugePoller::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return std::move(samples_);
 }
 
@@ -37,9 +37,13 @@ void GaugePoller::run() {
     Result<std::string> body = http_get(client_, "/metrics");
     std::optional<double> v;
     if (body.ok()) v = parse_prometheus_gauge(*body, metric_);
-    std::unique_lock lock(mu_);
+    UniqueLock lock(mu_);
     if (v) samples_.push_back({std::chrono::duration<double>(t - origin_).count(), *v});
-    if (cv_.wait_for(lock, interval_, [this] { return stop_; })) return;
+    const bool stopped = cv_.wait_for(lock.native(), interval_, [this] {
+      mu_.assert_held();  // a wait's predicate runs under its lock
+      return stop_;
+    });
+    if (stopped) return;
   }
 }
 

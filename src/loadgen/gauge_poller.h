@@ -8,11 +8,11 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "loadgen/http_client.h"
 #include "loadgen/length_profile.h"
 
@@ -38,10 +38,10 @@ class GaugePoller {
   std::string metric_;
   std::chrono::duration<double> interval_;
   std::chrono::steady_clock::time_point origin_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;                 // guarded by mu_
-  std::vector<GaugeSample> samples_;  // guarded by mu_
+  bool stop_ KEEL_GUARDED_BY(mu_) = false;
+  std::vector<GaugeSample> samples_ KEEL_GUARDED_BY(mu_);
   std::thread thread_;
 };
 

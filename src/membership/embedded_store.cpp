@@ -8,7 +8,7 @@ namespace keel::membership {
 EmbeddedStore::EmbeddedStore(const Clock* clock) : clock_(clock) {}
 
 int64_t EmbeddedStore::grant(int ttl_s) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   const int64_t ttl_ns = static_cast<int64_t>(ttl_s) * 1000000000;
   const int64_t id = next_lease_id_++;
@@ -17,7 +17,7 @@ int64_t EmbeddedStore::grant(int ttl_s) {
 }
 
 Status EmbeddedStore::keepalive(int64_t lease_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   auto it = leases_.find(lease_id);
   if (it == leases_.end()) {
@@ -28,13 +28,13 @@ Status EmbeddedStore::keepalive(int64_t lease_id) {
 }
 
 void EmbeddedStore::revoke(int64_t lease_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   leases_.erase(lease_id);
   sweep_locked();  // deletes the keys of leases that no longer exist
 }
 
 Status EmbeddedStore::put(const std::string& key, const std::string& value, int64_t lease_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   if (leases_.count(lease_id) == 0) {
     return Status::not_found("lease " + std::to_string(lease_id) + " expired or revoked");
@@ -48,7 +48,7 @@ Status EmbeddedStore::put(const std::string& key, const std::string& value, int6
 
 Result<bool> EmbeddedStore::put_if_absent(const std::string& key, const std::string& value,
                                           int64_t lease_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   if (leases_.count(lease_id) == 0) {
     return Status::not_found("lease " + std::to_string(lease_id) + " expired or revoked");
@@ -61,14 +61,14 @@ Result<bool> EmbeddedStore::put_if_absent(const std::string& key, const std::str
 }
 
 void EmbeddedStore::erase_if_owned(const std::string& key, int64_t lease_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   auto it = entries_.find(key);
   if (it != entries_.end() && it->second.lease_id == lease_id) erase_locked(key);
 }
 
 std::optional<std::string> EmbeddedStore::get(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   auto it = entries_.find(key);
   if (it == entries_.end()) return std::nullopt;
@@ -76,14 +76,14 @@ std::optional<std::string> EmbeddedStore::get(const std::string& key) {
 }
 
 int64_t EmbeddedStore::create_revision_if_owned(const std::string& key, int64_t lease_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   auto it = entries_.find(key);
   return it != entries_.end() && it->second.lease_id == lease_id ? it->second.create_revision : 0;
 }
 
 std::vector<std::pair<std::string, std::string>> EmbeddedStore::range(const std::string& prefix) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   std::vector<std::pair<std::string, std::string>> out;
   for (auto it = entries_.lower_bound(prefix);
@@ -94,7 +94,7 @@ std::vector<std::pair<std::string, std::string>> EmbeddedStore::range(const std:
 }
 
 std::shared_ptr<StoreSubscription> EmbeddedStore::subscribe(const std::string& prefix) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   sweep_locked();
   auto sub = std::make_shared<StoreSubscription>();
   sub->prefix = prefix;
@@ -103,25 +103,26 @@ std::shared_ptr<StoreSubscription> EmbeddedStore::subscribe(const std::string& p
 }
 
 void EmbeddedStore::unsubscribe(const std::shared_ptr<StoreSubscription>& sub) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   subs_.erase(std::remove(subs_.begin(), subs_.end(), sub), subs_.end());
 }
 
 std::optional<StoreEvent> EmbeddedStore::next_event(const std::shared_ptr<StoreSubscription>& sub,
                                                     std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   while (true) {
     sweep_locked();
-    if (!sub->events.empty()) {
-      StoreEvent e = std::move(sub->events.front());
-      sub->events.pop_front();
+    std::deque<StoreEvent>& events = events_of(*sub);
+    if (!events.empty()) {
+      StoreEvent e = std::move(events.front());
+      events.pop_front();
       return e;
     }
     const auto now = std::chrono::steady_clock::now();
     if (now >= deadline) return std::nullopt;
     // Wake at least every 50 ms to apply lease expiry.
-    cv_.wait_until(lock, std::min(deadline, now + std::chrono::milliseconds(50)));
+    cv_.wait_until(lock.native(), std::min(deadline, now + std::chrono::milliseconds(50)));
   }
 }
 
@@ -145,7 +146,7 @@ void EmbeddedStore::erase_locked(const std::string& key) {
 
 void EmbeddedStore::publish_locked(const StoreEvent& e) {
   for (const auto& sub : subs_) {
-    if (e.key.compare(0, sub->prefix.size(), sub->prefix) == 0) sub->events.push_back(e);
+    if (e.key.compare(0, sub->prefix.size(), sub->prefix) == 0) events_of(*sub).push_back(e);
   }
   cv_.notify_all();
 }

@@ -14,12 +14,12 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/result.h"
 
 namespace keel::membership {
@@ -33,7 +33,12 @@ struct StoreEvent {
 // A subscriber's queue of events under its prefix.
 struct StoreSubscription {
   std::string prefix;
-  std::deque<StoreEvent> events;  // guarded by the store's mutex
+
+ private:
+  friend class EmbeddedStore;
+  // Guarded by the store's mutex, which a guarded_by here cannot name (another object's member):
+  // the store reaches it only through events_of(), which requires that mutex.
+  std::deque<StoreEvent> events_;
 };
 
 class EmbeddedStore {
@@ -72,18 +77,22 @@ class EmbeddedStore {
     int64_t ttl_ns;
     int64_t deadline_ns;
   };
-  void sweep_locked();
-  void erase_locked(const std::string& key);
-  void publish_locked(const StoreEvent& e);
+  void sweep_locked() KEEL_REQUIRES(mu_);
+  void erase_locked(const std::string& key) KEEL_REQUIRES(mu_);
+  void publish_locked(const StoreEvent& e) KEEL_REQUIRES(mu_);
+  // `sub`'s queue: the one way to it, so that the analysis checks the store's mutex is held.
+  std::deque<StoreEvent>& events_of(StoreSubscription& sub) KEEL_REQUIRES(mu_) {
+    return sub.events_;
+  }
 
   const Clock* clock_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  int64_t next_lease_id_ = 1;                             // guarded by mu_
-  int64_t revision_ = 0;                                  // guarded by mu_
-  std::map<std::string, Entry> entries_;                  // guarded by mu_
-  std::map<int64_t, Lease> leases_;                       // guarded by mu_
-  std::vector<std::shared_ptr<StoreSubscription>> subs_;  // guarded by mu_
+  int64_t next_lease_id_ KEEL_GUARDED_BY(mu_) = 1;
+  int64_t revision_ KEEL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, Entry> entries_ KEEL_GUARDED_BY(mu_);
+  std::map<int64_t, Lease> leases_ KEEL_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<StoreSubscription>> subs_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::membership

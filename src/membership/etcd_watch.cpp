@@ -55,7 +55,7 @@ EtcdWatch::EtcdWatch(const EtcdClient& client, std::string prefix, int64_t start
 
 EtcdWatch::~EtcdWatch() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cancel_.cancel();
@@ -64,8 +64,12 @@ EtcdWatch::~EtcdWatch() {
 }
 
 std::optional<MemberEvent> EtcdWatch::next(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [this] { return !events_.empty(); })) return std::nullopt;
+  UniqueLock lock(mu_);
+  const bool ready = cv_.wait_for(lock.native(), timeout, [this] {
+    mu_.assert_held();  // a wait's predicate runs under its lock
+    return !events_.empty();
+  });
+  if (!ready) return std::nullopt;
   MemberEvent e = std::move(events_.front());
   events_.pop_front();
   return e;
@@ -79,14 +83,18 @@ void EtcdWatch::run() {
     const EtcdEndpoint& ep = client_.endpoints()[endpoint_idx++ % client_.endpoints().size()];
     const bool received = read_stream(ep);
     if (received) backoff = std::chrono::milliseconds(100);
-    std::unique_lock<std::mutex> lock(mu_);
+    UniqueLock lock(mu_);
     if (stopping_) return;
     if (!received && !failing) {
       KEEL_LOG_WARN("membership: watch stream to {}:{} lost; reconnecting with backoff", ep.host,
                     ep.port);
     }
     failing = !received;
-    if (cv_.wait_for(lock, backoff, [this] { return stopping_; })) return;
+    const bool stopped = cv_.wait_for(lock.native(), backoff, [this] {
+      mu_.assert_held();  // a wait's predicate runs under its lock
+      return stopping_;
+    });
+    if (stopped) return;
     backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
   }
 }
@@ -97,7 +105,7 @@ bool EtcdWatch::read_stream(const EtcdEndpoint& ep) {
       {"create_request",
        {{"key", base64_encode(begin)}, {"range_end", base64_encode(prefix_range_end(begin))}}}};
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return true;
     body["create_request"]["start_revision"] = std::to_string(next_revision_);
   }
@@ -123,7 +131,7 @@ bool EtcdWatch::read_stream(const EtcdEndpoint& ep) {
     while ((nl = pending.find('\n')) != std::string::npos) {
       const std::string line = pending.substr(0, nl);
       pending.erase(0, nl + 1);
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       int64_t last = next_revision_ - 1;
       for (MemberEvent& e : parse_watch_line(prefix_, line, &last)) {
         events_.push_back(std::move(e));

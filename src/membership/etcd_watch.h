@@ -11,9 +11,9 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <mutex>
 #include <thread>
 
+#include "core/mutex.h"
 #include "membership/etcd_client.h"
 #include "membership/membership.h"
 #include "net/http_client.h"
@@ -40,12 +40,12 @@ class EtcdWatch final : public MemberWatch {
 
   const EtcdClient client_;
   const std::string prefix_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<MemberEvent> events_;  // guarded by mu_
-  int64_t next_revision_;           // guarded by mu_
-  bool stopping_ = false;           // guarded by mu_
-  net::HttpCancel cancel_;          // cancelled by the destructor: ends the stream being read
+  std::deque<MemberEvent> events_ KEEL_GUARDED_BY(mu_);
+  int64_t next_revision_ KEEL_GUARDED_BY(mu_);
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
+  net::HttpCancel cancel_;  // cancelled by the destructor: ends the stream being read
   std::thread thread_;
 };
 

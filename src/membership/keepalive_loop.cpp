@@ -32,7 +32,7 @@ KeepaliveLoop::~KeepaliveLoop() { stop(); }
 
 void KeepaliveLoop::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -43,8 +43,12 @@ void KeepaliveLoop::run() {
   bool failing = false;
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      if (cv_.wait_for(lock, interval_, [this] { return stopping_; })) return;
+      UniqueLock lock(mu_);
+      const bool stopped = cv_.wait_for(lock.native(), interval_, [this] {
+        mu_.assert_held();  // a wait's predicate runs under its lock
+        return stopping_;
+      });
+      if (stopped) return;
     }
     const int64_t sent_ns = steady_ns();
     const Status s = refresh_();

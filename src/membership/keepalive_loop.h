@@ -14,9 +14,9 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <thread>
 
+#include "core/mutex.h"
 #include "core/status.h"
 
 namespace keel::membership {
@@ -41,9 +41,9 @@ class KeepaliveLoop {
 
   const std::chrono::milliseconds interval_;
   const std::function<Status()> refresh_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;                  // guarded by mu_
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
   mutable std::atomic<bool> alive_{true};  // latched false by alive() past the deadline
   const std::chrono::milliseconds expire_after_;
   std::atomic<int64_t> deadline_ns_{0};  // steady clock; 0 = no deadline

@@ -30,7 +30,7 @@ void MemberFollower::stop() {
 }
 
 std::vector<Member> MemberFollower::members() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Member> out;
   for (const auto& [id, m] : members_) out.push_back(m);
   return out;
@@ -41,7 +41,7 @@ void MemberFollower::apply(const MemberEvent& event) {
   const bool wanted = event.type == MemberEventType::kAdded && (!filter_ || filter_(event.member));
   std::optional<Member> gone, added;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = members_.find(event.member.id);
     const bool known = it != members_.end();
     if (wanted && known && it->second.address == event.member.address) {

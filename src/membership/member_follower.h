@@ -13,10 +13,10 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "membership/membership.h"
 
 namespace keel::membership {
@@ -52,8 +52,8 @@ class MemberFollower {
   const std::function<bool(const Member&)> filter_;
   const FollowerCallbacks callbacks_;
   std::unique_ptr<MemberWatch> watch_;
-  mutable std::mutex mu_;
-  std::map<std::string, Member> members_;  // by id; guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, Member> members_ KEEL_GUARDED_BY(mu_);  // by id
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

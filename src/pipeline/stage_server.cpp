@@ -34,7 +34,7 @@ StageServer::~StageServer() { stop(); }
 uint16_t StageServer::port() const { return server_->port(); }
 
 int64_t StageServer::num_steps() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return num_steps_;
 }
 
@@ -81,7 +81,7 @@ Json StageServer::hello(const Json& body) {
   Result<std::unique_ptr<StageRunner>> runner =
       StageRunner::create(model_, spec, config_.isa, config_.threads);
   if (!runner.ok()) return cluster::status_body(runner.status());
-  std::lock_guard lock(run_mu_);
+  MutexLock lock(run_mu_);
   runner_ = std::move(*runner);
   return cluster::status_body(Status());
 }
@@ -93,7 +93,7 @@ Json StageServer::step(const Json& body) {
   }
   Result<PpStep> step = decode_pp_step(it->get_binary());
   if (!step.ok()) return cluster::status_body(step.status());
-  std::lock_guard lock(run_mu_);
+  MutexLock lock(run_mu_);
   if (runner_ == nullptr) {
     return cluster::status_body(Status::invalid_argument("pp_step before pp_hello"));
   }
@@ -102,7 +102,7 @@ Json StageServer::step(const Json& body) {
     return cluster::status_body(st);
   }
   {
-    std::lock_guard l(mu_);
+    MutexLock l(mu_);
     ++num_steps_;
   }
   Json reply = cluster::status_body(Status());

@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "kernels/kernels.h"
 #include "kv/block_hash.h"
@@ -62,11 +62,11 @@ class StageServer {
   StageServerConfig config_;
   kv::BlockHash model_key_;
   std::unique_ptr<net::LinkServer> server_;
-  mutable std::mutex mu_;
-  std::mutex run_mu_;                    // one step at a time
-  std::unique_ptr<StageRunner> runner_;  // guarded by run_mu_
-  std::vector<float> logits_;            // guarded by run_mu_
-  int64_t num_steps_ = 0;                // guarded by mu_
+  mutable Mutex mu_;
+  Mutex run_mu_;  // one step at a time
+  std::unique_ptr<StageRunner> runner_ KEEL_GUARDED_BY(run_mu_);
+  std::vector<float> logits_ KEEL_GUARDED_BY(run_mu_);
+  int64_t num_steps_ KEEL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace keel::pipeline

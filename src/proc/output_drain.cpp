@@ -43,8 +43,11 @@ OutputDrain::~OutputDrain() { finish(); }
 
 std::optional<std::string> OutputDrain::wait_ready_line(
     std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock lock(mu_);
-  ready_cv_.wait_until(lock, deadline, [this] { return ready_line_.has_value(); });
+  UniqueLock lock(mu_);
+  ready_cv_.wait_until(lock.native(), deadline, [this] {
+    mu_.assert_held();  // a wait's predicate runs under its lock
+    return ready_line_.has_value();
+  });
   return ready_line_;
 }
 
@@ -122,7 +125,7 @@ void OutputDrain::emit_lines(Stream& s, bool flush_partial) {
 void OutputDrain::emit(const Stream& s, std::string_view line) {
   if (line.ends_with('\r')) line.remove_suffix(1);
   if (s.is_stdout && is_ready_line(line)) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!ready_line_) {
       ready_line_ = std::string(line);
       ready_cv_.notify_all();

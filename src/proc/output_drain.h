@@ -11,11 +11,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include "core/mutex.h"
 
 namespace keel::proc {
 
@@ -63,9 +64,9 @@ class OutputDrain {
   bool finished_ = false;
   std::thread thread_;
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable ready_cv_;
-  std::optional<std::string> ready_line_;  // guarded by mu_
+  std::optional<std::string> ready_line_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::proc

@@ -21,7 +21,7 @@ std::shared_ptr<engine::OutputSink> EventRelay::make_sink(size_t choice) {
 }
 
 void EventRelay::deliver(size_t choice, engine::TokenEvent event) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return;
   net::post(strand_, [self = shared_from_this(), choice, ev = std::move(event)]() mutable {
     if (self->signal_ == nullptr) return;  // closed meanwhile
@@ -33,7 +33,7 @@ void EventRelay::deliver(size_t choice, engine::TokenEvent event) {
 engine::EngineClient::SubmitDone EventRelay::make_done(size_t choice,
                                                        engine::EngineClient* engine) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     engine_ = engine;
   }
   return [self = shared_from_this(), choice](Result<engine::RequestKey> key) {
@@ -44,7 +44,7 @@ engine::EngineClient::SubmitDone EventRelay::make_done(size_t choice,
 void EventRelay::deliver_placement(Placement placement) {
   engine::EngineClient* abort_in = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) {
       abort_in = engine_;
     } else {
@@ -60,7 +60,7 @@ void EventRelay::deliver_placement(Placement placement) {
 }
 
 std::optional<EventRelay::Placement> EventRelay::pop_placement() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (placements_.empty()) return std::nullopt;
   Placement p = std::move(placements_.front());
   placements_.pop_front();
@@ -78,7 +78,7 @@ void EventRelay::close() {
   std::deque<Placement> unread;
   engine::EngineClient* engine = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     closed_ = true;
     // Drop the strand: the engine may keep this relay (through its sinks) after the server and
     // its io_context are gone, and a strand must not be released after its io_context.

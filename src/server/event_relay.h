@@ -18,10 +18,10 @@
 #include <cstddef>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <utility>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "engine/engine_client.h"
 #include "engine/types.h"
@@ -63,11 +63,11 @@ class EventRelay : public std::enable_shared_from_this<EventRelay> {
   void deliver(size_t choice, engine::TokenEvent event);  // any thread
   void deliver_placement(Placement placement);            // any thread
 
-  std::mutex mu_;
-  net::any_io_executor strand_;             // guarded by mu_; empty once closed
-  bool closed_ = false;                     // guarded by mu_
-  std::deque<Placement> placements_;        // guarded by mu_
-  engine::EngineClient* engine_ = nullptr;  // guarded by mu_; set by make_done
+  Mutex mu_;
+  net::any_io_executor strand_ KEEL_GUARDED_BY(mu_);  // empty once closed
+  bool closed_ KEEL_GUARDED_BY(mu_) = false;
+  std::deque<Placement> placements_ KEEL_GUARDED_BY(mu_);
+  engine::EngineClient* engine_ KEEL_GUARDED_BY(mu_) = nullptr;  // set by make_done
   // Strand-confined:
   AsyncSignal* signal_;  // null once closed
   std::deque<Item> queue_;

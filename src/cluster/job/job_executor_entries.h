@@ -1,6 +1,11 @@
 // The JobExecutor's private records (job_executor.h): one per TE it routes to and one per job it
-// owns. Internal to the two files that implement JobExecutor (job_executor.cpp: membership,
-// routing, dispatch; job_executor_failures.cpp: health and re-drives); guarded by its mutex.
+// owns. Internal to the files that implement JobExecutor (job_executor.cpp: membership, routing,
+// dispatch; job_executor_failures.cpp: health and re-drives).
+//
+// Thread safety: every field is guarded by the JE's mu_, which a KEEL_GUARDED_BY here cannot name
+// (a member of another object). The analysis checks the way in instead: the records are reached
+// only through tes_ and jobs_, both KEEL_GUARDED_BY(mu_), and the helpers handed one are
+// KEEL_REQUIRES(mu_). Not checked: a reference to a record must not be kept past the lock.
 #pragma once
 
 #include <memory>

@@ -14,22 +14,22 @@ namespace keel::cluster {
 // Wakes the report thread before its interval: a prefill that handed off is reported at once, so
 // the JE starts the decode task without waiting for the next periodic report.
 struct TaskExecutor::ReportSignal {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  bool pending = false;   // guarded by mu
-  bool stopping = false;  // guarded by mu
+  bool pending KEEL_GUARDED_BY(mu) = false;
+  bool stopping KEEL_GUARDED_BY(mu) = false;
   void wake() {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     pending = true;
     cv.notify_all();
   }
 };
 
-// One task: written by the engine's sink (engine thread) and read by the report thread.
+// One task: written by the engine's sink (engine thread) and read by the report thread. The
+// fields above mu are set before the engine sees the task and never change.
 struct TaskExecutor::Task {
   JobRef ref;
   int32_t attempt = 0;
-  engine::RequestKey key = 0;
   engine::EngineClient* engine = nullptr;
   std::shared_ptr<net::Link> je;       // the JE that sent it (reports go there)
   std::shared_ptr<net::Link> gateway;  // where its events go
@@ -38,19 +38,36 @@ struct TaskExecutor::Task {
   bool prefill_only = false;  // the prefill half of a disaggregated job
   std::string transfer_to;
   KvHandoff* handoff = nullptr;
-  int64_t handoff_id = -1;  // KvHandoff::begin's id; -1: none (or finished / abandoned)
   std::shared_ptr<ReportSignal> report_now;
 
-  std::mutex mu;
-  int32_t next_index = 0;  // generated-token index of the next token (starts at resumed tokens)
-  int32_t generated = 0;   // tokens this attempt generated
-  std::vector<int32_t> unreported;
-  bool finished = false;         // its final event was produced
-  bool written_final = false;    // ... and written to the gateway's socket (and a prefill's KV
-                                 // handed off)
-  bool ended_job = true;         // the final event ended the request (not a prefill handing off)
-  bool kv_link_blocked = false;  // its handoff found the KV link blocked
-  bool reported_finished = false;
+  Mutex mu;
+  // submit()'s key; 0 until submit() returns (the engine's events may come before).
+  engine::RequestKey key KEEL_GUARDED_BY(mu) = 0;
+  bool abort_wanted KEEL_GUARDED_BY(mu) = false;  // abort() came before the key: start_task aborts
+  // KvHandoff::begin's id; -1: none (or finished / abandoned).
+  int64_t handoff_id KEEL_GUARDED_BY(mu) = -1;
+  // Generated-token index of the next token (starts at resumed tokens).
+  int32_t next_index KEEL_GUARDED_BY(mu) = 0;
+  int32_t generated KEEL_GUARDED_BY(mu) = 0;  // tokens this attempt generated
+  std::vector<int32_t> unreported KEEL_GUARDED_BY(mu);
+  bool finished KEEL_GUARDED_BY(mu) = false;  // its final event was produced
+  // Its final event was written to the gateway's socket (and a prefill's KV handed off).
+  bool written_final KEEL_GUARDED_BY(mu) = false;
+  // The final event ended the request (not a prefill handing off).
+  bool ended_job KEEL_GUARDED_BY(mu) = true;
+  bool kv_link_blocked KEEL_GUARDED_BY(mu) = false;  // its handoff found the KV link blocked
+  bool reported_finished KEEL_GUARDED_BY(mu) = false;
+
+  // Aborts the request on the engine; before submit() has returned its key, start_task does.
+  void abort() KEEL_EXCLUDES(mu) {
+    engine::RequestKey k = 0;
+    {
+      MutexLock lock(mu);
+      k = key;
+      if (k == 0) abort_wanted = true;
+    }
+    if (k != 0) engine->abort(k);
+  }
 };
 
 namespace {
@@ -65,7 +82,7 @@ class TaskSink final : public engine::OutputSink {
     TaskExecutor::Task& t = *task_;
     TaskEvent out;
     {
-      std::lock_guard lock(t.mu);
+      MutexLock lock(t.mu);
       if (t.finished) return;
       out.job = t.ref.job;
       out.attempt = t.attempt;
@@ -88,13 +105,13 @@ class TaskSink final : public engine::OutputSink {
     auto written = [task = task_, tokens = std::move(tokens), final_event, handing_off,
                     prefill_end]() {
       {
-        std::lock_guard lock(task->mu);
+        MutexLock lock(task->mu);
         task->unreported.insert(task->unreported.end(), tokens.begin(), tokens.end());
         if (final_event && !handing_off) task->written_final = true;
       }
       if (handing_off) start_handoff(task, prefill_end);
     };
-    if (!t.gateway->send(encode(out), std::move(written)) && !final_event) t.engine->abort(t.key);
+    if (!t.gateway->send(encode(out), std::move(written)) && !final_event) t.abort();
   }
 
  private:
@@ -114,7 +131,7 @@ class TaskSink final : public engine::OutputSink {
           task->ref.job, kv_handoff_mode_name(task->handoff->mode()), r.blocks, r.streamed, r.bytes,
           r.exposed_seconds * 1e3);
       {
-        std::lock_guard lock(task->mu);
+        MutexLock lock(task->mu);
         task->ended_job = false;
         task->kv_link_blocked = r.link_blocked;
         task->written_final = true;
@@ -123,12 +140,12 @@ class TaskSink final : public engine::OutputSink {
     };
     int64_t id = -1;
     {
-      std::lock_guard lock(task->mu);
+      MutexLock lock(task->mu);
       id = std::exchange(task->handoff_id, -1);
     }
     if (id < 0) {
       {
-        std::lock_guard lock(task->mu);
+        MutexLock lock(task->mu);
         task->ended_job = false;
         task->written_final = true;
       }
@@ -142,7 +159,7 @@ class TaskSink final : public engine::OutputSink {
   static void abandon_handoff(TaskExecutor::Task& t) {
     int64_t id = -1;
     {
-      std::lock_guard lock(t.mu);
+      MutexLock lock(t.mu);
       id = std::exchange(t.handoff_id, -1);
     }
     if (id >= 0) t.handoff->abandon(id);
@@ -173,18 +190,18 @@ Result<std::unique_ptr<TaskExecutor>> TaskExecutor::start(TaskExecutorConfig con
 TaskExecutor::~TaskExecutor() { stop(); }
 
 size_t TaskExecutor::num_tasks() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return tasks_.size();
 }
 
 void TaskExecutor::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
   }
   {
-    std::lock_guard lock(report_now_->mu);
+    MutexLock lock(report_now_->mu);
     report_now_->stopping = true;
     report_now_->cv.notify_all();
   }
@@ -193,15 +210,15 @@ void TaskExecutor::stop() {
   std::vector<std::shared_ptr<net::Link>> links;
   std::map<JobRef, std::shared_ptr<Task>> tasks;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [address, link] : gateway_links_) links.push_back(link);
     tasks.swap(tasks_);
   }
-  for (auto& [ref, task] : tasks) engine_->abort(task->key);
+  for (auto& [ref, task] : tasks) task->abort();
   server_->stop();  // the JEs' links closed, their readers joined
   for (auto& link : links) link->close();
   // The gateways' links' threads end on close; they are joined when the last reference goes.
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   gateway_links_.clear();
 }
 
@@ -219,13 +236,13 @@ void TaskExecutor::on_message(net::Link& link, net::Message message) {
 
 Result<std::shared_ptr<net::Link>> TaskExecutor::gateway_link(const std::string& address) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = gateway_links_.find(address);
     if (it != gateway_links_.end() && !it->second->closed()) return it->second;
   }
   KEEL_ASSIGN_OR_RETURN(std::shared_ptr<net::Link> link,
                         net::Link::connect(address, config_.connect_timeout, nullptr, nullptr));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto& slot = gateway_links_[address];
   if (slot && !slot->closed()) return slot;  // another task connected first
   slot = link;
@@ -249,54 +266,20 @@ void TaskExecutor::on_submit(net::Link& link, const Json& body,
     link.reply(call, status_body(gateway.status()));
     return;
   }
-  auto task = std::make_shared<Task>();
-  task->ref = task_msg->ref;
-  task->attempt = task_msg->attempt;
-  task->engine = engine_;
-  task->gateway = *gateway;
-  task->prompt_tokens = static_cast<int64_t>(task_msg->request.prompt_tokens.size());
-  task->max_tokens = task_msg->request.max_tokens;
-  task->next_index = task_msg->request.resumed_tokens;
-  task->prefill_only = task_msg->prefill_only;
-  task->transfer_to = task_msg->transfer_to;
-  task->handoff = config_.handoff;
-  task->report_now = report_now_;
-  task->je = link.shared_from_this();
+  const std::shared_ptr<Task> task = new_task(*task_msg, link, *gateway);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {
       link.reply(call, status_body(Status::unavailable("task executor is stopping")));
       return;
     }
   }
-  // Tier T3: pull what the hinted peer holds into the host tier first (the cost model may say
-  // recompute instead); whatever does not arrive is recomputed by the engine.
-  if (config_.peer_fetch != nullptr && !task_msg->peer.address.empty()) {
-    const PeerFetchOutcome f = config_.peer_fetch->fetch(
-        task_msg->peer, task_msg->request.prompt_tokens, task_msg->request.cache_salt);
-    if (!f.status.ok()) {
-      KEEL_LOG_WARN("te {}: peer fetch of job {} from {} got {}/{} blocks: {}", config_.id,
-                    task->ref.job, task_msg->peer.te_id, f.blocks, f.hinted_blocks,
-                    f.status.message());
-    }
-  }
-  if (task->prefill_only && task->handoff != nullptr && !task->transfer_to.empty()) {
-    // Before the engine sees it: a streamed handoff watches for the blocks from the first step.
-    task->handoff_id = task->handoff->begin(task_msg->request.prompt_tokens,
-                                            task_msg->request.cache_salt, task->transfer_to);
-  }
-  // The sink holds the task, so events that come before it is registered below (the engine may
-  // finish it before submit returns) are kept for the next report.
-  Result<engine::RequestKey> key =
-      engine_->submit(std::move(task_msg->request), std::make_shared<TaskSink>(task));
-  if (!key.ok()) {
-    if (task->handoff_id >= 0) task->handoff->abandon(task->handoff_id);
-    link.reply(call, status_body(key.status()));
+  if (Status st = start_task(task, *task_msg); !st.ok()) {
+    link.reply(call, status_body(st));
     return;
   }
-  task->key = *key;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     tasks_[task->ref] = task;
   }
   // Hop timings (hop_timings.h), on this process's clock.
@@ -307,27 +290,86 @@ void TaskExecutor::on_submit(net::Link& link, const Json& body,
   link.reply(call, std::move(reply));
 }
 
+std::shared_ptr<TaskExecutor::Task> TaskExecutor::new_task(const SubmitTask& msg, net::Link& je,
+                                                           std::shared_ptr<net::Link> gateway) {
+  auto task = std::make_shared<Task>();
+  task->ref = msg.ref;
+  task->attempt = msg.attempt;
+  task->engine = engine_;
+  task->gateway = std::move(gateway);
+  task->prompt_tokens = static_cast<int64_t>(msg.request.prompt_tokens.size());
+  task->max_tokens = msg.request.max_tokens;
+  task->prefill_only = msg.prefill_only;
+  task->transfer_to = msg.transfer_to;
+  task->handoff = config_.handoff;
+  task->report_now = report_now_;
+  task->je = je.shared_from_this();
+  MutexLock lock(task->mu);  // nobody else sees it yet; the analysis wants it all the same
+  task->next_index = msg.request.resumed_tokens;
+  return task;
+}
+
+Status TaskExecutor::start_task(const std::shared_ptr<Task>& task, SubmitTask& msg) {
+  // Tier T3: pull what the hinted peer holds into the host tier first (the cost model may say
+  // recompute instead); whatever does not arrive is recomputed by the engine.
+  if (config_.peer_fetch != nullptr && !msg.peer.address.empty()) {
+    const PeerFetchOutcome f =
+        config_.peer_fetch->fetch(msg.peer, msg.request.prompt_tokens, msg.request.cache_salt);
+    if (!f.status.ok()) {
+      KEEL_LOG_WARN("te {}: peer fetch of job {} from {} got {}/{} blocks: {}", config_.id,
+                    task->ref.job, msg.peer.te_id, f.blocks, f.hinted_blocks, f.status.message());
+    }
+  }
+  if (task->prefill_only && task->handoff != nullptr && !task->transfer_to.empty()) {
+    // Before the engine sees it: a streamed handoff watches for the blocks from the first step.
+    const int64_t id =
+        task->handoff->begin(msg.request.prompt_tokens, msg.request.cache_salt, task->transfer_to);
+    MutexLock lock(task->mu);
+    task->handoff_id = id;
+  }
+  // The sink holds the task, so events that come before it is registered (the engine may finish
+  // it before submit returns) are kept for the next report.
+  Result<engine::RequestKey> key =
+      engine_->submit(std::move(msg.request), std::make_shared<TaskSink>(task));
+  int64_t abandon_id = -1;
+  bool abort_now = false;
+  {
+    MutexLock lock(task->mu);
+    if (!key.ok()) {
+      abandon_id = std::exchange(task->handoff_id, -1);
+    } else {
+      task->key = *key;
+      abort_now = task->abort_wanted;  // its sink wanted it gone before the key was known
+    }
+  }
+  if (abandon_id >= 0) task->handoff->abandon(abandon_id);
+  if (abort_now) engine_->abort(*key);
+  return key.ok() ? Status() : key.status();
+}
+
 void TaskExecutor::on_abort(const Json& body) {
   Result<AbortTask> abort = decode_abort(body);
   if (!abort.ok()) return;
   std::shared_ptr<Task> task;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = tasks_.find(abort->ref);
     // An abort names the newest attempt it means: an older one goes too (a job re-submitted
     // after its JE died aborts whatever attempt its old JE left running), a newer one never.
     if (it == tasks_.end() || it->second->attempt > abort->attempt) return;
     task = it->second;
   }
-  engine_->abort(task->key);
+  task->abort();
 }
 
 void TaskExecutor::report_loop() {
   ReportSignal& signal = *report_now_;
-  std::unique_lock lock(signal.mu);
+  UniqueLock lock(signal.mu);
   while (!signal.stopping) {
-    signal.cv.wait_for(lock, config_.report_interval,
-                       [&] { return signal.stopping || signal.pending; });
+    signal.cv.wait_for(lock.native(), config_.report_interval, [&] {
+      signal.mu.assert_held();  // a wait's predicate runs under its lock
+      return signal.stopping || signal.pending;
+    });
     if (signal.stopping) return;
     signal.pending = false;
     lock.unlock();
@@ -340,7 +382,7 @@ void TaskExecutor::send_reports() {
   const std::vector<std::shared_ptr<net::Link>> links = server_->links();
   std::vector<std::shared_ptr<Task>> tasks;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [ref, task] : tasks_) tasks.push_back(task);
   }
   engine::EngineStats stats = engine_->stats();
@@ -373,7 +415,7 @@ void TaskExecutor::send_reports() {
   std::map<const net::Link*, std::vector<TaskProgress>> progress;
   std::vector<std::shared_ptr<Task>> done;
   for (const auto& task : tasks) {
-    std::lock_guard lock(task->mu);
+    MutexLock lock(task->mu);
     if (!task->finished) {
       base.load.pending_tokens +=
           (task->generated == 0 ? task->prompt_tokens : 0) + (task->max_tokens - task->next_index);
@@ -397,7 +439,7 @@ void TaskExecutor::send_reports() {
     if (it != progress.end()) report.progress = std::move(it->second);
     link->send(encode(report));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const std::shared_ptr<Task>& task : done) {
     // Only that task: a newer attempt of the job (submitted again) may hold its place by now.
     const auto it = tasks_.find(task->ref);

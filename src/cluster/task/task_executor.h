@@ -21,7 +21,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +29,7 @@
 #include "cluster/kv/kv_peer_fetch.h"
 #include "cluster/protocol/fleet.h"
 #include "cluster/protocol/messages.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "core/task_queue.h"
 #include "engine/engine_client.h"
@@ -89,6 +89,12 @@ class TaskExecutor {
   void on_message(net::Link& link, net::Message message);
   // `received`: when the JE's message came (the intake wait is a hop: hop_timings.h).
   void on_submit(net::Link& link, const Json& body, std::chrono::steady_clock::time_point received);
+  // The task of `msg`, from JE link `je`, its events going to `gateway` (not yet shared).
+  std::shared_ptr<Task> new_task(const SubmitTask& msg, net::Link& je,
+                                 std::shared_ptr<net::Link> gateway);
+  // Runs `task` on the engine (a tier-T3 peer fetch and a prefill's KV handoff begun first) and
+  // sets its key; consumes msg.request.
+  Status start_task(const std::shared_ptr<Task>& task, SubmitTask& msg);
   void on_abort(const Json& body);
   Result<std::shared_ptr<net::Link>> gateway_link(const std::string& address);
   void report_loop();
@@ -98,10 +104,11 @@ class TaskExecutor {
   engine::EngineClient* engine_;
   std::unique_ptr<net::LinkServer> server_;  // the JEs' links
 
-  mutable std::mutex mu_;
-  bool stopping_ = false;
-  std::map<std::string, std::shared_ptr<net::Link>> gateway_links_;  // by event address
-  std::map<JobRef, std::shared_ptr<Task>> tasks_;
+  mutable Mutex mu_;
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
+  // By event address.
+  std::map<std::string, std::shared_ptr<net::Link>> gateway_links_ KEEL_GUARDED_BY(mu_);
+  std::map<JobRef, std::shared_ptr<Task>> tasks_ KEEL_GUARDED_BY(mu_);
   std::shared_ptr<ReportSignal> report_now_;  // shared with tasks (their handoffs wake it)
   std::thread reporter_;
   TaskQueue intake_{"te-intake"};  // on_submit and on_abort, in arrival order

@@ -8,10 +8,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
-#include <mutex>
 #include <optional>
 
 #include "cluster/transfer/kv_transfer_server.h"
+#include "core/mutex.h"
 #include "net/ucx_worker.h"
 
 namespace keel::cluster {
@@ -33,7 +33,7 @@ struct KvTransferClient::Impl {
   std::unique_ptr<net::UcxWorker> worker;
 
   // Shared with callers.
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
   // A queued block with its frame header (checksummed by send()'s caller, off the UCX thread).
   struct Queued {
@@ -47,13 +47,13 @@ struct KvTransferClient::Impl {
       return borrowed.empty() ? std::span<const std::byte>(payload) : borrowed;
     }
   };
-  std::deque<Queued> queue;     // guarded by mu
-  size_t queued_bytes = 0;      // guarded by mu
-  Status failure;               // guarded by mu: not ok once the connection failed
-  int64_t num_queued = 0;       // guarded by mu: blocks accepted by send()
-  int64_t num_done = 0;         // guarded by mu: blocks sent or dropped
-  int64_t num_flushed = 0;      // guarded by mu: blocks confirmed delivered by a flush
-  KvTransferClientStats stats;  // guarded by mu
+  std::deque<Queued> queue KEEL_GUARDED_BY(mu);
+  size_t queued_bytes KEEL_GUARDED_BY(mu) = 0;
+  Status failure KEEL_GUARDED_BY(mu);           // not ok once the connection failed
+  int64_t num_queued KEEL_GUARDED_BY(mu) = 0;   // blocks accepted by send()
+  int64_t num_done KEEL_GUARDED_BY(mu) = 0;     // blocks sent or dropped
+  int64_t num_flushed KEEL_GUARDED_BY(mu) = 0;  // blocks confirmed delivered by a flush
+  KvTransferClientStats stats KEEL_GUARDED_BY(mu);
 
   // UCX thread only.
   struct InFlight {
@@ -70,7 +70,7 @@ struct KvTransferClient::Impl {
   double throttled_bytes = 0;
 
   void fail(Status why) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (failure.ok()) failure = std::move(why);
     stats.blocks_dropped += static_cast<int64_t>(queue.size());
     queue.clear();
@@ -107,7 +107,7 @@ struct KvTransferClient::Impl {
       fail(net::ucx_status("am_send", status));
       return;
     }
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     ++num_done;
     ++stats.blocks_sent;
     stats.bytes_sent += static_cast<int64_t>(bytes);
@@ -121,7 +121,7 @@ struct KvTransferClient::Impl {
       impl->fail(net::ucx_status("ep_flush", status));
       return;
     }
-    std::lock_guard lock(impl->mu);
+    MutexLock lock(impl->mu);
     impl->num_flushed = std::max(impl->num_flushed, impl->flush_target);
     impl->cv.notify_all();
   }
@@ -129,7 +129,7 @@ struct KvTransferClient::Impl {
   // Takes the next block to send, or nothing (queue empty, stalled, throttled: then *wait says
   // how long until the throttle allows it).
   std::optional<Queued> take(std::chrono::milliseconds* wait) {
-    std::lock_guard lock(mu);
+    MutexLock lock(mu);
     if (queue.empty() || !failure.ok()) return std::nullopt;
     const KvTransferFaults& faults = options.faults;
     if (faults.stall_after_frames >= 0 && frames_taken >= faults.stall_after_frames) {
@@ -156,7 +156,7 @@ struct KvTransferClient::Impl {
   void send_one(Queued block) {
     const int64_t idx = frames_taken++;
     if (idx == options.faults.drop_frame) {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       ++num_done;
       ++stats.blocks_dropped;
       return;
@@ -202,7 +202,7 @@ struct KvTransferClient::Impl {
   void maybe_flush() {
     if (ep == nullptr || in_flight > 0 || flush_req != nullptr) return;
     {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       if (!queue.empty() || num_flushed >= num_done) return;
       flush_target = num_done;
     }
@@ -216,7 +216,7 @@ struct KvTransferClient::Impl {
     } else if (UCS_PTR_IS_ERR(req)) {
       fail(net::ucx_status("ep_flush", UCS_PTR_STATUS(req)));
     } else {
-      std::lock_guard lock(mu);
+      MutexLock lock(mu);
       num_flushed = std::max(num_flushed, flush_target);
       cv.notify_all();
     }
@@ -355,7 +355,7 @@ Status KvTransferClient::enqueue(std::span<const std::byte> header, unsigned am_
   queued.owner = std::move(owner);
   const size_t n = queued.bytes().size();
   {
-    std::lock_guard lock(impl_->mu);
+    MutexLock lock(impl_->mu);
     if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
     if (impl_->queued_bytes + n > impl_->options.max_queued_bytes) {
       return Status::resource_exhausted("kv transfer: send queue full");
@@ -370,20 +370,22 @@ Status KvTransferClient::enqueue(std::span<const std::byte> header, unsigned am_
 }
 
 Status KvTransferClient::flush(Clock::time_point deadline) {
-  std::unique_lock lock(impl_->mu);
+  UniqueLock lock(impl_->mu);
   const int64_t target = impl_->num_queued;
   lock.unlock();
   impl_->worker->wake();
   lock.lock();
-  const bool done = impl_->cv.wait_until(
-      lock, deadline, [&] { return impl_->num_flushed >= target || !impl_->failure.ok(); });
+  const bool done = impl_->cv.wait_until(lock.native(), deadline, [&] {
+    impl_->mu.assert_held();  // a wait's predicate runs under its lock
+    return impl_->num_flushed >= target || !impl_->failure.ok();
+  });
   if (!impl_->failure.ok()) return Status::unavailable(impl_->failure.message());
   if (!done) return Status::unavailable(kKvFlushTimedOut);
   return Status::ok_status();
 }
 
 KvTransferClientStats KvTransferClient::stats() const {
-  std::lock_guard lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->stats;
 }
 

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <variant>
 #include <vector>
 
+#include "core/mutex.h"
 #include "net/ucx_worker.h"
 
 namespace keel::cluster {
@@ -93,12 +93,12 @@ struct KvTransferServer::Impl {
     delete pending;
   }
 
-  mutable std::mutex stats_mu;
-  KvTransferServerStats stats;  // guarded by stats_mu
+  mutable Mutex stats_mu;
+  KvTransferServerStats stats KEEL_GUARDED_BY(stats_mu);
 
   template <typename F>
   void count(F&& f) {
-    std::lock_guard lock(stats_mu);
+    MutexLock lock(stats_mu);
     f(stats);
   }
 
@@ -401,7 +401,7 @@ KvTransferServer::~KvTransferServer() {
 uint16_t KvTransferServer::port() const { return impl_->port; }
 
 KvTransferServerStats KvTransferServer::stats() const {
-  std::lock_guard lock(impl_->stats_mu);
+  MutexLock lock(impl_->stats_mu);
   return impl_->stats;
 }
 
