@@ -21,7 +21,8 @@ endif()
 # Clang checks the thread-safety annotations (core/thread_annotations.h, core/mutex.h): a member
 # read or written without the mutex that guards it, or a function called without the mutex it
 # requires, is an error. The fuzz preset's clang build compiles every module its targets link
-# (cluster, with the JE, among them), so `make test` checks them.
+# (cluster, with the JE, among them) and, for this check, membership, store, host, pipeline and
+# engine (tests/fuzz/CMakeLists.txt), so `make test` checks them.
 if(CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
   target_compile_options(keel_options INTERFACE -Wthread-safety -Werror=thread-safety)
 endif()
