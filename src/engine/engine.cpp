@@ -2,8 +2,6 @@
 // engine_finish.cpp, stats in engine_stats.cpp. See engine.h for the cycle.
 #include "engine/engine.h"
 
-#include "engine/pipeline_checks.h"
-
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -15,6 +13,7 @@
 #include "engine/request_checks.h"
 #include "engine/resumed_request.h"
 #include "engine/steady_time.h"
+#include "engine/step_batch.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/grammar_registry.h"
 #include "kv/block_file.h"
@@ -155,7 +154,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
 
 Engine::~Engine() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_.store(true);
   }
   wake_.notify_all();
@@ -224,7 +223,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
   num_waiting_.fetch_add(1);
   num_active_.fetch_add(1);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     inbox_.push_back(
         Submit{key, std::move(request), std::move(sink), now_ns(), cache_blocks, std::move(lora)});
   }
@@ -234,7 +233,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
 
 void Engine::abort(RequestKey key) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     inbox_.push_back(Abort{key});
   }
   wake_.notify_all();
@@ -249,7 +248,7 @@ void Engine::drain(std::chrono::milliseconds timeout) {
   if (num_active_.load() == 0) return;
   KEEL_LOG_WARN("drain timeout: cancelling {} in-flight requests", num_active_.load());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     // Key -1: abort everything the engine thread knows of (each gets FinishReason::kAbort).
     inbox_.push_back(Abort{-1});
   }
@@ -265,14 +264,18 @@ bool Engine::idle() const { return active_.empty() && !executor_->busy(); }
 void Engine::process_inbox(bool wait) {
   std::deque<Message> batch;
   {
-    std::unique_lock lock(mu_);
-    const auto ready = [this] { return stop_.load() || !inbox_.empty(); };
+    UniqueLock lock(mu_);
+    const auto ready = [this] {
+      mu_.assert_held();
+      return stop_.load() || !inbox_.empty();
+    };
     const std::optional<int64_t> deadline = caches_.next_deadline_ns();
     if (wait && !deadline) {
-      wake_.wait(lock, ready);
+      wake_.wait(lock.native(), ready);
     } else if (wait) {
-      wake_.wait_for(
-          lock, std::chrono::nanoseconds(std::max<int64_t>(0, *deadline - clock_.now_ns())), ready);
+      wake_.wait_for(lock.native(),
+                     std::chrono::nanoseconds(std::max<int64_t>(0, *deadline - clock_.now_ns())),
+                     ready);
     }
     batch.swap(inbox_);
   }
@@ -371,16 +374,9 @@ void Engine::enqueue(EngineRequest& r, int32_t max_tokens, const kv::BlockHash& 
   scheduler_.add(&r.sched);
 }
 
-bool Engine::launch(StepPlan& plan) {
-  // Drop sequences whose request finished or was aborted after the plan was made (the scheduler's
-  // resolve_plan() did so already; this also covers aborts the engine applied since).
-  std::erase_if(plan.seqs, [this](const ScheduledSeq& s) {
-    auto it = active_.find(s.key);
-    return it == active_.end() || it->second.finished;
-  });
-  // The plan's block work runs even when no seq is left: a promotion belongs to a request that
-  // may compute in a later plan. (No step is in flight here.) Demotions read blocks that the
-  // copies and promotions may overwrite: they go first.
+void Engine::apply_block_work(StepPlan& plan) {
+  // Demotions read blocks that the copies and promotions may overwrite: they go first. (No step
+  // is in flight here.)
   const size_t block_bytes = storage_.layout().block_bytes();
   for (const kv::EvictedCachedBlock& e : plan.demotions) {  // copied out now, stored by transfer_
     const std::byte* bytes = storage_.block(e.block);
@@ -397,54 +393,43 @@ bool Engine::launch(StepPlan& plan) {
   plan.demotions.clear();
   plan.copies.clear();
   plan.promotions.clear();
+}
+
+void Engine::add_to_step(const ScheduledSeq& s, EngineRequest& a, StepInput* in) {
+  if (a.num_cached_tokens < 0 && !a.pic.internal) {  // first time scheduled: its prefix hit
+    a.num_cached_tokens = a.sched.num_cached_tokens;
+    num_waiting_.fetch_sub(1);
+    metrics_.request_queue_time_seconds.observe(seconds_between(a.arrival_ns, now_ns()));
+  }
+  ++a.in_flight;
+  add_scheduled_seq(in, s, a.lora.get());
+  if (a.sparse != nullptr) bind_sparse(s, a, &in->batch.seqs.back(), &in->sparse.back());
+  if (!s.samples) return;
+  const bool head = a.sched.spec.method == SpecMethod::kDraftHead;
+  std::vector<int32_t> drafts(s.tokens.end() - s.num_drafts, s.tokens.end());
+  StepInput::Sample::EarlyExit ee = early_exit_sample(a, drafts);
+  in->samples.push_back(
+      {s.key, a.sampler.get(), std::move(drafts), head ? a.sched.spec.k : 0, std::move(ee)});
+}
+
+bool Engine::launch(StepPlan& plan) {
+  // Drop sequences whose request finished or was aborted after the plan was made (the scheduler's
+  // resolve_plan() did so already; this also covers aborts the engine applied since).
+  std::erase_if(plan.seqs, [this](const ScheduledSeq& s) {
+    auto it = active_.find(s.key);
+    return it == active_.end() || it->second.finished;
+  });
+  // The plan's block work runs even when no seq is left: a promotion belongs to a request that
+  // may compute in a later plan.
+  apply_block_work(plan);
   StepInput in;
   if (plan.probe.has_value()) {
     const auto it = active_.find(plan.probe->key);
-    if (it != active_.end() && !it->second.finished) {
-      const int32_t seq = in.probe.add_seq(plan.probe->block_table);
-      for (size_t i = 0; i < plan.probe->tokens.size(); ++i) {
-        in.probe.add(plan.probe->tokens[i], plan.probe->start + static_cast<int32_t>(i), seq,
-                     false);
-      }
-      in.probe_key = plan.probe->key;
-    }
+    if (it != active_.end() && !it->second.finished) add_probe(&in, *plan.probe);
   }
   if (plan.seqs.empty() && in.probe.empty()) return false;
-  const int64_t t = now_ns();
-  for (const ScheduledSeq& s : plan.seqs) {
-    EngineRequest& a = active_.at(s.key);
-    if (a.num_cached_tokens < 0 &&
-        !a.pic.internal) {  // first time scheduled: the prefix hit is its start
-      a.num_cached_tokens = a.sched.num_cached_tokens;
-      num_waiting_.fetch_sub(1);
-      metrics_.request_queue_time_seconds.observe(seconds_between(a.arrival_ns, t));
-    }
-    ++a.in_flight;
-    const auto seq_index = static_cast<int32_t>(in.batch.seqs.size());
-    in.batch.seqs.push_back(model::BatchSeq{.block_table = s.block_table, .lora = a.lora.get()});
-    in.sparse.emplace_back();
-    if (a.sparse != nullptr) bind_sparse(s, a, &in.batch.seqs.back(), &in.sparse.back());
-    KEEL_CHECK(static_cast<int32_t>(s.tokens.size()) == s.num_tokens);
-    for (int32_t i = 0; i < s.num_tokens; ++i) {
-      const int32_t pos = s.position(i);
-      KEEL_CHECK_MSG(s.tokens[static_cast<size_t>(i)] != kPlaceholderToken,
-                     "a plan was launched before resolve_plan()");
-      in.batch.tokens.push_back(s.tokens[static_cast<size_t>(i)]);
-      in.batch.positions.push_back(pos);
-      in.batch.seq_index.push_back(seq_index);
-      // A verification's rows: the last known token's and every draft's.
-      in.batch.logits.push_back(s.samples && i + 1 + s.num_drafts >= s.num_tokens ? 1 : 0);
-    }
-    if (s.samples) {
-      const bool head = a.sched.spec.method == SpecMethod::kDraftHead;
-      std::vector<int32_t> drafts(s.tokens.end() - s.num_drafts, s.tokens.end());
-      StepInput::Sample::EarlyExit ee = early_exit_sample(a, drafts);
-      in.samples.push_back(
-          {s.key, a.sampler.get(), std::move(drafts), head ? a.sched.spec.k : 0, std::move(ee)});
-    }
-  }
-  in.block_copies = std::move(pipeline_copies_);
-  pipeline_copies_.clear();
+  for (const ScheduledSeq& s : plan.seqs) add_to_step(s, active_.at(s.key), &in);
+  in.block_copies = std::exchange(pipeline_copies_, {});
   executor_->launch(std::move(in));
   return true;
 }
@@ -556,53 +541,62 @@ void Engine::apply(const StepPlan& plan, StepOutput& out) {
   for (const ScheduledSeq& s : plan.seqs) release_if_done(s.key);
 }
 
+std::optional<StepPlan> Engine::schedule_step() {
+  StepPlan plan = scheduler_.schedule();
+  if (launch(plan)) return plan;
+  scheduler_.update(plan, {});  // every plan goes back through update(), in order
+  return std::nullopt;
+}
+
+std::optional<StepPlan> Engine::launch_ahead(std::optional<StepPlan> next) {
+  if (!next) return std::nullopt;
+  scheduler_.resolve_plan(&*next);  // drops finished requests, fills the tokens just sampled
+  scheduler_.extend_plan(&*next);   // admits requests that arrived while the step computed
+  if (launch(*next)) return next;
+  scheduler_.update(*next, {});
+  return std::nullopt;
+}
+
+void Engine::cancel_all() {
+  std::vector<RequestKey> all;
+  for (const auto& [k, a] : active_) all.push_back(k);
+  for (RequestKey k : all) cancel(k);
+}
+
+void Engine::end_step() {
+  emit_cache_events();
+  publish_stats();
+}
+
 void Engine::run() {
+  // Step N: schedule (or take the plan made ahead) → execute on the executor thread → update.
+  // With schedule-ahead, plan N+1 is made while N executes and launched right after update(N).
   // Every plan schedule() makes goes back through scheduler_.update(), in order — also plans that
   // end up empty (nothing to do, or every request finished before launch).
-  std::optional<StepPlan> inflight;
+  std::optional<StepPlan> step;
   while (!stop_.load() || !idle()) {
-    if (stop_.load() && !active_.empty() && !inflight) {
-      std::vector<RequestKey> all;
-      for (const auto& [k, a] : active_) all.push_back(k);
-      for (RequestKey k : all) cancel(k);
-    }
-    process_inbox(/*wait=*/!inflight && active_.empty() && !stop_.load());
-    if (!inflight) {
-      StepPlan plan = scheduler_.schedule();
-      if (launch(plan)) {
-        inflight = std::move(plan);
-      } else {
-        scheduler_.update(plan, {});
-        emit_cache_events();
-        publish_stats();
-        if (!active_.empty()) {
-          // Requests exist but none could run this step (e.g. waiting for blocks); retry shortly.
-          std::unique_lock lock(mu_);
-          wake_.wait_for(lock, std::chrono::milliseconds(1));
-        }
-        continue;
+    if (stop_.load() && !active_.empty() && !step) cancel_all();
+    process_inbox(/*wait=*/!step && active_.empty() && !stop_.load());
+    if (!step) step = schedule_step();  // schedule
+    if (!step) {
+      end_step();
+      if (!active_.empty()) {
+        // Requests exist but none could run this step (e.g. waiting for blocks); retry shortly.
+        UniqueLock lock(mu_);
+        wake_.wait_for(lock.native(), std::chrono::milliseconds(1));
       }
+      continue;
     }
-    std::optional<StepPlan> next;
+    std::optional<StepPlan> ahead;
     if (config_.schedule_ahead) {
       process_inbox(false);
-      next = scheduler_.schedule();
+      ahead = scheduler_.schedule();  // schedule N+1 while N executes
     }
-    StepOutput out = executor_->wait();
-    apply(*inflight, out);
+    StepOutput out = executor_->wait();  // execute
+    apply(*step, out);                   // update
     process_inbox(false);
-    inflight.reset();
-    if (next) {
-      scheduler_.resolve_plan(&*next);  // drops finished requests, fills the tokens just sampled
-      scheduler_.extend_plan(&*next);   // admits requests that arrived while step N computed
-      if (launch(*next)) {
-        inflight = std::move(next);
-      } else {
-        scheduler_.update(*next, {});
-      }
-    }
-    emit_cache_events();
-    publish_stats();
+    step = launch_ahead(std::move(ahead));
+    end_step();
   }
   emit_cache_events();
 }

@@ -30,6 +30,7 @@
 #include <variant>
 
 #include "core/file_system.h"
+#include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
 #include "draft/exit_predictor_file.h"
@@ -225,8 +226,21 @@ class Engine final : public EngineClient {
       const GenerationRequest& request) const;
   // The prefix-cache key of a request's blocks: its model (or adapter) identity and cache salt.
   [[nodiscard]] kv::BlockHash extra_key(const EngineRequest& a) const;
-  // Removes finished requests, copies COW blocks, builds the batch, hands the step over.
+  // The step cycle (engine.cpp): plans and launches a step (nullopt: nothing to run; the plan went
+  // back through update()); launches a plan made ahead after resolving and extending it.
+  std::optional<StepPlan> schedule_step();
+  std::optional<StepPlan> launch_ahead(std::optional<StepPlan> next);
+  void cancel_all();
+  // After each step: the cache events and the stats.
+  void end_step();
+  // Removes finished requests, runs the plan's block work, builds the batch (step_batch.h) and
+  // hands the step to the executor; false when nothing was launched.
   bool launch(StepPlan& plan);
+  // A plan's block work before its forward pass: demotions copied out, copy-on-write copies,
+  // promotions copied in, PIC row links.
+  void apply_block_work(StepPlan& plan);
+  // A request's seq in the step: its rows, sparse binding and sample.
+  void add_to_step(const ScheduledSeq& s, EngineRequest& a, StepInput* in);
   void apply(const StepPlan& plan, StepOutput& out);
   // A sparse request's seq in a step: marks its decode token for page selection, masks its
   // released pages and binds its state (sparse_decode.h).
@@ -307,10 +321,10 @@ class Engine final : public EngineClient {
   std::vector<kv::CacheEvent> pending_cache_events_;  // tapped, not yet emitted
 
   // Shared with other threads.
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable wake_;
-  std::deque<Message> inbox_;  // guarded by mu_
-  EngineStats stats_;          // guarded by mu_: last published snapshot
+  std::deque<Message> inbox_ KEEL_GUARDED_BY(mu_);
+  EngineStats stats_ KEEL_GUARDED_BY(mu_);  // the last published snapshot
   std::atomic<int64_t> next_key_{1};
   std::atomic<int32_t> num_waiting_{0};  // submitted, not yet scheduled (admission control)
   std::atomic<int32_t> num_active_{0};   // submitted and not finished

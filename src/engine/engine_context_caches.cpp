@@ -16,7 +16,7 @@ bool Engine::release_cache(const std::string& id, const std::string& salt) {
   const std::optional<ContextCacheTable::Pin> pin = caches_.remove(id, salt);
   if (!pin) return false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     inbox_.push_back(ReleasePin{*pin});
   }
   wake_.notify_all();

@@ -8,7 +8,6 @@
 #include <condition_variable>
 #include <cstring>
 #include <iterator>
-#include <mutex>
 
 #include "engine/engine.h"
 #include "engine/model_identity.h"
@@ -17,11 +16,11 @@ namespace keel::engine {
 
 // Shared by the reader and the engine thread; outlives whichever gives up first.
 struct Engine::BlockRead {
-  std::mutex mu;
+  Mutex mu;
   std::condition_variable cv;
-  bool done = false;   // guarded by mu
-  bool found = false;  // guarded by mu
-  std::vector<std::byte> bytes;
+  bool done KEEL_GUARDED_BY(mu) = false;
+  bool found KEEL_GUARDED_BY(mu) = false;
+  std::vector<std::byte> bytes KEEL_GUARDED_BY(mu);
 };
 
 // The engine's KvConnector: reads go through the engine thread's inbox, writes to the tiers.
@@ -51,7 +50,7 @@ std::unique_ptr<KvConnector> Engine::make_connector() { return std::make_unique<
 
 void Engine::serve_block_read(const ReadBlock& r) {
   const std::optional<kv::BlockId> block = kv_.pool().lookup(r.hash);
-  std::lock_guard lock(r.read->mu);
+  MutexLock lock(r.read->mu);
   if (block) {
     const size_t n = storage_.layout().block_bytes();
     r.read->bytes.resize(n);
@@ -73,14 +72,17 @@ Status Engine::read_kv_block(const kv::BlockHash& hash, std::span<std::byte> out
   }
   auto read = std::make_shared<BlockRead>();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stop_.load()) return Status::unavailable("engine stopping");
     inbox_.push_back(ReadBlock{hash, read});
   }
   wake_.notify_all();
   {
-    std::unique_lock lock(read->mu);
-    if (!read->cv.wait_for(lock, timeout, [&] { return read->done; })) {
+    UniqueLock lock(read->mu);
+    if (!read->cv.wait_for(lock.native(), timeout, [&] {
+          read->mu.assert_held();
+          return read->done;
+        })) {
       return Status::unavailable("read_block: the engine thread did not answer");
     }
     if (read->found) {

@@ -16,7 +16,7 @@ namespace keel::engine {
 EngineStats Engine::stats() const {
   EngineStats s;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     s = stats_;
   }
   // The tiers and the transfer thread are thread-safe and change between steps: read them here,
@@ -63,7 +63,7 @@ void Engine::publish_stats() {
   s.pic_index_blocks = chunk_index_blocks_;
   s.pic_tokens_linked = scheduler_.pic_tokens_linked();
   s.pic_tokens_recomputed = scheduler_.pic_tokens_recomputed();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stats_ = s;
 }
 

@@ -133,7 +133,7 @@ Result<RequestKey> SemiPdEngine::submit(GenerationRequest request,
   prompt_tokens_total_.fetch_add(static_cast<int64_t>(r->tokens.size()));
   const RequestKey key = r->key;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     live_.emplace(key, r->cancelled);
     ++window_.num_arrivals;
   }
@@ -143,7 +143,7 @@ Result<RequestKey> SemiPdEngine::submit(GenerationRequest request,
 
 void SemiPdEngine::abort(RequestKey key) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (key < 0) {
       for (auto& [k, flag] : live_) flag->store(true);
     } else if (const auto it = live_.find(key); it != live_.end()) {
@@ -156,7 +156,7 @@ void SemiPdEngine::abort(RequestKey key) {
 
 void SemiPdEngine::forget(const SemiPdRequest& r) {
   generation_tokens_total_.fetch_add(r.num_generated);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   live_.erase(r.key);
   if (r.num_generated >= 2) {
     window_.tpot_seconds.push_back(seconds_between(r.first_token_ns, r.last_token_ns) /
@@ -165,19 +165,19 @@ void SemiPdEngine::forget(const SemiPdRequest& r) {
 }
 
 void SemiPdEngine::observe_ttft(double seconds) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   window_.ttft_seconds.push_back(seconds);
 }
 
 void SemiPdEngine::observe_prefill_step(double core_seconds, int32_t completed) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   window_.prefill_busy_core_s += core_seconds;
   window_.num_prefills += completed;
 }
 
 void SemiPdEngine::note_decision(const std::string& reason, std::optional<double> predicted_ttft_s,
                                  std::optional<double> predicted_tpot_s) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   ++decisions_[reason];
   predicted_ttft_s_ = predicted_ttft_s;
   predicted_tpot_s_ = predicted_tpot_s;
@@ -187,7 +187,7 @@ Status SemiPdEngine::set_split(const SemiPdSplit& split) {
   KEEL_TRY(split.validate(static_cast<int32_t>(cores_.size())));
   SemiPdCoreSets sets;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (split == split_) return {};
     split_ = split;
     ++num_switches_;
@@ -201,12 +201,12 @@ Status SemiPdEngine::set_split(const SemiPdSplit& split) {
 }
 
 SemiPdSplit SemiPdEngine::split() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return split_;
 }
 
 SemiPdWindow SemiPdEngine::take_window() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   SemiPdWindow w = std::move(window_);
   window_ = SemiPdWindow{};
   w.split = split_;
@@ -224,7 +224,7 @@ EngineStats SemiPdEngine::stats() const {
   s.num_running = prefill_->num_running() + decode_->num_running();
   s.num_waiting = prefill_->num_waiting() + decode_->num_waiting();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     s.num_tracked = static_cast<int32_t>(live_.size());
   }
   s.kv_blocks_total = blocks_.num_blocks();
@@ -247,7 +247,7 @@ MetricsSnapshot SemiPdEngine::metrics() const {
   p.prefill_threads = prefill_->num_threads();
   p.decode_threads = decode_->num_threads();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     p.split_prefill = split_.prefill;
     p.split_decode = split_.decode;
     p.num_switches = num_switches_;
@@ -267,7 +267,7 @@ MetricsSnapshot SemiPdEngine::metrics() const {
 void SemiPdEngine::drain(std::chrono::milliseconds timeout) {
   draining_.store(true);
   const auto live = [this] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return live_.size();
   };
   const auto deadline = std::chrono::steady_clock::now() + timeout;

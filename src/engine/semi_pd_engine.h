@@ -23,12 +23,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/metrics.h"
@@ -126,14 +126,15 @@ class SemiPdEngine final : public EngineClient {
   Histogram switch_seconds_;
   SemiPdShared shared_;
 
-  mutable std::mutex mu_;
-  std::unordered_map<RequestKey, std::shared_ptr<std::atomic<bool>>> live_;  // guarded by mu_
-  SemiPdSplit split_;                                                        // guarded by mu_
-  SemiPdWindow window_;                                                      // guarded by mu_
-  int64_t num_switches_ = 0;                                                 // guarded by mu_
-  int64_t window_start_ns_ = 0;                                              // guarded by mu_
-  std::map<std::string, int64_t> decisions_;                                 // guarded by mu_
-  std::optional<double> predicted_ttft_s_, predicted_tpot_s_;                // guarded by mu_
+  mutable Mutex mu_;
+  std::unordered_map<RequestKey, std::shared_ptr<std::atomic<bool>>> live_ KEEL_GUARDED_BY(mu_);
+  SemiPdSplit split_ KEEL_GUARDED_BY(mu_);
+  SemiPdWindow window_ KEEL_GUARDED_BY(mu_);
+  int64_t num_switches_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t window_start_ns_ KEEL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, int64_t> decisions_ KEEL_GUARDED_BY(mu_);
+  std::optional<double> predicted_ttft_s_ KEEL_GUARDED_BY(mu_);
+  std::optional<double> predicted_tpot_s_ KEEL_GUARDED_BY(mu_);
   std::atomic<RequestKey> next_key_{1};
   std::atomic<int64_t> prompt_tokens_total_{0};
   std::atomic<int64_t> generation_tokens_total_{0};

@@ -35,7 +35,7 @@ void SemiPdWorker::start(SemiPdWorker* peer) {
 
 void SemiPdWorker::push(std::unique_ptr<SemiPdRequest> r, bool front) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     (front ? inbox_front_ : inbox_).push_back(std::move(r));
   }
   cv_.notify_all();
@@ -44,7 +44,7 @@ void SemiPdWorker::push(std::unique_ptr<SemiPdRequest> r, bool front) {
 void SemiPdWorker::set_cores(std::vector<int> cores) {
   KEEL_CHECK(!cores.empty());
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     next_cores_ = std::move(cores);
     wake_ = true;
   }
@@ -53,7 +53,7 @@ void SemiPdWorker::set_cores(std::vector<int> cores) {
 
 void SemiPdWorker::wake() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     wake_ = true;
   }
   cv_.notify_all();
@@ -61,7 +61,7 @@ void SemiPdWorker::wake() {
 
 void SemiPdWorker::stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -75,7 +75,7 @@ void SemiPdWorker::abort_left() {
   KEEL_CHECK(!thread_.joinable());
   std::deque<std::unique_ptr<SemiPdRequest>> left;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     left.swap(inbox_front_);
     for (auto& r : inbox_) left.push_back(std::move(r));
     inbox_.clear();
@@ -105,12 +105,15 @@ void SemiPdWorker::run() {
 }
 
 bool SemiPdWorker::take_inbox(bool worked) {
-  std::unique_lock lock(mu_);
-  const auto news = [this] { return stop_ || wake_ || !inbox_.empty() || !inbox_front_.empty(); };
+  UniqueLock lock(mu_);
+  const auto news = [this] {
+    mu_.assert_held();
+    return stop_ || wake_ || !inbox_.empty() || !inbox_front_.empty();
+  };
   if (running_.empty() && waiting_.empty()) {
-    cv_.wait(lock, news);
+    cv_.wait(lock.native(), news);
   } else if (!worked) {  // blocked on KV blocks: the peer frees some soon; do not spin
-    cv_.wait_for(lock, std::chrono::microseconds(500), news);
+    cv_.wait_for(lock.native(), std::chrono::microseconds(500), news);
   }
   if (stop_) return false;
   wake_ = false;
@@ -159,7 +162,7 @@ void SemiPdWorker::apply_cores() {
   }
   std::vector<int> cores;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (next_cores_.empty()) return;
     cores.swap(next_cores_);
   }

@@ -22,12 +22,12 @@
 #include <deque>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "engine/semi_pd_request.h"
 #include "kernels/kernels.h"
@@ -108,13 +108,13 @@ class SemiPdWorker {
   const kernels::Isa isa_;
   SemiPdWorker* peer_ = nullptr;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<SemiPdRequest>> inbox_;        // guarded by mu_
-  std::deque<std::unique_ptr<SemiPdRequest>> inbox_front_;  // guarded by mu_ (preempted)
-  std::vector<int> next_cores_;                             // guarded by mu_; empty = no change
-  bool wake_ = false;                                       // guarded by mu_
-  bool stop_ = false;                                       // guarded by mu_
+  std::deque<std::unique_ptr<SemiPdRequest>> inbox_ KEEL_GUARDED_BY(mu_);
+  std::deque<std::unique_ptr<SemiPdRequest>> inbox_front_ KEEL_GUARDED_BY(mu_);  // preempted
+  std::vector<int> next_cores_ KEEL_GUARDED_BY(mu_);  // empty = no change
+  bool wake_ KEEL_GUARDED_BY(mu_) = false;
+  bool stop_ KEEL_GUARDED_BY(mu_) = false;
 
   // Worker thread only.
   std::vector<int> cores_;

@@ -29,7 +29,7 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
 
 StepExecutor::~StepExecutor() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -40,7 +40,7 @@ void StepExecutor::launch(StepInput input) {
   KEEL_CHECK(!busy_);
   busy_ = true;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     input_ = std::move(input);
   }
   cv_.notify_all();
@@ -48,8 +48,11 @@ void StepExecutor::launch(StepInput input) {
 
 StepOutput StepExecutor::wait() {
   KEEL_CHECK(busy_);
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return output_.has_value(); });
+  UniqueLock lock(mu_);
+  cv_.wait(lock.native(), [this] {
+    mu_.assert_held();
+    return output_.has_value();
+  });
   StepOutput out = std::move(*output_);
   output_.reset();
   busy_ = false;
@@ -218,8 +221,11 @@ void StepExecutor::run() {
   for (;;) {
     StepInput input;
     {
-      std::unique_lock lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || input_.has_value(); });
+      UniqueLock lock(mu_);
+      cv_.wait(lock.native(), [this] {
+        mu_.assert_held();
+        return stop_ || input_.has_value();
+      });
       if (stop_) return;
       input = std::move(*input_);
       input_.reset();
@@ -250,7 +256,7 @@ void StepExecutor::run() {
       sample_all(input, logits, hidden, row_exit, ops, &out);
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       output_ = std::move(out);
     }
     cv_.notify_all();

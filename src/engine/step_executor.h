@@ -10,11 +10,11 @@
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
 #include "draft/exit_predictor.h"
@@ -167,11 +167,11 @@ class StepExecutor {
   std::vector<float> residual_;  // executor thread only: stage 0's output rows
   bool busy_ = false;            // engine thread only
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::optional<StepInput> input_;    // guarded by mu_
-  std::optional<StepOutput> output_;  // guarded by mu_
-  bool stop_ = false;                 // guarded by mu_
+  std::optional<StepInput> input_ KEEL_GUARDED_BY(mu_);
+  std::optional<StepOutput> output_ KEEL_GUARDED_BY(mu_);
+  bool stop_ KEEL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -427,3 +427,39 @@ TEST_F(SchedulerAbortTest, WhileDecoding) {
 
 }  // namespace
 }  // namespace keel::engine
+
+namespace keel::engine {
+namespace {
+
+// The engine's one record per request: a state the caller owns is scheduled in place (the
+// caller sees its progress without a lookup), and after finish() the scheduler forgets it while
+// the caller's record stays as it was.
+TEST(SchedulerBorrowTest, ABorrowedStateIsScheduledInPlaceUntilFinish) {
+  kv::KvCacheManager kv(kv::KvCacheConfig{16, 4, true});
+  Scheduler sched(SchedulerConfig{4, 64, 16, 0}, &kv);
+  RequestState r;
+  r.key = 5;
+  r.tokens = {1, 2, 3, 4, 5, 6};
+  r.num_prompt_tokens = 6;
+  r.max_tokens = 3;
+  r.extra_key = kExtra;
+  sched.add(&r);
+  EXPECT_EQ(sched.find(5), &r);
+  StepPlan plan = sched.schedule();
+  ASSERT_EQ(plan.seqs.size(), 1u);
+  EXPECT_EQ(r.phase, RequestPhase::kRunning);
+  EXPECT_EQ(r.num_scheduled, 6);
+  const SeqResult token{5, 9};
+  sched.update(plan, std::span(&token, 1));
+  EXPECT_EQ(r.num_computed, 6);
+  EXPECT_EQ(r.tokens.back(), 9);
+  EXPECT_TRUE(sched.check_invariants().ok());
+  sched.finish(5);
+  EXPECT_EQ(sched.find(5), nullptr);
+  EXPECT_TRUE(kv.block_table(5).empty());
+  EXPECT_EQ(r.num_tokens(), 7);  // the caller's record is left as it was
+  EXPECT_TRUE(sched.check_invariants().ok());
+}
+
+}  // namespace
+}  // namespace keel::engine

@@ -1,11 +1,12 @@
 // KvPeerServer: a TE's KV fetch service — the serving side of tier T3. A peer TE calls
 // `kv_fetch` (messages.h) over a link: "push me these blocks of your cache". The server reads
-// each block off the engine (read_block: engine::KvConnector::read_block, which waits for the engine thread
-// between steps, so it runs here on the link's reader thread, never on the engine thread), pushes
-// it back to the caller's KV transfer server with a KvTransferClient (frames identity-stamped and
-// checksummed as every push), stops at the first block it lacks, flushes, and replies with the
-// number of blocks pushed. A probe request pushes dummy blocks under kPeerProbeHash instead, so
-// the caller can time the link. The reply always comes, by the fetch deadline at the latest.
+// each block off the engine (read_block: engine::KvConnector::read_block, which waits for the
+// engine thread between steps, so it runs here on the link's reader thread, never on the engine
+// thread), pushes it back to the caller's KV transfer server with a KvTransferClient (frames
+// identity-stamped and checksummed as every push), stops at the first block it lacks, flushes, and
+// replies with the number of blocks pushed. A probe request pushes dummy blocks under
+// kPeerProbeHash instead, so the caller can time the link. The reply always comes, by the fetch
+// deadline at the latest.
 //
 // Fault hook: throttle_bytes_per_s > 0 paces every fetch — block i leaves no earlier than
 // (bytes of blocks 0..i) / throttle after the fetch began — a slow link for tests and benchmarks.
