@@ -80,15 +80,9 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   if (deps.draft_head == nullptr && config.speculative.method == SpecMethod::kDraftHead) {
     return Status::invalid_argument("--speculative draft-head: " + head_missing);
   }
-  std::string exit_missing;
-  KEEL_ASSIGN_OR_RETURN(deps.exit_predictors,
-                        open_exit_predictors(model, config, deps, &exit_missing));
-  if (exit_missing.empty() && deps.draft_head == nullptr) {  // the candidates come from it
-    exit_missing = "early exit needs the draft head: " + head_missing;
-  }
-  if (config.early_exit.enabled && !exit_missing.empty()) {
-    return Status::invalid_argument("--early-exit: " + exit_missing);
-  }
+  KEEL_ASSIGN_OR_RETURN(EarlyExitHook early_exit,
+                        EarlyExitHook::bind(model, config, std::move(deps.exit_predictors),
+                                            deps.draft_head.get(), head_missing));
   KEEL_ASSIGN_OR_RETURN(std::unique_ptr<kv::KvTiers> tiers,
                         open_tiers(model_key, config, layout.block_bytes(), deps.fs.get()));
   if (!tiers->empty()) {
@@ -103,15 +97,15 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
                   tiers->disk_cost().read_seconds(layout.block_bytes()) * 1e6);
   }
   std::unique_ptr<Engine> e(new Engine(model, std::move(config), std::move(storage), num_blocks,
-                                       model_key, std::move(deps), std::move(tiers)));
+                                       model_key, std::move(deps), std::move(tiers),
+                                       std::move(early_exit)));
   e->draft_head_missing_ = std::move(head_missing);  // read by submit() only, after this returns
-  e->exit_missing_ = std::move(exit_missing);
   return e;
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
                int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
-               std::unique_ptr<kv::KvTiers> tiers)
+               std::unique_ptr<kv::KvTiers> tiers, EarlyExitHook early_exit)
     : model_(model),
       config_(std::move(config)),
       max_model_len_(config_.scheduler.max_model_len),
@@ -119,7 +113,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       model_key_(model_key),
       tokenizer_(deps.tokenizer),
       draft_head_(std::move(deps.draft_head)),
-      exit_predictors_(std::move(deps.exit_predictors)),
+      early_exit_(std::move(early_exit)),
       pipeline_tail_(deps.pipeline_tail),
       fs_(std::move(deps.fs)),
       tiers_(std::move(tiers)),
@@ -142,8 +136,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, hp.n_layer), draft_head_.get(),
-      exit_predictors_ != nullptr ? &exit_predictors_->predictors : nullptr, pipeline_tail_,
-      expert_counts_.get());
+      early_exit_.predictors(), pipeline_tail_, expert_counts_.get());
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;
@@ -181,10 +174,7 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
       return Status::invalid_argument("speculative.method draft-head: " + draft_head_missing_);
     }
   }
-  if (request.early_exit.has_value()) KEEL_TRY(request.early_exit->validate());
-  if (request.early_exit.value_or(config_.early_exit).enabled && !exit_missing_.empty()) {
-    return Status::invalid_argument("early_exit: " + exit_missing_);
-  }
+  KEEL_TRY(early_exit_.check(request));
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
                                    static_cast<int32_t>(request.prompt_tokens.size())));
   if (request.sparse.has_value()) {
@@ -324,7 +314,7 @@ void Engine::admit(Submit s) {
   a.lora = std::move(s.lora);
   a.sched.key = s.key;
   EngineRequest& r = active_.emplace(s.key, std::move(a)).first->second;
-  init_early_exit(r);
+  early_exit_.admit(r.request, &r.exit);
   const GenerationRequest& q = r.request;
   const auto prompt_len = static_cast<int32_t>(q.prompt_tokens.size());
   Result<std::unique_ptr<SparseSequence>> sparse = make_sparse_sequence(
@@ -346,22 +336,7 @@ void Engine::admit(Submit s) {
     }
     return;
   }
-  // Each chunk from the chunk index, or compiled by an internal request.
-  for (const kv::PicChunk& c : q.pic_chunks) {
-    const std::span<const int32_t> tokens(q.prompt_tokens.data() + c.start,
-                                          static_cast<size_t>(c.len));
-    const kv::BlockHash h = kv::hash_block(kv::kRootHash, tokens, chunk_extra_key(q.cache_salt));
-    const auto hit = chunk_index_.find(kv::block_hash_hex(h));
-    if (hit != chunk_index_.end() && scheduler_.acquire_retained(hit->second.key)) {
-      hit->second.used = ++chunk_clock_;
-      r.pic.children.push_back(hit->second.key);
-      ++counters_.pic_chunks_reused;
-    } else {
-      r.pic.children.push_back(start_compile(s.key, tokens, q.cache_salt, h));
-      ++r.pic.pending;
-    }
-  }
-  if (r.pic.pending == 0) link_parent(r);
+  admit_pic(r);
 }
 
 void Engine::enqueue(EngineRequest& r, int32_t max_tokens, const kv::BlockHash& extra_key,
@@ -403,11 +378,16 @@ void Engine::add_to_step(const ScheduledSeq& s, EngineRequest& a, StepInput* in)
   }
   ++a.in_flight;
   add_scheduled_seq(in, s, a.lora.get());
-  if (a.sparse != nullptr) bind_sparse(s, a, &in->batch.seqs.back(), &in->sparse.back());
+  if (a.sparse != nullptr) {
+    const bool decode = s.num_tokens == 1 && s.positions.empty();
+    in->sparse.back() =
+        bind_sparse_step(*a.sparse, a.sched.num_preemptions, decode ? s.start_pos : -1,
+                         config_.block_size, &in->batch.seqs.back());
+  }
   if (!s.samples) return;
   const bool head = a.sched.spec.method == SpecMethod::kDraftHead;
   std::vector<int32_t> drafts(s.tokens.end() - s.num_drafts, s.tokens.end());
-  StepInput::Sample::EarlyExit ee = early_exit_sample(a, drafts);
+  StepInput::Sample::EarlyExit ee = early_exit_.sample(a.exit, drafts);
   in->samples.push_back(
       {s.key, a.sampler.get(), std::move(drafts), head ? a.sched.spec.k : 0, std::move(ee)});
 }
@@ -453,6 +433,38 @@ void Engine::update_prefill_budget(const StepPlan& plan, double seconds) {
                                        EngineConfig::kAutoStepFactor * step_costs_.predict(0, d));
   scheduler_.set_prefill_budget(step_costs_.prefill_budget(
       d, target, EngineConfig::kMinPrefillChunk, config_.scheduler.max_batched_tokens));
+}
+
+// The engine thread's block tables (kv) become batch tables (model) as they are: one hole value.
+static_assert(kv::kNoBlock == model::kReleasedBlock);
+
+void Engine::release_sparse_pages(const StepPlan& plan) {
+  for (const ScheduledSeq& s : plan.seqs) {
+    const auto it = active_.find(s.key);
+    if (it == active_.end() || it->second.sparse == nullptr) continue;
+    EngineRequest& a = it->second;
+    const bool valid = !a.finished && a.sched.num_preemptions == a.sparse->epoch;
+    const std::vector<int32_t> pages =
+        take_released_pages(*a.sparse, valid, kv_.num_held_blocks(s.key));
+    counters_.sparse_max_pages_held =
+        std::max<int64_t>(counters_.sparse_max_pages_held, a.sparse->max_pages_held);
+    if (pages.empty()) continue;
+    scheduler_.release_pages(s.key, pages);
+    counters_.sparse_pages_released += static_cast<int64_t>(pages.size());
+  }
+}
+
+void Engine::apply_exits(StepOutput& out) {
+  for (StepOutput::Exit& x : out.exits) {
+    const auto it = active_.find(x.key);
+    if (it != active_.end()) {
+      EarlyExitHook::on_exit(&it->second.exit, x, &metrics_.early_exit_layers);
+    }
+  }
+  for (const StepOutput::Proposal& p : out.proposals) {
+    const auto it = active_.find(p.key);
+    if (it != active_.end()) EarlyExitHook::on_proposal(&it->second.exit, p);
+  }
 }
 
 void Engine::apply(const StepPlan& plan, StepOutput& out) {

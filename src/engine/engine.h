@@ -34,7 +34,9 @@
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
 #include "draft/exit_predictor_file.h"
+#include "engine/chunk_index.h"
 #include "engine/context_cache_table.h"
+#include "engine/early_exit_hook.h"
 #include "engine/engine_client.h"
 #include "engine/engine_config.h"
 #include "engine/engine_request.h"
@@ -165,7 +167,7 @@ class Engine final : public EngineClient {
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
          int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
-         std::unique_ptr<kv::KvTiers> tiers);
+         std::unique_ptr<kv::KvTiers> tiers, EarlyExitHook early_exit);
   // The tiers the config asks for (T1 host, T2 disk under the model's identity); the disk tier's
   // index is rebuilt from its directory. IoError when that directory cannot be used.
   // The draft head start() binds (EngineDeps::draft_head, else the configured or default file);
@@ -174,19 +176,7 @@ class Engine final : public EngineClient {
                                                                          const EngineConfig& config,
                                                                          EngineDeps& deps,
                                                                          std::string* missing);
-  // The exit predictors start() binds (EngineDeps::exit_predictors, else the configured or
-  // default file); null with *missing saying why when there are none (engine_early_exit.cpp).
-  static Result<std::shared_ptr<const draft::ExitPredictorFile>> open_exit_predictors(
-      const model::Model& model, const EngineConfig& config, EngineDeps& deps,
-      std::string* missing);
-  // Early exit of an admitted request: its parameters and schedule.
-  void init_early_exit(EngineRequest& a) const;
-  // What the executor needs of an early-exit request for this step, whose seq verifies `drafts`
-  // (none: a decode or a prefill).
-  [[nodiscard]] StepInput::Sample::EarlyExit early_exit_sample(
-      const EngineRequest& a, const std::vector<int32_t>& drafts) const;
-  // The step's exits: features kept, schedules and the layer histogram updated; the proposals'
-  // candidates kept for their verifications.
+  // The step's exits and proposals, handed to early_exit_ for their requests.
   void apply_exits(StepOutput& out);
   static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const kv::BlockHash& model_key,
                                                          const EngineConfig& config,
@@ -207,6 +197,9 @@ class Engine final : public EngineClient {
   // tokens it may generate, its prefix-cache key and PIC chunks.
   void enqueue(EngineRequest& r, int32_t max_tokens, const kv::BlockHash& extra_key,
                PicState pic = {});
+  // Admits a request with PIC chunks: each from the chunk index, or compiled by an internal
+  // request; the request is linked once every chunk is there (engine_pic.cpp).
+  void admit_pic(EngineRequest& r);
   // Starts the internal request computing `tokens` alone for PIC parent `parent`; returns its key.
   RequestKey start_compile(RequestKey parent, std::span<const int32_t> tokens,
                            const std::string& salt, const kv::BlockHash& hash);
@@ -242,10 +235,6 @@ class Engine final : public EngineClient {
   // A request's seq in the step: its rows, sparse binding and sample.
   void add_to_step(const ScheduledSeq& s, EngineRequest& a, StepInput* in);
   void apply(const StepPlan& plan, StepOutput& out);
-  // A sparse request's seq in a step: marks its decode token for page selection, masks its
-  // released pages and binds its state (sparse_decode.h).
-  void bind_sparse(const ScheduledSeq& s, EngineRequest& a, model::BatchSeq* seq,
-                   SparseSelector::Binding* binding);
   // After a step: gives the pages its sparse requests released back to the pool.
   void release_sparse_pages(const StepPlan& plan);
   void finish(RequestKey key, EngineRequest& a, FinishReason reason, TokenEvent event);
@@ -276,9 +265,7 @@ class Engine final : public EngineClient {
   // "draft-head" speculation's head (null: such requests are refused with draft_head_missing_).
   std::shared_ptr<const draft::DraftHead> draft_head_;
   std::string draft_head_missing_;
-  // Early exit's predictors (null: early-exit requests are refused with exit_missing_).
-  std::shared_ptr<const draft::ExitPredictorFile> exit_predictors_;
-  std::string exit_missing_;
+  EarlyExitHook early_exit_;  // SpecEE early exit: predictors, checks, per-request schedules
   PipelineTail* pipeline_tail_ = nullptr;   // pipeline parallelism; null = every layer here
   std::vector<BlockCopy> pipeline_copies_;  // engine thread: copies not yet sent with a step
   LoraRegistry loras_{model_};              // the adapters requests may name
@@ -303,16 +290,8 @@ class Engine final : public EngineClient {
   std::unique_ptr<StepExecutor> executor_;
   EngineStats counters_;    // cumulative counters kept on the engine thread
   kv::BlockHash pic_root_;  // root key of compiled PIC chunks (model identity + "pic")
-  // The chunk index (EPIC): compiled chunks by the hash of their tokens (hex), each a retained
-  // table holding a reference of its own, LRU-bounded to a quarter of the pool.
-  struct ChunkEntry {
-    RequestKey key = 0;
-    int64_t blocks = 0;
-    uint64_t used = 0;  // chunk_clock_ at the last use
-  };
-  std::unordered_map<std::string, ChunkEntry> chunk_index_;
-  int64_t chunk_index_blocks_ = 0;
-  uint64_t chunk_clock_ = 0;
+  // EPIC's compiled chunks, at most a quarter of the pool (chunk_index.h).
+  ChunkIndex chunk_index_{num_blocks_ / 4};
   ThreadPool link_pool_{1};  // the engine thread's RoPE for PIC links (no step is in flight then)
   std::unique_ptr<kernels::Ops> link_ops_;
   // EngineDeps::cache_events: the KV manager records cache events only when it is set.

@@ -15,24 +15,31 @@ kv::BlockHash Engine::chunk_extra_key(const std::string& salt) const {
 }
 
 void Engine::index_chunk(const kv::BlockHash& hash, RequestKey key, int32_t len) {
-  const std::string id = kv::block_hash_hex(hash);
   const auto blocks = static_cast<int64_t>(kv_.block_table(key).size());
   // (A compile request preempted at its very end holds no table: nothing to keep.)
-  if (blocks < kv_.blocks_for(len) || chunk_index_.contains(id)) return;
+  if (blocks < kv_.blocks_for(len) || chunk_index_.contains(hash)) return;
   if (!scheduler_.acquire_retained(key)) return;
-  chunk_index_[id] = ChunkEntry{key, blocks, ++chunk_clock_};
-  chunk_index_blocks_ += blocks;
-  // At most a quarter of the pool: least recently used chunks go first (requests that took one
-  // as a source keep their own reference).
-  while (chunk_index_blocks_ > num_blocks_ / 4 && chunk_index_.size() > 1) {
-    auto lru = chunk_index_.begin();
-    for (auto it = chunk_index_.begin(); it != chunk_index_.end(); ++it) {
-      if (it->second.used < lru->second.used) lru = it;
+  // Requests that took an evicted chunk as a source keep their own reference.
+  for (RequestKey lru : chunk_index_.insert(hash, key, blocks)) scheduler_.release_retained(lru);
+}
+
+void Engine::admit_pic(EngineRequest& r) {
+  // Each chunk from the chunk index, or compiled by an internal request.
+  for (const kv::PicChunk& c : r.request.pic_chunks) {
+    const std::span<const int32_t> tokens(r.request.prompt_tokens.data() + c.start,
+                                          static_cast<size_t>(c.len));
+    const kv::BlockHash h =
+        kv::hash_block(kv::kRootHash, tokens, chunk_extra_key(r.request.cache_salt));
+    const std::optional<RequestKey> hit = chunk_index_.find(h);
+    if (hit && scheduler_.acquire_retained(*hit)) {
+      r.pic.children.push_back(*hit);
+      ++counters_.pic_chunks_reused;
+    } else {
+      r.pic.children.push_back(start_compile(r.key(), tokens, r.request.cache_salt, h));
+      ++r.pic.pending;
     }
-    chunk_index_blocks_ -= lru->second.blocks;
-    scheduler_.release_retained(lru->second.key);
-    chunk_index_.erase(lru);
   }
+  if (r.pic.pending == 0) link_parent(r);
 }
 
 RequestKey Engine::start_compile(RequestKey parent, std::span<const int32_t> tokens,

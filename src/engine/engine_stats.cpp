@@ -60,7 +60,7 @@ void Engine::publish_stats() {
   for (const ContextCacheTable::Pin& pin : pins) {
     s.context_cache_blocks += static_cast<int64_t>(kv_.block_table(pin.key).size());
   }
-  s.pic_index_blocks = chunk_index_blocks_;
+  s.pic_index_blocks = chunk_index_.blocks();
   s.pic_tokens_linked = scheduler_.pic_tokens_linked();
   s.pic_tokens_recomputed = scheduler_.pic_tokens_recomputed();
   MutexLock lock(mu_);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 namespace keel::engine {
 namespace {
@@ -180,6 +181,25 @@ std::vector<float> SparseSelector::attention_mass(const model::BatchSeq& s,
     }
   }
   return mass;
+}
+
+SparseSelector::Binding bind_sparse_step(SparseSequence& st, int32_t epoch, int32_t decode_pos,
+                                         int32_t page_size, model::BatchSeq* seq) {
+  if (decode_pos >= st.num_prompt_tokens) {
+    if (st.epoch == epoch) {
+      st.prepare_decode(seq, decode_pos, page_size);
+    } else {
+      seq->select_pages = true;  // preempted since: the selector starts the summaries over
+    }
+  }
+  return {&st, epoch};
+}
+
+std::vector<int32_t> take_released_pages(SparseSequence& st, bool valid, int32_t held_blocks) {
+  st.max_pages_held = std::max(st.max_pages_held, held_blocks);
+  std::vector<int32_t> pages = std::exchange(st.pending, {});
+  if (!valid) pages.clear();
+  return pages;
 }
 
 }  // namespace keel::engine

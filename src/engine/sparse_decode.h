@@ -97,4 +97,15 @@ class SparseSelector final : public model::PageSelector {
   std::vector<size_t> page_of_;  // attention_mass: the page of each attended position
 };
 
+// The engine's hooks around a step, for a request whose scheduler state has `epoch` preemptions.
+// Before the step: the binding of its seq `seq` in the batch; `decode_pos` is the position of its
+// one decode token (-1: the seq is a prefill chunk or recompute), which — past the prompt — is
+// marked for page selection (prepare_decode; after a preemption the selector starts over).
+SparseSelector::Binding bind_sparse_step(SparseSequence& st, int32_t epoch, int32_t decode_pos,
+                                         int32_t page_size, model::BatchSeq* seq);
+// After the step: records `held_blocks` (the pool blocks it holds) and takes the pages the step
+// released, to give back to the pool — none when `valid` is false (the request was preempted
+// since, or finished).
+std::vector<int32_t> take_released_pages(SparseSequence& st, bool valid, int32_t held_blocks);
+
 }  // namespace keel::engine
