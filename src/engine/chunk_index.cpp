@@ -2,6 +2,7 @@
 #include "engine/chunk_index.h"
 
 #include "core/check.h"
+#include "kv/block_file.h"
 
 namespace keel::engine {
 
