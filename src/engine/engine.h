@@ -235,6 +235,8 @@ class Engine final : public EngineClient {
   // A request's seq in the step: its rows, sparse binding and sample.
   void add_to_step(const ScheduledSeq& s, EngineRequest& a, StepInput* in);
   void apply(const StepPlan& plan, StepOutput& out);
+  // A sampled token of the step (at `t`): its event, or its request's end.
+  void emit_token(StepOutput::Token& tok, int64_t t);
   // After a step: gives the pages its sparse requests released back to the pool.
   void release_sparse_pages(const StepPlan& plan);
   void finish(RequestKey key, EngineRequest& a, FinishReason reason, TokenEvent event);
