@@ -7,11 +7,11 @@
 #include <cmath>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "draft/exit_predictor_file.h"
 #include "engine/engine.h"
@@ -73,7 +73,7 @@ Result<double> spec_perplexity(const model::Model& m, kernels::Ops& ops, const P
 class SpecSink final : public engine::OutputSink {
  public:
   void on_event(engine::TokenEvent ev) override {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     tokens_.insert(tokens_.end(), ev.tokens.begin(), ev.tokens.end());
     if (ev.finish) {
       done_ = true;
@@ -81,16 +81,19 @@ class SpecSink final : public engine::OutputSink {
     }
   }
   std::vector<int32_t> wait() {
-    std::unique_lock lock(mu_);
-    cv_.wait(lock, [this] { return done_; });
+    UniqueLock lock(mu_);
+    cv_.wait(lock.native(), [this] {
+      mu_.assert_held();  // a wait's predicate runs under its lock
+      return done_;
+    });
     return tokens_;
   }
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::vector<int32_t> tokens_;
-  bool done_ = false;
+  std::vector<int32_t> tokens_ KEEL_GUARDED_BY(mu_);
+  bool done_ KEEL_GUARDED_BY(mu_) = false;
 };
 
 // The inputs every row of a run shares.

@@ -168,7 +168,7 @@ Link::~Link() {
 
 bool Link::send(Message message, std::function<void()> on_written) {
   std::vector<uint8_t> payload = encode_message(message);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return false;
   outbox_.push_back(Outgoing{std::move(payload), std::move(on_written)});
   cv_.notify_all();
@@ -179,15 +179,15 @@ Result<Json> Link::call(Message message, std::chrono::milliseconds timeout) {
   auto pending = std::make_shared<PendingCall>();
   int64_t id = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return Status::unavailable("link to " + peer_ + " is closed");
     id = next_call_id_++;
     calls_[id] = pending;
   }
   message.body["call_id"] = id;
   if (!send(std::move(message))) return Status::unavailable("link to " + peer_ + " is closed");
-  std::unique_lock lock(mu_);
-  const bool done = cv_.wait_for(lock, timeout, [&] { return pending->done; });
+  UniqueLock lock(mu_);
+  const bool done = cv_.wait_for(lock.native(), timeout, [&] { return pending->done; });
   calls_.erase(id);
   if (!done) {
     return Status::unavailable("no reply from " + peer_ + " within " +
@@ -204,7 +204,7 @@ void Link::call_async(Message message, std::chrono::milliseconds timeout, CallDo
   pending->deadline = std::chrono::steady_clock::now() + timeout;
   int64_t id = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!closed_) {
       id = next_call_id_++;
       calls_[id] = pending;
@@ -215,7 +215,7 @@ void Link::call_async(Message message, std::chrono::milliseconds timeout, CallDo
   message.body["call_id"] = id;
   if (send(std::move(message))) return;  // send() woke the writer: it minds the deadline
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (calls_.erase(id) == 0) return;  // the reader, ending, failed it already
   }
   run_done(*pending, Status::unavailable("link to " + peer_ + " is closed"));
@@ -257,7 +257,7 @@ void Link::fail_async_calls() {
   std::vector<std::shared_ptr<PendingCall>> failed;
   Status why;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = calls_.begin(); it != calls_.end();) {
       if (it->second->on_done) {
         failed.push_back(it->second);
@@ -280,7 +280,7 @@ bool Link::reply(int64_t call_id, Json body) {
 void Link::close() { close_for(Status::ok_status()); }
 
 void Link::close_for(Status reason) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (closed_) return;
   closed_ = true;
   close_reason_ = reason;
@@ -294,12 +294,12 @@ void Link::close_for(Status reason) {
 }
 
 bool Link::closed() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return closed_;
 }
 
 Status Link::close_reason() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return close_reason_;
 }
 
@@ -350,7 +350,7 @@ void Link::deliver(Message message) {
     if (id == message.body.end() || !id->is_number_integer()) return;
     std::shared_ptr<PendingCall> async;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const auto it = calls_.find(id->get<int64_t>());
       if (it == calls_.end()) return;  // the caller gave up
       if (it->second->on_done) {
@@ -394,16 +394,16 @@ void Link::run_writer() {
     Outgoing out;
     std::vector<std::shared_ptr<PendingCall>> expired;
     {
-      std::unique_lock lock(mu_);
+      UniqueLock lock(mu_);
       // Waits for a frame to write, minding the asynchronous calls' deadlines meanwhile.
       while (!closed_) {
         std::chrono::steady_clock::time_point next;
         expired = take_expired_calls(std::chrono::steady_clock::now(), &next);
         if (!expired.empty() || !outbox_.empty()) break;
         if (next == std::chrono::steady_clock::time_point::max()) {
-          cv_.wait(lock);
+          cv_.wait(lock.native());
         } else {
-          cv_.wait_until(lock, next);
+          cv_.wait_until(lock.native(), next);
         }
       }
       if (closed_) return;  // the reader fails the calls left as it ends

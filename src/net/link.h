@@ -29,7 +29,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -40,6 +39,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <nlohmann/json.hpp>
 
+#include "core/mutex.h"
 #include "core/result.h"
 
 namespace keel::net {
@@ -110,34 +110,39 @@ class Link : public std::enable_shared_from_this<Link> {
   CloseHandler on_close_;
   std::string peer_;
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
-  bool closed_ = false;
-  Status close_reason_;  // set by close_for()
+  bool closed_ KEEL_GUARDED_BY(mu_) = false;
+  Status close_reason_ KEEL_GUARDED_BY(mu_);  // set by close_for()
   struct Outgoing {
     std::vector<uint8_t> payload;
     std::function<void()> on_written;
   };
-  std::deque<Outgoing> outbox_;
-  int64_t next_call_id_ = 1;
+  std::deque<Outgoing> outbox_ KEEL_GUARDED_BY(mu_);
+  int64_t next_call_id_ KEEL_GUARDED_BY(mu_) = 1;
   // The earliest deadline of the asynchronous calls (max(): none), so the writer scans calls_
   // only when one may have passed, not on every frame.
-  std::chrono::steady_clock::time_point next_deadline_ =
+  std::chrono::steady_clock::time_point next_deadline_ KEEL_GUARDED_BY(mu_) =
       std::chrono::steady_clock::time_point::max();
   struct PendingCall {
+    // done, reply and error are guarded by the link's mu_ (an annotation here cannot name
+    // another object's mutex): call() waits for them under it; the reader or close_for() sets
+    // them under it.
     bool done = false;
     std::optional<Json> reply;  // set when answered; else `error` says why it ended
     Status error = Status::unavailable("link closed");
-    // An asynchronous call's continuation and deadline (call_async); empty for call().
+    // An asynchronous call's continuation and deadline (call_async); empty for call(). Set
+    // before the call enters calls_, constant afterwards.
     CallDone on_done;
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds timeout{0};
   };
-  std::map<int64_t, std::shared_ptr<PendingCall>> calls_;
-  // Asynchronous calls past their deadline, taken out of calls_ (under mu_), and the earliest
-  // deadline of those left (time_point::max() when none).
+  std::map<int64_t, std::shared_ptr<PendingCall>> calls_ KEEL_GUARDED_BY(mu_);
+  // Asynchronous calls past their deadline, taken out of calls_, and the earliest deadline of
+  // those left (time_point::max() when none).
   std::vector<std::shared_ptr<PendingCall>> take_expired_calls(
-      std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point* next);
+      std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point* next)
+      KEEL_REQUIRES(mu_);
   // Fails every asynchronous call still pending (the reader, as the link ends).
   void fail_async_calls();
   // Runs an asynchronous call's continuation (a throwing one is logged, not propagated).

@@ -8,7 +8,7 @@ OutputTail::OutputTail(bool echo, size_t capacity, std::FILE* out)
 
 void OutputTail::add(std::string_view name, std::string_view line) {
   std::string tagged = "[" + std::string(name) + "] " + std::string(line);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (echo_) std::fprintf(out_, "%s\n", tagged.c_str());
   if (capacity_ == 0) return;
   lines_.push_back(std::move(tagged));
@@ -16,13 +16,13 @@ void OutputTail::add(std::string_view name, std::string_view line) {
 }
 
 std::vector<std::string> OutputTail::lines() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return {lines_.begin(), lines_.end()};
 }
 
 void OutputTail::print() const {
   if (echo_) return;
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const std::string& l : lines_) std::fprintf(out_, "%s\n", l.c_str());
 }
 

@@ -11,10 +11,11 @@
 #include <cstddef>
 #include <cstdio>
 #include <deque>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/mutex.h"
 
 namespace keel::proc {
 
@@ -36,8 +37,8 @@ class OutputTail {
   const bool echo_;
   const size_t capacity_;
   std::FILE* const out_;
-  mutable std::mutex mu_;
-  std::deque<std::string> lines_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;  // also keeps echoed lines whole (one fprintf at a time)
+  std::deque<std::string> lines_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::proc

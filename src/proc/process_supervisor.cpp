@@ -249,7 +249,7 @@ ChildExit ProcessSupervisor::finish_record(std::vector<Record>::iterator it, int
 }
 
 void ProcessSupervisor::forward_line(std::string_view name, std::string_view line) {
-  std::lock_guard lock(sink_mu_);
+  MutexLock lock(sink_mu_);
   if (options_.sink) {
     options_.sink(name, line);
     return;

@@ -23,7 +23,6 @@
 #include <csignal>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,6 +30,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/mutex.h"
 #include "core/result.h"
 #include "core/status.h"
 #include "proc/child_exit.h"
@@ -114,7 +114,9 @@ class ProcessSupervisor {
 
   SupervisorOptions options_;
   std::vector<Record> children_;  // live children in start order
-  std::mutex sink_mu_;            // serializes sink calls from drain threads
+  // Guards no data: serializes the sink calls (options_.sink, or the default stderr writes) of
+  // the drain threads, so a sink sees one line at a time.
+  Mutex sink_mu_;
 };
 
 }  // namespace keel::proc

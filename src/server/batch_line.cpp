@@ -28,7 +28,7 @@ std::shared_ptr<engine::OutputSink> LineInbox::make_sink(size_t choice) {
 
 void LineInbox::deliver(size_t choice, engine::TokenEvent event) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (closed_) return;
     queue_.push_back(Item{choice, std::move(event)});
   }
@@ -37,21 +37,24 @@ void LineInbox::deliver(size_t choice, engine::TokenEvent event) {
 
 void LineInbox::cancel() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     cancelled_ = true;
   }
   cv_.notify_all();
 }
 
 void LineInbox::close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   closed_ = true;
   queue_.clear();
 }
 
 bool LineInbox::wait(Clock::time_point deadline, std::deque<Item>* out) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_until(lock, deadline, [this] { return cancelled_ || !queue_.empty(); });
+  UniqueLock lock(mu_);
+  cv_.wait_until(lock.native(), deadline, [this] {
+    mu_.assert_held();  // a wait's predicate runs under its lock
+    return cancelled_ || !queue_.empty();
+  });
   if (cancelled_) return false;
   while (!queue_.empty()) {
     out->push_back(std::move(queue_.front()));

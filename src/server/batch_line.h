@@ -16,10 +16,10 @@
 #include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
+#include "core/mutex.h"
 #include "engine/types.h"
 #include "server/batch_input.h"
 #include "server/generation_request.h"
@@ -48,11 +48,11 @@ class LineInbox : public std::enable_shared_from_this<LineInbox> {
   class Sink;
   void deliver(size_t choice, engine::TokenEvent event);
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<Item> queue_;  // mu_
-  bool cancelled_ = false;  // mu_
-  bool closed_ = false;     // mu_
+  std::deque<Item> queue_ KEEL_GUARDED_BY(mu_);
+  bool cancelled_ KEEL_GUARDED_BY(mu_) = false;
+  bool closed_ KEEL_GUARDED_BY(mu_) = false;
 };
 
 struct BatchLineResult {

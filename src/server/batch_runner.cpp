@@ -33,6 +33,10 @@ std::string expired_line(std::string_view request_id, std::string_view custom_id
 
 }  // namespace
 
+// The fields from `validating` on are guarded by the runner's mu_ (an annotation here cannot
+// name another object's mutex) while the job is shared: from its entry into jobs_ until pick()
+// takes it out to finalize (finalize() then owns it). `lines` is set under mu_ by validate()
+// before any line of it is picked; the line workers read it without the lock.
 struct BatchRunner::Job {
   std::string id;
   ApiKind kind = ApiKind::kChat;
@@ -84,7 +88,7 @@ std::shared_ptr<BatchRunner::Job> BatchRunner::make_job(const BatchRecord& batch
 void BatchRunner::submit(const BatchRecord& batch, std::shared_ptr<const std::string> input) {
   std::shared_ptr<Job> job = make_job(batch, std::move(input));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) {                       // the workers may be gone: it never runs here
       if (ctx_.batches.durable()) return;  // validating on disk: the next start resumes it
       ctx_.batches.update(job->id, [](BatchRecord& r) {
@@ -130,7 +134,7 @@ void BatchRunner::resume_one(const BatchRecord& batch) {
   });
   KEEL_LOG_INFO("batch {}: resumed ({}, {} lines finished before the restart)", batch.id,
                 batch_status_name(batch.status), completed + failed);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   jobs_.push_back(std::move(job));
 }
 
@@ -164,7 +168,7 @@ void BatchRunner::stop_job(Job& job) {
 }
 
 ApiResult<BatchRecord> BatchRunner::cancel(std::string_view id) {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   std::optional<BatchRecord> record = ctx_.batches.find(id);
   if (!record) {
     ApiError e =
@@ -191,7 +195,7 @@ ApiResult<BatchRecord> BatchRunner::cancel(std::string_view id) {
 
 void BatchRunner::cancel_all() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& job : jobs_) stop_job(*job);
   }
   cv_.notify_all();
@@ -199,7 +203,7 @@ void BatchRunner::cancel_all() {
 
 void BatchRunner::stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     for (const auto& job : jobs_) stop_job(*job);
   }
@@ -211,7 +215,7 @@ void BatchRunner::stop() {
 }
 
 size_t BatchRunner::num_in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return in_flight_;
 }
 
@@ -259,15 +263,15 @@ BatchRunner::Pick BatchRunner::pick() {
 }
 
 void BatchRunner::worker() {
-  std::unique_lock<std::mutex> lock(mu_);
+  UniqueLock lock(mu_);
   for (;;) {
     Pick p = pick();
     if (p.task == Task::kNone) {
       if (stopping_ && jobs_.empty()) return;
       if (ctx_.ready()) {
-        cv_.wait(lock);
+        cv_.wait(lock.native());
       } else {
-        cv_.wait_for(lock, kBatchReadyPoll);  // lines wait for the model
+        cv_.wait_for(lock.native(), kBatchReadyPoll);  // lines wait for the model
       }
       continue;
     }
@@ -292,7 +296,7 @@ void BatchRunner::worker() {
 
 void BatchRunner::validate(const std::shared_ptr<Job>& job) {
   BatchInput input = parse_batch_input(*job->input, job->endpoint, max_lines_);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   job->validating = false;
   if (job->cancelled || job->suspended) return;  // finished(): finalize() or dropped
   if (!input.errors.empty()) {
@@ -328,7 +332,7 @@ void BatchRunner::run_line(const Pick& p) {
                     line.line, st.message());
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   --job.in_flight;
   --in_flight_;
   std::erase(job.running, p.inbox);

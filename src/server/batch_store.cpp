@@ -19,7 +19,7 @@ Status BatchStore::attach(state::StateStore* state) {
   state_ = state;
   KEEL_ASSIGN_OR_RETURN(std::vector<state::Record> records,
                         state->load_records(kBatchesCollection));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const state::Record& r : records) {
     Result<std::pair<BatchRecord, uint64_t>> loaded = batch_record_from_state_json(r.value);
     if (!loaded.ok() || loaded->first.id != r.id) {
@@ -45,7 +45,7 @@ void BatchStore::persist_locked(const BatchRecord& record, uint64_t seq) {
 }
 
 Status BatchStore::add(BatchRecord record) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const uint64_t seq = next_seq_++;
   if (state_ != nullptr)
     KEEL_TRY(state_->put_record(kBatchesCollection, record.id, record.to_state_json(seq)));
@@ -68,7 +68,7 @@ Status BatchStore::add(BatchRecord record) {
 }
 
 std::optional<BatchRecord> BatchStore::find(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = seq_of_.find(std::string(id));
   if (it == seq_of_.end()) return std::nullopt;
   return batches_.at(it->second);
@@ -77,7 +77,7 @@ std::optional<BatchRecord> BatchStore::find(std::string_view id) const {
 std::optional<BatchRecord> BatchStore::update(std::string_view id,
                                               const std::function<void(BatchRecord&)>& fn,
                                               bool persist) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = seq_of_.find(std::string(id));
   if (it == seq_of_.end()) return std::nullopt;
   BatchRecord& r = batches_.at(it->second);
@@ -87,7 +87,7 @@ std::optional<BatchRecord> BatchStore::update(std::string_view id,
 }
 
 std::vector<BatchRecord> BatchStore::unfinished() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<BatchRecord> out;
   for (const auto& [seq, r] : batches_) {
     if (!is_terminal(r.status)) out.push_back(r);
@@ -96,7 +96,7 @@ std::vector<BatchRecord> BatchStore::unfinished() const {
 }
 
 BatchStore::Page BatchStore::list(size_t limit, std::string_view after) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Page page;
   bool started = after.empty();
   for (auto it = batches_.rbegin(); it != batches_.rend(); ++it) {

@@ -19,13 +19,13 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
 #include "server/batch_record.h"
 #include "state/state_store.h"
 
@@ -75,13 +75,13 @@ class BatchStore {
   void forget_lines(std::string_view id);
 
  private:
-  void persist_locked(const BatchRecord& record, uint64_t seq);  // mu_
+  void persist_locked(const BatchRecord& record, uint64_t seq) KEEL_REQUIRES(mu_);
 
   state::StateStore* state_ = nullptr;  // set once by attach()
-  mutable std::mutex mu_;
-  uint64_t next_seq_ = 0;                             // mu_
-  std::map<uint64_t, BatchRecord> batches_;           // mu_; by creation order
-  std::unordered_map<std::string, uint64_t> seq_of_;  // mu_
+  mutable Mutex mu_;
+  uint64_t next_seq_ KEEL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, BatchRecord> batches_ KEEL_GUARDED_BY(mu_);  // by creation order
+  std::unordered_map<std::string, uint64_t> seq_of_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::server

@@ -53,7 +53,7 @@ ApiResult<StoredFile> FileStore::add(std::string id, std::string purpose, std::s
                   .content = std::make_shared<const std::string>(std::move(content))};
   uint64_t seq = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (used_bytes_ + charge > max_total_bytes_) {
       return ApiError::bad_request(
           fmt::format("The file store is full: {} of {} bytes used, this file needs {}; delete "
@@ -71,7 +71,7 @@ ApiResult<StoredFile> FileStore::add(std::string id, std::string purpose, std::s
     if (!st.ok()) {
       (void)state_->remove_blob(kFilesCollection, file.id);
       KEEL_LOG_WARN("files: {} not stored: {}", file.id, st.message());
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       used_bytes_ -= charge;
       ApiError e = ApiError::internal(
           "The file could not be written to the server's state "
@@ -80,7 +80,7 @@ ApiResult<StoredFile> FileStore::add(std::string id, std::string purpose, std::s
       return e;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   seq_of_[file.id] = seq;
   files_.emplace(seq, file);
   return file;
@@ -112,7 +112,7 @@ Status FileStore::attach(state::StateStore* state) {
   state_ = state;
   KEEL_ASSIGN_OR_RETURN(std::vector<state::Record> records, state->load_records(kFilesCollection));
   KEEL_ASSIGN_OR_RETURN(std::vector<std::string> blobs, state->list_blobs(kFilesCollection));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const state::Record& r : records) {
     const Status st = load(r);
     if (st.ok()) continue;
@@ -134,7 +134,7 @@ Status FileStore::attach(state::StateStore* state) {
 }
 
 std::optional<StoredFile> FileStore::find(std::string_view id) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = seq_of_.find(std::string(id));
   if (it == seq_of_.end()) return std::nullopt;
   return files_.at(it->second);
@@ -144,7 +144,7 @@ bool FileStore::remove(std::string_view id) {
   const std::string key(id);
   bool pinned = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = seq_of_.find(key);
     if (it == seq_of_.end()) return false;
     auto file = files_.find(it->second);
@@ -168,7 +168,7 @@ void FileStore::forget_on_disk(const std::string& id, bool keep_bytes) {
 
 std::shared_ptr<const std::string> FileStore::pin(std::string_view id) {
   const std::string key(id);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::shared_ptr<const std::string> content;
   if (auto it = seq_of_.find(key); it != seq_of_.end()) {
     content = files_.at(it->second).content;
@@ -182,7 +182,7 @@ std::shared_ptr<const std::string> FileStore::pin(std::string_view id) {
 void FileStore::unpin(std::string_view id) {
   const std::string key(id);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = pins_.find(key);
     if (it == pins_.end() || --it->second > 0) return;
     pins_.erase(it);
@@ -197,7 +197,7 @@ void FileStore::unpin(std::string_view id) {
 void FileStore::drop_unpinned_deleted() {
   std::vector<std::string> dropped;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = deleted_.begin(); it != deleted_.end();) {
       if (pins_.contains(it->first)) {
         ++it;
@@ -214,7 +214,7 @@ void FileStore::drop_unpinned_deleted() {
 
 FileStore::Page FileStore::list(std::string_view purpose, size_t limit, std::string_view after,
                                 bool ascending) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Page page;
   bool started = after.empty();
   auto visit = [&](const StoredFile& f) {
@@ -243,7 +243,7 @@ FileStore::Page FileStore::list(std::string_view purpose, size_t limit, std::str
 }
 
 size_t FileStore::used_bytes() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return used_bytes_;
 }
 

@@ -21,7 +21,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -30,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/mutex.h"
 #include "server/api_error.h"
 #include "state/state_store.h"
 
@@ -87,19 +87,20 @@ class FileStore {
  private:
   // Removes file `id`'s record (and its bytes unless `keep_bytes`) from the state store.
   void forget_on_disk(const std::string& id, bool keep_bytes);
-  Status load(const state::Record& record);  // attach(), one file
+  Status load(const state::Record& record) KEEL_REQUIRES(mu_);  // attach(), one file
 
   const size_t max_file_bytes_;
   const size_t max_total_bytes_;
   state::StateStore* state_ = nullptr;  // set once by attach()
-  mutable std::mutex mu_;
-  uint64_t next_seq_ = 0;                             // mu_
-  size_t used_bytes_ = 0;                             // mu_
-  std::map<uint64_t, StoredFile> files_;              // mu_; by creation order
-  std::unordered_map<std::string, uint64_t> seq_of_;  // mu_; id → key in files_
-  std::unordered_map<std::string, int32_t> pins_;     // mu_; id → pin() calls not yet unpinned
-  // mu_; deleted files whose bytes are kept: pinned, or (after attach) not yet claimed
-  std::unordered_map<std::string, std::shared_ptr<const std::string>> deleted_;
+  mutable Mutex mu_;
+  uint64_t next_seq_ KEEL_GUARDED_BY(mu_) = 0;
+  size_t used_bytes_ KEEL_GUARDED_BY(mu_) = 0;
+  std::map<uint64_t, StoredFile> files_ KEEL_GUARDED_BY(mu_);              // by creation order
+  std::unordered_map<std::string, uint64_t> seq_of_ KEEL_GUARDED_BY(mu_);  // id → key in files_
+  // id → pin() calls not yet unpinned
+  std::unordered_map<std::string, int32_t> pins_ KEEL_GUARDED_BY(mu_);
+  // Deleted files whose bytes are kept: pinned, or (after attach) not yet claimed.
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> deleted_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::server

@@ -9,7 +9,6 @@
 #include <condition_variable>
 #include <ctime>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <unordered_map>
@@ -17,6 +16,7 @@
 
 #include "core/failure_streak.h"
 #include "core/log.h"
+#include "core/mutex.h"
 #include "server/batch_runner.h"
 #include "server/connection_admission.h"
 #include "server/http_connection.h"
@@ -87,12 +87,12 @@ struct Server::Impl {
   std::atomic<bool> accepting{true};
   std::vector<std::thread> threads;
 
-  mutable std::mutex mu;
+  mutable Mutex mu;
   std::condition_variable cv;
-  std::unordered_map<HttpConnection*, Entry> connections;   // mu
-  std::map<net::ip::address, size_t> per_client;            // mu; open connections by client
-  std::mutex shutdown_mu;                                   // serializes shutdown()
-  bool shut_down = false;                                   // mu; io threads joined
+  std::unordered_map<HttpConnection*, Entry> connections KEEL_GUARDED_BY(mu);
+  std::map<net::ip::address, size_t> per_client KEEL_GUARDED_BY(mu);  // open connections by client
+  Mutex shutdown_mu;                                        // guards no data: serializes shutdown()
+  bool shut_down KEEL_GUARDED_BY(mu) = false;               // io threads joined
   FailureStreak accept_failures{std::chrono::seconds(60)};  // acceptor strand only
 };
 
@@ -138,13 +138,13 @@ Status Server::Impl::open_state() {
 
 void Server::Impl::register_connection(const std::shared_ptr<HttpConnection>& conn,
                                        const net::ip::address& client) {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   connections.emplace(conn.get(), Entry{conn, client});
   ++per_client[client];
 }
 
 void Server::Impl::unregister_connection(HttpConnection* conn) {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   const auto it = connections.find(conn);
   if (it != connections.end()) {
     const auto count = per_client.find(it->second.client);
@@ -166,7 +166,7 @@ net::awaitable<void> Server::Impl::serve(Impl* impl, std::shared_ptr<HttpConnect
 void Server::Impl::close_connections(bool idle_only) {
   std::vector<std::shared_ptr<HttpConnection>> open;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     for (auto& [ptr, entry] : connections) {
       if (auto conn = entry.conn.lock()) open.push_back(std::move(conn));
     }
@@ -183,7 +183,7 @@ void Server::Impl::close_connections(bool idle_only) {
 }
 
 Admission Server::Impl::admission(const net::ip::address& client) const {
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   const auto it = per_client.find(client);
   return admit_connection(connections.size(), it == per_client.end() ? 0 : it->second,
                           ctx.config.max_connections, ctx.config.max_connections_per_client);
@@ -192,7 +192,7 @@ Admission Server::Impl::admission(const net::ip::address& client) const {
 bool Server::Impl::shed_idle_connection(const net::ip::address* client) {
   std::shared_ptr<HttpConnection> oldest;
   {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     int64_t oldest_since = 0;
     for (auto& [ptr, entry] : connections) {
       const int64_t since = ptr->idle_since_ns();
@@ -319,12 +319,12 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, ServerDeps de
 uint16_t Server::port() const { return impl_->port; }
 
 size_t Server::num_connections() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   return impl_->connections.size();
 }
 
 size_t Server::num_idle_connections() const {
-  std::lock_guard<std::mutex> lock(impl_->mu);
+  MutexLock lock(impl_->mu);
   size_t n = 0;
   for (const auto& [ptr, entry] : impl_->connections) n += ptr->idle() ? 1 : 0;
   return n;
@@ -346,9 +346,9 @@ void Server::stop_accepting() {
 
 void Server::shutdown() {
   Impl* impl = impl_.get();
-  std::lock_guard<std::mutex> serial(impl->shutdown_mu);
+  MutexLock serial(impl->shutdown_mu);
   {
-    std::lock_guard<std::mutex> lock(impl->mu);
+    MutexLock lock(impl->mu);
     if (impl->shut_down) return;
   }
   stop_accepting();
@@ -359,14 +359,20 @@ void Server::shutdown() {
   impl->ctx.closing.store(true, std::memory_order_release);
   impl->close_connections(/*idle_only=*/true);
   {
-    std::unique_lock<std::mutex> lock(impl->mu);
-    impl->cv.wait_for(lock, std::chrono::milliseconds(impl->ctx.config.shutdown_timeout_ms),
-                      [impl] { return impl->connections.empty(); });
+    UniqueLock lock(impl->mu);
+    impl->cv.wait_for(lock.native(),
+                      std::chrono::milliseconds(impl->ctx.config.shutdown_timeout_ms), [impl] {
+                        impl->mu.assert_held();  // a wait's predicate runs under its lock
+                        return impl->connections.empty();
+                      });
   }
   impl->close_connections(/*idle_only=*/false);
   {
-    std::unique_lock<std::mutex> lock(impl->mu);
-    impl->cv.wait_for(lock, std::chrono::seconds(1), [impl] { return impl->connections.empty(); });
+    UniqueLock lock(impl->mu);
+    impl->cv.wait_for(lock.native(), std::chrono::seconds(1), [impl] {
+      impl->mu.assert_held();
+      return impl->connections.empty();
+    });
   }
   if (impl->batch_runner) impl->batch_runner->stop();
   if (impl->tokenize_pool) impl->tokenize_pool->join();
@@ -376,7 +382,7 @@ void Server::shutdown() {
   for (std::thread& t : impl->threads) t.join();
   impl->threads.clear();
   {
-    std::lock_guard<std::mutex> lock(impl->mu);
+    MutexLock lock(impl->mu);
     impl->shut_down = true;
   }
   impl->cv.notify_all();
@@ -384,8 +390,11 @@ void Server::shutdown() {
 }
 
 void Server::wait() {
-  std::unique_lock<std::mutex> lock(impl_->mu);
-  impl_->cv.wait(lock, [this] { return impl_->shut_down; });
+  UniqueLock lock(impl_->mu);
+  impl_->cv.wait(lock.native(), [this] {
+    impl_->mu.assert_held();
+    return impl_->shut_down;
+  });
 }
 
 }  // namespace keel::server

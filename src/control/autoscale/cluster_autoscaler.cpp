@@ -61,8 +61,11 @@ Result<std::unique_ptr<ClusterAutoscaler>> ClusterAutoscaler::start(
   a->actuator_ = std::move(actuator);
   for (const AutoscaleGroupConfig& g : a->config_.groups) {
     Group group;
+    group.idx = a->groups_.size();
     group.config = g;
     a->groups_.push_back(std::move(group));
+    MutexLock lock(a->mu_);
+    a->gauges_.push_back(GroupGauges{.role = g.role});
   }
   if (!a->config_.event_log.empty()) {
     a->log_.emplace(a->config_.event_log, std::ios::app);
@@ -111,15 +114,16 @@ void ClusterAutoscaler::tick_group(Group& g, const cluster::FleetStatus& status,
   }
   const as::ScaleDecision d = as::decide(s, g.config.policy, g.state);
   {
-    std::lock_guard lock(mu_);
-    g.desired = d.desired;
-    g.ready = static_cast<int32_t>(s.tes.size());
-    g.held = s.held;
-    g.panic = d.panic;
-    if (d.desired != d.current) ++g.decisions[std::string(as::scale_reason_name(d.reason))];
+    MutexLock lock(mu_);
+    GroupGauges& gauges = gauges_[g.idx];
+    gauges.desired = d.desired;
+    gauges.ready = static_cast<int32_t>(s.tes.size());
+    gauges.held = s.held;
+    gauges.panic = d.panic;
+    if (d.desired != d.current) ++gauges.decisions[std::string(as::scale_reason_name(d.reason))];
   }
   if (d.desired != d.current || d.panic != g.last_panic) {
-    log_decision(g, d, now_s);
+    log_decision(g, d, s.held, now_s);
     KEEL_LOG_INFO("cluster: autoscale {} {} → {} TEs ({}; concurrency {:.1f}, held {}{})",
                   cluster::te_role_name(g.config.role), d.current, d.desired,
                   as::scale_reason_name(d.reason), d.concurrency, s.held, d.panic ? ", panic" : "");
@@ -163,7 +167,7 @@ void ClusterAutoscaler::set_replicas(const as::ScaleDecision& d) {
   if (wrote.ok() && !*wrote) return;  // the same count, or backing off after a failure
   const std::string outcome = wrote.ok() ? "ok" : "error";
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++k8s_writes_[outcome];
   }
   cluster::Json e = {{"event", "k8s_scale"},
@@ -253,7 +257,7 @@ void ClusterAutoscaler::progress_drains(const cluster::FleetStatus& status) {
     KEEL_LOG_INFO("cluster: drained {} ({}) in {:.2f} s: stopped ({})", d.id, outcome,
                   std::chrono::duration<double>(waited).count(), exit_text);
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++drains_[{std::string(cluster::te_role_name(d.role)), outcome}];
     }
     stopped_.insert(d.address);
@@ -268,7 +272,8 @@ void ClusterAutoscaler::log_event(const cluster::Json& event) {
   *log_ << e.dump() << "\n" << std::flush;
 }
 
-void ClusterAutoscaler::log_decision(const Group& g, const as::ScaleDecision& d, double now_s) {
+void ClusterAutoscaler::log_decision(const Group& g, const as::ScaleDecision& d, int64_t held,
+                                     double now_s) {
   cluster::Json drain = cluster::Json::array();
   for (const std::string& id : d.drain) drain.push_back(id);
   log_event({{"event", "autoscale"},
@@ -283,7 +288,7 @@ void ClusterAutoscaler::log_decision(const Group& g, const as::ScaleDecision& d,
               {{"concurrency", d.concurrency},
                {"stable_concurrency", d.stable_concurrency},
                {"panic_concurrency", d.panic_concurrency},
-               {"held", g.held},
+               {"held", held},
                {"kv_use", d.kv_use},
                {"ttft_attainment", d.ttft_attainment},
                {"tpot_attainment", d.tpot_attainment}}},
@@ -292,28 +297,30 @@ void ClusterAutoscaler::log_decision(const Group& g, const as::ScaleDecision& d,
 }
 
 std::string ClusterAutoscaler::metrics_text() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto labels = [&](std::string_view role) {
     return fmt::format("model_name=\"{}\",role=\"{}\"", config_.model, role);
   };
-  const auto gauge = [&](std::string_view name, auto value_of) {
+  // gauges_ is passed in: the analysis does not see the lock from inside a lambda.
+  const auto gauge = [&labels](const std::vector<GroupGauges>& groups, std::string_view name,
+                               auto value_of) {
     std::string out = fmt::format("# TYPE keel:autoscaler_{} gauge\n", name);
-    for (const Group& g : groups_) {
+    for (const GroupGauges& g : groups) {
       out += fmt::format("keel:autoscaler_{}{{{}}} {}\n", name,
-                         labels(cluster::te_role_name(g.config.role)), value_of(g));
+                         labels(cluster::te_role_name(g.role)), value_of(g));
     }
     return out;
   };
   std::string out;
-  out += gauge("desired_replicas", [](const Group& g) { return g.desired; });
-  out += gauge("ready_replicas", [](const Group& g) { return g.ready; });
-  out += gauge("held_requests", [](const Group& g) { return g.held; });
-  out += gauge("panic", [](const Group& g) { return g.panic ? 1 : 0; });
+  out += gauge(gauges_, "desired_replicas", [](const GroupGauges& g) { return g.desired; });
+  out += gauge(gauges_, "ready_replicas", [](const GroupGauges& g) { return g.ready; });
+  out += gauge(gauges_, "held_requests", [](const GroupGauges& g) { return g.held; });
+  out += gauge(gauges_, "panic", [](const GroupGauges& g) { return g.panic ? 1 : 0; });
   out += "# TYPE keel:autoscaler_decisions_total counter\n";
-  for (const Group& g : groups_) {
+  for (const GroupGauges& g : gauges_) {
     for (const auto& [reason, n] : g.decisions) {
       out += fmt::format("keel:autoscaler_decisions_total{{{},reason=\"{}\"}} {}\n",
-                         labels(cluster::te_role_name(g.config.role)), reason, n);
+                         labels(cluster::te_role_name(g.role)), reason, n);
     }
   }
   out += "# TYPE keel:autoscaler_drains_total counter\n";

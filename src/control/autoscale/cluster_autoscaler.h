@@ -28,7 +28,6 @@
 #include <fstream>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,6 +37,7 @@
 #include "cluster/gateway/fleet_client.h"
 #include "cluster/policy/autoscaler.h"
 #include "control/scaleout/cluster_scaler.h"
+#include "core/mutex.h"
 #include "kube/replica_actuator.h"
 #include "proc/process_supervisor.h"
 
@@ -84,15 +84,19 @@ class ClusterAutoscaler {
     cluster::TeRole role = cluster::TeRole::kColocated;
     Clock::time_point since;
   };
-  // One group's step state and what /metrics shows of it.
+  // One group's step state (tick()'s thread only).
   struct Group {
+    size_t idx = 0;  // its place in groups_, and of its gauges in gauges_
     AutoscaleGroupConfig config;
     cluster::autoscale::AutoscalerState state;
     std::map<std::string, Clock::time_point> bound;  // bound, not yet reported (by address)
     // The TEs' latency histograms at the previous tick (by TE id), for the SLO counts.
     std::map<std::string, engine::MetricsSnapshot> last_metrics;
     bool last_panic = false;
-    // Guarded by mu_ (metrics_text() reads them).
+  };
+  // What /metrics shows of a group: written by tick(), read by metrics_text() (under mu_).
+  struct GroupGauges {
+    cluster::TeRole role = cluster::TeRole::kColocated;
     int32_t desired = 0;
     int32_t ready = 0;
     int64_t held = 0;
@@ -111,7 +115,8 @@ class ClusterAutoscaler {
   void start_drain(const cluster::TeInfo& te);
   void progress_drains(const cluster::FleetStatus& status);
   void log_event(const cluster::Json& event);
-  void log_decision(const Group& g, const cluster::autoscale::ScaleDecision& d, double now_s);
+  void log_decision(const Group& g, const cluster::autoscale::ScaleDecision& d, int64_t held,
+                    double now_s);
 
   ClusterAutoscalerConfig config_;
   proc::ProcessSupervisor* sup_;
@@ -124,9 +129,12 @@ class ClusterAutoscaler {
   std::map<std::string, Draining> draining_;  // by TE address
   std::set<std::string> stopped_;  // drained and stopped (by address): never counted again
 
-  mutable std::mutex mu_;  // guards what metrics_text() reads (and the groups' fields marked so)
-  std::map<std::pair<std::string, std::string>, int64_t> drains_;  // by role, outcome
-  std::map<std::string, int64_t> k8s_writes_;  // replica writes by outcome: ok, error
+  mutable Mutex mu_;                                      // guards what metrics_text() reads
+  std::vector<GroupGauges> gauges_ KEEL_GUARDED_BY(mu_);  // one per group, in groups_' order
+  // By role, outcome.
+  std::map<std::pair<std::string, std::string>, int64_t> drains_ KEEL_GUARDED_BY(mu_);
+  // Replica writes by outcome: ok, error.
+  std::map<std::string, int64_t> k8s_writes_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::control

@@ -14,7 +14,7 @@ constexpr std::chrono::milliseconds kMaxConnect{5000};
 Result<std::shared_ptr<net::Link>> LinkCaller::link_to(const std::string& address,
                                                        std::chrono::milliseconds timeout) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = links_.find(address);
     if (it != links_.end() && !it->second->closed()) return it->second;
   }
@@ -23,7 +23,7 @@ Result<std::shared_ptr<net::Link>> LinkCaller::link_to(const std::string& addres
       std::shared_ptr<net::Link> link,
       net::Link::connect(
           address, std::min(timeout, kMaxConnect), [](net::Link&, net::Message) {}, nullptr));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::shared_ptr<net::Link>& slot = links_[address];
   if (slot && !slot->closed()) {  // another caller connected meanwhile: keep one link
     link->close();
@@ -42,7 +42,7 @@ Result<cluster::Json> LinkCaller::call(const std::string& address, net::Message 
 void LinkCaller::close() {
   std::map<std::string, std::shared_ptr<net::Link>> links;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     links.swap(links_);
   }
   for (auto& [address, link] : links) link->close();

@@ -10,10 +10,10 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "cluster/protocol/messages.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "net/link.h"
 
@@ -42,8 +42,8 @@ class LinkCaller final : public Caller {
   Result<std::shared_ptr<net::Link>> link_to(const std::string& address,
                                              std::chrono::milliseconds timeout);
 
-  std::mutex mu_;
-  std::map<std::string, std::shared_ptr<net::Link>> links_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::map<std::string, std::shared_ptr<net::Link>> links_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::control

@@ -118,7 +118,7 @@ Status NodeAgent::start() {
 }
 
 void NodeAgent::on_message(net::Link& link, net::Message m) {
-  std::lock_guard lock(queue_mu_);
+  MutexLock lock(queue_mu_);
   queue_.push_back({link.shared_from_this(), std::move(m)});
 }
 
@@ -258,7 +258,7 @@ int NodeAgent::run(const sigset_t& stop_signals) {
     if (sig > 0) return sig;
     std::deque<Pending> batch;
     {
-      std::lock_guard lock(queue_mu_);
+      MutexLock lock(queue_mu_);
       batch.swap(queue_);
     }
     for (const Pending& p : batch) handle(p);

@@ -25,7 +25,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -34,6 +33,7 @@
 #include "cluster/protocol/node_messages.h"
 #include "control/manager/cluster_membership.h"
 #include "control/scaleout/warm_pool.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "net/host_port.h"
 #include "net/link.h"
@@ -114,8 +114,8 @@ class NodeAgent {
   std::map<std::string, StartedTe> tes_;  // by id
   cluster::LeaderFence fence_;
   std::map<std::string, std::string> published_;
-  std::mutex queue_mu_;
-  std::deque<Pending> queue_;  // GUARDED_BY(queue_mu_)
+  Mutex queue_mu_;
+  std::deque<Pending> queue_ KEEL_GUARDED_BY(queue_mu_);
 };
 
 }  // namespace keel::control

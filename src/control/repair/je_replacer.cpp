@@ -52,7 +52,7 @@ void JeReplacer::tick(const std::vector<proc::ChildExit>& exits) {
       cluster::ManagedJe& je = managed_[i];
       if (je.pid == 0 || je.pid != e.pid) continue;
       {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         ++dead_total_;
       }
       KEEL_LOG_WARN("cluster: je {} (pid {}) is dead ({}): restarting it at {}", je.name, je.pid,
@@ -93,7 +93,7 @@ void JeReplacer::restart(Down& down) {
   if (!child.ok()) {
     down.next_try_ns = clock_->now_ns() + std::chrono::nanoseconds(config_.retry_interval).count();
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++replace_failed_total_;
     }
     KEEL_LOG_WARN("cluster: restarting je {} failed (trying again in {} ms): {}", je.name,
@@ -104,7 +104,7 @@ void JeReplacer::restart(Down& down) {
   }
   je.pid = child->pid;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++replaced_total_;
     replace_seconds_.add(seconds);
   }
@@ -119,7 +119,7 @@ void JeReplacer::restart(Down& down) {
 }
 
 std::string JeReplacer::metrics_text() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   const auto counter = [&](const char* name, const char* help, int64_t v) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name +

@@ -23,7 +23,6 @@
 #include <fstream>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,6 +33,7 @@
 #include "cluster/protocol/seconds_histogram.h"
 #include "control/repair/executor_processes.h"
 #include "core/clock.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "proc/child_exit.h"
 
@@ -87,12 +87,12 @@ class JeReplacer {
   std::optional<cluster::FleetSnapshot> last_fleet_;  // the last snapshot a JE gave
   std::optional<int64_t> last_poll_ns_;
   std::optional<std::ofstream> log_;
-  mutable std::mutex mu_;
-  int64_t dead_total_ = 0;            // GUARDED_BY(mu_)
-  int64_t replaced_total_ = 0;        // GUARDED_BY(mu_)
-  int64_t replace_failed_total_ = 0;  // GUARDED_BY(mu_)
-  cluster::SecondsHistogram replace_seconds_{0.1, 0.25, 0.5,  1.0,
-                                             2.0, 5.0,  10.0, 30.0};  // GUARDED_BY(mu_)
+  mutable Mutex mu_;  // the counters metrics_text() reads from any thread
+  int64_t dead_total_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t replaced_total_ KEEL_GUARDED_BY(mu_) = 0;
+  int64_t replace_failed_total_ KEEL_GUARDED_BY(mu_) = 0;
+  cluster::SecondsHistogram replace_seconds_ KEEL_GUARDED_BY(mu_){0.1, 0.25, 0.5,  1.0,
+                                                                  2.0, 5.0,  10.0, 30.0};
 };
 
 }  // namespace keel::control

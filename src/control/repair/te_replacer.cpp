@@ -95,7 +95,7 @@ void TeReplacer::replace(const cluster::ReplaceAction& action, bool exited) {
   managed_[action.te_idx].replaced = true;
   const bool hung = action.state == cluster::health::TeState::kHung;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++(hung ? hung_total_ : dead_total_);
   }
   log_event(Json{{"event", hung ? "te_hung" : "te_dead"},
@@ -124,7 +124,7 @@ void TeReplacer::replace(const cluster::ReplaceAction& action, bool exited) {
   const double seconds = static_cast<double>(clock_->now_ns() - detected) * 1e-9;
   if (!fresh.ok()) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ++replace_failed_total_;
     }
     KEEL_LOG_WARN("cluster: replacing te {} failed: {}", old.name, fresh.status().message());
@@ -133,7 +133,7 @@ void TeReplacer::replace(const cluster::ReplaceAction& action, bool exited) {
     return;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++replaced_total_;
     replace_seconds_.add(seconds);
   }
@@ -178,7 +178,7 @@ Result<ManagedTe> TeReplacer::cold_start(const ManagedTe& old) {
 }
 
 std::string TeReplacer::metrics_text() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   const auto counter = [&](const char* name, const char* help, int64_t v) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name +

@@ -86,7 +86,7 @@ void ClusterScaler::on_message(net::Link& link, net::Message m) {
                cluster::Json{{"ok", false}, {"errors", {"unknown role '" + role_name + "'"}}});
     return;
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   requests_.push_back({link.shared_from_this(), id->get<int64_t>(), tes, *role});
 }
 
@@ -303,7 +303,7 @@ void ClusterScaler::tick() {
   forecast();
   std::deque<Request> requests;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     requests.swap(requests_);
   }
   for (Request& req : requests) {

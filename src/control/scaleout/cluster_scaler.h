@@ -23,7 +23,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +31,7 @@
 #include "cluster/weights/bind_source.h"
 #include "control/scaleout/scale_out_metrics.h"
 #include "control/scaleout/warm_pool.h"
+#include "core/mutex.h"
 #include "core/result.h"
 #include "net/link_server.h"
 #include "proc/process_supervisor.h"
@@ -144,8 +144,8 @@ class ClusterScaler {
   std::chrono::steady_clock::time_point last_forecast_{};
   double rate_ = 0.0;
   std::string posted_demand_;  // this model's note on the store's demand board ("" = none)
-  std::mutex mu_;
-  std::deque<Request> requests_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::deque<Request> requests_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::control

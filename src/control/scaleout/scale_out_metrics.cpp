@@ -12,7 +12,7 @@ constexpr const char* kScaleOutPhaseNames[ScaleOutMetrics::kPhases] = {
 void ScaleOutMetrics::observe(const cluster::ScaleOutPhases& p) {
   const int64_t marks[] = {p.decision_ns, p.bound_ns,       p.preloaded_ns,
                            p.loaded_ns,   p.first_token_ns, p.announced_ns};
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (int i = 0; i < kPhases; ++i) {
     phases_[static_cast<size_t>(i)].add(static_cast<double>(marks[i + 1] - marks[i]) * 1e-9);
   }
@@ -20,7 +20,7 @@ void ScaleOutMetrics::observe(const cluster::ScaleOutPhases& p) {
 }
 
 std::string ScaleOutMetrics::text() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string out =
       "# HELP keel:scale_out_phase_seconds Scale-out phases of TEs bound from the warm pool\n"
       "# TYPE keel:scale_out_phase_seconds histogram\n";

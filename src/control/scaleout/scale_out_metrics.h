@@ -8,11 +8,11 @@
 
 #include <array>
 #include <cstdint>
-#include <mutex>
 #include <string>
 
 #include "cluster/protocol/bind_model.h"
 #include "cluster/protocol/seconds_histogram.h"
+#include "core/mutex.h"
 
 namespace keel::control {
 
@@ -25,13 +25,13 @@ class ScaleOutMetrics {
   [[nodiscard]] std::string text() const;
 
  private:
-  mutable std::mutex mu_;
   static cluster::SecondsHistogram histogram() {
     return {0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0};
   }
-  std::array<cluster::SecondsHistogram, kPhases> phases_ = {
-      histogram(), histogram(), histogram(), histogram(), histogram()};  // GUARDED_BY(mu_)
-  cluster::SecondsHistogram first_token_ = histogram();                  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::array<cluster::SecondsHistogram, kPhases> phases_ KEEL_GUARDED_BY(mu_) = {
+      histogram(), histogram(), histogram(), histogram(), histogram()};
+  cluster::SecondsHistogram first_token_ KEEL_GUARDED_BY(mu_) = histogram();
 };
 
 // One scale-out's event-log line: {"event":"scale_out","te","pid","address","from_store",
