@@ -26,6 +26,13 @@ ModelShape moe(ModelShape s, const char* arch, int64_t head_dim, int64_t n_exper
   return s;
 }
 
+// A dense shape written as `arch` (a dense architecture) with its head size.
+ModelShape dense_as(ModelShape s, const char* arch, int64_t head_dim) {
+  s.arch = arch;
+  s.head_dim = head_dim;
+  return s;
+}
+
 bool has_qkv_bias(const std::string& arch) { return arch == "qwen2" || arch == "qwen2moe"; }
 bool has_qk_norm(const std::string& arch) { return arch == "qwen3" || arch == "qwen3moe"; }
 
@@ -45,6 +52,14 @@ const std::vector<ModelShape>& shapes() {
           "qwen2moe", 0, 60, 4, 1408, 5632),
       moe({"qwen3moe-small", 1024, 12, 16, 4, 2048, 32000, 4096, 1e6f, 1e-6f, false, false},
           "qwen3moe", 64, 32, 4, 512, 0),
+      // qwen3moe-small's dense twins (qwen3, the same attention): FFN width 4 × 512 = the active
+      // experts' parameters, and 32 × 512 = all experts' (the MoE decode targets' yardsticks).
+      dense_as({"qwen3moe-small-dense-active", 1024, 12, 16, 4, 2048, 32000, 4096, 1e6f, 1e-6f,
+                false, false},
+               "qwen3", 64),
+      dense_as({"qwen3moe-small-dense-total", 1024, 12, 16, 4, 16384, 32000, 4096, 1e6f, 1e-6f,
+                false, false},
+               "qwen3", 64),
       moe({"qwen3moe-tiny", 256, 2, 4, 2, 768, 0, 2048, 1e6f, 1e-6f, false, false}, "qwen3moe", 128,
           8, 2, 256, 0),
       moe({"mixtral-tiny", 256, 2, 4, 2, 256, 0, 2048, 1e6f, 1e-5f, false, false}, "llama", 0, 4, 2,

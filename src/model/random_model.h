@@ -45,7 +45,9 @@ struct ModelShape {
 
 // Known shapes: tiny, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; mixture of experts:
 // qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b (real shapes), qwen3moe-small (a mid-size
-// speed-test shape) and qwen3moe-tiny, mixtral-tiny, qwen2moe-tiny (test shapes).
+// speed-test shape) with its dense twins qwen3moe-small-dense-active and -dense-total (qwen3, the
+// FFN as wide as its active experts / all its experts), and qwen3moe-tiny, mixtral-tiny,
+// qwen2moe-tiny (test shapes).
 std::optional<ModelShape> find_model_shape(const std::string& name);
 std::vector<std::string> model_shape_names();
 

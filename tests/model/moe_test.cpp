@@ -380,3 +380,30 @@ TEST(MoeLayerTest, DecodeTouchesOnlyChosenExperts) {
 
 }  // namespace
 }  // namespace keel::model::testing
+
+namespace keel::model {
+namespace {
+
+// qwen3moe-small's dense twins (bench/moe_dense_twins.sh) are the yardsticks of the MoE decode
+// targets: the same attention, and an FFN with as many parameters as the active experts (top-k
+// of them) and as all the experts.
+TEST(MoeShapeTest, TheDenseTwinsMatchTheActiveAndTotalFfnParameters) {
+  const ModelShape moe = *find_model_shape("qwen3moe-small");
+  const ModelShape active = *find_model_shape("qwen3moe-small-dense-active");
+  const ModelShape total = *find_model_shape("qwen3moe-small-dense-total");
+  for (const ModelShape* d : {&active, &total}) {
+    EXPECT_EQ(d->arch, "qwen3");
+    EXPECT_EQ(d->n_expert, 0);
+    EXPECT_EQ(d->n_embd, moe.n_embd);
+    EXPECT_EQ(d->n_layer, moe.n_layer);
+    EXPECT_EQ(d->n_head, moe.n_head);
+    EXPECT_EQ(d->n_head_kv, moe.n_head_kv);
+    EXPECT_EQ(d->head_size(), moe.head_size());
+    EXPECT_EQ(d->n_vocab, moe.n_vocab);
+  }
+  EXPECT_EQ(active.n_ff, moe.n_expert_used * moe.n_ff_exp);
+  EXPECT_EQ(total.n_ff, moe.n_expert * moe.n_ff_exp);
+}
+
+}  // namespace
+}  // namespace keel::model
