@@ -16,7 +16,7 @@ TaskQueue::TaskQueue(std::string name) : name_(std::move(name)) {
 TaskQueue::~TaskQueue() { stop(); }
 
 bool TaskQueue::post_at(Clock::time_point when, std::function<void()> fn) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopping_) return false;
   queue_.emplace(std::make_pair(when, next_seq_++), std::move(fn));
   cv_.notify_one();
@@ -24,29 +24,32 @@ bool TaskQueue::post_at(Clock::time_point when, std::function<void()> fn) {
 }
 
 size_t TaskQueue::pending() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 void TaskQueue::stop(bool run_remaining) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!stopping_) run_remaining_ = run_remaining;
     stopping_ = true;
     cv_.notify_one();
   }
   if (worker_.joinable()) worker_.join();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   queue_.clear();
 }
 
 void TaskQueue::run() {
   pthread_setname_np(pthread_self(), name_.substr(0, 15).c_str());
-  std::unique_lock lock(mu_);
+  UniqueLock lock(mu_);
   while (true) {
     if (queue_.empty()) {
       if (stopping_) return;
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      cv_.wait(lock.native(), [&] {
+        mu_.assert_held();
+        return stopping_ || !queue_.empty();
+      });
       continue;
     }
     const auto first = queue_.begin();
@@ -54,7 +57,7 @@ void TaskQueue::run() {
     const bool due = when <= Clock::now();
     if (stopping_ && (!run_remaining_ || !due)) return;
     if (!due) {
-      cv_.wait_until(lock, when);
+      cv_.wait_until(lock.native(), when);
       continue;
     }
     std::function<void()> fn = std::move(first->second);

@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
+
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 
 namespace keel {
 
@@ -46,14 +48,15 @@ class TaskQueue {
  private:
   void run();
 
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   std::condition_variable cv_;
   // By (time, sequence): one time's closures in posting order.
-  std::map<std::pair<Clock::time_point, uint64_t>, std::function<void()>> queue_;
-  uint64_t next_seq_ = 0;
-  bool stopping_ = false;
-  bool run_remaining_ = false;
-  std::string name_;
+  std::map<std::pair<Clock::time_point, uint64_t>, std::function<void()>> queue_
+      KEEL_GUARDED_BY(mu_);
+  uint64_t next_seq_ KEEL_GUARDED_BY(mu_) = 0;
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
+  bool run_remaining_ KEEL_GUARDED_BY(mu_) = false;
+  const std::string name_;
   std::thread worker_;
 };
 

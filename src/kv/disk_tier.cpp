@@ -70,16 +70,18 @@ int64_t DiskTier::file_bytes() const {
 Status DiskTier::rebuild_index() {
   KEEL_ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->list_directory(store_dir_));
   std::vector<std::pair<uint64_t, BlockHash>> found;  // (sequence, key)
+  int64_t corrupt = 0;
   for (const std::string& name : names) {
     if (ends_with(name, kTmpSuffix)) {  // an interrupted write
       (void)fs_->remove(store_dir_ + "/" + name);
     } else if (ends_with(name, kSuffix)) {
-      index_file(name, &found);
+      index_file(name, &found, &corrupt);
     }  // anything else is not ours: left alone
   }
   std::sort(found.begin(), found.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
+  stats_.corrupt += corrupt;
   for (const auto& [sequence, key] : found) {
     entries_.emplace(key, Entry{lru_.insert(lru_.end(), key), sequence});
     stats_.used_bytes += file_bytes();
@@ -90,10 +92,11 @@ Status DiskTier::rebuild_index() {
 }
 
 void DiskTier::index_file(const std::string& name,
-                          std::vector<std::pair<uint64_t, BlockHash>>* found) {
+                          std::vector<std::pair<uint64_t, BlockHash>>* found,
+                          int64_t* corrupt) const {
   const std::string path = store_dir_ + "/" + name;
   auto reject = [&] {
-    ++stats_.corrupt;
+    ++*corrupt;
     (void)fs_->remove(path);
   };
   BlockHash named;
@@ -121,7 +124,7 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
   }
   BlockFileHeader h;
   {  // reserve room (evicting) and a sequence number; the file is written without the lock
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = entries_.find(key); it != entries_.end()) {
       lru_.splice(lru_.end(), lru_, it->second.lru);
       return {};
@@ -158,7 +161,7 @@ Status DiskTier::put(const BlockHash& key, std::span<const std::byte> payload,
     KEEL_TRY(out->close());
     return fs_->rename(tmp, path);
   }();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   writing_.erase(key);
   if (!st.ok()) {
     note_write_failure(st);
@@ -197,7 +200,7 @@ Status DiskTier::get(const BlockHash& key, std::span<std::byte> out) {
   KEEL_CHECK(out.size() == config_.payload_bytes);
   uint64_t sequence = 0;  // the file this read is for
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       ++stats_.misses;
@@ -206,7 +209,7 @@ Status DiskTier::get(const BlockHash& key, std::span<std::byte> out) {
     sequence = it->second.sequence;
   }
   const Status st = read_file(key, out);  // without the lock: other calls go on meanwhile
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(key);
   // Evicted or erased during the read — or replaced by a new put of the key, whose file the
   // read may have missed while it was being renamed into place: a miss, not a damaged file.
@@ -226,12 +229,12 @@ Status DiskTier::get(const BlockHash& key, std::span<std::byte> out) {
 }
 
 bool DiskTier::contains(const BlockHash& key) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return entries_.count(key) > 0;
 }
 
 void DiskTier::erase(const BlockHash& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (entries_.count(key) > 0) drop_locked(key, false);
 }
 
@@ -288,7 +291,7 @@ Result<TierCost> DiskTier::measure_read() {
 }
 
 TierStats DiskTier::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   TierStats s = stats_;
   s.blocks = static_cast<int64_t>(entries_.size());
   return s;

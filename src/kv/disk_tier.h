@@ -23,14 +23,15 @@
 #include <cstdint>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "core/failure_streak.h"
 #include "core/file_system.h"
+#include "core/mutex.h"
 #include "core/result.h"
+#include "core/thread_annotations.h"
 #include "kv/tier_store.h"
 
 namespace keel::kv {
@@ -65,11 +66,13 @@ class DiskTier final : public TierStore {
  private:
   DiskTier(FileSystem* fs, const DiskTierConfig& config, std::string store_dir);
   Status rebuild_index();
-  // Validates one file found by rebuild_index(); adds it to `found` with its sequence.
-  void index_file(const std::string& name, std::vector<std::pair<uint64_t, BlockHash>>* found);
-  void drop_locked(const BlockHash& key, bool count_eviction);
-  // Under mu_: counts a failed write; logs the first of a streak, then at most once a minute.
-  void note_write_failure(const Status& st);
+  // Validates one file found by rebuild_index() without the lock; adds it to `found` with its
+  // sequence, or removes it and counts it in `*corrupt`.
+  void index_file(const std::string& name, std::vector<std::pair<uint64_t, BlockHash>>* found,
+                  int64_t* corrupt) const;
+  void drop_locked(const BlockHash& key, bool count_eviction) KEEL_REQUIRES(mu_);
+  // Counts a failed write; logs the first of a streak, then at most once a minute.
+  void note_write_failure(const Status& st) KEEL_REQUIRES(mu_);
   // Reads and validates key's file into `out` (no lock needed: touches no member state).
   Status read_file(const BlockHash& key, std::span<std::byte> out) const;
   [[nodiscard]] int64_t file_bytes() const;
@@ -77,17 +80,18 @@ class DiskTier final : public TierStore {
   FileSystem* fs_;
   DiskTierConfig config_;
   std::string store_dir_;
-  mutable std::mutex mu_;
-  std::list<BlockHash> lru_;  // front: least recently used
+  mutable Mutex mu_;
+  std::list<BlockHash> lru_ KEEL_GUARDED_BY(mu_);  // front: least recently used
   struct Entry {
     std::list<BlockHash>::iterator lru;  // the key's place on lru_
     uint64_t sequence = 0;               // the write sequence of its file: one per put
   };
-  std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_;
-  std::unordered_set<BlockHash, BlockHashHasher> writing_;  // keys whose put() is writing a file
-  uint64_t next_sequence_ = 1;
-  TierStats stats_;
-  FailureStreak write_failures_{std::chrono::minutes(1)};
+  std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_ KEEL_GUARDED_BY(mu_);
+  // Keys whose put() is writing a file.
+  std::unordered_set<BlockHash, BlockHashHasher> writing_ KEEL_GUARDED_BY(mu_);
+  uint64_t next_sequence_ KEEL_GUARDED_BY(mu_) = 1;
+  TierStats stats_ KEEL_GUARDED_BY(mu_);
+  FailureStreak write_failures_ KEEL_GUARDED_BY(mu_){std::chrono::minutes(1)};
 };
 
 }  // namespace keel::kv

@@ -22,7 +22,7 @@ Status HostTier::put(const BlockHash& key, std::span<const std::byte> payload,
                                     " bytes, expected " + std::to_string(payload_bytes_));
   }
   const auto size = static_cast<int64_t>(payload.size());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = entries_.find(key); it != entries_.end()) {
     lru_.splice(lru_.end(), lru_, it->second.lru);
     return {};
@@ -51,7 +51,7 @@ Status HostTier::put(const BlockHash& key, std::span<const std::byte> payload,
 
 Status HostTier::get(const BlockHash& key, std::span<std::byte> out) {
   KEEL_CHECK(out.size() == payload_bytes_);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) {
     ++stats_.misses;
@@ -65,12 +65,12 @@ Status HostTier::get(const BlockHash& key, std::span<std::byte> out) {
 }
 
 bool HostTier::contains(const BlockHash& key) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return entries_.count(key) > 0;
 }
 
 void HostTier::erase(const BlockHash& key) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = entries_.find(key);
   if (it == entries_.end()) return;
   lru_.erase(it->second.lru);
@@ -93,7 +93,7 @@ Result<TierCost> HostTier::measure_read() {
 }
 
 TierStats HostTier::stats() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   TierStats s = stats_;
   s.blocks = static_cast<int64_t>(entries_.size());
   return s;

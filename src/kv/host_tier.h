@@ -5,10 +5,11 @@
 
 #include <cstdint>
 #include <list>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "kv/tier_store.h"
 
 namespace keel::kv {
@@ -34,10 +35,10 @@ class HostTier final : public TierStore {
   };
 
   size_t payload_bytes_;
-  mutable std::mutex mu_;
-  std::list<BlockHash> lru_;  // front: least recently used
-  std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_;
-  TierStats stats_;
+  mutable Mutex mu_;
+  std::list<BlockHash> lru_ KEEL_GUARDED_BY(mu_);  // front: least recently used
+  std::unordered_map<BlockHash, Entry, BlockHashHasher> entries_ KEEL_GUARDED_BY(mu_);
+  TierStats stats_ KEEL_GUARDED_BY(mu_);
 };
 
 }  // namespace keel::kv

@@ -73,12 +73,12 @@ Result<std::string> StateStore::collection_dir(std::string_view collection, bool
   std::string path = dir_ + "/" + std::string(collection);
   if (!create) return path;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (collections_.contains(collection)) return path;
   }
   KEEL_TRY(fs_->create_directories(path));
   KEEL_TRY(fs_->sync_directory(dir_));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   collections_.emplace(collection);
   return path;
 }
@@ -94,7 +94,7 @@ Status StateStore::write_atomically(const std::string& path, std::string_view he
                                     std::string_view body) {
   uint64_t n = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     n = next_temp_++;
   }
   const std::string tmp = path + temp_tag_ + std::to_string(n);
@@ -121,7 +121,7 @@ Status StateStore::remove_file(const std::string& path) {
 std::string StateStore::damaged_path(const std::string& path) {
   uint64_t n = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     n = next_damaged_++;
   }
   // "<dir>/damaged/<collection>.<file>.<this store's nonce>.<n>"
@@ -144,7 +144,7 @@ void StateStore::set_aside(const std::string& path, const std::string& reason) {
   }
   KEEL_LOG_WARN("state: {}: {}; {}", path, e.reason,
                 e.moved_to.empty() ? std::string("removed") : "moved to " + e.moved_to);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   damaged_.push_back(std::move(e));
 }
 
@@ -158,7 +158,7 @@ void StateStore::remove_stale_temps(const std::string& dir, const std::vector<st
 }
 
 std::vector<DamagedEntry> StateStore::damaged() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return damaged_;
 }
 
@@ -263,7 +263,7 @@ Result<std::vector<std::string>> StateStore::read_and_repair_log(const std::stri
   KEEL_TRY(write_atomically(path, "", std::string_view(bytes).substr(0, scan.intact_bytes)));
   KEEL_LOG_WARN("state: {}: {}; kept its {} intact entries{}", path, scan.problem, entries.size(),
                 e.moved_to.empty() ? std::string() : ", the original copied to " + e.moved_to);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   damaged_.push_back(std::move(e));
   return entries;
 }
@@ -275,7 +275,7 @@ Status StateStore::append(std::string_view collection, std::string_view id,
                                                 entry.size(), kMaxFramePayloadBytes));
   }
   KEEL_ASSIGN_OR_RETURN(std::string path, entry_path(collection, id, kLogSuffix, true));
-  std::lock_guard<std::mutex> lock(log_mu_);
+  MutexLock lock(log_mu_);
   const bool existed = fs_->exists(path);
   if (existed && !checked_logs_.contains(path)) {
     KEEL_TRY(read_and_repair_log(path).status());
@@ -296,7 +296,7 @@ Status StateStore::append(std::string_view collection, std::string_view id,
 Result<std::vector<std::string>> StateStore::read_log(std::string_view collection,
                                                       std::string_view id) {
   KEEL_ASSIGN_OR_RETURN(std::string path, entry_path(collection, id, kLogSuffix, false));
-  std::lock_guard<std::mutex> lock(log_mu_);
+  MutexLock lock(log_mu_);
   if (!fs_->exists(path)) return std::vector<std::string>{};
   KEEL_ASSIGN_OR_RETURN(std::vector<std::string> entries, read_and_repair_log(path));
   checked_logs_.insert(path);
@@ -305,7 +305,7 @@ Result<std::vector<std::string>> StateStore::read_log(std::string_view collectio
 
 Status StateStore::remove_log(std::string_view collection, std::string_view id) {
   KEEL_ASSIGN_OR_RETURN(std::string path, entry_path(collection, id, kLogSuffix, false));
-  std::lock_guard<std::mutex> lock(log_mu_);
+  MutexLock lock(log_mu_);
   checked_logs_.erase(path);
   return remove_file(path);
 }

@@ -33,7 +33,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -42,7 +41,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_system.h"
+#include "core/mutex.h"
 #include "core/result.h"
+#include "core/thread_annotations.h"
 
 namespace keel::state {
 
@@ -109,7 +110,8 @@ class StateStore {
   // Moves `path` to damaged/ (or removes it) and records it; `reason` is logged.
   void set_aside(const std::string& path, const std::string& reason);
   // The log's intact entries; a damaged tail is set aside and the intact prefix rewritten.
-  Result<std::vector<std::string>> read_and_repair_log(const std::string& path);  // log_mu_
+  Result<std::vector<std::string>> read_and_repair_log(const std::string& path)
+      KEEL_REQUIRES(log_mu_);
   // Removes temporary files of earlier processes from a collection's directory.
   void remove_stale_temps(const std::string& dir, const std::vector<std::string>& names);
 
@@ -117,13 +119,16 @@ class StateStore {
   const std::string dir_;
   const std::unique_ptr<FileLock> lock_;
   const std::string temp_tag_;  // ".tmp.<this store's nonce>.": its own temporary files
-  mutable std::mutex mu_;
-  std::set<std::string, std::less<>> collections_;  // mu_; directories known to exist
-  std::vector<DamagedEntry> damaged_;               // mu_
-  uint64_t next_temp_ = 0;                          // mu_
-  uint64_t next_damaged_ = 0;                       // mu_
-  std::mutex log_mu_;                               // serializes appends and log reads
-  std::set<std::string> checked_logs_;              // log_mu_; logs known to end in a whole frame
+  mutable Mutex mu_;
+  // Directories known to exist.
+  std::set<std::string, std::less<>> collections_ KEEL_GUARDED_BY(mu_);
+  std::vector<DamagedEntry> damaged_ KEEL_GUARDED_BY(mu_);
+  uint64_t next_temp_ KEEL_GUARDED_BY(mu_) = 0;
+  uint64_t next_damaged_ KEEL_GUARDED_BY(mu_) = 0;
+  // Serialises appends and log reads (the log files themselves), and guards checked_logs_.
+  // Taken before mu_, never while holding it.
+  Mutex log_mu_;
+  std::set<std::string> checked_logs_ KEEL_GUARDED_BY(log_mu_);  // logs ending in a whole frame
 };
 
 }  // namespace keel::state

@@ -24,7 +24,7 @@ std::string holder_fd_path(pid_t pid, int fd) {
 }
 
 SealedHolder::~SealedHolder() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [path, fd] : held_) {
     unlink_if_ours(path, fd);
     ::close(fd);
@@ -63,14 +63,14 @@ Status SealedHolder::seal_and_link(int fd, const std::string& link_path) {
     ::close(fd);
     return Status::io_error("model store: linking " + link_path + " failed: " + errno_text(err));
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (auto it = held_.find(link_path); it != held_.end()) ::close(it->second);  // replaced
   held_[link_path] = fd;
   return {};
 }
 
 bool SealedHolder::release(const std::string& link_path) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = held_.find(link_path);
   if (it == held_.end()) return false;
   unlink_if_ours(link_path, it->second);
@@ -80,7 +80,7 @@ bool SealedHolder::release(const std::string& link_path) {
 }
 
 bool SealedHolder::holds(const std::string& link_path) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return held_.contains(link_path);
 }
 

@@ -19,10 +19,11 @@
 #include <sys/types.h>
 
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "core/mutex.h"
 #include "core/result.h"
+#include "core/thread_annotations.h"
 
 namespace keel::store {
 
@@ -54,8 +55,8 @@ class SealedHolder {
  private:
   void unlink_if_ours(const std::string& link_path, int fd) const;
 
-  mutable std::mutex mu_;
-  std::map<std::string, int> held_;  // link path → the sealed memfd
+  mutable Mutex mu_;
+  std::map<std::string, int> held_ KEEL_GUARDED_BY(mu_);  // link path → the sealed memfd
 };
 
 }  // namespace keel::store

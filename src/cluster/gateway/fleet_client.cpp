@@ -38,7 +38,7 @@ Result<std::unique_ptr<FleetClient>> FleetClient::start(FleetClientConfig config
         net::Link::connect(
             address, c->config_.connect_timeout,
             [self](net::Link&, net::Message m) { self->on_je_message(std::move(m)); }, nullptr));
-    std::lock_guard lock(c->je_mu_);
+    MutexLock lock(c->je_mu_);
     c->jes_.push_back(std::move(je));
     c->je_ids_.emplace_back();
   }
@@ -75,12 +75,12 @@ FleetClient::~FleetClient() { stop(); }
 void FleetClient::stop() {
   std::vector<std::shared_ptr<net::Link>> links;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
   }
   {
-    std::lock_guard lock(watch_mu_);
+    MutexLock lock(watch_mu_);
     watch_stop_ = true;
   }
   watch_cv_.notify_all();
@@ -88,7 +88,7 @@ void FleetClient::stop() {
   const std::vector<std::shared_ptr<net::Link>> jes = je_links();
   links.insert(links.end(), jes.begin(), jes.end());
   {
-    std::lock_guard lock(held_mu_);
+    MutexLock lock(held_mu_);
     activator_stop_ = true;
   }
   held_cv_.notify_all();
@@ -97,12 +97,15 @@ void FleetClient::stop() {
   if (events_) events_->stop();  // the TEs' event links closed, their readers joined
   for (const auto& link : links) link->close();
   // The closed links' readers end the calls still out; their continuations touch this client.
-  std::unique_lock lock(calls_mu_);
-  calls_cv_.wait_for(lock, std::chrono::seconds(10), [&] { return calls_in_flight_ == 0; });
+  UniqueLock lock(calls_mu_);
+  calls_cv_.wait_for(lock.native(), std::chrono::seconds(10), [&] {
+    calls_mu_.assert_held();
+    return calls_in_flight_ == 0;
+  });
 }
 
 size_t FleetClient::num_jobs() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return jobs_.size();
 }
 
@@ -126,7 +129,7 @@ void FleetClient::submit_async(engine::GenerationRequest request,
   // Seeded here, so a job submitted again after its JE died samples as its first attempt did.
   if (!request.sampling.seed) request.sampling.seed = sampling::random_seed();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (draining_ || stopped_) return done(Status::unavailable("gateway is draining"));
     Pending& p = jobs_[key];
     p = Pending{std::move(sink), nullptr, 0, 0};
@@ -149,7 +152,7 @@ void FleetClient::hold(engine::RequestKey key, std::shared_ptr<const net::Messag
   // The activator: hold the request until a TE is ready (the autoscaler sees it as demand).
   held_.fetch_add(1);
   {
-    std::lock_guard lock(held_mu_);
+    MutexLock lock(held_mu_);
     held_queue_.push_back(Held{key, std::move(message), Clock::now() + config_.activation_timeout,
                                std::move(last), std::move(done)});
   }
@@ -158,7 +161,7 @@ void FleetClient::hold(engine::RequestKey key, std::shared_ptr<const net::Messag
 
 void FleetClient::resolve(engine::RequestKey key, const Status& status, const SubmitDone& done) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!status.ok()) {
       jobs_.erase(key);
     } else if (const auto it = jobs_.find(key); it != jobs_.end()) {
@@ -175,12 +178,12 @@ void FleetClient::resolve(engine::RequestKey key, const Status& status, const Su
 void FleetClient::expire_held() {
   bool give_up_all = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     give_up_all = draining_ || stopped_;
   }
   std::vector<Held> expired;
   {
-    std::lock_guard lock(held_mu_);
+    MutexLock lock(held_mu_);
     give_up_all = give_up_all || activator_stop_;
     const Clock::time_point now = Clock::now();
     // Deadlines grow along the queue (one timeout for all): the expired ones lead it.
@@ -203,9 +206,12 @@ void FleetClient::expire_held() {
 }
 
 void FleetClient::run_activator() {
-  std::unique_lock lock(held_mu_);
+  UniqueLock lock(held_mu_);
   while (true) {
-    held_cv_.wait(lock, [this] { return activator_stop_ || !held_queue_.empty(); });
+    held_cv_.wait(lock.native(), [this] {
+      held_mu_.assert_held();
+      return activator_stop_ || !held_queue_.empty();
+    });
     lock.unlock();
     expire_held();
     // The oldest first; while it is refused for want of a TE, so would the rest be.
@@ -213,19 +219,19 @@ void FleetClient::run_activator() {
       engine::RequestKey key = 0;
       std::shared_ptr<const net::Message> message;
       {
-        std::lock_guard held_lock(held_mu_);
+        MutexLock held_lock(held_mu_);
         if (held_queue_.empty()) break;
         key = held_queue_.front().key;
         message = held_queue_.front().message;
       }
       bool aborted = false;
       {
-        std::lock_guard jobs_lock(mu_);
+        MutexLock jobs_lock(mu_);
         aborted = jobs_.find(key) == jobs_.end();  // drain() aborted it meanwhile
       }
       const Status s = aborted ? Status::unavailable("the request was aborted while held")
                                : submit_once(key, message);
-      std::unique_lock held_lock(held_mu_);
+      UniqueLock held_lock(held_mu_);
       if (s.code() == StatusCode::kUnavailable && !aborted) {
         held_queue_.front().last = s;
         break;
@@ -238,7 +244,10 @@ void FleetClient::run_activator() {
     }
     lock.lock();
     if (activator_stop_ && held_queue_.empty()) return;
-    held_cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return activator_stop_; });
+    held_cv_.wait_for(lock.native(), std::chrono::milliseconds(20), [this] {
+      held_mu_.assert_held();
+      return activator_stop_;
+    });
   }
 }
 
@@ -275,7 +284,7 @@ void FleetClient::submit_now(engine::RequestKey key, std::shared_ptr<const net::
                              std::function<void(Status)> done) {
   auto t = std::make_shared<SubmitTry>();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (const auto it = jobs_.find(key); it != jobs_.end()) {
       t->request_id = it->second.request.request_id;
     }
@@ -294,7 +303,7 @@ void FleetClient::submit_step(std::shared_ptr<SubmitTry> t) {
     ++t->next;
     if (je->closed()) continue;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       const auto it = jobs_.find(t->key);
       if (it != jobs_.end()) it->second.je = je;
     }
@@ -348,19 +357,19 @@ void FleetClient::note_hops(const SubmitTry& t, const Json& reply) {
 }
 
 void FleetClient::call_started() const {
-  std::lock_guard lock(calls_mu_);
+  MutexLock lock(calls_mu_);
   ++calls_in_flight_;
 }
 
 void FleetClient::call_ended() const {
-  std::lock_guard lock(calls_mu_);
+  MutexLock lock(calls_mu_);
   if (--calls_in_flight_ == 0) calls_cv_.notify_all();
 }
 
 void FleetClient::abort(engine::RequestKey key) {
   std::shared_ptr<net::Link> je;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(key);
     if (it == jobs_.end()) return;
     je = it->second.je;
@@ -372,7 +381,7 @@ void FleetClient::abort(engine::RequestKey key) {
 }
 
 bool FleetClient::finish_locally(engine::RequestKey key, engine::TokenEvent event) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = jobs_.find(key);
   if (it == jobs_.end()) return false;
   std::shared_ptr<engine::OutputSink> sink = std::move(it->second.sink);
@@ -392,7 +401,7 @@ void FleetClient::on_event_message(net::Message message) {
 }
 
 void FleetClient::deliver(TaskEvent m) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = jobs_.find(m.job);
   if (it == jobs_.end()) return;  // finished, aborted, or not ours
   Pending& p = it->second;
@@ -424,7 +433,7 @@ void FleetClient::on_je_message(net::Message message) {
   if (message.type == msg::kJobAttempt) {
     Result<JobAttempt> a = decode_job_attempt(message.body);
     if (!a.ok()) return;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(a->job);
     if (it != jobs_.end()) it->second.attempt = std::max(it->second.attempt, a->attempt);
     return;
@@ -452,7 +461,7 @@ std::vector<engine::ContextCacheInfo> FleetClient::list_caches(const std::string
 
 void FleetClient::drain(std::chrono::milliseconds timeout) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     draining_ = true;
   }
   const Clock::time_point deadline = Clock::now() + timeout;
@@ -461,7 +470,7 @@ void FleetClient::drain(std::chrono::milliseconds timeout) {
   }
   std::vector<engine::RequestKey> left;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [key, pending] : jobs_) left.push_back(key);
   }
   for (engine::RequestKey key : left) abort(key);

@@ -45,7 +45,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -53,7 +52,9 @@
 
 #include "cluster/protocol/hop_timings.h"
 #include "cluster/protocol/messages.h"
+#include "core/mutex.h"
 #include "core/task_queue.h"
+#include "core/thread_annotations.h"
 #include "engine/engine_client.h"
 #include "net/link.h"
 #include "net/link_server.h"
@@ -219,41 +220,43 @@ class FleetClient final : public engine::EngineClient {
 
   FleetClientConfig config_;
   std::unique_ptr<net::LinkServer> events_;  // the TEs' event links
-  mutable std::mutex je_mu_;
-  std::vector<std::shared_ptr<net::Link>> jes_;  // GUARDED_BY(je_mu_); one per je_addresses
-  mutable std::vector<std::string> je_ids_;      // GUARDED_BY(je_mu_); the id each last gave
+  mutable Mutex je_mu_;
+  std::vector<std::shared_ptr<net::Link>> jes_ KEEL_GUARDED_BY(je_mu_);  // one per je_addresses
+  mutable std::vector<std::string> je_ids_ KEEL_GUARDED_BY(je_mu_);      // the id each last gave
   int64_t max_model_len_ = 0;
   int64_t max_waiting_ = 0;
 
-  mutable std::mutex mu_;
-  std::map<engine::RequestKey, Pending> jobs_;
-  bool draining_ = false;
-  bool stopped_ = false;
+  mutable Mutex mu_;
+  std::map<engine::RequestKey, Pending> jobs_ KEEL_GUARDED_BY(mu_);
+  bool draining_ KEEL_GUARDED_BY(mu_) = false;
+  bool stopped_ KEEL_GUARDED_BY(mu_) = false;
   std::atomic<int64_t> next_key_{1};
   std::atomic<size_t> next_je_{0};
   std::atomic<int64_t> held_{0};
 
-  std::mutex held_mu_;
+  Mutex held_mu_;
   std::condition_variable held_cv_;
-  std::deque<Held> held_queue_;  // held_mu_; oldest first
-  bool activator_stop_ = false;  // held_mu_
-  std::thread activator_;        // runs while activation_timeout > 0
+  std::deque<Held> held_queue_ KEEL_GUARDED_BY(held_mu_);  // oldest first
+  bool activator_stop_ KEEL_GUARDED_BY(held_mu_) = false;
+  std::thread activator_;  // runs while activation_timeout > 0
 
   std::atomic<int64_t> resubmitted_{0};
-  std::mutex watch_mu_;
+  Mutex watch_mu_;
   std::condition_variable watch_cv_;
-  bool watch_stop_ = false;  // GUARDED_BY(watch_mu_)
-  std::thread watcher_;      // JE failover
+  bool watch_stop_ KEEL_GUARDED_BY(watch_mu_) = false;
+  std::thread watcher_;  // JE failover
 
-  mutable std::mutex status_mu_;
-  mutable std::optional<Result<FleetStatus>> cached_;  // the last merged status (or why none)
-  mutable std::chrono::steady_clock::time_point cached_at_;
-  mutable bool refreshing_ = false;  // a background refresh is out
+  mutable Mutex status_mu_;
+  // The last merged status (or why none).
+  mutable std::optional<Result<FleetStatus>> cached_ KEEL_GUARDED_BY(status_mu_);
+  mutable std::chrono::steady_clock::time_point cached_at_ KEEL_GUARDED_BY(status_mu_);
+  mutable bool refreshing_ KEEL_GUARDED_BY(status_mu_) = false;  // a background refresh is out
 
-  mutable std::mutex calls_mu_;
+  mutable Mutex calls_mu_;
   mutable std::condition_variable calls_cv_;
-  mutable int64_t calls_in_flight_ = 0;  // asynchronous calls whose continuation has not run
-  std::unique_ptr<TaskQueue> slow_;      // submissions that wait for a JE to come back
+  // Asynchronous calls whose continuation has not run.
+  mutable int64_t calls_in_flight_ KEEL_GUARDED_BY(calls_mu_) = 0;
+  std::unique_ptr<TaskQueue> slow_;  // submissions that wait for a JE to come back
   HopTimings hops_;
 };
 

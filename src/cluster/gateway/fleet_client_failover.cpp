@@ -12,7 +12,7 @@
 namespace keel::cluster {
 
 std::vector<std::shared_ptr<net::Link>> FleetClient::je_links() const {
-  std::lock_guard lock(je_mu_);
+  MutexLock lock(je_mu_);
   return jes_;
 }
 
@@ -29,7 +29,7 @@ bool FleetClient::await_je_until(std::chrono::steady_clock::time_point deadline)
   using Clock = std::chrono::steady_clock;
   while (!any_je_up()) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       if (draining_ || stopped_) return false;
     }
     if (Clock::now() >= deadline) return false;
@@ -39,9 +39,12 @@ bool FleetClient::await_je_until(std::chrono::steady_clock::time_point deadline)
 }
 
 void FleetClient::watch_loop() {
-  std::unique_lock lock(watch_mu_);
+  UniqueLock lock(watch_mu_);
   while (!watch_stop_) {
-    watch_cv_.wait_for(lock, config_.je_watch_interval, [this] { return watch_stop_; });
+    watch_cv_.wait_for(lock.native(), config_.je_watch_interval, [this] {
+      watch_mu_.assert_held();
+      return watch_stop_;
+    });
     if (watch_stop_) return;
     lock.unlock();
     reconnect_lost_jes();
@@ -60,7 +63,7 @@ void FleetClient::reconnect_lost_jes() {
         [this](net::Link&, net::Message m) { on_je_message(std::move(m)); }, nullptr);
     if (!again.ok()) continue;
     KEEL_LOG_INFO("gateway: job executor at {} is back", config_.je_addresses[i]);
-    std::lock_guard lock(je_mu_);
+    MutexLock lock(je_mu_);
     jes_[i] = std::move(*again);
   }
 }
@@ -70,7 +73,7 @@ void FleetClient::resubmit_orphans() {
   std::vector<engine::RequestKey> expired;
   const auto now = std::chrono::steady_clock::now();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [key, p] : jobs_) {
       if (!p.placed || p.je == nullptr || !p.je->closed()) continue;  // not a JE's, or its is up
       orphans.push_back(key);
@@ -102,7 +105,7 @@ Status FleetClient::resubmit(engine::RequestKey key, const std::shared_ptr<net::
   job.reply_to = events_->address();
   std::shared_ptr<net::Link> dead;  // the JE it had, restored should this submission fail
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto it = jobs_.find(key);
     if (it == jobs_.end()) return Status::ok_status();  // it finished meanwhile
     Pending& p = it->second;
@@ -121,7 +124,7 @@ Status FleetClient::resubmit(engine::RequestKey key, const std::shared_ptr<net::
   }
   Result<Json> reply = je->call(encode(job), config_.call_timeout);
   const Status s = reply.ok() ? decode_status_body(*reply) : reply.status();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const auto it = jobs_.find(key);
   if (s.ok()) {
     resubmitted_.fetch_add(1);

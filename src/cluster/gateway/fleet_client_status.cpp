@@ -27,7 +27,7 @@ void FleetClient::fleet_status_async(std::function<void(Result<FleetStatus>)> do
   const std::vector<std::shared_ptr<net::Link>> jes = je_links();
   auto round = std::make_shared<StatusRound>();
   {
-    std::lock_guard lock(je_mu_);
+    MutexLock lock(je_mu_);
     for (size_t i = 0; i < jes.size(); ++i) {
       round->answers.push_back(
           {config_.je_addresses[i], je_ids_[i], Status::unavailable("no answer yet")});
@@ -38,14 +38,14 @@ void FleetClient::fleet_status_async(std::function<void(Result<FleetStatus>)> do
   const auto finish_one = [this](const std::shared_ptr<StatusRound>& r) {
     if (r->left.fetch_sub(1) != 1) return;
     {
-      std::lock_guard lock(je_mu_);
+      MutexLock lock(je_mu_);
       for (size_t i = 0; i < r->answers.size() && i < je_ids_.size(); ++i) {
         if (r->answers[i].status.ok()) je_ids_[i] = r->answers[i].status->je_id;
       }
     }
     Result<FleetStatus> merged = merge_fleet_statuses(r->answers);
     {
-      std::lock_guard lock(status_mu_);
+      MutexLock lock(status_mu_);
       cached_ = merged;
       cached_at_ = std::chrono::steady_clock::now();
     }
@@ -82,7 +82,7 @@ Result<FleetStatus> FleetClient::fleet_status_snapshot() const {
   bool refresh = false;
   Result<FleetStatus> last = Status::unavailable("the fleet's status is not known yet");
   {
-    std::lock_guard lock(status_mu_);
+    MutexLock lock(status_mu_);
     if (cached_) last = *cached_;
     if (!refreshing_ &&
         (!cached_ || std::chrono::steady_clock::now() - cached_at_ > config_.status_cache)) {
@@ -91,7 +91,7 @@ Result<FleetStatus> FleetClient::fleet_status_snapshot() const {
   }
   if (refresh) {
     fleet_status_async([this](const Result<FleetStatus>&) {
-      std::lock_guard lock(status_mu_);
+      MutexLock lock(status_mu_);
       refreshing_ = false;
     });
   }

@@ -24,7 +24,7 @@ Result<std::unique_ptr<TeHealthEndpoint>> TeHealthEndpoint::start(
 TeHealthEndpoint::~TeHealthEndpoint() {
   if (http_) http_->stop();
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -32,31 +32,34 @@ TeHealthEndpoint::~TeHealthEndpoint() {
 }
 
 void TeHealthEndpoint::serve(StatsFn stats) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   engine_ = std::move(stats);
   phase_ = TePhase::kServing;
 }
 
 void TeHealthEndpoint::draining() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   engine_ = nullptr;  // the engine may go now: never asked again
   phase_ = TePhase::kDraining;
 }
 
 void TeHealthEndpoint::sample_loop() {
-  std::unique_lock lock(mu_);
+  UniqueLock lock(mu_);
   while (!stopping_) {
     if (engine_) {
       stats_ = engine_();
       const bool work = stats_.num_running + stats_.num_waiting > 0;
       state_ = watch_.observe(stats_.steps_total, work, std::chrono::steady_clock::now());
     }
-    cv_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_; });
+    cv_.wait_for(lock.native(), std::chrono::milliseconds(100), [&] {
+      mu_.assert_held();
+      return stopping_;
+    });
   }
 }
 
 HealthReply TeHealthEndpoint::reply() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return te_health_reply(phase_, state_, stats_, watch_.since_progress());
 }
 

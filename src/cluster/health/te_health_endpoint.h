@@ -13,13 +13,14 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
 #include "cluster/health/health_http.h"
 #include "cluster/health/progress_watch.h"
+#include "core/mutex.h"
 #include "core/result.h"
+#include "core/thread_annotations.h"
 #include "engine/types.h"
 
 namespace keel::cluster {
@@ -42,14 +43,14 @@ class TeHealthEndpoint {
   void sample_loop();
   HealthReply reply();
 
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;
-  StatsFn engine_;  // empty: no engine (warm, or let go)
-  TePhase phase_ = TePhase::kWarm;
-  ProgressWatch watch_;
-  health::TeState state_ = health::TeState::kHealthy;
-  engine::EngineStats stats_;
+  bool stopping_ KEEL_GUARDED_BY(mu_) = false;
+  StatsFn engine_ KEEL_GUARDED_BY(mu_);  // empty: no engine (warm, or let go)
+  TePhase phase_ KEEL_GUARDED_BY(mu_) = TePhase::kWarm;
+  ProgressWatch watch_ KEEL_GUARDED_BY(mu_);
+  health::TeState state_ KEEL_GUARDED_BY(mu_) = health::TeState::kHealthy;
+  engine::EngineStats stats_ KEEL_GUARDED_BY(mu_);
   std::thread sampler_;
   std::unique_ptr<HealthHttp> http_;
 };

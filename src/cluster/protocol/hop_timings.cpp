@@ -33,7 +33,7 @@ HopTimings::HopTimings() {
 }
 
 void HopTimings::observe(double placed_s, const nlohmann::json& hops) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   hist_.at("placed").add(placed_s);
   if (!hops.is_object()) return;
   for (const char* name : kHopNames) {
@@ -43,7 +43,7 @@ void HopTimings::observe(double placed_s, const nlohmann::json& hops) {
 }
 
 std::string HopTimings::metrics_text() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::string text =
       "# HELP keel:request_hop_seconds Time a request spent on each hop while it was placed "
       "(gateway, JE, TE)\n# TYPE keel:request_hop_seconds histogram\n";

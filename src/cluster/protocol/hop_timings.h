@@ -16,12 +16,13 @@
 #pragma once
 
 #include <map>
-#include <mutex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "cluster/protocol/seconds_histogram.h"
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 
 namespace keel::cluster {
 
@@ -43,8 +44,8 @@ class HopTimings {
   [[nodiscard]] std::string metrics_text() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, SecondsHistogram> hist_;  // by hop name
+  mutable Mutex mu_;
+  std::map<std::string, SecondsHistogram> hist_ KEEL_GUARDED_BY(mu_);  // by hop name
 };
 
 }  // namespace keel::cluster

@@ -21,7 +21,7 @@ void BindListener::on_message(net::Link& link, net::Message m) {
   if (id == m.body.end() || !id->is_number_integer()) return;  // not a call: nobody to answer
   const int64_t call_id = id->get<int64_t>();
   Result<BindModel> bind = decode_bind_model(m.body);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!bind.ok() || bind_.has_value()) {
     BindReply r;
     r.status = bind.ok() ? Status::invalid_argument("this TE is bound already") : bind.status();
@@ -35,13 +35,16 @@ void BindListener::on_message(net::Link& link, net::Message m) {
 }
 
 std::optional<BindModel> BindListener::wait(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, timeout, [this] { return bind_.has_value(); });
+  UniqueLock lock(mu_);
+  cv_.wait_for(lock.native(), timeout, [this] {
+    mu_.assert_held();
+    return bind_.has_value();
+  });
   return bind_;
 }
 
 bool BindListener::reply(const BindReply& r) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (bind_link_ == nullptr) return false;
   return bind_link_->reply(call_id_, encode_bind_reply(r));
 }

@@ -9,11 +9,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "cluster/protocol/bind_model.h"
+#include "core/mutex.h"
+#include "core/thread_annotations.h"
 #include "net/link_server.h"
 
 namespace keel::cluster {
@@ -34,11 +35,11 @@ class BindListener {
   void on_message(net::Link& link, net::Message m);
 
   std::unique_ptr<net::LinkServer> server_;
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::optional<BindModel> bind_;         // GUARDED_BY(mu_)
-  std::shared_ptr<net::Link> bind_link_;  // GUARDED_BY(mu_): the link it came on
-  int64_t call_id_ = 0;                   // GUARDED_BY(mu_)
+  std::optional<BindModel> bind_ KEEL_GUARDED_BY(mu_);
+  std::shared_ptr<net::Link> bind_link_ KEEL_GUARDED_BY(mu_);  // the link it came on
+  int64_t call_id_ KEEL_GUARDED_BY(mu_) = 0;
 };
 
 // Sends `bind` to the warm TE whose bind port is host:port and waits for its reply.
