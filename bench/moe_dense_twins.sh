@@ -58,22 +58,12 @@ for r in $(seq 1 "$ROUNDS"); do
   done
 done
 
-python3 - "$OUT" "$TYPE" "${SHAPES[@]}" <<'PY'
-import glob, json, os, sys
+PYTHONPATH=bench/lib python3 - "$OUT" "$TYPE" "${SHAPES[@]}" <<'PY'
+import glob, os, sys
+from best_ts import best_ts
 out, typ, moe, active, total = sys.argv[1:6]
 def best(pattern, test):
-    b = None
-    for path in sorted(glob.glob(os.path.join(out, pattern))):
-        try:
-            rows = json.load(open(path))
-        except ValueError:
-            continue
-        for row in rows:
-            name = row.get("test") or (f"pp{row['n_prompt']}" if row.get("n_gen", 0) == 0
-                                       else f"tg{row['n_gen']}")
-            if name == test and (b is None or row["avg_ts"] > b):
-                b = row["avg_ts"]
-    return b
+    return best_ts(out, pattern, test)
 for engine in ["keel", "llama"]:
     if not glob.glob(os.path.join(out, f"{engine}-*.json")):
         continue

@@ -60,22 +60,12 @@ for r in $(seq 1 "$ROUNDS"); do
     > "$OUT/llama-r$r.json" 2> "$OUT/llama-r$r.log"
 done
 
-python3 - "$OUT" "$SHAPE" "$TYPE" "$PEER_NAME" <<'PY'
-import glob, json, os, sys
+PYTHONPATH=bench/lib python3 - "$OUT" "$SHAPE" "$TYPE" "$PEER_NAME" <<'PY'
+import glob, os, sys
+from best_ts import best_ts
 out, shape, typ, peer = sys.argv[1:5]
 def best(pattern, test):
-    b = None
-    for path in sorted(glob.glob(os.path.join(out, pattern))):
-        try:
-            rows = json.load(open(path))
-        except ValueError:
-            continue
-        for row in rows:
-            name = row.get("test") or (f"pp{row['n_prompt']}" if row.get("n_gen", 0) == 0
-                                       else f"tg{row['n_gen']}")
-            if name == test and (b is None or row["avg_ts"] > b):
-                b = row["avg_ts"]
-    return b
+    return best_ts(out, pattern, test)
 print(f"| {shape} {typ}, 2 threads | keel t/s | {peer} t/s | keel / {peer} |")
 print("|---|---|---|---|")
 for test in ["pp512", "tg128"]:
