@@ -453,8 +453,28 @@ class HeaderParser {
 
 namespace {
 
+// The parts of the data section to read: all of it, less ReadOptions::skip's ranges (each must
+// lie within the section). Sorted and disjoint.
+Result<std::vector<ByteRange>> ranges_to_read(const RandomAccessFile& file,
+                                              const ReadOptions& options,
+                                              const std::vector<TensorInfo>& tensors,
+                                              uint64_t data_size) {
+  if (!options.skip) return std::vector<ByteRange>{{0, data_size}};
+  const std::vector<ByteRange> skip = options.skip(tensors);
+  for (const ByteRange& r : skip) {
+    if (r.offset > data_size || r.bytes > data_size - r.offset) {
+      return Status::invalid_argument(file.path() + ": ReadOptions::skip range of " +
+                                      std::to_string(r.bytes) + " bytes at data offset " +
+                                      std::to_string(r.offset) + " lies outside the " +
+                                      std::to_string(data_size) + "-byte data section");
+    }
+  }
+  return complement_ranges(skip, data_size);
+}
+
 // Reads or maps the data section of a parsed file.
-Status load_data(const RandomAccessFile& file, const ReadOptions& options, AlignedBuffer* owned,
+Status load_data(const RandomAccessFile& file, const ReadOptions& options,
+                 const std::vector<TensorInfo>& tensors, AlignedBuffer* owned,
                  std::unique_ptr<MappedRegion>* mapping, const std::byte** data,
                  uint64_t data_offset) {
   const uint64_t data_size = file.size() - data_offset;
@@ -468,13 +488,21 @@ Status load_data(const RandomAccessFile& file, const ReadOptions& options, Align
     *data = (*mapping)->data() + data_offset;
     return {};
   }
+  KEEL_ASSIGN_OR_RETURN(const std::vector<ByteRange> reads,
+                        ranges_to_read(file, options, tensors, data_size));
+  // Skipped bytes stay as allocated: zero, and untouched (not resident) in a large buffer.
   KEEL_ASSIGN_OR_RETURN(*owned, AlignedBuffer::allocate(static_cast<size_t>(data_size)));
   constexpr uint64_t kChunk = uint64_t{64} << 20;
-  for (uint64_t done = 0; done < data_size;) {
-    const uint64_t n = std::min(kChunk, data_size - done);
-    KEEL_TRY(file.read_at(data_offset + done, static_cast<size_t>(n), owned->data() + done));
-    done += n;
-    if (options.progress) options.progress(done, data_size);
+  const uint64_t total = total_bytes(reads);
+  uint64_t done = 0;
+  for (const ByteRange& r : reads) {
+    for (uint64_t at = r.offset; at < r.end();) {
+      const uint64_t n = std::min(kChunk, r.end() - at);
+      KEEL_TRY(file.read_at(data_offset + at, static_cast<size_t>(n), owned->data() + at));
+      at += n;
+      done += n;
+      if (options.progress) options.progress(done, total);
+    }
   }
   *data = owned->data();
   return {};
@@ -491,8 +519,8 @@ Result<GgufFile> GgufFile::open(const std::string& path, const ReadOptions& opti
     out.path_ = path;
     KEEL_TRY(HeaderParser(*file, options, out).parse());
     if (options.mode == DataMode::kNone || out.tensors_.empty()) return out;
-    KEEL_TRY(
-        load_data(*file, options, &out.owned_data_, &out.mapping_, &out.data_, out.data_offset_));
+    KEEL_TRY(load_data(*file, options, out.tensors_, &out.owned_data_, &out.mapping_, &out.data_,
+                       out.data_offset_));
     return out;
   } catch (const std::bad_alloc&) {
     return Status::resource_exhausted(path + ": out of memory while reading the GGUF file");

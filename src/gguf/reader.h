@@ -27,6 +27,7 @@
 #include "core/dtype.h"
 #include "core/file_system.h"
 #include "core/result.h"
+#include "gguf/byte_ranges.h"
 #include "gguf/value.h"
 
 namespace keel::gguf {
@@ -58,6 +59,16 @@ struct ReadOptions {
   FileSystem* fs = nullptr;  // nullptr: a PosixFileSystem
   // Called while tensor data is read (kRead only) with bytes done and bytes total.
   std::function<void(uint64_t done, uint64_t total)> progress;
+  // Parts of the data section not to read (kRead only; ignored for kMmap and kNone): called
+  // once, after the header is parsed and validated, with the file's tensor infos; returns byte
+  // ranges as offsets from the data section's start (as TensorInfo::offset), in any order,
+  // overlapping or empty ones allowed (they are merged). Every range must lie within the data
+  // section, else open() fails with kInvalidArgument naming the range. The bytes of the ranges
+  // are left as the fresh buffer holds them — zero, and for a buffer of 2 MiB or more untouched
+  // pages of an anonymous mapping that never become resident — so tensor_data() of a skipped
+  // tensor reads zeros; the caller must not use those bytes. `progress` then counts only the
+  // bytes read. Empty function: the whole section is read.
+  std::function<std::vector<ByteRange>(const std::vector<TensorInfo>&)> skip;
   // Most metadata values (array elements included) accepted before open() fails with
   // kOutOfRange; bounds parsing memory (~40 bytes per value) for hostile files. A 256k-token
   // vocabulary with merges holds about 1M values.
