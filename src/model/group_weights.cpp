@@ -1,10 +1,13 @@
-// group_weights: match each matrix view to its tensor, skip aliased tensors, rewrite the rest.
+// group_weights: match each matrix view to its tensor, skip aliased tensors, rewrite the rest —
+// the bytes the views cover, so an expert shard's unviewed (unread) experts stay untouched.
+// Empty views (an expert shard's, model/expert_shard.h) are ignored throughout.
 #include "model/group_weights.h"
 
 #include <algorithm>
 #include <type_traits>
 #include <vector>
 
+#include "gguf/byte_ranges.h"
 #include "kernels/weight_layout.h"
 
 namespace keel::model {
@@ -21,18 +24,21 @@ auto matrices(W& w) {
   for (auto& l : w.layers) {
     for (M* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.moe.router,
                  &l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down}) {
-      if (m->data != nullptr) out.push_back(m);
+      out.push_back(m);
     }
     for (auto* bank : {&l.moe.gate, &l.moe.up, &l.moe.down}) {
       for (M& m : *bank) out.push_back(&m);
     }
   }
+  // Absent matrices (a dense layer's experts, an MoE layer's dense FFN) and an expert shard's
+  // emptied views.
+  std::erase_if(out, [](M* m) { return m->data == nullptr; });
   return out;
 }
 
-// True when `m` lies inside tensor bytes [bytes, bytes + n).
+// True when `m` lies inside tensor bytes [bytes, bytes + n) (never for an empty view).
 bool inside(const kernels::Matrix& m, const std::byte* bytes, size_t n) {
-  return m.data >= bytes && m.data < bytes + n;
+  return m.data != nullptr && m.data >= bytes && m.data < bytes + n;
 }
 
 // Whether the tensor's views may be rewritten as one grouped run of rows: views of the whole
@@ -52,6 +58,23 @@ bool groupable(const std::vector<kernels::Matrix*>& users, const std::byte* byte
     }
   }
   return true;
+}
+
+// The bytes of an n-byte tensor at `bytes` that its users view, as offsets into it: merged, so
+// one range for a whole-tensor view (or experts covering the tensor), else one per run of
+// adjacent views. For groupable() users each range starts on a group boundary and, unless it
+// ends the tensor, holds whole groups, so rewriting each range on its own gives the views the
+// bytes a whole-tensor rewrite would, and leaves the unviewed bytes (an expert shard's unread
+// experts) untouched.
+std::vector<gguf::ByteRange> viewed_ranges(const std::vector<kernels::Matrix*>& users,
+                                           const std::byte* bytes, size_t n) {
+  std::vector<gguf::ByteRange> out;
+  for (const kernels::Matrix* u : users) {
+    const auto offset = static_cast<uint64_t>(u->data - bytes);
+    const uint64_t len = static_cast<uint64_t>(u->rows) * u->row_bytes;
+    out.push_back({offset, std::min<uint64_t>(len, n - offset)});
+  }
+  return gguf::normalize_ranges(std::move(out));
 }
 
 // Tensors (by index) whose byte range overlaps another tensor's.
@@ -156,8 +179,10 @@ int group_weights(gguf::GgufFile& file, Weights& w, ThreadPool* pool) {
     const std::span<std::byte> out = file.mutable_tensor_data(info);
     if (out.empty()) return rewritten;  // mapped: nothing can be rewritten
     const kernels::Matrix& m = *users.front();
-    const auto rows = static_cast<int64_t>(bytes.size() / m.row_bytes);
-    kernels::group_rows_in_place(m.dtype, rows, m.row_bytes, out.data(), pool);
+    for (const gguf::ByteRange& r : viewed_ranges(users, bytes.data(), bytes.size())) {
+      const auto rows = static_cast<int64_t>(r.bytes / m.row_bytes);
+      kernels::group_rows_in_place(m.dtype, rows, m.row_bytes, out.data() + r.offset, pool);
+    }
     for (kernels::Matrix* u : users) u->layout = kernels::WeightLayout::kGrouped16;
     ++rewritten;
   }

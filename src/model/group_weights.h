@@ -1,8 +1,10 @@
 // group_weights: the load-time rewrite of a model's quantized matrices into the row-group layout
 // (kernels/weight_layout.h) that the decode kernels read in one stream. Done in place in the
 // GgufFile's own copy of the tensor bytes (DataMode::kRead), so it costs no memory; the Matrix
-// views are marked WeightLayout::kGrouped16. Tensors whose bytes overlap another tensor's (GGUF
-// allows aliasing) and types without a grouped form keep the GGUF layout.
+// views are marked WeightLayout::kGrouped16. Only the bytes the views cover are rewritten (a whole
+// tensor, or each run of expert slices), so an expert shard's emptied, unread experts
+// (model/expert_shard.h) stay untouched; empty views are ignored. Tensors whose bytes overlap
+// another tensor's (GGUF allows aliasing) and types without a grouped form keep the GGUF layout.
 //
 // A file may arrive already grouped (a model store entry, store/): it lists the grouped tensors
 // under kGroupedTensorsKey, and mark_pregrouped() marks their views without touching the bytes.

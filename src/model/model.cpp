@@ -1,7 +1,9 @@
-// Model::load: hyper-parameters, vocabulary size, weight views, and the maximum sequence length.
+// Model::load: hyper-parameters, vocabulary size, weight views, the expert shard, and the maximum
+// sequence length.
 #include "model/model.h"
 
 #include <string>
+#include <vector>
 
 #include "model/group_weights.h"
 
@@ -18,7 +20,7 @@ Status ModelOptions::validate() const {
                                     " is out of range [0, " + std::to_string(kMaxContextLength) +
                                     "]");
   }
-  return Status();
+  return expert_shard.validate().with_prefix("model option expert_shard");
 }
 
 Result<std::unique_ptr<Model>> Model::load(gguf::GgufFile file, const ModelOptions& options) {
@@ -28,6 +30,16 @@ Result<std::unique_ptr<Model>> Model::load(gguf::GgufFile file, const ModelOptio
   KEEL_ASSIGN_OR_RETURN(m->hparams_.n_vocab, read_vocab_size(m->file_, m->hparams_));
   KEEL_ASSIGN_OR_RETURN(m->weights_, load_weights(m->file_, m->hparams_));
   KEEL_TRY(mark_pregrouped(m->file_, m->weights_));  // a store entry's bytes come grouped
+  m->expert_shard_ = options.expert_shard;
+  if (!options.expert_shard.whole()) {
+    if (!m->hparams_.is_moe()) {
+      return Status::invalid_argument(m->file_.path() +
+                                      ": an expert shard needs a mixture-of-experts model");
+    }
+    // After mark_pregrouped (which checks its list against every view), before grouping (which
+    // then rewrites only the kept views: the skipped bytes were never read).
+    apply_expert_shard(m->weights_, options.expert_shard);
+  }
   if (options.group_weights) group_weights(m->file_, m->weights_);
   if (!m->weights_.rope_freqs.empty()) {
     m->hparams_.rope.freq_factors = m->weights_.rope_freqs.data();
@@ -38,8 +50,14 @@ Result<std::unique_ptr<Model>> Model::load(gguf::GgufFile file, const ModelOptio
 
 Result<std::unique_ptr<Model>> Model::open(const std::string& path, const ModelOptions& options,
                                            gguf::DataMode mode) {
+  KEEL_TRY(options.validate());
   gguf::ReadOptions read;
   read.mode = mode;
+  if (mode == gguf::DataMode::kRead && !options.expert_shard.whole()) {
+    read.skip = [shard = options.expert_shard](const std::vector<gguf::TensorInfo>& tensors) {
+      return expert_shard_skips(tensors, shard);
+    };
+  }
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::GgufFile::open(path, read));
   return load(std::move(file), options);
 }

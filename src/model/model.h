@@ -7,8 +7,9 @@
 // row-group layout at load unless ModelOptions::group_weights is off, or already in it when the
 // file lists them as grouped — a model store entry, model/group_weights.h), and
 // hparams().rope.freq_factors points into weights().rope_freqs (or is null); both live as long as
-// the Model, which is never moved (it is handed out as a unique_ptr). Thread safety: all methods
-// are const and safe from any thread.
+// the Model, which is never moved (it is handed out as a unique_ptr). A sharded model
+// (ModelOptions::expert_shard) has empty views for what its shard does not keep. Thread safety: all
+// methods are const and safe from any thread.
 #pragma once
 
 #include <cstdint>
@@ -17,6 +18,7 @@
 
 #include "core/result.h"
 #include "gguf/reader.h"
+#include "model/expert_shard.h"
 #include "model/hparams.h"
 #include "model/weights.h"
 
@@ -31,6 +33,10 @@ struct ModelOptions {
   // (DataMode::kRead); a mapped file keeps the GGUF layout. The CLI's --weight-layout rows
   // turns it off (for comparisons).
   bool group_weights = true;
+  // The experts this process holds, for expert parallelism (model/expert_shard.h); the default
+  // holds the whole model. Anything else needs an MoE model. Model::open with DataMode::kRead
+  // then reads only the kept tensor bytes; either way the views of the rest are emptied.
+  ExpertShard expert_shard;
 
   [[nodiscard]] Status validate() const;
 };
@@ -53,6 +59,9 @@ class Model {
   [[nodiscard]] const gguf::GgufFile& file() const { return file_; }
   // Maximum sequence length: options.n_ctx, or n_ctx_train when that was 0.
   [[nodiscard]] int64_t n_ctx() const { return n_ctx_; }
+  // The experts this model holds (ModelOptions::expert_shard): the views of the others, and with
+  // experts_only of every non-expert matrix, are empty (data null, rows 0).
+  [[nodiscard]] const ExpertShard& expert_shard() const { return expert_shard_; }
 
  private:
   explicit Model(gguf::GgufFile file) : file_(std::move(file)) {}
@@ -61,6 +70,7 @@ class Model {
   HParams hparams_;
   Weights weights_;
   int64_t n_ctx_ = 0;
+  ExpertShard expert_shard_;
 };
 
 }  // namespace keel::model

@@ -40,6 +40,11 @@ Status check_metadata(const gguf::GgufFile& file, const StoreKey& key) {
 
 Result<gguf::GgufWriter> entry_writer(const model::Model& model, const StoreKey& key) {
   const gguf::GgufFile& src = model.file();
+  if (!model.expert_shard().whole()) {  // its unkept tensor bytes were never read
+    return Status::invalid_argument(src.path() +
+                                    ": a model store entry needs the whole model, "
+                                    "not an expert shard");
+  }
   KEEL_ASSIGN_OR_RETURN(const kv::BlockHash identity, engine::model_identity(src));
   gguf::GgufWriter w;
   for (const gguf::KeyValue& kv : src.metadata()) {

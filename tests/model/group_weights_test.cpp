@@ -1,7 +1,8 @@
 // Load-time grouping of quantized weights (model/group_weights.h): the matrices are marked
 // grouped, a mapped file keeps the GGUF layout, and the forward pass gives bit-identical logits
 // with and without grouping — prompt in one batch and token by token, tied embeddings included
-// (the embedding lookup then reads rows back out of the grouped layout).
+// (the embedding lookup then reads rows back out of the grouped layout); and an expert shard's
+// kept expert slices rewritten on their own, as a whole-tensor rewrite would.
 #include "model/group_weights.h"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/thread_pool.h"
+#include "kernels/weight_layout.h"
+#include "model/expert_shard.h"
+#include "model/random_model.h"
+#include "support/test_support.h"
 #include "test_util.h"
 #include "tiny_model.h"
 
@@ -115,6 +121,65 @@ TEST(GroupWeightsTest, AliasedTensorsAreLeftAlone) {
   const auto want = rows.feed(kPrompt, 0);
   const auto got = grouped.feed(kPrompt, 0);
   EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+}
+
+// Weights of a random Q8_0 mixtral-tiny file (4 experts of 256 x 256) read into memory, as
+// Model::load builds them before grouping.
+struct ExpertFile {
+  gguf::GgufFile file;
+  Weights weights;
+};
+
+ExpertFile load_expert_file(ExpertLayout layout) {
+  RandomModelSpec spec;
+  spec.shape = *find_model_shape("mixtral-tiny");
+  spec.weight_type = DType::kQ8_0;
+  spec.expert_layout = layout;
+  const std::string path = keel::testing::make_temp_dir("group-experts") + "/m.gguf";
+  ThreadPool pool(1);
+  EXPECT_TRUE(write_random_model(spec, path, pool).ok());
+  auto file = gguf::GgufFile::open(path);
+  EXPECT_TRUE(file.ok());
+  auto hp = parse_hparams(*file);
+  EXPECT_TRUE(hp.ok());
+  hp->n_vocab = *read_vocab_size(*file, *hp);
+  auto w = load_weights(*file, *hp);
+  EXPECT_TRUE(w.ok()) << w.error().to_string();
+  return {std::move(*file), std::move(*w)};
+}
+
+// With the unowned experts' views emptied (expert_shard.h), grouping rewrites each kept
+// expert's slice on its own: the bytes a whole-tensor rewrite gives there, the GGUF bytes (here:
+// as read; in a sharded load: never read) everywhere else. Without a shard, the whole tensor is
+// rewritten as before.
+TEST(GroupWeightsTest, ExpertSlicesAreRewrittenOnTheirOwn) {
+  for (ExpertLayout layout : {ExpertLayout::kStacked, ExpertLayout::kGateUp}) {
+    const std::string name = layout == ExpertLayout::kGateUp ? "blk.1.ffn_gate_up_exps.weight"
+                                                             : "blk.1.ffn_up_exps.weight";
+    for (bool sharded : {false, true}) {
+      SCOPED_TRACE(name + (sharded ? " sharded" : " whole"));
+      ExpertFile f = load_expert_file(layout);
+      const gguf::TensorInfo& info = *f.file.find_tensor(name);
+      const auto bytes = f.file.tensor_data(info);
+      const std::vector<std::byte> original(bytes.begin(), bytes.end());
+      std::vector<std::byte> whole = original;
+      const size_t row_bytes = f.weights.layers[1].moe.up[0].row_bytes;
+      kernels::group_rows_in_place(DType::kQ8_0, static_cast<int64_t>(whole.size() / row_bytes),
+                                   row_bytes, whole.data());
+      const ExpertShard shard{1, 2, false};  // experts 1 and 3
+      if (sharded) apply_expert_shard(f.weights, shard);
+      EXPECT_GT(group_weights(f.file, f.weights), 0);
+      EXPECT_EQ(f.weights.layers[1].moe.up[1].layout, kernels::WeightLayout::kGrouped16);
+      const auto got = f.file.tensor_data(info);
+      const size_t slice = got.size() / 4;
+      for (size_t e = 0; e < 4; ++e) {
+        const bool kept = !sharded || shard.owns(static_cast<int64_t>(e));
+        const std::byte* want = (kept ? whole : original).data() + e * slice;
+        EXPECT_EQ(0, std::memcmp(got.data() + e * slice, want, slice)) << "expert " << e;
+      }
+      EXPECT_NE(0, std::memcmp(whole.data(), original.data(), slice));  // grouping moved bytes
+    }
+  }
 }
 
 }  // namespace

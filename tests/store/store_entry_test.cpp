@@ -2,7 +2,8 @@
 // model loaded from its GGUF (stories260K, and a random Q4_0 model whose matrices are regrouped),
 // its matrices point into the shared mapping of the entry file (checked in /proc/self/maps, not
 // through keel), it keeps the source's KV identity, and a truncated, foreign or mismatched entry
-// is refused with a Corrupt error naming the problem.
+// is refused with a Corrupt error naming the problem. An MoE entry maps as an expert shard (the
+// kept experts grouped, the rest empty); a sharded model cannot be stored.
 #include "store/store_entry.h"
 
 #include <gtest/gtest.h>
@@ -121,6 +122,40 @@ TEST(StoreEntryTest, Stories260KFromTheMappingMatchesTheFile) {
 TEST(StoreEntryTest, RandomQ4ModelIsStoredGroupedAndMatchesTheFile) {
   const std::string dir = testing::make_temp_dir("store-entry-q4");
   check_round_trip(random_q4_model(dir), dir, true);
+}
+
+// An entry of a whole MoE model, mapped by an expert shard: its grouped list is checked against
+// every view before the unkept ones are emptied, so the kept experts come out grouped. A sharded
+// model has unread bytes and is refused as an entry's source.
+TEST(StoreEntryTest, MoeEntriesMapAsExpertShardsAndShardsAreNotStored) {
+  const std::string dir = testing::make_temp_dir("store-entry-moe");
+  ThreadPool pool(1);
+  model::RandomModelSpec spec;
+  spec.shape = *model::find_model_shape("qwen3moe-tiny");
+  spec.weight_type = DType::kQ8_0;
+  const std::string source = dir + "/moe.gguf";
+  ASSERT_TRUE(model::write_random_model(spec, source, pool).ok());
+  const StoreKey key{0x77, model::kGroupedLayoutVersion, "test"};
+  const std::string entry = dir + "/" + entry_name(key);
+  PosixFileSystem fs;
+  model::ModelOptions sharded;
+  sharded.expert_shard = {1, 2, true};
+  {
+    auto m = model::Model::open(source, sharded);
+    ASSERT_TRUE(m.ok()) << m.status().to_string();
+    auto refused = write_entry(**m, key, entry, fs);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+    auto whole = model::Model::open(source);
+    ASSERT_TRUE(whole.ok());
+    ASSERT_TRUE(write_entry(**whole, key, entry, fs).ok());
+  }
+  auto mapped = map_entry(entry, key, sharded);
+  ASSERT_TRUE(mapped.ok()) << mapped.status().to_string();
+  const model::MoeWeights& moe = (*mapped)->weights().layers[0].moe;
+  EXPECT_EQ(moe.up[0].data, nullptr);
+  EXPECT_EQ(moe.up[1].layout, kernels::WeightLayout::kGrouped16);
+  EXPECT_EQ((*mapped)->weights().layers[0].wq.data, nullptr);
 }
 
 class BadEntryTest : public ::testing::Test {

@@ -1,0 +1,55 @@
+// ExpertShard: which of an MoE model's experts one process of an expert-parallel (EP) instance
+// holds, and how its load reads and keeps only those. Expert e belongs to shard e % count
+// (round-robin, so that each layer's experts spread evenly whatever their popularity). The
+// leader (shard 0) also holds everything that is not an expert — embeddings, attention, routers,
+// a shared expert, the head; an expert member (experts_only) holds its experts alone.
+//
+// A sharded load (ModelOptions::expert_shard) reads only the tensor bytes the shard keeps
+// (gguf::ReadOptions::skip: untouched pages of the anonymous buffer are never resident), empties
+// the views of the rest (apply_expert_shard) and regroups only the kept views, so a member's
+// resident memory is about its experts' bytes.
+//
+// Thread safety: plain data and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "gguf/reader.h"
+
+namespace keel::model {
+
+struct Weights;
+
+struct ExpertShard {
+  int32_t index = 0;          // this process's shard, in [0, count)
+  int32_t count = 1;          // shards of the instance; 1 = every expert here
+  bool experts_only = false;  // an expert member: no embeddings, attention, routers or head
+
+  [[nodiscard]] bool owns(int64_t expert) const { return count <= 1 || expert % count == index; }
+  // Every tensor kept: an ordinary load.
+  [[nodiscard]] bool whole() const { return count <= 1 && !experts_only; }
+  // InvalidArgument unless 1 ≤ count ≤ 64, 0 ≤ index < count, and experts_only only with
+  // index > 0 (the leader holds attention).
+  [[nodiscard]] Status validate() const;
+};
+
+// The byte ranges of `tensors` (offsets from the data section's start, as TensorInfo::offset) that
+// a load for `shard` need not read: the experts it does not own, in the 3-D `ffn_*_exps` and
+// `ffn_gate_up_exps` tensors (each expert a contiguous slice) and the per-expert `ffn_*.E`
+// tensors; with experts_only also every other tensor of two or more dimensions (vectors — one
+// dimension once trailing 1s are dropped, as the loader reads shapes: norms, rope factors, the
+// shared expert's gate — are always read: they are small and validated at load). Bytes that a
+// kept tensor also views (GGUF lets tensors alias) are never skipped. Sorted, disjoint, merged.
+// Empty when shard.whole().
+[[nodiscard]] std::vector<gguf::ByteRange> expert_shard_skips(
+    const std::vector<gguf::TensorInfo>& tensors, const ExpertShard& shard);
+
+// Empties (kernels::Matrix{}: data null, rows 0) the matrix views `shard` does not keep: unowned
+// experts (the banks keep their n_expert entries), and with experts_only every non-expert matrix
+// (token_embd, output, attention, routers, the shared expert — so MoeWeights::has_shared() is
+// false there). Vectors are kept. Nothing when shard.whole().
+void apply_expert_shard(Weights& w, const ExpertShard& shard);
+
+}  // namespace keel::model
