@@ -68,3 +68,14 @@ inline void add_pipeline_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
                   "--pp 2: seconds to wait for stage 1's reply to one step")
       ->check(CLI::Range(0.001, 3600.0));
 }
+
+// --ep, --ep-overlap (serve).
+inline void add_expert_parallel_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
+  cmd->add_option("--ep", o->ep,
+                  "Expert-parallel processes for an MoE model: N = this process holds attention, "
+                  "the routers and 1/N of the experts, N-1 `keel ep-expert` children the rest")
+      ->check(CLI::Range(1, 8));
+  cmd->add_option("--ep-overlap", o->ep_overlap,
+                  "--ep: compute this process's experts while the members compute theirs "
+                  "(false: wait for the members first; for measuring the overlap)");
+}

@@ -69,6 +69,14 @@ struct PpStageOptions {
   std::string spec_source;
 };
 int run_pp_stage(const PpStageOptions& opts);
+// `keel ep-expert`: an expert member of `keel serve --ep N` (ep/expert_member.h).
+struct EpExpertOptions {
+  ComputeOptions compute;
+  std::string model_path;  // the leader's GGUF
+  std::string shard;       // "I/N": this member holds experts e with e % N == I
+  std::string channel;     // the leader's shared-memory channel name
+};
+int run_ep_expert(const EpExpertOptions& opts);
 // The model id the API shows: `given` (--served-model-name) when set, builtin_model_name() for a
 // built-in model (no -m, or builtin:NAME), else the stem of the model file (`resolved_path`).
 std::string served_model_name(const std::string& given, const std::string& model_path,

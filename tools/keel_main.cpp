@@ -241,8 +241,17 @@ int main(int argc, char** argv) {
                    "Origins allowed by CORS, comma-separated ('*' = any); default: CORS off")
       ->delimiter(',');
   add_pipeline_flags(serve_cmd, &serve);
+  add_expert_parallel_flags(serve_cmd, &serve);
   add_compute_options(serve_cmd, &serve.compute);
   keel::cli::add_state_flags(serve_cmd, &serve);
+
+  keel::cli::EpExpertOptions epx;
+  CLI::App* epx_cmd = app.add_subcommand(
+      "ep-expert", "Run an expert member of an expert-parallel MoE model (started by --ep)");
+  epx_cmd->add_option("-m,--model", epx.model_path, "The leader's GGUF")->required();
+  epx_cmd->add_option("--shard", epx.shard, "I/N: hold the experts e with e % N == I")->required();
+  epx_cmd->add_option("--channel", epx.channel, "The leader's shared-memory channel")->required();
+  add_compute_options(epx_cmd, &epx.compute);
 
   keel::cli::PpStageOptions pps;
   CLI::App* pps_cmd = app.add_subcommand(
@@ -528,6 +537,7 @@ int main(int argc, char** argv) {
   }
   if (run_cmd->parsed()) return keel::cli::run_run(run);
   if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
+  if (epx_cmd->parsed()) return keel::cli::run_ep_expert(epx);
   if (pps_cmd->parsed()) {
     if (!pps.spec_source.empty()) {
       const std::string other = first_option_besides(*pps_cmd, {"--spec", "--exit-with-peer"});

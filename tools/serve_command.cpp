@@ -98,6 +98,7 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   start.n_ctx = opts.ctx_size;
   start.engine = serve_engine_config(opts);
   start.pipeline = serve_pipeline_options(opts);
+  start.expert_parallel = serve_expert_parallel_options(opts);
   {
     host::ProgressReporter progress("loading " + path, "B");
     KEEL_TRY(host->start(std::move(start), [&progress](uint64_t done, uint64_t total) {

@@ -87,6 +87,10 @@ struct EngineDeps {
   // layers [0, tail->first_layer()) only and refuses what pipeline_checks.h lists. Borrowed: must
   // outlive the engine. Null: every layer here.
   PipelineTail* pipeline_tail = nullptr;
+  // Expert parallelism (model/remote_experts.h): an MoE model loaded with an ExpertShard computes
+  // its own experts and has `remote` compute the rest. Borrowed: must outlive the engine. A lost
+  // member fails the steps (their requests end with an error). Not with a pipeline tail.
+  model::ExpertParallel expert_parallel;
 };
 
 class Engine final : public EngineClient {

@@ -49,6 +49,12 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   config.scheduler.max_model_len = static_cast<int32_t>(max_len);
   model::KvLayout layout =
       model::KvLayout::for_model(model.hparams(), config.block_size, config.kv_dtype);
+  if (deps.expert_parallel.remote != nullptr &&
+      (!model.hparams().is_moe() || deps.pipeline_tail != nullptr)) {
+    return Status::invalid_argument(model.hparams().is_moe()
+                                        ? "expert parallelism with pipeline stages is not supported"
+                                        : "expert parallelism needs a mixture-of-experts model");
+  }
   if (deps.pipeline_tail != nullptr) {
     KEEL_TRY(check_pipeline_config(config));
     if (deps.published_blocks) return Status::invalid_argument("a streamed KV hand-off with --pp");
@@ -129,7 +135,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, hp.n_layer), draft_head_.get(),
-      early_exit_.predictors(), pipeline_tail_, expert_counts_.get());
+      early_exit_.predictors(), pipeline_tail_, expert_counts_.get(), deps.expert_parallel);
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;

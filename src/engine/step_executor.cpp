@@ -14,7 +14,8 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
                            int threads, int64_t max_batch_tokens, int64_t select_layer,
                            const draft::DraftHead* draft_head,
                            const draft::ExitPredictors* exit_predictors,
-                           PipelineTail* pipeline_tail, model::ExpertTokenCounts* expert_counts)
+                           PipelineTail* pipeline_tail, model::ExpertTokenCounts* expert_counts,
+                           model::ExpertParallel expert_parallel)
     : model_(model),
       storage_(storage),
       isa_(isa),
@@ -25,6 +26,7 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
       exit_predictors_(exit_predictors),
       pipeline_tail_(pipeline_tail),
       expert_counts_(expert_counts),
+      expert_parallel_(expert_parallel),
       thread_([this] { run(); }) {}
 
 StepExecutor::~StepExecutor() {
@@ -216,6 +218,7 @@ void StepExecutor::run() {
                      pipeline_tail_ != nullptr ? model::LayerRange{0, pipeline_tail_->first_layer()}
                                                : model::LayerRange{});
   ctx.count_experts(expert_counts_);
+  if (expert_parallel_.remote != nullptr) ctx.set_expert_parallel(expert_parallel_);
   SparseSelector selector(model_.hparams());
   std::vector<float> logits, hidden;
   for (;;) {

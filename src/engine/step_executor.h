@@ -120,12 +120,14 @@ class StepExecutor {
   // the step's forward pass is stage 0's layers then the tail (no early exit, probe or hidden
   // states — the engine refuses those features with a tail). expert_counts: an MoE model's
   // routing is counted there (borrowed, outlives the executor; null = not counted).
+  // expert_parallel: an expert-parallel MoE model's remote experts (model/remote_experts.h).
   StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
                int64_t max_batch_tokens, int64_t select_layer = 0,
                const draft::DraftHead* draft_head = nullptr,
                const draft::ExitPredictors* exit_predictors = nullptr,
                PipelineTail* pipeline_tail = nullptr,
-               model::ExpertTokenCounts* expert_counts = nullptr);
+               model::ExpertTokenCounts* expert_counts = nullptr,
+               model::ExpertParallel expert_parallel = {});
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();
@@ -164,6 +166,7 @@ class StepExecutor {
   const draft::ExitPredictors* exit_predictors_;
   PipelineTail* pipeline_tail_;
   model::ExpertTokenCounts* expert_counts_;
+  model::ExpertParallel expert_parallel_;
   std::vector<float> residual_;  // executor thread only: stage 0's output rows
   bool busy_ = false;            // engine thread only
 

@@ -38,8 +38,17 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   model::ModelOptions mopts;
   mopts.n_ctx = options.n_ctx;
   mopts.group_weights = options.group_weights;
+  const ExpertParallelOptions& ep = options.expert_parallel;
+  if (ep.enabled()) {
+    KEEL_TRY(ep.validate());
+    if (options.pipeline.enabled() || options.engine.semi_pd.has_value()) {
+      return Status::invalid_argument("--ep goes with neither --pp nor --semi-pd");
+    }
+    mopts.expert_shard = ep.leader_shard();
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, read_weights(path_, options.use_mmap, progress));
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
+                        read_weights(path_, options.use_mmap, progress, mopts.expert_shard));
   weights_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   KEEL_ASSIGN_OR_RETURN(model_, model::Model::load(std::move(file), mopts));
   engine::EngineConfig config = std::move(options.engine);
@@ -52,6 +61,11 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
     KEEL_ASSIGN_OR_RETURN(stage_,
                           connect_stage(options.pipeline, path_, *model_, config, &stage_process_));
   }
+  if (ep.enabled()) {
+    KEEL_ASSIGN_OR_RETURN(expert_members_,
+                          ExpertMembers::start(ep, path_, *model_, config.threads,
+                                               config.scheduler.max_batched_tokens));
+  }
   if (config.semi_pd.has_value()) {
     KEEL_ASSIGN_OR_RETURN(semi_pd_,
                           engine::SemiPdEngine::start(*model_, std::move(config),
@@ -61,12 +75,15 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
     return {};
   }
   KEEL_ASSIGN_OR_RETURN(
-      engine_, engine::Engine::start(
-                   *model_, std::move(config),
-                   engine::EngineDeps{.tokenizer = tokenizer_.get(),
-                                      .cache_events = std::move(options.cache_events),
-                                      .published_blocks = std::move(options.published_blocks),
-                                      .pipeline_tail = stage_.get()}));
+      engine_,
+      engine::Engine::start(
+          *model_, std::move(config),
+          engine::EngineDeps{.tokenizer = tokenizer_.get(),
+                             .cache_events = std::move(options.cache_events),
+                             .published_blocks = std::move(options.published_blocks),
+                             .pipeline_tail = stage_.get(),
+                             .expert_parallel = expert_members_ ? expert_members_->expert_parallel()
+                                                                : model::ExpertParallel{}}));
   client_.attach(engine_.get());
   ready_.store(true, std::memory_order_release);
   return {};

@@ -25,6 +25,7 @@
 #include "engine/semi_pd_engine.h"
 #include "host/compute.h"
 #include "host/deferred_engine.h"
+#include "host/expert_parallel.h"
 #include "host/model_loading.h"
 #include "host/pipeline_stage.h"
 #include "model/model.h"
@@ -47,6 +48,8 @@ struct StartOptions {
   engine::PublishedBlockTap published_blocks;
   // --pp 2: the engine is stage 0 of a pipeline whose stage 1 is started (or reached) here.
   PipelineOptions pipeline;
+  // --ep N: the engine leads an expert-parallel instance of N processes (expert_parallel.h).
+  ExpertParallelOptions expert_parallel;
 };
 
 class EngineHost {
@@ -96,6 +99,8 @@ class EngineHost {
   // Pipeline stage 1 (--pp 2): declared before engine_, so the engine stops before its tail goes.
   std::unique_ptr<StageProcess> stage_process_;
   std::unique_ptr<pipeline::RemoteStage> stage_;
+  // Expert members (--ep): declared before engine_, so the engine stops before they go.
+  std::unique_ptr<ExpertMembers> expert_members_;
   std::unique_ptr<engine::Engine> engine_;         // after model_: stopped before the model goes
   std::unique_ptr<engine::SemiPdEngine> semi_pd_;  // idem; set instead of engine_ in semi-PD mode
 };

@@ -11,10 +11,15 @@ bool has_random_weights(const gguf::GgufFile& file) {
 }
 
 Result<gguf::GgufFile> read_weights(const std::string& path, bool use_mmap,
-                                    const ReadProgress& progress) {
+                                    const ReadProgress& progress, const model::ExpertShard& shard) {
   gguf::ReadOptions read;
   read.mode = use_mmap ? gguf::DataMode::kMmap : gguf::DataMode::kRead;
   read.progress = progress;
+  if (!shard.whole()) {
+    read.skip = [shard](const std::vector<gguf::TensorInfo>& tensors) {
+      return model::expert_shard_skips(tensors, shard);
+    };
+  }
   return gguf::GgufFile::open(path, read);
 }
 
@@ -23,7 +28,8 @@ Result<LoadedModel> load_model(const std::string& path, const ComputeOptions& co
   const auto t0 = std::chrono::steady_clock::now();
   LoadedModel out;
   out.path = path;
-  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file, read_weights(path, compute.use_mmap, progress));
+  KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
+                        read_weights(path, compute.use_mmap, progress, options.expert_shard));
   out.random_weights = has_random_weights(file);
   KEEL_ASSIGN_OR_RETURN(tokenizer::Tokenizer tok, tokenizer::Tokenizer::from_gguf(file));
   out.tokenizer = std::make_unique<tokenizer::Tokenizer>(std::move(tok));

@@ -14,6 +14,7 @@
 #include "core/result.h"
 #include "gguf/reader.h"
 #include "host/compute.h"
+#include "model/expert_shard.h"
 #include "model/model.h"
 #include "tokenizer/tokenizer.h"
 
@@ -35,8 +36,11 @@ struct LoadedModel {
 [[nodiscard]] bool has_random_weights(const gguf::GgufFile& file);
 
 // The GGUF at `path` with its tensor bytes read into memory, or mapped with `use_mmap`.
+// A sharded load (`shard` not whole(), read mode) reads only the bytes the shard keeps
+// (model/expert_shard.h).
 Result<gguf::GgufFile> read_weights(const std::string& path, bool use_mmap,
-                                    const ReadProgress& progress);
+                                    const ReadProgress& progress,
+                                    const model::ExpertShard& shard = {});
 
 // The model at `path` (model::ModelOptions from `options`, its group_weights from `compute`).
 Result<LoadedModel> load_model(const std::string& path, const ComputeOptions& compute,

@@ -18,6 +18,13 @@ PipelineOptions serve_pipeline_options(const ServeOptions& o) {
   return p;
 }
 
+ExpertParallelOptions serve_expert_parallel_options(const ServeOptions& o) {
+  ExpertParallelOptions e;
+  e.shards = o.ep;
+  e.overlap = o.ep_overlap;
+  return e;
+}
+
 engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;

@@ -16,6 +16,7 @@
 #include "engine/engine_config.h"
 #include "engine/semi_pd_controller.h"
 #include "host/compute.h"
+#include "host/expert_parallel.h"
 #include "host/pipeline_stage.h"
 
 namespace keel::host {
@@ -83,9 +84,13 @@ struct ServeOptions {
   int32_t pp = 1;                   // --pp: pipeline stages (1 or 2; host/pipeline_stage.h)
   std::string pp_stage1;            // --pp-stage1 HOST:PORT: a running `keel pp-stage`
   double pp_step_timeout_s = 60.0;  // --pp-step-timeout: one step's reply from stage 1
+  int32_t ep = 1;                   // --ep: expert-parallel processes (host/expert_parallel.h)
+  bool ep_overlap = true;           // --ep-overlap: local experts run while the members compute
 };
 // The pipeline part of host::StartOptions.
 [[nodiscard]] PipelineOptions serve_pipeline_options(const ServeOptions& o);
+// The expert-parallel part of host::StartOptions.
+[[nodiscard]] ExpertParallelOptions serve_expert_parallel_options(const ServeOptions& o);
 
 // The engine's configuration (EngineHost::start adds the kernel table, threads and the model's
 // end-of-generation ids). Values the CLI checked (KV type, PIC link, speculation method, semi-PD

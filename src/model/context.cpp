@@ -85,7 +85,7 @@ Status Context::forward_first_stage(const Batch& batch, KvStorage& kv, kernels::
   KEEL_TRY(validate(batch, kv));
   bind_tables(batch, kv.layout().block_size);
   embed(batch);
-  run_layers(batch, kv, ops);
+  KEEL_TRY(run_layers(batch, kv, ops));
   residual->assign(x_.begin(), x_.begin() + static_cast<ptrdiff_t>(batch.size() * sz(hp_.n_embd)));
   return Status();
 }
@@ -104,7 +104,7 @@ Status Context::forward_stage_from(const Batch& batch, std::span<const float> re
   }
   bind_tables(batch, kv.layout().block_size);
   std::memcpy(x_.data(), residual.data(), residual.size() * sizeof(float));
-  run_layers(batch, kv, ops);
+  KEEL_TRY(run_layers(batch, kv, ops));
   if (last_ == hp_.n_layer) {
     output_logits(batch, ops, logits, nullptr);
   } else {
@@ -123,7 +123,7 @@ Status Context::forward(const Batch& batch, KvStorage& kv, kernels::Ops& ops,
   KEEL_TRY(validate_full(batch, kv));
   bind_tables(batch, kv.layout().block_size);
   embed(batch);
-  run_layers(batch, kv, ops);
+  KEEL_TRY(run_layers(batch, kv, ops));
   if (logits) output_logits(batch, ops, logits, hidden);
   return Status();
 }
@@ -133,7 +133,7 @@ Status Context::forward_hidden(const Batch& batch, KvStorage& kv, kernels::Ops& 
   KEEL_TRY(validate_full(batch, kv));
   bind_tables(batch, kv.layout().block_size);
   embed(batch);
-  run_layers(batch, kv, ops);
+  KEEL_TRY(run_layers(batch, kv, ops));
   const int64_t n_out = gather_outputs(batch);
   hidden->assign(sz(n_out) * sz(hp_.n_embd), 0.0f);
   if (n_out > 0) {
@@ -157,6 +157,7 @@ Status Context::value_deviation(const Batch& batch, KvStorage& kv, kernels::Ops&
     attention_block(il, batch, kv, ops);
     ffn_block(il, n, ops);
   }
+  KEEL_TRY(take_moe_status());
   const LayerWeights& w = model_.weights().layers[sz(check_layer)];
   const int64_t kv_dim = hp_.kv_dim();
   float* const v_out[] = {v_.data()};
@@ -259,11 +260,19 @@ void Context::embed(const Batch& batch) {
   }
 }
 
-void Context::run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
+Status Context::run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
   for (int64_t il = first_; il < last_; ++il) {
     attention_block(il, batch, kv, ops);
     ffn_block(il, static_cast<int64_t>(batch.size()), ops);
   }
+  return take_moe_status();
+}
+
+Status Context::take_moe_status() { return moe_ ? moe_->take_status() : Status(); }
+
+void Context::set_expert_parallel(ExpertParallel ep) {
+  KEEL_CHECK(moe_ != nullptr || ep.remote == nullptr);
+  if (moe_) moe_->set_expert_parallel(ep, model_.expert_shard());
 }
 
 void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
@@ -306,7 +315,7 @@ void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
   const LayerWeights& w = model_.weights().layers[sz(il)];
   if (moe_) {  // LoRA adapters of an MoE model target attention only (checked at load)
     ops.rms_norm(x_.data(), w.ffn_norm.data(), n_tokens, hp_.n_embd, hp_.rms_eps, moe_in_.data());
-    moe_->forward(w.moe, moe_in_.data(), n_tokens, ops, proj_.data());
+    moe_->forward(w.moe, il, moe_in_.data(), n_tokens, ops, proj_.data());
     if (expert_counts_ != nullptr) expert_counts_->add(il, moe_->experts(n_tokens));
     ops.add(proj_.data(), n_tokens * hp_.n_embd, x_.data());
     return;

@@ -32,6 +32,7 @@
 #include "model/lora_batch.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
+#include "model/remote_experts.h"
 
 namespace keel::model {
 
@@ -55,6 +56,10 @@ class Context {
   // An MoE model's routing is counted into `counts` (borrowed, outlives this; null = not counted;
   // a dense model has nothing to count).
   void count_experts(ExpertTokenCounts* counts) { expert_counts_ = counts; }
+  // Expert parallelism (remote_experts.h): this Context computes the experts of the model's
+  // ExpertShard and has ep.remote compute the rest. A remote failure fails the forward call
+  // (Unavailable or the member's error). Only for MoE models (checked).
+  void set_expert_parallel(ExpertParallel ep);
 
   // Pipeline stage entry points. The KV layout must have last - first layers.
   // forward_first_stage (a range starting at layer 0 and ending before n_layer): embeds the
@@ -116,7 +121,10 @@ class Context {
   [[nodiscard]] int64_t kv_layer(int64_t il) const { return il - first_; }
   void embed(const Batch& batch);
   // Every layer of the range in order; the single place a per-layer hook (early exit) will go.
-  void run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops);
+  // Errors: a remote expert failure (take_moe_status()).
+  Status run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops);
+  // The MoE layer's remote failure since the last call (OK without one, or for a dense model).
+  Status take_moe_status();
   void attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops);
   void ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops);
   // The KV access: store this layer's K/V rows (converted to the storage's type) in their

@@ -49,6 +49,7 @@ Status Context::forward_early_exit(const Batch& batch, KvStorage& kv, kernels::O
       std::memcpy(saved.data() + t * d, row, d * sizeof(float));
     }
   }
+  KEEL_TRY(take_moe_status());
   if (logits) output_logits(batch, ops, logits, hidden);
   return Status();
 }

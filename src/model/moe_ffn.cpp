@@ -58,6 +58,7 @@ MoeFfn::MoeFfn(const HParams& hp, int64_t max_tokens)
   // A decode step keeps the gate/up rows of all k experts at once (forward_one).
   gate_.resize(std::max(t, sz(k_)) * sz(ff));
   up_.resize(std::max(t, sz(k_)) * sz(ff));
+  slot_row_.resize(t * sz(k_));
 }
 
 void MoeFfn::route(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops) {
@@ -73,63 +74,133 @@ void MoeFfn::run_expert(const MoeWeights& w, int64_t e, const float* x, int64_t 
   ops.silu_mul_matmul(w.down[sz(e)], gate_.data(), up_.data(), m, y);
 }
 
-void MoeFfn::forward_one(const MoeWeights& w, const float* xn, kernels::Ops& ops) {
+void MoeFfn::run_one_row(const MoeWeights& w, const float* x, int64_t n_slots,
+                         const int32_t* slot_expert, kernels::Ops& ops, float* ys) {
   const auto ff = sz(p_.n_ff_exp), d = sz(d_);
-  // Every chosen expert reads the same row: gate and up of two experts per matmul_many call (one
+  // Every slot reads the same row: gate and up of two experts per matmul_many call (one
   // activation preparation, one pool job), then each expert's down projection.
-  for (int64_t j = 0; j < k_; j += 2) {
-    const int64_t m = std::min<int64_t>(2, k_ - j);
+  for (int64_t j = 0; j < n_slots; j += 2) {
+    const int64_t m = std::min<int64_t>(2, n_slots - j);
     kernels::Matrix ws[4];
-    float* ys[4];
+    float* outs[4];
     for (int64_t i = 0; i < m; ++i) {
-      const auto e = sz(sel_[sz(j + i)]);
+      const auto e = sz(slot_expert[j + i]);
       ws[2 * i] = w.gate[e];
       ws[2 * i + 1] = w.up[e];
-      ys[2 * i] = gate_.data() + sz(j + i) * ff;
-      ys[2 * i + 1] = up_.data() + sz(j + i) * ff;
+      outs[2 * i] = gate_.data() + sz(j + i) * ff;
+      outs[2 * i + 1] = up_.data() + sz(j + i) * ff;
     }
-    ops.matmul_many({ws, sz(2 * m)}, xn, 1, {ys, sz(2 * m)});
+    ops.matmul_many({ws, sz(2 * m)}, x, 1, {outs, sz(2 * m)});
   }
-  for (int64_t j = 0; j < k_; ++j) {
-    ops.silu_mul_matmul(w.down[sz(sel_[sz(j)])], gate_.data() + sz(j) * ff, up_.data() + sz(j) * ff,
-                        1, ys_.data() + sz(j) * d);
+  for (int64_t j = 0; j < n_slots; ++j) {
+    ops.silu_mul_matmul(w.down[sz(slot_expert[j])], gate_.data() + sz(j) * ff,
+                        up_.data() + sz(j) * ff, 1, ys + sz(j) * d);
   }
 }
 
-void MoeFfn::forward(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops,
-                     float* out) {
-  KEEL_CHECK(n >= 0 && n <= max_tokens_);
-  if (n == 0) return;
-  route(w, xn, n, ops);
-  if (n == 1) {
-    forward_one(w, xn, ops);
-    combine(w, xn, n, ops, out);
-    return;
-  }
-  // Bucket the (token, slot) pairs by expert: counting sort, stable in token order.
+void MoeFfn::run_grouped(const MoeWeights& w, const float* rows, int64_t n_slots,
+                         const int32_t* slot_row, const int32_t* slot_expert, kernels::Ops& ops,
+                         float* ys) {
+  // Bucket the slots by expert: counting sort, stable in slot order.
   std::fill(offsets_.begin(), offsets_.end(), 0);
-  const int64_t slots = n * k_;
-  for (int64_t s = 0; s < slots; ++s) ++offsets_[sz(sel_[sz(s)]) + 1];
+  for (int64_t s = 0; s < n_slots; ++s) ++offsets_[sz(slot_expert[s]) + 1];
   std::partial_sum(offsets_.begin(), offsets_.end(), offsets_.begin());
   fill_.assign(offsets_.begin(), offsets_.end() - 1);
-  for (int64_t s = 0; s < slots; ++s) {
-    order_[sz(fill_[sz(sel_[sz(s)])]++)] = static_cast<int32_t>(s);
+  for (int64_t s = 0; s < n_slots; ++s) {
+    order_[sz(fill_[sz(slot_expert[s])]++)] = static_cast<int32_t>(s);
   }
   const size_t d = sz(d_);
   for (int64_t e = 0; e < p_.n_expert; ++e) {
     const int32_t begin = offsets_[sz(e)], m = offsets_[sz(e) + 1] - begin;
-    if (m == 0) continue;  // an expert no token chose: its weights are not read
+    if (m == 0) continue;  // an expert no slot chose: its weights are not read
+    KEEL_CHECK(m <= max_tokens_);
     for (int32_t i = 0; i < m; ++i) {
-      const auto t = sz(order_[sz(begin + i)] / k_);
-      std::memcpy(xg_.data() + sz(i) * d, xn + t * d, d * sizeof(float));
+      const auto r = sz(slot_row[order_[sz(begin + i)]]);
+      std::memcpy(xg_.data() + sz(i) * d, rows + r * d, d * sizeof(float));
     }
     run_expert(w, e, xg_.data(), m, ops, yg_.data());
     for (int32_t i = 0; i < m; ++i) {
       const auto slot = sz(order_[sz(begin + i)]);
-      std::memcpy(ys_.data() + slot * d, yg_.data() + sz(i) * d, d * sizeof(float));
+      std::memcpy(ys + slot * d, yg_.data() + sz(i) * d, d * sizeof(float));
     }
   }
+}
+
+void MoeFfn::run_slots(const MoeWeights& w, const float* rows, int64_t n_slots,
+                       const int32_t* slot_row, const int32_t* slot_expert, kernels::Ops& ops,
+                       float* ys) {
+  KEEL_CHECK(n_slots >= 0 && n_slots <= max_tokens_ * k_);
+  if (n_slots == 0) return;
+  const bool one_row = n_slots <= k_ && std::all_of(slot_row, slot_row + n_slots,
+                                                    [&](int32_t r) { return r == slot_row[0]; });
+  if (one_row) {
+    run_one_row(w, rows + sz(slot_row[0]) * sz(d_), n_slots, slot_expert, ops, ys);
+  } else {
+    run_grouped(w, rows, n_slots, slot_row, slot_expert, ops, ys);
+  }
+}
+
+void MoeFfn::forward(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
+                     kernels::Ops& ops, float* out) {
+  KEEL_CHECK(n >= 0 && n <= max_tokens_);
+  if (n == 0) return;
+  route(w, xn, n, ops);
+  const int64_t slots = n * k_;
+  for (int64_t s = 0; s < slots; ++s) slot_row_[sz(s)] = static_cast<int32_t>(s / k_);
+  if (ep_.remote == nullptr) {
+    run_slots(w, xn, slots, slot_row_.data(), sel_.data(), ops, ys_.data());
+  } else {
+    run_expert_parallel(w, layer, xn, n, ops);
+  }
   combine(w, xn, n, ops, out);
+}
+
+namespace {
+
+// ys[slot[i]] = part[i] for the n slots of one part.
+void scatter(const float* part, const std::vector<int32_t>& slot, size_t d, float* ys) {
+  for (size_t i = 0; i < slot.size(); ++i) {
+    std::memcpy(ys + sz(slot[i]) * d, part + i * d, d * sizeof(float));
+  }
+}
+
+}  // namespace
+
+void MoeFfn::run_expert_parallel(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
+                                 kernels::Ops& ops) {
+  for (auto* v : {&loc_row_, &loc_expert_, &loc_slot_, &rem_row_, &rem_expert_, &rem_slot_}) {
+    v->clear();
+  }
+  for (int64_t s = 0; s < n * k_; ++s) {
+    const int32_t e = sel_[sz(s)];
+    const bool here = local_.owns(e);
+    (here ? loc_row_ : rem_row_).push_back(slot_row_[sz(s)]);
+    (here ? loc_expert_ : rem_expert_).push_back(e);
+    (here ? loc_slot_ : rem_slot_).push_back(static_cast<int32_t>(s));
+  }
+  const size_t d = sz(d_);
+  if (ypart_.size() < ys_.size()) ypart_.resize(ys_.size());
+  bool in_flight = false;
+  if (!rem_slot_.empty() && status_.ok()) {
+    const ExpertWork work{
+        layer, n, xn, static_cast<int64_t>(rem_slot_.size()), rem_row_.data(), rem_expert_.data()};
+    status_ = ep_.remote->dispatch(work);
+    in_flight = status_.ok();
+  }
+  const auto collect = [&] {
+    if (!in_flight) return;
+    in_flight = false;
+    status_ = ep_.remote->collect(ypart_.data());
+    if (status_.ok()) scatter(ypart_.data(), rem_slot_, d, ys_.data());
+  };
+  if (!ep_.overlap) collect();
+  run_slots(w, xn, static_cast<int64_t>(loc_slot_.size()), loc_row_.data(), loc_expert_.data(), ops,
+            ypart_.data());
+  scatter(ypart_.data(), loc_slot_, d, ys_.data());
+  collect();
+  if (!status_.ok()) {  // the remote slots' outputs are zero; the caller fails the step
+    for (const int32_t s : rem_slot_) std::fill_n(ys_.data() + sz(s) * d, d, 0.0f);
+  }
 }
 
 void MoeFfn::forward_naive(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops,

@@ -1,0 +1,36 @@
+// serve_expert_member: the loop of an expert member (`keel ep-expert`), the process of an
+// expert-parallel instance that holds one shard of an MoE model's experts and nothing else
+// (model::ExpertShard with experts_only). It answers its leader's frames on a ShmChannel:
+// kHello → kReady when the leader's model shape and shard equal its own (else kError, and it
+// keeps waiting for a correct hello); kWork → each slot's expert output (MoeFfn::run_slots over
+// its own weights, bit for bit what the leader would compute) as kOutputs, or kError for a frame
+// that does not decode, arrives before the hello, or names an expert it does not hold; kBye →
+// returns OK. It also returns, with Unavailable, when `leader_alive` says the leader is gone.
+//
+// Thread safety: runs on the caller's thread; `ops` is its own.
+#pragma once
+
+#include <chrono>
+#include <functional>
+
+#include "core/status.h"
+#include "ep/expert_frame.h"
+#include "ep/shm_channel.h"
+#include "kernels/kernels.h"
+#include "model/model.h"
+
+namespace keel::ep {
+
+struct ExpertMemberOptions {
+  std::function<bool()> leader_alive;          // asked while idle (empty: assumed alive)
+  std::chrono::milliseconds idle_slice{1000};  // how often an idle member asks it
+};
+
+// The EpHello a leader sends and a member of `model` expects (model_bytes: the file's size).
+[[nodiscard]] EpHello hello_for(const model::Model& model, int32_t shard_index, int32_t shard_count,
+                                int32_t max_rows);
+
+Status serve_expert_member(const model::Model& model, ShmChannel& channel, kernels::Ops& ops,
+                           const ExpertMemberOptions& options);
+
+}  // namespace keel::ep

@@ -1,0 +1,180 @@
+// ShmChannel: the shared object's layout, futex waits and the create/attach handshake.
+#include "ep/shm_channel.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace keel::ep {
+
+namespace {
+
+constexpr uint32_t kMagic = 0x4B45504D;  // "MPEK"
+constexpr uint32_t kVersion = 1;
+constexpr size_t kPage = 4096;
+constexpr auto kSpin = std::chrono::microseconds(200);
+constexpr auto kSlice = std::chrono::milliseconds(50);
+
+size_t round_up(size_t n) { return (n + kPage - 1) / kPage * kPage; }
+
+Status errno_status(const std::string& what) {
+  return Status::io_error(what + ": " + std::strerror(errno));
+}
+
+void futex_wake(std::atomic<uint32_t>* a) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
+void futex_wait(std::atomic<uint32_t>* a, uint32_t expected, std::chrono::nanoseconds for_) {
+  timespec ts{static_cast<time_t>(for_.count() / 1'000'000'000),
+              static_cast<long>(for_.count() % 1'000'000'000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+}  // namespace
+
+// The first page of the object. Mailboxes follow: request at kPage, reply after it.
+struct ShmChannel::Control {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t request_bytes;
+  uint64_t reply_bytes;
+  alignas(64) std::atomic<uint32_t> request_seq;
+  alignas(64) std::atomic<uint32_t> reply_seq;
+};
+static_assert(sizeof(ShmChannel::Control) <= kPage);
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+
+Result<std::unique_ptr<ShmChannel>> ShmChannel::create(size_t request_bytes, size_t reply_bytes) {
+  static std::atomic<uint32_t> counter{0};
+  std::random_device rd;
+  std::unique_ptr<ShmChannel> ch(new ShmChannel());
+  ch->name_ = "/keel-ep-" + std::to_string(getpid()) + "-" + std::to_string(counter++) + "-" +
+              std::to_string(rd());
+  const size_t req = round_up(request_bytes), rep = round_up(reply_bytes);
+  ch->size_ = kPage + req + rep;
+  const int fd = shm_open(ch->name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return errno_status("shm_open " + ch->name_);
+  ch->creator_ = ch->linked_ = true;
+  if (ftruncate(fd, static_cast<off_t>(ch->size_)) != 0) {
+    const Status s = errno_status("ftruncate " + ch->name_);
+    close(fd);
+    return s;  // the destructor unlinks
+  }
+  void* p = mmap(nullptr, ch->size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return errno_status("mmap " + ch->name_);
+  ch->base_ = static_cast<std::byte*>(p);
+  ch->control_ = new (p) Control{kMagic, kVersion, req, rep, {0}, {0}};
+  ch->request_ = {ch->base_ + kPage, req};
+  ch->reply_ = {ch->base_ + kPage + req, rep};
+  return ch;
+}
+
+Result<std::unique_ptr<ShmChannel>> ShmChannel::attach(const std::string& name) {
+  std::unique_ptr<ShmChannel> ch(new ShmChannel());
+  ch->name_ = name;
+  const int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+  if (fd < 0) {
+    if (errno == ENOENT) return Status::not_found("expert channel " + name + " does not exist");
+    return errno_status("shm_open " + name);
+  }
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < kPage) {
+    close(fd);
+    return Status::corrupt("expert channel " + name + " is too small");
+  }
+  ch->size_ = static_cast<size_t>(st.st_size);
+  void* p = mmap(nullptr, ch->size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (p == MAP_FAILED) return errno_status("mmap " + name);
+  ch->base_ = static_cast<std::byte*>(p);
+  ch->control_ = static_cast<Control*>(p);
+  const Control& c = *ch->control_;
+  if (c.magic != kMagic || c.version != kVersion ||
+      kPage + c.request_bytes + c.reply_bytes != ch->size_) {
+    return Status::corrupt("expert channel " + name + " is not a keel expert channel (version " +
+                           std::to_string(kVersion) + ")");
+  }
+  ch->request_ = {ch->base_ + kPage, c.request_bytes};
+  ch->reply_ = {ch->base_ + kPage + c.request_bytes, c.reply_bytes};
+  return ch;
+}
+
+ShmChannel::~ShmChannel() {
+  unlink();
+  if (base_ != nullptr) munmap(base_, size_);
+}
+
+void ShmChannel::unlink() {
+  if (creator_ && linked_) shm_unlink(name_.c_str());
+  linked_ = false;
+}
+
+void ShmChannel::post_request() {
+  control_->request_seq.fetch_add(1, std::memory_order_release);
+  futex_wake(&control_->request_seq);
+}
+
+void ShmChannel::post_reply() {
+  control_->reply_seq.fetch_add(1, std::memory_order_release);
+  futex_wake(&control_->reply_seq);
+}
+
+uint32_t ShmChannel::request_seq() const {
+  return control_->request_seq.load(std::memory_order_acquire);
+}
+uint32_t ShmChannel::reply_seq() const {
+  return control_->reply_seq.load(std::memory_order_acquire);
+}
+
+Result<uint32_t> ShmChannel::wait_request(uint32_t seen, std::chrono::milliseconds timeout,
+                                          const std::function<bool()>& alive) {
+  return wait(control_->request_seq, seen, timeout, alive);
+}
+
+Result<uint32_t> ShmChannel::wait_reply(uint32_t seen, std::chrono::milliseconds timeout,
+                                        const std::function<bool()>& alive) {
+  return wait(control_->reply_seq, seen, timeout, alive);
+}
+
+Result<uint32_t> ShmChannel::wait(std::atomic<uint32_t>& seq, uint32_t seen,
+                                  std::chrono::milliseconds timeout,
+                                  const std::function<bool()>& alive) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // Spin first: the other side usually answers within a layer's compute.
+  for (int i = 0;; ++i) {
+    const uint32_t v = seq.load(std::memory_order_acquire);
+    if (v != seen) return v;
+    if ((i & 63) == 63 && Clock::now() - start > kSpin) break;
+#if defined(__x86_64__)
+    __builtin_ia32_pause();
+#endif
+  }
+  auto next_check = Clock::now() + kSlice;
+  for (;;) {
+    const uint32_t v = seq.load(std::memory_order_acquire);
+    if (v != seen) return v;
+    const auto now = Clock::now();
+    if (now - start >= timeout) {
+      return Status::unavailable("expert channel: no answer in " + std::to_string(timeout.count()) +
+                                 " ms");
+    }
+    if (now >= next_check) {
+      if (alive && !alive()) return Status::unavailable("expert channel: the peer is gone");
+      next_check = now + kSlice;
+    }
+    futex_wait(&seq, seen, std::min<Clock::duration>(kSlice, timeout - (now - start)));
+  }
+}
+
+}  // namespace keel::ep

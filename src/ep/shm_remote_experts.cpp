@@ -1,0 +1,151 @@
+// ShmRemoteExperts: hello, per-member split of a layer's slots, and the replies placed back.
+#include "ep/shm_remote_experts.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ep/expert_frame.h"
+#include "ep/expert_member.h"
+
+namespace keel::ep {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+int64_t ns_since(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ShmRemoteExperts>> ShmRemoteExperts::connect(
+    std::vector<MemberLink> links, const model::Model& model, int32_t shard_count, int32_t max_rows,
+    std::chrono::milliseconds hello_timeout, std::chrono::milliseconds step_timeout) {
+  std::vector<Member> members;
+  for (MemberLink& l : links) {
+    Member m;
+    m.link = std::move(l);
+    m.seen = m.link.channel->reply_seq();
+    members.push_back(std::move(m));
+  }
+  std::unique_ptr<ShmRemoteExperts> r(new ShmRemoteExperts(
+      std::move(members), shard_count, static_cast<int32_t>(model.hparams().n_embd), step_timeout));
+  for (Member& m : r->members_) {
+    const EpHello h = hello_for(model, m.link.shard, shard_count, max_rows);
+    KEEL_TRY(
+        encode_hello(h, m.link.channel->request_seq() + 1, m.link.channel->request()).status());
+    m.link.channel->post_request();
+    m.sent = true;
+    KEEL_ASSIGN_OR_RETURN(Frame f, r->await_reply(m, hello_timeout));
+    if (f.kind == FrameKind::kError) return decode_error(f).with_prefix(m.link.name);
+    if (f.kind != FrameKind::kReady) {
+      return Status::corrupt(m.link.name + ": answered the hello with frame kind " +
+                             std::to_string(static_cast<int>(f.kind)));
+    }
+    m.link.channel->unlink();  // attached: the name is no longer needed
+  }
+  return r;
+}
+
+ShmRemoteExperts::~ShmRemoteExperts() {
+  for (Member& m : members_) {
+    if (!lost_.ok() || m.sent) continue;  // a member mid-frame or lost gets no goodbye
+    if (encode_bare(FrameKind::kBye, 0, m.link.channel->request()).ok()) {
+      m.link.channel->post_request();
+    }
+  }
+}
+
+Status ShmRemoteExperts::lose(const Member& m, const Status& why) {
+  lost_ = Status::unavailable(m.link.name + " lost: " + why.message());
+  return lost_;
+}
+
+Result<Frame> ShmRemoteExperts::await_reply(Member& m, std::chrono::milliseconds timeout) {
+  auto seq = m.link.channel->wait_reply(m.seen, timeout, m.link.alive);
+  if (!seq.ok()) return lose(m, seq.error());
+  m.seen = *seq;
+  m.sent = false;
+  auto f = decode_frame(m.link.channel->reply());
+  if (!f.ok()) return lose(m, f.error());
+  return *f;
+}
+
+Status ShmRemoteExperts::dispatch(const model::ExpertWork& work) {
+  if (!lost_.ok()) return lost_;
+  for (Member& m : members_) {
+    m.row.clear();
+    m.expert.clear();
+    m.index.clear();
+  }
+  for (int64_t i = 0; i < work.n_slots; ++i) {
+    const int32_t e = work.slot_expert[i];
+    const auto owner = std::find_if(members_.begin(), members_.end(), [&](const Member& m) {
+      return e % shard_count_ == m.link.shard;
+    });
+    if (owner == members_.end()) {
+      return Status::invalid_argument("expert " + std::to_string(e) + " has no member");
+    }
+    owner->row.push_back(work.slot_row[i]);
+    owner->expert.push_back(e);
+    owner->index.push_back(static_cast<int32_t>(i));
+  }
+  dispatched_at_ = Clock::now();
+  bool any = false;
+  for (Member& m : members_) {
+    if (m.index.empty()) continue;
+    model::ExpertWork mine = work;
+    mine.n_slots = static_cast<int64_t>(m.index.size());
+    mine.slot_row = m.row.data();
+    mine.slot_expert = m.expert.data();
+    auto n =
+        encode_work(mine, n_embd_, m.link.channel->request_seq() + 1, m.link.channel->request());
+    if (!n.ok()) return n.error();  // too large a batch for the mailbox: a caller's bug
+    m.link.channel->post_request();
+    m.sent = true;
+    any = true;
+  }
+  if (any) {
+    calls_.fetch_add(1, std::memory_order_relaxed);
+    slots_.fetch_add(work.n_slots, std::memory_order_relaxed);
+  }
+  return Status();
+}
+
+Status ShmRemoteExperts::collect(float* ys) {
+  if (!lost_.ok()) return lost_;
+  const auto t0 = Clock::now();
+  uint64_t slowest = 0;
+  const size_t d = static_cast<size_t>(n_embd_);
+  for (Member& m : members_) {
+    if (!m.sent) continue;
+    KEEL_ASSIGN_OR_RETURN(Frame f, await_reply(m, step_timeout_));
+    if (f.kind == FrameKind::kError) return lose(m, decode_error(f));
+    auto out = decode_outputs(f);
+    if (!out.ok()) return lose(m, out.error());
+    if (out->n_slots != static_cast<int32_t>(m.index.size()) || out->n_embd != n_embd_) {
+      return lose(m, Status::corrupt("its reply has the wrong shape"));
+    }
+    for (size_t i = 0; i < m.index.size(); ++i) {
+      std::memcpy(ys + static_cast<size_t>(m.index[i]) * d, out->ys + i * d, d * sizeof(float));
+    }
+    slowest = std::max(slowest, out->compute_ns);
+  }
+  wait_ns_.fetch_add(ns_since(t0), std::memory_order_relaxed);
+  round_trip_ns_.fetch_add(ns_since(dispatched_at_), std::memory_order_relaxed);
+  compute_ns_.fetch_add(static_cast<int64_t>(slowest), std::memory_order_relaxed);
+  return Status();
+}
+
+RemoteExpertsStats ShmRemoteExperts::stats() const {
+  RemoteExpertsStats s;
+  s.calls = calls_.load(std::memory_order_relaxed);
+  s.slots = slots_.load(std::memory_order_relaxed);
+  s.round_trip_s = static_cast<double>(round_trip_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  s.member_compute_s = static_cast<double>(compute_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  s.collect_wait_s = static_cast<double>(wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  return s;
+}
+
+}  // namespace keel::ep

@@ -1,0 +1,93 @@
+// ShmRemoteExperts: model::RemoteExperts over ShmChannels — an expert-parallel leader's view of its
+// expert members on this host. connect() says hello to each member and waits for its kReady;
+// dispatch() splits a layer's remote slots by owner (expert e lives on shard e % count), writes
+// each member's kWork frame into its request mailbox (the batch's rows, its slots) and wakes it;
+// collect() waits for each reply and places the outputs at their slots. A member that dies, does
+// not answer within step_timeout or answers with an error loses the instance: that call and every
+// later one fail with Unavailable naming the member (a member's state cannot be rebuilt behind the
+// engine's back; its manager restarts the gang). The destructor says kBye to the members still
+// reachable.
+//
+// Timing (stats()): per call the round trip (dispatch to the reply seen), the member's own compute
+// time, and how long collect() waited — what the overlap with the leader's own experts hid.
+//
+// Thread safety: dispatch/collect from one thread; stats() from any.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "ep/expert_frame.h"
+#include "ep/shm_channel.h"
+#include "model/model.h"
+#include "model/remote_experts.h"
+
+namespace keel::ep {
+
+// One member as the leader reaches it.
+struct MemberLink {
+  std::unique_ptr<ShmChannel> channel;  // created by the leader, attached by the member
+  int32_t shard = 1;                    // its ExpertShard::index
+  std::function<bool()> alive;          // whether its process still runs (empty: assumed)
+  std::string name;                     // for messages: "expert member 1 (pid 123)"
+};
+
+struct RemoteExpertsStats {
+  int64_t calls = 0;            // dispatches that reached at least one member
+  double round_trip_s = 0;      // Σ dispatch → last reply seen
+  double member_compute_s = 0;  // Σ the members' compute (the slowest member per call)
+  double collect_wait_s = 0;    // Σ time blocked in collect()
+  int64_t slots = 0;            // remote slots computed
+};
+
+class ShmRemoteExperts final : public model::RemoteExperts {
+ public:
+  // `model`: the leader's (its shape goes into the hello); shard_count: members + 1; max_rows:
+  // the leader's batch size. Unavailable when a member does not answer within hello_timeout, its
+  // refusal otherwise.
+  static Result<std::unique_ptr<ShmRemoteExperts>> connect(std::vector<MemberLink> members,
+                                                           const model::Model& model,
+                                                           int32_t shard_count, int32_t max_rows,
+                                                           std::chrono::milliseconds hello_timeout,
+                                                           std::chrono::milliseconds step_timeout);
+  ~ShmRemoteExperts() override;
+  ShmRemoteExperts(const ShmRemoteExperts&) = delete;
+  ShmRemoteExperts& operator=(const ShmRemoteExperts&) = delete;
+
+  Status dispatch(const model::ExpertWork& work) override;
+  Status collect(float* ys) override;
+
+  [[nodiscard]] RemoteExpertsStats stats() const;
+
+ private:
+  struct Member {
+    MemberLink link;
+    uint32_t seen = 0;                        // the last reply number consumed
+    bool sent = false;                        // a work frame is out
+    std::vector<int32_t> row, expert, index;  // this call's slots and their places in the work
+  };
+  ShmRemoteExperts(std::vector<Member> members, int32_t shard_count, int32_t n_embd,
+                   std::chrono::milliseconds step_timeout)
+      : members_(std::move(members)),
+        shard_count_(shard_count),
+        n_embd_(n_embd),
+        step_timeout_(step_timeout) {}
+  Status lose(const Member& m, const Status& why);
+  // Waits for member m's reply to the frame it was sent; the reply frame.
+  Result<Frame> await_reply(Member& m, std::chrono::milliseconds timeout);
+
+  std::vector<Member> members_;
+  int32_t shard_count_;
+  int32_t n_embd_;
+  std::chrono::milliseconds step_timeout_;
+  Status lost_;  // set once: every later call fails with it
+  std::chrono::steady_clock::time_point dispatched_at_;
+  std::atomic<int64_t> calls_{0}, slots_{0}, round_trip_ns_{0}, compute_ns_{0}, wait_ns_{0};
+};
+
+}  // namespace keel::ep

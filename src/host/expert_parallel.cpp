@@ -1,0 +1,154 @@
+// ExpertMembers: the member children of an expert-parallel leader (see expert_parallel.h).
+#include "host/expert_parallel.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "core/log.h"
+#include "ep/expert_frame.h"
+#include "ep/shm_channel.h"
+#include "proc/child_launch.h"
+
+namespace keel::host {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string keel_binary() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("keel") : p.string();
+}
+
+milliseconds ms(double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1000)); }
+
+// Waits up to `timeout` for `pid` to exit; true when it was reaped (or is not ours).
+bool reap_member_within(pid_t pid, milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    int st = 0;
+    const pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid || r < 0) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+}
+
+// Whether child `pid` still runs (a zombie does not: it is reaped here and remembered).
+std::function<bool()> still_running(pid_t pid) {
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  return [pid, gone] {
+    if (gone->load()) return false;
+    int st = 0;
+    const pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) gone->store(true);
+    return !gone->load();
+  };
+}
+
+}  // namespace
+
+Status ExpertParallelOptions::validate() const {
+  if (shards < 1 || shards > 8) {
+    return Status::invalid_argument("--ep must be in [1, 8], got " + std::to_string(shards));
+  }
+  if (!(step_timeout_s > 0) || !(start_timeout_s > 0)) {
+    return Status::invalid_argument("expert-parallel timeouts must be > 0");
+  }
+  if (member_threads < 0) return Status::invalid_argument("member threads must be ≥ 0");
+  return Status();
+}
+
+Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(const ExpertParallelOptions& options,
+                                                            const std::string& model_path,
+                                                            const model::Model& model, int threads,
+                                                            int64_t max_rows) {
+  KEEL_TRY(options.validate());
+  const model::HParams& hp = model.hparams();
+  if (!hp.is_moe()) return Status::invalid_argument("--ep needs a mixture-of-experts model");
+  if (model.expert_shard().index != 0 || model.expert_shard().count != options.shards) {
+    return Status::internal("the leader's model was not loaded as shard 0 of --ep");
+  }
+  std::unique_ptr<ExpertMembers> m(new ExpertMembers());
+  m->overlap_ = options.overlap;
+  const int64_t k = hp.moe.n_expert_used;
+  const size_t request = ep::work_frame_bytes(max_rows, max_rows * k, hp.n_embd);
+  const size_t reply = std::max(ep::outputs_frame_bytes(max_rows * k, hp.n_embd), size_t{8192});
+  const int member_threads = options.member_threads > 0 ? options.member_threads : threads;
+  std::vector<ep::MemberLink> links;
+  for (int i = 1; i < options.shards; ++i) {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ep::ShmChannel> ch,
+                          ep::ShmChannel::create(request, std::max(reply, request / 4)));
+    proc::LaunchSpec spec;
+    spec.argv = {options.program.empty() ? keel_binary() : options.program,
+                 "ep-expert",
+                 "--model",
+                 model_path,
+                 "--shard",
+                 std::to_string(i) + "/" + std::to_string(options.shards),
+                 "--channel",
+                 ch->name(),
+                 "--threads",
+                 std::to_string(member_threads)};
+    KEEL_ASSIGN_OR_RETURN(const proc::LaunchedChild child, proc::launch_child(spec));
+    Child c{child.pid, std::make_unique<proc::OutputDrain>(
+                           child.stdout_fd, child.stderr_fd, [i](std::string_view line) {
+                             KEEL_LOG_INFO("ep-expert {}: {}", i, line);
+                           })};
+    m->children_.push_back(std::move(c));
+    links.push_back(
+        {std::move(ch), i, still_running(child.pid),
+         "expert member " + std::to_string(i) + " (pid " + std::to_string(child.pid) + ")"});
+  }
+  KEEL_ASSIGN_OR_RETURN(m->remote_,
+                        ep::ShmRemoteExperts::connect(
+                            std::move(links), model, options.shards, static_cast<int32_t>(max_rows),
+                            ms(options.start_timeout_s), ms(options.step_timeout_s)));
+  for (size_t i = 0; i < m->children_.size(); ++i) {
+    KEEL_LOG_INFO("expert parallelism: expert member {} (pid {}) ready", i + 1,
+                  m->children_[i].pid);
+  }
+  KEEL_LOG_INFO("expert parallelism: {} of {} experts here, overlap {}",
+                (hp.moe.n_expert + options.shards - 1) / options.shards, hp.moe.n_expert,
+                options.overlap ? "on" : "off");
+  return m;
+}
+
+std::vector<pid_t> ExpertMembers::pids() const {
+  std::vector<pid_t> out;
+  for (const Child& c : children_) out.push_back(c.pid);
+  return out;
+}
+
+void ExpertMembers::stop_children() {
+  for (Child& c : children_) {
+    if (c.pid > 0 && !reap_member_within(c.pid, milliseconds(2000))) {
+      ::kill(c.pid, SIGTERM);
+      if (!reap_member_within(c.pid, milliseconds(5000))) {
+        ::kill(c.pid, SIGKILL);
+        reap_member_within(c.pid, milliseconds(5000));
+      }
+    }
+    if (c.drain) c.drain->finish();
+  }
+  children_.clear();
+}
+
+ExpertMembers::~ExpertMembers() {
+  if (remote_) {
+    const ep::RemoteExpertsStats s = remote_->stats();
+    KEEL_LOG_INFO(
+        "expert parallelism: {} remote calls, {} slots; round trip {:.3f} s, member compute "
+        "{:.3f} s, exchange {:.3f} s, waited in collect {:.3f} s",
+        s.calls, s.slots, s.round_trip_s, s.member_compute_s, s.round_trip_s - s.member_compute_s,
+        s.collect_wait_s);
+  }
+  remote_.reset();  // says goodbye: members exit on their own
+  stop_children();
+}
+
+}  // namespace keel::host

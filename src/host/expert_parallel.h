@@ -1,0 +1,73 @@
+// Expert parallelism for a hosted engine (`keel serve --ep N`): this process is the leader — it
+// holds attention, the routers and experts of shard 0 (model::ExpertShard{0, N}) — and starts N - 1
+// `keel ep-expert` members, member i holding the experts e with e % N == i and nothing else. Each
+// member is a child started by pid (its stdout/stderr forwarded to our log, PR_SET_PDEATHSIG so
+// that it dies with us) and reached over a ShmChannel; the engine sees them as one
+// model::RemoteExperts (ep::ShmRemoteExperts). The instance is one gang: a member that dies fails
+// the steps from then on (or, with exit_on_loss, ends this process so that a task executor's
+// manager replaces the whole instance).
+//
+// Thread safety: ExpertMembers from the owner's thread; its remote experts from the engine's.
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/result.h"
+#include "ep/shm_remote_experts.h"
+#include "model/expert_shard.h"
+#include "model/model.h"
+#include "model/remote_experts.h"
+#include "proc/output_drain.h"
+
+namespace keel::host {
+
+struct ExpertParallelOptions {
+  int shards = 1;                // --ep: 1 (every expert here) or 2..8 processes
+  bool overlap = true;           // --ep-overlap: the local experts run while the members compute
+  int member_threads = 0;        // a member's compute threads (0 = the leader's)
+  std::string program;           // the keel binary members run ("" = /proc/self/exe)
+  double step_timeout_s = 60;    // one layer's answer from a member
+  double start_timeout_s = 600;  // a member loading its experts and saying ready
+
+  [[nodiscard]] bool enabled() const { return shards > 1; }
+  // The leader's shard of the model.
+  [[nodiscard]] model::ExpertShard leader_shard() const { return {0, shards, false}; }
+  // InvalidArgument unless 1 ≤ shards ≤ 8 and the timeouts are positive.
+  [[nodiscard]] Status validate() const;
+};
+
+class ExpertMembers {
+ public:
+  // Starts the members for `model` (loaded from `model_path` with options.leader_shard()) and
+  // connects to them; max_rows: the engine's batch size. Errors: a member that fails to start,
+  // dies or refuses (its message), Unavailable after start_timeout_s. Nothing is left running.
+  static Result<std::unique_ptr<ExpertMembers>> start(const ExpertParallelOptions& options,
+                                                      const std::string& model_path,
+                                                      const model::Model& model, int threads,
+                                                      int64_t max_rows);
+  ~ExpertMembers();  // goodbye to the members, then each stopped by pid (SIGTERM, SIGKILL), reaped
+  ExpertMembers(const ExpertMembers&) = delete;
+  ExpertMembers& operator=(const ExpertMembers&) = delete;
+
+  [[nodiscard]] model::ExpertParallel expert_parallel() { return {remote_.get(), overlap_}; }
+  [[nodiscard]] const ep::ShmRemoteExperts& remote() const { return *remote_; }
+  [[nodiscard]] std::vector<pid_t> pids() const;
+
+ private:
+  struct Child {
+    pid_t pid = 0;
+    std::unique_ptr<proc::OutputDrain> drain;
+  };
+  ExpertMembers() = default;
+  void stop_children();
+
+  bool overlap_ = true;
+  std::vector<Child> children_;
+  std::unique_ptr<ep::ShmRemoteExperts> remote_;
+};
+
+}  // namespace keel::host

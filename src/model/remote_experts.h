@@ -1,0 +1,48 @@
+// RemoteExperts: the experts of an MoE layer that live in other processes of an expert-parallel
+// instance (ExpertShard in expert_shard.h), as MoeFfn sees them. Per layer and step MoeFfn routes
+// the batch, hands the slots (token row, chosen expert) whose expert is not local to dispatch(),
+// computes its own experts meanwhile, and then collect()s the remote slots' outputs — so the
+// exchange hides behind the local experts' compute (ExpertParallel::overlap off: dispatch and
+// collect first, then the local experts, for measuring what the overlap hides).
+//
+// The outputs are each expert's own SwiGLU result per slot, not a partial sum: MoeFfn sums them
+// in selection order exactly as a single process does, so an EP instance computes bit for bit
+// what one process computes.
+//
+// Thread safety: one caller (the Context's thread); dispatch and collect alternate.
+#pragma once
+
+#include <cstdint>
+
+#include "core/status.h"
+
+namespace keel::model {
+
+// One layer's remote work: every slot's expert lives elsewhere.
+struct ExpertWork {
+  int64_t layer = 0;
+  int64_t n_rows = 0;                    // rows [n_rows][n_embd]: the batch's normalised FFN inputs
+  const float* rows = nullptr;           // (borrowed until dispatch() returns)
+  int64_t n_slots = 0;                   // slots, each one (row, expert) pair
+  const int32_t* slot_row = nullptr;     // [n_slots] row of each slot, < n_rows
+  const int32_t* slot_expert = nullptr;  // [n_slots] its expert
+};
+
+class RemoteExperts {
+ public:
+  virtual ~RemoteExperts() = default;
+  // Starts the work on the processes that own its experts and returns without waiting for them.
+  // Errors (Unavailable): a member is gone or was lost before; nothing is then in flight.
+  virtual Status dispatch(const ExpertWork& work) = 0;
+  // Waits for the dispatched work: ys [n_slots][n_embd], slot i's expert output at row i.
+  // Errors: Unavailable (a member died or did not answer in time), or the member's own error.
+  virtual Status collect(float* ys) = 0;
+};
+
+// How a Context runs an expert-parallel MoE layer.
+struct ExpertParallel {
+  RemoteExperts* remote = nullptr;  // borrowed; null = every expert local
+  bool overlap = true;              // compute the local experts while the remote ones run
+};
+
+}  // namespace keel::model

@@ -1,0 +1,196 @@
+// A leader's MoE layer with its remote experts: the leader loads shard 0 of 2, an expert member
+// (a shard-1 experts-only load) serves the other half on a thread through a real ShmChannel, and
+// the layer's output equals the single process's bit for bit — decode and a batch, overlap on and
+// off, with and without a shared expert. A member of another shard is refused at hello; a member
+// that goes away fails the layer and every later one with Unavailable.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "core/cpu_features.h"
+#include "core/index_cast.h"
+#include "core/thread_pool.h"
+#include "ep/expert_member.h"
+#include "ep/shm_remote_experts.h"
+#include "model/model.h"
+#include "model/moe_ffn.h"
+#include "model/random_model.h"
+#include "support/test_support.h"
+
+namespace keel::ep {
+namespace {
+
+using std::chrono::milliseconds;
+
+std::string write_shape(const std::string& shape, DType type) {
+  model::RandomModelSpec spec;
+  spec.shape = *model::find_model_shape(shape);
+  spec.weight_type = type;
+  const std::string path = keel::testing::make_temp_dir("ep-" + shape) + "/m.gguf";
+  ThreadPool pool(1);
+  const Status st = model::write_random_model(spec, path, pool);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return path;
+}
+
+std::unique_ptr<model::Model> open(const std::string& path, model::ExpertShard shard) {
+  model::ModelOptions o;
+  o.expert_shard = shard;
+  auto m = model::Model::open(path, o);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+std::vector<float> random_rows(int64_t n, int64_t d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * d));
+  for (float& v : x) v = normal(rng);
+  return x;
+}
+
+// A member serving `model` on its own thread, and the leader's link to it.
+class MemberThread {
+ public:
+  explicit MemberThread(const model::Model& model)
+      : pool_(1), ops_(kernels::best_isa(detect_cpu_features()), &pool_) {
+    auto ch = ShmChannel::create(1 << 20, 1 << 20);
+    EXPECT_TRUE(ch.ok());
+    leader_end_ = std::move(*ch);
+    auto member = ShmChannel::attach(leader_end_->name());
+    EXPECT_TRUE(member.ok());
+    member_end_ = std::move(*member);
+    thread_ = std::thread([this, &model] {
+      ExpertMemberOptions o;
+      o.idle_slice = milliseconds(20);
+      o.leader_alive = [this] { return !dead_.load(); };
+      result_ = serve_expert_member(model, *member_end_, ops_, o);
+    });
+  }
+  ~MemberThread() { stop(); }
+  // The link to this member (once).
+  MemberLink link(int32_t shard) {
+    return {std::move(leader_end_), shard, [this] { return !dead_.load(); }, "test member"};
+  }
+  // The member leaves (as if its process died) and is joined.
+  void stop() {
+    dead_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  [[nodiscard]] const Status& result() const { return result_; }
+
+ private:
+  ThreadPool pool_;
+  kernels::Ops ops_;
+  std::unique_ptr<ShmChannel> leader_end_, member_end_;
+  std::atomic<bool> dead_{false};
+  Status result_;
+  std::thread thread_;
+};
+
+struct Case {
+  const char* shape;
+  DType type;
+};
+
+class RemoteExpertsTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(RemoteExpertsTest, TheLayerEqualsOneProcessBitForBit) {
+  const std::string path = write_shape(GetParam().shape, GetParam().type);
+  auto whole = open(path, {});
+  auto leader = open(path, {0, 2, false});
+  auto member = open(path, {1, 2, true});
+  ASSERT_TRUE(whole && leader && member);
+  const model::HParams& hp = whole->hparams();
+  constexpr int64_t kN = 24;
+  MemberThread mt(*member);
+  auto remote = ShmRemoteExperts::connect(
+      [&] {
+        std::vector<MemberLink> v;
+        v.push_back(mt.link(1));
+        return v;
+      }(),
+      *leader, 2, kN, milliseconds(10000), milliseconds(10000));
+  ASSERT_TRUE(remote.ok()) << remote.status().to_string();
+
+  ThreadPool pool(1);
+  kernels::Ops ops(kernels::best_isa(detect_cpu_features()), &pool);
+  model::MoeFfn ref(hp, kN), ep(hp, kN);
+  const std::vector<float> x = random_rows(kN, hp.n_embd, 5);
+  for (bool overlap : {true, false}) {
+    ep.set_expert_parallel({remote->get(), overlap}, leader->expert_shard());
+    for (int64_t n : {int64_t{1}, kN}) {
+      for (int64_t layer = 0; layer < hp.n_layer; ++layer) {
+        std::vector<float> want(sz(n * hp.n_embd)), got(want.size(), -1.0f);
+        ref.forward(whole->weights().layers[sz(layer)].moe, layer, x.data(), n, ops, want.data());
+        ep.forward(leader->weights().layers[sz(layer)].moe, layer, x.data(), n, ops, got.data());
+        ASSERT_TRUE(ep.take_status().ok());
+        EXPECT_EQ(got, want) << "n " << n << " layer " << layer << " overlap " << overlap;
+      }
+    }
+  }
+  const RemoteExpertsStats s = (*remote)->stats();
+  EXPECT_EQ(s.calls, 4 * hp.n_layer);  // every call had remote slots (k ≥ 2 of 8 experts)
+  EXPECT_GT(s.slots, 0);
+  EXPECT_GT(s.member_compute_s, 0.0);
+  EXPECT_GE(s.round_trip_s, s.member_compute_s);
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, RemoteExpertsTest,
+                         ::testing::Values(Case{"qwen3moe-tiny", DType::kQ8_0},
+                                           Case{"qwen2moe-tiny", DType::kF32},
+                                           Case{"mixtral-tiny", DType::kQ4_0}));
+
+TEST(RemoteExpertsRefusalTest, AMemberOfAnotherShardIsRefusedAtHello) {
+  const std::string path = write_shape("qwen3moe-tiny", DType::kF32);
+  auto leader = open(path, {0, 2, false});
+  auto member = open(path, {1, 3, true});  // a member of a 3-way instance
+  ASSERT_TRUE(leader && member);
+  MemberThread mt(*member);
+  std::vector<MemberLink> v;
+  v.push_back(mt.link(1));
+  auto remote = ShmRemoteExperts::connect(std::move(v), *leader, 2, 4, milliseconds(10000),
+                                          milliseconds(10000));
+  ASSERT_FALSE(remote.ok());
+  EXPECT_EQ(remote.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(remote.status().message().find("differs"), std::string::npos)
+      << remote.status().to_string();
+}
+
+TEST(RemoteExpertsLossTest, AMemberThatGoesAwayFailsTheLayerAndEveryLaterOne) {
+  const std::string path = write_shape("qwen3moe-tiny", DType::kF32);
+  auto leader = open(path, {0, 2, false});
+  auto member = open(path, {1, 2, true});
+  ASSERT_TRUE(leader && member);
+  const model::HParams& hp = leader->hparams();
+  MemberThread mt(*member);
+  std::vector<MemberLink> v;
+  v.push_back(mt.link(1));
+  auto remote = ShmRemoteExperts::connect(std::move(v), *leader, 2, 4, milliseconds(10000),
+                                          milliseconds(10000));
+  ASSERT_TRUE(remote.ok()) << remote.status().to_string();
+  ThreadPool pool(1);
+  kernels::Ops ops(kernels::Isa::kScalar, &pool);
+  model::MoeFfn ep(hp, 4);
+  ep.set_expert_parallel({remote->get(), true}, leader->expert_shard());
+  const std::vector<float> x = random_rows(4, hp.n_embd, 9);
+  std::vector<float> out(x.size());
+  const auto& w = leader->weights().layers[0].moe;
+  ep.forward(w, 0, x.data(), 4, ops, out.data());
+  ASSERT_TRUE(ep.take_status().ok());
+  mt.stop();
+  EXPECT_EQ(mt.result().code(), StatusCode::kUnavailable);  // it saw its "leader" go
+  const auto t0 = std::chrono::steady_clock::now();
+  ep.forward(w, 0, x.data(), 4, ops, out.data());
+  const Status lost = ep.take_status();
+  EXPECT_EQ(lost.code(), StatusCode::kUnavailable) << lost.to_string();
+  EXPECT_NE(lost.message().find("test member"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, milliseconds(5000));
+  ep.forward(w, 1, x.data(), 4, ops, out.data());
+  EXPECT_EQ(ep.take_status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace keel::ep

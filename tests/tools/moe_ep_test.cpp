@@ -1,0 +1,131 @@
+// `keel serve --ep 2` on a mixture-of-experts model (qwen3moe-tiny, Q8_0): this process holds
+// attention, the routers and half the experts, a `keel ep-expert` child the other half. Greedy
+// completions of 256 tokens equal the single process's, with the overlap on and off, alone and
+// concurrent; killing the member (SIGKILL by pid) mid-stream ends that stream with an error and
+// later requests fail fast, naming the member; a dense model with --ep is refused at start.
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <regex>
+#include <thread>
+
+#include "cli_runner.h"
+#include "serve_process.h"
+#include "support/test_support.h"
+
+namespace keel::testing {
+namespace {
+
+using nlohmann::json;
+
+std::string make_ep_model(const std::string& dir) {
+  const std::string path = dir + "/qwen3moe-tiny.gguf";
+  const CliResult r = run_keel(
+      {"make-model", "--shape", "qwen3moe-tiny", "--type", "q8_0", "--ctx", "512", "-o", path});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return path;
+}
+
+std::string ep_complete(int port, const std::string& prompt, int max_tokens) {
+  const json body = {
+      {"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}, {"ignore_eos", true}};
+  const HttpResponse r = http_request(port, "POST", "/v1/completions", body.dump());
+  EXPECT_EQ(r.status, 200) << r.body;
+  if (r.status != 200) return "<" + r.body + ">";
+  const json j = json::parse(r.body);
+  EXPECT_EQ(j["usage"]["completion_tokens"], max_tokens);
+  return j["choices"][0]["text"].get<std::string>();
+}
+
+pid_t ep_member_pid(const std::string& log) {
+  std::smatch m;
+  static const std::regex re("expert member 1 \\(pid ([0-9]+)\\) ready");
+  return std::regex_search(log, m, re) ? static_cast<pid_t>(std::stoi(m[1])) : 0;
+}
+
+bool ep_healthy(const ServeProcess& s) {
+  return eventually([&] { return http_request(s.port(), "GET", "/health").status == 200; },
+                    std::chrono::seconds(60));
+}
+
+const std::vector<std::string> kEpPrompts = {"Once upon a time", "the quick brown fox",
+                                             "hello world, this is"};
+
+std::vector<std::string> ep_one_process_texts(const std::string& model) {
+  ServeProcess one({"-m", model, "-t", "1", "--max-batched-tokens", "64"});
+  EXPECT_TRUE(one.ok()) << one.error();
+  EXPECT_TRUE(ep_healthy(one));
+  std::vector<std::string> want;
+  for (const auto& p : kEpPrompts) want.push_back(ep_complete(one.port(), p, 256));
+  return want;
+}
+
+TEST(ExpertParallelServeTest, GreedyTextEqualsOneProcessFor256TokensOverlapOnAndOff) {
+  const std::string model = make_ep_model(make_temp_dir("moe-ep"));
+  const std::vector<std::string> want = ep_one_process_texts(model);
+  for (const char* overlap : {"true", "false"}) {
+    ServeProcess two({"-m", model, "-t", "1", "--max-batched-tokens", "64", "--ep", "2",
+                      "--ep-overlap", overlap});
+    ASSERT_TRUE(two.ok()) << two.error();
+    ASSERT_TRUE(ep_healthy(two)) << two.log();
+    ASSERT_GT(ep_member_pid(two.log()), 0) << two.log();
+    for (size_t i = 0; i < kEpPrompts.size(); ++i) {
+      EXPECT_EQ(ep_complete(two.port(), kEpPrompts[i], 256), want[i]) << "overlap " << overlap;
+    }
+    std::vector<std::string> got(kEpPrompts.size());
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < kEpPrompts.size(); ++i) {
+      threads.emplace_back([&, i] { got[i] = ep_complete(two.port(), kEpPrompts[i], 256); });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(got, want) << "concurrent requests, overlap " << overlap;
+    EXPECT_EQ(two.terminate_and_wait(30000), 0) << two.log();
+    // The member did the work: the leader's exit line counts its remote calls.
+    std::smatch m;
+    const std::string log = two.log();
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("([0-9]+) remote calls"))) << log;
+    EXPECT_GT(std::stoll(m[1]), 1000) << log;  // 2 layers × ~1,500 steps, nearly all remote
+  }
+}
+
+TEST(ExpertParallelServeTest, AKilledMemberEndsTheStreamWithAnErrorAndLaterRequestsFailFast) {
+  const std::string model = make_ep_model(make_temp_dir("moe-ep-kill"));
+  ServeProcess two({"-m", model, "-t", "1", "--ep", "2"});
+  ASSERT_TRUE(two.ok()) << two.error();
+  ASSERT_TRUE(ep_healthy(two)) << two.log();
+  const pid_t pid = ep_member_pid(two.log());
+  ASSERT_GT(pid, 0) << two.log();
+  HttpConnection stream(two.port());
+  ASSERT_TRUE(stream.send_post(
+      "/v1/completions",
+      json{{"prompt", "hello"}, {"max_tokens", 480}, {"ignore_eos", true}, {"stream", true}}
+          .dump()));
+  const std::string first = stream.read_until(
+      [](const std::string& r) { return r.find("\"text\"") != std::string::npos; }, 20000);
+  ASSERT_NE(first.find("\"text\""), std::string::npos) << first;
+  ASSERT_EQ(::kill(pid, SIGKILL), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string rest = stream.read_until(
+      [](const std::string& r) { return r.find("[DONE]") != std::string::npos; }, 30000);
+  EXPECT_NE(rest.find("error"), std::string::npos)
+      << rest.substr(rest.size() > 600 ? rest.size() - 600 : 0);
+  const HttpResponse after =
+      http_request(two.port(), "POST", "/v1/completions",
+                   json{{"prompt", "Once"}, {"max_tokens", 4}, {"temperature", 0}}.dump());
+  EXPECT_NE(after.status, 200) << after.body;
+  EXPECT_NE(after.body.find("expert member 1"), std::string::npos) << after.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+  EXPECT_EQ(two.terminate_and_wait(30000), 0) << two.log();
+}
+
+TEST(ExpertParallelServeTest, ADenseModelIsRefusedAtStart) {
+  CliResult r = run_keel({"serve", "-t", "1", "--ep", "2", "--port", "0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("needs a mixture-of-experts model"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace keel::testing
