@@ -238,6 +238,7 @@ void add_bench_scale_command(CLI::App* cluster, ClusterCli* cli) {
 void add_te_engine_flags(CLI::App* cmd, TeOptions* te) {
   add_engine_flags(cmd, &te->engine);
   add_pipeline_flags(cmd, &te->engine);
+  add_expert_parallel_flags(cmd, &te->engine);
   add_compute_options(cmd, &te->engine.compute);
   cmd->add_option("--mode", te->engine.mode,
                   "The engine of a colocated TE: colocated, or semi-pd (a prefill and a decode "
@@ -396,6 +397,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
                    "Pipeline-parallel colocated TEs: 2 = each is two processes (`keel te --pp 2` "
                    "and its `keel pp-stage`), placed together as one gang under --nodes auto")
       ->check(CLI::Range(1, 2));
+  add_expert_parallel_flags(cli.up_cmd, &up.serve);
   cli.up_cmd
       ->add_option("--pp-step-timeout", up.serve.pp_step_timeout_s,
                    "--pp 2: seconds a TE waits for its stage 1's reply to one step")

@@ -21,7 +21,8 @@ int64_t ns_since(Clock::time_point t) {
 
 Result<std::unique_ptr<ShmRemoteExperts>> ShmRemoteExperts::connect(
     std::vector<MemberLink> links, const model::Model& model, int32_t shard_count, int32_t max_rows,
-    std::chrono::milliseconds hello_timeout, std::chrono::milliseconds step_timeout) {
+    std::chrono::milliseconds hello_timeout, std::chrono::milliseconds step_timeout,
+    std::function<void(const Status&)> on_lost) {
   std::vector<Member> members;
   for (MemberLink& l : links) {
     Member m;
@@ -31,6 +32,7 @@ Result<std::unique_ptr<ShmRemoteExperts>> ShmRemoteExperts::connect(
   }
   std::unique_ptr<ShmRemoteExperts> r(new ShmRemoteExperts(
       std::move(members), shard_count, static_cast<int32_t>(model.hparams().n_embd), step_timeout));
+  r->on_lost_ = std::move(on_lost);
   for (Member& m : r->members_) {
     const EpHello h = hello_for(model, m.link.shard, shard_count, max_rows);
     KEEL_TRY(
@@ -59,6 +61,7 @@ ShmRemoteExperts::~ShmRemoteExperts() {
 
 Status ShmRemoteExperts::lose(const Member& m, const Status& why) {
   lost_ = Status::unavailable(m.link.name + " lost: " + why.message());
+  if (on_lost_) on_lost_(lost_);
   return lost_;
 }
 

@@ -50,11 +50,12 @@ class ShmRemoteExperts final : public model::RemoteExperts {
   // `model`: the leader's (its shape goes into the hello); shard_count: members + 1; max_rows:
   // the leader's batch size. Unavailable when a member does not answer within hello_timeout, its
   // refusal otherwise.
-  static Result<std::unique_ptr<ShmRemoteExperts>> connect(std::vector<MemberLink> members,
-                                                           const model::Model& model,
-                                                           int32_t shard_count, int32_t max_rows,
-                                                           std::chrono::milliseconds hello_timeout,
-                                                           std::chrono::milliseconds step_timeout);
+  // on_lost (optional) is told first, once, when a member is lost, on the caller's thread, and may
+  // end the process.
+  static Result<std::unique_ptr<ShmRemoteExperts>> connect(
+      std::vector<MemberLink> members, const model::Model& model, int32_t shard_count,
+      int32_t max_rows, std::chrono::milliseconds hello_timeout,
+      std::chrono::milliseconds step_timeout, std::function<void(const Status&)> on_lost = {});
   ~ShmRemoteExperts() override;
   ShmRemoteExperts(const ShmRemoteExperts&) = delete;
   ShmRemoteExperts& operator=(const ShmRemoteExperts&) = delete;
@@ -86,6 +87,7 @@ class ShmRemoteExperts final : public model::RemoteExperts {
   int32_t n_embd_;
   std::chrono::milliseconds step_timeout_;
   Status lost_;  // set once: every later call fails with it
+  std::function<void(const Status&)> on_lost_;
   std::chrono::steady_clock::time_point dispatched_at_;
   std::atomic<int64_t> calls_{0}, slots_{0}, round_trip_ns_{0}, compute_ns_{0}, wait_ns_{0};
 };

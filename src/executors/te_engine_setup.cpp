@@ -11,6 +11,7 @@ Result<TeEngineSetup> te_engine_setup(const host::ServeOptions& base, const clus
   TeEngineSetup s;
   s.engine = host::serve_engine_config(o);
   s.pipeline = host::serve_pipeline_options(o);
+  s.expert_parallel = host::serve_expert_parallel_options(o);
   KEEL_ASSIGN_OR_RETURN(
       engine::ControllerConfig c,
       host::semi_pd_controller_config(o, static_cast<int32_t>(engine::allowed_cores().size())));

@@ -22,6 +22,7 @@ namespace keel::executors {
 struct TeEngineSetup {
   engine::EngineConfig engine;
   host::PipelineOptions pipeline;
+  host::ExpertParallelOptions expert_parallel;
   std::optional<engine::ControllerConfig> controller;  // semi-PD's dynamic split; none: fixed
   std::chrono::milliseconds controller_window{1000};
   std::chrono::milliseconds drain_timeout{30000};  // in-flight requests' time after SIGTERM

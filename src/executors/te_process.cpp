@@ -286,6 +286,8 @@ Result<StartedEngine> start_engine(const cluster::TeSpec& spec, const TeProcessH
   start.engine = out.setup.engine;
   start.pipeline = out.setup.pipeline;
   start.pipeline.exit_on_loss = true;  // its JEs re-drive its jobs, its manager replaces it
+  start.expert_parallel = out.setup.expert_parallel;
+  start.expert_parallel.exit_on_loss = true;  // the gang: a lost member ends the TE
   if (start.pipeline.enabled()) {
     if (Status s = check_pipelined_te(spec, out.role); !s.ok()) return fail_bind(launch, s);
   }

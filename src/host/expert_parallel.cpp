@@ -5,10 +5,12 @@
 #include <sys/wait.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
 #include "core/log.h"
+#include "core/status.h"
 #include "ep/expert_frame.h"
 #include "ep/shm_channel.h"
 #include "proc/child_launch.h"
@@ -47,6 +49,20 @@ std::function<bool()> still_running(pid_t pid) {
     const pid_t r = waitpid(pid, &st, WNOHANG);
     if (r == pid || (r < 0 && errno == ECHILD)) gone->store(true);
     return !gone->load();
+  };
+}
+
+// exit_on_loss: no request of this process is failed; its JEs re-drive them once it is gone, and
+// its manager replaces the whole gang (this process starts new members).
+std::function<void(const Status&)> exit_on_member_loss(std::vector<pid_t> members) {
+  return [members](const Status& why) {
+    KEEL_LOG_ERROR(
+        "expert parallelism: {}: exiting (status {}) so that this TE's requests are re-driven "
+        "and the TE replaced",
+        why.to_string(), kExpertLostExit);
+    for (pid_t pid : members) ::kill(pid, SIGKILL);  // ours, maybe hung: stopped by pid
+    spdlog::default_logger()->flush();
+    std::_Exit(kExpertLostExit);
   };
 }
 
@@ -104,10 +120,12 @@ Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(const ExpertParallel
         {std::move(ch), i, still_running(child.pid),
          "expert member " + std::to_string(i) + " (pid " + std::to_string(child.pid) + ")"});
   }
+  std::function<void(const Status&)> on_lost;
+  if (options.exit_on_loss) on_lost = exit_on_member_loss(m->pids());
   KEEL_ASSIGN_OR_RETURN(m->remote_,
                         ep::ShmRemoteExperts::connect(
                             std::move(links), model, options.shards, static_cast<int32_t>(max_rows),
-                            ms(options.start_timeout_s), ms(options.step_timeout_s)));
+                            ms(options.start_timeout_s), ms(options.step_timeout_s), on_lost));
   for (size_t i = 0; i < m->children_.size(); ++i) {
     KEEL_LOG_INFO("expert parallelism: expert member {} (pid {}) ready", i + 1,
                   m->children_[i].pid);

@@ -32,6 +32,10 @@ struct ExpertParallelOptions {
   std::string program;           // the keel binary members run ("" = /proc/self/exe)
   double step_timeout_s = 60;    // one layer's answer from a member
   double start_timeout_s = 600;  // a member loading its experts and saying ready
+  // A member lost: false — the steps fail, their requests end with an error (`keel serve`);
+  // true — this process stops its members (SIGKILL by pid) and exits with kExpertLostExit before
+  // any request is failed (`keel te`: its JEs re-drive its jobs, its manager replaces the gang).
+  bool exit_on_loss = false;
 
   [[nodiscard]] bool enabled() const { return shards > 1; }
   // The leader's shard of the model.
@@ -39,6 +43,10 @@ struct ExpertParallelOptions {
   // InvalidArgument unless 1 ≤ shards ≤ 8 and the timeouts are positive.
   [[nodiscard]] Status validate() const;
 };
+
+// The exit status of a TE that lost an expert member (exit_on_loss); pipeline_stage.h's
+// kStageLostExit, since both mean "my gang broke".
+inline constexpr int kExpertLostExit = 3;
 
 class ExpertMembers {
  public:

@@ -101,6 +101,8 @@ cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s) {
   e.pp = s.pp;
   e.pp_stage1 = s.pp_stage1;
   e.pp_step_timeout_s = s.pp_step_timeout_s;
+  e.ep = s.ep;
+  e.ep_overlap = s.ep_overlap;
   e.mode = s.mode;
   e.semi_pd = {s.semi_pd_split,       s.semi_pd_dynamic,    s.semi_pd_ttft_slo_ms,
                s.semi_pd_tpot_slo_ms, s.semi_pd_window_ms,  s.semi_pd_step,
@@ -127,6 +129,8 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, ServeOptions* o) {
   s.pp = e.pp;
   s.pp_stage1 = e.pp_stage1;
   s.pp_step_timeout_s = e.pp_step_timeout_s;
+  s.ep = e.ep;
+  s.ep_overlap = e.ep_overlap;
   s.mode = e.mode;
   s.semi_pd_split = e.semi_pd.split;
   s.semi_pd_dynamic = e.semi_pd.dynamic;

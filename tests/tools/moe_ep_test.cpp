@@ -2,17 +2,24 @@
 // attention, the routers and half the experts, a `keel ep-expert` child the other half. Greedy
 // completions of 256 tokens equal the single process's, with the overlap on and off, alone and
 // concurrent; killing the member (SIGKILL by pid) mid-stream ends that stream with an error and
-// later requests fail fast, naming the member; a dense model with --ep is refused at start.
+// later requests fail fast, naming the member; a dense model with --ep is refused at start. Under
+// `keel cluster up` a TE with --ep 2 serves the same text, and a killed member takes its TE down
+// with it: the manager replaces the gang.
 #include <signal.h>
 
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
+
+#include <fstream>
 #include <regex>
 #include <thread>
 
 #include "cli_runner.h"
+#include "proc/process_supervisor.h"
+#include "proc/ready_line.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -119,6 +126,89 @@ TEST(ExpertParallelServeTest, AKilledMemberEndsTheStreamWithAnErrorAndLaterReque
   EXPECT_NE(after.body.find("expert member 1"), std::string::npos) << after.body;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   EXPECT_EQ(two.terminate_and_wait(30000), 0) << two.log();
+}
+
+// The parent pid of `pid` (0 when it is gone), from /proc.
+pid_t parent_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(close + 2));
+  char state = 0;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+// The `keel ep-expert` processes descending from `root`, by pid.
+std::vector<pid_t> ep_members_under(pid_t root) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream cmd("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv((std::istreambuf_iterator<char>(cmd)), std::istreambuf_iterator<char>());
+    if (argv.find(std::string("ep-expert\0", 10)) == std::string::npos) continue;
+    for (pid_t p = pid; p > 1; p = parent_of(p)) {
+      if (p == root) {
+        out.push_back(pid);
+        break;
+      }
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+// A cluster TE with --ep 2 is one gang: the same greedy text as `keel serve`; its member killed,
+// the TE exits, the manager replaces the whole gang (new members) and requests succeed again.
+TEST(ExpertParallelServeTest, AClusterTeLeadsAGangThatIsReplacedWhole) {
+  const std::string model = make_ep_model(make_temp_dir("moe-ep-cluster"));
+  const std::vector<std::string> want = ep_one_process_texts(model);
+  proc::ProcessSupervisor sup;
+  proc::ChildSpec spec;
+  spec.name = "cluster";
+  spec.argv = {KEEL_BINARY, "cluster",
+               "up",        "-m",
+               model,       "--jes",
+               "1",         "--colocated",
+               "1",         "--port",
+               "0",         "--threads-per-te",
+               "1",         "--max-batched-tokens",
+               "64",        "--ep",
+               "2"};
+  spec.ready_timeout = std::chrono::milliseconds(60000);
+  Result<proc::Child> child = sup.spawn(spec);
+  ASSERT_TRUE(child.ok()) << child.status().message();
+  Result<int> port = proc::ready_port(child->ready);
+  ASSERT_TRUE(port.ok()) << port.status().message();
+  EXPECT_EQ(ep_complete(*port, kEpPrompts[0], 256), want[0]);
+  const std::vector<pid_t> before = ep_members_under(child->pid);
+  ASSERT_EQ(before.size(), 1u);
+  ASSERT_EQ(::kill(before[0], SIGKILL), 0);
+  // The TE exits and is replaced; a request meanwhile waits for the new gang or is re-driven.
+  std::string again;
+  EXPECT_TRUE(eventually(
+      [&] {
+        const json body = {{"prompt", kEpPrompts[1]},
+                           {"max_tokens", 256},
+                           {"temperature", 0},
+                           {"ignore_eos", true}};
+        const HttpResponse r = http_request(*port, "POST", "/v1/completions", body.dump());
+        if (r.status != 200) return false;
+        again = json::parse(r.body)["choices"][0]["text"].get<std::string>();
+        return true;
+      },
+      std::chrono::seconds(90)));
+  EXPECT_EQ(again, want[1]);
+  const std::vector<pid_t> after = ep_members_under(child->pid);
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0], before[0]);
+  EXPECT_TRUE(sup.stop_all(std::chrono::milliseconds(20000)).ok());
 }
 
 TEST(ExpertParallelServeTest, ADenseModelIsRefusedAtStart) {

@@ -75,6 +75,8 @@ Status read_engine(net::SpecFields& f, TeEngineSpec* e) {
   KEEL_TRY(f.integer("pp", 1, 2, &e->pp));
   KEEL_TRY(f.str("pp_stage1", &e->pp_stage1));
   KEEL_TRY(f.number("pp_step_timeout_s", 0, &e->pp_step_timeout_s));
+  KEEL_TRY(f.integer("ep", 1, 8, &e->ep));
+  KEEL_TRY(f.boolean("ep_overlap", &e->ep_overlap));
   KEEL_TRY(f.one_of("mode", {"colocated", "semi-pd"}, &e->mode));
   KEEL_ASSIGN_OR_RETURN(const Json* semi, f.object("semi_pd"));
   if (semi != nullptr) {
@@ -125,6 +127,8 @@ Json encode_te_engine_spec(const TeEngineSpec& e) {
             {"pp", e.pp},
             {"pp_stage1", e.pp_stage1},
             {"pp_step_timeout_s", e.pp_step_timeout_s},
+            {"ep", e.ep},
+            {"ep_overlap", e.ep_overlap},
             {"mode", e.mode},
             {"handoff",
              {{"mode", e.handoff.mode},

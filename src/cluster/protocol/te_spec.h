@@ -68,10 +68,12 @@ struct TeEngineSpec {
   int32_t pp = 1;                  // pipeline stages (the TE starts its stage 1)
   std::string pp_stage1;           // with pp 2: a running `keel pp-stage` HOST:PORT; "" = start one
   double pp_step_timeout_s = 60.0;
-  std::string mode = "colocated";               // colocated | semi-pd
-  TeSemiPdSpec semi_pd;                         // with mode semi-pd (encoded only then)
-  TeHandoffSpec handoff;                        // a prefill TE's
-  bool peer_tier = false;                       // T3: fetch KV blocks from peer TEs
+  int32_t ep = 1;                  // expert-parallel processes (the TE starts its ep - 1 members)
+  bool ep_overlap = true;          // its experts computed while the members compute theirs
+  std::string mode = "colocated";  // colocated | semi-pd
+  TeSemiPdSpec semi_pd;            // with mode semi-pd (encoded only then)
+  TeHandoffSpec handoff;           // a prefill TE's
+  bool peer_tier = false;          // T3: fetch KV blocks from peer TEs
   double kv_transfer_throttle_bytes_per_s = 0;  // fault hook: throttle the T3 link; 0 = none
   bool operator==(const TeEngineSpec&) const = default;
 };

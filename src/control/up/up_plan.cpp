@@ -38,6 +38,10 @@ cluster::TeEngineSpec te_engine_spec(const ClusterUpOptions& o, const std::strin
     e.pp = defaults.pp;
     e.pp_step_timeout_s = defaults.pp_step_timeout_s;
   }
+  if (kind != "colocated") {  // expert members belong to colocated TEs only
+    e.ep = defaults.ep;
+    e.ep_overlap = defaults.ep_overlap;
+  }
   e.mode = kind == "semi-pd" ? "semi-pd" : defaults.mode;
   if (kind != "semi-pd") e.semi_pd = defaults.semi_pd;
   if (kind == "prefill") e.handoff = {o.handoff.mode, o.handoff.prefill_chunk, o.handoff.fault};
@@ -138,7 +142,8 @@ int initial_tes(const ClusterUpOptions& o) {
 }
 
 // Each TE's compute threads: --threads-per-te, else the machine's threads / processes (a
-// pipelined TE is --pp processes, each with these threads; an autoscaled group counts at its max).
+// pipelined TE is --pp processes, an expert-parallel one --ep, each with these threads; an
+// autoscaled group counts at its max).
 int threads_per_te(const ClusterUpOptions& o) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const AutoscaleOptions& a = o.autoscale;
@@ -146,7 +151,8 @@ int threads_per_te(const ClusterUpOptions& o) {
   const int tes = std::max(colocated_tes(o), a.max_replicas) + o.semi_pd +
                   std::max(o.prefill, a.max_prefill) + std::max(o.decode, a.max_decode);
   const int pipelined = std::max(colocated_tes(o), a.max_replicas);
-  const int processes = tes + pipelined * (std::max(1, o.serve.pp) - 1);
+  const int processes = tes + pipelined * (std::max(1, o.serve.pp) - 1) +
+                        colocated_tes(o) * (std::max(1, o.serve.ep) - 1);
   return o.threads_per_te > 0 ? o.threads_per_te : std::max(1, hw / std::max(1, processes));
 }
 
