@@ -153,9 +153,9 @@ class Ops {
   // Up to kMaxMatmulMany matmuls over the same activations (equal cols): ys[i] = ws[i] · x, each
   // exactly what matmul(ws[i], x, n_tokens, ys[i]) writes. When the weight types share an
   // activation format (F16; BF16; Q8_0 and Q4_0; Q4_K, Q5_K and Q6_K; F32) x is prepared once
-  // and all rows run in one pool job (the fused QKV and gate/up projections); otherwise the
-  // matrices run one after another.
-  static constexpr size_t kMaxMatmulMany = 4;
+  // and all rows run in one pool job (the fused QKV and gate/up projections, or gate and up of
+  // all 8 experts an MoE token chose); otherwise the matrices run one after another.
+  static constexpr size_t kMaxMatmulMany = 16;
   void matmul_many(std::span<const Matrix> ws, const float* x, int64_t n_tokens,
                    std::span<float* const> ys);
   // matmul_many over rms_norm(x) (rows of ws[0].cols scaled by norm_weight, as rms_norm() does):
@@ -167,6 +167,15 @@ class Ops {
   // into a buffer followed by matmul() when w.cols is a multiple of the SIMD width (16).
   void silu_mul_matmul(const Matrix& w, const float* gate, const float* up, int64_t n_tokens,
                        float* y);
+  // Up to kMaxMatmulMany silu_mul_matmuls (equal cols), each over its own input:
+  // ys[i] = ws[i] · (silu(gate[i])·up[i]) with gate[i], up[i]: [n_tokens][cols], each exactly what
+  // silu_mul_matmul(ws[i], gate[i], up[i], n_tokens, ys[i]) writes. Each matrix's activations are
+  // prepared into its own part of the scratch (a single token's on the calling thread, several
+  // tokens' in one pool job); when the weight types share an activation format all rows then run
+  // in one pool job (an MoE decode step's down projections), otherwise one matrix after another.
+  void silu_mul_matmul_many(std::span<const Matrix> ws, std::span<const float* const> gate,
+                            std::span<const float* const> up, int64_t n_tokens,
+                            std::span<float* const> ys);
 
   // out[t] = x[t] / rms(x[t]) * weight   (rows of `dim`; out may alias x)
   void rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t dim, float eps,
@@ -193,9 +202,9 @@ class Ops {
 
  private:
   struct RowSource;  // where a matmul's input rows come from (ops_matmul.cpp)
-  void prepare_activations(DType dtype, const RowSource& src, int64_t n_tokens, int64_t cols,
-                           MatmulTask* task);
-  void run_matmuls(std::span<const Matrix> ws, const RowSource& src, int64_t n_tokens,
+  void prepare_activations(DType dtype, std::span<const RowSource> srcs, int64_t n_tokens,
+                           int64_t cols, MatmulTask* tasks);
+  void run_matmuls(std::span<const Matrix> ws, std::span<const RowSource> srcs, int64_t n_tokens,
                    std::span<float* const> ys);
 
   Isa isa_;

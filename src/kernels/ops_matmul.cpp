@@ -2,10 +2,12 @@
 // Q8_0 / Q8_K blocks) into the Ops' scratch, shared read-only by all threads, then splits the
 // output rows into ranges of whole row groups (kGroupRows, a multiple of every table's row tile)
 // handed to the pool's threads dynamically. matmul_many does this for several matrices in one
-// preparation and one job. Each weight's kernel is the table's one for its type and layout. The
-// fused forms produce their input rows (RMSNorm of x, or silu(gate)·up) token by token inside the
-// preparation job, into a per-thread row buffer, so the f32 rows are never written out (F32
-// weights, which read f32 rows, get them materialised in the scratch).
+// preparation and one job; silu_mul_matmul_many prepares each matrix's own input into its own
+// part of the scratch and then runs all rows in one job. Each weight's kernel is the table's one
+// for its type and layout. The fused forms produce their input rows (RMSNorm of x, or
+// silu(gate)·up) token by token inside the preparation, into a per-thread row buffer, so the f32
+// rows are never written out (F32 weights, which read f32 rows, get them materialised in the
+// scratch).
 //
 // Every output is computed by the same per-row arithmetic whatever the split, fused or not, so
 // results depend neither on the thread count nor on fusion. Owner thread only (uses the pool and
@@ -79,31 +81,38 @@ struct Ops::RowSource {
   }
 };
 
-void Ops::prepare_activations(DType dtype, const RowSource& src, int64_t n_tokens, int64_t cols,
-                              MatmulTask* task) {
-  const int64_t n = n_tokens * cols;
+// Prepares the rows of every source (one source shared by all matrices, or one per matrix) into
+// the scratch, laid end to end: source i's token t is row i·n_tokens + t. tasks[i] gets source
+// i's activations.
+void Ops::prepare_activations(DType dtype, std::span<const RowSource> srcs, int64_t n_tokens,
+                              int64_t cols, MatmulTask* tasks) {
+  const auto count = static_cast<int64_t>(srcs.size());
+  const int64_t n_rows = count * n_tokens;
+  const int64_t n = n_tokens * cols;  // one source's elements
   Scratch& s = *scratch_;
   const ActFormat format = act_format(dtype);
-  if (format == ActFormat::kF32 && src.kind == RowSource::Kind::kRows) {
-    task->x = src.x;
+  if (format == ActFormat::kF32 && srcs[0].kind == RowSource::Kind::kRows) {
+    for (int64_t i = 0; i < count; ++i) tasks[i].x = srcs[static_cast<size_t>(i)].x;
     return;
   }
+  // A single token's rows are prepared on the calling thread (no pool job for decode).
   const int threads = n_tokens == 1 ? 1 : pool_->num_threads();
-  // Produces every token's row into buf_of(t, thread) and hands it to fn(t, row), split across
+  // Produces every row into buf_of(row, thread) and hands it to fn(row, values), split across
   // threads when there are several tokens.
-  auto per_token = [&](auto&& buf_of, auto&& fn) {
+  auto per_row = [&](auto&& buf_of, auto&& fn) {
     auto job = [&](int idx, int nth) {
-      for (int64_t t = n_tokens * idx / nth; t < n_tokens * (idx + 1) / nth; ++t) {
-        fn(t, src.row(*table_, t, cols, buf_of(t, idx)));
+      for (int64_t r = n_rows * idx / nth; r < n_rows * (idx + 1) / nth; ++r) {
+        const RowSource& src = srcs[static_cast<size_t>(r / n_tokens)];
+        fn(r, src.row(*table_, r % n_tokens, cols, buf_of(r, idx)));
       }
     };
     if (threads == 1) return job(0, 1);
     pool_->run(job);
   };
   if (format == ActFormat::kF32) {  // a transformed source: its rows are the activations
-    float* xr = grow(s.x, n);
-    per_token([&](int64_t t, int) { return xr + t * cols; }, [](int64_t, const float*) {});
-    task->x = xr;
+    float* xr = grow(s.x, n_rows * cols);
+    per_row([&](int64_t r, int) { return xr + r * cols; }, [](int64_t, const float*) {});
+    for (int64_t i = 0; i < count; ++i) tasks[i].x = xr + i * n;
     return;
   }
   float* bufs = grow(s.rows, threads * cols);  // one scratch row per thread
@@ -112,35 +121,41 @@ void Ops::prepare_activations(DType dtype, const RowSource& src, int64_t n_token
     case ActFormat::kF16:
     case ActFormat::kBF16: {
       const RoundHalfFn round = format == ActFormat::kF16 ? table_->round_f16 : table_->round_bf16;
-      float* xr = grow(s.x, n);
-      uint16_t* x16 = grow(s.x16, n);
-      per_token(thread_row, [&](int64_t t, const float* row) {
-        round(row, cols, x16 + t * cols, xr + t * cols);
+      float* xr = grow(s.x, n_rows * cols);
+      uint16_t* x16 = grow(s.x16, n_rows * cols);
+      per_row(thread_row, [&](int64_t r, const float* row) {
+        round(row, cols, x16 + r * cols, xr + r * cols);
       });
-      task->x = xr;
-      task->x16 = x16;
+      for (int64_t i = 0; i < count; ++i) {
+        tasks[i].x = xr + i * n;
+        tasks[i].x16 = x16 + i * n;
+      }
       break;
     }
     case ActFormat::kQ8_0: {
       const int64_t nb = cols / 32;
-      int8_t* qs = grow(s.qs, n);
-      float* d = grow(s.d, n_tokens * nb);
-      int32_t* sum = grow(s.sum, n_tokens * nb);
-      per_token(thread_row, [&](int64_t t, const float* row) {
-        table_->quantize_q8_0(row, cols, qs + t * cols, d + t * nb, sum + t * nb);
+      int8_t* qs = grow(s.qs, n_rows * cols);
+      float* d = grow(s.d, n_rows * nb);
+      int32_t* sum = grow(s.sum, n_rows * nb);
+      per_row(thread_row, [&](int64_t r, const float* row) {
+        table_->quantize_q8_0(row, cols, qs + r * cols, d + r * nb, sum + r * nb);
       });
-      task->q8 = {qs, d, sum};
+      for (int64_t i = 0; i < count; ++i) {
+        tasks[i].q8 = {qs + i * n, d + i * n_tokens * nb, sum + i * n_tokens * nb};
+      }
       break;
     }
     case ActFormat::kQ8_K: {
       const int64_t nb = cols / 256;
-      int8_t* qs = grow(s.qs, n);
-      float* d = grow(s.d, n_tokens * nb);
-      int16_t* bsums = grow(s.bsums, n / 16);
-      per_token(thread_row, [&](int64_t t, const float* row) {
-        table_->quantize_q8_k(row, cols, qs + t * cols, d + t * nb, bsums + t * (cols / 16));
+      int8_t* qs = grow(s.qs, n_rows * cols);
+      float* d = grow(s.d, n_rows * nb);
+      int16_t* bsums = grow(s.bsums, n_rows * cols / 16);
+      per_row(thread_row, [&](int64_t r, const float* row) {
+        table_->quantize_q8_k(row, cols, qs + r * cols, d + r * nb, bsums + r * (cols / 16));
       });
-      task->q8k = {qs, d, bsums};
+      for (int64_t i = 0; i < count; ++i) {
+        tasks[i].q8k = {qs + i * n, d + i * n_tokens * nb, bsums + i * (n / 16)};
+      }
       break;
     }
     case ActFormat::kF32:  // handled above
@@ -148,9 +163,12 @@ void Ops::prepare_activations(DType dtype, const RowSource& src, int64_t n_token
   }
 }
 
-void Ops::run_matmuls(std::span<const Matrix> ws, const RowSource& src, int64_t n_tokens,
+// `srcs` holds one source shared by every matrix, or one per matrix.
+void Ops::run_matmuls(std::span<const Matrix> ws, std::span<const RowSource> srcs, int64_t n_tokens,
                       std::span<float* const> ys) {
   KEEL_CHECK(ws.size() == ys.size() && ws.size() <= kMaxMatmulMany);
+  KEEL_CHECK(srcs.size() == 1 || srcs.size() == ws.size());
+  const bool own_sources = srcs.size() > 1;
   bool shared = true;
   for (const Matrix& w : ws) {
     check_matrix(w, n_tokens);
@@ -159,7 +177,8 @@ void Ops::run_matmuls(std::span<const Matrix> ws, const RowSource& src, int64_t 
   }
   if (!shared) {  // one preparation and one job per matrix
     for (size_t i = 0; i < ws.size(); ++i) {
-      run_matmuls(ws.subspan(i, 1), src, n_tokens, ys.subspan(i, 1));
+      run_matmuls(ws.subspan(i, 1), own_sources ? srcs.subspan(i, 1) : srcs, n_tokens,
+                  ys.subspan(i, 1));
     }
     return;
   }
@@ -168,9 +187,9 @@ void Ops::run_matmuls(std::span<const Matrix> ws, const RowSource& src, int64_t 
   MatmulTask tasks[kMaxMatmulMany];
   MatmulFn fns[kMaxMatmulMany];
   int64_t first_row[kMaxMatmulMany + 1] = {0};
-  prepare_activations(ws[0].dtype, src, n_tokens, ws[0].cols, &tasks[0]);
+  prepare_activations(ws[0].dtype, srcs, n_tokens, ws[0].cols, tasks);
   for (size_t i = 0; i < ws.size(); ++i) {
-    tasks[i] = tasks[0];  // the shared activations
+    if (!own_sources) tasks[i] = tasks[0];  // the shared activations
     tasks[i].w = ws[i];
     tasks[i].n_tokens = n_tokens;
     tasks[i].y = ys[i];
@@ -197,7 +216,7 @@ void Ops::matmul_many(std::span<const Matrix> ws, const float* x, int64_t n_toke
                       std::span<float* const> ys) {
   RowSource src;
   src.x = x;
-  run_matmuls(ws, src, n_tokens, ys);
+  run_matmuls(ws, {&src, 1}, n_tokens, ys);
 }
 
 void Ops::rms_norm_matmul_many(std::span<const Matrix> ws, const float* x, const float* norm_weight,
@@ -207,16 +226,26 @@ void Ops::rms_norm_matmul_many(std::span<const Matrix> ws, const float* x, const
   src.x = x;
   src.other = norm_weight;
   src.eps = eps;
-  run_matmuls(ws, src, n_tokens, ys);
+  run_matmuls(ws, {&src, 1}, n_tokens, ys);
 }
 
 void Ops::silu_mul_matmul(const Matrix& w, const float* gate, const float* up, int64_t n_tokens,
                           float* y) {
-  RowSource src;
-  src.kind = RowSource::Kind::kSiluMul;
-  src.x = gate;
-  src.other = up;
-  run_matmuls({&w, 1}, src, n_tokens, {&y, 1});
+  silu_mul_matmul_many({&w, 1}, {&gate, 1}, {&up, 1}, n_tokens, {&y, 1});
+}
+
+void Ops::silu_mul_matmul_many(std::span<const Matrix> ws, std::span<const float* const> gate,
+                               std::span<const float* const> up, int64_t n_tokens,
+                               std::span<float* const> ys) {
+  KEEL_CHECK(gate.size() == ws.size() && up.size() == ws.size() && ws.size() <= kMaxMatmulMany);
+  if (ws.empty()) return;
+  RowSource srcs[kMaxMatmulMany];
+  for (size_t i = 0; i < ws.size(); ++i) {
+    srcs[i].kind = RowSource::Kind::kSiluMul;
+    srcs[i].x = gate[i];
+    srcs[i].other = up[i];
+  }
+  run_matmuls(ws, {srcs, ws.size()}, n_tokens, ys);
 }
 
 }  // namespace keel::kernels

@@ -30,7 +30,7 @@ struct AttentionSplit {
 };
 
 struct Ops::Scratch {
-  // matmul
+  // matmul (silu_mul_matmul_many: one part per matrix, laid end to end)
   std::vector<float> x;        // rounded activations (F16/BF16 weights)
   std::vector<uint16_t> x16;   // the same as raw bits
   std::vector<int8_t> qs;      // quantized activations

@@ -77,12 +77,15 @@ void MoeFfn::run_expert(const MoeWeights& w, int64_t e, const float* x, int64_t 
 void MoeFfn::run_one_row(const MoeWeights& w, const float* x, int64_t n_slots,
                          const int32_t* slot_expert, kernels::Ops& ops, float* ys) {
   const auto ff = sz(p_.n_ff_exp), d = sz(d_);
-  // Every slot reads the same row: gate and up of two experts per matmul_many call (one
-  // activation preparation, one pool job), then each expert's down projection.
-  for (int64_t j = 0; j < n_slots; j += 2) {
-    const int64_t m = std::min<int64_t>(2, n_slots - j);
-    kernels::Matrix ws[4];
-    float* outs[4];
+  constexpr auto kMany = static_cast<int64_t>(kernels::Ops::kMaxMatmulMany);
+  // Every slot reads the same row: gate and up of up to kMany / 2 experts per matmul_many call
+  // (one activation preparation, one pool job), then the down projections of up to kMany experts
+  // per silu_mul_matmul_many call (each over its own silu(gate)·up, one pool job) — two jobs for
+  // k ≤ 8.
+  kernels::Matrix ws[kMany];
+  float* outs[kMany];
+  for (int64_t j = 0; j < n_slots; j += kMany / 2) {
+    const int64_t m = std::min(kMany / 2, n_slots - j);
     for (int64_t i = 0; i < m; ++i) {
       const auto e = sz(slot_expert[j + i]);
       ws[2 * i] = w.gate[e];
@@ -92,9 +95,17 @@ void MoeFfn::run_one_row(const MoeWeights& w, const float* x, int64_t n_slots,
     }
     ops.matmul_many({ws, sz(2 * m)}, x, 1, {outs, sz(2 * m)});
   }
-  for (int64_t j = 0; j < n_slots; ++j) {
-    ops.silu_mul_matmul(w.down[sz(slot_expert[j])], gate_.data() + sz(j) * ff,
-                        up_.data() + sz(j) * ff, 1, ys + sz(j) * d);
+  const float* gates[kMany];
+  const float* ups[kMany];
+  for (int64_t j = 0; j < n_slots; j += kMany) {
+    const int64_t m = std::min(kMany, n_slots - j);
+    for (int64_t i = 0; i < m; ++i) {
+      ws[i] = w.down[sz(slot_expert[j + i])];
+      gates[i] = gate_.data() + sz(j + i) * ff;
+      ups[i] = up_.data() + sz(j + i) * ff;
+      outs[i] = ys + sz(j + i) * d;
+    }
+    ops.silu_mul_matmul_many({ws, sz(m)}, {gates, sz(m)}, {ups, sz(m)}, 1, {outs, sz(m)});
   }
 }
 

@@ -83,7 +83,8 @@ class MoeFfn {
 
  private:
   void route(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops);
-  // One row's slots (decode): gate/up of two experts per call, then each down projection.
+  // One row's slots (decode): gate/up of up to 8 experts per call, then the down projections of
+  // up to 16 per call — two pool jobs for k ≤ 8.
   void run_one_row(const MoeWeights& w, const float* x, int64_t n_slots, const int32_t* slot_expert,
                    kernels::Ops& ops, float* ys);
   // The slots bucketed per expert (counting sort, stable), each expert's rows gathered and run.

@@ -1,6 +1,6 @@
 // Helpers shared by the kernel tests: seeded random activations and weight matrices of every
-// weight type (including negative scales and all-zero blocks), a float reference matmul over
-// dequantized weights, and the list of dispatch tables this CPU can run.
+// weight type (including negative scales and all-zero blocks) and their row-group copies, a float
+// reference matmul over dequantized weights, and the list of dispatch tables this CPU can run.
 #pragma once
 
 #include <cmath>
@@ -16,6 +16,7 @@
 #include "core/fp16.h"
 #include "kernels/dispatch.h"
 #include "kernels/kernels.h"
+#include "kernels/weight_layout.h"
 
 namespace keel::kernels::testing {
 
@@ -107,6 +108,15 @@ inline TestMatrix random_matrix(std::mt19937& rng, DType dtype, int64_t rows, in
   }
   tm.m = Matrix{dtype, rows, cols, tm.bytes.data(), row_bytes};
   return tm;
+}
+
+// The same matrix in the row-group layout (grouped_layout_supports(dtype) must hold).
+inline TestMatrix grouped_copy(const TestMatrix& src) {
+  TestMatrix g = src;
+  group_rows_in_place(src.m.dtype, src.m.rows, src.m.row_bytes, g.bytes.data());
+  g.m.data = g.bytes.data();
+  g.m.layout = WeightLayout::kGrouped16;
+  return g;
 }
 
 // Dequantized weights [rows][cols].

@@ -243,20 +243,24 @@ TEST_F(MatmulTest, ResultsDoNotDependOnTheBatch) {
 }
 
 // matmul_many writes exactly what separate matmul calls write, whether the matrices share one
-// prepared activation format (one pool job over all their rows) or not (one call each).
+// prepared activation format (one pool job over all their rows) or not (one call each), up to
+// kMaxMatmulMany matrices (gate and up of 8 MoE experts).
 TEST_F(MatmulTest, MatmulManyEqualsSeparateCalls) {
   std::mt19937 rng(5);
   const int64_t cols = 512;
-  const std::vector<std::vector<DType>> groups = {{DType::kQ8_0, DType::kQ4_0, DType::kQ8_0},
-                                                  {DType::kQ4_K, DType::kQ6_K, DType::kQ5_K},
-                                                  {DType::kF16, DType::kF16},
-                                                  {DType::kF16, DType::kQ8_0, DType::kF32}};
+  const std::vector<std::vector<DType>> groups = {
+      {DType::kQ8_0, DType::kQ4_0, DType::kQ8_0},
+      {DType::kQ4_K, DType::kQ6_K, DType::kQ5_K},
+      {DType::kF16, DType::kF16},
+      {DType::kF16, DType::kQ8_0, DType::kF32},
+      std::vector<DType>(Ops::kMaxMatmulMany, DType::kQ4_0),
+      std::vector<DType>(Ops::kMaxMatmulMany, DType::kQ4_K)};
   const int64_t rows[] = {37, 16, 9};
   for (const auto& group : groups) {
     std::vector<testing::TestMatrix> ws;
     std::vector<Matrix> ms;
     for (size_t i = 0; i < group.size(); ++i) {
-      ws.push_back(random_matrix(rng, group[i], rows[i], cols));
+      ws.push_back(random_matrix(rng, group[i], rows[i % 3], cols));
     }
     for (const auto& w : ws) ms.push_back(w.m);
     for (int64_t n_tokens : {1, 20}) {
@@ -320,6 +324,65 @@ TEST_F(MatmulTest, FusedMatmulsEqualSeparateOps) {
         ops.silu_mul_matmul(w1.m, x.data(), up.data(), n_tokens, y1.data());
         ASSERT_EQ(want1, y1) << table->name << " " << dtype_name(dtype) << " silu_mul, "
                              << n_tokens;
+      }
+    }
+  }
+}
+
+// silu_mul_matmul_many — each matrix over its own silu(gate)·up, all rows in one pool job —
+// writes exactly what one silu_mul_matmul call per matrix writes: every table, F32, Q8_0, Q4_0
+// and Q4_K (and a group mixing activation formats, which runs matrix by matrix), row-major and
+// row-group layouts mixed, ragged row counts, 1 to kMaxMatmulMany matrices, 1 and 7 tokens, 2
+// and 3 threads.
+TEST_F(MatmulTest, SiluMulMatmulManyEqualsSeparateCalls) {
+  std::mt19937 rng(13);
+  const int64_t cols = 512;
+  const int64_t rows[] = {37, 16, 9, 64, 21};
+  std::vector<std::vector<DType>> groups;
+  for (DType dtype : {DType::kF32, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K}) {
+    for (size_t count : {size_t{1}, size_t{4}, Ops::kMaxMatmulMany}) {
+      groups.emplace_back(count, dtype);
+    }
+  }
+  groups.push_back({DType::kQ4_K, DType::kQ8_0, DType::kQ4_0, DType::kF16, DType::kQ6_K});
+  for (const auto& group : groups) {
+    std::vector<testing::TestMatrix> ws;
+    std::vector<Matrix> ms;
+    for (size_t i = 0; i < group.size(); ++i) {
+      ws.push_back(random_matrix(rng, group[i], rows[i % 5], cols));
+      // Every other matrix of a groupable type in the row-group layout.
+      if (i % 2 == 1 && grouped_layout_supports(group[i])) ws.back() = testing::grouped_copy(ws[i]);
+    }
+    for (const auto& w : ws) ms.push_back(w.m);
+    for (int64_t n_tokens : {1, 7}) {
+      std::vector<std::vector<float>> gates, ups;
+      std::vector<const float*> gate_ptrs, up_ptrs;
+      for (size_t i = 0; i < ms.size(); ++i) {
+        gates.push_back(random_activations(rng, n_tokens, cols));
+        ups.push_back(random_activations(rng, n_tokens, cols));
+      }
+      for (size_t i = 0; i < ms.size(); ++i) {
+        gate_ptrs.push_back(gates[i].data());
+        up_ptrs.push_back(ups[i].data());
+      }
+      for (const KernelTable* table : runnable_tables(cpu_)) {
+        for (int threads : {2, 3}) {
+          ThreadPool pool(threads);
+          Ops ops(table->isa, &pool, features_for(*table, cpu_));
+          std::vector<std::vector<float>> ys;
+          std::vector<float*> ptrs;
+          for (const Matrix& m : ms) ys.emplace_back(static_cast<size_t>(n_tokens * m.rows), NAN);
+          for (auto& y : ys) ptrs.push_back(y.data());
+          ops.silu_mul_matmul_many(ms, gate_ptrs, up_ptrs, n_tokens, ptrs);
+          for (size_t i = 0; i < ms.size(); ++i) {
+            std::vector<float> want(ys[i].size(), NAN);
+            ops.silu_mul_matmul(ms[i], gates[i].data(), ups[i].data(), n_tokens, want.data());
+            ASSERT_EQ(0, std::memcmp(want.data(), ys[i].data(), want.size() * sizeof(float)))
+                << table->name << " matrix " << i << " of " << ms.size() << " ("
+                << dtype_name(group[i]) << (ms[i].layout == WeightLayout::kRows ? "" : " grouped")
+                << ") tokens " << n_tokens << " threads " << threads;
+          }
+        }
       }
     }
   }

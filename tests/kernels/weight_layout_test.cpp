@@ -15,6 +15,7 @@
 namespace keel::kernels {
 namespace {
 
+using testing::grouped_copy;
 using testing::random_activations;
 using testing::runnable_tables;
 
@@ -47,15 +48,6 @@ testing::TestMatrix random_bytes_matrix(std::mt19937& rng, DType dtype, int64_t 
   }
   tm.m = Matrix{dtype, rows, cols, tm.bytes.data(), row_bytes};
   return tm;
-}
-
-// The same matrix in the grouped layout.
-testing::TestMatrix grouped_copy(const testing::TestMatrix& src) {
-  testing::TestMatrix g = src;
-  group_rows_in_place(src.m.dtype, src.m.rows, src.m.row_bytes, g.bytes.data());
-  g.m.data = g.bytes.data();
-  g.m.layout = WeightLayout::kGrouped16;
-  return g;
 }
 
 CpuFeatures layout_features_for(const KernelTable& table, CpuFeatures cpu) {

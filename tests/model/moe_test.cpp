@@ -308,7 +308,8 @@ class MoeLayerTest : public ::testing::TestWithParam<LayerCase> {};
 
 // The grouped path against the naive per-token loop over the same kernels: relative error ≤ 1e-5
 // (the counts of bit-identical rows are printed), on a batch of 40 tokens (several per expert), and
-// bit for bit on single tokens (the decode path, experts' gate/up paired per call).
+// bit for bit on single tokens (the decode path: every chosen expert's gate/up in one call, their
+// down projections in another).
 TEST_P(MoeLayerTest, GroupedMatchesNaiveLoop) {
   Runner r(write_shape(GetParam().shape, GetParam().type, ExpertLayout::kStacked), {}, 2);
   ASSERT_TRUE(r.ok()) << r.status().to_string();
@@ -356,6 +357,41 @@ INSTANTIATE_TEST_SUITE_P(Types, MoeLayerTest,
                            for (char& c : n) c = std::isalnum(c) ? c : '_';
                            return n;
                          });
+
+// The decode path with many chosen experts (gate/up of 8 experts per call, the down projections
+// of 16 per call, so k = 20 takes several calls of each) equals the naive loop bit for bit: the
+// file's 8 experts repeated as 20, routed by a random F32 router, k = 8, 9 and 20.
+TEST(MoeLayerTest, DecodeOfManyExpertsMatchesNaiveLoop) {
+  Runner r(write_shape("qwen3moe-tiny", DType::kQ4_0, ExpertLayout::kStacked), {}, 2);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  HParams hp = r.model().hparams();
+  const MoeWeights& file = r.model().weights().layers[0].moe;
+  constexpr int64_t kExperts = 20;
+  MoeWeights w = file;
+  for (auto* bank : {&w.gate, &w.up, &w.down}) bank->clear();
+  for (int64_t e = 0; e < kExperts; ++e) {
+    const auto f = static_cast<size_t>(e % hp.moe.n_expert);
+    w.gate.push_back(file.gate[f]);
+    w.up.push_back(file.up[f]);
+    w.down.push_back(file.down[f]);
+  }
+  const std::vector<float> router = random_rows(kExperts, hp.n_embd, 5);
+  w.router = kernels::Matrix{DType::kF32, kExperts, hp.n_embd,
+                             reinterpret_cast<const std::byte*>(router.data()),
+                             static_cast<size_t>(hp.n_embd) * sizeof(float)};
+  hp.moe.n_expert = kExperts;
+  for (int64_t k : {8, 9, 20}) {
+    hp.moe.n_expert_used = k;
+    MoeFfn moe(hp, 1);
+    for (int64_t t = 0; t < 3; ++t) {
+      const std::vector<float> x = random_rows(1, hp.n_embd, static_cast<uint32_t>(20 + t));
+      std::vector<float> one(x.size()), ref(x.size());
+      moe.forward(w, x.data(), 1, r.ops(), one.data());
+      moe.forward_naive(w, x.data(), 1, r.ops(), ref.data());
+      EXPECT_EQ(one, ref) << "k " << k << " token " << t;
+    }
+  }
+}
 
 // Decode reads only the chosen experts: with every other expert's matrices pointing nowhere,
 // the step computes the same output (a read of one would crash under ASan or fault).
