@@ -249,7 +249,10 @@ int main(int argc, char** argv) {
   CLI::App* epx_cmd = app.add_subcommand(
       "ep-expert", "Run an expert member of an expert-parallel MoE model (started by --ep)");
   epx_cmd->add_option("-m,--model", epx.model_path, "The leader's GGUF")->required();
-  epx_cmd->add_option("--shard", epx.shard, "I/N: hold the experts e with e % N == I")->required();
+  epx_cmd
+      ->add_option("--shard", epx.shard,
+                   "I/N: hold the I-th of N contiguous ranges of each layer's experts")
+      ->required();
   epx_cmd->add_option("--channel", epx.channel, "The leader's shared-memory channel")->required();
   add_compute_options(epx_cmd, &epx.compute);
 

@@ -72,7 +72,7 @@ class Member {
     }
     for (int32_t i = 0; i < w->n_slots; ++i) {
       const int32_t e = w->slot_expert[i];
-      if (e < 0 || e >= hp.moe.n_expert || !model_.expert_shard().owns(e)) {
+      if (e < 0 || e >= hp.moe.n_expert || !model_.expert_shard().owns(e, hp.moe.n_expert)) {
         return reply_error(Status::invalid_argument("expert member: expert " + std::to_string(e) +
                                                     " is not held here"),
                            f.seq);

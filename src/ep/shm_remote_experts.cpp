@@ -31,7 +31,8 @@ Result<std::unique_ptr<ShmRemoteExperts>> ShmRemoteExperts::connect(
     members.push_back(std::move(m));
   }
   std::unique_ptr<ShmRemoteExperts> r(new ShmRemoteExperts(
-      std::move(members), shard_count, static_cast<int32_t>(model.hparams().n_embd), step_timeout));
+      std::move(members), shard_count, static_cast<int32_t>(model.hparams().n_embd),
+      model.hparams().moe.n_expert, step_timeout));
   r->on_lost_ = std::move(on_lost);
   for (Member& m : r->members_) {
     const EpHello h = hello_for(model, m.link.shard, shard_count, max_rows);
@@ -85,7 +86,7 @@ Status ShmRemoteExperts::dispatch(const model::ExpertWork& work) {
   for (int64_t i = 0; i < work.n_slots; ++i) {
     const int32_t e = work.slot_expert[i];
     const auto owner = std::find_if(members_.begin(), members_.end(), [&](const Member& m) {
-      return e % shard_count_ == m.link.shard;
+      return model::ExpertShard::owner(e, n_expert_, shard_count_) == m.link.shard;
     });
     if (owner == members_.end()) {
       return Status::invalid_argument("expert " + std::to_string(e) + " has no member");

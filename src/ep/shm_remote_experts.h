@@ -1,12 +1,12 @@
 // ShmRemoteExperts: model::RemoteExperts over ShmChannels — an expert-parallel leader's view of its
 // expert members on this host. connect() says hello to each member and waits for its kReady;
-// dispatch() splits a layer's remote slots by owner (expert e lives on shard e % count), writes
-// each member's kWork frame into its request mailbox (the batch's rows, its slots) and wakes it;
-// collect() waits for each reply and places the outputs at their slots. A member that dies, does
-// not answer within step_timeout or answers with an error loses the instance: that call and every
-// later one fail with Unavailable naming the member (a member's state cannot be rebuilt behind the
-// engine's back; its manager restarts the gang). The destructor says kBye to the members still
-// reachable.
+// dispatch() splits a layer's remote slots by owner (expert e of n lives on shard ⌊e · count / n⌋,
+// model::ExpertShard), writes each member's kWork frame into its request mailbox (the batch's rows,
+// its slots) and wakes it; collect() waits for each reply and places the outputs at their slots. A
+// member that dies, does not answer within step_timeout or answers with an error loses the
+// instance: that call and every later one fail with Unavailable naming the member (a member's state
+// cannot be rebuilt behind the engine's back; its manager restarts the gang). The destructor says
+// kBye to the members still reachable.
 //
 // Timing (stats()): per call the round trip (dispatch to the reply seen), the member's own compute
 // time, and how long collect() waited — what the overlap with the leader's own experts hid.
@@ -24,6 +24,7 @@
 #include "core/result.h"
 #include "ep/expert_frame.h"
 #include "ep/shm_channel.h"
+#include "model/expert_shard.h"
 #include "model/model.h"
 #include "model/remote_experts.h"
 
@@ -73,10 +74,11 @@ class ShmRemoteExperts final : public model::RemoteExperts {
     std::vector<int32_t> row, expert, index;  // this call's slots and their places in the work
   };
   ShmRemoteExperts(std::vector<Member> members, int32_t shard_count, int32_t n_embd,
-                   std::chrono::milliseconds step_timeout)
+                   int64_t n_expert, std::chrono::milliseconds step_timeout)
       : members_(std::move(members)),
         shard_count_(shard_count),
         n_embd_(n_embd),
+        n_expert_(n_expert),
         step_timeout_(step_timeout) {}
   Status lose(const Member& m, const Status& why);
   // Waits for member m's reply to the frame it was sent; the reply frame.
@@ -85,6 +87,7 @@ class ShmRemoteExperts final : public model::RemoteExperts {
   std::vector<Member> members_;
   int32_t shard_count_;
   int32_t n_embd_;
+  int64_t n_expert_;
   std::chrono::milliseconds step_timeout_;
   Status lost_;  // set once: every later call fails with it
   std::function<void(const Status&)> on_lost_;

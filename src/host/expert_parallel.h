@@ -1,11 +1,11 @@
 // Expert parallelism for a hosted engine (`keel serve --ep N`): this process is the leader — it
 // holds attention, the routers and experts of shard 0 (model::ExpertShard{0, N}) — and starts N - 1
-// `keel ep-expert` members, member i holding the experts e with e % N == i and nothing else. Each
-// member is a child started by pid (its stdout/stderr forwarded to our log, PR_SET_PDEATHSIG so
-// that it dies with us) and reached over a ShmChannel; the engine sees them as one
-// model::RemoteExperts (ep::ShmRemoteExperts). The instance is one gang: a member that dies fails
-// the steps from then on (or, with exit_on_loss, ends this process so that a task executor's
-// manager replaces the whole instance).
+// `keel ep-expert` members, member i holding the i-th of N contiguous ranges of each layer's
+// experts and nothing else. Each member is a child started by pid (its stdout/stderr forwarded to
+// our log, PR_SET_PDEATHSIG so that it dies with us) and reached over a ShmChannel; the engine sees
+// them as one model::RemoteExperts (ep::ShmRemoteExperts). The instance is one gang: a member that
+// dies fails the steps from then on (or, with exit_on_loss, ends this process so that a task
+// executor's manager replaces the whole instance).
 //
 // Thread safety: ExpertMembers from the owner's thread; its remote experts from the engine's.
 #pragma once

@@ -3,6 +3,7 @@
 // what the shard does not keep.
 #include "model/expert_shard.h"
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <string>
@@ -51,6 +52,18 @@ std::optional<int64_t> expert_of(std::string_view name) {
   return std::nullopt;
 }
 
+// The experts per layer: a 3-D expert tensor's shape[2], or one more than the largest E of the
+// per-expert tensors (0 without experts).
+int64_t count_experts(const std::vector<gguf::TensorInfo>& tensors) {
+  int64_t n = 0;
+  for (const gguf::TensorInfo& t : tensors) {
+    const std::optional<int64_t> expert = expert_of(t.name);
+    if (!expert) continue;
+    n = std::max(n, *expert == kAll ? (t.shape.size() >= 3 ? t.shape[2] : 1) : *expert + 1);
+  }
+  return n;
+}
+
 // Two or more dimensions once trailing 1s are dropped (as TensorLoader reads shapes): a matrix,
 // never a vector that the loader copies (those are always read).
 bool is_matrix(const gguf::TensorInfo& t) {
@@ -84,16 +97,17 @@ std::vector<gguf::ByteRange> expert_shard_skips(const std::vector<gguf::TensorIn
   // Kept bytes are subtracted at the end, so that a tensor aliasing another's bytes (GGUF allows
   // it) is read whenever any tensor viewing those bytes is kept.
   std::vector<gguf::ByteRange> skip, keep;
+  const int64_t n_expert = count_experts(tensors);
   for (const gguf::TensorInfo& t : tensors) {
     const std::optional<int64_t> expert = expert_of(t.name);
     const uint64_t n = t.shape.size() >= 3 && t.shape[2] > 0 ? uint64_t(t.shape[2]) : 1;
     if (expert == kAll && t.num_bytes % n == 0) {
       const uint64_t slice = t.num_bytes / n;
       for (uint64_t e = 0; e < n; ++e) {
-        (shard.owns(int64_t(e)) ? keep : skip).push_back({t.offset + e * slice, slice});
+        (shard.owns(int64_t(e), int64_t(n)) ? keep : skip).push_back({t.offset + e * slice, slice});
       }
     } else if (expert && *expert != kAll) {
-      (shard.owns(*expert) ? keep : skip).push_back({t.offset, t.num_bytes});
+      (shard.owns(*expert, n_expert) ? keep : skip).push_back({t.offset, t.num_bytes});
     } else if (!expert && shard.experts_only && is_matrix(t)) {
       skip.push_back({t.offset, t.num_bytes});
     } else {
@@ -108,7 +122,9 @@ void apply_expert_shard(Weights& w, const ExpertShard& shard) {
   for (LayerWeights& l : w.layers) {
     for (auto* bank : {&l.moe.gate, &l.moe.up, &l.moe.down}) {
       for (size_t e = 0; e < bank->size(); ++e) {
-        if (!shard.owns(static_cast<int64_t>(e))) (*bank)[e] = kernels::Matrix{};
+        if (!shard.owns(static_cast<int64_t>(e), static_cast<int64_t>(bank->size()))) {
+          (*bank)[e] = kernels::Matrix{};
+        }
       }
     }
     if (!shard.experts_only) continue;

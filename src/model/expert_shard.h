@@ -1,8 +1,11 @@
 // ExpertShard: which of an MoE model's experts one process of an expert-parallel (EP) instance
-// holds, and how its load reads and keeps only those. Expert e belongs to shard e % count
-// (round-robin, so that each layer's experts spread evenly whatever their popularity). The
-// leader (shard 0) also holds everything that is not an expert — embeddings, attention, routers,
-// a shared expert, the head; an expert member (experts_only) holds its experts alone.
+// holds, and how its load reads and keeps only those. Shard i holds a contiguous range of each
+// layer's n experts, expert e belonging to shard ⌊e · count / n⌋: in a 3-D expert tensor a
+// shard's experts are one run of bytes, so a load that skips the others touches few pages of
+// theirs (a round-robin split would interleave experts smaller than a 2 MiB huge page and bring
+// every page in). The leader (shard 0) also holds everything that is not an expert — embeddings,
+// attention, routers, a shared expert, the head; an expert member (experts_only) holds its experts
+// alone.
 //
 // A sharded load (ModelOptions::expert_shard) reads only the tensor bytes the shard keeps
 // (gguf::ReadOptions::skip: untouched pages of the anonymous buffer are never resident), empties
@@ -27,7 +30,13 @@ struct ExpertShard {
   int32_t count = 1;          // shards of the instance; 1 = every expert here
   bool experts_only = false;  // an expert member: no embeddings, attention, routers or head
 
-  [[nodiscard]] bool owns(int64_t expert) const { return count <= 1 || expert % count == index; }
+  // The shard of `count` holding expert e of n_expert.
+  [[nodiscard]] static int32_t owner(int64_t expert, int64_t n_expert, int32_t count) {
+    return count <= 1 || n_expert <= 0 ? 0 : static_cast<int32_t>(expert * count / n_expert);
+  }
+  [[nodiscard]] bool owns(int64_t expert, int64_t n_expert) const {
+    return count <= 1 || owner(expert, n_expert, count) == index;
+  }
   // Every tensor kept: an ordinary load.
   [[nodiscard]] bool whole() const { return count <= 1 && !experts_only; }
   // InvalidArgument unless 1 ≤ count ≤ 64, 0 ≤ index < count, and experts_only only with

@@ -184,7 +184,7 @@ void MoeFfn::run_expert_parallel(const MoeWeights& w, int64_t layer, const float
   }
   for (int64_t s = 0; s < n * k_; ++s) {
     const int32_t e = sel_[sz(s)];
-    const bool here = local_.owns(e);
+    const bool here = local_.owns(e, p_.n_expert);
     (here ? loc_row_ : rem_row_).push_back(slot_row_[sz(s)]);
     (here ? loc_expert_ : rem_expert_).push_back(e);
     (here ? loc_slot_ : rem_slot_).push_back(static_cast<int32_t>(s));

@@ -132,7 +132,9 @@ TEST_P(RemoteExpertsTest, TheLayerEqualsOneProcessBitForBit) {
     }
   }
   const RemoteExpertsStats s = (*remote)->stats();
-  EXPECT_EQ(s.calls, 4 * hp.n_layer);  // every call had remote slots (k ≥ 2 of 8 experts)
+  // A call whose slots are all local sends nothing (a decode token may pick only local experts).
+  EXPECT_GT(s.calls, 2 * hp.n_layer);
+  EXPECT_LE(s.calls, 4 * hp.n_layer);
   EXPECT_GT(s.slots, 0);
   EXPECT_GT(s.member_compute_s, 0.0);
   EXPECT_GE(s.round_trip_s, s.member_compute_s);

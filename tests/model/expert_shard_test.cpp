@@ -48,19 +48,19 @@ bool is_expert_name(const std::string& name) {
 // The skips written out from the layout's definition: expert e of a 3-D tensor is the e-th of
 // shape[2] equal slices, a per-expert tensor is blk.N.ffn_*.E.weight.
 std::vector<gguf::ByteRange> expected_skips(const std::vector<gguf::TensorInfo>& tensors,
-                                            const ExpertShard& shard) {
+                                            const ExpertShard& shard, int64_t n_expert) {
   std::vector<gguf::ByteRange> out;
   for (const gguf::TensorInfo& t : tensors) {
     if (t.name.find("_exps.") != std::string::npos) {
       const auto n = static_cast<uint64_t>(t.shape[2]);
       for (uint64_t e = 0; e < n; ++e) {
-        if (!shard.owns(int64_t(e)))
+        if (!shard.owns(int64_t(e), n_expert))
           out.push_back({t.offset + e * t.num_bytes / n, t.num_bytes / n});
       }
     } else if (is_expert_name(t.name)) {
       const size_t dot = t.name.rfind(".weight");
       const size_t start = t.name.rfind('.', dot - 1) + 1;
-      if (!shard.owns(std::stoll(t.name.substr(start, dot - start)))) {
+      if (!shard.owns(std::stoll(t.name.substr(start, dot - start)), n_expert)) {
         out.push_back({t.offset, t.num_bytes});
       }
     } else if (shard.experts_only && t.shape.size() >= 2) {
@@ -87,8 +87,12 @@ TEST(ExpertShardTest, ValidateChecksCountIndexAndTheLeader) {
   }
   EXPECT_TRUE((ExpertShard{0, 1, false}.whole()));
   EXPECT_FALSE((ExpertShard{0, 2, false}.whole()));
-  EXPECT_TRUE((ExpertShard{1, 3, false}.owns(4)));
-  EXPECT_FALSE((ExpertShard{1, 3, false}.owns(5)));
+  // Contiguous ranges: of 8 experts over 3 shards, shard 1 holds experts 3, 4 and 5.
+  for (int64_t e = 0; e < 8; ++e) {
+    EXPECT_EQ((ExpertShard{1, 3, false}.owns(e, 8)), e >= 3 && e <= 5) << e;
+  }
+  EXPECT_EQ(ExpertShard::owner(7, 8, 3), 2);
+  EXPECT_EQ(ExpertShard::owner(7, 8, 1), 0);
   ModelOptions o;
   o.expert_shard = {0, 2, true};
   EXPECT_NE(o.validate().message().find("expert_shard"), std::string::npos);
@@ -114,7 +118,8 @@ TEST(ExpertShardTest, SkipsTheUnownedExpertsOfEachLayout) {
     for (const ExpertShard shard : {ExpertShard{0, 2, false}, ExpertShard{1, 2, false},
                                     ExpertShard{1, 2, true}, ExpertShard{2, 3, true}}) {
       const std::vector<gguf::ByteRange> skips = expert_shard_skips(tensors, shard);
-      EXPECT_EQ(skips, expected_skips(tensors, shard)) << shard.index << "/" << shard.count;
+      EXPECT_EQ(skips, expected_skips(tensors, shard, find_model_shape(c.shape)->n_expert))
+          << shard.index << "/" << shard.count;
       EXPECT_EQ(skips, gguf::normalize_ranges(skips));  // sorted, disjoint
       uint64_t skipped_expert_bytes = 0;
       for (const gguf::TensorInfo& t : tensors) {
@@ -133,7 +138,7 @@ TEST(ExpertShardTest, SkipsTheUnownedExpertsOfEachLayout) {
       // Every expert is as large: the unowned experts' share of the expert bytes.
       const int64_t n_expert = find_model_shape(c.shape)->n_expert;
       int64_t unowned = 0;
-      for (int64_t e = 0; e < n_expert; ++e) unowned += shard.owns(e) ? 0 : 1;
+      for (int64_t e = 0; e < n_expert; ++e) unowned += shard.owns(e, n_expert) ? 0 : 1;
       EXPECT_EQ(skipped_expert_bytes * uint64_t(n_expert), expert_bytes * uint64_t(unowned));
     }
   }
@@ -142,20 +147,25 @@ TEST(ExpertShardTest, SkipsTheUnownedExpertsOfEachLayout) {
 // A skip never takes bytes a kept tensor views, even when tensors alias (an expert's slice
 // sharing a kept tensor's bytes).
 TEST(ExpertShardTest, KeptBytesWinOverSkipsWhenTensorsAlias) {
-  // Four experts of 512 bytes at 0, 512, 1024, 1536; attn_q aliases expert 1's bytes.
+  // Four experts of 512 bytes at 0, 512, 1024, 1536 (shard 0 of 2 holds experts 0 and 1, shard 1
+  // experts 2 and 3); attn_q aliases expert 1's bytes.
   const gguf::TensorInfo exps{"blk.0.ffn_up_exps.weight", {32, 4, 4}, DType::kF32, 0, 512, 2048};
   const gguf::TensorInfo attn{"blk.0.attn_q.weight", {32, 4}, DType::kF32, 512, 128, 512};
   using R = std::vector<gguf::ByteRange>;
-  EXPECT_EQ(expert_shard_skips({exps, attn}, {0, 2, false}), (R{{1536, 512}}));
-  EXPECT_EQ(expert_shard_skips({exps, attn}, {1, 2, false}), (R{{0, 512}, {1024, 512}}));
-  EXPECT_EQ(expert_shard_skips({exps, attn}, {1, 2, true}), (R{{0, 512}, {1024, 512}}));
+  EXPECT_EQ(expert_shard_skips({exps, attn}, {0, 2, false}), (R{{1024, 1024}}));
+  EXPECT_EQ(expert_shard_skips({exps, attn}, {1, 2, false}), (R{{0, 512}}));  // attn_q kept
+  // An expert member keeps no attention: expert 1 and the attn_q aliasing it both go.
+  EXPECT_EQ(expert_shard_skips({exps, attn}, {1, 2, true}), (R{{0, 1024}}));
+  // Expert 2's bytes are kept by shard 1 even though experts_only skips attn_q over them.
+  const gguf::TensorInfo attn2{"blk.0.attn_q.weight", {32, 4}, DType::kF32, 1024, 128, 512};
+  EXPECT_EQ(expert_shard_skips({exps, attn2}, {1, 2, true}), (R{{0, 1024}}));
+  EXPECT_EQ(expert_shard_skips({exps, attn2}, {0, 2, false}), (R{{1536, 512}}));
   // Without the alias, experts_only skips attn_q (a matrix) but not a vector.
   const gguf::TensorInfo q{"blk.0.attn_q.weight", {32, 4}, DType::kF32, 2048, 128, 512};
   const gguf::TensorInfo norm{"blk.0.attn_norm.weight", {32}, DType::kF32, 2560, 32, 128};
   const gguf::TensorInfo column{
       "blk.0.ffn_gate_inp_shexp.weight", {32, 1}, DType::kF32, 2688, 32, 128};
-  EXPECT_EQ(expert_shard_skips({exps, q, norm, column}, {1, 2, true}),
-            (R{{0, 512}, {1024, 512}, {2048, 512}}));
+  EXPECT_EQ(expert_shard_skips({exps, q, norm, column}, {1, 2, true}), (R{{0, 1024}, {2048, 512}}));
 }
 
 // The data section's bytes [offset, offset + bytes).
@@ -205,7 +215,7 @@ void check_sharded_load(const std::string& path, const ExpertShard& shard) {
         const auto& pb = b == 0 ? pm.gate : b == 1 ? pm.up : pm.down;
         const std::string what = "layer " + std::to_string(il) + " bank " + std::to_string(b) +
                                  " expert " + std::to_string(e);
-        if (shard.owns(int64_t(e))) {
+        if (shard.owns(int64_t(e), int64_t(wm.gate.size()))) {
           expect_same(wb[e], pb[e], what);
         } else {
           expect_empty(pb[e], what);
@@ -276,7 +286,7 @@ TEST(ExpertShardTest, LoadedAndMappedFilesEmptyTheViewsOnly) {
   for (const Model* m : {loaded->get(), mapped->get()}) {
     const MoeWeights& moe = m->weights().layers[0].moe;
     expect_empty(moe.up[0], "unowned expert");
-    EXPECT_NE(moe.up[1].data, nullptr);
+    EXPECT_NE(moe.up[4].data, nullptr);  // shard 1 of 2 holds experts 4..7
     expect_empty(m->weights().layers[0].wq, "attention");
     expect_empty(m->weights().output, "output");
     // The bytes were all read (or mapped): the skipped ones are not zero.

@@ -166,14 +166,14 @@ TEST(GroupWeightsTest, ExpertSlicesAreRewrittenOnTheirOwn) {
       const size_t row_bytes = f.weights.layers[1].moe.up[0].row_bytes;
       kernels::group_rows_in_place(DType::kQ8_0, static_cast<int64_t>(whole.size() / row_bytes),
                                    row_bytes, whole.data());
-      const ExpertShard shard{1, 2, false};  // experts 1 and 3
+      const ExpertShard shard{1, 2, false};  // experts 2 and 3
       if (sharded) apply_expert_shard(f.weights, shard);
       EXPECT_GT(group_weights(f.file, f.weights), 0);
-      EXPECT_EQ(f.weights.layers[1].moe.up[1].layout, kernels::WeightLayout::kGrouped16);
+      EXPECT_EQ(f.weights.layers[1].moe.up[3].layout, kernels::WeightLayout::kGrouped16);
       const auto got = f.file.tensor_data(info);
       const size_t slice = got.size() / 4;
       for (size_t e = 0; e < 4; ++e) {
-        const bool kept = !sharded || shard.owns(static_cast<int64_t>(e));
+        const bool kept = !sharded || shard.owns(static_cast<int64_t>(e), 4);
         const std::byte* want = (kept ? whole : original).data() + e * slice;
         EXPECT_EQ(0, std::memcmp(got.data() + e * slice, want, slice)) << "expert " << e;
       }
