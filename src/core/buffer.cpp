@@ -3,6 +3,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 #include <string>
@@ -44,6 +45,13 @@ Result<AlignedBuffer> AlignedBuffer::allocate(size_t size) {
   }
   buf.size_ = size;
   return buf;
+}
+
+void AlignedBuffer::split_huge_page_at(size_t at) {
+  if (mapped_size_ == 0 || at % kHugePage == 0 || at >= size_) return;
+  const size_t start = at / kHugePage * kHugePage;
+  const size_t len = std::min(kHugePage, mapped_size_ - start);
+  madvise(data_ + start, len, MADV_NOHUGEPAGE);
 }
 
 AlignedBuffer::AlignedBuffer(AlignedBuffer&& other) noexcept

@@ -25,6 +25,11 @@ class AlignedBuffer {
   [[nodiscard]] const std::byte* data() const { return data_; }
   [[nodiscard]] size_t size() const { return size_; }
   [[nodiscard]] bool empty() const { return size_ == 0; }
+  // For a buffer only partly written (a sharded load): the 2 MiB huge page holding byte `at` is
+  // backed by 4 KiB pages instead (MADV_NOHUGEPAGE), so writing the bytes on one side of `at`
+  // does not make the untouched other side resident. No-op for a small (heap) buffer or an `at`
+  // on a huge-page boundary.
+  void split_huge_page_at(size_t at);
 
  private:
   void release();

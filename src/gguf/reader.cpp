@@ -492,6 +492,12 @@ Status load_data(const RandomAccessFile& file, const ReadOptions& options,
                         ranges_to_read(file, options, tensors, data_size));
   // Skipped bytes stay as allocated: zero, and untouched (not resident) in a large buffer.
   KEEL_ASSIGN_OR_RETURN(*owned, AlignedBuffer::allocate(static_cast<size_t>(data_size)));
+  if (options.skip) {  // a huge page half kept, half skipped would bring the skipped half in
+    for (const ByteRange& r : reads) {
+      owned->split_huge_page_at(static_cast<size_t>(r.offset));
+      owned->split_huge_page_at(static_cast<size_t>(r.end()));
+    }
+  }
   constexpr uint64_t kChunk = uint64_t{64} << 20;
   const uint64_t total = total_bytes(reads);
   uint64_t done = 0;

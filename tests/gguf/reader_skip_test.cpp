@@ -182,5 +182,39 @@ TEST(GgufSkipTest, SkippedPagesOfALargeBufferAreNeverResident) {
   EXPECT_EQ(resident[0] & 1, 1) << "a read page is resident";
 }
 
+// A kept run that ends inside a 2 MiB huge page (an expert shard's boundary, qwen3moe-small's
+// experts are 0.9 MB) must not bring the rest of that huge page in: the reader backs such pages
+// with 4 KiB pages (AlignedBuffer::split_huge_page_at), so the skipped half stays out.
+TEST(GgufSkipTest, AHugePageHalfSkippedKeepsItsSkippedHalfOut) {
+  constexpr uint64_t kMiB = uint64_t{1} << 20;
+  GgufWriter w;
+  w.set("general.architecture", "llama");
+  std::vector<float> big(2 * kMiB, 1.5f);  // 8 MiB
+  ASSERT_TRUE(
+      w.add_tensor("big", DType::kF32, {int64_t(big.size())}, std::as_bytes(std::span(big))).ok());
+  const std::string path = keel::testing::make_temp_dir("gguf-skip-half") + "/big.gguf";
+  ASSERT_TRUE(w.write(path).ok());
+  ReadOptions opts;
+  // Keep [0, 3 MiB) of the data section: the huge page [2, 4) MiB is half read, half skipped.
+  opts.skip = [&](const std::vector<TensorInfo>& t) {
+    return std::vector<ByteRange>{{3 * kMiB, t[0].num_bytes - 3 * kMiB}};
+  };
+  auto f = GgufFile::open(path, opts);
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  const std::byte* base = section(*f).data();
+  const long page = ::sysconf(_SC_PAGESIZE);
+  std::vector<unsigned char> resident(kMiB / static_cast<uint64_t>(page));
+  ASSERT_EQ(::mincore(const_cast<std::byte*>(base) + 3 * kMiB + static_cast<uint64_t>(page),
+                      kMiB - static_cast<uint64_t>(page), resident.data()),
+            0);
+  size_t n = 0;
+  for (size_t i = 0; i + 1 < resident.size(); ++i) n += resident[i] & 1;
+  EXPECT_EQ(n, 0u) << "the skipped half of a half-read huge page became resident";
+  ASSERT_EQ(::mincore(const_cast<std::byte*>(base) + 3 * kMiB - static_cast<uint64_t>(page),
+                      static_cast<size_t>(page), resident.data()),
+            0);
+  EXPECT_EQ(resident[0] & 1, 1) << "the read half is resident";
+}
+
 }  // namespace
 }  // namespace keel::gguf
