@@ -4,7 +4,8 @@
 # the other half, over shared memory), overlap on and off. For each: resident memory of each
 # process once loaded (VmRSS), then ROUNDS greedy streams of N tokens (decode t/s between the first
 # and last token, time to first token), and — from the leader's log at exit — the exchange time
-# (round trip minus the member's compute) and how long the leader waited for its member.
+# (round trip minus the member's compute), how long the leader waited for its member, and the part
+# of that wait the member's compute does not explain (the exchange left exposed).
 #
 #   bench/moe_ep.sh [--shape qwen3moe-small] [--type q4_0] [--rounds 3] [--tokens 128]
 # Threads: the single process runs -t 1 and -t 2; the EP leader and its member -t 1 each (two
@@ -65,17 +66,18 @@ python3 - "$OUT" "$SHAPE" "$TYPE" "$TOKENS" <<'PY'
 import glob, json, os, re, sys
 out, shape, typ, tokens = sys.argv[1:5]
 rss = {l.split()[0]: l.split()[1:] for l in open(os.path.join(out, "rss.txt"))}
-print(f"| {shape} {typ}, tg{tokens} | decode t/s (best) | TTFT s (best) | RSS leader MB | RSS member MB | exchange s | waited s | remote calls |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|")
+print(f"| {shape} {typ}, tg{tokens} | decode t/s (best) | TTFT s (best) | RSS leader MB | RSS member MB | exchange s | waited s | exposed s | remote calls |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for name in ["single-t1", "single-t2", "ep2-overlap", "ep2-no-overlap"]:
     runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, f"{name}-r*.json")))]
     log = open(os.path.join(out, f"{name}.log")).read()
     m = re.search(r"(\d+) remote calls, \d+ slots; round trip ([\d.]+) s, member compute ([\d.]+) s, "
-                  r"exchange ([\d.]+) s, waited in collect ([\d.]+) s", log)
+                  r"exchange ([\d.]+) s, waited in collect ([\d.]+) s, exchange exposed ([\d.]+) s", log)
     ex = f"{float(m.group(4)):.3f}" if m else "-"
     wt = f"{float(m.group(5)):.3f}" if m else "-"
     calls = m.group(1) if m else "-"
+    xp = f"{float(m.group(6)):.3f}" if m else "-"
     print(f"| {name} | {max(r['decode_tps'] for r in runs):.1f} | {min(r['ttft_s'] for r in runs):.3f} | "
-          f"{rss[name][0]} | {rss[name][1]} | {ex} | {wt} | {calls} |")
+          f"{rss[name][0]} | {rss[name][1]} | {ex} | {wt} | {xp} | {calls} |")
 print(f"raw results: {out}")
 PY

@@ -136,7 +136,14 @@ Status ShmRemoteExperts::collect(float* ys) {
     }
     slowest = std::max(slowest, out->compute_ns);
   }
-  wait_ns_.fetch_add(ns_since(t0), std::memory_order_relaxed);
+  const int64_t waited = ns_since(t0);
+  wait_ns_.fetch_add(waited, std::memory_order_relaxed);
+  // The wait a free exchange would still leave: the member's compute beyond the leader's own work
+  // since the dispatch. The rest of the wait is exchange left exposed.
+  const int64_t ahead =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(t0 - dispatched_at_).count();
+  const int64_t compute_left = std::max<int64_t>(0, static_cast<int64_t>(slowest) - ahead);
+  exposed_ns_.fetch_add(std::max<int64_t>(0, waited - compute_left), std::memory_order_relaxed);
   round_trip_ns_.fetch_add(ns_since(dispatched_at_), std::memory_order_relaxed);
   compute_ns_.fetch_add(static_cast<int64_t>(slowest), std::memory_order_relaxed);
   return Status();
@@ -149,6 +156,7 @@ RemoteExpertsStats ShmRemoteExperts::stats() const {
   s.round_trip_s = static_cast<double>(round_trip_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.member_compute_s = static_cast<double>(compute_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.collect_wait_s = static_cast<double>(wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  s.exposed_s = static_cast<double>(exposed_ns_.load(std::memory_order_relaxed)) * 1e-9;
   return s;
 }
 

@@ -9,7 +9,8 @@
 // kBye to the members still reachable.
 //
 // Timing (stats()): per call the round trip (dispatch to the reply seen), the member's own compute
-// time, and how long collect() waited — what the overlap with the leader's own experts hid.
+// time, how long collect() waited, and the part of that wait the members' compute does not explain
+// (the exchange left exposed after the overlap with the leader's own experts).
 //
 // Thread safety: dispatch/collect from one thread; stats() from any.
 #pragma once
@@ -43,7 +44,10 @@ struct RemoteExpertsStats {
   double round_trip_s = 0;      // Σ dispatch → last reply seen
   double member_compute_s = 0;  // Σ the members' compute (the slowest member per call)
   double collect_wait_s = 0;    // Σ time blocked in collect()
-  int64_t slots = 0;            // remote slots computed
+  // Σ the part of each wait that the members' compute does not explain: the wait less the slowest
+  // member's compute beyond the leader's own work since the dispatch — the exchange left exposed.
+  double exposed_s = 0;
+  int64_t slots = 0;  // remote slots computed
 };
 
 class ShmRemoteExperts final : public model::RemoteExperts {
@@ -92,7 +96,8 @@ class ShmRemoteExperts final : public model::RemoteExperts {
   Status lost_;  // set once: every later call fails with it
   std::function<void(const Status&)> on_lost_;
   std::chrono::steady_clock::time_point dispatched_at_;
-  std::atomic<int64_t> calls_{0}, slots_{0}, round_trip_ns_{0}, compute_ns_{0}, wait_ns_{0};
+  std::atomic<int64_t> calls_{0}, slots_{0}, round_trip_ns_{0}, compute_ns_{0}, wait_ns_{0},
+      exposed_ns_{0};
 };
 
 }  // namespace keel::ep

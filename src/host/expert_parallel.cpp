@@ -161,9 +161,9 @@ ExpertMembers::~ExpertMembers() {
     const ep::RemoteExpertsStats s = remote_->stats();
     KEEL_LOG_INFO(
         "expert parallelism: {} remote calls, {} slots; round trip {:.3f} s, member compute "
-        "{:.3f} s, exchange {:.3f} s, waited in collect {:.3f} s",
+        "{:.3f} s, exchange {:.3f} s, waited in collect {:.3f} s, exchange exposed {:.3f} s",
         s.calls, s.slots, s.round_trip_s, s.member_compute_s, s.round_trip_s - s.member_compute_s,
-        s.collect_wait_s);
+        s.collect_wait_s, s.exposed_s);
   }
   remote_.reset();  // says goodbye: members exit on their own
   stop_children();

@@ -138,6 +138,8 @@ TEST_P(RemoteExpertsTest, TheLayerEqualsOneProcessBitForBit) {
   EXPECT_GT(s.slots, 0);
   EXPECT_GT(s.member_compute_s, 0.0);
   EXPECT_GE(s.round_trip_s, s.member_compute_s);
+  EXPECT_GE(s.exposed_s, 0.0);
+  EXPECT_LE(s.exposed_s, s.collect_wait_s);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, RemoteExpertsTest,
