@@ -4,16 +4,12 @@
 // Thread safety: a pure function of the process.
 #pragma once
 
-#include <filesystem>
 #include <string>
-#include <system_error>
+
+#include "proc/child_launch.h"
 
 namespace keel::cli {
 
-inline std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("keel") : p.string();
-}
+inline std::string self_exe() { return proc::self_exe(); }
 
 }  // namespace keel::cli

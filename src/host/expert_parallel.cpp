@@ -6,13 +6,13 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <thread>
 
 #include "core/log.h"
 #include "core/status.h"
 #include "ep/expert_frame.h"
 #include "ep/shm_channel.h"
+#include "proc/child_exit.h"
 #include "proc/child_launch.h"
 
 namespace keel::host {
@@ -20,35 +20,15 @@ namespace {
 
 using std::chrono::milliseconds;
 
-std::string keel_binary() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("keel") : p.string();
-}
-
 milliseconds ms(double seconds) { return milliseconds(static_cast<int64_t>(seconds * 1000)); }
 
-// Waits up to `timeout` for `pid` to exit; true when it was reaped (or is not ours).
-bool reap_member_within(pid_t pid, milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int st = 0;
-    const pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid || r < 0) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(milliseconds(20));
-  }
-}
-
-// Whether child `pid` still runs (a zombie does not: it is reaped here and remembered).
+// Whether child `pid` still runs: false once it has exited. It is not reaped here (WNOWAIT):
+// stop_children reaps it, so its pid cannot be reused while we may still signal it.
 std::function<bool()> still_running(pid_t pid) {
-  auto gone = std::make_shared<std::atomic<bool>>(false);
-  return [pid, gone] {
-    if (gone->load()) return false;
-    int st = 0;
-    const pid_t r = waitpid(pid, &st, WNOHANG);
-    if (r == pid || (r < 0 && errno == ECHILD)) gone->store(true);
-    return !gone->load();
+  return [pid] {
+    siginfo_t info{};
+    return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == 0;
   };
 }
 
@@ -100,7 +80,7 @@ Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(const ExpertParallel
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ep::ShmChannel> ch,
                           ep::ShmChannel::create(request, std::max(reply, request / 4)));
     proc::LaunchSpec spec;
-    spec.argv = {options.program.empty() ? keel_binary() : options.program,
+    spec.argv = {options.program.empty() ? proc::self_exe() : options.program,
                  "ep-expert",
                  "--model",
                  model_path,
@@ -144,11 +124,11 @@ std::vector<pid_t> ExpertMembers::pids() const {
 
 void ExpertMembers::stop_children() {
   for (Child& c : children_) {
-    if (c.pid > 0 && !reap_member_within(c.pid, milliseconds(2000))) {
+    if (c.pid > 0 && !proc::reap_within(c.pid, milliseconds(2000))) {
       ::kill(c.pid, SIGTERM);
-      if (!reap_member_within(c.pid, milliseconds(5000))) {
+      if (!proc::reap_within(c.pid, milliseconds(5000))) {
         ::kill(c.pid, SIGKILL);
-        reap_member_within(c.pid, milliseconds(5000));
+        (void)proc::reap_within(c.pid, milliseconds(5000));
       }
     }
     if (c.drain) c.drain->finish();

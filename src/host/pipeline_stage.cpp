@@ -21,12 +21,6 @@
 namespace keel::host {
 namespace {
 
-std::string self_exe() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string("keel") : p.string();
-}
-
 // Waits up to `timeout` for `pid` to exit; true when it was reaped.
 bool reap_within(pid_t pid, std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -76,7 +70,7 @@ Result<std::unique_ptr<StageProcess>> StageProcess::start(const std::string& pro
   stage.engine.ctx_size = n_ctx;
   stage.engine.use_mmap = use_mmap;
   proc::LaunchSpec spec;
-  spec.argv = {program.empty() ? self_exe() : program, "pp-stage", "--spec", "-",
+  spec.argv = {program.empty() ? proc::self_exe() : program, "pp-stage", "--spec", "-",
                "--exit-with-peer"};
   spec.stdin_bytes = cluster::te_spec_text(stage);
   KEEL_ASSIGN_OR_RETURN(const proc::LaunchedChild child, proc::launch_child(spec));

@@ -15,6 +15,8 @@
 
 extern char** environ;
 
+#include <filesystem>
+
 namespace keel::proc {
 
 namespace {
@@ -229,6 +231,12 @@ Result<LaunchedChild> launch_child(const LaunchSpec& spec) {
   child.stdout_fd = p.out[0];
   child.stderr_fd = p.err[0];
   return child;
+}
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string("keel") : p.string();
 }
 
 }  // namespace keel::proc

@@ -40,4 +40,8 @@ struct LaunchedChild {
 // On error nothing is left behind: a forked child has been reaped and all fds closed.
 [[nodiscard]] Result<LaunchedChild> launch_child(const LaunchSpec& spec);
 
+// The path of the running binary (/proc/self/exe), which keel re-runs as its own children (TEs,
+// JEs, pipeline stages, expert members); "keel" (found on PATH) when it cannot be read.
+[[nodiscard]] std::string self_exe();
+
 }  // namespace keel::proc
