@@ -69,7 +69,7 @@ inline void add_pipeline_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
       ->check(CLI::Range(0.001, 3600.0));
 }
 
-// --ep, --ep-overlap (serve).
+// --ep, --ep-overlap, --ep-remote (serve).
 inline void add_expert_parallel_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
   cmd->add_option("--ep", o->ep,
                   "Expert-parallel processes for an MoE model: N = this process holds attention, "
@@ -78,4 +78,8 @@ inline void add_expert_parallel_flags(CLI::App* cmd, keel::cli::ServeOptions* o)
   cmd->add_option("--ep-overlap", o->ep_overlap,
                   "--ep: compute this process's experts while the members compute theirs "
                   "(false: wait for the members first; for measuring the overlap)");
+  cmd->add_option("--ep-remote", o->ep_remote,
+                  "--ep: HOST:PORT of running `keel ep-expert --listen` members on other hosts "
+                  "(over UCX), shards 1, 2, ... in order; the remaining members start here")
+      ->delimiter(',');
 }

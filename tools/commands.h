@@ -73,8 +73,9 @@ int run_pp_stage(const PpStageOptions& opts);
 struct EpExpertOptions {
   ComputeOptions compute;
   std::string model_path;  // the leader's GGUF
-  std::string shard;       // "I/N": this member holds experts e with e % N == I
-  std::string channel;     // the leader's shared-memory channel name
+  std::string shard;       // "I/N": this member holds the I-th of N contiguous expert ranges
+  std::string channel;     // the leader's shared-memory channel name (a child of `keel serve`)
+  std::string listen;      // or HOST:PORT to listen on for leaders on other hosts (UCX)
 };
 int run_ep_expert(const EpExpertOptions& opts);
 // The model id the API shows: `given` (--served-model-name) when set, builtin_model_name() for a

@@ -1,7 +1,11 @@
-// `keel ep-expert`: one expert member of an expert-parallel MoE instance (ep/expert_member.h),
-// started by its leader (`keel serve --ep N`). Loads only its shard's experts, attaches the
-// leader's shared-memory channel and answers its frames until the leader says goodbye or is gone
-// (its parent process changed).
+// `keel ep-expert`: one expert member of an expert-parallel MoE instance (ep/expert_member.h).
+// Loads only its shard's experts, then either
+//   --channel NAME: started by its leader (`keel serve --ep N`), attaches the leader's
+//     shared-memory channel and answers its frames until the leader says goodbye or is gone (its
+//     parent process changed); or
+//   --listen HOST:PORT: started on another host (by hand, or a deployment's supervisor), listens
+//     over UCX, prints its ready line ({"role":"ep-expert","port":P,"pid":N}) and serves the
+//     leaders that name it in --ep-remote, one after another, until stopped.
 #include <unistd.h>
 
 #include "commands.h"
@@ -9,8 +13,11 @@
 #include "core/thread_pool.h"
 #include "ep/expert_member.h"
 #include "ep/shm_channel.h"
+#include "ep/ucx_channel.h"
 #include "host/compute.h"
 #include "host/model_loading.h"
+#include "net/host_port.h"
+#include "proc/ready_line.h"
 
 namespace keel::cli {
 namespace {
@@ -34,16 +41,40 @@ Result<model::ExpertShard> parse_shard(const std::string& s) {
   return shard;
 }
 
+// The --listen address: HOST:PORT, port 0 allowed.
+Result<net::HostPort> parse_listen(const std::string& s) {
+  const size_t colon = s.rfind(':');
+  if (colon != std::string::npos && colon > 0 && s.substr(colon + 1) == "0") {
+    return net::HostPort{s.substr(0, colon), 0};
+  }
+  return net::parse_host_port(s);  // its error names the address
+}
+
 Status ep_expert(const EpExpertOptions& opts) {
   const pid_t leader = ::getppid();
+  if (opts.channel.empty() == opts.listen.empty()) {
+    return Status::invalid_argument("ep-expert needs one of --channel or --listen");
+  }
   KEEL_ASSIGN_OR_RETURN(const model::ExpertShard shard, parse_shard(opts.shard));
+  net::HostPort listen;
+  if (!opts.listen.empty()) {
+    KEEL_ASSIGN_OR_RETURN(listen, parse_listen(opts.listen));
+  }
   KEEL_ASSIGN_OR_RETURN(host::ComputeSetup compute, host::setup_compute(opts.compute));
   model::ModelOptions mopts;
   mopts.expert_shard = shard;
   KEEL_ASSIGN_OR_RETURN(host::LoadedModel loaded,
                         host::load_model(opts.model_path, opts.compute, mopts));
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ep::ShmChannel> channel,
-                        ep::ShmChannel::attach(opts.channel));
+  std::unique_ptr<ep::ExpertChannel> channel;
+  uint16_t port = 0;
+  if (opts.listen.empty()) {
+    KEEL_ASSIGN_OR_RETURN(channel, ep::ShmChannel::attach(opts.channel));
+  } else {
+    KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ep::UcxChannel> ucx,
+                          ep::UcxChannel::listen(listen.host, listen.port));
+    port = ucx->port();
+    channel = std::move(ucx);
+  }
   KEEL_LOG_INFO(
       "ep-expert: {} shard {}/{} ({} of {} experts), {} threads", loaded.path, shard.index,
       shard.count,
@@ -52,7 +83,14 @@ Status ep_expert(const EpExpertOptions& opts) {
   ThreadPool pool(compute.threads);
   kernels::Ops ops(compute.isa, &pool);
   ep::ExpertMemberOptions member;
-  member.leader_alive = [leader] { return ::getppid() == leader; };
+  if (opts.listen.empty()) {
+    member.leader_alive = [leader] { return ::getppid() == leader; };
+  } else {
+    member.keep_serving = true;
+    KEEL_LOG_INFO("ep-expert: listening on {}:{}", listen.host, port);
+    KEEL_TRY(proc::print_ready_line(
+        {{"role", "ep-expert"}, {"port", port}, {"pid", static_cast<int>(::getpid())}}));
+  }
   KEEL_TRY(ep::serve_expert_member(*loaded.model, *channel, ops, member));
   KEEL_LOG_INFO("ep-expert: the leader said goodbye");
   return Status();

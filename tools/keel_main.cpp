@@ -247,13 +247,21 @@ int main(int argc, char** argv) {
 
   keel::cli::EpExpertOptions epx;
   CLI::App* epx_cmd = app.add_subcommand(
-      "ep-expert", "Run an expert member of an expert-parallel MoE model (started by --ep)");
+      "ep-expert",
+      "Run an expert member of an expert-parallel MoE model (started by --ep, or --listen for "
+      "--ep-remote)");
   epx_cmd->add_option("-m,--model", epx.model_path, "The leader's GGUF")->required();
   epx_cmd
       ->add_option("--shard", epx.shard,
                    "I/N: hold the I-th of N contiguous ranges of each layer's experts")
       ->required();
-  epx_cmd->add_option("--channel", epx.channel, "The leader's shared-memory channel")->required();
+  auto* epx_channel =
+      epx_cmd->add_option("--channel", epx.channel, "The leader's shared-memory channel");
+  epx_cmd
+      ->add_option("--listen", epx.listen,
+                   "HOST:PORT to serve leaders on other hosts over UCX (port 0: a free one; the "
+                   "ready line names it); leader after leader, until stopped")
+      ->excludes(epx_channel);
   add_compute_options(epx_cmd, &epx.compute);
 
   keel::cli::PpStageOptions pps;

@@ -14,7 +14,7 @@ using Clock = std::chrono::steady_clock;
 // One member's state across frames.
 class Member {
  public:
-  Member(const model::Model& model, ShmChannel& ch, kernels::Ops& ops)
+  Member(const model::Model& model, ExpertChannel& ch, kernels::Ops& ops)
       : model_(model), ch_(ch), ops_(ops) {}
 
   // Answers one request frame; true when it was kBye.
@@ -52,8 +52,14 @@ class Member {
                              std::to_string(s.count) + ")"),
                          f.seq);
     }
-    moe_ = std::make_unique<model::MoeFfn>(model_.hparams(), h->max_rows);
-    max_rows_ = h->max_rows;
+    if (h->max_rows > max_rows_) {  // a later leader may batch more; never less than before
+      const int64_t k = model_.hparams().moe.n_expert_used, d = model_.hparams().n_embd;
+      const Status room = ch_.reserve(work_frame_bytes(h->max_rows, h->max_rows * k, d),
+                                      outputs_frame_bytes(h->max_rows * k, d));
+      if (!room.ok()) return reply_error(room, f.seq);
+      moe_ = std::make_unique<model::MoeFfn>(model_.hparams(), h->max_rows);
+      max_rows_ = h->max_rows;
+    }
     (void)encode_bare(FrameKind::kReady, f.seq, ch_.reply());
     ch_.post_reply();
   }
@@ -96,7 +102,7 @@ class Member {
   }
 
   const model::Model& model_;
-  ShmChannel& ch_;
+  ExpertChannel& ch_;
   kernels::Ops& ops_;
   std::unique_ptr<model::MoeFfn> moe_;
   int32_t max_rows_ = 0;
@@ -120,7 +126,7 @@ EpHello hello_for(const model::Model& model, int32_t shard_index, int32_t shard_
   return h;
 }
 
-Status serve_expert_member(const model::Model& model, ShmChannel& channel, kernels::Ops& ops,
+Status serve_expert_member(const model::Model& model, ExpertChannel& channel, kernels::Ops& ops,
                            const ExpertMemberOptions& options) {
   if (!model.hparams().is_moe()) {
     return Status::invalid_argument("expert member: the model is not a mixture of experts");
@@ -136,7 +142,7 @@ Status serve_expert_member(const model::Model& model, ShmChannel& channel, kerne
       continue;
     }
     seen = *next;
-    if (member.answer()) return Status();
+    if (member.answer() && !options.keep_serving) return Status();
   }
 }
 

@@ -1,11 +1,13 @@
 // serve_expert_member: the loop of an expert member (`keel ep-expert`), the process of an
 // expert-parallel instance that holds one shard of an MoE model's experts and nothing else
-// (model::ExpertShard with experts_only). It answers its leader's frames on a ShmChannel:
+// (model::ExpertShard with experts_only). It answers its leader's frames on an ExpertChannel:
 // kHello → kReady when the leader's model shape and shard equal its own (else kError, and it
 // keeps waiting for a correct hello); kWork → each slot's expert output (MoeFfn::run_slots over
 // its own weights, bit for bit what the leader would compute) as kOutputs, or kError for a frame
 // that does not decode, arrives before the hello, or names an expert it does not hold; kBye →
 // returns OK. It also returns, with Unavailable, when `leader_alive` says the leader is gone.
+// A listening member (keep_serving: `keel ep-expert --listen`) serves leader after leader: a
+// goodbye ends nothing, and each hello may raise the batch size it accepts.
 //
 // Thread safety: runs on the caller's thread; `ops` is its own.
 #pragma once
@@ -14,8 +16,8 @@
 #include <functional>
 
 #include "core/status.h"
+#include "ep/expert_channel.h"
 #include "ep/expert_frame.h"
-#include "ep/shm_channel.h"
 #include "kernels/kernels.h"
 #include "model/model.h"
 
@@ -24,13 +26,14 @@ namespace keel::ep {
 struct ExpertMemberOptions {
   std::function<bool()> leader_alive;          // asked while idle (empty: assumed alive)
   std::chrono::milliseconds idle_slice{1000};  // how often an idle member asks it
+  bool keep_serving = false;                   // kBye does not return (a listening member)
 };
 
 // The EpHello a leader sends and a member of `model` expects (model_bytes: the file's size).
 [[nodiscard]] EpHello hello_for(const model::Model& model, int32_t shard_index, int32_t shard_count,
                                 int32_t max_rows);
 
-Status serve_expert_member(const model::Model& model, ShmChannel& channel, kernels::Ops& ops,
+Status serve_expert_member(const model::Model& model, ExpertChannel& channel, kernels::Ops& ops,
                            const ExpertMemberOptions& options);
 
 }  // namespace keel::ep

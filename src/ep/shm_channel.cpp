@@ -1,17 +1,14 @@
-// ShmChannel: the shared object's layout, futex waits and the create/attach handshake.
+// ShmChannel: the shared object's layout and the create/attach handshake.
 #include "ep/shm_channel.h"
 
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <random>
-#include <thread>
 
 namespace keel::ep {
 
@@ -20,23 +17,11 @@ namespace {
 constexpr uint32_t kMagic = 0x4B45504D;  // "MPEK"
 constexpr uint32_t kVersion = 1;
 constexpr size_t kPage = 4096;
-constexpr auto kSpin = std::chrono::microseconds(200);
-constexpr auto kSlice = std::chrono::milliseconds(50);
 
 size_t round_up(size_t n) { return (n + kPage - 1) / kPage * kPage; }
 
 Status errno_status(const std::string& what) {
   return Status::io_error(what + ": " + std::strerror(errno));
-}
-
-void futex_wake(std::atomic<uint32_t>* a) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAKE, 1, nullptr, nullptr, 0);
-}
-
-void futex_wait(std::atomic<uint32_t>* a, uint32_t expected, std::chrono::nanoseconds for_) {
-  timespec ts{static_cast<time_t>(for_.count() / 1'000'000'000),
-              static_cast<long>(for_.count() % 1'000'000'000)};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(a), FUTEX_WAIT, expected, &ts, nullptr, 0);
 }
 
 }  // namespace
@@ -51,7 +36,6 @@ struct ShmChannel::Control {
   alignas(64) std::atomic<uint32_t> reply_seq;
 };
 static_assert(sizeof(ShmChannel::Control) <= kPage);
-static_assert(std::atomic<uint32_t>::is_always_lock_free);
 
 Result<std::unique_ptr<ShmChannel>> ShmChannel::create(size_t request_bytes, size_t reply_bytes) {
   static std::atomic<uint32_t> counter{0};
@@ -121,12 +105,12 @@ void ShmChannel::unlink() {
 
 void ShmChannel::post_request() {
   control_->request_seq.fetch_add(1, std::memory_order_release);
-  futex_wake(&control_->request_seq);
+  wake_post_waiters(control_->request_seq);
 }
 
 void ShmChannel::post_reply() {
   control_->reply_seq.fetch_add(1, std::memory_order_release);
-  futex_wake(&control_->reply_seq);
+  wake_post_waiters(control_->reply_seq);
 }
 
 uint32_t ShmChannel::request_seq() const {
@@ -138,43 +122,20 @@ uint32_t ShmChannel::reply_seq() const {
 
 Result<uint32_t> ShmChannel::wait_request(uint32_t seen, std::chrono::milliseconds timeout,
                                           const std::function<bool()>& alive) {
-  return wait(control_->request_seq, seen, timeout, alive);
+  return wait_for_post(control_->request_seq, seen, timeout, alive);
 }
 
 Result<uint32_t> ShmChannel::wait_reply(uint32_t seen, std::chrono::milliseconds timeout,
                                         const std::function<bool()>& alive) {
-  return wait(control_->reply_seq, seen, timeout, alive);
+  return wait_for_post(control_->reply_seq, seen, timeout, alive);
 }
 
-Result<uint32_t> ShmChannel::wait(std::atomic<uint32_t>& seq, uint32_t seen,
-                                  std::chrono::milliseconds timeout,
-                                  const std::function<bool()>& alive) {
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  // Spin first: the other side usually answers within a layer's compute.
-  for (int i = 0;; ++i) {
-    const uint32_t v = seq.load(std::memory_order_acquire);
-    if (v != seen) return v;
-    if ((i & 63) == 63 && Clock::now() - start > kSpin) break;
-#if defined(__x86_64__)
-    __builtin_ia32_pause();
-#endif
-  }
-  auto next_check = Clock::now() + kSlice;
-  for (;;) {
-    const uint32_t v = seq.load(std::memory_order_acquire);
-    if (v != seen) return v;
-    const auto now = Clock::now();
-    if (now - start >= timeout) {
-      return Status::unavailable("expert channel: no answer in " + std::to_string(timeout.count()) +
-                                 " ms");
-    }
-    if (now >= next_check) {
-      if (alive && !alive()) return Status::unavailable("expert channel: the peer is gone");
-      next_check = now + kSlice;
-    }
-    futex_wait(&seq, seen, std::min<Clock::duration>(kSlice, timeout - (now - start)));
-  }
+Status ShmChannel::reserve(size_t request_bytes, size_t reply_bytes) {
+  if (request_bytes <= request_.size() && reply_bytes <= reply_.size()) return Status();
+  return Status::resource_exhausted(
+      "expert channel " + name_ + ": mailboxes of " + std::to_string(request_.size()) + "/" +
+      std::to_string(reply_.size()) + " bytes, the leader's batch needs " +
+      std::to_string(request_bytes) + "/" + std::to_string(reply_bytes));
 }
 
 }  // namespace keel::ep

@@ -1,11 +1,9 @@
-// ShmChannel: the shared-memory link between an expert-parallel leader and one expert member on
-// the same host — a POSIX shared-memory object holding a control block and two mailboxes, one
-// request (leader → member) and one reply (member → leader), each holding one frame
-// (ep/expert_frame.h) at a time. A side writes its mailbox, then bumps its sequence number
-// (release) and wakes the other through a futex on it; the other spins briefly (a layer's reply
-// is often microseconds away), then sleeps on the futex in short slices, asking between slices
-// whether its peer is still alive. Strict alternation (one request, one reply) means no mailbox is
-// ever written while the other side reads it.
+// ShmChannel: the ExpertChannel (ep/expert_channel.h) between an expert-parallel leader and one
+// expert member on the same host — a POSIX shared-memory object holding a control block and the
+// two mailboxes, request (leader → member) and reply (member → leader). A side writes its mailbox
+// in place, then bumps its sequence number (release) and wakes the other through a futex on it;
+// the other spins briefly (a layer's reply is often microseconds away), then sleeps on the futex
+// in short slices, asking between slices whether its peer is still alive.
 //
 // The leader create()s the object under a fresh name (/keel-ep-<pid>-<n>-<random>), hands the
 // name to the member, which attach()es, and unlinks the name once the member is attached (or
@@ -25,17 +23,18 @@
 
 #include "core/result.h"
 #include "core/status.h"
+#include "ep/expert_channel.h"
 
 namespace keel::ep {
 
-class ShmChannel {
+class ShmChannel final : public ExpertChannel {
  public:
   // Leader: a new object with mailboxes of these sizes (rounded up to pages).
   static Result<std::unique_ptr<ShmChannel>> create(size_t request_bytes, size_t reply_bytes);
   // Member: the object the leader created under `name`. NotFound when it is gone; Corrupt when it
   // is not a channel of this version.
   static Result<std::unique_ptr<ShmChannel>> attach(const std::string& name);
-  ~ShmChannel();  // unmaps; the creator also unlinks the name if still linked
+  ~ShmChannel() override;  // unmaps; the creator also unlinks the name if still linked
   ShmChannel(const ShmChannel&) = delete;
   ShmChannel& operator=(const ShmChannel&) = delete;
 
@@ -43,32 +42,25 @@ class ShmChannel {
   // Removes the name (the mapping stays). Idempotent; the creator's.
   void unlink();
 
-  [[nodiscard]] std::span<std::byte> request() { return request_; }
-  [[nodiscard]] std::span<std::byte> reply() { return reply_; }
-
-  // Publishes the request mailbox's new frame (leader) / the reply's (member).
-  void post_request();
-  void post_reply();
-
-  // Waits until the other side has posted past `seen` (the last number this side consumed), for
-  // at most `timeout`; `alive` (may be empty) is asked every ~50 ms and ends the wait with
-  // Unavailable when it says no. Returns the new number; Unavailable on timeout ("no reply in
-  // N ms").
+  // ExpertChannel; the numbers count posts (0 before the first).
+  [[nodiscard]] std::span<std::byte> request() override { return request_; }
+  [[nodiscard]] std::span<std::byte> reply() override { return reply_; }
+  void post_request() override;
+  void post_reply() override;
   Result<uint32_t> wait_request(uint32_t seen, std::chrono::milliseconds timeout,
-                                const std::function<bool()>& alive);
+                                const std::function<bool()>& alive) override;
   Result<uint32_t> wait_reply(uint32_t seen, std::chrono::milliseconds timeout,
-                              const std::function<bool()>& alive);
-
-  // The numbers posted so far (0 before the first post).
-  [[nodiscard]] uint32_t request_seq() const;
-  [[nodiscard]] uint32_t reply_seq() const;
+                              const std::function<bool()>& alive) override;
+  [[nodiscard]] uint32_t request_seq() const override;
+  [[nodiscard]] uint32_t reply_seq() const override;
+  // The mailboxes' sizes are fixed at create(): ResourceExhausted when they are smaller.
+  Status reserve(size_t request_bytes, size_t reply_bytes) override;
+  void connected() override { unlink(); }
 
   struct Control;
 
  private:
   ShmChannel() = default;
-  Result<uint32_t> wait(std::atomic<uint32_t>& seq, uint32_t seen,
-                        std::chrono::milliseconds timeout, const std::function<bool()>& alive);
 
   std::string name_;
   bool creator_ = false;

@@ -12,6 +12,8 @@
 #include "core/status.h"
 #include "ep/expert_frame.h"
 #include "ep/shm_channel.h"
+#include "ep/ucx_channel.h"
+#include "net/host_port.h"
 #include "proc/child_exit.h"
 #include "proc/child_launch.h"
 
@@ -56,6 +58,14 @@ Status ExpertParallelOptions::validate() const {
     return Status::invalid_argument("expert-parallel timeouts must be > 0");
   }
   if (member_threads < 0) return Status::invalid_argument("member threads must be ≥ 0");
+  if (remote_members.size() > static_cast<size_t>(shards - 1)) {
+    return Status::invalid_argument(
+        "--ep " + std::to_string(shards) + " has " + std::to_string(shards - 1) + " members, but " +
+        std::to_string(remote_members.size()) + " --ep-remote addresses were given");
+  }
+  for (const std::string& a : remote_members) {
+    KEEL_TRY(net::parse_host_port(a).status().with_prefix("--ep-remote"));
+  }
   return Status();
 }
 
@@ -76,7 +86,17 @@ Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(const ExpertParallel
   const size_t reply = std::max(ep::outputs_frame_bytes(max_rows * k, hp.n_embd), size_t{8192});
   const int member_threads = options.member_threads > 0 ? options.member_threads : threads;
   std::vector<ep::MemberLink> links;
-  for (int i = 1; i < options.shards; ++i) {
+  const int remote = static_cast<int>(options.remote_members.size());
+  for (int i = 1; i <= remote; ++i) {
+    const std::string& address = options.remote_members[static_cast<size_t>(i - 1)];
+    KEEL_ASSIGN_OR_RETURN(
+        std::unique_ptr<ep::UcxChannel> ch,
+        ep::UcxChannel::connect(address, request,
+                                std::min(ms(options.start_timeout_s), milliseconds(30000))));
+    links.push_back(
+        {std::move(ch), i, {}, "expert member " + std::to_string(i) + " (" + address + ")"});
+  }
+  for (int i = remote + 1; i < options.shards; ++i) {
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ep::ShmChannel> ch,
                           ep::ShmChannel::create(request, std::max(reply, request / 4)));
     proc::LaunchSpec spec;
@@ -103,11 +123,15 @@ Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(const ExpertParallel
   std::function<void(const Status&)> on_lost;
   if (options.exit_on_loss) on_lost = exit_on_member_loss(m->pids());
   KEEL_ASSIGN_OR_RETURN(m->remote_,
-                        ep::ShmRemoteExperts::connect(
+                        ep::ChannelRemoteExperts::connect(
                             std::move(links), model, options.shards, static_cast<int32_t>(max_rows),
                             ms(options.start_timeout_s), ms(options.step_timeout_s), on_lost));
+  for (int i = 1; i <= remote; ++i) {
+    KEEL_LOG_INFO("expert parallelism: expert member {} ({}) ready", i,
+                  options.remote_members[static_cast<size_t>(i - 1)]);
+  }
   for (size_t i = 0; i < m->children_.size(); ++i) {
-    KEEL_LOG_INFO("expert parallelism: expert member {} (pid {}) ready", i + 1,
+    KEEL_LOG_INFO("expert parallelism: expert member {} (pid {}) ready", i + 1 + remote,
                   m->children_[i].pid);
   }
   KEEL_LOG_INFO("expert parallelism: {} of {} experts here, overlap {}",

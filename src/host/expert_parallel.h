@@ -1,9 +1,11 @@
 // Expert parallelism for a hosted engine (`keel serve --ep N`): this process is the leader — it
-// holds attention, the routers and experts of shard 0 (model::ExpertShard{0, N}) — and starts N - 1
-// `keel ep-expert` members, member i holding the i-th of N contiguous ranges of each layer's
-// experts and nothing else. Each member is a child started by pid (its stdout/stderr forwarded to
-// our log, PR_SET_PDEATHSIG so that it dies with us) and reached over a ShmChannel; the engine sees
-// them as one model::RemoteExperts (ep::ShmRemoteExperts). The instance is one gang: a member that
+// holds attention, the routers and experts of shard 0 (model::ExpertShard{0, N}) — and N - 1
+// members, member i holding the i-th of N contiguous ranges of each layer's experts and nothing
+// else. Members 1..R are the R `--ep-remote` addresses, `keel ep-expert --listen` processes
+// already running on other hosts and reached over UCX (ep::UcxChannel); the rest are children this
+// process starts by pid (stdout/stderr forwarded to our log, PR_SET_PDEATHSIG so that they die with
+// us), reached over shared memory (ep::ShmChannel). The engine sees them all as one
+// model::RemoteExperts (ep::ChannelRemoteExperts). The instance is one gang: a member that
 // dies fails the steps from then on (or, with exit_on_loss, ends this process so that a task
 // executor's manager replaces the whole instance).
 //
@@ -17,7 +19,7 @@
 #include <vector>
 
 #include "core/result.h"
-#include "ep/shm_remote_experts.h"
+#include "ep/channel_remote_experts.h"
 #include "model/expert_shard.h"
 #include "model/model.h"
 #include "model/remote_experts.h"
@@ -26,10 +28,12 @@
 namespace keel::host {
 
 struct ExpertParallelOptions {
-  int shards = 1;                // --ep: 1 (every expert here) or 2..8 processes
-  bool overlap = true;           // --ep-overlap: the local experts run while the members compute
-  int member_threads = 0;        // a member's compute threads (0 = the leader's)
-  std::string program;           // the keel binary members run ("" = /proc/self/exe)
+  int shards = 1;          // --ep: 1 (every expert here) or 2..8 processes
+  bool overlap = true;     // --ep-overlap: the local experts run while the members compute
+  int member_threads = 0;  // a member's compute threads (0 = the leader's)
+  std::string program;     // the keel binary members run ("" = /proc/self/exe)
+  // --ep-remote: HOST:PORT of running `keel ep-expert --listen` members, shards 1, 2, … in order.
+  std::vector<std::string> remote_members;
   double step_timeout_s = 60;    // one layer's answer from a member
   double start_timeout_s = 600;  // a member loading its experts and saying ready
   // A member lost: false — the steps fail, their requests end with an error (`keel serve`);
@@ -40,7 +44,8 @@ struct ExpertParallelOptions {
   [[nodiscard]] bool enabled() const { return shards > 1; }
   // The leader's shard of the model.
   [[nodiscard]] model::ExpertShard leader_shard() const { return {0, shards, false}; }
-  // InvalidArgument unless 1 ≤ shards ≤ 8 and the timeouts are positive.
+  // InvalidArgument unless 1 ≤ shards ≤ 8, the timeouts are positive and the remote members are
+  // at most shards - 1 HOST:PORT addresses.
   [[nodiscard]] Status validate() const;
 };
 
@@ -50,9 +55,10 @@ inline constexpr int kExpertLostExit = 3;
 
 class ExpertMembers {
  public:
-  // Starts the members for `model` (loaded from `model_path` with options.leader_shard()) and
-  // connects to them; max_rows: the engine's batch size. Errors: a member that fails to start,
-  // dies or refuses (its message), Unavailable after start_timeout_s. Nothing is left running.
+  // Connects to the remote members, starts the local ones for `model` (loaded from `model_path`
+  // with options.leader_shard()) and connects to them; max_rows: the engine's batch size. Errors:
+  // a member that cannot be reached, fails to start, dies or refuses (its message), Unavailable
+  // after start_timeout_s. Nothing is left running.
   static Result<std::unique_ptr<ExpertMembers>> start(const ExpertParallelOptions& options,
                                                       const std::string& model_path,
                                                       const model::Model& model, int threads,
@@ -62,7 +68,7 @@ class ExpertMembers {
   ExpertMembers& operator=(const ExpertMembers&) = delete;
 
   [[nodiscard]] model::ExpertParallel expert_parallel() { return {remote_.get(), overlap_}; }
-  [[nodiscard]] const ep::ShmRemoteExperts& remote() const { return *remote_; }
+  [[nodiscard]] const ep::ChannelRemoteExperts& remote() const { return *remote_; }
   [[nodiscard]] std::vector<pid_t> pids() const;
 
  private:
@@ -75,7 +81,7 @@ class ExpertMembers {
 
   bool overlap_ = true;
   std::vector<Child> children_;
-  std::unique_ptr<ep::ShmRemoteExperts> remote_;
+  std::unique_ptr<ep::ChannelRemoteExperts> remote_;
 };
 
 }  // namespace keel::host

@@ -22,6 +22,7 @@ ExpertParallelOptions serve_expert_parallel_options(const ServeOptions& o) {
   ExpertParallelOptions e;
   e.shards = o.ep;
   e.overlap = o.ep_overlap;
+  e.remote_members = o.ep_remote;
   return e;
 }
 

@@ -76,16 +76,17 @@ struct ServeOptions {
   double header_timeout_s = 10.0;            // a request's line and headers, from its first byte
   int64_t max_inflight_body_bytes = int64_t{128} << 20;  // request bodies buffered at once
   std::vector<std::string> cors_origins;                 // CORS allow-list; empty = CORS off
-  int32_t batch_concurrency = 8;    // batch (/v1/batches) lines in flight at once
-  std::string state_dir;            // --state-dir: files and batches on disk; "" = the default
-  bool no_state = false;            // --no-state: files and batches in memory only
-  std::vector<std::string> loras;   // --lora NAME=PATH, loaded at start (repeatable)
-  bool allow_runtime_lora = false;  // --allow-runtime-lora: POST /v1/{load,unload}_lora_adapter
-  int32_t pp = 1;                   // --pp: pipeline stages (1 or 2; host/pipeline_stage.h)
-  std::string pp_stage1;            // --pp-stage1 HOST:PORT: a running `keel pp-stage`
-  double pp_step_timeout_s = 60.0;  // --pp-step-timeout: one step's reply from stage 1
-  int32_t ep = 1;                   // --ep: expert-parallel processes (host/expert_parallel.h)
-  bool ep_overlap = true;           // --ep-overlap: local experts run while the members compute
+  int32_t batch_concurrency = 8;       // batch (/v1/batches) lines in flight at once
+  std::string state_dir;               // --state-dir: files and batches on disk; "" = the default
+  bool no_state = false;               // --no-state: files and batches in memory only
+  std::vector<std::string> loras;      // --lora NAME=PATH, loaded at start (repeatable)
+  bool allow_runtime_lora = false;     // --allow-runtime-lora: POST /v1/{load,unload}_lora_adapter
+  int32_t pp = 1;                      // --pp: pipeline stages (1 or 2; host/pipeline_stage.h)
+  std::string pp_stage1;               // --pp-stage1 HOST:PORT: a running `keel pp-stage`
+  double pp_step_timeout_s = 60.0;     // --pp-step-timeout: one step's reply from stage 1
+  int32_t ep = 1;                      // --ep: expert-parallel processes (host/expert_parallel.h)
+  bool ep_overlap = true;              // --ep-overlap: local experts run while the members compute
+  std::vector<std::string> ep_remote;  // --ep-remote: listening members on other hosts
 };
 // The pipeline part of host::StartOptions.
 [[nodiscard]] PipelineOptions serve_pipeline_options(const ServeOptions& o);

@@ -42,7 +42,7 @@ Result<sockaddr_storage> resolve_ipv4(const std::string& host, uint16_t port) {
   return storage;
 }
 
-Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick) {
+Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick, bool wakeup) {
   std::unique_ptr<UcxWorker> w(new UcxWorker());
   w->name_ = std::move(name);
   w->tick_ = std::move(tick);
@@ -50,7 +50,7 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick)
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   // No UCP_FEATURE_WAKEUP: asking for it restricts UCX to transports with event fds, which on
   // one host means TCP instead of shared memory (sysv/posix + cma). The worker is polled instead.
-  params.features = UCP_FEATURE_AM;
+  params.features = UCP_FEATURE_AM | (wakeup ? UCP_FEATURE_WAKEUP : 0);
   params.name = w->name_.c_str();
   ucp_config_t* config = nullptr;
   ucs_status_t s = ucp_config_read(nullptr, nullptr, &config);
@@ -63,6 +63,10 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick)
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;  // only the progress thread touches the worker
   s = ucp_worker_create(w->context_, &wp, &w->worker_);
   if (s != UCS_OK) return ucx_status("worker_create", s);
+  if (wakeup) {
+    s = ucp_worker_get_efd(w->worker_, &w->ucx_fd_);
+    if (s != UCS_OK) return ucx_status("worker_get_efd", s);
+  }
   w->event_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (w->event_fd_ < 0) return Status::io_error("eventfd failed");
   w->thread_ = std::thread([raw = w.get()] { raw->run(); });
@@ -146,13 +150,21 @@ void UcxWorker::run() {
       std::this_thread::yield();  // on an oversubscribed host, let the peer thread run
       continue;
     }
-    // Sleep until post(), wake() or stop() signal, or the tick is due. Only a signal starts a new
-    // spin (work was handed over); a sleep that timed out polls the worker once more and sleeps
-    // again, so an idle worker costs one poll per tick, not a spin window per tick.
-    pollfd pfd{event_fd_, POLLIN, 0};
-    if (::poll(&pfd, 1, static_cast<int>(sleep.count())) > 0) {
-      uint64_t count = 0;
-      (void)::read(event_fd_, &count, sizeof(count));
+    // With wakeup, arm UCX's event fd first; BUSY: events came meanwhile, progress them.
+    if (ucx_fd_ >= 0 && ucp_worker_arm(worker_) == UCS_ERR_BUSY) {
+      last_busy = now;
+      continue;
+    }
+    // Sleep until post(), wake() or stop() signal (or, with wakeup, a UCX event), or the tick is
+    // due. Only a signal starts a new spin (work was handed over); a sleep that timed out polls
+    // the worker once more and sleeps again, so an idle worker costs one poll per tick, not a
+    // spin window per tick.
+    pollfd pfd[2] = {{event_fd_, POLLIN, 0}, {ucx_fd_, POLLIN, 0}};
+    if (::poll(pfd, ucx_fd_ >= 0 ? 2 : 1, static_cast<int>(sleep.count())) > 0) {
+      if ((pfd[0].revents & POLLIN) != 0) {
+        uint64_t count = 0;
+        (void)::read(event_fd_, &count, sizeof(count));
+      }
       last_busy = std::chrono::steady_clock::now();
     }
   }

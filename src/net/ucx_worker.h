@@ -6,7 +6,10 @@
 // Only progress or a wake-up (post, wake) starts a spin: a sleep that ends with nothing done
 // polls once and sleeps again, so an idle worker does not spin (an idle decode TE's receiver
 // spun 2 ms of every 12: ~17 % of a core in sched_yield).
-// The worker is polled, not woken by UCX (UCP_FEATURE_WAKEUP would rule out shared memory).
+// By default the worker is polled, not woken by UCX (UCP_FEATURE_WAKEUP would rule out shared
+// memory). A worker started with `wakeup` (for links that cross hosts, where shared memory does not
+// apply) also sleeps on UCX's event fd, so a message wakes the thread at once instead of at the
+// next tick.
 //
 // Transports are UCX's choice (UCX_TLS, default "all"): shared memory (sysv/posix + cma) between
 // processes on one host, TCP otherwise, RDMA where present.
@@ -39,7 +42,8 @@ class UcxWorker {
   using Tick = std::function<std::chrono::milliseconds()>;
 
   // A context with active messages and wake-up, its worker, and the running progress thread.
-  static Result<std::unique_ptr<UcxWorker>> start(std::string name, Tick tick);
+  // wakeup: UCP_FEATURE_WAKEUP and the worker's event fd (see above).
+  static Result<std::unique_ptr<UcxWorker>> start(std::string name, Tick tick, bool wakeup = false);
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
   ~UcxWorker();  // stop(), then destroys the worker and the context
@@ -71,6 +75,7 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;  // an eventfd: post(), wake() and stop() end the thread's sleep
+  int ucx_fd_ = -1;    // the worker's event fd (wakeup only; UCX's, not closed here)
   Mutex mu_;
   std::vector<std::function<void()>> tasks_ KEEL_GUARDED_BY(mu_);
   std::atomic<bool> stop_{false};

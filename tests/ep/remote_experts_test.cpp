@@ -12,8 +12,8 @@
 #include "core/cpu_features.h"
 #include "core/index_cast.h"
 #include "core/thread_pool.h"
+#include "ep/channel_remote_experts.h"
 #include "ep/expert_member.h"
-#include "ep/shm_remote_experts.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
 #include "model/random_model.h"
@@ -106,7 +106,7 @@ TEST_P(RemoteExpertsTest, TheLayerEqualsOneProcessBitForBit) {
   const model::HParams& hp = whole->hparams();
   constexpr int64_t kN = 24;
   MemberThread mt(*member);
-  auto remote = ShmRemoteExperts::connect(
+  auto remote = ChannelRemoteExperts::connect(
       [&] {
         std::vector<MemberLink> v;
         v.push_back(mt.link(1));
@@ -155,8 +155,8 @@ TEST(RemoteExpertsRefusalTest, AMemberOfAnotherShardIsRefusedAtHello) {
   MemberThread mt(*member);
   std::vector<MemberLink> v;
   v.push_back(mt.link(1));
-  auto remote = ShmRemoteExperts::connect(std::move(v), *leader, 2, 4, milliseconds(10000),
-                                          milliseconds(10000));
+  auto remote = ChannelRemoteExperts::connect(std::move(v), *leader, 2, 4, milliseconds(10000),
+                                              milliseconds(10000));
   ASSERT_FALSE(remote.ok());
   EXPECT_EQ(remote.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(remote.status().message().find("differs"), std::string::npos)
@@ -172,8 +172,8 @@ TEST(RemoteExpertsLossTest, AMemberThatGoesAwayFailsTheLayerAndEveryLaterOne) {
   MemberThread mt(*member);
   std::vector<MemberLink> v;
   v.push_back(mt.link(1));
-  auto remote = ShmRemoteExperts::connect(std::move(v), *leader, 2, 4, milliseconds(10000),
-                                          milliseconds(10000));
+  auto remote = ChannelRemoteExperts::connect(std::move(v), *leader, 2, 4, milliseconds(10000),
+                                              milliseconds(10000));
   ASSERT_TRUE(remote.ok()) << remote.status().to_string();
   ThreadPool pool(1);
   kernels::Ops ops(kernels::Isa::kScalar, &pool);

@@ -140,19 +140,21 @@ ServeProcess::ServeProcess(const std::vector<std::string>& args,
     const int devnull = ::open("/dev/null", O_WRONLY);
     ::dup2(devnull, 1);
     for (const auto& e : env) ::putenv(const_cast<char*>(e.c_str()));
-    std::vector<std::string> all = {KEEL_BINARY, "serve", "--host", "127.0.0.1", "--port", "0"};
+    std::vector<std::string> all = options.wrapper;
+    for (const char* a : {KEEL_BINARY, "serve", "--host"}) all.emplace_back(a);
+    all.insert(all.end(), {options.host, "--port", "0"});
     all.insert(all.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : all) argv.push_back(a.data());
     argv.push_back(nullptr);
-    ::execv(KEEL_BINARY, argv.data());
+    ::execvp(argv[0], argv.data());
     ::_exit(127);
   }
   if (options.stderr_pipe) {
     ::close(pipe_fds[1]);
     log_pipe_ = pipe_fds[0];
   }
-  const std::string listening = "ready: listening on http://127.0.0.1:";
+  const std::string listening = "ready: listening on http://" + options.host + ":";
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
   while (std::chrono::steady_clock::now() < deadline) {
     if (log_pipe_ >= 0) {  // copy what the pipe holds into the log file

@@ -20,11 +20,16 @@ struct ServeProcessOptions {
   bool stderr_pipe = false;
   // When > 0, the child starts with this soft RLIMIT_NOFILE (the hard limit unchanged).
   int nofile_soft_limit = 0;
+  // The address to listen on, and what runs keel (e.g. {"ip", "netns", "exec", NS}: a command
+  // that execs its arguments, so the pid stays keel's).
+  std::string host = "127.0.0.1";
+  std::vector<std::string> wrapper;
 };
 
 class ServeProcess {
  public:
-  // Runs `keel serve <args...> --host 127.0.0.1 --port 0`; check ok() and error().
+  // Runs `keel serve <args...> --host 127.0.0.1 --port 0` (options.host, options.wrapper); check
+  // ok() and error().
   explicit ServeProcess(const std::vector<std::string>& args,
                         const std::vector<std::string>& env = {},
                         const ServeProcessOptions& options = {});

@@ -1,5 +1,6 @@
-// ShmRemoteExperts: model::RemoteExperts over ShmChannels — an expert-parallel leader's view of its
-// expert members on this host. connect() says hello to each member and waits for its kReady;
+// ChannelRemoteExperts: model::RemoteExperts over ExpertChannels (ep/expert_channel.h) — an
+// expert-parallel leader's view of its expert members, on this host (ShmChannel) or others
+// (UcxChannel). connect() says hello to each member and waits for its kReady;
 // dispatch() splits a layer's remote slots by owner (expert e of n lives on shard ⌊e · count / n⌋,
 // model::ExpertShard), writes each member's kWork frame into its request mailbox (the batch's rows,
 // its slots) and wakes it; collect() waits for each reply and places the outputs at their slots. A
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include "core/result.h"
+#include "ep/expert_channel.h"
 #include "ep/expert_frame.h"
-#include "ep/shm_channel.h"
 #include "model/expert_shard.h"
 #include "model/model.h"
 #include "model/remote_experts.h"
@@ -33,10 +34,10 @@ namespace keel::ep {
 
 // One member as the leader reaches it.
 struct MemberLink {
-  std::unique_ptr<ShmChannel> channel;  // created by the leader, attached by the member
-  int32_t shard = 1;                    // its ExpertShard::index
-  std::function<bool()> alive;          // whether its process still runs (empty: assumed)
-  std::string name;                     // for messages: "expert member 1 (pid 123)"
+  std::unique_ptr<ExpertChannel> channel;  // connected to the member
+  int32_t shard = 1;                       // its ExpertShard::index
+  std::function<bool()> alive;             // whether its process still runs (empty: assumed)
+  std::string name;                        // for messages: "expert member 1 (pid 123)"
 };
 
 struct RemoteExpertsStats {
@@ -50,20 +51,20 @@ struct RemoteExpertsStats {
   int64_t slots = 0;  // remote slots computed
 };
 
-class ShmRemoteExperts final : public model::RemoteExperts {
+class ChannelRemoteExperts final : public model::RemoteExperts {
  public:
   // `model`: the leader's (its shape goes into the hello); shard_count: members + 1; max_rows:
   // the leader's batch size. Unavailable when a member does not answer within hello_timeout, its
   // refusal otherwise.
   // on_lost (optional) is told first, once, when a member is lost, on the caller's thread, and may
   // end the process.
-  static Result<std::unique_ptr<ShmRemoteExperts>> connect(
+  static Result<std::unique_ptr<ChannelRemoteExperts>> connect(
       std::vector<MemberLink> members, const model::Model& model, int32_t shard_count,
       int32_t max_rows, std::chrono::milliseconds hello_timeout,
       std::chrono::milliseconds step_timeout, std::function<void(const Status&)> on_lost = {});
-  ~ShmRemoteExperts() override;
-  ShmRemoteExperts(const ShmRemoteExperts&) = delete;
-  ShmRemoteExperts& operator=(const ShmRemoteExperts&) = delete;
+  ~ChannelRemoteExperts() override;
+  ChannelRemoteExperts(const ChannelRemoteExperts&) = delete;
+  ChannelRemoteExperts& operator=(const ChannelRemoteExperts&) = delete;
 
   Status dispatch(const model::ExpertWork& work) override;
   Status collect(float* ys) override;
@@ -77,8 +78,8 @@ class ShmRemoteExperts final : public model::RemoteExperts {
     bool sent = false;                        // a work frame is out
     std::vector<int32_t> row, expert, index;  // this call's slots and their places in the work
   };
-  ShmRemoteExperts(std::vector<Member> members, int32_t shard_count, int32_t n_embd,
-                   int64_t n_expert, std::chrono::milliseconds step_timeout)
+  ChannelRemoteExperts(std::vector<Member> members, int32_t shard_count, int32_t n_embd,
+                       int64_t n_expert, std::chrono::milliseconds step_timeout)
       : members_(std::move(members)),
         shard_count_(shard_count),
         n_embd_(n_embd),

@@ -1,5 +1,5 @@
-// ShmRemoteExperts: hello, per-member split of a layer's slots, and the replies placed back.
-#include "ep/shm_remote_experts.h"
+// ChannelRemoteExperts: hello, per-member split of a layer's slots, and the replies placed back.
+#include "ep/channel_remote_experts.h"
 
 #include <algorithm>
 #include <cstring>
@@ -19,7 +19,7 @@ int64_t ns_since(Clock::time_point t) {
 
 }  // namespace
 
-Result<std::unique_ptr<ShmRemoteExperts>> ShmRemoteExperts::connect(
+Result<std::unique_ptr<ChannelRemoteExperts>> ChannelRemoteExperts::connect(
     std::vector<MemberLink> links, const model::Model& model, int32_t shard_count, int32_t max_rows,
     std::chrono::milliseconds hello_timeout, std::chrono::milliseconds step_timeout,
     std::function<void(const Status&)> on_lost) {
@@ -30,7 +30,7 @@ Result<std::unique_ptr<ShmRemoteExperts>> ShmRemoteExperts::connect(
     m.seen = m.link.channel->reply_seq();
     members.push_back(std::move(m));
   }
-  std::unique_ptr<ShmRemoteExperts> r(new ShmRemoteExperts(
+  std::unique_ptr<ChannelRemoteExperts> r(new ChannelRemoteExperts(
       std::move(members), shard_count, static_cast<int32_t>(model.hparams().n_embd),
       model.hparams().moe.n_expert, step_timeout));
   r->on_lost_ = std::move(on_lost);
@@ -46,12 +46,12 @@ Result<std::unique_ptr<ShmRemoteExperts>> ShmRemoteExperts::connect(
       return Status::corrupt(m.link.name + ": answered the hello with frame kind " +
                              std::to_string(static_cast<int>(f.kind)));
     }
-    m.link.channel->unlink();  // attached: the name is no longer needed
+    m.link.channel->connected();
   }
   return r;
 }
 
-ShmRemoteExperts::~ShmRemoteExperts() {
+ChannelRemoteExperts::~ChannelRemoteExperts() {
   for (Member& m : members_) {
     if (!lost_.ok() || m.sent) continue;  // a member mid-frame or lost gets no goodbye
     if (encode_bare(FrameKind::kBye, 0, m.link.channel->request()).ok()) {
@@ -60,13 +60,13 @@ ShmRemoteExperts::~ShmRemoteExperts() {
   }
 }
 
-Status ShmRemoteExperts::lose(const Member& m, const Status& why) {
+Status ChannelRemoteExperts::lose(const Member& m, const Status& why) {
   lost_ = Status::unavailable(m.link.name + " lost: " + why.message());
   if (on_lost_) on_lost_(lost_);
   return lost_;
 }
 
-Result<Frame> ShmRemoteExperts::await_reply(Member& m, std::chrono::milliseconds timeout) {
+Result<Frame> ChannelRemoteExperts::await_reply(Member& m, std::chrono::milliseconds timeout) {
   auto seq = m.link.channel->wait_reply(m.seen, timeout, m.link.alive);
   if (!seq.ok()) return lose(m, seq.error());
   m.seen = *seq;
@@ -76,7 +76,7 @@ Result<Frame> ShmRemoteExperts::await_reply(Member& m, std::chrono::milliseconds
   return *f;
 }
 
-Status ShmRemoteExperts::dispatch(const model::ExpertWork& work) {
+Status ChannelRemoteExperts::dispatch(const model::ExpertWork& work) {
   if (!lost_.ok()) return lost_;
   for (Member& m : members_) {
     m.row.clear();
@@ -117,7 +117,7 @@ Status ShmRemoteExperts::dispatch(const model::ExpertWork& work) {
   return Status();
 }
 
-Status ShmRemoteExperts::collect(float* ys) {
+Status ChannelRemoteExperts::collect(float* ys) {
   if (!lost_.ok()) return lost_;
   const auto t0 = Clock::now();
   uint64_t slowest = 0;
@@ -149,7 +149,7 @@ Status ShmRemoteExperts::collect(float* ys) {
   return Status();
 }
 
-RemoteExpertsStats ShmRemoteExperts::stats() const {
+RemoteExpertsStats ChannelRemoteExperts::stats() const {
   RemoteExpertsStats s;
   s.calls = calls_.load(std::memory_order_relaxed);
   s.slots = slots_.load(std::memory_order_relaxed);
