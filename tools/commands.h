@@ -204,6 +204,7 @@ struct EvalSpecOptions {
   int32_t ngram_max = 3;
   int32_t ngram_min = 1;
   std::string draft_head_path;       // "" = the default file beside the model (draft-head rows)
+  std::string draft_model_path;      // "" = no draft-model rows
   std::string exit_predictors_path;  // "" = the default file beside the model (early-exit rows)
   std::vector<float> exit_thresholds = {0.5f, 0.95f};  // one early-exit row pair per threshold
   bool json = false;

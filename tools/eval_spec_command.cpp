@@ -23,6 +23,7 @@ eval::SpecEvalConfig spec_eval_config(const EvalSpecOptions& opts) {
   c.ngram_max = opts.ngram_max;
   c.ngram_min = opts.ngram_min;
   c.draft_head_path = opts.draft_head_path;
+  c.draft_model_path = opts.draft_model_path;
   c.exit_predictors_path = opts.exit_predictors_path;
   c.exit_thresholds = opts.exit_thresholds;
   return c;

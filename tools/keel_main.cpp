@@ -205,18 +205,24 @@ int main(int argc, char** argv) {
   serve_cmd
       ->add_option("--speculative", serve.speculative,
                    "Speculative decoding for requests that do not say (`speculative` in the "
-                   "body): none, ngram (prompt lookup) or draft-head (keel train-draft)")
-      ->check(CLI::IsMember({"none", "ngram", "draft-head"}));
+                   "body): none, ngram (prompt lookup), draft-head (keel train-draft) or "
+                   "draft-model (--draft-model) [default: none, draft-model with --draft-model]")
+      ->check(CLI::IsMember({"none", "ngram", "draft-head", "draft-model"}));
   serve_cmd->add_option("--draft-head", serve.draft_head,
                         "Draft head file for draft-head speculation (default: <model>.draft.gguf "
                         "beside the model, when it exists)");
+  serve_cmd->add_option("--draft-model,--model-draft", serve.draft_model,
+                        "Draft model (GGUF, the same vocabulary) for draft-model speculation; "
+                        "turns it on unless --speculative says otherwise");
   serve_cmd->add_flag("--early-exit", serve.early_exit,
                       "SpecEE early exit for requests that do not say (`early_exit` in the body; "
                       "needs the draft head and keel train-exit's predictors)");
   serve_cmd->add_option("--exit-predictors", serve.exit_predictors,
                         "Exit predictor file for early exit (default: <model>.exit.gguf beside "
                         "the model, when it exists)");
-  serve_cmd->add_option("--spec-k", serve.spec_k, "Speculative decoding: tokens drafted per step")
+  serve_cmd
+      ->add_option("--spec-k,--draft-max", serve.spec_k,
+                   "Speculative decoding: tokens drafted per step")
       ->check(CLI::Range(1, 16));
   serve_cmd
       ->add_option("--mode", serve.mode,
@@ -456,6 +462,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 16));
   spec_eval_cmd->add_option("--draft-head", esp.draft_head_path,
                             "Draft head file (default: <model>.draft.gguf beside the model)");
+  spec_eval_cmd->add_option("--draft-model,--model-draft", esp.draft_model_path,
+                            "Draft model (GGUF, the same vocabulary): adds draft-model rows");
   spec_eval_cmd->add_option("--exit-predictors", esp.exit_predictors_path,
                             "Exit predictor file (default: <model>.exit.gguf beside the model)");
   spec_eval_cmd

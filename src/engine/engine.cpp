@@ -39,6 +39,10 @@ Result<RequestKey> Engine::submit(GenerationRequest request, std::shared_ptr<Out
     if (request.speculative->method == SpecMethod::kDraftHead && draft_head_ == nullptr) {
       return Status::invalid_argument("speculative.method draft-head: " + draft_head_missing_);
     }
+    if (request.speculative->method == SpecMethod::kDraftModel && draft_model_ == nullptr) {
+      return Status::invalid_argument(
+          "speculative.method draft-model: the server has no draft model (--draft-model FILE)");
+    }
   }
   KEEL_TRY(early_exit_.check(request));
   KEEL_TRY(kv::validate_pic_chunks(request.pic_chunks,
@@ -254,8 +258,16 @@ void Engine::add_to_step(const ScheduledSeq& s, EngineRequest& a, StepInput* in)
   const bool head = a.sched.spec.method == SpecMethod::kDraftHead;
   std::vector<int32_t> drafts(s.tokens.end() - s.num_drafts, s.tokens.end());
   StepInput::Sample::EarlyExit ee = early_exit_.sample(a.exit, drafts);
-  in->samples.push_back(
-      {s.key, a.sampler.get(), std::move(drafts), head ? a.sched.spec.k : 0, std::move(ee)});
+  StepInput::Sample& sample = in->samples.emplace_back();
+  sample.key = s.key;
+  sample.sampler = a.sampler.get();
+  sample.drafts = std::move(drafts);
+  sample.head_k = head ? a.sched.spec.k : 0;
+  sample.early_exit = std::move(ee);
+  if (a.sched.spec.method == SpecMethod::kDraftModel) {  // the draft model follows the tokens
+    sample.model_k = a.sched.spec.k;
+    sample.known_tokens = a.sched.tokens;
+  }
 }
 
 bool Engine::launch(StepPlan& plan) {

@@ -33,6 +33,7 @@
 #include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
+#include "draft/draft_model_runner.h"
 #include "draft/exit_predictor_file.h"
 #include "engine/chunk_index.h"
 #include "engine/context_cache_table.h"
@@ -91,6 +92,9 @@ struct EngineDeps {
   // its own experts and has `remote` compute the rest. Borrowed: must outlive the engine. A lost
   // member fails the steps (their requests end with an error). Not with a pipeline tail.
   model::ExpertParallel expert_parallel;
+  // The draft model of "draft-model" speculation (draft/draft_model.h; its vocabulary is checked
+  // against the engine's model). Null: start() loads EngineConfig::draft_model_path, if any.
+  std::shared_ptr<const model::Model> draft_model;
 };
 
 class Engine final : public EngineClient {
@@ -171,7 +175,8 @@ class Engine final : public EngineClient {
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
          int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
-         std::unique_ptr<kv::KvTiers> tiers, EarlyExitHook early_exit);
+         std::unique_ptr<kv::KvTiers> tiers, EarlyExitHook early_exit,
+         std::unique_ptr<draft::DraftModelRunner> draft_runner);
   // The tiers the config asks for (T1 host, T2 disk under the model's identity); the disk tier's
   // index is rebuilt from its directory. IoError when that directory cannot be used.
   // The draft head start() binds (EngineDeps::draft_head, else the configured or default file);
@@ -180,6 +185,14 @@ class Engine final : public EngineClient {
                                                                          const EngineConfig& config,
                                                                          EngineDeps& deps,
                                                                          std::string* missing);
+  // The draft model start() binds (EngineDeps::draft_model, else EngineConfig::draft_model_path;
+  // null when neither is given) and its runner, whose KV pool is sized from the target's
+  // (engine_draft_model.cpp).
+  static Result<std::shared_ptr<const model::Model>> open_draft_model(const model::Model& model,
+                                                                      const EngineConfig& config,
+                                                                      EngineDeps& deps);
+  static Result<std::unique_ptr<draft::DraftModelRunner>> make_draft_runner(
+      const model::Model& draft, const EngineConfig& config, int32_t num_blocks);
   // The step's exits and proposals, handed to early_exit_ for their requests.
   void apply_exits(StepOutput& out);
   static Result<std::unique_ptr<kv::KvTiers>> open_tiers(const kv::BlockHash& model_key,
@@ -271,6 +284,10 @@ class Engine final : public EngineClient {
   // "draft-head" speculation's head (null: such requests are refused with draft_head_missing_).
   std::shared_ptr<const draft::DraftHead> draft_head_;
   std::string draft_head_missing_;
+  // "draft-model" speculation's draft model (null: such requests are refused) and its runner,
+  // which only the executor thread uses once the engine runs; both outlive executor_.
+  std::shared_ptr<const model::Model> draft_model_;
+  std::unique_ptr<draft::DraftModelRunner> draft_runner_;
   EarlyExitHook early_exit_;  // SpecEE early exit: predictors, checks, per-request schedules
   PipelineTail* pipeline_tail_ = nullptr;   // pipeline parallelism; null = every layer here
   std::vector<BlockCopy> pipeline_copies_;  // engine thread: copies not yet sent with a step

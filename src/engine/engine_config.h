@@ -53,8 +53,8 @@ struct EngineConfig {
   // the block size and its budget the request's).
   SparseParams sparse;
   sparse::SparseConfig sparse_tuning;
-  // --speculative ngram / --spec-k: speculative decoding for requests that do not say (off by
-  // default: method kNone).
+  // --speculative ngram|draft-head|draft-model / --spec-k: speculative decoding for requests that
+  // do not say (off by default: method kNone).
   SpeculativeParams speculative;
   // --early-exit: SpecEE early exit for requests that do not say (off by default).
   EarlyExitParams early_exit;
@@ -70,6 +70,11 @@ struct EngineConfig {
   // start (an error there fails the start). "" = draft::default_draft_head_path(model file) when
   // that file exists (a bad one is then only logged, and draft-head requests are refused).
   std::string draft_head_path;
+  // --draft-model: a smaller model with the same vocabulary for "draft-model" speculation
+  // (draft/draft_model.h), loaded at start; a file that cannot be loaded or whose vocabulary
+  // differs fails the start. "" = none (draft-model requests are refused). Its KV pool holds as
+  // many positions as the engine's pool, plus a block per sequence for the drafts.
+  std::string draft_model_path;
 
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 

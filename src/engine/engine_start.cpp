@@ -1,6 +1,6 @@
-// Engine start-up: the KV pool sized from the config, the draft head and early-exit predictors
-// bound, the KV tiers opened and measured, then the engine and executor threads started; and
-// the stop that joins them. See engine.h.
+// Engine start-up: the KV pool sized from the config, the draft head, the draft model and the
+// early-exit predictors bound, the KV tiers opened and measured, then the engine and executor
+// threads started; and the stop that joins them. See engine.h.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -79,6 +79,14 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   if (deps.draft_head == nullptr && config.speculative.method == SpecMethod::kDraftHead) {
     return Status::invalid_argument("--speculative draft-head: " + head_missing);
   }
+  KEEL_ASSIGN_OR_RETURN(deps.draft_model, open_draft_model(model, config, deps));
+  std::unique_ptr<draft::DraftModelRunner> draft_runner;
+  if (deps.draft_model != nullptr) {
+    KEEL_ASSIGN_OR_RETURN(draft_runner, make_draft_runner(*deps.draft_model, config, num_blocks));
+  } else if (config.speculative.method == SpecMethod::kDraftModel) {
+    return Status::invalid_argument(
+        "--speculative draft-model: no draft model given (--draft-model FILE)");
+  }
   KEEL_ASSIGN_OR_RETURN(EarlyExitHook early_exit,
                         EarlyExitHook::bind(model, config, std::move(deps.exit_predictors),
                                             deps.draft_head.get(), head_missing));
@@ -97,14 +105,15 @@ Result<std::unique_ptr<Engine>> Engine::start(const model::Model& model, EngineC
   }
   std::unique_ptr<Engine> e(new Engine(model, std::move(config), std::move(storage), num_blocks,
                                        model_key, std::move(deps), std::move(tiers),
-                                       std::move(early_exit)));
+                                       std::move(early_exit), std::move(draft_runner)));
   e->draft_head_missing_ = std::move(head_missing);  // read by submit() only, after this returns
   return e;
 }
 
 Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
                int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
-               std::unique_ptr<kv::KvTiers> tiers, EarlyExitHook early_exit)
+               std::unique_ptr<kv::KvTiers> tiers, EarlyExitHook early_exit,
+               std::unique_ptr<draft::DraftModelRunner> draft_runner)
     : model_(model),
       config_(std::move(config)),
       max_model_len_(config_.scheduler.max_model_len),
@@ -112,6 +121,8 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       model_key_(model_key),
       tokenizer_(deps.tokenizer),
       draft_head_(std::move(deps.draft_head)),
+      draft_model_(std::move(deps.draft_model)),
+      draft_runner_(std::move(draft_runner)),
       early_exit_(std::move(early_exit)),
       pipeline_tail_(deps.pipeline_tail),
       fs_(std::move(deps.fs)),
@@ -135,7 +146,8 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
   executor_ = std::make_unique<StepExecutor>(
       model_, &storage_, config_.isa, config_.threads, config_.scheduler.max_batched_tokens,
       sparse_select_layer(config_.sparse_tuning, hp.n_layer), draft_head_.get(),
-      early_exit_.predictors(), pipeline_tail_, expert_counts_.get(), deps.expert_parallel);
+      early_exit_.predictors(), pipeline_tail_, expert_counts_.get(), deps.expert_parallel,
+      draft_runner_.get());
   link_ops_ = std::make_unique<kernels::Ops>(config_.isa, &link_pool_);
   pic_root_ = pic_chunk_root(model_key_);
   counters_.kv_capacity_tokens = int64_t{num_blocks} * config_.block_size;

@@ -38,6 +38,7 @@ void draft_tokens(const SpeculativeParams& params, std::span<const int32_t> toke
       ngram_draft(tokens, params.ngram_min, params.ngram_max, limit, out);
       return;
     case SpecMethod::kDraftHead:
+    case SpecMethod::kDraftModel:
       if (limit <= 0) return;
       out->assign(proposed.begin(),
                   proposed.begin() + std::min<ptrdiff_t>(limit, std::ssize(proposed)));

@@ -45,6 +45,9 @@ Result<std::unique_ptr<SemiPdEngine>> SemiPdEngine::start(const model::Model& mo
   if (config.early_exit.enabled) {
     return Status::invalid_argument("--early-exit is not supported in --mode semi-pd");
   }
+  if (!config.draft_model_path.empty()) {
+    return Status::invalid_argument("--draft-model is not supported in --mode semi-pd");
+  }
   if (config.kv_host_bytes > 0 || !config.kv_disk_dir.empty()) {
     return Status::invalid_argument("KV tiers are not supported in --mode semi-pd");
   }

@@ -11,6 +11,8 @@ std::string_view spec_method_name(SpecMethod m) {
       return "ngram";
     case SpecMethod::kDraftHead:
       return "draft-head";
+    case SpecMethod::kDraftModel:
+      return "draft-model";
   }
   return "none";
 }
@@ -19,6 +21,7 @@ std::optional<SpecMethod> parse_spec_method(std::string_view name) {
   if (name == "none") return SpecMethod::kNone;
   if (name == "ngram") return SpecMethod::kNgram;
   if (name == "draft-head") return SpecMethod::kDraftHead;
+  if (name == "draft-model") return SpecMethod::kDraftModel;
   return std::nullopt;
 }
 

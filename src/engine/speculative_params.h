@@ -2,7 +2,8 @@
 // most tokens drafted per step — and their validation. A plain value in GenerationRequest (the
 // request field "speculative") and EngineConfig (the server flags --speculative / --spec-k).
 // Invariant of a validated value: 1 ≤ k ≤ kMaxSpecK and 1 ≤ ngram_min ≤ ngram_max ≤
-// kMaxSpecNgram (the n-gram bounds are checked whatever the method; kDraftHead ignores them).
+// kMaxSpecNgram (the n-gram bounds are checked whatever the method; the model drafters ignore
+// them).
 // Thread safety: a plain value.
 #pragma once
 
@@ -24,8 +25,12 @@ enum class SpecMethod {
   // the engine's EAGLE-like draft head (draft/draft_head.h) continuing the target's own hidden
   // state; needs an engine with a head loaded (EngineConfig::draft_head_path)
   kDraftHead,
+  // a smaller model with the target's vocabulary drafting greedily (draft/draft_model_runner.h);
+  // needs an engine with a draft model loaded (EngineConfig::draft_model_path)
+  kDraftModel,
 };
-std::string_view spec_method_name(SpecMethod m);  // "none", "ngram", "draft-head"
+// "none", "ngram", "draft-head", "draft-model"
+std::string_view spec_method_name(SpecMethod m);
 // The method named `name`; nullopt for an unknown name.
 std::optional<SpecMethod> parse_spec_method(std::string_view name);
 

@@ -1,6 +1,7 @@
 // StepExecutor: a mailbox of one step between the engine thread and the executor thread.
 #include "engine/step_executor.h"
 
+#include "core/log.h"
 #include "draft/exit_pass.h"
 #include "engine/pic_prefill.h"
 
@@ -15,7 +16,8 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
                            const draft::DraftHead* draft_head,
                            const draft::ExitPredictors* exit_predictors,
                            PipelineTail* pipeline_tail, model::ExpertTokenCounts* expert_counts,
-                           model::ExpertParallel expert_parallel)
+                           model::ExpertParallel expert_parallel,
+                           draft::DraftModelRunner* draft_model)
     : model_(model),
       storage_(storage),
       isa_(isa),
@@ -27,6 +29,7 @@ StepExecutor::StepExecutor(const model::Model& model, model::KvStorage* storage,
       pipeline_tail_(pipeline_tail),
       expert_counts_(expert_counts),
       expert_parallel_(expert_parallel),
+      draft_model_(draft_model),
       thread_([this] { run(); }) {}
 
 StepExecutor::~StepExecutor() {
@@ -158,6 +161,8 @@ void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
   size_t row = 0;
   std::vector<sampling::SampleOutput> emitted;
   draft::DraftScratch scratch;
+  std::vector<std::vector<int32_t>> model_tokens;  // per draft-model job: its sequence
+  std::vector<draft::DraftJob> model_jobs;
   for (size_t i = 0; i < input.samples.size(); ++i) {
     StepInput::Sample& sample = input.samples[i];
     const size_t rows = sample.drafts.size() + 1;
@@ -203,11 +208,33 @@ void StepExecutor::sample_all(StepInput& input, std::vector<float>& logits,
         for (size_t r = first; r <= h; ++r) x.layers.push_back(row_exit[r]);
       }
     }
+    if (sample.model_k > 0 && draft_model_ != nullptr) {
+      std::vector<int32_t>& seq = model_tokens.emplace_back(std::move(sample.known_tokens));
+      for (const sampling::SampleOutput& s : emitted) seq.push_back(s.token);
+      model_jobs.push_back({.seq_id = sample.key, .k = sample.model_k});
+    }
     for (sampling::SampleOutput& s : emitted) {
       out->tokens.push_back({sample.key, s.token, std::move(s.logprobs)});
     }
   }
   KEEL_CHECK(row * n_vocab == logits.size());
+  if (model_jobs.empty()) return;
+  for (size_t j = 0; j < model_jobs.size(); ++j) model_jobs[j].tokens = model_tokens[j];
+  draft_with_model(model_jobs, ops, out);
+}
+
+void StepExecutor::draft_with_model(std::vector<draft::DraftJob>& jobs, kernels::Ops& ops,
+                                    StepOutput* out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (Status st = draft_model_->draft(jobs, ops); !st.ok()) {
+    KEEL_LOG_WARN("draft model: {}", st.to_string());
+    return;
+  }
+  for (draft::DraftJob& j : jobs) {
+    if (!j.drafts.empty()) out->proposals.push_back({j.seq_id, std::move(j.drafts), {}});
+  }
+  out->draft_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void StepExecutor::run() {

@@ -17,6 +17,7 @@
 #include "core/mutex.h"
 #include "core/thread_pool.h"
 #include "draft/draft_head.h"
+#include "draft/draft_model_runner.h"
 #include "draft/exit_predictor.h"
 #include "engine/pipeline_tail.h"
 #include "engine/sparse_decode.h"
@@ -44,6 +45,12 @@ struct StepInput {
     // last emitted one, from the target's hidden state of the row that emitted it
     // (StepOutput::proposals). 0 = none (the forward pass then keeps no hidden states).
     int32_t head_k = 0;
+    // Draft-model speculation: after sampling, the draft model drafts this many tokens after the
+    // last emitted one (StepOutput::proposals). 0 = none.
+    int32_t model_k = 0;
+    // With model_k > 0: the request's known tokens when the step was launched (prompt, then
+    // generated; not the drafts being verified). The emitted tokens follow them.
+    std::vector<int32_t> known_tokens;
     // SpecEE early exit (engine/early_exit_params.h): when `on`, the executor returns this
     // entry's feature (StepOutput::exits) and lets its rows exit at an active layer: a
     // single-token decode row without drafts whose previous feature is known (candidates from the
@@ -85,8 +92,9 @@ struct StepOutput {
   int64_t num_verified = 0;  // samples entries with drafts
   int64_t num_drafted = 0;   // their drafts
   int64_t num_accepted = 0;  // of which accepted
-  // Per StepInput::samples entry with head_k > 0, in order: the draft head's tokens after the
-  // entry's last emitted token (Scheduler::propose_drafts).
+  // Per StepInput::samples entry with head_k > 0 or model_k > 0: the draft head's or the draft
+  // model's tokens after the entry's last emitted token (Scheduler::propose_drafts); the head's
+  // in samples order, then the draft model's.
   struct Proposal {
     RequestKey key;
     std::vector<int32_t> drafts;
@@ -95,7 +103,7 @@ struct StepOutput {
     std::vector<int32_t> candidates;
   };
   std::vector<Proposal> proposals;
-  double draft_seconds = 0.0;  // of which the draft head
+  double draft_seconds = 0.0;  // of which the draft head and the draft model
   // Per StepInput::samples entry with early_exit.on, in order: per emitted token, the layer its
   // row's pass ended at (n_layer − 1 = full depth; empty when its rows could not exit: a
   // prefill, an n-gram verification) and the last emitted row's feature (the normed hidden state
@@ -121,13 +129,16 @@ class StepExecutor {
   // states — the engine refuses those features with a tail). expert_counts: an MoE model's
   // routing is counted there (borrowed, outlives the executor; null = not counted).
   // expert_parallel: an expert-parallel MoE model's remote experts (model/remote_experts.h).
+  // draft_model: the runner samples with model_k > 0 draft with (borrowed, outlives the executor,
+  // used by its thread only; null = none).
   StepExecutor(const model::Model& model, model::KvStorage* storage, kernels::Isa isa, int threads,
                int64_t max_batch_tokens, int64_t select_layer = 0,
                const draft::DraftHead* draft_head = nullptr,
                const draft::ExitPredictors* exit_predictors = nullptr,
                PipelineTail* pipeline_tail = nullptr,
                model::ExpertTokenCounts* expert_counts = nullptr,
-               model::ExpertParallel expert_parallel = {});
+               model::ExpertParallel expert_parallel = {},
+               draft::DraftModelRunner* draft_model = nullptr);
   StepExecutor(const StepExecutor&) = delete;
   StepExecutor& operator=(const StepExecutor&) = delete;
   ~StepExecutor();
@@ -143,6 +154,9 @@ class StepExecutor {
   // `hidden` (the rows' features), drafts with the head for the entries that ask.
   void sample_all(StepInput& input, std::vector<float>& logits, const std::vector<float>& hidden,
                   const std::vector<int32_t>& row_exit, kernels::Ops& ops, StepOutput* out);
+  // The draft model's proposals for `jobs` (each with its sequence's tokens, emitted ones
+  // included) into out->proposals; a failure is logged and proposes nothing.
+  void draft_with_model(std::vector<draft::DraftJob>& jobs, kernels::Ops& ops, StepOutput* out);
   // The step's forward pass: the plain one, or model::Context::forward_early_exit when a sample
   // asks for early exit (candidates from the draft head, or a verification's given ones).
   // *row_exit: per logits row, the layer its pass ended at, or -1 when the row could not exit
@@ -167,6 +181,7 @@ class StepExecutor {
   PipelineTail* pipeline_tail_;
   model::ExpertTokenCounts* expert_counts_;
   model::ExpertParallel expert_parallel_;
+  draft::DraftModelRunner* draft_model_;
   std::vector<float> residual_;  // executor thread only: stage 0's output rows
   bool busy_ = false;            // engine thread only
 

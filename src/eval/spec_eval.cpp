@@ -13,6 +13,7 @@
 
 #include "core/mutex.h"
 #include "core/thread_pool.h"
+#include "draft/draft_model.h"
 #include "draft/exit_predictor_file.h"
 #include "engine/engine.h"
 #include "kernels/kernels.h"
@@ -103,6 +104,7 @@ struct SpecRun {
   kernels::Isa isa;
   int threads;
   const SpecEvalConfig& config;
+  std::shared_ptr<const model::Model> draft_model;  // loaded once (null: no draft-model rows)
 };
 
 Result<SpecRow> run_row(const SpecRun& run, const Prompts& prompts, const SpecRowConfig& rc) {
@@ -115,7 +117,10 @@ Result<SpecRow> run_row(const SpecRun& run, const Prompts& prompts, const SpecRo
   c.exit_predictors_path = run.config.exit_predictors_path;
   c.early_exit.enabled = rc.early_exit;
   c.early_exit.threshold = rc.threshold;
-  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e, engine::Engine::start(run.model, c));
+  engine::EngineDeps deps;
+  deps.draft_model = run.draft_model;
+  KEEL_ASSIGN_OR_RETURN(std::unique_ptr<engine::Engine> e,
+                        engine::Engine::start(run.model, c, std::move(deps)));
   SpecRow row;
   for (const std::vector<int32_t>& p : prompts) {
     engine::GenerationRequest r;
@@ -183,6 +188,12 @@ Status run_workload(const SpecRun& run, const SpecWorkload& w, SpecEvalReport* r
   const std::string k = std::to_string(cfg.k);
   report->rows.push_back(finish_row(ar, w.name, "autoregressive", ar));
   report->rows.push_back(finish_row(std::move(spec), w.name, "ngram k=" + k, ar));
+  if (run.draft_model != nullptr) {
+    const engine::SpeculativeParams dm{engine::SpecMethod::kDraftModel, cfg.k, cfg.ngram_max,
+                                       cfg.ngram_min};
+    KEEL_ASSIGN_OR_RETURN(SpecRow row, run_row(run, prompts, SpecRowConfig{dm}));
+    report->rows.push_back(finish_row(std::move(row), w.name, "draft-model k=" + k, ar));
+  }
   const engine::SpeculativeParams head{engine::SpecMethod::kDraftHead, cfg.k, cfg.ngram_max,
                                        cfg.ngram_min};
   Result<SpecRow> drafted = run_row(run, prompts, SpecRowConfig{head});
@@ -236,7 +247,11 @@ double token_agreement(const SpecRow& row, const SpecRow& reference) {
 
 Result<SpecEvalReport> run_spec_eval(const model::Model& model, const tokenizer::Tokenizer& tok,
                                      kernels::Isa isa, int threads, const SpecEvalConfig& config) {
-  const SpecRun run{model, tok, isa, threads, config};
+  std::shared_ptr<const model::Model> draft_model;
+  if (!config.draft_model_path.empty()) {
+    KEEL_ASSIGN_OR_RETURN(draft_model, draft::open_draft_model(config.draft_model_path, model));
+  }
+  const SpecRun run{model, tok, isa, threads, config, std::move(draft_model)};
   SpecEvalReport report;
   for (const SpecWorkload& w : config.workloads) KEEL_TRY(run_workload(run, w, &report));
   const std::string path = config.exit_predictors_path.empty()

@@ -1,8 +1,9 @@
 // The harness of `keel eval spec`: speculative decoding against autoregressive decoding on one
 // model, through the engine itself (docs/speculative.md). Per workload (by default "stories",
 // short story openings the model continues, and "repetitive", openings that repeat a sentence,
-// where prompt lookup shines) and configuration — autoregressive, n-gram speculation, draft-head
-// speculation (the head at draft_head_path, or the one beside the model) — each prompt is decoded
+// where prompt lookup shines) and configuration — autoregressive, n-gram speculation, draft-model
+// speculation (with draft_model_path), draft-head speculation (the head at draft_head_path, or the
+// one beside the model) — each prompt is decoded
 // greedily (max_tokens, EOS ignored) one request at a time on a fresh engine, and the row reports:
 // token agreement with autoregressive greedy decoding (ids equal at the same position), the
 // acceptance rate (accepted / drafted), tokens per decode step (generated tokens over the engine
@@ -45,6 +46,7 @@ struct SpecEvalConfig {
   int32_t ngram_max = 3;
   int32_t ngram_min = 1;
   std::string draft_head_path;       // "" = the default file beside the model (draft-head rows)
+  std::string draft_model_path;      // "" = no draft-model rows
   std::string exit_predictors_path;  // "" = the default file beside the model (early-exit rows)
   std::vector<float> exit_thresholds = {0.5f, 0.95f};  // one early-exit row pair per threshold
 };
@@ -52,7 +54,8 @@ struct SpecEvalConfig {
 // One configuration on one workload.
 struct SpecRow {
   std::string workload;
-  std::string config;  // "autoregressive", "ngram k=4", "draft-head k=4", "early exit t=0.50", …
+  // "autoregressive", "ngram k=4", "draft-model k=4", "draft-head k=4", "early exit t=0.50", …
+  std::string config;
   std::vector<std::vector<int32_t>> outputs;  // greedy ids per prompt
   double seconds = 0;                         // submit → last token, summed over prompts
   int64_t generated = 0, steps = 0, drafted = 0, accepted = 0;
@@ -84,7 +87,8 @@ struct SpecEvalReport {
 
 // Runs every workload and configuration, each row's engine on `threads` threads with the `isa`
 // kernel table. Draft-head and early-exit rows that cannot start (no head or predictor file) are
-// left out and named in `skipped`; other errors fail the run.
+// left out and named in `skipped`; other errors (a draft model that cannot be loaded or whose
+// vocabulary differs included) fail the run.
 Result<SpecEvalReport> run_spec_eval(const model::Model& model, const tokenizer::Tokenizer& tok,
                                      kernels::Isa isa, int threads, const SpecEvalConfig& config);
 

@@ -43,9 +43,12 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   c.schedule_ahead = !o.no_schedule_ahead;
   if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
   c.sparse = engine::SparseParams{o.sparse_policy, o.sparse_budget};
-  c.speculative.method = engine::parse_spec_method(o.speculative)
-                             .value_or(  // checked by the CLI
-                                 engine::SpecMethod::kNone);
+  // --draft-model alone turns draft-model speculation on, as llama.cpp's -md does (the CLI
+  // checked --speculative's name).
+  const engine::SpecMethod implied =
+      o.draft_model.empty() ? engine::SpecMethod::kNone : engine::SpecMethod::kDraftModel;
+  c.speculative.method =
+      o.speculative.empty() ? implied : engine::parse_spec_method(o.speculative).value_or(implied);
   c.speculative.k = o.spec_k;
   if (o.mode == "semi-pd") {
     if (auto split = engine::parse_semi_pd_split(o.semi_pd_split); split.ok()) {
@@ -53,6 +56,7 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
     }
   }
   c.draft_head_path = o.draft_head;
+  c.draft_model_path = o.draft_model;
   c.early_exit.enabled = o.early_exit;
   c.exit_predictors_path = o.exit_predictors;
   return c;

@@ -53,7 +53,9 @@ struct ServeOptions {
   std::string pic_link = "legolink-16";  // full | naive | legolink-K
   std::string sparse_policy = "dense";   // dense | streaming | h2o | quest | raas
   int32_t sparse_budget = 1024;          // L, tokens attended per decode step
-  std::string speculative = "none";   // none | ngram | draft-head: speculative decoding by default
+  // none | ngram | draft-head | draft-model: speculative decoding by default; "" = none, or
+  // draft-model when --draft-model is given
+  std::string speculative;
   std::string mode = "colocated";     // colocated | semi-pd (engine/semi_pd_engine.h)
   std::string semi_pd_split = "1,1";  // semi-pd: cores for prefill, decode ("X,Y")
   // semi-pd --semi-pd-dynamic: the SLO-aware split controller (host/semi_pd_control_loop.h).
@@ -67,6 +69,7 @@ struct ServeOptions {
   int32_t semi_pd_max_cores = 0;  // bound on x + y; 0 = the cores the process may use
   int32_t spec_k = 4;             // drafted tokens per step at most
   std::string draft_head;         // --draft-head FILE; "" = <model>.draft.gguf if it exists
+  std::string draft_model;        // --draft-model FILE: draft-model speculation's model; "" = none
   bool early_exit = false;        // --early-exit: SpecEE early exit for requests that do not say
   std::string exit_predictors;    // --exit-predictors FILE; "" = <model>.exit.gguf if it exists
   double drain_timeout_s = 30.0;  // SIGTERM: finish in-flight requests for this long, then cancel

@@ -198,7 +198,8 @@ MaybeError parse_speculative(const Json& body, GenerationSpec* spec) {
           : std::nullopt;
   if (!m) {
     return ApiError::bad_request(
-        "`speculative.method` must be \"ngram\", \"draft-head\" or \"none\"", "speculative.method");
+        "`speculative.method` must be \"ngram\", \"draft-head\", \"draft-model\" or \"none\"",
+        "speculative.method");
   }
   p.method = *m;
   if (Status st = p.validate(); !st.ok()) {

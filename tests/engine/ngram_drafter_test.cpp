@@ -69,6 +69,12 @@ TEST(NgramDrafterTest, DraftHeadTakesTheProposalUpToKAndTheRoom) {
   p.k = 8;
   draft_tokens(p, tokens, proposed, 8, &out);
   EXPECT_EQ(out, proposed);
+  // The draft model's proposal is taken the same way.
+  p = SpeculativeParams{SpecMethod::kDraftModel, 2, 3, 1};
+  draft_tokens(p, tokens, proposed, 8, &out);
+  EXPECT_EQ(out, (Tokens{7, 8}));
+  draft_tokens(p, tokens, {}, 8, &out);
+  EXPECT_TRUE(out.empty());
 }
 
 TEST(SpeculativeParamsTest, ValidateNamesTheField) {
@@ -85,6 +91,8 @@ TEST(SpeculativeParamsTest, ValidateNamesTheField) {
   EXPECT_EQ(parse_spec_method("draft-head"), SpecMethod::kDraftHead);
   EXPECT_EQ(spec_method_name(SpecMethod::kDraftHead), "draft-head");
   EXPECT_EQ(spec_method_name(SpecMethod::kNone), "none");
+  EXPECT_EQ(parse_spec_method("draft-model"), SpecMethod::kDraftModel);
+  EXPECT_EQ(spec_method_name(SpecMethod::kDraftModel), "draft-model");
 }
 
 }  // namespace

@@ -391,6 +391,11 @@ TEST(SpeculativeRequestTest, ParsesMethodAndK) {
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r.value().speculative,
             (engine::SpeculativeParams{engine::SpecMethod::kDraftHead, 3, 3, 1}));
+  body["speculative"] = {{"method", "draft-model"}, {"k", 5}};
+  r = parse_completion_request(body, kLimits);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r.value().speculative,
+            (engine::SpeculativeParams{engine::SpecMethod::kDraftModel, 5, 3, 1}));
 }
 
 TEST(SpeculativeRequestTest, BadShapesAre400sNamingTheField) {
