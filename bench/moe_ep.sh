@@ -7,9 +7,12 @@
 # (round trip minus the member's compute), how long the leader waited for its member, and the part
 # of that wait the member's compute does not explain (the exchange left exposed).
 #
-#   bench/moe_ep.sh [--shape qwen3moe-small] [--type q4_0] [--rounds 3] [--tokens 128]
+#   bench/moe_ep.sh [--shape qwen3moe-small] [--type q4_0] [--rounds 3] [--tokens 128] [--remote]
 # Threads: the single process runs -t 1 and -t 2; the EP leader and its member -t 1 each (two
 # cores in all). Needs build/release (make release) and python3.
+# --remote (root): also the member on "another host" — a network namespace joined to this one by a
+# veth pair, `keel ep-expert --listen` there and `keel serve --ep 2 --ep-remote` here, so the
+# exchange crosses a network link over UCX (TCP) instead of shared memory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,13 +20,15 @@ SHAPE=qwen3moe-small
 TYPE=q4_0
 ROUNDS=3
 TOKENS=128
+REMOTE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --shape) SHAPE="$2"; shift ;;
     --type) TYPE="$2"; shift ;;
     --rounds) ROUNDS="$2"; shift ;;
     --tokens) TOKENS="$2"; shift ;;
-    *) echo "usage: $0 [--shape S] [--type T] [--rounds N] [--tokens N]" >&2; exit 2 ;;
+    --remote) REMOTE=1 ;;
+    *) echo "usage: $0 [--shape S] [--type T] [--rounds N] [--tokens N] [--remote]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -45,6 +50,7 @@ run_config() {  # NAME ARGS...
   start_keel "$OUT/$name.log" serve -m "$M" --max-num-seqs 1 "$@"
   local member
   member=$(sed -n 's/.*expert member 1 (pid \([0-9]*\)) ready.*/\1/p' "$OUT/$name.log" | head -1)
+  grep -q "expert member 1 (10.214" "$OUT/$name.log" && member=$REMOTE_PID
   local rss_leader rss_member="-"
   rss_leader=$(rss_mb "$SRV")
   [ -n "$member" ] && rss_member=$(rss_mb "$member")
@@ -61,14 +67,40 @@ run_config single-t1 -t 1
 run_config single-t2 -t 2
 run_config ep2-overlap -t 1 --ep 2 --ep-overlap true
 run_config ep2-no-overlap -t 1 --ep 2 --ep-overlap false
+CONFIGS="single-t1 single-t2 ep2-overlap ep2-no-overlap"
+if [ "$REMOTE" = 1 ]; then  # the member in a namespace behind a veth pair: another "host"
+  NS=keel-epb-$$ VA=kea$$ VB=keb$$ NET=10.214.$(($$ % 200)).
+  net_cleanup() {
+    cleanup
+    ip netns del "$NS" 2> /dev/null || true
+    ip link del "$VA" 2> /dev/null || true
+  }
+  trap net_cleanup EXIT
+  ip netns add "$NS"
+  ip link add "$VA" type veth peer name "$VB"
+  ip link set "$VB" netns "$NS"
+  ip addr add "${NET}1/24" dev "$VA" && ip link set "$VA" up
+  ip netns exec "$NS" ip link set lo up
+  ip netns exec "$NS" ip addr add "${NET}2/24" dev "$VB"
+  ip netns exec "$NS" ip link set "$VB" up
+  ip netns exec "$NS" "$KEEL" ep-expert -m "$M" --shard 1/2 --listen "${NET}2:0" -t 1 \
+    > "$OUT/remote-member.log" 2>&1 &
+  REMOTE_PID=$!
+  PIDS+=("$REMOTE_PID")
+  for _ in $(seq 1 240); do grep -q KEEL_READY "$OUT/remote-member.log" && break; sleep 0.5; done
+  RPORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$OUT/remote-member.log" | head -1)
+  run_config ep2-remote-overlap -t 1 --ep 2 --ep-remote "${NET}2:$RPORT" --ep-overlap true
+  run_config ep2-remote-no-overlap -t 1 --ep 2 --ep-remote "${NET}2:$RPORT" --ep-overlap false
+  CONFIGS="$CONFIGS ep2-remote-overlap ep2-remote-no-overlap"
+fi
 
-python3 - "$OUT" "$SHAPE" "$TYPE" "$TOKENS" <<'PY'
+python3 - "$OUT" "$SHAPE" "$TYPE" "$TOKENS" "$CONFIGS" <<'PY'
 import glob, json, os, re, sys
-out, shape, typ, tokens = sys.argv[1:5]
+out, shape, typ, tokens, configs = sys.argv[1:6]
 rss = {l.split()[0]: l.split()[1:] for l in open(os.path.join(out, "rss.txt"))}
 print(f"| {shape} {typ}, tg{tokens} | decode t/s (best) | TTFT s (best) | RSS leader MB | RSS member MB | exchange s | waited s | exposed s | remote calls |")
 print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-for name in ["single-t1", "single-t2", "ep2-overlap", "ep2-no-overlap"]:
+for name in configs.split():
     runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, f"{name}-r*.json")))]
     log = open(os.path.join(out, f"{name}.log")).read()
     m = re.search(r"(\d+) remote calls, \d+ slots; round trip ([\d.]+) s, member compute ([\d.]+) s, "
