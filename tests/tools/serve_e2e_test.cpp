@@ -442,5 +442,23 @@ TEST(SpeculativeServer, NgramGivesTheGreedyTextAndCountsAcceptedDrafts) {
   EXPECT_EQ(json::parse(bad.body)["error"]["param"], "speculative.k") << bad.body;
 }
 
+// `keel serve --draft-model FILE` alone turns draft-model speculation on (as llama.cpp's -md):
+// stories260K drafting for itself gives llama.cpp's greedy text with every draft accepted.
+TEST(SpeculativeServer, DraftModelFlagAloneSpeculatesWithTheDraftModel) {
+  KEEL_REQUIRE_SHARED();
+  ServeProcess server({"-m", stories(), "-t", "1", "--draft-model", stories()});
+  ASSERT_TRUE(server.ok()) << server.error();
+  const auto ref =
+      json::parse(read_file(shared_path("models/stories260K/reference/greedy.json")))["results"][0];
+  const json body = completion(server.port(), {{"prompt", "Once upon a time"},
+                                               {"max_tokens", 64},
+                                               {"temperature", 0},
+                                               {"ignore_eos", true}});
+  ASSERT_TRUE(body.is_object());
+  EXPECT_EQ(body["choices"][0]["text"], ref["gen_text"]);
+  EXPECT_GT(metric(server.port(), "keel:spec_accepted_tokens_total"), 0);
+  EXPECT_GT(metric(server.port(), "keel:spec_tokens_per_step"), 3.0);
+}
+
 }  // namespace
 }  // namespace keel::testing
