@@ -116,7 +116,8 @@ struct MakeModelOptions {
   std::string type = "f32";               // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k
   std::string vocab = "byte";             // byte | PATH.gguf to copy the tokenizer from
   uint64_t seed = 42;
-  int64_t ctx = 0;  // context length written to the file; 0 = the shape's
+  int64_t ctx = 0;    // context length written to the file; 0 = the shape's
+  std::string embed;  // a llama GGUF to embed (model/embedded_model.h); "" = random weights
   std::string output_path;
 };
 int run_make_model(const MakeModelOptions& opts);

@@ -312,6 +312,9 @@ int main(int argc, char** argv) {
   mk_cmd->add_option("--seed", mk.seed, "Random seed");
   mk_cmd->add_option("--ctx", mk.ctx, "Context length written to the file (0 = the shape's)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  mk_cmd->add_option("--embed", mk.embed,
+                     "A llama GGUF (e.g. stories260K) to embed in the shape's body: a benchmark "
+                     "fixture with the shape's cost and the embedded model's text");
   mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();
 
   keel::cli::MakeLoraOptions ml;

@@ -1,13 +1,46 @@
-// `keel make-model`: writes a seeded random-weight GGUF in a real model's shape.
+// `keel make-model`: writes a seeded random-weight GGUF in a real model's shape, or with --embed
+// the benchmark fixture that embeds a small llama model in that shape's body.
 #include <cstdio>
 
 #include "commands.h"
 #include "core/dtype.h"
 #include "core/thread_pool.h"
 #include "host/progress_reporter.h"
+#include "model/embedded_model.h"
 #include "model/random_model.h"
 
 namespace keel::cli {
+namespace {
+
+int write_fixture(const MakeModelOptions& opts, const model::ModelShape& shape, DType dtype) {
+  if (opts.vocab != "byte" || opts.arch != "llama") {
+    std::fprintf(stderr,
+                 "keel: --embed keeps the embedded model's llama architecture and "
+                 "vocabulary; --arch and --vocab do not apply\n");
+    return 1;
+  }
+  model::EmbedModelSpec spec;
+  spec.embed_path = opts.embed;
+  spec.shape = shape;
+  spec.weight_type = dtype;
+  spec.seed = opts.seed;
+  spec.n_ctx = opts.ctx;
+  ThreadPool pool(0);
+  host::ProgressReporter progress("writing " + opts.output_path, "");
+  Status s = model::write_embedded_model(
+      spec, opts.output_path, pool,
+      [&progress](size_t done, size_t total) { progress.update(done, total); });
+  progress.finish();
+  if (!s.ok()) {
+    std::fprintf(stderr, "keel: %s\n", s.message().c_str());
+    return 1;
+  }
+  std::printf("wrote %s: %s embedded in a %s %s body (a benchmark fixture, not a model)\n",
+              opts.output_path.c_str(), opts.embed.c_str(), opts.shape.c_str(), opts.type.c_str());
+  return 0;
+}
+
+}  // namespace
 
 int run_make_model(const MakeModelOptions& opts) {
   auto shape = model::find_model_shape(opts.shape);
@@ -17,6 +50,7 @@ int run_make_model(const MakeModelOptions& opts) {
                  opts.type.c_str());
     return 1;
   }
+  if (!opts.embed.empty()) return write_fixture(opts, *shape, *dtype);
   model::RandomModelSpec spec;
   spec.arch = shape->arch.empty() ? opts.arch : shape->arch;
   spec.shape = *shape;

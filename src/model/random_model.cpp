@@ -11,6 +11,7 @@
 #include "gguf/writer.h"
 #include "kernels/kernels.h"
 #include "model/byte_vocab.h"
+#include "model/normal_stream.h"
 
 namespace keel::model {
 namespace {
@@ -40,6 +41,9 @@ const std::vector<ModelShape>& shapes() {
   // name, embd, layers, heads, kv heads, ffn, vocab, ctx, rope base, eps, tied, llama3 rope
   static const std::vector<ModelShape> kShapes = {
       {"tiny", 256, 4, 4, 2, 768, 0, 2048, 10000.0f, 1e-5f, false, false},
+      // The embedding fixture's test shape (embedded_model.h): at stories260K's head size 8 its
+      // K/V width of 64 is 8 KV heads for 32 query heads, groups of 4 as TinyLlama's are of 8.
+      {"tiny-gqa", 256, 8, 4, 1, 512, 0, 2048, 10000.0f, 1e-5f, false, false},
       {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false},
       {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, true},
       {"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, false},
@@ -69,43 +73,6 @@ const std::vector<ModelShape>& shapes() {
   };
   return kShapes;
 }
-
-// splitmix64: turns (seed, stream id) into well-mixed 64-bit states.
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t hash_name(const std::string& s) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
-// A deterministic stream of standard normals (Box–Muller over splitmix64 uniforms).
-class NormalStream {
- public:
-  explicit NormalStream(uint64_t seed) : state_(seed) {}
-  float next() {
-    if (has_spare_) {
-      has_spare_ = false;
-      return spare_;
-    }
-    const double u1 = (static_cast<double>(splitmix64(state_) >> 11) + 1.0) * 0x1p-53;
-    const double u2 = static_cast<double>(splitmix64(state_) >> 11) * 0x1p-53;
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    spare_ = static_cast<float>(r * std::sin(2.0 * std::numbers::pi * u2));
-    has_spare_ = true;
-    return static_cast<float>(r * std::cos(2.0 * std::numbers::pi * u2));
-  }
-
- private:
-  uint64_t state_;
-  float spare_ = 0.0f;
-  bool has_spare_ = false;
-};
 
 struct TensorPlan {
   std::string name;
@@ -206,25 +173,6 @@ std::optional<ByteVocabInfo> normal_token_range(const std::string& from, int64_t
   }
   if (begin < 0) return std::nullopt;
   return ByteVocabInfo{n_vocab, begin, end};
-}
-
-int32_t file_type(DType t) {  // llama.cpp's general.file_type numbering
-  switch (t) {
-    case DType::kF32:
-      return 0;
-    case DType::kF16:
-      return 1;
-    case DType::kQ4_0:
-      return 2;
-    case DType::kQ8_0:
-      return 7;
-    case DType::kBF16:
-      return 32;
-    case DType::kQ4_K:
-      return 14;  // MOSTLY_Q4_K_S: every matrix Q4_K
-    default:
-      return 0;
-  }
 }
 
 // The architecture the file is written as: the shape's own, else the spec's.
@@ -354,7 +302,7 @@ void set_hparams(const RandomModelSpec& spec, gguf::GgufWriter& w) {
                             : spec.name);
   w.set("general.description",
         std::string("random weights written by keel make-model; its text is noise"));
-  w.set("general.file_type", uint32_t(file_type(spec.weight_type)));
+  w.set("general.file_type", llama_file_type(spec.weight_type));
   w.set("keel.random_weights", true);
   w.set("keel.random_seed", uint64_t{spec.seed});
   w.set(a + ".context_length", uint32_t(s.n_ctx));
@@ -381,6 +329,25 @@ void set_hparams(const RandomModelSpec& spec, gguf::GgufWriter& w) {
 }
 
 }  // namespace
+
+uint32_t llama_file_type(DType t) {
+  switch (t) {
+    case DType::kF32:
+      return 0;
+    case DType::kF16:
+      return 1;
+    case DType::kQ4_0:
+      return 2;
+    case DType::kQ8_0:
+      return 7;
+    case DType::kBF16:
+      return 32;
+    case DType::kQ4_K:
+      return 14;  // MOSTLY_Q4_K_S: every matrix Q4_K
+    default:
+      return 0;
+  }
+}
 
 std::optional<ModelShape> find_model_shape(const std::string& name) {
   for (const auto& s : shapes()) {

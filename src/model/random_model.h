@@ -43,7 +43,8 @@ struct ModelShape {
   [[nodiscard]] int64_t head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
-// Known shapes: tiny, tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; mixture of experts:
+// Known shapes: tiny, tiny-gqa (256 wide, 8 layers, 1 KV head: the embedding fixture's test
+// shape), tinyllama-1.1b, llama-3.2-1b, qwen2.5-0.5b; mixture of experts:
 // qwen3-30b-a3b, mixtral-8x7b, qwen1.5-moe-a2.7b (real shapes), qwen3moe-small (a mid-size
 // speed-test shape) with its dense twins qwen3moe-small-dense-active and -dense-total (qwen3, the
 // FFN as wide as its active experts / all its experts), and qwen3moe-tiny, mixtral-tiny,
@@ -69,6 +70,10 @@ struct RandomModelSpec {
   uint64_t seed = 42;
   std::string name;  // general.name; "" = "keel <shape> <type> (random weights)"
 };
+
+// llama.cpp's general.file_type for a file whose matrices are all `weight_type` (Q4_K: 14,
+// MOSTLY_Q4_K_S); 0 (all F32) for a type it has no number for here.
+uint32_t llama_file_type(DType weight_type);
 
 // Writes the model to `path` (atomically). `progress(done, total)` counts tensors.
 Status write_random_model(const RandomModelSpec& spec, const std::string& path, ThreadPool& pool,
