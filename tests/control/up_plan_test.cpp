@@ -146,5 +146,20 @@ TEST(ServeOptionsTest, EngineSpecRoundTripsAndMapsOntoTheEngine) {
   EXPECT_EQ(host::semi_pd_controller_config(back, 2).status().code(), StatusCode::kInvalidArgument);
 }
 
+// --draft-model alone turns draft-model speculation on (llama.cpp's -md); --speculative decides
+// when given.
+TEST(ServeOptionsTest, DraftModelAloneTurnsDraftModelSpeculationOn) {
+  host::ServeOptions s;
+  EXPECT_EQ(host::serve_engine_config(s).speculative.method, engine::SpecMethod::kNone);
+  s.draft_model = "/d.gguf";
+  engine::EngineConfig c = host::serve_engine_config(s);
+  EXPECT_EQ(c.speculative.method, engine::SpecMethod::kDraftModel);
+  EXPECT_EQ(c.draft_model_path, "/d.gguf");
+  s.speculative = "none";
+  EXPECT_EQ(host::serve_engine_config(s).speculative.method, engine::SpecMethod::kNone);
+  s.speculative = "ngram";
+  EXPECT_EQ(host::serve_engine_config(s).speculative.method, engine::SpecMethod::kNgram);
+}
+
 }  // namespace
 }  // namespace keel::control
