@@ -77,7 +77,7 @@ struct BodyTensor {
   std::function<void(int64_t r, std::span<float> out)> row;
 };
 
-// Row sources of a matrix that reads the residual or the FFN activations.
+// Row sources of a matrix that reads the residual (besides an embedded row index).
 constexpr int64_t kRandomRow = -1;
 constexpr int64_t kZeroRow = -2;
 
