@@ -67,13 +67,25 @@ Status ChannelRemoteExperts::lose(const Member& m, const Status& why) {
 }
 
 Result<Frame> ChannelRemoteExperts::await_reply(Member& m, std::chrono::milliseconds timeout) {
-  auto seq = m.link.channel->wait_reply(m.seen, timeout, m.link.alive);
-  if (!seq.ok()) return lose(m, seq.error());
-  m.seen = *seq;
-  m.sent = false;
-  auto f = decode_frame(m.link.channel->reply());
-  if (!f.ok()) return lose(m, f.error());
-  return *f;
+  // The reply names the request it answers. Over shared memory it always is the one just sent;
+  // over a network a frame meant for an earlier leader on a reused connection could come first:
+  // skipped. (An error about a frame that did not decode carries 0.)
+  const uint32_t expect = m.link.channel->request_seq();
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    auto seq = m.link.channel->wait_reply(m.seen, std::max(left, std::chrono::milliseconds(1)),
+                                          m.link.alive);
+    if (!seq.ok()) return lose(m, seq.error());
+    m.seen = *seq;
+    auto f = decode_frame(m.link.channel->reply());
+    if (!f.ok()) return lose(m, f.error());
+    if (f->seq == expect || (f->kind == FrameKind::kError && f->seq == 0)) {
+      m.sent = false;
+      return *f;
+    }
+  }
 }
 
 Status ChannelRemoteExperts::dispatch(const model::ExpertWork& work) {
