@@ -206,7 +206,10 @@ int main(int argc, char** argv) {
       ->add_option("--speculative", serve.speculative,
                    "Speculative decoding for requests that do not say (`speculative` in the "
                    "body): none, ngram (prompt lookup), draft-head (keel train-draft) or "
-                   "draft-model (--draft-model) [default: none, draft-model with --draft-model]")
+                   "draft-model (--draft-model) [default: none, draft-model with --draft-model]. "
+                   "Pays off on weight-bound models at low concurrency (TinyLlama-size fixture, "
+                   "one client: ngram 1.1x, a good draft model 2-2.6x); at 4 concurrent streams "
+                   "every method measured slower (docs/benchmarks.md)")
       ->check(CLI::IsMember({"none", "ngram", "draft-head", "draft-model"}));
   serve_cmd->add_option("--draft-head", serve.draft_head,
                         "Draft head file for draft-head speculation (default: <model>.draft.gguf "
