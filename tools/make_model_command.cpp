@@ -1,6 +1,8 @@
 // `keel make-model`: writes a seeded random-weight GGUF in a real model's shape, or with --embed
 // the benchmark fixture that embeds a small llama model in that shape's body.
 #include <cstdio>
+#include <functional>
+#include <string>
 
 #include "commands.h"
 #include "core/dtype.h"
@@ -11,6 +13,20 @@
 
 namespace keel::cli {
 namespace {
+
+using WriteProgress = std::function<void(size_t, size_t)>;
+using ModelWriter = std::function<Status(ThreadPool&, const WriteProgress&)>;
+
+// Runs `write` with a pool and a progress line for `path`; false (the error printed) on failure.
+bool write_with_progress(const std::string& path, const ModelWriter& write) {
+  ThreadPool pool(0);
+  host::ProgressReporter progress("writing " + path, "");
+  const Status s =
+      write(pool, [&progress](size_t done, size_t total) { progress.update(done, total); });
+  progress.finish();
+  if (!s.ok()) std::fprintf(stderr, "keel: %s\n", s.message().c_str());
+  return s.ok();
+}
 
 int write_fixture(const MakeModelOptions& opts, const model::ModelShape& shape, DType dtype) {
   if (opts.vocab != "byte" || opts.arch != "llama") {
@@ -25,14 +41,9 @@ int write_fixture(const MakeModelOptions& opts, const model::ModelShape& shape, 
   spec.weight_type = dtype;
   spec.seed = opts.seed;
   spec.n_ctx = opts.ctx;
-  ThreadPool pool(0);
-  host::ProgressReporter progress("writing " + opts.output_path, "");
-  Status s = model::write_embedded_model(
-      spec, opts.output_path, pool,
-      [&progress](size_t done, size_t total) { progress.update(done, total); });
-  progress.finish();
-  if (!s.ok()) {
-    std::fprintf(stderr, "keel: %s\n", s.message().c_str());
+  if (!write_with_progress(opts.output_path, [&](ThreadPool& pool, const WriteProgress& progress) {
+        return model::write_embedded_model(spec, opts.output_path, pool, progress);
+      })) {
     return 1;
   }
   std::printf("wrote %s: %s embedded in a %s %s body (a benchmark fixture, not a model)\n",
@@ -61,14 +72,9 @@ int run_make_model(const MakeModelOptions& opts) {
   spec.vocab_from = opts.vocab == "byte" ? "" : opts.vocab;
   spec.seed = opts.seed;
   if (opts.ctx > 0) spec.shape.n_ctx = opts.ctx;
-  ThreadPool pool(0);
-  host::ProgressReporter progress("writing " + opts.output_path, "");
-  Status s = model::write_random_model(
-      spec, opts.output_path, pool,
-      [&progress](size_t done, size_t total) { progress.update(done, total); });
-  progress.finish();
-  if (!s.ok()) {
-    std::fprintf(stderr, "keel: %s\n", s.message().c_str());
+  if (!write_with_progress(opts.output_path, [&](ThreadPool& pool, const WriteProgress& progress) {
+        return model::write_random_model(spec, opts.output_path, pool, progress);
+      })) {
     return 1;
   }
   std::printf("wrote %s: %s %s, %s weights (random, seed %llu)\n", opts.output_path.c_str(),
