@@ -46,20 +46,7 @@ std::optional<SubPath> sub_path(std::string_view path, std::string_view prefix) 
 
 // The decoded value of query parameter `key`, or nullopt.
 std::optional<std::string> query_param(const HttpRequest& req, std::string_view key) {
-  const size_t q = req.target.find('?');
-  if (q == std::string::npos) return std::nullopt;
-  std::string_view query = std::string_view(req.target).substr(q + 1);
-  while (!query.empty()) {
-    const size_t amp = query.find('&');
-    const std::string_view pair = query.substr(0, amp);
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == key) {
-      return eq == std::string_view::npos ? std::string() : percent_decode(pair.substr(eq + 1));
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return std::nullopt;
+  return server::query_param(req.target, key);
 }
 
 // `limit` from the query: [1, max], `fallback` when absent.

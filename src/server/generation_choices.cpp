@@ -108,8 +108,7 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
   if (!slot.sent_first && (d.first_tokens || d.finish)) {
     slot.sent_first = true;
     if (chat) {
-      *out += chunk_event(meta_, {.index = slot.index, .role = true, .text = std::string()},
-                          spec_.include_usage);
+      emit({.index = slot.index, .role = true, .text = std::string()}, out);
     } else if (spec_.echo) {
       d.text.insert(0, prompts_[slot.prompt].text);
     }
@@ -135,7 +134,7 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
     ChunkChoice c{.index = slot.index, .has_logprobs = spec_.logprobs, .logprobs = d.logprobs};
     if (!reasoning.empty()) c.reasoning = std::move(reasoning);
     if (!d.text.empty() || !c.reasoning) c.text = std::move(d.text);
-    *out += chunk_event(meta_, c, spec_.include_usage);
+    emit(c, out);
   }
   if (slot.tools) stream_tool_output(slot, std::move(calls), out);
   if (d.finish) {
@@ -146,6 +145,14 @@ void GenerationChoices::stream_delta(Slot& slot, ChoiceDelta& d, std::string* ou
     }
     c.stop_reason = slot.out->stop_reason();
     if (!chat) c.text = std::string();
+    emit(c, out);
+  }
+}
+
+void GenerationChoices::emit(const ChunkChoice& c, std::string* out) const {
+  if (observer_) {
+    observer_(c);
+  } else {
     *out += chunk_event(meta_, c, spec_.include_usage);
   }
 }
@@ -159,8 +166,7 @@ void GenerationChoices::name_calls(int32_t choice, std::vector<ToolCall>* calls)
 void GenerationChoices::stream_tool_output(const Slot& slot, ToolStreamOutput o,
                                            std::string* out) const {
   if (!o.content.empty()) {
-    *out += chunk_event(meta_, {.index = slot.index, .text = std::move(o.content)},
-                        spec_.include_usage);
+    emit({.index = slot.index, .text = std::move(o.content)}, out);
   }
   for (ToolCallDelta& d : o.deltas) {
     ChunkChoice c{.index = slot.index};
@@ -171,7 +177,7 @@ void GenerationChoices::stream_tool_output(const Slot& slot, ToolStreamOutput o,
     } else {
       c.tool_calls = tool_call_arguments_delta(d.index, d.arguments);
     }
-    *out += chunk_event(meta_, c, spec_.include_usage);
+    emit(c, out);
   }
 }
 

@@ -57,6 +57,10 @@ class GenerationChoices {
   void consume(size_t choice, engine::TokenEvent event, std::string* sse);
   // Aborts every submitted, unfinished engine request. Idempotent.
   void abort_unfinished();
+  // Streamed updates go to `observer` instead of becoming chat SSE chunks (the Responses API
+  // turns them into its own events: responses_events.h); consume() then appends nothing.
+  using ChunkObserver = std::function<void(const ChunkChoice&)>;
+  void set_chunk_observer(ChunkObserver observer) { observer_ = std::move(observer); }
 
   [[nodiscard]] bool all_done() const { return num_done_ == slots_.size(); }
   // The first choice error (engine error or abort), if any.
@@ -90,6 +94,8 @@ class GenerationChoices {
   void stream_tool_output(const Slot& slot, ToolStreamOutput o, std::string* out) const;
   // The choice's calls with their ids (tool_format.h).
   void name_calls(int32_t choice, std::vector<ToolCall>* calls) const;
+  // One streamed update: to the observer, or as a chat SSE chunk appended to `out`.
+  void emit(const ChunkChoice& c, std::string* out) const;
 
   engine::EngineClient* engine_;
   GenerationSpec spec_;
@@ -104,6 +110,7 @@ class GenerationChoices {
   std::vector<Slot> slots_;
   size_t num_done_ = 0;
   std::optional<ApiError> failure_;
+  ChunkObserver observer_;
 };
 
 }  // namespace keel::server

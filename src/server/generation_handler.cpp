@@ -21,31 +21,61 @@ namespace {
 // the coroutine frame is destroyed during shutdown.
 class InflightGuard {
  public:
-  InflightGuard(GenerationChoices* choices, EventRelay* relay) : choices_(choices), relay_(relay) {}
+  InflightGuard(GenerationWork* work, EventRelay* relay) : work_(work), relay_(relay) {}
   InflightGuard(const InflightGuard&) = delete;
   InflightGuard& operator=(const InflightGuard&) = delete;
   ~InflightGuard() { release(); }
   void release() {
     relay_->close();
-    choices_->abort_unfinished();
+    work_->abort_unfinished();
   }
 
  private:
-  GenerationChoices* choices_;
+  GenerationWork* work_;
   EventRelay* relay_;
+};
+
+// Chat and completions: GenerationChoices as a GenerationWork.
+class ChoicesWork final : public GenerationWork {
+ public:
+  explicit ChoicesWork(GenerationChoices* choices) : c_(*choices) {}
+  [[nodiscard]] size_t num_choices() const override { return c_.num_choices(); }
+  [[nodiscard]] engine::GenerationRequest request(size_t choice) const override {
+    return c_.request(choice);
+  }
+  void placed(size_t choice, engine::RequestKey key) override { c_.placed(choice, key); }
+  void consume(size_t choice, engine::TokenEvent event, std::string* sse) override {
+    c_.consume(choice, std::move(event), sse);
+  }
+  void abort_unfinished() override { c_.abort_unfinished(); }
+  [[nodiscard]] bool all_done() const override { return c_.all_done(); }
+  [[nodiscard]] const std::optional<ApiError>& failure() const override { return c_.failure(); }
+  [[nodiscard]] bool streaming() const override { return c_.spec().stream; }
+  [[nodiscard]] const std::string& request_id() const override { return c_.request_id(); }
+  std::string stream_head() override { return {}; }
+  std::string stream_tail() override { return c_.stream_tail(); }
+  std::string final_body() override { return c_.final_body(); }
+  std::string stream_error(const ApiError& error) override {
+    std::string tail = error_event(error);
+    tail += kDoneEvent;
+    return tail;
+  }
+
+ private:
+  GenerationChoices& c_;
 };
 
 class GenerationRun {
  public:
-  GenerationRun(HttpConnection& conn, GenerationSpec spec, std::vector<PreparedPrompt> prompts,
-                HeaderList headers, const std::string& request_id, net::any_io_executor strand)
+  GenerationRun(HttpConnection& conn, GenerationWork& work, const HeaderList& headers,
+                net::any_io_executor strand)
       : conn_(conn),
         ctx_(conn.context()),
-        headers_(std::move(headers)),
-        choices_(ctx_, std::move(spec), std::move(prompts), request_id),
+        headers_(headers),
+        work_(work),
         signal_(strand),
         relay_(std::make_shared<EventRelay>(strand, &signal_)),
-        guard_(&choices_, relay_.get()) {}
+        guard_(&work_, relay_.get()) {}
 
   net::awaitable<bool> execute();
 
@@ -59,33 +89,33 @@ class GenerationRun {
   // Consumes events (streaming them) until every choice is done, one fails, the client goes
   // away or the deadline passes.
   net::awaitable<std::optional<ApiError>> run_to_end(Deadline deadline, bool* connection_ok);
-  // Drains queued events into the choices; appends SSE events to `out` when streaming.
+  // Drains queued events into the work; appends SSE events to `out` when streaming.
   void process_events(std::string* out) {
     while (std::optional<EventRelay::Item> item = relay_->pop()) {
-      choices_.consume(item->choice, std::move(item->event), out);
+      work_.consume(item->choice, std::move(item->event), out);
     }
   }
   net::awaitable<bool> finish_ok();
   net::awaitable<bool> finish_error(const ApiError& error, bool streaming_started);
-  [[nodiscard]] bool streaming() const { return choices_.spec().stream; }
+  [[nodiscard]] bool streaming() const { return work_.streaming(); }
 
   HttpConnection& conn_;
   ServerContext& ctx_;
-  HeaderList headers_;
-  GenerationChoices choices_;
+  const HeaderList& headers_;
+  GenerationWork& work_;
   AsyncSignal signal_;
   std::shared_ptr<EventRelay> relay_;
-  InflightGuard guard_;  // declared after choices_ and relay_: runs first at destruction
+  InflightGuard guard_;  // declared after relay_: runs first at destruction
 };
 
 net::awaitable<bool> GenerationRun::finish_ok() {
   // Named values, not temporaries, across co_await (GCC 12 miscompiles some temporaries there).
   if (streaming()) {
-    const std::string tail = choices_.stream_tail();
+    const std::string tail = work_.stream_tail();
     if (!co_await conn_.write_stream(tail)) co_return false;
     co_return co_await conn_.end_stream();
   }
-  std::string body = choices_.final_body();
+  std::string body = work_.final_body();
   HttpResponse response = HttpResponse::json(200, std::move(body)).with_headers(headers_);
   co_return co_await conn_.write_response(std::move(response));
 }
@@ -94,8 +124,7 @@ net::awaitable<bool> GenerationRun::finish_error(const ApiError& error, bool str
   if (!streaming_started) {
     co_return co_await conn_.write_response(HttpResponse::error(error).with_headers(headers_));
   }
-  std::string tail = error_event(error);
-  tail += kDoneEvent;
+  const std::string tail = work_.stream_error(error);
   if (!co_await conn_.write_stream(tail)) co_return false;
   co_return co_await conn_.end_stream();
 }
@@ -113,15 +142,15 @@ net::awaitable<std::optional<ApiError>> GenerationRun::place_all(Deadline deadli
     while (std::optional<EventRelay::Placement> p = relay_->pop_placement()) {
       ++placed;
       if (p->key.ok()) {
-        choices_.placed(p->choice, *p->key);
+        work_.placed(p->choice, *p->key);
       } else if (!refused) {
         refused = ApiError::from_status(p->key.status());
       }
     }
   };
   // In order, stopping at a refusal known at once (a local engine answers inline).
-  for (size_t i = 0; i < choices_.num_choices() && !refused; ++i) {
-    engine->submit_async(choices_.request(i), relay_->make_sink(i), relay_->make_done(i, engine));
+  for (size_t i = 0; i < work_.num_choices() && !refused; ++i) {
+    engine->submit_async(work_.request(i), relay_->make_sink(i), relay_->make_done(i, engine));
     ++started;
     collect();
   }
@@ -147,8 +176,8 @@ net::awaitable<std::optional<ApiError>> GenerationRun::run_to_end(Deadline deadl
       *connection_ok = false;
       co_return std::nullopt;
     }
-    if (choices_.failure()) co_return choices_.failure();
-    if (choices_.all_done()) co_return std::nullopt;
+    if (work_.failure()) co_return work_.failure();
+    if (work_.all_done()) co_return std::nullopt;
     if (conn_.peer_closed()) {
       *connection_ok = false;
       co_return std::nullopt;
@@ -171,12 +200,14 @@ net::awaitable<bool> GenerationRun::execute() {
   if (!error && connection_ok && streaming()) {
     stream_started = co_await conn_.begin_stream(headers_);
     connection_ok = stream_started;
+    const std::string head = work_.stream_head();
+    if (connection_ok && !head.empty()) connection_ok = co_await conn_.write_stream(head);
   }
   if (!error && connection_ok) error = co_await run_to_end(deadline, &connection_ok);
   guard_.release();  // aborts whatever is still running or held (disconnect, error, timeout)
   co_await conn_.unwatch_peer();
   if (!connection_ok) {
-    KEEL_LOG_DEBUG("request {}: client went away; engine requests aborted", choices_.request_id());
+    KEEL_LOG_DEBUG("request {}: client went away; engine requests aborted", work_.request_id());
     co_return false;
   }
   if (error) co_return co_await finish_error(*error, stream_started);
@@ -184,6 +215,12 @@ net::awaitable<bool> GenerationRun::execute() {
 }
 
 }  // namespace
+
+net::awaitable<bool> run_generation_work(HttpConnection& conn, GenerationWork& work,
+                                         const HeaderList& headers) {
+  GenerationRun run(conn, work, headers, conn.executor());
+  co_return co_await run.execute();
+}
 
 net::awaitable<bool> run_generation(HttpConnection& conn, GenerationSpec spec, HeaderList headers,
                                     std::string request_id) {
@@ -194,9 +231,9 @@ net::awaitable<bool> run_generation(HttpConnection& conn, GenerationSpec spec, H
     co_return co_await conn.write_response(
         HttpResponse::error(*prepared.error).with_headers(headers));
   }
-  GenerationRun run(conn, std::move(spec), std::move(prepared.prompts), std::move(headers),
-                    request_id, conn.executor());
-  co_return co_await run.execute();
+  GenerationChoices choices(ctx, std::move(spec), std::move(prepared.prompts), request_id);
+  ChoicesWork work(&choices);
+  co_return co_await run_generation_work(conn, work, headers);
 }
 
 }  // namespace keel::server

@@ -6,16 +6,24 @@
 // failed write), a timeout or an error aborts the affected engine requests; every submitted request
 // is aborted or finished before run_generation returns (or its frame is destroyed).
 //
+// The driver (placing, the event loop, disconnects, timeouts, the final write) is shared with
+// the Responses API (responses_handler.h) through GenerationWork (generation_work.h).
+//
 // Thread safety: strand-confined (runs inside HttpConnection::run()).
 #pragma once
 
 #include <string>
 
 #include "server/generation_request.h"
+#include "server/generation_work.h"
 #include "server/http_connection.h"
 #include "server/net.h"
 
 namespace keel::server {
+
+// Drives `work` on the connection (its prompts already prepared); returns as run_generation.
+net::awaitable<bool> run_generation_work(HttpConnection& conn, GenerationWork& work,
+                                         const HeaderList& headers);
 
 // Returns false when the connection can no longer be used (client gone, write failed).
 net::awaitable<bool> run_generation(HttpConnection& conn, GenerationSpec spec, HeaderList headers,

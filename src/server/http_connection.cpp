@@ -17,6 +17,7 @@
 #include "server/cache_handler.h"
 #include "server/generation_handler.h"
 #include "server/http_framing.h"
+#include "server/responses_handler.h"
 #include "server/router.h"
 
 namespace keel::server {
@@ -308,6 +309,9 @@ net::awaitable<bool> HttpConnection::handle(HttpRequest request, BodyReservation
   if (CacheCall* cache = std::get_if<CacheCall>(&outcome)) {
     co_return co_await run_cache_create(*this, std::move(cache->spec), std::move(headers),
                                         request_id);
+  }
+  if (ResponseCall* response = std::get_if<ResponseCall>(&outcome)) {
+    co_return co_await run_response(*this, std::move(response->plan), std::move(headers));
   }
   GenerationCall& call = std::get<GenerationCall>(outcome);
   co_return co_await run_generation(*this, std::move(call.spec), std::move(headers), request_id);

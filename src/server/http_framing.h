@@ -38,4 +38,8 @@ std::string origin_form(std::string_view target);
 // included, are kept as they are.
 std::string percent_decode(std::string_view s);
 
+// The decoded value of query parameter `key` of a request target ("/v1/x?limit=5&after=a"), ""
+// when it has no value, nullopt when absent.
+std::optional<std::string> query_param(std::string_view target, std::string_view key);
+
 }  // namespace keel::server

@@ -12,6 +12,7 @@
 #include "server/dashboard_page.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
+#include "server/responses_routes.h"
 #include "server/tool_grammar.h"
 
 namespace keel::server {
@@ -100,6 +101,7 @@ std::string_view allowed_methods(std::string_view path) {
   if (path == kLoadLoraPath || path == kUnloadLoraPath) return "POST";
   if (path == kCachesPath) return "GET, POST";
   if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
+  if (std::string_view m = responses_route_methods(path); !m.empty()) return m;
   return batch_route_methods(path);
 }
 
@@ -356,6 +358,7 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   if (path == kLoadLoraPath) return route_json(ctx, req, handle_load_lora);
   if (path == kUnloadLoraPath) return route_json(ctx, req, handle_unload_lora);
   if (!batch_route_methods(path).empty()) return route_batch_api(ctx, req);
+  if (!responses_route_methods(path).empty()) return route_responses(ctx, req);
   if (path == "/tokenize") return route_json(ctx, req, handle_tokenize);
   return route_json(ctx, req, handle_detokenize);
 }

@@ -20,6 +20,9 @@
 //   GET  /v1/files/{id}/content    the Batch API's files (batch_routes.h)
 //   POST /v1/batches, GET /v1/batches[/{id}], POST /v1/batches/{id}/cancel
 //                                  the Batch API: lines run by the BatchRunner (batch_runner.h)
+//   POST /v1/responses             → ResponseCall, or a queued background Response
+//   GET/DELETE /v1/responses/{id}, GET .../input_items, POST .../cancel
+//                                  the Responses API (responses_routes.h)
 // Known path with another method → 405 (with Allow); unknown path → 404.
 // With an api_key configured, /v1/*, /tokenize and /detokenize need `Authorization: Bearer`.
 //
@@ -34,6 +37,7 @@
 #include "server/cache_routes.h"
 #include "server/generation_request.h"
 #include "server/http_message.h"
+#include "server/responses_run.h"
 #include "server/schema_order.h"
 #include "server/server_context.h"
 
@@ -45,13 +49,18 @@ struct GenerationCall {
 struct CacheCall {
   CacheSpec spec;
 };
+// A foreground /v1/responses run (responses_handler.h).
+struct ResponseCall {
+  ResponsePlan plan;
+};
 // A handler that waits on other processes (a cluster gateway's /metrics and /v1/cluster/status
 // ask the job executors): the connection runs it off the io threads (the server's control pool).
 struct BlockingCall {
   std::function<HttpResponse()> run;
 };
 
-using RouteOutcome = std::variant<HttpResponse, GenerationCall, CacheCall, BlockingCall>;
+using RouteOutcome =
+    std::variant<HttpResponse, GenerationCall, CacheCall, BlockingCall, ResponseCall>;
 
 RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req);
 

@@ -21,6 +21,7 @@
 #include "server/connection_admission.h"
 #include "server/http_connection.h"
 #include "server/net.h"
+#include "server/responses_background.h"
 #include "state/state_store.h"
 
 namespace keel::server {
@@ -80,6 +81,7 @@ struct Server::Impl {
   std::optional<net::thread_pool> tokenize_pool;  // destroyed (joined) before ioc
   std::optional<net::thread_pool> control_pool;   // BlockingCall handlers (router.h); the same
   std::unique_ptr<BatchRunner> batch_runner;      // stopped by shutdown(), before ctx goes
+  std::unique_ptr<ResponsesBackground> responses_background;  // stopped by shutdown() too
   net::any_io_executor acceptor_strand;
   tcp::acceptor acceptor;
   net::executor_work_guard<net::io_context::executor_type> work;
@@ -133,6 +135,7 @@ Status Server::Impl::open_state() {
   }
   state = std::move(*opened);
   KEEL_TRY(ctx.files.attach(state.get()));
+  KEEL_TRY(ctx.responses.attach(state.get()));
   return ctx.batches.attach(state.get());
 }
 
@@ -301,6 +304,9 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, ServerDeps de
                                     static_cast<size_t>(raw->ctx.config.max_batch_requests));
   raw->ctx.batch_runner = raw->batch_runner.get();
   raw->batch_runner->resume();  // the batches a restart interrupted
+  raw->responses_background =
+      std::make_unique<ResponsesBackground>(raw->ctx, raw->ctx.config.background_responses);
+  raw->ctx.responses_background = raw->responses_background.get();
   net::co_spawn(raw->acceptor_strand, Impl::accept_loop(raw), net::detached);
   for (int32_t i = 0; i < raw->ctx.config.io_threads; ++i) {
     raw->threads.emplace_back([raw] {
@@ -375,6 +381,7 @@ void Server::shutdown() {
     });
   }
   if (impl->batch_runner) impl->batch_runner->stop();
+  if (impl->responses_background) impl->responses_background->stop();
   if (impl->tokenize_pool) impl->tokenize_pool->join();
   if (impl->control_pool) impl->control_pool->join();
   impl->work.reset();

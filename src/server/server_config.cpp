@@ -58,6 +58,15 @@ Status ServerConfig::validate() const {
   if (max_stop_string_bytes < 1) {
     return bad("max_stop_string_bytes", std::to_string(max_stop_string_bytes), ">= 1");
   }
+  if (max_stored_responses < 1) {
+    return bad("max_stored_responses", std::to_string(max_stored_responses), ">= 1");
+  }
+  if (max_response_store_bytes < (size_t{1} << 20)) {
+    return bad("max_response_store_bytes", std::to_string(max_response_store_bytes), ">= 1 MiB");
+  }
+  if (background_responses < 1 || background_responses > 1024) {
+    return bad("background_responses", std::to_string(background_responses), "in [1, 1024]");
+  }
   for (const std::string& origin : cors_allowed_origins) {
     if (origin.empty()) return bad("cors_allowed_origins", "\"\"", "a list of non-empty origins");
   }

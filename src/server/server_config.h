@@ -93,6 +93,15 @@ struct ServerConfig {
   // a second server on it fails to start. Empty (the default here): memory only.
   std::string state_dir;
 
+  // Responses API (/v1/responses): stored responses kept at most (count and bytes: each charged
+  // its JSON, 4 bytes a token id and 512 bytes); past either the oldest finished ones are
+  // forgotten. With state_dir they are kept there too and survive a restart.
+  int32_t max_stored_responses = 10'000;
+  size_t max_response_store_bytes = size_t{256} << 20;
+  // `background: true` responses run at most this many at once (worker threads of their own,
+  // never the io threads); the others wait as "queued".
+  int32_t background_responses = 4;
+
   // Position-independent chunks in chat prompts (EPIC): "marked" honours content parts marked
   // cache_control position_independent; "auto" also marks every message before the last user
   // message; "off" ignores the marks.

@@ -1,6 +1,7 @@
 // ServerDeps (what the server is given) and ServerContext (what every connection shares): the
 // config, the engine and tokenizer, the chat formatter, readiness and draining state, and the
-// request-id source, and the Batch API's stores (files, batch records) and runner. Created by
+// request-id source, the Batch API's stores (files, batch records) and runner, and the Responses
+// API's store and background runner. Created by
 // Server::start and alive until the server is destroyed.
 //
 // Thread safety: everything here is immutable after start, atomic or internally locked;
@@ -20,6 +21,7 @@
 #include "server/chat_formatter.h"
 #include "server/file_store.h"
 #include "server/reasoning_split.h"
+#include "server/responses_store.h"
 #include "server/server_config.h"
 #include "server/tool_format.h"
 #include "tokenizer/tokenizer.h"
@@ -27,6 +29,7 @@
 namespace keel::server {
 
 class BatchRunner;
+class ResponsesBackground;
 
 // A fleet's readiness as the cluster gateway's /health reports it (ServerDeps::fleet_health).
 struct FleetHealth {
@@ -82,7 +85,9 @@ struct ServerContext {
   explicit ServerContext(ServerConfig cfg)
       : config(std::move(cfg)),
         body_budget(config.max_inflight_body_bytes),
-        files(config.max_body_bytes, config.max_file_store_bytes) {}
+        files(config.max_body_bytes, config.max_file_store_bytes),
+        responses(static_cast<size_t>(config.max_stored_responses),
+                  config.max_response_store_bytes) {}
 
   ServerConfig config;
   ServerDeps deps;
@@ -98,6 +103,9 @@ struct ServerContext {
   // Runs the batches (thread-safe); set by Server::start, owned by the Server, stopped before the
   // context goes away.
   BatchRunner* batch_runner = nullptr;
+  ResponsesStore responses;  // /v1/responses stored responses (thread-safe)
+  // Runs `background: true` responses (thread-safe); set by Server::start like batch_runner.
+  ResponsesBackground* responses_background = nullptr;
 
   [[nodiscard]] bool ready() const {
     return deps.ready == nullptr || deps.ready->load(std::memory_order_acquire);
