@@ -1,0 +1,69 @@
+// The trainer's numeric kernels: plain loops over row-major arrays of T (float for training,
+// double for the gradient check), explicitly instantiated for both. Each output element is
+// computed by one call in one fixed order of its terms, whichever thread runs it and however many
+// threads the pool has, so results are bit-identical for any thread count.
+//
+// Frozen weights reach these loops dequantized (DenseMatrix, from any type keel reads through
+// kernels::dequantize_matrix_row), together with their transpose for input gradients.
+// Thread safety: the functions use `pool` and must be called from the pool's owner thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/kernels.h"
+
+namespace keel::train {
+
+// A dense row-major matrix [rows][cols] of T.
+template <typename T>
+struct DenseMatrix {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<T> data;
+};
+
+// The values of `m` (any type and layout kernels::dequantize_matrix_row accepts) as T.
+template <typename T>
+DenseMatrix<T> dequantize(const kernels::Matrix& m);
+// [cols][rows] of `m`.
+template <typename T>
+DenseMatrix<T> transpose(const DenseMatrix<T>& m);
+
+// y[n][w.rows] = x[n][w.cols] · wᵀ, or += with `accumulate`.
+template <typename T>
+void matmul(ThreadPool& pool, const T* x, int64_t n, const DenseMatrix<T>& w, T* y,
+            bool accumulate);
+// The same with w given as a raw [out][in] array (LoRA's A and B inside the parameter vector).
+template <typename T>
+void matmul_raw(ThreadPool& pool, const T* x, int64_t n, const T* w, int64_t out, int64_t in,
+                T scale, T* y, bool accumulate);
+// g[m][k] += scale · Σ_t a[t][m] · b[t][k], the sum over t in order (weight gradients).
+template <typename T>
+void outer_sum(ThreadPool& pool, const T* a, int64_t n, int64_t m, const T* b, int64_t k, T scale,
+               T* g);
+
+// y[t] = x[t] / rms(x[t]) · w for n rows of d; inv_rms[t] = 1 / sqrt(mean(x[t]²) + eps).
+template <typename T>
+void rms_norm_forward(const T* x, const float* w, int64_t n, int64_t d, float eps, T* y,
+                      T* inv_rms);
+// dx[t] += ∂/∂x of rms_norm given dy[t] (inv_rms from the forward).
+template <typename T>
+void rms_norm_backward(const T* x, const float* w, const T* inv_rms, const T* dy, int64_t n,
+                       int64_t d, T* dx);
+
+// cos/sin of every rotated pair of every position, [n][n_rot/2], computed exactly as
+// kernels::Ops::rope does (in float), so the trainer rotates like the inference pass.
+struct RopeTable {
+  int64_t half = 0;  // n_rot / 2
+  std::vector<float> cos, sin;
+};
+RopeTable make_rope_table(const kernels::RopeParams& p, const int32_t* positions, int64_t n);
+// Rotates n rows (stride `stride`) of `heads` heads of `head_dim` by +angle (forward) or by
+// −angle (`inverse`: the backward pass, since a rotation's transpose is its inverse).
+template <typename T>
+void rope_rotate(const kernels::RopeParams& p, const RopeTable& table, int64_t n, int64_t heads,
+                 int64_t head_dim, int64_t stride, bool inverse, T* x);
+
+}  // namespace keel::train
