@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Starts `keel serve` (or, with MODE cluster, `keel cluster up`: the gateway in front of 2 TEs) on
-# a free port of 127.0.0.1 and runs openai_sdk_test.cjs against it with the official openai npm
-# package that scripts/install-deps.sh installs.
-# Usage: run_openai_sdk_test.sh KEEL_BINARY SHARED_DIR [serve|cluster] (the model is stories260K
-# there; the environment's KEEL_SHARED_DIR, when set, wins, as in the GoogleTest suites)
+# a free port of 127.0.0.1 and runs openai_sdk_test.cjs (or SCRIPT, another test in this folder)
+# against it with the official openai npm package that scripts/install-deps.sh installs.
+# Usage: run_openai_sdk_test.sh KEEL_BINARY SHARED_DIR [serve|cluster] [SCRIPT] (the model is
+# stories260K there; the environment's KEEL_SHARED_DIR, when set, wins, as in the GoogleTest
+# suites)
 set -euo pipefail
 keel="$1"
 mode="${3:-serve}"
+script="${4:-openai_sdk_test.cjs}"
 model="${KEEL_SHARED_DIR:-$2}/models/stories260K/stories260K.gguf"
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -f "$model" ]; then
@@ -47,4 +49,4 @@ for _ in $(seq 1 600); do
   sleep 0.1
 done
 [ -n "$port" ] || { echo "keel $mode did not start:" >&2; cat "$log" >&2; exit 1; }
-KEEL_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_MODULE="$module" node "$here/openai_sdk_test.cjs"
+KEEL_BASE_URL="http://127.0.0.1:$port/v1" OPENAI_MODULE="$module" node "$here/$script"

@@ -19,7 +19,11 @@ std::vector<std::string> HttpResult::sse_data() const {
     size_t end = body.find("\n\n", pos);
     if (end == std::string::npos) end = body.size();
     std::string frame = body.substr(pos, end - pos);
-    if (frame.rfind("data: ", 0) == 0) out.push_back(frame.substr(6));
+    if (frame.rfind("data: ", 0) == 0) {
+      out.push_back(frame.substr(6));
+    } else if (const size_t data = frame.find("\ndata: "); data != std::string::npos) {
+      out.push_back(frame.substr(data + 7));  // after an "event: <type>" line (Responses API)
+    }
     pos = end + 2;
   }
   return out;

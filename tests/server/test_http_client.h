@@ -26,7 +26,8 @@ struct HttpResult {
     return it == headers.end() ? std::string() : it->second;
   }
   [[nodiscard]] nlohmann::json json() const { return nlohmann::json::parse(body); }
-  // "data: " payloads of an SSE body, in order (frames split on "\n\n").
+  // "data: " payloads of an SSE body, in order (frames split on "\n\n"; a frame may open with
+  // an "event: " line).
   [[nodiscard]] std::vector<std::string> sse_data() const;
 };
 
