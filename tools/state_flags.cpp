@@ -7,11 +7,13 @@
 namespace keel::cli {
 
 void add_state_flags(CLI::App* cmd, ServeOptions* o) {
-  CLI::Option* dir = cmd->add_option(
-      "--state-dir", o->state_dir,
-      "Directory keeping /v1/files and /v1/batches across restarts (locked: one server each); "
-      "default: ~/.cache/keel/state/port-<port>, memory only with --port 0");
-  cmd->add_flag("--no-state", o->no_state, "Keep files and batches in memory only")->excludes(dir);
+  CLI::Option* dir =
+      cmd->add_option("--state-dir", o->state_dir,
+                      "Directory keeping /v1/files, /v1/batches and stored /v1/responses across "
+                      "restarts (locked: one server each); "
+                      "default: ~/.cache/keel/state/port-<port>, memory only with --port 0");
+  cmd->add_flag("--no-state", o->no_state, "Keep files, batches and responses in memory only")
+      ->excludes(dir);
 }
 
 std::string serve_state_dir(const ServeOptions& o) {

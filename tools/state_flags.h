@@ -1,5 +1,6 @@
 // --state-dir and --no-state, shared by `keel serve` and `keel cluster up` (whose gateway is the
-// same server): where the Batch API's files and batches are kept so they survive a restart.
+// same server): where the Batch API's files and batches and the stored responses are kept so they
+// survive a restart.
 //
 // Thread safety: call from main() only.
 #pragma once

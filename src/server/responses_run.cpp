@@ -127,8 +127,10 @@ StoredResponse ResponseRun::result(const std::optional<ApiError>& error) {
     r.response = response_object(plan_, ResponseStatus::kFailed, events_.output(), usage,
                                  response_error(*error));
   } else if (finish_reason_ == "length") {
-    r.response = response_object(plan_, ResponseStatus::kIncomplete, events_.output(), usage,
-                                 nullptr, {{"reason", "max_output_tokens"}});
+    OrderedJson output = events_.output();
+    if (!output.empty()) output.back()["status"] = "incomplete";  // the item cut short
+    r.response = response_object(plan_, ResponseStatus::kIncomplete, output, usage, nullptr,
+                                 {{"reason", "max_output_tokens"}});
   } else {
     r.response = response_object(plan_, ResponseStatus::kCompleted, events_.output(), usage);
   }

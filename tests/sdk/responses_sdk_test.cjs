@@ -106,6 +106,8 @@ async function chainWithTools() {
     max_output_tokens: 8, temperature: 0 });
   assert.equal(last.usage.input_tokens, resent.usage.input_tokens);
   assert.ok(last.usage.input_tokens > turns[0].usage.input_tokens);
+  // The chain's earlier turns are a prefix of its prompt: their KV comes from the prefix cache.
+  assert.ok(last.usage.input_tokens_details.cached_tokens > 0, JSON.stringify(last.usage));
   // inputItems of the call's answer: the function_call_output it was given.
   const items = await historyOf(turns[2]);
   assert.equal(items[0].type, 'function_call_output');

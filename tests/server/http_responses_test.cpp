@@ -3,7 +3,8 @@
 // a previous_response_id chain and a function_call → function_call_output round trip whose
 // prompts equal those of resending the whole history, the streamed events, background runs
 // (completed, and cancelled while decoding: the engine request aborted), and the errors (a
-// built-in tool, an unknown previous response or id, cancelling a foreground response).
+// built-in tool, an unknown previous response or id, cancelling a foreground response), and a
+// chain continued after a restart on the same state directory.
 #include <gtest/gtest.h>
 
 #include "server_harness.h"
@@ -211,6 +212,35 @@ TEST_F(ResponsesHttpTest, ErrorsAreOpenAIErrors) {
   // store: false keeps nothing.
   const Json unstored = create({{"input", "x"}, {"store", false}}).json();
   EXPECT_EQ(get("/v1/responses/" + unstored["id"].get<std::string>()).status, 404);
+}
+
+TEST(ResponsesRestartTest, AChainContinuesAfterARestart) {
+  ServerConfig config = test_config();
+  config.state_dir = keel::testing::make_temp_dir("responses_restart");
+  std::string id;
+  std::vector<int32_t> first_prompt;
+  Json first_output;
+  {
+    ServerHarness h(config, 4096);
+    const Json r = post_json(h.port(), "/v1/responses", {{"input", "Hello"}}).json();
+    ASSERT_EQ(r["status"], "completed") << r;
+    id = r["id"];
+    first_output = r["output"];
+  }
+  ServerHarness h(config, 4096);
+  HttpResult got = http_request(h.port(), "GET", "/v1/responses/" + id);
+  ASSERT_EQ(got.status, 200);
+  EXPECT_EQ(got.json()["output"], first_output);
+  const Json next =
+      post_json(h.port(), "/v1/responses", {{"input", "More"}, {"previous_response_id", id}})
+          .json();
+  ASSERT_EQ(next["status"], "completed") << next;
+  Json history = Json::array({Json{{"role", "user"}, {"content", "Hello"}}});
+  for (const Json& item : first_output) history.push_back(item);
+  history.push_back({{"role", "user"}, {"content", "More"}});
+  ASSERT_EQ(post_json(h.port(), "/v1/responses", {{"input", history}}).status, 200);
+  ASSERT_EQ(h.engine().submitted().size(), 2u);
+  EXPECT_EQ(h.engine().submitted()[0].prompt_tokens, h.engine().submitted()[1].prompt_tokens);
 }
 
 }  // namespace
