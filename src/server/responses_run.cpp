@@ -38,8 +38,12 @@ OrderedJson response_error(const ApiError& error) {
 ApiError as_responses_error(ApiError error) {
   if (!error.param) return error;
   std::string& p = *error.param;
-  (void)(rename_param_prefix(&p, "messages", "input") ||
-         rename_param_prefix(&p, "max_completion_tokens", "max_output_tokens") ||
+  // A message's index is not its item's (instructions and the chain's history come first).
+  if (p.starts_with("messages")) {
+    p = "input";
+    return error;
+  }
+  (void)(rename_param_prefix(&p, "max_completion_tokens", "max_output_tokens") ||
          rename_param_prefix(&p, "response_format.json_schema", "text.format") ||
          rename_param_prefix(&p, "response_format", "text.format"));
   return error;

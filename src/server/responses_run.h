@@ -52,7 +52,7 @@ OrderedJson responses_usage(const Usage& usage);
 // A failed response's `error` ({code, message}) for an ApiError.
 OrderedJson response_error(const ApiError& error);
 
-// Chat-path error parameters renamed to the Responses fields they came from (messages → input,
+// Chat-path error parameters renamed to the Responses fields they came from (messages... → input,
 // max_completion_tokens → max_output_tokens, response_format → text.format).
 ApiError as_responses_error(ApiError error);
 

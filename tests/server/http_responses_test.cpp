@@ -204,6 +204,10 @@ TEST_F(ResponsesHttpTest, ErrorsAreOpenAIErrors) {
   r = create({{"input", "x"}, {"max_output_tokens", 5000}});
   ASSERT_EQ(r.status, 400);
   EXPECT_EQ(r.json()["error"]["param"], "input");  // the chat path's "messages", renamed
+  r = create({{"input", "x"},
+              {"text", {{"format", {{"type", "json_schema"}, {"name", "n"}, {"schema", 5}}}}}});
+  ASSERT_EQ(r.status, 400) << r.body;
+  EXPECT_TRUE(r.json()["error"]["param"].get<std::string>().starts_with("text.format")) << r.body;
   const Json fg = create({{"input", "x"}}).json();
   r = http_request(h_.port(), "POST", "/v1/responses/" + fg["id"].get<std::string>() + "/cancel");
   EXPECT_EQ(r.status, 400);
