@@ -113,6 +113,17 @@ void ResponsesBackground::finish(const StoredResponse& result) {
   });
 }
 
+void ResponsesBackground::report_progress(const std::string& id, const ResponseRun& run) {
+  ctx_.responses.update(
+      id,
+      [&run](StoredResponse& r) {
+        if (r.status() != ResponseStatus::kInProgress) return;
+        r.response["output"] = run.output();
+        r.response["usage"] = run.usage();
+      },
+      /*persist=*/false);
+}
+
 void ResponsesBackground::run(Job& job) {
   const std::string& id = job.id;
   bool cancelled = false;
@@ -150,6 +161,7 @@ void ResponsesBackground::run(Job& job) {
                             : LineInbox::Clock::now() + std::chrono::hours(24 * 365);
   std::deque<LineInbox::Item> events;
   std::string scratch;
+  LineInbox::Clock::time_point next_progress{};
   while (!run.all_done() && !run.failure()) {
     if (!job.inbox->wait(deadline, &events)) {                    // cancelled, or the server stops
       fail_stored_response(ctx_, id, response_shutdown_error());  // nothing when cancelled
@@ -162,6 +174,10 @@ void ResponsesBackground::run(Job& job) {
     }
     for (LineInbox::Item& item : events) run.consume(item.choice, std::move(item.event), &scratch);
     events.clear();
+    if (LineInbox::Clock::now() >= next_progress && !run.all_done()) {
+      report_progress(id, run);
+      next_progress = LineInbox::Clock::now() + kProgressInterval;
+    }
   }
   finish(run.result(run.failure()));
   KEEL_LOG_DEBUG("responses: background response {} finished", id);

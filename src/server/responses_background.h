@@ -3,7 +3,9 @@
 // background_responses, never the io threads) takes queued responses oldest first, marks each
 // in_progress, prepares its prompt and runs it as a ResponseRun over the server's EngineClient,
 // blocking on a LineInbox (batch_line.h) for its events, and stores the result (completed,
-// incomplete, failed). GET /v1/responses/{id} reads the stored status meanwhile.
+// incomplete, failed). GET /v1/responses/{id} reads the stored status meanwhile, and the output
+// so far: a running response's output and usage are updated in the store (in memory only, at most
+// every kProgressInterval; the state directory gets the statuses and the result).
 //
 // Cancel: the stored response turns cancelled at once; a queued one never starts, a running one
 // has its engine request aborted and keeps status cancelled (the worker never overwrites a
@@ -13,6 +15,7 @@
 // Thread safety: every public member may be called from any thread but the workers.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -28,6 +31,8 @@
 #include "server/server_context.h"
 
 namespace keel::server {
+
+inline constexpr auto kProgressInterval = std::chrono::milliseconds(200);
 
 class ResponsesBackground {
  public:
@@ -55,6 +60,8 @@ class ResponsesBackground {
   void run(Job& job);
   // Stores `r` unless the stored response was cancelled meanwhile.
   void finish(const StoredResponse& r);
+  // A running response's output and usage so far, into the store (not persisted).
+  void report_progress(const std::string& id, const ResponseRun& run);
 
   ServerContext& ctx_;
   mutable Mutex mu_;

@@ -79,6 +79,9 @@ class ResponseRun final : public GenerationWork {
   std::string final_body() override;
   std::string stream_error(const ApiError& error) override;
 
+  // The output items and usage so far (a running background response's progress).
+  [[nodiscard]] const OrderedJson& output() const { return events_.output(); }
+  [[nodiscard]] OrderedJson usage() const { return responses_usage(choices_.usage()); }
   // After all_done(): the finished response (completed, or incomplete at max_output_tokens);
   // with `error`: failed.
   [[nodiscard]] StoredResponse result(const std::optional<ApiError>& error);

@@ -191,8 +191,9 @@ std::optional<StoredResponse> ResponsesStore::find(std::string_view id) const {
   return it->second.r;
 }
 
-std::optional<StoredResponse> ResponsesStore::update(
-    std::string_view id, const std::function<void(StoredResponse&)>& fn) {
+std::optional<StoredResponse> ResponsesStore::update(std::string_view id,
+                                                     const std::function<void(StoredResponse&)>& fn,
+                                                     bool persist) {
   MutexLock lock(mu_);
   auto it = entries_.find(std::string(id));
   if (it == entries_.end()) return std::nullopt;
@@ -201,7 +202,7 @@ std::optional<StoredResponse> ResponsesStore::update(
   used_bytes_ -= e.bytes;
   e.bytes = e.r.charged_bytes();
   used_bytes_ += e.bytes;
-  persist_locked(e);
+  if (persist) persist_locked(e);
   return e.r;
 }
 

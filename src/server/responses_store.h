@@ -78,10 +78,12 @@ class ResponsesStore {
   // (then nothing changes). Evicts the oldest finished responses past the bounds.
   Status put(StoredResponse r);
   [[nodiscard]] std::optional<StoredResponse> find(std::string_view id) const;
-  // Runs fn on response `id` under the lock and writes the result; the updated copy, or nullopt
-  // when unknown. A failed write is logged (the copy in memory is updated anyway).
+  // Runs fn on response `id` under the lock and, when `persist`, writes the result (progress that
+  // a restart may lose is not); the updated copy, or nullopt when unknown. A failed write is
+  // logged (the copy in memory is updated anyway).
   std::optional<StoredResponse> update(std::string_view id,
-                                       const std::function<void(StoredResponse&)>& fn);
+                                       const std::function<void(StoredResponse&)>& fn,
+                                       bool persist = true);
   // False when unknown.
   bool remove(std::string_view id);
 

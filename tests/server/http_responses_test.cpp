@@ -179,8 +179,12 @@ TEST_F(ResponsesHttpTest, BackgroundRunsAndCancels) {
   const Json running = create({{"input", "Go"}, {"background", true}}).json();
   const std::string id = running["id"];
   ASSERT_TRUE(h_.engine().wait_for_submits(2, std::chrono::seconds(10)));
-  ASSERT_TRUE(keel::testing::eventually(
-      [&] { return get("/v1/responses/" + id).json()["status"] == "in_progress"; }));
+  // In progress, with the output so far (the one token before the stall).
+  ASSERT_TRUE(keel::testing::eventually([&] {
+    const Json j = get("/v1/responses/" + id).json();
+    return j["status"] == "in_progress" && j["output"].size() == 1 &&
+           j["output"][0]["content"][0]["text"] == "N";
+  })) << get("/v1/responses/" + id).body;
   HttpResult c = http_request(h_.port(), "POST", "/v1/responses/" + id + "/cancel");
   ASSERT_EQ(c.status, 200) << c.body;
   EXPECT_EQ(c.json()["status"], "cancelled");
