@@ -189,17 +189,20 @@ struct Tile {
 
 void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend_tiles<Tile, DType::kF32>(kv, heads, task);
+  attend_each_token(task, heads.n_heads / heads.n_kv_heads, heads.head_dim,
+                    [&](const TokenTask& t) { attend_tiles<Tile, DType::kF32>(kv, heads, t); });
 }
 
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend_tiles<Tile, DType::kF16>(kv, heads, task);
+  attend_each_token(task, heads.n_heads / heads.n_kv_heads, heads.head_dim,
+                    [&](const TokenTask& t) { attend_tiles<Tile, DType::kF16>(kv, heads, t); });
 }
 
 void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
                           const PagedAttentionTask& task) {
-  attend_tiles<Tile, DType::kQ8_0>(kv, heads, task);
+  attend_each_token(task, heads.n_heads / heads.n_kv_heads, heads.head_dim,
+                    [&](const TokenTask& t) { attend_tiles<Tile, DType::kQ8_0>(kv, heads, t); });
 }
 
 }  // namespace keel::kernels::avx2

@@ -8,6 +8,7 @@
 // every kernel is a pure function, safe to call from any thread on disjoint outputs.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -54,30 +55,47 @@ using QuantizeQ8KFn = void (*)(const float* x, int64_t n, int8_t* qs, float* d, 
 // every non-NaN input): bits[i] = the 16-bit value, rounded[i] = it widened back to f32.
 using RoundHalfFn = void (*)(const float* x, int64_t n, uint16_t* bits, float* rounded);
 
-// Positions per softmax tile in the paged-attention kernels: scores of a tile are computed for
-// every head of the group, then folded into the running max / sum at once.
+// Positions per softmax tile in the row-at-a-time paged-attention kernels (scalar, AVX2): scores
+// of a tile are computed for every head of the group, then folded into the running max / sum.
 inline constexpr int32_t kAttentionTile = 32;
+// Positions per K/V tile of the AVX-512 kernel, which takes a tile of query rows at once.
+inline constexpr int32_t kKeyTile = 64;
+// Query tokens per paged-attention work unit: consecutive tokens of one sequence (a prefill's)
+// are computed together against each K/V tile, so every K/V row is read and widened once per
+// kQueryTile tokens instead of once per token.
+inline constexpr int32_t kQueryTile = 16;
 
-// One paged-attention work unit: the `group` = n_heads / n_kv_heads query heads of one token that
-// share KV head `kv_head`, over positions [kv_begin, kv_end) of one sequence. The kernel leaves
-// the unnormalised online-softmax state: with s_j = scale·q·k_j per head,
-//   m = max_j s_j,  l = Σ_j e^(s_j − m),  acc = Σ_j e^(s_j − m)·v_j.
+// One paged-attention work unit: n_tok tokens of one sequence (block_table), each with the
+// group = n_heads / n_kv_heads query heads that share KV head `kv_head`, over the positions
+// [kv_begin, kv_end) of the sequence, token t only over those below n_kv[t]. Row r = t·group + g.
+// The kernel leaves every row's unnormalised online-softmax state, with s_j = scale·q·k_j:
+//   m = max_j s_j,  l = Σ_j e^(s_j − m),  acc = Σ_j e^(s_j − m)·v_j
+// (m = −∞, l = 0, acc = 0 for a token with no position in the range). A row's bits depend only
+// on its own query, its own positions and [kv_begin, kv_end), never on the tile's other tokens.
 struct PagedAttentionTask {
-  const float* q = nullptr;              // [group][head_dim] query heads of kv_head
+  const float* q = nullptr;  // token t's [group][head_dim] query heads of kv_head: q + t·q_stride
+  int64_t q_stride = 0;      // floats
+  int32_t n_tok = 1;         // 1 ≤ n_tok ≤ kQueryTile
+  const int32_t* n_kv = nullptr;         // [n_tok] each token's positions: [0, n_kv[t])
   const int32_t* block_table = nullptr;  // block ids of the sequence
   int64_t kv_head = 0;
   int32_t kv_begin = 0;  // 0 ≤ kv_begin < kv_end
   int32_t kv_end = 0;
-  float* acc = nullptr;      // out: [group][head_dim]
-  float* m = nullptr;        // out: [group]
-  float* l = nullptr;        // out: [group]
+  float* acc = nullptr;      // out: token t's [group][head_dim] at acc + t·acc_stride
+  int64_t acc_stride = 0;    // floats
+  float* m = nullptr;        // out: [n_tok·group]
+  float* l = nullptr;        // out: [n_tok·group]
   float* scratch = nullptr;  // paged_attention_scratch_floats() floats of the calling thread
 };
 
-// Scratch a paged-attention kernel needs: the tile's scores of every head of the group, and the
-// tile's K and V rows of one KV head widened to f32 (f16 and Q8_0 storage).
+// Scratch a paged-attention kernel needs. Row-at-a-time kernels: one tile's scores of the group
+// and its K and V rows widened to f32. The AVX-512 kernel: the scores of kQueryTile tokens' rows,
+// the K tile widened and transposed ([head_dim][kKeyTile]), the V tile and the K tile widened, and
+// a row of zeros (head_dim rounded up to 16 throughout).
 inline int64_t paged_attention_scratch_floats(int64_t group, int64_t head_dim) {
-  return group * kAttentionTile + 2 * kAttentionTile * head_dim;
+  const int64_t dim16 = (head_dim + 15) / 16 * 16;
+  return std::max(group * kAttentionTile + 2 * kAttentionTile * head_dim,
+                  group * kQueryTile * kKeyTile + 3 * kKeyTile * dim16 + dim16);
 }
 using PagedAttentionFn = void (*)(const PagedKv& kv, const AttentionHeads& heads,
                                   const PagedAttentionTask& task);

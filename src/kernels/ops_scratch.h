@@ -13,13 +13,15 @@
 
 namespace keel::kernels {
 
-// One paged-attention work unit: a token's query heads of one KV head over a range of positions.
+// One paged-attention work unit: the query heads of one KV head of a run of tokens of one sequence
+// over a range of positions.
 struct AttentionUnit {
-  int32_t token = 0;
+  int32_t token = 0;  // the unit's first query token
+  int32_t n_tok = 1;  // consecutive tokens of one sequence (≤ kQueryTile)
   int32_t kv_head = 0;
   int32_t kv_begin = 0;
   int32_t kv_end = 0;
-  int32_t split = -1;  // index into split items when the token is split into chunks, else -1
+  int32_t split = -1;  // index into the split items when the unit is one chunk of a split token
 };
 
 // A (token, KV head) whose positions were split into chunks: units [first_unit, + n_units).
@@ -41,9 +43,9 @@ struct Ops::Scratch {
   // paged_attention
   std::vector<AttentionUnit> units;
   std::vector<AttentionSplit> splits;
-  std::vector<float> ml;       // [units][2·group] each unit's running max, then sum
+  std::vector<float> ml;       // [units][2·kQueryTile·group] each unit's rows' max, then sums
   std::vector<float> partial;  // [units of split tokens][group·head_dim] partial accumulators
-  std::vector<float> thread;   // [threads][paged_attention_scratch_floats()] kernel scratch
+  std::vector<float> thread;   // [threads][kernel scratch, then a chunk's acc, m and l]
   std::unique_ptr<std::atomic<int32_t>[]> pending;  // [splits] units left to finish
   size_t pending_size = 0;
 };

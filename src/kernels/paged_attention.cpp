@@ -1,10 +1,17 @@
-// Ops::paged_attention: splits a batch of query tokens into work units — (token, KV head, chunk
-// of kPagedKvChunk positions) — that pool threads take from a shared counter (the batch's last
-// tokens, usually the longest, first), runs the table's kernel on each, and normalises the
-// result. A token split into several chunks is merged, in chunk order, by whichever thread
-// finishes its last chunk: out = Σ_c e^(m_c − M)·acc_c / Σ_c e^(m_c − M)·l_c with M = max_c m_c.
-// The chunking depends only on the token's n_kv, so results do not depend on the batch or the
-// thread count. Calls with little work run on the calling thread.
+// Ops::paged_attention: splits a batch of query tokens into work units that pool threads take
+// from a shared counter (the batch's last units, usually the longest, first), runs the table's
+// kernel on each, and normalises the result.
+//
+// Units. Consecutive tokens of one sequence (a prefill) form tiles of up to kQueryTile tokens;
+// a tile's unit per KV head walks the chunks of kPagedKvChunk positions of [0, its longest n_kv)
+// in order. A single token longer than one chunk is split instead: one unit per chunk, computed
+// in parallel (flash-decoding) and merged by whichever thread finishes the last. Either way a
+// row's chunks are combined in chunk order by one function, fold_chunk:
+//   M' = max(M, m_c),  O = O·e^(M − M') + acc_c·e^(m_c − M'),  L = L·e^(M − M') + l_c·e^(m_c − M')
+// and the output is O · (1/L). A chunk where a row has no position is skipped (folding it would
+// change nothing). The kernels compute each row independently of the tile's other rows, so a
+// token's bits depend only on its own inputs: not on the batch, its tile or the thread count.
+// Calls with little work run on the calling thread.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -21,7 +28,7 @@ namespace {
 // calling thread: a pool hand-off would cost more than it saves.
 constexpr int64_t kParallelWork = 1 << 16;
 
-// Fills units / splits for the queries; returns the number of partial accumulators (units of
+// Fills units / splits for the queries; returns the number of partial accumulators (chunks of
 // split tokens) and sets *total_kv = Σ n_kv.
 int32_t plan_units(const PagedQueries& queries, int64_t n_kv_heads,
                    std::vector<AttentionUnit>* units, std::vector<AttentionSplit>* splits,
@@ -30,25 +37,47 @@ int32_t plan_units(const PagedQueries& queries, int64_t n_kv_heads,
   splits->clear();
   *total_kv = 0;
   int32_t n_partial = 0;
-  for (int64_t i = 0; i < queries.n_q; ++i) {
-    const int32_t n_kv = queries.n_kv[i];
-    KEEL_CHECK(n_kv >= 1);
-    *total_kv += n_kv;
+  for (int64_t i = 0; i < queries.n_q;) {
+    int32_t n_tok = 1, n_kv = queries.n_kv[i];
+    while (i + n_tok < queries.n_q && n_tok < kQueryTile &&
+           queries.block_tables[i + n_tok] == queries.block_tables[i]) {
+      n_kv = std::max(n_kv, queries.n_kv[i + n_tok]);
+      ++n_tok;
+    }
+    for (int32_t t = 0; t < n_tok; ++t) {
+      KEEL_CHECK(queries.n_kv[i + t] >= 1);
+      *total_kv += queries.n_kv[i + t];
+    }
     const int32_t n_chunks = (n_kv + kPagedKvChunk - 1) / kPagedKvChunk;
+    const auto token = static_cast<int32_t>(i);
     for (int64_t g = 0; g < n_kv_heads; ++g) {
-      int32_t split = -1;
-      if (n_chunks > 1) {
-        split = static_cast<int32_t>(splits->size());
-        splits->push_back({static_cast<int32_t>(units->size()), n_chunks, n_partial});
-        n_partial += n_chunks;
+      const auto head = static_cast<int32_t>(g);
+      if (n_tok > 1 || n_chunks == 1) {
+        units->push_back({token, n_tok, head, 0, n_kv, -1});
+        continue;
       }
+      splits->push_back({static_cast<int32_t>(units->size()), n_chunks, n_partial});
+      n_partial += n_chunks;
       for (int32_t c = 0; c < n_chunks; ++c) {
-        units->push_back({static_cast<int32_t>(i), static_cast<int32_t>(g), c * kPagedKvChunk,
-                          std::min(n_kv, (c + 1) * kPagedKvChunk), split});
+        units->push_back({token, 1, head, c * kPagedKvChunk,
+                          std::min(n_kv, (c + 1) * kPagedKvChunk),
+                          static_cast<int32_t>(splits->size() - 1)});
       }
     }
+    i += n_tok;
   }
   return n_partial;
+}
+
+// Folds chunk state (acc_c, m_c, l_c) of one row into its running state (o, *m, *l); see the
+// file comment. One out-of-line definition, so every caller gets the same bits.
+[[gnu::noinline]] void fold_chunk(float* o, float* m, float* l, const float* acc_c, float m_c,
+                                  float l_c, int64_t dim) {
+  const float mx = std::max(*m, m_c);
+  const float a = std::exp(*m - mx), b = std::exp(m_c - mx);
+  for (int64_t d = 0; d < dim; ++d) o[d] = o[d] * a + acc_c[d] * b;
+  *l = *l * a + l_c * b;
+  *m = mx;
 }
 
 // One call's state, shared read-only by the workers (each writes disjoint outputs).
@@ -58,66 +87,103 @@ struct AttentionRun {
   const PagedQueries* queries;
   PagedAttentionFn fn;
   int64_t group, dim;
+  int64_t kernel_scratch;  // floats of a thread's scratch the kernel uses; a chunk's state follows
   const AttentionUnit* units;
   const AttentionSplit* splits;
   std::atomic<int32_t>* pending;  // [splits] units not finished
-  float* ml;                      // [units][2·group]
+  float* ml;                      // [units][2·kQueryTile·group]
   float* partial;                 // [partials][group·dim]
 
-  // The output rows of a unit's (token, KV head): its group of query heads.
+  // The output rows of a unit's first token (its group of query heads of the unit's KV head).
   [[nodiscard]] float* out_of(const AttentionUnit& u) const {
     return queries->out + u.token * queries->out_stride + u.kv_head * group * dim;
   }
   [[nodiscard]] float* partial_of(const AttentionSplit& sp, int64_t ui) const {
     return partial + (sp.partial + (ui - sp.first_unit)) * group * dim;
   }
+  [[nodiscard]] float* ml_of(int64_t ui) const { return ml + ui * 2 * kQueryTile * group; }
 
-  // Runs unit ui with the thread's kernel scratch.
-  void run(int64_t ui, float* scratch) const {
-    const AttentionUnit& u = units[ui];
+  [[nodiscard]] PagedAttentionTask task_of(const AttentionUnit& u, float* scratch) const {
     PagedAttentionTask task;
     task.q = queries->q + u.token * queries->q_stride + u.kv_head * group * dim;
+    task.q_stride = queries->q_stride;
+    task.n_tok = u.n_tok;
+    task.n_kv = queries->n_kv + u.token;
     task.block_table = queries->block_tables[u.token];
     task.kv_head = u.kv_head;
     task.kv_begin = u.kv_begin;
     task.kv_end = u.kv_end;
-    task.m = ml + ui * 2 * group;
-    task.l = task.m + group;
     task.scratch = scratch;
-    if (u.split < 0) {
-      task.acc = out_of(u);
-      fn(*kv, *heads, task);
-      for (int64_t h = 0; h < group; ++h) {
-        const float inv = 1.0f / task.l[h];
-        for (int64_t d = 0; d < dim; ++d) task.acc[h * dim + d] *= inv;
-      }
-      return;
-    }
-    const AttentionSplit& sp = splits[u.split];
-    task.acc = partial_of(sp, ui);
-    fn(*kv, *heads, task);
-    if (pending[u.split].fetch_sub(1, std::memory_order_acq_rel) == 1) merge(sp);
+    return task;
   }
 
+  // Runs unit ui with the thread's scratch.
+  void run(int64_t ui, float* scratch) const {
+    const AttentionUnit& u = units[ui];
+    PagedAttentionTask task = task_of(u, scratch);
+    if (u.split >= 0) {
+      const AttentionSplit& sp = splits[u.split];
+      task.acc = partial_of(sp, ui);
+      task.acc_stride = group * dim;
+      task.m = ml_of(ui);
+      task.l = task.m + group;
+      fn(*kv, *heads, task);
+      if (pending[u.split].fetch_sub(1, std::memory_order_acq_rel) == 1) merge(sp);
+      return;
+    }
+    run_chunks(u, ui, task, scratch + kernel_scratch);
+  }
+
+  // A whole unit: its chunks in order, the first straight into the output rows, the others into
+  // `chunk` ([kQueryTile·group·dim] acc, then m and l) and folded in.
+  void run_chunks(const AttentionUnit& u, int64_t ui, PagedAttentionTask task, float* chunk) const {
+    const int64_t rows = u.n_tok * group;
+    float* const out = out_of(u);
+    float* const m = ml_of(ui);
+    float* const l = m + rows;
+    float* const chunk_m = chunk + kQueryTile * group * dim;
+    float* const chunk_l = chunk_m + rows;
+    for (int32_t c0 = u.kv_begin; c0 < u.kv_end; c0 += kPagedKvChunk) {
+      task.kv_begin = c0;
+      task.kv_end = std::min(u.kv_end, c0 + kPagedKvChunk);
+      const bool first = c0 == u.kv_begin;
+      task.acc = first ? out : chunk;
+      task.acc_stride = first ? queries->out_stride : group * dim;
+      task.m = first ? m : chunk_m;
+      task.l = first ? l : chunk_l;
+      fn(*kv, *heads, task);
+      if (first) continue;
+      for (int64_t r = 0; r < rows; ++r) {
+        if (chunk_l[r] == 0.0f) continue;  // no position of this row in the chunk
+        const int64_t t = r / group, h = r % group;
+        fold_chunk(out + t * queries->out_stride + h * dim, m + r, l + r, chunk + r * dim,
+                   chunk_m[r], chunk_l[r], dim);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      normalise(out + (r / group) * queries->out_stride + (r % group) * dim, l[r]);
+    }
+  }
+
+  void normalise(float* o, float l_sum) const {
+    const float inv = 1.0f / l_sum;
+    for (int64_t d = 0; d < dim; ++d) o[d] *= inv;
+  }
+
+  // A split token: its chunks folded in order into the output rows, then normalised.
   void merge(const AttentionSplit& sp) const {
     float* out = out_of(units[sp.first_unit]);
     for (int64_t h = 0; h < group; ++h) {
-      float m_max = -INFINITY, l_sum = 0.0f;
-      for (int32_t c = 0; c < sp.n_units; ++c) {
-        m_max = std::max(m_max, ml[(sp.first_unit + c) * 2 * group + h]);
-      }
-      for (int32_t c = 0; c < sp.n_units; ++c) {
-        const float* m = ml + (sp.first_unit + c) * 2 * group;
-        l_sum += m[group + h] * std::exp(m[h] - m_max);
-      }
       float* o = out + h * dim;
-      std::fill(o, o + dim, 0.0f);
-      for (int32_t c = 0; c < sp.n_units; ++c) {
-        const float* m = ml + (sp.first_unit + c) * 2 * group;
-        const float w = std::exp(m[h] - m_max) / l_sum;
-        const float* acc = partial_of(sp, sp.first_unit + c) + h * dim;
-        for (int64_t d = 0; d < dim; ++d) o[d] += w * acc[d];
+      float m = ml_of(sp.first_unit)[h], l = ml_of(sp.first_unit)[group + h];
+      const float* first = partial_of(sp, sp.first_unit) + h * dim;
+      std::copy(first, first + dim, o);
+      for (int32_t c = 1; c < sp.n_units; ++c) {
+        const float* mc = ml_of(sp.first_unit + c);
+        fold_chunk(o, &m, &l, partial_of(sp, sp.first_unit + c) + h * dim, mc[h], mc[group + h],
+                   dim);
       }
+      normalise(o, l);
     }
   }
 };
@@ -147,7 +213,7 @@ void Ops::paged_attention(const PagedKv& kv, const AttentionHeads& heads,
   const auto n_units = static_cast<int64_t>(s.units.size());
   run.units = s.units.data();
   run.splits = s.splits.data();
-  run.ml = grow(s.ml, n_units * 2 * run.group);
+  run.ml = grow(s.ml, n_units * 2 * kQueryTile * run.group);
   run.partial = grow(s.partial, int64_t{n_partial} * run.group * run.dim);
   if (s.pending_size < s.splits.size()) {
     s.pending = std::make_unique<std::atomic<int32_t>[]>(s.splits.size());
@@ -160,7 +226,8 @@ void Ops::paged_attention(const PagedKv& kv, const AttentionHeads& heads,
 
   const bool parallel = n_units > 1 && total_kv * heads.n_heads * run.dim >= kParallelWork;
   const int nth = parallel ? pool_->num_threads() : 1;
-  const int64_t per_thread = paged_attention_scratch_floats(run.group, run.dim);
+  run.kernel_scratch = paged_attention_scratch_floats(run.group, run.dim);
+  const int64_t per_thread = run.kernel_scratch + kQueryTile * run.group * (run.dim + 2);
   float* thread_scratch = grow(s.thread, nth * per_thread);
   std::atomic<int64_t> next{0};
   const auto work = [&](int thread_idx) {

@@ -21,7 +21,7 @@ namespace {
 
 // kType: the KV row type, kF32 (read in place), kF16 or kQ8_0 (widened into scratch).
 template <typename Tile, DType kType>
-void attend_tiles(const PagedKv& kv, const AttentionHeads& heads, const PagedAttentionTask& t) {
+void attend_tiles(const PagedKv& kv, const AttentionHeads& heads, const TokenTask& t) {
   const int64_t group = heads.n_heads / heads.n_kv_heads;
   const int64_t dim = heads.head_dim;
   float* const scores = t.scratch;                               // [group][kAttentionTile]

@@ -1,15 +1,19 @@
 // Address arithmetic of paged KV storage shared by the paged-attention kernels of every
 // instruction set: where one KV head's slice of a row lies (for Q8_0 rows: the 34-byte blocks of
 // 32 values that cover it, and how many values of the first block precede it), the K row
-// addresses of a run of consecutive positions of one sequence, and a prefetch of those rows.
+// addresses of a run of consecutive positions of one sequence, a prefetch of those rows, and the
+// loop that runs a row-at-a-time kernel (scalar, AVX2) over the tokens of a work unit.
 // Plain C++ with internal linkage, so the per-ISA files (different target flags) never share a
 // symbol.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/dispatch.h"
 #include "kernels/kernels.h"
 
 namespace keel::kernels {
@@ -78,6 +82,45 @@ inline void prefetch_rows(const std::byte* const* rows, int32_t n, size_t v_offs
       __builtin_prefetch(rows[i] + off);
       __builtin_prefetch(rows[i] + v_offset + off);
     }
+  }
+}
+
+// One token of a PagedAttentionTask as a row-at-a-time kernel sees it: its group of query heads
+// over positions [kv_begin, kv_end) (non-empty), state written to acc / m / l ([group] each).
+struct TokenTask {
+  const float* q = nullptr;
+  const int32_t* block_table = nullptr;
+  int64_t kv_head = 0;
+  int32_t kv_begin = 0;
+  int32_t kv_end = 0;
+  float* acc = nullptr;
+  float* m = nullptr;
+  float* l = nullptr;
+  float* scratch = nullptr;
+};
+
+// Runs fn(TokenTask) for each token of t with positions in its range; a token with none gets the
+// empty state (m = −∞, l = 0, acc = 0).
+template <typename Fn>
+void attend_each_token(const PagedAttentionTask& t, int64_t group, int64_t dim, Fn&& fn) {
+  for (int32_t i = 0; i < t.n_tok; ++i) {
+    TokenTask s;
+    s.q = t.q + i * t.q_stride;
+    s.block_table = t.block_table;
+    s.kv_head = t.kv_head;
+    s.kv_begin = t.kv_begin;
+    s.kv_end = std::min(t.kv_end, t.n_kv[i]);
+    s.acc = t.acc + i * t.acc_stride;
+    s.m = t.m + i * group;
+    s.l = t.l + i * group;
+    s.scratch = t.scratch;
+    if (s.kv_end <= s.kv_begin) {
+      std::fill(s.acc, s.acc + group * dim, 0.0f);
+      std::fill(s.m, s.m + group, -INFINITY);
+      std::fill(s.l, s.l + group, 0.0f);
+      continue;
+    }
+    fn(s);
   }
 }
 

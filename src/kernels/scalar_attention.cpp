@@ -1,8 +1,8 @@
-// Scalar reference of the paged-attention work unit (see PagedAttentionTask in dispatch.h): per
-// tile of kAttentionTile positions, the scores of every head of the group, then one online-softmax
-// update (running max m, sum l, rescaled accumulator) and the weighted V rows. f16 rows are
-// widened with fp16_to_fp32, Q8_0 values read as scale · q (the head's slice may start inside a
-// block: paged_head_span). The SIMD twins follow the same tiling.
+// Scalar reference of the paged-attention work unit (see PagedAttentionTask in dispatch.h), one
+// token at a time: per tile of kAttentionTile positions, the scores of every head of the group,
+// then one online-softmax update (running max m, sum l, rescaled accumulator) and the weighted V
+// rows. f16 rows are widened with fp16_to_fp32, Q8_0 values read as scale · q (the head's slice may
+// start inside a block: paged_head_span). The SIMD twins follow the same tiling.
 //
 // Pure functions; thread-safe.
 #include <algorithm>
@@ -37,7 +37,7 @@ float load(const std::byte* row, int64_t skip, int64_t d) {
 }
 
 template <DType kType>
-void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttentionTask& t) {
+void attend(const PagedKv& kv, const AttentionHeads& heads, const TokenTask& t) {
   const int64_t group = heads.n_heads / heads.n_kv_heads;
   const int64_t dim = heads.head_dim;
   std::fill(t.acc, t.acc + group * dim, 0.0f);
@@ -80,17 +80,20 @@ void attend(const PagedKv& kv, const AttentionHeads& heads, const PagedAttention
 
 void paged_attention_f32(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend<DType::kF32>(kv, heads, task);
+  attend_each_token(task, heads.n_heads / heads.n_kv_heads, heads.head_dim,
+                    [&](const TokenTask& t) { attend<DType::kF32>(kv, heads, t); });
 }
 
 void paged_attention_f16(const PagedKv& kv, const AttentionHeads& heads,
                          const PagedAttentionTask& task) {
-  attend<DType::kF16>(kv, heads, task);
+  attend_each_token(task, heads.n_heads / heads.n_kv_heads, heads.head_dim,
+                    [&](const TokenTask& t) { attend<DType::kF16>(kv, heads, t); });
 }
 
 void paged_attention_q8_0(const PagedKv& kv, const AttentionHeads& heads,
                           const PagedAttentionTask& task) {
-  attend<DType::kQ8_0>(kv, heads, task);
+  attend_each_token(task, heads.n_heads / heads.n_kv_heads, heads.head_dim,
+                    [&](const TokenTask& t) { attend<DType::kQ8_0>(kv, heads, t); });
 }
 
 }  // namespace keel::kernels::scalar

@@ -295,5 +295,54 @@ TEST_F(PagedAttentionTest, ThreadAndBatchInvariantAndLongContexts) {
   }
 }
 
+// A prefill: 40 consecutive tokens of one sequence (tiles of kQueryTile, the last one short)
+// crossing chunk boundaries, plus a run whose n_kv go down; 16 query heads per KV head (more rows
+// than one pass of the AVX-512 kernel) and a head_dim that is not a multiple of 16. Each token's
+// bits equal those it gets alone (one token, split into chunks), and the double reference holds.
+TEST_F(PagedAttentionTest, PrefillTilesEqualTokensAlone) {
+  const AttentionHeads h{32, 2, 80, 1.0f / std::sqrt(80.0f)};
+  const int32_t block_size = 16, max_kv = 2 * kPagedKvChunk + 100;
+  const int32_t per_seq = (max_kv + block_size - 1) / block_size;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0}) {
+    TestStorage st(rng_, per_seq * 2, block_size, 2 * 80, dtype);
+    for (const KernelTable* t : testing::runnable_tables(cpu_)) {
+      Queries qs = random_queries(st, block_size, h, max_kv);
+      qs.seq.clear();
+      qs.n_kv.clear();
+      for (int32_t p = kPagedKvChunk - 20; p < kPagedKvChunk + 20; ++p) {
+        qs.seq.push_back(0);
+        qs.n_kv.push_back(p + 1);
+      }
+      for (int32_t n : {max_kv, 3, 2 * kPagedKvChunk, 1}) {
+        qs.seq.push_back(1);
+        qs.n_kv.push_back(n);
+      }
+      const size_t row = 32 * 80, n_q = qs.seq.size();
+      qs.q = testing::random_floats(rng_, static_cast<int64_t>(n_q * row), 1.0f);
+      Ops ops(t->isa, &pool_, attention_features_for(*t, cpu_));
+      std::vector<float> all(n_q * row);
+      ops.paged_attention(st.layer(0), h, qs.view(h, all.data()));
+      for (size_t i = 0; i < n_q; ++i) {
+        Queries alone;
+        alone.tables = qs.tables;
+        alone.seq = {qs.seq[i]};
+        alone.n_kv = {qs.n_kv[i]};
+        alone.q.assign(qs.q.begin() + static_cast<ptrdiff_t>(i * row),
+                       qs.q.begin() + static_cast<ptrdiff_t>((i + 1) * row));
+        std::vector<float> c(row);
+        ops.paged_attention(st.layer(0), h, alone.view(h, c.data()));
+        ASSERT_TRUE(std::equal(c.begin(), c.end(), all.begin() + static_cast<ptrdiff_t>(i * row)))
+            << t->name << " " << dtype_name(dtype) << " token " << i;
+        if (i % 7 != 0 && i < 40) continue;  // the double reference on a sample (test time)
+        const std::vector<double> exact = reference(st, 0, h, qs, i);
+        for (size_t e = 0; e < row; ++e) {
+          ASSERT_NEAR(all[i * row + e], exact[e], 2e-5)
+              << t->name << " " << dtype_name(dtype) << " token " << i << " " << e;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace keel::kernels
