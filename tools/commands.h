@@ -119,6 +119,10 @@ struct MakeModelOptions {
   int64_t ctx = 0;    // context length written to the file; 0 = the shape's
   std::string embed;  // a llama GGUF to embed (model/embedded_model.h); "" = random weights
   std::string output_path;
+  // RoPE scaling written to the file (model::RandomModelSpec): "" = none written.
+  std::string rope_scaling;   // none | linear | yarn
+  float rope_scale = 0.0f;    // rope.scaling.factor
+  int64_t rope_orig_ctx = 0;  // yarn: rope.scaling.original_context_length (0 = the context)
 };
 int run_make_model(const MakeModelOptions& opts);
 

@@ -318,6 +318,19 @@ int main(int argc, char** argv) {
   mk_cmd->add_option("--embed", mk.embed,
                      "A llama GGUF (e.g. stories260K) to embed in the shape's body: a benchmark "
                      "fixture with the shape's cost and the embedded model's text");
+  mk_cmd
+      ->add_option("--rope-scaling", mk.rope_scaling,
+                   "Write <arch>.rope.scaling.type: none, linear or yarn (with --rope-scale)")
+      ->check(CLI::IsMember({"none", "linear", "yarn"}));
+  mk_cmd
+      ->add_option("--rope-scale", mk.rope_scale,
+                   "RoPE scaling factor (rope.scaling.factor), e.g. 4 for 4x the context")
+      ->check(CLI::Range(0.0f, 1e6f));
+  mk_cmd
+      ->add_option("--rope-orig-ctx", mk.rope_orig_ctx,
+                   "YaRN: the original (trained) context, rope.scaling.original_context_length "
+                   "(0 = the context length)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   mk_cmd->add_option("-o,--output", mk.output_path, "Output GGUF path")->required();
 
   keel::cli::MakeLoraOptions ml;

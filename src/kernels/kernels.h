@@ -78,12 +78,18 @@ bool quantize_supports(DType dtype);
 // simple min–max quantizer (valid blocks, not llama-quantize's search; see quantize.cpp).
 void quantize_row(DType dtype, const float* src, std::byte* dst, int64_t n);
 
+// Pair i at position p turns by θ = freq_scale·θx, θx = p·freq_base^(-2i/n_rot) / freq_factors[i];
+// YaRN (ext_factor ≠ 0) mixes in θx by ramp(i)·ext_factor, ramp 1 for i ≤ yarn_low falling to 0
+// at yarn_high (kernels/rope.h, llama.cpp's rope_yarn). cos and sin are multiplied by mscale.
 struct RopeParams {
   int64_t n_rot = 0;  // rotated dimensions per head (≤ head_dim, even)
   float freq_base = 10000.0f;
-  float freq_scale = 1.0f;  // 1 / linear scaling factor
+  float freq_scale = 1.0f;  // 1 / scaling factor (linear or YaRN)
   bool neox = false;        // false: rotate pairs (2i, 2i+1); true: pairs (i, i + n_rot/2)
-  const float* freq_factors = nullptr;  // optional [n_rot/2] divisors (llama3 rope_freqs)
+  const float* freq_factors = nullptr;      // optional [n_rot/2] divisors (llama3 rope_freqs)
+  float ext_factor = 0.0f;                  // YaRN extrapolation mix (0: none)
+  float yarn_low = 0.0f, yarn_high = 0.0f;  // YaRN ramp ends (pair indices)
+  float mscale = 1.0f;                      // magnitude of cos/sin (YaRN's attention scaling)
 };
 
 // One layer's view of paged KV storage: memory in blocks of `block_size` positions. Block b holds

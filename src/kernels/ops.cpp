@@ -9,6 +9,7 @@
 #include "kernels/dispatch.h"
 #include "kernels/kernels.h"
 #include "kernels/ops_scratch.h"
+#include "kernels/rope.h"
 
 namespace keel::kernels {
 
@@ -48,17 +49,9 @@ void Ops::rms_norm(const float* x, const float* weight, int64_t n_rows, int64_t 
 void Ops::rope(const RopeParams& p, const int32_t* positions, int64_t n_tokens, int64_t n_heads,
                int64_t head_dim, int64_t row_stride, float* x) {
   KEEL_CHECK(p.n_rot > 0 && p.n_rot % 2 == 0 && p.n_rot <= head_dim);
-  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
   std::vector<float> cos_t(static_cast<size_t>(p.n_rot / 2)), sin_t(cos_t.size());
   for (int64_t t = 0; t < n_tokens; ++t) {
-    float theta = static_cast<float>(positions[t]);
-    for (int64_t i = 0; i < p.n_rot / 2; ++i) {
-      const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
-      const float angle = p.freq_scale * (theta / ff);
-      cos_t[static_cast<size_t>(i)] = std::cos(angle);
-      sin_t[static_cast<size_t>(i)] = std::sin(angle);
-      theta *= theta_scale;
-    }
+    rope_angles(p, positions[t], cos_t.data(), sin_t.data());
     for (int64_t h = 0; h < n_heads; ++h) {
       float* v = x + t * row_stride + h * head_dim;
       for (int64_t i = 0; i < p.n_rot / 2; ++i) {

@@ -41,7 +41,8 @@ Status check_embeddable(const EmbedSource& s) {
   if (s.hp.is_moe()) {
     return Status::invalid_argument(p + " is a mixture of experts; --embed takes a dense llama");
   }
-  if (s.hp.rope.freq_scale != 1.0f || !s.w.rope_freqs.empty()) {
+  if (s.hp.rope.freq_scale != 1.0f || s.hp.rope.ext_factor != 0.0f || s.hp.rope.mscale != 1.0f ||
+      !s.w.rope_freqs.empty()) {
     return Status::invalid_argument(p +
                                     " scales its RoPE frequencies; --embed does not carry that");
   }

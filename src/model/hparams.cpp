@@ -3,8 +3,11 @@
 #include "model/hparams.h"
 
 #include <cmath>
+#include <cstdio>
 #include <optional>
 #include <string>
+
+#include "kernels/rope.h"
 
 namespace keel::model {
 namespace {
@@ -80,18 +83,54 @@ class KeyReader {
   std::string prefix_;
 };
 
-// Rope scaling: "none" / absent / "linear" use freq_scale = 1 / factor; others are unsupported.
-Result<float> rope_freq_scale(const gguf::GgufFile& file, const KeyReader& keys) {
+// YaRN keys that llama.cpp's loader reads only for other architectures (grok, deepseek2, ...):
+// for llama, qwen2(moe) and qwen3(moe) it uses its defaults whatever the file says. A present key
+// must hold that default; any other value is Unsupported rather than silently dropped or
+// computed differently from llama.cpp.
+Status check_unread_yarn_keys(const gguf::GgufFile& file, const KeyReader& keys, Arch hp_arch,
+                              bool yarn) {
+  const struct {
+    const char* suffix;
+    double used;  // what llama.cpp computes with
+  } kUnread[] = {{"rope.scaling.yarn_ext_factor", yarn ? 1.0 : 0.0},
+                 {"rope.scaling.yarn_attn_factor", 1.0},
+                 {"rope.scaling.yarn_beta_fast", 32.0},
+                 {"rope.scaling.yarn_beta_slow", 1.0},
+                 {"rope.scaling.yarn_log_multiplier", 0.0}};
+  for (const auto& k : kUnread) {
+    const std::string key = keys.key(k.suffix);
+    if (!file.find(key)) continue;
+    KEEL_ASSIGN_OR_RETURN(double v, file.get_float(key));
+    if (v != k.used) {
+      char values[64];
+      std::snprintf(values, sizeof values, " = %g is not supported (llama.cpp uses %g)", v, k.used);
+      return Status::unsupported(
+          file.path() + ": " + key + values + ": llama.cpp does not read this key for " +
+          std::string(arch_name(hp_arch)) + ", and keel computes RoPE as llama.cpp does");
+    }
+  }
+  return Status();
+}
+
+// RoPE scaling as llama.cpp reads it (llama_model::load_hparams, then llama_context's
+// constructor with llama-server's defaults): rope.scaling.type "none", "linear" (also when
+// absent) or "yarn"; rope.scaling.factor (old name rope.scale_linear) gives freq_scale =
+// 1 / factor ("none" keeps 1); rope.scaling.attn_factor (default 1) scales cos and sin. YaRN:
+// ext_factor 1, the ramp of kernels::yarn_corr_dims with beta_fast 32 and beta_slow 1 over
+// rope.scaling.original_context_length (default context_length), and cos and sin scaled by
+// mscale = get_mscale(factor) / (1 + 0.1 ln factor) · attn_factor · (1 + 0.1 ln(1 / freq_scale)),
+// get_mscale(f) = f ≤ 1 ? 1 : 1 + 0.1 ln f — llama.cpp's steps in its f32 arithmetic.
+Status parse_rope_scaling(const gguf::GgufFile& file, const KeyReader& keys, HParams& hp) {
+  kernels::RopeParams& rope = hp.rope;
   std::string type = "linear";
   const std::string type_key = keys.key("rope.scaling.type");
   if (file.find(type_key)) {
     KEEL_ASSIGN_OR_RETURN(type, file.get_string(type_key));
   }
-  if (type == "none") return 1.0f;
-  if (type != "linear") {
+  if (type != "none" && type != "linear" && type != "yarn") {
     return Status::unsupported(file.path() + ": " + type_key + " = '" + type +
-                               "' is not supported (keel supports none, linear, and llama3-style "
-                               "rope_freqs.weight)");
+                               "' is not supported (keel supports none, linear, yarn, and "
+                               "llama3-style rope_freqs.weight)");
   }
   std::optional<double> factor;
   for (const char* suffix : {"rope.scaling.factor", "rope.scale_linear"}) {
@@ -99,7 +138,26 @@ Result<float> rope_freq_scale(const gguf::GgufFile& file, const KeyReader& keys)
       KEEL_ASSIGN_OR_RETURN(factor, keys.positive_or(suffix, std::nullopt));
     }
   }
-  return factor ? static_cast<float>(1.0 / *factor) : 1.0f;
+  rope.freq_scale = factor && type != "none" ? 1.0f / static_cast<float>(*factor) : 1.0f;
+  KEEL_ASSIGN_OR_RETURN(double attn_factor, keys.positive_or("rope.scaling.attn_factor", 1.0));
+  KEEL_TRY(check_unread_yarn_keys(file, keys, hp.arch, type == "yarn"));
+  KEEL_ASSIGN_OR_RETURN(hp.n_ctx_orig_yarn, keys.count_or("rope.scaling.original_context_length",
+                                                          kMaxContext, hp.n_ctx_train));
+  if (type != "yarn") {
+    rope.mscale = static_cast<float>(attn_factor);
+    return Status();
+  }
+  rope.ext_factor = 1.0f;
+  const kernels::YarnRamp ramp =
+      kernels::yarn_corr_dims(rope.n_rot, hp.n_ctx_orig_yarn, rope.freq_base, 32.0f, 1.0f);
+  rope.yarn_low = ramp.low;
+  rope.yarn_high = ramp.high;
+  const float f = 1.0f / rope.freq_scale;
+  float attn = f <= 1.0f ? 1.0f : 0.1f * std::log(f) + 1.0f;
+  attn *= 1.0f / (1.0f + 0.1f * std::log(f));
+  attn *= static_cast<float>(attn_factor);
+  rope.mscale = attn * (1.0f + 0.1f * std::log(1.0f / rope.freq_scale));
+  return Status();
 }
 
 // Keys that would change the MoE computation in ways keel does not implement: a gating function
@@ -260,11 +318,11 @@ Result<HParams> parse_hparams(const gguf::GgufFile& file) {
                         keys.count_or("rope.dimension_count", kMaxWidth, hp.head_dim));
   KEEL_ASSIGN_OR_RETURN(double base, keys.positive_or("rope.freq_base", 10000.0));
   hp.rope.freq_base = static_cast<float>(base);
-  KEEL_ASSIGN_OR_RETURN(hp.rope.freq_scale, rope_freq_scale(file, keys));
   hp.rope.neox = hp.arch != Arch::kLlama;
   hp.qkv_bias = hp.arch == Arch::kQwen2 || hp.arch == Arch::kQwen2Moe;
   hp.qk_norm = hp.arch == Arch::kQwen3 || hp.arch == Arch::kQwen3Moe;
   KEEL_TRY(check_consistency(hp, keys));
+  KEEL_TRY(parse_rope_scaling(file, keys, hp));
   return hp;
 }
 

@@ -55,12 +55,15 @@ struct HParams {
   int64_t n_ctx_train = 0;  // <arch>.context_length
   float rms_eps = 0.0f;     // <arch>.attention.layer_norm_rms_epsilon
   // n_rot (<arch>.rope.dimension_count, default head_dim), freq_base (<arch>.rope.freq_base,
-  // default 10000), freq_scale (1 / <arch>.rope.scaling.factor for linear scaling), neox (by
-  // architecture). freq_factors stays null here; the Model points it at rope_freqs.weight.
+  // default 10000), freq_scale (1 / <arch>.rope.scaling.factor for linear and YaRN scaling),
+  // neox (by architecture), YaRN's ext_factor, ramp and mscale (<arch>.rope.scaling.type =
+  // "yarn"; see parse_rope_scaling in hparams.cpp). freq_factors stays null here; the Model
+  // points it at rope_freqs.weight.
   kernels::RopeParams rope;
-  bool qkv_bias = false;  // attn_{q,k,v}.bias required (qwen2, qwen2moe)
-  bool qk_norm = false;   // attn_{q,k}_norm.weight required (qwen3, qwen3moe)
-  MoeParams moe;          // n_expert == 0 for a dense model
+  int64_t n_ctx_orig_yarn = 0;  // <arch>.rope.scaling.original_context_length (default n_ctx_train)
+  bool qkv_bias = false;        // attn_{q,k,v}.bias required (qwen2, qwen2moe)
+  bool qk_norm = false;         // attn_{q,k}_norm.weight required (qwen3, qwen3moe)
+  MoeParams moe;                // n_expert == 0 for a dense model
 
   [[nodiscard]] bool is_moe() const { return moe.n_expert > 0; }
 

@@ -2,7 +2,8 @@
 // computed alone at chunk-local positions, are copied into a sequence's blocks at the chunk's
 // real positions. V is position-free and copied as is; K was rotated by RoPE for its local
 // position p, and rotating it again by the position delta d gives exactly K at p + d
-// (R(d)·R(p) = R(p + d) for every linear-in-position RoPE: plain, linear-scaled, llama3 factors).
+// (R(d)·R(p) = R(p + d) for every linear-in-position RoPE: plain, linear-scaled, llama3 factors,
+// YaRN — whose magnitude scale, already in the stored K, the delta's turn leaves out).
 //
 // Thread safety: none (writes the storage); rows of one call may not overlap.
 #pragma once

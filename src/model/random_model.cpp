@@ -47,6 +47,8 @@ const std::vector<ModelShape>& shapes() {
       {"tinyllama-1.1b", 2048, 22, 32, 4, 5632, 32000, 2048, 10000.0f, 1e-5f, false, false},
       {"llama-3.2-1b", 2048, 16, 32, 8, 8192, 128256, 131072, 500000.0f, 1e-5f, true, true},
       {"qwen2.5-0.5b", 896, 24, 14, 2, 4864, 151936, 32768, 1000000.0f, 1e-6f, true, false},
+      dense_as({"qwen3-0.6b", 1024, 28, 16, 8, 3072, 151936, 40960, 1e6f, 1e-6f, true, false},
+               "qwen3", 128),
       // Mixtures of experts: arch, head_dim, experts, used, expert FFN, shared expert FFN.
       moe({"qwen3-30b-a3b", 2048, 48, 32, 4, 6144, 151936, 40960, 1e6f, 1e-6f, false, false},
           "qwen3moe", 128, 128, 8, 768, 0),
@@ -242,7 +244,8 @@ void plan_moe_layer(const RandomModelSpec& spec, const std::string& b, std::vect
   }
 }
 
-// `words` (generated vocabularies only) marks the token rows the output head should favour.
+// `words` (a generated vocabulary's, or a copied one's run of normal tokens) marks the token rows
+// the output head should favour.
 std::vector<TensorPlan> plan_tensors(const RandomModelSpec& spec, int64_t n_vocab,
                                      const std::optional<ByteVocabInfo>& words) {
   const ModelShape& s = spec.shape;
@@ -318,6 +321,14 @@ void set_hparams(const RandomModelSpec& spec, gguf::GgufWriter& w) {
     w.set(a + ".attention.key_length", uint32_t(hd));
     w.set(a + ".attention.value_length", uint32_t(hd));
   }
+  if (!spec.rope_scaling.empty()) {
+    w.set(a + ".rope.scaling.type", spec.rope_scaling);
+    if (spec.rope_scale > 0.0f) w.set(a + ".rope.scaling.factor", spec.rope_scale);
+    if (spec.rope_scaling == "yarn") {
+      w.set(a + ".rope.scaling.original_context_length",
+            uint32_t(spec.rope_orig_ctx > 0 ? spec.rope_orig_ctx : s.n_ctx));
+    }
+  }
   if (s.n_expert > 0) {
     w.set(a + ".expert_count", uint32_t(s.n_expert));
     w.set(a + ".expert_used_count", uint32_t(s.n_expert_used));
@@ -380,6 +391,18 @@ Status write_random_model(const RandomModelSpec& spec, const std::string& path, 
   if (spec.expert_layout == ExpertLayout::kPerExpert && arch != "llama") {
     return Status::invalid_argument("one tensor per expert is a llama (Mixtral) layout only");
   }
+  if (!spec.rope_scaling.empty() && spec.rope_scaling != "none" && spec.rope_scaling != "linear" &&
+      spec.rope_scaling != "yarn") {
+    return Status::invalid_argument("unknown RoPE scaling '" + spec.rope_scaling +
+                                    "' (expected none, linear or yarn)");
+  }
+  if ((spec.rope_scaling == "linear" || spec.rope_scaling == "yarn") &&
+      !(spec.rope_scale > 0.0f && std::isfinite(spec.rope_scale))) {
+    return Status::invalid_argument(spec.rope_scaling + " RoPE scaling needs a factor > 0");
+  }
+  if (spec.rope_orig_ctx < 0 || spec.rope_orig_ctx > UINT32_MAX) {
+    return Status::invalid_argument("RoPE original context length out of range");
+  }
   if (!kernels::quantize_supports(spec.weight_type)) {
     return Status::invalid_argument("cannot write weights of type " +
                                     std::string(dtype_name(spec.weight_type)));
@@ -401,9 +424,9 @@ Status write_random_model(const RandomModelSpec& spec, const std::string& path, 
     n_vocab = words->n_vocab;
   } else {
     KEEL_ASSIGN_OR_RETURN(n_vocab, copy_vocab(spec.vocab_from, w));
-    // MoE shapes: the head favours the copied vocabulary's normal tokens too, so greedy text is
-    // words (valid UTF-8, which llama-server's output parser insists on), not byte tokens.
-    if (s.n_expert > 0) words = normal_token_range(spec.vocab_from, n_vocab);
+    // The head favours the copied vocabulary's normal tokens too, so greedy text is words (valid
+    // UTF-8, which llama-server's output parser insists on), not byte tokens.
+    words = normal_token_range(spec.vocab_from, n_vocab);
   }
   for (const TensorPlan& t : plan_tensors(spec, n_vocab, words)) {
     KEEL_TRY(w.add_tensor(t.name, t.dtype, t.shape, [t, &spec, &pool](std::span<std::byte> out) {

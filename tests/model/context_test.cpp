@@ -48,6 +48,23 @@ std::vector<Case> reference_cases() {
          s.rope_scaling_factor = 2.0f;
          s.freq_base = 500000.0f;
        })},
+      // YaRN (it turns every position): adjacent pairs, n_rot 8 over an original context of 8
+      // (ramp over pairs 0..1) with rope.scaling.attn_factor; NeoX pairs, n_rot 16, base 100
+      // over 16 (ramp over pairs 0..2, pair 1 half way).
+      {"llama_yarn_attn_factor", spec_with([](TinySpec& s) {
+         s.rope_scaling_type = "yarn";
+         s.rope_scaling_factor = 4.0f;
+         s.rope_orig_ctx = 8;
+         s.rope_attn_factor = 0.9f;
+       })},
+      {"qwen3_yarn", spec_with([](TinySpec& s) {
+         s.arch = "qwen3";
+         s.head_dim = 16;
+         s.freq_base = 100.0f;
+         s.rope_scaling_type = "yarn";
+         s.rope_scaling_factor = 8.0f;
+         s.rope_orig_ctx = 16;
+       })},
       {"qwen2_bias", spec_with([](TinySpec& s) { s.arch = "qwen2"; })},
       {"qwen3_qk_norm_wide_heads", spec_with([](TinySpec& s) {
          s.arch = "qwen3";

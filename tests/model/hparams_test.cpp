@@ -2,6 +2,8 @@
 // missing, mistyped or inconsistent value (on small synthetic GGUFs).
 #include "model/hparams.h"
 
+#include <cmath>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -103,16 +105,90 @@ TEST(HParamsTest, LinearRopeScaling) {
   EXPECT_FLOAT_EQ(hp->rope.freq_scale, 0.5f);
 }
 
-TEST(HParamsTest, YarnIsUnsupported) {
+// YaRN as llama.cpp sets it up: ext_factor 1, the ramp over the original context (default the
+// training context), freq_scale 1 / factor and cos/sin scaled by 1 + 0.1·ln(factor) times
+// rope.scaling.attn_factor.
+TEST(HParamsTest, YarnRopeScaling) {
+  TinySpec s;
+  s.arch = "qwen3";
+  s.head_dim = 16;
+  s.n_ctx = 4096;
+  s.freq_base = 1e4f;
+  s.rope_scaling_type = "yarn";
+  s.rope_scaling_factor = 4.0f;
+  s.rope_orig_ctx = 1024;
+  auto hp = load_hparams(write_tiny_model(s));
+  ASSERT_TRUE(hp.ok()) << hp.error().to_string();
+  EXPECT_EQ(hp->n_ctx_orig_yarn, 1024);
+  EXPECT_FLOAT_EQ(hp->rope.freq_scale, 0.25f);
+  EXPECT_EQ(hp->rope.ext_factor, 1.0f);
+  // n_rot 16 over 1024 positions, base 1e4: d(32) = 16·ln(1024/(64π))/(2 ln 1e4) = 1.41,
+  // d(1) = 16·ln(1024/(2π))/(2 ln 1e4) = 4.42.
+  EXPECT_EQ(hp->rope.yarn_low, 1.0f);
+  EXPECT_EQ(hp->rope.yarn_high, 5.0f);
+  EXPECT_NEAR(hp->rope.mscale, 1.0 + 0.1 * std::log(4.0), 1e-6);
+  s.rope_orig_ctx = 0;  // default: the training context
+  s.rope_attn_factor = 0.5f;
+  hp = load_hparams(write_tiny_model(s));
+  ASSERT_TRUE(hp.ok()) << hp.error().to_string();
+  EXPECT_EQ(hp->n_ctx_orig_yarn, 4096);
+  EXPECT_EQ(hp->rope.yarn_high, 6.0f);  // d(1) = 5.63
+  EXPECT_NEAR(hp->rope.mscale, 0.5 * (1.0 + 0.1 * std::log(4.0)), 1e-6);
+  s.rope_scaling_factor = 0.5f;  // a factor below 1: no magnitude change (llama.cpp's get_mscale)
+  s.rope_attn_factor = 0;
+  hp = load_hparams(write_tiny_model(s));
+  ASSERT_TRUE(hp.ok()) << hp.error().to_string();
+  EXPECT_FLOAT_EQ(hp->rope.freq_scale, 2.0f);
+  EXPECT_NEAR(hp->rope.mscale, 1.0, 1e-6);
+}
+
+TEST(HParamsTest, AttnFactorScalesEveryRopeType) {
+  TinySpec s;
+  s.rope_attn_factor = 0.75f;
+  auto hp = load_hparams(write_tiny_model(s));
+  ASSERT_TRUE(hp.ok()) << hp.error().to_string();
+  EXPECT_EQ(hp->rope.ext_factor, 0.0f);
+  EXPECT_EQ(hp->rope.mscale, 0.75f);
+  EXPECT_EQ(hp->n_ctx_orig_yarn, hp->n_ctx_train);
+}
+
+// Keys llama.cpp does not read for these architectures: their defaults are accepted, any other
+// value is refused by name (keel would otherwise compute something llama.cpp does not).
+TEST(HParamsTest, YarnKeysLlamaCppIgnoresMustHoldItsDefaults) {
   TinySpec s;
   s.rope_scaling_type = "yarn";
+  s.rope_scaling_factor = 4.0f;
+  s.extra_keys = {{"llama.rope.scaling.yarn_beta_fast", 32.0f},
+                  {"llama.rope.scaling.yarn_beta_slow", 1.0f},
+                  {"llama.rope.scaling.yarn_ext_factor", 1.0f},
+                  {"llama.rope.scaling.yarn_attn_factor", 1.0f},
+                  {"llama.rope.scaling.yarn_log_multiplier", 0.0f}};
+  auto hp = load_hparams(write_tiny_model(s));
+  ASSERT_TRUE(hp.ok()) << hp.error().to_string();
+  EXPECT_EQ(hp->rope.ext_factor, 1.0f);
+  s.extra_keys = {{"llama.rope.scaling.yarn_beta_fast", 16.0f}};
+  const TinyModel m = write_tiny_model(s);
+  const Status st = load_error(m);
+  EXPECT_EQ(st.code(), StatusCode::kUnsupported);
+  EXPECT_EQ(st.message(), m.path +
+                              ": llama.rope.scaling.yarn_beta_fast = 16 is not supported "
+                              "(llama.cpp uses 32): llama.cpp does not read this key for llama, "
+                              "and keel computes RoPE as llama.cpp does");
+  s.rope_scaling_type = "linear";  // without YaRN, llama.cpp's ext_factor is 0
+  s.extra_keys = {{"llama.rope.scaling.yarn_ext_factor", 1.0f}};
+  EXPECT_EQ(load_error(write_tiny_model(s)).code(), StatusCode::kUnsupported);
+}
+
+TEST(HParamsTest, UnknownRopeScalingIsUnsupported) {
+  TinySpec s;
+  s.rope_scaling_type = "longrope";
   s.rope_scaling_factor = 4.0f;
   const TinyModel m = write_tiny_model(s);
   const Status st = load_error(m);
   EXPECT_EQ(st.code(), StatusCode::kUnsupported);
   EXPECT_EQ(st.message(), m.path +
-                              ": llama.rope.scaling.type = 'yarn' is not supported (keel supports "
-                              "none, linear, and llama3-style rope_freqs.weight)");
+                              ": llama.rope.scaling.type = 'longrope' is not supported (keel "
+                              "supports none, linear, yarn, and llama3-style rope_freqs.weight)");
 }
 
 TEST(HParamsTest, UnknownArchitectureIsNamed) {

@@ -104,10 +104,16 @@ class Reference {
     if (s_.rope_scaling_factor != 0 && s_.rope_scaling_type != "none") {
       freq_scale = 1.0 / s_.rope_scaling_factor;
     }
+    const double attn_factor = s_.rope_attn_factor != 0 ? s_.rope_attn_factor : 1.0;
+    YarnReference yarn{.mscale = attn_factor};
+    if (s_.rope_scaling_type == "yarn") {
+      yarn = yarn_reference(s_.n_rot, s_.rope_orig_ctx != 0 ? s_.rope_orig_ctx : s_.n_ctx,
+                            s_.freq_base, 1.0 / freq_scale, attn_factor);
+    }
     const bool neox = s_.arch != "llama";
     for (int64_t h = 0; h < n_heads; ++h) {
       Vec head(x.begin() + h * s_.head_dim, x.begin() + (h + 1) * s_.head_dim);
-      reference_rope(head, pos, s_.n_rot, s_.freq_base, freq_scale, neox, s_.rope_freqs);
+      reference_rope(head, pos, s_.n_rot, s_.freq_base, freq_scale, neox, s_.rope_freqs, yarn);
       std::copy(head.begin(), head.end(), x.begin() + h * s_.head_dim);
     }
   }

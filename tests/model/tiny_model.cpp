@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <numbers>
 #include <random>
 
 #include "core/fp16.h"
@@ -168,6 +170,11 @@ void write_metadata(const TinySpec& s, gguf::GgufWriter& w) {
   if (!s.rope_scaling_type.empty()) kv.emplace_back(a + ".rope.scaling.type", s.rope_scaling_type);
   if (s.rope_scaling_factor != 0)
     kv.emplace_back(a + ".rope.scaling.factor", s.rope_scaling_factor);
+  if (s.rope_orig_ctx != 0) {
+    kv.emplace_back(a + ".rope.scaling.original_context_length",
+                    static_cast<uint32_t>(s.rope_orig_ctx));
+  }
+  if (s.rope_attn_factor != 0) kv.emplace_back(a + ".rope.scaling.attn_factor", s.rope_attn_factor);
   for (auto& [key, value] : kv) {
     if (!s.skip_keys.contains(key)) w.set(key, value);
   }
@@ -218,17 +225,38 @@ TinyModel write_tiny_model(TinySpec spec) {
   return m;
 }
 
+YarnReference yarn_reference(int64_t n_rot, int64_t orig_ctx, double base, double factor,
+                             double attn_factor) {
+  const auto pair_turning = [&](double beta) {
+    return static_cast<double>(n_rot) *
+           std::log(static_cast<double>(orig_ctx) / (2.0 * std::numbers::pi * beta)) /
+           (2.0 * std::log(base));
+  };
+  YarnReference y;
+  y.ext_factor = 1.0;
+  y.low = std::max(0.0, std::floor(pair_turning(32.0)));
+  y.high = std::min(static_cast<double>(n_rot - 1), std::ceil(pair_turning(1.0)));
+  y.mscale = (factor > 1.0 ? 1.0 + 0.1 * std::log(factor) : 1.0) * attn_factor;
+  return y;
+}
+
 void reference_rope(std::vector<double>& x, int64_t pos, int64_t n_rot, double base,
-                    double freq_scale, bool neox, const std::vector<float>& factors) {
+                    double freq_scale, bool neox, const std::vector<float>& factors,
+                    const YarnReference& yarn) {
   for (int64_t i = 0; i < n_rot / 2; ++i) {
     const double ff = factors.empty() ? 1.0 : factors[static_cast<size_t>(i)];
-    const double angle = static_cast<double>(pos) * freq_scale *
-                         std::pow(base, -2.0 * static_cast<double>(i) / n_rot) / ff;
+    const double extrap =
+        static_cast<double>(pos) * std::pow(base, -2.0 * static_cast<double>(i) / n_rot) / ff;
+    const double ramp = 1.0 - std::clamp((static_cast<double>(i) - yarn.low) /
+                                             std::max(0.001, yarn.high - yarn.low),
+                                         0.0, 1.0);
+    const double mix = yarn.ext_factor * ramp;
+    const double angle = freq_scale * extrap * (1.0 - mix) + extrap * mix;
     const auto a = static_cast<size_t>(neox ? i : 2 * i);
     const auto b = static_cast<size_t>(neox ? i + n_rot / 2 : 2 * i + 1);
     const double x0 = x[a], x1 = x[b];
-    x[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
-    x[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
+    x[a] = yarn.mscale * (x0 * std::cos(angle) - x1 * std::sin(angle));
+    x[b] = yarn.mscale * (x0 * std::sin(angle) + x1 * std::cos(angle));
   }
 }
 

@@ -35,6 +35,8 @@ struct TinySpec {
   float freq_base = 10000.0f;
   std::string rope_scaling_type;  // written when non-empty
   float rope_scaling_factor = 0;  // written when non-zero
+  int64_t rope_orig_ctx = 0;      // rope.scaling.original_context_length, written when non-zero
+  float rope_attn_factor = 0;     // rope.scaling.attn_factor, written when non-zero
   std::vector<float> rope_freqs;  // rope_freqs.weight when non-empty
   bool tied_output = false;       // no output.weight
   bool qkv_bias = false;          // attn_{q,k,v}.bias (set automatically for qwen2)
@@ -78,10 +80,29 @@ TinyModel write_tiny_model(TinySpec spec);
 std::vector<std::vector<float>> reference_logits(const TinyModel& model,
                                                  const std::vector<int32_t>& tokens);
 
+// YaRN's part of RoPE (Peng et al. 2023, as llama.cpp applies it), in double: pairs up to `low`
+// keep their unscaled angle, pairs from `high` on take the interpolated one, a linear ramp between
+// (weighted by ext_factor), and every rotated value is multiplied by mscale. ext_factor 0 and
+// mscale 1: plain or linear-scaled RoPE.
+struct YarnReference {
+  double ext_factor = 0.0;
+  double low = 0.0, high = 0.0;
+  double mscale = 1.0;
+};
+
+// YaRN from a file's keys, computed here from the formulas: the pair that turns β times over
+// orig_ctx positions is d(β) = n_rot·ln(orig_ctx / (2π·β)) / (2·ln base); low = floor(d(32)),
+// high = ceil(d(1)) (clamped to [0, n_rot − 1]); mscale = (1 + 0.1·ln factor) · attn_factor.
+YarnReference yarn_reference(int64_t n_rot, int64_t orig_ctx, double base, double factor,
+                             double attn_factor);
+
 // The RoPE rotation of `x` (one head, head_dim values) at `pos`, in double, from the formula:
 // pair i (adjacent (2i, 2i+1), or (i, i + n_rot/2) for NeoX) turns by
-// pos * freq_scale * base^(-2i/n_rot) / factor_i.
+// θx = pos * base^(-2i/n_rot) / factor_i interpolated to freq_scale·θx, or for YaRN
+// θ = freq_scale·θx·(1 − m) + θx·m with m = ext_factor·(1 − clamp((i − low)/(high − low), 0, 1)),
+// and the pair is scaled by yarn.mscale.
 void reference_rope(std::vector<double>& x, int64_t pos, int64_t n_rot, double base,
-                    double freq_scale, bool neox, const std::vector<float>& factors);
+                    double freq_scale, bool neox, const std::vector<float>& factors,
+                    const YarnReference& yarn = {});
 
 }  // namespace keel::model::testing

@@ -155,6 +155,34 @@ TEST(KeelCliTest, MakeModelInfoAndRun) {
   EXPECT_EQ(read_file(path), read_file(again));
 }
 
+// --rope-scaling writes the keys llama.cpp reads; the flags that need another are refused.
+TEST(KeelCliTest, MakeModelWritesRopeScaling) {
+  const std::string dir = make_temp_dir("cli-make-rope");
+  const std::string path = dir + "/yarn.gguf";
+  CliResult mk = run_keel({"make-model", "--arch", "qwen3", "--shape", "tiny", "--ctx", "4096",
+                           "--rope-scaling", "yarn", "--rope-scale", "4", "--rope-orig-ctx", "1024",
+                           "-o", path});
+  ASSERT_EQ(mk.exit_code, 0) << mk.err;
+  EXPECT_NE(mk.out.find("context 4096, RoPE scaling yarn x4 of 1024"), std::string::npos) << mk.out;
+  CliResult info = run_keel({"info", path});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  for (const char* key : {"qwen3.rope.scaling.type", "qwen3.rope.scaling.factor",
+                          "qwen3.rope.scaling.original_context_length"}) {
+    EXPECT_NE(info.out.find(key), std::string::npos) << key << "\n" << info.out;
+  }
+  EXPECT_NE(info.out.find("\"yarn\""), std::string::npos) << info.out;
+  const std::string bad = dir + "/bad.gguf";
+  expect_one_line_error(run_keel({"make-model", "--shape", "tiny", "--rope-scale", "2", "-o", bad}),
+                        "need --rope-scaling");
+  expect_one_line_error(run_keel({"make-model", "--shape", "tiny", "--rope-scaling", "linear",
+                                  "--rope-scale", "2", "--rope-orig-ctx", "64", "-o", bad}),
+                        "YaRN");
+  expect_one_line_error(
+      run_keel({"make-model", "--shape", "tiny", "--rope-scaling", "yarn", "-o", bad}),
+      "factor > 0");
+  EXPECT_FALSE(std::filesystem::exists(bad));
+}
+
 TEST(KeelCliTest, DefaultModelIsStories260K) {
   // No -m: the embedded stories260K, written to KEEL_HOME byte for byte as the repo's file, and
   // its text the same as from that file.

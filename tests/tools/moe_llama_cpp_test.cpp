@@ -8,9 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <cmath>
-
 #include "cli_runner.h"
+#include "llama_cpp_compare.h"
 #include "llama_server.h"
 #include "serve_process.h"
 #include "support/test_support.h"
@@ -30,48 +29,6 @@ const std::vector<std::vector<int32_t>> kPrompts = {
     {1, 320, 441, 272},
     {1, 500, 299, 350, 262, 270, 480, 411, 333, 287},
 };
-
-std::vector<double> log_softmax(const float* logits, int64_t n) {
-  const double mx = *std::max_element(logits, logits + n);
-  double sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(double{logits[i]} - mx);
-  std::vector<double> out(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = logits[i] - mx - std::log(sum);
-  return out;
-}
-
-struct Comparison {
-  double worst = 0.0;    // max |Δ log-probability| over every reported token
-  int steps = 0;         // greedy steps compared
-  int clear_steps = 0;   // of which llama.cpp's top-2 margin was clear
-  int greedy_agree = 0;  // of which keel's argmax was llama.cpp's token
-};
-
-// Teacher-forces llama.cpp's tokens through keel and compares each step's distribution.
-void compare_prompt(Runner& keel, int32_t seq, const std::vector<int32_t>& prompt,
-                    const json& probs, double clear_margin, Comparison* c) {
-  const int64_t nv = keel.n_vocab();
-  std::vector<float> logits = keel.feed(prompt, seq);
-  auto pos = static_cast<int32_t>(prompt.size());
-  for (const json& step : probs) {
-    const float* last = logits.data() + logits.size() - static_cast<size_t>(nv);
-    const std::vector<double> lp = log_softmax(last, nv);
-    const json& top = step["top_logprobs"];
-    for (const json& t : top) {
-      const auto id = t["id"].get<int32_t>();
-      c->worst =
-          std::max(c->worst, std::fabs(lp[static_cast<size_t>(id)] - t["logprob"].get<double>()));
-    }
-    const auto token = step["id"].get<int32_t>();
-    ++c->steps;
-    if (top.size() >= 2 &&
-        top[0]["logprob"].get<double>() - top[1]["logprob"].get<double>() > clear_margin) {
-      ++c->clear_steps;
-      c->greedy_agree += model::testing::argmax(last, nv) == token;
-    }
-    logits = keel.feed({token}, seq, pos++);
-  }
-}
 
 // Quantized files: keel and llama.cpp both quantize activations to Q8_0 / Q8_K blocks, but
 // ggml's SIMD quantizer multiplies by 127/amax and rounds half to even where keel's follows
@@ -102,20 +59,10 @@ TEST_P(MoeLlamaCppTest, LogprobsAndGreedyTokensMatch) {
   Runner keel(path, {}, 1, 64, {.n_seqs = 3});
   ASSERT_TRUE(keel.ok()) << keel.status().to_string();
   ASSERT_TRUE(keel.model().hparams().is_moe());
-  Comparison c;
+  LlamaCppComparison c;
   for (size_t i = 0; i < kPrompts.size(); ++i) {
-    const json req = {{"prompt", kPrompts[i]},
-                      {"n_predict", kSteps},
-                      {"temperature", 0.0},
-                      {"n_probs", 8},
-                      {"cache_prompt", false}};
-    const HttpResponse r = http_request(llama.port(), "POST", "/completion", req.dump(),
-                                        {{"Content-Type", "application/json"}});
-    ASSERT_EQ(r.status, 200) << r.body.substr(0, 400);
-    const json body = json::parse(r.body, nullptr, false);
-    ASSERT_TRUE(body.contains("completion_probabilities")) << r.body.substr(0, 400);
-    compare_prompt(keel, static_cast<int32_t>(i), kPrompts[i], body["completion_probabilities"],
-                   p.clear_margin, &c);
+    const json probs = llama_cpp_greedy(llama.port(), kPrompts[i], kSteps, 8);
+    compare_with_llama_cpp(keel, static_cast<int32_t>(i), kPrompts[i], probs, p.clear_margin, &c);
   }
   std::printf(
       "%s %s vs llama.cpp: %d greedy steps, max |dlogprob| = %.3g, greedy agrees on %d "
