@@ -199,10 +199,12 @@ class Ops {
   // Causal attention of a batch of query tokens over paged KV storage (see PagedKv), reading
   // K/V rows in place through each token's block table. Token i attends to positions
   // [0, queries.n_kv[i]) of its sequence; query head h uses KV head h / (n_heads / n_kv_heads), and
-  // all query heads of one KV head are computed together (each K/V row is read once per group).
-  // Softmax is online (running max and sum), so any n_kv works in fixed memory. Work is split
-  // across the pool by (token, KV head, chunk of kPagedKvChunk positions); the result of a token
-  // depends only on its own inputs, not on the batch or the thread count.
+  // all query heads of one KV head are computed together (each K/V row is read once per group);
+  // consecutive tokens sharing a block table (a prefill) are computed in tiles of up to 16 tokens
+  // (each K/V row read once per tile on AVX-512). Softmax is online (running max and sum), so any
+  // n_kv works in fixed memory. Work is split across the pool by (tile, KV head), and a single
+  // token by chunks of kPagedKvChunk positions; the result of a token depends only on its own
+  // inputs, not on the batch, its tile or the thread count.
   // Uses the pool and the scratch: call from the Ops owner thread only.
   void paged_attention(const PagedKv& kv, const AttentionHeads& heads, const PagedQueries& queries);
 
