@@ -27,6 +27,13 @@ Status OptimizerConfig::validate() const {
   return Status();
 }
 
+std::optional<LrDecay> lr_decay_from_name(std::string_view name) {
+  if (name == "constant") return LrDecay::kConstant;
+  if (name == "linear") return LrDecay::kLinear;
+  if (name == "cosine") return LrDecay::kCosine;
+  return std::nullopt;
+}
+
 double learning_rate_at(const OptimizerConfig& c, int64_t step, int64_t total_steps) {
   if (step < c.warmup_steps) {
     return c.learning_rate * static_cast<double>(step + 1) /

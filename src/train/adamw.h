@@ -9,7 +9,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "core/result.h"
@@ -17,6 +19,9 @@
 namespace keel::train {
 
 enum class LrDecay { kConstant, kLinear, kCosine };
+
+// "constant", "linear", "cosine" → the decay; nullopt for another name.
+std::optional<LrDecay> lr_decay_from_name(std::string_view name);
 
 struct OptimizerConfig {
   double learning_rate = 1e-3;  // peak learning rate, > 0
