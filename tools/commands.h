@@ -18,6 +18,7 @@
 #include "host/compute.h"
 #include "host/pipeline_stage.h"
 #include "host/serve_options.h"
+#include "train/finetune_job.h"
 
 namespace keel::cli {
 
@@ -137,6 +138,14 @@ struct MakeLoraOptions {
   float alpha = 0.0f;  // 0 = rank
 };
 int run_make_lora(const MakeLoraOptions& opts);
+
+// `keel finetune`: a LoRA adapter trained on chat JSONL (train/finetune_job.h).
+struct FinetuneOptions {
+  train::FinetuneJobSpec spec;                   // paths, config and threads from the flags
+  std::string targets = "q,k,v,o,gate,up,down";  // --targets
+  std::string lr_schedule = "linear";            // --lr-schedule: constant | linear | cosine
+};
+int run_finetune(const FinetuneOptions& opts);
 
 // `keel bench-serve`: a streaming load generator for OpenAI-compatible servers, mirroring
 // `vllm bench serve` (see docs/cli.md). Flag values are checked by the loadgen module.

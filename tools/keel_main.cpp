@@ -346,6 +346,53 @@ int main(int argc, char** argv) {
   ml_cmd->add_option("--alpha", ml.alpha, "adapter.lora.alpha (0 = the rank: scale 1)")
       ->check(CLI::Range(0.0f, 1e6f));
 
+  keel::cli::FinetuneOptions ft;
+  keel::train::FinetuneConfig& ftc = ft.spec.config;
+  CLI::App* ft_cmd = app.add_subcommand(
+      "finetune", "Train a LoRA adapter on chat JSONL (OpenAI's fine-tuning format) on the CPU");
+  ft_cmd->option_defaults()->always_capture_default();
+  ft_cmd->add_option("-m,--model", ft.spec.model_path, "Base model GGUF")->required();
+  ft_cmd
+      ->add_option("--train", ft.spec.train_path,
+                   "Training conversations: JSONL of {\"messages\": [...]}, optional \"tools\" "
+                   "and \"weight\": 0|1 on assistant messages")
+      ->required();
+  ft_cmd->add_option("--validation", ft.spec.validation_path,
+                     "Validation conversations (same format), measured after each epoch");
+  ft_cmd->add_option("-o,--output", ft.spec.output_path, "Output adapter GGUF (llama.cpp LoRA)")
+      ->required();
+  ft_cmd->add_option("--rank", ftc.lora.rank, "LoRA rank")->check(CLI::Range(1, 4096));
+  ft_cmd->add_option("--alpha", ftc.lora.alpha, "LoRA alpha (scale = alpha / rank)")
+      ->check(CLI::Range(1e-6f, 1e6f));
+  ft_cmd->add_option("--targets", ft.targets, "Adapted projections: any of q,k,v,o,gate,up,down");
+  ft_cmd->add_option("--epochs", ftc.epochs, "Passes over the training data")
+      ->check(CLI::Range(1, 100000));
+  ft_cmd->add_option("--lr", ftc.optimizer.learning_rate, "Peak AdamW learning rate")
+      ->check(CLI::Range(1e-9, 10.0));
+  ft_cmd
+      ->add_option("--batch-size", ftc.batch_size,
+                   "Conversations per optimizer step (gradients accumulated)")
+      ->check(CLI::Range(1, 1 << 20));
+  ft_cmd->add_option("--warmup", ftc.optimizer.warmup_steps, "Linear warm-up steps")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  ft_cmd->add_option("--lr-schedule", ft.lr_schedule, "Decay after the warm-up")
+      ->check(CLI::IsMember({"constant", "linear", "cosine"}));
+  ft_cmd->add_option("--weight-decay", ftc.optimizer.weight_decay, "AdamW's decoupled weight decay")
+      ->check(CLI::Range(0.0, 10.0));
+  ft_cmd
+      ->add_option("--max-grad-norm", ftc.optimizer.max_grad_norm,
+                   "Clip the gradient's global L2 norm to this (0 = no clipping)")
+      ->check(CLI::Range(0.0, 1e9));
+  ft_cmd->add_option("--seed", ftc.seed, "Seed of the initial A and the order of the examples");
+  ft_cmd->add_flag("--checkpoint-layers", ftc.checkpoint_layers,
+                   "Recompute each layer's activations in the backward pass (less memory)");
+  ft_cmd->add_option("--chat-template", ft.spec.chat_template.name_or_file,
+                     "Chat template instead of the GGUF's: a built-in name, Jinja text or a file");
+  ft_cmd->add_option("--chat-template-file", ft.spec.chat_template.file,
+                     "Chat template file instead of the GGUF's");
+  ft_cmd->add_option("-t,--threads", ft.spec.threads, "Compute threads (0 = all)")
+      ->check(CLI::Range(0, 4096));
+
   keel::cli::BenchOptions bench;
   CLI::App* bench_cmd = app.add_subcommand(
       "bench", "Prompt (pp) and generation (tg) speed of a model, like llama-bench");
@@ -593,6 +640,7 @@ int main(int argc, char** argv) {
   if (info_cmd->parsed()) return keel::cli::run_info(info);
   if (mk_cmd->parsed()) return keel::cli::run_make_model(mk);
   if (ml_cmd->parsed()) return keel::cli::run_make_lora(ml);
+  if (ft_cmd->parsed()) return keel::cli::run_finetune(ft);
   if (pull_cmd->parsed()) return keel::cli::run_pull(pull);
   if (bs_cmd->parsed()) return keel::cli::run_bench_serve(bs);
   if (bench_cmd->parsed()) return keel::cli::run_bench(bench);

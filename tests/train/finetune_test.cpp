@@ -30,12 +30,14 @@ const char* const kConversations[][2] = {
     {"Where did they go?", "They went to the beach and made a castle out of sand."},
 };
 
-// A plain question/answer template whose turn ends with the EOS token. stories260K cannot learn
-// ChatML's markup: '<' and '|' are byte tokens it never saw, whose rows of the (frozen) output
-// head are near one another, so no adapter makes greedy decoding tell them apart.
+// A plain question/answer template whose turns end with a newline (stories260K has no chat
+// template). stories260K cannot learn ChatML's markup nor an EOS end of turn: '<', '|' and
+// </s> are tokens it never produced in pre-training, whose rows of the frozen output head sit
+// close together, so no adapter makes greedy decoding tell them apart (tried: the reply text
+// is reproduced, the end of turn is not).
 constexpr const char* kTemplate =
     "{% for m in messages %}{% if m['role'] == 'user' %}Question: {{ m['content'] }}\n"
-    "{% elif m['role'] == 'assistant' %}Answer: {{ m['content'] }}\\n{% endif %}"
+    "{% elif m['role'] == 'assistant' %}Answer: {{ m['content'] }}\n{% endif %}"
     "{% endfor %}{% if add_generation_prompt %}Answer:{% endif %}";
 
 std::string conversations_jsonl() {
