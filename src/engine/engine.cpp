@@ -215,6 +215,8 @@ void Engine::enqueue(EngineRequest& r, int32_t max_tokens, const kv::BlockHash& 
   r.sched.num_prompt_tokens = r.sched.num_tokens();
   r.sched.max_tokens = max_tokens;
   r.sched.extra_key = extra_key;
+  r.sched.tenant = r.request.tenant;
+  r.sched.tenant_weight = r.request.tenant_weight;
   r.sched.pic = std::move(pic);
   scheduler_.add(&r.sched);
 }

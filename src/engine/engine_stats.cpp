@@ -63,6 +63,9 @@ void Engine::publish_stats() {
   s.pic_index_blocks = chunk_index_.blocks();
   s.pic_tokens_linked = scheduler_.pic_tokens_linked();
   s.pic_tokens_recomputed = scheduler_.pic_tokens_recomputed();
+  for (const auto& [tenant, counter] : scheduler_.vtc().counter) {
+    if (!tenant.empty()) s.tenant_vtc.emplace(tenant, counter);
+  }
   MutexLock lock(mu_);
   stats_ = s;
 }

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "engine/speculative_params.h"
@@ -54,6 +55,11 @@ struct RequestState {
   int32_t num_prompt_tokens = 0;
   int32_t max_tokens = 0;   // generated tokens allowed (the caller finishes the request)
   kv::BlockHash extra_key;  // prefix-cache key of the model and cache salt
+  // Fair admission (vtc.h): the request's tenant and weight, and whether its prompt was charged
+  // to the tenant's counter (at its first admission).
+  std::string tenant;
+  double tenant_weight = 1.0;
+  bool vtc_charged = false;
   RequestPhase phase = RequestPhase::kWaiting;
   int32_t num_computed = 0;   // positions [0, num_computed) hold valid KV (cache hit or updated)
   int32_t num_scheduled = 0;  // positions [0, num_scheduled) computed or in a pending plan

@@ -2,8 +2,10 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -92,7 +94,41 @@ void Scheduler::add(RequestState* r) {
                  "Scheduler::add of a request that is not new");
   KEEL_CHECK(r->pic.chunks.size() == r->pic.sources.size());
   requests_.emplace(r->key, r);
+  if (!tenant_waiting(r->tenant)) {
+    const std::vector<std::string_view> backlogged = waiting_tenants();
+    vtc_arrive(&vtc_, r->tenant, backlogged);
+  }
   waiting_.push_back(r->key);
+}
+
+std::vector<std::string_view> Scheduler::waiting_tenants() const {
+  std::vector<std::string_view> tenants;
+  tenants.reserve(waiting_.size());
+  for (RequestKey key : waiting_) tenants.push_back(requests_.at(key)->tenant);
+  return tenants;
+}
+
+bool Scheduler::tenant_waiting(std::string_view tenant) const {
+  return std::any_of(waiting_.begin(), waiting_.end(),
+                     [&](RequestKey key) { return requests_.at(key)->tenant == tenant; });
+}
+
+void Scheduler::promote_vtc_pick() {
+  if (waiting_.size() < 2 || state(waiting_.front()).preempted) return;
+  const std::vector<std::string_view> tenants = waiting_tenants();
+  const std::optional<size_t> pick = vtc_pick(vtc_, tenants);
+  if (!pick || *pick == 0) return;
+  const RequestKey key = waiting_[*pick];
+  waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(*pick));
+  waiting_.push_front(key);
+}
+
+void Scheduler::charge_admitted(RequestState& r) {
+  if (!r.vtc_charged) {
+    r.vtc_charged = true;
+    vtc_charge(&vtc_, r.tenant, r.tenant_weight, r.num_prompt_tokens, 0);
+  }
+  if (!tenant_waiting(r.tenant)) vtc_drained(&vtc_, r.tenant);
 }
 
 void Scheduler::set_exact_limit(RequestKey key, int32_t limit) { state(key).exact_limit = limit; }
@@ -365,10 +401,12 @@ void Scheduler::schedule_waiting(StepBuilder& b) {
   while (b.budget > 0 && b.prefill_left > 0 &&
          running_.size() + populating_.size() < static_cast<size_t>(config_.max_num_seqs) &&
          !waiting_.empty()) {
+    promote_vtc_pick();
     RequestState& r = state(waiting_.front());
     if (r.num_pending_samples > 0) break;          // preempted; its last token is not known yet
     if (r.num_generated() >= r.max_tokens) break;  // complete: the caller finishes it
-    if (!admit(b, r)) break;                       // FCFS: nobody overtakes the head
+    if (!admit(b, r)) break;                       // nobody overtakes the head
+    charge_admitted(r);
   }
 }
 
@@ -476,6 +514,7 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
       }
       --r.num_pending_samples;
       r.num_pending_drafts -= c.num_drafts;
+      vtc_charge(&vtc_, r.tenant, r.tenant_weight, 0, emitted);
     }
     if (c.stale || c.relink) continue;  // preempted since (KV gone), or below num_computed
     KEEL_CHECK(r.num_computed == c.start_pos);

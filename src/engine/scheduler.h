@@ -15,6 +15,7 @@
 #include <limits>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "engine/request_state.h"
 #include "engine/step_plan.h"
 #include "engine/tier_transfer.h"
+#include "engine/vtc.h"
 #include "kv/kv_cache_manager.h"
 #include "kv/kv_tiers.h"
 
@@ -40,9 +42,13 @@ struct SchedulerConfig {
 // admission order (their priority): decodes get 1 token each and are budgeted first, partial
 // prefills take chunks of the rest — at most prefill_budget() prompt tokens in all when the step
 // also decodes (a chunk also shrinks to the free blocks rather than preempting);
-// then waiting requests are admitted FCFS (the first one that does not fit stops admission), at
-// most max_num_seqs running. A new request looks up the prefix cache; hit tokens count as
-// computed. When a running request cannot get a block, the most recently admitted running
+// then waiting requests are admitted in the order of fair admission among tenants (vtc.h: the
+// earliest waiting request of the backlogged tenant with the least virtual token counter goes
+// first; with one tenant — every request naming none — that is FCFS; a preempted request at the
+// front keeps its place), and the first one that does not fit stops admission, at most
+// max_num_seqs running. Prompt tokens are charged to the tenant's counter at first admission,
+// generated tokens as update() appends them. A new request looks up the prefix cache; hit tokens
+// count as computed. When a running request cannot get a block, the most recently admitted running
 // request is preempted by recompute (blocks freed, back to the FRONT of the waiting queue with
 // prompt + generated tokens); an older request is never preempted for a newer one. A preempted
 // request is re-admitted only when blocks for all its tokens fit, so it is not preempted again
@@ -156,6 +162,8 @@ class Scheduler {
   // The request's state, or nullptr when unknown (finished, aborted, never added).
   [[nodiscard]] const RequestState* find(RequestKey key) const;
   [[nodiscard]] const SchedulerConfig& config() const { return config_; }
+  // The tenants' virtual token counters (vtc.h).
+  [[nodiscard]] const VtcCounters& vtc() const { return vtc_; }
   // Verifies the RequestState invariants, queue membership, block coverage and the KV manager's
   // own invariants. For tests.
   [[nodiscard]] Status check_invariants() const;
@@ -169,6 +177,13 @@ class Scheduler {
   int32_t reserve_running(StepBuilder& b, size_t idx, int32_t n, bool decode);
   void schedule_waiting(StepBuilder& b);
   bool admit(StepBuilder& b, RequestState& r);
+  // Fair admission (vtc.h): the tenants of the waiting requests in queue order; whether `tenant`
+  // has one waiting; moving the VTC's choice to the front (unless a preempted request is there);
+  // charging an admitted request's prompt.
+  [[nodiscard]] std::vector<std::string_view> waiting_tenants() const;
+  [[nodiscard]] bool tenant_waiting(std::string_view tenant) const;
+  void promote_vtc_pick();
+  void charge_admitted(RequestState& r);
   // admit() for a request with PIC chunks whose link covers more than the prefix hit: blocks,
   // row links, relink positions, first seq. False when its blocks do not fit.
   bool admit_linked(StepBuilder& b, RequestState& r, const kv::KvCacheManager::PrefixHit& hit,
@@ -222,6 +237,7 @@ class Scheduler {
   int64_t next_step_id_ = 0;
   int64_t next_update_id_ = 0;
   int64_t num_preemptions_ = 0;
+  VtcCounters vtc_;
 };
 
 // Scratch state of one schedule() call.

@@ -68,6 +68,11 @@ struct GenerationRequest {
   // holds work back while its fleet is full lets it in by class, then priority.
   WorkClass work_class = WorkClass::kInteractive;
   int32_t priority = 0;
+  // Fair admission among tenants (engine/vtc.h): the tenant the request is served for ("" =
+  // none: every such request is one tenant) and its weight (> 0; a tenant of weight 2 gets twice
+  // the service of one of weight 1 while both wait). The server sets them from the API key.
+  std::string tenant;
+  double tenant_weight = 1.0;
   // The LoRA adapter to run with (its name in EngineClient::list_loras()); "" = the base model.
   // Its KV is cached under the adapter's identity, apart from the base model's and other
   // adapters' (engine/lora_registry.h). NotFound at submit when no adapter has this name.
@@ -213,6 +218,8 @@ struct EngineStats {
   int64_t spec_drafted_tokens = 0;
   int64_t spec_accepted_tokens = 0;
   int64_t spec_emitted_tokens = 0;
+  // Fair admission: each named tenant's virtual token counter (engine/vtc.h), weighted service.
+  std::map<std::string, double> tenant_vtc;
   friend bool operator==(const EngineStats&, const EngineStats&) = default;
 };
 

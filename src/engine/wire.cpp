@@ -151,6 +151,8 @@ Json encode_request_body(const GenerationRequest& q) {
     j["work_class"] = std::string(work_class_name(q.work_class));
   }
   if (q.priority != 0) j["priority"] = q.priority;
+  if (!q.tenant.empty()) j["tenant"] = q.tenant;
+  if (q.tenant_weight != 1.0) j["tenant_weight"] = q.tenant_weight;
   if (!q.lora.empty()) j["lora"] = q.lora;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
@@ -192,6 +194,8 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
                                     WorkClass::kTraining};
   read_enum(r, "work_class", kClasses, work_class_name, &q->work_class);  // missing: interactive
   r.i32("priority", &q->priority);
+  r.str("tenant", &q->tenant);
+  r.f64("tenant_weight", &q->tenant_weight);
   r.str("lora", &q->lora);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);
@@ -382,6 +386,7 @@ Json encode_stats_body(const EngineStats& s) {
   j["kv_usage"] = s.kv_usage;
   if (s.host_tier_enabled) j["host_tier"] = encode_tier(s.host_tier);
   if (s.disk_tier_enabled) j["disk_tier"] = encode_tier(s.disk_tier);
+  if (!s.tenant_vtc.empty()) j["tenant_vtc"] = s.tenant_vtc;
   return j;
 }
 
@@ -403,6 +408,13 @@ Status decode_stats_body(const Json& j, EngineStats* s) {
   if (const Json* t = r.object("disk_tier")) {
     s->disk_tier_enabled = true;
     KEEL_TRY(decode_tier(*t, "disk_tier", &s->disk_tier));
+  }
+  if (const Json* t = r.object("tenant_vtc")) {
+    for (const auto& [tenant, counter] : t->items()) {
+      if (!counter.is_number())
+        return Status::invalid_argument("engine_stats.tenant_vtc: not a number");
+      s->tenant_vtc.emplace(tenant, counter.get<double>());
+    }
   }
   return r.status();
 }

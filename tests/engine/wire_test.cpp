@@ -42,6 +42,8 @@ GenerationRequest full_request() {
   q.cache_salt = "tenant\x01\xff";
   q.work_class = WorkClass::kBatch;
   q.priority = -7;
+  q.tenant = "alice";
+  q.tenant_weight = 2.5;
   q.lora = "sql-adapter";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;
@@ -113,6 +115,7 @@ EngineStats full_stats() {
     *f = v++;
   }
   s.num_context_caches = 4;
+  s.tenant_vtc = {{"alice", 1234.5}, {"bob", 0.25}};
   s.host_tier_enabled = true;
   s.disk_tier_enabled = true;
   for (kv::TierStats* t : {&s.host_tier, &s.disk_tier}) {
