@@ -63,7 +63,7 @@ inline constexpr int32_t kKeyTile = 64;
 // Query tokens per paged-attention work unit: consecutive tokens of one sequence (a prefill's)
 // are computed together against each K/V tile, so every K/V row is read and widened once per
 // kQueryTile tokens instead of once per token.
-inline constexpr int32_t kQueryTile = 16;
+inline constexpr int32_t kQueryTile = 32;
 
 // One paged-attention work unit: n_tok tokens of one sequence (block_table), each with the
 // group = n_heads / n_kv_heads query heads that share KV head `kv_head`, over the positions

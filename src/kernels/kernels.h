@@ -200,7 +200,7 @@ class Ops {
   // K/V rows in place through each token's block table. Token i attends to positions
   // [0, queries.n_kv[i]) of its sequence; query head h uses KV head h / (n_heads / n_kv_heads), and
   // all query heads of one KV head are computed together (each K/V row is read once per group);
-  // consecutive tokens sharing a block table (a prefill) are computed in tiles of up to 16 tokens
+  // consecutive tokens sharing a block table (a prefill) are computed in tiles of up to 32 tokens
   // (each K/V row read once per tile on AVX-512). Softmax is online (running max and sum), so any
   // n_kv works in fixed memory. Work is split across the pool by (tile, KV head), and a single
   // token by chunks of kPagedKvChunk positions; the result of a token depends only on its own
