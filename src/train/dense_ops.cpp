@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/index_cast.h"
+#include "kernels/rope.h"
 #include "kernels/weight_layout.h"
 
 namespace keel::train {
@@ -117,23 +118,16 @@ RopeTable make_rope_table(const kernels::RopeParams& p, const int32_t* positions
   table.half = p.n_rot / 2;
   table.cos.resize(sz(n * table.half));
   table.sin.resize(table.cos.size());
-  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(p.n_rot));
   for (int64_t t = 0; t < n; ++t) {
-    float theta = static_cast<float>(positions[t]);
-    for (int64_t i = 0; i < table.half; ++i) {
-      const float ff = p.freq_factors ? p.freq_factors[i] : 1.0f;
-      const float angle = p.freq_scale * (theta / ff);
-      table.cos[sz(t * table.half + i)] = std::cos(angle);
-      table.sin[sz(t * table.half + i)] = std::sin(angle);
-      theta *= theta_scale;
-    }
+    kernels::rope_angles(p, positions[t], table.cos.data() + t * table.half,
+                         table.sin.data() + t * table.half);
   }
   return table;
 }
 
 template <typename T>
 void rope_rotate(const kernels::RopeParams& p, const RopeTable& table, int64_t n, int64_t heads,
-                 int64_t head_dim, int64_t stride, bool inverse, T* x) {
+                 int64_t head_dim, int64_t stride, bool transpose, T* x) {
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t h = 0; h < heads; ++h) {
       T* v = x + t * stride + h * head_dim;
@@ -141,8 +135,8 @@ void rope_rotate(const kernels::RopeParams& p, const RopeTable& table, int64_t n
         const int64_t a = p.neox ? i : 2 * i;
         const int64_t b = p.neox ? i + table.half : 2 * i + 1;
         const T c = static_cast<T>(table.cos[sz(t * table.half + i)]);
-        const T s = static_cast<T>(inverse ? -table.sin[sz(t * table.half + i)]
-                                           : table.sin[sz(t * table.half + i)]);
+        const T s = static_cast<T>(transpose ? -table.sin[sz(t * table.half + i)]
+                                             : table.sin[sz(t * table.half + i)]);
         const T x0 = v[a], x1 = v[b];
         v[a] = x0 * c - x1 * s;
         v[b] = x0 * s + x1 * c;

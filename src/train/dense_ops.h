@@ -53,17 +53,19 @@ template <typename T>
 void rms_norm_backward(const T* x, const float* w, const T* inv_rms, const T* dy, int64_t n,
                        int64_t d, T* dx);
 
-// cos/sin of every rotated pair of every position, [n][n_rot/2], computed exactly as
-// kernels::Ops::rope does (in float), so the trainer rotates like the inference pass.
+// cos/sin of every rotated pair of every position, [n][n_rot/2], from kernels::rope_angles — the
+// table keel's inference pass rotates with (linear scaling, llama3 factors and YaRN included;
+// YaRN's mscale is folded into cos and sin).
 struct RopeTable {
   int64_t half = 0;  // n_rot / 2
   std::vector<float> cos, sin;
 };
 RopeTable make_rope_table(const kernels::RopeParams& p, const int32_t* positions, int64_t n);
-// Rotates n rows (stride `stride`) of `heads` heads of `head_dim` by +angle (forward) or by
-// −angle (`inverse`: the backward pass, since a rotation's transpose is its inverse).
+// Multiplies n rows (stride `stride`) of `heads` heads of `head_dim` by each pair's matrix
+// [[c, −s], [s, c]] (forward), or by its transpose (`transpose`: the backward pass; with YaRN's
+// mscale folded in the forward map is mscale·R, and its transpose is mscale·R⁻¹, not R⁻¹).
 template <typename T>
 void rope_rotate(const kernels::RopeParams& p, const RopeTable& table, int64_t n, int64_t heads,
-                 int64_t head_dim, int64_t stride, bool inverse, T* x);
+                 int64_t head_dim, int64_t stride, bool transpose, T* x);
 
 }  // namespace keel::train

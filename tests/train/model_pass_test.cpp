@@ -154,6 +154,34 @@ TEST(TrainGradient, MatchesFiniteDifferencesOnTinyQwen) {
   }
 }
 
+TEST(TrainGradient, FollowsYarnScaledRope) {
+  model::testing::TinySpec spec;
+  spec.rope_scaling_type = "yarn";
+  spec.rope_scaling_factor = 4.0f;
+  spec.n_ctx = 256;
+  const model::testing::TinyModel tiny = model::testing::write_tiny_model(spec);
+  model::testing::Runner runner(tiny.path);
+  ASSERT_TRUE(runner.ok()) << runner.status().to_string();
+  ASSERT_NE(runner.model().hparams().rope.mscale, 1.0f);
+  const LoraLayout layout = layout_for(runner.model(), 2);
+  TrainSequence s;
+  for (int32_t t = 0; t < 40; ++t) s.tokens.push_back((t * 7 + 3) % 40);
+  s.target.assign(s.tokens.size(), 1);
+  s.target[0] = 0;
+  const GradError e = check_gradients(runner.model(), layout, s, false, 2);
+  EXPECT_LE(e.coordinates, 1e-3);
+  EXPECT_LE(e.direction, 1e-3);
+  // And the forward rotates as keel's inference pass does.
+  const std::vector<float> logits = runner.feed(s.tokens, 0);
+  const double want = loss_from_logits(logits, runner.n_vocab(), s);
+  ThreadPool pool(1);
+  ModelPass<float> pass(runner.model(), layout, pool);
+  const std::vector<float> p = init_lora_params<float>(layout, 1);
+  auto got = pass.run(s, p.data(), nullptr);
+  ASSERT_TRUE(got.ok());
+  EXPECT_NEAR(got->loss_sum, want, 1e-5 * want);
+}
+
 // The trainer's loss of a sequence against the cross-entropy of keel's inference logits for it:
 // `runner` sequence `seq` (with whatever adapter it was given).
 void expect_loss_matches(model::testing::Runner& runner, int32_t seq, const LoraLayout& layout,
