@@ -143,6 +143,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--served-model-name", serve.served_model_name,
                         "Model id in the API (default: the file's stem)");
   serve_cmd->add_option("--api-key", serve.api_key, "Require 'Authorization: Bearer KEY'");
+  serve_cmd->add_option("--api-keys-file", serve.api_keys_file,
+                        "Tenants' API keys, weights and quotas (JSON Lines; docs/tenants.md); "
+                        "re-read when the file changes");
   add_chat_template_flags(serve_cmd, &serve);
   add_reasoning_parser_flag(serve_cmd, &serve);
   serve_cmd->add_option("-c,--ctx-size", serve.ctx_size, "Max model length (0 = the model's)")

@@ -62,6 +62,8 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
   r.stop_token_ids = spec_.stop_token_ids;
   r.stop_strings = spec_.stop;
   r.cache_salt = spec_.cache_salt;
+  r.tenant = spec_.tenant;
+  r.tenant_weight = spec_.tenant_weight;
   r.priority = spec_.priority;
   r.work_class = spec_.work_class;
   r.lora = lora_;

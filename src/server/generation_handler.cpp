@@ -65,6 +65,46 @@ class ChoicesWork final : public GenerationWork {
   GenerationChoices& c_;
 };
 
+// A tenant's admission under its quotas (tenants.h) and, when the request ends however it
+// ends, its usage settled: prompt tokens of every choice and the tokens generated.
+class TenantUsage {
+ public:
+  TenantUsage() = default;
+  TenantUsage(const TenantUsage&) = delete;
+  TenantUsage& operator=(const TenantUsage&) = delete;
+  ~TenantUsage() {
+    if (admitted_) tenants_->settle(tenant_, entry_id_, prompt_tokens_, generated_tokens_);
+  }
+  // Nothing (and no headers) for a request without a tenant; else the 429 to answer, if any.
+  std::optional<ApiError> admit(Tenants* tenants, const GenerationWork& work, HeaderList* headers) {
+    if (tenants == nullptr || work.num_choices() == 0) return std::nullopt;
+    int64_t estimate = 0;
+    for (size_t i = 0; i < work.num_choices(); ++i) {
+      const engine::GenerationRequest r = work.request(i);
+      if (i == 0) tenant_ = r.tenant;
+      prompt_tokens_ += r.num_original_prompt_tokens();
+      estimate += r.num_original_prompt_tokens() + r.max_new_tokens();
+    }
+    if (tenant_.empty()) return std::nullopt;
+    Tenants::Decision d = tenants->admit(tenant_, estimate);
+    headers->insert(headers->end(), d.headers.begin(), d.headers.end());
+    if (d.error) return d.error;
+    tenants_ = tenants;
+    entry_id_ = d.entry_id;
+    admitted_ = true;
+    return std::nullopt;
+  }
+  void generated(size_t n) { generated_tokens_ += static_cast<int64_t>(n); }
+
+ private:
+  Tenants* tenants_ = nullptr;
+  std::string tenant_;
+  uint64_t entry_id_ = 0;
+  bool admitted_ = false;
+  int64_t prompt_tokens_ = 0;
+  int64_t generated_tokens_ = 0;
+};
+
 class GenerationRun {
  public:
   GenerationRun(HttpConnection& conn, GenerationWork& work, const HeaderList& headers,
@@ -92,6 +132,7 @@ class GenerationRun {
   // Drains queued events into the work; appends SSE events to `out` when streaming.
   void process_events(std::string* out) {
     while (std::optional<EventRelay::Item> item = relay_->pop()) {
+      usage_.generated(item->event.tokens.size());
       work_.consume(item->choice, std::move(item->event), out);
     }
   }
@@ -101,8 +142,9 @@ class GenerationRun {
 
   HttpConnection& conn_;
   ServerContext& ctx_;
-  const HeaderList& headers_;
+  HeaderList headers_;  // the common ones, then the tenant's x-ratelimit-* (when it has one)
   GenerationWork& work_;
+  TenantUsage usage_;
   AsyncSignal signal_;
   std::shared_ptr<EventRelay> relay_;
   InflightGuard guard_;  // declared after relay_: runs first at destruction
@@ -193,6 +235,10 @@ net::awaitable<bool> GenerationRun::execute() {
   const Deadline deadline = timeout_ms > 0
                                 ? AsyncSignal::Clock::now() + std::chrono::milliseconds(timeout_ms)
                                 : Deadline::max();
+  if (std::optional<ApiError> refused = usage_.admit(ctx_.tenants.get(), work_, &headers_)) {
+    HttpResponse response = HttpResponse::error(*refused).with_headers(headers_);
+    co_return co_await conn_.write_response(std::move(response));
+  }
   conn_.watch_peer(&signal_);  // from the start: a client may leave while its request is held
   bool connection_ok = true;
   bool stream_started = false;

@@ -79,6 +79,10 @@ struct GenerationSpec {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: prepend the prompt text
   std::string cache_salt;
+  // The tenant of the API key (tenants.h; "" = none) and its weight, for the engine's fair
+  // admission (engine::GenerationRequest::tenant). Set by the router, never from the body.
+  std::string tenant;
+  double tenant_weight = 1.0;
   // vLLM's `priority` (lower first; default 0) and the work's class (the Batch API's lines are
   // batch): the order a JE's admission layer lets held work in (cluster/job/admission.h).
   int32_t priority = 0;

@@ -295,7 +295,15 @@ net::awaitable<void> HttpConnection::finish() {
 net::awaitable<bool> HttpConnection::handle(HttpRequest request, BodyReservation* body) {
   const std::string request_id = request_id_for(*ctx_, request);
   HeaderList headers = common_headers(*ctx_, request, request_id);
-  RouteOutcome outcome = route_request(*ctx_, request);
+  const Authentication auth = authenticate(*ctx_, request);
+  RouteOutcome outcome = route_request(*ctx_, request, auth);
+  // A tenant's rate-limit headers: generation runs add them when they are admitted
+  // (generation_handler.cpp), every other response here.
+  if (auth.tenant && !std::holds_alternative<GenerationCall>(outcome) &&
+      !std::holds_alternative<ResponseCall>(outcome)) {
+    HeaderList limits = ctx_->tenants->headers(auth.tenant->tenant);
+    headers.insert(headers.end(), limits.begin(), limits.end());
+  }
   // Routing parsed the body into typed values: its bytes leave memory and the budget now.
   std::string().swap(request.body);
   body->reset();

@@ -63,10 +63,16 @@ ApiResult<GenerationSpec> conversation_spec(ServerContext& ctx, const ResponsesR
   return spec;
 }
 
-RouteOutcome create_response(ServerContext& ctx, const HttpRequest& req) {
+RouteOutcome create_response(ServerContext& ctx, const HttpRequest& req,
+                             const TenantGrant* tenant) {
   ApiResult<ResponsePlan> plan = plan_response(ctx, req.body);
   if (!plan.ok()) return HttpResponse::error(plan.error());
   ResponsePlan& p = plan.value();
+  if (tenant != nullptr) {  // tenants.h: its prefix-cache scope, and its share of the engine
+    p.spec.cache_salt = scoped_cache_salt(tenant->cache_scope, p.spec.cache_salt);
+    p.spec.tenant = tenant->tenant;
+    p.spec.tenant_weight = tenant->weight;
+  }
   if (!p.request.background) return ResponseCall{std::move(p)};
   StoredResponse queued;
   queued.id = p.id;
@@ -193,8 +199,9 @@ ApiResult<ResponsePlan> plan_response(ServerContext& ctx, std::string_view body_
   return plan;
 }
 
-RouteOutcome route_responses(ServerContext& ctx, const HttpRequest& req) {
-  if (req.path == kResponsesPath) return create_response(ctx, req);
+RouteOutcome route_responses(ServerContext& ctx, const HttpRequest& req,
+                             const TenantGrant* tenant) {
+  if (req.path == kResponsesPath) return create_response(ctx, req, tenant);
   std::optional<ResponsePathParts> p = parse_response_path(req.path);
   if (!p) return HttpResponse::error(ApiError::path_not_found(req.method, req.path));
   if (p->action == "input_items") return list_input_items(ctx, req, p->id);

@@ -26,7 +26,9 @@ namespace keel::server {
 // The methods a /v1/responses path allows, or "" when it is none of them.
 std::string_view responses_route_methods(std::string_view path);
 // A request on such a path (method already checked).
-RouteOutcome route_responses(ServerContext& ctx, const HttpRequest& req);
+// `tenant` (null: none): the API key's tenant, whose cache_salt scope and name the runs carry.
+RouteOutcome route_responses(ServerContext& ctx, const HttpRequest& req,
+                             const TenantGrant* tenant = nullptr);
 
 // The plan of a create request (exposed for tests): the same steps as the route, without
 // queueing a background run.

@@ -48,16 +48,26 @@ bool same_key(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-bool authorized(const ServerContext& ctx, const HttpRequest& req) {
-  if (ctx.config.api_key.empty()) return true;
+// The bearer token of the Authorization header ("" when there is none).
+std::string_view bearer_key(const HttpRequest& req) {
   std::string_view auth = req.header("authorization");
   constexpr std::string_view kBearer = "bearer ";
   if (auth.size() < kBearer.size() || !equal_ignore_case(auth.substr(0, kBearer.size()), kBearer)) {
-    return false;
+    return {};
   }
   auth.remove_prefix(kBearer.size());
   while (!auth.empty() && auth.front() == ' ') auth.remove_prefix(1);
-  return same_key(auth, ctx.config.api_key);
+  return auth;
+}
+
+// A tenant's cache_salt in a JSON body: the client's own (when a string; anything else is left
+// for the body's validation to refuse) scoped to the tenant.
+void scope_body_salt(nlohmann::json* body, const TenantGrant* tenant) {
+  if (tenant == nullptr || !body->is_object()) return;
+  const auto it = body->find("cache_salt");
+  if (it != body->end() && !it->is_string()) return;
+  const std::string client = it == body->end() ? std::string() : it->get<std::string>();
+  (*body)["cache_salt"] = scoped_cache_salt(tenant->cache_scope, client);
 }
 
 // The allowed entry of ctx.config.cors_allowed_origins matching the request's Origin ("*" or the
@@ -128,17 +138,25 @@ std::optional<ApiError> check_queue_capacity(const ServerContext& ctx, const Gen
       "n", "too_many_choices");
 }
 
-RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKind kind) {
+RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKind kind,
+                              const TenantGrant* tenant) {
   ApiResult<nlohmann::json> body = parse_json_text(req.body);
   if (!body.ok()) return HttpResponse::error(body.error());
+  scope_body_salt(&body.value(), tenant);
   ApiResult<GenerationSpec> spec = generation_spec_for(ctx, body.value(), kind, {req.body, ""});
   if (!spec.ok()) return HttpResponse::error(spec.error());
+  if (tenant != nullptr) {
+    spec.value().tenant = tenant->tenant;
+    spec.value().tenant_weight = tenant->weight;
+  }
   return GenerationCall{std::move(spec.value())};
 }
 
-RouteOutcome route_cache_create(ServerContext& ctx, const HttpRequest& req) {
+RouteOutcome route_cache_create(ServerContext& ctx, const HttpRequest& req,
+                                const TenantGrant* tenant) {
   ApiResult<nlohmann::json> body = parse_json_text(req.body);
   if (!body.ok()) return HttpResponse::error(body.error());
+  scope_body_salt(&body.value(), tenant);
   ApiResult<CacheSpec> spec = parse_cache_request(body.value(), ctx.deps.tokenizer->vocab_size());
   if (!spec.ok()) return HttpResponse::error(spec.error());
   if (auto e = check_model(ctx, spec.value().model)) return HttpResponse::error(*e);
@@ -155,14 +173,15 @@ RouteOutcome route_cache_create(ServerContext& ctx, const HttpRequest& req) {
   return CacheCall{std::move(spec.value())};
 }
 
-RouteOutcome route_caches(ServerContext& ctx, const HttpRequest& req) {
+RouteOutcome route_caches(ServerContext& ctx, const HttpRequest& req, const TenantGrant* tenant) {
   const std::string& path = req.path;
+  std::string salt = request_cache_salt(req);
+  if (tenant != nullptr) salt = scoped_cache_salt(tenant->cache_scope, salt);
   if (path == kCachesPath) {
-    return req.method == "POST" ? route_cache_create(ctx, req)
-                                : handle_cache_list(ctx, request_cache_salt(req));
+    return req.method == "POST" ? route_cache_create(ctx, req, tenant)
+                                : handle_cache_list(ctx, salt);
   }
   const std::string id = percent_decode(std::string_view(path).substr(kCachesPrefix.size()));
-  const std::string salt = request_cache_salt(req);
   return req.method == "DELETE" ? handle_cache_delete(ctx, id, salt)
                                 : handle_cache_get(ctx, id, salt);
 }
@@ -331,11 +350,26 @@ HeaderList common_headers(const ServerContext& ctx, const HttpRequest& req,
   return h;
 }
 
+Authentication authenticate(ServerContext& ctx, const HttpRequest& req) {
+  Authentication a;
+  if (req.method == "OPTIONS" || !needs_auth(req.path)) return a;
+  if (ctx.config.api_key.empty() && ctx.tenants == nullptr) return a;
+  const std::string_view key = bearer_key(req);
+  if (!ctx.config.api_key.empty() && same_key(key, ctx.config.api_key)) return a;
+  if (ctx.tenants != nullptr) a.tenant = ctx.tenants->authenticate(key);
+  a.ok = a.tenant.has_value();
+  return a;
+}
+
 RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
+  return route_request(ctx, req, authenticate(ctx, req));
+}
+
+RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req, const Authentication& auth) {
   if (req.method == "OPTIONS") return preflight(ctx, req);
   const std::string& path = req.path;
-  if (needs_auth(path) && !authorized(ctx, req))
-    return HttpResponse::error(ApiError::unauthorized());
+  if (!auth.ok) return HttpResponse::error(ApiError::unauthorized());
+  const TenantGrant* tenant = auth.tenant ? &*auth.tenant : nullptr;
   const std::string_view methods = allowed_methods(path);
   if (methods.empty()) return HttpResponse::error(ApiError::path_not_found(req.method, path));
   if (!method_allowed(methods, req.method)) {
@@ -352,13 +386,13 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req) {
   if (path.starts_with(kModelsPrefix)) {
     return handle_models(ctx, percent_decode(std::string_view(path).substr(kModelsPrefix.size())));
   }
-  if (path == kChatPath) return route_generation(ctx, req, ApiKind::kChat);
-  if (path == kCompletionsPath) return route_generation(ctx, req, ApiKind::kCompletion);
-  if (path.starts_with(kCachesPath)) return route_caches(ctx, req);
+  if (path == kChatPath) return route_generation(ctx, req, ApiKind::kChat, tenant);
+  if (path == kCompletionsPath) return route_generation(ctx, req, ApiKind::kCompletion, tenant);
+  if (path.starts_with(kCachesPath)) return route_caches(ctx, req, tenant);
   if (path == kLoadLoraPath) return route_json(ctx, req, handle_load_lora);
   if (path == kUnloadLoraPath) return route_json(ctx, req, handle_unload_lora);
   if (!batch_route_methods(path).empty()) return route_batch_api(ctx, req);
-  if (!responses_route_methods(path).empty()) return route_responses(ctx, req);
+  if (!responses_route_methods(path).empty()) return route_responses(ctx, req, tenant);
   if (path == "/tokenize") return route_json(ctx, req, handle_tokenize);
   return route_json(ctx, req, handle_detokenize);
 }

@@ -24,7 +24,10 @@
 //   GET/DELETE /v1/responses/{id}, GET .../input_items, POST .../cancel
 //                                  the Responses API (responses_routes.h)
 // Known path with another method → 405 (with Allow); unknown path → 404.
-// With an api_key configured, /v1/*, /tokenize and /detokenize need `Authorization: Bearer`.
+// With an api_key or an API keys file configured, /v1/*, /tokenize and /detokenize need
+// `Authorization: Bearer` with that key or one of the file's (docs/tenants.md). A tenant's
+// requests have every cache_salt scoped to the tenant (scoped_cache_salt) and carry its name and
+// weight to the engine.
 //
 // Thread safety: stateless functions over a shared ServerContext (see server_context.h).
 #pragma once
@@ -62,6 +65,16 @@ struct BlockingCall {
 using RouteOutcome =
     std::variant<HttpResponse, GenerationCall, CacheCall, BlockingCall, ResponseCall>;
 
+// Whether a request may proceed (its path needs no key, none is configured, or its bearer key is
+// api_key or one of the keys file's), and the tenant of a keys-file key.
+struct Authentication {
+  bool ok = true;
+  std::optional<TenantGrant> tenant;
+};
+Authentication authenticate(ServerContext& ctx, const HttpRequest& req);
+
+RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req, const Authentication& auth);
+// route_request(ctx, req, authenticate(ctx, req)).
 RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req);
 
 // The client's x-request-id (when printable and ≤ 128 bytes) or a fresh one.

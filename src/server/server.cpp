@@ -296,6 +296,9 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, ServerDeps de
   if (deps.engine == nullptr) return Status::invalid_argument("server: deps.engine is null");
   if (deps.tokenizer == nullptr) return Status::invalid_argument("server: deps.tokenizer is null");
   auto impl = std::make_unique<Impl>(std::move(config), std::move(deps));
+  if (!impl->ctx.config.api_keys_file.empty()) {
+    KEEL_ASSIGN_OR_RETURN(impl->ctx.tenants, Tenants::open(impl->ctx.config.api_keys_file));
+  }
   KEEL_TRY(impl->listen());
   KEEL_TRY(impl->open_state());
   Impl* raw = impl.get();

@@ -21,6 +21,11 @@ struct ServerConfig {
   // When non-empty, every /v1/*, /tokenize and /detokenize request needs
   // `Authorization: Bearer <api_key>` (401 otherwise). /health, /metrics and OPTIONS stay open.
   std::string api_key;
+  // When non-empty, the API keys file (`--api-keys-file`; JSON Lines, docs/tenants.md): each key
+  // names a tenant with a weight and quotas; such keys are accepted besides api_key, their
+  // requests get 429 past their tenant's quotas, their prefix-cache salt is scoped to the tenant,
+  // and the engine admits tenants fairly (engine/vtc.h). Re-read when the file changes.
+  std::string api_keys_file;
   // The model id clients must name (`model` may also be omitted) and /v1/models lists.
   std::string served_model_name = "keel";
   // When non-empty, /v1/models shows it as the model's `description` (keel serve says there that

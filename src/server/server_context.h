@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -23,6 +24,7 @@
 #include "server/reasoning_split.h"
 #include "server/responses_store.h"
 #include "server/server_config.h"
+#include "server/tenants.h"
 #include "server/tool_format.h"
 #include "tokenizer/tokenizer.h"
 
@@ -106,6 +108,8 @@ struct ServerContext {
   ResponsesStore responses;  // /v1/responses stored responses (thread-safe)
   // Runs `background: true` responses (thread-safe); set by Server::start like batch_runner.
   ResponsesBackground* responses_background = nullptr;
+  // The API keys file's tenants (thread-safe); set by Server::start when config.api_keys_file is.
+  std::unique_ptr<Tenants> tenants;
 
   [[nodiscard]] bool ready() const {
     return deps.ready == nullptr || deps.ready->load(std::memory_order_acquire);

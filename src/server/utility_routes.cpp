@@ -94,8 +94,9 @@ HttpResponse handle_health(const ServerContext& ctx) {
 HttpResponse handle_metrics(const ServerContext& ctx) {
   HttpResponse r;
   r.content_type = std::string(kPrometheusContentType);
-  r.body = render_metrics(ctx.deps.engine->stats(), ctx.deps.engine->metrics(),
-                          ctx.config.served_model_name);
+  const engine::EngineStats stats = ctx.deps.engine->stats();
+  r.body = render_metrics(stats, ctx.deps.engine->metrics(), ctx.config.served_model_name);
+  if (ctx.tenants != nullptr) r.body += ctx.tenants->metrics_text(stats.tenant_vtc);
   if (ctx.deps.extra_metrics) r.body += ctx.deps.extra_metrics();
   return r;
 }
