@@ -9,8 +9,8 @@
 #   4. attention's share of keel's pp<P> time (perf, the attention kernels' symbols) when perf is
 #      installed; KV bytes per token from the file's shape, and each keel run's peak RSS.
 #
-#   bench/long_context.sh [--rounds N] [--prompt P] [--depth D] [--deep N] [--models "a b"]
-#                         [--out DIR] [--quick]
+#   bench/long_context.sh [--rounds N] [--prompt P] [--depth D | --no-depth] [--deep N]
+#                         [--models "a b"] [--out DIR] [--quick]
 # --quick: pp2048 / depth 2048, one round (a smoke run, not for docs). Needs build/release
 # (make release) and python3. Nothing is left running: every run is a foreground child.
 set -euo pipefail
@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
     --rounds) ROUNDS="$2"; shift ;;
     --prompt) PROMPT="$2"; shift ;;
     --depth) DEPTH="$2"; shift ;;
+    --no-depth) DEPTH=0 ;;
     --deep) DEEP="$2"; shift ;;
     --models) SHAPES="$2"; shift ;;
     --out) OUT="$2"; shift ;;
@@ -68,11 +69,13 @@ for shape in $SHAPES; do
   fi
   "$KEEL" info "$m" > "$OUT/$shape-info.txt"
   for r in $(seq 1 "$ROUNDS"); do
-    echo "== $shape round $r: pp$PROMPT, tg128 @ d$DEPTH"
+    echo "== $shape round $r: pp$PROMPT, tg128 @ d$DEPTH (0: none)"
     keel_bench "$m" "$OUT/keel-$shape-pp-r$r.json" -p "$PROMPT" -n 0
     llama_bench "$m" "$OUT/llama-$shape-pp-r$r.json" -p "$PROMPT" -n 0
-    keel_bench "$m" "$OUT/keel-$shape-tg-r$r.json" -p 0 -n 128 -d "$DEPTH"
-    llama_bench "$m" "$OUT/llama-$shape-tg-r$r.json" -p 0 -n 128 -d "$DEPTH"
+    if [ "$DEPTH" -gt 0 ]; then
+      keel_bench "$m" "$OUT/keel-$shape-tg-r$r.json" -p 0 -n 128 -d "$DEPTH"
+      llama_bench "$m" "$OUT/llama-$shape-tg-r$r.json" -p 0 -n 128 -d "$DEPTH"
+    fi
   done
   if [ "$DEEP" -gt 0 ]; then
     echo "== $shape: tg128 @ d$DEEP (once)"
@@ -129,7 +132,8 @@ def attention_share(shape):
 
 print(f"\n| model | test | keel t/s | llama.cpp t/s | keel / llama.cpp | keel peak RSS |")
 print("|---|---|---:|---:|---:|---:|")
-tests = [("pp", f"pp{prompt}"), ("tg", f"tg128 @ d{depth}")] + ([("deep", f"tg128 @ d{deep}")] if deep else [])
+tests = ([("pp", f"pp{prompt}")] + ([("tg", f"tg128 @ d{depth}")] if depth else [])
+         + ([("deep", f"tg128 @ d{deep}")] if deep else []))
 for shape in shapes:
     for kind, label in tests:
         k, rss = best("keel", shape, kind)
