@@ -28,7 +28,7 @@ namespace {
 
 constexpr int kKeyVecs = kKeyTile / 16;
 constexpr int kRowBlock = 6;   // query rows per register block of the scores
-constexpr int kPvRows = 4;    // query rows per register block of the weighted V sum
+constexpr int kPvRows = 4;     // query rows per register block of the weighted V sum
 constexpr int kMaxRows = 128;  // query rows per pass over the unit's positions
 static_assert(kKeyTile == 64);
 
