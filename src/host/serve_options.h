@@ -34,7 +34,7 @@ struct ServeOptions {
   // --reasoning-parser none | qwen3 | deepseek-r1 (server/reasoning_split.h): thinking split out
   // of chat output into reasoning_content / reasoning. keel serve and cluster up's gateway.
   std::string reasoning_parser = "none";
-  std::string api_key;  // "" = no authentication
+  std::string api_key;        // "" = no authentication
   std::string api_keys_file;  // --api-keys-file: tenants' keys, weights, quotas (docs/tenants.md)
   int64_t max_body_bytes = int64_t{8} << 20;
   int64_t ctx_size = 0;  // max model length; 0 = the model's context length
