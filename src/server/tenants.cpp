@@ -193,10 +193,11 @@ HeaderList Tenants::headers_locked(const TenantState& t) const {
 
 std::string Tenants::metrics_text(const std::map<std::string, double>& vtc) const {
   MutexLock lock(mu_);
+  const std::map<std::string, TenantState>* tenants = &tenants_;  // read under mu_, in lambdas too
   std::string out;
   const auto family = [&](const char* name, const char* type, const char* help, auto value) {
     out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-    for (const auto& [tenant, t] : tenants_) value(name, tenant, t);
+    for (const auto& [tenant, t] : *tenants) value(name, tenant, t);
   };
   const auto simple = [&](int64_t TenantState::*member) {
     return [&out, member](const char* name, const std::string& tenant, const TenantState& t) {
