@@ -1,7 +1,6 @@
 // `keel make-model`: writes a seeded random-weight GGUF in a real model's shape, or with --embed
 // the benchmark fixture that embeds a small llama model in that shape's body.
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 
@@ -79,19 +78,6 @@ int run_make_model(const MakeModelOptions& opts) {
   spec.vocab_from = opts.vocab == "byte" ? "" : opts.vocab;
   spec.seed = opts.seed;
   if (opts.ctx > 0) spec.shape.n_ctx = opts.ctx;
-  if (opts.rope_scaling.empty() && (opts.rope_scale != 0.0f || opts.rope_orig_ctx != 0)) {
-    std::fprintf(stderr, "keel: --rope-scale and --rope-orig-ctx need --rope-scaling\n");
-    return 1;
-  }
-  if ((opts.rope_scaling == "linear" || opts.rope_scaling == "yarn") && opts.rope_scale <= 0.0f) {
-    std::fprintf(stderr, "keel: --rope-scaling %s needs --rope-scale F (a factor > 0)\n",
-                 opts.rope_scaling.c_str());
-    return 1;
-  }
-  if (opts.rope_orig_ctx != 0 && opts.rope_scaling != "yarn") {
-    std::fprintf(stderr, "keel: --rope-orig-ctx is YaRN's (--rope-scaling yarn)\n");
-    return 1;
-  }
   spec.rope_scaling = opts.rope_scaling;
   spec.rope_scale = opts.rope_scale;
   spec.rope_orig_ctx = opts.rope_orig_ctx;
@@ -100,21 +86,10 @@ int run_make_model(const MakeModelOptions& opts) {
       })) {
     return 1;
   }
-  char rope[96] = "";
-  if (!spec.rope_scaling.empty()) {
-    std::snprintf(rope, sizeof rope, ", RoPE scaling %s x%g", spec.rope_scaling.c_str(),
-                  static_cast<double>(spec.rope_scale));
-    if (spec.rope_scaling == "yarn") {
-      const size_t n = std::strlen(rope);
-      std::snprintf(
-          rope + n, sizeof rope - n, " of %lld",
-          static_cast<long long>(spec.rope_orig_ctx > 0 ? spec.rope_orig_ctx : spec.shape.n_ctx));
-    }
-  }
   std::printf("wrote %s: %s %s, %s weights (random, seed %llu), context %lld%s\n",
               opts.output_path.c_str(), spec.arch.c_str(), opts.shape.c_str(), opts.type.c_str(),
               static_cast<unsigned long long>(opts.seed), static_cast<long long>(spec.shape.n_ctx),
-              rope);
+              model::rope_scaling_summary(spec).c_str());
   return 0;
 }
 

@@ -2,6 +2,7 @@
 #include "model/random_model.h"
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <numbers>
 #include <utility>
@@ -373,6 +374,18 @@ std::vector<std::string> model_shape_names() {
   return out;
 }
 
+std::string rope_scaling_summary(const RandomModelSpec& spec) {
+  if (spec.rope_scaling.empty()) return "";
+  char buf[96];
+  std::snprintf(buf, sizeof buf, ", RoPE scaling %s x%g", spec.rope_scaling.c_str(),
+                static_cast<double>(spec.rope_scale));
+  std::string out = buf;
+  if (spec.rope_scaling == "yarn") {
+    out += " of " + std::to_string(spec.rope_orig_ctx > 0 ? spec.rope_orig_ctx : spec.shape.n_ctx);
+  }
+  return out;
+}
+
 Status write_random_model(const RandomModelSpec& spec, const std::string& path, ThreadPool& pool,
                           const std::function<void(size_t, size_t)>& progress) {
   const std::string& arch = file_arch(spec);
@@ -399,6 +412,13 @@ Status write_random_model(const RandomModelSpec& spec, const std::string& path, 
   if ((spec.rope_scaling == "linear" || spec.rope_scaling == "yarn") &&
       !(spec.rope_scale > 0.0f && std::isfinite(spec.rope_scale))) {
     return Status::invalid_argument(spec.rope_scaling + " RoPE scaling needs a factor > 0");
+  }
+  if (spec.rope_scaling.empty() && (spec.rope_scale != 0.0f || spec.rope_orig_ctx != 0)) {
+    return Status::invalid_argument(
+        "a RoPE factor or original context need --rope-scaling (a scaling type)");
+  }
+  if (spec.rope_orig_ctx != 0 && spec.rope_scaling != "yarn") {
+    return Status::invalid_argument("the RoPE original context length is YaRN's only");
   }
   if (spec.rope_orig_ctx < 0 || spec.rope_orig_ctx > UINT32_MAX) {
     return Status::invalid_argument("RoPE original context length out of range");

@@ -83,6 +83,10 @@ struct RandomModelSpec {
 // MOSTLY_Q4_K_S); 0 (all F32) for a type it has no number for here.
 uint32_t llama_file_type(DType weight_type);
 
+// How the spec's RoPE scaling reads in a summary line: "" when none is written, otherwise e.g.
+// ", RoPE scaling yarn x4 of 1024" (YaRN's original context, the context length when 0).
+std::string rope_scaling_summary(const RandomModelSpec& spec);
+
 // Writes the model to `path` (atomically). `progress(done, total)` counts tensors.
 Status write_random_model(const RandomModelSpec& spec, const std::string& path, ThreadPool& pool,
                           const std::function<void(size_t, size_t)>& progress = {});

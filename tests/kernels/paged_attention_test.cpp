@@ -133,6 +133,21 @@ std::vector<double> reference(const TestStorage& st, int64_t l, const AttentionH
   return out;
 }
 
+// Token i of qs computed on its own: a batch of that one token.
+std::vector<float> attend_alone(Ops& ops, const PagedKv& kv, const AttentionHeads& h,
+                                const Queries& qs, size_t i) {
+  const auto row = static_cast<size_t>(h.n_heads * h.head_dim);
+  Queries alone;
+  alone.tables = qs.tables;
+  alone.seq = {qs.seq[i]};
+  alone.n_kv = {qs.n_kv[i]};
+  alone.q.assign(qs.q.begin() + static_cast<ptrdiff_t>(i * row),
+                 qs.q.begin() + static_cast<ptrdiff_t>((i + 1) * row));
+  std::vector<float> out(row);
+  ops.paged_attention(kv, h, alone.view(h, out.data()));
+  return out;
+}
+
 class PagedAttentionTest : public ::testing::Test {
  protected:
   // Sequences with permuted block tables over `st`; tokens: a decode token per sequence with a
@@ -279,14 +294,7 @@ TEST_F(PagedAttentionTest, ThreadAndBatchInvariantAndLongContexts) {
     ops3.paged_attention(st.layer(0), h, qs.view(h, b.data()));
     EXPECT_EQ(a, b) << t->name;
     for (size_t i = 0; i < n_q; ++i) {
-      Queries alone;
-      alone.tables = qs.tables;
-      alone.seq = {qs.seq[i]};
-      alone.n_kv = {qs.n_kv[i]};
-      alone.q.assign(qs.q.begin() + static_cast<ptrdiff_t>(i * row),
-                     qs.q.begin() + static_cast<ptrdiff_t>((i + 1) * row));
-      std::vector<float> c(row);
-      ops3.paged_attention(st.layer(0), h, alone.view(h, c.data()));
+      const std::vector<float> c = attend_alone(ops3, st.layer(0), h, qs, i);
       EXPECT_TRUE(std::equal(c.begin(), c.end(), a.begin() + static_cast<ptrdiff_t>(i * row)))
           << t->name << " token " << i;
     }
@@ -323,14 +331,7 @@ TEST_F(PagedAttentionTest, PrefillTilesEqualTokensAlone) {
       std::vector<float> all(n_q * row);
       ops.paged_attention(st.layer(0), h, qs.view(h, all.data()));
       for (size_t i = 0; i < n_q; ++i) {
-        Queries alone;
-        alone.tables = qs.tables;
-        alone.seq = {qs.seq[i]};
-        alone.n_kv = {qs.n_kv[i]};
-        alone.q.assign(qs.q.begin() + static_cast<ptrdiff_t>(i * row),
-                       qs.q.begin() + static_cast<ptrdiff_t>((i + 1) * row));
-        std::vector<float> c(row);
-        ops.paged_attention(st.layer(0), h, alone.view(h, c.data()));
+        const std::vector<float> c = attend_alone(ops, st.layer(0), h, qs, i);
         ASSERT_TRUE(std::equal(c.begin(), c.end(), all.begin() + static_cast<ptrdiff_t>(i * row)))
             << t->name << " " << dtype_name(dtype) << " token " << i;
         if (i % 7 != 0 && i < 40) continue;  // the double reference on a sample (test time)
