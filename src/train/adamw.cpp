@@ -52,6 +52,16 @@ double learning_rate_at(const OptimizerConfig& c, int64_t step, int64_t total_st
 AdamW::AdamW(const OptimizerConfig& config, size_t num_params)
     : config_(config), m_(num_params, 0.0f), v_(num_params, 0.0f) {}
 
+Status AdamW::restore(std::vector<float> m, std::vector<float> v, int64_t steps) {
+  if (m.size() != m_.size() || v.size() != v_.size() || steps < 0) {
+    return Status::invalid_argument("the saved optimizer state does not fit this adapter");
+  }
+  m_ = std::move(m);
+  v_ = std::move(v);
+  steps_ = steps;
+  return Status();
+}
+
 OptimizerStep AdamW::step(std::span<float> params, std::span<float> grads, int64_t total_steps) {
   KEEL_CHECK(params.size() == m_.size() && grads.size() == m_.size());
   OptimizerStep s;

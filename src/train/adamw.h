@@ -53,6 +53,9 @@ class AdamW {
   // One update of `params` from `grads` (the batch's mean gradient; clipped in place), as step
   // number steps() of `total_steps`.
   OptimizerStep step(std::span<float> params, std::span<float> grads, int64_t total_steps);
+  // Continues from saved moments after `steps` updates (a resumed run; train_state.h).
+  // InvalidArgument when the moments are not num_params long or steps < 0.
+  Status restore(std::vector<float> m, std::vector<float> v, int64_t steps);
 
   [[nodiscard]] int64_t steps() const { return steps_; }
   [[nodiscard]] const std::vector<float>& first_moment() const { return m_; }

@@ -5,11 +5,16 @@
 // same per-step losses and the same adapter bits whatever the thread count (every reduction of
 // the passes and the optimizer runs in a fixed order).
 //
-// Per-layer activation checkpointing is available (`checkpoint_layers`). Not here yet: stopping
-// and resuming from a checkpoint of the optimizer state, cancellation, priorities.
-// Thread safety: one call at a time per pool; the callback runs on the caller's thread.
+// Per-layer activation checkpointing is available (`checkpoint_layers`). Stopping and resuming
+// (FinetuneControl): a stop flag polled between layers, sequences and steps ends the run at the
+// last step boundary with its TrainState (train_state.h); a run started from that state takes the
+// remaining steps exactly as an undisturbed run would (same per-step losses, same bits); each
+// epoch's end hands its state to on_checkpoint.
+// Thread safety: one call at a time per pool; the callbacks run on the caller's thread; the stop
+// flag may be set from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -21,6 +26,7 @@
 #include "train/adamw.h"
 #include "train/lora_params.h"
 #include "train/model_pass.h"
+#include "train/train_state.h"
 
 namespace keel::train {
 
@@ -60,14 +66,29 @@ struct FinetuneProgress {
   std::function<void(const EpochReport&)> on_epoch;  // may be empty
 };
 
+// Stopping, resuming and checkpoints (each part may be left empty).
+struct FinetuneControl {
+  // Polled between layers, sequences and steps; once true, finetune() returns with `stopped`
+  // and the state of the last finished step (the step in progress is dropped, to be taken again).
+  const std::atomic<bool>* stop = nullptr;
+  // Continue from this state (an earlier run's, with the same base, data and config) instead of
+  // the start; InvalidArgument when it does not fit them.
+  const TrainState* resume = nullptr;
+  // At each epoch's end, after on_epoch: the state there (cursor at the next epoch) and the
+  // epoch's report. An error stops the run with that error.
+  std::function<Status(const TrainState&, const EpochReport&)> on_checkpoint;
+};
+
 struct FinetuneResult {
   LoraLayout layout;
   std::vector<float> params;        // [layout.num_params]
-  std::vector<double> step_losses;  // per step
-  int64_t steps = 0;
+  std::vector<double> step_losses;  // per step taken by this call
+  bool stopped = false;             // the stop flag ended the run early
+  TrainState state;                 // where the run stands: the last finished step, or the end
+  int64_t steps = 0;                // optimizer steps taken in all (a resumed run's included)
   int64_t trained_tokens = 0;
-  double first_loss = 0.0;   // of step 1
-  double last_loss = 0.0;    // of the last step
+  double first_loss = 0.0;   // of this call's first step (0 when it took none)
+  double last_loss = 0.0;    // of its last step
   double valid_loss = -1.0;  // after the last epoch; −1 without validation data
 };
 
@@ -75,10 +96,12 @@ struct FinetuneResult {
 int64_t total_steps(size_t num_examples, const FinetuneConfig& config);
 
 // Trains an adapter for `base` on `train` (and measures `valid`, which may be empty).
-// InvalidArgument for a bad config, no examples, or a sequence the model cannot take.
+// InvalidArgument for a bad config, no examples, a sequence the model cannot take, or a resume
+// state that does not fit. A stop is not an error: the result says `stopped`.
 Result<FinetuneResult> finetune(const model::Model& base, std::span<const TrainSequence> train,
                                 std::span<const TrainSequence> valid, const FinetuneConfig& config,
-                                ThreadPool& pool, const FinetuneProgress& progress = {});
+                                ThreadPool& pool, const FinetuneProgress& progress = {},
+                                const FinetuneControl& control = {});
 
 // Σ loss and targets of `seqs` under `params` (no gradients).
 Result<SequenceLoss> evaluate_loss(ModelPass<float>& pass, std::span<const TrainSequence> seqs,

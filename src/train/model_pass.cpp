@@ -47,6 +47,14 @@ Status ModelPass<T>::validate(const TrainSequence& seq) const {
 }
 
 template <typename T>
+Status ModelPass<T>::poll_stop() const {
+  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+    return Status::cancelled("training stopped");
+  }
+  return Status();
+}
+
+template <typename T>
 SequenceLoss ModelPass<T>::head(const TrainSequence& seq, const std::vector<T>& x,
                                 double loss_weight, std::vector<T>* dx) {
   const model::HParams& hp = model_.hparams();
@@ -107,16 +115,19 @@ Result<SequenceLoss> ModelPass<T>::run(const TrainSequence& seq, const T* params
   std::vector<T> x(sz(n * d)), next(sz(n * d));
   for (int64_t t = 0; t < n; ++t) weights_.embed(seq.tokens[sz(t)], x.data() + t * d);
   for (int64_t il = 0; il < hp.n_layer; ++il) {
+    KEEL_TRY(poll_stop());
     if (checkpoint_) inputs_[sz(il)] = x;
     LayerActivations<T>& a = acts_[checkpoint_ ? 0 : sz(il)];
     layer_forward(c, il, weights_.layer(il), x.data(), &a, next.data());
     x.swap(next);
   }
+  KEEL_TRY(poll_stop());
   std::vector<T> dx;
   if (grads != nullptr) dx.assign(sz(n * d), T{0});
   const SequenceLoss loss = head(seq, x, loss_weight, grads ? &dx : nullptr);
   if (grads == nullptr || loss.num_targets == 0) return loss;
   for (int64_t il = hp.n_layer - 1; il >= 0; --il) {
+    KEEL_TRY(poll_stop());
     const DenseLayer<T>& w = weights_.layer(il);
     if (checkpoint_) {  // recompute this layer's activations from its saved input
       layer_forward(c, il, w, inputs_[sz(il)].data(), &acts_[0], next.data());

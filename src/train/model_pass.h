@@ -7,9 +7,14 @@
 // layer's input and the backward recomputes that layer's activations just before its backward,
 // so activation memory is one layer's plus n_layer residuals instead of every layer's.
 //
-// Thread safety: one owner; the pool is borrowed and used from the owner's thread.
+// Stopping: with set_stop(), run() polls the flag before each layer's forward and backward (and
+// the head) and returns Cancelled once it is set — so a pass yields within one layer's work.
+//
+// Thread safety: one owner; the pool is borrowed and used from the owner's thread; the stop flag
+// may be set from any thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -49,9 +54,13 @@ class ModelPass {
   // take (empty, longer than its context, a token out of range, a mask of another length).
   Result<SequenceLoss> run(const TrainSequence& seq, const T* params, T* grads,
                            double loss_weight = 1.0);
+  // From now on run() returns Cancelled once `*stop` is true (null: never); `stop` is borrowed.
+  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
 
  private:
   Status validate(const TrainSequence& seq) const;
+  // Cancelled when the stop flag is set.
+  [[nodiscard]] Status poll_stop() const;
   // Final norm, head and cross-entropy of the trained positions; with `dx` also the gradient of
   // loss_weight · loss_sum with respect to the last residual, into dx.
   SequenceLoss head(const TrainSequence& seq, const std::vector<T>& x, double loss_weight,
@@ -61,6 +70,7 @@ class ModelPass {
   const LoraLayout& layout_;
   ThreadPool& pool_;
   bool checkpoint_;
+  const std::atomic<bool>* stop_ = nullptr;
   FrozenWeights<T> weights_;
   std::vector<LayerActivations<T>> acts_;  // [n_layer], or [1] scratch when checkpointing
   std::vector<std::vector<T>> inputs_;     // [n_layer] residual inputs when checkpointing

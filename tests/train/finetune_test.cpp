@@ -12,6 +12,7 @@
 #include "support/test_support.h"
 #include "train/adapter_file.h"
 #include "train/chat_data.h"
+#include "train/train_state.h"
 #include "train_test_util.h"
 
 namespace keel::train::testing {
@@ -150,6 +151,92 @@ TEST(Finetune, IsDeterministicAcrossThreadCounts) {
   EXPECT_EQ(runs[0].params, runs[1].params);
   EXPECT_GT(runs[0].valid_loss, 0.0);
   EXPECT_EQ(runs[0].valid_loss, runs[1].valid_loss);
+}
+
+// A run stopped after step 5 (mid-epoch, by the stop flag) and resumed from its encoded state,
+// and one resumed from the checkpoint of its first epoch, take the same steps as an undisturbed
+// run: the same per-step losses and the same adapter bits.
+TEST(Finetune, ResumedRunsRepeatTheUndisturbedSteps) {
+  Fixture f = load();
+  FinetuneConfig config = learning_config();
+  config.epochs = 3;
+  config.batch_size = 3;  // 4 steps per epoch over 10 examples, the last of one example
+  config.optimizer.weight_decay = 0.01;
+  const std::span<const TrainSequence> train = std::span(f.seqs).first(10);
+  const std::span<const TrainSequence> valid = std::span(f.seqs).last(2);
+  ThreadPool pool(2);
+  std::vector<std::string> checkpoints;
+  FinetuneControl keep;
+  keep.on_checkpoint = [&](const TrainState& s, const EpochReport&) {
+    checkpoints.push_back(encode_train_state(s));
+    return Status();
+  };
+  auto whole = finetune(*f.model, train, valid, config, pool, {}, keep);
+  ASSERT_TRUE(whole.ok()) << whole.status().to_string();
+  ASSERT_EQ(whole->step_losses.size(), 12u);
+  ASSERT_EQ(checkpoints.size(), 3u);
+  EXPECT_FALSE(whole->stopped);
+
+  std::atomic<bool> stop{false};
+  FinetuneProgress progress;
+  progress.on_step = [&](const StepReport& r) { stop = r.step == 5; };
+  FinetuneControl control;
+  control.stop = &stop;
+  auto first = finetune(*f.model, train, valid, config, pool, progress, control);
+  ASSERT_TRUE(first.ok()) << first.status().to_string();
+  EXPECT_TRUE(first->stopped);
+  EXPECT_EQ(first->state.step, 5);
+  EXPECT_EQ(first->state.epoch, 1);         // the second epoch's
+  EXPECT_EQ(first->state.next_example, 3);  // second batch
+  auto saved = decode_train_state(encode_train_state(first->state));
+  ASSERT_TRUE(saved.ok()) << saved.status().to_string();
+  stop = false;
+  FinetuneControl resume;
+  resume.resume = &*saved;
+  auto rest = finetune(*f.model, train, valid, config, pool, {}, resume);
+  ASSERT_TRUE(rest.ok()) << rest.status().to_string();
+  EXPECT_FALSE(rest->stopped);
+  std::vector<double> joined = first->step_losses;
+  joined.insert(joined.end(), rest->step_losses.begin(), rest->step_losses.end());
+  ASSERT_EQ(joined.size(), whole->step_losses.size());
+  for (size_t i = 0; i < joined.size(); ++i) {
+    EXPECT_NEAR(joined[i], whole->step_losses[i], 1e-6) << "step " << i + 1;
+  }
+  EXPECT_EQ(rest->params, whole->params);
+  EXPECT_EQ(rest->steps, 12);
+  EXPECT_EQ(rest->trained_tokens, whole->trained_tokens);
+  EXPECT_EQ(rest->valid_loss, whole->valid_loss);
+
+  auto epoch1 = decode_train_state(checkpoints[0]);
+  ASSERT_TRUE(epoch1.ok());
+  resume.resume = &*epoch1;
+  auto from_checkpoint = finetune(*f.model, train, valid, config, pool, {}, resume);
+  ASSERT_TRUE(from_checkpoint.ok()) << from_checkpoint.status().to_string();
+  ASSERT_EQ(from_checkpoint->step_losses.size(), 8u);
+  EXPECT_EQ(from_checkpoint->step_losses,
+            std::vector<double>(whole->step_losses.begin() + 4, whole->step_losses.end()));
+  EXPECT_EQ(from_checkpoint->params, whole->params);
+
+  FinetuneConfig other = config;
+  other.seed = 4;
+  EXPECT_EQ(finetune(*f.model, train, valid, other, pool, {}, resume).status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(decode_train_state(checkpoints[0].substr(0, 40)).status().code(), StatusCode::kCorrupt);
+}
+
+// A stop flag already set stops the run before its first step, inside the pass.
+TEST(Finetune, StopsBeforeTheFirstStepWhenAskedTo) {
+  Fixture f = load();
+  std::atomic<bool> stop{true};
+  FinetuneControl control;
+  control.stop = &stop;
+  ThreadPool pool(1);
+  auto r = finetune(*f.model, f.seqs, {}, learning_config(), pool, {}, control);
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_TRUE(r->stopped);
+  EXPECT_EQ(r->steps, 0);
+  EXPECT_TRUE(r->step_losses.empty());
+  EXPECT_EQ(r->state.params, init_lora_params<float>(r->layout, 3));
 }
 
 }  // namespace
