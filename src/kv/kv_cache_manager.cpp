@@ -21,7 +21,7 @@ Status KvCacheConfig::validate() const {
 }
 
 KvCacheManager::KvCacheManager(const KvCacheConfig& config)
-    : config_(config), pool_(config.num_blocks) {
+    : config_(config), pool_(config.num_blocks), pins_(config.pins) {
   pool_.set_record_evictions(config.record_evictions);
   KEEL_CHECK_MSG(config.validate().ok(), "invalid KvCacheConfig");
 }
@@ -211,6 +211,7 @@ std::span<const BlockId> KvCacheManager::block_table(RequestKey id) const {
 }
 
 void KvCacheManager::reset_prefix_cache() {
+  drop_pins(pins_.release_all());
   pool_.clear_index();
   // Tables keep their hash cursors: already published blocks are simply no longer shared.
 }
@@ -225,9 +226,43 @@ std::vector<CacheEvent> KvCacheManager::take_cache_events() {
   return events_ != nullptr ? events_->take() : std::vector<CacheEvent>{};
 }
 
+int32_t KvCacheManager::pin_published(RequestKey id, PinId pin, const std::string& tenant,
+                                      int64_t now_ns) {
+  const auto it = tables_.find(id);
+  if (it == tables_.end() || !pins_.limits().enabled()) return 0;
+  std::vector<BlockId> chain;
+  for (const BlockHash& h : it->second.hashes) {
+    const std::optional<BlockId> b = pool_.lookup(h);
+    if (!b.has_value()) break;
+    chain.push_back(*b);
+  }
+  std::vector<ReleasedPin> released;
+  const std::vector<BlockId> pinned = pins_.add(pin, tenant, chain, now_ns, &released);
+  for (BlockId b : pinned) pool_.acquire(b);  // before the displaced let go: shared blocks stay
+  drop_pins(released);
+  return static_cast<int32_t>(pinned.size());
+}
+
+bool KvCacheManager::release_pin(PinId pin) {
+  std::optional<ReleasedPin> released = pins_.release(pin);
+  if (!released.has_value()) return false;
+  drop_pins({*released});
+  return true;
+}
+
+void KvCacheManager::expire_pins(int64_t now_ns) { drop_pins(pins_.expire(now_ns)); }
+
+void KvCacheManager::drop_pins(const std::vector<ReleasedPin>& released) {
+  for (const ReleasedPin& p : released) {
+    for (BlockId b : p.blocks) pool_.release(b);
+  }
+}
+
 Status KvCacheManager::check_invariants() const {
   if (Status s = pool_.check_invariants(); !s.ok()) return s;
+  if (Status s = pins_.check_invariants(); !s.ok()) return s;
   std::vector<int32_t> refs(pool_.num_blocks(), 0);
+  pins_.count_refs(&refs);
   for (const auto& [id, table] : tables_) {
     if (table.hashes.size() > table.blocks.size()) {
       return Status::internal("request " + std::to_string(id) + " has more hashes than blocks");
@@ -245,7 +280,7 @@ Status KvCacheManager::check_invariants() const {
     if (refs[b] != pool_.ref_count(b)) {
       return Status::internal("block " + std::to_string(b) + " has ref count " +
                               std::to_string(pool_.ref_count(b)) + " but " +
-                              std::to_string(refs[b]) + " tables hold it");
+                              std::to_string(refs[b]) + " tables and pins hold it");
     }
   }
   return Status::ok_status();

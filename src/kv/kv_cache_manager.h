@@ -1,10 +1,13 @@
 // KvCacheManager: per-request block tables over one BlockPool, plus the prefix cache (lookup at
 // admission, publication of full computed blocks). It hands out block ids only; the engine owns
 // the KV bytes (model::KvStorage) and performs the copies make_writable() asks for.
-// Invariants: every block in a table holds one reference for that table (a block in k tables has
-// ref_count k; a released page, kNoBlock, holds none); a block with a hash is full, computed and
-// never written (see make_writable() for when copy-on-write happens in keel). Thread safety: none;
-// owned by the engine thread.
+// It also holds the session pins (kv_pins.h: KV kept across tool calls): published blocks kept
+// referenced for a TTL so that no other traffic evicts them.
+// Invariants: every block in a table holds one reference for that table, and every block of a
+// pin one for that pin (a block in k tables and p pins has ref_count k + p; a released page,
+// kNoBlock, holds none); a block with a hash is full, computed and never written (see
+// make_writable() for when copy-on-write happens in keel). Thread safety: none; owned by the
+// engine thread.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +22,7 @@
 #include "kv/block_hash.h"
 #include "kv/block_pool.h"
 #include "kv/cache_event_log.h"
+#include "kv/kv_pins.h"
 
 namespace keel::kv {
 
@@ -27,6 +31,7 @@ struct KvCacheConfig {
   int32_t block_size = 16;          // tokens per block
   bool enable_prefix_cache = true;  // false: no lookup, no publication
   bool record_evictions = false;    // log evicted cached blocks for demotion (take_evictions())
+  KvPinLimits pins;                 // session pins: TTL and caps (default: off)
   [[nodiscard]] Status validate() const;
 };
 
@@ -109,8 +114,23 @@ class KvCacheManager {
   // Cached blocks evicted from the pool since the last call (only with record_evictions): their
   // bytes are intact until the next forward pass, so the engine can demote them to a lower tier.
   std::vector<EvictedCachedBlock> take_evictions() { return pool_.take_evictions(); }
-  // Forgets every cached hash (blocks in use keep working; they are just no longer shared).
+  // Forgets every cached hash (blocks in use keep working; they are just no longer shared) and
+  // releases every session pin.
   void reset_prefix_cache();
+
+  // Session pins (kv_pins.h). Pins, as pin `pin` of `tenant`, the blocks the prefix index holds
+  // for `id`'s published chain: each of its table's hashes looked up in turn (the block another
+  // table published under the same hash counts), up to the first hash no longer indexed. Each
+  // pinned block keeps one reference until the pin is released (expire_pins, release_pin, a cap,
+  // or a newer pin of the tenant holding all its blocks), then rejoins the free list as an ordinary
+  // cached block (LRU, demoted to the tiers when evicted). Call it before free(id). Returns the
+  // blocks pinned (0: pinning off, nothing published, or `pin` pinned already).
+  int32_t pin_published(RequestKey id, PinId pin, const std::string& tenant, int64_t now_ns);
+  // Releases pin `pin`; false when there is none.
+  bool release_pin(PinId pin);
+  // Releases every pin whose deadline is ≤ now_ns.
+  void expire_pins(int64_t now_ns);
+  [[nodiscard]] const KvPins& pins() const { return pins_; }
 
   // With `on`, logs every change of the prefix index (kv/cache_event_log.h) until
   // take_cache_events() collects them: blocks published, keys evicted or un-published, clears.
@@ -128,8 +148,12 @@ class KvCacheManager {
     std::vector<BlockHash> hashes;  // hashes of blocks [0, hashes.size()), chained
   };
 
+  // Gives back the references of released pins.
+  void drop_pins(const std::vector<ReleasedPin>& released);
+
   KvCacheConfig config_;
   BlockPool pool_;
+  KvPins pins_;
   std::unordered_map<RequestKey, Table> tables_;
   int64_t queries_tokens_ = 0;
   int64_t hits_tokens_ = 0;
