@@ -129,7 +129,7 @@ void Engine::process_inbox(bool wait) {
       mu_.assert_held();
       return stop_.load() || !inbox_.empty();
     };
-    const std::optional<int64_t> deadline = caches_.next_deadline_ns();
+    const std::optional<int64_t> deadline = next_deadline_ns();
     if (wait && !deadline) {
       wake_.wait(lock.native(), ready);
     } else if (wait) {
@@ -140,6 +140,7 @@ void Engine::process_inbox(bool wait) {
     batch.swap(inbox_);
   }
   expire_caches();
+  expire_kv_pins();
   for (Message& m : batch) {
     if (auto* s = std::get_if<Submit>(&m)) {
       admit(std::move(*s));
@@ -147,6 +148,8 @@ void Engine::process_inbox(bool wait) {
       unpin(r->pin);
     } else if (auto* rb = std::get_if<ReadBlock>(&m)) {
       serve_block_read(*rb);
+    } else if (auto* rk = std::get_if<ReleaseKvPin>(&m)) {
+      kv_.release_pin(rk->key);
     } else {
       const RequestKey key = std::get<Abort>(m).key;
       if (key >= 0) {

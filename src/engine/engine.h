@@ -110,6 +110,7 @@ class Engine final : public EngineClient {
   Result<RequestKey> submit(GenerationRequest request, std::shared_ptr<OutputSink> sink) override;
   void abort(RequestKey key) override;
   bool release_cache(const std::string& id, const std::string& salt) override;
+  void release_kv_pin(RequestKey key) override;  // engine_kv_pins.cpp
   [[nodiscard]] std::optional<ContextCacheInfo> find_cache(const std::string& id,
                                                            const std::string& salt) const override {
     return caches_.find(id, salt);
@@ -158,6 +159,10 @@ class Engine final : public EngineClient {
   struct ReleasePin {
     ContextCacheTable::Pin pin;
   };
+  // The front end releases a finished request's session pin (release_kv_pin).
+  struct ReleaseKvPin {
+    RequestKey key;
+  };
   // The KV connector (engine_kv_transfer.cpp); its read_block() has the engine thread copy a pool
   // block for another thread.
   class Connector;
@@ -171,7 +176,7 @@ class Engine final : public EngineClient {
     kv::BlockHash hash;
     std::shared_ptr<BlockRead> read;
   };
-  using Message = std::variant<Submit, Abort, ReleasePin, ReadBlock>;
+  using Message = std::variant<Submit, Abort, ReleasePin, ReadBlock, ReleaseKvPin>;
 
   Engine(const model::Model& model, EngineConfig config, model::KvStorage storage,
          int32_t num_blocks, const kv::BlockHash& model_key, EngineDeps deps,
@@ -209,6 +214,13 @@ class Engine final : public EngineClient {
   void unpin(const ContextCacheTable::Pin& pin);
   // Unpins every context cache past its deadline.
   void expire_caches();
+  // KV kept across tool calls (engine_kv_pins.cpp): pins a request that finished with kStop and
+  // asked for it (GenerationRequest::keep_kv); releases the pins past their TTL; the earliest
+  // deadline of a context cache or a pin, which an idle engine wakes for.
+  void pin_kv(RequestKey key, const EngineRequest& a);
+  void expire_kv_pins();
+  void kv_pin_stats(EngineStats* s) const;  // the pins' fields of a stats snapshot
+  [[nodiscard]] std::optional<int64_t> next_deadline_ns() const;
   void admit(Submit s);
   // Hands `r` to the scheduler, which borrows its RequestState (its key is set): the prompt, the
   // tokens it may generate, its prefix-cache key and PIC chunks.

@@ -53,6 +53,10 @@ class EngineClient {
   // The live caches of `salt`, oldest first.
   [[nodiscard]] virtual std::vector<ContextCacheInfo> list_caches(
       const std::string& salt) const = 0;
+  // KV kept across tool calls (GenerationRequest::keep_kv): releases the pin a finished request
+  // `key` left (its blocks become ordinary cached blocks); unknown keys are ignored. The front end
+  // calls it when the request's output was not a tool call. An engine without pins ignores it.
+  virtual void release_kv_pin(RequestKey key) { (void)key; }
   [[nodiscard]] virtual EngineStats stats() const = 0;
   // Histograms and counters for /metrics, as a copy of one moment.
   [[nodiscard]] virtual MetricsSnapshot metrics() const = 0;

@@ -48,6 +48,14 @@ Status EngineConfig::validate() const {
   if (Status st = speculative.validate(); !st.ok()) {
     return Status::invalid_argument("--spec-k / --speculative: " + st.message());
   }
+  if (!(kv_pin_ttl_s >= 0 && kv_pin_ttl_s <= 86400)) {
+    return Status::invalid_argument("--kv-pin-ttl must be in [0, 86400] seconds");
+  }
+  if (!(kv_pin_max_fraction >= 0 && kv_pin_max_fraction <= 1) ||
+      !(kv_pin_tenant_max_fraction >= 0 && kv_pin_tenant_max_fraction <= 1)) {
+    return Status::invalid_argument(
+        "--kv-pin-max-fraction and --kv-pin-tenant-max-fraction must be in [0, 1]");
+  }
   return {};
 }
 
@@ -67,6 +75,18 @@ Result<int32_t> kv_pool_blocks(const EngineConfig& config, int64_t max_len,
                                     std::to_string(layout.block_bytes()) + " bytes");
   }
   return num_blocks;
+}
+
+kv::KvPinLimits kv_pin_limits(const EngineConfig& config, int32_t num_blocks) {
+  // A positive fraction caps at one block at least; 0 pins nothing (total) or sets no cap of the
+  // tenant's own (per tenant).
+  const auto blocks = [num_blocks](double fraction) {
+    if (fraction <= 0) return 0;
+    return std::max(1, static_cast<int32_t>(fraction * static_cast<double>(num_blocks)));
+  };
+  return kv::KvPinLimits{static_cast<int64_t>(config.kv_pin_ttl_s * 1e9),
+                         blocks(config.kv_pin_max_fraction),
+                         blocks(config.kv_pin_tenant_max_fraction)};
 }
 
 }  // namespace keel::engine

@@ -14,6 +14,7 @@
 #include "engine/scheduler.h"
 #include "engine/semi_pd_split.h"
 #include "kernels/kernels.h"
+#include "kv/kv_pins.h"
 #include "kv/pic.h"
 #include "sparse/sparse_policy.h"
 
@@ -76,6 +77,16 @@ struct EngineConfig {
   // many positions as the engine's pool, plus a block per sequence for the drafts.
   std::string draft_model_path;
 
+  // KV kept across tool calls (docs/agent-kv.md; GenerationRequest::keep_kv): a finished call
+  // that ended in a tool call keeps its blocks pinned for kv_pin_ttl_s (--kv-pin-ttl; 0 = off),
+  // then they are ordinary cached blocks (LRU, demoted to the tiers). Distinct pinned blocks stay
+  // within kv_pin_max_fraction of the pool (--kv-pin-max-fraction; 0 = no pins) and, for a named
+  // tenant, kv_pin_tenant_max_fraction (--kv-pin-tenant-max-fraction; 0 = no cap of its own);
+  // past a cap the oldest pin goes.
+  double kv_pin_ttl_s = 60.0;
+  double kv_pin_max_fraction = 0.25;
+  double kv_pin_tenant_max_fraction = 0.125;
+
   static constexpr int64_t kDefaultKvCacheCapBytes = int64_t{2} << 30;
 
   [[nodiscard]] Status validate() const;
@@ -86,5 +97,8 @@ struct EngineConfig {
 // blocks is InvalidArgument. Shared by the colocated and the semi-PD engine.
 [[nodiscard]] Result<int32_t> kv_pool_blocks(const EngineConfig& config, int64_t max_len,
                                              const model::KvLayout& layout);
+
+// The session pins' TTL and caps (kv/kv_pins.h) for a pool of `num_blocks` blocks.
+[[nodiscard]] kv::KvPinLimits kv_pin_limits(const EngineConfig& config, int32_t num_blocks);
 
 }  // namespace keel::engine

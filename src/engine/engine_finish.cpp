@@ -1,6 +1,7 @@
 // Engine finish rules: when a request ends (stop strings, end-of-generation and stop ids, length
-// limits), and what ending does — blocks freed or pinned as a context cache, PIC chunk compiles
-// ended with their parent, metrics and the final TokenEvent — and when its state is dropped (once
+// limits), and what ending does — blocks freed, pinned as a context cache or kept across a tool
+// call (engine_kv_pins.cpp), PIC chunk compiles ended with their parent, metrics and the final
+// TokenEvent — and when its state is dropped (once
 // no step in flight uses it). Runs on the engine thread only.
 #include <algorithm>
 #include <utility>
@@ -36,6 +37,7 @@ void Engine::finish(RequestKey key, EngineRequest& a, FinishReason reason, Token
       (reason == FinishReason::kStop || reason == FinishReason::kLength)) {
     pin_cache(key, a);  // keeps its blocks
   } else {
+    if (a.request.keep_kv && reason == FinishReason::kStop) pin_kv(key, a);  // before the free
     scheduler_.finish(key);  // frees its blocks (a no-op for requests the scheduler dropped)
     cache_blocks_reserved_.fetch_sub(a.cache_blocks);
   }

@@ -129,7 +129,7 @@ Engine::Engine(const model::Model& model, EngineConfig config, model::KvStorage 
       tiers_(std::move(tiers)),
       storage_(std::move(storage)),
       kv_(kv::KvCacheConfig{num_blocks, config_.block_size, config_.enable_prefix_cache,
-                            !tiers_->empty()}),
+                            !tiers_->empty(), kv_pin_limits(config_, num_blocks)}),
       scheduler_(config_.scheduler, &kv_) {
   if (!tiers_->empty()) {
     transfer_ = std::make_unique<TierTransfer>(tiers_.get(), storage_.layout().block_bytes());

@@ -66,6 +66,7 @@ void Engine::publish_stats() {
   for (const auto& [tenant, counter] : scheduler_.vtc().counter) {
     if (!tenant.empty()) s.tenant_vtc.emplace(tenant, counter);
   }
+  kv_pin_stats(&s);
   MutexLock lock(mu_);
   stats_ = s;
 }

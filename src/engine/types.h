@@ -86,6 +86,14 @@ struct GenerationRequest {
   std::string retain_as;
   int64_t retain_ms = 0;
   std::string retain_description;
+  // KV kept across tool calls (docs/agent-kv.md): the front end sets it on a call that may end in
+  // a tool call (chat with tools and tool_choice not "none"). When such a request finishes with
+  // kStop, its published prompt + output blocks stay pinned in the prefix cache for
+  // EngineConfig::kv_pin_ttl_s within the pin caps (kv/kv_pins.h) as pin <its key>, so the next
+  // turn finds them however much other traffic ran meanwhile; the front end releases the pin
+  // (EngineClient::release_kv_pin) when the output was not a tool call. Not carried by the wire
+  // codec: a cluster's task executors do not pin (the gateway could not release a remote pin).
+  bool keep_kv = false;
   // EPIC: spans of prompt_tokens that are position-independent chunks (each usually starting
   // with its own BOS): their KV is computed alone, cached by their own tokens, and linked at
   // their real positions. pic_link: the variant (unset = EngineConfig::pic_link).
@@ -220,6 +228,16 @@ struct EngineStats {
   int64_t spec_emitted_tokens = 0;
   // Fair admission: each named tenant's virtual token counter (engine/vtc.h), weighted service.
   std::map<std::string, double> tenant_vtc;
+  // KV kept across tool calls (kv/kv_pins.h): session pins held, the distinct KV blocks they pin
+  // (in total and per named tenant), pins made, and pins released by why.
+  int32_t num_kv_pins = 0;
+  int64_t kv_pinned_blocks = 0;
+  std::map<std::string, int64_t> tenant_kv_pinned_blocks;
+  int64_t kv_pins_total = 0;
+  int64_t kv_pins_released_ttl = 0;       // their TTL passed
+  int64_t kv_pins_released_cap = 0;       // a newer pin passed the tenant's or the total cap
+  int64_t kv_pins_released_subsumed = 0;  // a newer pin of the tenant held all their blocks
+  int64_t kv_pins_released_unused = 0;    // the turn did not end in a tool call (or a reset)
   friend bool operator==(const EngineStats&, const EngineStats&) = default;
 };
 

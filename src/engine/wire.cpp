@@ -328,6 +328,7 @@ constexpr Field<EngineStats, int32_t> kStatsI32[] = {
     {"num_waiting", &EngineStats::num_waiting},
     {"num_tracked", &EngineStats::num_tracked},
     {"num_context_caches", &EngineStats::num_context_caches},
+    {"num_kv_pins", &EngineStats::num_kv_pins},
 };
 constexpr Field<EngineStats, int64_t> kStatsI64[] = {
     {"kv_capacity_tokens", &EngineStats::kv_capacity_tokens},
@@ -359,6 +360,12 @@ constexpr Field<EngineStats, int64_t> kStatsI64[] = {
     {"spec_drafted_tokens", &EngineStats::spec_drafted_tokens},
     {"spec_accepted_tokens", &EngineStats::spec_accepted_tokens},
     {"spec_emitted_tokens", &EngineStats::spec_emitted_tokens},
+    {"kv_pinned_blocks", &EngineStats::kv_pinned_blocks},
+    {"kv_pins_total", &EngineStats::kv_pins_total},
+    {"kv_pins_released_ttl", &EngineStats::kv_pins_released_ttl},
+    {"kv_pins_released_cap", &EngineStats::kv_pins_released_cap},
+    {"kv_pins_released_subsumed", &EngineStats::kv_pins_released_subsumed},
+    {"kv_pins_released_unused", &EngineStats::kv_pins_released_unused},
 };
 constexpr Field<kv::TierStats, int64_t> kTierFields[] = {
     {"blocks", &kv::TierStats::blocks},
@@ -387,6 +394,7 @@ Json encode_stats_body(const EngineStats& s) {
   if (s.host_tier_enabled) j["host_tier"] = encode_tier(s.host_tier);
   if (s.disk_tier_enabled) j["disk_tier"] = encode_tier(s.disk_tier);
   if (!s.tenant_vtc.empty()) j["tenant_vtc"] = s.tenant_vtc;
+  if (!s.tenant_kv_pinned_blocks.empty()) j["tenant_kv_pinned_blocks"] = s.tenant_kv_pinned_blocks;
   return j;
 }
 
@@ -414,6 +422,15 @@ Status decode_stats_body(const Json& j, EngineStats* s) {
       if (!counter.is_number())
         return Status::invalid_argument("engine_stats.tenant_vtc: not a number");
       s->tenant_vtc.emplace(tenant, counter.get<double>());
+    }
+  }
+  if (const Json* t = r.object("tenant_kv_pinned_blocks")) {
+    for (const auto& [tenant, blocks] : t->items()) {
+      if (!blocks.is_number_integer() || blocks.get<int64_t>() < 0) {
+        return Status::invalid_argument(
+            "engine_stats.tenant_kv_pinned_blocks: not a non-negative integer");
+      }
+      s->tenant_kv_pinned_blocks.emplace(tenant, blocks.get<int64_t>());
     }
   }
   return r.status();

@@ -111,11 +111,19 @@ EngineStats full_stats() {
                      &s.spec_verify_steps,
                      &s.spec_drafted_tokens,
                      &s.spec_accepted_tokens,
-                     &s.spec_emitted_tokens}) {
+                     &s.spec_emitted_tokens,
+                     &s.kv_pinned_blocks,
+                     &s.kv_pins_total,
+                     &s.kv_pins_released_ttl,
+                     &s.kv_pins_released_cap,
+                     &s.kv_pins_released_subsumed,
+                     &s.kv_pins_released_unused}) {
     *f = v++;
   }
   s.num_context_caches = 4;
   s.tenant_vtc = {{"alice", 1234.5}, {"bob", 0.25}};
+  s.num_kv_pins = 5;
+  s.tenant_kv_pinned_blocks = {{"alice", 12}, {"bob", 3}};
   s.host_tier_enabled = true;
   s.disk_tier_enabled = true;
   for (kv::TierStats* t : {&s.host_tier, &s.disk_tier}) {
