@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(-1.0, 1e6));
   serve_cmd->add_option("--max-waiting", serve.max_waiting, "Waiting requests before 429")
       ->check(CLI::Range(0, 1 << 20));
+  serve_cmd
+      ->add_option("--program-scheduling", serve.program_scheduling,
+                   "Order of waiting calls within a tenant: plas (least service received by the "
+                   "call's agent program first; docs/agents.md) or fcfs")
+      ->check(CLI::IsMember({"plas", "fcfs"}));
   serve_cmd->add_option("--block-size", serve.block_size, "Tokens per KV block")
       ->check(CLI::Range(1, 1024));
   serve_cmd

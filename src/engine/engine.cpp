@@ -220,6 +220,7 @@ void Engine::enqueue(EngineRequest& r, int32_t max_tokens, const kv::BlockHash& 
   r.sched.extra_key = extra_key;
   r.sched.tenant = r.request.tenant;
   r.sched.tenant_weight = r.request.tenant_weight;
+  r.sched.program = r.request.program;
   r.sched.pic = std::move(pic);
   scheduler_.add(&r.sched);
 }

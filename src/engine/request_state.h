@@ -60,6 +60,10 @@ struct RequestState {
   std::string tenant;
   double tenant_weight = 1.0;
   bool vtc_charged = false;
+  // Program-aware admission (program_priority.h): the agent program the request is a call of
+  // ("" = a program of its own) and the scheduler's served-token count when it was queued.
+  std::string program;
+  double arrived_at = 0.0;
   RequestPhase phase = RequestPhase::kWaiting;
   int32_t num_computed = 0;   // positions [0, num_computed) hold valid KV (cache hit or updated)
   int32_t num_scheduled = 0;  // positions [0, num_scheduled) computed or in a pending plan

@@ -41,7 +41,7 @@ Status SchedulerConfig::validate() const {
     return Status::invalid_argument("scheduler: max_model_len must be ≥ 0, got " +
                                     std::to_string(max_model_len));
   }
-  return Status::ok_status();
+  return programs.validate();
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, kv::KvCacheManager* kv)
@@ -98,37 +98,8 @@ void Scheduler::add(RequestState* r) {
     const std::vector<std::string_view> backlogged = waiting_tenants();
     vtc_arrive(&vtc_, r->tenant, backlogged);
   }
+  r->arrived_at = programs_.served;
   waiting_.push_back(r->key);
-}
-
-std::vector<std::string_view> Scheduler::waiting_tenants() const {
-  std::vector<std::string_view> tenants;
-  tenants.reserve(waiting_.size());
-  for (RequestKey key : waiting_) tenants.push_back(requests_.at(key)->tenant);
-  return tenants;
-}
-
-bool Scheduler::tenant_waiting(std::string_view tenant) const {
-  return std::any_of(waiting_.begin(), waiting_.end(),
-                     [&](RequestKey key) { return requests_.at(key)->tenant == tenant; });
-}
-
-void Scheduler::promote_vtc_pick() {
-  if (waiting_.size() < 2 || state(waiting_.front()).preempted) return;
-  const std::vector<std::string_view> tenants = waiting_tenants();
-  const std::optional<size_t> pick = vtc_pick(vtc_, tenants);
-  if (!pick || *pick == 0) return;
-  const RequestKey key = waiting_[*pick];
-  waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(*pick));
-  waiting_.push_front(key);
-}
-
-void Scheduler::charge_admitted(RequestState& r) {
-  if (!r.vtc_charged) {
-    r.vtc_charged = true;
-    vtc_charge(&vtc_, r.tenant, r.tenant_weight, r.num_prompt_tokens, 0);
-  }
-  if (!tenant_waiting(r.tenant)) vtc_drained(&vtc_, r.tenant);
 }
 
 void Scheduler::set_exact_limit(RequestKey key, int32_t limit) { state(key).exact_limit = limit; }
@@ -401,7 +372,7 @@ void Scheduler::schedule_waiting(StepBuilder& b) {
   while (b.budget > 0 && b.prefill_left > 0 &&
          running_.size() + populating_.size() < static_cast<size_t>(config_.max_num_seqs) &&
          !waiting_.empty()) {
-    promote_vtc_pick();
+    promote_pick();
     RequestState& r = state(waiting_.front());
     if (r.num_pending_samples > 0) break;          // preempted; its last token is not known yet
     if (r.num_generated() >= r.max_tokens) break;  // complete: the caller finishes it
@@ -515,6 +486,7 @@ void Scheduler::update(const StepPlan& plan, std::span<const SeqResult> results)
       --r.num_pending_samples;
       r.num_pending_drafts -= c.num_drafts;
       vtc_charge(&vtc_, r.tenant, r.tenant_weight, 0, emitted);
+      program_charge(config_.programs, &programs_, r.program, 0, emitted);
     }
     if (c.stale || c.relink) continue;  // preempted since (KV gone), or below num_computed
     KEEL_CHECK(r.num_computed == c.start_pos);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/program_priority.h"
 #include "engine/request_state.h"
 #include "engine/step_plan.h"
 #include "engine/tier_transfer.h"
@@ -35,6 +36,7 @@ struct SchedulerConfig {
       512;                    // --max-batched-tokens: tokens computed per step (≥ max_num_seqs)
   int32_t max_waiting = 256;  // --max-waiting: admission queue cap (enforced by Engine)
   int32_t max_model_len = 0;  // context length: positions < max_model_len; 0 = no limit
+  ProgramSchedulingConfig programs;  // within a tenant: program-aware admission (PLAS) or FCFS
   [[nodiscard]] Status validate() const;
 };
 
@@ -43,16 +45,19 @@ struct SchedulerConfig {
 // prefills take chunks of the rest — at most prefill_budget() prompt tokens in all when the step
 // also decodes (a chunk also shrinks to the free blocks rather than preempting);
 // then waiting requests are admitted in the order of fair admission among tenants (vtc.h: the
-// earliest waiting request of the backlogged tenant with the least virtual token counter goes
-// first; with one tenant — every request naming none — that is FCFS; a preempted request at the
-// front keeps its place), and the first one that does not fit stops admission, at most
-// max_num_seqs running. Prompt tokens are charged to the tenant's counter at first admission,
-// generated tokens as update() appends them. A new request looks up the prefix cache; hit tokens
-// count as computed. When a running request cannot get a block, the most recently admitted running
-// request is preempted by recompute (blocks freed, back to the FRONT of the waiting queue with
-// prompt + generated tokens); an older request is never preempted for a newer one. A preempted
-// request is re-admitted only when blocks for all its tokens fit, so it is not preempted again
-// before its recompute completes (no thrash). No admission happens in a step that preempted.
+// backlogged tenant with the least virtual token counter goes first; within that tenant, by
+// program-aware admission (program_priority.h: the call whose agent program has received the
+// least service, discretised into levels, earliest first within a level; with kFcfs, or when no
+// request names a program, the earliest); a preempted request at the front keeps its place), and
+// the first one that does not fit stops admission, at most max_num_seqs running. Prompt tokens
+// are charged to the tenant's counter at first admission (to its program's: those the prefix
+// cache did not serve), generated tokens as update() appends them. A new request looks up the
+// prefix cache; hit tokens count as computed. When a running request cannot get a block, the most
+// recently admitted running request is preempted by recompute (blocks freed, back to the FRONT of
+// the waiting queue with prompt + generated tokens); an older request is never preempted for a
+// newer one. A preempted request is re-admitted only when blocks for all its tokens fit, so it is
+// not preempted again before its recompute completes (no thrash). No admission happens in a step
+// that preempted.
 //
 // Schedule-ahead: schedule() for step N+1 may run before update() for step N; each seq of N with
 // samples = true then counts as one more token (kPlaceholderToken in the plan). update() must see
@@ -164,6 +169,8 @@ class Scheduler {
   [[nodiscard]] const SchedulerConfig& config() const { return config_; }
   // The tenants' virtual token counters (vtc.h).
   [[nodiscard]] const VtcCounters& vtc() const { return vtc_; }
+  // The programs' attained service (program_priority.h).
+  [[nodiscard]] const ProgramServiceTable& programs() const { return programs_; }
   // Verifies the RequestState invariants, queue membership, block coverage and the KV manager's
   // own invariants. For tests.
   [[nodiscard]] Status check_invariants() const;
@@ -178,11 +185,12 @@ class Scheduler {
   void schedule_waiting(StepBuilder& b);
   bool admit(StepBuilder& b, RequestState& r);
   // Fair admission (vtc.h): the tenants of the waiting requests in queue order; whether `tenant`
-  // has one waiting; moving the VTC's choice to the front (unless a preempted request is there);
-  // charging an admitted request's prompt.
+  // has one waiting; moving the choice of the VTC, then of program-aware admission among that
+  // tenant's requests, to the front (unless a preempted request is there); charging an admitted
+  // request's prompt.
   [[nodiscard]] std::vector<std::string_view> waiting_tenants() const;
   [[nodiscard]] bool tenant_waiting(std::string_view tenant) const;
-  void promote_vtc_pick();
+  void promote_pick();
   void charge_admitted(RequestState& r);
   // admit() for a request with PIC chunks whose link covers more than the prefix hit: blocks,
   // row links, relink positions, first seq. False when its blocks do not fit.
@@ -238,6 +246,7 @@ class Scheduler {
   int64_t next_update_id_ = 0;
   int64_t num_preemptions_ = 0;
   VtcCounters vtc_;
+  ProgramServiceTable programs_;
 };
 
 // Scratch state of one schedule() call.

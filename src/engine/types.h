@@ -73,6 +73,10 @@ struct GenerationRequest {
   // the service of one of weight 1 while both wait). The server sets them from the API key.
   std::string tenant;
   double tenant_weight = 1.0;
+  // Program-aware admission (engine/program_priority.h): the agent program this call belongs to
+  // (a Responses chain's first response id, or the X-Program-Id header); within a tenant, calls
+  // of programs that received less service go first. "" = the call is a program of its own.
+  std::string program;
   // The LoRA adapter to run with (its name in EngineClient::list_loras()); "" = the base model.
   // Its KV is cached under the adapter's identity, apart from the base model's and other
   // adapters' (engine/lora_registry.h). NotFound at submit when no adapter has this name.

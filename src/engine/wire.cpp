@@ -153,6 +153,7 @@ Json encode_request_body(const GenerationRequest& q) {
   if (q.priority != 0) j["priority"] = q.priority;
   if (!q.tenant.empty()) j["tenant"] = q.tenant;
   if (q.tenant_weight != 1.0) j["tenant_weight"] = q.tenant_weight;
+  if (!q.program.empty()) j["program"] = q.program;
   if (!q.lora.empty()) j["lora"] = q.lora;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
@@ -196,6 +197,7 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.i32("priority", &q->priority);
   r.str("tenant", &q->tenant);
   r.f64("tenant_weight", &q->tenant_weight);
+  r.str("program", &q->program);
   r.str("lora", &q->lora);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);

@@ -32,6 +32,8 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   c.scheduler.max_batched_tokens = o.max_batched_tokens;
   c.step_time_target_s = o.step_time_target_ms / 1000.0;
   c.scheduler.max_waiting = o.max_waiting;
+  c.scheduler.programs.mode = o.program_scheduling == "fcfs" ? engine::ProgramScheduling::kFcfs
+                                                             : engine::ProgramScheduling::kPlas;
   c.scheduler.max_model_len = static_cast<int32_t>(o.ctx_size);
   c.block_size = o.block_size;
   c.kv_cache_bytes = o.kv_cache_bytes;

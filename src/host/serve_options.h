@@ -42,6 +42,7 @@ struct ServeOptions {
   int32_t max_batched_tokens = 512;
   double step_time_target_ms = 0;  // --step-time-target-ms (0 = auto, < 0 = no limit)
   int32_t max_waiting = 256;
+  std::string program_scheduling = "plas";  // --program-scheduling: plas | fcfs
   int32_t block_size = 16;
   int64_t kv_cache_bytes = 0;   // 0 = enough for max_num_seqs full contexts (capped)
   int64_t kv_host_bytes = 0;    // T1 host-DRAM tier; 0 = none

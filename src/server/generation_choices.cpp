@@ -64,6 +64,7 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
   r.cache_salt = spec_.cache_salt;
   r.tenant = spec_.tenant;
   r.tenant_weight = spec_.tenant_weight;
+  r.program = spec_.program;
   r.priority = spec_.priority;
   r.work_class = spec_.work_class;
   r.lora = lora_;

@@ -83,6 +83,9 @@ struct GenerationSpec {
   // admission (engine::GenerationRequest::tenant). Set by the router, never from the body.
   std::string tenant;
   double tenant_weight = 1.0;
+  // The agent program the call belongs to (engine::GenerationRequest::program): a Responses
+  // chain's first response, or the X-Program-Id header; scoped by the tenant. Set by the router.
+  std::string program;
   // vLLM's `priority` (lower first; default 0) and the work's class (the Batch API's lines are
   // batch): the order a JE's admission layer lets held work in (cluster/job/admission.h).
   int32_t priority = 0;

@@ -10,6 +10,7 @@
 
 #include "server/http_framing.h"
 #include "server/json_fields.h"
+#include "server/program_id.h"
 #include "server/response_builder.h"
 #include "server/responses_background.h"
 #include "server/responses_items.h"
@@ -73,6 +74,12 @@ RouteOutcome create_response(ServerContext& ctx, const HttpRequest& req,
     p.spec.tenant = tenant->tenant;
     p.spec.tenant_weight = tenant->weight;
   }
+  // The agent program (program_id.h): the chain's first response, this one when it starts one.
+  const std::string& previous = p.request.previous_response_id;
+  ApiResult<std::string> program =
+      program_of(req, tenant, previous.empty() ? p.id : ctx.responses.chain_root(previous));
+  if (!program.ok()) return HttpResponse::error(program.error());
+  p.spec.program = std::move(program.value());
   if (!p.request.background) return ResponseCall{std::move(p)};
   StoredResponse queued;
   queued.id = p.id;

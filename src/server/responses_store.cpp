@@ -248,6 +248,17 @@ ApiResult<OrderedJson> ResponsesStore::history(std::string_view id) const {
   return items;
 }
 
+std::string ResponsesStore::chain_root(std::string_view id) const {
+  MutexLock lock(mu_);
+  std::string root(id);
+  for (size_t n = 0; n < kMaxChainLength; ++n) {
+    auto it = entries_.find(root);
+    if (it == entries_.end() || it->second.r.previous_response_id.empty()) break;
+    root = it->second.r.previous_response_id;
+  }
+  return root;
+}
+
 size_t ResponsesStore::size() const {
   MutexLock lock(mu_);
   return entries_.size();

@@ -92,6 +92,9 @@ class ResponsesStore {
   // previous_response_not_found when `id` (or a response it continues) is not stored; 400
   // previous_response_not_finished while one of them is queued or in progress.
   [[nodiscard]] ApiResult<OrderedJson> history(std::string_view id) const;
+  // The first response of the chain ending at `id` (the agent program a continuing turn belongs
+  // to; program_id.h): `id` itself when it continues nothing, as far as the chain is stored.
+  [[nodiscard]] std::string chain_root(std::string_view id) const;
 
   [[nodiscard]] size_t size() const;
   [[nodiscard]] size_t used_bytes() const;

@@ -12,6 +12,7 @@
 #include "server/dashboard_page.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
+#include "server/program_id.h"
 #include "server/responses_routes.h"
 #include "server/tool_grammar.h"
 
@@ -149,6 +150,9 @@ RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKin
     spec.value().tenant = tenant->tenant;
     spec.value().tenant_weight = tenant->weight;
   }
+  ApiResult<std::string> program = program_of(req, tenant);
+  if (!program.ok()) return HttpResponse::error(program.error());
+  spec.value().program = std::move(program.value());
   return GenerationCall{std::move(spec.value())};
 }
 

@@ -44,6 +44,7 @@ GenerationRequest full_request() {
   q.priority = -7;
   q.tenant = "alice";
   q.tenant_weight = 2.5;
+  q.program = "resp_root01";
   q.lora = "sql-adapter";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;

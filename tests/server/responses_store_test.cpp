@@ -61,6 +61,10 @@ TEST(ResponsesStoreTest, HistoryWalksTheChainOldestFirst) {
   ASSERT_TRUE(h.ok()) << h.error().message;
   EXPECT_EQ(ids_of(h.value()), (std::vector<std::string>{"in_resp_1", "out_resp_1", "in_resp_2",
                                                          "out_resp_2", "in_resp_3", "out_resp_3"}));
+  // The chain's first response names the agent program of every later turn (program_id.h).
+  EXPECT_EQ(store.chain_root("resp_3"), "resp_1");
+  EXPECT_EQ(store.chain_root("resp_1"), "resp_1");
+  EXPECT_EQ(store.chain_root("resp_9"), "resp_9");
   ApiResult<OrderedJson> unknown = store.history("resp_9");
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().status, 404);
