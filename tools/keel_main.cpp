@@ -185,6 +185,19 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--kv-type", serve.kv_type, "KV cache element type")
       ->check(CLI::IsMember(kv_type_names()));
   serve_cmd->add_flag("--no-prefix-cache", serve.no_prefix_cache, "Disable prefix caching");
+  serve_cmd
+      ->add_option("--kv-pin-ttl", serve.kv_pin_ttl_s,
+                   "Seconds a call that ended in a tool call keeps its KV pinned for the next turn "
+                   "(docs/agent-kv.md; 0 = off)")
+      ->check(CLI::Range(0.0, 86400.0));
+  serve_cmd
+      ->add_option("--kv-pin-max-fraction", serve.kv_pin_max_fraction,
+                   "Most of the KV pool pinned across tool calls (0 = none)")
+      ->check(CLI::Range(0.0, 1.0));
+  serve_cmd
+      ->add_option("--kv-pin-tenant-max-fraction", serve.kv_pin_tenant_max_fraction,
+                   "Most of the KV pool one API-key tenant's pins may hold (0 = no cap of its own)")
+      ->check(CLI::Range(0.0, 1.0));
   serve_cmd->add_flag("--no-schedule-ahead", serve.no_schedule_ahead,
                       "Plan each step only after the previous one finished");
   serve_cmd

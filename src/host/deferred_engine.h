@@ -33,6 +33,9 @@ class DeferredEngine final : public engine::EngineClient {
     if (auto* e = get()) return e->release_cache(id, salt);
     return false;
   }
+  void release_kv_pin(engine::RequestKey key) override {
+    if (auto* e = get()) e->release_kv_pin(key);
+  }
   [[nodiscard]] std::optional<engine::ContextCacheInfo> find_cache(
       const std::string& id, const std::string& salt) const override {
     if (auto* e = get()) return e->find_cache(id, salt);

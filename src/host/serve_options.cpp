@@ -42,6 +42,9 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   c.kv_disk_bytes = o.kv_disk_bytes;
   if (auto t = model::parse_kv_type(o.kv_type); t.ok()) c.kv_dtype = *t;  // checked by the CLI
   c.enable_prefix_cache = !o.no_prefix_cache;
+  c.kv_pin_ttl_s = o.kv_pin_ttl_s;
+  c.kv_pin_max_fraction = o.kv_pin_max_fraction;
+  c.kv_pin_tenant_max_fraction = o.kv_pin_tenant_max_fraction;
   c.schedule_ahead = !o.no_schedule_ahead;
   if (auto v = kv::PicVariant::parse(o.pic_link); v.ok()) c.pic_link = *v;  // checked by the CLI
   c.sparse = engine::SparseParams{o.sparse_policy, o.sparse_budget};

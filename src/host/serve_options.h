@@ -50,6 +50,11 @@ struct ServeOptions {
   int64_t kv_disk_bytes = 0;    // T2 capacity
   std::string kv_type = "f32";  // f32 | f16 | q8_0
   bool no_prefix_cache = false;
+  // KV kept across tool calls (docs/agent-kv.md): pin TTL in seconds (0 = off) and the caps on
+  // pinned KV as fractions of the pool, in total and per named tenant.
+  double kv_pin_ttl_s = 60.0;
+  double kv_pin_max_fraction = 0.25;
+  double kv_pin_tenant_max_fraction = 0.125;
   bool no_schedule_ahead = false;
   std::string pic = "marked";            // off | marked | auto: PIC chunks in chat prompts
   std::string pic_link = "legolink-16";  // full | naive | legolink-K

@@ -78,7 +78,20 @@ engine::GenerationRequest GenerationChoices::make_request(const Slot& slot) cons
     r.sparse = engine::SparseParams{*spec_.sparse_policy, spec_.sparse_budget};
   r.speculative = spec_.speculative;
   r.early_exit = spec_.early_exit;
+  r.keep_kv = keeps_kv();
   return r;
+}
+
+bool GenerationChoices::keeps_kv() const {
+  return spec_.kind == ApiKind::kChat && spec_.tools.active() &&
+         spec_.work_class == engine::WorkClass::kInteractive;
+}
+
+bool GenerationChoices::ended_in_tool_call(const Slot& slot) const {
+  if (slot.tools) return slot.tools->num_calls() > 0;  // streamed: its finish was pushed
+  std::string text = slot.out->text();
+  if (reasoning_) text = split_reasoning(text, starts_in_reasoning(slot)).content;
+  return !parse_tool_output(tool_family_, text, spec_.tools).calls.empty();
 }
 
 std::optional<ApiError> GenerationChoices::submit_all(const SinkFactory& make_sink) {
@@ -199,6 +212,11 @@ void GenerationChoices::consume(size_t choice, engine::TokenEvent event, std::st
     return;
   }
   if (spec_.stream && sse != nullptr) stream_delta(slot, d, sse);
+  // KV kept across tool calls: the engine pinned a keep_kv request that stopped; a turn that did
+  // not end in a tool call has no next turn to keep it for.
+  if (slot.done && keeps_kv() && slot.out->finish_reason() == "stop" && !ended_in_tool_call(slot)) {
+    engine_->release_kv_pin(slot.key);
+  }
 }
 
 Usage GenerationChoices::usage() const {

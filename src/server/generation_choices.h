@@ -5,12 +5,13 @@
 // (batch_runner.cpp) from a batch worker thread. Both route events to consume() themselves.
 // With tools (tool_choice not "none") the output is parsed into calls (parse_tool_output; streamed:
 // a ToolCallStream, calls sent as they are generated when a tool grammar constrains the output):
-// message.tool_calls / tool-call deltas and finish_reason "tool_calls". With a reasoning parser
-// (ServerDeps::reasoning_parser) a chat choice's text is first split into thinking and content
-// (reasoning_split.h; streamed: a ReasoningSplitter per choice): the thinking goes out as
-// reasoning_content / reasoning, tool calls are parsed from the content only, and a tool grammar
-// lets the thinking come first (with_reasoning_prefix). A request whose output another grammar
-// shapes from its first token (response_format, `grammar`, `regex`) is not split.
+// message.tool_calls / tool-call deltas and finish_reason "tool_calls"; the engine keeps the KV of
+// a choice that ends in a call for the next turn (keep_kv; released here when it did not). With a
+// reasoning parser (ServerDeps::reasoning_parser) a chat choice's text is first split into
+// thinking and content (reasoning_split.h; streamed: a ReasoningSplitter per choice): the
+// thinking goes out as reasoning_content / reasoning, tool calls are parsed from the content only,
+// and a tool grammar lets the thinking come first (with_reasoning_prefix). A request whose output
+// another grammar shapes from its first token (response_format, `grammar`, `regex`) is not split.
 //
 // Invariant: every engine request submitted is finished or aborted once abort_unfinished() has
 // run; callers run it on every exit path (the destructor does not: the engine may be gone).
@@ -89,6 +90,10 @@ class GenerationChoices {
   // Whether the output of `slot` starts inside the thinking (reasoning_ only).
   [[nodiscard]] bool starts_in_reasoning(const Slot& slot) const;
   engine::GenerationRequest make_request(const Slot& slot) const;
+  // KV kept across tool calls (engine::GenerationRequest::keep_kv): interactive chat with tools
+  // (tool_choice not "none") asks the engine to pin; whether `slot`'s finished output was a call.
+  [[nodiscard]] bool keeps_kv() const;
+  [[nodiscard]] bool ended_in_tool_call(const Slot& slot) const;
   void stream_delta(Slot& slot, ChoiceDelta& delta, std::string* out) const;
   // A ToolCallStream's content and deltas as SSE chunks of choice `slot`.
   void stream_tool_output(const Slot& slot, ToolStreamOutput o, std::string* out) const;

@@ -261,6 +261,7 @@ MaybeError parse_common(const Json& body, const ParseLimits& limits, GenerationS
   KEEL_API_TRY(read_bool(body, "ignore_eos", &spec->ignore_eos));
   KEEL_API_TRY(parse_streaming(body, spec));
   KEEL_API_TRY(parse_cache_salt(body, &spec->cache_salt));
+  KEEL_API_TRY(parse_prompt_cache_key(body, &spec->prompt_cache_key));
   n.reset();
   KEEL_API_TRY(read_int(body, "priority", std::numeric_limits<int32_t>::min(),
                         std::numeric_limits<int32_t>::max(), &n));
@@ -386,6 +387,19 @@ ApiResult<GenerationSpec> parse_completion(const Json& body, const ParseLimits& 
 }
 
 }  // namespace
+
+MaybeError parse_prompt_cache_key(const Json& body, std::string* out) {
+  std::optional<std::string> s;
+  KEEL_API_TRY(read_string(body, "prompt_cache_key", &s));
+  if (s) {
+    if (s->size() > kMaxCacheSaltBytes) {
+      return ApiError::bad_request("`prompt_cache_key` must be a string of at most 1024 bytes",
+                                   "prompt_cache_key");
+    }
+    *out = std::move(*s);
+  }
+  return std::nullopt;
+}
 
 MaybeError parse_cache_salt(const Json& body, std::string* out) {
   std::optional<std::string> s;

@@ -79,6 +79,10 @@ struct GenerationSpec {
   bool include_usage = false;  // stream_options.include_usage
   bool echo = false;           // completions: prepend the prompt text
   std::string cache_salt;
+  // OpenAI's `prompt_cache_key` (at most 1024 bytes): accepted and carried; on one process it
+  // changes nothing — the prefix cache finds a prompt by its content, and a turn that ended in a
+  // tool call keeps its KV whatever its key (docs/agent-kv.md).
+  std::string prompt_cache_key;
   // The tenant of the API key (tenants.h; "" = none) and its weight, for the engine's fair
   // admission (engine::GenerationRequest::tenant). Set by the router, never from the body.
   std::string tenant;
@@ -123,6 +127,8 @@ ApiResult<GenerationSpec> parse_completion_request(const nlohmann::json& body,
 
 // Shared with POST /v1/caches: the optional `cache_salt` (1 to 1024 bytes).
 std::optional<ApiError> parse_cache_salt(const nlohmann::json& body, std::string* out);
+// Shared with /v1/responses: the optional `prompt_cache_key` (a string of at most 1024 bytes).
+std::optional<ApiError> parse_prompt_cache_key(const nlohmann::json& body, std::string* out);
 
 // Shared with /tokenize: the optional `chat_template_kwargs` object (null when absent).
 std::optional<ApiError> parse_chat_template_kwargs(const nlohmann::json& body,

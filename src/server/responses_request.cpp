@@ -6,6 +6,7 @@
 #include <array>
 #include <limits>
 
+#include "server/generation_request.h"
 #include "server/responses_items.h"
 
 namespace keel::server {
@@ -197,6 +198,12 @@ MaybeError parse_response_generation(const Json& body, ResponsesRequest* out) {
   if (out->top_p) out->chat_fields["top_p"] = *out->top_p;
   KEEL_API_TRY(read_bool(body, "parallel_tool_calls", &out->parallel_tool_calls));
   out->chat_fields["parallel_tool_calls"] = out->parallel_tool_calls;
+  std::string cache_key;
+  if (const Json* key = field(body, "prompt_cache_key"); key != nullptr && !key->is_null()) {
+    KEEL_API_TRY(parse_prompt_cache_key(body, &cache_key));
+    out->prompt_cache_key = cache_key;
+    out->chat_fields["prompt_cache_key"] = cache_key;
+  }
   for (std::string_view extra : {"seed", "top_k"}) {  // keel/vLLM extensions, checked by chat
     if (const Json* v = field(body, extra)) out->chat_fields[std::string(extra)] = *v;
   }

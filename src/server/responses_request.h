@@ -55,6 +55,7 @@ struct ResponsesRequest {
   std::optional<double> temperature;
   std::optional<double> top_p;
   bool parallel_tool_calls = true;
+  std::optional<std::string> prompt_cache_key;  // echoed; a no-op on one process (agent-kv.md)
   // The chat-completions body these fields mean, without `messages` (and without `stream`).
   OrderedJson chat_fields = OrderedJson::object();
 };
