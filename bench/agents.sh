@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
 done
 KEEL=${KEEL:-build/release/tools/keel}
 OUT=${OUT:-$(mktemp -d /tmp/keel-agents.XXXX)}
+mkdir -p "$OUT"
 source bench/lib/processes.sh
 
 run() {  # MODE ROUND [CAPACITY]
