@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/log.h"
+#include "server/api_list.h"
 #include "server/batch_input.h"
 #include "server/batch_runner.h"
 #include "server/http_framing.h"
@@ -23,69 +24,16 @@ constexpr std::string_view kFilesPath = "/v1/files";
 constexpr std::string_view kBatchesPath = "/v1/batches";
 constexpr int64_t kCompletionWindowSeconds = 24 * 3600;
 
-// "/v1/files/abc/content" with prefix "/v1/files" → {"abc", "content"}; nullopt when the path has
-// no id segment or more than two segments.
-struct SubPath {
-  std::string id;
-  std::string_view action;  // "" or the segment after the id
-};
-std::optional<SubPath> sub_path(std::string_view path, std::string_view prefix) {
-  if (!path.starts_with(prefix) || path.size() <= prefix.size() + 1 || path[prefix.size()] != '/')
-    return std::nullopt;
-  std::string_view rest = path.substr(prefix.size() + 1);
-  const size_t slash = rest.find('/');
-  SubPath sp;
-  sp.id = percent_decode(rest.substr(0, slash));
-  if (slash != std::string_view::npos) {
-    sp.action = rest.substr(slash + 1);
-    if (sp.action.empty() || sp.action.find('/') != std::string_view::npos) return std::nullopt;
-  }
-  if (sp.id.empty()) return std::nullopt;
-  return sp;
-}
-
 // The decoded value of query parameter `key`, or nullopt.
 std::optional<std::string> query_param(const HttpRequest& req, std::string_view key) {
   return server::query_param(req.target, key);
 }
 
-// `limit` from the query: [1, max], `fallback` when absent.
-ApiResult<size_t> query_limit(const HttpRequest& req, size_t fallback, size_t max) {
-  std::optional<std::string> text = query_param(req, "limit");
-  if (!text) return fallback;
-  size_t value = 0;
-  bool ok = !text->empty() && text->size() <= 9;
-  for (char c : *text) {
-    ok = ok && c >= '0' && c <= '9';
-    value = value * 10 + static_cast<size_t>(c - '0');
-  }
-  if (!ok || value < 1 || value > max) {
-    return ApiError::bad_request(
-        fmt::format("`limit` must be an integer in [1, {}], got \"{}\"", max, text->substr(0, 32)),
-        "limit");
-  }
-  return value;
-}
-
 ApiError not_found(std::string_view what, std::string_view id, std::string_view code) {
-  ApiError e = ApiError::bad_request(fmt::format("No such {} object: {}", what, id), "id",
-                                     std::string(code));
-  e.status = 404;
-  return e;
+  return object_not_found(what, id, code);
 }
 
 HttpResponse json_response(const Json& j) { return HttpResponse::json(200, dump_json(j)); }
-
-// {"object": "list", "data", "first_id", "last_id", "has_more"}.
-Json list_object(Json data, bool has_more) {
-  Json first = data.empty() ? Json(nullptr) : data.front()["id"];
-  Json last = data.empty() ? Json(nullptr) : data.back()["id"];
-  return {{"object", "list"},
-          {"data", std::move(data)},
-          {"first_id", std::move(first)},
-          {"last_id", std::move(last)},
-          {"has_more", has_more}};
-}
 
 // --- files ---
 
@@ -104,10 +52,10 @@ HttpResponse upload_file(ServerContext& ctx, const HttpRequest& req) {
     return HttpResponse::error(
         ApiError::bad_request("Missing required parameter: 'purpose'.", "purpose"));
   }
-  if (purpose->data != "batch") {
+  if (purpose->data != "batch" && purpose->data != "fine-tune") {
     return HttpResponse::error(ApiError::bad_request(
         fmt::format("'{}' is not a supported purpose: this server stores files for the Batch API "
-                    "only (purpose 'batch').",
+                    "(purpose 'batch') and fine-tuning (purpose 'fine-tune').",
                     purpose->data.substr(0, 64)),
         "purpose"));
   }
@@ -117,7 +65,7 @@ HttpResponse upload_file(ServerContext& ctx, const HttpRequest& req) {
   }
   std::string filename = file->filename.value_or("");
   if (filename.empty()) filename = "upload.jsonl";
-  ApiResult<StoredFile> stored = ctx.files.add("file-" + ctx.ids.next(), "batch",
+  ApiResult<StoredFile> stored = ctx.files.add("file-" + ctx.ids.next(), std::string(purpose->data),
                                                std::move(filename), std::string(file->data), true);
   if (!stored.ok()) return HttpResponse::error(stored.error());
   return json_response(stored.value().to_json());

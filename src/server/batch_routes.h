@@ -1,6 +1,7 @@
 // The OpenAI Files and Batches endpoints (the Batch API), synchronous routes over the
 // ServerContext's FileStore, BatchStore and BatchRunner:
-//   POST   /v1/files                 multipart/form-data: purpose=batch, file=<JSONL> → File
+//   POST   /v1/files                 multipart/form-data: purpose=batch|fine-tune, file=<JSONL>
+//                                    → File
 //   GET    /v1/files                 {"object": "list", data, first_id, last_id, has_more};
 //                                    ?purpose= &limit= (1-10000, default 10000) &after= &order=
 //   GET    /v1/files/{id}            File; 404 file_not_found
@@ -11,8 +12,9 @@
 //   GET    /v1/batches               list, newest first; ?limit= (1-100, default 20) &after=
 //   GET    /v1/batches/{id}          Batch; 404 batch_not_found
 //   POST   /v1/batches/{id}/cancel   Batch (cancelling/cancelled); 409 when finalizing or done
-// Endpoints: /v1/chat/completions and /v1/completions. Purposes: only "batch" may be uploaded;
-// the runner writes "batch_output" and "batch_error" files.
+// Endpoints: /v1/chat/completions and /v1/completions. Purposes: "batch" and "fine-tune" (a
+// fine-tuning job's data, fine_tuning_routes.h) may be uploaded; the batch runner writes
+// "batch_output" and "batch_error" files, the fine-tuning runner "fine-tune-results".
 //
 // Thread safety: functions over a ServerContext (its stores and runner are thread-safe).
 #pragma once

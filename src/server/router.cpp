@@ -10,6 +10,7 @@
 
 #include "server/batch_routes.h"
 #include "server/dashboard_page.h"
+#include "server/fine_tuning_routes.h"
 #include "server/http_framing.h"
 #include "server/json_fields.h"
 #include "server/program_id.h"
@@ -113,6 +114,7 @@ std::string_view allowed_methods(std::string_view path) {
   if (path == kCachesPath) return "GET, POST";
   if (path.starts_with(kCachesPrefix) && path.size() > kCachesPrefix.size()) return "GET, DELETE";
   if (std::string_view m = responses_route_methods(path); !m.empty()) return m;
+  if (std::string_view m = fine_tuning_route_methods(path); !m.empty()) return m;
   return batch_route_methods(path);
 }
 
@@ -396,6 +398,7 @@ RouteOutcome route_request(ServerContext& ctx, const HttpRequest& req, const Aut
   if (path == kLoadLoraPath) return route_json(ctx, req, handle_load_lora);
   if (path == kUnloadLoraPath) return route_json(ctx, req, handle_unload_lora);
   if (!batch_route_methods(path).empty()) return route_batch_api(ctx, req);
+  if (!fine_tuning_route_methods(path).empty()) return route_fine_tuning(ctx, req);
   if (!responses_route_methods(path).empty()) return route_responses(ctx, req, tenant);
   if (path == "/tokenize") return route_json(ctx, req, handle_tokenize);
   return route_json(ctx, req, handle_detokenize);

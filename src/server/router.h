@@ -23,6 +23,8 @@
 //   POST /v1/responses             → ResponseCall, or a queued background Response
 //   GET/DELETE /v1/responses/{id}, GET .../input_items, POST .../cancel
 //                                  the Responses API (responses_routes.h)
+//   POST /v1/fine_tuning/jobs, GET /v1/fine_tuning/jobs[/{id}], POST .../{cancel,pause,resume},
+//   GET  .../{events,checkpoints}  the fine-tuning API (fine_tuning_routes.h)
 // Known path with another method → 405 (with Allow); unknown path → 404.
 // With an api_key or an API keys file configured, /v1/*, /tokenize and /detokenize need
 // `Authorization: Bearer` with that key or one of the file's (docs/tenants.md). A tenant's

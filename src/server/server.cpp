@@ -19,6 +19,7 @@
 #include "core/mutex.h"
 #include "server/batch_runner.h"
 #include "server/connection_admission.h"
+#include "server/fine_tuning_runner.h"
 #include "server/http_connection.h"
 #include "server/net.h"
 #include "server/responses_background.h"
@@ -53,7 +54,8 @@ struct Server::Impl {
   };
 
   Status listen();
-  // Opens config.state_dir (when set) and loads the files and batches it holds.
+  // Opens config.state_dir (when set) and loads the files, batches, responses and fine-tuning
+  // jobs it holds.
   Status open_state();
   void register_connection(const std::shared_ptr<HttpConnection>& conn,
                            const net::ip::address& client);
@@ -82,6 +84,7 @@ struct Server::Impl {
   std::optional<net::thread_pool> control_pool;   // BlockingCall handlers (router.h); the same
   std::unique_ptr<BatchRunner> batch_runner;      // stopped by shutdown(), before ctx goes
   std::unique_ptr<ResponsesBackground> responses_background;  // stopped by shutdown() too
+  std::unique_ptr<FineTuningRunner> fine_tuning_runner;       // stopped by shutdown() too
   net::any_io_executor acceptor_strand;
   tcp::acceptor acceptor;
   net::executor_work_guard<net::io_context::executor_type> work;
@@ -136,6 +139,7 @@ Status Server::Impl::open_state() {
   state = std::move(*opened);
   KEEL_TRY(ctx.files.attach(state.get()));
   KEEL_TRY(ctx.responses.attach(state.get()));
+  KEEL_TRY(ctx.fine_tuning.attach(state.get()));
   return ctx.batches.attach(state.get());
 }
 
@@ -302,6 +306,13 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, ServerDeps de
   KEEL_TRY(impl->listen());
   KEEL_TRY(impl->open_state());
   Impl* raw = impl.get();
+  if (raw->ctx.deps.fine_tuner != nullptr) {  // before the batches: its pins are taken first
+    const std::string& dir = raw->ctx.config.state_dir;
+    raw->fine_tuning_runner = std::make_unique<FineTuningRunner>(
+        raw->ctx, *raw->ctx.deps.fine_tuner, dir.empty() ? "" : dir + "/fine_tuned_models");
+    KEEL_TRY(raw->fine_tuning_runner->start());
+    raw->ctx.fine_tuning_runner = raw->fine_tuning_runner.get();
+  }
   raw->batch_runner =
       std::make_unique<BatchRunner>(raw->ctx, raw->ctx.config.batch_concurrency,
                                     static_cast<size_t>(raw->ctx.config.max_batch_requests));
@@ -385,6 +396,7 @@ void Server::shutdown() {
   }
   if (impl->batch_runner) impl->batch_runner->stop();
   if (impl->responses_background) impl->responses_background->stop();
+  if (impl->fine_tuning_runner) impl->fine_tuning_runner->stop();
   if (impl->tokenize_pool) impl->tokenize_pool->join();
   if (impl->control_pool) impl->control_pool->join();
   impl->work.reset();

@@ -1,8 +1,8 @@
 // ServerDeps (what the server is given) and ServerContext (what every connection shares): the
 // config, the engine and tokenizer, the chat formatter, readiness and draining state, and the
-// request-id source, the Batch API's stores (files, batch records) and runner, and the Responses
-// API's store and background runner. Created by
-// Server::start and alive until the server is destroyed.
+// request-id source, the Batch API's stores (files, batch records) and runner, the Responses
+// API's store and background runner, and the fine-tuning API's store, runner and trainer.
+// Created by Server::start and alive until the server is destroyed.
 //
 // Thread safety: everything here is immutable after start, atomic or internally locked;
 // EngineClient, Tokenizer and the ChatFormatter are thread-safe by contract.
@@ -21,6 +21,7 @@
 #include "server/body_budget.h"
 #include "server/chat_formatter.h"
 #include "server/file_store.h"
+#include "server/fine_tuning_store.h"
 #include "server/reasoning_split.h"
 #include "server/responses_store.h"
 #include "server/server_config.h"
@@ -31,6 +32,8 @@
 namespace keel::server {
 
 class BatchRunner;
+class FineTuner;
+class FineTuningRunner;
 class ResponsesBackground;
 
 // A fleet's readiness as the cluster gateway's /health reports it (ServerDeps::fleet_health).
@@ -70,6 +73,9 @@ struct ServerDeps {
   // How the model's chat output is split into thinking and answer (--reasoning-parser;
   // reasoning_split.h); kNone: the whole output is content.
   ReasoningParser reasoning_parser = ReasoningParser::kNone;
+  // Optional, the trainer of /v1/fine_tuning/jobs (fine_tuner.h; `keel serve` gives
+  // host::FinetuneBackend); null: fine-tuning is off. Thread-safe; must outlive the Server.
+  FineTuner* fine_tuner = nullptr;
 };
 
 // 128-bit random-looking hex ids: a per-server random salt mixed with a counter (no lock).
@@ -108,6 +114,10 @@ struct ServerContext {
   ResponsesStore responses;  // /v1/responses stored responses (thread-safe)
   // Runs `background: true` responses (thread-safe); set by Server::start like batch_runner.
   ResponsesBackground* responses_background = nullptr;
+  FineTuningStore fine_tuning;  // /v1/fine_tuning/jobs, their events and states (thread-safe)
+  // Runs the fine-tuning jobs (thread-safe); set by Server::start when deps.fine_tuner is, like
+  // batch_runner.
+  FineTuningRunner* fine_tuning_runner = nullptr;
   // The API keys file's tenants (thread-safe); set by Server::start when config.api_keys_file is.
   std::unique_ptr<Tenants> tenants;
 

@@ -84,7 +84,7 @@ TEST(FilesHttpTest, BadUploads) {
         << r.body;
   }
   // Wrong or missing parts.
-  HttpResult wrong = upload(h.port(), "{}\n", "fine-tune");
+  HttpResult wrong = upload(h.port(), "{}\n", "assistants");
   EXPECT_EQ(wrong.status, 400);
   EXPECT_EQ(wrong.json()["error"]["param"], "purpose");
   HttpResult no_file = post(multipart_body({{"purpose", "", "batch"}}), kMultipartType);
