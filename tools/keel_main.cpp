@@ -266,6 +266,12 @@ int main(int argc, char** argv) {
       ->check(check_lora_spec);
   serve_cmd->add_flag("--allow-runtime-lora", serve.allow_runtime_lora,
                       "Enable POST /v1/load_lora_adapter and /v1/unload_lora_adapter");
+  serve_cmd->add_flag("--no-fine-tuning", serve.no_fine_tuning,
+                      "Turn off the fine-tuning API (/v1/fine_tuning/jobs; docs/finetune.md)");
+  serve_cmd
+      ->add_option("--fine-tuning-threads", serve.fine_tuning_threads,
+                   "Threads that train fine-tuning jobs, at idle priority (0 = all cores)")
+      ->check(CLI::Range(0, 4096));
   serve_cmd
       ->add_option("--cors-origins", serve.cors_origins,
                    "Origins allowed by CORS, comma-separated ('*' = any); default: CORS off")

@@ -23,6 +23,7 @@
 #include "engine/named_lora.h"
 #include "host/compute.h"
 #include "host/engine_host.h"
+#include "host/finetune_backend.h"
 #include "host/progress_reporter.h"
 #include "host/semi_pd_control_loop.h"
 #include "http_front_flags.h"
@@ -84,6 +85,14 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   deps.tool_format = server::detect_tool_format(host->chat_template()->source());
   KEEL_ASSIGN_OR_RETURN(deps.reasoning_parser,
                         server::parse_reasoning_parser(opts.reasoning_parser));
+  // The fine-tuning API's trainer, where finished adapters can be served (a colocated engine);
+  // declared before the server, which uses it until it is destroyed.
+  std::unique_ptr<host::FinetuneBackend> tuner;
+  if (!opts.no_fine_tuning && opts.mode == "colocated" && opts.pp == 1 && opts.ep == 1) {
+    tuner = std::make_unique<host::FinetuneBackend>(host::FinetuneBackend::Options{
+        path, &host->tokenizer(), host->chat_template(), opts.fine_tuning_threads});
+    deps.fine_tuner = tuner.get();
+  }
   KEEL_ASSIGN_OR_RETURN(
       std::unique_ptr<server::Server> srv,
       server::Server::start(server_config(opts, name, host->random_weights(), descriptor_limit),

@@ -91,6 +91,8 @@ struct ServeOptions {
   bool no_state = false;               // --no-state: files and batches in memory only
   std::vector<std::string> loras;      // --lora NAME=PATH, loaded at start (repeatable)
   bool allow_runtime_lora = false;     // --allow-runtime-lora: POST /v1/{load,unload}_lora_adapter
+  bool no_fine_tuning = false;         // --no-fine-tuning: no /v1/fine_tuning/jobs trainer
+  int32_t fine_tuning_threads = 0;     // --fine-tuning-threads (idle priority); 0 = all cores
   int32_t pp = 1;                      // --pp: pipeline stages (1 or 2; host/pipeline_stage.h)
   std::string pp_stage1;               // --pp-stage1 HOST:PORT: a running `keel pp-stage`
   double pp_step_timeout_s = 60.0;     // --pp-step-timeout: one step's reply from stage 1
