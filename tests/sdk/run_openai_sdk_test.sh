@@ -2,13 +2,14 @@
 # Starts `keel serve` (or, with MODE cluster, `keel cluster up`: the gateway in front of 2 TEs) on
 # a free port of 127.0.0.1 and runs openai_sdk_test.cjs (or SCRIPT, another test in this folder)
 # against it with the official openai npm package that scripts/install-deps.sh installs.
-# Usage: run_openai_sdk_test.sh KEEL_BINARY SHARED_DIR [serve|cluster] [SCRIPT] (the model is
-# stories260K there; the environment's KEEL_SHARED_DIR, when set, wins, as in the GoogleTest
-# suites)
+# Usage: run_openai_sdk_test.sh KEEL_BINARY SHARED_DIR [serve|cluster] [SCRIPT] [SERVE_ARGS...]
+# (the model is stories260K there; the environment's KEEL_SHARED_DIR, when set, wins, as in the
+# GoogleTest suites; SERVE_ARGS go to `keel serve`)
 set -euo pipefail
 keel="$1"
 mode="${3:-serve}"
 script="${4:-openai_sdk_test.cjs}"
+extra=("${@:5}")
 model="${KEEL_SHARED_DIR:-$2}/models/stories260K/stories260K.gguf"
 here="$(cd "$(dirname "$0")" && pwd)"
 if [ ! -f "$model" ]; then
@@ -33,7 +34,8 @@ if [ "$mode" = cluster ]; then
   "$keel" cluster up -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories \
     --colocated 2 --threads-per-te 1 >"$out" 2>"$log" &
 else
-  "$keel" serve -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories 2>"$log" &
+  "$keel" serve -m "$model" --host 127.0.0.1 --port 0 --served-model-name stories "${extra[@]}" \
+    2>"$log" &
 fi
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true; rm -f "$log" "$out"' EXIT
