@@ -480,6 +480,7 @@ void Engine::run() {
       end_step();
       if (!active_.empty()) {
         // Requests exist but none could run this step (e.g. waiting for blocks); retry shortly.
+        yield_kv_pin();
         UniqueLock lock(mu_);
         wake_.wait_for(lock.native(), std::chrono::milliseconds(1));
       }

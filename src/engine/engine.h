@@ -219,6 +219,9 @@ class Engine final : public EngineClient {
   // deadline of a context cache or a pin, which an idle engine wakes for.
   void pin_kv(RequestKey key, const EngineRequest& a);
   void expire_kv_pins();
+  // When nothing runs and requests wait with no tier read on its way, only pinned blocks could
+  // let them in: the oldest pin gives way (one per call).
+  void yield_kv_pin();
   void kv_pin_stats(EngineStats* s) const;  // the pins' fields of a stats snapshot
   [[nodiscard]] std::optional<int64_t> next_deadline_ns() const;
   void admit(Submit s);

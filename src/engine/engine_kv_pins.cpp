@@ -4,8 +4,10 @@
 // found by the prefix cache like any prompt, reuses them whatever other traffic ran meanwhile.
 // The front end releases the pin when the output was not a tool call (a ReleaseKvPin message);
 // the engine thread releases pins past their TTL whenever it wakes (an idle engine sleeps until
-// the next deadline), on clock_. Released blocks are ordinary cached blocks (LRU; demoted to the
-// tiers when evicted). Engine thread only, except release_kv_pin().
+// the next deadline), on clock_, and the oldest pin gives way when a waiting request cannot be
+// admitted while nothing runs (pins must not stall the engine until their TTL). Released blocks
+// are ordinary cached blocks (LRU; demoted to the tiers when evicted). Engine thread only, except
+// release_kv_pin().
 #include <algorithm>
 
 #include "core/log.h"
@@ -29,6 +31,15 @@ void Engine::pin_kv(RequestKey key, const EngineRequest& a) {
 
 void Engine::expire_kv_pins() { kv_.expire_pins(clock_.now_ns()); }
 
+void Engine::yield_kv_pin() {
+  if (scheduler_.num_running() > 0 || scheduler_.num_waiting() == 0) return;
+  if (transfer_ != nullptr && transfer_->pending() > 0) return;
+  if (kv_.release_oldest_pin()) {
+    KEEL_LOG_DEBUG("kv pin released: a waiting request needs its blocks ({} pins left)",
+                   kv_.pins().num_pins());
+  }
+}
+
 std::optional<int64_t> Engine::next_deadline_ns() const {
   const std::optional<int64_t> cache = caches_.next_deadline_ns();
   const std::optional<int64_t> pin = kv_.pins().next_deadline_ns();
@@ -49,6 +60,7 @@ void Engine::kv_pin_stats(EngineStats* s) const {
   s->kv_pins_released_cap = pins.num_released(kv::PinRelease::kCap);
   s->kv_pins_released_subsumed = pins.num_released(kv::PinRelease::kSubsumed);
   s->kv_pins_released_unused = pins.num_released(kv::PinRelease::kReleased);
+  s->kv_pins_released_pressure = pins.num_released(kv::PinRelease::kPressure);
 }
 
 }  // namespace keel::engine

@@ -242,6 +242,7 @@ struct EngineStats {
   int64_t kv_pins_released_cap = 0;       // a newer pin passed the tenant's or the total cap
   int64_t kv_pins_released_subsumed = 0;  // a newer pin of the tenant held all their blocks
   int64_t kv_pins_released_unused = 0;    // the turn did not end in a tool call (or a reset)
+  int64_t kv_pins_released_pressure = 0;  // a request could not be admitted while nothing ran
   friend bool operator==(const EngineStats&, const EngineStats&) = default;
 };
 

@@ -368,6 +368,7 @@ constexpr Field<EngineStats, int64_t> kStatsI64[] = {
     {"kv_pins_released_cap", &EngineStats::kv_pins_released_cap},
     {"kv_pins_released_subsumed", &EngineStats::kv_pins_released_subsumed},
     {"kv_pins_released_unused", &EngineStats::kv_pins_released_unused},
+    {"kv_pins_released_pressure", &EngineStats::kv_pins_released_pressure},
 };
 constexpr Field<kv::TierStats, int64_t> kTierFields[] = {
     {"blocks", &kv::TierStats::blocks},

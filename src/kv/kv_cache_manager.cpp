@@ -252,6 +252,13 @@ bool KvCacheManager::release_pin(PinId pin) {
 
 void KvCacheManager::expire_pins(int64_t now_ns) { drop_pins(pins_.expire(now_ns)); }
 
+bool KvCacheManager::release_oldest_pin() {
+  std::optional<ReleasedPin> released = pins_.release_oldest();
+  if (!released.has_value()) return false;
+  drop_pins({*released});
+  return true;
+}
+
 void KvCacheManager::drop_pins(const std::vector<ReleasedPin>& released) {
   for (const ReleasedPin& p : released) {
     for (BlockId b : p.blocks) pool_.release(b);

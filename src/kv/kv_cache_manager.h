@@ -130,6 +130,9 @@ class KvCacheManager {
   bool release_pin(PinId pin);
   // Releases every pin whose deadline is ≤ now_ns.
   void expire_pins(int64_t now_ns);
+  // Releases the oldest pin, for a request that cannot be admitted while nothing else runs (its
+  // blocks are the only ones that could free up); false when there is none.
+  bool release_oldest_pin();
   [[nodiscard]] const KvPins& pins() const { return pins_; }
 
   // With `on`, logs every change of the prefix index (kv/cache_event_log.h) until

@@ -18,6 +18,8 @@ std::string_view pin_release_name(PinRelease r) {
       return "subsumed";
     case PinRelease::kReleased:
       return "released";
+    case PinRelease::kPressure:
+      return "pressure";
   }
   return "?";
 }
@@ -117,6 +119,11 @@ std::vector<ReleasedPin> KvPins::release_all() {
   std::vector<ReleasedPin> out;
   while (!pins_.empty()) out.push_back(take(pins_.begin(), PinRelease::kReleased));
   return out;
+}
+
+std::optional<ReleasedPin> KvPins::release_oldest() {
+  if (pins_.empty()) return std::nullopt;
+  return take(pins_.begin(), PinRelease::kPressure);
 }
 
 std::optional<int64_t> KvPins::next_deadline_ns() const {

@@ -42,9 +42,11 @@ enum class PinRelease : uint8_t {
   kCap,       // a newer pin passed the tenant's or the total cap; oldest first
   kSubsumed,  // a newer pin of its tenant holds every one of its blocks
   kReleased,  // its owner asked (the turn did not end in a tool call; the cache was reset)
+  kPressure,  // nothing could run without its blocks (release_oldest)
 };
-inline constexpr size_t kNumPinReleases = 4;
-std::string_view pin_release_name(PinRelease r);  // "ttl", "cap", "subsumed", "released"
+inline constexpr size_t kNumPinReleases = 5;
+// "ttl", "cap", "subsumed", "released", "pressure"
+std::string_view pin_release_name(PinRelease r);
 
 struct ReleasedPin {
   PinId id = 0;
@@ -68,6 +70,8 @@ class KvPins {
   std::optional<ReleasedPin> release(PinId id);
   // Removes every pin (reason kReleased).
   std::vector<ReleasedPin> release_all();
+  // Removes the oldest pin (reason kPressure: its owner needs the blocks); nullopt when none.
+  std::optional<ReleasedPin> release_oldest();
 
   [[nodiscard]] std::optional<int64_t> next_deadline_ns() const;
   [[nodiscard]] int32_t num_pins() const { return static_cast<int32_t>(pins_.size()); }

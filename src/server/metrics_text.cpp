@@ -149,14 +149,17 @@ void render_kv_pin_metrics(Writer& w, const engine::EngineStats& stats) {
   }
   w.counter("kv_pins_total", "Session pins made (calls that ended in a tool call).",
             static_cast<double>(stats.kv_pins_total));
-  w.header("kv_pins_released_total", "counter",
-           "Session pins released: ttl (expired), cap (oldest over a cap), subsumed (a newer pin "
-           "held all its blocks), unused (the call did not end in a tool call).");
+  w.header(
+      "kv_pins_released_total", "counter",
+      "Session pins released: ttl (expired), cap (oldest over a cap), subsumed (a newer pin "
+      "held all its blocks), unused (the call did not end in a tool call), pressure (a request "
+      "could not be admitted while nothing ran).");
   const std::pair<std::string_view, int64_t> reasons[] = {
       {"ttl", stats.kv_pins_released_ttl},
       {"cap", stats.kv_pins_released_cap},
       {"subsumed", stats.kv_pins_released_subsumed},
-      {"unused", stats.kv_pins_released_unused}};
+      {"unused", stats.kv_pins_released_unused},
+      {"pressure", stats.kv_pins_released_pressure}};
   for (const auto& [reason, n] : reasons) {
     w.sample("kv_pins_released_total", static_cast<double>(n),
              fmt::format("reason=\"{}\"", reason));

@@ -2,8 +2,8 @@
 // that stops leaves its prompt + output blocks pinned, so the next turn — a prompt that extends
 // them — is served from the cache after other prompts churned every unpinned block out of a small
 // pool (and without keep_kv it is not); the front end's release, the TTL and a length finish
-// leave nothing pinned; the stats count pins and releases. Outputs always equal the fully
-// computed run.
+// leave nothing pinned; a request that cannot run beside the pins gets their blocks; the stats
+// count pins and releases. Outputs always equal the fully computed run.
 #include <gtest/gtest.h>
 
 #include "engine_test_util.h"
@@ -126,6 +126,26 @@ TEST(EngineKvPinsTest, ReleaseTtlAndLengthLeaveNothingPinned) {
   run_one(engine, greedy(pin_tokens(10, 20), 2));  // its steps publish the stats after cut's end
   EXPECT_TRUE(eventually([&] { return engine.stats().num_tracked == 0; }));
   EXPECT_EQ(engine.stats().kv_pins_total, 2);
+}
+
+// Pins must not stall the engine: a request that needs more blocks than the pins leave, while
+// nothing else runs, gets them from the oldest pin rather than waiting for its TTL.
+TEST(EngineKvPinsTest, APinGivesWayToARequestThatCannotRunOtherwise) {
+  KEEL_REQUIRE_SHARED();
+  auto model = load_stories();
+  ASSERT_NE(model, nullptr);
+  auto e = Engine::start(*model, pin_pool());
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  Engine& engine = **e;
+  run_one(engine, turn1(engine, true));
+  EXPECT_TRUE(eventually([&] { return engine.stats().num_kv_pins == 1; }));
+  // 224 tokens: 14 blocks of 16, one more than the 13 the pin leaves.
+  const std::vector<int32_t> out = run_one(engine, greedy(pin_tokens(20, 220), 4));
+  EXPECT_EQ(out.size(), 4u);
+  EXPECT_TRUE(eventually([&] {
+    const EngineStats s = engine.stats();
+    return s.num_kv_pins == 0 && s.kv_pins_released_pressure == 1;
+  }));
 }
 
 }  // namespace

@@ -118,7 +118,8 @@ EngineStats full_stats() {
                      &s.kv_pins_released_ttl,
                      &s.kv_pins_released_cap,
                      &s.kv_pins_released_subsumed,
-                     &s.kv_pins_released_unused}) {
+                     &s.kv_pins_released_unused,
+                     &s.kv_pins_released_pressure}) {
     *f = v++;
   }
   s.num_context_caches = 4;

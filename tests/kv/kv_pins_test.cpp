@@ -1,6 +1,6 @@
 // Session pins (KV kept across tool calls): the KvPins policy on its own — TTL expiry on a manual
 // clock, the per-tenant and total caps releasing the oldest pin first (a pin alone over a cap keeps
-// its prefix), subsumed pins, distinct-block counting, release by id — and through the
+// its prefix), subsumed pins, distinct-block counting, release by id and oldest — and through the
 // KvCacheManager: pinned blocks survive pressure that evicts unpinned ones, an expired pin's blocks
 // become ordinary cached blocks (evicted and logged for demotion under pressure), caps give blocks
 // back, a history rewritten from some block on still hits up to that block.
@@ -145,9 +145,16 @@ TEST(KvPinsTest, ReleaseByIdAndAll) {
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->blocks, (Ids{0, 1}));
   EXPECT_EQ(r->reason, PinRelease::kReleased);
+  pin(pins, 3, "", {3}, 1);
+  const std::optional<ReleasedPin> oldest = pins.release_oldest();
+  ASSERT_TRUE(oldest.has_value());
+  EXPECT_EQ(oldest->id, 2);
+  EXPECT_EQ(oldest->reason, PinRelease::kPressure);
   EXPECT_EQ(pins.release_all().size(), 1u);
   EXPECT_EQ(pins.num_pins(), 0);
+  EXPECT_FALSE(pins.release_oldest().has_value());
   EXPECT_EQ(pins.num_released(PinRelease::kReleased), 2);
+  EXPECT_EQ(pins.num_released(PinRelease::kPressure), 1);
   EXPECT_EQ(pin_release_name(PinRelease::kSubsumed), "subsumed");
   EXPECT_TRUE(pins.check_invariants().ok());
 }
@@ -248,6 +255,11 @@ TEST(KvCacheManagerPinsTest, CapsReleaseTheOldestAndGiveTheBlocksBack) {
   EXPECT_EQ(kv.num_free_blocks(), 32 - 4);
   EXPECT_TRUE(kv.release_pin(3));
   EXPECT_FALSE(kv.release_pin(3));
+  EXPECT_EQ(kv.num_free_blocks(), 32 - 2);
+  finish_turn(kv, 5, run_of(8, 400), "d", 4, true);
+  EXPECT_TRUE(kv.release_oldest_pin());  // pin 4, the older
+  EXPECT_EQ(kv.pins().num_pins(), 1);
+  EXPECT_EQ(kv.pins().num_released(PinRelease::kPressure), 1);
   EXPECT_EQ(kv.num_free_blocks(), 32 - 2);
   kv.reset_prefix_cache();  // no hash left to find: the pins go too
   EXPECT_EQ(kv.pins().num_pins(), 0);

@@ -160,6 +160,16 @@ bool FakeEngine::release_cache(const std::string& id, const std::string& salt) {
   return released;
 }
 
+void FakeEngine::release_kv_pin(engine::RequestKey key) {
+  std::lock_guard lock(mu_);
+  kv_pin_releases_.push_back(key);
+}
+
+std::vector<engine::RequestKey> FakeEngine::kv_pin_releases() const {
+  std::lock_guard lock(mu_);
+  return kv_pin_releases_;
+}
+
 std::vector<std::string> FakeEngine::release_calls() const {
   std::lock_guard lock(mu_);
   return release_calls_;

@@ -59,6 +59,7 @@ class FakeEngine final : public engine::EngineClient {
                                     std::shared_ptr<engine::OutputSink> sink) override;
   void abort(engine::RequestKey key) override;
   bool release_cache(const std::string& id, const std::string& salt) override;
+  void release_kv_pin(engine::RequestKey key) override;
   [[nodiscard]] std::optional<engine::ContextCacheInfo> find_cache(
       const std::string& id, const std::string& salt) const override {
     return caches_.find(id, salt);
@@ -101,6 +102,8 @@ class FakeEngine final : public engine::EngineClient {
   // The caches release_cache() released, and every id it was called with (released or not).
   [[nodiscard]] std::vector<std::string> released_caches() const;
   [[nodiscard]] std::vector<std::string> release_calls() const;
+  // The keys release_kv_pin() was called with, in order.
+  [[nodiscard]] std::vector<engine::RequestKey> kv_pin_releases() const;
   [[nodiscard]] size_t num_active() const;
   // Block until the condition holds or `timeout` passes; return whether it holds.
   bool wait_for_submits(size_t n, std::chrono::milliseconds timeout) const;
@@ -157,6 +160,7 @@ class FakeEngine final : public engine::EngineClient {
   std::map<engine::RequestKey, int> aborts_;
   std::vector<std::string> released_caches_;
   std::vector<std::string> release_calls_;
+  std::vector<engine::RequestKey> kv_pin_releases_;
   engine::RequestKey next_key_ = 100;
   int delivering_ = 0;  // events taken from active_ but not yet handed to their sinks
   int64_t generated_ = 0;

@@ -224,6 +224,31 @@ TEST_F(ToolsHttpTest, SchemasKeepTheOrderSent) {
   EXPECT_LT(prompt.find("\"b\""), prompt.find("\"a\"")) << prompt;
 }
 
+// KV kept across tool calls: chat with tools asks the engine to keep the KV (keep_kv); a choice
+// that did not end in a call releases its pin at once (streamed or not); tool_choice "none" keeps
+// nothing.
+TEST_F(ToolsHttpTest, KvIsKeptForACallAndReleasedOtherwise) {
+  script(kCallText);
+  for (const bool stream : {false, true}) {
+    HttpResult r = post_json(h_.port(), "/v1/chat/completions", tools_body("required", stream));
+    ASSERT_EQ(r.status, 200) << r.body;
+  }
+  script("Three.");
+  for (const bool stream : {false, true}) {
+    HttpResult r = post_json(h_.port(), "/v1/chat/completions", tools_body("auto", stream));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_NE(r.body.find(R"("finish_reason":"stop")"), std::string::npos) << r.body;
+  }
+  HttpResult r = post_json(h_.port(), "/v1/chat/completions", tools_body("none", false));
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::vector<engine::GenerationRequest> reqs = h_.engine().submitted();
+  ASSERT_EQ(reqs.size(), 5u);
+  for (size_t i = 0; i < reqs.size(); ++i) EXPECT_EQ(reqs[i].keep_kv, i < 4) << i;
+  const std::vector<engine::RequestKey> keys = h_.engine().keys();
+  ASSERT_EQ(keys.size(), 5u);
+  EXPECT_EQ(h_.engine().kv_pin_releases(), (std::vector<engine::RequestKey>{keys[2], keys[3]}));
+}
+
 TEST_F(ToolsHttpTest, BadToolsAre400s) {
   Json bad = tools_body(nullptr, false);
   bad["tools"][0]["function"]["parameters"]["properties"]["a"]["not"] = Json::object();

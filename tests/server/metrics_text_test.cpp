@@ -217,6 +217,41 @@ TEST(MetricsTextTest, PeerTierCountersAreExported) {
   EXPECT_EQ(types["keel:kv_peer_hit_tokens_total"], "counter");
 }
 
+TEST(MetricsTextTest, KvPinSeriesAreExported) {
+  engine::Metrics m;
+  engine::EngineStats stats;
+  stats.num_kv_pins = 2;
+  stats.kv_pinned_blocks = 40;
+  stats.tenant_kv_pinned_blocks = {{"alice", 30}, {"b\"ob", 10}};
+  stats.kv_pins_total = 9;
+  stats.kv_pins_released_ttl = 4;
+  stats.kv_pins_released_cap = 1;
+  stats.kv_pins_released_subsumed = 0;
+  stats.kv_pins_released_unused = 2;
+  stats.kv_pins_released_pressure = 3;
+  std::map<std::string, std::string> types;
+  std::map<std::string, double> v;
+  for (const Sample& s : parse_exposition(render_metrics(stats, m.snapshot(), "x"), &types)) {
+    if (s.name.find("kv_pin") == std::string::npos && s.name.find("pinned") == std::string::npos) {
+      continue;
+    }
+    const size_t comma = s.labels.find(',');
+    v[s.name + "/" + (comma == std::string::npos ? "" : s.labels.substr(comma + 1))] = s.value;
+  }
+  EXPECT_EQ(v["keel:kv_pins/"], 2) << v.size();
+  EXPECT_EQ(v["keel:kv_pinned_blocks/"], 40);
+  EXPECT_EQ(v["keel:kv_tenant_pinned_blocks/tenant=\"alice\""], 30);
+  EXPECT_EQ(v["keel:kv_tenant_pinned_blocks/tenant=\"b\\\"ob\""], 10);
+  EXPECT_EQ(v["keel:kv_pins_total/"], 9);
+  EXPECT_EQ(v["keel:kv_pins_released_total/reason=\"ttl\""], 4);
+  EXPECT_EQ(v["keel:kv_pins_released_total/reason=\"cap\""], 1);
+  EXPECT_EQ(v["keel:kv_pins_released_total/reason=\"subsumed\""], 0);
+  EXPECT_EQ(v["keel:kv_pins_released_total/reason=\"unused\""], 2);
+  EXPECT_EQ(v["keel:kv_pins_released_total/reason=\"pressure\""], 3);
+  EXPECT_EQ(types["keel:kv_pins_released_total"], "counter");
+  EXPECT_EQ(types["keel:kv_pinned_blocks"], "gauge");
+}
+
 TEST(MetricsTextTest, HistogramBucketsAreCumulativeAndEndAtCount) {
   engine::Metrics m;
   const double values[] = {0.0005, 0.002, 0.03, 0.03, 1.5, 5000.0};

@@ -67,6 +67,7 @@ TEST(ChatRequestTest, AcceptsPartsRolesExtrasAndNulls) {
   body["presence_penalty"] = nullptr;
   body["some_future_field"] = Json::array({1, 2, 3});
   body["cache_salt"] = "tenant-a";
+  body["prompt_cache_key"] = "session-7";
   body["priority"] = -3;
   ApiResult<GenerationSpec> r = parse_chat_request(body, kLimits);
   ASSERT_TRUE(r.ok()) << r.error().message;
@@ -86,6 +87,7 @@ TEST(ChatRequestTest, AcceptsPartsRolesExtrasAndNulls) {
   EXPECT_EQ(s.sampling.logprobs, 3);
   EXPECT_TRUE(s.include_usage);
   EXPECT_EQ(s.cache_salt, "tenant-a");
+  EXPECT_EQ(s.prompt_cache_key, "session-7");
   EXPECT_EQ(s.priority, -3);
   EXPECT_EQ(s.work_class, engine::WorkClass::kInteractive);  // the Batch API's lines are batch
 }
@@ -194,6 +196,11 @@ const BadCase kBadCases[] = {
     {"stream not bool", true, {{"stream", "yes"}}, "stream"},
     {"model not string", true, {{"model", 5}}, "model"},
     {"cache_salt empty", true, {{"cache_salt", ""}}, "cache_salt"},
+    {"prompt_cache_key not string", false, {{"prompt_cache_key", 7}}, "prompt_cache_key"},
+    {"prompt_cache_key too long",
+     true,
+     {{"prompt_cache_key", std::string(1025, 'k')}},
+     "prompt_cache_key"},
     {"priority not integer", true, {{"priority", "high"}}, "priority"},
     {"priority fractional", true, {{"priority", 1.5}}, "priority"},
     {"messages missing", true, {{"messages", nullptr}}, "messages"},

@@ -45,7 +45,8 @@ TEST(ResponsesRequestTest, GenerationFieldsBecomeTheChatBody) {
                "parameters": {"type": "object", "properties": {"b": {}, "a": {}}},
                "strict": true}],
     "tool_choice": {"type": "function", "name": "add"},
-    "metadata": {"k": "v"}, "store": false, "previous_response_id": "resp_1"})");
+    "metadata": {"k": "v"}, "store": false, "previous_response_id": "resp_1",
+    "prompt_cache_key": "agent-3"})");
   ASSERT_TRUE(r.ok()) << r.error().message;
   const OrderedJson& c = r.value().chat_fields;
   EXPECT_EQ(c["max_completion_tokens"], 32);
@@ -64,6 +65,8 @@ TEST(ResponsesRequestTest, GenerationFieldsBecomeTheChatBody) {
   EXPECT_EQ(r.value().metadata["k"], "v");
   EXPECT_FALSE(r.value().store);
   EXPECT_EQ(r.value().previous_response_id, "resp_1");
+  EXPECT_EQ(r.value().prompt_cache_key, "agent-3");  // echoed, and checked by the chat path
+  EXPECT_EQ(c["prompt_cache_key"], "agent-3");
 }
 
 TEST(ResponsesRequestTest, TextFormatBecomesResponseFormat) {
@@ -118,6 +121,7 @@ TEST(ResponsesRequestTest, BadRequestsNameTheField) {
       {R"({"input": "x", "include": ["file_search_call.results"]})", "include"},
       {R"({"input": "x", "truncation": "auto"})", "truncation"},
       {R"({"input": "x", "tools": {}})", "tools"},
+      {R"({"input": "x", "prompt_cache_key": 5})", "prompt_cache_key"},
   };
   for (const auto& [body, param] : cases) {
     ApiResult<ResponsesRequest> r = parse(body);
