@@ -102,5 +102,35 @@ TEST(AdmissionQueueTest, AReturningTenantIsLiftedNotCredited) {
   EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "a", "b"}));
 }
 
+// Within a tenant, a job of a new program goes before the next job of a program that has received
+// more than a level's service (program_priority.h); the order of one program's jobs is kept; with
+// FCFS configured, arrival alone.
+std::vector<int64_t> program_order(engine::ProgramScheduling mode) {
+  AdmissionConfig c;
+  c.programs.mode = mode;
+  c.programs.quantum = 100;
+  AdmissionQueue q(c);
+  WaitingJob first = job(1, WorkClass::kInteractive, 0, "t", 50);
+  first.program = "agent";
+  EXPECT_TRUE(q.push(first));
+  EXPECT_EQ(q.pop()->ref.job, 1);
+  q.charge_generated("t", 100, "agent");  // 50 + 2 x 100 = 250: level 2
+  EXPECT_DOUBLE_EQ(q.program_service("agent"), 250.0);
+  for (int64_t id : {2, 3}) {
+    WaitingJob next = job(id, WorkClass::kInteractive, 0, "t", 10);
+    next.program = "agent";
+    EXPECT_TRUE(q.push(next));
+  }
+  WaitingJob other = job(4, WorkClass::kInteractive, 0, "t", 10);
+  other.program = "chat";
+  EXPECT_TRUE(q.push(other));
+  return drain(q);
+}
+
+TEST(AdmissionQueueTest, ANewProgramGoesBeforeALongProgramsNextJobs) {
+  EXPECT_EQ(program_order(engine::ProgramScheduling::kPlas), (std::vector<int64_t>{4, 2, 3}));
+  EXPECT_EQ(program_order(engine::ProgramScheduling::kFcfs), (std::vector<int64_t>{2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace keel::cluster

@@ -34,7 +34,7 @@ bool AdmissionQueue::push(WaitingJob job) {
     double& c = counters_[job.tenant];
     if (lowest != std::numeric_limits<double>::infinity()) c = std::max(c, lowest);
   }
-  waiting_.push_back({std::move(job), next_seq_++});
+  waiting_.push_back({std::move(job), next_seq_++, programs_.served});
   return true;
 }
 
@@ -45,7 +45,20 @@ bool AdmissionQueue::before(const Held& a, const Held& b) const {
     const double ca = counter(a.job.tenant), cb = counter(b.job.tenant);
     if (ca != cb) return ca < cb;
   }
+  if (config_.programs.mode == engine::ProgramScheduling::kPlas) {
+    const int32_t la = program_level(a), lb = program_level(b);
+    if (la != lb) return la < lb;
+  }
   return a.seq < b.seq;
+}
+
+int32_t AdmissionQueue::program_level(const Held& h) const {
+  return engine::program_level(config_.programs, program_service(h.job.program),
+                               programs_.served - h.arrived_at);
+}
+
+double AdmissionQueue::program_service(const std::string& program) const {
+  return engine::program_service(programs_, program);
 }
 
 std::optional<WaitingJob> AdmissionQueue::pop() {
@@ -56,6 +69,7 @@ std::optional<WaitingJob> AdmissionQueue::pop() {
   waiting_.erase(it);
   counters_[job.tenant] +=
       config_.w_in * static_cast<double>(job.prompt_tokens) / weight(job.tenant);
+  engine::program_charge(config_.programs, &programs_, job.program, job.prompt_tokens, 0);
   return job;
 }
 
@@ -67,9 +81,11 @@ bool AdmissionQueue::remove(const JobRef& ref) {
   return true;
 }
 
-void AdmissionQueue::charge_generated(const std::string& tenant, int64_t tokens) {
+void AdmissionQueue::charge_generated(const std::string& tenant, int64_t tokens,
+                                      const std::string& program) {
   if (tokens <= 0) return;
   counters_[tenant] += config_.w_out * static_cast<double>(tokens) / weight(tenant);
+  engine::program_charge(config_.programs, &programs_, program, 0, tokens);
 }
 
 std::vector<int64_t> AdmissionQueue::waiting_per_class() const {

@@ -383,7 +383,8 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
     if (it == jobs_.end() || it->second->attempt != p.attempt) continue;
     Job& job = *it->second;
     job.generated.insert(job.generated.end(), p.tokens.begin(), p.tokens.end());
-    admission_.charge_generated("", static_cast<int64_t>(p.tokens.size()));
+    admission_.charge_generated(job.request.tenant, static_cast<int64_t>(p.tokens.size()),
+                                job.request.program);
     if (p.finished && p.ended_job) {
       if (job.predicted_bucket && config_.bucket_of) {
         const int32_t actual = config_.bucket_of(static_cast<int64_t>(job.generated.size()));

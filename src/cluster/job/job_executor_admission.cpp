@@ -18,6 +18,8 @@ bool JobExecutor::hold_locked(const Job& job) {
   w.work_class = job.request.work_class;
   w.priority = job.request.priority;
   w.prompt_tokens = static_cast<int64_t>(job.request.prompt_tokens.size());
+  w.tenant = job.request.tenant;
+  w.program = job.request.program;
   if (!admission_.push(std::move(w))) return false;
   held_until_[job.ref] = Clock::now() + config_.admission_wait;
   ++jobs_held_total_;
