@@ -5,9 +5,13 @@
 //
 // Frozen weights reach these loops dequantized (DenseMatrix, from any type keel reads through
 // kernels::dequantize_matrix_row), together with their transpose for input gradients.
+// A stop flag (matmul, matmul_raw) makes a long product give up early: checked once per token
+// row of each chunk, so a trainer asked to stop yields within a fraction of one matmul; the
+// output is then partial and must be thrown away (the caller sees the flag and stops).
 // Thread safety: the functions use `pool` and must be called from the pool's owner thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -31,14 +35,14 @@ DenseMatrix<T> dequantize(const kernels::Matrix& m);
 template <typename T>
 DenseMatrix<T> transpose(const DenseMatrix<T>& m);
 
-// y[n][w.rows] = x[n][w.cols] · wᵀ, or += with `accumulate`.
+// y[n][w.rows] = x[n][w.cols] · wᵀ, or += with `accumulate`; partial once `*stop` is set.
 template <typename T>
-void matmul(ThreadPool& pool, const T* x, int64_t n, const DenseMatrix<T>& w, T* y,
-            bool accumulate);
+void matmul(ThreadPool& pool, const T* x, int64_t n, const DenseMatrix<T>& w, T* y, bool accumulate,
+            const std::atomic<bool>* stop = nullptr);
 // The same with w given as a raw [out][in] array (LoRA's A and B inside the parameter vector).
 template <typename T>
 void matmul_raw(ThreadPool& pool, const T* x, int64_t n, const T* w, int64_t out, int64_t in,
-                T scale, T* y, bool accumulate);
+                T scale, T* y, bool accumulate, const std::atomic<bool>* stop = nullptr);
 // g[m][k] += scale · Σ_t a[t][m] · b[t][k], the sum over t in order (weight gradients).
 template <typename T>
 void outer_sum(ThreadPool& pool, const T* a, int64_t n, int64_t m, const T* b, int64_t k, T scale,

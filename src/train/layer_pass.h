@@ -11,6 +11,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct LayerPassContext {
   ThreadPool* pool = nullptr;
   const RopeTable* rope = nullptr;  // of positions 0..n-1
   int64_t n = 0;                    // tokens of the sequence
+  // Set: the products over frozen weights give up early (dense_ops.h); the caller then drops
+  // the layer's results. Null: never.
+  const std::atomic<bool>* stop = nullptr;
 };
 
 // What the backward pass needs of a layer's forward ([n][width] rows).

@@ -73,7 +73,7 @@ SequenceLoss ModelPass<T>::head(const TrainSequence& seq, const std::vector<T>& 
   }
   const std::vector<float>& norm = model_.weights().output_norm;
   rms_norm_forward(xs.data(), norm.data(), m, d, hp.rms_eps, hs.data(), inv.data());
-  matmul(pool_, hs.data(), m, weights_.output(), logits.data(), false);
+  matmul(pool_, hs.data(), m, weights_.output(), logits.data(), false, stop_);
   for (int64_t r = 0; r < m; ++r) {
     T* l = logits.data() + r * v;
     const int32_t target = seq.tokens[sz(rows[sz(r)] + 1)];
@@ -91,7 +91,7 @@ SequenceLoss ModelPass<T>::head(const TrainSequence& seq, const std::vector<T>& 
   }
   if (dx == nullptr) return loss;
   std::fill(hs.begin(), hs.end(), T{0});
-  matmul(pool_, logits.data(), m, weights_.output_t(), hs.data(), false);  // ∂/∂normed
+  matmul(pool_, logits.data(), m, weights_.output_t(), hs.data(), false, stop_);  // ∂/∂normed
   std::vector<T> dxs(sz(m * d), T{0});
   rms_norm_backward(xs.data(), norm.data(), inv.data(), hs.data(), m, d, dxs.data());
   for (int64_t r = 0; r < m; ++r) {
@@ -110,7 +110,7 @@ Result<SequenceLoss> ModelPass<T>::run(const TrainSequence& seq, const T* params
   std::vector<int32_t> positions(sz(n));
   for (int64_t t = 0; t < n; ++t) positions[sz(t)] = static_cast<int32_t>(t);
   const RopeTable rope = make_rope_table(hp.rope, positions.data(), n);
-  LayerPassContext<T> c{&model_, &layout_, params, grads, &pool_, &rope, n};
+  LayerPassContext<T> c{&model_, &layout_, params, grads, &pool_, &rope, n, stop_};
 
   std::vector<T> x(sz(n * d)), next(sz(n * d));
   for (int64_t t = 0; t < n; ++t) weights_.embed(seq.tokens[sz(t)], x.data() + t * d);
@@ -125,6 +125,7 @@ Result<SequenceLoss> ModelPass<T>::run(const TrainSequence& seq, const T* params
   std::vector<T> dx;
   if (grads != nullptr) dx.assign(sz(n * d), T{0});
   const SequenceLoss loss = head(seq, x, loss_weight, grads ? &dx : nullptr);
+  KEEL_TRY(poll_stop());  // the head's products may have given up: its loss is not one
   if (grads == nullptr || loss.num_targets == 0) return loss;
   for (int64_t il = hp.n_layer - 1; il >= 0; --il) {
     KEEL_TRY(poll_stop());
@@ -134,6 +135,7 @@ Result<SequenceLoss> ModelPass<T>::run(const TrainSequence& seq, const T* params
     }
     layer_backward(c, il, w, acts_[checkpoint_ ? 0 : sz(il)], &dx);
   }
+  KEEL_TRY(poll_stop());  // nor are the gradients of a pass that gave up
   return loss;
 }
 

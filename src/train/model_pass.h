@@ -8,7 +8,9 @@
 // so activation memory is one layer's plus n_layer residuals instead of every layer's.
 //
 // Stopping: with set_stop(), run() polls the flag before each layer's forward and backward (and
-// the head) and returns Cancelled once it is set — so a pass yields within one layer's work.
+// the head) and returns Cancelled once it is set, and the products over frozen weights give up
+// early when it is (dense_ops.h) — so a pass yields within a fraction of one matmul (attention
+// itself is not cut short).
 //
 // Thread safety: one owner; the pool is borrowed and used from the owner's thread; the stop flag
 // may be set from any thread.

@@ -256,5 +256,35 @@ TEST(TrainForward, RefusesBadSequences) {
   EXPECT_FALSE(pass.run(s, p.data(), nullptr).ok());
 }
 
+// A set stop flag: a pass returns Cancelled (with or without gradients), and a product over
+// frozen weights gives up before writing a row.
+TEST(TrainForward, StopsWhenAsked) {
+  auto m = model::Model::open(stories_path());
+  ASSERT_TRUE(m.ok());
+  const LoraLayout layout = layout_for(**m, 2);
+  ThreadPool pool(2);
+  ModelPass<float> pass(**m, layout, pool);
+  const std::vector<float> p = init_lora_params<float>(layout, 1);
+  std::vector<float> g(layout.num_params, 0.0f);
+  const TrainSequence s = story_sequence(**m, kStory, 16);
+  ASSERT_TRUE(pass.run(s, p.data(), g.data()).ok());
+  std::atomic<bool> stop{true};
+  pass.set_stop(&stop);
+  EXPECT_EQ(pass.run(s, p.data(), g.data()).status().code(), StatusCode::kCancelled);
+  EXPECT_EQ(pass.run(s, p.data(), nullptr).status().code(), StatusCode::kCancelled);
+  stop = false;
+  EXPECT_TRUE(pass.run(s, p.data(), nullptr).ok());
+
+  DenseMatrix<float> w{64, 8, std::vector<float>(64 * 8, 1.0f)};
+  const std::vector<float> x(4 * 8, 1.0f);
+  std::vector<float> y(4 * 64, -1.0f);
+  stop = true;
+  matmul(pool, x.data(), 4, w, y.data(), false, &stop);
+  EXPECT_EQ(y, std::vector<float>(4 * 64, -1.0f));
+  stop = false;
+  matmul(pool, x.data(), 4, w, y.data(), false, &stop);
+  EXPECT_EQ(y, std::vector<float>(4 * 64, 8.0f));
+}
+
 }  // namespace
 }  // namespace keel::train::testing
