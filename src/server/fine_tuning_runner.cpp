@@ -188,6 +188,7 @@ ApiResult<FineTuningJob> FineTuningRunner::act(std::string_view id, FtAction act
   ctx_.fine_tuning.add_event(id, event(std::string(kMessages[static_cast<int>(action)])), true);
   if (training && action != FtAction::kResume) {
     active_->reason = action == FtAction::kCancel ? StopReason::kCancel : StopReason::kPause;
+    active_->stop_asked_ms = steady_ms();
     active_->stop.store(true);
   } else if (action == FtAction::kCancel) {
     release(key, /*drop_models=*/true);
@@ -204,6 +205,7 @@ void FineTuningRunner::stop() {
     stopping_ = true;
     if (active_ != nullptr) {
       if (active_->reason == StopReason::kNone) active_->reason = StopReason::kShutdown;
+      if (active_->stop_asked_ms == 0) active_->stop_asked_ms = steady_ms();
       active_->stop.store(true);
     }
   }
@@ -488,10 +490,17 @@ void FineTuningRunner::on_done(Done done) {
   if (a == nullptr) return;
   a->thread.join();
   const std::string& id = a->job_id;
-  const StopReason reason = [&] {
+  StopReason reason = StopReason::kNone;
+  int64_t asked_ms = 0;
+  {
     MutexLock lock(mu_);
-    return a->reason;
-  }();
+    reason = a->reason;
+    asked_ms = a->stop_asked_ms;
+  }
+  if (asked_ms > 0 && done.outcome.stopped) {
+    KEEL_LOG_INFO("fine-tuning job {}: training stopped at step {}, {} ms after it was asked to",
+                  id, done.outcome.step, steady_ms() - asked_ms);
+  }
   if (!done.status.ok()) {
     if (reason == StopReason::kCancel) {
       MutexLock lock(mu_);

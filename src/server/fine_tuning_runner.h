@@ -78,6 +78,7 @@ class FineTuningRunner {
     StopReason reason = StopReason::kNone;  // guarded by the runner's mu_
     int64_t start_step = 0;
     int64_t start_time_ms = 0;
+    int64_t stop_asked_ms = 0;  // guarded by the runner's mu_; when the stop flag was raised
     std::thread thread;
   };
   struct Files {
