@@ -86,7 +86,8 @@ Json job(uint16_t port, const std::string& id) {
 
 template <typename Pred>
 Json wait_job(uint16_t port, const std::string& id, Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  // Generous: the trainer runs at idle priority, so a busy machine (ctest -j) slows it down.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
   Json j = job(port, id);
   while (!pred(j) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
