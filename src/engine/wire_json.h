@@ -89,4 +89,14 @@ class FieldReader {
   Status status_;
 };
 
+// Every finish reason, for the codecs that name them (events, metrics).
+inline constexpr FinishReason kFinishReasons[] = {FinishReason::kStop, FinishReason::kLength,
+                                                  FinishReason::kAbort, FinishReason::kError};
+
+// The stats and metrics bodies (wire_stats.cpp).
+Json encode_stats_body(const EngineStats& s);
+Status decode_stats_body(const Json& j, EngineStats* s);
+Json encode_metrics_body(const MetricsSnapshot& m);
+Status decode_metrics_body(const Json& j, MetricsSnapshot* m);
+
 }  // namespace keel::engine::wire::detail
