@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "engine/vtc.h"
 
@@ -59,15 +62,21 @@ std::optional<size_t> program_pick(const ProgramSchedulingConfig& c, const Progr
 
 namespace {
 
-// Forgets the least recently charged programs beyond the cap.
+// Past the cap, forgets the least recently charged programs down to 7/8 of it (at least one), so
+// the scan runs once per max_programs / 8 new programs, not for each.
 void forget_oldest(const ProgramSchedulingConfig& c, ProgramServiceTable* t) {
-  while (t->programs.size() > static_cast<size_t>(c.max_programs)) {
-    auto oldest = t->programs.begin();
-    for (auto it = t->programs.begin(); it != t->programs.end(); ++it) {
-      if (it->second.last_used < oldest->second.last_used) oldest = it;
-    }
-    t->programs.erase(oldest);
-  }
+  const auto cap = static_cast<size_t>(c.max_programs);
+  if (t->programs.size() <= cap) return;
+  const size_t keep = cap - cap / 8;
+  std::vector<std::pair<uint64_t, std::string_view>> by_age;
+  by_age.reserve(t->programs.size());
+  for (const auto& [name, e] : t->programs) by_age.emplace_back(e.last_used, name);
+  const size_t drop = t->programs.size() - keep;
+  std::nth_element(by_age.begin(), by_age.begin() + static_cast<std::ptrdiff_t>(drop - 1),
+                   by_age.end());
+  std::vector<std::string> gone;
+  for (size_t i = 0; i < drop; ++i) gone.emplace_back(by_age[i].second);
+  for (const std::string& name : gone) t->programs.erase(name);
 }
 
 }  // namespace

@@ -78,6 +78,15 @@ TEST(ProgramPriorityTest, TheTableForgetsTheLeastRecentlyChargedProgram) {
   EXPECT_DOUBLE_EQ(program_service(t, "a"), 20);
   EXPECT_DOUBLE_EQ(program_service(t, "b"), 0);
   EXPECT_DOUBLE_EQ(program_service(t, "c"), 10);
+  // A larger cap forgets the oldest eighth at once, the newest stay.
+  c.max_programs = 16;
+  ProgramServiceTable big;
+  for (int i = 0; i <= 16; ++i) program_charge(c, &big, "p" + std::to_string(i), 1, 0);
+  EXPECT_EQ(big.programs.size(), 14u);
+  EXPECT_DOUBLE_EQ(program_service(big, "p0"), 0);
+  EXPECT_DOUBLE_EQ(program_service(big, "p2"), 0);
+  EXPECT_DOUBLE_EQ(program_service(big, "p3"), 1);
+  EXPECT_DOUBLE_EQ(program_service(big, "p16"), 1);
 }
 
 TEST(ProgramPriorityTest, ConfigRejectsNonsense) {
