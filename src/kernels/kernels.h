@@ -127,7 +127,21 @@ struct PagedQueries {
   const int32_t* const* block_tables = nullptr;  // [n_q]
   float* out = nullptr;
   int64_t out_stride = 0;  // floats
+  // Partial results (context-parallel decode: each member attends over its shard of the
+  // positions): when set ([n_q][n_heads] each), every output row is left unnormalised — the
+  // softmax-weighted sum before dividing by the sum of weights — and its running max and sum of
+  // exp(score - max) go here, for merge_attention_parts.
+  float* state_m = nullptr;
+  float* state_l = nullptr;
 };
+
+// Folds the partial results of one query row over disjoint ranges of its positions, given in
+// position order (each an unnormalised row `acc[p]` [dim] with its max `m[p]` and sum `l[p]`, as
+// paged_attention leaves them with state outputs), into `out` [dim], normalised: the log-sum-exp
+// merge of context-parallel decode. A part with l = 0 (no positions) is skipped; at least one
+// part must have positions. One part gives paged_attention's own output bit for bit.
+void merge_attention_parts(std::span<const float* const> acc, std::span<const float> m,
+                           std::span<const float> l, int64_t dim, float* out);
 
 // Positions per paged-attention work unit: a token attending to more positions is split into
 // chunks computed in parallel and merged (flash-decoding), so one long sequence keeps every

@@ -11,7 +11,10 @@
 // and the output is O · (1/L). A chunk where a row has no position is skipped (folding it would
 // change nothing). The kernels compute each row independently of the tile's other rows, so a
 // token's bits depend only on its own inputs: not on the batch, its tile or the thread count.
-// Calls with little work run on the calling thread.
+// Calls with little work run on the calling thread. With state outputs (PagedQueries::state_m/l)
+// the last step leaves each row unnormalised and stores its M and L instead, and
+// merge_attention_parts folds such partial rows of disjoint position ranges with fold_chunk: the
+// decode half of context parallelism, where each member holds a shard of a sequence's positions.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -78,6 +81,11 @@ int32_t plan_units(const PagedQueries& queries, int64_t n_kv_heads,
   for (int64_t d = 0; d < dim; ++d) o[d] = o[d] * a + acc_c[d] * b;
   *l = *l * a + l_c * b;
   *m = mx;
+}
+
+void normalise(float* o, float l_sum, int64_t dim) {
+  const float inv = 1.0f / l_sum;
+  for (int64_t d = 0; d < dim; ++d) o[d] *= inv;
 }
 
 // One call's state, shared read-only by the workers (each writes disjoint outputs).
@@ -161,13 +169,20 @@ struct AttentionRun {
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
-      normalise(out + (r / group) * queries->out_stride + (r % group) * dim, l[r]);
+      finish_row(out + (r / group) * queries->out_stride + (r % group) * dim, u.token + r / group,
+                 u.kv_head * group + r % group, m[r], l[r]);
     }
   }
 
-  void normalise(float* o, float l_sum) const {
-    const float inv = 1.0f / l_sum;
-    for (int64_t d = 0; d < dim; ++d) o[d] *= inv;
+  // A row's last step: normalised, or with state outputs left as it is and its m, l stored.
+  void finish_row(float* o, int64_t token, int64_t head, float m, float l_sum) const {
+    if (queries->state_m != nullptr) {
+      const int64_t at = token * heads->n_heads + head;
+      queries->state_m[at] = m;
+      queries->state_l[at] = l_sum;
+      return;
+    }
+    normalise(o, l_sum, dim);
   }
 
   // A split token: its chunks folded in order into the output rows, then normalised.
@@ -183,12 +198,33 @@ struct AttentionRun {
         fold_chunk(o, &m, &l, partial_of(sp, sp.first_unit + c) + h * dim, mc[h], mc[group + h],
                    dim);
       }
-      normalise(o, l);
+      const AttentionUnit& u = units[sp.first_unit];
+      finish_row(o, u.token, u.kv_head * group + h, m, l);
     }
   }
 };
 
 }  // namespace
+
+void merge_attention_parts(std::span<const float* const> acc, std::span<const float> m,
+                           std::span<const float> l, int64_t dim, float* out) {
+  KEEL_CHECK(acc.size() == m.size() && m.size() == l.size());
+  bool any = false;
+  float mx = 0.0f, sum = 0.0f;
+  for (size_t p = 0; p < acc.size(); ++p) {
+    if (l[p] == 0.0f) continue;
+    if (!any) {
+      std::copy(acc[p], acc[p] + dim, out);
+      mx = m[p];
+      sum = l[p];
+      any = true;
+      continue;
+    }
+    fold_chunk(out, &mx, &sum, acc[p], m[p], l[p], dim);
+  }
+  KEEL_CHECK_MSG(any, "merge_attention_parts: no part has positions");
+  normalise(out, sum, dim);
+}
 
 void Ops::paged_attention(const PagedKv& kv, const AttentionHeads& heads,
                           const PagedQueries& queries) {

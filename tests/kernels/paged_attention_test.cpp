@@ -345,5 +345,78 @@ TEST_F(PagedAttentionTest, PrefillTilesEqualTokensAlone) {
   }
 }
 
+// Context-parallel decode: a sequence's positions split into shards along block boundaries (one
+// not on a chunk boundary), each shard attended alone with state outputs as a member holding only
+// its blocks would (its part of the block table, positions from 0), and the parts merged by
+// merge_attention_parts, give the whole attention within rounding; one shard alone gives
+// paged_attention's output bit for bit. Decode tokens (split into chunks) and a 3-token tile.
+TEST_F(PagedAttentionTest, ShardedPartsMergeToTheWholeAttention) {
+  const AttentionHeads h{8, 2, 64, 1.0f / std::sqrt(64.0f)};
+  const int32_t block_size = 16, n = 700;
+  const int32_t blocks = (n + block_size - 1) / block_size;
+  const std::vector<int32_t> cuts = {0, 160, 432, n};  // 160 = 10 blocks, not a chunk boundary
+  const size_t row = 8 * 64;
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kQ8_0}) {
+    TestStorage st(rng_, blocks, block_size, 2 * 64, dtype);
+    for (const KernelTable* t : testing::runnable_tables(cpu_)) {
+      Ops ops(t->isa, &pool_, attention_features_for(*t, cpu_));
+      Queries whole;
+      whole.tables = {std::vector<int32_t>(static_cast<size_t>(blocks))};
+      std::iota(whole.tables[0].begin(), whole.tables[0].end(), 0);
+      whole.tables.push_back(whole.tables[0]);  // a second table: token 0 is not in the tile
+      whole.seq = {1, 0, 0, 0};
+      whole.n_kv = {n, n, n, n};  // a decode token (split into chunks) and a 3-token tile
+      whole.q = testing::random_floats(rng_, static_cast<int64_t>(4 * row), 1.0f);
+      std::vector<float> expected(4 * row);
+      ops.paged_attention(st.layer(0), h, whole.view(h, expected.data()));
+      // Each shard: its blocks, its positions from 0, the same queries (all see every position).
+      std::vector<std::vector<float>> acc, m, l;
+      for (size_t s = 0; s + 1 < cuts.size(); ++s) {
+        Queries part = whole;
+        part.tables = {std::vector<int32_t>(whole.tables[0].begin() + cuts[s] / block_size,
+                                            whole.tables[0].end())};
+        part.tables.push_back(part.tables[0]);
+        const int32_t len = cuts[s + 1] - cuts[s];
+        part.n_kv = {len, len, len, len};
+        acc.emplace_back(4 * row);
+        m.emplace_back(4 * 8);
+        l.emplace_back(4 * 8);
+        PagedQueries v = part.view(h, acc.back().data());
+        v.state_m = m.back().data();
+        v.state_l = l.back().data();
+        ops.paged_attention(st.layer(0), h, v);
+        if (s == 0) {  // one part alone: merged, it is a whole attention over its positions
+          Queries alone = part;
+          std::vector<float> plain(4 * row), merged(64);
+          ops.paged_attention(st.layer(0), h, alone.view(h, plain.data()));
+          for (size_t r = 0; r < 4 * 8; ++r) {
+            const float* a = acc.back().data() + r * 64;
+            merge_attention_parts({&a, 1}, {&m.back()[r], 1}, {&l.back()[r], 1}, 64, merged.data());
+            ASSERT_TRUE(std::equal(merged.begin(), merged.end(), plain.begin() + r * 64))
+                << t->name << " " << dtype_name(dtype) << " row " << r;
+          }
+        }
+      }
+      double max_v = 0, worst = 0;
+      for (float x : expected) max_v = std::max(max_v, double{std::fabs(x)});
+      for (size_t r = 0; r < 4 * 8; ++r) {
+        std::vector<const float*> parts;
+        std::vector<float> pm, pl;
+        for (size_t s = 0; s < acc.size(); ++s) {
+          parts.push_back(acc[s].data() + r * 64);
+          pm.push_back(m[s][r]);
+          pl.push_back(l[s][r]);
+        }
+        std::vector<float> merged(64);
+        merge_attention_parts(parts, pm, pl, 64, merged.data());
+        for (size_t d = 0; d < 64; ++d) {
+          worst = std::max(worst, double{std::fabs(merged[d] - expected[r * 64 + d])});
+        }
+      }
+      EXPECT_LE(worst, 2e-6 * max_v) << t->name << " " << dtype_name(dtype);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace keel::kernels
