@@ -418,5 +418,72 @@ TEST_F(PagedAttentionTest, ShardedPartsMergeToTheWholeAttention) {
   }
 }
 
+// Context-parallel prefill: 384 positions in 4 chunks of 96 held zig-zag by two members (member 0
+// chunks 0 and 3, member 1 chunks 1 and 2). Every token's causal attention is the merge, in
+// position order, of its parts over the chunks at or before it (the chunk holding it with a
+// per-token n_kv, as a ring pass computes them with only the state outputs), within rounding of
+// one process's prefill. f16 KV, every table.
+TEST_F(PagedAttentionTest, ZigZagRingPrefillPartsMergeToCausalAttention) {
+  const AttentionHeads h{8, 2, 64, 1.0f / std::sqrt(64.0f)};
+  const int32_t block_size = 16, n = 384, chunk = 96, n_chunks = n / chunk;
+  const size_t row = 8 * 64;
+  TestStorage st(rng_, n / block_size, block_size, 2 * 64, DType::kF16);
+  for (const KernelTable* t : testing::runnable_tables(cpu_)) {
+    Ops ops(t->isa, &pool_, attention_features_for(*t, cpu_));
+    Queries whole;
+    whole.tables = {std::vector<int32_t>(static_cast<size_t>(n / block_size))};
+    std::iota(whole.tables[0].begin(), whole.tables[0].end(), 0);
+    for (int32_t i = 0; i < n; ++i) {
+      whole.seq.push_back(0);
+      whole.n_kv.push_back(i + 1);
+    }
+    whole.q = testing::random_floats(rng_, static_cast<int64_t>(n * row), 1.0f);
+    std::vector<float> expected(n * row);
+    ops.paged_attention(st.layer(0), h, whole.view(h, expected.data()));
+    // parts[c]: every token at or after chunk c's start against chunk c's positions — what the
+    // member holding chunk c computes for the query chunks the ring brings it.
+    std::vector<std::vector<float>> acc(n_chunks), m(n_chunks), l(n_chunks);
+    for (int32_t c = 0; c < n_chunks; ++c) {
+      Queries part;
+      part.tables = {std::vector<int32_t>(whole.tables[0].begin() + c * chunk / block_size,
+                                          whole.tables[0].end())};
+      for (int32_t i = c * chunk; i < n; ++i) {
+        part.seq.push_back(0);
+        part.n_kv.push_back(std::min(chunk, i + 1 - c * chunk));
+      }
+      part.q.assign(whole.q.begin() + static_cast<ptrdiff_t>(c * chunk * row), whole.q.end());
+      const size_t n_q = part.seq.size();
+      acc[c].assign(n_q * row, 0.0f);
+      m[c].assign(n_q * 8, 0.0f);
+      l[c].assign(n_q * 8, 0.0f);
+      PagedQueries v = part.view(h, acc[c].data());
+      v.state_m = m[c].data();
+      v.state_l = l[c].data();
+      ops.paged_attention(st.layer(0), h, v);
+    }
+    double max_v = 0, worst = 0;
+    for (float x : expected) max_v = std::max(max_v, double{std::fabs(x)});
+    for (int32_t i = 0; i < n; ++i) {
+      for (int64_t hh = 0; hh < 8; ++hh) {
+        std::vector<const float*> parts;
+        std::vector<float> pm, pl;
+        for (int32_t c = 0; c * chunk <= i; ++c) {
+          const size_t at = static_cast<size_t>(i - c * chunk);
+          parts.push_back(acc[c].data() + at * row + hh * 64);
+          pm.push_back(m[c][at * 8 + hh]);
+          pl.push_back(l[c][at * 8 + hh]);
+        }
+        std::vector<float> merged(64);
+        merge_attention_parts(parts, pm, pl, 64, merged.data());
+        for (size_t d = 0; d < 64; ++d) {
+          const double e = expected[static_cast<size_t>(i) * row + hh * 64 + d];
+          worst = std::max(worst, std::fabs(merged[d] - e));
+        }
+      }
+    }
+    EXPECT_LE(worst, 2e-6 * max_v) << t->name;
+  }
+}
+
 }  // namespace
 }  // namespace keel::kernels
