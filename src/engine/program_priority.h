@@ -11,8 +11,8 @@
 // policy needs no clock). A call without a program is a program of its own (service 0).
 //
 // Invariants: a program's service never decreases; the table holds at most `max_programs`
-// programs (past it, the least recently charged are forgotten, down to 7/8 of the cap). Thread safety: plain values; the
-// Scheduler (engine thread) owns its ProgramServiceTable.
+// programs (past it, the least recently charged are forgotten, down to 7/8 of the cap). Thread
+// safety: plain values; the Scheduler (engine thread) owns its ProgramServiceTable.
 #pragma once
 
 #include <cstdint>
