@@ -102,4 +102,5 @@ def main():
                       "text_sha256": digest[:16]}))
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -5,32 +5,16 @@ p99 and the mean, in milliseconds.
     python3 bench/lib/tpot.py PORT [N] [MAX_TOKENS]
 """
 import json
-import socket
 import statistics
 import sys
-import time
+
+from spec_load import one  # the streamed request and its token stamps
+
+PROMPT = "Once upon a time, there was a little girl named Lily."
 
 
 def stream(port, max_tokens):
-    body = json.dumps({"prompt": "Once upon a time, there was a little girl named Lily.",
-                       "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True,
-                       "stream": True}).encode()
-    s = socket.create_connection(("127.0.0.1", port))
-    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
-    stamps, buf = [], b""
-    while True:
-        chunk = s.recv(65536)
-        if not chunk:
-            break
-        now = time.monotonic()
-        buf += chunk
-        while b"\n\n" in buf:
-            event, buf = buf.split(b"\n\n", 1)
-            for line in event.split(b"\n"):
-                if line.startswith(b"data: {") and b'"text":""' not in line:
-                    stamps.append(now)
-    s.close()
+    stamps, _, _ = one(port, PROMPT, max_tokens, {"ignore_eos": True})
     return [1000 * (b - a) for a, b in zip(stamps, stamps[1:])]
 
 

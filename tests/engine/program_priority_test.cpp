@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "sim_util.h"
 
 namespace keel::engine {
 namespace {
@@ -226,19 +227,7 @@ std::vector<RequestKey> admission_order(const ProgramSchedulingConfig& programs)
   };
   std::vector<RequestKey> order;
   const auto run = [&] {
-    for (int step = 0; step < 200 && sched.has_requests(); ++step) {
-      StepPlan plan = sched.schedule();
-      std::vector<SeqResult> results;
-      for (const ScheduledSeq& s : plan.seqs) {
-        if (order.empty() || order.back() != s.key) order.push_back(s.key);
-        if (s.samples) results.push_back(SeqResult{s.key, 7});
-      }
-      sched.update(plan, results);
-      for (const auto& r : states) {
-        const RequestState* st = sched.find(r->key);
-        if (st != nullptr && st->num_generated() >= st->max_tokens) sched.finish(r->key);
-      }
-    }
+    for (RequestKey k : testing::run_in_order(sched, states, 200)) order.push_back(k);
   };
   add(1, "agent", 40);  // the long program's first call: 8 + 2 x 40 = 88 weighted tokens
   run();

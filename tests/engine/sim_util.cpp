@@ -180,4 +180,24 @@ void SimEngine::run(int max_steps) {
   EXPECT_TRUE(active_.empty());
 }
 
+std::vector<RequestKey> run_in_order(Scheduler& sched,
+                                     const std::vector<std::unique_ptr<RequestState>>& states,
+                                     int max_steps) {
+  std::vector<RequestKey> order;
+  for (int step = 0; step < max_steps && sched.has_requests(); ++step) {
+    StepPlan plan = sched.schedule();
+    std::vector<SeqResult> results;
+    for (const ScheduledSeq& s : plan.seqs) {
+      if (order.empty() || order.back() != s.key) order.push_back(s.key);
+      if (s.samples) results.push_back(SeqResult{s.key, 7});
+    }
+    sched.update(plan, results);
+    for (const auto& r : states) {
+      const RequestState* st = sched.find(r->key);
+      if (st != nullptr && st->num_generated() >= st->max_tokens) sched.finish(r->key);
+    }
+  }
+  return order;
+}
+
 }  // namespace keel::engine::testing

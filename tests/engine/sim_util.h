@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <span>
 #include <vector>
@@ -50,6 +51,12 @@ std::vector<int32_t> reference_output(std::vector<int32_t> prompt, int32_t max_t
 
 // Structural checks every plan from schedule() must pass: budget, max_num_seqs, one seq per
 // request, token counts, block tables covering the computed positions.
+// Runs `sched` (every sampled token 7) until no request is left or `max_steps`, finishing each of
+// `states` once it generated max_tokens; returns the keys in the order their seqs first ran.
+std::vector<RequestKey> run_in_order(Scheduler& sched,
+                                     const std::vector<std::unique_ptr<RequestState>>& states,
+                                     int max_steps);
+
 void expect_valid_plan(const StepPlan& plan, const SchedulerConfig& config, int32_t block_size);
 
 struct SimRequest {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "sim_util.h"
 
 namespace keel::engine {
 namespace {
@@ -161,20 +162,7 @@ TEST(VtcTest, SchedulerAdmitsTheLeastServedTenantFirst) {
   add(1, "a");
   add(2, "a");
   add(3, "b");
-  std::vector<RequestKey> order;
-  for (int step = 0; step < 20 && sched.has_requests(); ++step) {
-    StepPlan plan = sched.schedule();
-    std::vector<SeqResult> results;
-    for (const ScheduledSeq& s : plan.seqs) {
-      if (order.empty() || order.back() != s.key) order.push_back(s.key);
-      if (s.samples) results.push_back(SeqResult{s.key, 7});
-    }
-    sched.update(plan, results);
-    for (const auto& r : states) {
-      const RequestState* st = sched.find(r->key);
-      if (st != nullptr && st->num_generated() >= st->max_tokens) sched.finish(r->key);
-    }
-  }
+  const std::vector<RequestKey> order = testing::run_in_order(sched, states, 20);
   EXPECT_EQ(order, (std::vector<RequestKey>{1, 3, 2}));  // FCFS would run 1, 2, 3
   // a: 8 prompt + 2 x 2 output for each of its two requests; b: one request.
   EXPECT_DOUBLE_EQ(vtc_counter(sched.vtc(), "a"), 24.0);
