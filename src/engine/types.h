@@ -95,8 +95,9 @@ struct GenerationRequest {
   // kStop, its published prompt + output blocks stay pinned in the prefix cache for
   // EngineConfig::kv_pin_ttl_s within the pin caps (kv/kv_pins.h) as pin <its key>, so the next
   // turn finds them however much other traffic ran meanwhile; the front end releases the pin
-  // (EngineClient::release_kv_pin) when the output was not a tool call. Not carried by the wire
-  // codec: a cluster's task executors do not pin (the gateway could not release a remote pin).
+  // (EngineClient::release_kv_pin) when the output was not a tool call. Carried by the wire codec
+  // (absent = false): a cluster's task executor pins as keel serve does, and the gateway's
+  // release reaches it through the JE (docs/agent-kv.md, "In a cluster").
   bool keep_kv = false;
   // EPIC: spans of prompt_tokens that are position-independent chunks (each usually starting
   // with its own BOS): their KV is computed alone, cached by their own tokens, and linked at

@@ -155,6 +155,7 @@ Json encode_request_body(const GenerationRequest& q) {
   if (!q.tenant.empty()) j["tenant"] = q.tenant;
   if (q.tenant_weight != 1.0) j["tenant_weight"] = q.tenant_weight;
   if (!q.program.empty()) j["program"] = q.program;
+  if (q.keep_kv) j["keep_kv"] = true;  // absent (an older peer): false
   if (!q.lora.empty()) j["lora"] = q.lora;
   if (!q.retain_as.empty()) j["retain_as"] = q.retain_as;
   if (q.retain_ms != 0) j["retain_ms"] = q.retain_ms;
@@ -199,6 +200,7 @@ Status decode_request_body(const Json& j, GenerationRequest* q) {
   r.str("tenant", &q->tenant);
   r.f64("tenant_weight", &q->tenant_weight);
   r.str("program", &q->program);
+  r.boolean("keep_kv", &q->keep_kv);  // missing (an older peer's frame): false, no pin
   r.str("lora", &q->lora);
   r.str("retain_as", &q->retain_as);
   r.i64("retain_ms", &q->retain_ms);

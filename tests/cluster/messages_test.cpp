@@ -155,6 +155,15 @@ TEST(ClusterMessagesTest, EventsReportsAndControlRoundTrip) {
       decode_abort(through_link(encode_abort_task(AbortTask{JobRef{"g", 1}, 3}), "abort_task"));
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->attempt, 3);
+  // KV kept across tool calls: the release travels as an abort's body under its own type.
+  a = decode_abort(
+      through_link(encode_release_kv_job(AbortTask{JobRef{"g", 4}, 0}), "release_kv_job"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->ref, (JobRef{"g", 4}));
+  a = decode_abort(
+      through_link(encode_release_kv_task(AbortTask{JobRef{"g", 4}, 2}), "release_kv_task"));
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->attempt, 2);
   Result<JobAttempt> at = decode_job_attempt(through_link(encode(JobAttempt{5, 2}), "job_attempt"));
   ASSERT_TRUE(at.ok());
   EXPECT_EQ(at->attempt, 2);

@@ -45,6 +45,7 @@ GenerationRequest full_request() {
   q.tenant = "alice";
   q.tenant_weight = 2.5;
   q.program = "resp_root01";
+  q.keep_kv = true;
   q.lora = "sql-adapter";
   q.retain_as = "cache-abc";
   q.retain_ms = int64_t{1} << 40;
@@ -184,6 +185,29 @@ TEST(WireTest, DefaultsSurviveBeingOmitted) {
   EXPECT_FALSE(ev->event.finish.has_value());
   EXPECT_EQ(*decode_stats(encode(EngineStats{})), EngineStats{});
   EXPECT_EQ(*decode_metrics(encode(MetricsSnapshot{})), MetricsSnapshot{});
+}
+
+// KV kept across tool calls crosses the wire (gateway → JE → TE); a frame from a peer that
+// predates the field decodes as "do not pin", and a request that does not pin sends nothing.
+TEST(WireTest, KeepKvRoundTripsAndAnOlderFrameReadsAsFalse) {
+  GenerationRequest q;
+  q.prompt_tokens = {1, 2};
+  q.keep_kv = true;
+  Json j = Json::from_msgpack(encode(q));
+  EXPECT_EQ(j["body"]["keep_kv"], true);
+  auto back = decode_request(Json::to_msgpack(j));
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_TRUE(back->keep_kv);
+  j["body"].erase("keep_kv");  // an older peer's frame
+  back = decode_request(Json::to_msgpack(j));
+  ASSERT_TRUE(back.ok()) << back.error().to_string();
+  EXPECT_FALSE(back->keep_kv);
+  q.keep_kv = false;
+  EXPECT_EQ(Json::from_msgpack(encode(q))["body"].count("keep_kv"), 0u);
+  j["body"]["keep_kv"] = "yes";  // mistyped: refused naming the field
+  back = decode_request(Json::to_msgpack(j));
+  ASSERT_FALSE(back.ok());
+  EXPECT_NE(back.error().message().find("keep_kv"), std::string::npos) << back.error().message();
 }
 
 TEST(WireTest, AnUnknownWorkClassIsRefusedByName) {

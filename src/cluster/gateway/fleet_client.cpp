@@ -425,8 +425,28 @@ void FleetClient::deliver(TaskEvent m) {
   p.last_event = Clock::now();
   if (ev.tokens.empty() && !ev.finish) return;
   const bool final_event = ev.finish.has_value();
+  if (final_event && p.request.keep_kv && p.je) {  // before the sink: it may release at once
+    MutexLock kept(kept_mu_);
+    if (kept_.insert_or_assign(m.job, p.je).second) kept_order_.push_back(m.job);
+    while (kept_order_.size() > kMaxKept) {
+      kept_.erase(kept_order_.front());
+      kept_order_.pop_front();
+    }
+  }
   p.sink->on_event(std::move(ev));
   if (final_event) jobs_.erase(it);
+}
+
+void FleetClient::release_kv_pin(engine::RequestKey key) {
+  std::shared_ptr<net::Link> je;
+  {
+    MutexLock lock(kept_mu_);
+    const auto it = kept_.find(key);
+    if (it == kept_.end()) return;
+    je = it->second.lock();
+    kept_.erase(it);  // its place in kept_order_ goes when it comes to the front
+  }
+  if (je) je->send(encode_release_kv_job(AbortTask{JobRef{config_.gateway_id, key}, 0}));
 }
 
 void FleetClient::on_je_message(net::Message message) {

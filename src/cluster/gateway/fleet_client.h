@@ -26,6 +26,11 @@
 // or to the restarted one once it is; the new JE aborts the old attempt on the TEs, which stream
 // on until then. A submission that finds no JE up waits for one, up to je_wait.
 //
+// KV kept across tool calls (docs/agent-kv.md): a request with keep_kv crosses to its TE, whose
+// engine pins it as keel serve's does; a finished one's JE is remembered (at most kMaxKept, the
+// oldest forgotten first) so release_kv_pin can send release_kv_job to it — a one-way send, which
+// the JE passes on to the TE holding the pin. A JE or TE that died took the pin with it.
+//
 // Stats and metrics are the fleet's: the sum over the TEs (histograms bucket by bucket), as the
 // JEs see them; fleet_status() asks every JE at once and merges their answers (fleet_merge.h: the
 // JEs' counters summed, each listed). stats(), metrics() and fleet_status_snapshot() never wait:
@@ -106,6 +111,8 @@ class FleetClient final : public engine::EngineClient {
   void submit_async(engine::GenerationRequest request, std::shared_ptr<engine::OutputSink> sink,
                     SubmitDone done) override;
   void abort(engine::RequestKey key) override;
+  // Never waits: a queued send to the JE that ran the request (see the file comment).
+  void release_kv_pin(engine::RequestKey key) override;
   bool release_cache(const std::string& id, const std::string& salt) override;
   [[nodiscard]] std::optional<engine::ContextCacheInfo> find_cache(
       const std::string& id, const std::string& salt) const override;
@@ -241,6 +248,12 @@ class FleetClient final : public engine::EngineClient {
   std::thread activator_;  // runs while activation_timeout > 0
 
   std::atomic<int64_t> resubmitted_{0};
+  // Finished requests that kept their KV: the JE each last ran on (lock order: mu_, then kept_mu_;
+  // release_kv_pin may run inside a sink's on_event, under mu_).
+  static constexpr size_t kMaxKept = 65536;
+  Mutex kept_mu_;
+  std::map<engine::RequestKey, std::weak_ptr<net::Link>> kept_ KEEL_GUARDED_BY(kept_mu_);
+  std::deque<engine::RequestKey> kept_order_ KEEL_GUARDED_BY(kept_mu_);
   Mutex watch_mu_;
   std::condition_variable watch_cv_;
   bool watch_stop_ KEEL_GUARDED_BY(watch_mu_) = false;

@@ -87,7 +87,7 @@ std::string fleet_metrics_text(const FleetStatus& s, std::string_view model) {
   out += "# HELP keel:cluster_router_decisions_total Routing decisions by branch (all JEs).\n";
   out += "# TYPE keel:cluster_router_decisions_total counter\n";
   if (s.router.is_object()) {
-    for (const char* branch : {"locality", "least_load", "round_robin", "no_capacity"}) {
+    for (const char* branch : {"sticky", "locality", "least_load", "round_robin", "no_capacity"}) {
       const auto it = s.router.find(branch);
       const int64_t n = it != s.router.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
       out +=

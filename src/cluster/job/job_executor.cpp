@@ -12,7 +12,9 @@
 namespace keel::cluster {
 
 JobExecutor::JobExecutor(JobExecutorConfig config)
-    : config_(std::move(config)), admission_(config_.admission) {}
+    : config_(std::move(config)),
+      admission_(config_.admission),
+      sticky_(std::chrono::duration_cast<std::chrono::nanoseconds>(config_.kv_pin_ttl).count()) {}
 
 Result<std::unique_ptr<JobExecutor>> JobExecutor::start(JobExecutorConfig config) {
   std::unique_ptr<JobExecutor> je(new JobExecutor(std::move(config)));
@@ -184,6 +186,7 @@ void JobExecutor::on_gateway_message(net::Link& link, net::Message message) {
   }
   if (message.type == msg::kSubmitJob) return on_submit_job(link, message.body, received);
   if (message.type == msg::kAbortJob) return on_abort_job(message.body);
+  if (message.type == msg::kReleaseKvJob) return on_release_kv_job(message.body);
   if (message.type == msg::kFleet) {
     const auto id = message.body.find("call_id");
     if (id != message.body.end() && id->is_number_integer()) {
@@ -327,6 +330,32 @@ void JobExecutor::on_abort_job(const Json& body) {
   if (te_link) te_link->send(encode_abort_task(task));
 }
 
+void JobExecutor::on_release_kv_job(const Json& body) {
+  Result<AbortTask> release = decode_abort(body);
+  if (!release.ok()) return;
+  std::shared_ptr<net::Link> te_link;
+  {
+    MutexLock lock(mu_);
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+            .count();
+    const std::optional<std::string> te_id = sticky_.take_job(release->ref, now);
+    if (!te_id) return;
+    for (const auto& te : tes_) {
+      if (te->info.id == *te_id && !te->forgotten) te_link = te->link;
+    }
+  }
+  // A TE that died took its pins with it: the send fails, nothing waits.
+  if (te_link) te_link->send(encode_release_kv_task(AbortTask{release->ref, 0}));
+}
+
+void JobExecutor::note_pin(const Job& job, size_t te) {
+  if (config_.kv_pin_ttl.count() <= 0) return;
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  sticky_.note(job.request.tenant, job.request.program, job.ref, tes_[te]->info.id, now);
+}
+
 void JobExecutor::apply_kv_events(std::string_view te_id, const KvEventBatch& batch) {
   MutexLock lock(mu_);
   const Status s = index_.apply(te_id, batch);
@@ -386,6 +415,7 @@ void JobExecutor::apply_report(size_t te, LoadReport report) {
     admission_.charge_generated(job.request.tenant, static_cast<int64_t>(p.tokens.size()),
                                 job.request.program);
     if (p.finished && p.ended_job) {
+      if (job.request.keep_kv && job.te) note_pin(job, *job.te);  // its pin's TTL starts now
       if (job.predicted_bucket && config_.bucket_of) {
         const int32_t actual = config_.bucket_of(static_cast<int64_t>(job.generated.size()));
         ++prediction_buckets_[{*job.predicted_bucket, actual}];
@@ -455,7 +485,8 @@ FleetStatus JobExecutor::status() const {
   s.jobs_redriven = jobs_redriven_;
   s.jobs_failed = jobs_failed_;
   s.jobs_resubmitted = jobs_resubmitted_;
-  s.router = Json{{"locality", counters_.locality},
+  s.router = Json{{"sticky", counters_.sticky},
+                  {"locality", counters_.locality},
                   {"least_load", counters_.least_load},
                   {"round_robin", counters_.round_robin},
                   {"no_capacity", counters_.no_capacity},

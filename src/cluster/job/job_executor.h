@@ -21,6 +21,12 @@
 // call to another process. The cluster manager's add_te (a connect to the new TE) runs on a
 // control thread. stop() waits for the calls in flight to end (their links closed).
 //
+// KV kept across tool calls (docs/agent-kv.md): a job that keeps its KV (GenerationRequest::
+// keep_kv) is noted with its TE in sticky_pins.h when it is sent and again when it finishes; its
+// program's next call goes to that TE first (RouteInput::sticky_te_id), and a release_kv_job from
+// the gateway is sent on to that TE as release_kv_task (a one-way send on the gateway link's
+// reader thread).
+//
 // Fault hook (tests): JobExecutorConfig::submit_delay holds every submitted job that long before
 // it is handled (on one timer thread, not the link's reader) — a slow JE, for the gateway's
 // asynchronous submit.
@@ -44,6 +50,7 @@
 #include "cluster/job/peer_hint.h"
 #include "cluster/job/prefix_index.h"
 #include "cluster/job/router.h"
+#include "cluster/job/sticky_pins.h"
 #include "cluster/kv_events/kv_event_subscriber.h"
 #include "cluster/protocol/fleet.h"
 #include "cluster/protocol/messages.h"
@@ -97,6 +104,9 @@ struct JobExecutorConfig {
   int32_t max_jobs_per_te = 0;
   std::chrono::milliseconds admission_wait{60000};
   AdmissionConfig admission;
+  // KV kept across tool calls (sticky_pins.h): how long the TE of a call that keeps its KV is
+  // remembered for its program's next call and its release — the TEs' --kv-pin-ttl. 0: never.
+  std::chrono::milliseconds kv_pin_ttl{60000};
 };
 
 class JobExecutor {
@@ -140,6 +150,11 @@ class JobExecutor {
   // `received`: when the gateway's message came (the wait before handling is a hop).
   void on_submit_job(net::Link& link, const Json& body, Clock::time_point received);
   void on_abort_job(const Json& body);
+  // KV kept across tool calls: the gateway's release of a job's pin, sent on to the TE that holds
+  // it (sticky_pins.h); dropped when no TE is remembered for it.
+  void on_release_kv_job(const Json& body);
+  // The job keeps its KV on TE `te` (under mu_): remembered for its program and its release.
+  void note_pin(const Job& job, size_t te) KEEL_REQUIRES(mu_);
   void apply_report(size_t te, LoadReport report);
   // Routes `job` (not yet on any TE) and sends it; Ok once a TE accepted it. `retry`: a parked
   // re-drive trying again (a decision with no capacity is not counted again). dispatch_async
@@ -208,6 +223,7 @@ class JobExecutor {
   int64_t jobs_held_total_ KEEL_GUARDED_BY(mu_) = 0;
   std::vector<std::unique_ptr<KvEventSubscriber>> subscribers_;  // monitor thread only
   RouterCounters counters_ KEEL_GUARDED_BY(mu_);
+  StickyPins sticky_ KEEL_GUARDED_BY(mu_);  // where calls that keep their KV left their pins
   // Predictor counters: predictions made, their total cost, predicted-vs-actual buckets.
   int64_t predictions_ KEEL_GUARDED_BY(mu_) = 0;
   double prediction_seconds_ KEEL_GUARDED_BY(mu_) = 0;

@@ -28,6 +28,12 @@ std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job, bool c
   for (const auto& te : tes_) {
     if (te->reported && !te->draining) fleet.tes.push_back(te->info);
   }
+  // KV kept across tool calls: the TE holding the program's pin, if one is remembered.
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+  sticky_.expire(now);
+  const std::string sticky =
+      sticky_.te_for_program(job.request.tenant, job.request.program, now).value_or("");
   const RouteInput input{.fleet = fleet,
                          .index = index_,
                          .heatmap = config_.heatmap ? &*config_.heatmap : nullptr,
@@ -36,7 +42,8 @@ std::optional<JobExecutor::Choice> JobExecutor::choose_te(const Job& job, bool c
                          .prompt_block_hashes = job.block_hashes,
                          .predicted_decode_tokens = job.predicted_tokens,
                          .config = config_.router,
-                         .cursor = cursor_++};
+                         .cursor = cursor_++,
+                         .sticky_te_id = sticky};
   const RouteDecision decision = route(input);
   if (count_no_capacity || decision.branch != RouteBranch::kNoCapacity) counters_.record(decision);
   if (decision.branch == RouteBranch::kNoCapacity) return std::nullopt;
@@ -99,6 +106,7 @@ SubmitTask JobExecutor::task_for(Job& job, const Choice& chosen) {
     task.request.max_tokens = n + 1;
   }
   if (chosen.peer) task.peer = *chosen.peer;
+  if (job.request.keep_kv && !task.prefill_only) note_pin(job, chosen.te);
   TeLoad& load = tes_[chosen.te]->info.load;  // counted now; the next report corrects it
   load.pending_tokens +=
       static_cast<int64_t>(task.request.prompt_tokens.size()) + task.request.max_tokens;

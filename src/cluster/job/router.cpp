@@ -214,6 +214,8 @@ std::string_view pd_mode_name(PdMode mode) {
 
 std::string_view route_branch_name(RouteBranch branch) {
   switch (branch) {
+    case RouteBranch::kSticky:
+      return "sticky";
     case RouteBranch::kLocality:
       return "locality";
     case RouteBranch::kLeastLoad:
@@ -246,10 +248,33 @@ Status RouterConfig::validate() const {
     return Status::invalid_argument("router kv_pressure_tokens must be finite and >= 0, got " +
                                     fmt_double(kv_pressure_tokens));
   }
+  if (!(sticky_slack_tokens >= 0.0 && std::isfinite(sticky_slack_tokens))) {
+    return Status::invalid_argument("router sticky_slack_tokens must be finite and >= 0, got " +
+                                    fmt_double(sticky_slack_tokens));
+  }
   return Status();
 }
 
 namespace {
+
+// Sticky first (router.h): the colocated TE holding the program's pin, unless it is not a healthy
+// colocated TE of the model or is loaded past the bound; nullptr then.
+const Candidate* sticky_choice(const std::vector<Candidate>& colocated, const RouteInput& in,
+                               std::string* why) {
+  if (in.sticky_te_id.empty() || colocated.empty()) return nullptr;
+  const Candidate* sticky = nullptr;
+  double least = colocated.front().load;
+  for (const Candidate& c : colocated) {
+    least = std::min(least, c.load);
+    if (c.te->id == in.sticky_te_id) sticky = &c;
+  }
+  if (sticky == nullptr) return nullptr;
+  const double bound = static_cast<double>(in.prompt_tokens) + in.config.sticky_slack_tokens;
+  if (sticky->load - least > bound) return nullptr;
+  *why = "sticky: the program's pin is on " + sticky->te->id + ", load " +
+         fmt_double(sticky->load) + " (least " + fmt_double(least) + ")";
+  return sticky;
+}
 
 // The group a request goes to when the model has colocated TEs and prefill/decode pairs but no
 // heatmap: every colocated TE, and every prefill TE standing for its pair, its load counted with
@@ -276,6 +301,14 @@ RouteDecision route(const RouteInput& in) {
   const std::vector<Candidate> decode = healthy_group(in, TeRole::kDecode);
   const bool has_pair = !prefill.empty() && !decode.empty();
   RouteDecision d;
+  if (std::string why; const Candidate* sticky = sticky_choice(colocated, in, &why)) {
+    d.branch = RouteBranch::kSticky;
+    d.pd = PdMode::kPdColocated;
+    d.te_id = sticky->te->id;
+    d.match = sticky->match;
+    d.reason = std::move(why);
+    return d;
+  }
   if (colocated.empty() && !has_pair) {
     // A PD fleet short of one role (its decode TE died; the replacement is starting): a TE of the
     // other role runs the whole request, as a colocated TE would — every role's engine can.
@@ -322,6 +355,9 @@ RouteDecision route(const RouteInput& in) {
 
 void RouterCounters::record(const RouteDecision& decision) {
   switch (decision.branch) {
+    case RouteBranch::kSticky:
+      ++sticky;
+      break;
     case RouteBranch::kLocality:
       ++locality;
       break;

@@ -20,6 +20,13 @@
 // pair; its load plus the least loaded decode TE's) as one more replica beside the colocated TEs,
 // and the rule below picks among them all. A model with prefill TEs but no decode TE (or the
 // reverse) runs whole requests on them (role_fallback): every role's engine can.
+// Sticky first (KV kept across tool calls, docs/agent-kv.md): when the caller names the TE holding
+// the request's program's pin (RouteInput::sticky_te_id) and that TE is a healthy colocated TE of
+// the model, it runs the request — under every policy, before the PD step, locality and load —
+// unless it is overloaded: its load exceeds the least loaded colocated TE's by more than the
+// prompt's tokens plus sticky_slack_tokens (going elsewhere costs about the prompt's recompute, so
+// the pin is worth at most that much more queue). A TE that is gone (not in the snapshot),
+// unhealthy or draining (left out by the caller) is never chosen: the normal rule decides.
 // Thread safety: pure functions over values; RouterCounters is a plain struct with one owner.
 #pragma once
 
@@ -57,6 +64,9 @@ struct RouterConfig {
   double pd_threshold = 0.0;
   // Tokens of load a completely full KV pool adds (see the header comment); >= 0.
   double kv_pressure_tokens = 4096.0;
+  // Sticky routing: the pinned TE is passed over once its load exceeds the least loaded colocated
+  // TE's by more than the prompt's tokens plus this (header comment); >= 0.
+  double sticky_slack_tokens = 4096.0;
   [[nodiscard]] Status validate() const;
 };
 
@@ -72,12 +82,15 @@ struct RouteInput {
   int64_t predicted_decode_tokens = 0;
   const RouterConfig& config;  // must validate()
   uint64_t cursor = 0;         // the caller's request counter: round robin and tie-breaks
+  // The TE holding the pin of the request's program (sticky_pins.h); "" = none.
+  std::string_view sticky_te_id = {};
 };
 
 // Which PD arrangement serves the request.
 enum class PdMode { kPdColocated, kPdDisaggregated };
 // How the (prefill or colocated) TE was picked; kNoCapacity: none could be.
-enum class RouteBranch { kLocality, kLeastLoad, kRoundRobin, kNoCapacity };
+// kSticky: the TE holding the program's pin (header comment).
+enum class RouteBranch { kSticky, kLocality, kLeastLoad, kRoundRobin, kNoCapacity };
 [[nodiscard]] std::string_view pd_mode_name(PdMode mode);              // "colocated", ...
 [[nodiscard]] std::string_view route_branch_name(RouteBranch branch);  // "locality", ...
 
@@ -98,6 +111,7 @@ struct RouteDecision {
 
 // Decisions counted per outcome, for /metrics.
 struct RouterCounters {
+  int64_t sticky = 0;
   int64_t locality = 0;
   int64_t least_load = 0;
   int64_t round_robin = 0;

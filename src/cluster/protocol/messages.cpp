@@ -164,6 +164,14 @@ net::Message encode_abort_task(const AbortTask& m) {
   return {std::string(msg::kAbortTask), Json{{"ref", ref_json(m.ref)}, {"attempt", m.attempt}}};
 }
 
+net::Message encode_release_kv_job(const AbortTask& m) {
+  return {std::string(msg::kReleaseKvJob), Json{{"ref", ref_json(m.ref)}, {"attempt", m.attempt}}};
+}
+
+net::Message encode_release_kv_task(const AbortTask& m) {
+  return {std::string(msg::kReleaseKvTask), Json{{"ref", ref_json(m.ref)}, {"attempt", m.attempt}}};
+}
+
 net::Message encode(const TaskEvent& m) {
   return {std::string(msg::kTaskEvent),
           Json{{"job", m.job},

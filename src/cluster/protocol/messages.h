@@ -11,6 +11,10 @@
 //                  abort_job,
 //                  fleet (a call; the reply is FleetStatus)
 //   JE → TE        submit_task (a call; reply: Status), abort_task
+//   gateway → JE   release_kv_job, and JE → TE release_kv_task (AbortTask's body): KV kept across
+//                  tool calls — the job's turn did not end in a tool call, so the TE that ran it
+//                  releases the pin its engine left (docs/agent-kv.md). One-way sends; a peer that
+//                  predates them logs and ignores the type, and the pin ends at its TTL.
 //   TE → JE        load_report (periodic: load, stats, metrics, each task's new tokens)
 //   TE → gateway   task_event (one engine TokenEvent of one attempt of one job, with the index of
 //                  its first generated token) — FlowServe's streaming shortcut past the JE
@@ -57,6 +61,8 @@ inline constexpr std::string_view kJobFailed = "job_failed";
 inline constexpr std::string_view kKvFetch = "kv_fetch";
 inline constexpr std::string_view kAddTe = "add_te";
 inline constexpr std::string_view kRemoveTe = "remove_te";
+inline constexpr std::string_view kReleaseKvJob = "release_kv_job";
+inline constexpr std::string_view kReleaseKvTask = "release_kv_task";
 }  // namespace msg
 
 struct JobRef {
@@ -119,7 +125,8 @@ struct KvFetchRequest {
   friend bool operator==(const KvFetchRequest&, const KvFetchRequest&) = default;
 };
 
-// gateway → JE (attempt ignored) and JE → TE.
+// gateway → JE (attempt ignored) and JE → TE; also the body of release_kv_job / release_kv_task
+// (the attempt: the one whose pin goes; the gateway's is ignored).
 struct AbortTask {
   JobRef ref;
   int32_t attempt = 0;
@@ -223,6 +230,8 @@ struct FleetStatus {
 [[nodiscard]] net::Message encode(const SubmitTask& m);
 [[nodiscard]] net::Message encode_abort_job(const AbortTask& m);
 [[nodiscard]] net::Message encode_abort_task(const AbortTask& m);
+[[nodiscard]] net::Message encode_release_kv_job(const AbortTask& m);
+[[nodiscard]] net::Message encode_release_kv_task(const AbortTask& m);
 [[nodiscard]] net::Message encode(const TaskEvent& m);
 [[nodiscard]] net::Message encode(const LoadReport& m);
 [[nodiscard]] net::Message encode(const JobAttempt& m);
@@ -233,7 +242,7 @@ struct FleetStatus {
 
 [[nodiscard]] Result<SubmitJob> decode_submit_job(const Json& body);
 [[nodiscard]] Result<SubmitTask> decode_submit_task(const Json& body);
-[[nodiscard]] Result<AbortTask> decode_abort(const Json& body);
+[[nodiscard]] Result<AbortTask> decode_abort(const Json& body);  // also release_kv_job / _task
 [[nodiscard]] Result<TaskEvent> decode_task_event(const Json& body);
 [[nodiscard]] Result<LoadReport> decode_load_report(const Json& body);
 [[nodiscard]] Result<JobAttempt> decode_job_attempt(const Json& body);

@@ -223,10 +223,12 @@ void TaskExecutor::stop() {
 }
 
 void TaskExecutor::on_message(net::Link& link, net::Message message) {
-  if (message.type == msg::kSubmitTask || message.type == msg::kAbortTask) {
+  if (message.type == msg::kSubmitTask || message.type == msg::kAbortTask ||
+      message.type == msg::kReleaseKvTask) {
     intake_.post([this, je = link.shared_from_this(), m = std::move(message),
                   received = std::chrono::steady_clock::now()] {
       if (m.type == msg::kSubmitTask) return on_submit(*je, m.body, received);
+      if (m.type == msg::kReleaseKvTask) return on_release_kv(m.body);
       on_abort(m.body);
     });
     return;
@@ -267,6 +269,7 @@ void TaskExecutor::on_submit(net::Link& link, const Json& body,
     return;
   }
   const std::shared_ptr<Task> task = new_task(*task_msg, link, *gateway);
+  const bool keep_kv = task_msg->request.keep_kv && !task_msg->prefill_only;
   {
     MutexLock lock(mu_);
     if (stopping_) {
@@ -278,9 +281,21 @@ void TaskExecutor::on_submit(net::Link& link, const Json& body,
     link.reply(call, status_body(st));
     return;
   }
+  engine::RequestKey key = 0;
+  if (keep_kv) {
+    MutexLock lock(task->mu);
+    key = task->key;
+  }
   {
     MutexLock lock(mu_);
     tasks_[task->ref] = task;
+    if (keep_kv && key != 0) {  // its release comes after the job ended (on_release_kv)
+      if (kept_.insert_or_assign(task->ref, key).second) kept_order_.push_back(task->ref);
+      while (kept_order_.size() > kMaxKept) {
+        kept_.erase(kept_order_.front());
+        kept_order_.pop_front();
+      }
+    }
   }
   // Hop timings (hop_timings.h), on this process's clock.
   const auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
@@ -360,6 +375,20 @@ void TaskExecutor::on_abort(const Json& body) {
     task = it->second;
   }
   task->abort();
+}
+
+void TaskExecutor::on_release_kv(const Json& body) {
+  Result<AbortTask> release = decode_abort(body);
+  if (!release.ok()) return;
+  engine::RequestKey key = 0;
+  {
+    MutexLock lock(mu_);
+    const auto it = kept_.find(release->ref);
+    if (it == kept_.end()) return;
+    key = it->second;
+    kept_.erase(it);  // its place in kept_order_ goes when it comes to the front
+  }
+  engine_->release_kv_pin(key);  // a message to the engine thread; never waits
 }
 
 void TaskExecutor::report_loop() {

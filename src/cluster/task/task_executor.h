@@ -19,6 +19,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -96,6 +97,9 @@ class TaskExecutor {
   // sets its key; consumes msg.request.
   Status start_task(const std::shared_ptr<Task>& task, SubmitTask& msg);
   void on_abort(const Json& body);
+  // KV kept across tool calls: the JE's release_kv_task — the pin the engine left for that job's
+  // task goes (docs/agent-kv.md); unknown jobs are ignored.
+  void on_release_kv(const Json& body);
   Result<std::shared_ptr<net::Link>> gateway_link(const std::string& address);
   void report_loop();
   void send_reports();
@@ -109,6 +113,11 @@ class TaskExecutor {
   // By event address.
   std::map<std::string, std::shared_ptr<net::Link>> gateway_links_ KEEL_GUARDED_BY(mu_);
   std::map<JobRef, std::shared_ptr<Task>> tasks_ KEEL_GUARDED_BY(mu_);
+  // Tasks that asked to keep their KV: their engine keys, kept past the task (a release comes
+  // after the job ended), at most kMaxKept, the oldest forgotten first (its pin ends at its TTL).
+  static constexpr size_t kMaxKept = 65536;
+  std::map<JobRef, engine::RequestKey> kept_ KEEL_GUARDED_BY(mu_);
+  std::deque<JobRef> kept_order_ KEEL_GUARDED_BY(mu_);
   std::shared_ptr<ReportSignal> report_now_;  // shared with tasks (their handoffs wake it)
   std::thread reporter_;
   TaskQueue intake_{"te-intake"};  // on_submit and on_abort, in arrival order
