@@ -69,7 +69,7 @@ inline void add_pipeline_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
       ->check(CLI::Range(0.001, 3600.0));
 }
 
-// --ep, --ep-overlap, --ep-remote (serve).
+// --ep, --ep-overlap, --ep-remote, --ep-replicas, --ep-counts (serve, te, cluster up).
 inline void add_expert_parallel_flags(CLI::App* cmd, keel::cli::ServeOptions* o) {
   cmd->add_option("--ep", o->ep,
                   "Expert-parallel processes for an MoE model: N = this process holds attention, "
@@ -82,4 +82,11 @@ inline void add_expert_parallel_flags(CLI::App* cmd, keel::cli::ServeOptions* o)
                   "--ep: HOST:PORT of running `keel ep-expert --listen` members on other hosts "
                   "(over UCX), shards 1, 2, ... in order; the remaining members start here")
       ->delimiter(',');
+  cmd->add_option("--ep-replicas", o->ep_replicas,
+                  "--ep: copies of hot experts each process holds per layer beyond its own range "
+                  "(EPLB), chosen from --ep-counts; each layer's tokens are spread over the copies")
+      ->check(CLI::Range(0, 64));
+  cmd->add_option("--ep-counts", o->ep_counts,
+                  "--ep-replicas: a Prometheus scrape (curl HOST/metrics) of a representative run "
+                  "holding keel:moe_expert_tokens_total{layer,expert}, which experts are hot");
 }

@@ -6,6 +6,8 @@
 //   --listen HOST:PORT: started on another host (by hand, or a deployment's supervisor), listens
 //     over UCX, prints its ready line ({"role":"ep-expert","port":P,"pid":N}) and serves the
 //     leaders that name it in --ep-remote, one after another, until stopped.
+// A leader's hello that names replicated experts (`--ep-replicas`) has it load its range again
+// with those copies.
 #include <unistd.h>
 
 #include "commands.h"
@@ -83,6 +85,17 @@ Status ep_expert(const EpExpertOptions& opts) {
   ThreadPool pool(compute.threads);
   kernels::Ops ops(compute.isa, &pool);
   ep::ExpertMemberOptions member;
+  // A leader with replicated hot experts names the ones this member holds: its range is loaded
+  // again with them (the old model freed first, so the member never holds both).
+  member.reload = [&](const model::ExpertShard& next) -> Result<const model::Model*> {
+    loaded.model.reset();
+    model::ModelOptions with = mopts;
+    with.expert_shard = next;
+    KEEL_ASSIGN_OR_RETURN(host::LoadedModel again,
+                          host::load_model(opts.model_path, opts.compute, with));
+    loaded = std::move(again);
+    return loaded.model.get();
+  };
   if (opts.listen.empty()) {
     member.leader_alive = [leader] { return ::getppid() == leader; };
   } else {

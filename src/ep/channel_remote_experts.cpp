@@ -22,7 +22,7 @@ int64_t ns_since(Clock::time_point t) {
 Result<std::unique_ptr<ChannelRemoteExperts>> ChannelRemoteExperts::connect(
     std::vector<MemberLink> links, const model::Model& model, int32_t shard_count, int32_t max_rows,
     std::chrono::milliseconds hello_timeout, std::chrono::milliseconds step_timeout,
-    std::function<void(const Status&)> on_lost) {
+    std::function<void(const Status&)> on_lost, const model::ExpertPlacement* placement) {
   std::vector<Member> members;
   for (MemberLink& l : links) {
     Member m;
@@ -35,7 +35,9 @@ Result<std::unique_ptr<ChannelRemoteExperts>> ChannelRemoteExperts::connect(
       model.hparams().moe.n_expert, step_timeout));
   r->on_lost_ = std::move(on_lost);
   for (Member& m : r->members_) {
-    const EpHello h = hello_for(model, m.link.shard, shard_count, max_rows);
+    EpHello h = hello_for(model, m.link.shard, shard_count, max_rows);
+    h.replicas = placement != nullptr ? placement->shard(m.link.shard).replicas
+                                      : std::vector<std::pair<int32_t, int32_t>>{};
     KEEL_TRY(
         encode_hello(h, m.link.channel->request_seq() + 1, m.link.channel->request()).status());
     m.link.channel->post_request();
@@ -97,9 +99,11 @@ Status ChannelRemoteExperts::dispatch(const model::ExpertWork& work) {
   }
   for (int64_t i = 0; i < work.n_slots; ++i) {
     const int32_t e = work.slot_expert[i];
-    const auto owner = std::find_if(members_.begin(), members_.end(), [&](const Member& m) {
-      return model::ExpertShard::owner(e, n_expert_, shard_count_) == m.link.shard;
-    });
+    const int32_t shard = work.slot_shard != nullptr
+                              ? work.slot_shard[i]
+                              : model::ExpertShard::owner(e, n_expert_, shard_count_);
+    const auto owner = std::find_if(members_.begin(), members_.end(),
+                                    [&](const Member& m) { return m.link.shard == shard; });
     if (owner == members_.end()) {
       return Status::invalid_argument("expert " + std::to_string(e) + " has no member");
     }
@@ -121,6 +125,7 @@ Status ChannelRemoteExperts::dispatch(const model::ExpertWork& work) {
     m.link.channel->post_request();
     m.sent = true;
     any = true;
+    m.slots->fetch_add(mine.n_slots, std::memory_order_relaxed);
   }
   if (any) {
     calls_.fetch_add(1, std::memory_order_relaxed);
@@ -169,6 +174,8 @@ RemoteExpertsStats ChannelRemoteExperts::stats() const {
   s.member_compute_s = static_cast<double>(compute_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.collect_wait_s = static_cast<double>(wait_ns_.load(std::memory_order_relaxed)) * 1e-9;
   s.exposed_s = static_cast<double>(exposed_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  for (const Member& m : members_)
+    s.member_slots.push_back(m.slots->load(std::memory_order_relaxed));
   return s;
 }
 

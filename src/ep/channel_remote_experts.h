@@ -11,7 +11,8 @@
 //
 // Timing (stats()): per call the round trip (dispatch to the reply seen), the member's own compute
 // time, how long collect() waited, and the part of that wait the members' compute does not explain
-// (the exchange left exposed after the overlap with the leader's own experts).
+// (the exchange left exposed after the overlap with the leader's own experts), and the slots
+// each member computed (how evenly replicated experts spread the work).
 //
 // Thread safety: dispatch/collect from one thread; stats() from any.
 #pragma once
@@ -26,6 +27,7 @@
 #include "core/result.h"
 #include "ep/expert_channel.h"
 #include "ep/expert_frame.h"
+#include "model/expert_placement.h"
 #include "model/expert_shard.h"
 #include "model/model.h"
 #include "model/remote_experts.h"
@@ -49,6 +51,8 @@ struct RemoteExpertsStats {
   // member's compute beyond the leader's own work since the dispatch — the exchange left exposed.
   double exposed_s = 0;
   int64_t slots = 0;  // remote slots computed
+  // Slots computed per member, in the order of the members given to connect().
+  std::vector<int64_t> member_slots;
 };
 
 class ChannelRemoteExperts final : public model::RemoteExperts {
@@ -57,11 +61,13 @@ class ChannelRemoteExperts final : public model::RemoteExperts {
   // the leader's batch size. Unavailable when a member does not answer within hello_timeout, its
   // refusal otherwise.
   // on_lost (optional) is told first, once, when a member is lost, on the caller's thread, and may
-  // end the process.
+  // end the process. placement (optional, borrowed for the call): replicated experts — each
+  // member's hello names its replicas, and dispatch() follows ExpertWork::slot_shard.
   static Result<std::unique_ptr<ChannelRemoteExperts>> connect(
       std::vector<MemberLink> members, const model::Model& model, int32_t shard_count,
       int32_t max_rows, std::chrono::milliseconds hello_timeout,
-      std::chrono::milliseconds step_timeout, std::function<void(const Status&)> on_lost = {});
+      std::chrono::milliseconds step_timeout, std::function<void(const Status&)> on_lost = {},
+      const model::ExpertPlacement* placement = nullptr);
   ~ChannelRemoteExperts() override;
   ChannelRemoteExperts(const ChannelRemoteExperts&) = delete;
   ChannelRemoteExperts& operator=(const ChannelRemoteExperts&) = delete;
@@ -77,6 +83,7 @@ class ChannelRemoteExperts final : public model::RemoteExperts {
     uint32_t seen = 0;                        // the last reply number consumed
     bool sent = false;                        // a work frame is out
     std::vector<int32_t> row, expert, index;  // this call's slots and their places in the work
+    std::shared_ptr<std::atomic<int64_t>> slots = std::make_shared<std::atomic<int64_t>>(0);
   };
   ChannelRemoteExperts(std::vector<Member> members, int32_t shard_count, int32_t n_embd,
                        int64_t n_expert, std::chrono::milliseconds step_timeout)

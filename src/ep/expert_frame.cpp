@@ -2,6 +2,7 @@
 // stay on one host, in shared memory), sizes checked against the frame on decode.
 #include "ep/expert_frame.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 
@@ -89,12 +90,17 @@ size_t outputs_frame_bytes(int64_t n_slots, int64_t n_embd) {
 }
 
 Result<size_t> encode_hello(const EpHello& h, uint32_t seq, std::span<std::byte> out) {
-  KEEL_ASSIGN_OR_RETURN(size_t n, put_header(FrameKind::kHello, seq, kHelloBytes, out));
+  KEEL_ASSIGN_OR_RETURN(
+      size_t n, put_header(FrameKind::kHello, seq, kHelloBytes + h.replicas.size() * 8, out));
   Writer w{out.data() + kFrameHeaderBytes};
   w.put(h.model_bytes);
   for (int32_t v : {h.n_layer, h.n_embd, h.n_expert, h.n_expert_used, h.n_ff_exp, h.shard_index,
-                    h.shard_count, h.max_rows, int32_t{0}}) {
+                    h.shard_count, h.max_rows, static_cast<int32_t>(h.replicas.size())}) {
     w.put(v);
+  }
+  for (const auto& [layer, expert] : h.replicas) {
+    w.put(layer);
+    w.put(expert);
   }
   return n;
 }
@@ -179,7 +185,19 @@ Result<EpHello> decode_hello(const Frame& f) {
                      &h.shard_index, &h.shard_count, &h.max_rows}) {
     *v = r.get<int32_t>();
   }
+  const auto n_replicas = r.get<int32_t>();
   if (!r.ok) return Status::corrupt("expert frame: short hello");
+  if (n_replicas < 0 ||
+      static_cast<int64_t>(n_replicas) > int64_t{h.n_layer} * std::max(h.n_expert, 0) ||
+      f.body.size() != kHelloBytes + static_cast<size_t>(n_replicas) * 8) {
+    return Status::corrupt("expert frame: malformed hello (" + std::to_string(n_replicas) +
+                           " replicas)");
+  }
+  h.replicas.resize(static_cast<size_t>(n_replicas));
+  for (auto& [layer, expert] : h.replicas) {
+    layer = r.get<int32_t>();
+    expert = r.get<int32_t>();
+  }
   return h;
 }
 

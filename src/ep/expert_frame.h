@@ -2,8 +2,10 @@
 // expert member (ep/expert_member.h), and their versioned codec. Each message is one frame in a
 // shared-memory mailbox (ep/shm_channel.h): a 16-byte header {magic "KEPE", version, kind, seq,
 // body bytes}, then the body, little-endian, every array 4-byte aligned:
-//   kHello  leader → member: the model's shape and the member's shard (EpHello); answered by
-//           kReady or kError — a member that loaded another model or shard refuses.
+//   kHello  leader → member: the model's shape, the member's shard and the replicas it is to hold
+//           (EpHello: … n_replicas i32, then (layer, expert) i32 pairs); answered by kReady or
+//           kError — a member that loaded another model or shard refuses; one holding other
+//           replicas reloads its experts first (expert_member.h).
 //   kWork   leader → member: one layer's remote slots (EpWorkHeader, then rows f32
 //           [n_rows][n_embd], slot_row i32 [n_slots], slot_expert i32 [n_slots]).
 //   kOutputs member → leader: the slots' expert outputs, f32 [n_slots][n_embd], in slot order,
@@ -20,6 +22,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/result.h"
 #include "core/status.h"
@@ -28,7 +32,7 @@
 namespace keel::ep {
 
 inline constexpr uint32_t kFrameMagic = 0x4550454B;  // "KEPE" little-endian
-inline constexpr uint16_t kFrameVersion = 1;
+inline constexpr uint16_t kFrameVersion = 2;         // 2: the hello names replicas
 inline constexpr size_t kFrameHeaderBytes = 16;
 
 enum class FrameKind : uint16_t {
@@ -57,6 +61,8 @@ struct EpHello {
   int32_t shard_index = 0;  // the member's shard
   int32_t shard_count = 0;
   int32_t max_rows = 0;  // rows of one work frame at most (the leader's batch size)
+  // Replicated experts the member holds beyond its range (ExpertShard::replicas), sorted.
+  std::vector<std::pair<int32_t, int32_t>> replicas;
   friend bool operator==(const EpHello&, const EpHello&) = default;
 };
 
@@ -99,6 +105,7 @@ Result<size_t> encode_outputs(int32_t n_slots, int32_t n_embd, uint64_t compute_
 // Corrupt for a bad magic, an unknown kind or a body past the bytes; Unsupported for another
 // version.
 Result<Frame> decode_frame(std::span<const std::byte> bytes);
+// Also Corrupt for more replicas than n_layer · n_expert or a body of the wrong size.
 Result<EpHello> decode_hello(const Frame& f);
 // Also Corrupt for a slot row ≥ n_rows or a negative count.
 Result<WorkView> decode_work(const Frame& f);

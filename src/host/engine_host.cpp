@@ -39,12 +39,14 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
   mopts.n_ctx = options.n_ctx;
   mopts.group_weights = options.group_weights;
   const ExpertParallelOptions& ep = options.expert_parallel;
+  std::optional<model::ExpertPlacement> placement;  // --ep-replicas: hot experts copied
   if (ep.enabled()) {
     KEEL_TRY(ep.validate());
     if (options.pipeline.enabled() || options.engine.semi_pd.has_value()) {
       return Status::invalid_argument("--ep goes with neither --pp nor --semi-pd");
     }
-    mopts.expert_shard = ep.leader_shard();
+    KEEL_ASSIGN_OR_RETURN(placement, plan_expert_placement(ep));
+    mopts.expert_shard = placement ? placement->shard(0) : ep.leader_shard();
   }
   const auto t0 = std::chrono::steady_clock::now();
   KEEL_ASSIGN_OR_RETURN(gguf::GgufFile file,
@@ -62,9 +64,9 @@ Status EngineHost::start(StartOptions options, const ReadProgress& progress) {
                           connect_stage(options.pipeline, path_, *model_, config, &stage_process_));
   }
   if (ep.enabled()) {
-    KEEL_ASSIGN_OR_RETURN(expert_members_,
-                          ExpertMembers::start(ep, path_, *model_, config.threads,
-                                               config.scheduler.max_batched_tokens));
+    KEEL_ASSIGN_OR_RETURN(expert_members_, ExpertMembers::start(ep, path_, *model_, config.threads,
+                                                                config.scheduler.max_batched_tokens,
+                                                                std::move(placement)));
   }
   if (config.semi_pd.has_value()) {
     KEEL_ASSIGN_OR_RETURN(semi_pd_,

@@ -10,7 +10,9 @@
 
 #include "core/log.h"
 #include "core/status.h"
+#include "ep/expert_counts_text.h"
 #include "ep/expert_frame.h"
+#include "ep/replica_plan.h"
 #include "ep/shm_channel.h"
 #include "ep/ucx_channel.h"
 #include "net/host_port.h"
@@ -66,21 +68,62 @@ Status ExpertParallelOptions::validate() const {
   for (const std::string& a : remote_members) {
     KEEL_TRY(net::parse_host_port(a).status().with_prefix("--ep-remote"));
   }
+  if (replicas < 0 || replicas > 64) {
+    return Status::invalid_argument("--ep-replicas must be in [0, 64]");
+  }
+  if ((replicas > 0) != !counts_path.empty()) {
+    return Status::invalid_argument(
+        "--ep-replicas and --ep-counts go together: the copies are planned from the counts");
+  }
+  if (replicas > 0 && shards < 2) return Status::invalid_argument("--ep-replicas needs --ep ≥ 2");
   return Status();
 }
 
-Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(const ExpertParallelOptions& options,
-                                                            const std::string& model_path,
-                                                            const model::Model& model, int threads,
-                                                            int64_t max_rows) {
+Result<std::optional<model::ExpertPlacement>> plan_expert_placement(
+    const ExpertParallelOptions& options) {
+  KEEL_TRY(options.validate());
+  if (options.replicas == 0) return std::optional<model::ExpertPlacement>();
+  auto read = ep::read_expert_counts(options.counts_path);
+  if (!read.ok()) return read.error().with_prefix("--ep-counts");
+  const ep::ExpertCountsGrid& grid = *read;
+  KEEL_ASSIGN_OR_RETURN(model::ExpertPlacement placement,
+                        ep::plan_replicas({grid.n_layer, grid.n_expert, grid.counts, options.shards,
+                                           options.replicas}));
+  double before = 0, after = 0;
+  const model::ExpertPlacement none =
+      *model::ExpertPlacement::make(options.shards, grid.n_layer, grid.n_expert, {});
+  for (int64_t l = 0; l < grid.n_layer; ++l) {
+    before = std::max(before, ep::shard_imbalance(none, grid.counts, l));
+    after = std::max(after, ep::shard_imbalance(placement, grid.counts, l));
+  }
+  KEEL_LOG_INFO(
+      "expert parallelism: {} hot-expert copies planned from {} ({} per process and layer at "
+      "most); the busiest process's share of a layer's tokens over the mean, worst layer: {:.3f} "
+      "→ {:.3f}",
+      placement.replicas().size(), options.counts_path, options.replicas, before, after);
+  return std::optional<model::ExpertPlacement>(std::move(placement));
+}
+
+Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(
+    const ExpertParallelOptions& options, const std::string& model_path, const model::Model& model,
+    int threads, int64_t max_rows, std::optional<model::ExpertPlacement> placement) {
   KEEL_TRY(options.validate());
   const model::HParams& hp = model.hparams();
   if (!hp.is_moe()) return Status::invalid_argument("--ep needs a mixture-of-experts model");
+  if (placement &&
+      (placement->n_layer() != hp.n_layer || placement->n_expert() != hp.moe.n_expert ||
+       placement->shards() != options.shards)) {
+    return Status::invalid_argument(
+        "--ep-counts holds counts for " + std::to_string(placement->n_layer()) + " layers of " +
+        std::to_string(placement->n_expert()) + " experts; the model has " +
+        std::to_string(hp.n_layer) + " layers of " + std::to_string(hp.moe.n_expert));
+  }
   if (model.expert_shard().index != 0 || model.expert_shard().count != options.shards) {
     return Status::internal("the leader's model was not loaded as shard 0 of --ep");
   }
   std::unique_ptr<ExpertMembers> m(new ExpertMembers());
   m->overlap_ = options.overlap;
+  m->placement_ = std::move(placement);
   const int64_t k = hp.moe.n_expert_used;
   const size_t request = ep::work_frame_bytes(max_rows, max_rows * k, hp.n_embd);
   const size_t reply = std::max(ep::outputs_frame_bytes(max_rows * k, hp.n_embd), size_t{8192});
@@ -125,7 +168,8 @@ Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(const ExpertParallel
   KEEL_ASSIGN_OR_RETURN(m->remote_,
                         ep::ChannelRemoteExperts::connect(
                             std::move(links), model, options.shards, static_cast<int32_t>(max_rows),
-                            ms(options.start_timeout_s), ms(options.step_timeout_s), on_lost));
+                            ms(options.start_timeout_s), ms(options.step_timeout_s), on_lost,
+                            m->placement_ ? &*m->placement_ : nullptr));
   for (int i = 1; i <= remote; ++i) {
     KEEL_LOG_INFO("expert parallelism: expert member {} ({}) ready", i,
                   options.remote_members[static_cast<size_t>(i - 1)]);
@@ -168,6 +212,10 @@ ExpertMembers::~ExpertMembers() {
         "{:.3f} s, exchange {:.3f} s, waited in collect {:.3f} s, exchange exposed {:.3f} s",
         s.calls, s.slots, s.round_trip_s, s.member_compute_s, s.round_trip_s - s.member_compute_s,
         s.collect_wait_s, s.exposed_s);
+    std::string spread = std::to_string(local_slots_.load());
+    for (const int64_t n : s.member_slots) spread += " / " + std::to_string(n);
+    KEEL_LOG_INFO("expert parallelism: slots computed by the leader / each member: {}{}", spread,
+                  placement_ ? " (hot experts replicated)" : "");
   }
   remote_.reset();  // says goodbye: members exit on their own
   stop_children();

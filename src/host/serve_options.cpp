@@ -23,6 +23,8 @@ ExpertParallelOptions serve_expert_parallel_options(const ServeOptions& o) {
   e.shards = o.ep;
   e.overlap = o.ep_overlap;
   e.remote_members = o.ep_remote;
+  e.replicas = o.ep_replicas;
+  e.counts_path = o.ep_counts;
   return e;
 }
 
@@ -113,6 +115,8 @@ cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s) {
   e.pp_step_timeout_s = s.pp_step_timeout_s;
   e.ep = s.ep;
   e.ep_overlap = s.ep_overlap;
+  e.ep_replicas = s.ep_replicas;
+  e.ep_counts = s.ep_counts;
   e.mode = s.mode;
   e.semi_pd = {s.semi_pd_split,       s.semi_pd_dynamic,    s.semi_pd_ttft_slo_ms,
                s.semi_pd_tpot_slo_ms, s.semi_pd_window_ms,  s.semi_pd_step,
@@ -141,6 +145,8 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, ServeOptions* o) {
   s.pp_step_timeout_s = e.pp_step_timeout_s;
   s.ep = e.ep;
   s.ep_overlap = e.ep_overlap;
+  s.ep_replicas = e.ep_replicas;
+  s.ep_counts = e.ep_counts;
   s.mode = e.mode;
   s.semi_pd_split = e.semi_pd.split;
   s.semi_pd_dynamic = e.semi_pd.dynamic;

@@ -99,6 +99,8 @@ struct ServeOptions {
   int32_t ep = 1;                      // --ep: expert-parallel processes (host/expert_parallel.h)
   bool ep_overlap = true;              // --ep-overlap: local experts run while the members compute
   std::vector<std::string> ep_remote;  // --ep-remote: listening members on other hosts
+  int32_t ep_replicas = 0;             // --ep-replicas: hot-expert copies per process and layer
+  std::string ep_counts;               // --ep-counts: a /metrics scrape with the expert counts
 };
 // The pipeline part of host::StartOptions.
 [[nodiscard]] PipelineOptions serve_pipeline_options(const ServeOptions& o);

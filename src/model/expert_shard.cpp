@@ -30,23 +30,30 @@ std::optional<int64_t> take_number(std::string_view& s) {
   return v;
 }
 
-// blk.N.ffn_{gate,up,down}_exps.weight and blk.N.ffn_gate_up_exps.weight: kAll;
-// blk.N.ffn_{gate,up,down}.E.weight: E; anything else: nullopt.
-std::optional<int64_t> expert_of(std::string_view name) {
+// An expert tensor's layer and expert.
+struct ExpertTensor {
+  int64_t layer = 0;
+  int64_t expert = kAll;
+};
+
+// blk.N.ffn_{gate,up,down}_exps.weight and blk.N.ffn_gate_up_exps.weight: {N, kAll};
+// blk.N.ffn_{gate,up,down}.E.weight: {N, E}; anything else: nullopt.
+std::optional<ExpertTensor> expert_of(std::string_view name) {
   if (!name.starts_with("blk.")) return std::nullopt;
   name.remove_prefix(4);
-  if (!take_number(name) || !name.starts_with(".ffn_")) return std::nullopt;
+  const std::optional<int64_t> layer = take_number(name);
+  if (!layer || !name.starts_with(".ffn_")) return std::nullopt;
   name.remove_prefix(5);
   for (std::string_view k : {"gate_exps", "up_exps", "down_exps", "gate_up_exps"}) {
     if (name.size() == k.size() + 7 && name.starts_with(k) && name.ends_with(".weight")) {
-      return kAll;
+      return ExpertTensor{*layer, kAll};
     }
   }
   for (std::string_view k : {"gate.", "up.", "down."}) {
     if (!name.starts_with(k)) continue;
     name.remove_prefix(k.size());
     const std::optional<int64_t> e = take_number(name);
-    if (e && name == ".weight") return e;
+    if (e && name == ".weight") return ExpertTensor{*layer, *e};
     return std::nullopt;
   }
   return std::nullopt;
@@ -57,9 +64,9 @@ std::optional<int64_t> expert_of(std::string_view name) {
 int64_t count_experts(const std::vector<gguf::TensorInfo>& tensors) {
   int64_t n = 0;
   for (const gguf::TensorInfo& t : tensors) {
-    const std::optional<int64_t> expert = expert_of(t.name);
-    if (!expert) continue;
-    n = std::max(n, *expert == kAll ? (t.shape.size() >= 3 ? t.shape[2] : 1) : *expert + 1);
+    const std::optional<ExpertTensor> x = expert_of(t.name);
+    if (!x) continue;
+    n = std::max(n, x->expert == kAll ? (t.shape.size() >= 3 ? t.shape[2] : 1) : x->expert + 1);
   }
   return n;
 }
@@ -88,6 +95,13 @@ Status ExpertShard::validate() const {
     return Status::invalid_argument(
         "expert shard 0 is the leader and holds the attention: experts_only needs index > 0");
   }
+  for (size_t i = 0; i < replicas.size(); ++i) {
+    if (replicas[i].first < 0 || replicas[i].second < 0 ||
+        (i > 0 && !(replicas[i - 1] < replicas[i]))) {
+      return Status::invalid_argument(
+          "expert shard replicas must be non-negative (layer, expert) pairs, sorted and distinct");
+    }
+  }
   return Status();
 }
 
@@ -99,16 +113,17 @@ std::vector<gguf::ByteRange> expert_shard_skips(const std::vector<gguf::TensorIn
   std::vector<gguf::ByteRange> skip, keep;
   const int64_t n_expert = count_experts(tensors);
   for (const gguf::TensorInfo& t : tensors) {
-    const std::optional<int64_t> expert = expert_of(t.name);
+    const std::optional<ExpertTensor> x = expert_of(t.name);
     const uint64_t n = t.shape.size() >= 3 && t.shape[2] > 0 ? uint64_t(t.shape[2]) : 1;
-    if (expert == kAll && t.num_bytes % n == 0) {
+    if (x && x->expert == kAll && t.num_bytes % n == 0) {
       const uint64_t slice = t.num_bytes / n;
       for (uint64_t e = 0; e < n; ++e) {
-        (shard.owns(int64_t(e), int64_t(n)) ? keep : skip).push_back({t.offset + e * slice, slice});
+        (shard.holds(x->layer, int64_t(e), int64_t(n)) ? keep : skip)
+            .push_back({t.offset + e * slice, slice});
       }
-    } else if (expert && *expert != kAll) {
-      (shard.owns(*expert, n_expert) ? keep : skip).push_back({t.offset, t.num_bytes});
-    } else if (!expert && shard.experts_only && is_matrix(t)) {
+    } else if (x && x->expert != kAll) {
+      (shard.holds(x->layer, x->expert, n_expert) ? keep : skip).push_back({t.offset, t.num_bytes});
+    } else if (!x && shard.experts_only && is_matrix(t)) {
       skip.push_back({t.offset, t.num_bytes});
     } else {
       keep.push_back({t.offset, t.num_bytes});
@@ -119,10 +134,12 @@ std::vector<gguf::ByteRange> expert_shard_skips(const std::vector<gguf::TensorIn
 
 void apply_expert_shard(Weights& w, const ExpertShard& shard) {
   if (shard.whole()) return;
-  for (LayerWeights& l : w.layers) {
+  for (size_t il = 0; il < w.layers.size(); ++il) {
+    LayerWeights& l = w.layers[il];
     for (auto* bank : {&l.moe.gate, &l.moe.up, &l.moe.down}) {
       for (size_t e = 0; e < bank->size(); ++e) {
-        if (!shard.owns(static_cast<int64_t>(e), static_cast<int64_t>(bank->size()))) {
+        if (!shard.holds(static_cast<int64_t>(il), static_cast<int64_t>(e),
+                         static_cast<int64_t>(bank->size()))) {
           (*bank)[e] = kernels::Matrix{};
         }
       }

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/index_cast.h"
+#include "model/expert_placement.h"
 
 namespace keel::model {
 
@@ -182,19 +183,36 @@ void MoeFfn::run_expert_parallel(const MoeWeights& w, int64_t layer, const float
   for (auto* v : {&loc_row_, &loc_expert_, &loc_slot_, &rem_row_, &rem_expert_, &rem_slot_}) {
     v->clear();
   }
-  for (int64_t s = 0; s < n * k_; ++s) {
+  rem_shard_.clear();
+  const int64_t n_slots = n * k_;
+  if (ep_.placement != nullptr) {  // replicated experts: the leader picks each slot's copy
+    slot_shard_.resize(sz(n_slots));
+    shard_load_.resize(sz(ep_.placement->shards()));
+    assign_slots(*ep_.placement, layer, {sel_.data(), sz(n_slots)}, slot_shard_, shard_load_);
+  }
+  for (int64_t s = 0; s < n_slots; ++s) {
     const int32_t e = sel_[sz(s)];
-    const bool here = local_.owns(e, p_.n_expert);
+    const bool here =
+        ep_.placement != nullptr ? slot_shard_[sz(s)] == local_.index : local_.owns(e, p_.n_expert);
     (here ? loc_row_ : rem_row_).push_back(slot_row_[sz(s)]);
     (here ? loc_expert_ : rem_expert_).push_back(e);
     (here ? loc_slot_ : rem_slot_).push_back(static_cast<int32_t>(s));
+    if (!here && ep_.placement != nullptr) rem_shard_.push_back(slot_shard_[sz(s)]);
+  }
+  if (ep_.local_slots != nullptr) {
+    ep_.local_slots->fetch_add(static_cast<int64_t>(loc_slot_.size()), std::memory_order_relaxed);
   }
   const size_t d = sz(d_);
   if (ypart_.size() < ys_.size()) ypart_.resize(ys_.size());
   bool in_flight = false;
   if (!rem_slot_.empty() && status_.ok()) {
-    const ExpertWork work{
-        layer, n, xn, static_cast<int64_t>(rem_slot_.size()), rem_row_.data(), rem_expert_.data()};
+    const ExpertWork work{layer,
+                          n,
+                          xn,
+                          static_cast<int64_t>(rem_slot_.size()),
+                          rem_row_.data(),
+                          rem_expert_.data(),
+                          ep_.placement != nullptr ? rem_shard_.data() : nullptr};
     status_ = ep_.remote->dispatch(work);
     in_flight = status_.ok();
   }

@@ -7,16 +7,20 @@
 //
 // The outputs are each expert's own SwiGLU result per slot, not a partial sum: MoeFfn sums them
 // in selection order exactly as a single process does, so an EP instance computes bit for bit
-// what one process computes.
+// what one process computes. With replicated experts (ExpertParallel::placement) the leader
+// chooses which copy computes each slot, and says so in ExpertWork::slot_shard.
 //
 // Thread safety: one caller (the Context's thread); dispatch and collect alternate.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "core/status.h"
 
 namespace keel::model {
+
+class ExpertPlacement;
 
 // One layer's remote work: every slot's expert lives elsewhere.
 struct ExpertWork {
@@ -26,6 +30,9 @@ struct ExpertWork {
   int64_t n_slots = 0;                   // slots, each one (row, expert) pair
   const int32_t* slot_row = nullptr;     // [n_slots] row of each slot, < n_rows
   const int32_t* slot_expert = nullptr;  // [n_slots] its expert
+  // [n_slots] the shard that computes each slot (assign_slots, with replicated experts); null:
+  // each expert's owner (ExpertShard::owner).
+  const int32_t* slot_shard = nullptr;
 };
 
 class RemoteExperts {
@@ -43,6 +50,11 @@ class RemoteExperts {
 struct ExpertParallel {
   RemoteExperts* remote = nullptr;  // borrowed; null = every expert local
   bool overlap = true;              // compute the local experts while the remote ones run
+  // Replicated hot experts (model/expert_placement.h; borrowed): each layer's slots are spread
+  // over the copies by assign_slots. Null: every expert has one copy, on its owner.
+  const ExpertPlacement* placement = nullptr;
+  // Counts the slots computed here (borrowed; null: not counted), beside the members' counts.
+  std::atomic<int64_t>* local_slots = nullptr;
 };
 
 }  // namespace keel::model

@@ -24,6 +24,27 @@ TEST(ExpertFrameTest, HelloRoundTrips) {
   EXPECT_FALSE(decode_work(*f).ok());  // a hello is not work
 }
 
+TEST(ExpertFrameTest, AHelloCarriesItsReplicasAndAMalformedListIsRefused) {
+  std::vector<std::byte> buf(256);
+  EpHello h{99, 2, 256, 8, 2, 128, 1, 2, 16, {{0, 1}, {0, 6}, {1, 2}}};
+  auto n = encode_hello(h, 3, buf);
+  ASSERT_TRUE(n.ok());
+  auto f = decode_frame(buf);
+  ASSERT_TRUE(f.ok());
+  auto back = decode_hello(*f);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, h);
+  // A count past n_layer · n_expert, and a body one pair short, do not decode.
+  std::vector<std::byte> bad(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(*n));
+  const size_t count_at = kFrameHeaderBytes + 8 + 8 * 4;
+  int32_t huge = 17;  // 2 layers x 8 experts = 16 at most
+  std::memcpy(bad.data() + count_at, &huge, 4);
+  EXPECT_EQ(decode_hello(*decode_frame(bad)).status().code(), StatusCode::kCorrupt);
+  int32_t four = 4;  // the body holds three pairs
+  std::memcpy(bad.data() + count_at, &four, 4);
+  EXPECT_EQ(decode_hello(*decode_frame(bad)).status().code(), StatusCode::kCorrupt);
+}
+
 TEST(ExpertFrameTest, WorkAndOutputsRoundTrip) {
   const int32_t d = 4;
   std::vector<float> rows = {1, 2, 3, 4, 5, 6, 7, 8};

@@ -51,16 +51,17 @@ std::vector<gguf::ByteRange> expected_skips(const std::vector<gguf::TensorInfo>&
                                             const ExpertShard& shard, int64_t n_expert) {
   std::vector<gguf::ByteRange> out;
   for (const gguf::TensorInfo& t : tensors) {
+    const int64_t layer = t.name.starts_with("blk.") ? std::stoll(t.name.substr(4)) : -1;
     if (t.name.find("_exps.") != std::string::npos) {
       const auto n = static_cast<uint64_t>(t.shape[2]);
       for (uint64_t e = 0; e < n; ++e) {
-        if (!shard.owns(int64_t(e), n_expert))
+        if (!shard.holds(layer, int64_t(e), n_expert))
           out.push_back({t.offset + e * t.num_bytes / n, t.num_bytes / n});
       }
     } else if (is_expert_name(t.name)) {
       const size_t dot = t.name.rfind(".weight");
       const size_t start = t.name.rfind('.', dot - 1) + 1;
-      if (!shard.owns(std::stoll(t.name.substr(start, dot - start)), n_expert)) {
+      if (!shard.holds(layer, std::stoll(t.name.substr(start, dot - start)), n_expert)) {
         out.push_back({t.offset, t.num_bytes});
       }
     } else if (shard.experts_only && t.shape.size() >= 2) {
@@ -115,8 +116,11 @@ TEST(ExpertShardTest, SkipsTheUnownedExpertsOfEachLayout) {
     for (const gguf::TensorInfo& t : tensors)
       expert_bytes += is_expert_name(t.name) ? t.num_bytes : 0;
     ASSERT_GT(expert_bytes, 0u);
-    for (const ExpertShard shard : {ExpertShard{0, 2, false}, ExpertShard{1, 2, false},
-                                    ExpertShard{1, 2, true}, ExpertShard{2, 3, true}}) {
+    // The last two hold replicas too: copies of shard 0's experts, a different one per layer.
+    for (const ExpertShard& shard :
+         {ExpertShard{0, 2, false}, ExpertShard{1, 2, false}, ExpertShard{1, 2, true},
+          ExpertShard{2, 3, true}, ExpertShard{1, 2, true, {{0, 1}, {1, 0}}},
+          ExpertShard{2, 3, true, {{0, 0}, {1, 1}}}}) {
       const std::vector<gguf::ByteRange> skips = expert_shard_skips(tensors, shard);
       EXPECT_EQ(skips, expected_skips(tensors, shard, find_model_shape(c.shape)->n_expert))
           << shard.index << "/" << shard.count;
@@ -135,11 +139,15 @@ TEST(ExpertShardTest, SkipsTheUnownedExpertsOfEachLayout) {
           skipped_expert_bytes += t.num_bytes - kept;
         }
       }
-      // Every expert is as large: the unowned experts' share of the expert bytes.
+      // Every expert of every layer is as large: the share of (layer, expert) pairs not held.
       const int64_t n_expert = find_model_shape(c.shape)->n_expert;
-      int64_t unowned = 0;
-      for (int64_t e = 0; e < n_expert; ++e) unowned += shard.owns(e, n_expert) ? 0 : 1;
-      EXPECT_EQ(skipped_expert_bytes * uint64_t(n_expert), expert_bytes * uint64_t(unowned));
+      const int64_t n_layer = find_model_shape(c.shape)->n_layer;
+      int64_t unheld = 0;
+      for (int64_t l = 0; l < n_layer; ++l) {
+        for (int64_t e = 0; e < n_expert; ++e) unheld += shard.holds(l, e, n_expert) ? 0 : 1;
+      }
+      EXPECT_EQ(skipped_expert_bytes * uint64_t(n_expert * n_layer),
+                expert_bytes * uint64_t(unheld));
     }
   }
 }
@@ -215,7 +223,7 @@ void check_sharded_load(const std::string& path, const ExpertShard& shard) {
         const auto& pb = b == 0 ? pm.gate : b == 1 ? pm.up : pm.down;
         const std::string what = "layer " + std::to_string(il) + " bank " + std::to_string(b) +
                                  " expert " + std::to_string(e);
-        if (shard.owns(int64_t(e), int64_t(wm.gate.size()))) {
+        if (shard.holds(int64_t(il), int64_t(e), int64_t(wm.gate.size()))) {
           expect_same(wb[e], pb[e], what);
         } else {
           expect_empty(pb[e], what);
@@ -266,8 +274,9 @@ TEST(ExpertShardTest, ShardedLoadsKeepTheOwnedViewsByteForByte) {
                        Case{"mixtral-tiny", DType::kQ4_0, ExpertLayout::kPerExpert}}) {
     SCOPED_TRACE(c.shape);
     const std::string path = write_shape(c.shape, c.type, c.layout);
-    for (const ExpertShard shard :
-         {ExpertShard{0, 2, false}, ExpertShard{1, 2, true}, ExpertShard{2, 3, true}}) {
+    for (const ExpertShard& shard :
+         {ExpertShard{0, 2, false}, ExpertShard{1, 2, true}, ExpertShard{2, 3, true},
+          ExpertShard{1, 2, true, {{0, 1}, {1, 0}}}}) {
       check_sharded_load(path, shard);
     }
   }

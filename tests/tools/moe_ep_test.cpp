@@ -4,7 +4,8 @@
 // concurrent; killing the member (SIGKILL by pid) mid-stream ends that stream with an error and
 // later requests fail fast, naming the member; a dense model with --ep is refused at start. Under
 // `keel cluster up` a TE with --ep 2 serves the same text, and a killed member takes its TE down
-// with it: the manager replaces the gang.
+// with it: the manager replaces the gang. Hot experts replicated from a /metrics scrape keep the
+// text too.
 #include <signal.h>
 
 #include <gtest/gtest.h>
@@ -126,6 +127,63 @@ TEST(ExpertParallelServeTest, AKilledMemberEndsTheStreamWithAnErrorAndLaterReque
   EXPECT_NE(after.body.find("expert member 1"), std::string::npos) << after.body;
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
   EXPECT_EQ(two.terminate_and_wait(30000), 0) << two.log();
+}
+
+// Hot experts replicated (--ep-replicas, --ep-counts) from a scrape of an earlier run's /metrics,
+// to which a second model's series are added that make expert 0 of each layer hot (the file's
+// series of several models are summed): the plan copies it onto the member, which loads the copy
+// at the hello; the greedy text is still the single process's, and both processes compute slots.
+TEST(ExpertParallelServeTest, HotExpertsReplicatedFromAMetricsScrapeKeepTheText) {
+  const std::string dir = make_temp_dir("moe-eplb");
+  const std::string model = make_ep_model(dir);
+  std::vector<std::string> want;
+  std::string scrape;
+  {
+    ServeProcess one({"-m", model, "-t", "1", "--max-batched-tokens", "64"});
+    ASSERT_TRUE(one.ok()) << one.error();
+    ASSERT_TRUE(ep_healthy(one));
+    for (const auto& p : kEpPrompts) want.push_back(ep_complete(one.port(), p, 96));
+    scrape = http_request(one.port(), "GET", "/metrics").body;
+  }
+  ASSERT_NE(scrape.find("keel:moe_expert_tokens_total{"), std::string::npos) << scrape;
+  const std::string counts = dir + "/counts.prom";
+  {
+    std::ofstream out(counts);
+    out << scrape;
+    for (int layer = 0; layer < 2; ++layer) {
+      out << "keel:moe_expert_tokens_total{model_name=\"skew\",layer=\"" << layer
+          << "\",expert=\"0\"} 100000\n";
+    }
+  }
+  ServeProcess two({"-m", model, "-t", "1", "--max-batched-tokens", "64", "--ep", "2",
+                    "--ep-replicas", "2", "--ep-counts", counts});
+  ASSERT_TRUE(two.ok()) << two.error();
+  ASSERT_TRUE(ep_healthy(two)) << two.log();
+  for (size_t i = 0; i < kEpPrompts.size(); ++i) {
+    EXPECT_EQ(ep_complete(two.port(), kEpPrompts[i], 96), want[i]);
+  }
+  EXPECT_EQ(two.terminate_and_wait(30000), 0) << two.log();
+  const std::string log = two.log();
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("([0-9]+) hot-expert copies planned"))) << log;
+  EXPECT_GE(std::stoll(m[1]), 2) << log;  // expert 0 of each layer at least
+  ASSERT_TRUE(std::regex_search(log, m, std::regex("loading shard 1/2 with ([0-9]+) replicated")))
+      << log;
+  EXPECT_GE(std::stoll(m[1]), 2) << log;
+  ASSERT_TRUE(std::regex_search(
+      log, m, std::regex("slots computed by the leader / each member: ([0-9]+) / ([0-9]+)")))
+      << log;
+  EXPECT_GT(std::stoll(m[1]), 0) << log;
+  EXPECT_GT(std::stoll(m[2]), 0) << log;
+
+  // Replicas without counts, and counts that cannot be read, are refused at start in one line.
+  CliResult r = run_keel({"serve", "-m", model, "--ep", "2", "--ep-replicas", "1", "--port", "0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("go together"), std::string::npos) << r.err;
+  r = run_keel({"serve", "-m", model, "--ep", "2", "--ep-replicas", "1", "--ep-counts",
+                dir + "/missing.prom", "--port", "0"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("missing.prom"), std::string::npos) << r.err;
 }
 
 // The parent pid of `pid` (0 when it is gone), from /proc.

@@ -41,6 +41,10 @@ cluster::TeEngineSpec te_engine_spec(const ClusterUpOptions& o, const std::strin
   if (kind != "colocated") {  // expert members belong to colocated TEs only
     e.ep = defaults.ep;
     e.ep_overlap = defaults.ep_overlap;
+    e.ep_replicas = defaults.ep_replicas;
+    e.ep_counts = defaults.ep_counts;
+  } else if (!e.ep_counts.empty()) {
+    e.ep_counts = std::filesystem::absolute(e.ep_counts).string();
   }
   e.mode = kind == "semi-pd" ? "semi-pd" : defaults.mode;
   if (kind != "semi-pd") e.semi_pd = defaults.semi_pd;
