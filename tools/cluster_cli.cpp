@@ -36,6 +36,17 @@ void add_engine_flags(CLI::App* cmd, ServeOptions* o) {
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type")
       ->check(CLI::IsMember(kv_type_names()));
   cmd->add_flag("--no-prefix-cache", o->no_prefix_cache, "Disable prefix caching");
+  cmd->add_option("--kv-pin-ttl", o->kv_pin_ttl_s,
+                  "Seconds a call that ended in a tool call keeps its KV pinned on its TE for the "
+                  "next turn, routed there (docs/agent-kv.md; 0 = off)")
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("--kv-pin-max-fraction", o->kv_pin_max_fraction,
+                  "Most of each TE's KV pool pinned across tool calls (0 = none)")
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--kv-pin-tenant-max-fraction", o->kv_pin_tenant_max_fraction,
+                  "Most of each TE's KV pool one API-key tenant's pins may hold (0 = no cap of "
+                  "its own)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--lora", o->loras,
                   "LoRA adapter NAME=PATH served by every TE (repeatable); requests select it by "
                   "`model` = NAME")
@@ -335,6 +346,11 @@ ClusterCli add_cluster_commands(CLI::App& app) {
       ->add_option("--admission-wait-ms", je.spec.admission_wait_ms,
                    "Admission: a job waiting longer than this fails")
       ->check(CLI::Range(int64_t{1}, int64_t{3600000}));
+  cli.je_cmd
+      ->add_option("--kv-pin-ttl", je.spec.kv_pin_ttl_s,
+                   "Seconds a program is routed to the TE holding its KV pin (the TEs' "
+                   "--kv-pin-ttl; 0 = never)")
+      ->check(CLI::Range(0.0, 86400.0));
   add_predictor_flags(cli.je_cmd, &je.spec.predictor, &je.spec.predictor_model);
   add_membership_flags(cli.je_cmd, &je.membership);
 

@@ -65,6 +65,7 @@ Status run_job_executor(const cluster::JeSpec& spec, const sigset_t& stop_signal
   config.submit_delay = std::chrono::milliseconds(spec.submit_delay_ms);
   config.max_jobs_per_te = spec.max_jobs_per_te;
   config.admission_wait = std::chrono::milliseconds(spec.admission_wait_ms);
+  config.kv_pin_ttl = std::chrono::milliseconds(static_cast<int64_t>(spec.kv_pin_ttl_s * 1000));
   config.connect_timeout = std::chrono::milliseconds(spec.te_connect_timeout_ms);
   config.model = spec.served_model_name;
   const std::string model_name = config.model;

@@ -1,8 +1,8 @@
 // The agent program a call belongs to, for the engine's program-aware admission
 // (engine/program_priority.h, docs/agents.md): the client's `X-Program-Id` header when it sends
 // one (any agent framework can set a header), else what the route knows (a Responses chain's
-// first response id; nothing for a lone chat call). Scoped by the tenant, so two tenants' ids
-// never name one program.
+// first response id; else the call's `prompt_cache_key`; nothing for a lone chat call). Scoped by
+// the tenant, so two tenants' ids never name one program.
 #pragma once
 
 #include <string>

@@ -74,10 +74,14 @@ RouteOutcome create_response(ServerContext& ctx, const HttpRequest& req,
     p.spec.tenant = tenant->tenant;
     p.spec.tenant_weight = tenant->weight;
   }
-  // The agent program (program_id.h): the chain's first response, this one when it starts one.
+  // The agent program (program_id.h): the chain's first response; for one that starts a chain, its
+  // prompt_cache_key when it has one (a client resending the history itself), else itself.
   const std::string& previous = p.request.previous_response_id;
-  ApiResult<std::string> program =
-      program_of(req, tenant, previous.empty() ? p.id : ctx.responses.chain_root(previous));
+  const std::string& cache_key = p.spec.prompt_cache_key;
+  ApiResult<std::string> program = program_of(req, tenant,
+                                              !previous.empty() ? ctx.responses.chain_root(previous)
+                                              : !cache_key.empty() ? cache_key
+                                                                   : p.id);
   if (!program.ok()) return HttpResponse::error(program.error());
   p.spec.program = std::move(program.value());
   if (!p.request.background) return ResponseCall{std::move(p)};

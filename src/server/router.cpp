@@ -152,7 +152,8 @@ RouteOutcome route_generation(ServerContext& ctx, const HttpRequest& req, ApiKin
     spec.value().tenant = tenant->tenant;
     spec.value().tenant_weight = tenant->weight;
   }
-  ApiResult<std::string> program = program_of(req, tenant);
+  // No X-Program-Id: the call's prompt_cache_key, when it has one, names its program.
+  ApiResult<std::string> program = program_of(req, tenant, spec.value().prompt_cache_key);
   if (!program.ok()) return HttpResponse::error(program.error());
   spec.value().program = std::move(program.value());
   return GenerationCall{std::move(spec.value())};

@@ -283,16 +283,23 @@ void FleetClient::submit_once_async(engine::RequestKey key,
 void FleetClient::submit_now(engine::RequestKey key, std::shared_ptr<const net::Message> message,
                              std::function<void(Status)> done) {
   auto t = std::make_shared<SubmitTry>();
+  std::string program;  // tenant-scoped
   {
     MutexLock lock(mu_);
     if (const auto it = jobs_.find(key); it != jobs_.end()) {
       t->request_id = it->second.request.request_id;
+      if (!it->second.request.program.empty()) {
+        program = it->second.request.tenant + '\x1f' + it->second.request.program;
+      }
     }
   }
   t->key = key;
   t->message = std::move(message);
   t->jes = je_links();
-  t->start = next_je_.fetch_add(1);
+  // A program's calls start at one JE (the same for every gateway of the cluster: a hash of the
+  // program over the same JE list), whose sticky table knows where its KV is pinned; the others
+  // round robin.
+  t->start = program.empty() ? next_je_.fetch_add(1) : std::hash<std::string>{}(program);
   t->done = std::move(done);
   submit_step(std::move(t));
 }

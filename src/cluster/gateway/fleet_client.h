@@ -26,6 +26,10 @@
 // or to the restarted one once it is; the new JE aborts the old attempt on the TEs, which stream
 // on until then. A submission that finds no JE up waits for one, up to je_wait.
 //
+// Programs (docs/agents.md): a request with a program id goes first to the JE a hash of its
+// (tenant, program) picks, so one JE sees every call of a program (its sticky routing and program
+// scheduling); the next JE when that one is down, as for any request.
+//
 // KV kept across tool calls (docs/agent-kv.md): a request with keep_kv crosses to its TE, whose
 // engine pins it as keel serve's does; a finished one's JE is remembered (at most kMaxKept, the
 // oldest forgotten first) so release_kv_pin can send release_kv_job to it — a one-way send, which

@@ -85,6 +85,18 @@ engine::EngineStats merge_stats(const std::vector<engine::EngineStats>& all) {
     t.sparse_requests += s.sparse_requests;
     t.sparse_pages_released += s.sparse_pages_released;
     t.sparse_max_pages_held = std::max(t.sparse_max_pages_held, s.sparse_max_pages_held);
+    // KV kept across tool calls (docs/agent-kv.md): every TE's pins.
+    t.num_kv_pins += s.num_kv_pins;
+    t.kv_pinned_blocks += s.kv_pinned_blocks;
+    for (const auto& [tenant, blocks] : s.tenant_kv_pinned_blocks) {
+      t.tenant_kv_pinned_blocks[tenant] += blocks;
+    }
+    t.kv_pins_total += s.kv_pins_total;
+    t.kv_pins_released_ttl += s.kv_pins_released_ttl;
+    t.kv_pins_released_cap += s.kv_pins_released_cap;
+    t.kv_pins_released_subsumed += s.kv_pins_released_subsumed;
+    t.kv_pins_released_unused += s.kv_pins_released_unused;
+    t.kv_pins_released_pressure += s.kv_pins_released_pressure;
   }
   t.kv_usage = t.kv_blocks_total > 0 ? static_cast<float>(static_cast<double>(t.kv_blocks_used) /
                                                           static_cast<double>(t.kv_blocks_total))

@@ -28,6 +28,7 @@ Json encode_je_spec(const JeSpec& s) {
               {"submit_delay_ms", s.submit_delay_ms},
               {"max_jobs_per_te", s.max_jobs_per_te},
               {"admission_wait_ms", s.admission_wait_ms},
+              {"kv_pin_ttl_s", s.kv_pin_ttl_s},
               {"membership", encode_membership_spec(s.membership)}};
 }
 
@@ -65,6 +66,10 @@ Result<JeSpec> decode_je_spec(const Json& body) {
   KEEL_TRY(f.integer("submit_delay_ms", 0, net::kMaxI64, &s.submit_delay_ms));
   KEEL_TRY(f.integer("max_jobs_per_te", 0, 1 << 20, &s.max_jobs_per_te));
   KEEL_TRY(f.integer("admission_wait_ms", 1, net::kMaxI64, &s.admission_wait_ms));
+  KEEL_TRY(f.number("kv_pin_ttl_s", 0, &s.kv_pin_ttl_s));
+  if (s.kv_pin_ttl_s > 86400) {
+    return Status::invalid_argument("je spec: 'kv_pin_ttl_s' must be at most 86400");
+  }
   KEEL_ASSIGN_OR_RETURN(const Json* membership, f.object("membership"));
   if (membership != nullptr) {
     KEEL_TRY(decode_membership_spec(*membership, "je spec", &s.membership));

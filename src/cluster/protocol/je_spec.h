@@ -46,6 +46,9 @@ struct JeSpec {
   // is dispatched as it comes) and how long a held job may wait.
   int32_t max_jobs_per_te = 0;
   int64_t admission_wait_ms = 60000;
+  // KV kept across tool calls: how long a program is routed to the TE holding its pin (the TEs'
+  // --kv-pin-ttl; 0 = never).
+  double kv_pin_ttl_s = 60.0;
   MembershipSpec membership;
   bool operator==(const JeSpec&) const = default;
 };
