@@ -118,6 +118,9 @@ cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s) {
   e.ep_replicas = s.ep_replicas;
   e.ep_counts = s.ep_counts;
   e.mode = s.mode;
+  e.kv_pin_ttl_s = s.kv_pin_ttl_s;
+  e.kv_pin_max_fraction = s.kv_pin_max_fraction;
+  e.kv_pin_tenant_max_fraction = s.kv_pin_tenant_max_fraction;
   e.semi_pd = {s.semi_pd_split,       s.semi_pd_dynamic,    s.semi_pd_ttft_slo_ms,
                s.semi_pd_tpot_slo_ms, s.semi_pd_window_ms,  s.semi_pd_step,
                s.semi_pd_max_step,    s.semi_pd_percentile, s.semi_pd_max_cores};
@@ -148,6 +151,9 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, ServeOptions* o) {
   s.ep_replicas = e.ep_replicas;
   s.ep_counts = e.ep_counts;
   s.mode = e.mode;
+  s.kv_pin_ttl_s = e.kv_pin_ttl_s;
+  s.kv_pin_max_fraction = e.kv_pin_max_fraction;
+  s.kv_pin_tenant_max_fraction = e.kv_pin_tenant_max_fraction;
   s.semi_pd_split = e.semi_pd.split;
   s.semi_pd_dynamic = e.semi_pd.dynamic;
   s.semi_pd_ttft_slo_ms = e.semi_pd.ttft_slo_ms;

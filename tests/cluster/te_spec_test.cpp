@@ -51,6 +51,9 @@ TeSpec full_spec() {
   e.handoff = {"after", 128, "drop:3"};
   e.peer_tier = true;
   e.kv_transfer_throttle_bytes_per_s = 1.5e6;
+  e.kv_pin_ttl_s = 30;  // KV kept across tool calls
+  e.kv_pin_max_fraction = 0.5;
+  e.kv_pin_tenant_max_fraction = 0.25;
   s.membership = {"etcd", {"http://10.0.0.1:2379", "http://10.0.0.3:2379"}, "/keel/c", 7};
   return s;
 }
@@ -172,6 +175,7 @@ TEST(JeSpecTest, EveryFieldRoundTripsAndSkewIsRefusedByName) {
   s.loras = {"a=/a.gguf"};
   s.te_connect_timeout_ms = 1500;
   s.submit_delay_ms = 5000;
+  s.kv_pin_ttl_s = 45;
   s.membership = {"etcd", {"http://e:2379"}, "/keel/x", 5};
   Result<JeSpec> back = parse_je_spec(je_spec_text(s));
   ASSERT_TRUE(back.ok()) << back.status().to_string();

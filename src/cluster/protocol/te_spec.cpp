@@ -89,6 +89,13 @@ Status read_engine(net::SpecFields& f, TeEngineSpec* e) {
     KEEL_TRY(decode_handoff(*handoff, &e->handoff));
   }
   KEEL_TRY(f.boolean("peer_tier", &e->peer_tier));
+  KEEL_TRY(f.number("kv_pin_ttl_s", 0, &e->kv_pin_ttl_s));
+  KEEL_TRY(f.number("kv_pin_max_fraction", 0, &e->kv_pin_max_fraction));
+  KEEL_TRY(f.number("kv_pin_tenant_max_fraction", 0, &e->kv_pin_tenant_max_fraction));
+  if (e->kv_pin_ttl_s > 86400 || e->kv_pin_max_fraction > 1 || e->kv_pin_tenant_max_fraction > 1) {
+    return Status::invalid_argument(
+        "te engine spec: 'kv_pin_ttl_s' must be at most 86400 and the kv_pin fractions at most 1");
+  }
   return f.number("kv_transfer_throttle_bytes_per_s", 0, &e->kv_transfer_throttle_bytes_per_s);
 }
 
@@ -139,6 +146,9 @@ Json encode_te_engine_spec(const TeEngineSpec& e) {
               {"prefill_chunk", e.handoff.prefill_chunk},
               {"fault", e.handoff.fault}}},
             {"peer_tier", e.peer_tier},
+            {"kv_pin_ttl_s", e.kv_pin_ttl_s},
+            {"kv_pin_max_fraction", e.kv_pin_max_fraction},
+            {"kv_pin_tenant_max_fraction", e.kv_pin_tenant_max_fraction},
             {"kv_transfer_throttle_bytes_per_s", e.kv_transfer_throttle_bytes_per_s}};
   if (e.mode == "semi-pd") j["semi_pd"] = encode_semi_pd(e.semi_pd);
   return j;

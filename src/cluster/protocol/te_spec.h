@@ -76,6 +76,11 @@ struct TeEngineSpec {
   TeSemiPdSpec semi_pd;            // with mode semi-pd (encoded only then)
   TeHandoffSpec handoff;           // a prefill TE's
   bool peer_tier = false;          // T3: fetch KV blocks from peer TEs
+  // KV kept across tool calls (docs/agent-kv.md): --kv-pin-ttl and the pin caps; absent: the
+  // defaults (keel serve's).
+  double kv_pin_ttl_s = 60.0;
+  double kv_pin_max_fraction = 0.25;
+  double kv_pin_tenant_max_fraction = 0.125;
   double kv_transfer_throttle_bytes_per_s = 0;  // fault hook: throttle the T3 link; 0 = none
   bool operator==(const TeEngineSpec&) const = default;
 };

@@ -95,6 +95,7 @@ cluster::JeSpec je_spec(const ClusterUpOptions& o, const std::string& path, cons
   spec.predictor_model = o.predictor_model;
   spec.submit_delay_ms = o.je_submit_delay_ms;
   spec.max_jobs_per_te = o.max_jobs_per_te;
+  spec.kv_pin_ttl_s = o.serve.kv_pin_ttl_s;  // the TEs' pins live as long
   spec.membership = o.membership.spec();
   return spec;
 }
