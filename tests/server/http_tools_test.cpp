@@ -249,6 +249,24 @@ TEST_F(ToolsHttpTest, KvIsKeptForACallAndReleasedOtherwise) {
   EXPECT_EQ(h_.engine().kv_pin_releases(), (std::vector<engine::RequestKey>{keys[2], keys[3]}));
 }
 
+// KV kept across tool calls in a cluster routes by program: a call's prompt_cache_key names its
+// program when no X-Program-Id does (the header wins), so its turns are sticky (agent-kv.md).
+TEST_F(ToolsHttpTest, PromptCacheKeyNamesTheProgramUnlessTheHeaderDoes) {
+  script(kCallText);
+  Json body = tools_body("required", false);
+  body["prompt_cache_key"] = "session-7";
+  ASSERT_EQ(post_json(h_.port(), "/v1/chat/completions", body).status, 200);
+  ASSERT_EQ(post_json(h_.port(), "/v1/chat/completions", body, {"X-Program-Id: agent-1"}).status,
+            200);
+  ASSERT_EQ(post_json(h_.port(), "/v1/chat/completions", tools_body("required", false)).status,
+            200);
+  const std::vector<engine::GenerationRequest> reqs = h_.engine().submitted();
+  ASSERT_EQ(reqs.size(), 3u);
+  EXPECT_EQ(reqs[0].program, "session-7");
+  EXPECT_EQ(reqs[1].program, "agent-1");
+  EXPECT_EQ(reqs[2].program, "");
+}
+
 TEST_F(ToolsHttpTest, BadToolsAre400s) {
   Json bad = tools_body(nullptr, false);
   bad["tools"][0]["function"]["parameters"]["properties"]["a"]["not"] = Json::object();
