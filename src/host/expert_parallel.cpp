@@ -123,6 +123,7 @@ Result<std::unique_ptr<ExpertMembers>> ExpertMembers::start(
   }
   std::unique_ptr<ExpertMembers> m(new ExpertMembers());
   m->overlap_ = options.overlap;
+  m->ping_pong_ = options.ping_pong;
   m->placement_ = std::move(placement);
   const int64_t k = hp.moe.n_expert_used;
   const size_t request = ep::work_frame_bytes(max_rows, max_rows * k, hp.n_embd);
@@ -216,6 +217,8 @@ ExpertMembers::~ExpertMembers() {
     for (const int64_t n : s.member_slots) spread += " / " + std::to_string(n);
     KEEL_LOG_INFO("expert parallelism: slots computed by the leader / each member: {}{}", spread,
                   placement_ ? " (hot experts replicated)" : "");
+    KEEL_LOG_INFO("expert parallelism: {} forward passes as two ping-pong micro-batches",
+                  ping_pong_passes_.load());
   }
   remote_.reset();  // says goodbye: members exit on their own
   stop_children();

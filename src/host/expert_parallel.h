@@ -37,6 +37,7 @@ namespace keel::host {
 struct ExpertParallelOptions {
   int shards = 1;          // --ep: 1 (every expert here) or 2..8 processes
   bool overlap = true;     // --ep-overlap: the local experts run while the members compute
+  bool ping_pong = true;   // --ep-ping-pong: two micro-batches alternate (model/context.h)
   int member_threads = 0;  // a member's compute threads (0 = the leader's)
   std::string program;     // the keel binary members run ("" = /proc/self/exe)
   // --ep-remote: HOST:PORT of running `keel ep-expert --listen` members, shards 1, 2, … in order.
@@ -84,7 +85,8 @@ class ExpertMembers {
   ExpertMembers& operator=(const ExpertMembers&) = delete;
 
   [[nodiscard]] model::ExpertParallel expert_parallel() {
-    return {remote_.get(), overlap_, placement_ ? &*placement_ : nullptr, &local_slots_};
+    return {remote_.get(), overlap_,   placement_ ? &*placement_ : nullptr,
+            &local_slots_, ping_pong_, &ping_pong_passes_};
   }
   [[nodiscard]] const ep::ChannelRemoteExperts& remote() const { return *remote_; }
   [[nodiscard]] std::vector<pid_t> pids() const;
@@ -98,8 +100,10 @@ class ExpertMembers {
   void stop_children();
 
   bool overlap_ = true;
+  bool ping_pong_ = true;
   std::optional<model::ExpertPlacement> placement_;
-  std::atomic<int64_t> local_slots_{0};  // slots the leader computed itself
+  std::atomic<int64_t> ping_pong_passes_{0};  // forward passes run as two micro-batches
+  std::atomic<int64_t> local_slots_{0};       // slots the leader computed itself
   std::vector<Child> children_;
   std::unique_ptr<ep::ChannelRemoteExperts> remote_;
 };

@@ -22,6 +22,7 @@ ExpertParallelOptions serve_expert_parallel_options(const ServeOptions& o) {
   ExpertParallelOptions e;
   e.shards = o.ep;
   e.overlap = o.ep_overlap;
+  e.ping_pong = o.ep_ping_pong;
   e.remote_members = o.ep_remote;
   e.replicas = o.ep_replicas;
   e.counts_path = o.ep_counts;
@@ -115,6 +116,7 @@ cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s) {
   e.pp_step_timeout_s = s.pp_step_timeout_s;
   e.ep = s.ep;
   e.ep_overlap = s.ep_overlap;
+  e.ep_ping_pong = s.ep_ping_pong;
   e.ep_replicas = s.ep_replicas;
   e.ep_counts = s.ep_counts;
   e.mode = s.mode;
@@ -148,6 +150,7 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, ServeOptions* o) {
   s.pp_step_timeout_s = e.pp_step_timeout_s;
   s.ep = e.ep;
   s.ep_overlap = e.ep_overlap;
+  s.ep_ping_pong = e.ep_ping_pong;
   s.ep_replicas = e.ep_replicas;
   s.ep_counts = e.ep_counts;
   s.mode = e.mode;

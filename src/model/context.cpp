@@ -28,6 +28,7 @@ Context::Context(const Model& model, int64_t max_batch_tokens, LayerRange range)
   proj_.resize(t * sz(hp_.n_embd));
   if (hp_.is_moe()) {
     moe_in_.resize(t * sz(hp_.n_embd));
+    moe_out_.resize(t * sz(hp_.n_embd));
     moe_ = std::make_unique<MoeFfn>(hp_, max_tokens_);
   } else {
     gate_.resize(t * sz(hp_.n_ff));
@@ -261,6 +262,7 @@ void Context::embed(const Batch& batch) {
 }
 
 Status Context::run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
+  if (ping_pong_applies(batch)) return run_layers_ping_pong(batch, kv, ops);
   for (int64_t il = first_; il < last_; ++il) {
     attention_block(il, batch, kv, ops);
     ffn_block(il, static_cast<int64_t>(batch.size()), ops);
@@ -272,43 +274,53 @@ Status Context::take_moe_status() { return moe_ ? moe_->take_status() : Status()
 
 void Context::set_expert_parallel(ExpertParallel ep) {
   KEEL_CHECK(moe_ != nullptr || ep.remote == nullptr);
+  ep_ = ep;
   if (moe_) moe_->set_expert_parallel(ep, model_.expert_shard());
 }
 
-void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops) {
+void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                              Rows rows) {
   const LayerWeights& w = model_.weights().layers[sz(il)];
-  const auto n = static_cast<int64_t>(batch.size());
-  const int64_t q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim();
+  const int64_t n = rows.n < 0 ? static_cast<int64_t>(batch.size()) : rows.n;
+  const int64_t t0 = rows.first;
+  const bool whole = t0 == 0 && n == static_cast<int64_t>(batch.size());
+  // LoRA and page selection are bound to the whole batch: a micro-batch never has them.
+  KEEL_CHECK(whole || (!lora_.active() && batch.selector == nullptr));
+  const int64_t q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim(), d = hp_.n_embd;
+  float* const x = x_.data() + t0 * d;
+  float* const q = q_.data() + t0 * q_dim;
+  float* const k = k_.data() + t0 * kv_dim;
+  float* const v = v_.data() + t0 * kv_dim;
   // RMSNorm, activation preparation and Q/K/V in one pass: one pool job for the three matrices.
   const kernels::Matrix qkv[] = {w.wq, w.wk, w.wv};
-  float* const qkv_out[] = {q_.data(), k_.data(), v_.data()};
-  ops.rms_norm_matmul_many(qkv, x_.data(), w.attn_norm.data(), hp_.rms_eps, n, qkv_out);
+  float* const qkv_out[] = {q, k, v};
+  ops.rms_norm_matmul_many(qkv, x, w.attn_norm.data(), hp_.rms_eps, n, qkv_out);
   if (lora_.active()) {
     constexpr LoraTarget kQkv[] = {LoraTarget::kQ, LoraTarget::kK, LoraTarget::kV};
-    lora_.add_normed(il, kQkv, x_.data(), w.attn_norm.data(), hp_.rms_eps, hp_.n_embd, qkv_out,
-                     ops);
+    lora_.add_normed(il, kQkv, x, w.attn_norm.data(), hp_.rms_eps, hp_.n_embd, qkv_out, ops);
   }
   for (int64_t t = 0; t < n; ++t) {
-    if (!w.bq.empty()) ops.add(w.bq.data(), q_dim, q_.data() + t * q_dim);
-    if (!w.bk.empty()) ops.add(w.bk.data(), kv_dim, k_.data() + t * kv_dim);
-    if (!w.bv.empty()) ops.add(w.bv.data(), kv_dim, v_.data() + t * kv_dim);
+    if (!w.bq.empty()) ops.add(w.bq.data(), q_dim, q + t * q_dim);
+    if (!w.bk.empty()) ops.add(w.bk.data(), kv_dim, k + t * kv_dim);
+    if (!w.bv.empty()) ops.add(w.bv.data(), kv_dim, v + t * kv_dim);
   }
   if (!w.q_norm.empty()) {  // per-head RMSNorm (qwen3): rows of head_dim
-    ops.rms_norm(q_.data(), w.q_norm.data(), n * hp_.n_head, hp_.head_dim, hp_.rms_eps, q_.data());
-    ops.rms_norm(k_.data(), w.k_norm.data(), n * hp_.n_head_kv, hp_.head_dim, hp_.rms_eps,
-                 k_.data());
+    ops.rms_norm(q, w.q_norm.data(), n * hp_.n_head, hp_.head_dim, hp_.rms_eps, q);
+    ops.rms_norm(k, w.k_norm.data(), n * hp_.n_head_kv, hp_.head_dim, hp_.rms_eps, k);
   }
-  ops.rope(hp_.rope, batch.positions.data(), n, hp_.n_head, hp_.head_dim, q_dim, q_.data());
-  ops.rope(hp_.rope, batch.positions.data(), n, hp_.n_head_kv, hp_.head_dim, kv_dim, k_.data());
-  write_kv(il, batch, kv);
+  ops.rope(hp_.rope, batch.positions.data() + t0, n, hp_.n_head, hp_.head_dim, q_dim, q);
+  ops.rope(hp_.rope, batch.positions.data() + t0, n, hp_.n_head_kv, hp_.head_dim, kv_dim, k);
+  write_kv(il, batch, kv, {t0, n});
   if (batch.selector != nullptr && il == batch.select_layer) select_pages(il, batch, kv);
-  attend(il, batch, kv, ops);
-  ops.matmul(w.wo, attn_.data(), n, proj_.data());
-  if (lora_.active()) lora_.add(il, LoraTarget::kO, attn_.data(), q_dim, proj_.data(), ops);
+  attend(il, batch, kv, ops, {t0, n});
+  float* const attn = attn_.data() + t0 * q_dim;
+  float* const proj = proj_.data() + t0 * d;
+  ops.matmul(w.wo, attn, n, proj);
+  if (lora_.active()) lora_.add(il, LoraTarget::kO, attn, q_dim, proj, ops);
   for (int64_t t = 0; t < n; ++t) {
-    if (!w.bo.empty()) ops.add(w.bo.data(), hp_.n_embd, proj_.data() + t * hp_.n_embd);
+    if (!w.bo.empty()) ops.add(w.bo.data(), d, proj + t * d);
   }
-  ops.add(proj_.data(), n * hp_.n_embd, x_.data());
+  ops.add(proj, n * d, x);
 }
 
 void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
@@ -334,10 +346,11 @@ void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {
   ops.add(proj_.data(), n_tokens * hp_.n_embd, x_.data());
 }
 
-void Context::write_kv(int64_t il, const Batch& batch, KvStorage& kv) const {
+void Context::write_kv(int64_t il, const Batch& batch, KvStorage& kv, Rows rows) const {
   const int32_t bs = kv.layout().block_size;
   const auto kv_dim = sz(hp_.kv_dim());
-  for (size_t t = 0; t < batch.size(); ++t) {
+  const size_t end = rows.n < 0 ? batch.size() : sz(rows.first + rows.n);
+  for (size_t t = sz(rows.first); t < end; ++t) {
     const int32_t pos = batch.positions[t];
     const int32_t block = block_tables_[t][pos / bs];
     kv.write_row(k_.data() + t * kv_dim, kv.k_row(block, kv_layer(il), pos % bs));
@@ -345,17 +358,19 @@ void Context::write_kv(int64_t il, const Batch& batch, KvStorage& kv) const {
   }
 }
 
-void Context::attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops) {
+void Context::attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops,
+                     Rows rows) {
   const int64_t q_dim = hp_.q_dim();
   const kernels::AttentionHeads heads{hp_.n_head, hp_.n_head_kv, hp_.head_dim,
                                       1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
+  const int64_t t0 = rows.first;
   kernels::PagedQueries queries;
-  queries.n_q = static_cast<int64_t>(batch.size());
-  queries.q = q_.data();
+  queries.n_q = rows.n < 0 ? static_cast<int64_t>(batch.size()) : rows.n;
+  queries.q = q_.data() + t0 * q_dim;
   queries.q_stride = q_dim;
-  queries.n_kv = n_kv_.data();
-  queries.block_tables = attend_tables_.data();
-  queries.out = attn_.data();
+  queries.n_kv = n_kv_.data() + t0;
+  queries.block_tables = attend_tables_.data() + t0;
+  queries.out = attn_.data() + t0 * q_dim;
   queries.out_stride = q_dim;
   ops.paged_attention(kv.paged(kv_layer(il)), heads, queries);
 }

@@ -43,6 +43,12 @@ struct LayerRange {
   int64_t last = -1;
 };
 
+// A run of a batch's tokens [first, first + n); n < 0: to the end of the batch.
+struct Rows {
+  int64_t first = 0;
+  int64_t n = -1;
+};
+
 class Context {
  public:
   // Scratch for batches of up to max_batch_tokens tokens (≥ 1). `model` must outlive this.
@@ -125,15 +131,32 @@ class Context {
   Status run_layers(const Batch& batch, KvStorage& kv, kernels::Ops& ops);
   // The MoE layer's remote failure since the last call (OK without one, or for a dense model).
   Status take_moe_status();
-  void attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops);
+  // The attention block of layer il for `rows` (the whole batch by default; a part only without
+  // LoRA or page selection): its K/V written, then its queries attend.
+  void attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops,
+                       Rows rows = {});
   void ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops);
+  // Micro-batch ping-pong (context_micro_batches.cpp; DeepSeek's and MegaScale-Infer's overlap):
+  // with remote experts, the batch is cut into two halves A and B, and while one half's remote
+  // experts compute, the leader runs the other half's attention —
+  //   attn(A, l) · experts(A, l) begin · attn(B, l) · experts(A, l) finish · experts(B, l) begin ·
+  //   attn(A, l+1) · experts(B, l) finish · …
+  // A token of B attends to A's K/V of the same layer, written before; a token of A never needs
+  // B's (B's tokens of a sequence come later in the batch, at later positions). Every row is
+  // computed as in one pass, so the output is the same.
+  [[nodiscard]] bool ping_pong_applies(const Batch& batch) const;
+  Status run_layers_ping_pong(const Batch& batch, KvStorage& kv, kernels::Ops& ops);
+  // The MoE FFN of `rows` in two halves (MoeFfn::begin/finish), its output in moe_out_.
+  void moe_begin(int64_t il, Rows rows, kernels::Ops& ops);
+  void moe_finish(int64_t il, Rows rows, kernels::Ops& ops);
   // The KV access: store this layer's K/V rows (converted to the storage's type) in their
   // blocks, then attend over [0, pos] of each token's sequence.
-  void write_kv(int64_t il, const Batch& batch, KvStorage& kv) const;
+  void write_kv(int64_t il, const Batch& batch, KvStorage& kv, Rows rows = {}) const;
   // Early exit's fill: layer il's K/V rows of every batch token from x_ (norm, K/V projections,
   // RoPE) written into their blocks; no attention, no FFN.
   void fill_kv(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops);
-  void attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops);
+  void attend(int64_t il, const Batch& batch, const KvStorage& kv, kernels::Ops& ops,
+              Rows rows = {});
   // At Batch::select_layer: asks the selector for each marked sequence's pages and rebinds them.
   void select_pages(int64_t il, const Batch& batch, const KvStorage& kv);
   // The rows with logits[i] = 1: their logits and, when `hidden` is not null, their normed
@@ -160,7 +183,9 @@ class Context {
   std::vector<float> up_;    // [T][n_ff] (dense models)
   // Mixture-of-experts models: the FFN's normalised input rows and the MoE scratch.
   std::vector<float> moe_in_;    // [T][n_embd]
+  std::vector<float> moe_out_;   // [T][n_embd] the FFN's output rows during ping-pong
   std::unique_ptr<MoeFfn> moe_;  // null for a dense model
+  ExpertParallel ep_;            // how MoE layers reach remote experts (set_expert_parallel)
   ExpertTokenCounts* expert_counts_ = nullptr;
   // Per token of the current batch: positions attended (pos + 1) and its sequence's block table.
   std::vector<int32_t> n_kv_;                 // [T]

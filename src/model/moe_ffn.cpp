@@ -154,7 +154,14 @@ void MoeFfn::run_slots(const MoeWeights& w, const float* rows, int64_t n_slots,
 
 void MoeFfn::forward(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
                      kernels::Ops& ops, float* out) {
-  KEEL_CHECK(n >= 0 && n <= max_tokens_);
+  begin(w, layer, xn, n, ops);
+  finish(w, xn, n, ops, out);
+}
+
+void MoeFfn::begin(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
+                   kernels::Ops& ops) {
+  KEEL_CHECK(n >= 0 && n <= max_tokens_ && begun_ < 0);
+  begun_ = n;
   if (n == 0) return;
   route(w, xn, n, ops);
   const int64_t slots = n * k_;
@@ -162,8 +169,16 @@ void MoeFfn::forward(const MoeWeights& w, int64_t layer, const float* xn, int64_
   if (ep_.remote == nullptr) {
     run_slots(w, xn, slots, slot_row_.data(), sel_.data(), ops, ys_.data());
   } else {
-    run_expert_parallel(w, layer, xn, n, ops);
+    start_expert_parallel(w, layer, xn, n, ops);
   }
+}
+
+void MoeFfn::finish(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops,
+                    float* out) {
+  KEEL_CHECK(begun_ == n);
+  begun_ = -1;
+  if (n == 0) return;
+  collect_remote();
   combine(w, xn, n, ops, out);
 }
 
@@ -178,8 +193,8 @@ void scatter(const float* part, const std::vector<int32_t>& slot, size_t d, floa
 
 }  // namespace
 
-void MoeFfn::run_expert_parallel(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
-                                 kernels::Ops& ops) {
+void MoeFfn::start_expert_parallel(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
+                                   kernels::Ops& ops) {
   for (auto* v : {&loc_row_, &loc_expert_, &loc_slot_, &rem_row_, &rem_expert_, &rem_slot_}) {
     v->clear();
   }
@@ -204,7 +219,7 @@ void MoeFfn::run_expert_parallel(const MoeWeights& w, int64_t layer, const float
   }
   const size_t d = sz(d_);
   if (ypart_.size() < ys_.size()) ypart_.resize(ys_.size());
-  bool in_flight = false;
+  in_flight_ = false;
   if (!rem_slot_.empty() && status_.ok()) {
     const ExpertWork work{layer,
                           n,
@@ -214,19 +229,22 @@ void MoeFfn::run_expert_parallel(const MoeWeights& w, int64_t layer, const float
                           rem_expert_.data(),
                           ep_.placement != nullptr ? rem_shard_.data() : nullptr};
     status_ = ep_.remote->dispatch(work);
-    in_flight = status_.ok();
+    in_flight_ = status_.ok();
   }
-  const auto collect = [&] {
-    if (!in_flight) return;
-    in_flight = false;
-    status_ = ep_.remote->collect(ypart_.data());
-    if (status_.ok()) scatter(ypart_.data(), rem_slot_, d, ys_.data());
-  };
-  if (!ep_.overlap) collect();
+  if (!ep_.overlap) collect_remote();
   run_slots(w, xn, static_cast<int64_t>(loc_slot_.size()), loc_row_.data(), loc_expert_.data(), ops,
             ypart_.data());
   scatter(ypart_.data(), loc_slot_, d, ys_.data());
-  collect();
+}
+
+void MoeFfn::collect_remote() {
+  if (ep_.remote == nullptr) return;
+  const size_t d = sz(d_);
+  if (in_flight_) {
+    in_flight_ = false;
+    status_ = ep_.remote->collect(ypart_.data());
+    if (status_.ok()) scatter(ypart_.data(), rem_slot_, d, ys_.data());
+  }
   if (!status_.ok()) {  // the remote slots' outputs are zero; the caller fails the step
     for (const int32_t s : rem_slot_) std::fill_n(ys_.data() + sz(s) * d, d, 0.0f);
   }

@@ -54,6 +54,12 @@ class MoeFfn {
   void forward(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops, float* out) {
     forward(w, 0, xn, n, ops, out);
   }
+  // forward() in two halves, so that other work can run while remote experts compute (micro-batch
+  // ping-pong): begin() routes, dispatches the remote slots and computes the local ones; finish()
+  // collects the remote outputs and writes `out`. Between them xn must stay unchanged and no other
+  // call may be made on this MoeFfn; each begin() is followed by its finish() with the same n.
+  void begin(const MoeWeights& w, int64_t layer, const float* xn, int64_t n, kernels::Ops& ops);
+  void finish(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops, float* out);
   // The same result, one token and one chosen expert at a time (the reference loop).
   void forward_naive(const MoeWeights& w, const float* xn, int64_t n, kernels::Ops& ops,
                      float* out);
@@ -90,9 +96,11 @@ class MoeFfn {
   // The slots bucketed per expert (counting sort, stable), each expert's rows gathered and run.
   void run_grouped(const MoeWeights& w, const float* rows, int64_t n_slots, const int32_t* slot_row,
                    const int32_t* slot_expert, kernels::Ops& ops, float* ys);
-  // forward()'s expert part with remote experts: local slots here, the rest remote, into ys_.
-  void run_expert_parallel(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
-                           kernels::Ops& ops);
+  // begin()'s expert part with remote experts: the remote slots dispatched, the local ones
+  // computed into ys_; collect_remote() (finish) places the remote outputs.
+  void start_expert_parallel(const MoeWeights& w, int64_t layer, const float* xn, int64_t n,
+                             kernels::Ops& ops);
+  void collect_remote();
   // Runs expert e over rows x [m][n_embd] into y [m][n_embd].
   void run_expert(const MoeWeights& w, int64_t e, const float* x, int64_t m, kernels::Ops& ops,
                   float* y);
@@ -124,6 +132,8 @@ class MoeFfn {
   std::vector<int32_t> slot_shard_, rem_shard_;
   std::vector<int64_t> shard_load_;
   std::vector<float> ypart_;
+  bool in_flight_ = false;  // remote work dispatched and not yet collected
+  int64_t begun_ = -1;      // the n of a begin() not yet finished; -1: none
 };
 
 }  // namespace keel::model

@@ -96,6 +96,14 @@ TEST(ExpertParallelServeTest, GreedyTextEqualsOneProcessFor256TokensOverlapOnAnd
     const std::string log = two.log();
     ASSERT_TRUE(std::regex_search(log, m, std::regex("([0-9]+) remote calls"))) << log;
     EXPECT_GT(std::stoll(m[1]), 1000) << log;  // 2 layers × ~1,500 steps, nearly all remote
+    // With the overlap, prompts and the concurrent decode steps ran as two micro-batches.
+    ASSERT_TRUE(std::regex_search(log, m, std::regex("([0-9]+) forward passes as two ping-pong")))
+        << log;
+    if (std::string(overlap) == "true") {
+      EXPECT_GT(std::stoll(m[1]), 3) << log;
+    } else {
+      EXPECT_EQ(std::stoll(m[1]), 0) << log;
+    }
   }
 }
 

@@ -77,6 +77,7 @@ Status read_engine(net::SpecFields& f, TeEngineSpec* e) {
   KEEL_TRY(f.number("pp_step_timeout_s", 0, &e->pp_step_timeout_s));
   KEEL_TRY(f.integer("ep", 1, 8, &e->ep));
   KEEL_TRY(f.boolean("ep_overlap", &e->ep_overlap));
+  KEEL_TRY(f.boolean("ep_ping_pong", &e->ep_ping_pong));
   KEEL_TRY(f.integer("ep_replicas", 0, 64, &e->ep_replicas));
   KEEL_TRY(f.str("ep_counts", &e->ep_counts));
   KEEL_TRY(f.one_of("mode", {"colocated", "semi-pd"}, &e->mode));
@@ -138,6 +139,7 @@ Json encode_te_engine_spec(const TeEngineSpec& e) {
             {"pp_step_timeout_s", e.pp_step_timeout_s},
             {"ep", e.ep},
             {"ep_overlap", e.ep_overlap},
+            {"ep_ping_pong", e.ep_ping_pong},
             {"ep_replicas", e.ep_replicas},
             {"ep_counts", e.ep_counts},
             {"mode", e.mode},

@@ -41,6 +41,7 @@ cluster::TeEngineSpec te_engine_spec(const ClusterUpOptions& o, const std::strin
   if (kind != "colocated") {  // expert members belong to colocated TEs only
     e.ep = defaults.ep;
     e.ep_overlap = defaults.ep_overlap;
+    e.ep_ping_pong = defaults.ep_ping_pong;
     e.ep_replicas = defaults.ep_replicas;
     e.ep_counts = defaults.ep_counts;
   } else if (!e.ep_counts.empty()) {
