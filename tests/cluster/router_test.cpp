@@ -11,70 +11,12 @@
 #include <set>
 #include <vector>
 
+#include "cluster/router_fixture.h"
+
 namespace keel::cluster {
 namespace {
 
-constexpr std::string_view kModel = "m";
-
-TeInfo te(std::string id, TeRole role, int64_t pending, bool healthy = true,
-          std::string model = std::string(kModel)) {
-  TeInfo t;
-  t.id = std::move(id);
-  t.address = "127.0.0.1:0";
-  t.role = role;
-  t.model = std::move(model);
-  t.load.pending_tokens = pending;
-  t.healthy = healthy;
-  return t;
-}
-
-TeInfo colo(std::string id, int64_t pending, bool healthy = true) {
-  return te(std::move(id), TeRole::kColocated, pending, healthy);
-}
-
-KvEventBatch stored(std::vector<uint64_t> hashes, std::string medium = "pool") {
-  BlockStored e;
-  e.block_hashes = std::move(hashes);
-  e.medium = std::move(medium);
-  return KvEventBatch{.events = {e}};
-}
-
-PdHeatmap flat_heatmap(double value) {
-  auto map = PdHeatmap::create({1, 100000}, {0, 100}, {{value, value}, {value, value}});
-  KEEL_CHECK(map.ok());
-  return *std::move(map);
-}
-
-// One request's routing context; tests adjust the fields, then call run().
-struct Fixture {
-  FleetSnapshot fleet;
-  PrefixIndex index;
-  RouterConfig config;
-  std::optional<PdHeatmap> heatmap;
-  std::vector<uint64_t> hashes = {1, 2, 3, 4, 5, 6, 7, 8};
-  int64_t prompt_tokens = 128;
-  int64_t decode_tokens = 64;
-  uint64_t cursor = 0;
-  std::string sticky;
-
-  void hold(std::string_view te_id, std::vector<uint64_t> blocks, std::string medium = "pool") {
-    ASSERT_TRUE(index.apply(te_id, stored(std::move(blocks), std::move(medium))).ok());
-  }
-
-  RouteDecision run() const {
-    EXPECT_TRUE(config.validate().ok());
-    return route(RouteInput{.fleet = fleet,
-                            .index = index,
-                            .heatmap = heatmap ? &*heatmap : nullptr,
-                            .model = kModel,
-                            .prompt_tokens = prompt_tokens,
-                            .prompt_block_hashes = hashes,
-                            .predicted_decode_tokens = decode_tokens,
-                            .config = config,
-                            .cursor = cursor,
-                            .sticky_te_id = sticky});
-  }
-};
+using namespace router_testing;
 
 TEST(RouterTest, NoHealthyTeIsNoCapacity) {
   Fixture f;
@@ -313,13 +255,6 @@ TEST(RouterTest, KvUseCountsInTheLoad) {
   EXPECT_EQ(d.te_id, "te-0");
 }
 
-FleetSnapshot mixed_fleet() {
-  FleetSnapshot fleet;
-  fleet.tes = {colo("c-0", 100), te("p-0", TeRole::kPrefill, 100), te("p-1", TeRole::kPrefill, 100),
-               te("d-0", TeRole::kDecode, 500), te("d-1", TeRole::kDecode, 50)};
-  return fleet;
-}
-
 TEST(RouterTest, HeatmapAboveThresholdDisaggregates) {
   Fixture f;
   f.fleet = mixed_fleet();
@@ -480,64 +415,6 @@ TEST(RouterTest, SemiPdTeServesWholeRequestsBesideColocatedAndPairs) {
 
 // KV kept across tool calls: the TE holding the program's pin goes first, before the PD step,
 // locality and load, under every policy — even when another TE holds a longer prefix or less load.
-TEST(RouterTest, TheStickyTeGoesFirstUnderEveryPolicy) {
-  for (RoutePolicy p : {RoutePolicy::kDeepServe, RoutePolicy::kRoundRobin, RoutePolicy::kLeastLoad,
-                        RoutePolicy::kPrefix}) {
-    Fixture f;
-    f.config.policy = p;
-    f.fleet = mixed_fleet();        // colocated TEs and a pair
-    f.heatmap = flat_heatmap(1.0);  // would disaggregate
-    f.fleet.tes.push_back(colo("te-9", 1000));
-    f.hold("c-0", {1, 2, 3, 4, 5, 6});  // the longest prefix elsewhere
-    f.sticky = "te-9";
-    for (uint64_t c = 0; c < 3; ++c) {
-      f.cursor = c;
-      const RouteDecision d = f.run();
-      EXPECT_EQ(d.branch, RouteBranch::kSticky) << route_policy_name(p);
-      EXPECT_EQ(d.te_id, "te-9") << route_policy_name(p) << " cursor " << c;
-      EXPECT_EQ(d.pd, PdMode::kPdColocated);
-      EXPECT_TRUE(d.decode_te_id.empty());
-    }
-  }
-}
-
-// A sticky TE that is gone, unhealthy, of another model or role, or loaded past the bound (its
-// load above the least loaded colocated TE's by more than the prompt plus sticky_slack_tokens)
-// leaves the request to the normal rule.
-TEST(RouterTest, TheNormalRuleDecidesWhenTheStickyTeIsGoneOrOverloaded) {
-  Fixture f;
-  f.config.sticky_slack_tokens = 1000;
-  f.prompt_tokens = 128;
-  f.fleet.tes = {colo("te-0", 0), colo("te-1", 1128)};
-  f.sticky = "te-1";
-  EXPECT_EQ(f.run().branch, RouteBranch::kSticky);  // exactly at the bound: kept
-  f.fleet.tes[1].load.pending_tokens = 1129;        // one token past it
-  RouteDecision d = f.run();
-  EXPECT_EQ(d.branch, RouteBranch::kLeastLoad);
-  EXPECT_EQ(d.te_id, "te-0");
-  f.fleet.tes[1].load.pending_tokens = 0;
-  f.fleet.tes[1].healthy = false;  // dead or hung
-  d = f.run();
-  EXPECT_NE(d.branch, RouteBranch::kSticky);
-  EXPECT_EQ(d.te_id, "te-0");
-  f.sticky = "te-7";  // gone (or draining: the JE leaves it out of the snapshot)
-  EXPECT_NE(f.run().branch, RouteBranch::kSticky);
-  f.fleet.tes = {colo("te-0", 0), te("p-0", TeRole::kPrefill, 0), te("d-0", TeRole::kDecode, 0)};
-  f.sticky = "p-0";  // a prefill TE holds no pin of a whole call
-  EXPECT_NE(f.run().branch, RouteBranch::kSticky);
-  f.fleet.tes = {colo("te-0", 0), te("x-0", TeRole::kColocated, 0, true, "other-model")};
-  f.sticky = "x-0";
-  EXPECT_EQ(f.run().te_id, "te-0");
-  RouterCounters counters;
-  f.fleet.tes = {colo("te-0", 0), colo("te-1", 0)};
-  f.sticky = "te-1";
-  counters.record(f.run());
-  EXPECT_EQ(counters.sticky, 1);
-  EXPECT_EQ(counters.pd_colocated, 1);
-  f.config.sticky_slack_tokens = -1;
-  EXPECT_FALSE(f.config.validate().ok());
-}
-
 TEST(RouterTest, RoundRobinPolicyCyclesOverTheHealthyGroup) {
   Fixture f;
   f.config.policy = RoutePolicy::kRoundRobin;
