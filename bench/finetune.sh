@@ -4,18 +4,22 @@
 #     TinyLlama-shape pay-off fixture (bench/payoff.sh makes it; skipped with a line when absent);
 #  2. a TinyLlama-shape inference stream's TPOT (p50/p99, c = 1) on `keel serve`, alone and while a
 #     fine-tuning job (the API, /v1/fine_tuning/jobs) trains a LoRA on the same model in the same
-#     process at idle priority — the issue's target: p99 while training <= 1.25x alone.
+#     process at idle priority — the issue's target: p99 while training <= 1.25x alone — once with
+#     `--fine-tuning-yield false` (the trainer runs beside the requests) and once with the default
+#     `true` (it pauses while requests run or wait).
 #
-#   bench/finetune.sh [--epochs N] [--streams N] [--tokens N]
+#   bench/finetune.sh [--epochs N] [--streams N] [--tokens N] [--no-rates]
+# --no-rates skips part 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EPOCHS=2 STREAMS=4 TOKENS=64
+EPOCHS=2 STREAMS=4 TOKENS=64 RATES=1
 while [ $# -gt 0 ]; do
   case "$1" in
+    --no-rates) RATES=0 ;;
     --epochs) EPOCHS="$2"; shift ;;
     --streams) STREAMS="$2"; shift ;;
     --tokens) TOKENS="$2"; shift ;;
-    *) echo "usage: $0 [--epochs N] [--streams N] [--tokens N]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--epochs N] [--streams N] [--tokens N] [--no-rates]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -53,42 +57,54 @@ train_rate() {  # MODEL NAME: the last progress line's tok/s of keel finetune
   rate=$(tr '\r' '\n' < "$OUT/$2.finetune.log" | grep -o '[0-9.]* tok/s' | tail -1)
   echo "training $2: $rate ($(tr '\r' '\n' < "$OUT/$2.finetune.log" | grep -c 'step ') progress lines)"
 }
-train_rate "$SMALL" stories260K | tee "$OUT/summary.txt"
-if [ -e "$FIX" ]; then train_rate "$FIX" tinyllama-fixture | tee -a "$OUT/summary.txt"; else
-  echo "training tinyllama-fixture: skipped ($FIX absent; bench/payoff.sh makes it)" \
-    | tee -a "$OUT/summary.txt"; fi
+if [ "$RATES" = 1 ]; then
+  train_rate "$SMALL" stories260K | tee "$OUT/summary.txt"
+  if [ -e "$FIX" ]; then train_rate "$FIX" tinyllama-fixture | tee -a "$OUT/summary.txt"; else
+    echo "training tinyllama-fixture: skipped ($FIX absent; bench/payoff.sh makes it)" \
+      | tee -a "$OUT/summary.txt"; fi
+fi
 
 MODEL=$FIX
 [ -e "$MODEL" ] || MODEL=$SMALL
-start_keel "$OUT/serve.log" serve -m "$MODEL" -t 2 --chat-template-file "$TEMPLATE" \
-  --state-dir "$OUT/state"
-python3 bench/lib/tpot.py "$port" 1 8 > /dev/null  # warm-up
-alone=$(python3 bench/lib/tpot.py "$port" "$STREAMS" "$TOKENS")
-echo "TPOT alone ($(basename "$MODEL")): $alone" | tee -a "$OUT/summary.txt"
-file=$(curl -sf "http://127.0.0.1:$port/v1/files" -F purpose=fine-tune -F "file=@$OUT/train.jsonl" \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
-job=$(curl -sf "http://127.0.0.1:$port/v1/fine_tuning/jobs" -H 'Content-Type: application/json' \
-  -d "{\"model\": \"$(basename "$MODEL" .gguf)\", \"training_file\": \"$file\", \"hyperparameters\": {\"n_epochs\": 50}}" \
-  | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+file_and_job() {  # uploads the data and starts a 50-epoch job; sets job
+  local file
+  file=$(curl -sf "http://127.0.0.1:$port/v1/files" -F purpose=fine-tune -F "file=@$OUT/train.jsonl" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+  job=$(curl -sf "http://127.0.0.1:$port/v1/fine_tuning/jobs" -H 'Content-Type: application/json' \
+    -d "{\"model\": \"$(basename "$MODEL" .gguf)\", \"training_file\": \"$file\", \"hyperparameters\": {\"n_epochs\": 50}}" \
+    | python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])')
+}
 status() {
   curl -sf "http://127.0.0.1:$port/v1/fine_tuning/jobs/$job" \
     | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])'
 }
-for _ in $(seq 1 120); do [ "$(status)" = running ] && break; sleep 0.5; done
-sleep 2  # into its steps
-training=$(python3 bench/lib/tpot.py "$port" "$STREAMS" "$TOKENS")
-still=$(status)
-echo "TPOT while training (job $still): $training" | tee -a "$OUT/summary.txt"
-curl -sf -X POST "http://127.0.0.1:$port/v1/fine_tuning/jobs/$job/cancel" > /dev/null
-steps=$(curl -sf "http://127.0.0.1:$port/v1/fine_tuning/jobs/$job/events?limit=100" \
-  | python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; print(sum(1 for e in d if e.get("type")=="metrics"))')
-echo "training steps taken while streaming (metrics events, up to 100 read): $steps" \
-  | tee -a "$OUT/summary.txt"
-python3 - "$alone" "$training" <<'PY' | tee -a "$OUT/summary.txt"
+# One server per setting of --fine-tuning-yield: TPOT alone, then while a job trains.
+for YIELD in false true; do
+  start_keel "$OUT/serve-yield-$YIELD.log" serve -m "$MODEL" -t 2 --chat-template-file "$TEMPLATE" \
+    --state-dir "$OUT/state-$YIELD" --fine-tuning-yield "$YIELD"
+  python3 bench/lib/tpot.py "$port" 1 8 > /dev/null  # warm-up
+  alone=$(python3 bench/lib/tpot.py "$port" "$STREAMS" "$TOKENS")
+  echo "--fine-tuning-yield $YIELD: TPOT alone ($(basename "$MODEL")): $alone" \
+    | tee -a "$OUT/summary.txt"
+  file_and_job
+  for _ in $(seq 1 120); do [ "$(status)" = running ] && break; sleep 0.5; done
+  sleep 2  # into its steps
+  training=$(python3 bench/lib/tpot.py "$port" "$STREAMS" "$TOKENS")
+  still=$(status)
+  echo "--fine-tuning-yield $YIELD: TPOT while training (job $still): $training" \
+    | tee -a "$OUT/summary.txt"
+  curl -sf -X POST "http://127.0.0.1:$port/v1/fine_tuning/jobs/$job/cancel" > /dev/null
+  steps=$(curl -sf "http://127.0.0.1:$port/v1/fine_tuning/jobs/$job/events?limit=100" \
+    | python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; print(sum(1 for e in d if e.get("type")=="metrics"))')
+  echo "--fine-tuning-yield $YIELD: training steps taken (metrics events, up to 100 read): $steps" \
+    | tee -a "$OUT/summary.txt"
+  python3 - "$alone" "$training" "$YIELD" <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys
 a, t = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 ratio = lambda k: f"{t[k] / a[k]:.2f}x" if a[k] > 0 else "n/a (tokens arrive together)"
-print(f"p99 TPOT while training / alone: {ratio('p99_ms')} (median {ratio('median_ms')}; "
-      "target p99 <= 1.25x)")
+print(f"--fine-tuning-yield {sys.argv[3]}: p99 TPOT while training / alone: {ratio('p99_ms')} "
+      f"(median {ratio('median_ms')}; target p99 <= 1.25x)")
 PY
+  stop "$SRV"
+done
 echo "out: $OUT"

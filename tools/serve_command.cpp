@@ -89,8 +89,15 @@ Status serve(const ServeOptions& opts, const sigset_t& stop_signals) {
   // declared before the server, which uses it until it is destroyed.
   std::unique_ptr<host::FinetuneBackend> tuner;
   if (!opts.no_fine_tuning && opts.mode == "colocated" && opts.pp == 1 && opts.ep == 1) {
-    tuner = std::make_unique<host::FinetuneBackend>(host::FinetuneBackend::Options{
-        path, &host->tokenizer(), host->chat_template(), opts.fine_tuning_threads});
+    host::FinetuneBackend::Options tune{
+        path, &host->tokenizer(), host->chat_template(), opts.fine_tuning_threads, {}};
+    if (opts.fine_tuning_yield) {  // requests running or waiting: the trainer waits
+      tune.interactive_busy = [client = host->client()] {
+        const engine::EngineStats s = client->stats();
+        return s.num_running + s.num_waiting > 0;
+      };
+    }
+    tuner = std::make_unique<host::FinetuneBackend>(std::move(tune));
     deps.fine_tuner = tuner.get();
   }
   KEEL_ASSIGN_OR_RETURN(

@@ -164,6 +164,9 @@ void add_process_flags(CLI::App* serve_cmd, ServeOptions& serve) {
       ->add_option("--fine-tuning-threads", serve.fine_tuning_threads,
                    "Threads that train fine-tuning jobs, at idle priority (0 = all cores)")
       ->check(CLI::Range(0, 4096));
+  serve_cmd->add_option("--fine-tuning-yield", serve.fine_tuning_yield,
+                        "Pause fine-tuning while requests run or wait (false: train beside them at "
+                        "idle priority only)");
   serve_cmd
       ->add_option("--cors-origins", serve.cors_origins,
                    "Origins allowed by CORS, comma-separated ('*' = any); default: CORS off")

@@ -3,7 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
+#include <stop_token>
+#include <thread>
 
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -103,6 +107,17 @@ Result<server::FineTuneOutcome> FinetuneBackend::train(const server::FineTuneSpe
   };
   train::FinetuneControl control;
   control.stop = hooks.stop;
+  std::atomic<bool> pause{false};
+  control.pause = &pause;
+  std::jthread watcher;  // while training: pause whenever interactive work is running
+  if (options_.interactive_busy) {
+    watcher = std::jthread([&pause, &busy = options_.interactive_busy](std::stop_token st) {
+      while (!st.stop_requested()) {
+        pause.store(busy(), std::memory_order_relaxed);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    });
+  }
   if (!resume_state.empty()) control.resume = &resume;
   control.on_checkpoint = [&](const train::TrainState& s, const train::EpochReport& e) -> Status {
     server::FineTuneCheckpoint c;

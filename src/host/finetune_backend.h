@@ -9,6 +9,8 @@
 //               priority (core/thread_priority.h); each epoch's end writes
 //               <out_dir>/ckpt-step-N.gguf and hands on its TrainState; the end writes
 //               <out_dir>/model.gguf (llama.cpp's LoRA format, which the engine serves).
+//               While Options::interactive_busy says so (keel serve: requests running or
+//               waiting), the trainer pauses (train/train_gate.h).
 // Defaults (OpenAI's API sets only epochs, batch size and a learning-rate multiplier): rank 8,
 // alpha 16, all seven projections of every layer, learning rate kBaseLearningRate × the
 // multiplier, linear warm-up over the first 5 % of the steps then linear decay to 0, the gradient
@@ -18,6 +20,7 @@
 // mutex and then only read).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -38,6 +41,9 @@ class FinetuneBackend final : public server::FineTuner {
     const tokenizer::Tokenizer* tokenizer = nullptr;               // the served one; outlives this
     std::shared_ptr<const tokenizer::ChatTemplate> chat_template;  // the served one
     int threads = 0;                                               // 0 = all hardware threads
+    // Asked every millisecond while a job trains: true pauses the trainer (it waits inside its
+    // products and between layers) until it turns false. Empty: never paused.
+    std::function<bool()> interactive_busy;
   };
   explicit FinetuneBackend(Options options) : options_(std::move(options)) {}
 

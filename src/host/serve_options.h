@@ -93,6 +93,7 @@ struct ServeOptions {
   bool allow_runtime_lora = false;     // --allow-runtime-lora: POST /v1/{load,unload}_lora_adapter
   bool no_fine_tuning = false;         // --no-fine-tuning: no /v1/fine_tuning/jobs trainer
   int32_t fine_tuning_threads = 0;     // --fine-tuning-threads (idle priority); 0 = all cores
+  bool fine_tuning_yield = true;       // --fine-tuning-yield: pause training while requests run
   int32_t pp = 1;                      // --pp: pipeline stages (1 or 2; host/pipeline_stage.h)
   std::string pp_stage1;               // --pp-stage1 HOST:PORT: a running `keel pp-stage`
   double pp_step_timeout_s = 60.0;     // --pp-step-timeout: one step's reply from stage 1

@@ -51,10 +51,10 @@ DenseMatrix<T> transpose(const DenseMatrix<T>& m) {
 
 template <typename T>
 void matmul_raw(ThreadPool& pool, const T* x, int64_t n, const T* w, int64_t out, int64_t in,
-                T scale, T* y, bool accumulate, const std::atomic<bool>* stop) {
+                T scale, T* y, bool accumulate, const TrainGate* gate) {
   pool.parallel_for(out, kRowGrain, [&](int64_t begin, int64_t end) {
     for (int64_t t = 0; t < n; ++t) {
-      if (stop != nullptr && stop->load(std::memory_order_relaxed)) return;
+      if (gate != nullptr && gate->should_stop()) return;
       const T* xt = x + t * in;
       T* yt = y + t * out;
       for (int64_t o = begin; o < end; ++o) {
@@ -67,8 +67,8 @@ void matmul_raw(ThreadPool& pool, const T* x, int64_t n, const T* w, int64_t out
 
 template <typename T>
 void matmul(ThreadPool& pool, const T* x, int64_t n, const DenseMatrix<T>& w, T* y, bool accumulate,
-            const std::atomic<bool>* stop) {
-  matmul_raw(pool, x, n, w.data.data(), w.rows, w.cols, T{1}, y, accumulate, stop);
+            const TrainGate* gate) {
+  matmul_raw(pool, x, n, w.data.data(), w.rows, w.cols, T{1}, y, accumulate, gate);
 }
 
 template <typename T>
@@ -150,9 +150,9 @@ void rope_rotate(const kernels::RopeParams& p, const RopeTable& table, int64_t n
   template DenseMatrix<T> dequantize<T>(const kernels::Matrix&);                                   \
   template DenseMatrix<T> transpose<T>(const DenseMatrix<T>&);                                     \
   template void matmul<T>(ThreadPool&, const T*, int64_t, const DenseMatrix<T>&, T*, bool,         \
-                          const std::atomic<bool>*);                                               \
+                          const TrainGate*);                                                       \
   template void matmul_raw<T>(ThreadPool&, const T*, int64_t, const T*, int64_t, int64_t, T, T*,   \
-                              bool, const std::atomic<bool>*);                                     \
+                              bool, const TrainGate*);                                             \
   template void outer_sum<T>(ThreadPool&, const T*, int64_t, int64_t, const T*, int64_t, T, T*);   \
   template void rms_norm_forward<T>(const T*, const float*, int64_t, int64_t, float, T*, T*);      \
   template void rms_norm_backward<T>(const T*, const float*, const T*, const T*, int64_t, int64_t, \

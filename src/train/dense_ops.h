@@ -17,6 +17,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
+#include "train/train_gate.h"
 
 namespace keel::train {
 
@@ -35,14 +36,15 @@ DenseMatrix<T> dequantize(const kernels::Matrix& m);
 template <typename T>
 DenseMatrix<T> transpose(const DenseMatrix<T>& m);
 
-// y[n][w.rows] = x[n][w.cols] · wᵀ, or += with `accumulate`; partial once `*stop` is set.
+// y[n][w.rows] = x[n][w.cols] · wᵀ, or += with `accumulate`; partial once the gate says stop
+// (it may also make the workers wait, train_gate.h; null: neither).
 template <typename T>
 void matmul(ThreadPool& pool, const T* x, int64_t n, const DenseMatrix<T>& w, T* y, bool accumulate,
-            const std::atomic<bool>* stop = nullptr);
+            const TrainGate* gate = nullptr);
 // The same with w given as a raw [out][in] array (LoRA's A and B inside the parameter vector).
 template <typename T>
 void matmul_raw(ThreadPool& pool, const T* x, int64_t n, const T* w, int64_t out, int64_t in,
-                T scale, T* y, bool accumulate, const std::atomic<bool>* stop = nullptr);
+                T scale, T* y, bool accumulate, const TrainGate* gate = nullptr);
 // g[m][k] += scale · Σ_t a[t][m] · b[t][k], the sum over t in order (weight gradients).
 template <typename T>
 void outer_sum(ThreadPool& pool, const T* a, int64_t n, int64_t m, const T* b, int64_t k, T scale,

@@ -66,7 +66,7 @@ class Run {
         pass_(base, r->layout, pool, config.checkpoint_layers),
         adam_(config.optimizer, r->layout.num_params),
         total_steps_(total_steps(train.size(), config)) {
-    pass_.set_stop(control.stop);
+    pass_.set_gate(&gate_);
   }
 
   // The fresh or the resumed state.
@@ -183,6 +183,7 @@ class Run {
   const FinetuneConfig& config_;
   const FinetuneProgress& progress_;
   const FinetuneControl& control_;
+  const TrainGate gate_{control_.stop, control_.pause};  // after control_: initialised from it
   FinetuneResult& r_;
   ModelPass<float> pass_;
   AdamW adam_;

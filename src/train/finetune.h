@@ -71,6 +71,9 @@ struct FinetuneControl {
   // Polled between layers, sequences and steps; once true, finetune() returns with `stopped`
   // and the state of the last finished step (the step in progress is dropped, to be taken again).
   const std::atomic<bool>* stop = nullptr;
+  // While true, the trainer waits (between layers and inside its products, train_gate.h): set
+  // while interactive requests run beside it. Null: never.
+  const std::atomic<bool>* pause = nullptr;
   // Continue from this state (an earlier run's, with the same base, data and config) instead of
   // the start; InvalidArgument when it does not fit them.
   const TrainState* resume = nullptr;

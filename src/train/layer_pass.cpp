@@ -16,7 +16,7 @@ template <typename T>
 void project(const LayerPassContext<T>& c, int64_t il, LoraTarget t, const DenseLayer<T>& w,
              const std::vector<float>& bias, const T* x, T* y, std::vector<T>* u) {
   const DenseMatrix<T>& m = w.w[static_cast<size_t>(t)];
-  matmul(*c.pool, x, c.n, m, y, false, c.stop);
+  matmul(*c.pool, x, c.n, m, y, false, c.gate);
   if (!bias.empty()) {
     for (int64_t r = 0; r < c.n; ++r) {
       for (int64_t o = 0; o < m.rows; ++o) y[r * m.rows + o] += static_cast<T>(bias[sz(o)]);
@@ -45,7 +45,7 @@ template <typename T>
 void project_backward(const LayerPassContext<T>& c, int64_t il, LoraTarget t,
                       const DenseLayer<T>& w, const T* x, const std::vector<T>& u, const T* dy,
                       T* dx) {
-  matmul(*c.pool, dy, c.n, w.wt[static_cast<size_t>(t)], dx, true, c.stop);
+  matmul(*c.pool, dy, c.n, w.wt[static_cast<size_t>(t)], dx, true, c.gate);
   const LoraSlot* s = c.layout->find(il, t);
   if (s == nullptr) return;
   const int64_t rank = c.layout->rank;

@@ -33,9 +33,9 @@ struct LayerPassContext {
   ThreadPool* pool = nullptr;
   const RopeTable* rope = nullptr;  // of positions 0..n-1
   int64_t n = 0;                    // tokens of the sequence
-  // Set: the products over frozen weights give up early (dense_ops.h); the caller then drops
-  // the layer's results. Null: never.
-  const std::atomic<bool>* stop = nullptr;
+  // Set: the products over frozen weights wait while it pauses and give up early once it stops
+  // (dense_ops.h); the caller then drops the layer's results. Null: never.
+  const TrainGate* gate = nullptr;
 };
 
 // What the backward pass needs of a layer's forward ([n][width] rows).

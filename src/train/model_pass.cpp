@@ -48,7 +48,7 @@ Status ModelPass<T>::validate(const TrainSequence& seq) const {
 
 template <typename T>
 Status ModelPass<T>::poll_stop() const {
-  if (stop_ != nullptr && stop_->load(std::memory_order_relaxed)) {
+  if (gate_ != nullptr && gate_->should_stop()) {
     return Status::cancelled("training stopped");
   }
   return Status();
@@ -73,7 +73,7 @@ SequenceLoss ModelPass<T>::head(const TrainSequence& seq, const std::vector<T>& 
   }
   const std::vector<float>& norm = model_.weights().output_norm;
   rms_norm_forward(xs.data(), norm.data(), m, d, hp.rms_eps, hs.data(), inv.data());
-  matmul(pool_, hs.data(), m, weights_.output(), logits.data(), false, stop_);
+  matmul(pool_, hs.data(), m, weights_.output(), logits.data(), false, gate_);
   for (int64_t r = 0; r < m; ++r) {
     T* l = logits.data() + r * v;
     const int32_t target = seq.tokens[sz(rows[sz(r)] + 1)];
@@ -91,7 +91,7 @@ SequenceLoss ModelPass<T>::head(const TrainSequence& seq, const std::vector<T>& 
   }
   if (dx == nullptr) return loss;
   std::fill(hs.begin(), hs.end(), T{0});
-  matmul(pool_, logits.data(), m, weights_.output_t(), hs.data(), false, stop_);  // ∂/∂normed
+  matmul(pool_, logits.data(), m, weights_.output_t(), hs.data(), false, gate_);  // ∂/∂normed
   std::vector<T> dxs(sz(m * d), T{0});
   rms_norm_backward(xs.data(), norm.data(), inv.data(), hs.data(), m, d, dxs.data());
   for (int64_t r = 0; r < m; ++r) {
@@ -110,7 +110,7 @@ Result<SequenceLoss> ModelPass<T>::run(const TrainSequence& seq, const T* params
   std::vector<int32_t> positions(sz(n));
   for (int64_t t = 0; t < n; ++t) positions[sz(t)] = static_cast<int32_t>(t);
   const RopeTable rope = make_rope_table(hp.rope, positions.data(), n);
-  LayerPassContext<T> c{&model_, &layout_, params, grads, &pool_, &rope, n, stop_};
+  LayerPassContext<T> c{&model_, &layout_, params, grads, &pool_, &rope, n, gate_};
 
   std::vector<T> x(sz(n * d)), next(sz(n * d));
   for (int64_t t = 0; t < n; ++t) weights_.embed(seq.tokens[sz(t)], x.data() + t * d);

@@ -7,10 +7,11 @@
 // layer's input and the backward recomputes that layer's activations just before its backward,
 // so activation memory is one layer's plus n_layer residuals instead of every layer's.
 //
-// Stopping: with set_stop(), run() polls the flag before each layer's forward and backward (and
-// the head) and returns Cancelled once it is set, and the products over frozen weights give up
-// early when it is (dense_ops.h) — so a pass yields within a fraction of one matmul (attention
-// itself is not cut short).
+// Stopping and pausing: with set_gate(), run() asks the gate (train_gate.h) before each layer's
+// forward and backward (and the head) and returns Cancelled once it says stop, and the products
+// over frozen weights ask it per row, giving up early on a stop and waiting out a pause
+// (dense_ops.h) — so a pass yields within a fraction of one matmul (attention itself is not cut
+// short).
 //
 // Thread safety: one owner; the pool is borrowed and used from the owner's thread; the stop flag
 // may be set from any thread.
@@ -56,12 +57,13 @@ class ModelPass {
   // take (empty, longer than its context, a token out of range, a mask of another length).
   Result<SequenceLoss> run(const TrainSequence& seq, const T* params, T* grads,
                            double loss_weight = 1.0);
-  // From now on run() returns Cancelled once `*stop` is true (null: never); `stop` is borrowed.
-  void set_stop(const std::atomic<bool>* stop) { stop_ = stop; }
+  // From now on run() waits while the gate pauses and returns Cancelled once it stops (null:
+  // never); `gate` is borrowed.
+  void set_gate(const TrainGate* gate) { gate_ = gate; }
 
  private:
   Status validate(const TrainSequence& seq) const;
-  // Cancelled when the stop flag is set.
+  // Cancelled when the gate says stop (after waiting out a pause).
   [[nodiscard]] Status poll_stop() const;
   // Final norm, head and cross-entropy of the trained positions; with `dx` also the gradient of
   // loss_weight · loss_sum with respect to the last residual, into dx.
@@ -72,7 +74,7 @@ class ModelPass {
   const LoraLayout& layout_;
   ThreadPool& pool_;
   bool checkpoint_;
-  const std::atomic<bool>* stop_ = nullptr;
+  const TrainGate* gate_ = nullptr;
   FrozenWeights<T> weights_;
   std::vector<LayerActivations<T>> acts_;  // [n_layer], or [1] scratch when checkpointing
   std::vector<std::vector<T>> inputs_;     // [n_layer] residual inputs when checkpointing

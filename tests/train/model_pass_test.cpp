@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <thread>
 
 #include "../draft/quantized_copy.h"
 #include "model/tiny_model.h"
@@ -269,7 +270,8 @@ TEST(TrainForward, StopsWhenAsked) {
   const TrainSequence s = story_sequence(**m, kStory, 16);
   ASSERT_TRUE(pass.run(s, p.data(), g.data()).ok());
   std::atomic<bool> stop{true};
-  pass.set_stop(&stop);
+  const TrainGate gate{&stop, nullptr};
+  pass.set_gate(&gate);
   EXPECT_EQ(pass.run(s, p.data(), g.data()).status().code(), StatusCode::kCancelled);
   EXPECT_EQ(pass.run(s, p.data(), nullptr).status().code(), StatusCode::kCancelled);
   stop = false;
@@ -279,11 +281,31 @@ TEST(TrainForward, StopsWhenAsked) {
   const std::vector<float> x(4 * 8, 1.0f);
   std::vector<float> y(4 * 64, -1.0f);
   stop = true;
-  matmul(pool, x.data(), 4, w, y.data(), false, &stop);
+  matmul(pool, x.data(), 4, w, y.data(), false, &gate);
   EXPECT_EQ(y, std::vector<float>(4 * 64, -1.0f));
   stop = false;
-  matmul(pool, x.data(), 4, w, y.data(), false, &stop);
+  matmul(pool, x.data(), 4, w, y.data(), false, &gate);
   EXPECT_EQ(y, std::vector<float>(4 * 64, 8.0f));
+}
+
+// A paused gate holds a product before its first row until the pause clears (then it completes),
+// and a stop while paused ends the wait without a row written.
+TEST(TrainForward, WaitsWhilePausedAndStopsFromAPause) {
+  ThreadPool pool(2);
+  DenseMatrix<float> w{64, 8, std::vector<float>(64 * 8, 1.0f)};
+  const std::vector<float> x(4 * 8, 1.0f);
+  std::atomic<bool> stop{false}, pause{true};
+  const TrainGate gate{&stop, &pause};
+  for (bool end_by_stop : {false, true}) {
+    std::vector<float> y(4 * 64, -1.0f);
+    std::thread t([&] { matmul(pool, x.data(), 4, w, y.data(), false, &gate); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_EQ(y, std::vector<float>(4 * 64, -1.0f));  // nothing written while paused
+    (end_by_stop ? stop : pause) = end_by_stop ? true : false;
+    t.join();
+    EXPECT_EQ(y, std::vector<float>(4 * 64, end_by_stop ? -1.0f : 8.0f));
+    pause = true;
+  }
 }
 
 }  // namespace
