@@ -3,11 +3,14 @@
 // KvTransferServer in the same process over UCX (UCX_TLS as set; by default UCX picks shared
 // memory, sysv + cma, for a same-host peer), against two raw probes of the same bytes in the same
 // run: a plain TCP loopback stream (one writer thread, one reader thread) and a memcpy into a
-// memfd shared mapping larger than the cache. Prints GB/s (10^9 bytes/s) of each and the transfer's
-// ratio to each probe.
+// memfd shared mapping larger than the cache. Two clients to the same server, round by round in
+// alternating order: "kv_batched" sends the blocks queued together as one message (up to
+// --blocks-per-frame blocks, default 16, and --frame-mb MB, default the client's 8 MiB: frames of
+// kv_batch_frame.h), "kv_1_per_msg" one block per message (the one-block frame). Prints GB/s
+// (10^9 bytes/s) of each and their ratios to the probes.
 // Then the exposed transfer time of a simulated prefill, streamed against copied after it.
 //   keel_kv_transfer_bench [--blocks N] [--rounds R] [--in-flight F] [--prefill-blocks B]
-//                          [--compute-ms MS]
+//                          [--compute-ms MS] [--blocks-per-frame K] [--frame-mb MB]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -200,6 +203,8 @@ int main(int argc, char** argv) {
   int in_flight = 8;
   int prefill_blocks = 32;  // a 512-token prompt
   double compute_ms = 20;   // per block of the simulated prefill
+  keel::cluster::KvTransferClientOptions co;
+  co.max_blocks_per_frame = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--blocks") blocks = std::atoi(argv[i + 1]);
@@ -207,6 +212,9 @@ int main(int argc, char** argv) {
     if (flag == "--in-flight") in_flight = std::atoi(argv[i + 1]);
     if (flag == "--prefill-blocks") prefill_blocks = std::atoi(argv[i + 1]);
     if (flag == "--compute-ms") compute_ms = std::atof(argv[i + 1]);
+    if (flag == "--blocks-per-frame") co.max_blocks_per_frame = std::atoi(argv[i + 1]);
+    if (flag == "--frame-mb")
+      co.max_frame_bytes = static_cast<size_t>(std::atof(argv[i + 1]) * 1e6);
   }
   const char* tls = std::getenv("UCX_TLS");
   std::printf(
@@ -223,44 +231,70 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "server: %s\n", server.status().to_string().c_str());
     return 1;
   }
-  keel::cluster::KvTransferClientOptions co;
   co.port = (*server)->port();
   co.kv_identity = so.kv_identity;
   co.max_in_flight = in_flight;
-  auto client = keel::cluster::KvTransferClient::connect(co);
-  if (!client.ok()) {
-    std::fprintf(stderr, "client: %s\n", client.status().to_string().c_str());
+  if (const keel::Status s = co.validate(); !s.ok()) {
+    std::fprintf(stderr, "client options: %s\n", s.to_string().c_str());
     return 1;
   }
-  std::vector<double> kv, tcp, shm;
-  double kv_cpu = 0, tcp_cpu = 0;  // CPU seconds of each method over every round
-  double warm_cpu = 0;             // warm-up: connection, pools
+  keel::cluster::KvTransferClientOptions one = co;
+  one.max_blocks_per_frame = 1;
+  auto client = keel::cluster::KvTransferClient::connect(co);
+  auto client_1 = keel::cluster::KvTransferClient::connect(one);
+  if (!client.ok() || !client_1.ok()) {
+    std::fprintf(stderr, "client: %s\n",
+                 (client.ok() ? client_1.status() : client.status()).to_string().c_str());
+    return 1;
+  }
+  std::printf("kv_batched: up to %d blocks, %.1f MB a message\n", co.max_blocks_per_frame,
+              static_cast<double>(co.max_frame_bytes) / 1e6);
+  std::vector<double> kv, kv1, tcp, shm;
+  double kv_cpu = 0, kv1_cpu = 0, tcp_cpu = 0;  // CPU seconds of each method over every round
+  double warm_cpu = 0;                          // warm-up: connection, pools
   (void)kv_transfer_round(**server, **client, 16, 0, source, &warm_cpu);
+  (void)kv_transfer_round(**server, **client_1, 16, 0, source, &warm_cpu);
   std::printf("%s", (*client)->describe_transport().c_str());
   for (int r = 1; r <= rounds; ++r) {
-    kv.push_back(kv_transfer_round(**server, **client, blocks, r, source, &kv_cpu));
+    if (r % 2 == 1) kv.push_back(kv_transfer_round(**server, **client, blocks, r, source, &kv_cpu));
+    kv1.push_back(kv_transfer_round(**server, **client_1, blocks, 1000 + r, source, &kv1_cpu));
+    if (r % 2 == 0) kv.push_back(kv_transfer_round(**server, **client, blocks, r, source, &kv_cpu));
     const double c0 = cpu_seconds();
     tcp.push_back(tcp_probe(blocks, source));
     tcp_cpu += cpu_seconds() - c0;
     shm.push_back(shm_probe(blocks, source));
-    std::printf("round %d: kv_transfer %.2f GB/s  tcp_loopback %.2f GB/s  shm_memcpy %.2f GB/s\n",
-                r, kv.back(), tcp.back(), shm.back());
+    std::printf(
+        "round %d: kv_batched %.2f GB/s  kv_1_per_msg %.2f GB/s  tcp_loopback %.2f GB/s  "
+        "shm_memcpy %.2f GB/s\n",
+        r, kv.back(), kv1.back(), tcp.back(), shm.back());
   }
+  const auto st = (*client)->stats();
+  std::printf("kv_batched: %.1f blocks a message on average\n",
+              st.messages_sent > 0 ? static_cast<double>(st.blocks_sent) / st.messages_sent : 0);
   const double gb = static_cast<double>(rounds) * blocks * kBlockBytes / 1e9;
-  std::printf("cpu: kv_transfer %.2f s/GB  tcp_loopback %.2f s/GB (all threads; lower is better)\n",
-              kv_cpu / gb, tcp_cpu / gb);
-  const double k = median(kv), t = median(tcp), m = median(shm);
-  std::printf("median: kv_transfer %.2f GB/s  tcp_loopback %.2f GB/s  shm_memcpy %.2f GB/s\n", k, t,
-              m);
-  std::printf("ratio: kv_transfer / tcp_loopback = %.2f   kv_transfer / shm_memcpy = %.2f\n",
-              t > 0 ? k / t : 0, m > 0 ? k / m : 0);
-  const double streamed =
-      exposed_ms(**server, **client, prefill_blocks, compute_ms, true, 90, source);
-  const double after =
-      exposed_ms(**server, **client, prefill_blocks, compute_ms, false, 91, source);
   std::printf(
-      "exposed transfer after a %d-block prefill (%.0f ms/block): streamed %.1f ms, copy "
-      "after prefill %.1f ms\n",
-      prefill_blocks, compute_ms, streamed, after);
-  return k > 0 ? 0 : 1;
+      "cpu: kv_batched %.2f s/GB  kv_1_per_msg %.2f s/GB  tcp_loopback %.2f s/GB (all threads; "
+      "lower is better)\n",
+      kv_cpu / gb, kv1_cpu / gb, tcp_cpu / gb);
+  const double k = median(kv), k1 = median(kv1), t = median(tcp), m = median(shm);
+  std::printf(
+      "median: kv_batched %.2f GB/s  kv_1_per_msg %.2f GB/s  tcp_loopback %.2f GB/s  shm_memcpy "
+      "%.2f GB/s\n",
+      k, k1, t, m);
+  std::printf(
+      "ratio: kv_batched / tcp_loopback = %.2f   kv_1_per_msg / tcp_loopback = %.2f   "
+      "kv_1_per_msg / shm_memcpy = %.2f\n",
+      t > 0 ? k / t : 0, t > 0 ? k1 / t : 0, m > 0 ? k1 / m : 0);
+  int round = 90;
+  for (auto* c : {&*client_1, &*client}) {
+    const double streamed =
+        exposed_ms(**server, **c, prefill_blocks, compute_ms, true, round++, source);
+    const double after =
+        exposed_ms(**server, **c, prefill_blocks, compute_ms, false, round++, source);
+    std::printf(
+        "exposed transfer after a %d-block prefill (%.0f ms/block), %s: streamed %.1f ms, copy "
+        "after prefill %.1f ms\n",
+        prefill_blocks, compute_ms, c == &*client ? "kv_batched" : "kv_1_per_msg", streamed, after);
+  }
+  return k > 0 && k1 > 0 ? 0 : 1;
 }

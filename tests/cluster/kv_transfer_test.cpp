@@ -3,7 +3,8 @@
 // another KV type, Q8_0 vs F16), a corrupted or dropped frame never reach the tier (and are
 // counted); a stalled sender is cut off by the receiver's idle timeout, and its own flush ends at
 // its deadline: neither side hangs; a throttled link still completes; shutting either end down
-// mid-transfer is clean. Every wait is bounded.
+// mid-transfer is clean; blocks batched several to a message arrive in order, a damaged one
+// rejected alone. Every wait is bounded.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/transfer/kv_batch_frame.h"
 #include "cluster/transfer/kv_transfer_client.h"
 #include "cluster/transfer/kv_transfer_server.h"
 #include "engine/model_identity.h"
@@ -232,6 +234,53 @@ TEST(KvTransferTest, CorruptedAndDroppedFramesNeverReachTheTier) {
   }
 }
 
+// Several blocks a message (batch frames, kv_batch_frame.h): every block reaches the sink in the
+// order it was sent, a dropped block is missing and a damaged one is rejected alone — whether the
+// client coalesced them or not (that depends on timing: only correctness is asserted).
+TEST(KvTransferTest, BatchedBlocksArriveInOrderAndADamagedOneAlone) {
+  constexpr size_t kBytes = 65536;
+  constexpr int kBlocks = 24;
+  std::mutex mu;
+  std::vector<uint64_t> order;
+  KvTransferServerOptions so;
+  so.kv_identity = kIdentity;
+  so.payload_bytes = kBytes;
+  auto server =
+      KvTransferServer::start(so, [&](const KvFrameHeader& h, std::span<const std::byte> p) {
+        std::lock_guard lock(mu);
+        if (p.size() == kBytes && std::vector<std::byte>(p.begin(), p.end()) ==
+                                      block_bytes(kBytes, static_cast<int>(h.block_hash.lo) - 100))
+          order.push_back(h.block_hash.lo - 100);
+      });
+  ASSERT_TRUE(server.ok()) << server.status().to_string();
+  KvTransferClientOptions co;
+  co.port = (*server)->port();
+  co.kv_identity = kIdentity;
+  co.max_in_flight = 1;  // blocks queue behind the message in flight: they go together
+  co.max_blocks_per_frame = 8;
+  co.max_frame_bytes = 6 * kBytes;
+  co.faults.drop_frame = 3;
+  co.faults.corrupt_frame = 5;
+  auto client = KvTransferClient::connect(co);
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  for (int i = 0; i < kBlocks; ++i) ASSERT_TRUE((*client)->send(make_block(kBytes, i)).ok());
+  ASSERT_TRUE((*client)->flush(Clock::now() + 20s).ok());
+  ASSERT_TRUE(eventually([&] { return (*server)->stats().blocks_accepted == kBlocks - 2; }));
+  const KvTransferServerStats s = (*server)->stats();
+  EXPECT_EQ(s.rejected_checksum, 1);
+  EXPECT_EQ(s.rejected_malformed + s.rejected_identity + s.receive_errors, 0);
+  const KvTransferClientStats cs = (*client)->stats();
+  EXPECT_EQ(cs.blocks_sent, kBlocks - 1);
+  EXPECT_EQ(cs.blocks_dropped, 1);
+  EXPECT_LE(cs.messages_sent, cs.blocks_sent);
+  std::vector<uint64_t> expected;
+  for (int i = 0; i < kBlocks; ++i) {
+    if (i != 3 && i != 5) expected.push_back(static_cast<uint64_t>(i));
+  }
+  std::lock_guard lock(mu);
+  EXPECT_EQ(order, expected);
+}
+
 TEST(KvTransferTest, StalledSenderTimesOutWithoutHanging) {
   constexpr size_t kBytes = 65536;
   Rig rig(kBytes, 300ms);
@@ -322,6 +371,15 @@ TEST(KvTransferTest, OptionsAreValidated) {
   c.port = 1;
   EXPECT_TRUE(c.validate().ok());
   c.max_in_flight = 0;
+  EXPECT_FALSE(c.validate().ok());
+  c.max_in_flight = 8;
+  c.max_blocks_per_frame = 0;
+  EXPECT_FALSE(c.validate().ok());
+  c.max_blocks_per_frame = static_cast<int>(kKvBatchMaxBlocks) + 1;
+  EXPECT_FALSE(c.validate().ok());
+  c.max_blocks_per_frame = static_cast<int>(kKvBatchMaxBlocks);
+  EXPECT_TRUE(c.validate().ok());
+  c.max_frame_bytes = 0;
   EXPECT_FALSE(c.validate().ok());
   KvTransferServerOptions s;
   EXPECT_TRUE(s.validate().ok());

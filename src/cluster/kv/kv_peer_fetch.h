@@ -16,7 +16,7 @@
 // intact is simply recomputed — never wrong output.
 //
 // Thread safety: every public method from any thread (fetch() blocks its caller, a TE link's
-// reader thread; on_block_filed() runs on the transfer server's UCX thread).
+// reader thread; on_block_filed() runs on the transfer server's delivery thread).
 #pragma once
 
 #include <chrono>

@@ -9,7 +9,10 @@
 #include <cstdio>
 #include <deque>
 #include <optional>
+#include <string>
+#include <vector>
 
+#include "cluster/transfer/kv_batch_frame.h"
 #include "cluster/transfer/kv_transfer_server.h"
 #include "core/mutex.h"
 #include "net/ucx_worker.h"
@@ -23,6 +26,14 @@ static_assert(kWeightsFrameHeaderBytes <= kKvFrameHeaderBytes, "Queued::header h
 Status KvTransferClientOptions::validate() const {
   if (port == 0) return Status::invalid_argument("kv transfer client: port must be set");
   if (max_in_flight < 1) return Status::invalid_argument("max_in_flight must be >= 1");
+  if (max_blocks_per_frame < 1 || max_blocks_per_frame > static_cast<int>(kKvBatchMaxBlocks)) {
+    return Status::invalid_argument("max_blocks_per_frame must be in [1, " +
+                                    std::to_string(kKvBatchMaxBlocks) + "]");
+  }
+  if (max_frame_bytes < 1 || max_frame_bytes > kKvBatchMaxPayloadBytes) {
+    return Status::invalid_argument("max_frame_bytes must be in [1, " +
+                                    std::to_string(kKvBatchMaxPayloadBytes) + "]");
+  }
   if (connect_timeout.count() <= 0) return Status::invalid_argument("connect_timeout must be > 0");
   if (faults.throttle_bytes_per_s < 0) return Status::invalid_argument("negative throttle");
   return Status::ok_status();
@@ -40,6 +51,7 @@ struct KvTransferClient::Impl {
     KvFrameHeaderBytes header;  // the largest frame header; the first header_size bytes are sent
     size_t header_size = 0;
     unsigned am_id = kKvFrameAmId;  // the frame's channel
+    KvFrameHeader kv;               // a KV block's fields (its batch entry); am_id kKvFrameAmId
     std::vector<std::byte> payload;
     std::span<const std::byte> borrowed;  // sent instead of `payload` when not empty
     std::shared_ptr<const void> owner;    // keeps `borrowed` valid
@@ -58,7 +70,10 @@ struct KvTransferClient::Impl {
   // UCX thread only.
   struct InFlight {
     Impl* impl = nullptr;
-    Queued block;  // header and payload must live until the send completes
+    std::vector<Queued> blocks;           // headers and payloads must live until the send completes
+    std::vector<std::byte> batch_header;  // several blocks: their kv_batch_frame.h header
+    std::vector<ucp_dt_iov_t> iov;        // several blocks: their payloads
+    size_t bytes = 0;                     // payload bytes
   };
   ucp_ep_h ep = nullptr;
   int in_flight = 0;
@@ -96,21 +111,22 @@ struct KvTransferClient::Impl {
 
   static void on_sent(void* request, ucs_status_t status, void* user_data) {
     auto* f = static_cast<InFlight*>(user_data);
-    f->impl->sent(status, f->block.bytes().size());
+    f->impl->sent(status, *f);
     delete f;
     ucp_request_free(request);
   }
 
-  void sent(ucs_status_t status, size_t bytes) {
+  void sent(ucs_status_t status, const InFlight& f) {
     --in_flight;
     if (status != UCS_OK) {
       fail(net::ucx_status("am_send", status));
       return;
     }
     MutexLock lock(mu);
-    ++num_done;
-    ++stats.blocks_sent;
-    stats.bytes_sent += static_cast<int64_t>(bytes);
+    num_done += static_cast<int64_t>(f.blocks.size());
+    stats.blocks_sent += static_cast<int64_t>(f.blocks.size());
+    ++stats.messages_sent;
+    stats.bytes_sent += static_cast<int64_t>(f.bytes);
   }
 
   static void on_flushed(void* request, ucs_status_t status, void* user_data) {
@@ -126,14 +142,16 @@ struct KvTransferClient::Impl {
     impl->cv.notify_all();
   }
 
-  // Takes the next block to send, or nothing (queue empty, stalled, throttled: then *wait says
-  // how long until the throttle allows it).
-  std::optional<Queued> take(std::chrono::milliseconds* wait) {
+  // Takes the next message's blocks — the head of the queue and, for a KV block, the KV blocks
+  // queued behind it that fit one batch (joins) — or nothing (queue empty, stalled, throttled:
+  // then *wait says how long until the throttle allows it).
+  std::vector<Queued> take(std::chrono::milliseconds* wait) {
+    std::vector<Queued> taken;
     MutexLock lock(mu);
-    if (queue.empty() || !failure.ok()) return std::nullopt;
+    if (queue.empty() || !failure.ok()) return taken;
     const KvTransferFaults& faults = options.faults;
     if (faults.stall_after_frames >= 0 && frames_taken >= faults.stall_after_frames) {
-      return std::nullopt;
+      return taken;
     }
     if (faults.throttle_bytes_per_s > 0) {
       const auto now = Clock::now();
@@ -143,45 +161,93 @@ struct KvTransferClient::Impl {
       if (throttled_bytes > 0 && throttled_bytes > allowed) {
         const double seconds = (throttled_bytes - allowed) / faults.throttle_bytes_per_s;
         *wait = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1e3) + 1);
-        return std::nullopt;
+        return taken;
       }
       throttled_bytes += static_cast<double>(queue.front().bytes().size());
     }
-    Queued block = std::move(queue.front());
-    queue.pop_front();
-    queued_bytes -= block.bytes().size();
-    return block;
+    size_t bytes = 0;
+    while (!queue.empty() && joins(taken, queue.front(), bytes)) {
+      const size_t n = queue.front().bytes().size();
+      bytes += n;
+      queued_bytes -= n;
+      taken.push_back(std::move(queue.front()));
+      queue.pop_front();
+    }
+    return taken;
   }
 
-  void send_one(Queued block) {
-    const int64_t idx = frames_taken++;
-    if (idx == options.faults.drop_frame) {
+  // Whether `next` joins the message being taken (`taken`: its blocks so far, of `bytes` payload
+  // bytes): the first block always; more only KV blocks within the batch limits, never past a
+  // fault's frame (the dropped frame goes alone, a stall stops at its frame), never throttled.
+  [[nodiscard]] bool joins(const std::vector<Queued>& taken, const Queued& next,
+                           size_t bytes) const {
+    if (taken.empty()) return true;
+    const KvTransferFaults& faults = options.faults;
+    const int64_t first = frames_taken;
+    const int64_t idx = first + static_cast<int64_t>(taken.size());  // next's frame index
+    return taken.front().am_id == kKvFrameAmId && next.am_id == kKvFrameAmId &&
+           faults.throttle_bytes_per_s <= 0 &&
+           static_cast<int>(taken.size()) < options.max_blocks_per_frame &&
+           bytes + next.bytes().size() <= options.max_frame_bytes && first != faults.drop_frame &&
+           idx != faults.drop_frame &&
+           (faults.stall_after_frames < 0 || idx < faults.stall_after_frames);
+  }
+
+  // Flips a byte of a block's payload after its checksum was taken (the corrupt fault).
+  static void corrupt_payload(Queued& block) {
+    if (block.bytes().empty()) return;
+    if (!block.borrowed.empty()) {  // never write into a borrowed payload
+      block.payload.assign(block.borrowed.begin(), block.borrowed.end());
+      block.borrowed = {};
+      block.owner.reset();
+    }
+    block.payload[0] ^= std::byte{1};
+  }
+
+  // Sends one message: one frame, or a batch frame of several KV blocks (its payload gathered
+  // from the blocks' own memory).
+  void send_one(std::vector<Queued> blocks) {
+    const int64_t first = frames_taken;
+    frames_taken += static_cast<int64_t>(blocks.size());
+    if (first == options.faults.drop_frame) {  // taken alone (joins)
       MutexLock lock(mu);
       ++num_done;
       ++stats.blocks_dropped;
       return;
     }
-    auto* f = new InFlight{this, std::move(block)};
-    if (idx == options.faults.corrupt_frame && !f->block.bytes().empty()) {
-      if (!f->block.borrowed.empty()) {  // never write into a borrowed payload
-        f->block.payload.assign(f->block.borrowed.begin(), f->block.borrowed.end());
-        f->block.borrowed = {};
-        f->block.owner.reset();
-      }
-      f->block.payload[0] ^= std::byte{1};
+    auto* f = new InFlight{this, std::move(blocks), {}, {}, 0};
+    const int64_t corrupt = options.faults.corrupt_frame - first;
+    if (corrupt >= 0 && corrupt < static_cast<int64_t>(f->blocks.size())) {
+      corrupt_payload(f->blocks[static_cast<size_t>(corrupt)]);
     }
-    const std::span<const std::byte> payload = f->block.bytes();
+    for (const Queued& b : f->blocks) f->bytes += b.bytes().size();
     ucp_request_param_t param{};
     param.op_attr_mask =
         UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
     param.cb.send = &Impl::on_sent;
     param.user_data = f;
     param.flags = UCP_AM_SEND_FLAG_REPLY;  // the server learns which connection sent it
+    void* req = nullptr;
+    if (f->blocks.size() == 1) {
+      const Queued& b = f->blocks.front();
+      req = ucp_am_send_nbx(ep, b.am_id, b.header.data(), b.header_size, b.bytes().data(),
+                            b.bytes().size(), &param);
+    } else {
+      KvBatchHeader batch;
+      batch.kv_identity = options.kv_identity;
+      for (const Queued& b : f->blocks) {
+        batch.blocks.push_back(b.kv);
+        f->iov.push_back({const_cast<std::byte*>(b.bytes().data()), b.bytes().size()});
+      }
+      f->batch_header = encode_batch_header(batch);
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+      param.datatype = ucp_dt_make_iov();
+      req = ucp_am_send_nbx(ep, kKvFrameAmId, f->batch_header.data(), f->batch_header.size(),
+                            f->iov.data(), f->iov.size(), &param);
+    }
     ++in_flight;
-    void* req = ucp_am_send_nbx(ep, f->block.am_id, f->block.header.data(), f->block.header_size,
-                                payload.data(), payload.size(), &param);
     if (UCS_PTR_IS_PTR(req)) return;
-    sent(UCS_PTR_STATUS(req), payload.size());
+    sent(UCS_PTR_STATUS(req), *f);
     delete f;
   }
 
@@ -189,9 +255,9 @@ struct KvTransferClient::Impl {
   std::chrono::milliseconds tick() {
     std::chrono::milliseconds wait{100};
     while (ep != nullptr && in_flight < options.max_in_flight) {
-      auto block = take(&wait);
-      if (!block) break;
-      send_one(std::move(*block));
+      std::vector<Queued> blocks = take(&wait);
+      if (blocks.empty()) break;
+      send_one(std::move(blocks));
     }
     maybe_flush();
     if (in_flight > 0 || flush_req != nullptr || close_req != nullptr)
@@ -319,7 +385,7 @@ Status KvTransferClient::send(KvBlockToSend block) {
   header.payload_bytes = bytes.size();
   header.payload_checksum =
       block.payload_checksum.has_value() ? *block.payload_checksum : frame_payload_checksum(bytes);
-  return enqueue(encode_frame_header(header), kKvFrameAmId, std::move(block.payload),
+  return enqueue(encode_frame_header(header), kKvFrameAmId, header, std::move(block.payload),
                  block.borrowed, std::move(block.owner));
 }
 
@@ -338,18 +404,19 @@ Status KvTransferClient::send_weights(WeightsChunkToSend chunk) {
   header.payload_bytes = bytes.size();
   header.payload_checksum =
       chunk.payload_checksum.has_value() ? *chunk.payload_checksum : frame_payload_checksum(bytes);
-  return enqueue(encode_weights_header(header), kWeightsFrameAmId, std::move(chunk.payload),
-                 chunk.borrowed, std::move(chunk.owner));
+  return enqueue(encode_weights_header(header), kWeightsFrameAmId, KvFrameHeader{},
+                 std::move(chunk.payload), chunk.borrowed, std::move(chunk.owner));
 }
 
 Status KvTransferClient::enqueue(std::span<const std::byte> header, unsigned am_id,
-                                 std::vector<std::byte> payload,
+                                 const KvFrameHeader& kv, std::vector<std::byte> payload,
                                  std::span<const std::byte> borrowed,
                                  std::shared_ptr<const void> owner) {
   Impl::Queued queued;
   std::copy(header.begin(), header.end(), queued.header.begin());
   queued.header_size = header.size();
   queued.am_id = am_id;
+  queued.kv = kv;
   queued.payload = std::move(payload);
   queued.borrowed = borrowed;
   queued.owner = std::move(owner);

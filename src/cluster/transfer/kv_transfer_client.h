@@ -2,7 +2,11 @@
 // to one decode TE's KvTransferServer as they fill, so the transfer overlaps the rest of the
 // prefill. send() never waits on the network: it checksums the block into its frame header (on
 // the caller's thread) and queues it; the client's UCX thread sends queued blocks in order (a
-// bounded number in flight, each frame of kv_transfer_frame.h as one active message). flush()
+// bounded number of messages in flight). When a message may leave, the KV blocks queued at that
+// moment may go together, up to max_blocks_per_frame and max_frame_bytes (one block: a frame of
+// kv_transfer_frame.h; several: kv_batch_frame.h, sent from the blocks' own memory) — no block
+// ever waits for others to fill a batch, so streaming keeps its latency, and a backed-up queue
+// pays one transport round trip per batch instead of per block. flush()
 // waits, up to a deadline, until every block queued so far has reached the peer. The client
 // learns of a lost peer through UCX when the transport reports it, and otherwise through its
 // deadlines (see kKvTransferErrMode); a failed connection fails every later call. The caller's
@@ -46,7 +50,15 @@ struct KvTransferClientOptions {
   kv::BlockHash kv_identity;       // the sending engine's engine::kv_tier_identity
   // Bytes of queued (not yet sent) payloads beyond which send() refuses blocks.
   size_t max_queued_bytes = size_t{512} << 20;
-  int max_in_flight = 8;  // frames handed to UCX and not yet complete
+  int max_in_flight = 8;  // messages handed to UCX and not yet complete
+  // KV blocks one message may carry (1: one block per message, the one-block frame, which a
+  // server of before the batch frame also reads) and their payload bytes together (a block
+  // larger than this still goes, alone). Weights chunks, and every block while the throttle
+  // fault is on, go one per message. Default 1: batches measured slower on UCX 1.13, which sends
+  // a message gathered from several buffers by copying it through its active-message lanes
+  // instead of its zero-copy rendezvous (docs/benchmarks.md, "KV transfer service").
+  int max_blocks_per_frame = 1;
+  size_t max_frame_bytes = size_t{8} << 20;
   // connect() waits this long for the connection to be up.
   std::chrono::milliseconds connect_timeout{5000};
   KvTransferFaults faults;
@@ -90,7 +102,8 @@ struct WeightsChunkToSend {
 
 struct KvTransferClientStats {
   int64_t blocks_queued = 0;   // accepted by send()
-  int64_t blocks_sent = 0;     // frames whose send completed
+  int64_t blocks_sent = 0;     // blocks whose message's send completed
+  int64_t messages_sent = 0;   // those messages (a batch is one)
   int64_t bytes_sent = 0;      // their payload bytes
   int64_t blocks_dropped = 0;  // not sent: the drop fault, or abandoned after a failure
 };
@@ -124,9 +137,11 @@ class KvTransferClient {
 
  private:
   explicit KvTransferClient(std::unique_ptr<Impl> impl);
-  // Queues a frame: its encoded header (sent under `am_id`) and payload.
-  Status enqueue(std::span<const std::byte> header, unsigned am_id, std::vector<std::byte> payload,
-                 std::span<const std::byte> borrowed, std::shared_ptr<const void> owner);
+  // Queues a frame: its encoded header (sent under `am_id`), a KV block's fields (its entry when
+  // it travels in a batch; unused for weights) and payload.
+  Status enqueue(std::span<const std::byte> header, unsigned am_id, const KvFrameHeader& kv,
+                 std::vector<std::byte> payload, std::span<const std::byte> borrowed,
+                 std::shared_ptr<const void> owner);
   std::unique_ptr<Impl> impl_;
 };
 

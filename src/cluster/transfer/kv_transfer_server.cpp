@@ -5,6 +5,9 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -12,6 +15,7 @@
 #include <variant>
 #include <vector>
 
+#include "cluster/transfer/kv_batch_frame.h"
 #include "core/mutex.h"
 #include "net/ucx_worker.h"
 
@@ -35,22 +39,20 @@ KvBlockSink tier_store_sink(kv::TierStore* store) {
 
 namespace {
 
-// A frame's header on either channel.
-using FrameHeader = std::variant<KvFrameHeader, WeightsFrameHeader>;
-
-Status check_payload(const FrameHeader& h, std::span<const std::byte> payload) {
-  if (const auto* kv = std::get_if<KvFrameHeader>(&h)) return check_frame_payload(*kv, payload);
-  return check_weights_payload(std::get<WeightsFrameHeader>(h), payload);
-}
+// Payload bytes received and not yet delivered beyond which the server holds new rendezvous
+// frames back (their receive starts once the pipeline catches up): a slow sink bounds the memory.
+constexpr size_t kMaxBacklogBytes = size_t{64} << 20;
+constexpr uint64_t kMaxRendezvousBytes =
+    std::max({kKvFrameMaxPayloadBytes, kKvBatchMaxPayloadBytes, kWeightsFrameMaxPayloadBytes});
 
 }  // namespace
 
 struct KvTransferServer::Impl {
   KvTransferServerOptions options;
-  KvBlockSink sink;  // the KV channel's
-  KvPayloadPlacer placer;
-  WeightsChunkSink weights_sink;  // the weights channel's
+  KvReceivePipeline::Sinks sinks;  // until start_impl hands them to the pipeline
+  KvPayloadPlacer placer;          // the KV channel's (one-block frames)
   WeightsPayloadPlacer weights_placer;
+  std::unique_ptr<KvReceivePipeline> pipeline;  // checksums and sinks, off the UCX thread
   std::unique_ptr<net::UcxWorker> worker;
   ucp_listener_h listener = nullptr;
   uint16_t port = 0;
@@ -58,40 +60,23 @@ struct KvTransferServer::Impl {
   // Rendezvous payload being received.
   struct PendingReceive {
     Impl* impl = nullptr;
-    FrameHeader header;
-    std::unique_ptr<std::byte[]> payload;  // `length` bytes (from the spare pool); null in place
-    std::byte* dst = nullptr;              // where the payload lands
-    std::shared_ptr<void> keep;            // holds a placer's destination until the receive ends
+    ReceivedHeader header;
+    uint64_t ticket = 0;         // its place in the pipeline (not for a discarded frame)
+    PayloadBuffer buffer;        // from the pipeline's pool; empty when placed
+    std::byte* dst = nullptr;    // where the payload lands
+    std::shared_ptr<void> keep;  // holds a placer's destination until delivered
     size_t length = 0;
+    void* data = nullptr;  // UCX's rendezvous descriptor, until the receive starts
     void* request = nullptr;
     bool discard = false;  // a rejected frame: received only to complete the rendezvous
   };
   std::unordered_map<ucp_ep_h, Clock::time_point> conns;  // connection → its last frame
   std::unordered_set<PendingReceive*> receives;           // rendezvous receives in flight
-  std::vector<void*> closing;                             // endpoint close requests in flight
-  bool stopping = false;  // shutdown began: frames from now on are received and dropped
-  // Payload buffers of finished receives, reused: a fresh 700 KB buffer per block costs page
-  // faults and a pass of zeroing.
-  std::vector<std::pair<std::unique_ptr<std::byte[]>, size_t>> spare;
-  static constexpr size_t kMaxSpare = 16;
-
-  std::unique_ptr<std::byte[]> take_buffer(size_t length) {
-    for (auto it = spare.rbegin(); it != spare.rend(); ++it) {
-      if (it->second != length) continue;
-      auto buf = std::move(it->first);
-      spare.erase(std::next(it).base());
-      return buf;
-    }
-    return std::unique_ptr<std::byte[]>(new std::byte[length]);  // not zeroed: fully received
-  }
-
-  // Returns a finished receive's buffer to the pool and frees the record.
-  void finish_receive(PendingReceive* pending) {
-    if (spare.size() < kMaxSpare && pending->payload != nullptr) {
-      spare.emplace_back(std::move(pending->payload), pending->length);
-    }
-    delete pending;
-  }
+  std::deque<PendingReceive*> held;  // admitted frames whose receive waits for the backlog
+  size_t held_bytes = 0;
+  std::atomic<bool> holding{false};  // held is not empty (read by the pipeline's thread)
+  std::vector<void*> closing;        // endpoint close requests in flight
+  bool stopping = false;             // shutdown began: frames from now on are received and dropped
 
   mutable Mutex stats_mu;
   KvTransferServerStats stats KEEL_GUARDED_BY(stats_mu);
@@ -114,59 +99,68 @@ struct KvTransferServer::Impl {
     if (UCS_PTR_IS_PTR(req)) closing.push_back(req);
   }
 
-  // Accepted frame: the payload has its header's length; checks the checksum, then the sink.
-  void deliver(const FrameHeader& header, std::span<const std::byte> payload) {
-    if (!check_payload(header, payload).ok()) {
-      count([](KvTransferServerStats& s) { ++s.rejected_checksum; });
-      return;
-    }
-    count([&](KvTransferServerStats& s) {
-      ++s.blocks_accepted;
-      s.bytes_accepted += static_cast<int64_t>(payload.size());
-    });
-    if (const auto* kv = std::get_if<KvFrameHeader>(&header)) {
-      sink(*kv, payload);
-    } else {
-      weights_sink(std::get<WeightsFrameHeader>(header), payload);
-    }
-  }
-
-  // Header checks before any payload is received (`am_id`: the channel it came on); false: drop
-  // the frame.
-  bool admit(unsigned am_id, std::span<const std::byte> header_bytes, size_t length,
-             FrameHeader* header) {
-    const auto malformed = [this] {
+  // A KV-channel header (one block or a batch) → its fields, when every check passes; counts the
+  // failed check otherwise.
+  std::optional<ReceivedHeader> admit_kv(std::span<const std::byte> header_bytes, size_t length) {
+    const auto malformed = [this]() -> std::optional<ReceivedHeader> {
       count([](KvTransferServerStats& s) { ++s.rejected_malformed; });
-      return false;
+      return std::nullopt;
     };
-    if (am_id != transfer_am_id(options.channel)) return malformed();
-    if (options.channel == TransferChannel::kWeights) {
-      auto decoded = decode_weights_header(header_bytes);
-      if (!decoded.ok() || decoded->payload_bytes != length) return malformed();
-      *header = *decoded;
-      return true;
+    const auto fits = [&](const KvFrameHeader& b) {
+      return options.payload_bytes == 0 || b.payload_bytes == options.payload_bytes;
+    };
+    kv::BlockHash identity;
+    ReceivedHeader header;
+    if (kv_header_magic(header_bytes) == kKvBatchMagic) {
+      auto decoded = decode_batch_header(header_bytes);
+      if (!decoded.ok() || decoded->payload_bytes() != length ||
+          !std::all_of(decoded->blocks.begin(), decoded->blocks.end(), fits)) {
+        return malformed();
+      }
+      identity = decoded->kv_identity;
+      header = std::move(*decoded);
+    } else {
+      auto decoded = decode_frame_header(header_bytes);
+      if (!decoded.ok() || decoded->payload_bytes != length || !fits(*decoded)) return malformed();
+      identity = decoded->kv_identity;
+      header = *decoded;
     }
-    auto decoded = decode_frame_header(header_bytes);
-    if (!decoded.ok() || decoded->payload_bytes != length ||
-        (options.payload_bytes != 0 && length != options.payload_bytes)) {
-      return malformed();
-    }
-    if (decoded->kv_identity != options.kv_identity) {
+    if (identity != options.kv_identity) {
       count([](KvTransferServerStats& s) { ++s.rejected_identity; });
-      return false;
+      return std::nullopt;
     }
-    *header = *decoded;
-    return true;
+    return header;
   }
 
-  // Where an admitted rendezvous payload goes: the channel's placer's choice, or none.
-  PayloadPlacement place(const FrameHeader& header) {
+  // Header checks before any payload is received (`am_id`: the channel it came on); nothing: drop
+  // the frame.
+  std::optional<ReceivedHeader> admit(unsigned am_id, std::span<const std::byte> header_bytes,
+                                      size_t length) {
+    if (am_id == transfer_am_id(options.channel) && options.channel == TransferChannel::kKvBlocks) {
+      return admit_kv(header_bytes, length);
+    }
+    if (am_id == transfer_am_id(options.channel)) {
+      auto decoded = decode_weights_header(header_bytes);
+      if (decoded.ok() && decoded->payload_bytes == length) return ReceivedHeader{*decoded};
+    }
+    count([](KvTransferServerStats& s) { ++s.rejected_malformed; });
+    return std::nullopt;
+  }
+
+  // Where an admitted rendezvous payload goes: the channel's placer's choice, or none (a batch
+  // always lands in the pipeline's buffers).
+  PayloadPlacement place(const ReceivedHeader& header) {
     if (const auto* kv = std::get_if<KvFrameHeader>(&header)) {
       return placer ? placer(*kv) : PayloadPlacement{};
     }
-    return weights_placer ? weights_placer(std::get<WeightsFrameHeader>(header))
-                          : PayloadPlacement{};
+    if (const auto* w = std::get_if<WeightsFrameHeader>(&header)) {
+      return weights_placer ? weights_placer(*w) : PayloadPlacement{};
+    }
+    return {};
   }
+
+  // Received bytes the pipeline has not delivered yet, beyond those held back.
+  [[nodiscard]] size_t receiving_bytes() const { return pipeline->backlog_bytes() - held_bytes; }
 
   ucs_status_t on_message(unsigned am_id, const void* header_ptr, size_t header_length, void* data,
                           size_t length, const ucp_am_recv_param_t* param) {
@@ -175,64 +169,111 @@ struct KvTransferServer::Impl {
       if (it != conns.end()) it->second = Clock::now();
     }
     const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
-    FrameHeader header;
-    const bool admitted =
-        admit(am_id, {static_cast<const std::byte*>(header_ptr), header_length}, length, &header);
-    if (!rndv) {
-      if (admitted) deliver(header, {static_cast<const std::byte*>(data), length});
+    std::optional<ReceivedHeader> header =
+        admit(am_id, {static_cast<const std::byte*>(header_ptr), header_length}, length);
+    if (!rndv) {  // eager: the bytes are here only during this call
+      if (header && !stopping) {
+        ReceivedFrame frame{std::move(*header), pipeline->take_buffer(length), {}, {}};
+        if (length > 0) std::memcpy(frame.buffer.bytes.get(), data, length);
+        frame.payload = {frame.buffer.bytes.get(), length};
+        pipeline->complete(pipeline->reserve(length), std::move(frame));
+      }
       return UCS_OK;
     }
-    if (!admitted && length > std::max(kKvFrameMaxPayloadBytes, kWeightsFrameMaxPayloadBytes)) {
+    if (!header && length > kMaxRendezvousBytes) {
       ucp_am_data_release(worker->handle(), data);  // declines it (UCX 1.13 may leak a buffer)
       return UCS_OK;
     }
-    // A rejected rendezvous frame is still received, into a buffer that is then dropped:
-    // declining it with ucp_am_data_release leaks UCX's receive descriptors in 1.13.
     auto* pending = new PendingReceive{};
     pending->impl = this;
-    pending->header = header;
     pending->length = length;
-    pending->discard = !admitted || stopping;
+    pending->data = data;
+    // A rejected rendezvous frame is still received, into a buffer that is then dropped:
+    // declining it with ucp_am_data_release leaks UCX's receive descriptors in 1.13.
+    pending->discard = !header || stopping;
+    if (pending->discard) {
+      start_receive(pending);
+      return UCS_OK;
+    }
+    pending->header = std::move(*header);
+    const bool hold = !held.empty() || receiving_bytes() >= kMaxBacklogBytes;
+    pending->ticket = pipeline->reserve(length);
+    if (hold) {
+      held.push_back(pending);  // its place in the order is kept; the receive starts later
+      held_bytes += length;
+      holding = true;
+      return UCS_INPROGRESS;
+    }
+    start_receive(pending);
+    return UCS_OK;
+  }
+
+  // Starts the receive of a rendezvous payload (on a completion or failure at once, settles it).
+  void start_receive(PendingReceive* pending) {
     if (!pending->discard) {
-      PayloadPlacement at = place(header);
+      PayloadPlacement at = place(pending->header);
       pending->dst = at.dst;
       pending->keep = std::move(at.keep);
     }
     if (pending->dst == nullptr) {
-      pending->payload = take_buffer(length);
-      pending->dst = pending->payload.get();
+      pending->buffer = pipeline->take_buffer(pending->length);
+      pending->dst = pending->buffer.bytes.get();
     }
     ucp_request_param_t rp{};
     rp.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     rp.cb.recv_am = &Impl::on_payload;
     rp.user_data = pending;
-    void* req = ucp_am_recv_data_nbx(worker->handle(), data, pending->dst, length, &rp);
+    void* req =
+        ucp_am_recv_data_nbx(worker->handle(), pending->data, pending->dst, pending->length, &rp);
+    pending->data = nullptr;
     if (req == nullptr) {  // completed at once
-      if (!pending->discard) deliver(pending->header, {pending->dst, length});
-      finish_receive(pending);
+      settle(pending, UCS_OK);
     } else if (UCS_PTR_IS_ERR(req)) {
-      count([](KvTransferServerStats& s) { ++s.receive_errors; });
-      finish_receive(pending);
+      settle(pending, UCS_PTR_STATUS(req));
     } else {
       pending->request = req;
       receives.insert(pending);
     }
-    return UCS_OK;
+  }
+
+  // A receive ended: its frame goes to the pipeline (or its place is given up); frees the record.
+  void settle(PendingReceive* pending, ucs_status_t status) {
+    if (pending->discard) {
+      // nothing to deliver
+    } else if (status == UCS_OK) {
+      ReceivedFrame frame{std::move(pending->header),
+                          std::move(pending->buffer),
+                          {pending->dst, pending->length},
+                          std::move(pending->keep)};
+      pipeline->complete(pending->ticket, std::move(frame));
+    } else {
+      count([](KvTransferServerStats& s) { ++s.receive_errors; });
+      pipeline->abandon(pending->ticket);
+    }
+    delete pending;
   }
 
   static void on_payload(void* request, ucs_status_t status, size_t /*length*/, void* user_data) {
     auto* pending = static_cast<PendingReceive*>(user_data);
     Impl* impl = pending->impl;
     impl->receives.erase(pending);
-    if (status == UCS_OK) {
-      if (!pending->discard) {
-        impl->deliver(pending->header, {pending->dst, pending->length});
-      }
-    } else if (!pending->discard) {
-      impl->count([](KvTransferServerStats& s) { ++s.receive_errors; });
-    }
-    impl->finish_receive(pending);
+    impl->settle(pending, status);
     ucp_request_free(request);
+  }
+
+  // Starts the held receives the backlog now allows (all of them, as discards, once stopping).
+  void resume_held() {
+    while (!held.empty() && (stopping || receiving_bytes() < kMaxBacklogBytes)) {
+      PendingReceive* pending = held.front();
+      held.pop_front();
+      held_bytes -= pending->length;
+      if (stopping) {
+        pipeline->abandon(pending->ticket);
+        pending->discard = true;
+      }
+      start_receive(pending);
+    }
+    holding = !held.empty();
   }
 
   template <unsigned kAmId>
@@ -266,8 +307,9 @@ struct KvTransferServer::Impl {
     });
   }
 
-  // The progress thread's tick: idle timeouts and finished close requests.
+  // The progress thread's tick: held receives, idle timeouts and finished close requests.
   std::chrono::milliseconds tick() {
+    resume_held();
     const auto now = Clock::now();
     std::vector<ucp_ep_h> idle;
     for (const auto& [ep, last] : conns) {
@@ -335,6 +377,7 @@ struct KvTransferServer::Impl {
     if (listener != nullptr) ucp_listener_destroy(listener);
     listener = nullptr;
     stopping = true;
+    resume_held();  // held frames are received now, and dropped
     worker->progress_until([&] { return receives.empty(); }, std::chrono::milliseconds(5000));
     std::vector<ucp_ep_h> eps;
     for (const auto& [ep, last] : conns) eps.push_back(ep);
@@ -362,7 +405,7 @@ Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start(KvTransferServ
   KEEL_TRY(options.validate());
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
-  impl->sink = std::move(sink);
+  impl->sinks.kv = std::move(sink);
   impl->placer = std::move(placer);
   return start_impl(std::move(impl));
 }
@@ -373,13 +416,18 @@ Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start_weights(
   KEEL_TRY(options.validate());
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
-  impl->weights_sink = std::move(sink);
+  impl->sinks.weights = std::move(sink);
   impl->weights_placer = std::move(placer);
   return start_impl(std::move(impl));
 }
 
 Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start_impl(std::unique_ptr<Impl> impl) {
   Impl* raw = impl.get();
+  // Created before the worker (its tick reads the backlog); wakes the worker when a delivery may
+  // let a held receive start.
+  impl->pipeline = std::make_unique<KvReceivePipeline>(std::move(impl->sinks), [raw] {
+    if (raw->holding.load(std::memory_order_relaxed)) raw->worker->wake();
+  });
   const std::string thread =
       impl->options.channel == TransferChannel::kWeights ? "keel-wt-recv" : "keel-kv-recv";
   KEEL_ASSIGN_OR_RETURN(impl->worker, net::UcxWorker::start(thread, [raw] { return raw->tick(); }));
@@ -395,14 +443,23 @@ Result<std::unique_ptr<KvTransferServer>> KvTransferServer::start_impl(std::uniq
 KvTransferServer::~KvTransferServer() {
   Impl* raw = impl_.get();
   impl_->worker->run_sync([raw] { raw->shutdown(); });
+  impl_->pipeline->stop();  // delivers what was received whole, then no sink call
   impl_->worker->stop();
 }
 
 uint16_t KvTransferServer::port() const { return impl_->port; }
 
 KvTransferServerStats KvTransferServer::stats() const {
-  MutexLock lock(impl_->stats_mu);
-  return impl_->stats;
+  KvTransferServerStats s;
+  {
+    MutexLock lock(impl_->stats_mu);
+    s = impl_->stats;
+  }
+  const KvDeliveryStats d = impl_->pipeline->stats();
+  s.blocks_accepted = d.blocks_accepted;
+  s.bytes_accepted = d.bytes_accepted;
+  s.rejected_checksum = d.rejected_checksum;
+  return s;
 }
 
 }  // namespace keel::cluster

@@ -1,17 +1,23 @@
 // KvTransferServer: the receiving end of the KV transfer service (DeepServe's DistFlow) — a decode
 // TE's listener for KV blocks that a prefill TE (or any peer TE, as tier T3) streams to it, or,
 // on the weights channel (transfer_channel.h), a TE's listener for a model store entry forked from
-// a peer (cluster/weights/weights_receiver.h). Each frame (kv_transfer_frame.h, weights_frame.h)
-// arrives as one UCX active message under its channel's id: the frame header as the message
-// header, the payload as its data (rendezvous — zero-copy through cma, or RDMA — for large
-// blocks). A frame is checked before its block is handed on: of the server's channel, header
-// well-formed, a KV block's identity equal to the server's, payload of the expected size and
-// checksum. A frame failing a check is dropped
-// and counted; a connection with no frame for `idle_timeout` (a stalled or vanished sender) is
-// closed. A block that never arrives intact is simply not there: the engine recomputes it.
+// a peer (cluster/weights/weights_receiver.h). Each frame (kv_transfer_frame.h: one block,
+// kv_batch_frame.h: several; weights_frame.h) arrives as one UCX active message under its
+// channel's id: the frame header as the message header, the payload as its data (rendezvous —
+// zero-copy through cma, or RDMA — for large frames). Headers are checked on the UCX thread before
+// any payload is received: of the server's channel, well-formed, a KV frame's identity equal to
+// the server's, every block of the expected size. Payloads go to a delivery thread
+// (kv_receive_pipeline.h) that checks each block's checksum and hands it to the sink, in arrival
+// order, so the UCX thread only progresses the transport. A frame or block failing a check is
+// dropped and counted; a connection with no frame for `idle_timeout` (a stalled or vanished
+// sender) is closed. When more than 64 MB received wait for the sink, new rendezvous frames are
+// held (their receive starts later, their order kept). A block that never arrives intact is
+// simply not there: the engine recomputes it.
 //
-// Thread safety: the sink runs on the server's UCX thread (it must not block for long);
-// port() and stats() from any thread; the destructor from any thread but the sink's.
+// Thread safety: the sinks run on the server's delivery thread, one call at a time (they must not
+// block for long; a block is handed on shortly after its sender's flush completed, not before it
+// returns); placers on its UCX thread; port() and stats() from any thread; the destructor from
+// any thread but the sinks'.
 #pragma once
 
 #include <chrono>
@@ -21,6 +27,7 @@
 #include <span>
 #include <string>
 
+#include "cluster/transfer/kv_receive_pipeline.h"
 #include "cluster/transfer/kv_transfer_frame.h"
 #include "cluster/transfer/transfer_channel.h"
 #include "cluster/transfer/weights_frame.h"
@@ -55,23 +62,20 @@ struct KvTransferServerStats {
   int64_t connections_accepted = 0;
   int64_t connections_open = 0;
   int64_t connections_timed_out = 0;  // closed by idle_timeout
-  int64_t blocks_accepted = 0;        // handed to the sink
+  int64_t blocks_accepted = 0;        // handed to the sink (a batch counts its blocks)
   int64_t bytes_accepted = 0;         // their payload bytes
   int64_t rejected_malformed = 0;     // header did not decode, a payload of the wrong size, or a
                                       // frame of the other channel
   int64_t rejected_identity = 0;      // another model / KV dtype / block size
-  int64_t rejected_checksum = 0;      // payload checksum mismatch
+  int64_t rejected_checksum = 0;      // blocks whose payload failed its checksum
   int64_t receive_errors = 0;         // a payload lost in transit (connection failed mid-frame)
 };
 
-// Receives each accepted block or chunk: its header and payload (valid during the call).
-using KvBlockSink = std::function<void(const KvFrameHeader&, std::span<const std::byte>)>;
-using WeightsChunkSink = std::function<void(const WeightsFrameHeader&, std::span<const std::byte>)>;
-
 // Where an admitted rendezvous payload is received: `dst` (header.payload_bytes writable bytes)
-// kept valid by `keep` until the receive completed — the payload lands there with no copy, and
+// kept valid by `keep` until the block was handed on — the payload lands there with no copy, and
 // the sink is called with a span at `dst`. dst null: the server's own buffer (then the sink
 // copies). A payload that fails its checksum is not handed on: `dst` then holds garbage bytes.
+// A KV placer sees one-block frames only: a batch lands in the server's buffers.
 struct PayloadPlacement {
   std::byte* dst = nullptr;
   std::shared_ptr<void> keep;

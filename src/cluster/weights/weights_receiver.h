@@ -20,8 +20,8 @@
 // the sink files it — straight from the mapping, with the checksum its frame arrived with; it
 // answers once this TE's own stream completed and the downstream flushed.
 //
-// Thread safety: the sink runs on the server's UCX thread; begin/finish/abort from the fetching
-// thread; relay from the WeightsServer's link threads; all under one mutex.
+// Thread safety: the sink runs on the server's delivery thread; begin/finish/abort from the
+// fetching thread; relay from the WeightsServer's link threads; all under one mutex.
 #pragma once
 
 #include <chrono>
