@@ -14,12 +14,6 @@
 #include <string>
 
 namespace keel::net {
-namespace {
-// How long the thread keeps polling (yielding between polls) after the last progress before it
-// sleeps, at most as long as the tick allows. Short: on an oversubscribed host a longer spin
-// measured slower (the spinning thread takes the core its peer needs); see docs/benchmarks.md.
-constexpr auto kSpinWindow = std::chrono::microseconds(2000);
-}  // namespace
 
 Status ucx_status(const char* what, ucs_status_t status) {
   return Status::unavailable(std::string("UCX ") + what + ": " + ucs_status_string(status));
@@ -42,10 +36,12 @@ Result<sockaddr_storage> resolve_ipv4(const std::string& host, uint16_t port) {
   return storage;
 }
 
-Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick, bool wakeup) {
+Result<std::unique_ptr<UcxWorker>> UcxWorker::start(std::string name, Tick tick, bool wakeup,
+                                                    std::chrono::microseconds spin_window) {
   std::unique_ptr<UcxWorker> w(new UcxWorker());
   w->name_ = std::move(name);
   w->tick_ = std::move(tick);
+  w->spin_window_ = spin_window;
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_NAME;
   // No UCP_FEATURE_WAKEUP: asking for it restricts UCX to transports with event fds, which on
@@ -146,7 +142,7 @@ void UcxWorker::run() {
       last_busy = now;
       continue;
     }
-    if (now - last_busy < kSpinWindow) {
+    if (now - last_busy < spin_window_) {
       std::this_thread::yield();  // on an oversubscribed host, let the peer thread run
       continue;
     }

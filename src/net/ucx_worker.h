@@ -41,9 +41,17 @@ class UcxWorker {
   // next call when nothing happens (wake-ups from the network or post() come sooner).
   using Tick = std::function<std::chrono::milliseconds()>;
 
+  // How long the thread keeps polling (yielding between polls) after the last progress before it
+  // sleeps, at most as long as the tick allows. Short: on an oversubscribed host a longer spin
+  // measured slower (the spinning thread takes the core its peer needs); see docs/benchmarks.md.
+  static constexpr std::chrono::microseconds kDefaultSpinWindow{2000};
+
   // A context with active messages and wake-up, its worker, and the running progress thread.
-  // wakeup: UCP_FEATURE_WAKEUP and the worker's event fd (see above).
-  static Result<std::unique_ptr<UcxWorker>> start(std::string name, Tick tick, bool wakeup = false);
+  // wakeup: UCP_FEATURE_WAKEUP and the worker's event fd (see above). spin_window: see above (a
+  // thread that only waits for completions its peer drives may spin less).
+  static Result<std::unique_ptr<UcxWorker>> start(
+      std::string name, Tick tick, bool wakeup = false,
+      std::chrono::microseconds spin_window = kDefaultSpinWindow);
   UcxWorker(const UcxWorker&) = delete;
   UcxWorker& operator=(const UcxWorker&) = delete;
   ~UcxWorker();  // stop(), then destroys the worker and the context
@@ -72,6 +80,7 @@ class UcxWorker {
 
   std::string name_;
   Tick tick_;
+  std::chrono::microseconds spin_window_ = kDefaultSpinWindow;
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;  // an eventfd: post(), wake() and stop() end the thread's sleep

@@ -381,6 +381,11 @@ TEST(KvTransferTest, OptionsAreValidated) {
   EXPECT_TRUE(c.validate().ok());
   c.max_frame_bytes = 0;
   EXPECT_FALSE(c.validate().ok());
+  c.max_frame_bytes = size_t{8} << 20;
+  c.spin_window = std::chrono::microseconds(-1);
+  EXPECT_FALSE(c.validate().ok());
+  c.spin_window = std::chrono::microseconds(0);
+  EXPECT_TRUE(c.validate().ok());
   KvTransferServerOptions s;
   EXPECT_TRUE(s.validate().ok());
   s.idle_timeout = 0ms;

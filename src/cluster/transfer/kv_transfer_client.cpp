@@ -35,6 +35,7 @@ Status KvTransferClientOptions::validate() const {
                                     std::to_string(kKvBatchMaxPayloadBytes) + "]");
   }
   if (connect_timeout.count() <= 0) return Status::invalid_argument("connect_timeout must be > 0");
+  if (spin_window.count() < 0) return Status::invalid_argument("spin_window must be >= 0");
   if (faults.throttle_bytes_per_s < 0) return Status::invalid_argument("negative throttle");
   return Status::ok_status();
 }
@@ -354,8 +355,9 @@ Result<std::unique_ptr<KvTransferClient>> KvTransferClient::connect(
   auto impl = std::make_unique<Impl>();
   impl->options = std::move(options);
   Impl* raw = impl.get();
-  KEEL_ASSIGN_OR_RETURN(impl->worker,
-                        net::UcxWorker::start("keel-kv-send", [raw] { return raw->tick(); }));
+  KEEL_ASSIGN_OR_RETURN(impl->worker, net::UcxWorker::start(
+                                          "keel-kv-send", [raw] { return raw->tick(); },
+                                          /*wakeup=*/false, impl->options.spin_window));
   Status status;
   impl->worker->run_sync([&] { status = raw->open(); });
   if (!status.ok()) {
