@@ -281,6 +281,25 @@ TEST(KvTransferTest, BatchedBlocksArriveInOrderAndADamagedOneAlone) {
   EXPECT_EQ(order, expected);
 }
 
+// Small blocks batched go eagerly (no rendezvous): the same frames, the same checks.
+TEST(KvTransferTest, SmallBatchedBlocksGoEagerlyAndArriveWhole) {
+  constexpr size_t kBytes = 512;
+  Rig rig(kBytes);
+  KvTransferClientOptions co;
+  co.port = rig.server->port();
+  co.kv_identity = kIdentity;
+  co.max_in_flight = 1;
+  co.max_blocks_per_frame = 8;
+  auto client = KvTransferClient::connect(co);
+  ASSERT_TRUE(client.ok()) << client.status().to_string();
+  for (int i = 0; i < 24; ++i) ASSERT_TRUE((*client)->send(make_block(kBytes, i)).ok());
+  ASSERT_TRUE((*client)->flush(Clock::now() + 10s).ok());
+  ASSERT_TRUE(eventually([&] { return rig.server->stats().blocks_accepted == 24; }));
+  for (int i = 0; i < 24; ++i) EXPECT_TRUE(rig.holds(i, kBytes)) << i;
+  const KvTransferServerStats s = rig.server->stats();
+  EXPECT_EQ(s.rejected_checksum + s.rejected_malformed + s.rejected_identity, 0);
+}
+
 TEST(KvTransferTest, StalledSenderTimesOutWithoutHanging) {
   constexpr size_t kBytes = 65536;
   Rig rig(kBytes, 300ms);
