@@ -8,6 +8,10 @@
 # process's share of a layer's tokens over the mean, worst layer) and the slots each computed.
 #
 #   bench/moe_ep_prefill.sh [--shape qwen3moe-small] [--type q4_0] [--replicas 8] [--rounds 2]
+#                           [--remote]
+# --remote (root): instead, the member on "another host" — `keel ep-expert --listen` in a network
+# namespace joined to this one by a veth pair, reached over UCX (TCP) with `--ep-remote` — and only
+# ping-pong against one batch (the exchange a network link costs is what ping-pong hides).
 # Two cores: the EP leader and its member -t 1 each. Needs build/release (make release), python3.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +20,7 @@ SHAPE=qwen3moe-small
 TYPE=q4_0
 REPLICAS=8
 ROUNDS=2
+REMOTE=0
 N=16
 C=4
 W=200
@@ -25,7 +30,8 @@ while [ $# -gt 0 ]; do
     --type) TYPE="$2"; shift ;;
     --replicas) REPLICAS="$2"; shift ;;
     --rounds) ROUNDS="$2"; shift ;;
-    *) echo "usage: $0 [--shape S] [--type T] [--replicas R] [--rounds N]" >&2; exit 2 ;;
+    --remote) REMOTE=1 ;;
+    *) echo "usage: $0 [--shape S] [--type T] [--replicas R] [--rounds N] [--remote]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -55,13 +61,39 @@ run() {  # NAME ROUND ARGS...
   stop "$SRV"
 }
 CONFIGS=(ping-pong one-batch replicas)
+EXTRA=()
+if [ "$REMOTE" = 1 ]; then  # the member in a namespace behind a veth pair: another "host"
+  NS=keel-epp-$$ VA=kpa$$ VB=kpb$$ NET=10.215.$(($$ % 200)).
+  net_cleanup() {
+    cleanup
+    ip netns del "$NS" 2> /dev/null || true
+    ip link del "$VA" 2> /dev/null || true
+  }
+  trap net_cleanup EXIT
+  ip netns add "$NS"
+  ip link add "$VA" type veth peer name "$VB"
+  ip link set "$VB" netns "$NS"
+  ip addr add "${NET}1/24" dev "$VA" && ip link set "$VA" up
+  ip netns exec "$NS" ip link set lo up
+  ip netns exec "$NS" ip addr add "${NET}2/24" dev "$VB"
+  ip netns exec "$NS" ip link set "$VB" up
+  ip netns exec "$NS" "$KEEL" ep-expert -m "$M" --shard 1/2 --listen "${NET}2:0" -t 1 \
+    > "$OUT/remote-member.log" 2>&1 &
+  PIDS+=("$!")
+  for _ in $(seq 1 240); do grep -q KEEL_READY "$OUT/remote-member.log" && break; sleep 0.5; done
+  RPORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$OUT/remote-member.log" | head -1)
+  EXTRA=(--ep-remote "${NET}2:$RPORT")
+  CONFIGS=(ping-pong one-batch)
+fi
 for r in $(seq 1 "$ROUNDS"); do
-  run ping-pong "$r"
-  run one-batch "$r" --ep-ping-pong false
-  run replicas "$r" --ep-replicas "$REPLICAS" --ep-counts "$OUT/counts.prom"
+  run ping-pong "$r" "${EXTRA[@]}"
+  run one-batch "$r" --ep-ping-pong false "${EXTRA[@]}"
+  [ "$REMOTE" = 1 ] || run replicas "$r" --ep-replicas "$REPLICAS" --ep-counts "$OUT/counts.prom"
 done
 
-echo "# --ep 2 on one host: $SHAPE $TYPE, $N prompts of $W words, $C at a time, 16 tokens"
+where="on one host"
+[ "$REMOTE" = 1 ] && where="member behind a veth link (UCX over TCP)"
+echo "# --ep 2, $where: $SHAPE $TYPE, $N prompts of $W words, $C at a time, 16 tokens"
 echo "| config | round | wall s | prompt tok/s | exposed s / exchange s | slots leader / member | plan (worst layer) |"
 echo "|---|---|---|---|---|---|---|"
 for r in $(seq 1 "$ROUNDS"); do

@@ -80,7 +80,8 @@ inline void add_expert_parallel_flags(CLI::App* cmd, keel::cli::ServeOptions* o)
                   "(false: wait for the members first; for measuring the overlap)");
   cmd->add_option("--ep-ping-pong", o->ep_ping_pong,
                   "--ep: run a batch of two or more tokens as two micro-batches, one's attention "
-                  "while the other's experts compute in the members (false: one batch)");
+                  "while the other's experts compute in the members (default false: measured no "
+                  "faster on one host or over a veth link, docs/moe.md)");
   cmd->add_option("--ep-remote", o->ep_remote,
                   "--ep: HOST:PORT of running `keel ep-expert --listen` members on other hosts "
                   "(over UCX), shards 1, 2, ... in order; the remaining members start here")

@@ -37,7 +37,7 @@ namespace keel::host {
 struct ExpertParallelOptions {
   int shards = 1;          // --ep: 1 (every expert here) or 2..8 processes
   bool overlap = true;     // --ep-overlap: the local experts run while the members compute
-  bool ping_pong = true;   // --ep-ping-pong: two micro-batches alternate (model/context.h)
+  bool ping_pong = false;  // --ep-ping-pong: two micro-batches alternate (model/context.h)
   int member_threads = 0;  // a member's compute threads (0 = the leader's)
   std::string program;     // the keel binary members run ("" = /proc/self/exe)
   // --ep-remote: HOST:PORT of running `keel ep-expert --listen` members, shards 1, 2, … in order.

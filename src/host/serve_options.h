@@ -99,7 +99,7 @@ struct ServeOptions {
   double pp_step_timeout_s = 60.0;     // --pp-step-timeout: one step's reply from stage 1
   int32_t ep = 1;                      // --ep: expert-parallel processes (host/expert_parallel.h)
   bool ep_overlap = true;              // --ep-overlap: local experts run while the members compute
-  bool ep_ping_pong = true;            // --ep-ping-pong: two micro-batches alternate
+  bool ep_ping_pong = false;           // --ep-ping-pong: two micro-batches alternate
   std::vector<std::string> ep_remote;  // --ep-remote: listening members on other hosts
   int32_t ep_replicas = 0;             // --ep-replicas: hot-expert copies per process and layer
   std::string ep_counts;               // --ep-counts: a /metrics scrape with the expert counts

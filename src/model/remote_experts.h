@@ -56,8 +56,9 @@ struct ExpertParallel {
   // Counts the slots computed here (borrowed; null: not counted), beside the members' counts.
   std::atomic<int64_t>* local_slots = nullptr;
   // With overlap, a batch of two or more tokens runs as two micro-batches, one's attention while
-  // the other's remote experts compute (Context's ping-pong).
-  bool ping_pong = true;
+  // the other's remote experts compute (Context's ping-pong). Off by default: measured no faster
+  // (docs/moe.md).
+  bool ping_pong = false;
   std::atomic<int64_t>* ping_pong_passes = nullptr;  // counts them (borrowed; null: not counted)
 };
 

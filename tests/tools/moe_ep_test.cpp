@@ -76,7 +76,7 @@ TEST(ExpertParallelServeTest, GreedyTextEqualsOneProcessFor256TokensOverlapOnAnd
   const std::vector<std::string> want = ep_one_process_texts(model);
   for (const char* overlap : {"true", "false"}) {
     ServeProcess two({"-m", model, "-t", "1", "--max-batched-tokens", "64", "--ep", "2",
-                      "--ep-overlap", overlap});
+                      "--ep-overlap", overlap, "--ep-ping-pong", "true"});
     ASSERT_TRUE(two.ok()) << two.error();
     ASSERT_TRUE(ep_healthy(two)) << two.log();
     ASSERT_GT(ep_member_pid(two.log()), 0) << two.log();

@@ -70,7 +70,7 @@ struct TeEngineSpec {
   double pp_step_timeout_s = 60.0;
   int32_t ep = 1;                  // expert-parallel processes (the TE starts its ep - 1 members)
   bool ep_overlap = true;          // its experts computed while the members compute theirs
-  bool ep_ping_pong = true;        // two micro-batches alternate (model/context.h)
+  bool ep_ping_pong = false;       // two micro-batches alternate (model/context.h)
   int32_t ep_replicas = 0;         // hot-expert copies per process and layer (host/expert_parallel)
   std::string ep_counts;           // with ep_replicas: an absolute path to the expert counts
   std::string mode = "colocated";  // colocated | semi-pd
