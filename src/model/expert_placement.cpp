@@ -58,11 +58,11 @@ ExpertShard ExpertPlacement::shard(int32_t index) const {
 
 void assign_slots(const ExpertPlacement& placement, int64_t layer,
                   std::span<const int32_t> slot_expert, std::span<int32_t> slot_shard,
-                  std::span<int64_t> load) {
+                  std::span<int64_t> load, std::vector<int32_t>& pending) {
   KEEL_CHECK(slot_shard.size() >= slot_expert.size() &&
              load.size() >= static_cast<size_t>(placement.shards()));
   std::fill(load.begin(), load.end(), 0);
-  std::vector<int32_t> pending;  // the slots of replicated experts
+  pending.clear();  // the slots of replicated experts
   for (size_t i = 0; i < slot_expert.size(); ++i) {
     const uint64_t h = placement.holders(layer, slot_expert[i]);
     if (std::has_single_bit(h)) {

@@ -64,9 +64,10 @@ class ExpertPlacement {
 
 // slot_shard[i] = the shard that computes slot i (expert slot_expert[i] of `layer`), by the rule
 // in the header comment. `load` is scratch of placement.shards() entries; on return it holds each
-// shard's slot count. Experts must be in [0, n_expert) and layer in [0, n_layer).
+// shard's slot count. `pending` is the caller's scratch (reused across calls: no allocation once
+// it has grown). Experts must be in [0, n_expert) and layer in [0, n_layer).
 void assign_slots(const ExpertPlacement& placement, int64_t layer,
                   std::span<const int32_t> slot_expert, std::span<int32_t> slot_shard,
-                  std::span<int64_t> load);
+                  std::span<int64_t> load, std::vector<int32_t>& pending);
 
 }  // namespace keel::model

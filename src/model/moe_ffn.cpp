@@ -203,7 +203,8 @@ void MoeFfn::start_expert_parallel(const MoeWeights& w, int64_t layer, const flo
   if (ep_.placement != nullptr) {  // replicated experts: the leader picks each slot's copy
     slot_shard_.resize(sz(n_slots));
     shard_load_.resize(sz(ep_.placement->shards()));
-    assign_slots(*ep_.placement, layer, {sel_.data(), sz(n_slots)}, slot_shard_, shard_load_);
+    assign_slots(*ep_.placement, layer, {sel_.data(), sz(n_slots)}, slot_shard_, shard_load_,
+                 pending_);
   }
   for (int64_t s = 0; s < n_slots; ++s) {
     const int32_t e = sel_[sz(s)];

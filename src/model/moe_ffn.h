@@ -129,7 +129,7 @@ class MoeFfn {
   // outputs of each part, [T·k][n_embd] at most.
   std::vector<int32_t> loc_row_, loc_expert_, loc_slot_, rem_row_, rem_expert_, rem_slot_;
   // With replicated experts: each slot's shard, the remote slots' shards, and assign_slots' loads.
-  std::vector<int32_t> slot_shard_, rem_shard_;
+  std::vector<int32_t> slot_shard_, rem_shard_, pending_;
   std::vector<int64_t> shard_load_;
   std::vector<float> ypart_;
   bool in_flight_ = false;  // remote work dispatched and not yet collected

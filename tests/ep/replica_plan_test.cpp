@@ -53,7 +53,8 @@ TEST(ExpertPlacementTest, SlotsGoToOwnersOrTheLeastLoadedCopyTheSameEveryTime) {
   const std::vector<int32_t> experts = {4, 5, 6, 5, 0, 7, 5, 5};
   std::vector<int32_t> shard(experts.size(), -1), again(experts.size(), -1);
   std::vector<int64_t> load(2);
-  model::assign_slots(*p, 0, experts, shard, load);
+  std::vector<int32_t> pending;
+  model::assign_slots(*p, 0, experts, shard, load, pending);
   EXPECT_EQ(shard[0], 1);
   EXPECT_EQ(shard[2], 1);
   EXPECT_EQ(shard[4], 0);
@@ -64,7 +65,7 @@ TEST(ExpertPlacementTest, SlotsGoToOwnersOrTheLeastLoadedCopyTheSameEveryTime) {
   for (size_t i = 0; i < experts.size(); ++i) {
     EXPECT_NE(p->holders(0, experts[i]) >> shard[i] & 1, 0u) << "slot " << i;
   }
-  model::assign_slots(*p, 0, experts, again, load);
+  model::assign_slots(*p, 0, experts, again, load, pending);
   EXPECT_EQ(again, shard);
 }
 
