@@ -39,6 +39,7 @@ MODELS=${MODELS:-/tmp/keel-moe-vs-llama}
 OUT=${OUT:-$(mktemp -d /tmp/keel-moe-ep.XXXX)}
 mkdir -p "$MODELS" "$OUT"
 source bench/lib/processes.sh
+source bench/lib/ep_netns.sh
 M="$MODELS/$SHAPE-$TYPE.gguf"
 [ -e "$M" ] || "$KEEL" make-model --shape "$SHAPE" --type "$TYPE" --vocab "$VOCAB" -o "$M"
 
@@ -69,28 +70,9 @@ run_config ep2-overlap -t 1 --ep 2 --ep-overlap true
 run_config ep2-no-overlap -t 1 --ep 2 --ep-overlap false
 CONFIGS="single-t1 single-t2 ep2-overlap ep2-no-overlap"
 if [ "$REMOTE" = 1 ]; then  # the member in a namespace behind a veth pair: another "host"
-  NS=keel-epb-$$ VA=kea$$ VB=keb$$ NET=10.214.$(($$ % 200)).
-  net_cleanup() {
-    cleanup
-    ip netns del "$NS" 2> /dev/null || true
-    ip link del "$VA" 2> /dev/null || true
-  }
-  trap net_cleanup EXIT
-  ip netns add "$NS"
-  ip link add "$VA" type veth peer name "$VB"
-  ip link set "$VB" netns "$NS"
-  ip addr add "${NET}1/24" dev "$VA" && ip link set "$VA" up
-  ip netns exec "$NS" ip link set lo up
-  ip netns exec "$NS" ip addr add "${NET}2/24" dev "$VB"
-  ip netns exec "$NS" ip link set "$VB" up
-  ip netns exec "$NS" "$KEEL" ep-expert -m "$M" --shard 1/2 --listen "${NET}2:0" -t 1 \
-    > "$OUT/remote-member.log" 2>&1 &
-  REMOTE_PID=$!
-  PIDS+=("$REMOTE_PID")
-  for _ in $(seq 1 240); do grep -q KEEL_READY "$OUT/remote-member.log" && break; sleep 0.5; done
-  RPORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$OUT/remote-member.log" | head -1)
-  run_config ep2-remote-overlap -t 1 --ep 2 --ep-remote "${NET}2:$RPORT" --ep-overlap true
-  run_config ep2-remote-no-overlap -t 1 --ep 2 --ep-remote "${NET}2:$RPORT" --ep-overlap false
+  start_netns_member keel-epb 10.214
+  run_config ep2-remote-overlap -t 1 --ep 2 --ep-remote "$REMOTE_ADDR" --ep-overlap true
+  run_config ep2-remote-no-overlap -t 1 --ep 2 --ep-remote "$REMOTE_ADDR" --ep-overlap false
   CONFIGS="$CONFIGS ep2-remote-overlap ep2-remote-no-overlap"
 fi
 

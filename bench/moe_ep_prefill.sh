@@ -42,6 +42,7 @@ MODELS=${MODELS:-/tmp/keel-moe-vs-llama}
 OUT=${OUT:-$(mktemp -d /tmp/keel-moe-ep-prefill.XXXX)}
 mkdir -p "$MODELS" "$OUT"
 source bench/lib/processes.sh
+source bench/lib/ep_netns.sh
 M="$MODELS/$SHAPE-$TYPE.gguf"
 [ -e "$M" ] || "$KEEL" make-model --shape "$SHAPE" --type "$TYPE" --vocab "$VOCAB" -o "$M"
 COMMON=(serve -m "$M" --no-prefix-cache --max-num-seqs "$C")
@@ -63,26 +64,8 @@ run() {  # NAME ROUND ARGS...
 CONFIGS=(ping-pong one-batch replicas)
 EXTRA=()
 if [ "$REMOTE" = 1 ]; then  # the member in a namespace behind a veth pair: another "host"
-  NS=keel-epp-$$ VA=kpa$$ VB=kpb$$ NET=10.215.$(($$ % 200)).
-  net_cleanup() {
-    cleanup
-    ip netns del "$NS" 2> /dev/null || true
-    ip link del "$VA" 2> /dev/null || true
-  }
-  trap net_cleanup EXIT
-  ip netns add "$NS"
-  ip link add "$VA" type veth peer name "$VB"
-  ip link set "$VB" netns "$NS"
-  ip addr add "${NET}1/24" dev "$VA" && ip link set "$VA" up
-  ip netns exec "$NS" ip link set lo up
-  ip netns exec "$NS" ip addr add "${NET}2/24" dev "$VB"
-  ip netns exec "$NS" ip link set "$VB" up
-  ip netns exec "$NS" "$KEEL" ep-expert -m "$M" --shard 1/2 --listen "${NET}2:0" -t 1 \
-    > "$OUT/remote-member.log" 2>&1 &
-  PIDS+=("$!")
-  for _ in $(seq 1 240); do grep -q KEEL_READY "$OUT/remote-member.log" && break; sleep 0.5; done
-  RPORT=$(sed -n 's/.*"port":\([0-9]*\).*/\1/p' "$OUT/remote-member.log" | head -1)
-  EXTRA=(--ep-remote "${NET}2:$RPORT")
+  start_netns_member keel-epp 10.215
+  EXTRA=(--ep-remote "$REMOTE_ADDR")
   CONFIGS=(ping-pong one-batch)
 fi
 for r in $(seq 1 "$ROUNDS"); do
