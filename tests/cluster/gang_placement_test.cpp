@@ -52,6 +52,46 @@ TEST(GangPlacementTest, SpreadsAcrossHostsWhenNoneHoldsTheWholeGang) {
   EXPECT_TRUE(p.evict.empty());
 }
 
+// An expert-parallel TE and its members, each `cores` cores and `memory` bytes, spread.
+GangRequest ep_gang(int n, int32_t cores, int64_t memory) {
+  GangRequest r{"moe-ep-0", 0, {}, /*spread=*/true};
+  for (int i = 0; i < n; ++i) r.processes.push_back({i == 0 ? "leader" : "member", cores, memory});
+  return r;
+}
+
+TEST(GangPlacementTest, ASpreadGangPutsEachProcessOnAHostOfItsOwn) {
+  // h1 could hold the whole gang (and packing would put it there: the most free cores).
+  const std::vector<GangHost> hosts = {host("h1", 8, 8 * kGiB), host("h2", 2, 2 * kGiB)};
+  GangRequest r = ep_gang(2, 1, kGiB);
+  EXPECT_EQ(place(hosts, r).hosts, (std::vector<std::string>{"h1", "h2"}));
+  r.spread = false;
+  EXPECT_EQ(place(hosts, r).hosts, (std::vector<std::string>{"h1", "h1"}));
+}
+
+TEST(GangPlacementTest, ASpreadGangGoesToHostsWithFreeMemory) {
+  // h2 has the cores but not the memory a member reserves: the member goes to h3.
+  const std::vector<GangHost> hosts = {host("h1", 8, 8 * kGiB), host("h2", 8, kGiB / 2),
+                                       host("h3", 2, 2 * kGiB)};
+  EXPECT_EQ(place(hosts, ep_gang(2, 1, kGiB)).hosts, (std::vector<std::string>{"h1", "h3"}));
+}
+
+TEST(GangPlacementTest, ASpreadGangIsPackedWhenTheHostsDoNotAllowIt) {
+  // Three processes, two hosts: packed as any gang, all placed.
+  const std::vector<GangHost> hosts = {host("h1", 4, 8 * kGiB), host("h2", 2, 8 * kGiB)};
+  const GangPlan p = place(hosts, ep_gang(3, 1, kGiB));
+  EXPECT_EQ(p.hosts, (std::vector<std::string>{"h1", "h1", "h2"}));
+  EXPECT_TRUE(p.evict.empty());
+}
+
+TEST(GangPlacementTest, NeverEvictsToSpreadAGang) {
+  // h2 is full of an idle lower-priority instance; h1 holds the whole gang: no eviction.
+  const std::vector<GangHost> hosts = {
+      host("h1", 4, 8 * kGiB), host("h2", 1, 8 * kGiB, {proc("a0", "a", -5, 1, kGiB, true)})};
+  const GangPlan p = place(hosts, ep_gang(2, 1, kGiB));
+  EXPECT_EQ(p.hosts, (std::vector<std::string>{"h1", "h1"}));
+  EXPECT_TRUE(p.evict.empty());
+}
+
 TEST(GangPlacementTest, BacktracksToFindAFitGreedyOrderWouldMiss) {
   // h1 has the most cores but too little memory for "big": only h2 can take it.
   const std::vector<GangHost> hosts = {host("h1", 4, 1 * kGiB), host("h2", 3, 4 * kGiB)};

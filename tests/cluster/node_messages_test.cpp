@@ -54,6 +54,24 @@ TEST(NodeMessagesTest, StartAndStopRoundTrip) {
   EXPECT_EQ(r_back->status.code(), StatusCode::kResourceExhausted);
 }
 
+TEST(NodeMessagesTest, AnExpertMemberStartNamesItsShard) {
+  StartTe s{"m-te-0-ep1", "/models/moe.gguf", "", std::string(kEpExpertRole), 2, "avx2"};
+  s.engine.ep = 3;
+  s.engine.ep_member = 1;
+  s.instance = "m-ep-0";
+  Result<StartTe> back = decode_start_te(encode(s).body);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, s);
+  // A member without its shard, or a TE naming one, is refused by the role.
+  StartTe no_shard = s;
+  no_shard.engine.ep_member = 0;
+  EXPECT_NE(decode_start_te(encode(no_shard).body).status().message().find("'role'"),
+            std::string::npos);
+  StartTe te = s;
+  te.role = "colocated";
+  EXPECT_EQ(decode_start_te(encode(te).body).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(NodeMessagesTest, MalformedBodiesNameTheField) {
   const Json good = encode(StartTe{"te-0", "/m.gguf", "m", "colocated", 1, {}}).body;
   const auto broken = [&](const char* field, Json value) {

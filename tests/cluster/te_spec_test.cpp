@@ -46,6 +46,9 @@ TeSpec full_spec() {
   e.pp = 2;
   e.pp_stage1 = "10.0.0.4:4200";
   e.pp_step_timeout_s = 12.5;
+  e.ep = 3;  // expert parallelism: members placed on other hosts, or this spec one of them
+  e.ep_remote = {"10.0.0.5:4300", "10.0.0.6:4300"};
+  e.ep_member = 2;
   e.mode = "semi-pd";
   e.semi_pd = {"2,1", true, 800.0, 80.0, 500, 2, 3, 95.0, 4};
   e.handoff = {"after", 128, "drop:3"};
@@ -145,6 +148,10 @@ TEST(TeSpecTest, MalformedSpecsAreInvalidArgumentNamingTheField) {
   EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"max_num_seqs", 0}}), "'max_num_seqs'"));
   EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"loras", {1}}}), "'loras'"));
   EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"loras", {"a.gguf"}}}), "NAME=PATH"));
+  // More remote expert members than an instance of `ep` processes has, or a member index past it.
+  EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"ep", 2}, {"ep_remote", {"a:1", "b:2"}}}),
+                      "'ep_remote'"));
+  EXPECT_TRUE(refused(with("engine", Json{{"v", 1}, {"ep", 2}, {"ep_member", 2}}), "'ep_member'"));
   EXPECT_TRUE(
       refused(with("engine", Json{{"v", 1}, {"handoff", {{"fault", "melt:3"}}}}), "'fault'"));
   EXPECT_TRUE(refused(with("weights_fault", "melt:1"), "'weights_fault'"));

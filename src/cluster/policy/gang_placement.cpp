@@ -82,14 +82,19 @@ std::vector<Victim> victims(const std::vector<GangHost>& hosts, int32_t priority
 
 // Assigns processes order[k..] to hosts (backtracking); true when all fit. `host_of` is indexed
 // by process, `room` is consumed as processes are placed and restored on the way back.
+// With `apart`, a host that holds one of the gang's processes already takes no other.
 bool assign(const std::vector<GangHost>& hosts, const std::vector<GangProcess>& procs,
             const std::vector<size_t>& order, size_t k, std::vector<Room>& room,
-            std::vector<size_t>& host_of) {
+            std::vector<size_t>& host_of, bool apart) {
   if (k == order.size()) return true;
   const GangProcess& p = procs[order[k]];
   std::vector<size_t> candidates;
   for (size_t h = 0; h < hosts.size(); ++h) {
-    if (room[h].cores >= p.cores && room[h].memory >= p.memory_bytes && room[h].slots >= 1) {
+    const bool taken =
+        apart && std::any_of(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(k),
+                             [&](size_t placed) { return host_of[placed] == h; });
+    if (!taken && room[h].cores >= p.cores && room[h].memory >= p.memory_bytes &&
+        room[h].slots >= 1) {
       candidates.push_back(h);
     }
   }
@@ -102,7 +107,7 @@ bool assign(const std::vector<GangHost>& hosts, const std::vector<GangProcess>& 
     room[h].memory -= p.memory_bytes;
     room[h].slots -= 1;
     host_of[order[k]] = h;
-    if (assign(hosts, procs, order, k + 1, room, host_of)) return true;
+    if (assign(hosts, procs, order, k + 1, room, host_of, apart)) return true;
     room[h].cores += p.cores;
     room[h].memory += p.memory_bytes;
     room[h].slots += 1;
@@ -113,7 +118,7 @@ bool assign(const std::vector<GangHost>& hosts, const std::vector<GangProcess>& 
 // The hosts of the gang's processes when it fits into `room`, else nothing.
 std::optional<std::vector<size_t>> fit(const std::vector<GangHost>& hosts,
                                        const std::vector<GangProcess>& procs,
-                                       std::vector<Room> room) {
+                                       std::vector<Room> room, bool apart) {
   std::vector<size_t> order(procs.size());
   std::iota(order.begin(), order.end(), size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -121,7 +126,7 @@ std::optional<std::vector<size_t>> fit(const std::vector<GangHost>& hosts,
            std::make_tuple(procs[b].cores, procs[b].memory_bytes);
   });
   std::vector<size_t> host_of(procs.size(), 0);
-  if (!assign(hosts, procs, order, 0, room, host_of)) return std::nullopt;
+  if (!assign(hosts, procs, order, 0, room, host_of, apart)) return std::nullopt;
   return host_of;
 }
 
@@ -197,23 +202,28 @@ Result<GangPlan> place_gang(const std::vector<GangHost>& hosts, const GangReques
     p.evict = std::get<3>(cost_of(vs, pick));
     return p;
   };
+  // The fewest victims first; for each count, a spread gang apart before packed (never one more
+  // eviction to spread it).
   for (size_t k = 0; k <= vs.size(); ++k) {
-    std::optional<std::pair<Cost, GangPlan>> best;
-    for_each_subset(vs.size(), k, [&](const std::vector<size_t>& pick) {
-      std::vector<Room> r = room;
-      for (size_t i : pick) {
-        for (const auto& [h, freed] : vs[i].freed) {
-          r[h].cores += freed.cores;
-          r[h].memory += freed.memory;
-          r[h].slots += freed.slots;
+    for (const bool apart : {true, false}) {
+      if (apart && !request.spread) continue;
+      std::optional<std::pair<Cost, GangPlan>> best;
+      for_each_subset(vs.size(), k, [&](const std::vector<size_t>& pick) {
+        std::vector<Room> r = room;
+        for (size_t i : pick) {
+          for (const auto& [h, freed] : vs[i].freed) {
+            r[h].cores += freed.cores;
+            r[h].memory += freed.memory;
+            r[h].slots += freed.slots;
+          }
         }
-      }
-      const std::optional<std::vector<size_t>> host_of = fit(hosts, request.processes, r);
-      if (!host_of) return;
-      Cost c = cost_of(vs, pick);
-      if (!best || c < best->first) best.emplace(std::move(c), plan(*host_of, pick));
-    });
-    if (best) return best->second;
+        const std::optional<std::vector<size_t>> host_of = fit(hosts, request.processes, r, apart);
+        if (!host_of) return;
+        Cost c = cost_of(vs, pick);
+        if (!best || c < best->first) best.emplace(std::move(c), plan(*host_of, pick));
+      });
+      if (best) return best->second;
+    }
   }
   int64_t cores = 0, memory = 0;
   for (const GangProcess& p : request.processes) {

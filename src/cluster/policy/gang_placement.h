@@ -16,6 +16,9 @@
 //    rest of its instance; an instance made only of such processes is never idle.
 //  - Processes go largest first (cores, then memory) to the host with the most free cores, then
 //    memory, then the smallest host id, backtracking so a fit is found whenever one exists.
+//  - A spread gang (an expert-parallel TE and its members: each host then holds one share of the
+//    experts) puts each process on a host of its own when the hosts allow it with as few victims
+//    as packing would need; else it is packed as any gang (never one more eviction to spread).
 // Every tie is broken by ids, so equal inputs give equal plans.
 #pragma once
 
@@ -59,6 +62,7 @@ struct GangRequest {
   std::string instance;  // the new instance's id
   int32_t priority = 0;
   std::vector<GangProcess> processes;  // >= 1
+  bool spread = false;                 // each process on a host of its own where possible
 };
 
 struct GangPlan {

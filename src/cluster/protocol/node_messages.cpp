@@ -91,8 +91,8 @@ Result<StartTe> decode_start_te(const Json& body) {
   KEEL_TRY(read_str(body, kMsg, "served_model_name", &m.served_model_name, false));
   KEEL_TRY(read_str(body, kMsg, "role", &m.role, false));
   if (m.role != "colocated" && m.role != "prefill" && m.role != "decode" &&
-      m.role != kPpStageRole) {
-    return bad(kMsg, "role", "is not colocated, prefill, decode or pp-stage");
+      m.role != kPpStageRole && m.role != kEpExpertRole) {
+    return bad(kMsg, "role", "is not colocated, prefill, decode, pp-stage or ep-expert");
   }
   KEEL_TRY(read_int(body, kMsg, "threads", 1, 1024, &m.threads));
   KEEL_TRY(read_str(body, kMsg, "instance", &m.instance, false));
@@ -110,6 +110,11 @@ Result<StartTe> decode_start_te(const Json& body) {
     Result<TeEngineSpec> e = decode_te_engine_spec(*engine);
     if (!e.ok()) return e.status().with_prefix(std::string(kMsg));
     m.engine = std::move(*e);
+  }
+  if ((m.role == kEpExpertRole) != (m.engine.ep_member > 0)) {
+    return bad(kMsg, "role",
+               "ep-expert goes with an engine naming its member shard (engine.ep_member), and only "
+               "it");
   }
   return m;
 }

@@ -36,15 +36,22 @@ inline constexpr std::string_view kFence = "fence";
 // The StartTe role of a pipeline-parallel TE's stage 1: the agent starts `keel pp-stage` (no
 // membership, no queue) and replies with its activation endpoint as the address.
 inline constexpr std::string_view kPpStageRole = "pp-stage";
+// The StartTe role of an expert-parallel TE's member (docs/moe.md): the agent starts `keel
+// ep-expert --spec - --exit-with-leader` holding shard engine.ep_member of engine.ep (no
+// membership, no queue), listening on the agent's host, and replies with its UCX endpoint; the
+// member exits when its leader is gone.
+inline constexpr std::string_view kEpExpertRole = "ep-expert";
 
 struct StartTe {
   std::string id;                  // the TE's id in the fleet (unique in the cluster)
   std::string model_path;          // the GGUF, as the host sees it
   std::string served_model_name;   // the model's id in the API
-  std::string role = "colocated";  // colocated | prefill | decode | pp-stage
+  std::string role = "colocated";  // colocated | prefill | decode | pp-stage | ep-expert
   int32_t threads = 1;             // its compute threads
   std::string isa;                 // its kernel table; "" = the best the host runs
-  TeEngineSpec engine;             // its engine (te_spec.h); a pp-stage reads ctx and weights
+  // Its engine (te_spec.h); a pp-stage reads ctx and weights, an ep-expert ep, ep_member and
+  // weights.
+  TeEngineSpec engine;
   // For gang placement (gang_placement.h), reported back in the agent's capacity: the instance
   // (gang) the TE belongs to ("" = its own id), that instance's priority, the memory it reserves.
   std::string instance;

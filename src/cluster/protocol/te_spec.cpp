@@ -80,6 +80,14 @@ Status read_engine(net::SpecFields& f, TeEngineSpec* e) {
   KEEL_TRY(f.boolean("ep_ping_pong", &e->ep_ping_pong));
   KEEL_TRY(f.integer("ep_replicas", 0, 64, &e->ep_replicas));
   KEEL_TRY(f.str("ep_counts", &e->ep_counts));
+  KEEL_TRY(f.strings("ep_remote", &e->ep_remote));
+  KEEL_TRY(f.integer("ep_member", 0, 7, &e->ep_member));
+  if (static_cast<int32_t>(e->ep_remote.size()) > e->ep - 1 ||
+      (e->ep_member > 0 && e->ep_member >= e->ep)) {
+    return Status::invalid_argument(
+        "te engine spec: 'ep_remote' names more than ep - 1 members, "
+        "or 'ep_member' is not below 'ep'");
+  }
   KEEL_TRY(f.one_of("mode", {"colocated", "semi-pd"}, &e->mode));
   KEEL_ASSIGN_OR_RETURN(const Json* semi, f.object("semi_pd"));
   if (semi != nullptr) {
@@ -142,6 +150,8 @@ Json encode_te_engine_spec(const TeEngineSpec& e) {
             {"ep_ping_pong", e.ep_ping_pong},
             {"ep_replicas", e.ep_replicas},
             {"ep_counts", e.ep_counts},
+            {"ep_remote", e.ep_remote},
+            {"ep_member", e.ep_member},
             {"mode", e.mode},
             {"handoff",
              {{"mode", e.handoff.mode},

@@ -68,11 +68,17 @@ struct TeEngineSpec {
   int32_t pp = 1;                  // pipeline stages (the TE starts its stage 1)
   std::string pp_stage1;           // with pp 2: a running `keel pp-stage` HOST:PORT; "" = start one
   double pp_step_timeout_s = 60.0;
-  int32_t ep = 1;                  // expert-parallel processes (the TE starts its ep - 1 members)
-  bool ep_overlap = true;          // its experts computed while the members compute theirs
-  bool ep_ping_pong = false;       // two micro-batches alternate (model/context.h)
-  int32_t ep_replicas = 0;         // hot-expert copies per process and layer (host/expert_parallel)
-  std::string ep_counts;           // with ep_replicas: an absolute path to the expert counts
+  int32_t ep = 1;             // expert-parallel processes (the TE starts its ep - 1 members)
+  bool ep_overlap = true;     // its experts computed while the members compute theirs
+  bool ep_ping_pong = false;  // two micro-batches alternate (model/context.h)
+  int32_t ep_replicas = 0;    // hot-expert copies per process and layer (host/expert_parallel)
+  std::string ep_counts;      // with ep_replicas: an absolute path to the expert counts
+  // Listening members (`keel ep-expert --listen`, placed by the manager on other hosts): HOST:PORT
+  // of shards 1, 2, … in order; the TE starts only the rest (none when there are ep - 1).
+  std::vector<std::string> ep_remote;
+  // The spec of an expert member a node agent starts (StartTe role ep-expert): the shard it holds,
+  // 1 ≤ ep_member < ep; 0 = not a member (a TE, a leader).
+  int32_t ep_member = 0;
   std::string mode = "colocated";  // colocated | semi-pd
   TeSemiPdSpec semi_pd;            // with mode semi-pd (encoded only then)
   TeHandoffSpec handoff;           // a prefill TE's

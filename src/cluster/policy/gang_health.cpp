@@ -1,0 +1,29 @@
+// lost_processes; see gang_health.h.
+#include "cluster/policy/gang_health.h"
+
+#include <algorithm>
+
+namespace keel::cluster {
+
+std::vector<std::string> lost_processes(std::vector<WatchedProcess>& processes,
+                                        const std::vector<HostProcesses>& hosts,
+                                        int32_t max_unseen_checks) {
+  std::vector<std::string> lost;
+  for (WatchedProcess& p : processes) {
+    const auto host = std::find_if(hosts.begin(), hosts.end(),
+                                   [&](const HostProcesses& h) { return h.host_id == p.host_id; });
+    if (host == hosts.end()) {  // the host is gone, and everything it ran with it
+      lost.push_back(p.id);
+      continue;
+    }
+    if (std::find(host->running.begin(), host->running.end(), p.id) != host->running.end()) {
+      p.seen = true;
+      p.unseen_checks = 0;
+      continue;
+    }
+    if (p.seen || ++p.unseen_checks > max_unseen_checks) lost.push_back(p.id);
+  }
+  return lost;
+}
+
+}  // namespace keel::cluster
