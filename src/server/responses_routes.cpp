@@ -97,16 +97,31 @@ RouteOutcome create_response(ServerContext& ctx, const HttpRequest& req,
   return ordered_response(queued.response);
 }
 
+// 409 for a response another gateway of the cluster still runs (a shared store): only that
+// gateway can stop it.
+ApiError runs_elsewhere(const StoredResponse& r) {
+  ApiError e = ApiError::bad_request(
+      fmt::format("Response '{}' is still {} on another gateway of this cluster; cancel or "
+                  "delete it through that gateway, or once it has finished.",
+                  r.id, response_status_name(r.status())),
+      "response_id", "response_running_elsewhere");
+  e.status = 409;
+  return e;
+}
+
 HttpResponse retrieve_response(ServerContext& ctx, const std::string& id) {
-  std::optional<StoredResponse> r = ctx.responses.find(id);
-  if (!r) return HttpResponse::error(response_not_found(id));
-  return ordered_response(r->response);
+  ApiResult<StoredResponse> r = ctx.responses.lookup(id);
+  if (!r.ok()) return HttpResponse::error(r.error());
+  return ordered_response(r.value().response);
 }
 
 HttpResponse delete_response(ServerContext& ctx, const std::string& id) {
-  std::optional<StoredResponse> r = ctx.responses.find(id);
-  if (!r) return HttpResponse::error(response_not_found(id));
-  if (!is_finished(r->status())) (void)ctx.responses_background->cancel(id);
+  ApiResult<StoredResponse> r = ctx.responses.lookup(id);
+  if (!r.ok()) return HttpResponse::error(r.error());
+  if (ctx.responses.runs_elsewhere(r.value())) {
+    return HttpResponse::error(runs_elsewhere(r.value()));
+  }
+  if (!is_finished(r.value().status())) (void)ctx.responses_background->cancel(id);
   if (!ctx.responses.remove(id)) return HttpResponse::error(response_not_found(id));
   return ordered_response({{"id", id}, {"object", "response"}, {"deleted", true}});
 }
@@ -126,8 +141,9 @@ ApiResult<size_t> input_items_limit(const HttpRequest& req) {
 }
 
 HttpResponse list_input_items(ServerContext& ctx, const HttpRequest& req, const std::string& id) {
-  std::optional<StoredResponse> r = ctx.responses.find(id);
-  if (!r) return HttpResponse::error(response_not_found(id));
+  ApiResult<StoredResponse> found = ctx.responses.lookup(id);
+  if (!found.ok()) return HttpResponse::error(found.error());
+  const StoredResponse* r = &found.value();
   ApiResult<size_t> limit = input_items_limit(req);
   if (!limit.ok()) return HttpResponse::error(limit.error());
   const std::string order = query_param(req.target, "order").value_or("desc");
@@ -160,6 +176,11 @@ HttpResponse list_input_items(ServerContext& ctx, const HttpRequest& req, const 
 }
 
 HttpResponse cancel_response(ServerContext& ctx, const std::string& id) {
+  ApiResult<StoredResponse> found = ctx.responses.lookup(id);
+  if (!found.ok()) return HttpResponse::error(found.error());
+  if (ctx.responses.runs_elsewhere(found.value())) {
+    return HttpResponse::error(runs_elsewhere(found.value()));
+  }
   ApiResult<StoredResponse> r = ctx.responses_background->cancel(id);
   if (!r.ok()) return HttpResponse::error(r.error());
   return ordered_response(r.value().response);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 
 #include "core/log.h"
 
@@ -17,8 +18,10 @@ constexpr std::array<std::string_view, 6> kResponseStatusNames = {
 // A chain longer than this is refused (it could only come from a cycle of damaged records).
 constexpr size_t kMaxChainLength = 100'000;
 
-nlohmann::json response_to_state_json(const StoredResponse& r, uint64_t seq) {
+nlohmann::json response_to_state_json(const StoredResponse& r, uint64_t seq, uint64_t version) {
   return {{"seq", seq},
+          {"version", version},
+          {"owner", r.owner},
           {"response", nlohmann::json(r.response)},
           {"input_items", nlohmann::json(r.input_items)},
           {"previous_response_id", r.previous_response_id},
@@ -26,22 +29,45 @@ nlohmann::json response_to_state_json(const StoredResponse& r, uint64_t seq) {
           {"output_tokens", r.output_tokens}};
 }
 
-Result<std::pair<StoredResponse, uint64_t>> response_from_state_json(const nlohmann::json& j) {
+struct LoadedResponse {
+  StoredResponse r;
+  uint64_t seq = 0;
+  uint64_t version = 0;
+};
+
+Result<LoadedResponse> response_from_state_json(const nlohmann::json& j) {
   try {
-    StoredResponse r;
+    LoadedResponse out;
+    StoredResponse& r = out.r;
     r.response = OrderedJson(j.at("response"));
     r.id = r.response.at("id").get<std::string>();
     r.input_items = OrderedJson(j.at("input_items"));
     r.previous_response_id = j.at("previous_response_id").get<std::string>();
     r.prompt_tokens = j.at("prompt_tokens").get<std::vector<int32_t>>();
     r.output_tokens = j.at("output_tokens").get<std::vector<int32_t>>();
+    r.owner = j.value("owner", std::string());
     if (!r.response.is_object() || !r.input_items.is_array()) {
       return Status::corrupt("a stored response's record has the wrong shape");
     }
-    return std::make_pair(std::move(r), j.at("seq").get<uint64_t>());
+    out.seq = j.at("seq").get<uint64_t>();
+    out.version = j.value("version", uint64_t{0});
+    return out;
   } catch (const nlohmann::json::exception& e) {
     return Status::corrupt(fmt::format("a stored response's record is malformed: {}", e.what()));
   }
+}
+
+// Microseconds since the epoch: creation order across the gateways sharing a store.
+uint64_t now_micros() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// 500 naming a damaged record.
+ApiError damaged_response(std::string_view id, const Status& st) {
+  return ApiError::internal(
+      fmt::format("Stored response '{}' could not be read: {}", id, st.message()));
 }
 
 // A run that did not survive the restart.
@@ -96,14 +122,18 @@ size_t StoredResponse::charged_bytes() const {
          4 * (prompt_tokens.size() + output_tokens.size()) + kResponseOverheadBytes;
 }
 
-Status ResponsesStore::attach(state::StateStore* state) {
+Status ResponsesStore::attach(state::StateStore* state, std::string owner) {
+  if (state->shared() && owner.empty()) {
+    return Status::invalid_argument("responses: a shared store needs this gateway's owner id");
+  }
   state_ = state;
+  owner_ = std::move(owner);
   KEEL_ASSIGN_OR_RETURN(std::vector<state::Record> records,
                         state->load_records(kResponsesCollection));
-  std::vector<std::pair<StoredResponse, uint64_t>> loaded;
+  std::vector<LoadedResponse> loaded;
   for (const state::Record& rec : records) {
-    Result<std::pair<StoredResponse, uint64_t>> r = response_from_state_json(rec.value);
-    if (!r.ok() || r->first.id != rec.id) {
+    Result<LoadedResponse> r = response_from_state_json(rec.value);
+    if (!r.ok() || r->r.id != rec.id) {
       KEEL_LOG_WARN("responses: {} is left out: {}", rec.id,
                     r.ok() ? "its record names another response" : r.status().message());
       continue;
@@ -111,40 +141,51 @@ Status ResponsesStore::attach(state::StateStore* state) {
     loaded.push_back(std::move(*r));
   }
   std::sort(loaded.begin(), loaded.end(),
-            [](const auto& a, const auto& b) { return a.second < b.second; });
+            [](const auto& a, const auto& b) { return a.seq < b.seq; });
   MutexLock lock(mu_);
-  for (auto& [r, seq] : loaded) {
-    const bool interrupted = !is_finished(r.status());
-    if (interrupted) fail_interrupted_response(&r);
-    Entry e{.seq = seq, .r = std::move(r), .bytes = 0};
-    e.bytes = e.r.charged_bytes();
-    next_seq_ = std::max(next_seq_, seq + 1);
-    if (interrupted) persist_locked(e);
-    evict_locked(e.bytes);
-    used_bytes_ += e.bytes;
-    by_seq_[seq] = e.r.id;
-    const std::string id = e.r.id;
-    entries_[id] = std::move(e);
+  for (LoadedResponse& l : loaded) {
+    // Another gateway's run may still be going: only this owner's (or an unowned) one stopped.
+    const bool interrupted =
+        !is_finished(l.r.status()) && (!shared() || l.r.owner.empty() || l.r.owner == owner_);
+    if (interrupted) fail_interrupted_response(&l.r);
+    next_seq_ = std::max(next_seq_, l.seq + 1);
+    Entry* e = insert_locked(Entry{.seq = l.seq, .version = l.version, .r = std::move(l.r)});
+    if (interrupted) persist_locked(*e);
   }
-  KEEL_LOG_INFO("responses: {} stored responses from {}", entries_.size(), state->dir());
+  KEEL_LOG_INFO("responses: {} stored responses from {}{}", entries_.size(), state->dir(),
+                shared() ? " (shared; this gateway is " + owner_ + ")" : std::string());
   return {};
 }
 
-void ResponsesStore::persist_locked(const Entry& e) {
+void ResponsesStore::persist_locked(Entry& e) {
   if (state_ == nullptr) return;
-  if (Status st =
-          state_->put_record(kResponsesCollection, e.r.id, response_to_state_json(e.r, e.seq));
+  ++e.version;
+  if (Status st = state_->put_record(kResponsesCollection, e.r.id,
+                                     response_to_state_json(e.r, e.seq, e.version));
       !st.ok()) {
     KEEL_LOG_WARN("responses: {} not written to the state directory: {}", e.r.id, st.message());
   }
 }
 
-void ResponsesStore::erase_locked(const std::string& id) {
+ResponsesStore::Entry* ResponsesStore::insert_locked(Entry e) {
+  e.bytes = e.r.charged_bytes();
+  evict_locked(e.bytes);
+  used_bytes_ += e.bytes;
+  by_seq_.emplace(e.seq, e.r.id);
+  const std::string id = e.r.id;
+  return &(entries_[id] = std::move(e));
+}
+
+void ResponsesStore::forget_locked(const std::string& id) {
   auto it = entries_.find(id);
   if (it == entries_.end()) return;
   used_bytes_ -= it->second.bytes;
-  by_seq_.erase(it->second.seq);
+  by_seq_.erase({it->second.seq, id});
   entries_.erase(it);
+}
+
+void ResponsesStore::erase_locked(const std::string& id) {
+  forget_locked(id);
   if (state_ != nullptr) (void)state_->remove_record(kResponsesCollection, id);
 }
 
@@ -158,8 +199,38 @@ void ResponsesStore::evict_locked(size_t incoming_bytes) {
   }
 }
 
+Result<ResponsesStore::Entry*> ResponsesStore::read_locked(const std::string& id) {
+  Result<nlohmann::json> j = state_->read_record(kResponsesCollection, id);
+  forget_locked(id);  // whatever was cached is older than what the directory has
+  if (!j.ok()) {
+    const StatusCode code = j.status().code();
+    if (code == StatusCode::kNotFound || code == StatusCode::kInvalidArgument) return nullptr;
+    return j.status();
+  }
+  Result<LoadedResponse> r = response_from_state_json(*j);
+  if (!r.ok()) return r.status();
+  if (r->r.id != id) return Status::corrupt(fmt::format("its record names '{}'", r->r.id));
+  return insert_locked(Entry{.seq = r->seq, .version = r->version, .r = std::move(r->r)});
+}
+
+Result<ResponsesStore::Entry*> ResponsesStore::current_locked(const std::string& id) {
+  auto it = entries_.find(id);
+  if (!shared()) return it == entries_.end() ? nullptr : &it->second;
+  if (it != entries_.end()) {
+    const StoredResponse& r = it->second.r;
+    if (is_finished(r.status())) {  // never written again: only a removal can have happened
+      if (state_->has_record(kResponsesCollection, id)) return &it->second;
+      forget_locked(id);
+      return nullptr;
+    }
+    if (r.owner == owner_) return &it->second;  // runs here: memory is ahead of the record
+  }
+  return read_locked(id);
+}
+
 Status ResponsesStore::put(StoredResponse r) {
-  Entry e{.seq = 0, .r = std::move(r), .bytes = 0};
+  if (r.owner.empty()) r.owner = owner_;
+  Entry e{.seq = 0, .version = 0, .r = std::move(r), .bytes = 0};
   e.bytes = e.r.charged_bytes();
   if (e.bytes > max_bytes_) {
     return Status::resource_exhausted(fmt::format(
@@ -167,28 +238,39 @@ Status ResponsesStore::put(StoredResponse r) {
   }
   MutexLock lock(mu_);
   auto old = entries_.find(e.r.id);
-  e.seq = old != entries_.end() ? old->second.seq : next_seq_++;
-  if (state_ != nullptr) {
-    KEEL_TRY(state_->put_record(kResponsesCollection, e.r.id, response_to_state_json(e.r, e.seq)));
-  }
   if (old != entries_.end()) {
-    used_bytes_ -= old->second.bytes;
-    by_seq_.erase(old->second.seq);
-    entries_.erase(old);
+    e.seq = old->second.seq;
+    e.version = old->second.version;
+  } else {
+    next_seq_ = std::max(next_seq_, now_micros());
+    e.seq = next_seq_++;
   }
-  evict_locked(e.bytes);
-  used_bytes_ += e.bytes;
-  by_seq_[e.seq] = e.r.id;
-  const std::string id = e.r.id;
-  entries_[id] = std::move(e);
+  if (state_ != nullptr) {
+    KEEL_TRY(state_->put_record(kResponsesCollection, e.r.id,
+                                response_to_state_json(e.r, e.seq, e.version + 1)));
+  }
+  ++e.version;
+  forget_locked(e.r.id);
+  insert_locked(std::move(e));
   return {};
 }
 
-std::optional<StoredResponse> ResponsesStore::find(std::string_view id) const {
+ApiResult<StoredResponse> ResponsesStore::lookup(std::string_view id) {
   MutexLock lock(mu_);
-  auto it = entries_.find(std::string(id));
-  if (it == entries_.end()) return std::nullopt;
-  return it->second.r;
+  Result<Entry*> e = current_locked(std::string(id));
+  if (!e.ok()) return damaged_response(id, e.status());
+  if (*e == nullptr) return response_not_found(id);
+  return (*e)->r;
+}
+
+bool ResponsesStore::runs_elsewhere(const StoredResponse& r) const {
+  return shared() && !is_finished(r.status()) && r.owner != owner_;
+}
+
+std::optional<StoredResponse> ResponsesStore::find(std::string_view id) {
+  ApiResult<StoredResponse> r = lookup(id);
+  if (!r.ok()) return std::nullopt;
+  return std::move(r.value());
 }
 
 std::optional<StoredResponse> ResponsesStore::update(std::string_view id,
@@ -198,7 +280,9 @@ std::optional<StoredResponse> ResponsesStore::update(std::string_view id,
   auto it = entries_.find(std::string(id));
   if (it == entries_.end()) return std::nullopt;
   Entry& e = it->second;
+  const std::string owner = e.r.owner;
   fn(e.r);
+  e.r.owner = owner;
   used_bytes_ -= e.bytes;
   e.bytes = e.r.charged_bytes();
   used_bytes_ += e.bytes;
@@ -208,53 +292,60 @@ std::optional<StoredResponse> ResponsesStore::update(std::string_view id,
 
 bool ResponsesStore::remove(std::string_view id) {
   MutexLock lock(mu_);
-  if (entries_.find(std::string(id)) == entries_.end()) return false;
-  erase_locked(std::string(id));
-  return true;
+  Result<Entry*> e = current_locked(std::string(id));
+  if (e.ok() && *e == nullptr) return false;
+  erase_locked(std::string(id));  // a damaged record was set aside already
+  return e.ok();
 }
 
-ApiResult<OrderedJson> ResponsesStore::history(std::string_view id) const {
+ApiResult<OrderedJson> ResponsesStore::history(std::string_view id) {
   MutexLock lock(mu_);
-  std::vector<const StoredResponse*> chain;
-  std::string next(id);
+  std::vector<OrderedJson> turns;  // newest first: each turn's items (copies: reads may evict)
+  std::string next(id), after;
   while (!next.empty()) {
-    auto it = entries_.find(next);
-    if (it == entries_.end() || chain.size() >= kMaxChainLength) {
-      ApiError e = ApiError::bad_request(
-          next == id ? fmt::format("Previous response with id '{}' not found.", next)
-                     : fmt::format("Previous response with id '{}' not found (response '{}' "
-                                   "continues it).",
-                                   next, chain.back()->id),
+    Result<Entry*> e =
+        turns.size() < kMaxChainLength ? current_locked(next) : Result<Entry*>(nullptr);
+    if (!e.ok()) return damaged_response(next, e.status());
+    if (*e == nullptr) {
+      ApiError err = ApiError::bad_request(
+          after.empty() ? fmt::format("Previous response with id '{}' not found.", next)
+                        : fmt::format("Previous response with id '{}' not found (response '{}' "
+                                      "continues it).",
+                                      next, after),
           "previous_response_id", "previous_response_not_found");
-      e.status = 404;
-      return e;
+      err.status = 404;
+      return err;
     }
-    if (!is_finished(it->second.r.status())) {
+    const StoredResponse& r = (*e)->r;
+    if (!is_finished(r.status())) {
       return ApiError::bad_request(
           fmt::format("Previous response '{}' is still {}; wait until it finishes.", next,
-                      response_status_name(it->second.r.status())),
+                      response_status_name(r.status())),
           "previous_response_id", "previous_response_not_finished");
     }
-    chain.push_back(&it->second.r);
-    next = it->second.r.previous_response_id;
+    OrderedJson items = r.input_items;
+    auto output = r.response.find("output");
+    if (output != r.response.end() && output->is_array()) {
+      for (const OrderedJson& item : *output) items.push_back(item);
+    }
+    turns.push_back(std::move(items));
+    after = next;
+    next = r.previous_response_id;
   }
   OrderedJson items = OrderedJson::array();
-  for (auto r = chain.rbegin(); r != chain.rend(); ++r) {
-    for (const OrderedJson& item : (*r)->input_items) items.push_back(item);
-    auto output = (*r)->response.find("output");
-    if (output == (*r)->response.end() || !output->is_array()) continue;
-    for (const OrderedJson& item : *output) items.push_back(item);
+  for (auto t = turns.rbegin(); t != turns.rend(); ++t) {
+    for (OrderedJson& item : *t) items.push_back(std::move(item));
   }
   return items;
 }
 
-std::string ResponsesStore::chain_root(std::string_view id) const {
+std::string ResponsesStore::chain_root(std::string_view id) {
   MutexLock lock(mu_);
   std::string root(id);
   for (size_t n = 0; n < kMaxChainLength; ++n) {
-    auto it = entries_.find(root);
-    if (it == entries_.end() || it->second.r.previous_response_id.empty()) break;
-    root = it->second.r.previous_response_id;
+    Result<Entry*> e = current_locked(root);
+    if (!e.ok() || *e == nullptr || (*e)->r.previous_response_id.empty()) break;
+    root = (*e)->r.previous_response_id;
   }
   return root;
 }

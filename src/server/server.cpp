@@ -23,6 +23,7 @@
 #include "server/http_connection.h"
 #include "server/net.h"
 #include "server/responses_background.h"
+#include "server/responses_owner.h"
 #include "state/state_store.h"
 
 namespace keel::server {
@@ -31,6 +32,8 @@ struct Server::Impl {
   // Declared before ctx, so the stores in ctx that write to it go first.
   PosixFileSystem state_fs;
   std::unique_ptr<state::StateStore> state;  // config.state_dir's; null: memory only
+  // config.responses_dir's (shared with the cluster's other gateways); null: none
+  std::unique_ptr<state::StateStore> shared_responses;
 
   Impl(ServerConfig config, ServerDeps deps)
       : ctx(std::move(config)),
@@ -55,8 +58,9 @@ struct Server::Impl {
 
   Status listen();
   // Opens config.state_dir (when set) and loads the files, batches, responses and fine-tuning
-  // jobs it holds.
+  // jobs it holds; the responses from config.responses_dir instead when that is set.
   Status open_state();
+  Status open_shared_responses();
   void register_connection(const std::shared_ptr<HttpConnection>& conn,
                            const net::ip::address& client);
   void unregister_connection(HttpConnection* conn);
@@ -127,18 +131,38 @@ Status Server::Impl::listen() {
   return Status();
 }
 
-Status Server::Impl::open_state() {
-  if (ctx.config.state_dir.empty()) return {};
+Status Server::Impl::open_shared_responses() {
+  const std::string& dir = ctx.config.responses_dir;
   Result<std::unique_ptr<state::StateStore>> opened =
-      state::StateStore::open(&state_fs, ctx.config.state_dir);
-  if (!opened.ok()) {
-    return Status(
-        opened.status().code(),
-        fmt::format("server: --state-dir {}: {}", ctx.config.state_dir, opened.status().message()));
+      state::StateStore::open_shared(&state_fs, dir);
+  Result<std::string> owner =
+      opened.ok() ? responses_owner_id(state.get()) : Result<std::string>(opened.status());
+  const Status st = owner.ok() ? Status() : owner.status();
+  if (st.ok()) {
+    shared_responses = std::move(*opened);
+    const Status attached = ctx.responses.attach(shared_responses.get(), *owner);
+    if (attached.ok()) return {};
+    return Status(attached.code(),
+                  fmt::format("server: --responses-dir {}: {}", dir, attached.message()));
   }
-  state = std::move(*opened);
+  return Status(st.code(), fmt::format("server: --responses-dir {}: {}", dir, st.message()));
+}
+
+Status Server::Impl::open_state() {
+  if (!ctx.config.state_dir.empty()) {
+    Result<std::unique_ptr<state::StateStore>> opened =
+        state::StateStore::open(&state_fs, ctx.config.state_dir);
+    if (!opened.ok()) {
+      return Status(opened.status().code(),
+                    fmt::format("server: --state-dir {}: {}", ctx.config.state_dir,
+                                opened.status().message()));
+    }
+    state = std::move(*opened);
+  }
+  if (!ctx.config.responses_dir.empty()) KEEL_TRY(open_shared_responses());
+  if (state == nullptr) return {};
   KEEL_TRY(ctx.files.attach(state.get()));
-  KEEL_TRY(ctx.responses.attach(state.get()));
+  if (shared_responses == nullptr) KEEL_TRY(ctx.responses.attach(state.get()));
   KEEL_TRY(ctx.fine_tuning.attach(state.get()));
   return ctx.batches.attach(state.get());
 }

@@ -101,6 +101,10 @@ struct ServerConfig {
   // Responses API (/v1/responses): stored responses kept at most (count and bytes: each charged
   // its JSON, 4 bytes a token id and 512 bytes); past either the oldest finished ones are
   // forgotten. With state_dir they are kept there too and survive a restart.
+  // responses_dir (`--responses-dir`): the stored responses live there instead, a directory the
+  // gateways of a cluster share (not locked; responses_store.h, "Shared"), so a response created
+  // through one gateway is retrieved, deleted and continued through any; "" = state_dir's.
+  std::string responses_dir;
   int32_t max_stored_responses = 10'000;
   size_t max_response_store_bytes = size_t{256} << 20;
   // `background: true` responses run at most this many at once (worker threads of their own,

@@ -68,6 +68,13 @@ Result<std::unique_ptr<StateStore>> StateStore::open(FileSystem* fs, std::string
   return std::unique_ptr<StateStore>(new StateStore(fs, std::move(dir), std::move(*lock)));
 }
 
+Result<std::unique_ptr<StateStore>> StateStore::open_shared(FileSystem* fs, std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  if (dir.empty()) return Status::invalid_argument("state store: empty directory name");
+  KEEL_TRY(fs->create_directories(dir));
+  return std::unique_ptr<StateStore>(new StateStore(fs, std::move(dir), nullptr));
+}
+
 Result<std::string> StateStore::collection_dir(std::string_view collection, bool create) {
   KEEL_TRY(check_name("collection", collection));
   std::string path = dir_ + "/" + std::string(collection);
@@ -149,6 +156,7 @@ void StateStore::set_aside(const std::string& path, const std::string& reason) {
 }
 
 void StateStore::remove_stale_temps(const std::string& dir, const std::vector<std::string>& names) {
+  if (shared()) return;  // another process may be writing it
   for (const std::string& name : names) {
     const size_t tmp = name.find(".tmp.");
     if (tmp == std::string::npos || name.find(temp_tag_) != std::string::npos) continue;
@@ -186,19 +194,34 @@ Result<std::vector<Record>> StateStore::load_records(std::string_view collection
       if (bytes.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
       return bytes.status();
     }
-    Result<std::string_view> payload = decode_entry(*bytes, path);
-    if (!payload.ok()) {
-      set_aside(path, std::string(payload.status().message()));
+    Result<nlohmann::json> value = decode_record(*bytes, path);
+    if (!value.ok()) {
+      set_aside(path, std::string(value.status().message()));
       continue;
     }
-    nlohmann::json value = nlohmann::json::parse(*payload, nullptr, /*allow_exceptions=*/false);
-    if (value.is_discarded()) {
-      set_aside(path, "not JSON");
-      continue;
-    }
-    out.push_back({name.substr(0, name.size() - kRecordSuffix.size()), std::move(value)});
+    out.push_back({name.substr(0, name.size() - kRecordSuffix.size()), std::move(*value)});
   }
   return out;
+}
+
+Result<nlohmann::json> StateStore::decode_record(std::string_view bytes, const std::string& path) {
+  KEEL_ASSIGN_OR_RETURN(std::string_view payload, decode_entry(bytes, path));
+  nlohmann::json value = nlohmann::json::parse(payload, nullptr, /*allow_exceptions=*/false);
+  if (value.is_discarded()) return Status::corrupt(path + ": not JSON");
+  return value;
+}
+
+Result<nlohmann::json> StateStore::read_record(std::string_view collection, std::string_view id) {
+  KEEL_ASSIGN_OR_RETURN(std::string path, entry_path(collection, id, kRecordSuffix, false));
+  KEEL_ASSIGN_OR_RETURN(std::string bytes, read_whole(fs_, path));
+  Result<nlohmann::json> value = decode_record(bytes, path);
+  if (!value.ok()) set_aside(path, std::string(value.status().message()));
+  return value;
+}
+
+bool StateStore::has_record(std::string_view collection, std::string_view id) {
+  Result<std::string> path = entry_path(collection, id, kRecordSuffix, false);
+  return path.ok() && fs_->exists(*path);
 }
 
 Status StateStore::remove_record(std::string_view collection, std::string_view id) {

@@ -23,6 +23,13 @@
 // killed process releases it): a second process — or a second open() — on the same directory
 // gets FailedPrecondition.
 //
+// Sharing: open_shared() takes no lock, so several processes (the gateways of a cluster, on one
+// host or over a shared file system) may use one directory at once. Records are still written
+// whole by rename, so a reader sees the old record or the new one and two writers of one id end
+// with one of the two; readers must expect an entry to appear or vanish between two calls.
+// Temporary files are never removed there (another process may be writing one: a crashed
+// writer's leftovers stay, and are never read); damaged entries are set aside as above.
+//
 // Ids and collection names: 1-128 characters of [A-Za-z0-9._-], not starting with '.'
 // (InvalidArgument otherwise).
 //
@@ -64,16 +71,24 @@ class StateStore {
   // Creates `dir` if needed and locks it; `fs` must outlive the store. FailedPrecondition naming
   // the directory when another holder has it locked; IoError when it cannot be created.
   static Result<std::unique_ptr<StateStore>> open(FileSystem* fs, std::string dir);
+  // The same without the lock: a directory shared with other processes (above).
+  static Result<std::unique_ptr<StateStore>> open_shared(FileSystem* fs, std::string dir);
   ~StateStore();
   StateStore(const StateStore&) = delete;
   StateStore& operator=(const StateStore&) = delete;
 
   [[nodiscard]] const std::string& dir() const { return dir_; }
+  [[nodiscard]] bool shared() const { return lock_ == nullptr; }
 
   // --- records ---
   Status put_record(std::string_view collection, std::string_view id, const nlohmann::json& value);
   // Every intact record of the collection (none when it does not exist), in no particular order.
   Result<std::vector<Record>> load_records(std::string_view collection);
+  // One record: NotFound when absent; Corrupt naming the file and why when damaged (then set
+  // aside: a later read finds none).
+  Result<nlohmann::json> read_record(std::string_view collection, std::string_view id);
+  // Whether the record's file exists (not verified).
+  [[nodiscard]] bool has_record(std::string_view collection, std::string_view id);
   // Ok when absent.
   Status remove_record(std::string_view collection, std::string_view id);
 
@@ -98,6 +113,8 @@ class StateStore {
 
  private:
   StateStore(FileSystem* fs, std::string dir, std::unique_ptr<FileLock> lock);
+  // A record's value from its file's bytes, or why not (Corrupt).
+  static Result<nlohmann::json> decode_record(std::string_view bytes, const std::string& path);
   // <dir>/<collection>, created (and its creation made durable) on first use.
   Result<std::string> collection_dir(std::string_view collection, bool create);
   Result<std::string> entry_path(std::string_view collection, std::string_view id,
@@ -117,8 +134,8 @@ class StateStore {
 
   FileSystem* const fs_;
   const std::string dir_;
-  const std::unique_ptr<FileLock> lock_;
-  const std::string temp_tag_;  // ".tmp.<this store's nonce>.": its own temporary files
+  const std::unique_ptr<FileLock> lock_;  // null: opened shared
+  const std::string temp_tag_;            // ".tmp.<this store's nonce>.": its own temporary files
   mutable Mutex mu_;
   // Directories known to exist.
   std::set<std::string, std::less<>> collections_ KEEL_GUARDED_BY(mu_);
