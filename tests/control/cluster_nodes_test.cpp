@@ -3,7 +3,8 @@
 // Shown: a gang starts all or nothing; an idle lower-priority instance is drained, stopped and
 // forgotten before a higher one starts, a busy one never; every command carries the manager's
 // fencing token and a stale manager is refused; a new leader adopts the TEs still registered and
-// starts only the rest.
+// starts only the rest; an expert-parallel TE is placed with its members spread over the hosts,
+// given their addresses, and replaced whole (new ids) when a member is lost.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -20,6 +21,7 @@
 #include "cluster/protocol/node_messages.h"
 #include "control/fake_caller.h"
 #include "control/placement/cluster_nodes.h"
+#include "control/placement/gang_watch.h"
 #include "core/clock.h"
 #include "membership/embedded_membership.h"
 #include "membership/embedded_store.h"
@@ -51,6 +53,11 @@ class FakeAgent {
   }
   const std::string& address() const { return cap_.address; }
   const std::string& host() const { return cap_.host_id; }
+  // Process `id` exits on its own: the agent no longer lists it.
+  void exit(const std::string& id) {
+    std::erase_if(cap_.tes, [&](const cluster::HostedTe& t) { return t.id == id; });
+    publish();
+  }
   std::vector<std::string> running() const {
     std::vector<std::string> ids;
     for (const cluster::HostedTe& t : cap_.tes) ids.push_back(t.id);
@@ -314,6 +321,69 @@ TEST_F(ClusterNodesTest, ANewLeaderAdoptsTheRegisteredTesAndStartsOnlyTheMissing
   // At shutdown the adopted TEs are stopped through their host's agent like the started one.
   n->stop_all(std::chrono::milliseconds(100));
   EXPECT_EQ(net_->count(a.address(), "stop_te"), 3);
+}
+
+TEST_F(ClusterNodesTest, AnExpertParallelGangIsSpreadAndReplacedWholeWhenAMemberIsLost) {
+  FakeAgent a(&store_, net_.get(), "host-a", 8, int64_t{16} << 30);
+  FakeAgent b(&store_, net_.get(), "host-b", 2, int64_t{4} << 30);
+  std::unique_ptr<ClusterNodes> n = nodes(1);
+  cluster::StartTe t = te("m-te-0", "colocated", 1);
+  t.engine.ep = 2;
+  const ModelGangs g = model_gangs("m", 0, {t});
+  ASSERT_EQ(g.gangs.size(), 1u);
+  EXPECT_EQ(g.gangs[0].instance, "m-ep-0");
+  EXPECT_EQ(g.index[0], (std::vector<size_t>{kNotATe, 0}));
+  ASSERT_EQ(g.gangs[0].tes.size(), 2u);
+  const cluster::StartTe& member = g.gangs[0].tes[0];
+  EXPECT_EQ(member.id, "m-te-0-ep1");
+  EXPECT_EQ(member.role, cluster::kEpExpertRole);
+  EXPECT_EQ(member.engine.ep_member, 1);
+  EXPECT_EQ(member.memory_bytes, int64_t{1} << 29);  // half the TE's reservation
+
+  // host-a alone could hold both; spread, the member goes to host-b, first, and the TE is given
+  // its address.
+  Result<std::vector<RemoteTe>> started = n->start_gangs(*manager_, g.gangs);
+  ASSERT_TRUE(started.ok()) << started.status().to_string();
+  EXPECT_EQ(b.running(), (std::vector<std::string>{"m-te-0-ep1"}));
+  EXPECT_EQ(a.running(), (std::vector<std::string>{"m-te-0"}));
+  ASSERT_EQ(a.starts.size(), 1u);
+  EXPECT_EQ(a.starts[0].engine.ep_remote, (std::vector<std::string>{(*started)[0].address}));
+
+  GangWatch watch(n.get(), GangWatchConfig{.model = "m",
+                                           .period = std::chrono::milliseconds(100),
+                                           .max_unseen_checks = 2,
+                                           .clock = &clock_});
+  watch.tick(*manager_);
+  EXPECT_NE(watch.metrics_text().find("keel:gang_lost_total{model_name=\"m\"} 0"),
+            std::string::npos);
+
+  // The member exits: the TE is stopped at once and the gang placed again under new ids.
+  b.exit("m-te-0-ep1");
+  watch.tick(*manager_);  // within the period: not checked yet
+  EXPECT_EQ(a.running(), (std::vector<std::string>{"m-te-0"}));
+  clock_.advance_ns(200'000'000);
+  watch.tick(*manager_);
+  ASSERT_EQ(a.stops.size(), 1u);
+  EXPECT_EQ(a.stops[0].id, "m-te-0");
+  EXPECT_EQ(a.stops[0].grace_ms, 0);
+  EXPECT_EQ(b.running(), (std::vector<std::string>{"m-te-0-ep1-r1"}));
+  EXPECT_EQ(a.running(), (std::vector<std::string>{"m-te-0-r1"}));
+  ASSERT_EQ(a.starts.size(), 2u);
+  ASSERT_EQ(b.starts.size(), 2u);
+  EXPECT_EQ(a.starts[1].engine.ep_remote.size(), 1u);
+  EXPECT_EQ(a.starts[1].instance, "m-ep-0");
+  const std::string metrics = watch.metrics_text();
+  EXPECT_NE(metrics.find("keel:gang_lost_total{model_name=\"m\"} 1"), std::string::npos);
+  EXPECT_NE(metrics.find("keel:gang_replaced_total{model_name=\"m\"} 1"), std::string::npos);
+
+  // Stopping the TE on purpose stops its member too, and the gang is no longer watched.
+  ASSERT_TRUE(n->stop_te("m-te-0-r1", std::chrono::milliseconds(100)).ok());
+  EXPECT_TRUE(a.running().empty());
+  EXPECT_TRUE(b.running().empty());
+  EXPECT_TRUE(n->placed_gangs().empty());
+  clock_.advance_ns(200'000'000);
+  watch.tick(*manager_);
+  EXPECT_EQ(a.starts.size(), 2u) << "a gang stopped on purpose is not replaced";
 }
 
 }  // namespace

@@ -88,6 +88,7 @@ int wait_for_stop(const sigset_t& stop_signals, proc::ProcessSupervisor& sup, Cl
     }
     if (autoscaler != nullptr) autoscaler->tick();
     if (scaler != nullptr) scaler->tick();
+    if (role.tick) role.tick();
     const std::vector<proc::ChildExit> exits = sup.poll_exits();
     for (const proc::ChildExit& e : exits) {
       KEEL_LOG_WARN("cluster: {} exited unexpectedly: {}", e.name, e.describe());

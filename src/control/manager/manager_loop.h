@@ -30,6 +30,8 @@ struct ManagerRole {
   std::atomic<int64_t> takeovers{0};  // standby → leader transitions, counted once take_over ran
   std::function<Status()> take_over;  // run on winning, and on leading again (optional)
   std::function<void()> lost;         // run when the lease is lost while leading (optional)
+  std::function<void()> tick;         // run every pass while leading (optional: --nodes auto's
+                                      // gang watch, control/placement/gang_watch.h)
 
   // One try to lead; true when this process has just taken over.
   bool try_take_over(ClusterMembership& members);

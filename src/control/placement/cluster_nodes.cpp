@@ -36,7 +36,7 @@ std::vector<cluster::GangHost> gang_hosts(const std::vector<cluster::NodeCapacit
       const auto u = use.find(t.id);
       cluster::HostedProcess p{t.id,      t.instance,     t.priority,
                                t.threads, t.memory_bytes, u != use.end() && u->second.idle};
-      p.follows_instance = t.role == cluster::kPpStageRole;  // idle as its stage 0 is
+      p.follows_instance = !is_te_role(t.role);  // a stage or member: idle as its TE is
       h.running.push_back(std::move(p));
     }
     out.push_back(std::move(h));
@@ -45,65 +45,13 @@ std::vector<cluster::GangHost> gang_hosts(const std::vector<cluster::NodeCapacit
 }
 
 cluster::GangRequest gang_request(const GangStart& g) {
-  cluster::GangRequest r{g.instance, g.priority, {}};
+  cluster::GangRequest r{g.instance, g.priority, {}, spread(g)};
   for (const cluster::StartTe& t : g.tes)
     r.processes.push_back({t.role, t.threads, t.memory_bytes});
   return r;
 }
 
 }  // namespace
-
-bool pipelined(const cluster::StartTe& te) { return te.role == "colocated" && te.engine.pp == 2; }
-
-cluster::StartTe stage_start(const cluster::StartTe& te) {
-  cluster::StartTe s;
-  s.id = te.id + "-stage1";
-  s.model_path = te.model_path;
-  s.role = std::string(cluster::kPpStageRole);
-  s.threads = te.threads;
-  s.memory_bytes = te.memory_bytes;  // a stage maps the whole file and holds its layers' KV
-  s.isa = te.isa;
-  s.engine.ctx_size = te.engine.ctx_size;  // what a stage reads of the engine
-  s.engine.weight_layout = te.engine.weight_layout;
-  s.engine.use_mmap = te.engine.use_mmap;
-  return s;
-}
-
-ModelGangs model_gangs(const std::string& model, int32_t priority,
-                       const std::vector<cluster::StartTe>& starts) {
-  ModelGangs out;
-  std::vector<size_t> prefill, decode;
-  for (size_t i = 0; i < starts.size(); ++i) {
-    if (starts[i].role == "prefill") {
-      prefill.push_back(i);
-    } else if (starts[i].role == "decode") {
-      decode.push_back(i);
-    } else {
-      out.index.push_back({i});
-    }
-  }
-  for (size_t k = 0; k < std::max(prefill.size(), decode.size()); ++k) {
-    std::vector<size_t> g;
-    if (k < prefill.size()) g.push_back(prefill[k]);
-    if (k < decode.size()) g.push_back(decode[k]);
-    out.index.push_back(std::move(g));
-  }
-  size_t pairs = 0;
-  for (std::vector<size_t>& g : out.index) {
-    GangStart gang;
-    gang.instance =
-        model + (g.size() == 2 ? "-pd-" + std::to_string(pairs++) : "-te-" + std::to_string(g[0]));
-    gang.priority = priority;
-    for (size_t i : g) gang.tes.push_back(starts[i]);
-    if (g.size() == 1 && pipelined(starts[g[0]])) {  // stage 1 first: stage 0 is told its address
-      gang.instance = model + "-pp-" + std::to_string(g[0]);
-      gang.tes.insert(gang.tes.begin(), stage_start(starts[g[0]]));
-      g.insert(g.begin(), kNotATe);
-    }
-    out.gangs.push_back(std::move(gang));
-  }
-  return out;
-}
 
 Result<std::vector<cluster::NodeCapacity>> ClusterNodes::list(membership::Membership& session) {
   KEEL_ASSIGN_OR_RETURN(std::vector<membership::Member> members, session.list());
@@ -230,6 +178,11 @@ Status ClusterNodes::evict(const std::string& instance, const GangStart& for_gan
     std::erase_if(n.tes, [&](const cluster::HostedTe& t) { return t.instance == instance; });
     n.running_tes -= static_cast<int32_t>(before - n.tes.size());
   }
+  gangs_.erase(instance);  // one of this manager's own: evicted, not lost
+  std::erase_if(started_, [&](const auto& s) {
+    return std::any_of(tes.begin(), tes.end(),
+                       [&](const cluster::Json& t) { return t["id"] == s.second.id; });
+  });
   const double seconds = static_cast<double>(clock_->now_ns() - t0) * 1e-9;
   ++evicted_;
   KEEL_LOG_INFO("cluster: evicted idle instance {} (priority {}) for {} (priority {}) in {:.2f} s",
@@ -281,6 +234,7 @@ Result<std::vector<RemoteTe>> ClusterNodes::place_and_start(
   cluster::Json processes = cluster::Json::array();
   std::vector<RemoteTe> out;
   std::string stage1;  // the gang's stage 1, started first: its stage 0 connects to it
+  std::vector<std::string> members;  // its expert members, started first: their TE connects
   for (size_t i = 0; i < g.tes.size(); ++i) {
     cluster::StartTe start = g.tes[i];
     start.instance = g.instance;
@@ -288,6 +242,7 @@ Result<std::vector<RemoteTe>> ClusterNodes::place_and_start(
     if (!stage1.empty() && pipelined(start)) {
       start.engine.pp_stage1 = stage1;
     }
+    if (!members.empty() && expert_parallel(start)) start.engine.ep_remote = members;
     const auto node = std::find_if(nodes.begin(), nodes.end(),
                                    [&](const auto& n) { return n.host_id == plan->hosts[i]; });
     Result<RemoteTe> te = start_one(*node, start);
@@ -299,11 +254,16 @@ Result<std::vector<RemoteTe>> ClusterNodes::place_and_start(
         {te->id, g.instance, g.priority, start.threads, start.memory_bytes, start.role});
     ++node->running_tes;
     if (start.role == cluster::kPpStageRole) stage1 = te->address;
-    processes.push_back(
-        {{"id", te->id}, {"role", start.role}, {"host", te->host_id}, {"address", te->address}});
+    if (start.role == cluster::kEpExpertRole) members.push_back(te->address);
+    processes.push_back({{"id", te->id},
+                         {"role", start.role},
+                         {"host", te->host_id},
+                         {"address", te->address},
+                         {"pid", te->pid}});
     out.push_back(std::move(*te));
   }
   ++placed_;
+  gangs_[g.instance] = PlacedGang{g, out};
   cluster::Json evicted = cluster::Json::array();
   for (const std::string& v : plan->evict) evicted.push_back(v);
   KEEL_LOG_INFO("cluster: instance {} (priority {}) placed: {} processes, {} evicted", g.instance,
@@ -333,6 +293,11 @@ Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& 
 }
 
 Status ClusterNodes::stop_te(const std::string& id, std::chrono::milliseconds grace) {
+  for (const auto& [instance, gang] : gangs_) {
+    for (const RemoteTe& p : gang.processes) {
+      if (p.id == id) return stop_gang(std::string(instance), grace);
+    }
+  }
   const auto it = std::find_if(started_.begin(), started_.end(),
                                [&](const auto& s) { return s.second.id == id; });
   if (it == started_.end()) return Status::not_found("cluster: te " + id + " is not managed here");
@@ -344,6 +309,47 @@ Status ClusterNodes::stop_te(const std::string& id, std::chrono::milliseconds gr
                                       grace + std::chrono::seconds(2)));
   return cluster::decode_status_body(reply).with_prefix("cluster: stop " + id + " on node " +
                                                         te.host_id);
+}
+
+Status ClusterNodes::stop_gang(const std::string& instance, std::chrono::milliseconds grace,
+                               membership::Membership* session) {
+  const auto g = gangs_.find(instance);
+  if (g == gangs_.end()) return Status::not_found("cluster: no gang " + instance + " placed here");
+  const PlacedGang gang = g->second;
+  gangs_.erase(g);
+  const std::map<std::string, TeUse> use =
+      session != nullptr ? te_use(*session) : std::map<std::string, TeUse>{};
+  std::vector<RemoteTe> order = gang.processes;  // its TEs first: a stage or member exits with them
+  std::stable_partition(order.begin(), order.end(),
+                        [](const RemoteTe& p) { return is_te_role(p.role); });
+  Status first;
+  for (const RemoteTe& p : order) {
+    const auto it = std::find_if(started_.begin(), started_.end(),
+                                 [&](const auto& s) { return s.second.id == p.id; });
+    if (it == started_.end()) continue;
+    const std::string agent = it->first;
+    started_.erase(it);
+    Result<cluster::Json> reply = caller_->call(agent, cluster::encode(stop_request(p.id, grace)),
+                                                grace + std::chrono::seconds(2));
+    Status s = reply.ok() ? cluster::decode_status_body(*reply) : reply.status();
+    if (s.code() == StatusCode::kNotFound) s = {};  // gone already (exited with its gang)
+    if (!s.ok()) {
+      KEEL_LOG_WARN("cluster: {} of gang {} on node {} not stopped: {}", p.id, instance, p.host_id,
+                    s.to_string());
+      if (first.ok()) first = s.with_prefix("cluster: stop " + p.id + " on node " + p.host_id);
+    }
+    const auto u = use.find(p.id);
+    if (u == use.end()) continue;
+    for (const auto& [je, te_address] : u->second.listed) {  // its jobs were re-driven already
+      Result<cluster::Json> r = caller_->call(
+          je, cluster::encode(cluster::RemoveTe{te_address, true}), config_.call_timeout);
+      const Status removed = r.ok() ? cluster::decode_status_body(*r) : r.status();
+      if (!removed.ok()) {
+        KEEL_LOG_WARN("cluster: remove_te {} at je {}: {}", p.id, je, removed.to_string());
+      }
+    }
+  }
+  return first;
 }
 
 Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& session,
@@ -393,10 +399,8 @@ Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& se
   }
   std::vector<GangStart> gangs;  // each missing TE alone: its peers may be the adopted ones
   for (cluster::StartTe& s : starts) {
-    GangStart g{s.id, priority, {}};
-    if (pipelined(s)) g.tes.push_back(stage_start(s));  // with its own stage 1
-    g.tes.push_back(std::move(s));
-    gangs.push_back(std::move(g));
+    const std::string id = s.id;
+    gangs.push_back(gang_of(id, priority, std::move(s)));  // with its own stage 1 or members
   }
   KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> started, start_gangs(session, gangs));
   out.insert(out.end(), started.begin(), started.end());
@@ -406,6 +410,7 @@ Result<std::vector<RemoteTe>> ClusterNodes::take_over(membership::Membership& se
 
 void ClusterNodes::forget() {
   started_.clear();
+  gangs_.clear();
   caller_->close();
 }
 
@@ -418,6 +423,7 @@ void ClusterNodes::stop_all(std::chrono::milliseconds grace) {
       KEEL_LOG_WARN("cluster: te {} on node {} not stopped: {}", te.id, te.host_id, s.to_string());
   }
   started_.clear();
+  gangs_.clear();
   caller_->close();
 }
 

@@ -1,7 +1,9 @@
 // ClusterNodes: `keel cluster up --nodes auto` — the cluster manager's side of the node agents.
 // It reads the agents registered in the membership (node/<host-id>, their capacity), places each
 // instance as a gang — all of its TEs or none: a colocated TE alone, a prefill + decode pair
-// together, a pipeline-parallel TE with its stage-1 process — with the pure step function
+// together, a pipeline-parallel TE with its stage-1 process, an expert-parallel TE with its expert
+// members (instance_gangs.h; members started first, the TE then given their addresses) — with the
+// pure step function
 // cluster/policy/gang_placement.h over cores and memory per host, evicts first the idle
 // lower-priority instances the plan names, asks each chosen agent to start its TE (start_te over a
 // link) and, at shutdown, to stop it (stop_te; an agent that cannot be reached — its host cut off —
@@ -19,6 +21,8 @@
 // manager announces it to every agent (announce, the `fence` call) before it places or adopts TEs;
 // an agent refuses a command with a lower token than it has seen (cluster/policy/leader_fence.h),
 // so a manager that stalled past its lease cannot stop or start TEs behind its successor's back.
+// The gangs it placed are kept (placed_gangs): stopping any process of one stops the whole gang
+// (stop_te, stop_gang; gang_watch.h replaces a gang that lost a process).
 // Each eviction and placement is a JSON line in the event log ({"event":"evict"} before
 // {"event":"gang_placed"}; {"event":"gang_unplaceable"} with the reason) and a /metrics counter.
 //
@@ -36,6 +40,7 @@
 #include "cluster/policy/node_capacity.h"
 #include "cluster/protocol/node_messages.h"
 #include "control/manager/caller.h"
+#include "control/placement/instance_gangs.h"
 #include "core/clock.h"
 #include "core/result.h"
 #include "membership/membership.h"
@@ -48,39 +53,14 @@ struct RemoteTe {
   std::string host_id;
   std::string address;  // its control endpoint
   int64_t pid = 0;      // on its host
-  std::string role;     // as started: a TE's role, or cluster::kPpStageRole (not a TE)
+  std::string role;     // as started: a TE's role, or kPpStageRole / kEpExpertRole (not a TE)
 };
 
-// One instance to place as a gang. Each TE's `threads` and `memory_bytes` are what it reserves;
-// its `instance` and `priority` are set from here.
-struct GangStart {
-  std::string instance;  // unique in the cluster
-  int32_t priority = 0;  // higher wins (as a Kubernetes PriorityClass value)
-  std::vector<cluster::StartTe> tes;
+// A gang this manager placed and started, as it is now.
+struct PlacedGang {
+  GangStart start;  // as asked (an expert-parallel TE without its members' addresses)
+  std::vector<RemoteTe> processes;  // in the gang's order
 };
-
-// Whether `te` is a pipeline-parallel TE (colocated, `--pp 2` in its args): placed with its
-// stage 1 (stage_start) as one gang, stage 1 first; its start then gets `--pp-stage1 ADDRESS`.
-bool pipelined(const cluster::StartTe& te);
-// The stage-1 process of pipelined `te`: `<id>-stage1`, role pp-stage, the same model, threads
-// and reservation, and the flags `keel pp-stage` shares with it (-c, --weight-layout, --isa,
-// --mmap).
-cluster::StartTe stage_start(const cluster::StartTe& te);
-
-// index entry of a process that is not one of `starts` (a pipelined TE's stage 1).
-inline constexpr size_t kNotATe = static_cast<size_t>(-1);
-
-// A model's TEs as instances: each colocated (or semi-PD) TE alone (`<model>-te-<i>`; a pipelined
-// one with its stage 1 before it, `<model>-pp-<i>`), the k-th prefill TE with the k-th decode TE
-// (`<model>-pd-<k>`; a prefill or decode TE left over alone).
-// index[g]: the positions in `starts` of gang g's processes, in the gang's order (kNotATe for a
-// stage 1).
-struct ModelGangs {
-  std::vector<GangStart> gangs;
-  std::vector<std::vector<size_t>> index;
-};
-ModelGangs model_gangs(const std::string& model, int32_t priority,
-                       const std::vector<cluster::StartTe>& starts);
 
 struct ClusterNodesConfig {
   std::string model;                                // the served model name (metrics labels)
@@ -119,8 +99,18 @@ class ClusterNodes {
   // failure stops only what this gang started and is returned.
   Result<std::vector<RemoteTe>> start_gang(membership::Membership& session, const GangStart& g);
   // Stops one TE started or adopted here through its agent (SIGTERM, SIGKILL after `grace`) and
-  // forgets it; NotFound when it is not one of them.
+  // forgets it — with the rest of its gang when it is one of a placed gang's processes (a stage
+  // or member already gone counts as stopped); NotFound when it is not one of them.
   Status stop_te(const std::string& id, std::chrono::milliseconds grace);
+  // Stops every process of placed gang `instance` through its agent (one already gone counts as
+  // stopped), tells the JEs that list its TEs to forget them, and forgets the gang; NotFound when
+  // no such gang was placed here. The first failure is returned (after trying every process).
+  Status stop_gang(const std::string& instance, std::chrono::milliseconds grace,
+                   membership::Membership* session = nullptr);
+  // The gangs placed here and not stopped, by instance.
+  [[nodiscard]] const std::map<std::string, PlacedGang>& placed_gangs() const { return gangs_; }
+  // Appends one JSON line (with "unix_s") to the event log, when there is one.
+  void log_event(cluster::Json event);
   // The manager's TEs after it won the election: `wanted` (ids ignored) matched against the TEs
   // of `model` registered now; the live ones adopted, the rest started with fresh ids
   // (cluster/policy/takeover_plan.h), each as a gang of its own at `priority` (a missing prefill TE
@@ -150,7 +140,6 @@ class ClusterNodes {
   Result<std::vector<RemoteTe>> place_and_start(const GangStart& g,
                                                 std::vector<cluster::NodeCapacity>& nodes,
                                                 const std::map<std::string, TeUse>& use);
-  void log_event(cluster::Json event);
   int64_t fence() const { return config_.fence ? config_.fence() : 0; }
   // A stop_te for `id`, fenced with this manager's election and token (every stop goes through it).
   cluster::StopTe stop_request(const std::string& id, std::chrono::milliseconds grace) const {
@@ -162,6 +151,7 @@ class ClusterNodes {
   SteadyClock steady_;
   const Clock* clock_;
   std::vector<std::pair<std::string, RemoteTe>> started_;  // agent address, TE
+  std::map<std::string, PlacedGang> gangs_;                // by instance
   std::atomic<int64_t> placed_{0};
   std::atomic<int64_t> evicted_{0};
   std::atomic<int64_t> unplaceable_{0};

@@ -139,8 +139,8 @@ cluster::StartTeReply NodeAgent::start_te(const cluster::StartTe& req) {
       req.served_model_name == (o_.model_name
                                     ? o_.model_name(req.model_path)
                                     : std::filesystem::path(req.model_path).stem().string());
-  const bool stage = req.role == cluster::kPpStageRole;
-  if (pool_ && pool_->idle() > 0 && name_fits && !stage) {
+  const bool not_a_te = req.role == cluster::kPpStageRole || req.role == cluster::kEpExpertRole;
+  if (pool_ && pool_->idle() > 0 && name_fits && !not_a_te) {
     cluster::BindModel bind;
     bind.model_path = req.model_path;
     bind.role = req.role;
@@ -192,6 +192,12 @@ proc::ChildSpec NodeAgent::start_child(const cluster::StartTe& req) const {
   if (req.role == cluster::kPpStageRole) {  // no membership, no queue: it serves its stage 0
     proc::ChildSpec child = cluster::te_child(o_.keel_command, spec, timeout);
     child.argv = {o_.keel_command.at(0), "pp-stage", "--spec", "-", "--exit-with-peer"};
+    return child;
+  }
+  if (req.role == cluster::kEpExpertRole) {  // no membership, no queue: it serves its leader
+    proc::ChildSpec child = cluster::te_child(o_.keel_command, spec, timeout);
+    child.argv = o_.keel_command;
+    child.argv.insert(child.argv.end(), {"ep-expert", "--spec", "-", "--exit-with-leader"});
     return child;
   }
   spec.role = req.role;

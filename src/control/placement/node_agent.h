@@ -8,7 +8,10 @@
 // either way the TE registers itself (te/<id>, its own lease) before the reply, so JEs following
 // the membership take it. A start with role "pp-stage" starts `keel pp-stage --spec -` instead (a
 // pipelined TE's stage 1, placed in its gang by the manager: it listens on the agent's host,
-// registers nothing, and exits when its stage 0's link closes). Children are started and stopped by
+// registers nothing, and exits when its stage 0's link closes); one with role "ep-expert" starts
+// `keel ep-expert --spec - --exit-with-leader` (an expert-parallel TE's member, placed in its gang:
+// it listens over UCX on the agent's host, registers nothing, and exits with its leader). Children
+// are started and stopped by
 // PID (ProcessSupervisor); shutdown() stops every one of them, then revokes the lease. Every call
 // carries the manager's fencing token; one lower than the highest this agent has admitted (a stale
 // manager's) is refused with FailedPrecondition before it acts (cluster/policy/leader_fence.h).

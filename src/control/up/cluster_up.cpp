@@ -14,6 +14,7 @@
 #include "control/manager/cluster_membership.h"
 #include "control/manager/manager_loop.h"
 #include "control/placement/cluster_nodes.h"
+#include "control/placement/gang_watch.h"
 #include "control/repair/cluster_health.h"
 #include "control/up/up_children.h"
 #include "control/up/up_plan.h"
@@ -133,6 +134,7 @@ class ClusterUp {
                                 threads_per_te(o_), &taken);
       };
       role_.lost = [this] { nodes_->forget(); };
+      if (gang_watch_) role_.tick = [this] { gang_watch_->tick(members_->session()); };
     }
     const int sig =
         wait_for_stop(stop_signals_, sup_, scaler_.get(), autoscaler_.get(), replacer_.get(),
@@ -205,6 +207,9 @@ class ClusterUp {
                                             *members_, role_.leading);
     if (!started.ok()) nodes_->stop_all(std::chrono::milliseconds(5000));
     KEEL_TRY(started.status());
+    if (o_.nodes == "auto" && !o_.no_replace) {  // a gang that loses a process is replaced whole
+      gang_watch_ = std::make_unique<GangWatch>(nodes_.get(), GangWatchConfig{.model = name_});
+    }
     tree_ = std::move(*started);
     if (scaler_) {
       scaler_->set_je_addresses(tree_.je_addresses);
@@ -254,14 +259,16 @@ class ClusterUp {
     TeReplacer* rp = replacer_.get();
     JeReplacer* jp = je_replacer_.get();
     ClusterNodes* np = o_.nodes == "auto" ? nodes_.get() : nullptr;
+    GangWatch* gw = gang_watch_.get();
     const ManagerRole* mr = &role_;
     const ClusterMembership* mm = members_.get();
-    return [f, name = name_, sc, as, rp, jp, np, mr, mm]() -> std::string {
+    return [f, name = name_, sc, as, rp, jp, np, gw, mr, mm]() -> std::string {
       Result<cluster::FleetStatus> s = f->fleet_status();
       std::string text = s.ok() ? cluster::fleet_metrics_text(*s, name) : std::string();
       text += f->hop_metrics_text();
       text += mr->metrics_text(mm->fencing_token());
       if (np != nullptr) text += np->metrics_text();
+      if (gw != nullptr) text += gw->metrics_text();
       if (sc != nullptr) text += sc->metrics_text();
       if (rp != nullptr) text += rp->metrics_text();
       if (jp != nullptr) text += jp->metrics_text();
@@ -342,6 +349,7 @@ class ClusterUp {
   proc::ProcessSupervisor sup_;            // its destructor stops whatever is still running
   std::unique_ptr<ClusterScaler> scaler_;  // preloads the store before any TE starts
   std::unique_ptr<ClusterNodes> nodes_;    // --nodes auto: the TEs through node agents
+  std::unique_ptr<GangWatch> gang_watch_;  // --nodes auto: lost gangs replaced whole
   UpTree tree_;
   std::unique_ptr<cluster::FleetClient> fleet_;
   std::unique_ptr<ClusterAutoscaler> autoscaler_;

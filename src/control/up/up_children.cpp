@@ -73,7 +73,7 @@ Status start_remote_tes(ClusterNodes& nodes, membership::Membership& session,
   size_t adopted = 0;
   KEEL_ASSIGN_OR_RETURN(std::vector<RemoteTe> tes,
                         nodes.take_over(session, name, std::move(starts), o.priority, &adopted));
-  std::erase_if(tes, [](const RemoteTe& te) { return te.role == cluster::kPpStageRole; });
+  std::erase_if(tes, [](const RemoteTe& te) { return !is_te_role(te.role); });
   for (const RemoteTe& te : tes) t->te_addresses.push_back(te.address);
   KEEL_LOG_INFO("cluster: managing {} TEs through the node agents ({} adopted, {} started)",
                 tes.size(), adopted, tes.size() - adopted);

@@ -33,16 +33,16 @@ void scale_through_agents(ClusterNodes& nodes, ClusterMembership* members,
       cluster::StartTe s{
           id, path, name, role, threads_per_te(o), o.serve.compute.isa, te_engine_spec(o, role)};
       s.memory_bytes = te_memory_bytes(o, path);
-      GangStart gang{id, o.priority, {s}};
-      // A pipelined TE goes with its stage 1, started first (it exits with its stage 0).
-      if (control::pipelined(s)) gang.tes.insert(gang.tes.begin(), control::stage_start(s));
+      // A pipelined TE goes with its stage 1, an expert-parallel one with its members, started
+      // first (they exit with it).
+      const GangStart gang = control::gang_of(id, o.priority, std::move(s));
       Result<std::vector<RemoteTe>> tes = nodes.start_gang(members->session(), gang);
       if (!tes.ok()) {
         last = tes.status();
         break;  // the hosts are full: later ones would not fit either
       }
       for (const RemoteTe& te : *tes) {
-        if (te.role != cluster::kPpStageRole) out.push_back(te.address);
+        if (control::is_te_role(te.role)) out.push_back(te.address);
       }
     }
     if (!last.ok()) *retry_at = std::chrono::steady_clock::now() + std::chrono::seconds(2);

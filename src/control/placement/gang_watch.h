@@ -1,0 +1,70 @@
+// GangWatch: `keel cluster up --nodes auto` keeping its placed gangs whole (cluster_nodes.h). Every
+// `period` while the manager leads, it lists the node agents and checks each gang it placed with
+// the pure step function cluster/policy/gang_health.h: a process its agent no longer runs (it
+// exited: an expert member killed, a TE that exited because its member or stage was lost), or
+// whose host is gone, loses the gang. The gang is then replaced whole: its other processes are
+// stopped through their agents at once (SIGKILL: a TE that lost a member cannot serve; its JEs
+// re-drive its jobs when its link closes) and forgotten by the JEs, and the same gang is placed
+// and started again under new ids (`<id>-r<generation>`, the instance name kept) — for an
+// expert-parallel TE, new members first, then a TE given their addresses. Each loss is an
+// event-log line {"event":"gang_lost","instance","lost":[ids],"processes":[ids]}, then
+// {"event":"gang_replaced","instance","processes":[ids],"seconds"} or
+// {"event":"gang_replace_failed","instance","reason"} (the gang is then left down, reported), and
+// /metrics counts keel:gang_lost_total, keel:gang_replaced_total, keel:gang_replace_failed_total.
+// A gang stopped on purpose (stop_te, an eviction, a drain) is no longer placed and not watched.
+//
+// Thread safety: tick() from the manager's loop thread (the owner of ClusterNodes);
+// metrics_text() from any thread.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cluster/policy/gang_health.h"
+#include "control/placement/cluster_nodes.h"
+#include "core/clock.h"
+#include "membership/membership.h"
+
+namespace keel::control {
+
+struct GangWatchConfig {
+  std::string model;                      // the served model name (metrics labels)
+  std::chrono::milliseconds period{500};  // between checks
+  int32_t max_unseen_checks = 20;         // a fresh process not yet listed (gang_health.h)
+  const Clock* clock = nullptr;           // none: the steady clock
+};
+
+class GangWatch {
+ public:
+  GangWatch(ClusterNodes* nodes, GangWatchConfig config);
+
+  // Checks the placed gangs when `period` has passed since the last check; replaces a gang that
+  // lost a process. A failed listing skips the check (logged).
+  void tick(membership::Membership& session);
+
+  [[nodiscard]] std::string metrics_text() const;
+
+ private:
+  // The processes of `gang` as watched (its state kept when the ids are the ones watched).
+  std::vector<cluster::WatchedProcess>& watched(const std::string& instance,
+                                                const PlacedGang& gang);
+  void replace(membership::Membership& session, const std::string& instance,
+               const std::vector<std::string>& lost);
+
+  ClusterNodes* nodes_;
+  GangWatchConfig config_;
+  SteadyClock steady_;
+  const Clock* clock_;
+  int64_t next_check_ns_ = 0;
+  std::map<std::string, std::vector<cluster::WatchedProcess>> state_;  // by instance
+  std::map<std::string, GangStart> first_;  // each instance's gang as first placed (its ids)
+  std::map<std::string, int32_t> generation_;
+  std::atomic<int64_t> lost_{0};
+  std::atomic<int64_t> replaced_{0};
+  std::atomic<int64_t> replace_failed_{0};
+};
+
+}  // namespace keel::control
