@@ -533,6 +533,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   add_preload_command(cluster, &cli);
   add_scale_command(cluster, &cli);
   add_bench_scale_command(cluster, &cli);
+  add_gateway_command(cluster, &cli);
   return cli;
 }
 
@@ -597,6 +598,7 @@ std::optional<int> run_cluster_commands(const ClusterCli& cli) {
   if (cli.preload_cmd->parsed()) return run_cluster_preload(*cli.preload);
   if (cli.scale_cmd->parsed()) return run_cluster_scale(*cli.scale);
   if (cli.bench_scale_cmd->parsed()) return run_cluster_bench_scale(*cli.bench_scale);
+  if (cli.gateway_cmd->parsed()) return run_cluster_gateway(*cli.gateway);
   return std::nullopt;
 }
 

@@ -22,6 +22,7 @@ server::ServerConfig gateway_config(const ServeOptions& o) {
   apply_http_front(o, raise_descriptor_limit(), &c);
   c.pic_mode = o.pic;
   c.state_dir = serve_state_dir(o);
+  c.responses_dir = o.responses_dir;
   return c;
 }
 

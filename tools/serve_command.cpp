@@ -58,6 +58,7 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   c.pic_mode = o.pic;
   c.allow_runtime_lora = o.allow_runtime_lora;
   c.state_dir = serve_state_dir(o);
+  c.responses_dir = o.responses_dir;
   return c;
 }
 

@@ -14,6 +14,10 @@ void add_state_flags(CLI::App* cmd, ServeOptions* o) {
                       "default: ~/.cache/keel/state/port-<port>, memory only with --port 0");
   cmd->add_flag("--no-state", o->no_state, "Keep files, batches and responses in memory only")
       ->excludes(dir);
+  cmd->add_option("--responses-dir", o->responses_dir,
+                  "Keep stored /v1/responses in DIR instead, a directory the gateways of a "
+                  "cluster share (not locked): a response created through one is retrieved, "
+                  "deleted and continued through any (docs/responses.md)");
 }
 
 std::string serve_state_dir(const ServeOptions& o) {

@@ -13,7 +13,7 @@
 
 namespace keel::cli {
 
-// --state-dir DIR, --no-state.
+// --state-dir DIR, --no-state, --responses-dir DIR (ServerConfig::responses_dir).
 void add_state_flags(CLI::App* cmd, ServeOptions* o);
 
 // The server's state directory: --state-dir when given; "" (memory only) with --no-state; else

@@ -89,6 +89,7 @@ struct ServeOptions {
   int32_t batch_concurrency = 8;       // batch (/v1/batches) lines in flight at once
   std::string state_dir;               // --state-dir: files and batches on disk; "" = the default
   bool no_state = false;               // --no-state: files and batches in memory only
+  std::string responses_dir;           // --responses-dir: stored responses shared by gateways
   std::vector<std::string> loras;      // --lora NAME=PATH, loaded at start (repeatable)
   bool allow_runtime_lora = false;     // --allow-runtime-lora: POST /v1/{load,unload}_lora_adapter
   bool no_fine_tuning = false;         // --no-fine-tuning: no /v1/fine_tuning/jobs trainer

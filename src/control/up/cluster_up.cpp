@@ -16,6 +16,7 @@
 #include "control/placement/cluster_nodes.h"
 #include "control/placement/gang_watch.h"
 #include "control/repair/cluster_health.h"
+#include "control/up/gateway_server.h"
 #include "control/up/up_children.h"
 #include "control/up/up_plan.h"
 #include "control/up/up_scaling.h"
@@ -28,7 +29,6 @@
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
 #include "proc/stop_signals.h"
-#include "server/chat_formatter.h"
 
 namespace keel::control {
 namespace {
@@ -278,19 +278,9 @@ class ClusterUp {
 
   // The OpenAI server over the fleet, registered in the membership; prints the ready line.
   Status start_gateway() {
-    cluster::FleetClient* f = fleet_.get();
-    server::ServerDeps deps{
-        f, &meta_->tokenizer(),
-        server::template_chat_formatter(meta_->chat_template(), &meta_->tokenizer()), nullptr};
-    deps.tool_format = server::detect_tool_format(meta_->chat_template()->source());
-    KEEL_ASSIGN_OR_RETURN(deps.reasoning_parser,
-                          server::parse_reasoning_parser(o_.serve.reasoning_parser));
+    KEEL_ASSIGN_OR_RETURN(server::ServerDeps deps,
+                          gateway_deps(fleet_.get(), *meta_, o_.serve.reasoning_parser, name_));
     deps.extra_metrics = extra_metrics();
-    deps.fleet_health = [f, name = name_] { return fleet_health(*f, name); };
-    deps.cluster_status = [f]() -> Result<std::string> {
-      KEEL_ASSIGN_OR_RETURN(cluster::FleetStatus s, f->fleet_status());
-      return cluster::fleet_status_json(s).dump();
-    };
     server::ServerConfig c = hooks_.gateway;
     c.served_model_name = name_;
     // The LoRA routes reach the FleetClient, which refuses run-time loads (400 naming --lora).
