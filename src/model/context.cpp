@@ -280,12 +280,21 @@ void Context::set_expert_parallel(ExpertParallel ep) {
 
 void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                               Rows rows) {
-  const LayerWeights& w = model_.weights().layers[sz(il)];
   const int64_t n = rows.n < 0 ? static_cast<int64_t>(batch.size()) : rows.n;
   const int64_t t0 = rows.first;
   const bool whole = t0 == 0 && n == static_cast<int64_t>(batch.size());
   // LoRA and page selection are bound to the whole batch: a micro-batch never has them.
   KEEL_CHECK(whole || (!lora_.active() && batch.selector == nullptr));
+  project_qkv(il, batch.positions.data() + t0, t0, n, ops);
+  write_kv(il, batch, kv, {t0, n});
+  if (batch.selector != nullptr && il == batch.select_layer) select_pages(il, batch, kv);
+  attend(il, batch, kv, ops, {t0, n});
+  output_projection(il, t0, n, ops);
+}
+
+void Context::project_qkv(int64_t il, const int32_t* positions, int64_t t0, int64_t n,
+                          kernels::Ops& ops) {
+  const LayerWeights& w = model_.weights().layers[sz(il)];
   const int64_t q_dim = hp_.q_dim(), kv_dim = hp_.kv_dim(), d = hp_.n_embd;
   float* const x = x_.data() + t0 * d;
   float* const q = q_.data() + t0 * q_dim;
@@ -308,11 +317,13 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
     ops.rms_norm(q, w.q_norm.data(), n * hp_.n_head, hp_.head_dim, hp_.rms_eps, q);
     ops.rms_norm(k, w.k_norm.data(), n * hp_.n_head_kv, hp_.head_dim, hp_.rms_eps, k);
   }
-  ops.rope(hp_.rope, batch.positions.data() + t0, n, hp_.n_head, hp_.head_dim, q_dim, q);
-  ops.rope(hp_.rope, batch.positions.data() + t0, n, hp_.n_head_kv, hp_.head_dim, kv_dim, k);
-  write_kv(il, batch, kv, {t0, n});
-  if (batch.selector != nullptr && il == batch.select_layer) select_pages(il, batch, kv);
-  attend(il, batch, kv, ops, {t0, n});
+  ops.rope(hp_.rope, positions, n, hp_.n_head, hp_.head_dim, q_dim, q);
+  ops.rope(hp_.rope, positions, n, hp_.n_head_kv, hp_.head_dim, kv_dim, k);
+}
+
+void Context::output_projection(int64_t il, int64_t t0, int64_t n, kernels::Ops& ops) {
+  const LayerWeights& w = model_.weights().layers[sz(il)];
+  const int64_t q_dim = hp_.q_dim(), d = hp_.n_embd;
   float* const attn = attn_.data() + t0 * q_dim;
   float* const proj = proj_.data() + t0 * d;
   ops.matmul(w.wo, attn, n, proj);
@@ -320,7 +331,7 @@ void Context::attention_block(int64_t il, const Batch& batch, KvStorage& kv, ker
   for (int64_t t = 0; t < n; ++t) {
     if (!w.bo.empty()) ops.add(w.bo.data(), d, proj + t * d);
   }
-  ops.add(proj, n * d, x);
+  ops.add(proj, n * d, x_.data() + t0 * d);
 }
 
 void Context::ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops) {

@@ -26,6 +26,7 @@
 #include "core/result.h"
 #include "kernels/kernels.h"
 #include "model/batch.h"
+#include "model/context_parallel.h"
 #include "model/early_exit.h"
 #include "model/expert_token_counts.h"
 #include "model/kv_storage.h"
@@ -111,6 +112,17 @@ class Context {
                             EarlyExit* early_exit, std::vector<float>* logits,
                             std::vector<float>* hidden);
 
+  // Context parallelism (context_parallel.h): this Context's member's part of one step of a CP
+  // group over a single sequence whose shard lives in `kv` (the model's layers, as forward()).
+  // Every member of the group calls it for the same step at the same time; a member that fails
+  // (or whose ring fails) leaves the others waiting until their ring reports it. `logits`, when
+  // not null, is replaced with the last token's row when step.want_logits, else cleared. Errors:
+  // InvalidArgument for a step that does not fit (sizes, positions not ascending, a slot that is
+  // not its position's, blocks out of range, a LoRA or expert-parallel context), OutOfRange for a
+  // position ≥ n_ctx, the ring's errors and Corrupt for a message that does not match.
+  Status forward_cp(const CpStep& step, KvStorage& kv, kernels::Ops& ops, const ContextParallel& cp,
+                    std::vector<float>* logits);
+
   // CacheBlend's token selection probe: runs layers [0, check_layer) over the batch exactly as
   // forward() does (their K/V rows are written), then computes layer check_layer's V rows of the
   // batch tokens and replaces *deviation with, per token, the squared L2 distance to the V row
@@ -135,6 +147,25 @@ class Context {
   // LoRA or page selection): its K/V written, then its queries attend.
   void attention_block(int64_t il, const Batch& batch, KvStorage& kv, kernels::Ops& ops,
                        Rows rows = {});
+  // The halves of an attention block around the KV write and the attention: rows [t0, t0 + n)
+  // of x_ normed and projected into q_/k_/v_ (LoRA, biases, per-head norms, RoPE at `positions`,
+  // [n]); and attn_'s rows through the output projection, added to x_.
+  void project_qkv(int64_t il, const int32_t* positions, int64_t t0, int64_t n, kernels::Ops& ops);
+  void output_projection(int64_t il, int64_t t0, int64_t n, kernels::Ops& ops);
+  // Context parallelism (context_cp.cpp).
+  Status validate_cp(const CpStep& step, const KvStorage& kv, const ContextParallel& cp) const;
+  Status cp_attend(int64_t il, const CpStep& step, const KvStorage& kv, kernels::Ops& ops,
+                   const ContextParallel& cp);
+  // Part `part` of the step's queries: their attention over the positions `shard` (ascending) of
+  // `kv` through `table`, unnormalised, with its state; rows with no position there get l = 0.
+  void cp_attend_part(const CpStep& step, const kernels::PagedKv& kv, const int32_t* table,
+                      std::span<const int32_t> shard, int part, kernels::Ops& ops, CpStats* stats);
+  // Ring steps: the shards of every member, passed around the ring, into parts [0, N).
+  Status cp_ring_parts(int64_t il, const CpStep& step, const KvStorage& kv, kernels::Ops& ops,
+                       const ContextParallel& cp);
+  // Replicated steps: this member's part, and the others' gathered from the ring.
+  Status cp_gather_parts(int64_t il, const CpStep& step, const KvStorage& kv, kernels::Ops& ops,
+                         const ContextParallel& cp);
   void ffn_block(int64_t il, int64_t n_tokens, kernels::Ops& ops);
   // Micro-batch ping-pong (context_micro_batches.cpp; DeepSeek's and MegaScale-Infer's overlap):
   // with remote experts, the batch is cut into two halves A and B, and while one half's remote
@@ -195,8 +226,14 @@ class Context {
   // does not depend on the order of the keys, so compaction changes nothing else).
   std::vector<const int32_t*> attend_tables_;
   std::vector<std::vector<int32_t>> compact_;
-  LoraBatch lora_;               // the batch's adapters (BatchSeq::lora), bound with the tables
-  std::vector<float> select_q_;  // the selector's query rows of one sequence
+  LoraBatch lora_;  // the batch's adapters (BatchSeq::lora), bound with the tables
+  // Context parallelism's parts, per member of the group: [N][T][q_dim] rows and [N][T][n_head]
+  // states; the query tables and per-part counts of one call.
+  std::vector<float> cp_acc_, cp_m_, cp_l_;
+  std::vector<int32_t> cp_n_kv_;
+  std::vector<const int32_t*> cp_tables_;
+  std::vector<int32_t> cp_identity_;                // 0, 1, 2, …: a received shard's block table
+  std::vector<float> select_q_;                     // the selector's query rows of one sequence
   std::vector<std::vector<size_t>> select_tokens_;  // [seq] its batch tokens, when marked
   // Fills n_kv_, block_tables_ and attend_tables_ for the batch (bs: positions per block).
   void bind_tables(const Batch& batch, int32_t bs);
