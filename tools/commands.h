@@ -77,6 +77,13 @@ struct EpExpertOptions {
   std::string shard;       // "I/N": this member holds the I-th of N contiguous expert ranges
   std::string channel;     // the leader's shared-memory channel name (a child of `keel serve`)
   std::string listen;      // or HOST:PORT to listen on for leaders on other hosts (UCX)
+  // With --listen: exit once the first leader says goodbye or its connection fails, instead of
+  // serving the next one (how a node agent starts a gang's member: it dies with its leader).
+  bool exit_with_leader = false;
+  // --spec SOURCE: model, listen host, shard (engine.ep_member of engine.ep), threads, kernels and
+  // weight layout from a TeSpec (cluster/protocol/te_spec.h; "-" = stdin), as node agents start
+  // members; implies --listen HOST:0.
+  std::string spec_source;
 };
 int run_ep_expert(const EpExpertOptions& opts);
 // The model id the API shows: `given` (--served-model-name) when set, builtin_model_name() for a

@@ -5,11 +5,15 @@
 //     parent process changed); or
 //   --listen HOST:PORT: started on another host (by hand, or a deployment's supervisor), listens
 //     over UCX, prints its ready line ({"role":"ep-expert","port":P,"pid":N}) and serves the
-//     leaders that name it in --ep-remote, one after another, until stopped.
+//     leaders that name it in --ep-remote, one after another, until stopped — or, with
+//     --exit-with-leader, until its first leader says goodbye or its connection fails; or
+//   --spec -: as a node agent starts a gang's member (cluster/protocol/node_messages.h, role
+//     ep-expert): --listen HOST:0 with the model, shard and compute of the TeSpec on stdin.
 // A leader's hello that names replicated experts (`--ep-replicas`) has it load its range again
 // with those copies.
 #include <unistd.h>
 
+#include "cluster/protocol/spec_source.h"
 #include "commands.h"
 #include "core/log.h"
 #include "core/thread_pool.h"
@@ -52,8 +56,32 @@ Result<net::HostPort> parse_listen(const std::string& s) {
   return net::parse_host_port(s);  // its error names the address
 }
 
+// The options a node agent's TeSpec gives (model, host, shard ep_member/ep, compute).
+Result<EpExpertOptions> from_spec(const EpExpertOptions& given) {
+  KEEL_ASSIGN_OR_RETURN(const cluster::TeSpec spec, cluster::read_te_spec(given.spec_source));
+  if (spec.engine.ep_member < 1) {
+    return Status::invalid_argument(
+        "ep-expert --spec: the spec names no member (engine.ep_member)");
+  }
+  EpExpertOptions o = given;
+  o.model_path = spec.model_path;
+  o.listen = spec.host + ":" + std::to_string(spec.port);
+  o.shard = std::to_string(spec.engine.ep_member) + "/" + std::to_string(spec.engine.ep);
+  o.compute.threads = spec.threads;
+  o.compute.isa = spec.isa;
+  o.compute.weight_layout = spec.engine.weight_layout;
+  o.compute.use_mmap = spec.engine.use_mmap;
+  return o;
+}
+
 Status ep_expert(const EpExpertOptions& opts) {
   const pid_t leader = ::getppid();
+  if (opts.model_path.empty() || opts.shard.empty()) {
+    return Status::invalid_argument("ep-expert needs -m and --shard, or --spec");
+  }
+  if (opts.exit_with_leader && opts.listen.empty()) {
+    return Status::invalid_argument("--exit-with-leader goes with --listen (or --spec)");
+  }
   if (opts.channel.empty() == opts.listen.empty()) {
     return Status::invalid_argument("ep-expert needs one of --channel or --listen");
   }
@@ -68,6 +96,7 @@ Status ep_expert(const EpExpertOptions& opts) {
   KEEL_ASSIGN_OR_RETURN(host::LoadedModel loaded,
                         host::load_model(opts.model_path, opts.compute, mopts));
   std::unique_ptr<ep::ExpertChannel> channel;
+  const ep::UcxChannel* ucx_channel = nullptr;
   uint16_t port = 0;
   if (opts.listen.empty()) {
     KEEL_ASSIGN_OR_RETURN(channel, ep::ShmChannel::attach(opts.channel));
@@ -75,6 +104,7 @@ Status ep_expert(const EpExpertOptions& opts) {
     KEEL_ASSIGN_OR_RETURN(std::unique_ptr<ep::UcxChannel> ucx,
                           ep::UcxChannel::listen(listen.host, listen.port));
     port = ucx->port();
+    ucx_channel = ucx.get();
     channel = std::move(ucx);
   }
   KEEL_LOG_INFO(
@@ -98,22 +128,34 @@ Status ep_expert(const EpExpertOptions& opts) {
   };
   if (opts.listen.empty()) {
     member.leader_alive = [leader] { return ::getppid() == leader; };
+  } else if (opts.exit_with_leader) {  // one leader: its goodbye or its lost connection ends us
+    member.leader_alive = [ucx_channel] { return !ucx_channel->leaders_gone(); };
+    KEEL_LOG_INFO("ep-expert: listening on {}:{} for one leader", listen.host, port);
   } else {
     member.keep_serving = true;
     KEEL_LOG_INFO("ep-expert: listening on {}:{}", listen.host, port);
+  }
+  if (!opts.listen.empty()) {
     KEEL_TRY(proc::print_ready_line(
         {{"role", "ep-expert"}, {"port", port}, {"pid", static_cast<int>(::getpid())}}));
   }
-  KEEL_TRY(ep::serve_expert_member(*loaded.model, *channel, ops, member));
+  const Status served = ep::serve_expert_member(*loaded.model, *channel, ops, member);
+  if (opts.exit_with_leader && served.code() == StatusCode::kUnavailable) {
+    KEEL_LOG_INFO("ep-expert: {}: exiting with it", served.message());
+    return Status();
+  }
+  KEEL_TRY(served);
   KEEL_LOG_INFO("ep-expert: the leader said goodbye");
   return Status();
 }
 
 }  // namespace
 
-int run_ep_expert(const EpExpertOptions& opts) {
+int run_ep_expert(const EpExpertOptions& given) {
   spdlog::set_level(spdlog::level::info);
-  const Status s = ep_expert(opts);
+  Result<EpExpertOptions> opts = given;
+  if (!given.spec_source.empty()) opts = from_spec(given);
+  const Status s = opts.ok() ? ep_expert(*opts) : opts.status();
   if (!s.ok()) return report_error(s);
   return 0;
 }

@@ -142,17 +142,23 @@ int main(int argc, char** argv) {
       "ep-expert",
       "Run an expert member of an expert-parallel MoE model (started by --ep, or --listen for "
       "--ep-remote)");
-  epx_cmd->add_option("-m,--model", epx.model_path, "The leader's GGUF")->required();
-  epx_cmd
-      ->add_option("--shard", epx.shard,
-                   "I/N: hold the I-th of N contiguous ranges of each layer's experts")
-      ->required();
+  epx_cmd->add_option("-m,--model", epx.model_path, "The leader's GGUF (or --spec)");
+  epx_cmd->add_option("--shard", epx.shard,
+                      "I/N: hold the I-th of N contiguous ranges of each layer's experts");
   auto* epx_channel =
       epx_cmd->add_option("--channel", epx.channel, "The leader's shared-memory channel");
   epx_cmd
       ->add_option("--listen", epx.listen,
                    "HOST:PORT to serve leaders on other hosts over UCX (port 0: a free one; the "
                    "ready line names it); leader after leader, until stopped")
+      ->excludes(epx_channel);
+  epx_cmd->add_flag("--exit-with-leader", epx.exit_with_leader,
+                    "With --listen or --spec: exit when the first leader says goodbye or its "
+                    "connection fails (how node agents start a gang's member)");
+  epx_cmd
+      ->add_option("--spec", epx.spec_source,
+                   "Read the model, listen host, shard, compute and weight layout from a versioned "
+                   "TE spec (JSON; - = stdin), as node agents start members")
       ->excludes(epx_channel);
   add_compute_options(epx_cmd, &epx.compute);
 

@@ -48,6 +48,8 @@ struct UcxChannel::Impl {
   Status failure KEEL_GUARDED_BY(mu);                             // leader: the connection's
   std::atomic<uint32_t> arrived{0};
   std::atomic<bool> broken{false};
+  std::atomic<int> leaders_seen{0};  // member: connections accepted so far
+  std::atomic<int> leaders_open{0};  // member: of those, not failed
 
   // The owner's: the frame taken last, the outgoing mailbox.
   Inbound current;
@@ -112,6 +114,8 @@ struct UcxChannel::Impl {
       impl->ep = nullptr;
     } else if (impl->conns.erase(e) == 0) {
       return;
+    } else {
+      impl->leaders_open.fetch_sub(1, std::memory_order_release);
     }
     impl->close_ep(e, /*force=*/true);
   }
@@ -131,6 +135,8 @@ struct UcxChannel::Impl {
       return;
     }
     impl->conns.insert(e);
+    impl->leaders_open.fetch_add(1, std::memory_order_release);
+    impl->leaders_seen.fetch_add(1, std::memory_order_release);
   }
 
   static void on_payload(void* request, ucs_status_t status, size_t /*length*/, void* user_data) {
@@ -384,6 +390,11 @@ UcxChannel::~UcxChannel() {
 }
 
 uint16_t UcxChannel::port() const { return impl_->port; }
+
+bool UcxChannel::leaders_gone() const {
+  return !impl_->leader && impl_->leaders_open.load(std::memory_order_acquire) == 0 &&
+         impl_->leaders_seen.load(std::memory_order_acquire) > 0;
+}
 
 std::span<std::byte> UcxChannel::request() {
   return impl_->leader ? std::span<std::byte>(impl_->out)

@@ -41,6 +41,10 @@ class UcxChannel final : public ExpertChannel {
 
   // The port a listening channel is bound to (0 for a leader's).
   [[nodiscard]] uint16_t port() const;
+  // Member: a leader has connected, and every leader connection has failed since (its process
+  // gone or its host cut off: UCX's peer error handling). A member that lives and dies with its
+  // leader (`keel ep-expert --exit-with-leader`) asks this while idle.
+  [[nodiscard]] bool leaders_gone() const;
 
   // ExpertChannel; the incoming side's number counts frames taken, the outgoing side's frames
   // posted.

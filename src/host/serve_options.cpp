@@ -119,6 +119,7 @@ cluster::TeEngineSpec te_engine_spec_of(const ServeOptions& s) {
   e.ep_ping_pong = s.ep_ping_pong;
   e.ep_replicas = s.ep_replicas;
   e.ep_counts = s.ep_counts;
+  e.ep_remote = s.ep_remote;
   e.mode = s.mode;
   e.kv_pin_ttl_s = s.kv_pin_ttl_s;
   e.kv_pin_max_fraction = s.kv_pin_max_fraction;
@@ -153,6 +154,7 @@ void apply_engine_spec(const cluster::TeEngineSpec& e, ServeOptions* o) {
   s.ep_ping_pong = e.ep_ping_pong;
   s.ep_replicas = e.ep_replicas;
   s.ep_counts = e.ep_counts;
+  s.ep_remote = e.ep_remote;
   s.mode = e.mode;
   s.kv_pin_ttl_s = e.kv_pin_ttl_s;
   s.kv_pin_max_fraction = e.kv_pin_max_fraction;
