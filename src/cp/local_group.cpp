@@ -7,7 +7,6 @@
 
 #include "core/index_cast.h"
 #include "core/thread_pool.h"
-#include "cp/cp_plan.h"
 #include "cp/local_ring.h"
 #include "model/context.h"
 #include "model/kv_storage.h"
@@ -21,7 +20,6 @@ struct LocalGroup::Member {
   kernels::Ops ops;
   model::Context ctx;
   model::KvStorage kv;
-  std::vector<int32_t> shard;  // the global position of each slot
   model::CpStats stats;
   std::vector<float> logits;
 };
@@ -32,7 +30,7 @@ struct LocalGroup::Ring {
 };
 
 LocalGroup::LocalGroup(const model::Model& model, const GroupOptions& options)
-    : model_(model), options_(options) {}
+    : model_(model), options_(options), plan_(options.n_members, options.block_size) {}
 
 LocalGroup::~LocalGroup() = default;
 
@@ -61,64 +59,17 @@ Result<std::unique_ptr<LocalGroup>> LocalGroup::create(const model::Model& model
   return g;
 }
 
-model::CpStep LocalGroup::step_for(int r, std::span<const int32_t> stored) const {
-  const Member& m = *members_[sz(r)];
-  model::CpStep step;
-  step.shard = m.shard;
-  for (int32_t p : stored) {
-    step.slots.push_back(static_cast<int32_t>(step.shard.size()));
-    step.shard.push_back(p);
-  }
-  const int32_t bs = options_.block_size;
-  const auto n_blocks = (static_cast<int32_t>(step.shard.size()) + bs - 1) / bs;
-  for (int32_t b = 0; b < n_blocks; ++b) step.block_table.push_back(b);
-  return step;
-}
-
 Status LocalGroup::prefill(std::span<const int32_t> tokens, std::vector<float>* logits) {
   if (failed_) return Status::failed_precondition("the context-parallel group failed earlier");
   const auto n = static_cast<int32_t>(tokens.size());
-  if (n < 1 || length_ + n > options_.max_positions) {
+  if (n < 1 || plan_.length() + n > options_.max_positions) {
     return Status::out_of_range("the group holds " + std::to_string(options_.max_positions) +
-                                " positions; " + std::to_string(length_) + " + " +
+                                " positions; " + std::to_string(plan_.length()) + " + " +
                                 std::to_string(n) + " do not fit");
   }
-  const int n_members = options_.n_members;
-  std::vector<model::CpStep> steps;
-  if (n < 2 * n_members) {  // too short to give every member a chunk: every member computes all
-    std::vector<int64_t> sizes;
-    for (const auto& m : members_) sizes.push_back(std::ssize(m->shard));
-    std::vector<std::vector<int32_t>> stored(sz(n_members));
-    for (int32_t i = 0; i < n; ++i) {
-      const int owner = decode_owner(sizes);
-      stored[sz(owner)].push_back(length_ + i);
-      ++sizes[sz(owner)];
-    }
-    for (int r = 0; r < n_members; ++r) {
-      model::CpStep step = step_for(r, stored[sz(r)]);
-      std::vector<int32_t> slots(sz(n), -1);
-      for (size_t j = 0; j < step.slots.size(); ++j) {
-        slots[sz(stored[sz(r)][j] - length_)] = step.slots[j];
-      }
-      step.slots = std::move(slots);
-      step.tokens.assign(tokens.begin(), tokens.end());
-      for (int32_t i = 0; i < n; ++i) step.positions.push_back(length_ + i);
-      step.replicated = true;
-      step.want_logits = r == 0;
-      steps.push_back(std::move(step));
-    }
-  } else {
-    const auto split = zigzag_split(length_, length_ + n, n_members);
-    for (int r = 0; r < n_members; ++r) {
-      model::CpStep step = step_for(r, split[sz(r)]);
-      for (int32_t p : split[sz(r)]) step.tokens.push_back(tokens[sz(p - length_)]);
-      step.positions = split[sz(r)];
-      step.want_logits = step.positions.back() == length_ + n - 1;
-      steps.push_back(std::move(step));
-    }
-  }
-  KEEL_TRY(run(std::move(steps), logits));
-  length_ += n;
+  std::vector<model::CpStep> steps = plan_.append(tokens);
+  KEEL_TRY(run(steps, logits));
+  plan_.commit(steps);
   return Status();
 }
 
@@ -127,7 +78,7 @@ Status LocalGroup::decode(int32_t token, std::vector<float>* logits) {
   return prefill(one, logits);
 }
 
-Status LocalGroup::run(std::vector<model::CpStep> steps, std::vector<float>* logits) {
+Status LocalGroup::run(const std::vector<model::CpStep>& steps, std::vector<float>* logits) {
   const int n = options_.n_members;
   for (int r = 0; r < n; ++r) {
     const int64_t blocks = std::ssize(steps[sz(r)].block_table);
@@ -162,20 +113,18 @@ Status LocalGroup::run(std::vector<model::CpStep> steps, std::vector<float>* log
     return *first_error;
   }
   for (int r = 0; r < n; ++r) {
-    Member& m = *members_[sz(r)];
-    m.shard = std::move(steps[sz(r)].shard);
-    if (steps[sz(r)].want_logits && logits != nullptr) *logits = m.logits;
+    if (steps[sz(r)].want_logits && logits != nullptr) *logits = members_[sz(r)]->logits;
   }
   return Status();
 }
 
 std::vector<MemberReport> LocalGroup::report() const {
   std::vector<MemberReport> out;
-  for (const auto& m : members_) {
-    const model::KvLayout& layout = m->kv.layout();
-    const auto blocks = (std::ssize(m->shard) + layout.block_size - 1) / layout.block_size;
-    out.push_back(
-        {std::ssize(m->shard), blocks * static_cast<int64_t>(layout.block_bytes()), m->stats});
+  for (size_t r = 0; r < members_.size(); ++r) {
+    const model::KvLayout& layout = members_[r]->kv.layout();
+    const auto held = std::ssize(plan_.shard(static_cast<int>(r)));
+    const auto blocks = (held + layout.block_size - 1) / layout.block_size;
+    out.push_back({held, blocks * static_cast<int64_t>(layout.block_bytes()), members_[r]->stats});
   }
   return out;
 }

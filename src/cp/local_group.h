@@ -3,7 +3,8 @@
 // weights — one sequence, computed by the members together (model/context_parallel.h): prompts as
 // ring steps over zig-zag chunks (cp_plan.h), decode tokens as replicated steps stored by the
 // member holding the fewest positions. The tests' and benchmarks' group: it shows a CP group's
-// arithmetic and balance without processes; members in processes run the same Context call.
+// arithmetic and balance without processes; members in processes (member_run.h) run the same
+// plan (sequence_plan.h) and Context call.
 //
 // Thread safety: one caller; each step runs the members on their own threads and returns when
 // all have finished. A failed step closes the ring and leaves the group unusable
@@ -17,6 +18,7 @@
 
 #include "core/dtype.h"
 #include "core/result.h"
+#include "cp/sequence_plan.h"
 #include "kernels/kernels.h"
 #include "model/context_parallel.h"
 #include "model/model.h"
@@ -55,23 +57,21 @@ class LocalGroup {
   // Appends one token as a replicated step; *logits = its row.
   Status decode(int32_t token, std::vector<float>* logits);
 
-  [[nodiscard]] int32_t length() const { return length_; }
+  [[nodiscard]] int32_t length() const { return plan_.length(); }
   [[nodiscard]] std::vector<MemberReport> report() const;
 
  private:
   struct Member;
   LocalGroup(const model::Model& model, const GroupOptions& options);
   // Runs every member's step; the one with want_logits fills *logits.
-  Status run(std::vector<model::CpStep> steps, std::vector<float>* logits);
-  // Member r's step storing `positions` (ascending) in its next slots, asked for `queries`.
-  model::CpStep step_for(int r, std::span<const int32_t> stored) const;
+  Status run(const std::vector<model::CpStep>& steps, std::vector<float>* logits);
 
   const model::Model& model_;
   GroupOptions options_;
   std::vector<std::unique_ptr<Member>> members_;
   struct Ring;
   std::unique_ptr<Ring> ring_;
-  int32_t length_ = 0;
+  SequencePlan plan_;
   bool failed_ = false;
 };
 
