@@ -45,6 +45,7 @@ TEST(NodeCapacityTest, AttributesRoundTrip) {
   c.tes = {{"a-te-0", "a", -3, 2, int64_t{3} << 30},
            {"a-te-0-stage1", "a", -3, 2, int64_t{3} << 30, "pp-stage"},
            {"b-te-0", "b", 10, 1, 0, "prefill"}};
+  c.stopped = {"c-te-0", "c-te-0-ep1"};  // stopped on a manager's command
   Result<NodeCapacity> back =
       capacity_from_attributes("h2", "10.0.0.2:7000", capacity_attributes(c));
   ASSERT_TRUE(back.ok()) << back.status().to_string();
@@ -60,6 +61,10 @@ TEST(NodeCapacityTest, AttributesRoundTrip) {
   ASSERT_TRUE(back.ok()) << back.status().to_string();
   ASSERT_EQ(back->tes.size(), 1u);
   EXPECT_EQ(back->tes[0].role, "colocated");
+  attrs.erase("stopped");  // an older agent: nothing known stopped
+  back = capacity_from_attributes("h2", "10.0.0.2:7000", attrs);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_TRUE(back->stopped.empty());
 }
 
 TEST(NodeCapacityTest, MalformedAttributesNameTheField) {
@@ -90,7 +95,9 @@ TEST(NodeCapacityTest, MalformedAttributesNameTheField) {
                                                          "[{\"id\":\"x\",\"instance\":\"x\","
                                                          "\"priority\":0,\"threads\":1,"
                                                          "\"memory_bytes\":0,\"role\":7}]"},
-                                                        {"tes", "not json"}}) {
+                                                        {"tes", "not json"},
+                                                        {"stopped", "[3]"},
+                                                        {"stopped", "x"}}) {
     const Status s = with(key, value);
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << key << "=" << value;
     EXPECT_NE(s.message().find("h9"), std::string::npos) << s.message();

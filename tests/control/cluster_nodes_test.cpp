@@ -89,6 +89,7 @@ class FakeAgent {
       std::erase_if(cap_.tes, [&](const cluster::HostedTe& t) { return t.id == s.id; });
       if (before == cap_.tes.size()) return cluster::status_body(Status::not_found(s.id));
       stops.push_back(s);
+      cap_.stopped.push_back(s.id);
       publish();
       return cluster::status_body({});
     }
@@ -384,6 +385,31 @@ TEST_F(ClusterNodesTest, AnExpertParallelGangIsSpreadAndReplacedWholeWhenAMember
   clock_.advance_ns(200'000'000);
   watch.tick(*manager_);
   EXPECT_EQ(a.starts.size(), 2u) << "a gang stopped on purpose is not replaced";
+}
+
+TEST_F(ClusterNodesTest, AGangAnotherManagerStoppedIsStoppedWholeAndNotReplaced) {
+  FakeAgent a(&store_, net_.get(), "host-a", 8, int64_t{16} << 30);
+  FakeAgent b(&store_, net_.get(), "host-b", 2, int64_t{4} << 30);
+  std::unique_ptr<ClusterNodes> n = nodes(1);
+  cluster::StartTe t = te("m-te-0", "colocated", 1);
+  t.engine.ep = 2;
+  ASSERT_TRUE(n->start_gangs(*manager_, model_gangs("m", 0, {t}).gangs).ok());
+  GangWatch watch(n.get(), GangWatchConfig{.model = "m", .clock = &clock_});
+  watch.tick(*manager_);
+  // A higher-priority manager evicts the TE through its agent (its own command, its own token).
+  Result<Json> r =
+      net_->call(a.address(), cluster::encode(cluster::StopTe{"m-te-0", 0, "other", 1}),
+                 std::chrono::milliseconds(100));
+  ASSERT_TRUE(r.ok() && cluster::decode_status_body(*r).ok());
+  clock_.advance_ns(1'000'000'000);
+  watch.tick(*manager_);
+  EXPECT_TRUE(b.running().empty()) << "the member goes with its TE";
+  EXPECT_EQ(a.starts.size(), 1u) << "an evicted gang is not placed again";
+  EXPECT_TRUE(n->placed_gangs().empty());
+  EXPECT_NE(watch.metrics_text().find("keel:gang_stopped_total{model_name=\"m\"} 1"),
+            std::string::npos);
+  EXPECT_NE(watch.metrics_text().find("keel:gang_replaced_total{model_name=\"m\"} 0"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,14 +1,14 @@
-// lost_processes; see gang_health.h.
+// check_gang; see gang_health.h.
 #include "cluster/policy/gang_health.h"
 
 #include <algorithm>
 
 namespace keel::cluster {
 
-std::vector<std::string> lost_processes(std::vector<WatchedProcess>& processes,
-                                        const std::vector<HostProcesses>& hosts,
-                                        int32_t max_unseen_checks) {
-  std::vector<std::string> lost;
+GangCheck check_gang(std::vector<WatchedProcess>& processes,
+                     const std::vector<HostProcesses>& hosts, int32_t max_unseen_checks) {
+  GangCheck out;
+  std::vector<std::string>& lost = out.lost;
   for (WatchedProcess& p : processes) {
     const auto host = std::find_if(hosts.begin(), hosts.end(),
                                    [&](const HostProcesses& h) { return h.host_id == p.host_id; });
@@ -21,9 +21,13 @@ std::vector<std::string> lost_processes(std::vector<WatchedProcess>& processes,
       p.unseen_checks = 0;
       continue;
     }
-    if (p.seen || ++p.unseen_checks > max_unseen_checks) lost.push_back(p.id);
+    if (std::find(host->stopped.begin(), host->stopped.end(), p.id) != host->stopped.end()) {
+      out.stopped.push_back(p.id);
+    } else if (p.seen || ++p.unseen_checks > max_unseen_checks) {
+      lost.push_back(p.id);
+    }
   }
-  return lost;
+  return out;
 }
 
 }  // namespace keel::cluster

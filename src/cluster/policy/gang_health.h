@@ -7,6 +7,8 @@
 // Rules, per process:
 //  - its host is not listed (the agent's lease is gone: host cut off, agent dead) → lost;
 //  - its host lists it → seen (it runs);
+//  - its host lists it as stopped on a manager's command (node_capacity.h, `stopped`) → stopped:
+//    gone on purpose (another manager evicted the gang, an operator stopped it), not lost;
 //  - its host does not list it: lost when an earlier check saw it (it exited); never seen yet (an
 //    agent publishes its list after it answered the start) → lost only after more than
 //    `max_unseen_checks` such checks in a row (it died before any check saw it).
@@ -29,15 +31,23 @@ struct WatchedProcess {
   friend bool operator==(const WatchedProcess&, const WatchedProcess&) = default;
 };
 
-// A host as listed now: its id and the ids of the processes its agent runs.
+// A host as listed now: its id, the ids of the processes its agent runs, and of those it stopped
+// on a manager's command lately.
 struct HostProcesses {
   std::string host_id;
   std::vector<std::string> running;
+  std::vector<std::string> stopped;
 };
 
-// Updates `processes` with this check and returns the ids of those lost (in the gang's order).
-[[nodiscard]] std::vector<std::string> lost_processes(std::vector<WatchedProcess>& processes,
-                                                      const std::vector<HostProcesses>& hosts,
-                                                      int32_t max_unseen_checks);
+// One check's verdict, ids in the gang's order.
+struct GangCheck {
+  std::vector<std::string> lost;     // exited on their own, or their host is gone
+  std::vector<std::string> stopped;  // stopped on a manager's command
+};
+
+// Updates `processes` with this check and returns what is gone.
+[[nodiscard]] GangCheck check_gang(std::vector<WatchedProcess>& processes,
+                                   const std::vector<HostProcesses>& hosts,
+                                   int32_t max_unseen_checks);
 
 }  // namespace keel::cluster

@@ -104,7 +104,8 @@ std::map<std::string, std::string> capacity_attributes(const NodeCapacity& c) {
           {"max_tes", std::to_string(c.max_tes)},
           {"running_tes", std::to_string(c.running_tes)},
           {"warm_tes", std::to_string(c.warm_tes)},
-          {"tes", encode_tes(c.tes)}};
+          {"tes", encode_tes(c.tes)},
+          {"stopped", nlohmann::json(c.stopped).dump()}};
 }
 
 Result<NodeCapacity> capacity_from_attributes(const std::string& host_id,
@@ -143,6 +144,14 @@ Result<NodeCapacity> capacity_from_attributes(const std::string& host_id,
   c.warm_tes = static_cast<int32_t>(warm);
   if (const auto tes = attrs.find("tes"); tes != attrs.end()) {
     KEEL_ASSIGN_OR_RETURN(c.tes, decode_tes(host_id, tes->second));
+  }
+  if (const auto stopped = attrs.find("stopped"); stopped != attrs.end()) {
+    const nlohmann::json ids = nlohmann::json::parse(stopped->second, nullptr, false);
+    const bool ok =
+        ids.is_array() && ids.size() <= kMaxStoppedIds &&
+        std::all_of(ids.begin(), ids.end(), [](const auto& i) { return i.is_string(); });
+    if (!ok) return Status::invalid_argument("node " + host_id + ": malformed 'stopped' attribute");
+    c.stopped = ids.get<std::vector<std::string>>();
   }
   const auto models = attrs.find("models");
   if (models != attrs.end() && !models->second.empty()) {

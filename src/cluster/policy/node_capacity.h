@@ -33,6 +33,8 @@ struct HostedTe {
   bool operator==(const HostedTe&) const = default;
 };
 
+inline constexpr size_t kMaxStoppedIds = 32;
+
 struct NodeCapacity {
   std::string host_id;                 // the agent's --host-id (its member id)
   std::string address;                 // the agent's control endpoint "host:port"
@@ -44,6 +46,9 @@ struct NodeCapacity {
   int32_t running_tes = 0;             // TEs it started that are serving
   int32_t warm_tes = 0;                // idle warm TEs in its pool
   std::vector<HostedTe> tes;           // the running TEs (by id); absent from older agents
+  // The ids of the processes it stopped on a manager's stop_te lately (the last
+  // kMaxStoppedIds, oldest first): gone on purpose (an eviction, a drain), not lost.
+  std::vector<std::string> stopped;
   bool operator==(const NodeCapacity&) const = default;
 };
 

@@ -37,18 +37,38 @@ void GangWatch::tick(membership::Membership& session) {
   }
   std::vector<cluster::HostProcesses> hosts;
   for (const cluster::NodeCapacity& n : *nodes) {
-    cluster::HostProcesses h{n.host_id, {}};
+    cluster::HostProcesses h{n.host_id, {}, n.stopped};
     for (const cluster::HostedTe& t : n.tes) h.running.push_back(t.id);
     hosts.push_back(std::move(h));
   }
-  std::vector<std::pair<std::string, std::vector<std::string>>> broken;
+  std::vector<std::pair<std::string, cluster::GangCheck>> broken;
   for (const auto& [instance, gang] : nodes_->placed_gangs()) {
-    std::vector<std::string> lost =
-        cluster::lost_processes(watched(instance, gang), hosts, config_.max_unseen_checks);
-    if (!lost.empty()) broken.emplace_back(instance, std::move(lost));
+    cluster::GangCheck c =
+        cluster::check_gang(watched(instance, gang), hosts, config_.max_unseen_checks);
+    if (!c.lost.empty() || !c.stopped.empty()) broken.emplace_back(instance, std::move(c));
   }
   std::erase_if(state_, [&](const auto& s) { return !nodes_->placed_gangs().contains(s.first); });
-  for (const auto& [instance, lost] : broken) replace(session, instance, lost);
+  for (const auto& [instance, c] : broken) {
+    if (c.stopped.empty()) {
+      replace(session, instance, c.lost);
+    } else {
+      stopped(session, instance, c.stopped);
+    }
+  }
+}
+
+void GangWatch::stopped(membership::Membership& session, const std::string& instance,
+                        const std::vector<std::string>& ids) {
+  ++stopped_;
+  KEEL_LOG_WARN(
+      "cluster: gang {}: {} stopped by a manager's command (an eviction?): the rest of "
+      "the gang is stopped too, and not replaced",
+      instance, cluster::Json(ids).dump());
+  nodes_->log_event({{"event", "gang_stopped"}, {"instance", instance}, {"stopped", ids}});
+  if (Status s = nodes_->stop_gang(instance, std::chrono::milliseconds(1000), &session); !s.ok()) {
+    KEEL_LOG_WARN("cluster: gang {}: {}", instance, s.to_string());
+  }
+  state_.erase(instance);
 }
 
 void GangWatch::replace(membership::Membership& session, const std::string& instance,
@@ -96,7 +116,9 @@ std::string GangWatch::metrics_text() const {
          "\n# TYPE keel:gang_replaced_total counter\nkeel:gang_replaced_total" + labels +
          std::to_string(replaced_.load()) +
          "\n# TYPE keel:gang_replace_failed_total counter\nkeel:gang_replace_failed_total" +
-         labels + std::to_string(replace_failed_.load()) + "\n";
+         labels + std::to_string(replace_failed_.load()) +
+         "\n# TYPE keel:gang_stopped_total counter\nkeel:gang_stopped_total" + labels +
+         std::to_string(stopped_.load()) + "\n";
 }
 
 }  // namespace keel::control

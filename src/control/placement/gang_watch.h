@@ -11,7 +11,11 @@
 // {"event":"gang_replaced","instance","processes":[ids],"seconds"} or
 // {"event":"gang_replace_failed","instance","reason"} (the gang is then left down, reported), and
 // /metrics counts keel:gang_lost_total, keel:gang_replaced_total, keel:gang_replace_failed_total.
-// A gang stopped on purpose (stop_te, an eviction, a drain) is no longer placed and not watched.
+// A gang this manager stops on purpose (stop_te, a drain, its own eviction) is no longer placed
+// and not watched. A process another manager stopped (its agent lists it as stopped on command:
+// a higher-priority gang evicted this one) is no loss to repair: the rest of the gang is stopped
+// and it is not replaced ({"event":"gang_stopped","instance","stopped":[ids]},
+// keel:gang_stopped_total).
 //
 // Thread safety: tick() from the manager's loop thread (the owner of ClusterNodes);
 // metrics_text() from any thread.
@@ -53,6 +57,8 @@ class GangWatch {
                                                 const PlacedGang& gang);
   void replace(membership::Membership& session, const std::string& instance,
                const std::vector<std::string>& lost);
+  void stopped(membership::Membership& session, const std::string& instance,
+               const std::vector<std::string>& ids);
 
   ClusterNodes* nodes_;
   GangWatchConfig config_;
@@ -65,6 +71,7 @@ class GangWatch {
   std::atomic<int64_t> lost_{0};
   std::atomic<int64_t> replaced_{0};
   std::atomic<int64_t> replace_failed_{0};
+  std::atomic<int64_t> stopped_{0};
 };
 
 }  // namespace keel::control

@@ -57,6 +57,7 @@ cluster::NodeCapacity NodeAgent::capacity() const {
         {id, t.instance.empty() ? id : t.instance, t.priority, t.threads, t.memory_bytes, t.role});
   }
   c.warm_tes = pool_ ? static_cast<int32_t>(pool_->idle()) : 0;
+  c.stopped.assign(stopped_.begin(), stopped_.end());
   return c;
 }
 
@@ -211,6 +212,8 @@ Status NodeAgent::stop_te(const cluster::StopTe& req) {
   if (it == tes_.end()) return Status::not_found("te " + req.id + " does not run on " + o_.host_id);
   const pid_t pid = it->second.pid;
   tes_.erase(it);
+  stopped_.push_back(req.id);  // gone on purpose: a manager watching its gang is told so
+  if (stopped_.size() > cluster::kMaxStoppedIds) stopped_.pop_front();
   KEEL_ASSIGN_OR_RETURN(proc::ChildExit e, sup_.stop(pid, std::chrono::milliseconds(req.grace_ms)));
   KEEL_LOG_INFO("node-agent {}: te {} stopped: {}", o_.host_id, req.id, e.describe());
   return {};

@@ -115,6 +115,7 @@ class NodeAgent {
   std::unique_ptr<net::LinkServer> server_;  // the managers' links
   std::unique_ptr<ClusterMembership> member_;
   std::map<std::string, StartedTe> tes_;  // by id
+  std::deque<std::string> stopped_;       // ids stopped on stop_te, the last kMaxStoppedIds
   cluster::LeaderFence fence_;
   std::map<std::string, std::string> published_;
   Mutex queue_mu_;
