@@ -1,7 +1,8 @@
 // UcxChannel over loopback: work frames and their replies (small ones and 4 MB ones, which UCX
 // sends by rendezvous) between a leader and a listening member on two threads; a member serving
 // the MoE layer to one leader after another, bit for bit what one process computes; a member
-// that goes away fails the leader's wait; a leader pointed where nothing listens is refused.
+// that goes away fails the leader's wait; a leader pointed where nothing listens is refused; a
+// member learns when its leader's connection is gone.
 #include "ep/ucx_channel.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +109,21 @@ TEST(UcxChannelTest, AMemberThatGoesAwayFailsTheWaitAndNothingListeningIsRefused
   auto nobody = UcxChannel::connect(address, 1 << 16, milliseconds(5000));
   EXPECT_FALSE(nobody.ok());
   EXPECT_EQ(nobody.status().code(), StatusCode::kUnavailable) << nobody.status().to_string();
+}
+
+TEST(UcxChannelTest, AMemberKnowsWhenItsLeadersAreGone) {
+  auto member = listen_here();
+  ASSERT_NE(member, nullptr);
+  EXPECT_FALSE(member->leaders_gone()) << "no leader yet: none is gone";
+  auto leader = UcxChannel::connect(here(*member), 1 << 16, milliseconds(10000));
+  ASSERT_TRUE(leader.ok()) << leader.status().to_string();
+  ASSERT_TRUE(encode_bare(FrameKind::kBye, 1, (*leader)->request()).ok());
+  (*leader)->post_request();
+  ASSERT_TRUE(member->wait_request(0, milliseconds(10000), {}).ok());
+  EXPECT_FALSE(member->leaders_gone());
+  leader->reset();  // the leader's process is gone: its endpoint closes
+  EXPECT_TRUE(
+      keel::testing::eventually([&] { return member->leaders_gone(); }, std::chrono::seconds(20)));
 }
 
 std::unique_ptr<model::Model> open_shard(const std::string& path, model::ExpertShard shard) {
