@@ -325,7 +325,10 @@ Result<std::unique_ptr<Server>> Server::start(ServerConfig config, ServerDeps de
   if (deps.tokenizer == nullptr) return Status::invalid_argument("server: deps.tokenizer is null");
   auto impl = std::make_unique<Impl>(std::move(config), std::move(deps));
   if (!impl->ctx.config.api_keys_file.empty()) {
-    KEEL_ASSIGN_OR_RETURN(impl->ctx.tenants, Tenants::open(impl->ctx.config.api_keys_file));
+    const ServerConfig& c = impl->ctx.config;
+    std::string quota_dir = c.quota_dir;
+    if (quota_dir.empty() && !c.responses_dir.empty()) quota_dir = c.responses_dir + "/quotas";
+    KEEL_ASSIGN_OR_RETURN(impl->ctx.tenants, Tenants::open(c.api_keys_file, nullptr, quota_dir));
   }
   KEEL_TRY(impl->listen());
   KEEL_TRY(impl->open_state());

@@ -26,6 +26,11 @@ struct ServerConfig {
   // requests get 429 past their tenant's quotas, their prefix-cache salt is scoped to the tenant,
   // and the engine admits tenants fairly (engine/vtc.h). Re-read when the file changes.
   std::string api_keys_file;
+  // With api_keys_file: the directory where the tenants' quota windows are kept and shared with
+  // the other gateways of a cluster (`--quota-dir`; server/quota_dir.h), so a tenant's quotas
+  // hold over all of them together; "" = `<responses_dir>/quotas` when responses_dir is set, else
+  // this process's own windows in memory.
+  std::string quota_dir;
   // The model id clients must name (`model` may also be omitted) and /v1/models lists.
   std::string served_model_name = "keel";
   // When non-empty, /v1/models shows it as the model's `description` (keel serve says there that

@@ -23,6 +23,7 @@ struct LimiterState {
     int64_t at_ms = 0;
     int64_t tokens = 0;
     uint64_t id = 0;
+    friend bool operator==(const Entry&, const Entry&) = default;
   };
   std::deque<Entry> window;  // admissions of the last kRateWindowMs, oldest first
   int32_t in_flight = 0;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 
+#include <chrono>
 #include <fstream>
 #include <sstream>
 
@@ -18,16 +19,25 @@ std::string scoped_cache_salt(std::string_view scope, std::string_view client_sa
   return "tenant-" + sha256_hex(both);
 }
 
-Result<std::unique_ptr<Tenants>> Tenants::open(std::string path, const Clock* clock) {
+Result<std::unique_ptr<Tenants>> Tenants::open(std::string path, const Clock* clock,
+                                               const std::string& quota_dir) {
   std::unique_ptr<Tenants> t(new Tenants(std::move(path), clock));
+  if (!quota_dir.empty()) {
+    KEEL_ASSIGN_OR_RETURN(t->shared_, QuotaDir::open(quota_dir));
+  }
   MutexLock lock(t->mu_);
   KEEL_TRY(t->load(file_id(t->path_)));
   return t;
 }
 
 int64_t Tenants::now_ms() const {
-  const Clock& c = clock_ != nullptr ? *clock_ : static_cast<const Clock&>(steady_);
-  return c.now_ns() / 1'000'000;
+  if (clock_ != nullptr) return clock_->now_ns() / 1'000'000;
+  if (shared_ != nullptr) {  // the gateways' windows: a time every process reads alike
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+  return steady_.now_ns() / 1'000'000;
 }
 
 Tenants::FileId Tenants::file_id(const std::string& path) {
@@ -130,53 +140,28 @@ ApiError limit_error(const std::string& tenant, const TenantLimits& limits, cons
 
 }  // namespace
 
-Tenants::Decision Tenants::admit(const std::string& tenant, int64_t estimate_tokens) {
-  MutexLock lock(mu_);
-  Decision d;
-  const auto it = tenants_.find(tenant);
-  if (it == tenants_.end()) return d;
-  TenantState& t = it->second;
-  const QuotaAdmission a = limiter_admit(&t.limiter, t.spec.limits, now_ms(), estimate_tokens);
-  switch (a.hit) {
+namespace {
+
+void count_decision(LimitHit hit, int64_t* requests, int64_t* rejected_requests,
+                    int64_t* rejected_tokens, int64_t* rejected_concurrency) {
+  switch (hit) {
     case LimitHit::kNone:
-      ++t.requests;
-      d.entry_id = a.entry_id;
+      ++*requests;
       break;
     case LimitHit::kRequests:
-      ++t.rejected_requests;
+      ++*rejected_requests;
       break;
     case LimitHit::kTokens:
     case LimitHit::kTooLarge:
-      ++t.rejected_tokens;
+      ++*rejected_tokens;
       break;
     case LimitHit::kConcurrency:
-      ++t.rejected_concurrency;
+      ++*rejected_concurrency;
       break;
   }
-  if (a.hit != LimitHit::kNone) d.error = limit_error(tenant, t.spec.limits, a, estimate_tokens);
-  d.headers = headers_locked(t);
-  return d;
 }
 
-void Tenants::settle(const std::string& tenant, uint64_t entry_id, int64_t prompt_tokens,
-                     int64_t generated_tokens) {
-  MutexLock lock(mu_);
-  const auto it = tenants_.find(tenant);
-  if (it == tenants_.end()) return;
-  TenantState& t = it->second;
-  t.prompt_tokens += prompt_tokens;
-  t.generated_tokens += generated_tokens;
-  limiter_settle(&t.limiter, entry_id, prompt_tokens + generated_tokens);
-}
-
-HeaderList Tenants::headers(const std::string& tenant) {
-  MutexLock lock(mu_);
-  const auto it = tenants_.find(tenant);
-  return it == tenants_.end() ? HeaderList{} : headers_locked(it->second);
-}
-
-HeaderList Tenants::headers_locked(const TenantState& t) const {
-  const RateLimitView v = limiter_view(t.limiter, t.spec.limits, now_ms());
+HeaderList headers_of(const RateLimitView& v) {
   HeaderList h;
   if (v.limit_requests > 0) {
     h.emplace_back("x-ratelimit-limit-requests", std::to_string(v.limit_requests));
@@ -189,6 +174,121 @@ HeaderList Tenants::headers_locked(const TenantState& t) const {
     h.emplace_back("x-ratelimit-reset-tokens", format_reset(v.reset_tokens_ms));
   }
   return h;
+}
+
+}  // namespace
+
+std::optional<TenantLimits> Tenants::limits_of(const std::string& tenant) const {
+  MutexLock lock(mu_);
+  const auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) return std::nullopt;
+  return it->second.spec.limits;
+}
+
+void Tenants::note_store_error(const Status& s) {
+  // The request is admitted by no shared window (entry 0): quotas fail open, serving goes on.
+  if (store_errors_++ % 100 == 0) {
+    KEEL_LOG_WARN(
+        "tenant quotas: the shared quota directory failed (admitting unchecked; {} "
+        "failures so far): {}",
+        store_errors_, s.to_string());
+  }
+}
+
+Tenants::Decision Tenants::admit(const std::string& tenant, int64_t estimate_tokens) {
+  if (shared_ != nullptr) {
+    const std::optional<TenantLimits> limits = limits_of(tenant);
+    if (!limits) return Decision{};
+    return admit_shared(tenant, *limits, estimate_tokens);
+  }
+  MutexLock lock(mu_);
+  Decision d;
+  const auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) return d;
+  TenantState& t = it->second;
+  const int64_t now = now_ms();
+  const QuotaAdmission a = limiter_admit(&t.limiter, t.spec.limits, now, estimate_tokens);
+  count_decision(a.hit, &t.requests, &t.rejected_requests, &t.rejected_tokens,
+                 &t.rejected_concurrency);
+  if (a.hit == LimitHit::kNone) {
+    ++t.in_flight;
+    d.entry_id = a.entry_id;
+  } else {
+    d.error = limit_error(tenant, t.spec.limits, a, estimate_tokens);
+  }
+  d.headers = headers_of(limiter_view(t.limiter, t.spec.limits, now));
+  return d;
+}
+
+// The file work runs outside mu_ (other tenants' requests go on meanwhile); the decision is
+// counted under it.
+Tenants::Decision Tenants::admit_shared(const std::string& tenant, const TenantLimits& limits,
+                                        int64_t estimate) {
+  Result<QuotaDir::Admission> a = shared_->admit(tenant, limits, now_ms(), estimate);
+  MutexLock lock(mu_);
+  TenantState& t = tenants_.at(tenant);  // tenants are never erased
+  Decision d;
+  if (!a.ok()) {
+    note_store_error(a.status());
+    ++t.requests;
+    ++t.in_flight;
+    return d;  // entry 0: settle() counts, and touches no window
+  }
+  if (a->dropped_owners > 0) {
+    KEEL_LOG_INFO("tenant {}: counted out the requests in flight of {} gateway(s) gone", tenant,
+                  a->dropped_owners);
+  }
+  count_decision(a->quota.hit, &t.requests, &t.rejected_requests, &t.rejected_tokens,
+                 &t.rejected_concurrency);
+  if (a->quota.hit == LimitHit::kNone) {
+    ++t.in_flight;
+    d.entry_id = a->quota.entry_id;
+  } else {
+    d.error = limit_error(tenant, limits, a->quota, estimate);
+  }
+  d.headers = headers_of(a->view);
+  return d;
+}
+
+void Tenants::settle(const std::string& tenant, uint64_t entry_id, int64_t prompt_tokens,
+                     int64_t generated_tokens) {
+  {
+    MutexLock lock(mu_);
+    const auto it = tenants_.find(tenant);
+    if (it == tenants_.end()) return;
+    TenantState& t = it->second;
+    t.prompt_tokens += prompt_tokens;
+    t.generated_tokens += generated_tokens;
+    if (t.in_flight > 0) --t.in_flight;
+    if (shared_ == nullptr) {
+      limiter_settle(&t.limiter, entry_id, prompt_tokens + generated_tokens);
+      return;
+    }
+  }
+  if (entry_id == 0) return;  // admitted while the directory failed: in no window
+  const Status s = shared_->settle(tenant, entry_id, prompt_tokens + generated_tokens);
+  if (!s.ok()) {
+    MutexLock lock(mu_);
+    note_store_error(s);
+  }
+}
+
+HeaderList Tenants::headers(const std::string& tenant) {
+  if (shared_ != nullptr) {
+    const std::optional<TenantLimits> limits = limits_of(tenant);
+    if (!limits) return {};
+    Result<RateLimitView> v = shared_->view(tenant, *limits, now_ms());
+    if (!v.ok()) {
+      MutexLock lock(mu_);
+      note_store_error(v.status());
+      return {};
+    }
+    return headers_of(*v);
+  }
+  MutexLock lock(mu_);
+  const auto it = tenants_.find(tenant);
+  if (it == tenants_.end()) return {};
+  return headers_of(limiter_view(it->second.limiter, it->second.spec.limits, now_ms()));
 }
 
 std::string Tenants::metrics_text(const std::map<std::string, double>& vtc) const {
@@ -223,7 +323,7 @@ std::string Tenants::metrics_text(const std::map<std::string, double>& vtc) cons
          });
   family("keel_tenant_requests_in_flight", "gauge", "Generation requests of the tenant in flight.",
          [&out](const char* name, const std::string& tenant, const TenantState& t) {
-           out += fmt::format("{}{{tenant=\"{}\"}} {}\n", name, tenant, t.limiter.in_flight);
+           out += fmt::format("{}{{tenant=\"{}\"}} {}\n", name, tenant, t.in_flight);
          });
   family("keel_tenant_vtc_counter", "gauge",
          "The tenant's virtual token counter in the engine's fair admission (weighted service: "
@@ -239,6 +339,14 @@ std::string Tenants::metrics_text(const std::map<std::string, double>& vtc) cons
       "# HELP keel_api_keys_reload_errors_total Changes of the API keys file that did not parse.\n"
       "# TYPE keel_api_keys_reload_errors_total counter\nkeel_api_keys_reload_errors_total {}\n",
       reloads_, reload_errors_);
+  if (shared_ != nullptr) {
+    out += fmt::format(
+        "# HELP keel_tenant_quota_dir_errors_total Failures of the shared quota directory "
+        "(requests admitted unchecked).\n"
+        "# TYPE keel_tenant_quota_dir_errors_total counter\nkeel_tenant_quota_dir_errors_total "
+        "{}\n",
+        store_errors_);
+  }
   return out;
 }
 

@@ -4,7 +4,8 @@
 // each authentication, so the first request after an edit sees it); a file that no longer
 // parses is logged and counted, and the keys loaded before stay in force. A tenant's window and
 // counters survive reloads (matched by name); a tenant removed from the file keeps its counters
-// but its keys stop working.
+// but its keys stop working. With a quota directory (quota_dir.h) the windows are the ones the
+// gateways of a cluster share there instead of this process's own; the counters stay per process.
 //
 // Thread safety: every method may be called from any thread (one mutex guards the state).
 #pragma once
@@ -22,6 +23,7 @@
 #include "core/result.h"
 #include "server/api_error.h"
 #include "server/http_message.h"
+#include "server/quota_dir.h"
 #include "server/tenant_keys.h"
 #include "server/tenant_limiter.h"
 
@@ -41,8 +43,10 @@ struct TenantGrant {
 
 class Tenants {
  public:
-  // Loads the keys file at `path`; `clock` (borrowed, null = a steady clock) times the windows.
-  static Result<std::unique_ptr<Tenants>> open(std::string path, const Clock* clock = nullptr);
+  // Loads the keys file at `path`; `clock` (borrowed, null = a steady clock; with `quota_dir`, the
+  // wall clock) times the windows. A non-empty `quota_dir` holds the windows the gateways share.
+  static Result<std::unique_ptr<Tenants>> open(std::string path, const Clock* clock = nullptr,
+                                               const std::string& quota_dir = "");
 
   // The tenant of API key `key`, after re-reading the file when it changed; nullopt for a key
   // the file does not hold.
@@ -62,8 +66,9 @@ class Tenants {
   // The x-ratelimit-* headers of `tenant` now (none for a limit it does not have).
   HeaderList headers(const std::string& tenant);
 
-  // Prometheus text: per-tenant requests, tokens in/out, 429s by limit, requests in flight and
-  // `vtc` (the engine's virtual token counters), and the file's reloads.
+  // Prometheus text: per-tenant requests, tokens in/out, 429s by limit, requests in flight (this
+  // process's) and `vtc` (the engine's virtual token counters), the file's reloads and, with a
+  // quota directory, its failures.
   [[nodiscard]] std::string metrics_text(const std::map<std::string, double>& vtc) const;
 
  private:
@@ -75,8 +80,9 @@ class Tenants {
   };
   struct TenantState {
     TenantSpec spec;
-    bool active = true;  // still in the file
-    LimiterState limiter;
+    bool active = true;     // still in the file
+    LimiterState limiter;   // without a quota directory
+    int32_t in_flight = 0;  // this process's generation requests in flight
     int64_t requests = 0, prompt_tokens = 0, generated_tokens = 0;
     int64_t rejected_requests = 0, rejected_tokens = 0, rejected_concurrency = 0;
   };
@@ -86,7 +92,10 @@ class Tenants {
   static FileId file_id(const std::string& path);
   Status load(const FileId& id) KEEL_REQUIRES(mu_);
   void reload_if_changed() KEEL_REQUIRES(mu_);
-  HeaderList headers_locked(const TenantState& t) const KEEL_REQUIRES(mu_);
+  // The limits of a tenant of the file (nullopt: unknown).
+  std::optional<TenantLimits> limits_of(const std::string& tenant) const;
+  Decision admit_shared(const std::string& tenant, const TenantLimits& limits, int64_t estimate);
+  void note_store_error(const Status& s) KEEL_REQUIRES(mu_);
 
   const std::string path_;
   const Clock* clock_;
@@ -97,6 +106,8 @@ class Tenants {
   std::map<std::string, TenantState> tenants_ KEEL_GUARDED_BY(mu_);
   int64_t reloads_ KEEL_GUARDED_BY(mu_) = 0;
   int64_t reload_errors_ KEEL_GUARDED_BY(mu_) = 0;
+  std::unique_ptr<QuotaDir> shared_;  // null: this process's windows (set once at open)
+  int64_t store_errors_ KEEL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace keel::server
