@@ -9,6 +9,7 @@
 #include "http_front_flags.h"
 #include "semi_pd_flags.h"
 #include "state_flags.h"
+#include "tenant_flags.h"
 
 namespace keel::cli {
 namespace {
@@ -391,6 +392,7 @@ ClusterCli add_cluster_commands(CLI::App& app) {
   cli.up_cmd->add_option("--port", up.serve.port, "Gateway port (0 = a free one)")
       ->check(CLI::Range(0, 65535));
   cli.up_cmd->add_option("--api-key", up.serve.api_key, "Require 'Authorization: Bearer KEY'");
+  add_tenant_flags(cli.up_cmd, &up.serve);
   add_http_front_flags(cli.up_cmd, &up.serve);
   add_reasoning_parser_flag(cli.up_cmd, &up.serve);
   cli.up_cmd

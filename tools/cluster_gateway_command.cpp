@@ -9,6 +9,7 @@
 #include "http_front_flags.h"
 #include "proc/stop_signals.h"
 #include "state_flags.h"
+#include "tenant_flags.h"
 
 namespace keel::cli {
 
@@ -29,6 +30,7 @@ void add_gateway_command(CLI::App* cluster, ClusterCli* cli) {
   cmd->add_option("--host", g.serve.host, "Address to listen on (TEs stream tokens here too)");
   cmd->add_option("--port", g.serve.port, "Port (0 = a free one)")->check(CLI::Range(0, 65535));
   cmd->add_option("--api-key", g.serve.api_key, "Require 'Authorization: Bearer KEY'");
+  add_tenant_flags(cmd, &g.serve);
   add_http_front_flags(cmd, &g.serve);
   add_reasoning_parser_flag(cmd, &g.serve);
   add_state_flags(cmd, &g.serve);
@@ -52,6 +54,8 @@ int run_cluster_gateway(const control::GatewayOptions& opts) {
   c.host = opts.serve.host;
   c.port = opts.serve.port;
   c.api_key = opts.serve.api_key;
+  c.api_keys_file = opts.serve.api_keys_file;
+  c.quota_dir = opts.serve.quota_dir;
   apply_http_front(opts.serve, raise_descriptor_limit(), &c);
   c.state_dir = serve_state_dir(opts.serve);
   c.responses_dir = opts.serve.responses_dir;

@@ -19,6 +19,8 @@ server::ServerConfig gateway_config(const ServeOptions& o) {
   c.host = o.host;
   c.port = o.port;
   c.api_key = o.api_key;
+  c.api_keys_file = o.api_keys_file;
+  c.quota_dir = o.quota_dir;
   apply_http_front(o, raise_descriptor_limit(), &c);
   c.pic_mode = o.pic;
   c.state_dir = serve_state_dir(o);

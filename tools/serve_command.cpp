@@ -51,6 +51,7 @@ server::ServerConfig server_config(const ServeOptions& o, const std::string& nam
   c.port = o.port;
   c.api_key = o.api_key;
   c.api_keys_file = o.api_keys_file;
+  c.quota_dir = o.quota_dir;
   c.served_model_name = name;
   if (random_weights) c.model_description = "random weights (keel's built-in default model)";
   apply_http_front(o, descriptor_limit, &c);

@@ -8,6 +8,7 @@
 #include "semi_pd_flags.h"
 #include "serve_flags.h"
 #include "state_flags.h"
+#include "tenant_flags.h"
 
 namespace keel::cli {
 
@@ -23,9 +24,7 @@ void add_front_flags(CLI::App* serve_cmd, ServeOptions& serve) {
   serve_cmd->add_option("--served-model-name", serve.served_model_name,
                         "Model id in the API (default: the file's stem)");
   serve_cmd->add_option("--api-key", serve.api_key, "Require 'Authorization: Bearer KEY'");
-  serve_cmd->add_option("--api-keys-file", serve.api_keys_file,
-                        "Tenants' API keys, weights and quotas (JSON Lines; docs/tenants.md); "
-                        "re-read when the file changes");
+  add_tenant_flags(serve_cmd, &serve);
   add_chat_template_flags(serve_cmd, &serve);
   add_reasoning_parser_flag(serve_cmd, &serve);
 }

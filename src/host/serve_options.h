@@ -36,6 +36,7 @@ struct ServeOptions {
   std::string reasoning_parser = "none";
   std::string api_key;        // "" = no authentication
   std::string api_keys_file;  // --api-keys-file: tenants' keys, weights, quotas (docs/tenants.md)
+  std::string quota_dir;      // --quota-dir: quota windows shared by a cluster's gateways
   int64_t max_body_bytes = int64_t{8} << 20;
   int64_t ctx_size = 0;  // max model length; 0 = the model's context length
   int32_t max_num_seqs = 16;
