@@ -8,6 +8,7 @@
 #include "cluster_cli.h"
 #include "commands.h"
 #include "core/log.h"
+#include "cp_prefill_command.h"
 #include "http_front_flags.h"
 #include "kv/pic.h"
 #include "model/random_model.h"
@@ -136,6 +137,9 @@ int main(int argc, char** argv) {
 
   keel::cli::ServeOptions serve;
   CLI::App* serve_cmd = keel::cli::add_serve_command(app, &serve);
+
+  keel::cli::CpPrefillOptions cpp;
+  CLI::App* cpp_cmd = keel::cli::add_cp_prefill_command(app, &cpp);
 
   keel::cli::EpExpertOptions epx;
   CLI::App* epx_cmd = app.add_subcommand(
@@ -512,6 +516,7 @@ int main(int argc, char** argv) {
   if (run_cmd->parsed()) return keel::cli::run_run(run);
   if (serve_cmd->parsed()) return keel::cli::run_serve(serve);
   if (epx_cmd->parsed()) return keel::cli::run_ep_expert(epx);
+  if (cpp_cmd->parsed()) return keel::cli::run_cp_prefill(cpp);
   if (pps_cmd->parsed()) {
     if (!pps.spec_source.empty()) {
       const std::string other = first_option_besides(*pps_cmd, {"--spec", "--exit-with-peer"});
