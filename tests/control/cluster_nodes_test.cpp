@@ -410,6 +410,15 @@ TEST_F(ClusterNodesTest, AGangAnotherManagerStoppedIsStoppedWholeAndNotReplaced)
             std::string::npos);
   EXPECT_NE(watch.metrics_text().find("keel:gang_replaced_total{model_name=\"m\"} 0"),
             std::string::npos);
+
+  // A lone TE serves on its own: one that exits leaves through its lease, as before.
+  ASSERT_TRUE(
+      n->start_gangs(*manager_, model_gangs("m", 0, {te("m-te-1", "colocated", 1)}).gangs).ok());
+  watch.tick(*manager_);
+  a.exit("m-te-1");
+  clock_.advance_ns(1'000'000'000);
+  watch.tick(*manager_);
+  EXPECT_EQ(a.starts.size(), 2u) << "a lone TE is not a gang the watch replaces";
 }
 
 }  // namespace
