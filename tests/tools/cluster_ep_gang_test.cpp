@@ -5,7 +5,8 @@
 // and the TE on h1 with the member's address as its remote member. Its greedy text equals one
 // `keel serve` process's. Then the member is killed (SIGKILL by pid): the manager's event log
 // shows gang_lost naming it, the TE is stopped and the gang placed again under new ids
-// (gang_replaced), and a request gets the one-process text again; then the new TE is killed: its
+// (gang_replaced), the request in flight then is re-driven and gets the one-process text, and so
+// does the next one; then the new TE is killed: its
 // member exits or is stopped with it, and the gang is replaced once more.
 //
 // Skipped with the reason printed without etcd (failed under CI=true). Every process is stopped
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_runner.h"
 #include "cluster_observe.h"
@@ -180,9 +182,15 @@ TEST_F(ClusterEpGangTest, MembersOnAnotherAgentServeOneProcessTextAndTheGangIsRe
   EXPECT_EQ(member.value("host", ""), "h2") << "h1 alone had room: the gang is spread";
   EXPECT_EQ(complete(*port, prompts[0]), want[0]);
 
-  // The member dies: the gang is lost, its TE stopped, and the gang placed again whole.
+  // The member dies, a request in flight: the gang is lost, its TE stopped, the gang placed again
+  // whole, and the request re-driven on it (its text as if nothing happened).
+  std::string in_flight;
+  std::thread client([&] { in_flight = complete(*port, prompts[1]); });
+  std::this_thread::sleep_for(100ms);
   ASSERT_EQ(::kill(static_cast<pid_t>(member.value("pid", int64_t{0})), SIGKILL), 0);
   placed = wait_replaced(0);
+  client.join();
+  EXPECT_EQ(in_flight, want[1]);
   const json lost = last_event("gang_lost");
   ASSERT_TRUE(lost.is_object());
   EXPECT_EQ(lost["lost"], json::array({"moe-te-0-ep1"})) << lost.dump();
