@@ -27,6 +27,7 @@ nlohmann::json to_json(const CpPrefillOptions& o, const cp::PrefillReport& r) {
   for (const cp::PrefillRound& x : r.rounds) {
     rounds.push_back({{"seconds", x.seconds},
                       {"wait_seconds", x.stats.wait_seconds},
+                      {"attention_seconds", x.stats.attention_seconds},
                       {"bytes_sent", x.stats.bytes_sent},
                       {"attention_pairs", x.stats.attention_pairs}});
   }

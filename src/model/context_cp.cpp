@@ -197,6 +197,7 @@ void Context::cp_attend_part(const CpStep& step, const kernels::PagedKv& kv, con
   std::fill(m, m + first * n_head, -std::numeric_limits<float>::infinity());
   if (stats != nullptr) stats->attention_pairs += pairs * n_head;
   if (first == n) return;
+  const auto t0 = Clock::now();
   const kernels::AttentionHeads heads{hp_.n_head, hp_.n_head_kv, hp_.head_dim,
                                       1.0f / std::sqrt(static_cast<float>(hp_.head_dim))};
   kernels::PagedQueries queries;
@@ -210,6 +211,7 @@ void Context::cp_attend_part(const CpStep& step, const kernels::PagedKv& kv, con
   queries.state_m = m + first * n_head;
   queries.state_l = l + first * n_head;
   ops.paged_attention(kv, heads, queries);
+  if (stats != nullptr) stats->attention_seconds += seconds_since(t0);
 }
 
 Status Context::cp_ring_parts(int64_t il, const CpStep& step, const KvStorage& kv,

@@ -70,9 +70,10 @@ struct CpStep {
 
 // What a member measured in its last forward_cp call (for tests and benchmarks).
 struct CpStats {
-  int64_t attention_pairs = 0;  // query·key pairs of attention computed (Σ over rows and parts)
-  int64_t bytes_sent = 0;       // message bytes this member sent
-  double wait_seconds = 0;      // time spent in recv_prev and flush
+  int64_t attention_pairs = 0;   // query·key pairs of attention computed (Σ over rows and parts)
+  int64_t bytes_sent = 0;        // message bytes this member sent
+  double wait_seconds = 0;       // time spent in recv_prev and flush
+  double attention_seconds = 0;  // time computing attention parts (the ring hops' compute)
 };
 
 // How a Context runs its part of a CP group.
