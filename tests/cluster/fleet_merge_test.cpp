@@ -98,6 +98,16 @@ TEST(FleetMergeTest, ExpertTokensAreSummedOverTesOfOneShape) {
   EXPECT_FALSE(merge_metrics({dense, dense}).moe_expert_tokens.has_value());
 }
 
+// The gateway's keel_tenant_vtc_counter: each tenant's virtual token counters summed over the
+// TEs (a tenant one TE has not served counts 0 there).
+TEST(FleetMergeTest, TenantsVirtualTokenCountersAreSummedOverTes) {
+  engine::EngineStats a, b;
+  a.tenant_vtc = {{"alice", 120.0}, {"bob", 30.0}};
+  b.tenant_vtc = {{"alice", 5.5}};
+  const engine::EngineStats sum = merge_stats({a, b});
+  EXPECT_EQ(sum.tenant_vtc, (std::map<std::string, double>{{"alice", 125.5}, {"bob", 30.0}}));
+}
+
 TEST(FleetMergeTest, NoJeAnsweringIsUnavailableNamingThem) {
   std::vector<JeAnswer> answers;
   answers.push_back({"127.0.0.1:9000", "je-0", Status::unavailable("link closed")});

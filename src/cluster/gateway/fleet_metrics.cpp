@@ -91,6 +91,8 @@ engine::EngineStats merge_stats(const std::vector<engine::EngineStats>& all) {
     for (const auto& [tenant, blocks] : s.tenant_kv_pinned_blocks) {
       t.tenant_kv_pinned_blocks[tenant] += blocks;
     }
+    // Fair admission (engine/vtc.h): a tenant's service over its weight on every TE together.
+    for (const auto& [tenant, counter] : s.tenant_vtc) t.tenant_vtc[tenant] += counter;
     t.kv_pins_total += s.kv_pins_total;
     t.kv_pins_released_ttl += s.kv_pins_released_ttl;
     t.kv_pins_released_cap += s.kv_pins_released_cap;
