@@ -421,5 +421,29 @@ TEST_F(ClusterNodesTest, AGangAnotherManagerStoppedIsStoppedWholeAndNotReplaced)
   EXPECT_EQ(a.starts.size(), 2u) << "a lone TE is not a gang the watch replaces";
 }
 
+TEST_F(ClusterNodesTest, StoppingOneTeOfAPairLeavesItsPeerButAMembersTeTakesItsMembers) {
+  FakeAgent a(&store_, net_.get(), "host-a", 8, int64_t{16} << 30);
+  FakeAgent b(&store_, net_.get(), "host-b", 8, int64_t{16} << 30);
+  std::unique_ptr<ClusterNodes> n = nodes(1);
+  ASSERT_TRUE(
+      n->start_gangs(*manager_,
+                     model_gangs("m", 0, {te("p", "prefill", 1), te("d", "decode", 1)}).gangs)
+          .ok());
+  ASSERT_TRUE(n->stop_te("p", std::chrono::milliseconds(100)).ok());  // a scale-in of prefill
+  const auto all_running = [&] {
+    std::vector<std::string> ids = a.running(), on_b = b.running();
+    ids.insert(ids.end(), on_b.begin(), on_b.end());
+    return ids;
+  };
+  EXPECT_EQ(all_running(), (std::vector<std::string>{"d"})) << "the decode TE serves on";
+
+  cluster::StartTe t = te("m-te-0", "colocated", 1);
+  t.engine.ep = 3;
+  ASSERT_TRUE(n->start_gangs(*manager_, model_gangs("m", 0, {t}).gangs).ok());
+  EXPECT_EQ(a.running().size() + b.running().size(), 4u);
+  ASSERT_TRUE(n->stop_te("m-te-0", std::chrono::milliseconds(100)).ok());
+  EXPECT_EQ(all_running(), (std::vector<std::string>{"d"})) << "the TE's members go with it";
+}
+
 }  // namespace
 }  // namespace keel::control

@@ -293,10 +293,15 @@ Result<std::vector<RemoteTe>> ClusterNodes::start_gangs(membership::Membership& 
 }
 
 Status ClusterNodes::stop_te(const std::string& id, std::chrono::milliseconds grace) {
-  for (const auto& [instance, gang] : gangs_) {
-    for (const RemoteTe& p : gang.processes) {
-      if (p.id == id) return stop_gang(std::string(instance), grace);
-    }
+  for (auto g = gangs_.begin(); g != gangs_.end(); ++g) {
+    std::vector<RemoteTe>& ps = g->second.processes;
+    const auto p =
+        std::find_if(ps.begin(), ps.end(), [&](const RemoteTe& x) { return x.id == id; });
+    if (p == ps.end()) continue;
+    if (serves_together(g->second.start)) return stop_gang(std::string(g->first), grace);
+    ps.erase(p);  // a pair's TE alone: its peer serves on
+    if (ps.empty()) gangs_.erase(g);
+    break;
   }
   const auto it = std::find_if(started_.begin(), started_.end(),
                                [&](const auto& s) { return s.second.id == id; });

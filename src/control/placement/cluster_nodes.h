@@ -21,8 +21,9 @@
 // manager announces it to every agent (announce, the `fence` call) before it places or adopts TEs;
 // an agent refuses a command with a lower token than it has seen (cluster/policy/leader_fence.h),
 // so a manager that stalled past its lease cannot stop or start TEs behind its successor's back.
-// The gangs it placed are kept (placed_gangs): stopping any process of one stops the whole gang
-// (stop_te, stop_gang; gang_watch.h replaces a gang that lost a process).
+// The gangs it placed are kept (placed_gangs): stopping any process of a gang that serves only
+// together (a TE with its stage or members) stops the whole gang (stop_te, stop_gang;
+// gang_watch.h replaces such a gang when it lost a process).
 // Each eviction and placement is a JSON line in the event log ({"event":"evict"} before
 // {"event":"gang_placed"}; {"event":"gang_unplaceable"} with the reason) and a /metrics counter.
 //
@@ -99,8 +100,8 @@ class ClusterNodes {
   // failure stops only what this gang started and is returned.
   Result<std::vector<RemoteTe>> start_gang(membership::Membership& session, const GangStart& g);
   // Stops one TE started or adopted here through its agent (SIGTERM, SIGKILL after `grace`) and
-  // forgets it — with the rest of its gang when it is one of a placed gang's processes (a stage
-  // or member already gone counts as stopped); NotFound when it is not one of them.
+  // forgets it — with the rest of its gang when that gang serves only together (a TE with its
+  // stage or members: stop_gang); NotFound when it is not one of them.
   Status stop_te(const std::string& id, std::chrono::milliseconds grace);
   // Stops every process of placed gang `instance` through its agent (one already gone counts as
   // stopped), tells the JEs that list its TEs to forget them, and forgets the gang; NotFound when

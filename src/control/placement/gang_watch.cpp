@@ -7,11 +7,6 @@
 
 namespace keel::control {
 
-bool watched_kind(const PlacedGang& gang) {
-  return std::any_of(gang.processes.begin(), gang.processes.end(),
-                     [](const RemoteTe& p) { return !is_te_role(p.role); });
-}
-
 GangWatch::GangWatch(ClusterNodes* nodes, GangWatchConfig config)
     : nodes_(nodes), config_(std::move(config)), clock_(config_.clock ? config_.clock : &steady_) {}
 
@@ -48,7 +43,7 @@ void GangWatch::tick(membership::Membership& session) {
   }
   std::vector<std::pair<std::string, cluster::GangCheck>> broken;
   for (const auto& [instance, gang] : nodes_->placed_gangs()) {
-    if (!watched_kind(gang)) continue;
+    if (!serves_together(gang.start)) continue;
     cluster::GangCheck c =
         cluster::check_gang(watched(instance, gang), hosts, config_.max_unseen_checks);
     if (!c.lost.empty() || !c.stopped.empty()) broken.emplace_back(instance, std::move(c));

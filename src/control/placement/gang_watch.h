@@ -1,8 +1,8 @@
 // GangWatch: `keel cluster up --nodes auto` keeping its placed gangs whole (cluster_nodes.h) — the
 // gangs whose processes serve only together: an expert-parallel TE with its members, a pipelined
-// TE with its stage 1 (watched_kind; a lone TE or a prefill + decode pair, whose TEs serve on
-// their own, is left to its lease as before). Every `period` while the manager leads, it lists the
-// node agents and checks each such gang with the pure step function
+// TE with its stage 1 (serves_together, instance_gangs.h; a lone TE or a prefill + decode pair,
+// whose TEs serve on their own, is left to its lease as before). Every `period` while the manager
+// leads, it lists the node agents and checks each such gang with the pure step function
 // cluster/policy/gang_health.h: a process its agent no longer runs (it
 // exited: an expert member killed, a TE that exited because its member or stage was lost), or
 // whose host is gone, loses the gang. The gang is then replaced whole: its other processes are
@@ -36,9 +36,6 @@
 #include "membership/membership.h"
 
 namespace keel::control {
-
-// Whether `gang` is watched: it holds a process that serves only its TE (a stage, a member).
-[[nodiscard]] bool watched_kind(const PlacedGang& gang);
 
 struct GangWatchConfig {
   std::string model;                      // the served model name (metrics labels)

@@ -62,6 +62,11 @@ bool spread(const GangStart& g) {
                      [](const cluster::StartTe& t) { return t.role == cluster::kEpExpertRole; });
 }
 
+bool serves_together(const GangStart& g) {
+  return std::any_of(g.tes.begin(), g.tes.end(),
+                     [](const cluster::StartTe& t) { return !is_te_role(t.role); });
+}
+
 ModelGangs model_gangs(const std::string& model, int32_t priority,
                        const std::vector<cluster::StartTe>& starts) {
   ModelGangs out;

@@ -52,6 +52,10 @@ struct GangStart {
 [[nodiscard]] GangStart gang_of(const std::string& instance, int32_t priority, cluster::StartTe te);
 // Whether `g` asks to be spread (it holds expert members).
 [[nodiscard]] bool spread(const GangStart& g);
+// Whether `g`'s processes serve only together (it holds a stage or members: they exit with their
+// TE, and the TE cannot serve without them), so it is stopped and replaced as a whole; a prefill +
+// decode pair's TEs serve on their own.
+[[nodiscard]] bool serves_together(const GangStart& g);
 
 // index entry of a process that is not one of `starts` (a stage 1, an expert member).
 inline constexpr size_t kNotATe = static_cast<size_t>(-1);
