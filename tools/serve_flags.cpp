@@ -40,6 +40,11 @@ void add_scheduling_flags(CLI::App* serve_cmd, ServeOptions& serve) {
                    "Token budget per step (chunked prefill)")
       ->check(CLI::Range(1, 1 << 20));
   serve_cmd
+      ->add_option("--long-prefill-reserve", serve.long_prefill_reserve,
+                   "Tokens of each step a long prefill leaves to arriving requests (-1 = a "
+                   "quarter of --max-batched-tokens, 0 = none)")
+      ->check(CLI::Range(-1, 1 << 20));
+  serve_cmd
       ->add_option("--step-time-target-ms", serve.step_time_target_ms,
                    "Time a decoding step may take with its prefill chunk (0 = auto, -1 = no "
                    "limit)")

@@ -33,6 +33,11 @@ Status SchedulerConfig::validate() const {
                                     ") must be ≥ max_num_seqs (" + std::to_string(max_num_seqs) +
                                     ") so that every running request can decode each step");
   }
+  if (long_prefill_reserve < -1 || long_prefill_reserve >= max_batched_tokens) {
+    return Status::invalid_argument("scheduler: long_prefill_reserve must be -1 (auto) or in [0, " +
+                                    std::to_string(max_batched_tokens) + "), got " +
+                                    std::to_string(long_prefill_reserve));
+  }
   if (max_waiting < 1) {
     return Status::invalid_argument("scheduler: max_waiting must be ≥ 1, got " +
                                     std::to_string(max_waiting));
@@ -306,7 +311,7 @@ void Scheduler::schedule_running(StepBuilder& b) {
     const bool decode = want == 1;
     if (decode) --b.decodes_left;
     if (decode && r.spec.enabled() && schedule_spec(b, r)) continue;
-    const int32_t n = decode ? std::min(1, b.budget) : b.prefill_room(want);
+    const int32_t n = decode ? std::min(1, b.budget) : long_prefill_room(b, want);
     if (n <= 0) continue;
     const int32_t got = reserve_running(b, i, n, decode);
     if (got == 0) continue;  // stalled, or preempted itself (then it was the last one)
@@ -317,6 +322,14 @@ void Scheduler::schedule_running(StepBuilder& b) {
       b.take_prefill(got);
     }
   }
+}
+
+int32_t Scheduler::long_prefill_room(const StepBuilder& b, int32_t want) const {
+  const int32_t room = b.prefill_room(want);
+  const int32_t reserve = config_.long_prefill_reserve < 0 ? config_.max_batched_tokens / 4
+                                                           : config_.long_prefill_reserve;
+  if (reserve <= 0 || want <= 2 * config_.max_batched_tokens) return room;
+  return std::min(room, std::max(1, b.budget - b.decodes_left - reserve));
 }
 
 // Blocks for n more tokens of running_[idx], preempting later-admitted requests if needed.

@@ -37,13 +37,20 @@ struct SchedulerConfig {
   int32_t max_waiting = 256;  // --max-waiting: admission queue cap (enforced by Engine)
   int32_t max_model_len = 0;  // context length: positions < max_model_len; 0 = no limit
   ProgramSchedulingConfig programs;  // within a tenant: program-aware admission (PLAS) or FCFS
+  // --long-prefill-reserve: tokens of every step a long prefill (more prompt tokens left than
+  // two steps' max_batched_tokens) leaves to requests that arrive while it runs, so that a short
+  // request starts in the next step instead of waiting for the whole long prompt. -1 = a quarter of
+  // max_batched_tokens; 0 = none (a long prefill takes whole steps).
+  int32_t long_prefill_reserve = -1;
   [[nodiscard]] Status validate() const;
 };
 
 // Policy: one token budget per step (max_batched_tokens). Running requests are served in
 // admission order (their priority): decodes get 1 token each and are budgeted first, partial
 // prefills take chunks of the rest — at most prefill_budget() prompt tokens in all when the step
-// also decodes (a chunk also shrinks to the free blocks rather than preempting);
+// also decodes (a chunk also shrinks to the free blocks rather than preempting), and a long
+// prefill's chunk leaves long_prefill_reserve tokens of the step to admissions (also those a plan
+// made ahead takes in extend_plan);
 // then waiting requests are admitted in the order of fair admission among tenants (vtc.h: the
 // backlogged tenant with the least virtual token counter goes first; within that tenant, by
 // program-aware admission (program_priority.h: the call whose agent program has received the
@@ -182,6 +189,8 @@ class Scheduler {
   [[nodiscard]] int32_t tokens_wanted(const RequestState& r) const;
   void schedule_running(StepBuilder& b);
   int32_t reserve_running(StepBuilder& b, size_t idx, int32_t n, bool decode);
+  // A running prefill's chunk: prefill_room, less the long-prefill reserve for a long prompt.
+  [[nodiscard]] int32_t long_prefill_room(const StepBuilder& b, int32_t want) const;
   void schedule_waiting(StepBuilder& b);
   bool admit(StepBuilder& b, RequestState& r);
   // Fair admission (vtc.h): the tenants of the waiting requests in queue order; whether `tenant`

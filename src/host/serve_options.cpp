@@ -33,6 +33,7 @@ engine::EngineConfig serve_engine_config(const ServeOptions& o) {
   engine::EngineConfig c;
   c.scheduler.max_num_seqs = o.max_num_seqs;
   c.scheduler.max_batched_tokens = o.max_batched_tokens;
+  c.scheduler.long_prefill_reserve = o.long_prefill_reserve;
   c.step_time_target_s = o.step_time_target_ms / 1000.0;
   c.scheduler.max_waiting = o.max_waiting;
   c.scheduler.programs.mode = o.program_scheduling == "fcfs" ? engine::ProgramScheduling::kFcfs

@@ -41,7 +41,8 @@ struct ServeOptions {
   int64_t ctx_size = 0;  // max model length; 0 = the model's context length
   int32_t max_num_seqs = 16;
   int32_t max_batched_tokens = 512;
-  double step_time_target_ms = 0;  // --step-time-target-ms (0 = auto, < 0 = no limit)
+  int32_t long_prefill_reserve = -1;  // engine::SchedulerConfig::long_prefill_reserve
+  double step_time_target_ms = 0;     // --step-time-target-ms (0 = auto, < 0 = no limit)
   int32_t max_waiting = 256;
   std::string program_scheduling = "plas";  // --program-scheduling: plas | fcfs
   int32_t block_size = 16;

@@ -223,5 +223,45 @@ TEST(SchedulerAheadDeathTest, UpdateOutOfOrderAborts) {
   (void)n0;
 }
 
+// A long prefill (more than two steps' budget left) leaves --long-prefill-reserve tokens of each
+// step: a short request that arrives while step N computes joins plan N+1, made ahead, instead of
+// waiting for the whole long prompt; with no reserve it cannot.
+TEST_F(SchedulerAheadTest, ALongPrefillLeavesItsReserveToARequestThatArrivesMeanwhile) {
+  for (const int32_t reserve : {-1, 0}) {
+    SchedulerConfig sc = sc_;
+    sc.long_prefill_reserve = reserve;
+    ASSERT_TRUE(sc.validate().ok());
+    kv_ = std::make_unique<kv::KvCacheManager>(kv::KvCacheConfig{256, 4, true});
+    sched_ = std::make_unique<Scheduler>(sc, kv_.get());
+    const int32_t budget = sc.max_batched_tokens, chunk = reserve < 0 ? budget * 3 / 4 : budget;
+    sched_->add(1, Tokens(5 * budget, 3), 4, kAheadExtra);
+    StepPlan n0 = sched_->schedule();
+    StepPlan n1 = sched_->schedule();  // made ahead, before the short request arrives
+    ASSERT_EQ(n0.seqs.size(), 1u);
+    EXPECT_EQ(n0.seqs[0].num_tokens, budget);  // admitted: its first chunk takes the step
+    ASSERT_EQ(n1.seqs.size(), 1u);
+    EXPECT_EQ(n1.seqs[0].num_tokens, chunk) << reserve;  // running: it leaves the reserve
+    sched_->add(2, Tokens(budget / 8, 9), 4, kAheadExtra);
+    update(n0, 99);
+    sched_->resolve_plan(&n1);
+    sched_->extend_plan(&n1);
+    testing::expect_valid_plan(n1, sc, 4);
+    if (reserve < 0) {
+      ASSERT_EQ(n1.seqs.size(), 2u);
+      EXPECT_EQ(n1.seqs[1].key, 2);
+      EXPECT_EQ(n1.seqs[1].num_tokens, budget / 8);  // its whole prompt: it samples next
+      EXPECT_TRUE(n1.seqs[1].samples);
+    } else {
+      EXPECT_EQ(n1.seqs.size(), 1u);  // the long prompt took the whole step
+    }
+    update(n1, 98);
+    EXPECT_TRUE(sched_->check_invariants().ok()) << sched_->check_invariants().to_string();
+  }
+  // The reserve must leave room for the long prompt.
+  SchedulerConfig bad = sc_;
+  bad.long_prefill_reserve = bad.max_batched_tokens;
+  EXPECT_EQ(bad.validate().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace keel::engine
