@@ -31,9 +31,11 @@ nlohmann::json to_json(const CpPrefillOptions& o, const cp::PrefillReport& r) {
                       {"bytes_sent", x.stats.bytes_sent},
                       {"attention_pairs", x.stats.attention_pairs}});
   }
-  return {{"members", o.members},       {"rank", o.rank},           {"tokens", o.tokens},
-          {"overlap", !o.no_overlap},   {"positions", r.positions}, {"kv_bytes", r.kv_bytes},
-          {"next_token", r.next_token}, {"rounds", rounds}};
+  return {{"members", o.members},       {"rank", o.rank},
+          {"tokens", o.tokens},         {"overlap", !o.no_overlap},
+          {"positions", r.positions},   {"kv_bytes", r.kv_bytes},
+          {"next_token", r.next_token}, {"rounds", rounds},
+          {"generated", r.generated},   {"decode_seconds", r.decode_seconds}};
 }
 
 Status cp_prefill(const CpPrefillOptions& o) {
@@ -58,6 +60,7 @@ Status cp_prefill(const CpPrefillOptions& o) {
   run.kv_type = kv_type;
   run.overlap = !o.no_overlap;
   run.rounds = o.rounds;
+  run.decode = o.decode;
   std::unique_ptr<cp::TcpRing> ring;
   if (o.members > 1) {
     KEEL_ASSIGN_OR_RETURN(
@@ -94,6 +97,9 @@ CLI::App* add_cp_prefill_command(CLI::App& app, CpPrefillOptions* o) {
       ->check(CLI::Range(1, 100));
   cmd->add_option("--kv-type", o->kv_type, "KV cache element type: f32, f16 or q8_0")
       ->check(CLI::IsMember(kv_type_names()));
+  cmd->add_option("--decode", o->decode,
+                  "Greedy tokens to generate after the prefill (decode with the KV sharded)")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_flag(
       "--no-overlap", o->no_overlap,
       "Finish each ring hop's transfers before computing (to measure what overlap hides)");

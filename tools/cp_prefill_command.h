@@ -20,6 +20,7 @@ struct CpPrefillOptions {
   int tokens = 8192;
   int seed = 1;
   int rounds = 1;
+  int decode = 0;
   std::string kv_type = "f16";
   bool no_overlap = false;
   int timeout_s = 600;

@@ -2,7 +2,9 @@
 // processes — or, with one member, one process alone through Context::forward — prefills the same
 // seeded random prompt, `rounds` times, each into a fresh sequence, and reports its times. Every
 // member builds the same SequencePlan and runs its own step (model/context_parallel.h); member 0's
-// last-token argmax names the result, so runs can be compared with one process.
+// last-token argmax names the result, so runs can be compared with one process. With `decode`,
+// member 0 passes that token around the ring and every member then runs the same greedy decode
+// steps (each computes the logits: the merged attention is the same bits on every member).
 //
 // Thread safety: one caller.
 #pragma once
@@ -25,6 +27,7 @@ struct PrefillRun {
   int32_t block_size = 16;
   bool overlap = true;
   int rounds = 1;
+  int decode = 0;  // greedy tokens generated after the last round (replicated decode steps)
 };
 
 struct PrefillRound {
@@ -34,9 +37,11 @@ struct PrefillRound {
 
 struct PrefillReport {
   std::vector<PrefillRound> rounds;
-  int64_t positions = 0;    // positions this member holds
-  int64_t kv_bytes = 0;     // their K/V bytes (whole blocks)
-  int32_t next_token = -1;  // argmax of the last token's logits (member 0, or alone)
+  int64_t positions = 0;           // positions this member holds
+  int64_t kv_bytes = 0;            // their K/V bytes (whole blocks)
+  int32_t next_token = -1;         // argmax of the last token's logits (member 0, or alone)
+  std::vector<int32_t> generated;  // run.decode greedy tokens, next_token first
+  double decode_seconds = 0;       // their steps' time
 };
 
 // The prompt of `run` for `model` (the same on every member).

@@ -12,7 +12,8 @@ namespace keel::model {
 namespace {
 
 constexpr uint32_t kMagic = 0x3150434B;  // "KCP1"
-constexpr uint32_t kKindKv = 1, kKindState = 2;
+constexpr uint32_t kKindKv = 1, kKindState = 2, kKindTokens = 3;
+constexpr int64_t kMaxTokens = 1 << 20;
 constexpr size_t kHeaderBytes = 64;
 
 struct Header {
@@ -159,6 +160,22 @@ Result<CpStateView> view_attention_state(const CpMessage& msg, int64_t layer, in
   v.m = reinterpret_cast<const float*>(p + acc);
   v.l = reinterpret_cast<const float*>(p + acc + ml);
   return v;
+}
+
+CpMessage pack_tokens(std::span<const int32_t> tokens) {
+  Header h;
+  h.kind = kKindTokens;
+  h.n_rows = std::ssize(tokens);
+  return start(h, tokens, 0);
+}
+
+Result<std::vector<int32_t>> view_tokens(const CpMessage& msg) {
+  KEEL_ASSIGN_OR_RETURN(const Header h, read_header(msg, kKindTokens, 0));
+  if (h.n_rows > kMaxTokens) return mismatch("tokens", h.n_rows, kMaxTokens);
+  const size_t want = kHeaderBytes + positions_bytes(h.n_rows);
+  if (msg->size() != want) return mismatch("size", std::ssize(*msg), static_cast<int64_t>(want));
+  const auto* p = reinterpret_cast<const int32_t*>(msg->data() + kHeaderBytes);
+  return std::vector<int32_t>(p, p + h.n_rows);
 }
 
 }  // namespace keel::model

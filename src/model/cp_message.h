@@ -4,7 +4,8 @@
 //     out as blocks of a one-layer KvStorage (per block: block_size K rows, then block_size V
 //     rows, in the storage's dtype), so the receiver attends over the message in place;
 //   - an attention state: a member's partial attention rows of the step's queries, with each
-//     row's running max and sum per head (PagedQueries::state_m / state_l).
+//     row's running max and sum per head (PagedQueries::state_m / state_l);
+//   - token ids (a sampled token passed on).
 // Layout: a 64-byte header (magic "KCP1", version, kind, sizes), then int32 positions padded to
 // 64 bytes, then the payload. A message that does not match what the receiver expects (kind,
 // layer, dtype, sizes) is Corrupt, naming the field.
@@ -52,5 +53,10 @@ CpMessage pack_attention_state(int64_t layer, const CpStateView& state);
 // Checks `msg` is the state of `layer` with the expected sizes and returns views into it.
 Result<CpStateView> view_attention_state(const CpMessage& msg, int64_t layer, int64_t n_q,
                                          int64_t n_heads, int64_t head_dim);
+
+// A few token ids (a member passing on the token it sampled, for members that did not compute
+// its logits).
+CpMessage pack_tokens(std::span<const int32_t> tokens);
+Result<std::vector<int32_t>> view_tokens(const CpMessage& msg);
 
 }  // namespace keel::model

@@ -85,5 +85,18 @@ TEST(CpMessageTest, AttentionStateRoundTripsAndChecksItsSizes) {
   EXPECT_EQ(view_attention_state(msg, 5, 3, 4, 16).status().code(), StatusCode::kCorrupt);
 }
 
+TEST(CpMessageTest, TokensRoundTripAndAreNotAnotherKind) {
+  const std::vector<int32_t> tokens = {5, 70000, 3};
+  auto got = view_tokens(pack_tokens(tokens));
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(*got, tokens);
+  const float acc[4] = {1, 2, 3, 4}, m[2] = {0, 1}, l[2] = {1, 1};
+  EXPECT_EQ(view_tokens(pack_attention_state(0, {1, 2, 2, acc, m, l})).status().code(),
+            StatusCode::kCorrupt);
+  auto cut = pack_tokens(tokens);
+  auto shorter = std::make_shared<std::vector<std::byte>>(cut->begin(), cut->end() - 4);
+  EXPECT_EQ(view_tokens(shorter).status().code(), StatusCode::kCorrupt);
+}
+
 }  // namespace
 }  // namespace keel::model

@@ -1,5 +1,6 @@
 // `keel cp-prefill` end to end: two member processes over a loopback ring prefill the same prompt
-// as one process alone and name the same next token, each holding half of the KV; a member whose
+// as one process alone and name the same next token, each holding half of the KV, then decode
+// the same 24 greedy tokens with the KV sharded between them; a member whose
 // member 0 never comes exits non-zero with a one-line error within its --timeout.
 #include <gtest/gtest.h>
 
@@ -35,8 +36,8 @@ uint16_t free_port() {
 
 TEST(CpPrefillCli, TwoMembersNameTheSameNextTokenAsOneProcessWithHalfTheKvEach) {
   const std::vector<std::string> common = {
-      "cp-prefill", "-m", KEEL_REPO_STORIES, "--tokens", "300", "--seed", "5",
-      "-t",         "1",  "--timeout",       "60"};
+      "cp-prefill", "-m", KEEL_REPO_STORIES, "--tokens", "300",      "--seed", "5",
+      "-t",         "1",  "--timeout",       "60",       "--decode", "24"};
   auto args = [&](std::vector<std::string> more) {
     std::vector<std::string> a = common;
     a.insert(a.end(), more.begin(), more.end());
@@ -58,6 +59,10 @@ TEST(CpPrefillCli, TwoMembersNameTheSameNextTokenAsOneProcessWithHalfTheKvEach) 
   EXPECT_EQ(r0["positions"].get<int>() + r1["positions"].get<int>(), 300);
   EXPECT_EQ(r0["positions"], r1["positions"]);
   EXPECT_GT(r1["rounds"][0]["bytes_sent"].get<int64_t>(), 0);
+  // Then 24 greedy tokens with the KV sharded: the same on both members and as one process.
+  ASSERT_EQ(a["generated"].size(), 24u);
+  EXPECT_EQ(r0["generated"], a["generated"]);
+  EXPECT_EQ(r1["generated"], a["generated"]);
 }
 
 TEST(CpPrefillCli, AMemberWhoseGroupNeverComesExitsWithAOneLineError) {
