@@ -353,7 +353,8 @@ TEST_F(ClusterNodesTest, AnExpertParallelGangIsSpreadAndReplacedWholeWhenAMember
   GangWatch watch(n.get(), GangWatchConfig{.model = "m",
                                            .period = std::chrono::milliseconds(100),
                                            .max_unseen_checks = 2,
-                                           .clock = &clock_});
+                                           .clock = &clock_,
+                                           .background = false});
   watch.tick(*manager_);
   EXPECT_NE(watch.metrics_text().find("keel:gang_lost_total{model_name=\"m\"} 0"),
             std::string::npos);
@@ -394,7 +395,7 @@ TEST_F(ClusterNodesTest, AGangAnotherManagerStoppedIsStoppedWholeAndNotReplaced)
   cluster::StartTe t = te("m-te-0", "colocated", 1);
   t.engine.ep = 2;
   ASSERT_TRUE(n->start_gangs(*manager_, model_gangs("m", 0, {t}).gangs).ok());
-  GangWatch watch(n.get(), GangWatchConfig{.model = "m", .clock = &clock_});
+  GangWatch watch(n.get(), GangWatchConfig{.model = "m", .clock = &clock_, .background = false});
   watch.tick(*manager_);
   // A higher-priority manager evicts the TE through its agent (its own command, its own token).
   Result<Json> r =

@@ -24,13 +24,34 @@ std::vector<cluster::WatchedProcess>& GangWatch::watched(const std::string& inst
   return w;
 }
 
+GangWatch::~GangWatch() { settle(); }
+
+void GangWatch::settle() {
+  if (listing_.valid()) (void)listing_.get();
+}
+
 void GangWatch::tick(membership::Membership& session) {
+  if (listing_.valid()) {  // a background listing: checked once it is there
+    if (listing_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return;
+    const Result<std::vector<cluster::NodeCapacity>> nodes = listing_.get();
+    check(session, nodes);
+    return;
+  }
   const int64_t now = clock_->now_ns();
   if (now < next_check_ns_) return;
   next_check_ns_ =
       now + std::chrono::duration_cast<std::chrono::nanoseconds>(config_.period).count();
   if (nodes_->placed_gangs().empty()) return;
-  Result<std::vector<cluster::NodeCapacity>> nodes = ClusterNodes::list(session);
+  if (config_.background) {
+    membership::Membership* s = &session;
+    listing_ = std::async(std::launch::async, [s] { return ClusterNodes::list(*s); });
+    return;
+  }
+  check(session, ClusterNodes::list(session));
+}
+
+void GangWatch::check(membership::Membership& session,
+                      const Result<std::vector<cluster::NodeCapacity>>& nodes) {
   if (!nodes.ok()) {
     KEEL_LOG_WARN("cluster: gangs not checked: {}", nodes.status().to_string());
     return;

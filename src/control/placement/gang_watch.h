@@ -26,6 +26,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,6 +43,10 @@ struct GangWatchConfig {
   std::chrono::milliseconds period{500};  // between checks
   int32_t max_unseen_checks = 20;         // a fresh process not yet listed (gang_health.h)
   const Clock* clock = nullptr;           // none: the steady clock
+  // Read the agents' process lists on a thread of their own and check them at a later tick, so a
+  // store cut off never holds up the manager loop (its lease checks and step-down run there).
+  // Off: tick() reads and checks at once (unit tests).
+  bool background = true;
 };
 
 class GangWatch {
@@ -51,6 +56,10 @@ class GangWatch {
   // Checks the placed gangs when `period` has passed since the last check; replaces a gang that
   // lost a process. A failed listing skips the check (logged).
   void tick(membership::Membership& session);
+  // Waits for a listing in flight and drops it. Call before the session it reads is replaced or
+  // closed (the destructor does too).
+  void settle();
+  ~GangWatch();
 
   [[nodiscard]] std::string metrics_text() const;
 
@@ -62,12 +71,16 @@ class GangWatch {
                const std::vector<std::string>& lost);
   void stopped(membership::Membership& session, const std::string& instance,
                const std::vector<std::string>& ids);
+  // The check of one listing of the agents (tick's second half).
+  void check(membership::Membership& session,
+             const Result<std::vector<cluster::NodeCapacity>>& nodes);
 
   ClusterNodes* nodes_;
   GangWatchConfig config_;
   SteadyClock steady_;
   const Clock* clock_;
   int64_t next_check_ns_ = 0;
+  std::future<Result<std::vector<cluster::NodeCapacity>>> listing_;    // in flight (background)
   std::map<std::string, std::vector<cluster::WatchedProcess>> state_;  // by instance
   std::map<std::string, GangStart> first_;  // each instance's gang as first placed (its ids)
   std::map<std::string, int32_t> generation_;

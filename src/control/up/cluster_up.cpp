@@ -133,7 +133,10 @@ class ClusterUp {
         return start_remote_tes(*nodes_, members_->session(), o_, path_, name_, te_kinds(o_),
                                 threads_per_te(o_), &taken);
       };
-      role_.lost = [this] { nodes_->forget(); };
+      role_.lost = [this] {
+        if (gang_watch_) gang_watch_->settle();  // its listing reads the session about to go
+        nodes_->forget();
+      };
       if (gang_watch_) role_.tick = [this] { gang_watch_->tick(members_->session()); };
     }
     const int sig =
