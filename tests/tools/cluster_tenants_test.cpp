@@ -17,6 +17,7 @@
 
 #include "proc/process_supervisor.h"
 #include "proc/ready_line.h"
+#include "ready_child.h"
 #include "serve_process.h"
 #include "support/test_support.h"
 
@@ -28,19 +29,10 @@ using namespace std::chrono_literals;
 
 std::string stories() { return shared_path("models/stories260K/stories260K.gguf"); }
 
-// Starts a child of `sup`; its ready line's port (0 when it did not start) and pid.
+// Starts a child of `sup` (ready_child.h).
 int start(proc::ProcessSupervisor& sup, const std::string& name, std::vector<std::string> argv,
           pid_t* pid) {
-  proc::ChildSpec spec;
-  spec.name = name;
-  spec.argv = std::move(argv);
-  spec.ready_timeout = 60s;
-  Result<proc::Child> child = sup.spawn(spec);
-  EXPECT_TRUE(child.ok()) << child.status().message();
-  if (!child.ok()) return 0;
-  *pid = child->pid;
-  Result<int> port = proc::ready_port(child->ready);
-  return port.ok() ? *port : 0;
+  return start_ready_child(sup, name, std::move(argv), pid);
 }
 
 void write_keys(const std::string& path, int alice_rpm) {
