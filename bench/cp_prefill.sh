@@ -76,20 +76,8 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 if [ -n "$LINKS" ]; then
-  NS=keel-cpb-$$ VA=kcpa$$ VB=kcpb$$ NET=10.215.$(($$ % 200)).
-  net_cleanup() {
-    cleanup
-    ip netns del "$NS" 2> /dev/null || true
-    ip link del "$VA" 2> /dev/null || true
-  }
-  trap net_cleanup EXIT
-  ip netns add "$NS"
-  ip link add "$VA" type veth peer name "$VB"
-  ip link set "$VB" netns "$NS"
-  ip addr add "${NET}1/24" dev "$VA" && ip link set "$VA" up
-  ip netns exec "$NS" ip link set lo up
-  ip netns exec "$NS" ip addr add "${NET}2/24" dev "$VB"
-  ip netns exec "$NS" ip link set "$VB" up
+  source bench/lib/netns_pair.sh
+  make_netns_pair keel-cpb 10.215
   for rate in $LINKS; do
     tc qdisc replace dev "$VA" root tbf rate "$rate" burst 4mb latency 100ms
     ip netns exec "$NS" tc qdisc replace dev "$VB" root tbf rate "$rate" burst 4mb latency 100ms

@@ -3,21 +3,9 @@
 # network namespace joined to this one by a veth pair (another "host"), waits for its ready line
 # and sets REMOTE_ADDR (HOST:PORT) and REMOTE_PID; the namespace and the link are removed on exit.
 # Needs root, $KEEL, $M, $OUT, and processes.sh sourced first (cleanup, PIDS).
+source "$(dirname "${BASH_SOURCE[0]}")/netns_pair.sh"
 start_netns_member() {  # NS_PREFIX NET_PREFIX (e.g. keel-epb 10.214)
-  NS=$1-$$ VA=k${1: -1}a$$ VB=k${1: -1}b$$ NET=$2.$(($$ % 200)).
-  net_cleanup() {
-    cleanup
-    ip netns del "$NS" 2> /dev/null || true
-    ip link del "$VA" 2> /dev/null || true
-  }
-  trap net_cleanup EXIT
-  ip netns add "$NS"
-  ip link add "$VA" type veth peer name "$VB"
-  ip link set "$VB" netns "$NS"
-  ip addr add "${NET}1/24" dev "$VA" && ip link set "$VA" up
-  ip netns exec "$NS" ip link set lo up
-  ip netns exec "$NS" ip addr add "${NET}2/24" dev "$VB"
-  ip netns exec "$NS" ip link set "$VB" up
+  make_netns_pair "$1" "$2"
   ip netns exec "$NS" "$KEEL" ep-expert -m "$M" --shard 1/2 --listen "${NET}2:0" -t 1 \
     > "$OUT/remote-member.log" 2>&1 &
   REMOTE_PID=$!
